@@ -1,0 +1,116 @@
+/**
+ * Assembles decoded objects into a Cluster: later definitions of the same object win (with a
+ * warning), namespaces that are referenced but not defined are made up from their name, endpoint
+ * ids are made unique, and node addresses are gathered from pods' host IPs.
+ */
+import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
+import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
+import type { Cluster, Endpoint, Namespace, NetworkPolicy, NodeInfo, SourceLocation } from '../model/types.ts';
+import { NAMESPACE_NAME_LABEL } from './decode-namespace.ts';
+import type { DecodedObject } from './types.ts';
+
+export interface IdentifiedObject {
+  readonly identity: string;
+  readonly object: DecodedObject;
+}
+
+export function buildCluster(objects: readonly IdentifiedObject[]): { cluster: Cluster; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const latest = new Map<string, DecodedObject>();
+  for (const { identity, object } of objects) {
+    const previous = latest.get(identity);
+    if (previous) {
+      const where = locationOf(object) ?? { file: '<input>', line: 0, column: 0 };
+      const first = locationOf(previous);
+      const firstText = first ? ` (first defined at ${first.file}:${first.line}:${first.column})` : '';
+      diagnostics.push(
+        makeDiagnostic('OBJECT_DUPLICATE', `${identity} is defined more than once${firstText}; this definition wins`, {
+          ...where,
+          object: identity,
+        }),
+      );
+      latest.delete(identity); // re-insert so input order reflects the winning definition
+    }
+    latest.set(identity, object);
+  }
+
+  const namespaces = new Map<string, Namespace>();
+  const endpoints: Omit<Endpoint, 'id'>[] = [];
+  const policies: NetworkPolicy[] = [];
+  const nodeAddresses = new Map<string, IpAddress[]>();
+  for (const object of latest.values()) {
+    if (object.kind === 'Namespace') namespaces.set(object.namespace.name, object.namespace);
+    else if (object.kind === 'NetworkPolicy') policies.push(object.policy);
+    else {
+      endpoints.push(object.endpoint);
+      if (object.endpoint.node) addNodeAddresses(nodeAddresses, object.endpoint.node, object.hostIps);
+    }
+  }
+
+  const referenced: { namespace: string; location: SourceLocation | undefined }[] = [
+    ...endpoints.map((e) => ({ namespace: e.namespace, location: e.location })),
+    ...policies.map((p) => ({ namespace: p.namespace, location: p.location })),
+  ];
+  for (const { namespace, location } of referenced) {
+    if (namespaces.has(namespace)) continue;
+    namespaces.set(namespace, { name: namespace, labels: { [NAMESPACE_NAME_LABEL]: namespace }, implicit: true });
+    diagnostics.push(
+      makeDiagnostic(
+        'NAMESPACE_IMPLICIT',
+        `namespace "${namespace}" is referenced but not defined; assuming it exists with only the label ${NAMESPACE_NAME_LABEL}=${namespace}`,
+        { ...(location ?? { file: '<input>' }), object: `Namespace ${namespace}` },
+      ),
+    );
+  }
+
+  const nodes = new Map<string, NodeInfo>();
+  for (const [name, addresses] of [...nodeAddresses].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    nodes.set(name, { name, addresses });
+  }
+  return {
+    cluster: {
+      namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+      endpoints: assignIds(endpoints),
+      policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
+      nodes,
+    },
+    diagnostics,
+  };
+}
+
+/** `ns/name` for every endpoint, with `[Kind]` added to workloads whose name a pod also uses. */
+export function assignIds(endpoints: readonly Omit<Endpoint, 'id'>[]): Endpoint[] {
+  const count = new Map<string, number>();
+  for (const e of endpoints) count.set(`${e.namespace}/${e.name}`, (count.get(`${e.namespace}/${e.name}`) ?? 0) + 1);
+  return endpoints
+    .map((e) => {
+      const plain = `${e.namespace}/${e.name}`;
+      const id = e.kind === 'Pod' || count.get(plain) === 1 ? plain : `${plain}[${e.kind}]`;
+      return { id, ...e };
+    })
+    .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name) || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+}
+
+function compareKeys(ns1: string, n1: string, ns2: string, n2: string): number {
+  return ns1 < ns2 ? -1 : ns1 > ns2 ? 1 : n1 < n2 ? -1 : n1 > n2 ? 1 : 0;
+}
+
+function addNodeAddresses(nodes: Map<string, IpAddress[]>, node: string, texts: readonly string[]): void {
+  const list = nodes.get(node) ?? [];
+  for (const text of texts) {
+    const parsed = parseIp(text);
+    if (parsed.ok && !list.some((ip) => formatIp(ip) === formatIp(parsed.value))) list.push(parsed.value);
+  }
+  nodes.set(node, list);
+}
+
+function locationOf(object: DecodedObject): SourceLocation | undefined {
+  switch (object.kind) {
+    case 'Namespace':
+      return object.namespace.location;
+    case 'NetworkPolicy':
+      return object.policy.location;
+    case 'Endpoint':
+      return object.endpoint.location;
+  }
+}

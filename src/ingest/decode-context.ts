@@ -1,0 +1,85 @@
+/**
+ * Per-object decoding context: turns field paths into located diagnostics and remembers whether
+ * the object had an error (an object with an error is reported and skipped as a whole).
+ */
+import type { z } from 'zod';
+import { makeDiagnostic, type Diagnostic, type DiagnosticCode } from '../model/diagnostics.ts';
+import type { FieldPath, RawObject } from './types.ts';
+
+export function formatPath(path: FieldPath): string {
+  let text = '';
+  for (const part of path) text += typeof part === 'number' ? `[${part}]` : text === '' ? part : `.${part}`;
+  return text;
+}
+
+export class DecodeContext {
+  readonly diagnostics: Diagnostic[] = [];
+  private errorCount = 0;
+
+  constructor(
+    readonly raw: RawObject,
+    /** `Kind ns/name` for messages. */
+    readonly objectName: string,
+  ) {}
+
+  get failed(): boolean {
+    return this.errorCount > 0;
+  }
+
+  /** Reports a problem at the value (or, with `atKey`, the key) found at `path` inside the object. */
+  report(code: DiagnosticCode, message: string, path: FieldPath, atKey = false): void {
+    const full = [...this.raw.basePath, ...path];
+    const where = atKey ? this.raw.locator.keyAt(full) : this.raw.locator.valueAt(full);
+    const diagnostic = makeDiagnostic(code, message, {
+      ...where,
+      object: this.objectName,
+      ...(path.length > 0 ? { path: formatPath(path) } : {}),
+    });
+    if (diagnostic.severity === 'error') this.errorCount++;
+    this.diagnostics.push(diagnostic);
+  }
+
+  /** Turns zod's structural issues into located diagnostics. */
+  reportSchemaIssues(issues: readonly z.core.$ZodIssue[]): void {
+    for (const issue of issues) {
+      const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) {
+          this.report('SCHEMA_UNKNOWN_FIELD', `unknown field "${formatPath([...path, key])}"`, [...path, key], true);
+        }
+      } else if (issue.code === 'invalid_type' && valueAt(this.raw.value, path) === undefined) {
+        this.report('SCHEMA_REQUIRED', `missing required field "${formatPath(path)}"`, path, true);
+      } else if (issue.code === 'invalid_type') {
+        const actual = describeType(valueAt(this.raw.value, path));
+        this.report('SCHEMA_TYPE', `"${formatPath(path)}" must be ${article(issue.expected)}, not ${actual}`, path);
+      } else if (issue.code === 'invalid_union') {
+        const actual = describeType(valueAt(this.raw.value, path));
+        this.report('SCHEMA_TYPE', `"${formatPath(path)}" must be a number or a string, not ${actual}`, path);
+      } else {
+        this.report('SCHEMA_TYPE', `"${formatPath(path)}": ${issue.message}`, path);
+      }
+    }
+  }
+}
+
+function valueAt(root: unknown, path: FieldPath): unknown {
+  let value = root;
+  for (const part of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  return value;
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return `the ${typeof value} ${JSON.stringify(value)}`;
+}
+
+function article(expected: string): string {
+  if (expected === 'object') return 'a mapping';
+  if (expected === 'array') return 'a list';
+  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+}

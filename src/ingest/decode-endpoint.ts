@@ -1,0 +1,138 @@
+/**
+ * Pods and workload pod templates become endpoints: labels, namespace, named container ports
+ * and, for pods, their addresses. Pods that have finished (Succeeded/Failed) hold no address
+ * and take no traffic, so they are left out.
+ */
+import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
+import type { ContainerPort, Endpoint, WorkloadKind } from '../model/types.ts';
+import type { DecodeContext } from './decode-context.ts';
+import { decodeLabels } from './decode-labels.ts';
+import { decodeMetadataName } from './decode-metadata.ts';
+import { checkPortNumber, decodeProtocol } from './decode-policy.ts';
+import {
+  cronJobSchema,
+  podSchema,
+  workloadSchema,
+  type RawMetadata,
+  type RawPodSpec,
+  type RawPodTemplate,
+} from './schemas.ts';
+import type { DecodedObject, FieldPath } from './types.ts';
+import { portNameProblem } from './validate-names.ts';
+
+type EndpointDecode = DecodedObject | 'skipped' | undefined;
+
+export function decodePod(ctx: DecodeContext): EndpointDecode {
+  const parsed = podSchema.safeParse(ctx.raw.value);
+  if (!parsed.success) {
+    ctx.reportSchemaIssues(parsed.error.issues);
+    return undefined;
+  }
+  const raw = parsed.data;
+  const { name, namespace } = decodeMetadataName(ctx, raw.metadata, true);
+  const phase = raw.status?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed') {
+    ctx.report('POD_NOT_RUNNING', `pod ${namespace}/${name} is in phase ${phase} and was left out`, ['status', 'phase']);
+    return 'skipped';
+  }
+  const labels = decodeLabels(ctx, raw.metadata.labels, ['metadata', 'labels']);
+  const ports = decodeContainerPorts(ctx, raw.spec, ['spec']);
+  const status = raw.status ?? {};
+  const podIpTexts = status.podIPs?.length ? status.podIPs.map((e) => e.ip) : status.podIP ? [status.podIP] : [];
+  const hostIpTexts = status.hostIPs?.length ? status.hostIPs.map((e) => e.ip) : status.hostIP ? [status.hostIP] : [];
+  const podIps = decodeIps(ctx, podIpTexts, status.podIPs?.length ? ['status', 'podIPs'] : ['status', 'podIP']);
+  const hostIps = decodeIps(ctx, hostIpTexts, status.hostIPs?.length ? ['status', 'hostIPs'] : ['status', 'hostIP']);
+  const hostNetwork = raw.spec?.hostNetwork === true;
+  if (ctx.failed) return undefined;
+  const endpoint: Omit<Endpoint, 'id'> = {
+    kind: 'Pod',
+    namespace,
+    name,
+    labels,
+    // A hostNetwork pod is reached at its node's address.
+    ips: hostNetwork && podIps.length === 0 ? hostIps : podIps,
+    ports,
+    hostNetwork,
+    ...(raw.spec?.nodeName ? { node: raw.spec.nodeName } : {}),
+    location: ctx.raw.locator.valueAt(ctx.raw.basePath),
+  };
+  return { kind: 'Endpoint', endpoint, hostIps: hostIps.map(formatIp) };
+}
+
+export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): EndpointDecode {
+  const parsed = parseWorkload(ctx, kind);
+  if (!parsed) return undefined;
+  const { metadata, template, templatePath } = parsed;
+  const { name, namespace } = decodeMetadataName(ctx, metadata, true);
+  const labels = decodeLabels(ctx, template?.metadata?.labels, [...templatePath, 'metadata', 'labels']);
+  const ports = decodeContainerPorts(ctx, template?.spec, [...templatePath, 'spec']);
+  if (ctx.failed) return undefined;
+  const endpoint: Omit<Endpoint, 'id'> = {
+    kind,
+    namespace,
+    name,
+    labels,
+    ips: [],
+    ports,
+    hostNetwork: template?.spec?.hostNetwork === true,
+    location: ctx.raw.locator.valueAt(ctx.raw.basePath),
+  };
+  return { kind: 'Endpoint', endpoint, hostIps: [] };
+}
+
+/** Finds the pod template: `spec.template`, or `spec.jobTemplate.spec.template` for a CronJob. */
+function parseWorkload(
+  ctx: DecodeContext,
+  kind: WorkloadKind,
+): { metadata: RawMetadata; template: RawPodTemplate | null | undefined; templatePath: FieldPath } | undefined {
+  if (kind === 'CronJob') {
+    const parsed = cronJobSchema.safeParse(ctx.raw.value);
+    if (!parsed.success) return void ctx.reportSchemaIssues(parsed.error.issues);
+    return {
+      metadata: parsed.data.metadata,
+      template: parsed.data.spec?.jobTemplate?.spec?.template,
+      templatePath: ['spec', 'jobTemplate', 'spec', 'template'],
+    };
+  }
+  const parsed = workloadSchema.safeParse(ctx.raw.value);
+  if (!parsed.success) return void ctx.reportSchemaIssues(parsed.error.issues);
+  return { metadata: parsed.data.metadata, template: parsed.data.spec?.template, templatePath: ['spec', 'template'] };
+}
+
+function decodeContainerPorts(ctx: DecodeContext, spec: RawPodSpec | null | undefined, path: FieldPath): ContainerPort[] {
+  const ports: ContainerPort[] = [];
+  const groups: [string, RawPodSpec['containers']][] = [
+    ['containers', spec?.containers],
+    // Sidecars (init containers that keep running) serve ports too.
+    ['initContainers', spec?.initContainers?.filter((c) => c.restartPolicy === 'Always')],
+  ];
+  for (const [field, containers] of groups) {
+    (containers ?? []).forEach((container, c) => {
+      (container.ports ?? []).forEach((port, p) => {
+        const at = [...path, field, c, 'ports', p];
+        checkPortNumber(ctx, port.containerPort, [...at, 'containerPort']);
+        const protocol = decodeProtocol(ctx, port.protocol, [...at, 'protocol']);
+        if (port.name) {
+          const problem = portNameProblem(port.name);
+          if (problem) ctx.report('PORT_NAME_INVALID', `port name "${port.name}" is invalid: ${problem}`, [...at, 'name']);
+        }
+        if (protocol) ports.push({ ...(port.name ? { name: port.name } : {}), port: port.containerPort, protocol });
+      });
+    });
+  }
+  return ports;
+}
+
+function decodeIps(ctx: DecodeContext, texts: readonly string[], path: FieldPath): IpAddress[] {
+  const result: IpAddress[] = [];
+  texts.forEach((text, index) => {
+    const parsed = parseIp(text);
+    const at = path[path.length - 1] === 'podIPs' || path[path.length - 1] === 'hostIPs' ? [...path, index, 'ip'] : path;
+    if (!parsed.ok) {
+      ctx.report('IP_INVALID', parsed.problems.map((p) => p.message).join('; '), at);
+      return;
+    }
+    if (!result.some((ip) => ip.family === parsed.value.family && ip.value === parsed.value.value)) result.push(parsed.value);
+  });
+  return result;
+}

@@ -1,0 +1,83 @@
+/**
+ * Label maps and label selectors: validated as the API server does, then made canonical.
+ */
+import { makeSelector, type LabelSelector, type SelectorOperator } from '../model/selector.ts';
+import type { Labels } from '../model/types.ts';
+import type { DecodeContext } from './decode-context.ts';
+import type { RawLabelSelector } from './schemas.ts';
+import type { FieldPath } from './types.ts';
+import { labelKeyProblem, labelValueProblem } from './validate-names.ts';
+
+const OPERATORS: readonly SelectorOperator[] = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
+
+/** Validates a label map; invalid entries are reported (errors) and left out. */
+export function decodeLabels(
+  ctx: DecodeContext,
+  labels: Record<string, string> | null | undefined,
+  path: FieldPath,
+): Labels {
+  const result: Record<string, string> = {};
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    const keyProblem = labelKeyProblem(key);
+    if (keyProblem) {
+      ctx.report('LABEL_KEY_INVALID', `label key "${key}" is invalid: ${keyProblem}`, [...path, key], true);
+      continue;
+    }
+    const valueProblem = labelValueProblem(value);
+    if (valueProblem) {
+      ctx.report('LABEL_VALUE_INVALID', `label value "${value}" for "${key}" is invalid: ${valueProblem}`, [...path, key]);
+      continue;
+    }
+    result[key] = value;
+  }
+  return result;
+}
+
+/** Validates a selector; returns it in canonical form, or undefined after reporting errors. */
+export function decodeSelector(
+  ctx: DecodeContext,
+  raw: RawLabelSelector | null | undefined,
+  path: FieldPath,
+): LabelSelector | undefined {
+  let ok = true;
+  const before = ctx.diagnostics.length;
+  const matchLabels = decodeLabels(ctx, raw?.matchLabels, [...path, 'matchLabels']);
+  if (ctx.diagnostics.length > before) ok = false;
+  const expressions: { key: string; operator: SelectorOperator; values: string[] }[] = [];
+  (raw?.matchExpressions ?? []).forEach((expression, index) => {
+    const at = [...path, 'matchExpressions', index];
+    const keyProblem = labelKeyProblem(expression.key);
+    if (keyProblem) {
+      ctx.report('LABEL_KEY_INVALID', `selector key "${expression.key}" is invalid: ${keyProblem}`, [...at, 'key']);
+      ok = false;
+    }
+    const operator = OPERATORS.find((op) => op === expression.operator);
+    const values = expression.values ?? [];
+    if (!operator) {
+      ctx.report(
+        'SELECTOR_OPERATOR_INVALID',
+        `operator "${expression.operator}" is not one of In, NotIn, Exists, DoesNotExist`,
+        [...at, 'operator'],
+      );
+      ok = false;
+      return;
+    }
+    if ((operator === 'In' || operator === 'NotIn') && values.length === 0) {
+      ctx.report('SELECTOR_VALUES_REQUIRED', `operator ${operator} needs at least one value`, [...at, 'operator']);
+      ok = false;
+    }
+    if ((operator === 'Exists' || operator === 'DoesNotExist') && values.length > 0) {
+      ctx.report('SELECTOR_VALUES_FORBIDDEN', `operator ${operator} takes no values`, [...at, 'values']);
+      ok = false;
+    }
+    values.forEach((value, valueIndex) => {
+      const problem = labelValueProblem(value);
+      if (problem) {
+        ctx.report('LABEL_VALUE_INVALID', `selector value "${value}" is invalid: ${problem}`, [...at, 'values', valueIndex]);
+        ok = false;
+      }
+    });
+    expressions.push({ key: expression.key, operator, values });
+  });
+  return ok ? makeSelector(matchLabels, expressions) : undefined;
+}

@@ -1,0 +1,21 @@
+/**
+ * Object names and namespaces: validated like the API server does, namespace defaulted to
+ * `default` for namespaced kinds (as kubectl does when none is given).
+ */
+import type { DecodeContext } from './decode-context.ts';
+import { dnsLabelProblem, dnsSubdomainProblem } from './validate-names.ts';
+
+export function decodeMetadataName(
+  ctx: DecodeContext,
+  metadata: { name: string; namespace?: string | null | undefined },
+  namespaced: boolean,
+): { name: string; namespace: string } {
+  const nameProblem = namespaced ? dnsSubdomainProblem(metadata.name) : dnsLabelProblem(metadata.name);
+  if (nameProblem) ctx.report('NAME_INVALID', `name "${metadata.name}" is invalid: ${nameProblem}`, ['metadata', 'name']);
+  const namespace = namespaced ? (metadata.namespace ?? 'default') : '';
+  if (namespaced) {
+    const problem = dnsLabelProblem(namespace);
+    if (problem) ctx.report('NAME_INVALID', `namespace "${namespace}" is invalid: ${problem}`, ['metadata', 'namespace']);
+  }
+  return { name: metadata.name, namespace };
+}

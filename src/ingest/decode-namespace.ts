@@ -1,0 +1,55 @@
+/**
+ * Namespaces: labels (plus the `kubernetes.io/metadata.name` label the API server always sets)
+ * and the seed proposal's ingress-isolation annotation.
+ */
+import type { Namespace } from '../model/types.ts';
+import type { DecodeContext } from './decode-context.ts';
+import { decodeLabels } from './decode-labels.ts';
+import { decodeMetadataName } from './decode-metadata.ts';
+import { namespaceSchema } from './schemas.ts';
+
+export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+export function decodeNamespace(ctx: DecodeContext): Namespace | undefined {
+  const parsed = namespaceSchema.safeParse(ctx.raw.value);
+  if (!parsed.success) {
+    ctx.reportSchemaIssues(parsed.error.issues);
+    return undefined;
+  }
+  const { metadata } = parsed.data;
+  const { name } = decodeMetadataName(ctx, metadata, false);
+  const labels = decodeLabels(ctx, metadata.labels, ['metadata', 'labels']);
+  const annotation = metadata.annotations?.[LEGACY_ISOLATION_ANNOTATION];
+  const isolation = annotation === undefined ? undefined : decodeIsolation(ctx, annotation);
+  if (ctx.failed) return undefined;
+  return {
+    name,
+    labels: { ...labels, [NAMESPACE_NAME_LABEL]: name },
+    implicit: false,
+    ...(isolation ? { legacyIngressIsolation: isolation } : {}),
+    location: ctx.raw.locator.valueAt(ctx.raw.basePath),
+  };
+}
+
+/** `{"ingress": {"isolation": "DefaultDeny"}}` → DefaultDeny; anything else is reported and ignored. */
+function decodeIsolation(ctx: DecodeContext, text: string): 'DefaultDeny' | undefined {
+  const path = ['metadata', 'annotations', LEGACY_ISOLATION_ANNOTATION];
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    ctx.report('LEGACY_ANNOTATION_INVALID', `annotation ${LEGACY_ISOLATION_ANNOTATION} is not valid JSON`, path);
+    return undefined;
+  }
+  const ingress = (value as { ingress?: { isolation?: unknown } } | null)?.ingress;
+  if (ingress === undefined) return undefined;
+  if (ingress?.isolation === 'DefaultDeny') return 'DefaultDeny';
+  if (ingress?.isolation === undefined) return undefined;
+  ctx.report(
+    'LEGACY_ANNOTATION_INVALID',
+    `annotation ${LEGACY_ISOLATION_ANNOTATION}: ingress.isolation must be "DefaultDeny", not ${JSON.stringify(ingress.isolation)}`,
+    path,
+  );
+  return undefined;
+}

@@ -1,0 +1,98 @@
+/**
+ * Dispatches a raw object to the decoder for its kind. Kinds Palisade does not analyse are
+ * skipped with an info diagnostic, never an error: real manifest trees are full of Services,
+ * ConfigMaps and CRDs.
+ */
+import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
+import { WORKLOAD_KINDS, type WorkloadKind } from '../model/types.ts';
+import { DecodeContext } from './decode-context.ts';
+import { decodePod, decodeWorkload } from './decode-endpoint.ts';
+import { decodeNamespace } from './decode-namespace.ts';
+import { decodeNetworkPolicy } from './decode-policy.ts';
+import type { DecodedObject, RawObject } from './types.ts';
+
+/** apiVersions under which each workload kind has been served. */
+const WORKLOAD_API_VERSIONS: Record<WorkloadKind, readonly string[]> = {
+  Deployment: ['apps/v1', 'apps/v1beta1', 'apps/v1beta2', 'extensions/v1beta1'],
+  StatefulSet: ['apps/v1', 'apps/v1beta1', 'apps/v1beta2'],
+  DaemonSet: ['apps/v1', 'apps/v1beta2', 'extensions/v1beta1'],
+  ReplicaSet: ['apps/v1', 'apps/v1beta2', 'extensions/v1beta1'],
+  ReplicationController: ['v1'],
+  Job: ['batch/v1'],
+  CronJob: ['batch/v1', 'batch/v1beta1', 'batch/v2alpha1'],
+};
+
+export interface DecodeOutcome {
+  readonly object?: DecodedObject;
+  /** `Kind ns/name`, for duplicate detection. Absent when the object could not be identified. */
+  readonly identity?: string;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+export function decodeObject(raw: RawObject): DecodeOutcome {
+  const value = raw.value as Record<string, unknown>;
+  const { kind, apiVersion } = value;
+  const metadata = (value.metadata ?? {}) as Record<string, unknown>;
+  const name = typeof metadata.name === 'string' ? metadata.name : '?';
+  const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
+  const objectName = `${typeof kind === 'string' ? kind : 'object'} ${kind === 'Namespace' ? '' : `${namespace ?? 'default'}/`}${name}`;
+  const ctx = new DecodeContext(raw, objectName);
+  if (typeof kind !== 'string' || typeof apiVersion !== 'string') {
+    for (const field of ['apiVersion', 'kind'] as const) {
+      if (typeof value[field] !== 'string') {
+        ctx.report(
+          value[field] === undefined ? 'SCHEMA_REQUIRED' : 'SCHEMA_TYPE',
+          `every object needs a string "${field}"`,
+          [field],
+          value[field] === undefined,
+        );
+      }
+    }
+    return { diagnostics: ctx.diagnostics };
+  }
+  const identity = `${kind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
+  const decoded = decodeKnownKind(ctx, kind, apiVersion);
+  if (decoded === 'unknown-kind') {
+    const where = raw.locator.valueAt(raw.basePath);
+    const diagnostic = makeDiagnostic('KIND_SKIPPED', `${apiVersion} ${kind} is not analysed; skipped`, {
+      ...where,
+      object: objectName,
+    });
+    return { diagnostics: [diagnostic] };
+  }
+  return { ...(decoded ? { object: decoded } : {}), identity, diagnostics: ctx.diagnostics };
+}
+
+function decodeKnownKind(
+  ctx: DecodeContext,
+  kind: string,
+  apiVersion: string,
+): DecodedObject | undefined | 'unknown-kind' {
+  switch (kind) {
+    case 'Namespace':
+    case 'Pod': {
+      if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
+      if (kind === 'Pod') {
+        const pod = decodePod(ctx);
+        return pod === 'skipped' ? undefined : pod;
+      }
+      const namespace = decodeNamespace(ctx);
+      return namespace ? { kind: 'Namespace', namespace } : undefined;
+    }
+    case 'NetworkPolicy': {
+      const policy = decodeNetworkPolicy(ctx);
+      return policy ? { kind: 'NetworkPolicy', policy } : undefined;
+    }
+  }
+  const workload = WORKLOAD_KINDS.find((k) => k === kind);
+  if (!workload) return 'unknown-kind';
+  const versions = WORKLOAD_API_VERSIONS[workload];
+  if (!versions.includes(apiVersion)) return unknownVersion(ctx, kind, apiVersion, versions);
+  const result = decodeWorkload(ctx, workload);
+  return result === 'skipped' ? undefined : result;
+}
+
+function unknownVersion(ctx: DecodeContext, kind: string, apiVersion: string, known: readonly string[]): undefined {
+  ctx.report('API_VERSION_UNKNOWN', `${kind} apiVersion "${apiVersion}" is not one of ${known.join(', ')}`, ['apiVersion']);
+  return undefined;
+}

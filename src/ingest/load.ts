@@ -1,0 +1,74 @@
+/**
+ * The manifest pipeline in one call: read paths, parse documents, decode objects, assemble the
+ * cluster, and add the diagnostics that depend on the chosen semantics.
+ */
+import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
+import type { Cluster, Semantics } from '../model/types.ts';
+import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
+import { decodeObject } from './decode-object.ts';
+import { LEGACY_ISOLATION_ANNOTATION } from './decode-namespace.ts';
+import { parseDocuments } from './parse-documents.ts';
+import { readInputs } from './read-inputs.ts';
+import type { InputFile, LoadResult, RawObject } from './types.ts';
+
+export interface LoadClusterOptions {
+  readonly semantics?: Semantics;
+  readonly maxFileBytes?: number;
+  readonly readStdin?: () => Promise<string>;
+}
+
+export async function loadCluster(paths: readonly string[], options: LoadClusterOptions = {}): Promise<LoadResult> {
+  const { files, diagnostics } = await readInputs(paths, {
+    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
+    ...(options.readStdin ? { readStdin: options.readStdin } : {}),
+  });
+  const result = loadFromTexts(files, options.semantics ?? 'v1');
+  return { ...result, diagnostics: sortDiagnostics([...diagnostics, ...result.diagnostics]) };
+}
+
+/** Same as loadCluster for texts already in memory (tests, benchmarks, stdin). */
+export function loadFromTexts(files: readonly InputFile[], semantics: Semantics = 'v1'): LoadResult {
+  const diagnostics: Diagnostic[] = [];
+  const rawObjects: RawObject[] = [];
+  const decoded: IdentifiedObject[] = [];
+  for (const file of files) {
+    const parsed = parseDocuments(file);
+    diagnostics.push(...parsed.diagnostics);
+    for (const raw of parsed.objects) {
+      rawObjects.push(raw);
+      const outcome = decodeObject(raw);
+      diagnostics.push(...outcome.diagnostics);
+      if (outcome.object && outcome.identity) decoded.push({ identity: outcome.identity, object: outcome.object });
+    }
+  }
+  const built = buildCluster(decoded);
+  diagnostics.push(...built.diagnostics, ...semanticsDiagnostics(built.cluster, semantics));
+  return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };
+}
+
+function semanticsDiagnostics(cluster: Cluster, semantics: Semantics): Diagnostic[] {
+  const result: Diagnostic[] = [];
+  if (semantics === 'v1') {
+    for (const ns of cluster.namespaces.values()) {
+      if (!ns.legacyIngressIsolation) continue;
+      result.push(
+        makeDiagnostic(
+          'LEGACY_ANNOTATION_IGNORED',
+          `namespace ${ns.name} sets ${LEGACY_ISOLATION_ANNOTATION} (DefaultDeny), which v1 semantics ignore; use --semantics v1beta1-proposal, or 'palisade convert --to v1' to turn it into a default-deny policy`,
+          { ...(ns.location ?? { file: '<input>' }), object: `Namespace ${ns.name}` },
+        ),
+      );
+    }
+    return result;
+  }
+  for (const policy of cluster.policies) {
+    if (!policy.affectsEgress) continue;
+    result.push(
+      makeDiagnostic('LEGACY_EGRESS_IGNORED', `NetworkPolicy ${policy.namespace}/${policy.name} has egress rules, which the v1beta1 proposal does not have; they are ignored`, {
+        ...(policy.location ?? { file: '<input>' }),
+        object: `NetworkPolicy ${policy.namespace}/${policy.name}`,
+      }),
+    );
+  }
+  return result;
+}

@@ -1,0 +1,106 @@
+/**
+ * Expands input paths (files, directories searched recursively, `-` for stdin) into file texts.
+ * Problems become diagnostics; one unreadable path never stops the others.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
+import type { InputFile } from './types.ts';
+
+export const DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024;
+const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+
+export interface ReadInputsOptions {
+  readonly maxFileBytes?: number;
+  readonly readStdin?: () => Promise<string>;
+}
+
+export async function readInputs(
+  paths: readonly string[],
+  options: ReadInputsOptions = {},
+): Promise<{ files: InputFile[]; diagnostics: Diagnostic[] }> {
+  const maxBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const files: InputFile[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const path of paths) {
+    if (path === '-') {
+      const text = await (options.readStdin ?? readStdin)();
+      if (Buffer.byteLength(text) > maxBytes) diagnostics.push(tooLarge('<stdin>', maxBytes));
+      else files.push({ name: '<stdin>', text });
+      continue;
+    }
+    await readPath(path, true, maxBytes, files, diagnostics);
+  }
+  return { files, diagnostics };
+}
+
+async function readPath(
+  path: string,
+  explicit: boolean,
+  maxBytes: number,
+  files: InputFile[],
+  diagnostics: Diagnostic[],
+): Promise<void> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    diagnostics.push(
+      code === 'ENOENT'
+        ? makeDiagnostic('FILE_NOT_FOUND', `no such file or directory: ${path}`, { file: path })
+        : makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),
+    );
+    return;
+  }
+  if (info.isDirectory()) {
+    const before = files.length;
+    let entries;
+    try {
+      entries = await readdir(path, { withFileTypes: true });
+    } catch (error) {
+      diagnostics.push(makeDiagnostic('FILE_UNREADABLE', `cannot list ${path}: ${errorText(error)}`, { file: path }));
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue; // .git and editor files are never manifests
+      const child = join(path, entry.name);
+      if (entry.isDirectory()) await readPath(child, false, maxBytes, files, diagnostics);
+      else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
+        await readPath(child, false, maxBytes, files, diagnostics);
+      }
+    }
+    if (explicit && files.length === before) {
+      diagnostics.push(makeDiagnostic('NO_INPUT_FILES', `${path} holds no .yaml, .yml or .json files`, { file: path }));
+    }
+    return;
+  }
+  if (info.size > maxBytes) {
+    diagnostics.push(tooLarge(path, maxBytes, info.size));
+    return;
+  }
+  try {
+    files.push({ name: path, text: await readFile(path, 'utf8') });
+  } catch (error) {
+    diagnostics.push(makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }));
+  }
+}
+
+function tooLarge(file: string, maxBytes: number, size?: number): Diagnostic {
+  const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  const actual = size === undefined ? '' : ` (${mib(size)})`;
+  return makeDiagnostic('FILE_TOO_LARGE', `${file} is larger than the limit of ${mib(maxBytes)}${actual}; raise it with --max-file-size`, {
+    file,
+  });
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

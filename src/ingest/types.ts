@@ -1,0 +1,63 @@
+/**
+ * Contracts of the ingest layer: raw documents with a way back to their source position, and the
+ * Source interface that later sources (etcd, the Kubernetes API) implement too.
+ */
+import type { Cluster, Diagnostic, Namespace, Endpoint, NetworkPolicy, SourceLocation } from '../model/types.ts';
+
+export type FieldPath = readonly (string | number)[];
+
+/** Maps a field path inside a parsed document back to a line and column in its file. */
+export interface Locator {
+  /** Position of the value at `path`, or of its nearest existing ancestor. */
+  valueAt(path: FieldPath): SourceLocation;
+  /** Position of the key naming the last element of `path` (for unknown fields). */
+  keyAt(path: FieldPath): SourceLocation;
+}
+
+/** One Kubernetes object as parsed, before decoding. */
+export interface RawObject {
+  readonly value: unknown;
+  readonly file: string;
+  /** Where the object sits in its document (`[]`, or `['items', 3]` inside a List). */
+  readonly basePath: FieldPath;
+  readonly locator: Locator;
+}
+
+/** A decoded, validated object, ready to be assembled into a Cluster. */
+export type DecodedObject =
+  | { readonly kind: 'Namespace'; readonly namespace: Namespace }
+  | { readonly kind: 'Endpoint'; readonly endpoint: Omit<Endpoint, 'id'>; readonly hostIps: readonly string[] }
+  | { readonly kind: 'NetworkPolicy'; readonly policy: NetworkPolicy };
+
+/** An input file's text, with the name diagnostics should use for it. */
+export interface InputFile {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** A change from a source. Manifest sources emit one resync; live sources emit upserts too. */
+export type Change =
+  | { readonly type: 'resync'; readonly cluster: Cluster; readonly diagnostics: readonly Diagnostic[] }
+  | { readonly type: 'upsert'; readonly object: DecodedObject }
+  | { readonly type: 'delete'; readonly kind: DecodedObject['kind']; readonly namespace?: string; readonly name: string };
+
+/** Anything that feeds objects into Palisade. */
+export interface Source {
+  /** Starts the source; `onChange` receives every change in order. Resolves when the initial snapshot is out. */
+  start(onChange: (change: Change) => void): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface LoadOptions {
+  /** Largest file accepted, in bytes. Default 128 MiB. */
+  readonly maxFileBytes?: number;
+  /** Text to use for `-` (standard input). Read from process stdin when absent. */
+  readonly stdinText?: string;
+}
+
+export interface LoadResult {
+  readonly cluster: Cluster;
+  readonly diagnostics: readonly Diagnostic[];
+  /** Objects as decoded, in input order (used by `convert`). */
+  readonly rawObjects: readonly RawObject[];
+}

@@ -1,0 +1,139 @@
+/**
+ * The normalized object model every layer shares. Ingest produces these; nothing downstream ever
+ * sees raw Kubernetes JSON. Invalid states are unrepresentable here: selectors are canonical,
+ * CIDRs are masked and parsed, protocols are defaulted, policyTypes are resolved.
+ */
+import type { Cidr, IpAddress } from '../net/ip.ts';
+import type { LabelSelector } from './selector.ts';
+
+export type { LabelSelector, LabelRequirement, SelectorOperator } from './selector.ts';
+export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
+
+export type Protocol = 'TCP' | 'UDP' | 'SCTP';
+export const PROTOCOLS: readonly Protocol[] = ['TCP', 'UDP', 'SCTP'];
+
+export type Labels = Readonly<Record<string, string>>;
+
+/** Where an object or value came from in the user's input (1-based line and column). */
+export interface SourceLocation {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** Which policy semantics the evaluator applies. */
+export type Semantics = 'v1' | 'v1beta1-proposal';
+
+export interface Namespace {
+  readonly name: string;
+  readonly labels: Labels;
+  /** True when no Namespace object was given and one was made up from a reference to it. */
+  readonly implicit: boolean;
+  /** The seed proposal's `net.beta.kubernetes.io/network-policy` ingress isolation, if set. */
+  readonly legacyIngressIsolation?: 'DefaultDeny';
+  readonly location?: SourceLocation;
+}
+
+export const WORKLOAD_KINDS = [
+  'Deployment',
+  'StatefulSet',
+  'DaemonSet',
+  'ReplicaSet',
+  'ReplicationController',
+  'Job',
+  'CronJob',
+] as const;
+export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+export type EndpointKind = 'Pod' | WorkloadKind;
+
+export interface ContainerPort {
+  readonly name?: string;
+  readonly port: number;
+  readonly protocol: Protocol;
+}
+
+/**
+ * Something traffic can come from or go to inside the cluster: a Pod, or a workload whose pod
+ * template stands for the pods it will create (no IP known).
+ */
+export interface Endpoint {
+  /** Display id: `ns/name`, or `ns/name[Kind]` when a Pod of the same name exists. */
+  readonly id: string;
+  readonly kind: EndpointKind;
+  readonly namespace: string;
+  readonly name: string;
+  readonly labels: Labels;
+  /** Canonical addresses; the node's for hostNetwork pods; empty for workloads. */
+  readonly ips: readonly IpAddress[];
+  readonly ports: readonly ContainerPort[];
+  /** hostNetwork pods share the node's address and are not subject to NetworkPolicy. */
+  readonly hostNetwork: boolean;
+  readonly node?: string;
+  readonly location?: SourceLocation;
+}
+
+/** A node, as far as it can be known from pods' `spec.nodeName` and `status.hostIP(s)`. */
+export interface NodeInfo {
+  readonly name: string;
+  readonly addresses: readonly IpAddress[];
+}
+
+export interface SelectorPeer {
+  readonly type: 'selector';
+  /** Absent: every pod (in the selected namespaces, or the policy's own namespace). */
+  readonly podSelector?: LabelSelector;
+  /** Absent: the policy's own namespace only. */
+  readonly namespaceSelector?: LabelSelector;
+}
+
+export interface IpBlockPeer {
+  readonly type: 'ipBlock';
+  readonly cidr: Cidr;
+  readonly except: readonly Cidr[];
+}
+
+export type Peer = SelectorPeer | IpBlockPeer;
+
+export interface PolicyPort {
+  readonly protocol: Protocol;
+  /** Absent: every port of the protocol. A string is a named container port. */
+  readonly port?: number | string;
+  /** Last port of a range starting at `port` (numeric `port` only). */
+  readonly endPort?: number;
+}
+
+export interface PolicyRule {
+  /** Position in the policy's ingress or egress list, for explanations. */
+  readonly index: number;
+  /** `undefined` when the field was absent; an empty array when given as `[]`. */
+  readonly peers: readonly Peer[] | undefined;
+  readonly ports: readonly PolicyPort[] | undefined;
+}
+
+export type NetworkPolicyApiVersion = 'networking.k8s.io/v1' | 'extensions/v1beta1';
+
+export interface NetworkPolicy {
+  readonly apiVersion: NetworkPolicyApiVersion;
+  readonly namespace: string;
+  readonly name: string;
+  readonly podSelector: LabelSelector;
+  /** Resolved policyTypes: explicit, or defaulted (Ingress, plus Egress when egress rules exist). */
+  readonly affectsIngress: boolean;
+  readonly affectsEgress: boolean;
+  readonly policyTypesExplicit: boolean;
+  readonly ingress: readonly PolicyRule[];
+  readonly egress: readonly PolicyRule[];
+  readonly location?: SourceLocation;
+}
+
+/** A complete, validated snapshot of what policy analysis needs. */
+export interface Cluster {
+  readonly namespaces: ReadonlyMap<string, Namespace>;
+  readonly endpoints: readonly Endpoint[];
+  readonly policies: readonly NetworkPolicy[];
+  readonly nodes: ReadonlyMap<string, NodeInfo>;
+}
+
+export function policyKey(policy: Pick<NetworkPolicy, 'namespace' | 'name'>): string {
+  return `${policy.namespace}/${policy.name}`;
+}

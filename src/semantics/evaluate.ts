@@ -1,0 +1,155 @@
+/**
+ * The reference evaluator: the semantics oracle every compiled path is tested against. It walks
+ * the API's rules literally — is the side isolated, which policies select it, does any rule's
+ * peer and port match — and records why. It favours being obviously right over being fast.
+ */
+import type { IpFamily } from '../net/ip.ts';
+import type { NetworkPolicy, Semantics } from '../model/types.ts';
+import { policyKey } from '../model/types.ts';
+import { describeAddress, describeRule } from './describe.ts';
+import { listMatchesAll, peerMatches, portMatches, type ClusterIndex } from './match.ts';
+import { gateSide } from './side-gate.ts';
+import type { Address, Connection, EvaluateOptions, RuleMatch, RuleMiss, SideVerdict, Verdict } from './types.ts';
+
+export function evaluate(index: ClusterIndex, connection: Connection, options: EvaluateOptions = {}): Verdict {
+  const { families, note } = connectionFamilies(connection.src, connection.dst);
+  if (families.length === 0) {
+    const verdict = evaluateFamily(index, connection, undefined, options);
+    return { ...verdict, allowed: false, notes: [...verdict.notes, note ?? 'no common address family'] };
+  }
+  const verdicts = families.map((family) => evaluateFamily(index, connection, family, options));
+  const primary = verdicts.find((v) => !v.allowed) ?? (verdicts[0] as Verdict);
+  const others = verdicts.filter((v) => v !== primary && v.allowed !== primary.allowed);
+  const notes = others.length
+    ? [`dual-stack: ${others.map((o) => `IPv${o.family} is ${o.allowed ? 'allowed' : 'denied'}`).join(', ')}, IPv${primary.family} is ${primary.allowed ? 'allowed' : 'denied'}; the pair counts as allowed only when every family is`]
+    : [];
+  return { ...primary, otherFamilies: others, notes: [...primary.notes, ...notes] };
+}
+
+/**
+ * Which address families a connection can use. Endpoints without addresses (workload templates)
+ * take the other side's families; two addressless endpoints give `[undefined]`.
+ */
+export function connectionFamilies(src: Address, dst: Address): { families: (IpFamily | undefined)[]; note?: string } {
+  const familiesOf = (a: Address): IpFamily[] =>
+    a.kind === 'ip' ? [a.ip.family] : [...new Set(a.endpoint.ips.map((ip) => ip.family))].sort();
+  const s = familiesOf(src);
+  const d = familiesOf(dst);
+  if (s.length === 0 && d.length === 0) return { families: [undefined] };
+  if (s.length === 0) return { families: d };
+  if (d.length === 0) return { families: s };
+  const common = s.filter((f) => d.includes(f));
+  if (common.length === 0) {
+    return { families: [], note: `${describeAddress(src)} and ${describeAddress(dst)} share no address family` };
+  }
+  return { families: common };
+}
+
+function evaluateFamily(
+  index: ClusterIndex,
+  connection: Connection,
+  family: IpFamily | undefined,
+  options: EvaluateOptions,
+): Verdict {
+  const egress = evaluateSide(index, connection, 'egress', family, options);
+  const ingress = evaluateSide(index, connection, 'ingress', family, options);
+  return {
+    allowed: egress.allowed && ingress.allowed,
+    ...(family !== undefined ? { family } : {}),
+    egress,
+    ingress,
+    otherFamilies: [],
+    notes: [],
+  };
+}
+
+function evaluateSide(
+  index: ClusterIndex,
+  connection: Connection,
+  direction: 'egress' | 'ingress',
+  family: IpFamily | undefined,
+  options: EvaluateOptions,
+): SideVerdict {
+  const semantics: Semantics = options.semantics ?? 'v1';
+  const subject = direction === 'egress' ? connection.src : connection.dst;
+  const other = direction === 'egress' ? connection.dst : connection.src;
+  const gate = gateSide(index, subject, other, direction, options);
+  if (gate.open) {
+    return {
+      direction,
+      ...(gate.endpoint ? { endpoint: gate.endpoint.id } : {}),
+      status: gate.status,
+      allowed: true,
+      isolated: false,
+      policies: [],
+      matches: [],
+      misses: [],
+      reason: gate.reason,
+    };
+  }
+  const { endpoint, policies } = gate;
+  const matches: RuleMatch[] = [];
+  const misses: RuleMiss[] = [];
+  for (const policy of policies) checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
+  const names = policies.map(policyKey);
+  const allowed = matches.length > 0;
+  const first = matches[0];
+  const isolatedBy =
+    names.length > 0 ? `isolated for ${direction} by ${names.join(', ')}` : `isolated by its namespace's DefaultDeny`;
+  return {
+    direction,
+    endpoint: endpoint.id,
+    status: allowed ? 'allowed-by-rule' : 'no-rule-matched',
+    allowed,
+    isolated: true,
+    policies: names,
+    matches,
+    misses,
+    reason: first
+      ? `allowed by ${first.policy} ${direction}[${first.rule}]`
+      : `${endpoint.id} is ${isolatedBy}, and no rule allows ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
+  };
+}
+
+function checkPolicy(
+  index: ClusterIndex,
+  policy: NetworkPolicy,
+  connection: Connection,
+  direction: 'egress' | 'ingress',
+  other: Address,
+  family: IpFamily | undefined,
+  semantics: Semantics,
+  matches: RuleMatch[],
+  misses: RuleMiss[],
+): void {
+  const name = policyKey(policy);
+  const rules = direction === 'ingress' ? policy.ingress : policy.egress;
+  if (rules.length === 0) {
+    misses.push({ policy: name, rule: -1, reason: `${name} has no ${direction} rules; it only isolates` });
+    return;
+  }
+  for (const rule of rules) {
+    const peerIndex = listMatchesAll(rule.peers, semantics)
+      ? -1
+      : (rule.peers ?? []).findIndex((peer) => peerMatches(index, peer, policy.namespace, other, family));
+    const portIndex = listMatchesAll(rule.ports, semantics)
+      ? -1
+      : (rule.ports ?? []).findIndex((port) => portMatches(port, connection.dst, connection.protocol, connection.port));
+    const peerOk = peerIndex !== -1 || listMatchesAll(rule.peers, semantics);
+    const portOk = portIndex !== -1 || listMatchesAll(rule.ports, semantics);
+    if (peerOk && portOk) {
+      matches.push({
+        policy: name,
+        rule: rule.index,
+        ...(peerIndex >= 0 ? { peer: peerIndex } : {}),
+        ...(portIndex >= 0 ? { port: portIndex } : {}),
+      });
+      continue;
+    }
+    const described = describeRule(rule, direction, policy.namespace);
+    const reason = !peerOk
+      ? `${describeAddress(other)} does not match (rule allows ${described})`
+      : `${connection.protocol}/${connection.port} does not match (rule allows ${described})`;
+    misses.push({ policy: name, rule: rule.index, reason });
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Contracts of the reference evaluator: a connection between two addresses and the verdict, with
+ * the explanation people read (`check`, `explain`) and tools consume (`-o json`).
+ */
+import type { IpAddress, IpFamily } from '../net/ip.ts';
+import type { Endpoint, Protocol, Semantics } from '../model/types.ts';
+
+/** One side of a connection: an endpoint of the cluster, or a plain IP (outside, or a node). */
+export type Address =
+  | { readonly kind: 'endpoint'; readonly endpoint: Endpoint }
+  | { readonly kind: 'ip'; readonly ip: IpAddress; /** Set when the IP is a node's address. */ readonly node?: string };
+
+export interface Connection {
+  readonly src: Address;
+  readonly dst: Address;
+  readonly protocol: Protocol;
+  /** Destination port (1-65535). */
+  readonly port: number;
+}
+
+export interface EvaluateOptions {
+  /** Default `v1`. */
+  readonly semantics?: Semantics;
+  /**
+   * Traffic between a pod and its own node is always allowed (Kubernetes documents that pods
+   * cannot block their node, e.g. kubelet probes). Default true.
+   */
+  readonly allowNodeLocal?: boolean;
+}
+
+/** A rule that allowed the connection. */
+export interface RuleMatch {
+  readonly policy: string;
+  readonly rule: number;
+  readonly peer?: number;
+  readonly port?: number;
+}
+
+/** A rule of a selecting policy that did not allow the connection, and why. */
+export interface RuleMiss {
+  readonly policy: string;
+  readonly rule: number;
+  readonly reason: string;
+}
+
+export type SideStatus =
+  | 'not-applicable' // this side is outside the cluster
+  | 'host-network' // hostNetwork pods are not subject to NetworkPolicy
+  | 'node-local' // traffic between a pod and its own node
+  | 'not-isolated' // no policy selects the pod for this direction
+  | 'namespace-not-isolated' // v1beta1 proposal: the namespace has no DefaultDeny
+  | 'egress-not-modelled' // v1beta1 proposal: there is no egress policy
+  | 'allowed-by-rule'
+  | 'no-rule-matched';
+
+/** The verdict of one direction: egress from the source, or ingress into the destination. */
+export interface SideVerdict {
+  readonly direction: 'egress' | 'ingress';
+  /** The endpoint whose policies decide this side, when it is one. */
+  readonly endpoint?: string;
+  readonly status: SideStatus;
+  readonly allowed: boolean;
+  readonly isolated: boolean;
+  /** Policies that select the endpoint for this direction (`ns/name`). */
+  readonly policies: readonly string[];
+  readonly matches: readonly RuleMatch[];
+  readonly misses: readonly RuleMiss[];
+  /** One sentence for people. */
+  readonly reason: string;
+}
+
+export interface Verdict {
+  readonly allowed: boolean;
+  /** The address family the verdict is for; undefined when neither side has an address. */
+  readonly family?: IpFamily;
+  readonly egress: SideVerdict;
+  readonly ingress: SideVerdict;
+  /** Verdicts of the other families of a dual-stack pair, when they differ from this one. */
+  readonly otherFamilies: readonly Verdict[];
+  readonly notes: readonly string[];
+}
