@@ -52,6 +52,10 @@ export const DIAGNOSTIC_CATALOGUE = {
   LEGACY_ANNOTATION_IGNORED: { severity: 'warning', summary: 'the v1beta1 DefaultDeny annotation has no effect under v1 semantics' },
   LEGACY_ANNOTATION_INVALID: { severity: 'warning', summary: 'the v1beta1 network-policy annotation is not valid JSON of the expected shape and is ignored' },
   LEGACY_EGRESS_IGNORED: { severity: 'warning', summary: 'egress rules have no effect under the v1beta1 proposal semantics' },
+  // convert --to v1
+  CONVERT_DEFAULT_DENY: { severity: 'info', summary: 'a DefaultDeny namespace annotation became a default-deny-ingress policy' },
+  CONVERT_POLICY_DROPPED: { severity: 'warning', summary: 'a policy with no effect under the proposal was left out, because under v1 it would isolate pods' },
+  CONVERT_RULE_DROPPED: { severity: 'info', summary: 'a rule with an empty from or ports list matched nothing under the proposal and was left out' },
   POD_NOT_RUNNING: { severity: 'info', summary: 'a pod in phase Succeeded or Failed was left out' },
 } as const satisfies Record<string, { severity: Severity; summary: string }>;
 

@@ -1,0 +1,31 @@
+/**
+ * `check` for people: the verdict, then each side's decision and, when denied, why each rule of
+ * the isolating policies did not match.
+ */
+import type { SideVerdict, Verdict } from '../../semantics/types.ts';
+import type { CheckResult } from '../types.ts';
+import type { Style } from './style.ts';
+
+export function formatCheckText(result: CheckResult, style: Style): string {
+  const { verdict } = result;
+  const port = result.portName ? `${result.portName} (${result.port})` : String(result.port);
+  const head = `${result.from} → ${result.to} ${result.protocol}/${port}: ${verdict.allowed ? style.ok('ALLOWED') : style.bad('DENIED')}`;
+  const lines = [head, ...verdictLines(verdict, style)];
+  for (const other of verdict.otherFamilies) {
+    lines.push(`  over IPv${other.family}: ${other.allowed ? 'allowed' : 'denied'}`, ...verdictLines(other, style).map((l) => `  ${l}`));
+  }
+  for (const note of verdict.notes) lines.push(style.dim(`  note: ${note}`));
+  return lines.join('\n') + '\n';
+}
+
+function verdictLines(verdict: Verdict, style: Style): string[] {
+  return [...sideLines(verdict.egress, style), ...sideLines(verdict.ingress, style)];
+}
+
+function sideLines(side: SideVerdict, style: Style): string[] {
+  const mark = side.allowed ? style.ok('allow') : style.bad('deny ');
+  const label = side.direction === 'egress' ? 'egress ' : 'ingress';
+  const lines = [`  ${label} ${mark}  ${side.reason}`];
+  if (!side.allowed) for (const miss of side.misses) lines.push(style.dim(`           - ${miss.policy}${miss.rule >= 0 ? ` ${side.direction}[${miss.rule}]` : ''}: ${miss.reason}`));
+  return lines;
+}

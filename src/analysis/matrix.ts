@@ -1,0 +1,74 @@
+/**
+ * Reachability between every ordered pair of endpoints (self pairs included), computed once per
+ * pair of equivalence classes and shared by every pair of members.
+ */
+import type { Cluster, Endpoint } from '../model/types.ts';
+import { allowedPorts } from '../semantics/allowed-ports.ts';
+import { evaluate } from '../semantics/evaluate.ts';
+import { indexCluster, resolveNamedPort } from '../semantics/match.ts';
+import type { PortSet } from '../semantics/port-set.ts';
+import type { Address, EvaluateOptions } from '../semantics/types.ts';
+import { endpointClasses } from './equivalence.ts';
+import type { Matrix, PortQuery } from './types.ts';
+
+export interface MatrixOptions extends EvaluateOptions {
+  /** Port/protocol columns; empty computes allowed port sets per pair instead. */
+  readonly queries: readonly PortQuery[];
+  /** Only endpoints in these namespaces (all when absent or empty). */
+  readonly namespaces?: readonly string[];
+  /** Called with (done, total) class rows, for progress display. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix {
+  const started = performance.now();
+  const namespaces = options.namespaces?.length ? new Set(options.namespaces) : undefined;
+  const endpoints = cluster.endpoints.filter((e) => !namespaces || namespaces.has(e.namespace));
+  const { classOf, representatives } = endpointClasses(cluster, endpoints);
+  const index = indexCluster(cluster);
+  const classes = representatives.length;
+  const queries = options.queries;
+  const address = (endpoint: Endpoint): Address => ({ kind: 'endpoint', endpoint });
+  let evaluations = 0;
+
+  let answers: Uint8Array | undefined;
+  let portSets: PortSet[] | undefined;
+  if (queries.length > 0) {
+    answers = new Uint8Array(classes * classes * queries.length);
+    for (let a = 0; a < classes; a++) {
+      const src = address(representatives[a] as Endpoint);
+      for (let b = 0; b < classes; b++) {
+        const dst = address(representatives[b] as Endpoint);
+        queries.forEach((query, q) => {
+          const port = typeof query.port === 'number' ? query.port : resolveNamedPort(dst, query.port, query.protocol);
+          evaluations++;
+          const allowed = port !== undefined && evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed;
+          (answers as Uint8Array)[(a * classes + b) * queries.length + q] = allowed ? 1 : 0;
+        });
+      }
+      options.onProgress?.(a + 1, classes);
+    }
+  } else {
+    portSets = new Array<PortSet>(classes * classes);
+    for (let a = 0; a < classes; a++) {
+      const src = address(representatives[a] as Endpoint);
+      for (let b = 0; b < classes; b++) {
+        evaluations++;
+        portSets[a * classes + b] = allowedPorts(index, src, address(representatives[b] as Endpoint), options);
+      }
+      options.onProgress?.(a + 1, classes);
+    }
+  }
+
+  const cell = (from: number, to: number): number => (classOf[from] as number) * classes + (classOf[to] as number);
+  return {
+    endpoints,
+    queries,
+    allowed: (from, to, q) => (answers ? answers[cell(from, to) * queries.length + q] === 1 : false),
+    ports: (from, to) => {
+      if (!portSets) throw new Error('matrix was computed per port; port sets are not available');
+      return portSets[cell(from, to)] as PortSet;
+    },
+    stats: { classes, evaluations, millis: performance.now() - started },
+  };
+}

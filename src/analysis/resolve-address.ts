@@ -1,0 +1,63 @@
+/**
+ * Turns what a user types (`ns/pod`, `ns/name[Deployment]`, `ns/Deployment/name`, an IP) into an
+ * evaluator address. An IP that belongs to a pod resolves to that pod; a node's IP is marked as
+ * the node's.
+ */
+import { formatIp, parseIp } from '../net/ip.ts';
+import type { Cluster, Endpoint } from '../model/types.ts';
+import type { Address } from '../semantics/types.ts';
+
+export type Resolution = { ok: true; address: Address } | { ok: false; message: string };
+
+export function resolveAddress(cluster: Cluster, text: string): Resolution {
+  const ip = parseIp(text);
+  if (ip.ok) {
+    const pod = cluster.endpoints.find(
+      (e) => !e.hostNetwork && e.ips.some((a) => a.family === ip.value.family && a.value === ip.value.value),
+    );
+    if (pod) return { ok: true, address: { kind: 'endpoint', endpoint: pod } };
+    for (const node of cluster.nodes.values()) {
+      if (node.addresses.some((a) => a.family === ip.value.family && a.value === ip.value.value)) {
+        return { ok: true, address: { kind: 'ip', ip: ip.value, node: node.name } };
+      }
+    }
+    return { ok: true, address: { kind: 'ip', ip: ip.value } };
+  }
+  const endpoint = findEndpoint(cluster.endpoints, text);
+  if (typeof endpoint === 'string') return { ok: false, message: endpoint };
+  return { ok: true, address: { kind: 'endpoint', endpoint } };
+}
+
+/** Finds an endpoint by id, or returns a message saying why none (or several) match. */
+export function findEndpoint(endpoints: readonly Endpoint[], text: string): Endpoint | string {
+  const exact = endpoints.find((e) => e.id === text);
+  if (exact) return exact;
+  const kindForm = /^([^/]+)\/([A-Za-z]+)\/([^/]+)$/.exec(text) ?? /^([^/]+)\/([^/[]+)\[([A-Za-z]+)\]$/.exec(text);
+  let candidates: Endpoint[];
+  if (kindForm) {
+    const [, namespace, a, b] = kindForm as unknown as [string, string, string, string];
+    const [kind, name] = text.includes('[') ? [b, a] : [a, b];
+    candidates = endpoints.filter(
+      (e) => e.namespace === namespace && e.name === name && e.kind.toLowerCase() === kind.toLowerCase(),
+    );
+  } else {
+    const slash = text.indexOf('/');
+    const namespace = slash < 0 ? 'default' : text.slice(0, slash);
+    const name = slash < 0 ? text : text.slice(slash + 1);
+    candidates = endpoints.filter((e) => e.namespace === namespace && e.name === name);
+  }
+  if (candidates.length === 1) return candidates[0] as Endpoint;
+  if (candidates.length > 1) {
+    return `"${text}" is ambiguous: ${candidates.map((e) => e.id).join(', ')}`;
+  }
+  const near = endpoints
+    .filter((e) => e.name.includes(text.split('/').pop() ?? text))
+    .slice(0, 5)
+    .map((e) => e.id);
+  const hint = near.length ? ` (did you mean ${near.join(', ')}?)` : '';
+  return `no pod or workload "${text}" in the input${hint}; use ns/name, ns/name[Kind] or an IP address`;
+}
+
+export function addressText(address: Address): string {
+  return address.kind === 'endpoint' ? address.endpoint.id : formatIp(address.ip);
+}

@@ -1,0 +1,70 @@
+/**
+ * `palisade check`: the verdict for one connection, with its explanation.
+ */
+import { Command } from 'commander';
+import { formatIp } from '../../net/ip.ts';
+import { PROTOCOLS, type Protocol } from '../../model/types.ts';
+import { resolveAddress, addressText } from '../../analysis/resolve-address.ts';
+import { formatCheckText } from '../../analysis/format/check-text.ts';
+import { styleFor } from '../../analysis/format/style.ts';
+import type { CheckResult } from '../../analysis/types.ts';
+import { evaluate } from '../../semantics/evaluate.ts';
+import { indexCluster, resolveNamedPort } from '../../semantics/match.ts';
+import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+
+export function checkCommand(io: CliIo, done: (code: number) => void): Command {
+  return withInputOptions(new Command('check'))
+    .description('is one connection allowed, and why')
+    .requiredOption('--from <address>', 'source: ns/pod, ns/name[Kind] or an IP address')
+    .requiredOption('--to <address>', 'destination: ns/pod, ns/name[Kind] or an IP address')
+    .requiredOption('--port <port>', 'destination port number, or a named port of the destination')
+    .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
+    .option('--expect <verdict>', 'exit 1 unless the verdict is this (allow or deny)')
+    .option('-o, --output <format>', 'text or json', 'text')
+    .action(async (raw: Record<string, unknown>) => {
+      const input = resolveInputOptions(raw);
+      const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+      const protocol = checkChoice('--protocol', String(raw.protocol).toUpperCase(), PROTOCOLS) as Protocol;
+      const expect = raw.expect === undefined ? undefined : checkChoice('--expect', raw.expect, ['allow', 'deny'] as const);
+      const loaded = await loadInput(input, io);
+      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      const from = resolveAddress(loaded.cluster, String(raw.from));
+      const to = resolveAddress(loaded.cluster, String(raw.to));
+      if (!from.ok) throw new UsageError(`--from: ${from.message}`);
+      if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+      const portText = String(raw.port);
+      let port: number;
+      let portName: string | undefined;
+      if (/^[0-9]+$/.test(portText)) {
+        port = Number(portText);
+        if (port < 1 || port > 65535) throw new UsageError(`--port must be between 1 and 65535`);
+      } else {
+        const resolved = resolveNamedPort(to.address, portText, protocol);
+        if (resolved === undefined) {
+          const where = to.address.kind === 'endpoint' ? to.address.endpoint.id : formatIp(to.address.ip);
+          throw new UsageError(`--port: ${where} has no ${protocol} container port named "${portText}"`);
+        }
+        port = resolved;
+        portName = portText;
+      }
+      const verdict = evaluate(
+        indexCluster(loaded.cluster),
+        { src: from.address, dst: to.address, protocol, port },
+        { semantics: input.semantics },
+      );
+      const result: CheckResult = {
+        from: addressText(from.address),
+        to: addressText(to.address),
+        protocol,
+        port,
+        ...(portName ? { portName } : {}),
+        verdict,
+      };
+      if (output === 'json') writeJson(io, result);
+      else io.stdout.write(formatCheckText(result, styleFor(io.stdoutIsTty, io.env)));
+      const expectationFailed = expect !== undefined && (expect === 'allow') !== verdict.allowed;
+      if (expectationFailed) io.stderr.write(`expected ${expect}, but the connection is ${verdict.allowed ? 'allowed' : 'denied'}\n`);
+      done(inputErrors || expectationFailed ? EXIT_FINDINGS : EXIT_OK);
+    });
+}

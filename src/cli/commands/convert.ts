@@ -1,0 +1,28 @@
+/**
+ * `palisade convert --to v1`: rewrites v1beta1-proposal input as equivalent v1 objects.
+ */
+import { Command } from 'commander';
+import { stringify } from 'yaml';
+import { convertToV1 } from '../../analysis/convert.ts';
+import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+
+export function convertCommand(io: CliIo, done: (code: number) => void): Command {
+  return withInputOptions(new Command('convert'))
+    .description('rewrite v1beta1-proposal objects (DefaultDeny annotations, legacy policies) as equivalent v1 objects')
+    .requiredOption('--to <version>', 'target: v1')
+    .option('-o, --output <format>', 'yaml or json', 'yaml')
+    .action(async (raw: Record<string, unknown>) => {
+      checkChoice('--to', raw.to, ['v1'] as const);
+      const output = checkChoice('--output', raw.output, ['yaml', 'json'] as const);
+      // The input is read with the semantics it was written for.
+      const input = resolveInputOptions({ ...raw, semantics: 'v1beta1-proposal' });
+      const loaded = await loadInput(input, io);
+      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      const { objects, notes } = convertToV1(loaded.rawObjects, loaded.cluster);
+      reportDiagnostics(notes, io, true);
+      if (output === 'json') writeJson(io, { apiVersion: 'v1', kind: 'List', items: objects });
+      else io.stdout.write(objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+      done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+    });
+}

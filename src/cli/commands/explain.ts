@@ -1,0 +1,41 @@
+/**
+ * `palisade explain`: per endpoint, in plain words, what is isolated and what is allowed.
+ */
+import { Command } from 'commander';
+import type { Endpoint } from '../../model/types.ts';
+import { explainEndpoints } from '../../analysis/explain.ts';
+import { formatExplainText } from '../../analysis/format/explain-text.ts';
+import { styleFor } from '../../analysis/format/style.ts';
+import { findEndpoint } from '../../analysis/resolve-address.ts';
+import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function explainCommand(io: CliIo, done: (code: number) => void): Command {
+  return withInputOptions(new Command('explain'))
+    .description('what each endpoint lets in and out, and because of which policies')
+    .option('--pod <ns/name>', 'only this endpoint (ns/name or ns/name[Kind]); repeatable', collect)
+    .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
+    .option('-o, --output <format>', 'text or json', 'text')
+    .action(async (raw: Record<string, unknown>) => {
+      const input = resolveInputOptions(raw);
+      const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+      const loaded = await loadInput(input, io);
+      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      const namespaces = raw.namespace as string[] | undefined;
+      let endpoints: readonly Endpoint[] = loaded.cluster.endpoints.filter((e) => !namespaces || namespaces.includes(e.namespace));
+      const pods = raw.pod as string[] | undefined;
+      if (pods) {
+        endpoints = pods.map((text) => {
+          const found = findEndpoint(loaded.cluster.endpoints, text);
+          if (typeof found === 'string') throw new UsageError(`--pod: ${found}`);
+          return found;
+        });
+      }
+      const explanations = explainEndpoints(loaded.cluster, endpoints, input.semantics);
+      if (output === 'json') writeJson(io, { endpoints: explanations });
+      else io.stdout.write(formatExplainText(explanations, styleFor(io.stdoutIsTty, io.env)));
+      done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+    });
+}

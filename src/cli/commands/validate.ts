@@ -1,0 +1,36 @@
+/**
+ * `palisade validate`: every diagnostic for the input; exit 1 when any is an error.
+ */
+import { Command } from 'commander';
+import { formatDiagnostic, summarizeDiagnostics } from '../../analysis/format/diagnostics-text.ts';
+import { styleFor } from '../../analysis/format/style.ts';
+import { hasErrors } from '../../model/diagnostics.ts';
+import { checkChoice, loadInput, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+
+export function validateCommand(io: CliIo, done: (code: number) => void): Command {
+  return withInputOptions(new Command('validate'))
+    .description('report every problem in the input, with file, line and column')
+    .option('-o, --output <format>', 'text or json', 'text')
+    .action(async (raw: Record<string, unknown>) => {
+      const input = resolveInputOptions({ ...raw, verbose: true });
+      const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+      const loaded = await loadInput(input, io);
+      const { diagnostics, cluster } = loaded;
+      const counts = {
+        namespaces: cluster.namespaces.size,
+        endpoints: cluster.endpoints.length,
+        policies: cluster.policies.length,
+      };
+      if (output === 'json') {
+        writeJson(io, { diagnostics, objects: counts });
+      } else {
+        const style = styleFor(io.stdoutIsTty, io.env);
+        for (const d of diagnostics) io.stdout.write(formatDiagnostic(d, style) + '\n');
+        io.stdout.write(
+          `${summarizeDiagnostics(diagnostics)}; ${counts.namespaces} namespaces, ${counts.endpoints} endpoints, ${counts.policies} policies\n`,
+        );
+      }
+      done(hasErrors(diagnostics) ? EXIT_FINDINGS : EXIT_OK);
+    });
+}

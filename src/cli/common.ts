@@ -1,0 +1,76 @@
+/**
+ * What every analysis command shares: the input options, loading the cluster, and reporting
+ * diagnostics on stderr (errors and warnings always; info with --verbose).
+ */
+import type { Command } from 'commander';
+import { hasErrors, type Diagnostic } from '../model/diagnostics.ts';
+import type { Semantics } from '../model/types.ts';
+import { loadCluster } from '../ingest/load.ts';
+import type { LoadResult } from '../ingest/types.ts';
+import { formatDiagnostic } from '../analysis/format/diagnostics-text.ts';
+import { styleFor } from '../analysis/format/style.ts';
+import { UsageError, type CliIo } from './io.ts';
+
+export interface InputOptions {
+  readonly file: readonly string[];
+  readonly semantics: Semantics;
+  readonly maxFileSize: number;
+  readonly verbose: boolean;
+}
+
+const SEMANTICS: readonly Semantics[] = ['v1', 'v1beta1-proposal'];
+
+/** Adds -f, --semantics, --max-file-size and -v to a command. */
+export function withInputOptions(command: Command): Command {
+  return command
+    .requiredOption('-f, --file <paths...>', 'manifest files or directories (recursive); - reads stdin')
+    .option('--semantics <name>', `policy semantics: ${SEMANTICS.join(' or ')}`, 'v1')
+    .option('--max-file-size <MiB>', 'largest input file accepted, in MiB', '128')
+    .option('-v, --verbose', 'also print info diagnostics (skipped kinds, implicit namespaces)', false);
+}
+
+/** Checks the raw commander values and returns typed options; every problem is one line. */
+export function resolveInputOptions(raw: Record<string, unknown>): InputOptions {
+  const problems: string[] = [];
+  const semantics = SEMANTICS.find((s) => s === raw.semantics);
+  if (!semantics) problems.push(`--semantics must be one of ${SEMANTICS.join(', ')}, not "${String(raw.semantics)}"`);
+  const maxFileSize = Number(raw.maxFileSize);
+  if (!Number.isFinite(maxFileSize) || maxFileSize <= 0) problems.push(`--max-file-size must be a positive number of MiB`);
+  if (problems.length) throw new UsageError(problems.join('\n'));
+  return {
+    file: raw.file as string[],
+    semantics: semantics as Semantics,
+    maxFileSize,
+    verbose: raw.verbose === true,
+  };
+}
+
+export function checkChoice<T extends string>(flag: string, value: unknown, choices: readonly T[]): T {
+  const found = choices.find((c) => c === value);
+  if (!found) throw new UsageError(`${flag} must be one of ${choices.join(', ')}, not "${String(value)}"`);
+  return found;
+}
+
+export async function loadInput(options: InputOptions, io: CliIo): Promise<LoadResult> {
+  return loadCluster(options.file, {
+    semantics: options.semantics,
+    maxFileBytes: options.maxFileSize * 1024 * 1024,
+    readStdin: () => io.readStdin(),
+  });
+}
+
+/** Prints diagnostics to stderr; returns whether any is an error. */
+export function reportDiagnostics(diagnostics: readonly Diagnostic[], io: CliIo, verbose: boolean): boolean {
+  const style = styleFor(io.stderrIsTty, io.env);
+  const shown = verbose ? diagnostics : diagnostics.filter((d) => d.severity !== 'info');
+  for (const d of shown) io.stderr.write(formatDiagnostic(d, style) + '\n');
+  const hidden = diagnostics.length - shown.length;
+  if (hidden > 0 && shown.length > 0) {
+    io.stderr.write(style.dim(`(${hidden} info message${hidden === 1 ? '' : 's'} hidden; -v shows them)`) + '\n');
+  }
+  return hasErrors(diagnostics);
+}
+
+export function writeJson(io: CliIo, value: unknown): void {
+  io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}

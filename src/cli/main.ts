@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+/**
+ * The `palisade` executable.
+ */
+import { processIo } from './io.ts';
+import { run } from './program.ts';
+
+run(process.argv.slice(2), processIo()).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    // Only a bug gets here; user mistakes are diagnostics or usage errors.
+    process.stderr.write(`palisade: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 70;
+  },
+);

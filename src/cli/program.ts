@@ -1,0 +1,43 @@
+/**
+ * The command-line program: commands registered on one commander instance. Usage errors exit 2,
+ * findings in the input exit 1, success 0. Nothing here prints a stack trace for user mistakes.
+ */
+import { Command, CommanderError } from 'commander';
+import { checkCommand } from './commands/check.ts';
+import { convertCommand } from './commands/convert.ts';
+import { explainCommand } from './commands/explain.ts';
+import { matrixCommand } from './commands/matrix.ts';
+import { validateCommand } from './commands/validate.ts';
+import { EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.ts';
+
+export const VERSION = '0.1.0';
+
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  let exitCode = EXIT_OK;
+  const done = (code: number): void => {
+    exitCode = code;
+  };
+  const program = new Command('palisade')
+    .description('Kubernetes network policy: who can talk to whom, and why')
+    .version(VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .exitOverride();
+  for (const make of [checkCommand, matrixCommand, explainCommand, validateCommand, convertCommand]) {
+    program.addCommand(make(io, done).exitOverride().showHelpAfterError('(run with --help for usage)'));
+  }
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code);
+      return benign ? EXIT_OK : EXIT_USAGE;
+    }
+    if (error instanceof UsageError) {
+      io.stderr.write(`palisade: ${error.message}\n`);
+      return EXIT_USAGE;
+    }
+    throw error;
+  }
+}
