@@ -1,0 +1,277 @@
+/**
+ * Every kind of bad input gets its stable code at the right line and column, and never stops the
+ * rest of the input from being analysed.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadFromTexts } from '../../src/ingest/load.ts';
+import type { DiagnosticCode } from '../../src/model/diagnostics.ts';
+
+interface Case {
+  name: string;
+  text: string;
+  code: DiagnosticCode;
+  line: number;
+  column: number;
+  path?: string;
+}
+
+const policy = (spec: string): string =>
+  `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: p
+  namespace: ns
+spec:
+${spec}`;
+
+// Lines 1-6 are the policy header; spec content starts on line 7.
+const CASES: Case[] = [
+  { name: 'YAML syntax error', text: 'a: [1, 2\nb: 3\n', code: 'YAML_SYNTAX', line: 2, column: 1 },
+  { name: 'duplicate key', text: 'kind: Pod\nkind: Pod\n', code: 'YAML_DUPLICATE_KEY', line: 2, column: 1 },
+  { name: 'document that is not an object', text: '- a\n- b\n', code: 'NOT_AN_OBJECT', line: 1, column: 1 },
+  { name: 'missing kind', text: 'apiVersion: v1\nmetadata: {name: x}\n', code: 'SCHEMA_REQUIRED', line: 1, column: 1 },
+  {
+    name: 'unknown field (typo) in a peer',
+    text: policy('  podSelector: {}\n  ingress:\n    - from:\n        - podSelecter: {}\n'),
+    code: 'SCHEMA_UNKNOWN_FIELD',
+    line: 10,
+    column: 11,
+    path: 'spec.ingress[0].from[0].podSelecter',
+  },
+  {
+    name: 'label value of the wrong type',
+    text: policy('  podSelector:\n    matchLabels:\n      version: 2\n'),
+    code: 'SCHEMA_TYPE',
+    line: 9,
+    column: 16,
+  },
+  {
+    name: 'YAML 1.1 boolean where a string is needed',
+    text: policy('  podSelector:\n    matchLabels:\n      enabled: yes\n'),
+    code: 'SCHEMA_TYPE',
+    line: 9,
+    column: 16,
+  },
+  {
+    name: 'invalid label key',
+    text: policy('  podSelector:\n    matchLabels:\n      "bad key": x\n'),
+    code: 'LABEL_KEY_INVALID',
+    line: 9,
+    column: 7,
+  },
+  {
+    name: 'invalid label value',
+    text: policy('  podSelector:\n    matchLabels:\n      app: "-web"\n'),
+    code: 'LABEL_VALUE_INVALID',
+    line: 9,
+    column: 12,
+  },
+  {
+    name: 'unknown operator',
+    text: policy('  podSelector:\n    matchExpressions:\n      - {key: app, operator: Equals, values: [a]}\n'),
+    code: 'SELECTOR_OPERATOR_INVALID',
+    line: 9,
+    column: 30,
+  },
+  {
+    name: 'In without values',
+    text: policy('  podSelector:\n    matchExpressions:\n      - {key: app, operator: In}\n'),
+    code: 'SELECTOR_VALUES_REQUIRED',
+    line: 9,
+    column: 30,
+  },
+  {
+    name: 'Exists with values',
+    text: policy('  podSelector:\n    matchExpressions:\n      - {key: app, operator: Exists, values: [a]}\n'),
+    code: 'SELECTOR_VALUES_FORBIDDEN',
+    line: 9,
+    column: 46,
+  },
+  {
+    name: 'port out of range',
+    text: policy('  podSelector: {}\n  ingress:\n    - ports:\n        - port: 70000\n'),
+    code: 'PORT_OUT_OF_RANGE',
+    line: 10,
+    column: 17,
+  },
+  {
+    name: 'named port that is not an IANA service name',
+    text: policy('  podSelector: {}\n  ingress:\n    - ports:\n        - port: web--http\n'),
+    code: 'PORT_NAME_INVALID',
+    line: 10,
+    column: 17,
+  },
+  {
+    name: 'numeric string as a port',
+    text: policy('  podSelector: {}\n  ingress:\n    - ports:\n        - port: "80"\n'),
+    code: 'PORT_NAME_INVALID',
+    line: 10,
+    column: 17,
+  },
+  {
+    name: 'endPort with a named port',
+    text: policy('  podSelector: {}\n  ingress:\n    - ports:\n        - {port: http, endPort: 90}\n'),
+    code: 'END_PORT_WITHOUT_NUMERIC_PORT',
+    line: 10,
+    column: 33,
+  },
+  {
+    name: 'endPort below port',
+    text: policy('  podSelector: {}\n  egress:\n    - ports:\n        - {port: 90, endPort: 80}\n'),
+    code: 'END_PORT_BEFORE_PORT',
+    line: 10,
+    column: 31,
+  },
+  {
+    name: 'lower-case protocol',
+    text: policy('  podSelector: {}\n  ingress:\n    - ports:\n        - {protocol: udp, port: 53}\n'),
+    code: 'PROTOCOL_INVALID',
+    line: 10,
+    column: 22,
+  },
+  {
+    name: 'empty peer',
+    text: policy('  podSelector: {}\n  ingress:\n    - from:\n        - {}\n'),
+    code: 'PEER_EMPTY',
+    line: 10,
+    column: 11,
+  },
+  {
+    name: 'ipBlock together with a selector',
+    text: policy('  podSelector: {}\n  ingress:\n    - from:\n        - podSelector: {}\n          ipBlock: {cidr: 10.0.0.0/8}\n'),
+    code: 'PEER_IPBLOCK_WITH_SELECTOR',
+    line: 11,
+    column: 11,
+  },
+  {
+    name: 'invalid CIDR',
+    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/40}\n'),
+    code: 'CIDR_INVALID',
+    line: 10,
+    column: 27,
+  },
+  {
+    name: 'CIDR with a leading zero',
+    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 010.0.0.0/8}\n'),
+    code: 'CIDR_INVALID',
+    line: 10,
+    column: 27,
+  },
+  {
+    name: 'CIDR with host bits set',
+    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.1/8}\n'),
+    code: 'CIDR_HOST_BITS',
+    line: 10,
+    column: 27,
+  },
+  {
+    name: 'except outside its cidr',
+    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/8, except: [11.0.0.0/16]}\n'),
+    code: 'EXCEPT_NOT_IN_CIDR',
+    line: 10,
+    column: 48,
+  },
+  {
+    name: 'except equal to its cidr',
+    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/8, except: [10.0.0.0/8]}\n'),
+    code: 'EXCEPT_NOT_IN_CIDR',
+    line: 10,
+    column: 48,
+  },
+  {
+    name: 'unknown policy type',
+    text: policy('  podSelector: {}\n  policyTypes: [Ingress, Outgress]\n'),
+    code: 'POLICY_TYPE_INVALID',
+    line: 8,
+    column: 26,
+  },
+  {
+    name: 'duplicate policy type',
+    text: policy('  podSelector: {}\n  policyTypes: [Ingress, Ingress]\n'),
+    code: 'POLICY_TYPE_DUPLICATE',
+    line: 8,
+    column: 26,
+  },
+  {
+    name: 'unknown NetworkPolicy apiVersion',
+    text: 'apiVersion: networking.k8s.io/v2\nkind: NetworkPolicy\nmetadata: {name: p}\nspec: {}\n',
+    code: 'API_VERSION_UNKNOWN',
+    line: 1,
+    column: 13,
+  },
+  {
+    name: 'invalid object name',
+    text: 'apiVersion: v1\nkind: Pod\nmetadata: {name: Web_1}\n',
+    code: 'NAME_INVALID',
+    line: 3,
+    column: 18,
+  },
+  {
+    name: 'invalid pod IP',
+    text: 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus:\n  podIP: 10.0.0.300\n',
+    code: 'IP_INVALID',
+    line: 5,
+    column: 10,
+  },
+  {
+    name: 'invalid DefaultDeny annotation',
+    text: 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n  annotations:\n    net.beta.kubernetes.io/network-policy: "{not json"\n',
+    code: 'LEGACY_ANNOTATION_INVALID',
+    line: 6,
+    column: 44,
+  },
+  { name: 'unsupported kind', text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n', code: 'KIND_SKIPPED', line: 1, column: 1 },
+];
+
+describe('diagnostics for bad input', () => {
+  for (const c of CASES) {
+    it(`${c.name} → ${c.code} at ${c.line}:${c.column}`, () => {
+      const { diagnostics } = loadFromTexts([{ name: 'bad.yaml', text: c.text }]);
+      const found = diagnostics.find((d) => d.code === c.code);
+      assert.ok(found, `expected ${c.code}, got ${diagnostics.map((d) => d.code).join(', ') || 'nothing'}`);
+      assert.equal(found.file, 'bad.yaml');
+      assert.deepEqual([found.line, found.column], [c.line, c.column], found.message);
+      if (c.path) assert.equal(found.path, c.path);
+    });
+  }
+
+  it('reports every problem of one policy at once, including after an unknown field', () => {
+    const text = policy(
+      '  podSelector: {}\n  ingress:\n    - form: []\n      ports:\n        - {port: 0}\n        - {protocol: tcp}\n',
+    );
+    const codes = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics.map((d) => d.code);
+    assert.deepEqual(codes.sort(), ['PORT_OUT_OF_RANGE', 'PROTOCOL_INVALID', 'SCHEMA_UNKNOWN_FIELD']);
+  });
+
+  it('skips the broken object and analyses the rest', () => {
+    const text = [
+      policy('  podSelector: {}\n  ingress:\n    - from: [{}]\n'),
+      policy('  podSelector: {}\n').replace('name: p', 'name: good'),
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns}\n',
+      'a: [',
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: after, namespace: ns}\n',
+    ].join('\n---\n');
+    const { cluster, diagnostics } = loadFromTexts([{ name: 'mixed.yaml', text }]);
+    assert.deepEqual(
+      cluster.policies.map((p) => p.name),
+      ['good'],
+    );
+    assert.deepEqual(
+      cluster.endpoints.map((e) => e.id),
+      ['ns/after', 'ns/web'],
+    );
+    assert.ok(diagnostics.some((d) => d.code === 'PEER_EMPTY'));
+    assert.ok(diagnostics.some((d) => d.code === 'YAML_SYNTAX'));
+  });
+
+  it('stops alias bombs', () => {
+    const lines = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 8; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]`);
+    const { diagnostics } = loadFromTexts([{ name: 'bomb.yaml', text: lines.join('\n') + '\n' }]);
+    assert.deepEqual(
+      diagnostics.map((d) => d.code),
+      ['YAML_ALIAS_LIMIT'],
+    );
+  });
+});
