@@ -1,0 +1,167 @@
+/**
+ * fast-check generators of random clusters as raw Kubernetes objects: few label values and
+ * addresses so that selectors, ipBlocks and named ports actually collide.
+ */
+import fc from 'fast-check';
+import type { Raw } from './builders.ts';
+
+const NAMESPACES = ['a', 'b', 'c'];
+const V4 = ['10.0.0.1', '10.0.0.2', '10.0.1.1', '10.0.1.2', '10.1.0.1', '192.168.1.1', '192.168.1.2', '172.16.0.1'];
+const V6 = ['fd00::1', 'fd00::2', 'fd00:1::1', '2001:db8::1'];
+const CIDRS = ['10.0.0.0/8', '10.0.0.0/16', '10.0.1.0/24', '0.0.0.0/0', '192.168.1.0/24', 'fd00::/16', 'fd00::/64', '::/0'];
+const EXCEPTS: Record<string, string[]> = {
+  '10.0.0.0/8': ['10.0.1.0/24', '10.1.0.0/16'],
+  '10.0.0.0/16': ['10.0.1.0/24', '10.0.0.2/32'],
+  '0.0.0.0/0': ['10.0.0.0/8', '192.168.0.0/16'],
+  'fd00::/16': ['fd00:1::/32'],
+  '::/0': ['fd00::/64'],
+};
+export const SAMPLE_PORTS: readonly [number, 'TCP' | 'UDP' | 'SCTP'][] = [
+  [80, 'TCP'],
+  [8080, 'TCP'],
+  [53, 'UDP'],
+  [53, 'TCP'],
+  [9090, 'TCP'],
+  [5000, 'SCTP'],
+  [1234, 'TCP'],
+];
+const NAMED_PORTS = [
+  { name: 'http', containerPort: 80 },
+  { name: 'http', containerPort: 8080 },
+  { name: 'dns', containerPort: 53, protocol: 'UDP' },
+  { name: 'metrics', containerPort: 9090 },
+  { name: 'sctp-svc', containerPort: 5000, protocol: 'SCTP' },
+];
+
+const labelsArb = (keys: Record<string, string[]>) =>
+  fc.record(Object.fromEntries(Object.entries(keys).map(([k, vs]) => [k, fc.constantFrom(...vs)])), { requiredKeys: [] });
+
+const podLabels = labelsArb({ app: ['web', 'api', 'db'], tier: ['1', '2'] });
+const nsLabels = labelsArb({ team: ['x', 'y'], env: ['p', 'q'] });
+
+const selectorArb = (labels: Record<string, string[]>) =>
+  fc.oneof(
+    fc.constant({}),
+    labelsArb(labels).map((matchLabels) => ({ matchLabels })),
+    fc
+      .record({
+        key: fc.constantFrom(...Object.keys(labels)),
+        operator: fc.constantFrom('In', 'NotIn', 'Exists', 'DoesNotExist'),
+        value: fc.constantFrom(...Object.values(labels).flat()),
+      })
+      .map(({ key, operator, value }) => ({
+        matchExpressions: [{ key, operator, ...(operator === 'In' || operator === 'NotIn' ? { values: [value] } : {}) }],
+      })),
+  );
+const POD_KEYS = { app: ['web', 'api', 'db'], tier: ['1', '2'] };
+const NS_KEYS = { team: ['x', 'y'], env: ['p', 'q'], 'kubernetes.io/metadata.name': NAMESPACES };
+
+const peerArb = fc.oneof(
+  selectorArb(POD_KEYS).map((podSelector) => ({ podSelector })),
+  selectorArb(NS_KEYS).map((namespaceSelector) => ({ namespaceSelector })),
+  fc.tuple(selectorArb(NS_KEYS), selectorArb(POD_KEYS)).map(([namespaceSelector, podSelector]) => ({ namespaceSelector, podSelector })),
+  fc.constantFrom(...CIDRS).chain((cidr) =>
+    fc.subarray(EXCEPTS[cidr] ?? []).map((except) => ({ ipBlock: { cidr, ...(except.length ? { except } : {}) } })),
+  ),
+);
+
+const portArb = fc.oneof(
+  fc.record({ protocol: fc.constantFrom(undefined, 'TCP', 'UDP', 'SCTP'), port: fc.constantFrom(80, 53, 8080, 9090, 5000) }),
+  fc.record({ protocol: fc.constantFrom(undefined, 'UDP'), port: fc.constantFrom('http', 'dns', 'metrics', 'sctp-svc') }),
+  fc.constantFrom({ port: 50, endPort: 100 }, { port: 1000, endPort: 9000 }, { port: 8000, endPort: 9000 }, { port: 53, endPort: 53 }),
+  fc.record({ protocol: fc.constantFrom('TCP', 'UDP') }),
+).map((p) => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)));
+
+const listOrAbsent = <T>(arb: fc.Arbitrary<T>) => fc.option(fc.array(arb, { maxLength: 2 }), { nil: undefined });
+
+export const ruleArb = (direction: 'from' | 'to') =>
+  fc.record({ peers: listOrAbsent(peerArb), ports: listOrAbsent(portArb) }).map(({ peers, ports }) => ({
+    ...(peers !== undefined ? { [direction]: peers } : {}),
+    ...(ports !== undefined ? { ports } : {}),
+  }));
+
+const policyArb = fc.record({
+  namespace: fc.constantFrom(...NAMESPACES),
+  podSelector: selectorArb(POD_KEYS),
+  policyTypes: fc.option(fc.subarray(['Ingress', 'Egress'], { minLength: 1 }), { nil: undefined }),
+  ingress: fc.array(ruleArb('from'), { maxLength: 2 }),
+  egress: fc.array(ruleArb('to'), { maxLength: 2 }),
+});
+
+const podArb = fc.record({
+  namespace: fc.constantFrom(...NAMESPACES),
+  labels: podLabels,
+  v4: fc.option(fc.constantFrom(...V4), { nil: undefined }),
+  v6: fc.option(fc.constantFrom(...V6), { nil: undefined, freq: 3 }),
+  ports: fc.subarray(NAMED_PORTS, { maxLength: 2 }),
+  hostNetwork: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
+  node: fc.constantFrom('n1', 'n2'),
+  /** Replicas: take namespace, labels and ports of an earlier pod, keep own addresses. */
+  replicaOf: fc.option(fc.nat(4), { nil: undefined, freq: 2 }),
+});
+
+export interface ClusterOptions {
+  readonly maxPods?: number;
+  readonly maxPolicies?: number;
+  readonly legacyAnnotations?: boolean;
+}
+
+/** A random cluster: namespaces, pods (unique names and IPs), policies. */
+export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
+  return fc
+    .record({
+      namespaces: fc.tuple(nsLabels, nsLabels, nsLabels),
+      defaultDeny: fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()),
+      pods: fc.array(podArb, { minLength: 1, maxLength: options.maxPods ?? 6 }),
+      policies: fc.array(policyArb, { maxLength: options.maxPolicies ?? 4 }),
+    })
+    .map(({ namespaces, defaultDeny, pods, policies }) => {
+      const used = new Set<string>();
+      const objects: Raw[] = NAMESPACES.map((name, i) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name,
+          labels: namespaces[i],
+          ...(options.legacyAnnotations && defaultDeny[i]
+            ? { annotations: { 'net.beta.kubernetes.io/network-policy': '{"ingress":{"isolation":"DefaultDeny"}}' } }
+            : {}),
+        },
+      }));
+      pods.forEach((own, i) => {
+        const original = own.replicaOf !== undefined && own.replicaOf < i ? pods[own.replicaOf] : undefined;
+        const p = original ? { ...own, namespace: original.namespace, labels: original.labels, ports: original.ports } : own;
+        // Unique addresses: a pod's IP is its own (host-network pods share their node's).
+        const ips = [p.v4, p.v6].filter((ip): ip is string => ip !== undefined && !used.has(ip));
+        ips.forEach((ip) => used.add(ip));
+        const hostIp = p.node === 'n1' ? '192.168.100.1' : '192.168.100.2';
+        objects.push({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: `pod${i}`, namespace: p.namespace, labels: p.labels },
+          spec: { containers: [{ name: 'c', ports: p.ports }], nodeName: p.node, ...(p.hostNetwork ? { hostNetwork: true } : {}) },
+          status: {
+            phase: 'Running',
+            hostIP: hostIp,
+            ...(p.hostNetwork ? { podIP: hostIp } : ips.length ? { podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) } : {}),
+          },
+        });
+      });
+      policies.forEach((p, i) => {
+        objects.push({
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: { name: `pol${i}`, namespace: p.namespace },
+          spec: {
+            podSelector: p.podSelector,
+            ...(p.policyTypes ? { policyTypes: p.policyTypes } : {}),
+            ...(p.ingress.length ? { ingress: p.ingress } : {}),
+            ...(p.egress.length ? { egress: p.egress } : {}),
+          },
+        });
+      });
+      return objects;
+    });
+}
+
+export const EXTERNAL_IPS = ['10.0.1.77', '8.8.8.8', '192.168.1.200', '2001:db8::99', 'fd00:1::9', '192.168.100.1'];
