@@ -40,7 +40,12 @@ export function convertToV1(rawObjects: readonly RawObject[], cluster: Cluster):
       objects.push({ ...value, metadata: Object.keys(annotations).length ? { ...rest, annotations } : rest });
       if (cluster.namespaces.get(name)?.legacyIngressIsolation === 'DefaultDeny') {
         objects.push(defaultDenyPolicy(name));
-        note(raw, 'CONVERT_DEFAULT_DENY', `DefaultDeny on namespace ${name} became NetworkPolicy ${name}/${DEFAULT_DENY_POLICY_NAME}`, `Namespace ${name}`);
+        note(
+          raw,
+          'CONVERT_DEFAULT_DENY',
+          `DefaultDeny on namespace ${name} became NetworkPolicy ${name}/${DEFAULT_DENY_POLICY_NAME}`,
+          `Namespace ${name}`,
+        );
       }
       continue;
     }
@@ -61,9 +66,16 @@ export function convertToV1(rawObjects: readonly RawObject[], cluster: Cluster):
         );
         continue;
       }
-      objects.push(convertPolicy(value, metadata, (index) =>
-        note(raw, 'CONVERT_RULE_DROPPED', `${namespace}/${name} ingress[${index}] has an empty list and matched nothing; left out`, id),
-      ));
+      objects.push(
+        convertPolicy(value, metadata, (index) =>
+          note(
+            raw,
+            'CONVERT_RULE_DROPPED',
+            `${namespace}/${name} ingress[${index}] has an empty list and matched nothing; left out`,
+            id,
+          ),
+        ),
+      );
       continue;
     }
     objects.push(value);
@@ -75,7 +87,8 @@ function convertPolicy(value: Json, metadata: Json, dropped: (index: number) => 
   const spec = (value.spec ?? {}) as Json;
   const rules = (Array.isArray(spec.ingress) ? spec.ingress : []) as Json[];
   const kept = rules.filter((rule, index) => {
-    const empty = (field: string): boolean => Array.isArray(rule[field]) && (rule[field] as unknown[]).length === 0;
+    const empty = (field: string): boolean =>
+      Array.isArray(rule[field]) && (rule[field] as unknown[]).length === 0;
     if (empty('from') || empty('ports')) {
       dropped(index);
       return false;

@@ -51,7 +51,12 @@ export function endpointClasses(cluster: Cluster, endpoints: readonly Endpoint[]
   return { classOf, representatives };
 }
 
-function signature(endpoint: Endpoint, labelKeys: readonly string[], blocks: readonly IpBlockPeer[], nodeMatters: boolean): string {
+function signature(
+  endpoint: Endpoint,
+  labelKeys: readonly string[],
+  blocks: readonly IpBlockPeer[],
+  nodeMatters: boolean,
+): string {
   const labels = labelKeys.map((k) => (k in endpoint.labels ? `=${endpoint.labels[k]}` : '-')).join('\u0001');
   const ports = endpoint.ports
     .filter((p) => p.name !== undefined)
@@ -60,7 +65,10 @@ function signature(endpoint: Endpoint, labelKeys: readonly string[], blocks: rea
     .join(',');
   const families = [...new Set(endpoint.ips.map((ip) => ip.family))].sort().join('');
   const ipAnswers = endpoint.ips
-    .map((ip) => `${ip.family}:${blocks.map((b) => (cidrContains(b.cidr, ip) && !b.except.some((e) => cidrContains(e, ip)) ? '1' : '0')).join('')}`)
+    .map(
+      (ip) =>
+        `${ip.family}:${blocks.map((b) => (cidrContains(b.cidr, ip) && !b.except.some((e) => cidrContains(e, ip)) ? '1' : '0')).join('')}`,
+    )
     .sort()
     .join('|');
   return [

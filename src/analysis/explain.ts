@@ -57,12 +57,19 @@ function explainDirection(
   direction: 'ingress' | 'egress',
   semantics: Semantics,
 ): DirectionExplanation {
-  const open = (summary: string): DirectionExplanation => ({ isolated: false, policies: [], rules: [], summary });
+  const open = (summary: string): DirectionExplanation => ({
+    isolated: false,
+    policies: [],
+    rules: [],
+    summary,
+  });
   if (endpoint.hostNetwork) return open('uses the host network; not subject to NetworkPolicy');
   if (semantics === 'v1beta1-proposal') {
     if (direction === 'egress') return open('not isolated (the v1beta1 proposal has no egress policy)');
     if (index.cluster.namespaces.get(endpoint.namespace)?.legacyIngressIsolation !== 'DefaultDeny') {
-      return open(`not isolated (namespace ${endpoint.namespace} has no DefaultDeny annotation): all traffic allowed`);
+      return open(
+        `not isolated (namespace ${endpoint.namespace} has no DefaultDeny annotation): all traffic allowed`,
+      );
     }
   }
   const policies = selectingPolicies(index, endpoint, direction, semantics);
@@ -78,7 +85,9 @@ function explainDirection(
       });
     }
   }
-  const by = policies.length ? `by ${policies.map(policyKey).join(', ')}` : `by the namespace's DefaultDeny annotation`;
+  const by = policies.length
+    ? `by ${policies.map(policyKey).join(', ')}`
+    : `by the namespace's DefaultDeny annotation`;
   const summary =
     rules.length === 0
       ? `isolated ${by}; nothing is allowed`
@@ -86,7 +95,11 @@ function explainDirection(
   return { isolated: true, policies: policies.map(policyKey), rules, summary };
 }
 
-function matchingEndpoints(index: ClusterIndex, peers: readonly Peer[] | undefined, namespace: string): string[] {
+function matchingEndpoints(
+  index: ClusterIndex,
+  peers: readonly Peer[] | undefined,
+  namespace: string,
+): string[] {
   const all = index.cluster.endpoints;
   if (peers === undefined || peers.length === 0) return all.map((e) => e.id);
   return all
@@ -99,4 +112,3 @@ function matchingEndpoints(index: ClusterIndex, peers: readonly Peer[] | undefin
     )
     .map((e) => e.id);
 }
-

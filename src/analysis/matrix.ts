@@ -40,9 +40,12 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
       for (let b = 0; b < classes; b++) {
         const dst = address(representatives[b] as Endpoint);
         queries.forEach((query, q) => {
-          const port = typeof query.port === 'number' ? query.port : resolveNamedPort(dst, query.port, query.protocol);
+          const port =
+            typeof query.port === 'number' ? query.port : resolveNamedPort(dst, query.port, query.protocol);
           evaluations++;
-          const allowed = port !== undefined && evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed;
+          const allowed =
+            port !== undefined &&
+            evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed;
           (answers as Uint8Array)[(a * classes + b) * queries.length + q] = allowed ? 1 : 0;
         });
       }
@@ -54,13 +57,19 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
       const src = address(representatives[a] as Endpoint);
       for (let b = 0; b < classes; b++) {
         evaluations++;
-        portSets[a * classes + b] = allowedPorts(index, src, address(representatives[b] as Endpoint), options);
+        portSets[a * classes + b] = allowedPorts(
+          index,
+          src,
+          address(representatives[b] as Endpoint),
+          options,
+        );
       }
       options.onProgress?.(a + 1, classes);
     }
   }
 
-  const cell = (from: number, to: number): number => (classOf[from] as number) * classes + (classOf[to] as number);
+  const cell = (from: number, to: number): number =>
+    (classOf[from] as number) * classes + (classOf[to] as number);
   return {
     endpoints,
     queries,

@@ -32,7 +32,8 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
 export function findEndpoint(endpoints: readonly Endpoint[], text: string): Endpoint | string {
   const exact = endpoints.find((e) => e.id === text);
   if (exact) return exact;
-  const kindForm = /^([^/]+)\/([A-Za-z]+)\/([^/]+)$/.exec(text) ?? /^([^/]+)\/([^/[]+)\[([A-Za-z]+)\]$/.exec(text);
+  const kindForm =
+    /^([^/]+)\/([A-Za-z]+)\/([^/]+)$/.exec(text) ?? /^([^/]+)\/([^/[]+)\[([A-Za-z]+)\]$/.exec(text);
   let candidates: Endpoint[];
   if (kindForm) {
     const [, namespace, a, b] = kindForm as unknown as [string, string, string, string];

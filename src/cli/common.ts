@@ -33,9 +33,11 @@ export function withInputOptions(command: Command): Command {
 export function resolveInputOptions(raw: Record<string, unknown>): InputOptions {
   const problems: string[] = [];
   const semantics = SEMANTICS.find((s) => s === raw.semantics);
-  if (!semantics) problems.push(`--semantics must be one of ${SEMANTICS.join(', ')}, not "${String(raw.semantics)}"`);
+  if (!semantics)
+    problems.push(`--semantics must be one of ${SEMANTICS.join(', ')}, not "${String(raw.semantics)}"`);
   const maxFileSize = Number(raw.maxFileSize);
-  if (!Number.isFinite(maxFileSize) || maxFileSize <= 0) problems.push(`--max-file-size must be a positive number of MiB`);
+  if (!Number.isFinite(maxFileSize) || maxFileSize <= 0)
+    problems.push(`--max-file-size must be a positive number of MiB`);
   if (problems.length) throw new UsageError(problems.join('\n'));
   return {
     file: raw.file as string[],
@@ -66,7 +68,9 @@ export function reportDiagnostics(diagnostics: readonly Diagnostic[], io: CliIo,
   for (const d of shown) io.stderr.write(formatDiagnostic(d, style) + '\n');
   const hidden = diagnostics.length - shown.length;
   if (hidden > 0 && shown.length > 0) {
-    io.stderr.write(style.dim(`(${hidden} info message${hidden === 1 ? '' : 's'} hidden; -v shows them)`) + '\n');
+    io.stderr.write(
+      style.dim(`(${hidden} info message${hidden === 1 ? '' : 's'} hidden; -v shows them)`) + '\n',
+    );
   }
   return hasErrors(diagnostics);
 }

@@ -11,7 +11,9 @@ run(process.argv.slice(2), processIo()).then(
   },
   (error: unknown) => {
     // Only a bug gets here; user mistakes are diagnostics or usage errors.
-    process.stderr.write(`palisade: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `palisade: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 70;
   },
 );

@@ -17,14 +17,18 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const done = (code: number): void => {
     exitCode = code;
   };
+  const output = { writeOut: (s: string) => io.stdout.write(s), writeErr: (s: string) => io.stderr.write(s) };
   const program = new Command('palisade')
     .description('Kubernetes network policy: who can talk to whom, and why')
     .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .configureOutput(output)
     .exitOverride();
   for (const make of [checkCommand, matrixCommand, explainCommand, validateCommand, convertCommand]) {
-    program.addCommand(make(io, done).exitOverride().showHelpAfterError('(run with --help for usage)'));
+    // Subcommands do not inherit output and exit settings added after they were made.
+    program.addCommand(
+      make(io, done).configureOutput(output).exitOverride().showHelpAfterError('(run with --help for usage)'),
+    );
   }
   try {
     await program.parseAsync(argv, { from: 'user' });

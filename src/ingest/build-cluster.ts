@@ -5,7 +5,14 @@
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
-import type { Cluster, Endpoint, Namespace, NetworkPolicy, NodeInfo, SourceLocation } from '../model/types.ts';
+import type {
+  Cluster,
+  Endpoint,
+  Namespace,
+  NetworkPolicy,
+  NodeInfo,
+  SourceLocation,
+} from '../model/types.ts';
 import { NAMESPACE_NAME_LABEL } from './decode-namespace.ts';
 import type { DecodedObject } from './types.ts';
 
@@ -14,7 +21,10 @@ export interface IdentifiedObject {
   readonly object: DecodedObject;
 }
 
-export function buildCluster(objects: readonly IdentifiedObject[]): { cluster: Cluster; diagnostics: Diagnostic[] } {
+export function buildCluster(objects: readonly IdentifiedObject[]): {
+  cluster: Cluster;
+  diagnostics: Diagnostic[];
+} {
   const diagnostics: Diagnostic[] = [];
   const latest = new Map<string, DecodedObject>();
   for (const { identity, object } of objects) {
@@ -24,10 +34,14 @@ export function buildCluster(objects: readonly IdentifiedObject[]): { cluster: C
       const first = locationOf(previous);
       const firstText = first ? ` (first defined at ${first.file}:${first.line}:${first.column})` : '';
       diagnostics.push(
-        makeDiagnostic('OBJECT_DUPLICATE', `${identity} is defined more than once${firstText}; this definition wins`, {
-          ...where,
-          object: identity,
-        }),
+        makeDiagnostic(
+          'OBJECT_DUPLICATE',
+          `${identity} is defined more than once${firstText}; this definition wins`,
+          {
+            ...where,
+            object: identity,
+          },
+        ),
       );
       latest.delete(identity); // re-insert so input order reflects the winning definition
     }
@@ -53,7 +67,11 @@ export function buildCluster(objects: readonly IdentifiedObject[]): { cluster: C
   ];
   for (const { namespace, location } of referenced) {
     if (namespaces.has(namespace)) continue;
-    namespaces.set(namespace, { name: namespace, labels: { [NAMESPACE_NAME_LABEL]: namespace }, implicit: true });
+    namespaces.set(namespace, {
+      name: namespace,
+      labels: { [NAMESPACE_NAME_LABEL]: namespace },
+      implicit: true,
+    });
     diagnostics.push(
       makeDiagnostic(
         'NAMESPACE_IMPLICIT',
@@ -81,14 +99,19 @@ export function buildCluster(objects: readonly IdentifiedObject[]): { cluster: C
 /** `ns/name` for every endpoint, with `[Kind]` added to workloads whose name a pod also uses. */
 export function assignIds(endpoints: readonly Omit<Endpoint, 'id'>[]): Endpoint[] {
   const count = new Map<string, number>();
-  for (const e of endpoints) count.set(`${e.namespace}/${e.name}`, (count.get(`${e.namespace}/${e.name}`) ?? 0) + 1);
+  for (const e of endpoints)
+    count.set(`${e.namespace}/${e.name}`, (count.get(`${e.namespace}/${e.name}`) ?? 0) + 1);
   return endpoints
     .map((e) => {
       const plain = `${e.namespace}/${e.name}`;
       const id = e.kind === 'Pod' || count.get(plain) === 1 ? plain : `${plain}[${e.kind}]`;
       return { id, ...e };
     })
-    .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name) || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+    .sort(
+      (a, b) =>
+        compareKeys(a.namespace, a.name, b.namespace, b.name) ||
+        (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0),
+    );
 }
 
 function compareKeys(ns1: string, n1: string, ns2: string, n2: string): number {

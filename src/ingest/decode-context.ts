@@ -45,13 +45,22 @@ export class DecodeContext {
       const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
       if (issue.code === 'unrecognized_keys') {
         for (const key of issue.keys) {
-          this.report('SCHEMA_UNKNOWN_FIELD', `unknown field "${formatPath([...path, key])}"`, [...path, key], true);
+          this.report(
+            'SCHEMA_UNKNOWN_FIELD',
+            `unknown field "${formatPath([...path, key])}"`,
+            [...path, key],
+            true,
+          );
         }
       } else if (issue.code === 'invalid_type' && valueAt(this.raw.value, path) === undefined) {
         this.report('SCHEMA_REQUIRED', `missing required field "${formatPath(path)}"`, path, true);
       } else if (issue.code === 'invalid_type') {
         const actual = describeType(valueAt(this.raw.value, path));
-        this.report('SCHEMA_TYPE', `"${formatPath(path)}" must be ${article(issue.expected)}, not ${actual}`, path);
+        this.report(
+          'SCHEMA_TYPE',
+          `"${formatPath(path)}" must be ${article(issue.expected)}, not ${actual}`,
+          path,
+        );
       } else if (issue.code === 'invalid_union') {
         const actual = describeType(valueAt(this.raw.value, path));
         this.report('SCHEMA_TYPE', `"${formatPath(path)}" must be a number or a string, not ${actual}`, path);

@@ -32,16 +32,35 @@ export function decodePod(ctx: DecodeContext): EndpointDecode {
   const { name, namespace } = decodeMetadataName(ctx, raw.metadata, true);
   const phase = raw.status?.phase;
   if (phase === 'Succeeded' || phase === 'Failed') {
-    ctx.report('POD_NOT_RUNNING', `pod ${namespace}/${name} is in phase ${phase} and was left out`, ['status', 'phase']);
+    ctx.report('POD_NOT_RUNNING', `pod ${namespace}/${name} is in phase ${phase} and was left out`, [
+      'status',
+      'phase',
+    ]);
     return 'skipped';
   }
   const labels = decodeLabels(ctx, raw.metadata.labels, ['metadata', 'labels']);
   const ports = decodeContainerPorts(ctx, raw.spec, ['spec']);
   const status = raw.status ?? {};
-  const podIpTexts = status.podIPs?.length ? status.podIPs.map((e) => e.ip) : status.podIP ? [status.podIP] : [];
-  const hostIpTexts = status.hostIPs?.length ? status.hostIPs.map((e) => e.ip) : status.hostIP ? [status.hostIP] : [];
-  const podIps = decodeIps(ctx, podIpTexts, status.podIPs?.length ? ['status', 'podIPs'] : ['status', 'podIP']);
-  const hostIps = decodeIps(ctx, hostIpTexts, status.hostIPs?.length ? ['status', 'hostIPs'] : ['status', 'hostIP']);
+  const podIpTexts = status.podIPs?.length
+    ? status.podIPs.map((e) => e.ip)
+    : status.podIP
+      ? [status.podIP]
+      : [];
+  const hostIpTexts = status.hostIPs?.length
+    ? status.hostIPs.map((e) => e.ip)
+    : status.hostIP
+      ? [status.hostIP]
+      : [];
+  const podIps = decodeIps(
+    ctx,
+    podIpTexts,
+    status.podIPs?.length ? ['status', 'podIPs'] : ['status', 'podIP'],
+  );
+  const hostIps = decodeIps(
+    ctx,
+    hostIpTexts,
+    status.hostIPs?.length ? ['status', 'hostIPs'] : ['status', 'hostIP'],
+  );
   const hostNetwork = raw.spec?.hostNetwork === true;
   if (ctx.failed) return undefined;
   const endpoint: Omit<Endpoint, 'id'> = {
@@ -84,7 +103,9 @@ export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): Endpoint
 function parseWorkload(
   ctx: DecodeContext,
   kind: WorkloadKind,
-): { metadata: RawMetadata; template: RawPodTemplate | null | undefined; templatePath: FieldPath } | undefined {
+):
+  | { metadata: RawMetadata; template: RawPodTemplate | null | undefined; templatePath: FieldPath }
+  | undefined {
   if (kind === 'CronJob') {
     const parsed = cronJobSchema.safeParse(ctx.raw.value);
     if (!parsed.success) return void ctx.reportSchemaIssues(parsed.error.issues);
@@ -96,10 +117,18 @@ function parseWorkload(
   }
   const parsed = workloadSchema.safeParse(ctx.raw.value);
   if (!parsed.success) return void ctx.reportSchemaIssues(parsed.error.issues);
-  return { metadata: parsed.data.metadata, template: parsed.data.spec?.template, templatePath: ['spec', 'template'] };
+  return {
+    metadata: parsed.data.metadata,
+    template: parsed.data.spec?.template,
+    templatePath: ['spec', 'template'],
+  };
 }
 
-function decodeContainerPorts(ctx: DecodeContext, spec: RawPodSpec | null | undefined, path: FieldPath): ContainerPort[] {
+function decodeContainerPorts(
+  ctx: DecodeContext,
+  spec: RawPodSpec | null | undefined,
+  path: FieldPath,
+): ContainerPort[] {
   const ports: ContainerPort[] = [];
   const groups: [string, RawPodSpec['containers']][] = [
     ['containers', spec?.containers],
@@ -114,9 +143,14 @@ function decodeContainerPorts(ctx: DecodeContext, spec: RawPodSpec | null | unde
         const protocol = decodeProtocol(ctx, port.protocol, [...at, 'protocol']);
         if (port.name) {
           const problem = portNameProblem(port.name);
-          if (problem) ctx.report('PORT_NAME_INVALID', `port name "${port.name}" is invalid: ${problem}`, [...at, 'name']);
+          if (problem)
+            ctx.report('PORT_NAME_INVALID', `port name "${port.name}" is invalid: ${problem}`, [
+              ...at,
+              'name',
+            ]);
         }
-        if (protocol) ports.push({ ...(port.name ? { name: port.name } : {}), port: port.containerPort, protocol });
+        if (protocol)
+          ports.push({ ...(port.name ? { name: port.name } : {}), port: port.containerPort, protocol });
       });
     });
   }
@@ -127,12 +161,16 @@ function decodeIps(ctx: DecodeContext, texts: readonly string[], path: FieldPath
   const result: IpAddress[] = [];
   texts.forEach((text, index) => {
     const parsed = parseIp(text);
-    const at = path[path.length - 1] === 'podIPs' || path[path.length - 1] === 'hostIPs' ? [...path, index, 'ip'] : path;
+    const at =
+      path[path.length - 1] === 'podIPs' || path[path.length - 1] === 'hostIPs'
+        ? [...path, index, 'ip']
+        : path;
     if (!parsed.ok) {
       ctx.report('IP_INVALID', parsed.problems.map((p) => p.message).join('; '), at);
       return;
     }
-    if (!result.some((ip) => ip.family === parsed.value.family && ip.value === parsed.value.value)) result.push(parsed.value);
+    if (!result.some((ip) => ip.family === parsed.value.family && ip.value === parsed.value.value))
+      result.push(parsed.value);
   });
   return result;
 }

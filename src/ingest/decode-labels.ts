@@ -25,7 +25,10 @@ export function decodeLabels(
     }
     const valueProblem = labelValueProblem(value);
     if (valueProblem) {
-      ctx.report('LABEL_VALUE_INVALID', `label value "${value}" for "${key}" is invalid: ${valueProblem}`, [...path, key]);
+      ctx.report('LABEL_VALUE_INVALID', `label value "${value}" for "${key}" is invalid: ${valueProblem}`, [
+        ...path,
+        key,
+      ]);
       continue;
     }
     result[key] = value;
@@ -48,7 +51,10 @@ export function decodeSelector(
     const at = [...path, 'matchExpressions', index];
     const keyProblem = labelKeyProblem(expression.key);
     if (keyProblem) {
-      ctx.report('LABEL_KEY_INVALID', `selector key "${expression.key}" is invalid: ${keyProblem}`, [...at, 'key']);
+      ctx.report('LABEL_KEY_INVALID', `selector key "${expression.key}" is invalid: ${keyProblem}`, [
+        ...at,
+        'key',
+      ]);
       ok = false;
     }
     const operator = OPERATORS.find((op) => op === expression.operator);
@@ -63,7 +69,10 @@ export function decodeSelector(
       return;
     }
     if ((operator === 'In' || operator === 'NotIn') && values.length === 0) {
-      ctx.report('SELECTOR_VALUES_REQUIRED', `operator ${operator} needs at least one value`, [...at, 'operator']);
+      ctx.report('SELECTOR_VALUES_REQUIRED', `operator ${operator} needs at least one value`, [
+        ...at,
+        'operator',
+      ]);
       ok = false;
     }
     if ((operator === 'Exists' || operator === 'DoesNotExist') && values.length > 0) {
@@ -73,7 +82,11 @@ export function decodeSelector(
     values.forEach((value, valueIndex) => {
       const problem = labelValueProblem(value);
       if (problem) {
-        ctx.report('LABEL_VALUE_INVALID', `selector value "${value}" is invalid: ${problem}`, [...at, 'values', valueIndex]);
+        ctx.report('LABEL_VALUE_INVALID', `selector value "${value}" is invalid: ${problem}`, [
+          ...at,
+          'values',
+          valueIndex,
+        ]);
         ok = false;
       }
     });

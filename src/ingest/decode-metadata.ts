@@ -11,11 +11,16 @@ export function decodeMetadataName(
   namespaced: boolean,
 ): { name: string; namespace: string } {
   const nameProblem = namespaced ? dnsSubdomainProblem(metadata.name) : dnsLabelProblem(metadata.name);
-  if (nameProblem) ctx.report('NAME_INVALID', `name "${metadata.name}" is invalid: ${nameProblem}`, ['metadata', 'name']);
+  if (nameProblem)
+    ctx.report('NAME_INVALID', `name "${metadata.name}" is invalid: ${nameProblem}`, ['metadata', 'name']);
   const namespace = namespaced ? (metadata.namespace ?? 'default') : '';
   if (namespaced) {
     const problem = dnsLabelProblem(namespace);
-    if (problem) ctx.report('NAME_INVALID', `namespace "${namespace}" is invalid: ${problem}`, ['metadata', 'namespace']);
+    if (problem)
+      ctx.report('NAME_INVALID', `namespace "${namespace}" is invalid: ${problem}`, [
+        'metadata',
+        'namespace',
+      ]);
   }
   return { name: metadata.name, namespace };
 }

@@ -39,7 +39,11 @@ function decodeIsolation(ctx: DecodeContext, text: string): 'DefaultDeny' | unde
   try {
     value = JSON.parse(text);
   } catch {
-    ctx.report('LEGACY_ANNOTATION_INVALID', `annotation ${LEGACY_ISOLATION_ANNOTATION} is not valid JSON`, path);
+    ctx.report(
+      'LEGACY_ANNOTATION_INVALID',
+      `annotation ${LEGACY_ISOLATION_ANNOTATION} is not valid JSON`,
+      path,
+    );
     return undefined;
   }
   const ingress = (value as { ingress?: { isolation?: unknown } } | null)?.ingress;

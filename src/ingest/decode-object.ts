@@ -92,7 +92,14 @@ function decodeKnownKind(
   return result === 'skipped' ? undefined : result;
 }
 
-function unknownVersion(ctx: DecodeContext, kind: string, apiVersion: string, known: readonly string[]): undefined {
-  ctx.report('API_VERSION_UNKNOWN', `${kind} apiVersion "${apiVersion}" is not one of ${known.join(', ')}`, ['apiVersion']);
+function unknownVersion(
+  ctx: DecodeContext,
+  kind: string,
+  apiVersion: string,
+  known: readonly string[],
+): undefined {
+  ctx.report('API_VERSION_UNKNOWN', `${kind} apiVersion "${apiVersion}" is not one of ${known.join(', ')}`, [
+    'apiVersion',
+  ]);
   return undefined;
 }

@@ -15,7 +15,12 @@ import type {
 } from '../model/types.ts';
 import type { DecodeContext } from './decode-context.ts';
 import { decodeSelector } from './decode-labels.ts';
-import { lenientNetworkPolicySchema, networkPolicySchema, type RawPeer, type RawPolicyPort } from './schemas.ts';
+import {
+  lenientNetworkPolicySchema,
+  networkPolicySchema,
+  type RawPeer,
+  type RawPolicyPort,
+} from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
@@ -67,7 +72,10 @@ export function decodeNetworkPolicy(ctx: DecodeContext): NetworkPolicy | undefin
   };
 }
 
-function decodePolicyTypes(ctx: DecodeContext, raw: readonly string[] | null | undefined): Set<string> | undefined {
+function decodePolicyTypes(
+  ctx: DecodeContext,
+  raw: readonly string[] | null | undefined,
+): Set<string> | undefined {
   if (raw === null || raw === undefined) return undefined;
   const seen = new Set<string>();
   raw.forEach((type, index) => {
@@ -118,7 +126,11 @@ function decodePeer(ctx: DecodeContext, raw: RawPeer, path: FieldPath): Peer | u
       const parsed = decodeCidr(ctx, text, at);
       if (!parsed || !cidr) return;
       if (!cidrCovers(cidr, parsed) || parsed.prefix <= cidr.prefix) {
-        ctx.report('EXCEPT_NOT_IN_CIDR', `except "${text}" must be a strict subset of cidr "${cidr.text}"`, at);
+        ctx.report(
+          'EXCEPT_NOT_IN_CIDR',
+          `except "${text}" must be a strict subset of cidr "${cidr.text}"`,
+          at,
+        );
         return;
       }
       except.push(parsed);
@@ -129,7 +141,9 @@ function decodePeer(ctx: DecodeContext, raw: RawPeer, path: FieldPath): Peer | u
     ctx.report('PEER_EMPTY', 'a peer must set podSelector, namespaceSelector or ipBlock', path);
     return undefined;
   }
-  const podSelector = isPresent(raw.podSelector) ? decodeSelector(ctx, raw.podSelector, [...path, 'podSelector']) : undefined;
+  const podSelector = isPresent(raw.podSelector)
+    ? decodeSelector(ctx, raw.podSelector, [...path, 'podSelector'])
+    : undefined;
   const namespaceSelector = isPresent(raw.namespaceSelector)
     ? decodeSelector(ctx, raw.namespaceSelector, [...path, 'namespaceSelector'])
     : undefined;
@@ -157,19 +171,24 @@ function decodePort(ctx: DecodeContext, raw: RawPolicyPort, path: FieldPath): Po
   if (typeof port === 'number') checkPortNumber(ctx, port, [...path, 'port']);
   else if (typeof port === 'string') {
     const problem = portNameProblem(port);
-    if (problem) ctx.report('PORT_NAME_INVALID', `named port "${port}" is invalid: ${problem}`, [...path, 'port']);
+    if (problem)
+      ctx.report('PORT_NAME_INVALID', `named port "${port}" is invalid: ${problem}`, [...path, 'port']);
   }
   const endPort = raw.endPort ?? undefined;
   if (endPort !== undefined) {
     if (typeof port !== 'number') {
-      ctx.report('END_PORT_WITHOUT_NUMERIC_PORT', 'endPort may only be set together with a numeric port', [...path, 'endPort']);
+      ctx.report('END_PORT_WITHOUT_NUMERIC_PORT', 'endPort may only be set together with a numeric port', [
+        ...path,
+        'endPort',
+      ]);
     } else {
       checkPortNumber(ctx, endPort, [...path, 'endPort']);
       if (endPort < port) {
-        ctx.report('END_PORT_BEFORE_PORT', `endPort ${endPort} must be greater than or equal to port ${port}`, [
-          ...path,
-          'endPort',
-        ]);
+        ctx.report(
+          'END_PORT_BEFORE_PORT',
+          `endPort ${endPort} must be greater than or equal to port ${port}`,
+          [...path, 'endPort'],
+        );
       }
     }
   }
@@ -181,10 +200,16 @@ function decodePort(ctx: DecodeContext, raw: RawPolicyPort, path: FieldPath): Po
   };
 }
 
-export function decodeProtocol(ctx: DecodeContext, raw: string | null | undefined, path: FieldPath): Protocol | undefined {
+export function decodeProtocol(
+  ctx: DecodeContext,
+  raw: string | null | undefined,
+  path: FieldPath,
+): Protocol | undefined {
   if (raw === null || raw === undefined) return 'TCP';
   if (raw === 'TCP' || raw === 'UDP' || raw === 'SCTP') return raw;
-  const hint = ['TCP', 'UDP', 'SCTP'].includes(raw.toUpperCase()) ? ` (protocols are upper case: "${raw.toUpperCase()}")` : '';
+  const hint = ['TCP', 'UDP', 'SCTP'].includes(raw.toUpperCase())
+    ? ` (protocols are upper case: "${raw.toUpperCase()}")`
+    : '';
   ctx.report('PROTOCOL_INVALID', `protocol "${raw}" is not TCP, UDP or SCTP${hint}`, path);
   return undefined;
 }

@@ -17,7 +17,10 @@ export interface LoadClusterOptions {
   readonly readStdin?: () => Promise<string>;
 }
 
-export async function loadCluster(paths: readonly string[], options: LoadClusterOptions = {}): Promise<LoadResult> {
+export async function loadCluster(
+  paths: readonly string[],
+  options: LoadClusterOptions = {},
+): Promise<LoadResult> {
   const { files, diagnostics } = await readInputs(paths, {
     ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
     ...(options.readStdin ? { readStdin: options.readStdin } : {}),
@@ -38,7 +41,8 @@ export function loadFromTexts(files: readonly InputFile[], semantics: Semantics 
       rawObjects.push(raw);
       const outcome = decodeObject(raw);
       diagnostics.push(...outcome.diagnostics);
-      if (outcome.object && outcome.identity) decoded.push({ identity: outcome.identity, object: outcome.object });
+      if (outcome.object && outcome.identity)
+        decoded.push({ identity: outcome.identity, object: outcome.object });
     }
   }
   const built = buildCluster(decoded);
@@ -64,10 +68,14 @@ function semanticsDiagnostics(cluster: Cluster, semantics: Semantics): Diagnosti
   for (const policy of cluster.policies) {
     if (!policy.affectsEgress) continue;
     result.push(
-      makeDiagnostic('LEGACY_EGRESS_IGNORED', `NetworkPolicy ${policy.namespace}/${policy.name} has egress rules, which the v1beta1 proposal does not have; they are ignored`, {
-        ...(policy.location ?? { file: '<input>' }),
-        object: `NetworkPolicy ${policy.namespace}/${policy.name}`,
-      }),
+      makeDiagnostic(
+        'LEGACY_EGRESS_IGNORED',
+        `NetworkPolicy ${policy.namespace}/${policy.name} has egress rules, which the v1beta1 proposal does not have; they are ignored`,
+        {
+          ...(policy.location ?? { file: '<input>' }),
+          object: `NetworkPolicy ${policy.namespace}/${policy.name}`,
+        },
+      ),
     );
   }
   return result;

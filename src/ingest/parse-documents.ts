@@ -41,7 +41,10 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
       value = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const code = /alias/i.test(message) && /count|exceed|excessive/i.test(message) ? 'YAML_ALIAS_LIMIT' : 'YAML_SYNTAX';
+      const code =
+        /alias/i.test(message) && /count|exceed|excessive/i.test(message)
+          ? 'YAML_ALIAS_LIMIT'
+          : 'YAML_SYNTAX';
       diagnostics.push(makeDiagnostic(code, message, position(document.range?.[0] ?? 0)));
       continue;
     }
@@ -49,7 +52,11 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
     const locator = makeLocator(document, position);
     if (typeof value !== 'object' || Array.isArray(value)) {
       diagnostics.push(
-        makeDiagnostic('NOT_AN_OBJECT', 'document is not a Kubernetes object (expected a mapping with apiVersion and kind)', locator.valueAt([])),
+        makeDiagnostic(
+          'NOT_AN_OBJECT',
+          'document is not a Kubernetes object (expected a mapping with apiVersion and kind)',
+          locator.valueAt([]),
+        ),
       );
       continue;
     }
@@ -75,7 +82,9 @@ function unrollLists(
   (value.items as unknown[]).forEach((item, index) => {
     const path = [...basePath, 'items', index];
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-      diagnostics.push(makeDiagnostic('NOT_AN_OBJECT', `List item ${index} is not an object`, locator.valueAt(path)));
+      diagnostics.push(
+        makeDiagnostic('NOT_AN_OBJECT', `List item ${index} is not an object`, locator.valueAt(path)),
+      );
       return;
     }
     unrollLists(item as Record<string, unknown>, path, file, locator, objects, diagnostics);

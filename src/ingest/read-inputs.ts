@@ -59,7 +59,9 @@ async function readPath(
     try {
       entries = await readdir(path, { withFileTypes: true });
     } catch (error) {
-      diagnostics.push(makeDiagnostic('FILE_UNREADABLE', `cannot list ${path}: ${errorText(error)}`, { file: path }));
+      diagnostics.push(
+        makeDiagnostic('FILE_UNREADABLE', `cannot list ${path}: ${errorText(error)}`, { file: path }),
+      );
       return;
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -72,7 +74,9 @@ async function readPath(
       }
     }
     if (explicit && files.length === before) {
-      diagnostics.push(makeDiagnostic('NO_INPUT_FILES', `${path} holds no .yaml, .yml or .json files`, { file: path }));
+      diagnostics.push(
+        makeDiagnostic('NO_INPUT_FILES', `${path} holds no .yaml, .yml or .json files`, { file: path }),
+      );
     }
     return;
   }
@@ -83,16 +87,22 @@ async function readPath(
   try {
     files.push({ name: path, text: await readFile(path, 'utf8') });
   } catch (error) {
-    diagnostics.push(makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }));
+    diagnostics.push(
+      makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),
+    );
   }
 }
 
 function tooLarge(file: string, maxBytes: number, size?: number): Diagnostic {
   const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
   const actual = size === undefined ? '' : ` (${mib(size)})`;
-  return makeDiagnostic('FILE_TOO_LARGE', `${file} is larger than the limit of ${mib(maxBytes)}${actual}; raise it with --max-file-size`, {
-    file,
-  });
+  return makeDiagnostic(
+    'FILE_TOO_LARGE',
+    `${file} is larger than the limit of ${mib(maxBytes)}${actual}; raise it with --max-file-size`,
+    {
+      file,
+    },
+  );
 }
 
 function errorText(error: unknown): string {

@@ -2,7 +2,14 @@
  * Contracts of the ingest layer: raw documents with a way back to their source position, and the
  * Source interface that later sources (etcd, the Kubernetes API) implement too.
  */
-import type { Cluster, Diagnostic, Namespace, Endpoint, NetworkPolicy, SourceLocation } from '../model/types.ts';
+import type {
+  Cluster,
+  Diagnostic,
+  Namespace,
+  Endpoint,
+  NetworkPolicy,
+  SourceLocation,
+} from '../model/types.ts';
 
 export type FieldPath = readonly (string | number)[];
 
@@ -26,7 +33,11 @@ export interface RawObject {
 /** A decoded, validated object, ready to be assembled into a Cluster. */
 export type DecodedObject =
   | { readonly kind: 'Namespace'; readonly namespace: Namespace }
-  | { readonly kind: 'Endpoint'; readonly endpoint: Omit<Endpoint, 'id'>; readonly hostIps: readonly string[] }
+  | {
+      readonly kind: 'Endpoint';
+      readonly endpoint: Omit<Endpoint, 'id'>;
+      readonly hostIps: readonly string[];
+    }
   | { readonly kind: 'NetworkPolicy'; readonly policy: NetworkPolicy };
 
 /** An input file's text, with the name diagnostics should use for it. */
@@ -39,7 +50,12 @@ export interface InputFile {
 export type Change =
   | { readonly type: 'resync'; readonly cluster: Cluster; readonly diagnostics: readonly Diagnostic[] }
   | { readonly type: 'upsert'; readonly object: DecodedObject }
-  | { readonly type: 'delete'; readonly kind: DecodedObject['kind']; readonly namespace?: string; readonly name: string };
+  | {
+      readonly type: 'delete';
+      readonly kind: DecodedObject['kind'];
+      readonly namespace?: string;
+      readonly name: string;
+    };
 
 /** Anything that feeds objects into Palisade. */
 export interface Source {

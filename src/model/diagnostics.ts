@@ -14,20 +14,32 @@ export const DIAGNOSTIC_CATALOGUE = {
   // Syntax
   YAML_SYNTAX: { severity: 'error', summary: 'the file is not valid YAML or JSON' },
   YAML_DUPLICATE_KEY: { severity: 'error', summary: 'a mapping has the same key twice' },
-  YAML_ALIAS_LIMIT: { severity: 'error', summary: 'too many alias expansions (possible billion-laughs input)' },
+  YAML_ALIAS_LIMIT: {
+    severity: 'error',
+    summary: 'too many alias expansions (possible billion-laughs input)',
+  },
   NOT_AN_OBJECT: { severity: 'error', summary: 'a document is not a Kubernetes object (mapping)' },
   // Structure
   SCHEMA_REQUIRED: { severity: 'error', summary: 'a required field is missing' },
   SCHEMA_TYPE: { severity: 'error', summary: 'a field has the wrong type' },
-  SCHEMA_UNKNOWN_FIELD: { severity: 'error', summary: 'a field is not part of the API (kubectl --validate=strict rejects it)' },
+  SCHEMA_UNKNOWN_FIELD: {
+    severity: 'error',
+    summary: 'a field is not part of the API (kubectl --validate=strict rejects it)',
+  },
   KIND_SKIPPED: { severity: 'info', summary: 'an object of a kind Palisade does not analyse was skipped' },
-  API_VERSION_UNKNOWN: { severity: 'error', summary: 'a known kind with an apiVersion Palisade does not know' },
+  API_VERSION_UNKNOWN: {
+    severity: 'error',
+    summary: 'a known kind with an apiVersion Palisade does not know',
+  },
   OBJECT_DUPLICATE: { severity: 'warning', summary: 'the same object is defined twice; the later one wins' },
   NAME_INVALID: { severity: 'error', summary: 'an object name or namespace is not a valid DNS name' },
   // Labels and selectors
   LABEL_KEY_INVALID: { severity: 'error', summary: 'a label key is not valid' },
   LABEL_VALUE_INVALID: { severity: 'error', summary: 'a label value is not valid' },
-  SELECTOR_OPERATOR_INVALID: { severity: 'error', summary: 'a matchExpressions operator is not In, NotIn, Exists or DoesNotExist' },
+  SELECTOR_OPERATOR_INVALID: {
+    severity: 'error',
+    summary: 'a matchExpressions operator is not In, NotIn, Exists or DoesNotExist',
+  },
   SELECTOR_VALUES_REQUIRED: { severity: 'error', summary: 'In and NotIn need at least one value' },
   SELECTOR_VALUES_FORBIDDEN: { severity: 'error', summary: 'Exists and DoesNotExist take no values' },
   // Ports and protocols
@@ -38,24 +50,52 @@ export const DIAGNOSTIC_CATALOGUE = {
   END_PORT_BEFORE_PORT: { severity: 'error', summary: 'endPort is smaller than port' },
   // Peers and CIDRs
   PEER_EMPTY: { severity: 'error', summary: 'a peer names none of podSelector, namespaceSelector, ipBlock' },
-  PEER_IPBLOCK_WITH_SELECTOR: { severity: 'error', summary: 'ipBlock cannot be combined with a selector in one peer' },
+  PEER_IPBLOCK_WITH_SELECTOR: {
+    severity: 'error',
+    summary: 'ipBlock cannot be combined with a selector in one peer',
+  },
   CIDR_INVALID: { severity: 'error', summary: 'a CIDR does not parse, or uses a form Kubernetes rejects' },
   CIDR_HOST_BITS: { severity: 'warning', summary: 'a CIDR has host bits set; they are masked off' },
   CIDR_NON_CANONICAL: { severity: 'info', summary: 'an IPv6 address is not written in canonical form' },
   EXCEPT_NOT_IN_CIDR: { severity: 'error', summary: 'an except entry is not a strict subset of its cidr' },
   IP_INVALID: { severity: 'error', summary: 'a pod or host IP does not parse' },
   // Policy types
-  POLICY_TYPE_INVALID: { severity: 'error', summary: 'policyTypes holds something other than Ingress or Egress' },
+  POLICY_TYPE_INVALID: {
+    severity: 'error',
+    summary: 'policyTypes holds something other than Ingress or Egress',
+  },
   POLICY_TYPE_DUPLICATE: { severity: 'error', summary: 'policyTypes names the same type twice' },
   // Cluster assembly and semantics
-  NAMESPACE_IMPLICIT: { severity: 'info', summary: 'a referenced namespace was not defined and was created with only its name label' },
-  LEGACY_ANNOTATION_IGNORED: { severity: 'warning', summary: 'the v1beta1 DefaultDeny annotation has no effect under v1 semantics' },
-  LEGACY_ANNOTATION_INVALID: { severity: 'warning', summary: 'the v1beta1 network-policy annotation is not valid JSON of the expected shape and is ignored' },
-  LEGACY_EGRESS_IGNORED: { severity: 'warning', summary: 'egress rules have no effect under the v1beta1 proposal semantics' },
+  NAMESPACE_IMPLICIT: {
+    severity: 'info',
+    summary: 'a referenced namespace was not defined and was created with only its name label',
+  },
+  LEGACY_ANNOTATION_IGNORED: {
+    severity: 'warning',
+    summary: 'the v1beta1 DefaultDeny annotation has no effect under v1 semantics',
+  },
+  LEGACY_ANNOTATION_INVALID: {
+    severity: 'warning',
+    summary: 'the v1beta1 network-policy annotation is not valid JSON of the expected shape and is ignored',
+  },
+  LEGACY_EGRESS_IGNORED: {
+    severity: 'warning',
+    summary: 'egress rules have no effect under the v1beta1 proposal semantics',
+  },
   // convert --to v1
-  CONVERT_DEFAULT_DENY: { severity: 'info', summary: 'a DefaultDeny namespace annotation became a default-deny-ingress policy' },
-  CONVERT_POLICY_DROPPED: { severity: 'warning', summary: 'a policy with no effect under the proposal was left out, because under v1 it would isolate pods' },
-  CONVERT_RULE_DROPPED: { severity: 'info', summary: 'a rule with an empty from or ports list matched nothing under the proposal and was left out' },
+  CONVERT_DEFAULT_DENY: {
+    severity: 'info',
+    summary: 'a DefaultDeny namespace annotation became a default-deny-ingress policy',
+  },
+  CONVERT_POLICY_DROPPED: {
+    severity: 'warning',
+    summary:
+      'a policy with no effect under the proposal was left out, because under v1 it would isolate pods',
+  },
+  CONVERT_RULE_DROPPED: {
+    severity: 'info',
+    summary: 'a rule with an empty from or ports list matched nothing under the proposal and was left out',
+  },
   POD_NOT_RUNNING: { severity: 'info', summary: 'a pod in phase Succeeded or Failed was left out' },
 } as const satisfies Record<string, { severity: Severity; summary: string }>;
 

@@ -21,7 +21,10 @@ describe('label selectors', () => {
     assert.ok(!selectorMatches(sel('In', 'missing', ['x']), labels));
     assert.ok(selectorMatches(sel('NotIn', 'app', ['api']), labels));
     assert.ok(!selectorMatches(sel('NotIn', 'app', ['web']), labels));
-    assert.ok(selectorMatches(sel('NotIn', 'missing', ['x']), labels), 'NotIn matches when the key is absent');
+    assert.ok(
+      selectorMatches(sel('NotIn', 'missing', ['x']), labels),
+      'NotIn matches when the key is absent',
+    );
     assert.ok(selectorMatches(sel('Exists', 'env'), labels));
     assert.ok(!selectorMatches(sel('Exists', 'missing'), labels));
     assert.ok(selectorMatches(sel('DoesNotExist', 'missing'), labels));

@@ -26,7 +26,8 @@ describe('parseIp', () => {
     assert.equal(parseIp('010.0.0.1').ok, false);
     assert.equal(parseIp('::ffff:10.0.0.1').ok, false);
     assert.equal(parseIp('fe80::1%eth0').ok, false);
-    for (const bad of ['1.2.3', '1.2.3.256', '1::2::3', 'abc', '', '1.2.3.4.5', '12345::']) assert.equal(parseIp(bad).ok, false, bad);
+    for (const bad of ['1.2.3', '1.2.3.256', '1::2::3', 'abc', '', '1.2.3.4.5', '12345::'])
+      assert.equal(parseIp(bad).ok, false, bad);
   });
   it('flags non-canonical IPv6 without failing', () => {
     const r = parseIp('2001:DB8::1');

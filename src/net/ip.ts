@@ -28,8 +28,7 @@ export interface IpProblem {
 }
 
 export type ParseResult<T> =
-  | { ok: true; value: T; problems: IpProblem[] }
-  | { ok: false; problems: IpProblem[] };
+  { ok: true; value: T; problems: IpProblem[] } | { ok: false; problems: IpProblem[] };
 
 const V4_BITS = 32;
 const V6_BITS = 128;
@@ -196,7 +195,7 @@ export function formatIp(ip: IpAddress): string {
   // Longest run of two or more zero groups becomes "::" (first one on ties).
   let bestStart = -1;
   let bestLength = 0;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

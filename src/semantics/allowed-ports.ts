@@ -7,11 +7,25 @@ import type { IpFamily } from '../net/ip.ts';
 import type { PolicyPort, Semantics } from '../model/types.ts';
 import { connectionFamilies } from './evaluate.ts';
 import { listMatchesAll, peerMatches, resolveNamedPort, type ClusterIndex } from './match.ts';
-import { ALL_PORTS, EMPTY_PORTS, intersectPorts, MAX_PORT, MIN_PORT, portSetOf, unionPorts, type PortSet } from './port-set.ts';
+import {
+  ALL_PORTS,
+  EMPTY_PORTS,
+  intersectPorts,
+  MAX_PORT,
+  MIN_PORT,
+  portSetOf,
+  unionPorts,
+  type PortSet,
+} from './port-set.ts';
 import { gateSide } from './side-gate.ts';
 import type { Address, EvaluateOptions } from './types.ts';
 
-export function allowedPorts(index: ClusterIndex, src: Address, dst: Address, options: EvaluateOptions = {}): PortSet {
+export function allowedPorts(
+  index: ClusterIndex,
+  src: Address,
+  dst: Address,
+  options: EvaluateOptions = {},
+): PortSet {
   const { families } = connectionFamilies(src, dst);
   if (families.length === 0) return EMPTY_PORTS;
   let result = ALL_PORTS;
@@ -42,7 +56,10 @@ function sidePorts(
         listMatchesAll(rule.peers, semantics) ||
         (rule.peers ?? []).some((peer) => peerMatches(index, peer, policy.namespace, other, family));
       if (!peerOk) continue;
-      result = unionPorts(result, listMatchesAll(rule.ports, semantics) ? ALL_PORTS : portsOf(rule.ports ?? [], dst));
+      result = unionPorts(
+        result,
+        listMatchesAll(rule.ports, semantics) ? ALL_PORTS : portsOf(rule.ports ?? [], dst),
+      );
     }
   }
   return result;
@@ -51,7 +68,8 @@ function sidePorts(
 function portsOf(ports: readonly PolicyPort[], dst: Address): PortSet {
   const entries = ports.flatMap((port) => {
     if (port.port === undefined) return [{ protocol: port.protocol, from: MIN_PORT, to: MAX_PORT }];
-    if (typeof port.port === 'number') return [{ protocol: port.protocol, from: port.port, to: port.endPort ?? port.port }];
+    if (typeof port.port === 'number')
+      return [{ protocol: port.protocol, from: port.port, to: port.endPort ?? port.port }];
     const resolved = resolveNamedPort(dst, port.port, port.protocol);
     return resolved === undefined ? [] : [{ protocol: port.protocol, from: resolved, to: resolved }];
   });

@@ -32,13 +32,19 @@ export function describePort(port: PolicyPort): string {
 }
 
 /** E.g. `from pods app=web in namespace shop on TCP 8080`. */
-export function describeRule(rule: PolicyRule, direction: 'ingress' | 'egress', policyNamespace: string): string {
+export function describeRule(
+  rule: PolicyRule,
+  direction: 'ingress' | 'egress',
+  policyNamespace: string,
+): string {
   const word = direction === 'ingress' ? 'from' : 'to';
   const peers =
     rule.peers === undefined || rule.peers.length === 0
       ? `${word} anywhere`
       : `${word} ${rule.peers.map((p) => describePeer(p, policyNamespace)).join(' or ')}`;
   const ports =
-    rule.ports === undefined || rule.ports.length === 0 ? 'on any port' : `on ${rule.ports.map(describePort).join(', ')}`;
+    rule.ports === undefined || rule.ports.length === 0
+      ? 'on any port'
+      : `on ${rule.ports.map(describePort).join(', ')}`;
   return `${peers} ${ports}`;
 }

@@ -9,19 +9,38 @@ import { policyKey } from '../model/types.ts';
 import { describeAddress, describeRule } from './describe.ts';
 import { listMatchesAll, peerMatches, portMatches, type ClusterIndex } from './match.ts';
 import { gateSide } from './side-gate.ts';
-import type { Address, Connection, EvaluateOptions, RuleMatch, RuleMiss, SideVerdict, Verdict } from './types.ts';
+import type {
+  Address,
+  Connection,
+  EvaluateOptions,
+  RuleMatch,
+  RuleMiss,
+  SideVerdict,
+  Verdict,
+} from './types.ts';
 
-export function evaluate(index: ClusterIndex, connection: Connection, options: EvaluateOptions = {}): Verdict {
+export function evaluate(
+  index: ClusterIndex,
+  connection: Connection,
+  options: EvaluateOptions = {},
+): Verdict {
   const { families, note } = connectionFamilies(connection.src, connection.dst);
+  const [firstFamily, ...moreFamilies] = families;
   if (families.length === 0) {
     const verdict = evaluateFamily(index, connection, undefined, options);
     return { ...verdict, allowed: false, notes: [...verdict.notes, note ?? 'no common address family'] };
   }
-  const verdicts = families.map((family) => evaluateFamily(index, connection, family, options));
-  const primary = verdicts.find((v) => !v.allowed) ?? (verdicts[0] as Verdict);
+  const first = evaluateFamily(index, connection, firstFamily, options);
+  const verdicts = [
+    first,
+    ...moreFamilies.map((family) => evaluateFamily(index, connection, family, options)),
+  ];
+  const primary = verdicts.find((v) => !v.allowed) ?? first;
   const others = verdicts.filter((v) => v !== primary && v.allowed !== primary.allowed);
   const notes = others.length
-    ? [`dual-stack: ${others.map((o) => `IPv${o.family} is ${o.allowed ? 'allowed' : 'denied'}`).join(', ')}, IPv${primary.family} is ${primary.allowed ? 'allowed' : 'denied'}; the pair counts as allowed only when every family is`]
+    ? [
+        `dual-stack: ${others.map((o) => `IPv${o.family} is ${o.allowed ? 'allowed' : 'denied'}`).join(', ')}, IPv${primary.family} is ${primary.allowed ? 'allowed' : 'denied'}; the pair counts as allowed only when every family is`,
+      ]
     : [];
   return { ...primary, otherFamilies: others, notes: [...primary.notes, ...notes] };
 }
@@ -30,7 +49,10 @@ export function evaluate(index: ClusterIndex, connection: Connection, options: E
  * Which address families a connection can use. Endpoints without addresses (workload templates)
  * take the other side's families; two addressless endpoints give `[undefined]`.
  */
-export function connectionFamilies(src: Address, dst: Address): { families: (IpFamily | undefined)[]; note?: string } {
+export function connectionFamilies(
+  src: Address,
+  dst: Address,
+): { families: (IpFamily | undefined)[]; note?: string } {
   const familiesOf = (a: Address): IpFamily[] =>
     a.kind === 'ip' ? [a.ip.family] : [...new Set(a.endpoint.ips.map((ip) => ip.family))].sort();
   const s = familiesOf(src);
@@ -40,7 +62,10 @@ export function connectionFamilies(src: Address, dst: Address): { families: (IpF
   if (d.length === 0) return { families: s };
   const common = s.filter((f) => d.includes(f));
   if (common.length === 0) {
-    return { families: [], note: `${describeAddress(src)} and ${describeAddress(dst)} share no address family` };
+    return {
+      families: [],
+      note: `${describeAddress(src)} and ${describeAddress(dst)} share no address family`,
+    };
   }
   return { families: common };
 }
@@ -90,12 +115,15 @@ function evaluateSide(
   const { endpoint, policies } = gate;
   const matches: RuleMatch[] = [];
   const misses: RuleMiss[] = [];
-  for (const policy of policies) checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
+  for (const policy of policies)
+    checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
   const names = policies.map(policyKey);
   const allowed = matches.length > 0;
   const first = matches[0];
   const isolatedBy =
-    names.length > 0 ? `isolated for ${direction} by ${names.join(', ')}` : `isolated by its namespace's DefaultDeny`;
+    names.length > 0
+      ? `isolated for ${direction} by ${names.join(', ')}`
+      : `isolated by its namespace's DefaultDeny`;
   return {
     direction,
     endpoint: endpoint.id,
@@ -134,7 +162,9 @@ function checkPolicy(
       : (rule.peers ?? []).findIndex((peer) => peerMatches(index, peer, policy.namespace, other, family));
     const portIndex = listMatchesAll(rule.ports, semantics)
       ? -1
-      : (rule.ports ?? []).findIndex((port) => portMatches(port, connection.dst, connection.protocol, connection.port));
+      : (rule.ports ?? []).findIndex((port) =>
+          portMatches(port, connection.dst, connection.protocol, connection.port),
+        );
     const peerOk = peerIndex !== -1 || listMatchesAll(rule.peers, semantics);
     const portOk = portIndex !== -1 || listMatchesAll(rule.ports, semantics);
     if (peerOk && portOk) {

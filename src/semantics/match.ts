@@ -5,7 +5,15 @@
  */
 import { cidrContains, type IpAddress, type IpFamily } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
-import type { Cluster, Endpoint, NetworkPolicy, Peer, PolicyPort, Protocol, Semantics } from '../model/types.ts';
+import type {
+  Cluster,
+  Endpoint,
+  NetworkPolicy,
+  Peer,
+  PolicyPort,
+  Protocol,
+  Semantics,
+} from '../model/types.ts';
 import type { Address } from './types.ts';
 
 /** Policies grouped by namespace and namespace labels, built once per cluster. */
@@ -34,14 +42,20 @@ export function selectingPolicies(
   if (endpoint.hostNetwork) return [];
   return (index.policiesByNamespace.get(endpoint.namespace) ?? []).filter((policy) => {
     // The v1beta1 proposal has ingress policies only, whatever the object says.
-    const affects = semantics === 'v1beta1-proposal' ? direction === 'ingress' : direction === 'ingress' ? policy.affectsIngress : policy.affectsEgress;
+    const affects =
+      semantics === 'v1beta1-proposal'
+        ? direction === 'ingress'
+        : direction === 'ingress'
+          ? policy.affectsIngress
+          : policy.affectsEgress;
     return affects && selectorMatches(policy.podSelector, endpoint.labels);
   });
 }
 
 /** The address an endpoint or IP uses for a connection of the given family. */
 export function addressIp(address: Address, family: IpFamily | undefined): IpAddress | undefined {
-  if (address.kind === 'ip') return family === undefined || address.ip.family === family ? address.ip : undefined;
+  if (address.kind === 'ip')
+    return family === undefined || address.ip.family === family ? address.ip : undefined;
   if (family === undefined) return undefined;
   return address.endpoint.ips.find((ip) => ip.family === family);
 }
@@ -76,7 +90,12 @@ export function resolveNamedPort(destination: Address, name: string, protocol: P
   return destination.endpoint.ports.find((p) => p.name === name && p.protocol === protocol)?.port;
 }
 
-export function portMatches(port: PolicyPort, destination: Address, protocol: Protocol, portNumber: number): boolean {
+export function portMatches(
+  port: PolicyPort,
+  destination: Address,
+  protocol: Protocol,
+  portNumber: number,
+): boolean {
   if (port.protocol !== protocol) return false;
   if (port.port === undefined) return true;
   if (typeof port.port === 'string') return resolveNamedPort(destination, port.port, protocol) === portNumber;

@@ -9,7 +9,12 @@ import { isOwnNode, selectingPolicies, type ClusterIndex } from './match.ts';
 import type { Address, EvaluateOptions, SideStatus } from './types.ts';
 
 export type SideGate =
-  | { readonly open: true; readonly status: SideStatus; readonly reason: string; readonly endpoint?: Endpoint }
+  | {
+      readonly open: true;
+      readonly status: SideStatus;
+      readonly reason: string;
+      readonly endpoint?: Endpoint;
+    }
   | { readonly open: false; readonly endpoint: Endpoint; readonly policies: readonly NetworkPolicy[] };
 
 export function gateSide(

@@ -8,7 +8,11 @@ import type { Endpoint, Protocol, Semantics } from '../model/types.ts';
 /** One side of a connection: an endpoint of the cluster, or a plain IP (outside, or a node). */
 export type Address =
   | { readonly kind: 'endpoint'; readonly endpoint: Endpoint }
-  | { readonly kind: 'ip'; readonly ip: IpAddress; /** Set when the IP is a node's address. */ readonly node?: string };
+  | {
+      readonly kind: 'ip';
+      readonly ip: IpAddress;
+      /** Set when the IP is a node's address. */ readonly node?: string;
+    };
 
 export interface Connection {
   readonly src: Address;

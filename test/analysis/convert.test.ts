@@ -13,36 +13,66 @@ import { indexCluster } from '../../src/semantics/match.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { load, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 
-function convert(objects: readonly Raw[]): { cluster: Cluster; codes: string[]; converted: readonly unknown[] } {
+function convert(objects: readonly Raw[]): {
+  cluster: Cluster;
+  codes: string[];
+  converted: readonly unknown[];
+} {
   const legacy = load(objects, 'v1beta1-proposal');
   const { objects: converted, notes } = convertToV1(legacy.rawObjects, legacy.cluster);
   const text = converted.map((o) => JSON.stringify(o)).join('\n---\n');
   const reloaded = loadFromTexts([{ name: 'converted.yaml', text }], 'v1');
-  assert.deepEqual(reloaded.diagnostics.filter((d) => d.severity === 'error'), []);
-  assert.ok(!reloaded.diagnostics.some((d) => d.code === 'LEGACY_ANNOTATION_IGNORED'), 'no annotation survives');
+  assert.deepEqual(
+    reloaded.diagnostics.filter((d) => d.severity === 'error'),
+    [],
+  );
+  assert.ok(
+    !reloaded.diagnostics.some((d) => d.code === 'LEGACY_ANNOTATION_IGNORED'),
+    'no annotation survives',
+  );
   return { cluster: reloaded.cluster, codes: notes.map((n) => n.code), converted };
 }
 
 describe('convert --to v1', () => {
   it('turns DefaultDeny into a policy, drops inert policies and empty-list rules', () => {
     const { cluster, codes } = convert([
-      namespace('iso', {}, { 'net.beta.kubernetes.io/network-policy': '{"ingress":{"isolation":"DefaultDeny"}}', keep: 'me' }),
+      namespace(
+        'iso',
+        {},
+        { 'net.beta.kubernetes.io/network-policy': '{"ingress":{"isolation":"DefaultDeny"}}', keep: 'me' },
+      ),
       namespace('open'),
-      policy('iso', 'p', { podSelector: {}, ingress: [{ from: [] }, { ports: [{ port: 80 }] }] }, 'extensions/v1beta1'),
+      policy(
+        'iso',
+        'p',
+        { podSelector: {}, ingress: [{ from: [] }, { ports: [{ port: 80 }] }] },
+        'extensions/v1beta1',
+      ),
       policy('open', 'inert', { podSelector: {} }, 'extensions/v1beta1'),
     ]);
     assert.deepEqual(
       cluster.policies.map((p) => `${p.namespace}/${p.name}`),
       [`iso/${DEFAULT_DENY_POLICY_NAME}`, 'iso/p'],
     );
-    assert.ok(cluster.policies.every((p) => p.apiVersion === 'networking.k8s.io/v1' && p.affectsIngress && !p.affectsEgress));
+    assert.ok(
+      cluster.policies.every(
+        (p) => p.apiVersion === 'networking.k8s.io/v1' && p.affectsIngress && !p.affectsEgress,
+      ),
+    );
     assert.equal(cluster.policies[1]?.ingress.length, 1);
-    assert.deepEqual(codes.sort(), ['CONVERT_DEFAULT_DENY', 'CONVERT_POLICY_DROPPED', 'CONVERT_RULE_DROPPED']);
+    assert.deepEqual(codes.sort(), [
+      'CONVERT_DEFAULT_DENY',
+      'CONVERT_POLICY_DROPPED',
+      'CONVERT_RULE_DROPPED',
+    ]);
   });
 
   it('passes other objects through unchanged', () => {
     const p = pod('a', 'x', { app: 'x' }, { ips: ['10.0.0.1'] });
-    const { converted } = convert([p, { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', namespace: 'a' } }]);
+    const { converted } = convert([
+      p,
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', namespace: 'a' } },
+    ]);
     assert.deepEqual(converted[0], p);
   });
 
@@ -57,8 +87,17 @@ describe('convert --to v1', () => {
         for (const a of legacy.endpoints) {
           for (const b of legacy.endpoints) {
             for (const [port, protocol] of SAMPLE_PORTS) {
-              const old = evaluate(before, { src: ep(a), dst: ep(b), protocol, port }, { semantics: 'v1beta1-proposal' }).allowed;
-              const now = evaluate(after, { src: ep(byId.get(a.id)), dst: ep(byId.get(b.id)), protocol, port }).allowed;
+              const old = evaluate(
+                before,
+                { src: ep(a), dst: ep(b), protocol, port },
+                { semantics: 'v1beta1-proposal' },
+              ).allowed;
+              const now = evaluate(after, {
+                src: ep(byId.get(a.id)),
+                dst: ep(byId.get(b.id)),
+                protocol,
+                port,
+              }).allowed;
               assert.equal(now, old, `${a.id} → ${b.id} ${protocol}/${port}`);
             }
           }

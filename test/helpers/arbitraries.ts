@@ -6,9 +6,27 @@ import fc from 'fast-check';
 import type { Raw } from './builders.ts';
 
 const NAMESPACES = ['a', 'b', 'c'];
-const V4 = ['10.0.0.1', '10.0.0.2', '10.0.1.1', '10.0.1.2', '10.1.0.1', '192.168.1.1', '192.168.1.2', '172.16.0.1'];
+const V4 = [
+  '10.0.0.1',
+  '10.0.0.2',
+  '10.0.1.1',
+  '10.0.1.2',
+  '10.1.0.1',
+  '192.168.1.1',
+  '192.168.1.2',
+  '172.16.0.1',
+];
 const V6 = ['fd00::1', 'fd00::2', 'fd00:1::1', '2001:db8::1'];
-const CIDRS = ['10.0.0.0/8', '10.0.0.0/16', '10.0.1.0/24', '0.0.0.0/0', '192.168.1.0/24', 'fd00::/16', 'fd00::/64', '::/0'];
+const CIDRS = [
+  '10.0.0.0/8',
+  '10.0.0.0/16',
+  '10.0.1.0/24',
+  '0.0.0.0/0',
+  '192.168.1.0/24',
+  'fd00::/16',
+  'fd00::/64',
+  '::/0',
+];
 const EXCEPTS: Record<string, string[]> = {
   '10.0.0.0/8': ['10.0.1.0/24', '10.1.0.0/16'],
   '10.0.0.0/16': ['10.0.1.0/24', '10.0.0.2/32'],
@@ -34,7 +52,9 @@ const NAMED_PORTS = [
 ];
 
 const labelsArb = (keys: Record<string, string[]>) =>
-  fc.record(Object.fromEntries(Object.entries(keys).map(([k, vs]) => [k, fc.constantFrom(...vs)])), { requiredKeys: [] });
+  fc.record(Object.fromEntries(Object.entries(keys).map(([k, vs]) => [k, fc.constantFrom(...vs)])), {
+    requiredKeys: [],
+  });
 
 const podLabels = labelsArb({ app: ['web', 'api', 'db'], tier: ['1', '2'] });
 const nsLabels = labelsArb({ team: ['x', 'y'], env: ['p', 'q'] });
@@ -50,7 +70,9 @@ const selectorArb = (labels: Record<string, string[]>) =>
         value: fc.constantFrom(...Object.values(labels).flat()),
       })
       .map(({ key, operator, value }) => ({
-        matchExpressions: [{ key, operator, ...(operator === 'In' || operator === 'NotIn' ? { values: [value] } : {}) }],
+        matchExpressions: [
+          { key, operator, ...(operator === 'In' || operator === 'NotIn' ? { values: [value] } : {}) },
+        ],
       })),
   );
 const POD_KEYS = { app: ['web', 'api', 'db'], tier: ['1', '2'] };
@@ -59,20 +81,40 @@ const NS_KEYS = { team: ['x', 'y'], env: ['p', 'q'], 'kubernetes.io/metadata.nam
 const peerArb = fc.oneof(
   selectorArb(POD_KEYS).map((podSelector) => ({ podSelector })),
   selectorArb(NS_KEYS).map((namespaceSelector) => ({ namespaceSelector })),
-  fc.tuple(selectorArb(NS_KEYS), selectorArb(POD_KEYS)).map(([namespaceSelector, podSelector]) => ({ namespaceSelector, podSelector })),
-  fc.constantFrom(...CIDRS).chain((cidr) =>
-    fc.subarray(EXCEPTS[cidr] ?? []).map((except) => ({ ipBlock: { cidr, ...(except.length ? { except } : {}) } })),
-  ),
+  fc
+    .tuple(selectorArb(NS_KEYS), selectorArb(POD_KEYS))
+    .map(([namespaceSelector, podSelector]) => ({ namespaceSelector, podSelector })),
+  fc
+    .constantFrom(...CIDRS)
+    .chain((cidr) =>
+      fc
+        .subarray(EXCEPTS[cidr] ?? [])
+        .map((except) => ({ ipBlock: { cidr, ...(except.length ? { except } : {}) } })),
+    ),
 );
 
-const portArb = fc.oneof(
-  fc.record({ protocol: fc.constantFrom(undefined, 'TCP', 'UDP', 'SCTP'), port: fc.constantFrom(80, 53, 8080, 9090, 5000) }),
-  fc.record({ protocol: fc.constantFrom(undefined, 'UDP'), port: fc.constantFrom('http', 'dns', 'metrics', 'sctp-svc') }),
-  fc.constantFrom({ port: 50, endPort: 100 }, { port: 1000, endPort: 9000 }, { port: 8000, endPort: 9000 }, { port: 53, endPort: 53 }),
-  fc.record({ protocol: fc.constantFrom('TCP', 'UDP') }),
-).map((p) => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)));
+const portArb = fc
+  .oneof(
+    fc.record({
+      protocol: fc.constantFrom(undefined, 'TCP', 'UDP', 'SCTP'),
+      port: fc.constantFrom(80, 53, 8080, 9090, 5000),
+    }),
+    fc.record({
+      protocol: fc.constantFrom(undefined, 'UDP'),
+      port: fc.constantFrom('http', 'dns', 'metrics', 'sctp-svc'),
+    }),
+    fc.constantFrom(
+      { port: 50, endPort: 100 },
+      { port: 1000, endPort: 9000 },
+      { port: 8000, endPort: 9000 },
+      { port: 53, endPort: 53 },
+    ),
+    fc.record({ protocol: fc.constantFrom('TCP', 'UDP') }),
+  )
+  .map((p) => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)));
 
-const listOrAbsent = <T>(arb: fc.Arbitrary<T>) => fc.option(fc.array(arb, { maxLength: 2 }), { nil: undefined });
+const listOrAbsent = <T>(arb: fc.Arbitrary<T>) =>
+  fc.option(fc.array(arb, { maxLength: 2 }), { nil: undefined });
 
 export const ruleArb = (direction: 'from' | 'to') =>
   fc.record({ peers: listOrAbsent(peerArb), ports: listOrAbsent(portArb) }).map(({ peers, ports }) => ({
@@ -124,13 +166,19 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
           name,
           labels: namespaces[i],
           ...(options.legacyAnnotations && defaultDeny[i]
-            ? { annotations: { 'net.beta.kubernetes.io/network-policy': '{"ingress":{"isolation":"DefaultDeny"}}' } }
+            ? {
+                annotations: {
+                  'net.beta.kubernetes.io/network-policy': '{"ingress":{"isolation":"DefaultDeny"}}',
+                },
+              }
             : {}),
         },
       }));
       pods.forEach((own, i) => {
         const original = own.replicaOf !== undefined && own.replicaOf < i ? pods[own.replicaOf] : undefined;
-        const p = original ? { ...own, namespace: original.namespace, labels: original.labels, ports: original.ports } : own;
+        const p = original
+          ? { ...own, namespace: original.namespace, labels: original.labels, ports: original.ports }
+          : own;
         // Unique addresses: a pod's IP is its own (host-network pods share their node's).
         const ips = [p.v4, p.v6].filter((ip): ip is string => ip !== undefined && !used.has(ip));
         ips.forEach((ip) => used.add(ip));
@@ -139,11 +187,19 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
           apiVersion: 'v1',
           kind: 'Pod',
           metadata: { name: `pod${i}`, namespace: p.namespace, labels: p.labels },
-          spec: { containers: [{ name: 'c', ports: p.ports }], nodeName: p.node, ...(p.hostNetwork ? { hostNetwork: true } : {}) },
+          spec: {
+            containers: [{ name: 'c', ports: p.ports }],
+            nodeName: p.node,
+            ...(p.hostNetwork ? { hostNetwork: true } : {}),
+          },
           status: {
             phase: 'Running',
             hostIP: hostIp,
-            ...(p.hostNetwork ? { podIP: hostIp } : ips.length ? { podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) } : {}),
+            ...(p.hostNetwork
+              ? { podIP: hostIp }
+              : ips.length
+                ? { podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) }
+                : {}),
           },
         });
       });
@@ -164,4 +220,11 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
     });
 }
 
-export const EXTERNAL_IPS = ['10.0.1.77', '8.8.8.8', '192.168.1.200', '2001:db8::99', 'fd00:1::9', '192.168.100.1'];
+export const EXTERNAL_IPS = [
+  '10.0.1.77',
+  '8.8.8.8',
+  '192.168.1.200',
+  '2001:db8::99',
+  'fd00:1::9',
+  '192.168.100.1',
+];

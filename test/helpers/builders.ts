@@ -13,8 +13,16 @@ import type { Protocol } from '../../src/model/types.ts';
 
 export type Raw = Record<string, unknown>;
 
-export function namespace(name: string, labels: Record<string, string> = {}, annotations?: Record<string, string>): Raw {
-  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels, ...(annotations ? { annotations } : {}) } };
+export function namespace(
+  name: string,
+  labels: Record<string, string> = {},
+  annotations?: Record<string, string>,
+): Raw {
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name, labels, ...(annotations ? { annotations } : {}) },
+  };
 }
 
 export interface PodOptions {
@@ -26,7 +34,12 @@ export interface PodOptions {
   phase?: string;
 }
 
-export function pod(ns: string, name: string, labels: Record<string, string> = {}, options: PodOptions = {}): Raw {
+export function pod(
+  ns: string,
+  name: string,
+  labels: Record<string, string> = {},
+  options: PodOptions = {},
+): Raw {
   const ips = options.ips ?? [];
   return {
     apiVersion: 'v1',
@@ -57,7 +70,8 @@ export function load(objects: readonly Raw[], semantics: Semantics = 'v1'): Load
 export function clusterOf(objects: readonly Raw[], semantics: Semantics = 'v1'): Cluster {
   const result = load(objects, semantics);
   const errors = result.diagnostics.filter((d) => d.severity === 'error');
-  if (errors.length) throw new Error(`fixture has errors: ${errors.map((e) => `${e.code} ${e.message}`).join('; ')}`);
+  if (errors.length)
+    throw new Error(`fixture has errors: ${errors.map((e) => `${e.code} ${e.message}`).join('; ')}`);
   return result.cluster;
 }
 
@@ -88,6 +102,13 @@ export function verdict(
   return evaluate(indexCluster(cluster), connection, options);
 }
 
-export function allowed(cluster: Cluster, from: string, to: string, port: number, protocol: Protocol = 'TCP', options: EvaluateOptions = {}): boolean {
+export function allowed(
+  cluster: Cluster,
+  from: string,
+  to: string,
+  port: number,
+  protocol: Protocol = 'TCP',
+  options: EvaluateOptions = {},
+): boolean {
   return verdict(cluster, from, to, port, protocol, options).allowed;
 }

@@ -30,7 +30,13 @@ const CASES: Case[] = [
   { name: 'YAML syntax error', text: 'a: [1, 2\nb: 3\n', code: 'YAML_SYNTAX', line: 2, column: 1 },
   { name: 'duplicate key', text: 'kind: Pod\nkind: Pod\n', code: 'YAML_DUPLICATE_KEY', line: 2, column: 1 },
   { name: 'document that is not an object', text: '- a\n- b\n', code: 'NOT_AN_OBJECT', line: 1, column: 1 },
-  { name: 'missing kind', text: 'apiVersion: v1\nmetadata: {name: x}\n', code: 'SCHEMA_REQUIRED', line: 1, column: 1 },
+  {
+    name: 'missing kind',
+    text: 'apiVersion: v1\nmetadata: {name: x}\n',
+    code: 'SCHEMA_REQUIRED',
+    line: 1,
+    column: 1,
+  },
   {
     name: 'unknown field (typo) in a peer',
     text: policy('  podSelector: {}\n  ingress:\n    - from:\n        - podSelecter: {}\n'),
@@ -69,7 +75,9 @@ const CASES: Case[] = [
   },
   {
     name: 'unknown operator',
-    text: policy('  podSelector:\n    matchExpressions:\n      - {key: app, operator: Equals, values: [a]}\n'),
+    text: policy(
+      '  podSelector:\n    matchExpressions:\n      - {key: app, operator: Equals, values: [a]}\n',
+    ),
     code: 'SELECTOR_OPERATOR_INVALID',
     line: 9,
     column: 30,
@@ -83,7 +91,9 @@ const CASES: Case[] = [
   },
   {
     name: 'Exists with values',
-    text: policy('  podSelector:\n    matchExpressions:\n      - {key: app, operator: Exists, values: [a]}\n'),
+    text: policy(
+      '  podSelector:\n    matchExpressions:\n      - {key: app, operator: Exists, values: [a]}\n',
+    ),
     code: 'SELECTOR_VALUES_FORBIDDEN',
     line: 9,
     column: 46,
@@ -139,7 +149,9 @@ const CASES: Case[] = [
   },
   {
     name: 'ipBlock together with a selector',
-    text: policy('  podSelector: {}\n  ingress:\n    - from:\n        - podSelector: {}\n          ipBlock: {cidr: 10.0.0.0/8}\n'),
+    text: policy(
+      '  podSelector: {}\n  ingress:\n    - from:\n        - podSelector: {}\n          ipBlock: {cidr: 10.0.0.0/8}\n',
+    ),
     code: 'PEER_IPBLOCK_WITH_SELECTOR',
     line: 11,
     column: 11,
@@ -167,14 +179,18 @@ const CASES: Case[] = [
   },
   {
     name: 'except outside its cidr',
-    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/8, except: [11.0.0.0/16]}\n'),
+    text: policy(
+      '  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/8, except: [11.0.0.0/16]}\n',
+    ),
     code: 'EXCEPT_NOT_IN_CIDR',
     line: 10,
     column: 48,
   },
   {
     name: 'except equal to its cidr',
-    text: policy('  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/8, except: [10.0.0.0/8]}\n'),
+    text: policy(
+      '  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: 10.0.0.0/8, except: [10.0.0.0/8]}\n',
+    ),
     code: 'EXCEPT_NOT_IN_CIDR',
     line: 10,
     column: 48,
@@ -221,7 +237,13 @@ const CASES: Case[] = [
     line: 6,
     column: 44,
   },
-  { name: 'unsupported kind', text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n', code: 'KIND_SKIPPED', line: 1, column: 1 },
+  {
+    name: 'unsupported kind',
+    text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n',
+    code: 'KIND_SKIPPED',
+    line: 1,
+    column: 1,
+  },
 ];
 
 describe('diagnostics for bad input', () => {
@@ -267,7 +289,12 @@ describe('diagnostics for bad input', () => {
 
   it('stops alias bombs', () => {
     const lines = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i < 8; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]`);
+    for (let i = 1; i < 8; i++)
+      lines.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(', ')}]`,
+      );
     const { diagnostics } = loadFromTexts([{ name: 'bomb.yaml', text: lines.join('\n') + '\n' }]);
     assert.deepEqual(
       diagnostics.map((d) => d.code),

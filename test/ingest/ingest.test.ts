@@ -75,12 +75,17 @@ describe('ingest', () => {
       { name: 'http', port: 8080, protocol: 'TCP' },
       { name: 'proxy', port: 15001, protocol: 'TCP' },
     ]);
-    assert.deepEqual(cluster.endpoints.find((e) => e.name === 'cron')?.ports, [{ name: 'dns', port: 53, protocol: 'UDP' }]);
+    assert.deepEqual(cluster.endpoints.find((e) => e.name === 'cron')?.ports, [
+      { name: 'dns', port: 53, protocol: 'UDP' },
+    ]);
     assert.equal(cluster.endpoints.find((e) => e.name === 'agent')?.hostNetwork, true);
     assert.ok(cluster.endpoints.every((e) => e.ips.length === 0));
     // shop and ops were never defined: made up, and said so.
     assert.deepEqual(
-      diagnostics.filter((d) => d.code === 'NAMESPACE_IMPLICIT').map((d) => d.object).sort(),
+      diagnostics
+        .filter((d) => d.code === 'NAMESPACE_IMPLICIT')
+        .map((d) => d.object)
+        .sort(),
       ['Namespace ops', 'Namespace shop'],
     );
     assert.deepEqual(cluster.namespaces.get('shop')?.labels, { 'kubernetes.io/metadata.name': 'shop' });
@@ -96,7 +101,9 @@ describe('ingest', () => {
         policy('a', 'deny', { podSelector: {} }),
       ],
     };
-    const { cluster, diagnostics } = loadFromTexts([{ name: 'list.json', text: JSON.stringify(list, null, 2) }]);
+    const { cluster, diagnostics } = loadFromTexts([
+      { name: 'list.json', text: JSON.stringify(list, null, 2) },
+    ]);
     assert.deepEqual(diagnostics, []);
     assert.deepEqual(
       cluster.endpoints.map((e) => e.id),
@@ -107,7 +114,8 @@ describe('ingest', () => {
   });
 
   it('locates problems inside List items', () => {
-    const text = 'apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: BAD}\n';
+    const text =
+      'apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: BAD}\n';
     const d = loadFromTexts([{ name: 'l.yaml', text }]).diagnostics.find((x) => x.code === 'NAME_INVALID');
     assert.deepEqual([d?.line, d?.column], [6, 22]);
   });
@@ -124,7 +132,11 @@ describe('ingest', () => {
       ['a/dual', 'a/host'],
     );
     assert.deepEqual(cluster.endpoints[0]?.ips.map(formatIp), ['10.0.0.1', '2001:db8::1']);
-    assert.deepEqual(cluster.endpoints[1]?.ips.map(formatIp), ['192.168.0.10'], 'hostNetwork pods take the node address');
+    assert.deepEqual(
+      cluster.endpoints[1]?.ips.map(formatIp),
+      ['192.168.0.10'],
+      'hostNetwork pods take the node address',
+    );
     assert.deepEqual(cluster.nodes.get('n1')?.addresses.map(formatIp), ['192.168.0.10']);
     assert.equal(diagnostics.filter((d) => d.code === 'POD_NOT_RUNNING').length, 2);
   });
@@ -135,8 +147,14 @@ describe('ingest', () => {
       policy('a', 'with-egress', { podSelector: {}, egress: [{}] }),
       policy('a', 'explicit', { podSelector: {}, policyTypes: ['Egress'] }),
     ]);
-    const types = Object.fromEntries(cluster.policies.map((p) => [p.name, [p.affectsIngress, p.affectsEgress]]));
-    assert.deepEqual(types, { explicit: [false, true], 'only-ingress': [true, false], 'with-egress': [true, true] });
+    const types = Object.fromEntries(
+      cluster.policies.map((p) => [p.name, [p.affectsIngress, p.affectsEgress]]),
+    );
+    assert.deepEqual(types, {
+      explicit: [false, true],
+      'only-ingress': [true, false],
+      'with-egress': [true, true],
+    });
   });
 
   it('keeps absent and empty peer/port lists apart', () => {
@@ -148,11 +166,18 @@ describe('ingest', () => {
   });
 
   it('accepts legacy extensions/v1beta1 policies and reads the DefaultDeny annotation', () => {
-    const ns = namespace('legacy', {}, { 'net.beta.kubernetes.io/network-policy': '{"ingress": {"isolation": "DefaultDeny"}}' });
+    const ns = namespace(
+      'legacy',
+      {},
+      { 'net.beta.kubernetes.io/network-policy': '{"ingress": {"isolation": "DefaultDeny"}}' },
+    );
     const v1 = load([ns, policy('legacy', 'p', { podSelector: {} }, 'extensions/v1beta1')]);
     assert.equal(v1.cluster.policies[0]?.apiVersion, 'extensions/v1beta1');
     assert.equal(v1.cluster.namespaces.get('legacy')?.legacyIngressIsolation, 'DefaultDeny');
-    assert.ok(v1.diagnostics.some((d) => d.code === 'LEGACY_ANNOTATION_IGNORED'), 'v1 semantics say the annotation is ignored');
+    assert.ok(
+      v1.diagnostics.some((d) => d.code === 'LEGACY_ANNOTATION_IGNORED'),
+      'v1 semantics say the annotation is ignored',
+    );
     const legacy = load([ns, policy('legacy', 'p', { podSelector: {}, egress: [{}] })], 'v1beta1-proposal');
     assert.ok(!legacy.diagnostics.some((d) => d.code === 'LEGACY_ANNOTATION_IGNORED'));
     assert.ok(legacy.diagnostics.some((d) => d.code === 'LEGACY_EGRESS_IGNORED'));
@@ -165,7 +190,12 @@ describe('ingest', () => {
   });
 
   it('marks workloads that share a pod name with [Kind]', () => {
-    const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x', namespace: 'a' }, spec: {} };
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'x', namespace: 'a' },
+      spec: {},
+    };
     const { cluster } = load([pod('a', 'x'), deployment]);
     assert.deepEqual(
       cluster.endpoints.map((e) => e.id),
@@ -191,7 +221,9 @@ describe('ingest', () => {
       result.cluster.endpoints.map((e) => e.id),
       ['a/one', 'a/stdin', 'a/three', 'a/two'],
     );
-    const codes = result.diagnostics.filter((d) => d.severity !== 'info').map((d) => `${d.code}:${d.file.replace(dir, '')}`);
+    const codes = result.diagnostics
+      .filter((d) => d.severity !== 'info')
+      .map((d) => `${d.code}:${d.file.replace(dir, '')}`);
     assert.deepEqual(codes.sort(), ['FILE_NOT_FOUND:/missing.yaml', 'FILE_TOO_LARGE:/big.yaml']);
   });
 

@@ -9,7 +9,18 @@ const base = [
   namespace('a', { team: 'a' }),
   namespace('b', { team: 'b' }),
   pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'], ports: [{ name: 'http', containerPort: 8080 }] }),
-  pod('a', 'api', { app: 'api' }, { ips: ['10.0.0.2'], ports: [{ name: 'http', containerPort: 9000 }, { name: 'dns', containerPort: 53, protocol: 'UDP' }] }),
+  pod(
+    'a',
+    'api',
+    { app: 'api' },
+    {
+      ips: ['10.0.0.2'],
+      ports: [
+        { name: 'http', containerPort: 9000 },
+        { name: 'dns', containerPort: 53, protocol: 'UDP' },
+      ],
+    },
+  ),
   pod('b', 'client', { app: 'client' }, { ips: ['10.0.1.1'] }),
   pod('b', 'web', { app: 'web' }, { ips: ['10.0.1.2'] }),
 ];
@@ -31,7 +42,10 @@ describe('isolation', () => {
     assert.ok(allowed(c, 'a/api', 'a/web', 8080), 'egress of the isolated pod stays open');
   });
   it('policies in another namespace never select', () => {
-    const c = clusterOf([...base, policy('b', 'deny-all', { podSelector: {}, policyTypes: ['Ingress', 'Egress'] })]);
+    const c = clusterOf([
+      ...base,
+      policy('b', 'deny-all', { podSelector: {}, policyTypes: ['Ingress', 'Egress'] }),
+    ]);
     assert.ok(allowed(c, 'a/web', 'a/api', 9000));
     assert.ok(!allowed(c, 'a/web', 'b/web', 80));
     assert.ok(!allowed(c, 'b/client', 'a/web', 80));
@@ -39,18 +53,29 @@ describe('isolation', () => {
   it('rules of all selecting policies add up', () => {
     const c = clusterOf([
       ...base,
-      policy('a', 'from-web', { podSelector: { matchLabels: { app: 'api' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }] }] }),
-      policy('a', 'from-b', { podSelector: {}, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'b' } } }] }] }),
+      policy('a', 'from-web', {
+        podSelector: { matchLabels: { app: 'api' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }] }],
+      }),
+      policy('a', 'from-b', {
+        podSelector: {},
+        ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'b' } } }] }],
+      }),
     ]);
     assert.ok(allowed(c, 'a/web', 'a/api', 1));
     assert.ok(allowed(c, 'b/client', 'a/api', 1));
     assert.ok(!allowed(c, '8.8.8.8', 'a/api', 1));
-    assert.deepEqual(verdict(c, 'b/client', 'a/api', 1).ingress.matches, [{ policy: 'a/from-b', rule: 0, peer: 0 }]);
+    assert.deepEqual(verdict(c, 'b/client', 'a/api', 1).ingress.matches, [
+      { policy: 'a/from-b', rule: 0, peer: 0 },
+    ]);
   });
   it('both directions must allow', () => {
     const c = clusterOf([
       ...base,
-      policy('b', 'egress-deny', { podSelector: { matchLabels: { app: 'client' } }, policyTypes: ['Egress'] }),
+      policy('b', 'egress-deny', {
+        podSelector: { matchLabels: { app: 'client' } },
+        policyTypes: ['Egress'],
+      }),
     ]);
     const v = verdict(c, 'b/client', 'a/api', 80);
     assert.equal(v.egress.allowed, false);
@@ -61,7 +86,10 @@ describe('isolation', () => {
 
 describe('peers', () => {
   const only = (peer: object) =>
-    clusterOf([...base, policy('a', 'p', { podSelector: { matchLabels: { app: 'api' } }, ingress: [{ from: [peer] }] })]);
+    clusterOf([
+      ...base,
+      policy('a', 'p', { podSelector: { matchLabels: { app: 'api' } }, ingress: [{ from: [peer] }] }),
+    ]);
   it('podSelector alone means the policy namespace', () => {
     const c = only({ podSelector: { matchLabels: { app: 'web' } } });
     assert.ok(allowed(c, 'a/web', 'a/api', 1));
@@ -75,7 +103,10 @@ describe('peers', () => {
     assert.ok(!allowed(all, '10.0.1.1', 'a/api', 1), 'a plain IP never matches a selector peer');
   });
   it('namespaceSelector and podSelector in one peer are ANDed; in two peers ORed', () => {
-    const and = only({ namespaceSelector: { matchLabels: { team: 'b' } }, podSelector: { matchLabels: { app: 'web' } } });
+    const and = only({
+      namespaceSelector: { matchLabels: { team: 'b' } },
+      podSelector: { matchLabels: { app: 'web' } },
+    });
     assert.ok(allowed(and, 'b/web', 'a/api', 1));
     assert.ok(!allowed(and, 'b/client', 'a/api', 1));
     assert.ok(!allowed(and, 'a/web', 'a/api', 1));
@@ -83,13 +114,27 @@ describe('peers', () => {
       ...base,
       policy('a', 'p', {
         podSelector: { matchLabels: { app: 'api' } },
-        ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'b' } } }, { podSelector: { matchLabels: { app: 'web' } } }] }],
+        ingress: [
+          {
+            from: [
+              { namespaceSelector: { matchLabels: { team: 'b' } } },
+              { podSelector: { matchLabels: { app: 'web' } } },
+            ],
+          },
+        ],
       }),
     ]);
     assert.ok(allowed(or, 'b/client', 'a/api', 1) && allowed(or, 'a/web', 'a/api', 1));
   });
   it('namespaces can be selected by their automatic name label', () => {
-    assert.ok(allowed(only({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'b' } } }), 'b/client', 'a/api', 1));
+    assert.ok(
+      allowed(
+        only({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'b' } } }),
+        'b/client',
+        'a/api',
+        1,
+      ),
+    );
   });
   it('ipBlock matches external addresses and pod IPs, minus except', () => {
     const c = only({ ipBlock: { cidr: '10.0.0.0/16', except: ['10.0.1.0/24'] } });
@@ -100,11 +145,17 @@ describe('peers', () => {
   });
   it('ipBlock matches IPv6', () => {
     const c = only({ ipBlock: { cidr: '2001:db8::/64' } });
-    assert.ok(allowed(c, '2001:db8::99', 'a/api', 1) === false, 'a v4-only pod shares no family with a v6 client');
+    assert.ok(
+      allowed(c, '2001:db8::99', 'a/api', 1) === false,
+      'a v4-only pod shares no family with a v6 client',
+    );
     const c6 = clusterOf([
       ...base,
       pod('a', 'v6', { app: 'v6' }, { ips: ['2001:db8:1::5'] }),
-      policy('a', 'p', { podSelector: { matchLabels: { app: 'v6' } }, ingress: [{ from: [{ ipBlock: { cidr: '2001:db8::/64' } }] }] }),
+      policy('a', 'p', {
+        podSelector: { matchLabels: { app: 'v6' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '2001:db8::/64' } }] }],
+      }),
     ]);
     assert.ok(allowed(c6, '2001:db8::99', 'a/v6', 1));
     assert.ok(!allowed(c6, '2001:db8:2::99', 'a/v6', 1));
@@ -138,7 +189,13 @@ describe('ports', () => {
   });
   it('endPort makes an inclusive range', () => {
     const c = withPorts([{ port: 32000, endPort: 32768 }]);
-    for (const [port, ok] of [[31999, false], [32000, true], [32500, true], [32768, true], [32769, false]] as const) {
+    for (const [port, ok] of [
+      [31999, false],
+      [32000, true],
+      [32500, true],
+      [32768, true],
+      [32769, false],
+    ] as const) {
       assert.equal(allowed(c, 'a/web', 'a/api', port), ok, String(port));
     }
   });
@@ -152,7 +209,10 @@ describe('ports', () => {
     assert.ok(allowed(c, 'a/web', 'a/api', 9000), 'api names 9000 http');
     assert.ok(!allowed(c, 'a/web', 'a/api', 8080), 'the source naming 8080 http does not matter');
     const dns = withPorts([{ port: 'dns' }]);
-    assert.ok(!allowed(dns, 'a/web', 'a/api', 53, 'TCP'), 'dns is a UDP port; a TCP named port does not match it');
+    assert.ok(
+      !allowed(dns, 'a/web', 'a/api', 53, 'TCP'),
+      'dns is a UDP port; a TCP named port does not match it',
+    );
     assert.ok(!allowed(withPorts([{ port: 'dns', protocol: 'UDP' }]), 'a/web', 'a/api', 54, 'UDP'));
     assert.ok(allowed(withPorts([{ port: 'dns', protocol: 'UDP' }]), 'a/web', 'a/api', 53, 'UDP'));
   });
@@ -196,10 +256,17 @@ describe('host network, nodes and families', () => {
   });
   it('selectors never match hostNetwork pods, but ipBlocks match their node address', () => {
     assert.ok(allowed(cluster, 'a/agent', 'a/app', 80), 'node 2 address is in 192.168.0.0/24');
-    assert.ok(!allowed(cluster, 'a/agent1', 'a/other-node', 80), 'other-node (on another node) has no ipBlock rule');
+    assert.ok(
+      !allowed(cluster, 'a/agent1', 'a/other-node', 80),
+      'other-node (on another node) has no ipBlock rule',
+    );
   });
-  it('traffic from a pod\'s own node is allowed', () => {
-    assert.equal(verdict(cluster, 'a/agent', 'a/other-node', 80).ingress.status, 'node-local', 'hostNetwork pod on the same node');
+  it("traffic from a pod's own node is allowed", () => {
+    assert.equal(
+      verdict(cluster, 'a/agent', 'a/other-node', 80).ingress.status,
+      'node-local',
+      'hostNetwork pod on the same node',
+    );
     assert.equal(verdict(cluster, 'a/agent1', 'a/other-node', 80).ingress.status, 'no-rule-matched');
     const local = verdict(cluster, '192.168.0.2', 'a/other-node', 80);
     assert.equal(local.ingress.status, 'node-local');
@@ -211,7 +278,10 @@ describe('host network, nodes and families', () => {
       namespace('a'),
       pod('a', 'src', { app: 's' }, { ips: ['10.0.0.1', 'fd00::1'] }),
       pod('a', 'dst', { app: 'd' }, { ips: ['10.0.0.2', 'fd00::2'] }),
-      policy('a', 'v4-only', { podSelector: { matchLabels: { app: 'd' } }, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }] }),
+      policy('a', 'v4-only', {
+        podSelector: { matchLabels: { app: 'd' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }],
+      }),
     ]);
     const v = verdict(c, 'a/src', 'a/dst', 80);
     assert.equal(v.allowed, false);
@@ -223,9 +293,17 @@ describe('host network, nodes and families', () => {
   it('workloads without IPs never match ipBlocks', () => {
     const c = clusterOf([
       namespace('a'),
-      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'w', namespace: 'a' }, spec: { template: { metadata: { labels: { app: 'w' } } } } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'w', namespace: 'a' },
+        spec: { template: { metadata: { labels: { app: 'w' } } } },
+      },
       pod('a', 'dst', { app: 'd' }, { ips: ['10.0.0.2'] }),
-      policy('a', 'all-v4', { podSelector: { matchLabels: { app: 'd' } }, ingress: [{ from: [{ ipBlock: { cidr: '0.0.0.0/0' } }] }] }),
+      policy('a', 'all-v4', {
+        podSelector: { matchLabels: { app: 'd' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '0.0.0.0/0' } }] }],
+      }),
     ]);
     assert.ok(!allowed(c, 'a/w', 'a/dst', 80));
   });
@@ -263,7 +341,10 @@ describe('Kubernetes documentation examples', () => {
     assert.ok(!allowed(docs, '172.17.1.5', 'default/db', 6379));
     assert.ok(allowed(docs, 'myproject/anything', 'default/db', 6379));
     assert.ok(allowed(docs, 'default/frontend', 'default/db', 6379));
-    assert.ok(allowed(docs, 'default/backend', 'default/db', 6379), 'backend IP 172.17.2.6 is in the ipBlock');
+    assert.ok(
+      allowed(docs, 'default/backend', 'default/db', 6379),
+      'backend IP 172.17.2.6 is in the ipBlock',
+    );
     assert.ok(!allowed(docs, 'other/frontend', 'default/db', 6379));
     assert.ok(!allowed(docs, 'default/frontend', 'default/db', 6380));
   });
@@ -274,10 +355,20 @@ describe('Kubernetes documentation examples', () => {
     assert.ok(!allowed(docs, 'default/db', 'default/frontend', 80));
   });
   it('default deny all, allow all ingress, allow all egress', () => {
-    const pods = [namespace('d'), pod('d', 'x', {}, { ips: ['10.1.1.1'] }), pod('d', 'y', {}, { ips: ['10.1.1.2'] })];
-    const denyAll = clusterOf([...pods, policy('d', 'default-deny-all', { podSelector: {}, policyTypes: ['Ingress', 'Egress'] })]);
+    const pods = [
+      namespace('d'),
+      pod('d', 'x', {}, { ips: ['10.1.1.1'] }),
+      pod('d', 'y', {}, { ips: ['10.1.1.2'] }),
+    ];
+    const denyAll = clusterOf([
+      ...pods,
+      policy('d', 'default-deny-all', { podSelector: {}, policyTypes: ['Ingress', 'Egress'] }),
+    ]);
     assert.ok(!allowed(denyAll, 'd/x', 'd/y', 80));
-    const allowIn = clusterOf([...pods, policy('d', 'allow-all-ingress', { podSelector: {}, ingress: [{}], policyTypes: ['Ingress'] })]);
+    const allowIn = clusterOf([
+      ...pods,
+      policy('d', 'allow-all-ingress', { podSelector: {}, ingress: [{}], policyTypes: ['Ingress'] }),
+    ]);
     assert.ok(allowed(allowIn, '1.1.1.1', 'd/y', 80));
     const allowOut = clusterOf([
       ...pods,

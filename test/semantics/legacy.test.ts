@@ -23,7 +23,12 @@ describe('v1beta1 proposal semantics', () => {
           'allow-frontend',
           {
             podSelector: { matchLabels: { role: 'backend' } },
-            ingress: [{ from: [{ podSelector: { matchLabels: { role: 'frontend' } } }], ports: [{ protocol: 'TCP', port: 6379 }] }],
+            ingress: [
+              {
+                from: [{ podSelector: { matchLabels: { role: 'frontend' } } }],
+                ports: [{ protocol: 'TCP', port: 6379 }],
+              },
+            ],
           },
           'extensions/v1beta1',
         ),
@@ -33,8 +38,14 @@ describe('v1beta1 proposal semantics', () => {
     assert.ok(allowed(c, 'myns/frontend', 'myns/backend', 6379, 'TCP', LEGACY));
     assert.ok(!allowed(c, 'myns/frontend', 'myns/backend', 6380, 'TCP', LEGACY));
     assert.ok(!allowed(c, 'myns/other', 'myns/backend', 6379, 'TCP', LEGACY));
-    assert.ok(!allowed(c, 'myns/frontend', 'myns/other', 80, 'TCP', LEGACY), 'DefaultDeny isolates pods no policy selects');
-    assert.ok(allowed(c, '192.168.0.1', 'myns/backend', 22, 'TCP', LEGACY), 'kubelet traffic from the pod\'s node is allowed');
+    assert.ok(
+      !allowed(c, 'myns/frontend', 'myns/other', 80, 'TCP', LEGACY),
+      'DefaultDeny isolates pods no policy selects',
+    );
+    assert.ok(
+      allowed(c, '192.168.0.1', 'myns/backend', 22, 'TCP', LEGACY),
+      "kubelet traffic from the pod's node is allowed",
+    );
     assert.equal(verdict(c, '192.168.0.1', 'myns/backend', 22, 'TCP', LEGACY).ingress.status, 'node-local');
   });
 
@@ -49,7 +60,12 @@ describe('v1beta1 proposal semantics', () => {
         pod('alices', 'y', {}, { ips: ['10.0.2.1'] }),
         policy('web', 'allow-tcp-443', {
           podSelector: { matchLabels: { role: 'frontend' } },
-          ingress: [{ ports: [{ protocol: 'TCP', port: 443 }], from: [{ namespaceSelector: { matchLabels: { user: 'bob' } } }] }],
+          ingress: [
+            {
+              ports: [{ protocol: 'TCP', port: 443 }],
+              from: [{ namespaceSelector: { matchLabels: { user: 'bob' } } }],
+            },
+          ],
         }),
       ],
       'v1beta1-proposal',
@@ -61,7 +77,11 @@ describe('v1beta1 proposal semantics', () => {
 
   it('example 3: allow-all with an empty ingress rule', () => {
     const c = clusterOf(
-      [namespace('n', {}, DEFAULT_DENY), pod('n', 'p', {}, { ips: ['10.0.0.1'] }), policy('n', 'allow-all', { podSelector: null, ingress: [{}] })],
+      [
+        namespace('n', {}, DEFAULT_DENY),
+        pod('n', 'p', {}, { ips: ['10.0.0.1'] }),
+        policy('n', 'allow-all', { podSelector: null, ingress: [{}] }),
+      ],
       'v1beta1-proposal',
     );
     assert.ok(allowed(c, '8.8.8.8', 'n/p', 1, 'UDP', LEGACY));
@@ -69,7 +89,11 @@ describe('v1beta1 proposal semantics', () => {
 
   it('without DefaultDeny, policies have no effect', () => {
     const c = clusterOf(
-      [namespace('open'), pod('open', 'p', {}, { ips: ['10.0.0.1'] }), policy('open', 'deny', { podSelector: {} })],
+      [
+        namespace('open'),
+        pod('open', 'p', {}, { ips: ['10.0.0.1'] }),
+        policy('open', 'deny', { podSelector: {} }),
+      ],
       'v1beta1-proposal',
     );
     assert.ok(allowed(c, '8.8.8.8', 'open/p', 80, 'TCP', LEGACY));
@@ -79,7 +103,11 @@ describe('v1beta1 proposal semantics', () => {
 
   it('egress rules are ignored', () => {
     const c = clusterOf(
-      [namespace('n', {}, DEFAULT_DENY), pod('n', 'p', {}, { ips: ['10.0.0.1'] }), policy('n', 'eg', { podSelector: {}, policyTypes: ['Egress'] })],
+      [
+        namespace('n', {}, DEFAULT_DENY),
+        pod('n', 'p', {}, { ips: ['10.0.0.1'] }),
+        policy('n', 'eg', { podSelector: {}, policyTypes: ['Egress'] }),
+      ],
       'v1beta1-proposal',
     );
     assert.ok(allowed(c, 'n/p', '8.8.8.8', 80, 'TCP', LEGACY));
@@ -91,9 +119,22 @@ describe('v1beta1 proposal semantics', () => {
       pod('n', 'p', {}, { ips: ['10.0.0.1'] }),
       policy('n', 'r', { podSelector: {}, ingress: [rule] }),
     ];
-    assert.ok(!allowed(clusterOf(objects({ from: [] }), 'v1beta1-proposal'), '8.8.8.8', 'n/p', 80, 'TCP', LEGACY));
-    assert.ok(!allowed(clusterOf(objects({ ports: [] }), 'v1beta1-proposal'), '8.8.8.8', 'n/p', 80, 'TCP', LEGACY));
-    assert.ok(allowed(clusterOf(objects({ ports: [{ port: 80 }] }), 'v1beta1-proposal'), '8.8.8.8', 'n/p', 80, 'TCP', LEGACY));
+    assert.ok(
+      !allowed(clusterOf(objects({ from: [] }), 'v1beta1-proposal'), '8.8.8.8', 'n/p', 80, 'TCP', LEGACY),
+    );
+    assert.ok(
+      !allowed(clusterOf(objects({ ports: [] }), 'v1beta1-proposal'), '8.8.8.8', 'n/p', 80, 'TCP', LEGACY),
+    );
+    assert.ok(
+      allowed(
+        clusterOf(objects({ ports: [{ port: 80 }] }), 'v1beta1-proposal'),
+        '8.8.8.8',
+        'n/p',
+        80,
+        'TCP',
+        LEGACY,
+      ),
+    );
     assert.ok(allowed(clusterOf(objects({ from: [] })), '8.8.8.8', 'n/p', 80), 'v1: empty from matches all');
   });
 });

@@ -35,14 +35,16 @@ function allowedSet(cluster: Cluster, semantics: Semantics = 'v1'): Set<string> 
   for (const src of all) {
     for (const dst of all) {
       for (const [port, protocol] of SAMPLE_PORTS) {
-        if (evaluate(index, { src, dst, protocol, port }, { semantics }).allowed) result.add(`${label(src)}>${label(dst)}:${protocol}/${port}`);
+        if (evaluate(index, { src, dst, protocol, port }, { semantics }).allowed)
+          result.add(`${label(src)}>${label(dst)}:${protocol}/${port}`);
       }
     }
   }
   return result;
 }
 
-const label = (a: Address): string => (a.kind === 'endpoint' ? a.endpoint.id : `${a.ip.family}:${a.ip.value}`);
+const label = (a: Address): string =>
+  a.kind === 'endpoint' ? a.endpoint.id : `${a.ip.family}:${a.ip.value}`;
 
 describe('evaluator invariants', () => {
   it('a pod selected by no ingress policy accepts traffic from everywhere', () => {
@@ -53,7 +55,12 @@ describe('evaluator invariants', () => {
         for (const dst of cluster.endpoints) {
           if (selectingPolicies(index, dst, 'ingress', 'v1').length > 0) continue;
           for (const src of addresses(cluster)) {
-            const v = evaluate(index, { src, dst: { kind: 'endpoint', endpoint: dst }, protocol: 'TCP', port: 80 });
+            const v = evaluate(index, {
+              src,
+              dst: { kind: 'endpoint', endpoint: dst },
+              protocol: 'TCP',
+              port: 80,
+            });
             assert.ok(v.ingress.allowed, `${label(src)} → ${dst.id}`);
           }
         }
@@ -70,7 +77,9 @@ describe('evaluator invariants', () => {
         const target = policies[pick % policies.length] as Raw & { spec: { ingress?: unknown[] } };
         const before = allowedSet(clusterOf(objects));
         const changed = objects.map((o) =>
-          o === target ? { ...target, spec: { ...target.spec, ingress: [...(target.spec.ingress ?? []), rule] } } : o,
+          o === target
+            ? { ...target, spec: { ...target.spec, ingress: [...(target.spec.ingress ?? []), rule] } }
+            : o,
         );
         const after = allowedSet(clusterOf(changed));
         for (const connection of before) assert.ok(after.has(connection), `lost ${connection}`);
@@ -81,20 +90,28 @@ describe('evaluator invariants', () => {
 
   it('allowed port sets agree with single-port verdicts, in both semantics', () => {
     fc.assert(
-      fc.property(clusterArb({ legacyAnnotations: true }), fc.constantFrom<Semantics>('v1', 'v1beta1-proposal'), (objects, semantics) => {
-        const cluster = clusterOf(objects, semantics);
-        const index = indexCluster(cluster);
-        const all = addresses(cluster);
-        for (const src of all) {
-          for (const dst of all) {
-            const ports = allowedPorts(index, src, dst, { semantics });
-            for (const [port, protocol] of SAMPLE_PORTS) {
-              const single = evaluate(index, { src, dst, protocol, port }, { semantics }).allowed;
-              assert.equal(portSetHas(ports, protocol, port), single, `${label(src)} → ${label(dst)} ${protocol}/${port}`);
+      fc.property(
+        clusterArb({ legacyAnnotations: true }),
+        fc.constantFrom<Semantics>('v1', 'v1beta1-proposal'),
+        (objects, semantics) => {
+          const cluster = clusterOf(objects, semantics);
+          const index = indexCluster(cluster);
+          const all = addresses(cluster);
+          for (const src of all) {
+            for (const dst of all) {
+              const ports = allowedPorts(index, src, dst, { semantics });
+              for (const [port, protocol] of SAMPLE_PORTS) {
+                const single = evaluate(index, { src, dst, protocol, port }, { semantics }).allowed;
+                assert.equal(
+                  portSetHas(ports, protocol, port),
+                  single,
+                  `${label(src)} → ${label(dst)} ${protocol}/${port}`,
+                );
+              }
             }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -111,7 +128,8 @@ describe('evaluator invariants', () => {
               if (side.isolated) assert.equal(side.allowed, side.matches.length > 0);
               else assert.ok(side.allowed);
             }
-            if (v.otherFamilies.length === 0 && v.notes.length === 0) assert.equal(v.allowed, v.egress.allowed && v.ingress.allowed);
+            if (v.otherFamilies.length === 0 && v.notes.length === 0)
+              assert.equal(v.allowed, v.egress.allowed && v.ingress.allowed);
           }
         }
       }),
@@ -139,7 +157,9 @@ describe('matrix by equivalence classes', () => {
               assert.equal(perPort.allowed(i, j, q), expected, `${a.id} → ${b.id} ${protocol}/${port}`);
             });
             const http = b.ports.find((p) => p.name === 'http' && p.protocol === 'TCP');
-            const httpExpected = http ? evaluate(index, { src, dst, protocol: 'TCP', port: http.port }).allowed : false;
+            const httpExpected = http
+              ? evaluate(index, { src, dst, protocol: 'TCP', port: http.port }).allowed
+              : false;
             assert.equal(perPort.allowed(i, j, queries.length), httpExpected, `${a.id} → ${b.id} named http`);
             assert.deepEqual(sets.ports(i, j), allowedPorts(index, src, dst));
           }),

@@ -12,7 +12,10 @@ export function formatCheckText(result: CheckResult, style: Style): string {
   const head = `${result.from} → ${result.to} ${result.protocol}/${port}: ${verdict.allowed ? style.ok('ALLOWED') : style.bad('DENIED')}`;
   const lines = [head, ...verdictLines(verdict, style)];
   for (const other of verdict.otherFamilies) {
-    lines.push(`  over IPv${other.family}: ${other.allowed ? 'allowed' : 'denied'}`, ...verdictLines(other, style).map((l) => `  ${l}`));
+    lines.push(
+      `  over IPv${other.family}: ${other.allowed ? 'allowed' : 'denied'}`,
+      ...verdictLines(other, style).map((l) => `  ${l}`),
+    );
   }
   for (const note of verdict.notes) lines.push(style.dim(`  note: ${note}`));
   return lines.join('\n') + '\n';
@@ -26,6 +29,12 @@ function sideLines(side: SideVerdict, style: Style): string[] {
   const mark = side.allowed ? style.ok('allow') : style.bad('deny ');
   const label = side.direction === 'egress' ? 'egress ' : 'ingress';
   const lines = [`  ${label} ${mark}  ${side.reason}`];
-  if (!side.allowed) for (const miss of side.misses) lines.push(style.dim(`           - ${miss.policy}${miss.rule >= 0 ? ` ${side.direction}[${miss.rule}]` : ''}: ${miss.reason}`));
+  if (!side.allowed)
+    for (const miss of side.misses)
+      lines.push(
+        style.dim(
+          `           - ${miss.policy}${miss.rule >= 0 ? ` ${side.direction}[${miss.rule}]` : ''}: ${miss.reason}`,
+        ),
+      );
   return lines;
 }

@@ -6,7 +6,12 @@ import type { Style } from './style.ts';
 
 export function formatDiagnostic(d: Diagnostic, style: Style): string {
   const where = d.line > 0 ? `${d.file}:${d.line}:${d.column}` : d.file;
-  const severity = d.severity === 'error' ? style.bad('error') : d.severity === 'warning' ? style.warn('warning') : style.dim('info');
+  const severity =
+    d.severity === 'error'
+      ? style.bad('error')
+      : d.severity === 'warning'
+        ? style.warn('warning')
+        : style.dim('info');
   const object = d.object ? style.dim(` [${d.object}]`) : '';
   return `${where}: ${severity} ${d.code}: ${d.message}${object}`;
 }

@@ -25,7 +25,9 @@ const text: MatrixWriter = (matrix, write, style) => {
   const width = Math.max(...ids.map((id) => id.length), 4);
   matrix.queries.forEach((_, q) => {
     if (q > 0) write('\n');
-    write(`${queryLabel(matrix, q).padEnd(width)}  ${ids.map((_, i) => String(i + 1).padStart(3)).join('')}\n`);
+    write(
+      `${queryLabel(matrix, q).padEnd(width)}  ${ids.map((_, i) => String(i + 1).padStart(3)).join('')}\n`,
+    );
     ids.forEach((id, from) => {
       const cells = ids
         .map((__, to) => (matrix.allowed(from, to, q) ? style.ok('  .') : style.bad('  X')))
@@ -45,7 +47,9 @@ const json: MatrixWriter = (matrix, write) => {
   };
   const ids = matrix.endpoints.map((e) => e.id);
   if (matrix.queries.length === 0) {
-    portSetLines(matrix, (from, to, ports) => emit({ from, to, allowed: !isNoPorts(ports), ports: portsJson(ports) }));
+    portSetLines(matrix, (from, to, ports) =>
+      emit({ from, to, allowed: !isNoPorts(ports), ports: portsJson(ports) }),
+    );
   } else {
     ids.forEach((from, f) =>
       ids.forEach((to, t) =>
@@ -85,7 +89,9 @@ const md: MatrixWriter = (matrix, write) => {
   matrix.queries.forEach((_, q) => {
     if (q > 0) write('\n');
     write(`| ${queryLabel(matrix, q)} | ${ids.join(' | ')} |\n|---|${ids.map(() => ':-:').join('|')}|\n`);
-    ids.forEach((from, f) => write(`| ${from} | ${ids.map((__, t) => (matrix.allowed(f, t, q) ? '✓' : '✗')).join(' | ')} |\n`));
+    ids.forEach((from, f) =>
+      write(`| ${from} | ${ids.map((__, t) => (matrix.allowed(f, t, q) ? '✓' : '✗')).join(' | ')} |\n`),
+    );
   });
 };
 

@@ -10,7 +10,14 @@ import { styleFor } from '../../analysis/format/style.ts';
 import type { CheckResult } from '../../analysis/types.ts';
 import { evaluate } from '../../semantics/evaluate.ts';
 import { indexCluster, resolveNamedPort } from '../../semantics/match.ts';
-import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import {
+  checkChoice,
+  loadInput,
+  reportDiagnostics,
+  resolveInputOptions,
+  withInputOptions,
+  writeJson,
+} from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 export function checkCommand(io: CliIo, done: (code: number) => void): Command {
@@ -25,8 +32,11 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const protocol = checkChoice('--protocol', String(raw.protocol).toUpperCase(), PROTOCOLS) as Protocol;
-      const expect = raw.expect === undefined ? undefined : checkChoice('--expect', raw.expect, ['allow', 'deny'] as const);
+      const protocol: Protocol = checkChoice('--protocol', String(raw.protocol).toUpperCase(), PROTOCOLS);
+      const expect =
+        raw.expect === undefined
+          ? undefined
+          : checkChoice('--expect', raw.expect, ['allow', 'deny'] as const);
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const from = resolveAddress(loaded.cluster, String(raw.from));
@@ -64,7 +74,10 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       if (output === 'json') writeJson(io, result);
       else io.stdout.write(formatCheckText(result, styleFor(io.stdoutIsTty, io.env)));
       const expectationFailed = expect !== undefined && (expect === 'allow') !== verdict.allowed;
-      if (expectationFailed) io.stderr.write(`expected ${expect}, but the connection is ${verdict.allowed ? 'allowed' : 'denied'}\n`);
+      if (expectationFailed)
+        io.stderr.write(
+          `expected ${expect}, but the connection is ${verdict.allowed ? 'allowed' : 'denied'}\n`,
+        );
       done(inputErrors || expectationFailed ? EXIT_FINDINGS : EXIT_OK);
     });
 }

@@ -4,12 +4,21 @@
 import { Command } from 'commander';
 import { stringify } from 'yaml';
 import { convertToV1 } from '../../analysis/convert.ts';
-import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import {
+  checkChoice,
+  loadInput,
+  reportDiagnostics,
+  resolveInputOptions,
+  withInputOptions,
+  writeJson,
+} from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 
 export function convertCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('convert'))
-    .description('rewrite v1beta1-proposal objects (DefaultDeny annotations, legacy policies) as equivalent v1 objects')
+    .description(
+      'rewrite v1beta1-proposal objects (DefaultDeny annotations, legacy policies) as equivalent v1 objects',
+    )
     .requiredOption('--to <version>', 'target: v1')
     .option('-o, --output <format>', 'yaml or json', 'yaml')
     .action(async (raw: Record<string, unknown>) => {

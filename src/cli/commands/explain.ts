@@ -7,7 +7,14 @@ import { explainEndpoints } from '../../analysis/explain.ts';
 import { formatExplainText } from '../../analysis/format/explain-text.ts';
 import { styleFor } from '../../analysis/format/style.ts';
 import { findEndpoint } from '../../analysis/resolve-address.ts';
-import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
+import {
+  checkChoice,
+  loadInput,
+  reportDiagnostics,
+  resolveInputOptions,
+  withInputOptions,
+  writeJson,
+} from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -24,7 +31,9 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const namespaces = raw.namespace as string[] | undefined;
-      let endpoints: readonly Endpoint[] = loaded.cluster.endpoints.filter((e) => !namespaces || namespaces.includes(e.namespace));
+      let endpoints: readonly Endpoint[] = loaded.cluster.endpoints.filter(
+        (e) => !namespaces || namespaces.includes(e.namespace),
+      );
       const pods = raw.pod as string[] | undefined;
       if (pods) {
         endpoints = pods.map((text) => {

@@ -2,12 +2,18 @@
  * `palisade matrix`: reachability between all endpoints, per port or as allowed port sets.
  */
 import { Command } from 'commander';
-import { PROTOCOLS, type Protocol } from '../../model/types.ts';
+import { PROTOCOLS } from '../../model/types.ts';
 import { computeMatrix } from '../../analysis/matrix.ts';
 import { MATRIX_FORMATS } from '../../analysis/format/matrix-formats.ts';
 import { styleFor } from '../../analysis/format/style.ts';
 import type { PortQuery } from '../../analysis/types.ts';
-import { checkChoice, loadInput, reportDiagnostics, resolveInputOptions, withInputOptions } from '../common.ts';
+import {
+  checkChoice,
+  loadInput,
+  reportDiagnostics,
+  resolveInputOptions,
+  withInputOptions,
+} from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 import { progressBar } from '../progress.ts';
 
@@ -16,14 +22,25 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function matrixCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('matrix'))
     .description('reachability between every pair of endpoints')
-    .option('--port <port>', 'a port column (number, name, or 53/UDP); repeat for more; none lists allowed ports per pair', collect)
-    .option('--protocol <protocol>', 'protocol for the --port columns (one for all, or one per --port)', collect)
+    .option(
+      '--port <port>',
+      'a port column (number, name, or 53/UDP); repeat for more; none lists allowed ports per pair',
+      collect,
+    )
+    .option(
+      '--protocol <protocol>',
+      'protocol for the --port columns (one for all, or one per --port)',
+      collect,
+    )
     .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
     .option('-o, --output <format>', `${Object.keys(MATRIX_FORMATS).join(', ')}`, 'text')
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const format = checkChoice('--output', raw.output, Object.keys(MATRIX_FORMATS));
-      const queries = parseQueries((raw.port as string[] | undefined) ?? [], (raw.protocol as string[] | undefined) ?? []);
+      const queries = parseQueries(
+        (raw.port as string[] | undefined) ?? [],
+        (raw.protocol as string[] | undefined) ?? [],
+      );
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const progress = io.stderrIsTty ? progressBar(io.stderr, 'matrix') : undefined;
@@ -37,13 +54,17 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
       let buffer = '';
-      writer(matrix, (chunk) => {
-        buffer += chunk;
-        if (buffer.length > 1 << 16) {
-          io.stdout.write(buffer);
-          buffer = '';
-        }
-      }, styleFor(io.stdoutIsTty, io.env));
+      writer(
+        matrix,
+        (chunk) => {
+          buffer += chunk;
+          if (buffer.length > 1 << 16) {
+            io.stdout.write(buffer);
+            buffer = '';
+          }
+        },
+        styleFor(io.stdoutIsTty, io.env),
+      );
       io.stdout.write(buffer);
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
@@ -52,9 +73,12 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
 /** `--port 80 --port 53/UDP --protocol TCP` → queries; protocols pair with ports or apply to all. */
 export function parseQueries(ports: readonly string[], protocols: readonly string[]): PortQuery[] {
   if (protocols.length > 1 && protocols.length !== ports.length) {
-    throw new UsageError(`give one --protocol for all ports, or one per --port (got ${protocols.length} for ${ports.length})`);
+    throw new UsageError(
+      `give one --protocol for all ports, or one per --port (got ${protocols.length} for ${ports.length})`,
+    );
   }
-  if (ports.length === 0 && protocols.length > 0) throw new UsageError('--protocol needs at least one --port');
+  if (ports.length === 0 && protocols.length > 0)
+    throw new UsageError('--protocol needs at least one --port');
   return ports.map((text, i) => {
     const [portText, inlineProtocol] = text.split('/') as [string, string | undefined];
     const protocolText = (inlineProtocol ?? protocols[protocols.length === 1 ? 0 : i] ?? 'TCP').toUpperCase();
@@ -63,9 +87,10 @@ export function parseQueries(ports: readonly string[], protocols: readonly strin
     if (/^[0-9]+$/.test(portText)) {
       const port = Number(portText);
       if (port < 1 || port > 65535) throw new UsageError(`--port ${portText} is not between 1 and 65535`);
-      return { port, protocol: protocol as Protocol };
+      return { port, protocol: protocol };
     }
-    if (!/^[a-z0-9-]{1,15}$/.test(portText)) throw new UsageError(`--port "${portText}" is neither a number nor a port name`);
-    return { port: portText, protocol: protocol as Protocol };
+    if (!/^[a-z0-9-]{1,15}$/.test(portText))
+      throw new UsageError(`--port "${portText}" is neither a number nor a port name`);
+    return { port: portText, protocol: protocol };
   });
 }

@@ -1,0 +1,318 @@
+/**
+ * The commands as users run them: outputs, the JSON contract, exit codes, and no stack traces.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, it } from 'node:test';
+import { cli } from '../helpers/cli.ts';
+
+const EXAMPLE = 'examples/shop';
+const LEGACY = 'test/fixtures/legacy.yaml';
+
+describe('palisade check', () => {
+  it('explains an allowed connection', async () => {
+    const r = await cli([
+      'check',
+      '-f',
+      EXAMPLE,
+      '--from',
+      'shop/frontend',
+      '--to',
+      'shop/api',
+      '--port',
+      'http',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^shop\/frontend → shop\/api TCP\/http \(8000\): ALLOWED/);
+    assert.match(r.stdout, /egress +allow +allowed by shop\/frontend egress\[0\]/);
+    assert.match(r.stdout, /ingress allow +allowed by shop\/api ingress\[0\]/);
+  });
+  it('explains a denied connection rule by rule', async () => {
+    const r = await cli([
+      'check',
+      '-f',
+      EXAMPLE,
+      '--from',
+      'shop/frontend',
+      '--to',
+      'shop/db',
+      '--port',
+      '5432',
+    ]);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /DENIED/);
+    assert.match(r.stdout, /shop\/frontend egress\[0\]: shop\/db does not match/);
+  });
+  it('gives the same as JSON', async () => {
+    const r = await cli([
+      'check',
+      '-f',
+      EXAMPLE,
+      '--from',
+      'payments/gateway',
+      '--to',
+      '203.0.113.10',
+      '--port',
+      '443',
+      '-o',
+      'json',
+    ]);
+    const json = JSON.parse(r.stdout) as { verdict: { allowed: boolean; egress: { matches: unknown[] } } };
+    assert.equal(json.verdict.allowed, true);
+    assert.deepEqual(json.verdict.egress.matches, [
+      { policy: 'payments/gateway', rule: 0, peer: 0, port: 0 },
+    ]);
+  });
+  it('--expect turns a verdict into an exit code', async () => {
+    const args = [
+      'check',
+      '-f',
+      EXAMPLE,
+      '--from',
+      'payments/gateway',
+      '--to',
+      '203.0.113.200',
+      '--port',
+      '443',
+    ];
+    assert.equal((await cli([...args, '--expect', 'deny'])).code, 0);
+    const wrong = await cli([...args, '--expect', 'allow']);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /expected allow, but the connection is denied/);
+  });
+  it('usage errors exit 2 with one clear line', async () => {
+    const unknown = await cli([
+      'check',
+      '-f',
+      EXAMPLE,
+      '--from',
+      'shop/nope',
+      '--to',
+      'shop/api',
+      '--port',
+      '80',
+    ]);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /--from: no pod or workload "shop\/nope"/);
+    const port = await cli([
+      'check',
+      '-f',
+      EXAMPLE,
+      '--from',
+      'shop/api',
+      '--to',
+      'shop/db',
+      '--port',
+      'http',
+    ]);
+    assert.equal(port.code, 2);
+    assert.match(port.stderr, /shop\/db has no TCP container port named "http"/);
+    const missing = await cli(['check', '-f', EXAMPLE]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /required option '--from <address>' not specified/);
+    const bad = await cli(['frobnicate']);
+    assert.equal(bad.code, 2);
+    assert.doesNotMatch(unknown.stderr + port.stderr + missing.stderr + bad.stderr, /at .*\.ts:\d+/);
+  });
+});
+
+const ESCAPE = new RegExp(String.fromCharCode(27) + '\\[');
+
+describe('palisade matrix', () => {
+  it('follows the JSON contract: every ordered pair, self pairs included, every port', async () => {
+    const r = await cli([
+      'matrix',
+      '-f',
+      EXAMPLE,
+      '--port',
+      '8000',
+      '--port',
+      '53',
+      '--protocol',
+      'UDP',
+      '-o',
+      'json',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const { results } = JSON.parse(r.stdout) as {
+      results: { from: string; to: string; port: number; protocol: string; allowed: boolean }[];
+    };
+    assert.equal(results.length, 6 * 6 * 2);
+    assert.deepEqual(results[0], {
+      from: 'kube-system/coredns',
+      to: 'kube-system/coredns',
+      port: 8000,
+      protocol: 'UDP',
+      allowed: true,
+    });
+    const find = (from: string, to: string, port: number) =>
+      results.find((x) => x.from === from && x.to === to && x.port === port);
+    assert.equal(find('shop/api', 'kube-system/coredns', 53)?.allowed, true);
+    assert.equal(find('payments/gateway', 'shop/api', 53)?.allowed, false);
+  });
+  it('prints a text table, and csv and markdown', async () => {
+    const text = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop']);
+    assert.match(
+      text.stdout,
+      /^TCP\/8000 +1 +2 +3\nshop\/api +X +X +X +1\nshop\/db +X +X +X +2\nshop\/frontend +\. +X +X +3\n/,
+    );
+    const csv = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop', '-o', 'csv']);
+    assert.match(csv.stdout, /^from,to,port,protocol,allowed\nshop\/api,shop\/api,8000,TCP,false\n/);
+    assert.equal(csv.stdout.trim().split('\n').length, 10);
+    const md = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop', '-o', 'md']);
+    assert.match(md.stdout, /\| shop\/frontend \| ✓ \| ✗ \| ✗ \|/);
+  });
+  it('lists allowed ports per pair when no port is given', async () => {
+    const r = await cli(['matrix', '-f', EXAMPLE]);
+    assert.match(r.stdout, /^shop\/api → shop\/db: TCP 5432$/m);
+    assert.match(r.stdout, /^shop\/frontend → kube-system\/coredns: TCP 53; UDP 53$/m);
+    const json = JSON.parse((await cli(['matrix', '-f', EXAMPLE, '-o', 'json'])).stdout) as {
+      results: { from: string; to: string; ports: object }[];
+    };
+    assert.deepEqual(json.results.find((x) => x.from === 'shop/api' && x.to === 'payments/gateway')?.ports, {
+      TCP: [[8443, 8443]],
+    });
+  });
+  it('colours only on a TTY', async () => {
+    assert.doesNotMatch((await cli(['matrix', '-f', EXAMPLE, '--port', '80'])).stdout, ESCAPE);
+    assert.match((await cli(['matrix', '-f', EXAMPLE, '--port', '80'], { tty: true })).stdout, ESCAPE);
+  });
+  it('rejects a bad --port', async () => {
+    const r = await cli(['matrix', '-f', EXAMPLE, '--port', '70000']);
+    assert.equal(r.code, 2);
+  });
+});
+
+describe('palisade explain', () => {
+  it('says what each endpoint lets in and out', async () => {
+    const r = await cli(['explain', '-f', EXAMPLE, '--pod', 'shop/db']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^shop\/db \(StatefulSet; no IP; app=db,tier=data\)/);
+    assert.match(r.stdout, /ingress: isolated by shop\/db, shop\/default-deny; 1 rule allows traffic/);
+    assert.match(
+      r.stdout,
+      /from pods app=api in namespace shop on TCP postgres \(shop\/db ingress\[0\]; matches shop\/api\)/,
+    );
+    const json = JSON.parse(
+      (await cli(['explain', '-f', EXAMPLE, '-n', 'monitoring', '-o', 'json'])).stdout,
+    ) as {
+      endpoints: { endpoint: string; ingress: { isolated: boolean } }[];
+    };
+    assert.deepEqual(
+      json.endpoints.map((e) => [e.endpoint, e.ingress.isolated]),
+      [['monitoring/prometheus', false]],
+    );
+  });
+});
+
+describe('palisade validate', () => {
+  it('passes the bundled example', async () => {
+    const r = await cli(['validate', '-f', EXAMPLE]);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /0 errors, 0 warnings, 1 info; 4 namespaces, 6 endpoints, 6 policies/);
+  });
+  it('exits 1 on errors and lists them with file, line and column', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'palisade-cli-'));
+    const file = join(dir, 'bad.yaml');
+    await writeFile(
+      file,
+      'apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p}\nspec:\n  podSelector: {}\n  ingress:\n    - from: [{ipBlock: {cidr: 10.0.0.0/33}}]\n',
+    );
+    const r = await cli(['validate', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `${file.replace(/[/.]/g, '\\$&')}:7:31: error CIDR_INVALID: "10\\.0\\.0\\.0/33" has a prefix length over 32`,
+      ),
+    );
+    const json = JSON.parse((await cli(['validate', '-f', file, '-o', 'json'])).stdout) as {
+      diagnostics: { code: string; line: number }[];
+    };
+    assert.deepEqual(
+      json.diagnostics.map((d) => [d.code, d.line]),
+      [['CIDR_INVALID', 7]],
+    );
+  });
+  it('reads stdin', async () => {
+    const r = await cli(['validate', '-f', '-'], {
+      stdin: 'kind: Pod\napiVersion: v1\nmetadata: {name: p, namespace: x}\n',
+    });
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /<stdin>:1:1: info NAMESPACE_IMPLICIT/);
+  });
+  it('analysis commands still answer, and exit 1, when part of the input is broken', async () => {
+    const r = await cli([
+      'matrix',
+      '-f',
+      EXAMPLE,
+      '-f',
+      'test/fixtures/broken.yaml',
+      '--port',
+      '8000',
+      '-n',
+      'shop',
+    ]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /broken\.yaml:\d+:\d+: error/);
+    assert.match(r.stdout, /shop\/frontend +\. +X +X/);
+  });
+});
+
+describe('palisade convert and --semantics', () => {
+  it('rewrites legacy input as v1 and the two agree', async () => {
+    const converted = await cli(['convert', '-f', LEGACY, '--to', 'v1']);
+    assert.equal(converted.code, 0, converted.stderr);
+    assert.match(converted.stdout, /name: legacy-default-deny-ingress/);
+    assert.doesNotMatch(converted.stdout, /net\.beta\.kubernetes\.io/);
+    assert.match(converted.stderr, /CONVERT_POLICY_DROPPED/);
+    const before = await cli([
+      'matrix',
+      '-f',
+      LEGACY,
+      '--semantics',
+      'v1beta1-proposal',
+      '--port',
+      '6379',
+      '-o',
+      'json',
+    ]);
+    const after = await cli(['matrix', '-f', '-', '--port', '6379', '-o', 'json'], {
+      stdin: converted.stdout,
+    });
+    assert.equal(after.stdout, before.stdout);
+    const v1 = await cli(['matrix', '-f', LEGACY, '--port', '6379', '-o', 'json']);
+    assert.notEqual(v1.stdout, before.stdout, 'v1 semantics read the same input differently');
+    assert.match(v1.stderr, /LEGACY_ANNOTATION_IGNORED/);
+  });
+  it('rejects unknown semantics', async () => {
+    const r = await cli(['matrix', '-f', LEGACY, '--semantics', 'v2']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--semantics must be one of v1, v1beta1-proposal/);
+  });
+});
+
+describe('the installed executable', () => {
+  it('runs as a real process and prints help and version', async () => {
+    const exec = promisify(execFile);
+    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help']);
+    for (const command of ['check', 'matrix', 'explain', 'validate', 'convert'])
+      assert.match(stdout, new RegExp(`\\b${command}\\b`));
+    const version = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--version']);
+    assert.equal(version.stdout.trim(), '0.1.0');
+    const failed = await exec(process.execPath, [
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'validate',
+      '-f',
+      'nope.yaml',
+    ]).catch((e: { code: number; stdout: string }) => e);
+    assert.equal((failed as { code: number }).code, 1);
+    assert.match((failed as { stdout: string }).stdout, /nope\.yaml: error FILE_NOT_FOUND/);
+  });
+});
