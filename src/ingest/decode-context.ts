@@ -5,6 +5,35 @@
 import type { z } from 'zod';
 import { makeDiagnostic, type Diagnostic, type DiagnosticCode } from '../model/diagnostics.ts';
 import type { FieldPath, RawObject } from './types.ts';
+import { closest } from '../util/closest.ts';
+
+/** Field names of the strict (NetworkPolicy) schemas, for typo suggestions. */
+const KNOWN_FIELDS = [
+  'apiVersion',
+  'kind',
+  'metadata',
+  'spec',
+  'status',
+  'podSelector',
+  'namespaceSelector',
+  'ipBlock',
+  'cidr',
+  'except',
+  'matchLabels',
+  'matchExpressions',
+  'key',
+  'operator',
+  'values',
+  'protocol',
+  'port',
+  'endPort',
+  'policyTypes',
+  'ingress',
+  'egress',
+  'from',
+  'to',
+  'ports',
+];
 
 export function formatPath(path: FieldPath): string {
   let text = '';
@@ -45,12 +74,10 @@ export class DecodeContext {
       const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
       if (issue.code === 'unrecognized_keys') {
         for (const key of issue.keys) {
-          this.report(
-            'SCHEMA_UNKNOWN_FIELD',
-            `unknown field "${formatPath([...path, key])}"`,
-            [...path, key],
-            true,
-          );
+          const suggestion = closest(key, KNOWN_FIELDS);
+          const hint = suggestion ? ` (did you mean "${suggestion}"?)` : '';
+          const message = `unknown field "${formatPath([...path, key])}"${hint}`;
+          this.report('SCHEMA_UNKNOWN_FIELD', message, [...path, key], true);
         }
       } else if (issue.code === 'invalid_type' && valueAt(this.raw.value, path) === undefined) {
         this.report('SCHEMA_REQUIRED', `missing required field "${formatPath(path)}"`, path, true);

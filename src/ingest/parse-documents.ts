@@ -32,7 +32,8 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
       for (const error of document.errors) {
         const code = error.code === 'DUPLICATE_KEY' ? 'YAML_DUPLICATE_KEY' : 'YAML_SYNTAX';
         const message = error.message.split('\n')[0] ?? error.message;
-        diagnostics.push(makeDiagnostic(code, message, position(error.pos[0])));
+        const where = position(error.pos[0]);
+        diagnostics.push(makeDiagnostic(code, message + tabHint(input.text, lineCounter, where.line), where));
       }
       continue; // a broken document is skipped whole; the others in the file still count
     }
@@ -74,11 +75,12 @@ function unrollLists(
   diagnostics: Diagnostic[],
 ): void {
   const kind = value.kind;
-  const isList = typeof kind === 'string' && kind.endsWith('List') && Array.isArray(value.items);
-  if (!isList) {
+  if (typeof kind !== 'string' || !kind.endsWith('List') || !Array.isArray(value.items)) {
     objects.push({ value, file, basePath, locator });
     return;
   }
+  // Typed lists from the API (PodList, NamespaceList...) omit kind and apiVersion on their items.
+  const itemKind = kind === 'List' ? undefined : kind.slice(0, -'List'.length);
   (value.items as unknown[]).forEach((item, index) => {
     const path = [...basePath, 'items', index];
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {
@@ -87,7 +89,12 @@ function unrollLists(
       );
       return;
     }
-    unrollLists(item as Record<string, unknown>, path, file, locator, objects, diagnostics);
+    const object = item as Record<string, unknown>;
+    const typed =
+      itemKind && object.kind === undefined
+        ? { apiVersion: value.apiVersion, kind: itemKind, ...object }
+        : object;
+    unrollLists(typed, path, file, locator, objects, diagnostics);
   });
 }
 
@@ -119,4 +126,17 @@ function makeLocator(document: Document, position: (offset: number) => SourceLoc
       return valueAt(path);
     },
   };
+}
+
+/** YAML forbids tabs in indentation, but many editors insert them; say so when that is the cause. */
+function tabHint(text: string, lineCounter: LineCounter, line: number): string {
+  for (const candidate of [line, line - 1]) {
+    const start = lineCounter.lineStarts[candidate - 1];
+    if (start === undefined) continue;
+    const end = text.indexOf('\n', start);
+    const content = text.slice(start, end < 0 ? undefined : end);
+    if (/^[ ]*\t/.test(content))
+      return ` (line ${candidate} is indented with a tab; YAML allows only spaces)`;
+  }
+  return '';
 }

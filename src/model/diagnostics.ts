@@ -18,7 +18,10 @@ export const DIAGNOSTIC_CATALOGUE = {
     severity: 'error',
     summary: 'too many alias expansions (possible billion-laughs input)',
   },
-  NOT_AN_OBJECT: { severity: 'error', summary: 'a document is not a Kubernetes object (mapping)' },
+  NOT_AN_OBJECT: {
+    severity: 'warning',
+    summary: 'a document is not a Kubernetes object (mapping) and was skipped',
+  },
   // Structure
   SCHEMA_REQUIRED: { severity: 'error', summary: 'a required field is missing' },
   SCHEMA_TYPE: { severity: 'error', summary: 'a field has the wrong type' },

@@ -287,6 +287,20 @@ describe('diagnostics for bad input', () => {
     assert.ok(diagnostics.some((d) => d.code === 'YAML_SYNTAX'));
   });
 
+  it('suggests the field a typo meant', () => {
+    const text = policy('  podSelector: {}\n  ingress:\n    - form: []\n');
+    const d = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics[0];
+    assert.equal(d?.code, 'SCHEMA_UNKNOWN_FIELD');
+    assert.match(d?.message ?? '', /did you mean "from"\?/);
+  });
+
+  it('says when a syntax error comes from tab indentation', () => {
+    const text = 'a:\n  b: [\n\t  "x",\n  ]\n';
+    const d = loadFromTexts([{ name: 'tab.yaml', text }]).diagnostics[0];
+    assert.equal(d?.code, 'YAML_SYNTAX');
+    assert.match(d?.message ?? '', /indented with a tab/);
+  });
+
   it('stops alias bombs', () => {
     const lines = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
     for (let i = 1; i < 8; i++)

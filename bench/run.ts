@@ -1,0 +1,20 @@
+/**
+ * Benchmarks: programs that print figures (`npm run bench -- NAME`). Each runs its workload
+ * several times and reports the median, so one slow run does not mislead.
+ */
+import { cpus } from 'node:os';
+import { matrixBenchmark } from './matrix.bench.ts';
+
+const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
+  matrix: matrixBenchmark,
+};
+
+const [name, ...args] = process.argv.slice(2);
+const bench = name ? BENCHMARKS[name] : undefined;
+if (!bench) {
+  process.stderr.write(`usage: npm run bench -- <${Object.keys(BENCHMARKS).join('|')}> [options]\n`);
+  process.exitCode = 2;
+} else {
+  process.stdout.write(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}\n`);
+  await bench(args);
+}
