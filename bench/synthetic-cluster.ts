@@ -26,13 +26,29 @@ function random(seed: number): () => number {
 }
 
 const APPS = ['web', 'api', 'worker', 'cache', 'db'];
-const TIERS: Record<string, string> = { web: 'frontend', api: 'backend', worker: 'backend', cache: 'data', db: 'data' };
+const TIERS: Record<string, string> = {
+  web: 'frontend',
+  api: 'backend',
+  worker: 'backend',
+  cache: 'data',
+  db: 'data',
+};
 const PORTS: Record<string, { name: string; containerPort: number; protocol?: string }[]> = {
-  web: [{ name: 'http', containerPort: 8080 }, { name: 'metrics', containerPort: 9090 }],
-  api: [{ name: 'http', containerPort: 8000 }, { name: 'grpc', containerPort: 9000 }, { name: 'metrics', containerPort: 9090 }],
+  web: [
+    { name: 'http', containerPort: 8080 },
+    { name: 'metrics', containerPort: 9090 },
+  ],
+  api: [
+    { name: 'http', containerPort: 8000 },
+    { name: 'grpc', containerPort: 9000 },
+    { name: 'metrics', containerPort: 9090 },
+  ],
   worker: [{ name: 'metrics', containerPort: 9090 }],
   cache: [{ name: 'redis', containerPort: 6379 }],
-  db: [{ name: 'postgres', containerPort: 5432 }, { name: 'metrics', containerPort: 9187 }],
+  db: [
+    { name: 'postgres', containerPort: 5432 },
+    { name: 'metrics', containerPort: 9187 },
+  ],
 };
 
 export function syntheticCluster(shape: SyntheticShape): Raw[] {
@@ -45,7 +61,10 @@ export function syntheticCluster(shape: SyntheticShape): Raw[] {
     objects.push({
       apiVersion: 'v1',
       kind: 'Namespace',
-      metadata: { name: ns, labels: { team, env: n % 3 === 0 ? 'dev' : 'prod', ...(n === 0 ? { purpose: 'monitoring' } : {}) } },
+      metadata: {
+        name: ns,
+        labels: { team, env: n % 3 === 0 ? 'dev' : 'prod', ...(n === 0 ? { purpose: 'monitoring' } : {}) },
+      },
     });
     for (let p = 0; p < shape.podsPerNamespace; p++) {
       const app = APPS[p % APPS.length] as string;
@@ -68,11 +87,21 @@ export function syntheticCluster(shape: SyntheticShape): Raw[] {
       spec(ns, 'dns', {
         podSelector: {},
         policyTypes: ['Egress'],
-        egress: [{ to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }], ports: [{ protocol: 'UDP', port: 53 }] }],
+        egress: [
+          {
+            to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+            ports: [{ protocol: 'UDP', port: 53 }],
+          },
+        ],
       }),
       spec(ns, 'monitoring', {
         podSelector: {},
-        ingress: [{ from: [{ namespaceSelector: { matchLabels: { purpose: 'monitoring' } } }], ports: [{ port: 'metrics' }] }],
+        ingress: [
+          {
+            from: [{ namespaceSelector: { matchLabels: { purpose: 'monitoring' } } }],
+            ports: [{ port: 'metrics' }],
+          },
+        ],
       }),
     ];
     for (let i = policies.length; i < shape.policiesPerNamespace; i++) {
@@ -83,16 +112,28 @@ export function syntheticCluster(shape: SyntheticShape): Raw[] {
         policies.push(
           spec(ns, `allow-${from}-to-${to}-${i}`, {
             podSelector: { matchLabels: { app: to } },
-            ingress: [{ from: [{ podSelector: { matchLabels: { app: from } } }], ports: [{ port: pick(PORTS[to] ?? []).name }] }],
+            ingress: [
+              {
+                from: [{ podSelector: { matchLabels: { app: from } } }],
+                ports: [{ port: pick(PORTS[to] ?? []).name }],
+              },
+            ],
           }),
         );
       } else if (kind < 0.6) {
         policies.push(
           spec(ns, `team-${to}-${i}`, {
-            podSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: [TIERS[to] as string] }] },
+            podSelector: {
+              matchExpressions: [{ key: 'tier', operator: 'In', values: [TIERS[to] as string] }],
+            },
             ingress: [
               {
-                from: [{ namespaceSelector: { matchLabels: { team: `team-${Math.floor(rand() * 7)}` } }, podSelector: { matchLabels: { app: from } } }],
+                from: [
+                  {
+                    namespaceSelector: { matchLabels: { team: `team-${Math.floor(rand() * 7)}` } },
+                    podSelector: { matchLabels: { app: from } },
+                  },
+                ],
                 ports: [{ port: 8000, endPort: 9100 }],
               },
             ],
@@ -105,7 +146,10 @@ export function syntheticCluster(shape: SyntheticShape): Raw[] {
             policyTypes: ['Egress'],
             egress: [
               { to: [{ podSelector: { matchLabels: { app: to } } }] },
-              { to: [{ ipBlock: { cidr: '10.0.0.0/8', except: [`10.${Math.floor(rand() * 25)}.0.0/16`] } }], ports: [{ port: 443 }] },
+              {
+                to: [{ ipBlock: { cidr: '10.0.0.0/8', except: [`10.${Math.floor(rand() * 25)}.0.0/16`] } }],
+                ports: [{ port: 443 }],
+              },
             ],
           }),
         );
@@ -113,7 +157,14 @@ export function syntheticCluster(shape: SyntheticShape): Raw[] {
         policies.push(
           spec(ns, `external-${to}-${i}`, {
             podSelector: { matchLabels: { app: to, version: pick(['v1', 'v2']) } },
-            ingress: [{ from: [{ ipBlock: { cidr: '172.16.0.0/12' } }, { podSelector: { matchExpressions: [{ key: 'app', operator: 'NotIn', values: ['db'] }] } }] }],
+            ingress: [
+              {
+                from: [
+                  { ipBlock: { cidr: '172.16.0.0/12' } },
+                  { podSelector: { matchExpressions: [{ key: 'app', operator: 'NotIn', values: ['db'] }] } },
+                ],
+              },
+            ],
           }),
         );
       }
@@ -124,5 +175,10 @@ export function syntheticCluster(shape: SyntheticShape): Raw[] {
 }
 
 function spec(namespace: string, name: string, body: Raw): Raw {
-  return { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name, namespace }, spec: body };
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name, namespace },
+    spec: body,
+  };
 }

@@ -75,7 +75,7 @@ describe(
 
     it('reports the problems of the inputs marked bad', async () => {
       for (const [dir, codes] of Object.entries(BAD_INPUTS)) {
-        const found = new Set((await load(dir)).diagnostics.map((d) => d.code));
+        const found = new Set<string>((await load(dir)).diagnostics.map((d) => d.code));
         for (const code of codes)
           assert.ok(found.has(code), `${dir}: expected ${code}, got ${[...found].join(', ')}`);
       }
