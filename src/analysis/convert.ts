@@ -10,8 +10,7 @@
  * Everything else passes through unchanged.
  */
 import { makeDiagnostic, type Diagnostic, type DiagnosticCode } from '../model/diagnostics.ts';
-import type { Cluster } from '../model/types.ts';
-import { LEGACY_ISOLATION_ANNOTATION } from '../ingest/decode-namespace.ts';
+import { LEGACY_ISOLATION_ANNOTATION, type Cluster } from '../model/types.ts';
 import type { RawObject } from '../ingest/types.ts';
 
 export const DEFAULT_DENY_POLICY_NAME = 'legacy-default-deny-ingress';

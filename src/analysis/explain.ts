@@ -4,8 +4,13 @@
  */
 import { cidrContains, formatIp } from '../net/ip.ts';
 import { policyKey, type Cluster, type Endpoint, type Peer, type Semantics } from '../model/types.ts';
-import { describeRule } from '../semantics/describe.ts';
-import { indexCluster, peerMatches, selectingPolicies, type ClusterIndex } from '../semantics/match.ts';
+import {
+  describeRule,
+  indexCluster,
+  peerMatches,
+  selectingPolicies,
+  type ClusterIndex,
+} from '../semantics/index.ts';
 
 export interface RuleExplanation {
   readonly policy: string;

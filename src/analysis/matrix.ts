@@ -3,10 +3,7 @@
  * pair of equivalence classes and shared by every pair of members.
  */
 import type { Cluster, Endpoint } from '../model/types.ts';
-import { allowedPorts } from '../semantics/allowed-ports.ts';
-import { evaluate } from '../semantics/evaluate.ts';
-import { indexCluster, resolveNamedPort } from '../semantics/match.ts';
-import type { PortSet } from '../semantics/port-set.ts';
+import { allowedPorts, evaluate, indexCluster, resolveNamedPort, type PortSet } from '../semantics/index.ts';
 import type { Address, EvaluateOptions } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
 import type { Matrix, PortQuery } from './types.ts';

@@ -3,7 +3,7 @@
  * the formatters (text, json, csv, md) turn into output.
  */
 import type { Endpoint, Protocol } from '../model/types.ts';
-import type { PortSet } from '../semantics/port-set.ts';
+import type { PortSet } from '../semantics/index.ts';
 import type { Verdict } from '../semantics/types.ts';
 
 /** One column of a matrix: a port (number, or a name resolved per destination) and protocol. */

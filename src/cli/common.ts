@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { hasErrors, type Diagnostic } from '../model/diagnostics.ts';
 import type { Semantics } from '../model/types.ts';
-import { loadCluster } from '../ingest/load.ts';
+import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostic } from '../analysis/format/diagnostics-text.ts';
 import { styleFor } from '../analysis/format/style.ts';

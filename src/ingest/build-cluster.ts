@@ -5,15 +5,15 @@
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
-import type {
-  Cluster,
-  Endpoint,
-  Namespace,
-  NetworkPolicy,
-  NodeInfo,
-  SourceLocation,
+import {
+  NAMESPACE_NAME_LABEL,
+  type Cluster,
+  type Endpoint,
+  type Namespace,
+  type NetworkPolicy,
+  type NodeInfo,
+  type SourceLocation,
 } from '../model/types.ts';
-import { NAMESPACE_NAME_LABEL } from './decode-namespace.ts';
 import type { DecodedObject } from './types.ts';
 
 export interface IdentifiedObject {

@@ -2,14 +2,11 @@
  * Namespaces: labels (plus the `kubernetes.io/metadata.name` label the API server always sets)
  * and the seed proposal's ingress-isolation annotation.
  */
-import type { Namespace } from '../model/types.ts';
+import { LEGACY_ISOLATION_ANNOTATION, NAMESPACE_NAME_LABEL, type Namespace } from '../model/types.ts';
 import type { DecodeContext } from './decode-context.ts';
 import { decodeLabels } from './decode-labels.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
 import { namespaceSchema } from './schemas.ts';
-
-export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
-export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
 export function decodeNamespace(ctx: DecodeContext): Namespace | undefined {
   const parsed = namespaceSchema.safeParse(ctx.raw.value);

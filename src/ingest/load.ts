@@ -3,10 +3,9 @@
  * cluster, and add the diagnostics that depend on the chosen semantics.
  */
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
-import type { Cluster, Semantics } from '../model/types.ts';
+import { LEGACY_ISOLATION_ANNOTATION, type Cluster, type Semantics } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
 import { decodeObject } from './decode-object.ts';
-import { LEGACY_ISOLATION_ANNOTATION } from './decode-namespace.ts';
 import { parseDocuments } from './parse-documents.ts';
 import { readInputs } from './read-inputs.ts';
 import type { InputFile, LoadResult, RawObject } from './types.ts';

@@ -9,6 +9,11 @@ import type { LabelSelector } from './selector.ts';
 export type { LabelSelector, LabelRequirement, SelectorOperator } from './selector.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 
+/** The seed proposal's namespace annotation for ingress isolation (`{"ingress":{"isolation":"DefaultDeny"}}`). */
+export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
+/** The label the API server puts on every namespace, holding its name. */
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
 export const PROTOCOLS: readonly Protocol[] = ['TCP', 'UDP', 'SCTP'];
 

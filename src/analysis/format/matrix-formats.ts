@@ -3,7 +3,7 @@
  * matrix has four million cells) through `write`.
  */
 import { PROTOCOLS } from '../../model/types.ts';
-import { formatPortSet, isNoPorts, type PortSet } from '../../semantics/port-set.ts';
+import { formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
 import type { Matrix } from '../types.ts';
 import type { Style } from './style.ts';
 
@@ -17,9 +17,18 @@ const queryLabel = (matrix: Matrix, q: number): string => {
 const text: MatrixWriter = (matrix, write, style) => {
   const ids = matrix.endpoints.map((e) => e.id);
   if (matrix.queries.length === 0) {
+    let connected = 0;
     portSetLines(matrix, (from, to, ports) => {
-      if (!isNoPorts(ports)) write(`${from} → ${to}: ${formatPortSet(ports)}\n`);
+      if (isNoPorts(ports)) return;
+      connected++;
+      write(`${from} → ${to}: ${formatPortSet(ports)}\n`);
     });
+    const pairs = ids.length * ids.length;
+    write(
+      style.dim(
+        `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
+      ),
+    );
     return;
   }
   const width = Math.max(...ids.map((id) => id.length), 4);

@@ -8,8 +8,7 @@ import { resolveAddress, addressText } from '../../analysis/resolve-address.ts';
 import { formatCheckText } from '../../analysis/format/check-text.ts';
 import { styleFor } from '../../analysis/format/style.ts';
 import type { CheckResult } from '../../analysis/types.ts';
-import { evaluate } from '../../semantics/evaluate.ts';
-import { indexCluster, resolveNamedPort } from '../../semantics/match.ts';
+import { evaluate, indexCluster, resolveNamedPort } from '../../semantics/index.ts';
 import {
   checkChoice,
   loadInput,

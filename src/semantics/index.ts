@@ -1,0 +1,28 @@
+/**
+ * The semantics layer's public entry: the reference evaluator and what it is built from.
+ * Other layers import from here (or types.ts), never from the implementation files.
+ */
+export { evaluate, connectionFamilies } from './evaluate.ts';
+export { allowedPorts } from './allowed-ports.ts';
+export {
+  indexCluster,
+  peerMatches,
+  resolveNamedPort,
+  selectingPolicies,
+  type ClusterIndex,
+} from './match.ts';
+export { describeAddress, describePeer, describePort, describeRule } from './describe.ts';
+export {
+  ALL_PORTS,
+  EMPTY_PORTS,
+  formatPortSet,
+  intersectPorts,
+  isAllPorts,
+  isNoPorts,
+  portSetHas,
+  portSetOf,
+  unionPorts,
+  type PortRange,
+  type PortSet,
+} from './port-set.ts';
+export type * from './types.ts';
