@@ -14,6 +14,7 @@ function option(args: string[], name: string, fallback: number): number {
 }
 
 export function matrixBenchmark(args: string[]): void {
+  const naive = args.includes('--naive');
   const namespaces = option(args, 'namespaces', 50);
   const pods = option(args, 'pods-per-namespace', 40);
   const policies = option(args, 'policies-per-namespace', 10);
@@ -40,6 +41,15 @@ export function matrixBenchmark(args: string[]): void {
       `${label}: median ${ms(median(timed.millis))} over ${runs} runs ` +
         `(min ${ms(Math.min(...timed.millis))}, max ${ms(Math.max(...timed.millis))}); ` +
         `${(endpoints * endpoints).toLocaleString('en-US')} pairs, ${stats.classes} classes, ${stats.evaluations.toLocaleString('en-US')} evaluations\n`,
+    );
+  }
+  if (naive) {
+    // The same single-port matrix evaluating every pair, to show what the classes save.
+    const timed = timeRuns(1, () =>
+      computeMatrix(cluster, { queries: [{ port: 8000, protocol: 'TCP' }], useClasses: false }),
+    );
+    process.stdout.write(
+      `single-port matrix TCP/8000 without classes: ${ms(timed.millis[0] ?? 0)} (1 run, ${timed.result.stats.evaluations.toLocaleString('en-US')} evaluations)\n`,
     );
   }
 }

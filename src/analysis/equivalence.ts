@@ -15,7 +15,12 @@ export interface EndpointClasses {
   readonly representatives: readonly Endpoint[];
 }
 
-export function endpointClasses(cluster: Cluster, endpoints: readonly Endpoint[]): EndpointClasses {
+export function endpointClasses(
+  cluster: Cluster,
+  endpoints: readonly Endpoint[],
+  grouping = true,
+): EndpointClasses {
+  if (!grouping) return { classOf: Int32Array.from(endpoints.keys()), representatives: endpoints };
   const labelKeys = new Set<string>();
   const ipBlocks = new Map<string, IpBlockPeer>();
   const addSelector = (selector: LabelSelector | undefined): void => {

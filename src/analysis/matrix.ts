@@ -13,6 +13,8 @@ export interface MatrixOptions extends EvaluateOptions {
   readonly queries: readonly PortQuery[];
   /** Only endpoints in these namespaces (all when absent or empty). */
   readonly namespaces?: readonly string[];
+  /** Group endpoints into equivalence classes (default true). False evaluates every pair: for cross-checks and benchmarks. */
+  readonly useClasses?: boolean;
   /** Called with (done, total) class rows, for progress display. */
   readonly onProgress?: (done: number, total: number) => void;
 }
@@ -21,7 +23,7 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
   const started = performance.now();
   const namespaces = options.namespaces?.length ? new Set(options.namespaces) : undefined;
   const endpoints = cluster.endpoints.filter((e) => !namespaces || namespaces.has(e.namespace));
-  const { classOf, representatives } = endpointClasses(cluster, endpoints);
+  const { classOf, representatives } = endpointClasses(cluster, endpoints, options.useClasses ?? true);
   const index = indexCluster(cluster);
   const classes = representatives.length;
   const queries = options.queries;
