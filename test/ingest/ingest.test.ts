@@ -227,6 +227,16 @@ describe('ingest', () => {
     assert.deepEqual(codes.sort(), ['FILE_NOT_FOUND:/missing.yaml', 'FILE_TOO_LARGE:/big.yaml']);
   });
 
+  it('says when a directory holds no manifests', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'palisade-empty-'));
+    await writeFile(join(dir, 'README.md'), '# not a manifest');
+    const { diagnostics } = await loadCluster([dir]);
+    assert.deepEqual(
+      diagnostics.map((d) => d.code),
+      ['NO_INPUT_FILES'],
+    );
+  });
+
   it('treats empty files and empty documents as nothing', () => {
     const { cluster, diagnostics } = loadFromTexts([
       { name: 'empty.yaml', text: '' },
