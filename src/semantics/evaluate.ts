@@ -24,7 +24,12 @@ export function evaluate(
   connection: Connection,
   options: EvaluateOptions = {},
 ): Verdict {
-  const { families, note } = connectionFamilies(connection.src, connection.dst);
+  const shared = connectionFamilies(connection.src, connection.dst);
+  const wanted = connection.family;
+  const families =
+    wanted === undefined ? shared.families : shared.families.filter((f) => f === wanted || f === undefined);
+  const note =
+    families.length === 0 && wanted !== undefined ? `no IPv${wanted} address on both sides` : shared.note;
   const [firstFamily, ...moreFamilies] = families;
   if (families.length === 0) {
     const verdict = evaluateFamily(index, connection, undefined, options);

@@ -20,6 +20,8 @@ export interface Connection {
   readonly protocol: Protocol;
   /** Destination port (1-65535). */
   readonly port: number;
+  /** Evaluate this address family only (a packet has one); default: every family both sides share. */
+  readonly family?: IpFamily;
 }
 
 export interface EvaluateOptions {

@@ -1,0 +1,16 @@
+/**
+ * The configurator layer's public entry.
+ */
+export { Configurator } from './configurator.ts';
+export { canonicalTable } from './table-id.ts';
+export {
+  firstMatch,
+  longestPrefixMatch,
+  netMatches,
+  ruleMatches,
+  type GroupLookup,
+  type Packet,
+} from './table-evaluator.ts';
+export { stateGroupLookup } from './state-groups.ts';
+export { compiledAllows, type CompiledView } from './compiled-verdict.ts';
+export * from './types.ts';

@@ -1,0 +1,103 @@
+/**
+ * The compiled form of policy: 6-tuple rules (src net, src port, dst net, dst port range,
+ * protocol, action) in tables, after Contiv/VPP's policy plugin. Source ports are always "any"
+ * for Kubernetes policy, so they are not stored. A net is any address, one CIDR, or a reference
+ * to an address group (a shared, named set of pod addresses) so that nothing expands per peer
+ * IP unless a renderer needs it.
+ */
+import { familyBits, type Cidr } from '../net/ip.ts';
+import type { Protocol } from './types.ts';
+
+export type NetRef =
+  | { readonly kind: 'any' }
+  | { readonly kind: 'cidr'; readonly cidr: Cidr }
+  | { readonly kind: 'group'; readonly group: string };
+
+export type RuleAction = 'permit' | 'deny';
+
+export interface Rule {
+  readonly action: RuleAction;
+  readonly protocol: Protocol | 'ANY';
+  readonly src: NetRef;
+  readonly dst: NetRef;
+  /** Inclusive destination port range; undefined means every port. */
+  readonly dstPorts?: readonly [number, number];
+}
+
+/** A rule table: rules in their canonical order, identified by a hash of their text. */
+export interface RuleTable {
+  readonly id: string;
+  readonly rules: readonly Rule[];
+}
+
+export const ANY_NET: NetRef = { kind: 'any' };
+
+export function netText(net: NetRef): string {
+  switch (net.kind) {
+    case 'any':
+      return 'any';
+    case 'cidr':
+      return net.cidr.text;
+    case 'group':
+      return `group:${net.group}`;
+  }
+}
+
+export function ruleText(rule: Rule): string {
+  const ports = rule.dstPorts
+    ? rule.dstPorts[0] === rule.dstPorts[1]
+      ? `${rule.dstPorts[0]}`
+      : `${rule.dstPorts[0]}-${rule.dstPorts[1]}`
+    : 'any';
+  return `${rule.action} ${rule.protocol} ${netText(rule.src)} -> ${netText(rule.dst)} port ${ports}`;
+}
+
+/**
+ * How many addresses a net stands for, as a rank for ordering: a CIDR by its host bits, a group
+ * as a set of host addresses (each member is a /32 or /128), "any" as everything.
+ */
+function netRank(net: NetRef): [number, number, string] {
+  switch (net.kind) {
+    case 'cidr':
+      return [
+        familyBits(net.cidr.family) - net.cidr.prefix,
+        0,
+        `${net.cidr.family}:${net.cidr.base.toString(16).padStart(32, '0')}/${net.cidr.prefix}`,
+      ];
+    case 'group':
+      return [0, 1, net.group];
+    case 'any':
+      return [129, 0, ''];
+  }
+}
+
+function compareNet(a: NetRef, b: NetRef): number {
+  const [ra, ka, ta] = netRank(a);
+  const [rb, kb, tb] = netRank(b);
+  return ra - rb || ka - kb || (ta < tb ? -1 : ta > tb ? 1 : 0);
+}
+
+function portSpan(rule: Rule): number {
+  return rule.dstPorts ? rule.dstPorts[1] - rule.dstPorts[0] : 65536;
+}
+
+const PROTOCOL_RANK: Record<Rule['protocol'], number> = { TCP: 0, UDP: 1, SCTP: 2, ANY: 3 };
+
+/**
+ * The seed's total order (`ContivRule.Compare`): when `a` matches a subset of `b`'s traffic,
+ * `a` sorts first. Each component is ordered by the size of what it matches (a linear
+ * extension of set inclusion) and components are compared lexicographically, which keeps the
+ * subset property for the product. Groups rank as host addresses; for first-match tables the
+ * relative order of two permit rules never changes a verdict.
+ */
+export function compareRules(a: Rule, b: Rule): number {
+  return (
+    compareNet(a.src, b.src) ||
+    compareNet(a.dst, b.dst) ||
+    PROTOCOL_RANK[a.protocol] - PROTOCOL_RANK[b.protocol] ||
+    portSpan(a) - portSpan(b) ||
+    (a.dstPorts?.[0] ?? 0) - (b.dstPorts?.[0] ?? 0) ||
+    // Equal matches: permit first, so a table's one deny-the-rest rule always stays last.
+    (a.action === b.action ? 0 : a.action === 'permit' ? -1 : 1)
+  );
+}

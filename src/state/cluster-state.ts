@@ -1,0 +1,279 @@
+/**
+ * The revisioned store: namespaces, pods and policies with the indexes the processor and the
+ * configurator need — label sets, policy subjects, address groups. Applying a change returns a
+ * StateDelta (before/after of what it touched and the groups whose members changed); the store
+ * itself never decides what to recompute.
+ *
+ * Namespaces referenced by pods or policies but never defined exist implicitly with only their
+ * name label, exactly as the manifest loader assumes, so full and incremental paths agree.
+ */
+import {
+  NAMESPACE_NAME_LABEL,
+  policyKey,
+  type Cluster,
+  type Endpoint,
+  type Labels,
+  type Namespace,
+  type NetworkPolicy,
+} from '../model/types.ts';
+import { GroupIndex } from './groups.ts';
+import { LabelSetIndex } from './label-sets.ts';
+import { policyGroupSpecs } from './policy-groups.ts';
+import { SubjectIndex } from './subjects.ts';
+import type { AddressGroup, StateDelta, Touched } from './types.ts';
+
+export class ClusterState {
+  private revisionCounter = 0;
+  private readonly namespaces = new Map<string, Namespace>();
+  private readonly pods = new Map<string, Endpoint>();
+  private readonly policies = new Map<string, NetworkPolicy>();
+  private readonly podsByNamespace = new Map<string, Set<string>>();
+  private readonly policiesByNamespace = new Map<string, Set<string>>();
+  /** Group keys each policy holds a reference to. */
+  private readonly policyGroups = new Map<string, string[]>();
+  /** Namespaces in use (defined, or referenced by a pod or policy), with their effective labels. */
+  private readonly effectiveNamespaces = new Map<string, Labels>();
+  readonly podLabelSets = new LabelSetIndex();
+  readonly namespaceLabelSets = new LabelSetIndex();
+  private readonly subjects = new SubjectIndex(this.podLabelSets);
+  private readonly groups: GroupIndex;
+
+  constructor() {
+    this.groups = new GroupIndex({
+      pod: (id) => this.pods.get(id),
+      namespaceLabels: (ns) => this.effectiveNamespaces.get(ns),
+      allPods: () => this.pods.values(),
+      podLabelSets: this.podLabelSets,
+      namespaceLabelSets: this.namespaceLabelSets,
+    });
+  }
+
+  get revision(): number {
+    return this.revisionCounter;
+  }
+
+  // ---- lookups -------------------------------------------------------------------------------
+
+  pod(id: string): Endpoint | undefined {
+    return this.pods.get(id);
+  }
+  allPods(): IterableIterator<Endpoint> {
+    return this.pods.values();
+  }
+  policy(key: string): NetworkPolicy | undefined {
+    return this.policies.get(key);
+  }
+  allPolicies(): IterableIterator<NetworkPolicy> {
+    return this.policies.values();
+  }
+  namespaceLabels(namespace: string): Labels | undefined {
+    return this.effectiveNamespaces.get(namespace);
+  }
+  group(key: string): AddressGroup | undefined {
+    return this.groups.get(key);
+  }
+  groupCount(): number {
+    return this.groups.size();
+  }
+  groupKeys(): IterableIterator<string> {
+    return this.groups.keys();
+  }
+  /** Group keys a policy's peers use. */
+  groupsOfPolicy(key: string): readonly string[] {
+    return this.policyGroups.get(key) ?? [];
+  }
+  policiesOfGroup(key: string): ReadonlySet<string> {
+    return this.groups.policiesOf(key);
+  }
+
+  /** Policies (any direction) in the pod's namespace whose podSelector selects it. */
+  policiesSelecting(pod: Endpoint): NetworkPolicy[] {
+    if (pod.hostNetwork) return [];
+    const keys = this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels));
+    return keys.map((k) => this.policies.get(k)).filter((p): p is NetworkPolicy => p !== undefined);
+  }
+
+  /** Pod ids a policy's podSelector selects (host-network pods excluded). */
+  podsSelectedBy(policy: NetworkPolicy): string[] {
+    return this.subjects
+      .podsSelected(policy.namespace, policy.podSelector)
+      .filter((id) => !this.pods.get(id)?.hostNetwork);
+  }
+
+  // ---- changes ---------------------------------------------------------------------------------
+
+  upsertNamespace(namespace: Namespace): StateDelta {
+    const before = this.namespaces.get(namespace.name);
+    this.namespaces.set(namespace.name, namespace);
+    const groups = this.refreshNamespace(namespace.name);
+    return this.delta({ namespaces: [{ ...(before ? { before } : {}), after: namespace }], groups });
+  }
+
+  deleteNamespace(name: string): StateDelta {
+    const before = this.namespaces.get(name);
+    if (!before) return this.delta({});
+    this.namespaces.delete(name);
+    const groups = this.refreshNamespace(name);
+    return this.delta({ namespaces: [{ before }], groups });
+  }
+
+  upsertPod(pod: Endpoint): StateDelta {
+    const before = this.pods.get(pod.id);
+    const groups = this.ensureNamespace(pod.namespace);
+    if (before) this.unlinkPod(before);
+    this.pods.set(pod.id, pod);
+    addTo(this.podsByNamespace, pod.namespace, pod.id);
+    const { entry, created } = this.podLabelSets.add(pod.namespace, pod.labels, pod.id);
+    if (created) this.subjects.labelSetCreated(entry);
+    for (const g of this.groups.podChanged(before, pod)) groups.add(g);
+    if (before && before.namespace !== pod.namespace)
+      for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
+    return this.delta({ pods: [{ ...(before ? { before } : {}), after: pod }], groups });
+  }
+
+  deletePod(id: string): StateDelta {
+    const before = this.pods.get(id);
+    if (!before) return this.delta({});
+    this.unlinkPod(before);
+    this.pods.delete(id);
+    const groups = this.groups.podChanged(before, undefined);
+    for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
+    return this.delta({ pods: [{ before }], groups });
+  }
+
+  upsertPolicy(policy: NetworkPolicy): StateDelta {
+    const key = policyKey(policy);
+    const before = this.policies.get(key);
+    const groups = this.ensureNamespace(policy.namespace);
+    if (before) this.unlinkPolicy(before);
+    this.policies.set(key, policy);
+    addTo(this.policiesByNamespace, policy.namespace, key);
+    this.subjects.addPolicy(policy.namespace, policy.podSelector, key);
+    this.policyGroups.set(
+      key,
+      policyGroupSpecs(policy).map((spec) => this.groups.acquire(spec, key)),
+    );
+    if (before && before.namespace !== policy.namespace)
+      for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
+    return this.delta({ policies: [{ ...(before ? { before } : {}), after: policy }], groups });
+  }
+
+  deletePolicy(key: string): StateDelta {
+    const before = this.policies.get(key);
+    if (!before) return this.delta({});
+    this.unlinkPolicy(before);
+    this.policies.delete(key);
+    const groups = this.releaseNamespace(before.namespace);
+    return this.delta({ policies: [{ before }], groups });
+  }
+
+  /** Replaces everything with a snapshot; the delta lists every object before and after. */
+  resync(cluster: Cluster): StateDelta {
+    const pods: Touched<Endpoint>[] = [];
+    const policies: Touched<NetworkPolicy>[] = [];
+    const namespaces: Touched<Namespace>[] = [];
+    const nextPods = new Map(cluster.endpoints.map((e) => [e.id, e] as const));
+    const nextPolicies = new Map(cluster.policies.map((p) => [policyKey(p), p] as const));
+    // The per-object deltas are not needed: the resync delta lists everything itself.
+    for (const [key, before] of [...this.policies]) {
+      if (nextPolicies.has(key)) continue;
+      policies.push({ before });
+      this.deletePolicy(key);
+    }
+    for (const [id, before] of [...this.pods]) {
+      if (nextPods.has(id)) continue;
+      pods.push({ before });
+      this.deletePod(id);
+    }
+    for (const [name, before] of [...this.namespaces]) {
+      const next = cluster.namespaces.get(name);
+      if (next && !next.implicit) continue;
+      namespaces.push({ before });
+      this.deleteNamespace(name);
+    }
+    for (const ns of cluster.namespaces.values()) {
+      const before = this.namespaces.get(ns.name);
+      if (ns.implicit || before === ns) continue;
+      namespaces.push({ ...(before ? { before } : {}), after: ns });
+      this.upsertNamespace(ns);
+    }
+    for (const pod of cluster.endpoints) {
+      const before = this.pods.get(pod.id);
+      if (before === pod) continue;
+      pods.push({ ...(before ? { before } : {}), after: pod });
+      this.upsertPod(pod);
+    }
+    for (const policy of cluster.policies) {
+      const before = this.policies.get(policyKey(policy));
+      if (before === policy) continue;
+      policies.push({ ...(before ? { before } : {}), after: policy });
+      this.upsertPolicy(policy);
+    }
+    return {
+      revision: ++this.revisionCounter,
+      pods,
+      policies,
+      namespaces,
+      groups: new Set(this.groups.keys()),
+      resync: true,
+    };
+  }
+
+  // ---- internals ---------------------------------------------------------------------------------
+
+  private delta(parts: Partial<Omit<StateDelta, 'revision' | 'resync'>>): StateDelta {
+    return {
+      revision: ++this.revisionCounter,
+      pods: parts.pods ?? [],
+      policies: parts.policies ?? [],
+      namespaces: parts.namespaces ?? [],
+      groups: parts.groups ?? new Set(),
+      resync: false,
+    };
+  }
+
+  private unlinkPod(pod: Endpoint): void {
+    this.podsByNamespace.get(pod.namespace)?.delete(pod.id);
+    const { entry, deleted } = this.podLabelSets.remove(pod.namespace, pod.labels, pod.id);
+    if (deleted && entry) this.subjects.labelSetDeleted(entry);
+  }
+
+  private unlinkPolicy(policy: NetworkPolicy): void {
+    const key = policyKey(policy);
+    this.policiesByNamespace.get(policy.namespace)?.delete(key);
+    this.subjects.removePolicy(policy.namespace, policy.podSelector, key);
+    for (const group of this.policyGroups.get(key) ?? []) this.groups.release(group, key);
+    this.policyGroups.delete(key);
+  }
+
+  /** Makes sure a namespace a pod or policy refers to exists (implicitly if not defined). */
+  private ensureNamespace(name: string): Set<string> {
+    return this.effectiveNamespaces.has(name) ? new Set() : this.refreshNamespace(name);
+  }
+
+  /** Drops an implicit namespace nothing refers to any more. */
+  private releaseNamespace(name: string): Set<string> {
+    const used =
+      (this.podsByNamespace.get(name)?.size ?? 0) + (this.policiesByNamespace.get(name)?.size ?? 0);
+    return used === 0 && !this.namespaces.has(name) ? this.refreshNamespace(name, true) : new Set();
+  }
+
+  /** Recomputes a namespace's effective labels and everything that depends on them. */
+  private refreshNamespace(name: string, drop = false): Set<string> {
+    const previous = this.effectiveNamespaces.get(name);
+    const defined = this.namespaces.get(name);
+    const next: Labels | undefined = drop ? undefined : (defined?.labels ?? { [NAMESPACE_NAME_LABEL]: name });
+    if (previous) this.namespaceLabelSets.remove('', previous, name);
+    if (next) {
+      this.effectiveNamespaces.set(name, next);
+      this.namespaceLabelSets.add('', next, name);
+    } else this.effectiveNamespaces.delete(name);
+    return this.groups.namespaceChanged(name, next);
+  }
+}
+
+function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(value);
+}

@@ -1,0 +1,236 @@
+/**
+ * Address groups: the sets of pod addresses that policy peers select, shared between every
+ * policy (and pod) that uses an equal peer, created on first use and dropped when the last
+ * policy referencing them goes. Indexed so that a pod or namespace event only visits the groups
+ * whose scope covers it: groups of its namespace, groups whose namespaceSelector matches its
+ * namespace, and address-based (ipBlock) groups.
+ */
+import { cidrContains } from '../net/ip.ts';
+import { selectorMatches } from '../model/selector.ts';
+import type { Endpoint, LabelSelector, Labels } from '../model/types.ts';
+import { groupAdmits, groupKey } from './group-key.ts';
+import type { LabelSetIndex } from './label-sets.ts';
+import type { AddressGroup, GroupMember, GroupSpec } from './types.ts';
+
+/** The store, as the group index sees it. */
+export interface GroupHost {
+  pod(id: string): Endpoint | undefined;
+  namespaceLabels(namespace: string): Labels | undefined;
+  allPods(): Iterable<Endpoint>;
+  readonly podLabelSets: LabelSetIndex;
+  /** Namespaces as label sets in partition "", members are namespace names. */
+  readonly namespaceLabelSets: LabelSetIndex;
+}
+
+interface GroupRecord extends AddressGroup {
+  readonly members: Map<string, GroupMember>;
+  readonly ports: Map<number, number>;
+  readonly policies: Set<string>;
+}
+
+interface NamespaceSelectorEntry {
+  readonly selector: LabelSelector;
+  readonly groups: Set<GroupRecord>;
+  readonly namespaces: Set<string>;
+}
+
+export class GroupIndex {
+  private readonly groups = new Map<string, GroupRecord>();
+  private readonly byNamespace = new Map<string, Set<GroupRecord>>();
+  private readonly byNamespaceSelector = new Map<string, NamespaceSelectorEntry>();
+  private readonly selectorsOfNamespace = new Map<string, Set<NamespaceSelectorEntry>>();
+  private readonly addressGroups = new Set<GroupRecord>();
+
+  constructor(private readonly host: GroupHost) {}
+
+  get(key: string): AddressGroup | undefined {
+    return this.groups.get(key);
+  }
+
+  /** Policies referencing a group. */
+  policiesOf(key: string): ReadonlySet<string> {
+    return this.groups.get(key)?.policies ?? new Set();
+  }
+
+  size(): number {
+    return this.groups.size;
+  }
+
+  keys(): IterableIterator<string> {
+    return this.groups.keys();
+  }
+
+  /** Takes a reference to the group for `spec` on behalf of a policy, creating it if needed. */
+  acquire(spec: GroupSpec, policy: string): string {
+    const key = groupKey(spec);
+    let group = this.groups.get(key);
+    if (!group) {
+      group = { key, spec, members: new Map(), ports: new Map(), policies: new Set() };
+      this.groups.set(key, group);
+      this.indexGroup(group);
+      for (const pod of this.scopePods(group)) this.refreshMember(group, pod);
+    }
+    group.policies.add(policy);
+    return key;
+  }
+
+  release(key: string, policy: string): void {
+    const group = this.groups.get(key);
+    if (!group) return;
+    group.policies.delete(policy);
+    if (group.policies.size > 0) return;
+    this.groups.delete(key);
+    this.unindexGroup(group);
+  }
+
+  /** A pod was added, changed or removed: updates memberships, returns the groups that changed. */
+  podChanged(before: Endpoint | undefined, after: Endpoint | undefined): Set<string> {
+    const changed = new Set<string>();
+    const candidates = new Set<GroupRecord>();
+    for (const pod of [before, after])
+      if (pod) for (const g of this.candidateGroups(pod.namespace)) candidates.add(g);
+    const id = (after ?? before)?.id;
+    if (!id) return changed;
+    for (const group of candidates) if (this.refreshMember(group, after, id)) changed.add(group.key);
+    return changed;
+  }
+
+  /** A namespace's labels changed (or it appeared or went): re-evaluates namespaceSelector groups. */
+  namespaceChanged(namespace: string, labels: Labels | undefined): Set<string> {
+    const changed = new Set<string>();
+    const current = this.selectorsOfNamespace.get(namespace) ?? new Set<NamespaceSelectorEntry>();
+    const next = new Set<NamespaceSelectorEntry>();
+    for (const entry of this.byNamespaceSelector.values()) {
+      if (labels && selectorMatches(entry.selector, labels)) next.add(entry);
+    }
+    const flipped = [...current].filter((e) => !next.has(e)).concat([...next].filter((e) => !current.has(e)));
+    for (const entry of current) if (!next.has(entry)) entry.namespaces.delete(namespace);
+    for (const entry of next) entry.namespaces.add(namespace);
+    if (next.size > 0) this.selectorsOfNamespace.set(namespace, next);
+    else this.selectorsOfNamespace.delete(namespace);
+    for (const entry of flipped) {
+      for (const group of entry.groups) {
+        for (const set of this.host.podLabelSets.all(namespace)) {
+          for (const id of set.members)
+            if (this.refreshMember(group, this.host.pod(id), id)) changed.add(group.key);
+        }
+      }
+    }
+    return changed;
+  }
+
+  private candidateGroups(namespace: string): Iterable<GroupRecord> {
+    const result: GroupRecord[] = [...(this.byNamespace.get(namespace) ?? []), ...this.addressGroups];
+    for (const entry of this.selectorsOfNamespace.get(namespace) ?? []) result.push(...entry.groups);
+    return result;
+  }
+
+  /** Brings one pod's membership of one group up to date; true when it changed. */
+  private refreshMember(group: GroupRecord, pod: Endpoint | undefined, id = pod?.id): boolean {
+    if (!id) return false;
+    const current = group.members.get(id);
+    const verdict = pod
+      ? groupAdmits(group.spec, pod, this.host.namespaceLabels(pod.namespace))
+      : { admitted: false };
+    if (!verdict.admitted || !pod) {
+      if (!current) return false;
+      group.members.delete(id);
+      countPort(group.ports, current.port, -1);
+      return true;
+    }
+    const ips = group.spec.ipBlock
+      ? pod.ips.filter((ip) => group.spec.ipBlock?.cidr.some((c) => cidrContains(c, ip)))
+      : pod.ips;
+    const member: GroupMember = {
+      pod: id,
+      ips,
+      ...(verdict.port !== undefined ? { port: verdict.port } : {}),
+    };
+    if (current && sameMember(current, member)) return false;
+    countPort(group.ports, current?.port, -1);
+    countPort(group.ports, member.port, 1);
+    group.members.set(id, member);
+    return true;
+  }
+
+  /** The pods that could be members of a new group, found through the indexes. */
+  private *scopePods(group: GroupRecord): Iterable<Endpoint> {
+    const { spec } = group;
+    if (spec.ipBlock) {
+      yield* this.host.allPods();
+      return;
+    }
+    const namespaces =
+      spec.namespace !== undefined
+        ? [spec.namespace]
+        : [...(this.byNamespaceSelector.get(spec.namespaceSelector?.key ?? '')?.namespaces ?? [])];
+    for (const namespace of namespaces) {
+      const sets = spec.podSelector
+        ? this.host.podLabelSets.candidates(namespace, spec.podSelector)
+        : this.host.podLabelSets.all(namespace);
+      for (const set of sets) {
+        for (const id of set.members) {
+          const pod = this.host.pod(id);
+          if (pod) yield pod;
+        }
+      }
+    }
+  }
+
+  private indexGroup(group: GroupRecord): void {
+    const { spec } = group;
+    if (spec.ipBlock) this.addressGroups.add(group);
+    else if (spec.namespace !== undefined) addTo(this.byNamespace, spec.namespace, group);
+    else if (spec.namespaceSelector) {
+      let entry = this.byNamespaceSelector.get(spec.namespaceSelector.key);
+      if (!entry) {
+        entry = { selector: spec.namespaceSelector, groups: new Set(), namespaces: new Set() };
+        this.byNamespaceSelector.set(spec.namespaceSelector.key, entry);
+        for (const set of this.host.namespaceLabelSets.candidates('', spec.namespaceSelector)) {
+          if (!selectorMatches(spec.namespaceSelector, set.labels)) continue;
+          for (const namespace of set.members) {
+            entry.namespaces.add(namespace);
+            addTo(this.selectorsOfNamespace, namespace, entry);
+          }
+        }
+      }
+      entry.groups.add(group);
+    }
+  }
+
+  private unindexGroup(group: GroupRecord): void {
+    const { spec } = group;
+    if (spec.ipBlock) this.addressGroups.delete(group);
+    else if (spec.namespace !== undefined) this.byNamespace.get(spec.namespace)?.delete(group);
+    else if (spec.namespaceSelector) {
+      const entry = this.byNamespaceSelector.get(spec.namespaceSelector.key);
+      if (!entry) return;
+      entry.groups.delete(group);
+      if (entry.groups.size > 0) return;
+      this.byNamespaceSelector.delete(spec.namespaceSelector.key);
+      for (const namespace of entry.namespaces) this.selectorsOfNamespace.get(namespace)?.delete(entry);
+    }
+  }
+}
+
+/** Keeps, per group, how many members resolve its named port to each number. */
+function countPort(ports: Map<number, number>, port: number | undefined, delta: number): void {
+  if (port === undefined) return;
+  const next = (ports.get(port) ?? 0) + delta;
+  if (next > 0) ports.set(port, next);
+  else ports.delete(port);
+}
+
+function sameMember(a: GroupMember, b: GroupMember): boolean {
+  return (
+    a.port === b.port &&
+    a.ips.length === b.ips.length &&
+    a.ips.every((ip, i) => ip.family === b.ips[i]?.family && ip.value === b.ips[i]?.value)
+  );
+}
+
+function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(value);
+}

@@ -1,0 +1,84 @@
+/**
+ * Which policies select which pods, indexed both ways: one entry per distinct (namespace,
+ * podSelector) with the label sets it matches, and for each label set the entries matching it.
+ * A pod event touches only its namespace's selectors; a policy event only its own selector's
+ * candidate label sets.
+ */
+import { selectorMatches } from '../model/selector.ts';
+import type { LabelSelector } from '../model/types.ts';
+import type { LabelSetEntry, LabelSetIndex } from './label-sets.ts';
+
+export interface SubjectEntry {
+  readonly namespace: string;
+  readonly selector: LabelSelector;
+  /** Keys (`ns/name`) of the policies using this podSelector. */
+  readonly policies: Set<string>;
+  readonly sets: Set<LabelSetEntry>;
+}
+
+export class SubjectIndex {
+  private readonly entries = new Map<string, Map<string, SubjectEntry>>();
+  private readonly bySet = new Map<LabelSetEntry, Set<SubjectEntry>>();
+
+  constructor(private readonly labelSets: LabelSetIndex) {}
+
+  addPolicy(namespace: string, selector: LabelSelector, policy: string): SubjectEntry {
+    let inNamespace = this.entries.get(namespace);
+    if (!inNamespace) this.entries.set(namespace, (inNamespace = new Map()));
+    let entry = inNamespace.get(selector.key);
+    if (!entry) {
+      entry = { namespace, selector, policies: new Set(), sets: new Set() };
+      inNamespace.set(selector.key, entry);
+      for (const set of this.labelSets.candidates(namespace, selector)) {
+        if (selectorMatches(selector, set.labels)) this.link(entry, set);
+      }
+    }
+    entry.policies.add(policy);
+    return entry;
+  }
+
+  removePolicy(namespace: string, selector: LabelSelector, policy: string): void {
+    const inNamespace = this.entries.get(namespace);
+    const entry = inNamespace?.get(selector.key);
+    if (!inNamespace || !entry) return;
+    entry.policies.delete(policy);
+    if (entry.policies.size > 0) return;
+    inNamespace.delete(selector.key);
+    for (const set of entry.sets) this.bySet.get(set)?.delete(entry);
+  }
+
+  /** A label set appeared in a namespace: link it to the selectors that match it. */
+  labelSetCreated(set: LabelSetEntry): void {
+    for (const entry of this.entries.get(set.partition)?.values() ?? []) {
+      if (selectorMatches(entry.selector, set.labels)) this.link(entry, set);
+    }
+  }
+
+  labelSetDeleted(set: LabelSetEntry): void {
+    for (const entry of this.bySet.get(set) ?? []) entry.sets.delete(set);
+    this.bySet.delete(set);
+  }
+
+  /** Policy keys whose podSelector selects the given label set. */
+  policiesFor(set: LabelSetEntry | undefined): string[] {
+    if (!set) return [];
+    const result: string[] = [];
+    for (const entry of this.bySet.get(set) ?? []) result.push(...entry.policies);
+    return result;
+  }
+
+  /** Pod ids selected by a podSelector in a namespace. */
+  podsSelected(namespace: string, selector: LabelSelector): string[] {
+    const entry = this.entries.get(namespace)?.get(selector.key);
+    const result: string[] = [];
+    for (const set of entry?.sets ?? []) result.push(...set.members);
+    return result;
+  }
+
+  private link(entry: SubjectEntry, set: LabelSetEntry): void {
+    entry.sets.add(set);
+    let entries = this.bySet.get(set);
+    if (!entries) this.bySet.set(set, (entries = new Set()));
+    entries.add(entry);
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Contracts of the state layer: the revisioned store of namespaces, endpoints and policies, and
+ * address groups — the shared sets of pod addresses that policy peers select.
+ */
+import type { IpAddress } from '../net/ip.ts';
+import type { Cidr } from '../net/ip.ts';
+import type { Endpoint, LabelSelector, Namespace, NetworkPolicy, Protocol } from '../model/types.ts';
+
+/** What a group selects. Canonical: equal specs have equal keys (see `groupKey`). */
+export interface GroupSpec {
+  /** Pods of this namespace only (a peer without namespaceSelector). */
+  readonly namespace?: string;
+  /** Pods of every namespace this selects. */
+  readonly namespaceSelector?: LabelSelector;
+  /** Absent: every pod in scope. */
+  readonly podSelector?: LabelSelector;
+  /** Pods whose address lies in this block (named-port egress through an ipBlock or "anywhere"). */
+  readonly ipBlock?: { readonly cidr: readonly Cidr[] };
+  /** Only pods exposing this named port; members are partitioned by the number it resolves to. */
+  readonly namedPort?: { readonly name: string; readonly protocol: Protocol };
+}
+
+export interface GroupMember {
+  readonly pod: string;
+  readonly ips: readonly IpAddress[];
+  /** The number the group's named port resolves to for this pod, when the group has one. */
+  readonly port?: number;
+}
+
+export interface AddressGroup {
+  readonly key: string;
+  readonly spec: GroupSpec;
+  readonly members: ReadonlyMap<string, GroupMember>;
+  /** For named-port groups: how many members resolve the name to each port number. */
+  readonly ports: ReadonlyMap<number, number>;
+}
+
+/** Before and after of one object touched by a change. */
+export interface Touched<T> {
+  readonly before?: T;
+  readonly after?: T;
+}
+
+/** What one applied change did to the store, for the processor. */
+export interface StateDelta {
+  readonly revision: number;
+  readonly pods: readonly Touched<Endpoint>[];
+  readonly policies: readonly Touched<NetworkPolicy>[];
+  readonly namespaces: readonly Touched<Namespace>[];
+  /** Groups whose members (or their named-port numbers) changed. */
+  readonly groups: ReadonlySet<string>;
+  readonly resync: boolean;
+}
+
+/** Notified when a group gains, loses or changes a member. */
+export type GroupListener = (group: string, pod: string, change: 'added' | 'removed' | 'changed') => void;

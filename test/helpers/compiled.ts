@@ -1,0 +1,66 @@
+/**
+ * Helpers for testing compiled paths against the reference evaluator at packet level.
+ */
+import { formatIp, parseIp, type IpAddress } from '../../src/net/ip.ts';
+import type { Cluster, Endpoint, Protocol } from '../../src/model/types.ts';
+import { evaluate, indexCluster } from '../../src/semantics/index.ts';
+import type { Address } from '../../src/semantics/types.ts';
+import { EXTERNAL_IPS } from './arbitraries.ts';
+
+export interface ProbeAddress {
+  readonly ip: IpAddress;
+  readonly label: string;
+}
+
+/** Every pod address, every node address and the fixed outside addresses. */
+export function probeAddresses(cluster: Cluster): ProbeAddress[] {
+  const seen = new Map<string, ProbeAddress>();
+  const add = (ip: IpAddress, label: string): void => {
+    const key = `${ip.family}:${formatIp(ip)}`;
+    if (!seen.has(key)) seen.set(key, { ip, label });
+  };
+  for (const e of cluster.endpoints) for (const ip of e.ips) add(ip, `${e.id}@${formatIp(ip)}`);
+  for (const node of cluster.nodes.values())
+    for (const ip of node.addresses) add(ip, `node ${node.name}@${formatIp(ip)}`);
+  for (const text of EXTERNAL_IPS) {
+    const parsed = parseIp(text);
+    if (parsed.ok) add(parsed.value, text);
+  }
+  return [...seen.values()];
+}
+
+/**
+ * The reference verdict for a packet: addresses resolve to the pod that owns them; a node
+ * address stands for the node and for every host-network pod on it (a connection to it reaches
+ * whichever of them listens on the port, so it is allowed when any of them allows it).
+ */
+export function referenceAllows(
+  cluster: Cluster,
+  src: IpAddress,
+  dst: IpAddress,
+  protocol: Protocol,
+  port: number,
+): boolean {
+  const index = indexCluster(cluster);
+  const srcAddresses = addressesAt(cluster, src);
+  const dstAddresses = addressesAt(cluster, dst);
+  const srcAddress = srcAddresses[0] as Address;
+  return dstAddresses.some(
+    (dstAddress) =>
+      evaluate(index, { src: srcAddress, dst: dstAddress, protocol, port, family: src.family }).allowed,
+  );
+}
+
+function addressesAt(cluster: Cluster, ip: IpAddress): Address[] {
+  const same = (e: Endpoint): boolean => e.ips.some((a) => a.family === ip.family && a.value === ip.value);
+  const pod = cluster.endpoints.find((e) => !e.hostNetwork && same(e));
+  if (pod) return [{ kind: 'endpoint', endpoint: pod }];
+  const node = [...cluster.nodes.values()].find((n) =>
+    n.addresses.some((a) => a.family === ip.family && a.value === ip.value),
+  );
+  const hostPods = cluster.endpoints.filter((e) => e.hostNetwork && same(e));
+  return [
+    { kind: 'ip', ip, ...(node ? { node: node.name } : {}) },
+    ...hostPods.map((endpoint) => ({ kind: 'endpoint' as const, endpoint })),
+  ];
+}
