@@ -16,7 +16,7 @@ import {
   portSetOf,
   unionPorts,
   type PortSet,
-} from './port-set.ts';
+} from '../model/port-set.ts';
 import { gateSide } from './side-gate.ts';
 import type { Address, EvaluateOptions } from './types.ts';
 

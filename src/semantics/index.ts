@@ -24,5 +24,5 @@ export {
   unionPorts,
   type PortRange,
   type PortSet,
-} from './port-set.ts';
+} from '../model/port-set.ts';
 export type * from './types.ts';

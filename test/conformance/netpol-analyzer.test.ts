@@ -15,7 +15,7 @@ import { describe, it } from 'node:test';
 import { computeMatrix } from '../../src/analysis/matrix.ts';
 import { loadCluster } from '../../src/ingest/load.ts';
 import type { Cluster, Endpoint } from '../../src/model/types.ts';
-import { isAllPorts, isNoPorts, type PortSet } from '../../src/semantics/port-set.ts';
+import { isAllPorts, isNoPorts, type PortSet } from '../../src/model/port-set.ts';
 import type { LoadResult } from '../../src/ingest/types.ts';
 
 const ROOT = join(import.meta.dirname, '../../../shared/conformance/netpol-analyzer');

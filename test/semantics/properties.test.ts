@@ -10,7 +10,7 @@ import type { Cluster, Semantics } from '../../src/model/types.ts';
 import { allowedPorts } from '../../src/semantics/allowed-ports.ts';
 import { evaluate } from '../../src/semantics/evaluate.ts';
 import { indexCluster, selectingPolicies } from '../../src/semantics/match.ts';
-import { portSetHas } from '../../src/semantics/port-set.ts';
+import { portSetHas } from '../../src/model/port-set.ts';
 import type { Address } from '../../src/semantics/types.ts';
 import { parseIp } from '../../src/net/ip.ts';
 import { clusterArb, EXTERNAL_IPS, ruleArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';

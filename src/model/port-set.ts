@@ -2,7 +2,7 @@
  * Sets of (protocol, port) as sorted, disjoint, inclusive ranges per protocol. Used to answer
  * "which ports may A use to reach B" in one pass instead of 65,535 evaluations.
  */
-import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { PROTOCOLS, type Protocol } from './types.ts';
 
 export type PortRange = readonly [number, number];
 

@@ -1,0 +1,5 @@
+/**
+ * The pipeline's public entry.
+ */
+export { PolicyPipeline, type PipelineOptions } from './pipeline.ts';
+export type * from './types.ts';

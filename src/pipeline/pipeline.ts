@@ -1,0 +1,125 @@
+/**
+ * The compiled path wired together: the store, the processor deciding which pods are stale,
+ * the configurator computing their tables, and renderers realizing them in one transaction per
+ * batch of changes. Node-scoped like the agent when `node` is given: only that node's pods are
+ * compiled and rendered. This is wiring shared by the CLI, the agent and the benchmarks.
+ */
+import { policyKey, type Endpoint } from '../model/types.ts';
+import { Configurator, type PodTables } from '../configurator/index.ts';
+import { affectedPods, type Selections } from '../processor/index.ts';
+import { ClusterState, type StateDelta } from '../state/index.ts';
+import type { Renderer } from '../renderers/types.ts';
+import type { ApplyResult, PipelineChange } from './types.ts';
+
+export interface PipelineOptions {
+  /** Compile and render only this node's pods. */
+  readonly node?: string;
+  readonly renderers?: readonly Renderer[];
+}
+
+export class PolicyPipeline {
+  readonly state = new ClusterState();
+  private readonly configurator = new Configurator(this.state);
+  private readonly tables = new Map<string, PodTables>();
+  private readonly podPolicies = new Map<string, readonly string[]>();
+  private readonly policyPods = new Map<string, Set<string>>();
+  private readonly renderers: readonly Renderer[];
+
+  constructor(private readonly options: PipelineOptions = {}) {
+    this.renderers = options.renderers ?? [];
+  }
+
+  /** The last compiled tables of a pod (undefined: not compiled, e.g. another node's). */
+  tablesOf(pod: string): PodTables | undefined {
+    return this.tables.get(pod);
+  }
+
+  compiledPods(): IterableIterator<[string, PodTables]> {
+    return this.tables.entries();
+  }
+
+  /** Pods known but not compiled for lack of an address. */
+  postponed(): string[] {
+    return [...this.state.allPods()]
+      .filter((p) => this.inScope(p) && p.ips.length === 0 && !p.hostNetwork)
+      .map((p) => p.id);
+  }
+
+  apply(change: PipelineChange): ApplyResult {
+    return this.applyBatch([change]);
+  }
+
+  /** Applies changes to the store one by one, then recomputes and renders once. */
+  applyBatch(changes: readonly PipelineChange[]): ApplyResult {
+    const affected = new Set<string>();
+    let resync = false;
+    let revision = this.state.revision;
+    for (const change of changes) {
+      const delta = this.applyToState(change);
+      revision = delta.revision;
+      resync ||= delta.resync;
+      const selections: Selections = { podsOf: (policy) => this.policyPods.get(policy) ?? [] };
+      for (const id of affectedPods(this.state, delta, selections)) affected.add(id);
+      if (delta.resync) for (const id of this.tables.keys()) affected.add(id);
+    }
+    if (resync) this.configurator.clearMemo();
+    const txns = this.renderers.map((r) => ({ renderer: r, txn: r.newTxn({ resync }) }));
+    let compiled = 0;
+    for (const id of affected) {
+      const pod = this.state.pod(id);
+      const tables = pod && this.inScope(pod) ? this.configurator.compile(pod) : undefined;
+      this.record(id, pod, tables);
+      if (tables) compiled++;
+      for (const { txn } of txns) {
+        if (pod && this.inScope(pod) && !pod.hostNetwork)
+          txn.render({ id, ips: pod.ips, ...(pod.node ? { node: pod.node } : {}) }, tables);
+        else txn.render({ id, ips: [] }, undefined);
+      }
+    }
+    const results = new Map<string, unknown>();
+    for (const { renderer, txn } of txns) {
+      results.set(renderer.name, txn.changes());
+      txn.commit();
+    }
+    return { revision, affected: compiled, changes: results };
+  }
+
+  private inScope(pod: Endpoint): boolean {
+    return this.options.node === undefined || pod.node === this.options.node;
+  }
+
+  /** Remembers a pod's tables and which policies selected it (the processor's "before"). */
+  private record(id: string, pod: Endpoint | undefined, tables: PodTables | undefined): void {
+    for (const policy of this.podPolicies.get(id) ?? []) this.policyPods.get(policy)?.delete(id);
+    this.podPolicies.delete(id);
+    this.tables.delete(id);
+    if (!pod || !tables || !this.inScope(pod)) return;
+    this.tables.set(id, tables);
+    const policies = this.state.policiesSelecting(pod).map(policyKey);
+    this.podPolicies.set(id, policies);
+    for (const policy of policies) {
+      let pods = this.policyPods.get(policy);
+      if (!pods) this.policyPods.set(policy, (pods = new Set()));
+      pods.add(id);
+    }
+  }
+
+  private applyToState(change: PipelineChange): StateDelta {
+    switch (change.type) {
+      case 'resync':
+        return this.state.resync(change.cluster);
+      case 'upsert-namespace':
+        return this.state.upsertNamespace(change.namespace);
+      case 'delete-namespace':
+        return this.state.deleteNamespace(change.name);
+      case 'upsert-pod':
+        return this.state.upsertPod(change.pod);
+      case 'delete-pod':
+        return this.state.deletePod(change.id);
+      case 'upsert-policy':
+        return this.state.upsertPolicy(change.policy);
+      case 'delete-policy':
+        return this.state.deletePolicy(change.key);
+    }
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * The renderer cache: remembers what was last realized for one node (known pods, their local
+ * tables, the global table) and, for a transaction, computes the new state and only the
+ * difference — tables added or removed (shared by content), pods rebound, the global table
+ * replaced. Local tables are combined towards one side (CombineRules) and the global table is
+ * built from the other (BuildGlobalTable), per the seed.
+ */
+import type { RuleTable } from '../../model/rule.ts';
+import type { GroupLookup, PodTables } from '../../configurator/index.ts';
+import type { RenderedPod, Renderer, RendererTxn } from '../types.ts';
+import type { Rule } from '../../model/rule.ts';
+import { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
+
+export interface CacheOptions {
+  /** The side local tables are combined to (ACL: ingress; VPPTCP: egress). */
+  readonly side: Side;
+  readonly groups: GroupLookup;
+}
+
+export interface CacheChanges {
+  /** Local tables that appear in this transaction (by content id). */
+  readonly addedTables: readonly RuleTable[];
+  /** Ids of local tables no pod uses any more. */
+  readonly removedTables: readonly string[];
+  /** Pods whose local table changed (undefined: the pod is gone). */
+  readonly rebound: readonly { readonly pod: string; readonly before?: string; readonly after?: string }[];
+  /** Set when the global table changes. */
+  readonly global?: { readonly before?: string; readonly after: RuleTable };
+}
+
+export interface CacheSnapshot {
+  readonly pods: ReadonlyMap<string, KnownPod>;
+  /** CombineRules' additions per (target, other) pair, kept so a change recomputes only its pairs. */
+  readonly pairs: ReadonlyMap<string, ReadonlyMap<string, readonly Rule[]>>;
+  readonly binding: ReadonlyMap<string, string>;
+  readonly tables: ReadonlyMap<string, RuleTable>;
+  readonly global: RuleTable;
+}
+
+export class RendererCache implements Renderer<CacheChanges> {
+  readonly name = 'cache';
+  private current: CacheSnapshot;
+
+  constructor(private readonly options: CacheOptions) {
+    this.current = {
+      pods: new Map(),
+      pairs: new Map(),
+      binding: new Map(),
+      tables: new Map(),
+      global: buildGlobalTable([], options.side),
+    };
+  }
+
+  get snapshot(): CacheSnapshot {
+    return this.current;
+  }
+
+  localTable(pod: string): RuleTable | undefined {
+    const id = this.current.binding.get(pod);
+    return id === undefined ? undefined : this.current.tables.get(id);
+  }
+
+  newTxn(options: { readonly resync: boolean }): RendererTxn<CacheChanges> {
+    const pending = new Map<string, { pod: RenderedPod; tables: PodTables | undefined }>();
+    let computed: { snapshot: CacheSnapshot; changes: CacheChanges } | undefined;
+    const compute = (): { snapshot: CacheSnapshot; changes: CacheChanges } => {
+      computed ??= this.compute(pending, options.resync);
+      return computed;
+    };
+    return {
+      render: (pod, tables) => {
+        pending.set(pod.id, { pod, tables });
+        computed = undefined;
+      },
+      changes: () => compute().changes,
+      commit: () => {
+        this.current = compute().snapshot;
+      },
+    };
+  }
+
+  private compute(
+    pending: ReadonlyMap<string, { pod: RenderedPod; tables: PodTables | undefined }>,
+    resync: boolean,
+  ): { snapshot: CacheSnapshot; changes: CacheChanges } {
+    const pods = new Map(resync ? [] : this.current.pods);
+    for (const [id, { pod, tables }] of pending) {
+      // A pod without an address cannot be policed: it is not known until it has one.
+      if (tables === undefined || pod.ips.length === 0) pods.delete(id);
+      else pods.set(id, { pod, tables });
+    }
+    const known = [...pods.values()];
+    // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
+    const changed = resync ? new Set(pods.keys()) : new Set(pending.keys());
+    const pairs = new Map<string, Map<string, readonly Rule[]>>();
+    const binding = new Map<string, string>();
+    const tables = new Map<string, RuleTable>();
+    for (const target of known) {
+      const id = target.pod.id;
+      const previous = this.current.pairs.get(id);
+      const mine = new Map<string, readonly Rule[]>();
+      let dirty = changed.has(id) || !previous;
+      for (const other of known) {
+        const reused =
+          !changed.has(id) && !changed.has(other.pod.id) ? previous?.get(other.pod.id) : undefined;
+        const rules = reused ?? pairRules(target, other, this.options.side, this.options.groups);
+        if (!reused && !sameRules(rules, previous?.get(other.pod.id))) dirty = true;
+        if (rules.length) mine.set(other.pod.id, rules);
+      }
+      if (previous) for (const other of previous.keys()) if (!pods.has(other)) dirty = true;
+      pairs.set(id, mine);
+      const before = this.current.binding.get(id);
+      const table = !dirty && before ? this.current.tables.get(before) : undefined;
+      const next = table ?? combinedTable(target, [...mine.values()].flat(), this.options.side);
+      const shared = tables.get(next.id) ?? this.current.tables.get(next.id) ?? next;
+      tables.set(shared.id, shared);
+      binding.set(id, shared.id);
+    }
+    const built = buildGlobalTable(known, this.options.side);
+    const global = built.id === this.current.global.id ? this.current.global : built;
+    const rebound: { pod: string; before?: string; after?: string }[] = [];
+    for (const id of new Set([...this.current.binding.keys(), ...binding.keys()])) {
+      const before = this.current.binding.get(id);
+      const after = binding.get(id);
+      if (before !== after)
+        rebound.push({ pod: id, ...(before ? { before } : {}), ...(after ? { after } : {}) });
+    }
+    const changes: CacheChanges = {
+      addedTables: [...tables.values()].filter((t) => !this.current.tables.has(t.id)),
+      removedTables: [...this.current.tables.keys()].filter((id) => !tables.has(id)),
+      rebound,
+      ...(global.id !== this.current.global.id
+        ? { global: { before: this.current.global.id, after: global } }
+        : {}),
+    };
+    return { snapshot: { pods, pairs, binding, tables, global }, changes };
+  }
+}
+
+function sameRules(a: readonly Rule[], b: readonly Rule[] | undefined): boolean {
+  if (!b) return a.length === 0;
+  return (
+    a.length === b.length &&
+    a.every((rule, i) => JSON.stringify(rule, replacer) === JSON.stringify(b[i], replacer))
+  );
+}
+
+/** JSON for rules holding bigints (CIDR bases). */
+function replacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString(16) : value;
+}
