@@ -3,10 +3,12 @@
  * several times and reports the median, so one slow run does not mislead.
  */
 import { cpus } from 'node:os';
+import { compileBenchmark } from './compile.bench.ts';
 import { matrixBenchmark } from './matrix.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
+  compile: compileBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

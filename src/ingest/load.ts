@@ -49,6 +49,39 @@ export function loadFromTexts(files: readonly InputFile[], semantics: Semantics 
   return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };
 }
 
+/**
+ * Same as loadFromTexts for objects already parsed (generated clusters, API lists): validated
+ * and decoded the same way; diagnostics name `source` and the object's index, without lines.
+ */
+export function loadFromObjects(
+  objects: readonly unknown[],
+  source = '<objects>',
+  semantics: Semantics = 'v1',
+): LoadResult {
+  const rawObjects: RawObject[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const decoded: IdentifiedObject[] = [];
+  const nowhere = { file: source, line: 0, column: 0 };
+  const locator = { valueAt: () => nowhere, keyAt: () => nowhere };
+  objects.forEach((value, index) => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      diagnostics.push(
+        makeDiagnostic('NOT_AN_OBJECT', `object ${index} is not a Kubernetes object`, nowhere),
+      );
+      return;
+    }
+    const raw: RawObject = { value, file: source, basePath: [], locator };
+    rawObjects.push(raw);
+    const outcome = decodeObject(raw);
+    diagnostics.push(...outcome.diagnostics);
+    if (outcome.object && outcome.identity)
+      decoded.push({ identity: outcome.identity, object: outcome.object });
+  });
+  const built = buildCluster(decoded);
+  diagnostics.push(...built.diagnostics, ...semanticsDiagnostics(built.cluster, semantics));
+  return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };
+}
+
 function semanticsDiagnostics(cluster: Cluster, semantics: Semantics): Diagnostic[] {
   const result: Diagnostic[] = [];
   if (semantics === 'v1') {
