@@ -1,15 +1,24 @@
 /**
  * From a pod's policies to its rule tables: one expansion over peers × ports (the seed's
- * GenerateRules), permit rules followed by one deny-the-rest. Named ports resolve against the
- * destination: on ingress that is the pod itself; on egress each destination group is split
- * into partitions by the number the name resolves to. Tables are memoized by what they depend
- * on (the policies, the pod's named ports, the partitions' port numbers), so pods with equal
- * inputs share one table object and one computation.
+ * GenerateRules; see the state's policy templates), permit rules followed by one deny-the-rest.
+ * Named ports resolve against the destination: on ingress that is the pod itself; on egress each
+ * destination group is split into partitions by the number the name resolves to.
+ *
+ * Tables are memoized by what they depend on — the selecting policy objects (a key shared by
+ * every pod with the same label set), the pod's named ports (ingress) and the groups' port
+ * numbers (egress) — so pods with equal inputs share one computation and one table object.
  */
-import { ANY_NET, type NetRef, type Rule, type RuleTable } from '../model/rule.ts';
-import { policyKey, type Endpoint, type NetworkPolicy, type PolicyPort } from '../model/types.ts';
-import { groupKey, ruleNets, rulePorts, type ClusterState, type PeerNet } from '../state/index.ts';
-import { canonicalTable } from './table-id.ts';
+import {
+  ANY_NET,
+  prepareRule,
+  type NetRef,
+  type PreparedRule,
+  type Rule,
+  type RuleTable,
+} from '../model/rule.ts';
+import type { Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
+import { policyTemplates, type ClusterState, type RuleTemplate } from '../state/index.ts';
+import { canonicalTableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, type PodTables } from './types.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -17,27 +26,29 @@ type Direction = 'ingress' | 'egress';
 /** Memoized tables kept before the memo is dropped and rebuilt (bounds memory under churn). */
 const MAX_MEMO_ENTRIES = 250_000;
 
+const DENY_REST = prepareRule({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET });
+
 export class Configurator {
-  private readonly memo = new Map<string, RuleTable>();
+  private readonly memo = new Map<string, Map<string, RuleTable>>();
+  private memoSize = 0;
   private readonly interned = new Map<string, RuleTable>();
-  private readonly objectIds = new WeakMap<NetworkPolicy, number>();
-  private nextObjectId = 0;
+  /** Pod-independent rules of each template (every template except named ports). */
+  private readonly fixedRules = new WeakMap<RuleTemplate, readonly PreparedRule[]>();
 
   constructor(private readonly state: ClusterState) {}
 
   /** The pod's tables; a pod without an address gets none (it is postponed). */
   compile(pod: Endpoint): PodTables {
     if (pod.ips.length === 0 || pod.hostNetwork) return {};
-    const policies = this.state.policiesSelecting(pod);
-    const ingress = this.table(
-      pod,
-      'ingress',
-      policies.filter((p) => p.affectsIngress),
-    );
+    const selection = this.state.selection(pod);
+    const portsKey = pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
+    const ingress = this.table(pod, 'ingress', selection.ingress, selection.ingressKey, portsKey);
     const egress = this.table(
       pod,
       'egress',
-      policies.filter((p) => p.affectsEgress),
+      selection.egress,
+      selection.egressKey,
+      String(this.state.partitionVersion),
     );
     return { ...(ingress ? { ingress } : {}), ...(egress ? { egress } : {}) };
   }
@@ -46,88 +57,75 @@ export class Configurator {
   clearMemo(): void {
     this.memo.clear();
     this.interned.clear();
+    this.memoSize = 0;
   }
 
   private table(
     pod: Endpoint,
     direction: Direction,
     policies: readonly NetworkPolicy[],
+    policiesKey: string,
+    variant: string,
   ): RuleTable | undefined {
     if (policies.length === 0) return undefined;
-    const signature = this.signature(pod, direction, policies);
-    const cached = this.memo.get(signature);
+    const key = `${direction}|${policiesKey}`;
+    const cached = this.memo.get(key)?.get(variant);
     if (cached) return cached;
-    const rules: Rule[] = [];
+    const prepared: PreparedRule[] = [DENY_REST];
     for (const policy of policies) {
-      for (const rule of direction === 'ingress' ? policy.ingress : policy.egress) {
-        for (const port of rulePorts(rule)) {
-          for (const net of ruleNets(policy, direction, rule, port))
-            rules.push(...this.expand(pod, direction, net, port));
-        }
-      }
+      const templates = policyTemplates(policy)[direction];
+      for (const template of templates) prepared.push(...this.rules(pod, direction, template));
     }
-    rules.push({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET });
-    if (this.memo.size >= MAX_MEMO_ENTRIES) {
-      this.memo.clear();
-      this.interned.clear();
-    }
+    if (this.memoSize >= MAX_MEMO_ENTRIES) this.clearMemo();
     // Different inputs can still give equal rules: one object per distinct table.
-    const computed = canonicalTable(rules);
+    const computed = canonicalTableOf(prepared);
     const table = this.interned.get(computed.id) ?? computed;
     this.interned.set(table.id, table);
-    this.memo.set(signature, table);
+    let variants = this.memo.get(key);
+    if (!variants) this.memo.set(key, (variants = new Map()));
+    variants.set(variant, table);
+    this.memoSize++;
     return table;
   }
 
-  /** Rules for one net and one port entry. */
-  private expand(pod: Endpoint, direction: Direction, net: PeerNet, port: PolicyPort | undefined): Rule[] {
-    const permit = (ref: NetRef, protocol: Rule['protocol'], range?: readonly [number, number]): Rule => ({
-      action: 'permit',
-      protocol,
-      src: direction === 'ingress' ? ref : ANY_NET,
-      dst: direction === 'egress' ? ref : ANY_NET,
-      ...(range ? { dstPorts: range } : {}),
-    });
-    const ref: NetRef =
-      net.kind === 'group'
-        ? { kind: 'group', group: groupKey(net.spec) }
-        : net.kind === 'cidr'
-          ? net
-          : ANY_NET;
-    if (!port) return [permit(ref, 'ANY')];
-    if (port.port === undefined) return [permit(ref, port.protocol)];
-    if (typeof port.port === 'number')
-      return [permit(ref, port.protocol, [port.port, port.endPort ?? port.port])];
+  /** Rules for one template: cached unless its port is named. */
+  private rules(pod: Endpoint, direction: Direction, template: RuleTemplate): readonly PreparedRule[] {
+    const { net, port } = template;
+    if (typeof port?.port !== 'string') {
+      let fixed = this.fixedRules.get(template);
+      if (!fixed) this.fixedRules.set(template, (fixed = [prepareRule(permit(direction, net, port))]));
+      return fixed;
+    }
+    const name = port.port;
     if (direction === 'ingress') {
-      const resolved = pod.ports.find((p) => p.name === port.port && p.protocol === port.protocol)?.port;
-      return resolved === undefined ? [] : [permit(ref, port.protocol, [resolved, resolved])];
+      const resolved = pod.ports.find((p) => p.name === name && p.protocol === port.protocol)?.port;
+      return resolved === undefined ? [] : [prepareRule(permit(direction, net, port, [resolved, resolved]))];
     }
     // Egress named port: one rule per partition of the destination group.
-    if (ref.kind !== 'group') return [];
-    const numbers = [...(this.state.group(ref.group)?.ports.keys() ?? [])];
+    if (net.kind !== 'group') return [];
+    const numbers = [...(this.state.group(net.group)?.ports.keys() ?? [])];
     return numbers.map((n) =>
-      permit({ kind: 'group', group: `${ref.group}${PARTITION_SEPARATOR}${n}` }, port.protocol, [n, n]),
+      prepareRule(
+        permit(direction, { kind: 'group', group: `${net.group}${PARTITION_SEPARATOR}${n}` }, port, [n, n]),
+      ),
     );
   }
+}
 
-  /** Everything a table depends on, as a string. */
-  private signature(pod: Endpoint, direction: Direction, policies: readonly NetworkPolicy[]): string {
-    const parts = policies.map((p) => `${policyKey(p)}#${this.objectId(p)}`).sort();
-    if (direction === 'ingress') {
-      parts.push(`ports:${pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')}`);
-    } else {
-      for (const key of new Set(policies.flatMap((p) => this.state.groupsOfPolicy(policyKey(p))))) {
-        const group = this.state.group(key);
-        if (group?.spec.namedPort)
-          parts.push(`${key}:${[...group.ports.keys()].sort((a, b) => a - b).join(',')}`);
-      }
-    }
-    return `${direction}|${parts.join('|')}`;
-  }
-
-  private objectId(policy: NetworkPolicy): number {
-    let id = this.objectIds.get(policy);
-    if (id === undefined) this.objectIds.set(policy, (id = this.nextObjectId++));
-    return id;
-  }
+function permit(
+  direction: Direction,
+  net: NetRef,
+  port: PolicyPort | undefined,
+  resolved?: readonly [number, number],
+): Rule {
+  const range =
+    resolved ??
+    (typeof port?.port === 'number' ? ([port.port, port.endPort ?? port.port] as const) : undefined);
+  return {
+    action: 'permit',
+    protocol: port?.protocol ?? 'ANY',
+    src: direction === 'ingress' ? net : ANY_NET,
+    dst: direction === 'egress' ? net : ANY_NET,
+    ...(range ? { dstPorts: range } : {}),
+  };
 }

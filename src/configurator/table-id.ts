@@ -3,17 +3,23 @@
  * by a hash of their text, so equal policy sets give byte-identical tables that pods share.
  */
 import { createHash } from 'node:crypto';
-import { compareRules, ruleText, type Rule, type RuleTable } from '../model/rule.ts';
+import { prepareRule, type PreparedRule, type Rule, type RuleTable } from '../model/rule.ts';
 
 export function canonicalTable(rules: readonly Rule[]): RuleTable {
-  const sorted = [...rules].sort(compareRules);
-  const unique: Rule[] = [];
-  const texts: string[] = [];
-  for (const rule of sorted) {
-    const text = ruleText(rule);
-    if (text === texts[texts.length - 1]) continue;
-    unique.push(rule);
-    texts.push(text);
+  return canonicalTableOf(rules.map(prepareRule));
+}
+
+/** The same for rules already prepared (text and sort key computed once and reused). */
+export function canonicalTableOf(prepared: readonly PreparedRule[]): RuleTable {
+  const sorted = [...prepared].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const rules: Rule[] = [];
+  const hash = createHash('sha256');
+  let previous = '';
+  for (const { rule, text } of sorted) {
+    if (text === previous) continue;
+    rules.push(rule);
+    hash.update(text).update('\n');
+    previous = text;
   }
-  return { id: createHash('sha256').update(texts.join('\n')).digest('hex').slice(0, 16), rules: unique };
+  return { id: hash.digest('hex').slice(0, 16), rules };
 }

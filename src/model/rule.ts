@@ -101,3 +101,29 @@ export function compareRules(a: Rule, b: Rule): number {
     (a.action === b.action ? 0 : a.action === 'permit' ? -1 : 1)
   );
 }
+
+/** A rule with its canonical text and a sort key whose string order is `compareRules` order. */
+export interface PreparedRule {
+  readonly rule: Rule;
+  readonly text: string;
+  readonly key: string;
+}
+
+const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+
+function netKey(net: NetRef): string {
+  const [rank, kind, text] = netRank(net);
+  // Text is terminated by \u0000 so that a prefix sorts before its extensions, as in compareNet.
+  return `${pad(rank, 3)}${kind}${text}\u0000`;
+}
+
+export function prepareRule(rule: Rule): PreparedRule {
+  const key =
+    netKey(rule.src) +
+    netKey(rule.dst) +
+    PROTOCOL_RANK[rule.protocol] +
+    pad(portSpan(rule), 5) +
+    pad(rule.dstPorts?.[0] ?? 0, 5) +
+    (rule.action === 'permit' ? '0' : '1');
+  return { rule, text: ruleText(rule), key };
+}

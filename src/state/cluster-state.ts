@@ -22,8 +22,22 @@ import { policyGroupSpecs } from './policy-groups.ts';
 import { SubjectIndex } from './subjects.ts';
 import type { AddressGroup, StateDelta, Touched } from './types.ts';
 
+/** A pod's selecting policies, per direction, with stable keys for memoization. */
+export interface Selection {
+  readonly all: readonly NetworkPolicy[];
+  readonly ingress: readonly NetworkPolicy[];
+  readonly egress: readonly NetworkPolicy[];
+  readonly ingressKey: string;
+  readonly egressKey: string;
+}
+
+const EMPTY_SELECTION: Selection = { all: [], ingress: [], egress: [], ingressKey: '', egressKey: '' };
+
 export class ClusterState {
   private revisionCounter = 0;
+  private readonly selections = new WeakMap<readonly string[], Selection>();
+  private readonly objectIds = new WeakMap<NetworkPolicy, number>();
+  private nextObjectId = 0;
   private readonly namespaces = new Map<string, Namespace>();
   private readonly pods = new Map<string, Endpoint>();
   private readonly policies = new Map<string, NetworkPolicy>();
@@ -87,10 +101,44 @@ export class ClusterState {
   }
 
   /** Policies (any direction) in the pod's namespace whose podSelector selects it. */
-  policiesSelecting(pod: Endpoint): NetworkPolicy[] {
-    if (pod.hostNetwork) return [];
+  policiesSelecting(pod: Endpoint): readonly NetworkPolicy[] {
+    return this.selection(pod).all;
+  }
+
+  /**
+   * The pod's policies per direction with keys naming exactly those policy objects; shared by
+   * every pod with the same label set until that set's selection changes.
+   */
+  selection(pod: Endpoint): Selection {
+    if (pod.hostNetwork) return EMPTY_SELECTION;
     const keys = this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels));
-    return keys.map((k) => this.policies.get(k)).filter((p): p is NetworkPolicy => p !== undefined);
+    const cached = this.selections.get(keys);
+    if (cached) return cached;
+    const all = keys.map((k) => this.policies.get(k)).filter((p): p is NetworkPolicy => p !== undefined);
+    const keyOf = (list: readonly NetworkPolicy[]): string =>
+      list.map((p) => `${policyKey(p)}#${this.objectId(p)}`).join('|');
+    const ingress = all.filter((p) => p.affectsIngress);
+    const egress = all.filter((p) => p.affectsEgress);
+    const selection: Selection = {
+      all,
+      ingress,
+      egress,
+      ingressKey: keyOf(ingress),
+      egressKey: keyOf(egress),
+    };
+    this.selections.set(keys, selection);
+    return selection;
+  }
+
+  /** Changes whenever a named-port group gains or loses a port number. */
+  get partitionVersion(): number {
+    return this.groups.partitionVersion;
+  }
+
+  private objectId(policy: NetworkPolicy): number {
+    let id = this.objectIds.get(policy);
+    if (id === undefined) this.objectIds.set(policy, (id = this.nextObjectId++));
+    return id;
   }
 
   /** Pod ids a policy's podSelector selects (host-network pods excluded). */

@@ -35,6 +35,8 @@ interface NamespaceSelectorEntry {
 }
 
 export class GroupIndex {
+  /** Bumped whenever some named-port group gains or loses a port number (tables depend on those). */
+  partitionVersion = 0;
   private readonly groups = new Map<string, GroupRecord>();
   private readonly byNamespace = new Map<string, Set<GroupRecord>>();
   private readonly byNamespaceSelector = new Map<string, NamespaceSelectorEntry>();
@@ -135,7 +137,7 @@ export class GroupIndex {
     if (!verdict.admitted || !pod) {
       if (!current) return false;
       group.members.delete(id);
-      countPort(group.ports, current.port, -1);
+      if (countPort(group.ports, current.port, -1)) this.partitionVersion++;
       return true;
     }
     const ips = group.spec.ipBlock
@@ -147,8 +149,9 @@ export class GroupIndex {
       ...(verdict.port !== undefined ? { port: verdict.port } : {}),
     };
     if (current && sameMember(current, member)) return false;
-    countPort(group.ports, current?.port, -1);
-    countPort(group.ports, member.port, 1);
+    const removed = countPort(group.ports, current?.port, -1);
+    const added = countPort(group.ports, member.port, 1);
+    if (removed || added) this.partitionVersion++;
     group.members.set(id, member);
     return true;
   }
@@ -214,11 +217,13 @@ export class GroupIndex {
 }
 
 /** Keeps, per group, how many members resolve its named port to each number. */
-function countPort(ports: Map<number, number>, port: number | undefined, delta: number): void {
-  if (port === undefined) return;
-  const next = (ports.get(port) ?? 0) + delta;
+function countPort(ports: Map<number, number>, port: number | undefined, delta: number): boolean {
+  if (port === undefined) return false;
+  const before = ports.get(port) ?? 0;
+  const next = before + delta;
   if (next > 0) ports.set(port, next);
   else ports.delete(port);
+  return (before === 0) !== next <= 0;
 }
 
 function sameMember(a: GroupMember, b: GroupMember): boolean {

@@ -7,6 +7,7 @@
  */
 import { parseCidr, type Cidr } from '../net/ip.ts';
 import { subtractCidrs } from '../net/subtract.ts';
+import { ANY_NET, type NetRef } from '../model/rule.ts';
 import type { NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import { groupKey } from './group-key.ts';
 import type { GroupSpec } from './types.ts';
@@ -62,19 +63,57 @@ export function rulePorts(rule: PolicyRule): (PolicyPort | undefined)[] {
   return rule.ports === undefined || rule.ports.length === 0 ? [undefined] : [...rule.ports];
 }
 
-/** Every group a policy's tables will reference, de-duplicated. */
-export function policyGroupSpecs(policy: NetworkPolicy): GroupSpec[] {
-  const specs = new Map<string, GroupSpec>();
-  const visit = (direction: 'ingress' | 'egress', rules: readonly PolicyRule[], active: boolean): void => {
-    if (!active) return;
+/** One (net, port entry) pair of a policy's expansion, with the group key computed once. */
+export interface RuleTemplate {
+  readonly net: NetRef;
+  readonly port: PolicyPort | undefined;
+}
+
+export interface PolicyTemplates {
+  readonly ingress: readonly RuleTemplate[];
+  readonly egress: readonly RuleTemplate[];
+  /** Every group the templates reference, de-duplicated. */
+  readonly groups: readonly GroupSpec[];
+}
+
+/** Policies are immutable, so their expansion is computed once per object. */
+const templates = new WeakMap<NetworkPolicy, PolicyTemplates>();
+
+/** The expansion over peers × ports of a policy's active directions. */
+export function policyTemplates(policy: NetworkPolicy): PolicyTemplates {
+  const cached = templates.get(policy);
+  if (cached) return cached;
+  const groups = new Map<string, GroupSpec>();
+  const expand = (
+    direction: 'ingress' | 'egress',
+    rules: readonly PolicyRule[],
+    active: boolean,
+  ): RuleTemplate[] => {
+    if (!active) return [];
+    const result: RuleTemplate[] = [];
     for (const rule of rules) {
       for (const port of rulePorts(rule)) {
-        for (const net of ruleNets(policy, direction, rule, port))
-          if (net.kind === 'group') specs.set(groupKey(net.spec), net.spec);
+        for (const net of ruleNets(policy, direction, rule, port)) {
+          if (net.kind === 'group') {
+            const key = groupKey(net.spec);
+            groups.set(key, net.spec);
+            result.push({ net: { kind: 'group', group: key }, port });
+          } else result.push({ net: net.kind === 'cidr' ? net : ANY_NET, port });
+        }
       }
     }
+    return result;
   };
-  visit('ingress', policy.ingress, policy.affectsIngress);
-  visit('egress', policy.egress, policy.affectsEgress);
-  return [...specs.values()];
+  const result: PolicyTemplates = {
+    ingress: expand('ingress', policy.ingress, policy.affectsIngress),
+    egress: expand('egress', policy.egress, policy.affectsEgress),
+    groups: [...groups.values()],
+  };
+  templates.set(policy, result);
+  return result;
+}
+
+/** Every group a policy's tables will reference, de-duplicated. */
+export function policyGroupSpecs(policy: NetworkPolicy): readonly GroupSpec[] {
+  return policyTemplates(policy).groups;
 }

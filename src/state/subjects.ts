@@ -19,6 +19,8 @@ export interface SubjectEntry {
 export class SubjectIndex {
   private readonly entries = new Map<string, Map<string, SubjectEntry>>();
   private readonly bySet = new Map<LabelSetEntry, Set<SubjectEntry>>();
+  /** Policy keys per label set, kept until a link or a policy of the set changes. */
+  private readonly selection = new Map<LabelSetEntry, readonly string[]>();
 
   constructor(private readonly labelSets: LabelSetIndex) {}
 
@@ -34,6 +36,7 @@ export class SubjectIndex {
       }
     }
     entry.policies.add(policy);
+    this.invalidate(entry);
     return entry;
   }
 
@@ -42,9 +45,13 @@ export class SubjectIndex {
     const entry = inNamespace?.get(selector.key);
     if (!inNamespace || !entry) return;
     entry.policies.delete(policy);
+    this.invalidate(entry);
     if (entry.policies.size > 0) return;
     inNamespace.delete(selector.key);
-    for (const set of entry.sets) this.bySet.get(set)?.delete(entry);
+    for (const set of entry.sets) {
+      this.bySet.get(set)?.delete(entry);
+      this.selection.delete(set);
+    }
   }
 
   /** A label set appeared in a namespace: link it to the selectors that match it. */
@@ -57,13 +64,21 @@ export class SubjectIndex {
   labelSetDeleted(set: LabelSetEntry): void {
     for (const entry of this.bySet.get(set) ?? []) entry.sets.delete(set);
     this.bySet.delete(set);
+    this.selection.delete(set);
   }
 
-  /** Policy keys whose podSelector selects the given label set. */
-  policiesFor(set: LabelSetEntry | undefined): string[] {
+  /**
+   * Policy keys whose podSelector selects the given label set, sorted. The same array object is
+   * returned until the selection changes, so callers may cache what they derive from it.
+   */
+  policiesFor(set: LabelSetEntry | undefined): readonly string[] {
     if (!set) return [];
+    const cached = this.selection.get(set);
+    if (cached) return cached;
     const result: string[] = [];
     for (const entry of this.bySet.get(set) ?? []) result.push(...entry.policies);
+    result.sort();
+    this.selection.set(set, result);
     return result;
   }
 
@@ -75,7 +90,12 @@ export class SubjectIndex {
     return result;
   }
 
+  private invalidate(entry: SubjectEntry): void {
+    for (const set of entry.sets) this.selection.delete(set);
+  }
+
   private link(entry: SubjectEntry, set: LabelSetEntry): void {
+    this.selection.delete(set);
     entry.sets.add(set);
     let entries = this.bySet.get(set);
     if (!entries) this.bySet.set(set, (entries = new Set()));
