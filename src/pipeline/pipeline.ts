@@ -4,9 +4,9 @@
  * batch of changes. Node-scoped like the agent when `node` is given: only that node's pods are
  * compiled and rendered. This is wiring shared by the CLI, the agent and the benchmarks.
  */
-import { policyKey, type Endpoint } from '../model/types.ts';
+import type { Endpoint } from '../model/types.ts';
 import { Configurator, type PodTables } from '../configurator/index.ts';
-import { affectedPods, type Selections } from '../processor/index.ts';
+import { affectedPods } from '../processor/index.ts';
 import { ClusterState, type StateDelta } from '../state/index.ts';
 import type { Renderer } from '../renderers/types.ts';
 import type { ApplyResult, PipelineChange } from './types.ts';
@@ -21,8 +21,6 @@ export class PolicyPipeline {
   readonly state = new ClusterState();
   private readonly configurator = new Configurator(this.state);
   private readonly tables = new Map<string, PodTables>();
-  private readonly podPolicies = new Map<string, readonly string[]>();
-  private readonly policyPods = new Map<string, Set<string>>();
   private readonly renderers: readonly Renderer[];
 
   constructor(private readonly options: PipelineOptions = {}) {
@@ -52,14 +50,15 @@ export class PolicyPipeline {
   /** Applies changes to the store one by one, then recomputes and renders once. */
   applyBatch(changes: readonly PipelineChange[]): ApplyResult {
     const affected = new Set<string>();
+    const groups = new Set<string>();
     let resync = false;
     let revision = this.state.revision;
     for (const change of changes) {
       const delta = this.applyToState(change);
       revision = delta.revision;
       resync ||= delta.resync;
-      const selections: Selections = { podsOf: (policy) => this.policyPods.get(policy) ?? [] };
-      for (const id of affectedPods(this.state, delta, selections)) affected.add(id);
+      for (const id of affectedPods(this.state, delta)) affected.add(id);
+      for (const group of delta.groups) groups.add(group);
       if (delta.resync) for (const id of this.tables.keys()) affected.add(id);
     }
     if (resync) this.configurator.clearMemo();
@@ -76,6 +75,7 @@ export class PolicyPipeline {
         else txn.render({ id, ips: [] }, undefined);
       }
     }
+    for (const { txn } of txns) if (groups.size > 0) txn.groupsChanged?.(groups);
     const results = new Map<string, unknown>();
     for (const { renderer, txn } of txns) {
       results.set(renderer.name, txn.changes());
@@ -88,20 +88,10 @@ export class PolicyPipeline {
     return this.options.node === undefined || pod.node === this.options.node;
   }
 
-  /** Remembers a pod's tables and which policies selected it (the processor's "before"). */
+  /** Remembers a pod's last compiled tables. */
   private record(id: string, pod: Endpoint | undefined, tables: PodTables | undefined): void {
-    for (const policy of this.podPolicies.get(id) ?? []) this.policyPods.get(policy)?.delete(id);
-    this.podPolicies.delete(id);
-    this.tables.delete(id);
-    if (!pod || !tables || !this.inScope(pod)) return;
-    this.tables.set(id, tables);
-    const policies = this.state.policiesSelecting(pod).map(policyKey);
-    this.podPolicies.set(id, policies);
-    for (const policy of policies) {
-      let pods = this.policyPods.get(policy);
-      if (!pods) this.policyPods.set(policy, (pods = new Set()));
-      pods.add(id);
-    }
+    if (pod && tables && this.inScope(pod)) this.tables.set(id, tables);
+    else this.tables.delete(id);
   }
 
   private applyToState(change: PipelineChange): StateDelta {

@@ -1,40 +1,40 @@
 /**
- * The processor: from one applied change, the pods whose rules may be stale — exactly the
- * seed's list. A policy change: pods it selected before and selects now. A pod change: the pod
- * itself, and pods whose policies reference a group the pod joined, left or changed in. A
- * namespace change: pods whose policies reference a group that gained or lost the namespace's
- * pods. A pod whose labels, addresses, named ports, host network and node stayed the same
- * affects nothing.
+ * The processor: from one applied change, the pods whose tables may be stale.
+ *
+ * The seed lists: for a policy, the pods it selected before and selects after; for a pod, the
+ * pod itself and the pods whose policies reference it before or after; for a namespace, the
+ * pods whose policies reference it. Palisade's rules reference address groups instead of
+ * expanding peer addresses, so a pod joining or leaving a group does not change the referencing
+ * pods' rules — that change reaches renderers as a group update (a set-based datapath adds or
+ * removes one element). Only named-port groups put their port numbers into rules, so only a
+ * change of those numbers makes the referencing pods stale. A pod whose labels, addresses,
+ * named ports, host network and node stayed the same affects nothing.
  */
 import type { Endpoint } from '../model/types.ts';
-import { policyKey } from '../model/types.ts';
 import type { ClusterState, StateDelta } from '../state/index.ts';
 
-/** What the processor remembers of the last realized state: which pods each policy selected. */
-export interface Selections {
-  podsOf(policy: string): Iterable<string>;
-}
-
-export function affectedPods(state: ClusterState, delta: StateDelta, selections: Selections): Set<string> {
+export function affectedPods(state: ClusterState, delta: StateDelta): Set<string> {
   const affected = new Set<string>();
   if (delta.resync) {
     for (const pod of state.allPods()) affected.add(pod.id);
     for (const touched of delta.pods) if (touched.before) affected.add(touched.before.id);
     return affected;
   }
-  for (const { before, after } of delta.policies) {
-    if (before) for (const id of selections.podsOf(policyKey(before))) affected.add(id);
+  for (const { selectedBefore, after } of delta.policies) {
+    for (const id of selectedBefore ?? []) affected.add(id);
     if (after) for (const id of state.podsSelectedBy(after)) affected.add(id);
   }
   for (const { before, after } of delta.pods) {
-    if (before && after && sameShape(before, after)) continue;
-    affected.add((after ?? before)?.id ?? '');
+    const pod = after ?? before;
+    if (!pod || (before && after && sameShape(before, after))) continue;
+    affected.add(pod.id);
   }
-  for (const group of delta.groups) {
-    for (const policy of state.policiesOfGroup(group))
-      for (const id of selections.podsOf(policy)) affected.add(id);
+  for (const group of delta.partitions) {
+    for (const key of state.policiesOfGroup(group)) {
+      const policy = state.policy(key);
+      if (policy) for (const id of state.podsSelectedBy(policy)) affected.add(id);
+    }
   }
-  affected.delete('');
   return affected;
 }
 
@@ -44,8 +44,7 @@ export function sameShape(a: Endpoint, b: Endpoint): boolean {
     a.namespace === b.namespace &&
     a.hostNetwork === b.hostNetwork &&
     a.node === b.node &&
-    JSON.stringify(a.labels, Object.keys(a.labels).sort()) ===
-      JSON.stringify(b.labels, Object.keys(b.labels).sort()) &&
+    sameLabels(a.labels, b.labels) &&
     a.ips.length === b.ips.length &&
     a.ips.every((ip, i) => ip.family === b.ips[i]?.family && ip.value === b.ips[i]?.value) &&
     a.ports.length === b.ports.length &&
@@ -53,5 +52,13 @@ export function sameShape(a: Endpoint, b: Endpoint): boolean {
       (p, i) =>
         p.name === b.ports[i]?.name && p.port === b.ports[i]?.port && p.protocol === b.ports[i]?.protocol,
     )
+  );
+}
+
+function sameLabels(a: Endpoint['labels'], b: Endpoint['labels']): boolean {
+  const keys = Object.keys(a);
+  return (
+    keys.length === Object.keys(b).length &&
+    keys.every((k) => Object.prototype.hasOwnProperty.call(b, k) && a[k] === b[k])
   );
 }

@@ -1,4 +1,4 @@
 /**
  * The processor layer's public entry.
  */
-export { affectedPods, sameShape, type Selections } from './affected.ts';
+export { affectedPods, sameShape } from './affected.ts';

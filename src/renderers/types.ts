@@ -16,6 +16,8 @@ export interface RenderedPod {
 
 export interface RendererTxn<Changes = unknown> {
   render(pod: RenderedPod, tables: PodTables | undefined): void;
+  /** Address groups whose members changed; set-based renderers update their sets. */
+  groupsChanged?(groups: ReadonlySet<string>): void;
   changes(): Changes;
   commit(): void;
 }

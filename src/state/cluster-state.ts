@@ -20,7 +20,7 @@ import { GroupIndex } from './groups.ts';
 import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
 import { SubjectIndex } from './subjects.ts';
-import type { AddressGroup, StateDelta, Touched } from './types.ts';
+import type { AddressGroup, StateDelta, Touched, TouchedPolicy } from './types.ts';
 
 /** A pod's selecting policies, per direction, with stable keys for memoization. */
 export interface Selection {
@@ -192,6 +192,7 @@ export class ClusterState {
   upsertPolicy(policy: NetworkPolicy): StateDelta {
     const key = policyKey(policy);
     const before = this.policies.get(key);
+    const selectedBefore = before ? this.podsSelectedBy(before) : undefined;
     const groups = this.ensureNamespace(policy.namespace);
     if (before) this.unlinkPolicy(before);
     this.policies.set(key, policy);
@@ -203,22 +204,26 @@ export class ClusterState {
     );
     if (before && before.namespace !== policy.namespace)
       for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
-    return this.delta({ policies: [{ ...(before ? { before } : {}), after: policy }], groups });
+    return this.delta({
+      policies: [{ ...(before ? { before, selectedBefore } : {}), after: policy }],
+      groups,
+    });
   }
 
   deletePolicy(key: string): StateDelta {
     const before = this.policies.get(key);
     if (!before) return this.delta({});
+    const selectedBefore = this.podsSelectedBy(before);
     this.unlinkPolicy(before);
     this.policies.delete(key);
     const groups = this.releaseNamespace(before.namespace);
-    return this.delta({ policies: [{ before }], groups });
+    return this.delta({ policies: [{ before, selectedBefore }], groups });
   }
 
   /** Replaces everything with a snapshot; the delta lists every object before and after. */
   resync(cluster: Cluster): StateDelta {
     const pods: Touched<Endpoint>[] = [];
-    const policies: Touched<NetworkPolicy>[] = [];
+    const policies: TouchedPolicy[] = [];
     const namespaces: Touched<Namespace>[] = [];
     const nextPods = new Map(cluster.endpoints.map((e) => [e.id, e] as const));
     const nextPolicies = new Map(cluster.policies.map((p) => [policyKey(p), p] as const));
@@ -257,25 +262,29 @@ export class ClusterState {
       policies.push({ ...(before ? { before } : {}), after: policy });
       this.upsertPolicy(policy);
     }
+    this.groups.drainPartitionChanges();
+    const groups = new Set(this.groups.keys());
     return {
       revision: ++this.revisionCounter,
       pods,
       policies,
       namespaces,
-      groups: new Set(this.groups.keys()),
+      groups,
+      partitions: groups,
       resync: true,
     };
   }
 
   // ---- internals ---------------------------------------------------------------------------------
 
-  private delta(parts: Partial<Omit<StateDelta, 'revision' | 'resync'>>): StateDelta {
+  private delta(parts: Partial<Omit<StateDelta, 'revision' | 'resync' | 'partitions'>>): StateDelta {
     return {
       revision: ++this.revisionCounter,
       pods: parts.pods ?? [],
       policies: parts.policies ?? [],
       namespaces: parts.namespaces ?? [],
       groups: parts.groups ?? new Set(),
+      partitions: this.groups.drainPartitionChanges(),
       resync: false,
     };
   }

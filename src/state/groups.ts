@@ -37,6 +37,15 @@ interface NamespaceSelectorEntry {
 export class GroupIndex {
   /** Bumped whenever some named-port group gains or loses a port number (tables depend on those). */
   partitionVersion = 0;
+  /** Groups whose port numbers changed since the last drain. */
+  private readonly partitionChanges = new Set<string>();
+
+  /** The named-port groups whose port numbers changed since the last call. */
+  drainPartitionChanges(): Set<string> {
+    const changes = new Set(this.partitionChanges);
+    this.partitionChanges.clear();
+    return changes;
+  }
   private readonly groups = new Map<string, GroupRecord>();
   private readonly byNamespace = new Map<string, Set<GroupRecord>>();
   private readonly byNamespaceSelector = new Map<string, NamespaceSelectorEntry>();
@@ -137,7 +146,7 @@ export class GroupIndex {
     if (!verdict.admitted || !pod) {
       if (!current) return false;
       group.members.delete(id);
-      if (countPort(group.ports, current.port, -1)) this.partitionVersion++;
+      if (countPort(group.ports, current.port, -1)) this.partitionChanged(group.key);
       return true;
     }
     const ips = group.spec.ipBlock
@@ -151,9 +160,14 @@ export class GroupIndex {
     if (current && sameMember(current, member)) return false;
     const removed = countPort(group.ports, current?.port, -1);
     const added = countPort(group.ports, member.port, 1);
-    if (removed || added) this.partitionVersion++;
+    if (removed || added) this.partitionChanged(group.key);
     group.members.set(id, member);
     return true;
+  }
+
+  private partitionChanged(key: string): void {
+    this.partitionVersion++;
+    this.partitionChanges.add(key);
   }
 
   /** The pods that could be members of a new group, found through the indexes. */

@@ -41,14 +41,21 @@ export interface Touched<T> {
   readonly after?: T;
 }
 
+/** A touched policy, with the pods its previous version selected (taken before the change). */
+export interface TouchedPolicy extends Touched<NetworkPolicy> {
+  readonly selectedBefore?: readonly string[];
+}
+
 /** What one applied change did to the store, for the processor. */
 export interface StateDelta {
   readonly revision: number;
   readonly pods: readonly Touched<Endpoint>[];
-  readonly policies: readonly Touched<NetworkPolicy>[];
+  readonly policies: readonly TouchedPolicy[];
   readonly namespaces: readonly Touched<Namespace>[];
   /** Groups whose members (or their named-port numbers) changed. */
   readonly groups: ReadonlySet<string>;
+  /** Named-port groups whose set of port numbers changed (tables list one rule per number). */
+  readonly partitions: ReadonlySet<string>;
   readonly resync: boolean;
 }
 

@@ -137,17 +137,79 @@ describe('minimal changes', () => {
       [0, 0, 0],
     );
   });
-  it('a pod joining a peer group re-renders exactly the pods whose policy references it', () => {
-    const { pipeline, cache } = makePipeline();
-    const cluster = clusterOf(base);
-    pipeline.apply({ type: 'resync', cluster });
-    const dbTable = cache.localTable('shop/db')?.id;
-    const result = pipeline.apply({
-      type: 'upsert-pod',
-      pod: clusterOf([pod('shop', 'web2', { app: 'web' }, { ips: ['10.0.0.3'] })]).endpoints[0] as never,
-    });
-    assert.equal(result.affected, 2, 'the new pod and shop/db');
-    // The db table references the web group, whose members changed: the table itself is unchanged.
-    assert.equal(cache.localTable('shop/db')?.id, dbTable);
+  it('a pod joining a peer group recompiles only itself; renderers get the group update', () => {
+    const groupUpdates: string[][] = [];
+    const recorder = {
+      name: 'recorder',
+      newTxn: () => ({
+        render: () => undefined,
+        groupsChanged: (g: ReadonlySet<string>) => void groupUpdates.push([...g]),
+        changes: () => undefined,
+        commit: () => undefined,
+      }),
+    };
+    const pipeline = new PolicyPipeline({ renderers: [recorder] });
+    pipeline.apply({ type: 'resync', cluster: clusterOf(base) });
+    const dbTable = pipeline.tablesOf('shop/db')?.ingress;
+    const web2 = clusterOf([pod('shop', 'web2', { app: 'web' }, { ips: ['10.0.0.3'] })]).endpoints[0];
+    assert.ok(web2);
+    const result = pipeline.apply({ type: 'upsert-pod', pod: web2 });
+    assert.equal(
+      result.affected,
+      1,
+      'only the new pod: shop/db references the web group, whose rules do not change',
+    );
+    assert.equal(pipeline.tablesOf('shop/db')?.ingress, dbTable);
+    assert.deepEqual(groupUpdates.at(-1), ['ns=shop;pod=app=web']);
+  });
+  it('a new named-port number recompiles the pods whose egress rules list the numbers', () => {
+    const objects = [
+      namespace('a'),
+      pod('a', 'client', { app: 'client' }, { ips: ['10.0.0.1'] }),
+      pod(
+        'a',
+        'server1',
+        { app: 'server' },
+        { ips: ['10.0.0.2'], ports: [{ name: 'http', containerPort: 80 }] },
+      ),
+      policy('a', 'out', {
+        podSelector: { matchLabels: { app: 'client' } },
+        policyTypes: ['Egress'],
+        egress: [{ to: [{ podSelector: { matchLabels: { app: 'server' } } }], ports: [{ port: 'http' }] }],
+      }),
+    ];
+    const pipeline = new PolicyPipeline();
+    pipeline.apply({ type: 'resync', cluster: clusterOf(objects) });
+    const before = pipeline.tablesOf('a/client')?.egress;
+    const sameNumber = clusterOf([
+      pod(
+        'a',
+        'server2',
+        { app: 'server' },
+        { ips: ['10.0.0.3'], ports: [{ name: 'http', containerPort: 80 }] },
+      ),
+    ]).endpoints[0];
+    const newNumber = clusterOf([
+      pod(
+        'a',
+        'server3',
+        { app: 'server' },
+        { ips: ['10.0.0.4'], ports: [{ name: 'http', containerPort: 8080 }] },
+      ),
+    ]).endpoints[0];
+    assert.ok(sameNumber && newNumber);
+    assert.equal(pipeline.apply({ type: 'upsert-pod', pod: sameNumber }).affected, 1);
+    assert.equal(pipeline.tablesOf('a/client')?.egress, before);
+    assert.equal(
+      pipeline.apply({ type: 'upsert-pod', pod: newNumber }).affected,
+      2,
+      'the new pod and the client',
+    );
+    assert.notEqual(pipeline.tablesOf('a/client')?.egress?.id, before?.id);
+    assert.equal(
+      pipeline.tablesOf('a/client')?.egress?.rules.length,
+      3,
+      'permit to partition 80, to partition 8080, deny the rest',
+    );
   });
 });

@@ -6,7 +6,7 @@
  * built from the other (BuildGlobalTable), per the seed.
  */
 import type { RuleTable } from '../../model/rule.ts';
-import type { GroupLookup, PodTables } from '../../configurator/index.ts';
+import { PARTITION_SEPARATOR, type GroupLookup, type PodTables } from '../../configurator/index.ts';
 import type { RenderedPod, Renderer, RendererTxn } from '../types.ts';
 import type { Rule } from '../../model/rule.ts';
 import { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
@@ -62,14 +62,19 @@ export class RendererCache implements Renderer<CacheChanges> {
 
   newTxn(options: { readonly resync: boolean }): RendererTxn<CacheChanges> {
     const pending = new Map<string, { pod: RenderedPod; tables: PodTables | undefined }>();
+    const changedGroups = new Set<string>();
     let computed: { snapshot: CacheSnapshot; changes: CacheChanges } | undefined;
     const compute = (): { snapshot: CacheSnapshot; changes: CacheChanges } => {
-      computed ??= this.compute(pending, options.resync);
+      computed ??= this.compute(pending, changedGroups, options.resync);
       return computed;
     };
     return {
       render: (pod, tables) => {
         pending.set(pod.id, { pod, tables });
+        computed = undefined;
+      },
+      groupsChanged: (groups) => {
+        for (const group of groups) changedGroups.add(group);
         computed = undefined;
       },
       changes: () => compute().changes,
@@ -81,6 +86,7 @@ export class RendererCache implements Renderer<CacheChanges> {
 
   private compute(
     pending: ReadonlyMap<string, { pod: RenderedPod; tables: PodTables | undefined }>,
+    changedGroups: ReadonlySet<string>,
     resync: boolean,
   ): { snapshot: CacheSnapshot; changes: CacheChanges } {
     const pods = new Map(resync ? [] : this.current.pods);
@@ -92,6 +98,12 @@ export class RendererCache implements Renderer<CacheChanges> {
     const known = [...pods.values()];
     // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
     const changed = resync ? new Set(pods.keys()) : new Set(pending.keys());
+    // A pair's rules resolve the two pods' addresses against the groups their tables reference:
+    // when such a group changes, every pair of that pod is recomputed.
+    if (changedGroups.size > 0) {
+      for (const known of pods.values())
+        if (referencesAny(known.tables, changedGroups)) changed.add(known.pod.id);
+    }
     const pairs = new Map<string, Map<string, readonly Rule[]>>();
     const binding = new Map<string, string>();
     const tables = new Map<string, RuleTable>();
@@ -148,4 +160,18 @@ function sameRules(a: readonly Rule[], b: readonly Rule[] | undefined): boolean 
 /** JSON for rules holding bigints (CIDR bases). */
 function replacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString(16) : value;
+}
+
+/** Whether a pod's tables reference any of the groups (or a named-port partition of one). */
+function referencesAny(tables: PodTables, groups: ReadonlySet<string>): boolean {
+  for (const table of [tables.ingress, tables.egress]) {
+    for (const rule of table?.rules ?? []) {
+      for (const net of [rule.src, rule.dst]) {
+        if (net.kind !== 'group') continue;
+        const cut = net.group.lastIndexOf(PARTITION_SEPARATOR);
+        if (groups.has(net.group) || (cut >= 0 && groups.has(net.group.slice(0, cut)))) return true;
+      }
+    }
+  }
+  return false;
 }
