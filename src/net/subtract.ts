@@ -5,6 +5,23 @@
  */
 import { cidrCovers, familyBits, makeCidr, type Cidr } from './ip.ts';
 
+/**
+ * Results by input text: clusters repeat the same ipBlocks across many policies, and the
+ * prefixes are immutable values, so they are shared.
+ */
+const results = new Map<string, readonly Cidr[]>();
+const MAX_CACHED = 100_000;
+
+export function subtractCidrsCached(from: Cidr, remove: readonly Cidr[]): readonly Cidr[] {
+  const key = `${from.text}-${remove.map((r) => r.text).join(',')}`;
+  let result = results.get(key);
+  if (!result) {
+    if (results.size >= MAX_CACHED) results.clear();
+    results.set(key, (result = subtractCidrs(from, remove)));
+  }
+  return result;
+}
+
 export function subtractCidrs(from: Cidr, remove: readonly Cidr[]): Cidr[] {
   const relevant = remove.filter(
     (r) => r.family === from.family && (cidrCovers(from, r) || cidrCovers(r, from)),

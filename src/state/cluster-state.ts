@@ -27,11 +27,18 @@ export interface Selection {
   readonly all: readonly NetworkPolicy[];
   readonly ingress: readonly NetworkPolicy[];
   readonly egress: readonly NetworkPolicy[];
+  /** Names exactly the selecting policy objects for a direction (prefixed by the direction). */
   readonly ingressKey: string;
   readonly egressKey: string;
 }
 
-const EMPTY_SELECTION: Selection = { all: [], ingress: [], egress: [], ingressKey: '', egressKey: '' };
+const EMPTY_SELECTION: Selection = {
+  all: [],
+  ingress: [],
+  egress: [],
+  ingressKey: 'ingress|',
+  egressKey: 'egress|',
+};
 
 export class ClusterState {
   private revisionCounter = 0;

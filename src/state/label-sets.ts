@@ -13,11 +13,19 @@ export interface LabelSetEntry {
   readonly members: Set<string>;
 }
 
+/** Label maps are immutable once ingested, so each map's key is computed once. */
+const keys = new WeakMap<Labels, string>();
+
 export function labelSetKey(labels: Labels): string {
-  return Object.keys(labels)
-    .sort()
-    .map((k) => `${k}=${labels[k]}`)
-    .join('\u0000');
+  let key = keys.get(labels);
+  if (key === undefined) {
+    key = Object.keys(labels)
+      .sort()
+      .map((k) => `${k}=${labels[k]}`)
+      .join('\u0000');
+    keys.set(labels, key);
+  }
+  return key;
 }
 
 export class LabelSetIndex {

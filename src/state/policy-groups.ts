@@ -6,7 +6,7 @@
  * expansion, so the groups a policy holds are exactly the groups its tables reference.
  */
 import { parseCidr, type Cidr } from '../net/ip.ts';
-import { subtractCidrs } from '../net/subtract.ts';
+import { subtractCidrsCached } from '../net/subtract.ts';
 import { ANY_NET, type NetRef } from '../model/rule.ts';
 import type { NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import { groupKey } from './group-key.ts';
@@ -44,9 +44,9 @@ export function ruleNets(
 
 function peerNets(policy: NetworkPolicy, peer: Peer, namedPort: GroupSpec['namedPort']): PeerNet[] {
   if (peer.type === 'ipBlock') {
-    const prefixes = subtractCidrs(peer.cidr, peer.except);
+    const prefixes = subtractCidrsCached(peer.cidr, peer.except);
     if (!namedPort) return prefixes.map((cidr) => ({ kind: 'cidr', cidr }));
-    return prefixes.length ? [{ kind: 'group', spec: { ipBlock: { cidr: prefixes }, namedPort } }] : [];
+    return prefixes.length ? [{ kind: 'group', spec: { ipBlock: { cidr: [...prefixes] }, namedPort } }] : [];
   }
   const spec: GroupSpec = {
     ...(peer.namespaceSelector
