@@ -82,7 +82,7 @@ export class Configurator {
     const table = this.interned.get(computed.id) ?? computed;
     this.interned.set(table.id, table);
     let variants = this.memo.get(key);
-    if (!variants) this.memo.set(key, (variants = new Map()));
+    if (!variants) this.memo.set(key, (variants = new Map<string, RuleTable>()));
     variants.set(variant, table);
     this.memoSize++;
     return table;

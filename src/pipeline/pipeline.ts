@@ -15,15 +15,19 @@ export interface PipelineOptions {
   /** Compile and render only this node's pods. */
   readonly node?: string;
   readonly renderers?: readonly Renderer[];
+  /** The store to use (renderers that resolve groups need it before the pipeline exists). */
+  readonly state?: ClusterState;
 }
 
 export class PolicyPipeline {
-  readonly state = new ClusterState();
-  private readonly configurator = new Configurator(this.state);
+  readonly state: ClusterState;
+  private readonly configurator: Configurator;
   private readonly tables = new Map<string, PodTables>();
   private readonly renderers: readonly Renderer[];
 
   constructor(private readonly options: PipelineOptions = {}) {
+    this.state = options.state ?? new ClusterState();
+    this.configurator = new Configurator(this.state);
     this.renderers = options.renderers ?? [];
   }
 

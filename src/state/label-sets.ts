@@ -37,7 +37,7 @@ export class LabelSetIndex {
   add(partition: string, labels: Labels, member: string): { entry: LabelSetEntry; created: boolean } {
     const key = labelSetKey(labels);
     let sets = this.sets.get(partition);
-    if (!sets) this.sets.set(partition, (sets = new Map()));
+    if (!sets) this.sets.set(partition, (sets = new Map<string, LabelSetEntry>()));
     let entry = sets.get(key);
     const created = !entry;
     if (!entry) {
@@ -105,7 +105,7 @@ export class LabelSetIndex {
 
 function posting<T>(map: Map<string, Map<string, Set<T>>>, partition: string, key: string): Set<T> {
   let inner = map.get(partition);
-  if (!inner) map.set(partition, (inner = new Map()));
+  if (!inner) map.set(partition, (inner = new Map<string, Set<T>>()));
   let set = inner.get(key);
   if (!set) inner.set(key, (set = new Set()));
   return set;

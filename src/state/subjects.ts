@@ -26,7 +26,7 @@ export class SubjectIndex {
 
   addPolicy(namespace: string, selector: LabelSelector, policy: string): SubjectEntry {
     let inNamespace = this.entries.get(namespace);
-    if (!inNamespace) this.entries.set(namespace, (inNamespace = new Map()));
+    if (!inNamespace) this.entries.set(namespace, (inNamespace = new Map<string, SubjectEntry>()));
     let entry = inNamespace.get(selector.key);
     if (!entry) {
       entry = { namespace, selector, policies: new Set(), sets: new Set() };

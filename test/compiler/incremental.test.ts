@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { stateGroupLookup } from '../../src/configurator/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, type PipelineChange } from '../../src/pipeline/index.ts';
+import { ClusterState } from '../../src/state/index.ts';
 import { RendererCache, type CacheChanges } from '../../src/renderers/cache/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
@@ -17,21 +18,19 @@ import { changesBetween, mixObjects, upsertsOf } from '../helpers/events.ts';
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
 function makePipeline(): { pipeline: PolicyPipeline; cache: RendererCache } {
-  let pipeline: PolicyPipeline | undefined;
-  const cache = new RendererCache({
-    side: 'ingress',
-    groups: { has: (group, ip) => stateGroupLookup((pipeline as PolicyPipeline).state).has(group, ip) },
-  });
-  pipeline = new PolicyPipeline({ renderers: [cache] });
-  return { pipeline, cache };
+  const state = new ClusterState();
+  const cache = new RendererCache({ side: 'ingress', groups: stateGroupLookup(state) });
+  return { pipeline: new PolicyPipeline({ state, renderers: [cache] }), cache };
 }
 
 /** Everything observable about a compiled state, as plain data. */
 function fingerprint(pipeline: PolicyPipeline, cache: RendererCache): object {
   const tables = Object.fromEntries(
-    [...pipeline.compiledPods()].map(([id, t]) => [id, [t.ingress?.id ?? '-', t.egress?.id ?? '-']]).sort(),
+    [...pipeline.compiledPods()]
+      .map(([id, t]): [string, string[]] => [id, [t.ingress?.id ?? '-', t.egress?.id ?? '-']])
+      .sort(([a], [b]) => (a < b ? -1 : 1)),
   );
-  const bindings = Object.fromEntries([...cache.snapshot.binding].sort());
+  const bindings = Object.fromEntries([...cache.snapshot.binding].sort(([a], [b]) => (a < b ? -1 : 1)));
   return {
     tables,
     bindings,

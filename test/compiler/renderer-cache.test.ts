@@ -11,6 +11,7 @@ import { firstMatch, stateGroupLookup } from '../../src/configurator/index.ts';
 import type { IpAddress } from '../../src/net/ip.ts';
 import type { Cluster, Endpoint } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
+import { ClusterState } from '../../src/state/index.ts';
 import { RendererCache, type Side } from '../../src/renderers/cache/index.ts';
 import type { Packet } from '../../src/configurator/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
@@ -27,12 +28,9 @@ function renderPerNode(
   const nodes = new Set(cluster.endpoints.map((e) => e.node ?? ''));
   const result = new Map<string, { cache: RendererCache; pipeline: PolicyPipeline }>();
   for (const node of nodes) {
-    let pipeline: PolicyPipeline | undefined;
-    const cache = new RendererCache({
-      side,
-      groups: { has: (g, ip) => stateGroupLookup((pipeline as PolicyPipeline).state).has(g, ip) },
-    });
-    pipeline = new PolicyPipeline({ node, renderers: [cache] });
+    const state = new ClusterState();
+    const cache = new RendererCache({ side, groups: stateGroupLookup(state) });
+    const pipeline = new PolicyPipeline({ state, node, renderers: [cache] });
     pipeline.apply({ type: 'resync', cluster });
     result.set(node, { cache, pipeline });
   }
