@@ -4,6 +4,8 @@
  */
 import { Command, CommanderError } from 'commander';
 import { checkCommand } from './commands/check.ts';
+import { compileCommand } from './commands/compile.ts';
+import { generateCommand } from './commands/generate.ts';
 import { convertCommand } from './commands/convert.ts';
 import { explainCommand } from './commands/explain.ts';
 import { matrixCommand } from './commands/matrix.ts';
@@ -24,7 +26,15 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput(output)
     .exitOverride();
-  for (const make of [checkCommand, matrixCommand, explainCommand, validateCommand, convertCommand]) {
+  for (const make of [
+    checkCommand,
+    matrixCommand,
+    explainCommand,
+    validateCommand,
+    convertCommand,
+    compileCommand,
+    generateCommand,
+  ]) {
     // Subcommands do not inherit output and exit settings added after they were made.
     program.addCommand(
       make(io, done).configureOutput(output).exitOverride().showHelpAfterError('(run with --help for usage)'),

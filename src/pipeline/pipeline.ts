@@ -94,7 +94,8 @@ export class PolicyPipeline {
 
   /** Remembers a pod's last compiled tables. */
   private record(id: string, pod: Endpoint | undefined, tables: PodTables | undefined): void {
-    if (pod && tables && this.inScope(pod)) this.tables.set(id, tables);
+    if (pod && tables && this.inScope(pod) && pod.ips.length > 0 && !pod.hostNetwork)
+      this.tables.set(id, tables);
     else this.tables.delete(id);
   }
 

@@ -1,0 +1,126 @@
+/**
+ * `compile` output: per-pod table bindings, the distinct (shared) tables, address groups, and —
+ * for a node — the renderer cache's combined local tables and global table; as text or JSON.
+ */
+import { netText, ruleText, type Rule, type RuleTable } from '../../model/rule.ts';
+import type { Style } from './style.ts';
+
+export interface CompileReport {
+  readonly pods: readonly { readonly id: string; readonly ingress?: string; readonly egress?: string }[];
+  readonly postponed: readonly string[];
+  readonly tables: readonly RuleTable[];
+  /** How many pod-directions use each table. */
+  readonly usage: ReadonlyMap<string, number>;
+  readonly groups: readonly {
+    readonly key: string;
+    readonly members: readonly {
+      readonly pod: string;
+      readonly ips: readonly string[];
+      readonly port?: number;
+    }[];
+  }[];
+  readonly node?: {
+    readonly name: string;
+    readonly side: 'ingress' | 'egress';
+    readonly local: readonly { readonly pod: string; readonly table: string }[];
+    readonly tables: readonly RuleTable[];
+    readonly global: RuleTable;
+  };
+  readonly stats: CompileStats;
+}
+
+export interface CompileStats {
+  readonly pods: number;
+  readonly tables: number;
+  readonly rules: number;
+  readonly groups: number;
+  /** Pod-directions per distinct table. */
+  readonly sharedTableRatio: number;
+  readonly millis: number;
+}
+
+export function formatCompileText(report: CompileReport, style: Style, withStats: boolean): string {
+  const lines: string[] = [];
+  lines.push(
+    style.bold(
+      `pods (${report.pods.length} compiled${report.postponed.length ? `, ${report.postponed.length} postponed: no address` : ''})`,
+    ),
+  );
+  for (const pod of report.pods) {
+    lines.push(`  ${pod.id}  ingress: ${pod.ingress ?? 'open'}  egress: ${pod.egress ?? 'open'}`);
+  }
+  for (const id of report.postponed) lines.push(style.dim(`  ${id}  postponed (no address yet)`));
+  lines.push('', style.bold(`tables (${report.tables.length} distinct)`));
+  for (const table of report.tables) {
+    lines.push(`  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}`);
+    table.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
+  }
+  lines.push('', style.bold(`address groups (${report.groups.length})`));
+  for (const group of report.groups) {
+    const members = group.members.map(
+      (m) => `${m.pod}${m.port !== undefined ? `:${m.port}` : ''} ${m.ips.join(',')}`,
+    );
+    lines.push(`  ${group.key}`, `    ${members.length ? members.join('; ') : style.dim('(no members)')}`);
+  }
+  if (report.node) {
+    const { node } = report;
+    lines.push(
+      '',
+      style.bold(
+        `node ${node.name}: local tables combined on the pods' ${node.side} side (${node.tables.length} distinct)`,
+      ),
+    );
+    for (const { pod, table } of node.local) lines.push(`  ${pod}  ${table}`);
+    for (const table of node.tables) {
+      lines.push(`  ${table.id}`);
+      table.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
+    }
+    lines.push('', style.bold(`node ${node.name}: global table ${node.global.id}`));
+    node.global.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
+  }
+  if (withStats) lines.push('', formatStats(report.stats));
+  return lines.join('\n') + '\n';
+}
+
+export function formatStats(stats: CompileStats): string {
+  return (
+    `stats: ${stats.pods} pods compiled, ${stats.tables} distinct tables, ${stats.rules} rules, ${stats.groups} address groups, ` +
+    `${stats.sharedTableRatio.toFixed(2)} pod-directions per table, ${stats.millis.toFixed(1)} ms`
+  );
+}
+
+export function ruleJson(rule: Rule): object {
+  return {
+    action: rule.action,
+    protocol: rule.protocol,
+    src: netText(rule.src),
+    dst: netText(rule.dst),
+    ports: rule.dstPorts
+      ? rule.dstPorts[0] === rule.dstPorts[1]
+        ? String(rule.dstPorts[0])
+        : `${rule.dstPorts[0]}-${rule.dstPorts[1]}`
+      : 'any',
+  };
+}
+
+export function compileJson(report: CompileReport): object {
+  const table = (t: RuleTable): object => ({ id: t.id, rules: t.rules.map(ruleJson) });
+  return {
+    pods: report.pods,
+    postponed: report.postponed,
+    tables: report.tables.map((t) => ({ ...table(t), usedBy: report.usage.get(t.id) ?? 0 })),
+    groups: report.groups,
+    ...(report.node
+      ? {
+          node: {
+            name: report.node.name,
+            side: report.node.side,
+            local: report.node.local,
+            tables: report.node.tables.map(table),
+            global: table(report.node.global),
+          },
+        }
+      : {}),
+    stats: report.stats,
+  };
+}
