@@ -4,11 +4,13 @@
  */
 import { cpus } from 'node:os';
 import { compileBenchmark } from './compile.bench.ts';
+import { incrementalBenchmark } from './incremental.bench.ts';
 import { matrixBenchmark } from './matrix.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
   compile: compileBenchmark,
+  incremental: incrementalBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -23,6 +23,8 @@ export class PolicyPipeline {
   readonly state: ClusterState;
   private readonly configurator: Configurator;
   private readonly tables = new Map<string, PodTables>();
+  /** Pods the renderers currently know. */
+  private readonly rendered = new Set<string>();
   private readonly renderers: readonly Renderer[];
 
   constructor(private readonly options: PipelineOptions = {}) {
@@ -67,17 +69,22 @@ export class PolicyPipeline {
     }
     if (resync) this.configurator.clearMemo();
     const txns = this.renderers.map((r) => ({ renderer: r, txn: r.newTxn({ resync }) }));
+    if (resync) this.rendered.clear();
     let compiled = 0;
     for (const id of affected) {
       const pod = this.state.pod(id);
       const tables = pod && this.inScope(pod) ? this.configurator.compile(pod) : undefined;
       this.record(id, pod, tables);
       if (tables) compiled++;
+      const renderable = pod !== undefined && this.inScope(pod) && !pod.hostNetwork;
+      // Renderers hear about a pod while it is theirs, and once more when it stops being theirs.
+      if (!renderable && !this.rendered.has(id)) continue;
       for (const { txn } of txns) {
-        if (pod && this.inScope(pod) && !pod.hostNetwork)
-          txn.render({ id, ips: pod.ips, ...(pod.node ? { node: pod.node } : {}) }, tables);
+        if (renderable) txn.render({ id, ips: pod.ips, ...(pod.node ? { node: pod.node } : {}) }, tables);
         else txn.render({ id, ips: [] }, undefined);
       }
+      if (renderable) this.rendered.add(id);
+      else this.rendered.delete(id);
     }
     for (const { txn } of txns) if (groups.size > 0) txn.groupsChanged?.(groups);
     const results = new Map<string, unknown>();

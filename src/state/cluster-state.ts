@@ -332,7 +332,7 @@ export class ClusterState {
       this.effectiveNamespaces.set(name, next);
       this.namespaceLabelSets.add('', next, name);
     } else this.effectiveNamespaces.delete(name);
-    return this.groups.namespaceChanged(name, next);
+    return this.groups.namespaceChanged(name, next, previous);
   }
 }
 

@@ -51,6 +51,8 @@ export class GroupIndex {
   private readonly byNamespaceSelector = new Map<string, NamespaceSelectorEntry>();
   private readonly selectorsOfNamespace = new Map<string, Set<NamespaceSelectorEntry>>();
   private readonly addressGroups = new Set<GroupRecord>();
+  private readonly entriesByKey = new Map<string, Set<NamespaceSelectorEntry>>();
+  private readonly keylessEntries = new Set<NamespaceSelectorEntry>();
 
   constructor(private readonly host: GroupHost) {}
 
@@ -106,12 +108,22 @@ export class GroupIndex {
     return changed;
   }
 
-  /** A namespace's labels changed (or it appeared or went): re-evaluates namespaceSelector groups. */
-  namespaceChanged(namespace: string, labels: Labels | undefined): Set<string> {
+  /**
+   * A namespace's labels changed (or it appeared or went): re-evaluates the namespaceSelector
+   * entries whose answer can differ — those reading a label key that changed, plus, for a
+   * namespace appearing or going, those that can match without any key.
+   */
+  namespaceChanged(namespace: string, labels: Labels | undefined, previous?: Labels): Set<string> {
     const changed = new Set<string>();
     const current = this.selectorsOfNamespace.get(namespace) ?? new Set<NamespaceSelectorEntry>();
-    const next = new Set<NamespaceSelectorEntry>();
-    for (const entry of this.byNamespaceSelector.values()) {
+    const candidates = new Set<NamespaceSelectorEntry>();
+    const keys = new Set<string>();
+    for (const [k, v] of Object.entries(labels ?? {})) if (previous?.[k] !== v) keys.add(k);
+    for (const [k, v] of Object.entries(previous ?? {})) if (labels?.[k] !== v) keys.add(k);
+    for (const key of keys) for (const entry of this.entriesByKey.get(key) ?? []) candidates.add(entry);
+    if (!labels || !previous) for (const entry of this.keylessEntries) candidates.add(entry);
+    const next = new Set([...current].filter((e) => !candidates.has(e)));
+    for (const entry of candidates) {
       if (labels && selectorMatches(entry.selector, labels)) next.add(entry);
     }
     const flipped = [...current].filter((e) => !next.has(e)).concat([...next].filter((e) => !current.has(e)));
@@ -165,6 +177,22 @@ export class GroupIndex {
     return true;
   }
 
+  /** Entries by the label keys their selector reads; keyless ones can match a namespace without keys. */
+  private indexEntryKeys(entry: NamespaceSelectorEntry, add: boolean): void {
+    const requirements = entry.selector.requirements;
+    for (const r of requirements) {
+      let set = this.entriesByKey.get(r.key);
+      if (!set) this.entriesByKey.set(r.key, (set = new Set<NamespaceSelectorEntry>()));
+      if (add) set.add(entry);
+      else set.delete(entry);
+    }
+    const needsKey = requirements.some((r) => r.operator === 'In' || r.operator === 'Exists');
+    if (!needsKey) {
+      if (add) this.keylessEntries.add(entry);
+      else this.keylessEntries.delete(entry);
+    }
+  }
+
   private partitionChanged(key: string): void {
     this.partitionVersion++;
     this.partitionChanges.add(key);
@@ -203,6 +231,7 @@ export class GroupIndex {
       if (!entry) {
         entry = { selector: spec.namespaceSelector, groups: new Set(), namespaces: new Set() };
         this.byNamespaceSelector.set(spec.namespaceSelector.key, entry);
+        this.indexEntryKeys(entry, true);
         for (const set of this.host.namespaceLabelSets.candidates('', spec.namespaceSelector)) {
           if (!selectorMatches(spec.namespaceSelector, set.labels)) continue;
           for (const namespace of set.members) {
@@ -225,6 +254,7 @@ export class GroupIndex {
       entry.groups.delete(group);
       if (entry.groups.size > 0) return;
       this.byNamespaceSelector.delete(spec.namespaceSelector.key);
+      this.indexEntryKeys(entry, false);
       for (const namespace of entry.namespaces) this.selectorsOfNamespace.get(namespace)?.delete(entry);
     }
   }

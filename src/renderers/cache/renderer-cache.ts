@@ -95,6 +95,14 @@ export class RendererCache implements Renderer<CacheChanges> {
       if (tables === undefined || pod.ips.length === 0) pods.delete(id);
       else pods.set(id, { pod, tables });
     }
+    if (!resync && pending.size === 0) {
+      const touched = [...this.current.pods.values()].some(
+        (k) => changedGroups.size > 0 && referencesAny(k.tables, changedGroups),
+      );
+      // Nothing rendered and no local table references a changed group: nothing can differ.
+      if (!touched)
+        return { snapshot: this.current, changes: { addedTables: [], removedTables: [], rebound: [] } };
+    }
     const known = [...pods.values()];
     // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
     const changed = resync ? new Set(pods.keys()) : new Set(pending.keys());
@@ -128,7 +136,9 @@ export class RendererCache implements Renderer<CacheChanges> {
       tables.set(shared.id, shared);
       binding.set(id, shared.id);
     }
-    const built = buildGlobalTable(known, this.options.side);
+    // The global table depends only on the known pods and their tables.
+    const podsChanged = resync || [...pending.keys()].some((id) => pods.has(id) || this.current.pods.has(id));
+    const built = podsChanged ? buildGlobalTable(known, this.options.side) : this.current.global;
     const global = built.id === this.current.global.id ? this.current.global : built;
     const rebound: { pod: string; before?: string; after?: string }[] = [];
     for (const id of new Set([...this.current.binding.keys(), ...binding.keys()])) {
