@@ -300,7 +300,7 @@ describe('the installed executable', () => {
   it('runs as a real process and prints help and version', async () => {
     const exec = promisify(execFile);
     const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help']);
-    for (const command of ['check', 'matrix', 'explain', 'validate', 'convert'])
+    for (const command of ['check', 'matrix', 'explain', 'validate', 'convert', 'compile', 'generate'])
       assert.match(stdout, new RegExp(`\\b${command}\\b`));
     const version = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--version']);
     assert.equal(version.stdout.trim(), '0.1.0');
