@@ -32,8 +32,8 @@ export class Configurator {
   private readonly memo = new Map<string, Map<string, RuleTable>>();
   private memoSize = 0;
   private readonly interned = new Map<string, RuleTable>();
-  /** Pod-independent rules of each template (every template except named ports). */
-  private readonly fixedRules = new WeakMap<RuleTemplate, readonly PreparedRule[]>();
+  /** Prepared rules of each template, by resolved port number (-1: not a named port). */
+  private readonly preparedRules = new WeakMap<RuleTemplate, Map<number, PreparedRule>>();
 
   constructor(private readonly state: ClusterState) {}
 
@@ -88,27 +88,33 @@ export class Configurator {
     return table;
   }
 
-  /** Rules for one template: cached unless its port is named. */
+  /** Rules for one template, prepared once per template and resolved port number. */
   private rules(pod: Endpoint, direction: Direction, template: RuleTemplate): readonly PreparedRule[] {
     const { net, port } = template;
-    if (typeof port?.port !== 'string') {
-      let fixed = this.fixedRules.get(template);
-      if (!fixed) this.fixedRules.set(template, (fixed = [prepareRule(permit(direction, net, port))]));
-      return fixed;
-    }
+    if (typeof port?.port !== 'string')
+      return [this.prepared(template, -1, () => permit(direction, net, port))];
     const name = port.port;
     if (direction === 'ingress') {
       const resolved = pod.ports.find((p) => p.name === name && p.protocol === port.protocol)?.port;
-      return resolved === undefined ? [] : [prepareRule(permit(direction, net, port, [resolved, resolved]))];
+      if (resolved === undefined) return [];
+      return [this.prepared(template, resolved, () => permit(direction, net, port, [resolved, resolved]))];
     }
     // Egress named port: one rule per partition of the destination group.
     if (net.kind !== 'group') return [];
     const numbers = [...(this.state.group(net.group)?.ports.keys() ?? [])];
     return numbers.map((n) =>
-      prepareRule(
+      this.prepared(template, n, () =>
         permit(direction, { kind: 'group', group: `${net.group}${PARTITION_SEPARATOR}${n}` }, port, [n, n]),
       ),
     );
+  }
+
+  private prepared(template: RuleTemplate, port: number, make: () => Rule): PreparedRule {
+    let byPort = this.preparedRules.get(template);
+    if (!byPort) this.preparedRules.set(template, (byPort = new Map<number, PreparedRule>()));
+    let rule = byPort.get(port);
+    if (!rule) byPort.set(port, (rule = prepareRule(make())));
+    return rule;
   }
 }
 

@@ -43,7 +43,7 @@ const EMPTY_SELECTION: Selection = {
 export class ClusterState {
   private revisionCounter = 0;
   private readonly selections = new WeakMap<readonly string[], Selection>();
-  private readonly objectIds = new WeakMap<NetworkPolicy, number>();
+  private readonly objectTokens = new WeakMap<NetworkPolicy, string>();
   private nextObjectId = 0;
   private readonly namespaces = new Map<string, Namespace>();
   private readonly pods = new Map<string, Endpoint>();
@@ -122,8 +122,7 @@ export class ClusterState {
     const cached = this.selections.get(keys);
     if (cached) return cached;
     const all = keys.map((k) => this.policies.get(k)).filter((p): p is NetworkPolicy => p !== undefined);
-    const keyOf = (list: readonly NetworkPolicy[]): string =>
-      list.map((p) => `${policyKey(p)}#${this.objectId(p)}`).join('|');
+    const keyOf = (list: readonly NetworkPolicy[]): string => list.map((p) => this.objectToken(p)).join('|');
     const ingress = all.filter((p) => p.affectsIngress);
     const egress = all.filter((p) => p.affectsEgress);
     const selection: Selection = {
@@ -142,10 +141,12 @@ export class ClusterState {
     return this.groups.partitionVersion;
   }
 
-  private objectId(policy: NetworkPolicy): number {
-    let id = this.objectIds.get(policy);
-    if (id === undefined) this.objectIds.set(policy, (id = this.nextObjectId++));
-    return id;
+  /** `ns/name#n`, n unique to this policy object (a changed policy is a new object). */
+  private objectToken(policy: NetworkPolicy): string {
+    let token = this.objectTokens.get(policy);
+    if (token === undefined)
+      this.objectTokens.set(policy, (token = `${policyKey(policy)}#${this.nextObjectId++}`));
+    return token;
   }
 
   /** Pod ids a policy's podSelector selects (host-network pods excluded). */
