@@ -57,6 +57,7 @@ export class PolicyPipeline {
   applyBatch(changes: readonly PipelineChange[]): ApplyResult {
     const affected = new Set<string>();
     const groups = new Set<string>();
+    const members = new Set<string>();
     let resync = false;
     let revision = this.state.revision;
     for (const change of changes) {
@@ -65,6 +66,7 @@ export class PolicyPipeline {
       resync ||= delta.resync;
       for (const id of affectedPods(this.state, delta)) affected.add(id);
       for (const group of delta.groups) groups.add(group);
+      for (const pod of delta.members) members.add(pod);
       if (delta.resync) for (const id of this.tables.keys()) affected.add(id);
     }
     if (resync) this.configurator.clearMemo();
@@ -86,7 +88,7 @@ export class PolicyPipeline {
       if (renderable) this.rendered.add(id);
       else this.rendered.delete(id);
     }
-    for (const { txn } of txns) if (groups.size > 0) txn.groupsChanged?.(groups);
+    for (const { txn } of txns) if (groups.size > 0) txn.groupsChanged?.(groups, members);
     const results = new Map<string, unknown>();
     for (const { renderer, txn } of txns) {
       results.set(renderer.name, txn.changes());

@@ -16,8 +16,11 @@ export interface RenderedPod {
 
 export interface RendererTxn<Changes = unknown> {
   render(pod: RenderedPod, tables: PodTables | undefined): void;
-  /** Address groups whose members changed; set-based renderers update their sets. */
-  groupsChanged?(groups: ReadonlySet<string>): void;
+  /**
+   * Address groups whose members changed, and the pods that joined, left or changed in them;
+   * set-based renderers update their sets.
+   */
+  groupsChanged?(groups: ReadonlySet<string>, pods: ReadonlySet<string>): void;
   changes(): Changes;
   commit(): void;
 }

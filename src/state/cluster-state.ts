@@ -271,6 +271,7 @@ export class ClusterState {
       this.upsertPolicy(policy);
     }
     this.groups.drainPartitionChanges();
+    const members = this.groups.drainMemberChanges();
     const groups = new Set(this.groups.keys());
     return {
       revision: ++this.revisionCounter,
@@ -279,6 +280,7 @@ export class ClusterState {
       namespaces,
       groups,
       partitions: groups,
+      members,
       resync: true,
     };
   }
@@ -293,6 +295,7 @@ export class ClusterState {
       namespaces: parts.namespaces ?? [],
       groups: parts.groups ?? new Set(),
       partitions: this.groups.drainPartitionChanges(),
+      members: this.groups.drainMemberChanges(),
       resync: false,
     };
   }

@@ -40,6 +40,15 @@ export class GroupIndex {
   /** Groups whose port numbers changed since the last drain. */
   private readonly partitionChanges = new Set<string>();
 
+  /** Pods whose membership of some group changed since the last drain. */
+  private readonly memberChanges = new Set<string>();
+
+  drainMemberChanges(): Set<string> {
+    const changes = new Set(this.memberChanges);
+    this.memberChanges.clear();
+    return changes;
+  }
+
   /** The named-port groups whose port numbers changed since the last call. */
   drainPartitionChanges(): Set<string> {
     const changes = new Set(this.partitionChanges);
@@ -159,6 +168,7 @@ export class GroupIndex {
       if (!current) return false;
       group.members.delete(id);
       if (countPort(group.ports, current.port, -1)) this.partitionChanged(group.key);
+      this.memberChanges.add(id);
       return true;
     }
     const ips = group.spec.ipBlock
@@ -174,6 +184,7 @@ export class GroupIndex {
     const added = countPort(group.ports, member.port, 1);
     if (removed || added) this.partitionChanged(group.key);
     group.members.set(id, member);
+    this.memberChanges.add(id);
     return true;
   }
 

@@ -56,6 +56,8 @@ export interface StateDelta {
   readonly groups: ReadonlySet<string>;
   /** Named-port groups whose set of port numbers changed (tables list one rule per number). */
   readonly partitions: ReadonlySet<string>;
+  /** Pods that joined, left or changed in some group. */
+  readonly members: ReadonlySet<string>;
   readonly resync: boolean;
 }
 

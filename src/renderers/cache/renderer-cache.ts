@@ -5,8 +5,9 @@
  * replaced. Local tables are combined towards one side (CombineRules) and the global table is
  * built from the other (BuildGlobalTable), per the seed.
  */
+import type { IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import { PARTITION_SEPARATOR, type GroupLookup, type PodTables } from '../../configurator/index.ts';
+import type { GroupLookup, PodTables } from '../../configurator/index.ts';
 import type { RenderedPod, Renderer, RendererTxn } from '../types.ts';
 import type { Rule } from '../../model/rule.ts';
 import { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
@@ -62,10 +63,10 @@ export class RendererCache implements Renderer<CacheChanges> {
 
   newTxn(options: { readonly resync: boolean }): RendererTxn<CacheChanges> {
     const pending = new Map<string, { pod: RenderedPod; tables: PodTables | undefined }>();
-    const changedGroups = new Set<string>();
+    const movedPods = new Set<string>();
     let computed: { snapshot: CacheSnapshot; changes: CacheChanges } | undefined;
     const compute = (): { snapshot: CacheSnapshot; changes: CacheChanges } => {
-      computed ??= this.compute(pending, changedGroups, options.resync);
+      computed ??= this.compute(pending, movedPods, options.resync);
       return computed;
     };
     return {
@@ -73,8 +74,8 @@ export class RendererCache implements Renderer<CacheChanges> {
         pending.set(pod.id, { pod, tables });
         computed = undefined;
       },
-      groupsChanged: (groups) => {
-        for (const group of groups) changedGroups.add(group);
+      groupsChanged: (_groups, pods) => {
+        for (const pod of pods) movedPods.add(pod);
         computed = undefined;
       },
       changes: () => compute().changes,
@@ -86,7 +87,7 @@ export class RendererCache implements Renderer<CacheChanges> {
 
   private compute(
     pending: ReadonlyMap<string, { pod: RenderedPod; tables: PodTables | undefined }>,
-    changedGroups: ReadonlySet<string>,
+    movedPods: ReadonlySet<string>,
     resync: boolean,
   ): { snapshot: CacheSnapshot; changes: CacheChanges } {
     const pods = new Map(resync ? [] : this.current.pods);
@@ -95,23 +96,27 @@ export class RendererCache implements Renderer<CacheChanges> {
       if (tables === undefined || pod.ips.length === 0) pods.delete(id);
       else pods.set(id, { pod, tables });
     }
-    if (!resync && pending.size === 0) {
-      const touched = [...this.current.pods.values()].some(
-        (k) => changedGroups.size > 0 && referencesAny(k.tables, changedGroups),
-      );
-      // Nothing rendered and no local table references a changed group: nothing can differ.
-      if (!touched)
-        return { snapshot: this.current, changes: { addedTables: [], removedTables: [], rebound: [] } };
+    // Pair rules read only local pods' addresses: group changes matter only when a local pod
+    // joined, left or changed in a group.
+    // A lookup is by address, so a pod sharing an address with a moved pod is affected too.
+    const movedAddresses = new Set(
+      [...movedPods].flatMap(
+        (id) => (pods.get(id) ?? this.current.pods.get(id))?.pod.ips.map(addressKey) ?? [],
+      ),
+    );
+    const moved =
+      movedAddresses.size === 0
+        ? []
+        : [...pods.values()]
+            .filter((k) => k.pod.ips.some((ip) => movedAddresses.has(addressKey(ip))))
+            .map((k) => k.pod.id);
+    if (!resync && pending.size === 0 && moved.length === 0) {
+      return { snapshot: this.current, changes: { addedTables: [], removedTables: [], rebound: [] } };
     }
     const known = [...pods.values()];
     // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
     const changed = resync ? new Set(pods.keys()) : new Set(pending.keys());
-    // A pair's rules resolve the two pods' addresses against the groups their tables reference:
-    // when such a group changes, every pair of that pod is recomputed.
-    if (changedGroups.size > 0) {
-      for (const known of pods.values())
-        if (referencesAny(known.tables, changedGroups)) changed.add(known.pod.id);
-    }
+    for (const id of moved) changed.add(id);
     const pairs = new Map<string, Map<string, readonly Rule[]>>();
     const binding = new Map<string, string>();
     const tables = new Map<string, RuleTable>();
@@ -172,16 +177,6 @@ function replacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString(16) : value;
 }
 
-/** Whether a pod's tables reference any of the groups (or a named-port partition of one). */
-function referencesAny(tables: PodTables, groups: ReadonlySet<string>): boolean {
-  for (const table of [tables.ingress, tables.egress]) {
-    for (const rule of table?.rules ?? []) {
-      for (const net of [rule.src, rule.dst]) {
-        if (net.kind !== 'group') continue;
-        const cut = net.group.lastIndexOf(PARTITION_SEPARATOR);
-        if (groups.has(net.group) || (cut >= 0 && groups.has(net.group.slice(0, cut)))) return true;
-      }
-    }
-  }
-  return false;
+function addressKey(ip: IpAddress): string {
+  return `${ip.family}:${ip.value}`;
 }
