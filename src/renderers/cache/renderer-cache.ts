@@ -98,10 +98,11 @@ export class RendererCache implements Renderer<CacheChanges> {
     }
     // Pair rules read only local pods' addresses: group changes matter only when a local pod
     // joined, left or changed in a group.
-    // A lookup is by address, so a pod sharing an address with a moved pod is affected too.
+    // A lookup is by address, so a pod sharing an address (old or new) with a moved pod is
+    // affected too.
     const movedAddresses = new Set(
-      [...movedPods].flatMap(
-        (id) => (pods.get(id) ?? this.current.pods.get(id))?.pod.ips.map(addressKey) ?? [],
+      [...movedPods].flatMap((id) =>
+        [pods.get(id), this.current.pods.get(id)].flatMap((k) => k?.pod.ips.map(addressKey) ?? []),
       ),
     );
     const moved =
