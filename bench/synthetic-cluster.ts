@@ -4,6 +4,7 @@
  * policy mix — default deny, intra-app tiers, cross-namespace monitoring, DNS, ipBlock egress
  * with except, named ports and port ranges.
  */
+import { seededRandom as random } from '../src/generate/random.ts';
 import type { Raw } from '../test/helpers/builders.ts';
 
 export interface SyntheticShape {
@@ -11,18 +12,6 @@ export interface SyntheticShape {
   readonly podsPerNamespace: number;
   readonly policiesPerNamespace: number;
   readonly seed?: number;
-}
-
-/** mulberry32: small, fast, deterministic. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const APPS = ['web', 'api', 'worker', 'cache', 'db'];

@@ -32,21 +32,12 @@ export async function loadCluster(
 export function loadFromTexts(files: readonly InputFile[], semantics: Semantics = 'v1'): LoadResult {
   const diagnostics: Diagnostic[] = [];
   const rawObjects: RawObject[] = [];
-  const decoded: IdentifiedObject[] = [];
   for (const file of files) {
     const parsed = parseDocuments(file);
     diagnostics.push(...parsed.diagnostics);
-    for (const raw of parsed.objects) {
-      rawObjects.push(raw);
-      const outcome = decodeObject(raw);
-      diagnostics.push(...outcome.diagnostics);
-      if (outcome.object && outcome.identity)
-        decoded.push({ identity: outcome.identity, object: outcome.object });
-    }
+    rawObjects.push(...parsed.objects);
   }
-  const built = buildCluster(decoded);
-  diagnostics.push(...built.diagnostics, ...semanticsDiagnostics(built.cluster, semantics));
-  return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };
+  return decodeAll(rawObjects, diagnostics, semantics);
 }
 
 /**
@@ -60,7 +51,6 @@ export function loadFromObjects(
 ): LoadResult {
   const rawObjects: RawObject[] = [];
   const diagnostics: Diagnostic[] = [];
-  const decoded: IdentifiedObject[] = [];
   const nowhere = { file: source, line: 0, column: 0 };
   const locator = { valueAt: () => nowhere, keyAt: () => nowhere };
   objects.forEach((value, index) => {
@@ -70,13 +60,20 @@ export function loadFromObjects(
       );
       return;
     }
-    const raw: RawObject = { value, file: source, basePath: [], locator };
-    rawObjects.push(raw);
+    rawObjects.push({ value, file: source, basePath: [], locator });
+  });
+  return decodeAll(rawObjects, diagnostics, semantics);
+}
+
+/** Decodes every raw object, assembles the cluster, and adds the semantics' diagnostics. */
+function decodeAll(rawObjects: RawObject[], diagnostics: Diagnostic[], semantics: Semantics): LoadResult {
+  const decoded: IdentifiedObject[] = [];
+  for (const raw of rawObjects) {
     const outcome = decodeObject(raw);
     diagnostics.push(...outcome.diagnostics);
     if (outcome.object && outcome.identity)
       decoded.push({ identity: outcome.identity, object: outcome.object });
-  });
+  }
   const built = buildCluster(decoded);
   diagnostics.push(...built.diagnostics, ...semanticsDiagnostics(built.cluster, semantics));
   return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };

@@ -5,7 +5,9 @@ import { formatIp, parseIp, type IpAddress } from '../../src/net/ip.ts';
 import type { Cluster, Endpoint, Protocol } from '../../src/model/types.ts';
 import { evaluate, indexCluster } from '../../src/semantics/index.ts';
 import type { Address } from '../../src/semantics/types.ts';
-import { EXTERNAL_IPS } from './arbitraries.ts';
+import assert from 'node:assert/strict';
+import { EXTERNAL_IPS, SAMPLE_PORTS } from './arbitraries.ts';
+import type { Packet } from '../../src/configurator/index.ts';
 
 export interface ProbeAddress {
   readonly ip: IpAddress;
@@ -63,4 +65,26 @@ function addressesAt(cluster: Cluster, ip: IpAddress): Address[] {
     { kind: 'ip', ip, ...(node ? { node: node.name } : {}) },
     ...hostPods.map((endpoint) => ({ kind: 'endpoint' as const, endpoint })),
   ];
+}
+
+/**
+ * Asserts that a compiled verdict equals the reference verdict for every packet between the
+ * probe addresses (same family), for every sample port and protocol.
+ */
+export function assertAgreesWithReference(
+  cluster: Cluster,
+  compiled: (packet: Packet) => boolean,
+  label = '',
+): void {
+  const addresses = probeAddresses(cluster);
+  for (const src of addresses) {
+    for (const dst of addresses) {
+      if (src.ip.family !== dst.ip.family) continue;
+      for (const [port, protocol] of SAMPLE_PORTS) {
+        const expected = referenceAllows(cluster, src.ip, dst.ip, protocol, port);
+        const actual = compiled({ src: src.ip, dst: dst.ip, protocol, port });
+        assert.equal(actual, expected, `${label}${src.label} → ${dst.label} ${protocol}/${port}`);
+      }
+    }
+  }
 }
