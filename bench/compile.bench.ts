@@ -23,6 +23,9 @@ export function compileBenchmark(args: string[]): void {
       const objects = [...generated.namespaces, ...generated.pods, ...generated.policies];
       const decodeTimes: number[] = [];
       const compileTimes: number[] = [];
+      const retained: number[] = [];
+      const rss: number[] = [];
+      const gc = (globalThis as { gc?: () => void }).gc;
       let summary = '';
       for (let run = 0; run < runs; run++) {
         const decodeStart = performance.now();
@@ -34,6 +37,10 @@ export function compileBenchmark(args: string[]): void {
         const pipeline = new PolicyPipeline();
         pipeline.apply({ type: 'resync', cluster });
         compileTimes.push(performance.now() - compileStart);
+        // Memory the compiled state keeps, and the process size right after the compile.
+        rss.push(process.memoryUsage().rss / 1024 / 1024);
+        gc?.();
+        retained.push(process.memoryUsage().heapUsed / 1024 / 1024);
         const tableIds = new Set<string>();
         let rules = 0;
         let bindings = 0;
@@ -54,7 +61,8 @@ export function compileBenchmark(args: string[]): void {
       process.stdout.write(
         `shape ${shape} ×${scale}: ${summary}\n` +
           `  decode median ${ms(median(decodeTimes))}; compile median ${ms(median(compileTimes))} ` +
-          `(runs: ${compileTimes.map((t) => t.toFixed(0)).join(', ')} ms); peak RSS so far ${peak.toFixed(0)} MiB\n`,
+          `(runs: ${compileTimes.map((t) => t.toFixed(0)).join(', ')} ms); RSS after compile median ${median(rss).toFixed(0)} MiB` +
+          `${gc ? `, heap in use after GC ${median(retained).toFixed(0)} MiB (input objects included)` : ''}; peak RSS so far ${peak.toFixed(0)} MiB\n`,
       );
     }
   }

@@ -29,7 +29,10 @@ const MAX_MEMO_ENTRIES = 250_000;
 const DENY_REST = prepareRule({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET });
 
 export class Configurator {
-  private readonly memo = new Map<string, Map<string, RuleTable>>();
+  private readonly memo = {
+    ingress: new Map<string, Map<string, RuleTable>>(),
+    egress: new Map<string, Map<string, RuleTable>>(),
+  };
   private memoSize = 0;
   private readonly interned = new Map<string, RuleTable>();
   /** Prepared rules of each template, by resolved port number (-1: not a named port). */
@@ -55,7 +58,8 @@ export class Configurator {
 
   /** Forgets memoized tables (after a resync, to bound memory). */
   clearMemo(): void {
-    this.memo.clear();
+    this.memo.ingress.clear();
+    this.memo.egress.clear();
     this.interned.clear();
     this.memoSize = 0;
   }
@@ -68,8 +72,11 @@ export class Configurator {
     variant: string,
   ): RuleTable | undefined {
     if (policies.length === 0) return undefined;
-    const key = `${direction}|${policiesKey}`;
-    const cached = this.memo.get(key)?.get(variant);
+    // The selection key string is shared by every pod of a label set: used as is (never
+    // concatenated), its hash is computed once however long it is.
+    const memo = this.memo[direction];
+    const key = policiesKey;
+    const cached = memo.get(key)?.get(variant);
     if (cached) return cached;
     const prepared: PreparedRule[] = [DENY_REST];
     for (const policy of policies) {
@@ -81,8 +88,8 @@ export class Configurator {
     const computed = canonicalTableOf(prepared);
     const table = this.interned.get(computed.id) ?? computed;
     this.interned.set(table.id, table);
-    let variants = this.memo.get(key);
-    if (!variants) this.memo.set(key, (variants = new Map<string, RuleTable>()));
+    let variants = memo.get(key);
+    if (!variants) memo.set(key, (variants = new Map<string, RuleTable>()));
     variants.set(variant, table);
     this.memoSize++;
     return table;
