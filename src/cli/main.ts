@@ -1,7 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=64
+#!/usr/bin/env node
 /**
- * The `palisade` executable. A larger young generation (--max-semi-space-size) cuts garbage
- * collection time by about a quarter when compiling large clusters (docs/BENCHMARKS.md).
+ * The `palisade` executable. For very large compiles, NODE_OPTIONS=--max-semi-space-size=64 cuts
+ * garbage-collection time by about a quarter (docs/BENCHMARKS.md); the flag cannot be set from
+ * inside the process, and a shebang with arguments breaks `npx` for the root package.
  */
 import { processIo } from './io.ts';
 import { run } from './program.ts';
