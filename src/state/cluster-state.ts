@@ -27,7 +27,7 @@ export interface Selection {
   readonly all: readonly NetworkPolicy[];
   readonly ingress: readonly NetworkPolicy[];
   readonly egress: readonly NetworkPolicy[];
-  /** Names exactly the selecting policy objects for a direction (prefixed by the direction). */
+  /** Names exactly the selecting policy objects of a direction (one string per label set). */
   readonly ingressKey: string;
   readonly egressKey: string;
 }
@@ -36,8 +36,8 @@ const EMPTY_SELECTION: Selection = {
   all: [],
   ingress: [],
   egress: [],
-  ingressKey: 'ingress|',
-  egressKey: 'egress|',
+  ingressKey: '',
+  egressKey: '',
 };
 
 export class ClusterState {
