@@ -5,7 +5,7 @@
  * whose scope covers it: groups of its namespace, groups whose namespaceSelector matches its
  * namespace, and address-based (ipBlock) groups.
  */
-import { cidrContains } from '../net/ip.ts';
+import { cidrContains, type IpAddress } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Endpoint, LabelSelector, Labels } from '../model/types.ts';
 import { groupAdmits, groupKey } from './group-key.ts';
@@ -26,6 +26,50 @@ interface GroupRecord extends AddressGroup {
   readonly members: Map<string, GroupMember>;
   readonly ports: Map<number, number>;
   readonly policies: Set<string>;
+  /** Member count per address key, and per named-port number and address key. */
+  readonly addresses: Map<string, number>;
+  readonly portAddresses: Map<number, Map<string, number>>;
+}
+
+const addressKey = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
+
+function newGroup(key: string, spec: GroupSpec): GroupRecord {
+  const addresses = new Map<string, number>();
+  const portAddresses = new Map<number, Map<string, number>>();
+  return {
+    key,
+    spec,
+    members: new Map(),
+    ports: new Map(),
+    policies: new Set(),
+    addresses,
+    portAddresses,
+    contains(ip, port) {
+      const where = port === undefined ? addresses : portAddresses.get(port);
+      return (where?.get(addressKey(ip)) ?? 0) > 0;
+    },
+  };
+}
+
+/** Adds (+1) or removes (-1) a member's addresses from a group's address counts. */
+function countAddresses(group: GroupRecord, member: GroupMember | undefined, delta: number): void {
+  if (!member) return;
+  const maps = [group.addresses];
+  if (member.port !== undefined) {
+    let byPort = group.portAddresses.get(member.port);
+    if (!byPort) group.portAddresses.set(member.port, (byPort = new Map<string, number>()));
+    maps.push(byPort);
+  }
+  for (const map of maps) {
+    for (const ip of member.ips) {
+      const key = addressKey(ip);
+      const next = (map.get(key) ?? 0) + delta;
+      if (next > 0) map.set(key, next);
+      else map.delete(key);
+    }
+  }
+  if (member.port !== undefined && group.portAddresses.get(member.port)?.size === 0)
+    group.portAddresses.delete(member.port);
 }
 
 interface NamespaceSelectorEntry {
@@ -87,7 +131,7 @@ export class GroupIndex {
     const key = groupKey(spec);
     let group = this.groups.get(key);
     if (!group) {
-      group = { key, spec, members: new Map(), ports: new Map(), policies: new Set() };
+      group = newGroup(key, spec);
       this.groups.set(key, group);
       this.indexGroup(group);
       for (const pod of this.scopePods(group)) this.refreshMember(group, pod);
@@ -167,6 +211,7 @@ export class GroupIndex {
     if (!verdict.admitted || !pod) {
       if (!current) return false;
       group.members.delete(id);
+      countAddresses(group, current, -1);
       if (countPort(group.ports, current.port, -1)) this.partitionChanged(group.key);
       this.memberChanges.add(id);
       return true;
@@ -184,6 +229,8 @@ export class GroupIndex {
     const added = countPort(group.ports, member.port, 1);
     if (removed || added) this.partitionChanged(group.key);
     group.members.set(id, member);
+    countAddresses(group, current, -1);
+    countAddresses(group, member, 1);
     this.memberChanges.add(id);
     return true;
   }

@@ -33,6 +33,8 @@ export interface AddressGroup {
   readonly members: ReadonlyMap<string, GroupMember>;
   /** For named-port groups: how many members resolve the name to each port number. */
   readonly ports: ReadonlyMap<number, number>;
+  /** Whether a member has this address (with this named-port number, when given). O(1). */
+  contains(ip: IpAddress, port?: number): boolean;
 }
 
 /** Before and after of one object touched by a change. */
