@@ -22,6 +22,7 @@ export function tablePorts(
   dst: IpAddress,
   groups: GroupLookup,
 ): PortSet {
+  if (permitsThenDenyAll(rules)) return unionOfPermits(rules, src, dst, groups);
   let permitted = EMPTY_PORTS;
   let decided = EMPTY_PORTS;
   for (const rule of rules) {
@@ -33,6 +34,43 @@ export function tablePorts(
     decided = unionPorts(decided, covered);
   }
   return permitted;
+}
+
+/** Tables shaped like the configurator's: permit rules, then one deny of everything, last. */
+const shapes = new WeakMap<readonly Rule[], boolean>();
+function permitsThenDenyAll(rules: readonly Rule[]): boolean {
+  let shape = shapes.get(rules);
+  if (shape === undefined) {
+    const last = rules[rules.length - 1];
+    shape =
+      last !== undefined &&
+      last.action === 'deny' &&
+      last.protocol === 'ANY' &&
+      !last.dstPorts &&
+      last.src.kind === 'any' &&
+      last.dst.kind === 'any' &&
+      rules.slice(0, -1).every((r) => r.action === 'permit');
+    shapes.set(rules, shape);
+  }
+  return shape;
+}
+
+/** For such tables the permitted ports are simply the union of the matching permits. */
+function unionOfPermits(
+  rules: readonly Rule[],
+  src: IpAddress,
+  dst: IpAddress,
+  groups: GroupLookup,
+): PortSet {
+  const entries: { protocol: Protocol; from: number; to: number }[] = [];
+  for (const rule of rules) {
+    if (rule.action !== 'permit') continue;
+    if (!netMatches(rule.src, src, groups) || !netMatches(rule.dst, dst, groups)) continue;
+    const [from, to] = rule.dstPorts ?? [MIN_PORT, MAX_PORT];
+    if (rule.protocol === 'ANY') for (const protocol of PROTOCOLS) entries.push({ protocol, from, to });
+    else entries.push({ protocol: rule.protocol, from, to });
+  }
+  return entries.length === 0 ? EMPTY_PORTS : portSetOf(entries);
 }
 
 /** a minus b, for port sets. */
