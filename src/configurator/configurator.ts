@@ -75,52 +75,59 @@ export class Configurator {
     // The selection key string is shared by every pod of a label set: used as is (never
     // concatenated), its hash is computed once however long it is.
     const memo = this.memo[direction];
-    const key = policiesKey;
-    const cached = memo.get(key)?.get(variant);
+    const cached = memo.get(policiesKey)?.get(variant);
     if (cached) return cached;
     const prepared: PreparedRule[] = [DENY_REST];
     for (const policy of policies) {
-      const templates = policyTemplates(policy)[direction];
-      for (const template of templates) prepared.push(...this.rules(pod, direction, template));
+      for (const template of policyTemplates(policy)[direction])
+        this.addRules(pod, direction, template, prepared);
     }
     if (this.memoSize >= MAX_MEMO_ENTRIES) this.clearMemo();
     // Different inputs can still give equal rules: one object per distinct table.
     const computed = canonicalTableOf(prepared);
     const table = this.interned.get(computed.id) ?? computed;
     this.interned.set(table.id, table);
-    let variants = memo.get(key);
-    if (!variants) memo.set(key, (variants = new Map<string, RuleTable>()));
+    let variants = memo.get(policiesKey);
+    if (!variants) memo.set(policiesKey, (variants = new Map<string, RuleTable>()));
     variants.set(variant, table);
     this.memoSize++;
     return table;
   }
 
-  /** Rules for one template, prepared once per template and resolved port number. */
-  private rules(pod: Endpoint, direction: Direction, template: RuleTemplate): readonly PreparedRule[] {
+  /** Appends one template's rules, prepared once per template and resolved port number. */
+  private addRules(pod: Endpoint, direction: Direction, template: RuleTemplate, out: PreparedRule[]): void {
     const { net, port } = template;
-    if (typeof port?.port !== 'string')
-      return [this.prepared(template, -1, () => permit(direction, net, port))];
+    if (typeof port?.port !== 'string') {
+      out.push(this.prepared(template, -1, direction, net));
+      return;
+    }
     const name = port.port;
     if (direction === 'ingress') {
       const resolved = pod.ports.find((p) => p.name === name && p.protocol === port.protocol)?.port;
-      if (resolved === undefined) return [];
-      return [this.prepared(template, resolved, () => permit(direction, net, port, [resolved, resolved]))];
+      if (resolved !== undefined) out.push(this.prepared(template, resolved, direction, net));
+      return;
     }
     // Egress named port: one rule per partition of the destination group.
-    if (net.kind !== 'group') return [];
-    const numbers = [...(this.state.group(net.group)?.ports.keys() ?? [])];
-    return numbers.map((n) =>
-      this.prepared(template, n, () =>
-        permit(direction, { kind: 'group', group: `${net.group}${PARTITION_SEPARATOR}${n}` }, port, [n, n]),
-      ),
-    );
+    if (net.kind !== 'group') return;
+    for (const n of this.state.group(net.group)?.ports.keys() ?? []) {
+      out.push(
+        this.prepared(template, n, direction, {
+          kind: 'group',
+          group: `${net.group}${PARTITION_SEPARATOR}${n}`,
+        }),
+      );
+    }
   }
 
-  private prepared(template: RuleTemplate, port: number, make: () => Rule): PreparedRule {
+  /** The template's rule for a resolved port number (-1: the template's own port entry). */
+  private prepared(template: RuleTemplate, port: number, direction: Direction, net: NetRef): PreparedRule {
     let byPort = this.preparedRules.get(template);
     if (!byPort) this.preparedRules.set(template, (byPort = new Map<number, PreparedRule>()));
     let rule = byPort.get(port);
-    if (!rule) byPort.set(port, (rule = prepareRule(make())));
+    if (!rule) {
+      rule = prepareRule(permit(direction, net, template.port, port >= 0 ? [port, port] : undefined));
+      byPort.set(port, rule);
+    }
     return rule;
   }
 }
