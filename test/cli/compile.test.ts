@@ -80,6 +80,11 @@ describe('palisade generate', () => {
     assert.equal(stats.pods, 40);
     assert.ok(stats.tables > 0);
   });
+  it('says, without a stack trace, when it cannot write', async () => {
+    const r = await cli(['generate', '--shape', 'c', '--scale', '0.001', '-o', '/etc/passwd/x']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^palisade: cannot write to \/etc\/passwd\/x: ENOTDIR\n$/);
+  });
   it('validates its options', async () => {
     assert.equal((await cli(['generate', '--shape', 'z', '-o', '/tmp/x'])).code, 2);
     assert.equal((await cli(['generate', '--shape', 'a', '--scale', '-1', '-o', '/tmp/x'])).code, 2);

@@ -3,11 +3,11 @@
  * deterministic for a seed.
  */
 import { Command } from 'commander';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { generateShape, SHAPES, type Json } from '../../generate/shapes.ts';
 import { checkChoice } from '../common.ts';
-import { EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 export function generateCommand(io: CliIo, done: (code: number) => void): Command {
   return new Command('generate')
@@ -30,16 +30,39 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
       if (!Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
       const cluster = generateShape(shape, { scale, seed });
       const dir = String(raw.output);
-      await mkdir(dir, { recursive: true });
       // One JSON document per object: valid YAML, and fast to write and to read back.
       const write = (name: string, objects: readonly Json[]): Promise<void> =>
         writeFile(join(dir, name), objects.map((o) => JSON.stringify(o)).join('\n---\n') + '\n');
-      await write('namespaces.yaml', cluster.namespaces);
-      await write('pods.yaml', cluster.pods);
-      await write('policies.yaml', cluster.policies);
+      try {
+        await makeDirectory(dir);
+        await write('namespaces.yaml', cluster.namespaces);
+        await write('pods.yaml', cluster.pods);
+        await write('policies.yaml', cluster.policies);
+      } catch (error) {
+        io.stderr.write(
+          `palisade: cannot write to ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`,
+        );
+        done(EXIT_FINDINGS);
+        return;
+      }
       io.stdout.write(
         `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${cluster.namespaces.length} namespaces, ${cluster.pods.length} pods, ${cluster.policies.length} policies\n`,
       );
       done(EXIT_OK);
     });
+}
+
+/**
+ * Creates the output directory. When its parent exists a plain mkdir is used: a recursive one
+ * loops forever on file systems that refuse creation with ENOENT (procfs).
+ */
+async function makeDirectory(dir: string): Promise<void> {
+  const exists = async (path: string): Promise<boolean> =>
+    stat(path).then(
+      () => true,
+      () => false,
+    );
+  if (await exists(dir)) return;
+  if (await exists(dirname(dir))) await mkdir(dir);
+  else await mkdir(dir, { recursive: true });
 }
