@@ -7,6 +7,15 @@
 import { processIo } from './io.ts';
 import { run } from './program.ts';
 
+// A reader that stops early (`palisade matrix … | head`) closes the pipe: stop quietly, as
+// command-line tools do, instead of dying on EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
+
 run(process.argv.slice(2), processIo()).then(
   (code) => {
     process.exitCode = code;

@@ -2,7 +2,7 @@
  * The commands as users run them: outputs, the JSON contract, exit codes, and no stack traces.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -297,6 +297,27 @@ describe('palisade convert and --semantics', () => {
 });
 
 describe('the installed executable', () => {
+  it('stops quietly when its reader closes the pipe early', async () => {
+    // Enough output to fill the pipe: a generated cluster's compile output as JSON.
+    const dir = await mkdtemp(join(tmpdir(), 'palisade-pipe-'));
+    await cli(['generate', '--shape', 'c', '--scale', '0.2', '-o', dir]);
+    const child = spawn(process.execPath, [
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'compile',
+      '-f',
+      dir,
+      '-o',
+      'json',
+    ]);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(stderr, '');
+    assert.equal(code, 0);
+  });
   it('runs as a real process and prints help and version', async () => {
     const exec = promisify(execFile);
     const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help']);
