@@ -31,7 +31,7 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
     if (document.errors.length > 0) {
       for (const error of document.errors) {
         const code = error.code === 'DUPLICATE_KEY' ? 'YAML_DUPLICATE_KEY' : 'YAML_SYNTAX';
-        const message = error.message.split('\n')[0] ?? error.message;
+        const message = explain(error.message.split('\n')[0] ?? error.message);
         const where = position(error.pos[0]);
         diagnostics.push(makeDiagnostic(code, message + tabHint(input.text, lineCounter, where.line), where));
       }
@@ -41,7 +41,7 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
     try {
       value = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = explain(error instanceof Error ? error.message : String(error));
       const code =
         /alias/i.test(message) && /count|exceed|excessive/i.test(message)
           ? 'YAML_ALIAS_LIMIT'
@@ -139,4 +139,9 @@ function tabHint(text: string, lineCounter: LineCounter, line: number): string {
       return ` (line ${candidate} is indented with a tab; YAML allows only spaces)`;
   }
   return '';
+}
+
+/** Pathologically deep nesting exhausts the parser's stack; say what that means. */
+function explain(message: string): string {
+  return /call stack/i.test(message) ? `document is nested too deeply to read (${message})` : message;
 }

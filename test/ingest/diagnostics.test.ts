@@ -301,6 +301,13 @@ describe('diagnostics for bad input', () => {
     assert.match(d?.message ?? '', /indented with a tab/);
   });
 
+  it('reports documents nested too deeply instead of crashing', () => {
+    const text = `a: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`;
+    const [d] = loadFromTexts([{ name: 'deep.yaml', text }]).diagnostics;
+    assert.equal(d?.code, 'YAML_SYNTAX');
+    assert.match(d?.message ?? '', /nested too deeply/);
+  });
+
   it('stops alias bombs', () => {
     const lines = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
     for (let i = 1; i < 8; i++)
