@@ -10,7 +10,10 @@ export function canonicalTable(rules: readonly Rule[]): RuleTable {
   return canonicalTableOf(rules.map(prepareRule));
 }
 
-/** The same for rules already prepared (text and sort key computed once and reused). */
+/**
+ * The same for rules already prepared (text and sort key computed once and reused). Sorts the
+ * given array in place: callers pass a fresh one.
+ */
 export function canonicalTableOf(prepared: PreparedRule[]): RuleTable {
   prepared.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   const rules: Rule[] = [];

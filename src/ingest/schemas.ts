@@ -63,7 +63,6 @@ export const labelSelectorSchema = strictSchemas.labelSelector;
 export const networkPolicySchema = strictSchemas.networkPolicy;
 export const lenientNetworkPolicySchema = networkPolicySchemas(false).networkPolicy;
 
-export type RawNetworkPolicy = z.infer<typeof networkPolicySchema>;
 export type RawLabelSelector = z.infer<typeof labelSelectorSchema>;
 export type RawPeer = z.infer<typeof strictSchemas.peer>;
 export type RawPolicyPort = NonNullable<z.infer<typeof strictSchemas.ports>>[number];
@@ -104,7 +103,6 @@ export const podSchema = z.looseObject({
     })
     .nullish(),
 });
-export type RawPod = z.infer<typeof podSchema>;
 
 const podTemplateSchema = z.looseObject({
   metadata: z.looseObject({ labels: stringMap.nullish() }).nullish(),
@@ -130,4 +128,3 @@ export const cronJobSchema = z.looseObject({
 });
 
 export const namespaceSchema = z.looseObject({ metadata: metadataSchema });
-export type RawNamespace = z.infer<typeof namespaceSchema>;

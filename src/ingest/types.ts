@@ -64,13 +64,6 @@ export interface Source {
   stop(): Promise<void>;
 }
 
-export interface LoadOptions {
-  /** Largest file accepted, in bytes. Default 128 MiB. */
-  readonly maxFileBytes?: number;
-  /** Text to use for `-` (standard input). Read from process stdin when absent. */
-  readonly stdinText?: string;
-}
-
 export interface LoadResult {
   readonly cluster: Cluster;
   readonly diagnostics: readonly Diagnostic[];

@@ -214,9 +214,3 @@ export function formatIp(ip: IpAddress): string {
   const right = hex.slice(bestStart + bestLength).join(':');
   return `${left}::${right}`;
 }
-
-/** Canonical text of an address string, or undefined when it does not parse cleanly. */
-export function canonicalIp(text: string): string | undefined {
-  const parsed = parseIp(text);
-  return parsed.ok ? formatIp(parsed.value) : undefined;
-}

@@ -67,7 +67,6 @@ export class PolicyPipeline {
       for (const id of affectedPods(this.state, delta)) affected.add(id);
       for (const group of delta.groups) groups.add(group);
       for (const pod of delta.members) members.add(pod);
-      if (delta.resync) for (const id of this.tables.keys()) affected.add(id);
     }
     if (resync) this.configurator.clearMemo();
     const txns = this.renderers.map((r) => ({ renderer: r, txn: r.newTxn({ resync }) }));

@@ -62,6 +62,3 @@ export interface StateDelta {
   readonly members: ReadonlySet<string>;
   readonly resync: boolean;
 }
-
-/** Notified when a group gains, loses or changes a member. */
-export type GroupListener = (group: string, pod: string, change: 'added' | 'removed' | 'changed') => void;

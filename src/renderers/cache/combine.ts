@@ -31,18 +31,6 @@ function hostNet(ip: IpAddress): NetRef {
 
 const opposite = (side: Side): Side => (side === 'ingress' ? 'egress' : 'ingress');
 
-/** CombineRules for one target pod against every known pod on the node. */
-export function combineRules(
-  target: KnownPod,
-  known: Iterable<KnownPod>,
-  side: Side,
-  groups: GroupLookup,
-): RuleTable {
-  const added: Rule[] = [];
-  for (const other of known) added.push(...pairRules(target, other, side, groups));
-  return combinedTable(target, added, side);
-}
-
 /** The target's side table (or allow-all) with the pair rules added, in canonical order. */
 export function combinedTable(target: KnownPod, pairs: readonly Rule[], side: Side): RuleTable {
   return canonicalTable([...(target.tables[side]?.rules ?? OPEN), ...pairs]);
