@@ -3,3 +3,4 @@
  */
 export { PolicyPipeline, type PipelineOptions } from './pipeline.ts';
 export type * from './types.ts';
+export { changesBetween, upsertsOf } from './changes-between.ts';

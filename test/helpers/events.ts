@@ -1,61 +1,7 @@
 /**
  * Turning clusters into pipeline change events, for incremental-versus-full tests.
  */
-import type { Cluster } from '../../src/model/types.ts';
-import { policyKey } from '../../src/model/types.ts';
-import type { PipelineChange } from '../../src/pipeline/index.ts';
-
-/** Upserts that build `cluster` from nothing (implicit namespaces are left to the store). */
-export function upsertsOf(cluster: Cluster): PipelineChange[] {
-  return [
-    ...[...cluster.namespaces.values()]
-      .filter((n) => !n.implicit)
-      .map((namespace) => ({ type: 'upsert-namespace' as const, namespace })),
-    ...cluster.endpoints.map((pod) => ({ type: 'upsert-pod' as const, pod })),
-    ...cluster.policies.map((policy) => ({ type: 'upsert-policy' as const, policy })),
-  ];
-}
-
-/**
- * Changes that turn `from` into `to`: deletes of what `to` lacks, upserts of what is new or
- * different (with `everything`, also no-op upserts of what is equal).
- */
-export function changesBetween(from: Cluster, to: Cluster, everything = false): PipelineChange[] {
-  const pods = new Map(from.endpoints.map((e) => [e.id, e] as const));
-  const policies = new Map(from.policies.map((p) => [policyKey(p), p] as const));
-  const namespaces = new Map(
-    [...from.namespaces.values()].filter((n) => !n.implicit).map((n) => [n.name, n] as const),
-  );
-  const toPods = new Set(to.endpoints.map((e) => e.id));
-  const toPolicies = new Set(to.policies.map(policyKey));
-  const toNamespaces = new Set([...to.namespaces.values()].filter((n) => !n.implicit).map((n) => n.name));
-  const changed = (a: object | undefined, b: object): boolean => everything || !a || plain(a) !== plain(b);
-  const upserts = upsertsOf(to).filter((c) => {
-    if (c.type === 'upsert-pod') return changed(pods.get(c.pod.id), c.pod);
-    if (c.type === 'upsert-policy') return changed(policies.get(policyKey(c.policy)), c.policy);
-    if (c.type === 'upsert-namespace') return changed(namespaces.get(c.namespace.name), c.namespace);
-    return true;
-  });
-  return [
-    ...from.endpoints
-      .filter((e) => !toPods.has(e.id))
-      .map((e) => ({ type: 'delete-pod' as const, id: e.id })),
-    ...from.policies
-      .filter((p) => !toPolicies.has(policyKey(p)))
-      .map((p) => ({ type: 'delete-policy' as const, key: policyKey(p) })),
-    ...[...namespaces.values()]
-      .filter((n) => !toNamespaces.has(n.name))
-      .map((n) => ({ type: 'delete-namespace' as const, name: n.name })),
-    ...upserts,
-  ];
-}
-
-/** An object's content as text, without where it was read from. */
-function plain(object: object): string {
-  return JSON.stringify(object, (key, value: unknown) =>
-    key === 'location' ? undefined : typeof value === 'bigint' ? value.toString() : value,
-  );
-}
+export { upsertsOf, changesBetween } from '../../src/pipeline/index.ts';
 
 /** A mix of two object lists: per object identity, the first's version, the second's, or none. */
 export function mixObjects<T extends { kind?: unknown; metadata?: unknown }>(

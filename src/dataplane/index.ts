@@ -1,0 +1,14 @@
+/**
+ * The dataplane layer's public entry: the kernel's tools as typed operations.
+ */
+export {
+  run,
+  runSync,
+  runChecked,
+  isRoot,
+  DataplaneError,
+  type ExecResult,
+  type ExecOptions,
+} from './exec.ts';
+export { nftRunner, recordingRunner, listTable, deleteTable, type NftRunner } from './nft.ts';
+export { listFlows, deleteFlows, parseConntrackList, type TrackedFlow } from './conntrack.ts';

@@ -1,0 +1,36 @@
+/**
+ * Names of everything Palisade creates in nftables. One table per node, `inet palisade`;
+ * chains and sets are named after the content they hold (table ids, hashes of group references),
+ * so equal content always has the same name and a chain, once created, never changes.
+ */
+import { hash } from 'node:crypto';
+import type { IpFamily } from '../../net/ip.ts';
+
+export const TABLE_FAMILY = 'inet';
+export const TABLE_NAME = 'palisade';
+/** `inet palisade`, as commands name it. */
+export const TABLE = `${TABLE_FAMILY} ${TABLE_NAME}`;
+
+/** The chain of one compiled rule table (ids are already content hashes). */
+export const tableChain = (tableId: string): string => `t_${tableId}`;
+
+/** The chain that permits only what both tables permit (used between the phases of an update). */
+export const intersectionChain = (first: string, second: string): string => `x_${first}_${second}`;
+
+/** The set holding one address group's (or named-port partition's) addresses of one family. */
+export const groupSet = (reference: string, family: IpFamily): string =>
+  `g_${hash('sha256', reference).slice(0, 16)}_${family}`;
+
+/** Per-pod dispatch: pod address → verdict (jump to the pod's table chain, or return). */
+export const dispatchMap = (direction: 'ingress' | 'egress', family: IpFamily): string =>
+  `${direction === 'ingress' ? 'in' : 'eg'}_${family}`;
+
+/** Addresses of this node's pods (fail closed: one without a dispatch entry is isolated). */
+export const localPodsSet = (family: IpFamily): string => `pods_${family}`;
+/** This node's pod CIDRs (fail closed for addresses not yet known as pods). */
+export const podCidrSet = (family: IpFamily): string => `podcidr_${family}`;
+
+export const FAMILIES: readonly IpFamily[] = [4, 6];
+/** The nft address match of a family: `ip` or `ip6`. */
+export const addressProtocol = (family: IpFamily): string => (family === 4 ? 'ip' : 'ip6');
+export const addressType = (family: IpFamily): string => (family === 4 ? 'ipv4_addr' : 'ipv6_addr');

@@ -1,0 +1,135 @@
+/**
+ * One compiled rule table as an nftables chain, in "check" form: a permitted packet returns to
+ * the caller, anything else is dropped. Group references match named sets; rules with the same
+ * action and address match are merged into one rule whose protocols and ports are an anonymous
+ * set (`meta l4proto . th dport { tcp . 80, udp . 53 }`), so per-packet work depends on how many
+ * distinct peers a table has, not on how many rules or ports.
+ */
+import type { Cidr, IpFamily } from '../../net/ip.ts';
+import { formatIp } from '../../net/ip.ts';
+import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
+import { addressProtocol, FAMILIES, groupSet } from './names.ts';
+
+export interface RenderedChain {
+  readonly lines: readonly string[];
+  /** Group references (`key` or `key#port`) the chain's rules use. */
+  readonly groups: readonly string[];
+}
+
+const cidrText = (cidr: Cidr): string =>
+  `${formatIp({ family: cidr.family, value: cidr.base })}/${cidr.prefix}`;
+
+/** The address matches of one net, per family it can match ('' = any address). */
+function addressMatches(net: NetRef, field: 'saddr' | 'daddr'): Map<IpFamily | 'any', string> {
+  switch (net.kind) {
+    case 'any':
+      return new Map([['any', '']]);
+    case 'cidr':
+      return new Map([
+        [net.cidr.family, `${addressProtocol(net.cidr.family)} ${field} ${cidrText(net.cidr)}`],
+      ]);
+    case 'group':
+      return new Map(FAMILIES.map((f) => [f, `${addressProtocol(f)} ${field} @${groupSet(net.group, f)}`]));
+  }
+}
+
+/** Combines source and destination matches of a rule into per-family address matches. */
+function ruleAddressMatches(rule: Rule): string[] {
+  const src = addressMatches(rule.src, 'saddr');
+  const dst = addressMatches(rule.dst, 'daddr');
+  const lines: string[] = [];
+  for (const [sf, s] of src) {
+    for (const [df, d] of dst) {
+      if (sf !== 'any' && df !== 'any' && sf !== df) continue; // no packet is of two families
+      lines.push([s, d].filter(Boolean).join(' '));
+    }
+  }
+  return lines;
+}
+
+const protocolName = (protocol: Rule['protocol']): string => protocol.toLowerCase();
+
+function portText(ports: readonly [number, number]): string {
+  return ports[0] === ports[1] ? `${ports[0]}` : `${ports[0]}-${ports[1]}`;
+}
+
+/** The protocol/port matches of rules merged into one address match ('' = any traffic). */
+function l4Matches(rules: readonly Rule[]): string[] {
+  if (rules.some((r) => r.protocol === 'ANY' && !r.dstPorts)) return [''];
+  const protocolsOnly = [...new Set(rules.filter((r) => !r.dstPorts).map((r) => protocolName(r.protocol)))];
+  const withPorts = rules.filter((r) => r.dstPorts && r.protocol !== 'ANY');
+  const anyProtocolPorts = rules.filter((r) => r.dstPorts && r.protocol === 'ANY');
+  const lines: string[] = [];
+  if (protocolsOnly.length === 1) lines.push(`meta l4proto ${protocolsOnly[0]}`);
+  else if (protocolsOnly.length > 1) lines.push(`meta l4proto { ${protocolsOnly.join(', ')} }`);
+  const covered = new Set(protocolsOnly);
+  const pairs = [
+    ...new Set(
+      withPorts
+        .filter((r) => !covered.has(protocolName(r.protocol)))
+        .map((r) => `${protocolName(r.protocol)} . ${portText(r.dstPorts as [number, number])}`),
+    ),
+  ];
+  if (pairs.length > 0) lines.push(`meta l4proto . th dport { ${pairs.join(', ')} }`);
+  const anyPorts = [...new Set(anyProtocolPorts.map((r) => portText(r.dstPorts as [number, number])))];
+  if (anyPorts.length > 0) lines.push(`th dport { ${anyPorts.join(', ')} }`);
+  return lines;
+}
+
+const netKey = (rule: Rule): string =>
+  `${JSON.stringify(rule.src, bigintText)}|${JSON.stringify(rule.dst, bigintText)}`;
+function bigintText(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+/**
+ * Groups a first-match table into runs that can each become one nft rule per address match.
+ * When the only deny is the final deny-everything (what the configurator produces), permits
+ * commute, so every permit with the same address match joins one run; otherwise only adjacent
+ * rules with equal action and addresses merge, which keeps first-match order exact.
+ */
+function runsOf(rules: readonly Rule[]): { action: Rule['action']; rules: Rule[] }[] {
+  const last = rules[rules.length - 1];
+  const denyRest =
+    last !== undefined &&
+    last.action === 'deny' &&
+    last.protocol === 'ANY' &&
+    !last.dstPorts &&
+    last.src.kind === 'any' &&
+    last.dst.kind === 'any';
+  const body = denyRest ? rules.slice(0, -1) : rules;
+  if (denyRest && body.every((r) => r.action === 'permit')) {
+    const byNet = new Map<string, Rule[]>();
+    for (const rule of body) {
+      const key = netKey(rule);
+      const run = byNet.get(key);
+      if (run) run.push(rule);
+      else byNet.set(key, [rule]);
+    }
+    return [...byNet.values()].map((run) => ({ action: 'permit', rules: run }));
+  }
+  const runs: { action: Rule['action']; rules: Rule[] }[] = [];
+  for (const rule of rules) {
+    const previous = runs[runs.length - 1];
+    if (previous && previous.action === rule.action && netKey(previous.rules[0] as Rule) === netKey(rule))
+      previous.rules.push(rule);
+    else runs.push({ action: rule.action, rules: [rule] });
+  }
+  return runs;
+}
+
+export function renderTableChain(table: RuleTable): RenderedChain {
+  const lines: string[] = [];
+  const groups = new Set<string>();
+  for (const run of runsOf(table.rules)) {
+    const first = run.rules[0] as Rule;
+    for (const net of [first.src, first.dst]) if (net.kind === 'group') groups.add(net.group);
+    const verdict = run.action === 'permit' ? 'return' : 'drop';
+    for (const address of ruleAddressMatches(first)) {
+      for (const l4 of l4Matches(run.rules)) lines.push([address, l4, verdict].filter(Boolean).join(' '));
+    }
+  }
+  // Whatever no rule permitted is denied, also for a table that does not say so itself.
+  if (lines[lines.length - 1] !== 'drop') lines.push('drop');
+  return { lines, groups: [...groups] };
+}
