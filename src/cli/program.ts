@@ -10,7 +10,11 @@ import { convertCommand } from './commands/convert.ts';
 import { explainCommand } from './commands/explain.ts';
 import { matrixCommand } from './commands/matrix.ts';
 import { validateCommand } from './commands/validate.ts';
-import { EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.ts';
+import { renderCommand } from './commands/render.ts';
+import { labCommand } from './commands/lab.ts';
+import { DataplaneError } from '../dataplane/index.ts';
+import { LabError } from '../lab/index.ts';
+import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.ts';
 
 export const VERSION = '0.1.0';
 
@@ -34,11 +38,15 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     convertCommand,
     compileCommand,
     generateCommand,
+    renderCommand,
+    labCommand,
   ]) {
     // Subcommands do not inherit output and exit settings added after they were made.
-    program.addCommand(
-      make(io, done).configureOutput(output).exitOverride().showHelpAfterError('(run with --help for usage)'),
-    );
+    const command = make(io, done);
+    // Subcommands (lab up, lab probe…) need the same settings: commander does not pass them down.
+    for (const c of [command, ...command.commands])
+      c.configureOutput(output).exitOverride().showHelpAfterError('(run with --help for usage)');
+    program.addCommand(command);
   }
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -51,6 +59,11 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     if (error instanceof UsageError) {
       io.stderr.write(`palisade: ${error.message}\n`);
       return EXIT_USAGE;
+    }
+    // The kernel or the lab refused: the tool's own message, one line or a few, no stack trace.
+    if (error instanceof LabError || error instanceof DataplaneError) {
+      io.stderr.write(`palisade: ${error.message}\n`);
+      return EXIT_FINDINGS;
     }
     throw error;
   }

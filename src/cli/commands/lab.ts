@@ -1,0 +1,175 @@
+/**
+ * `palisade lab`: a mini cluster in network namespaces, enforced with the nftables renderer and
+ * probed with real packets (`up`, `probe`, `apply`, `down`). Root only.
+ */
+import { Command } from 'commander';
+import { hasErrors } from '../../model/diagnostics.ts';
+import { isRoot } from '../../dataplane/index.ts';
+import {
+  defaultPorts,
+  formatApplyReport,
+  formatPlan,
+  formatProbeReport,
+  Lab,
+  LabError,
+  probeLab,
+  type ProbePort,
+  type Transport,
+} from '../../lab/index.ts';
+import {
+  checkChoice,
+  loadInput,
+  reportDiagnostics,
+  resolveInputOptions,
+  withInputOptions,
+  writeJson,
+} from '../common.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+
+const nameOption = (command: Command): Command =>
+  command
+    .option('--name <name>', 'the lab to act on', 'palisade')
+    .option('--state-dir <path>', 'where labs keep their state', '/run/palisade/lab');
+
+function requireRoot(): void {
+  if (!isRoot())
+    throw new LabError('the lab needs root (network namespaces, nftables, conntrack); run it as root');
+}
+
+export function labCommand(io: CliIo, done: (code: number) => void): Command {
+  const lab = new Command('lab').description(
+    'a mini cluster in network namespaces, enforced by the nftables renderer and probed with real packets (root)',
+  );
+
+  lab.addCommand(
+    nameOption(withInputOptions(new Command('up')))
+      .description(
+        'build the lab from manifests: a namespace per node and per pod, policy enforced, listeners on every port',
+      )
+      .option('--nodes <n>', 'nodes to spread pods over when the manifests name none', '2')
+      .option('--no-node-local', 'police traffic between a node and its own pods too')
+      .option('--keep-flows', 'do not delete tracked connections that a later update denies', false)
+      .action(async (raw: Record<string, unknown>) => {
+        requireRoot();
+        const input = resolveInputOptions(raw);
+        const nodes = Number(raw.nodes);
+        if (!Number.isInteger(nodes) || nodes < 1 || nodes > 64)
+          throw new UsageError('--nodes must be 1 to 64');
+        const loaded = await loadInput(input, io);
+        reportDiagnostics(loaded.diagnostics, io, input.verbose);
+        if (hasErrors(loaded.diagnostics) && loaded.cluster.endpoints.length === 0)
+          return done(EXIT_FINDINGS);
+        const up = await Lab.up(
+          String(raw.name),
+          loaded.rawObjects.map((r) => r.value as object),
+          loaded.cluster,
+          {
+            stateRoot: String(raw.stateDir),
+            nodes,
+            allowNodeLocal: raw.nodeLocal !== false,
+            killDenied: raw.keepFlows !== true,
+          },
+        );
+        io.stdout.write(formatPlan(up.plan, up.current.policies.length));
+        up.close();
+        done(EXIT_OK);
+      }),
+  );
+
+  lab.addCommand(
+    nameOption(new Command('probe'))
+      .description(
+        'connect from every pod to every other pod and compare with the reference evaluator (exit 1 on any disagreement)',
+      )
+      .option('--port <ports>', 'ports to probe, comma-separated (default: every container port in the lab)')
+      .option('--protocol <protocols>', 'with --port: TCP, UDP or both, comma-separated', 'TCP')
+      .option('--timeout <ms>', 'how long a blocked attempt waits', '1000')
+      .option('-o, --output <format>', 'text or json', 'text')
+      .action(async (raw: Record<string, unknown>) => {
+        requireRoot();
+        const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+        const timeoutMs = Number(raw.timeout);
+        if (!Number.isInteger(timeoutMs) || timeoutMs < 10)
+          throw new UsageError('--timeout must be at least 10 (ms)');
+        const opened = await Lab.attach(String(raw.name), { stateRoot: String(raw.stateDir) });
+        try {
+          const { ports, notProbed } =
+            typeof raw.port === 'string'
+              ? { ports: parsePorts(raw.port, String(raw.protocol)), notProbed: [] }
+              : defaultPorts(opened.plan.pods);
+          const report = await probeLab(opened, ports, { timeoutMs, notProbed });
+          if (output === 'json') writeJson(io, report);
+          else io.stdout.write(formatProbeReport(report));
+          done(report.disagreements.length > 0 ? EXIT_FINDINGS : EXIT_OK);
+        } finally {
+          opened.close();
+        }
+      }),
+  );
+
+  lab.addCommand(
+    nameOption(withInputOptions(new Command('apply')))
+      .description(
+        'change policy in the running lab (like kubectl apply): one incremental transaction per node',
+      )
+      .option('--prune', 'also delete the lab policies that the files do not contain', false)
+      .action(async (raw: Record<string, unknown>) => {
+        requireRoot();
+        const input = resolveInputOptions(raw);
+        const loaded = await loadInput(input, io);
+        const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+        const valid = validObjects(loaded);
+        const opened = await Lab.attach(String(raw.name), { stateRoot: String(raw.stateDir) });
+        try {
+          const report = await opened.apply(valid, raw.prune === true);
+          io.stdout.write(formatApplyReport(report));
+          done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+        } finally {
+          opened.close();
+        }
+      }),
+  );
+
+  lab.addCommand(
+    nameOption(new Command('down'))
+      .description('remove everything the lab created: agents, network namespaces, state')
+      .action(async (raw: Record<string, unknown>) => {
+        requireRoot();
+        const removed = await Lab.down(String(raw.name), { stateRoot: String(raw.stateDir) });
+        io.stdout.write(
+          `lab ${String(raw.name)} is down (${removed.namespaces} network namespaces removed)\n`,
+        );
+        done(EXIT_OK);
+      }),
+  );
+  return lab;
+}
+
+function parsePorts(portText: string, protocolText: string): ProbePort[] {
+  const protocols = protocolText
+    .split(',')
+    .map((p) => checkChoice('--protocol', p.trim().toUpperCase(), ['TCP', 'UDP'] as const));
+  return portText.split(',').flatMap((text) => {
+    const port = Number(text.trim());
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UsageError(`--port ${text}: not a port number (1-65535)`);
+    return protocols.map((protocol: Transport) => ({ port, protocol }));
+  });
+}
+
+/** The raw objects that loaded without errors (a broken policy is reported and left out). */
+function validObjects(loaded: Awaited<ReturnType<typeof loadInput>>): object[] {
+  const policies = new Set(loaded.cluster.policies.map((p) => `${p.namespace}/${p.name}`));
+  const namespaces = new Set(loaded.cluster.namespaces.keys());
+  const pods = new Set(loaded.cluster.endpoints.map((e) => `${e.namespace}/${e.name}`));
+  return loaded.rawObjects
+    .map((r) => r.value as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } })
+    .filter((o) => {
+      const name = String(o.metadata?.name);
+      const namespace = typeof o.metadata?.namespace === 'string' ? o.metadata.namespace : 'default';
+      if (o.kind === 'NetworkPolicy') return policies.has(`${namespace}/${name}`);
+      if (o.kind === 'Namespace') return namespaces.has(name);
+      if (o.kind === 'Pod') return pods.has(`${namespace}/${name}`);
+      return true;
+    });
+}
