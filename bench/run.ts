@@ -6,11 +6,15 @@ import { cpus } from 'node:os';
 import { compileBenchmark } from './compile.bench.ts';
 import { incrementalBenchmark } from './incremental.bench.ts';
 import { matrixBenchmark } from './matrix.bench.ts';
+import { nftablesBenchmark } from './nftables.bench.ts';
+import { datapathBenchmark } from './datapath.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
   compile: compileBenchmark,
   incremental: incrementalBenchmark,
+  nftables: nftablesBenchmark,
+  datapath: datapathBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

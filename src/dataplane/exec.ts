@@ -1,5 +1,5 @@
 /**
- * Running the kernel's tools (`nft`, `conntrack`, `ip`) as child processes, optionally inside a
+ * Running the kernel's tools (`nft`, `ip`, `sysctl`) as child processes, optionally inside a
  * named network namespace (`ip netns exec`). Failures come back as values with the tool's own
  * message, never as thrown stack traces: callers decide how to report them.
  */

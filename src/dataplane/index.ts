@@ -11,4 +11,3 @@ export {
   type ExecOptions,
 } from './exec.ts';
 export { nftRunner, recordingRunner, listTable, deleteTable, type NftRunner } from './nft.ts';
-export { listFlows, deleteFlows, parseConntrackList, type TrackedFlow } from './conntrack.ts';

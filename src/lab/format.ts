@@ -73,7 +73,7 @@ export function formatApplyReport(report: ApplyReport): string {
   const ops = [...report.operations].map(([node, n]) => `${node}: ${n}`).join(', ');
   const lines = [
     ...report.notes.map((n) => `note: ${n}`),
-    `${report.changes} changes applied; nft operations per node: ${ops || 'none'}; ${report.flowsDeleted} tracked flows deleted`,
+    `${report.changes} changes applied; nft operations per node: ${ops || 'none'}`,
   ];
   return lines.join('\n') + '\n';
 }

@@ -17,17 +17,10 @@ import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
 import { NftablesRenderer, NodeFleetRenderer } from '../renderers/nftables/index.ts';
 import { ClusterState } from '../state/index.ts';
-import {
-  deleteFlows,
-  deleteTable,
-  isRoot,
-  listFlows,
-  nftRunner,
-  type NftRunner,
-} from '../dataplane/index.ts';
+import { deleteTable, isRoot, nftRunner, type NftRunner } from '../dataplane/index.ts';
 import { AgentClient } from './agent-client.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { LAB_NAME, LabError, parsedIps, planLab, podObjects, type LabPlan } from './topology.ts';
+import { LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
 
 export const DEFAULT_STATE_ROOT = '/run/palisade/lab';
 
@@ -38,7 +31,7 @@ export interface LabOptions {
   readonly nodes?: number;
   /** Node-to-own-pod traffic bypasses policy (the reference's default). Default true. */
   readonly allowNodeLocal?: boolean;
-  /** Delete tracked flows that an update denies. Default true. */
+  /** Cut tracked flows that an update denies (at their next packet). Default true. */
   readonly killDenied?: boolean;
 }
 
@@ -56,7 +49,6 @@ export interface ApplyReport {
   readonly changes: number;
   /** Operations in the transaction, per node. */
   readonly operations: ReadonlyMap<string, number>;
-  readonly flowsDeleted: number;
   readonly millis: number;
   readonly notes: readonly string[];
 }
@@ -183,7 +175,7 @@ export class Lab {
           state: store,
           runner: { apply: (script) => (switchable.quiet ? undefined : real.apply(script)) },
           allowNodeLocal: state.allowNodeLocal,
-          nodeAddresses: parsedIps(node.addresses),
+          recheckFlows: state.killDenied,
         }),
       );
     }
@@ -214,10 +206,10 @@ export class Lab {
   /**
    * Applies objects like `kubectl apply`: NetworkPolicies and Namespaces are created or
    * replaced, lab Pods take new labels; with `prune`, policies not given are deleted. One
-   * incremental transaction per node (two phases across nodes), then tracked flows that the new
-   * policy denies are deleted.
+   * incremental transaction per node (two phases across nodes); tracked flows that the new
+   * policy denies are cut at their next packet.
    */
-  async apply(objects: readonly object[], prune = false): Promise<ApplyReport> {
+  apply(objects: readonly object[], prune = false): ApplyReport {
     const started = performance.now();
     const notes: string[] = [];
     const byIdentity = new Map(
@@ -253,28 +245,14 @@ export class Lab {
     this.state = { ...this.state, objects: nextObjects };
     writeState(this.dir, this.state);
     const fleet = result.changes.get('nftables') as Map<string, { operations: number }> | undefined;
-    const flowsDeleted = this.state.killDenied ? await this.deleteDeniedFlows() : 0;
     return {
       changes: changes.length,
       operations: new Map(
         [...(fleet ?? new Map<string, { operations: number }>())].map(([n, c]) => [n, c.operations]),
       ),
-      flowsDeleted,
       millis: performance.now() - started,
       notes,
     };
-  }
-
-  /** Deletes, on every node, the tracked flows that the current policy denies. */
-  async deleteDeniedFlows(): Promise<number> {
-    let deleted = 0;
-    for (const node of this.plan.nodes) {
-      const renderer = this.renderers.get(node.name);
-      if (!renderer) continue;
-      const flows = await listFlows({ netns: node.netns });
-      deleted += await deleteFlows(renderer.deniedFlows(flows), { netns: node.netns });
-    }
-    return deleted;
   }
 
   /** Removes Palisade's table from every node (policy off), keeping the lab up. */
@@ -289,8 +267,7 @@ export class Lab {
 }
 
 function requireRoot(): void {
-  if (!isRoot())
-    throw new LabError('the lab needs root (network namespaces, nftables, conntrack); run it as root');
+  if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
 }
 
 const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);

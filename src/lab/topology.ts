@@ -10,7 +10,7 @@
  * policies as given, one Pod per lab pod with its node and addresses), so every later command
  * re-reads exactly what the lab runs.
  */
-import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
+import { formatIp, parseIp } from '../net/ip.ts';
 import type { Cluster, ContainerPort, Endpoint } from '../model/types.ts';
 
 export interface LabNode {
@@ -160,10 +160,6 @@ export function podObjects(plan: LabPlan): object[] {
 }
 
 export const familyOf = (ip: string): 4 | 6 => (ip.includes(':') ? 6 : 4);
-
-export function parsedIps(texts: readonly string[]): IpAddress[] {
-  return texts.map((t) => parseIp(t)).flatMap((r) => (r.ok ? [r.value] : []));
-}
 
 /** A lab problem to show the user as one line (not a stack trace). */
 export class LabError extends Error {}

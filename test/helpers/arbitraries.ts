@@ -228,3 +228,20 @@ export const EXTERNAL_IPS = [
   'fd00:1::9',
   '192.168.100.1',
 ];
+
+/** Random NetworkPolicies alone (namespaces a, b, c; the labels above), for a fixed cluster. */
+export function policiesArb(maxPolicies = 4): fc.Arbitrary<Raw[]> {
+  return fc.array(policyArb, { maxLength: maxPolicies }).map((policies) =>
+    policies.map((p, i) => ({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: `pol${i}`, namespace: p.namespace },
+      spec: {
+        podSelector: p.podSelector,
+        ...(p.policyTypes ? { policyTypes: p.policyTypes } : {}),
+        ...(p.ingress.length ? { ingress: p.ingress } : {}),
+        ...(p.egress.length ? { egress: p.egress } : {}),
+      },
+    })),
+  );
+}

@@ -32,8 +32,7 @@ const nameOption = (command: Command): Command =>
     .option('--state-dir <path>', 'where labs keep their state', '/run/palisade/lab');
 
 function requireRoot(): void {
-  if (!isRoot())
-    throw new LabError('the lab needs root (network namespaces, nftables, conntrack); run it as root');
+  if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
 }
 
 export function labCommand(io: CliIo, done: (code: number) => void): Command {
@@ -48,7 +47,11 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       )
       .option('--nodes <n>', 'nodes to spread pods over when the manifests name none', '2')
       .option('--no-node-local', 'police traffic between a node and its own pods too')
-      .option('--keep-flows', 'do not delete tracked connections that a later update denies', false)
+      .option(
+        '--keep-flows',
+        'keep tracked connections that a later update denies (default: cut them at their next packet)',
+        false,
+      )
       .action(async (raw: Record<string, unknown>) => {
         requireRoot();
         const input = resolveInputOptions(raw);
@@ -121,7 +124,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const valid = validObjects(loaded);
         const opened = await Lab.attach(String(raw.name), { stateRoot: String(raw.stateDir) });
         try {
-          const report = await opened.apply(valid, raw.prune === true);
+          const report = opened.apply(valid, raw.prune === true);
           io.stdout.write(formatApplyReport(report));
           done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
         } finally {

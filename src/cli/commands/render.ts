@@ -32,6 +32,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       '--no-node-local',
       'police traffic between the node and its own pods too (default: it bypasses policy)',
     )
+    .option('--keep-flows', 'keep tracked connections that a later policy denies (default: cut them)', false)
     .option('--stats', 'print counts of chains, rules, sets and elements on stderr', false)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
@@ -56,7 +57,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
             : recorder,
         podCidrs,
         allowNodeLocal: raw.nodeLocal !== false,
-        nodeAddresses: loaded.cluster.nodes.get(node)?.addresses ?? [],
+        recheckFlows: raw.keepFlows !== true,
       });
       const pipeline = new PolicyPipeline({ state, node, renderers: [renderer] });
       pipeline.apply({ type: 'resync', cluster: loaded.cluster });

@@ -17,6 +17,14 @@ export const tableChain = (tableId: string): string => `t_${tableId}`;
 /** The chain that permits only what both tables permit (used between the phases of an update). */
 export const intersectionChain = (first: string, second: string): string => `x_${first}_${second}`;
 
+/**
+ * The reply-direction twin of a chain or dispatch map: `t_…` → `rt_…`, `x_…` → `rx_…`,
+ * `in_4` → `rin_4`. Verdicts are mapped the same way (`goto t_…` → `goto rt_…`).
+ */
+export const replyTwin = (name: string): string => `r${name}`;
+export const replyVerdict = (verdict: string): string =>
+  verdict.startsWith('goto ') ? `goto ${replyTwin(verdict.slice('goto '.length))}` : verdict;
+
 /** The set holding one address group's (or named-port partition's) addresses of one family. */
 export const groupSet = (reference: string, family: IpFamily): string =>
   `g_${hash('sha256', reference).slice(0, 16)}_${family}`;

@@ -5,7 +5,13 @@
  * - Per-pod dispatch is a verdict map per direction and family, keyed by pod address: one O(1)
  *   lookup per packet, never a chain over pods.
  * - Address groups are named sets, filled from the store and updated element by element.
- * - Established and related packets are accepted before policy, so replies always pass.
+ * - Packets of tracked flows are accepted before policy, so replies always pass — but only for
+ *   flows checked under the current policy. Every commit stamps a new generation into the
+ *   table; a flow's connection mark carries the generation it was last checked under. The next
+ *   packet of an older flow is checked again (in the reply direction through the tables' reply
+ *   twins, which judge it as its original direction) and either re-stamped or dropped, so an
+ *   update that denies a flow cuts it at its next packet — the kernel's own means, no conntrack
+ *   deletes and no scan of the tracking table.
  * - Fail closed: an address of a local pod (or of the node's pod CIDRs) without a dispatch entry
  *   is dropped.
  *
@@ -18,16 +24,9 @@
 import type { Cidr, IpAddress, IpFamily } from '../../net/ip.ts';
 import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import type { Endpoint } from '../../model/types.ts';
-import {
-  compiledAllows,
-  PARTITION_SEPARATOR,
-  stateGroupLookup,
-  type GroupLookup,
-  type PodTables,
-} from '../../configurator/index.ts';
+import { PARTITION_SEPARATOR, type PodTables } from '../../configurator/index.ts';
 import type { ClusterState } from '../../state/index.ts';
-import type { NftRunner, TrackedFlow } from '../../dataplane/index.ts';
+import type { NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
 import {
   addressProtocol,
@@ -38,6 +37,9 @@ import {
   intersectionChain,
   localPodsSet,
   podCidrSet,
+  replyTwin,
+  replyVerdict,
+  TABLE,
   tableChain,
 } from './names.ts';
 import { NftObjects, Dirty, replaceTableScript, tableBlock, type SetDeclaration } from './objects.ts';
@@ -55,9 +57,17 @@ export interface NftablesOptions {
    * policy, as the reference evaluator's default says. Default true.
    */
   readonly allowNodeLocal?: boolean;
-  /** The node's own addresses (for deciding which tracked flows are node-local). */
-  readonly nodeAddresses?: readonly IpAddress[];
+  /**
+   * Re-check tracked flows after each update, cutting those the new policy denies. Default
+   * true; false keeps established flows whatever the policy becomes.
+   */
+  readonly recheckFlows?: boolean;
 }
+
+/** The connection-mark bits that carry the policy generation (the low 16 bits are left alone). */
+const GENERATION_MASK = '0xffff0000';
+const generationMark = (generation: number): string =>
+  `0x${((generation % 0xffff) + 1).toString(16).padStart(4, '0')}0000`;
 
 export interface NftablesChanges {
   /** The transaction script that `commit` applies (empty when nothing changed). */
@@ -81,8 +91,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   private applied: NftObjects | undefined;
   private readonly dirty = new Dirty();
   private readonly pods = new Map<string, LocalPod>();
-  /** Which local pod owns each address (for tracked-flow verdicts). */
-  private readonly podByAddress = new Map<string, string>();
   private readonly tableUse = new Map<
     string,
     { count: number; table: RuleTable; groups: readonly string[] }
@@ -93,16 +101,14 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   >();
   /** Per set, how many members hold each address (pods may share one, e.g. host network). */
   private readonly elementCounts = new Map<string, Map<string, number>>();
-  private readonly groups: GroupLookup;
+  /** Bumped by every commit; flows stamped with an older one are re-checked. */
+  private generation = 0;
 
   constructor(private readonly options: NftablesOptions) {
-    this.groups = stateGroupLookup(options.state);
     for (const family of FAMILIES) {
       for (const direction of ['ingress', 'egress'] as const)
-        this.desired.maps.set(dispatchMap(direction, family), {
-          type: addressType(family),
-          entries: new Map(),
-        });
+        for (const name of [dispatchMap(direction, family), replyTwin(dispatchMap(direction, family))])
+          this.desired.maps.set(name, { type: addressType(family), entries: new Map() });
       this.declareSet(localPodsSet(family), { type: addressType(family) });
       const cidrs = (options.podCidrs ?? []).filter((c) => c.family === family);
       if (cidrs.length > 0) {
@@ -114,49 +120,69 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     }
   }
 
-  /** The base chains: hooks, connection tracking, dispatch and the fail-closed guards. */
-  baseChains(): Map<string, string[]> {
-    const guards = (field: 'saddr' | 'daddr', direction: 'ingress' | 'egress'): string[] =>
+  /**
+   * The base chains: hooks, the tracked-flow fast path, dispatch in both directions, the
+   * fail-closed guards, and the generation stamp.
+   */
+  baseChains(generation = this.generation): Map<string, string[]> {
+    const dispatch = (field: 'saddr' | 'daddr', map: (f: IpFamily) => string): string[] =>
       FAMILIES.flatMap((f) => {
         const ip = addressProtocol(f);
-        const lines = [`${ip} ${field} vmap @${dispatchMap(direction, f)}`];
-        lines.push(`${ip} ${field} @${localPodsSet(f)} drop`);
+        const lines = [`${ip} ${field} vmap @${map(f)}`, `${ip} ${field} @${localPodsSet(f)} drop`];
         if (this.desired.sets.has(podCidrSet(f))) lines.push(`${ip} ${field} @${podCidrSet(f)} drop`);
         return lines;
       });
+    const recheck = this.options.recheckFlows ?? true;
+    const mark = generationMark(generation);
+    const hook = (name: string, police: string[]): string[] => [
+      `type filter hook ${name} priority filter; policy accept;`,
+      'jump flow_fastpath',
+      'ct state invalid drop',
+      'ct direction reply goto reply_check',
+      ...police,
+      'jump flow_stamp',
+    ];
     const chains = new Map<string, string[]>([
-      ['pod_egress', guards('saddr', 'egress')],
-      ['pod_ingress', guards('daddr', 'ingress')],
+      ['pod_egress', dispatch('saddr', (f) => dispatchMap('egress', f))],
+      ['pod_ingress', dispatch('daddr', (f) => dispatchMap('ingress', f))],
+      // A reply packet's destination is the flow's source pod, its source the destination pod.
+      ['reply_egress', dispatch('daddr', (f) => replyTwin(dispatchMap('egress', f)))],
+      ['reply_ingress', dispatch('saddr', (f) => replyTwin(dispatchMap('ingress', f)))],
       [
-        'forward',
-        [
-          'type filter hook forward priority filter; policy accept;',
-          'ct state established,related accept',
-          'ct state invalid drop',
-          'jump pod_egress',
-          'jump pod_ingress',
-        ],
+        'flow_fastpath',
+        recheck
+          ? [
+              'ct state related accept',
+              `ct state established ct mark and ${GENERATION_MASK} == ${mark} accept`,
+            ]
+          : ['ct state established,related accept'],
       ],
+      ['flow_stamp', recheck ? [`ct mark set ct mark and 0x0000ffff or ${mark}`] : []],
+      ['reply_check', ['jump reply_egress', 'jump reply_ingress', 'jump flow_stamp']],
+      ['forward', hook('forward', ['jump pod_egress', 'jump pod_ingress'])],
     ]);
     if (this.options.allowNodeLocal === false) {
       // The node's own traffic to its pods is policed too: on output (to pods), input (from them).
-      chains.set('output', [
-        'type filter hook output priority filter; policy accept;',
-        'ct state established,related accept',
-        'jump pod_ingress',
-      ]);
-      chains.set('input', [
-        'type filter hook input priority filter; policy accept;',
-        'ct state established,related accept',
-        'jump pod_egress',
-      ]);
+      chains.set('output', hook('output', ['jump pod_ingress']));
+      chains.set('input', hook('input', ['jump pod_egress']));
     }
     return chains;
   }
 
+  /** The generation-dependent base chains, rewritten in every transaction. */
+  private generationScript(generation: number): string {
+    const chains = this.baseChains(generation);
+    const lines: string[] = [];
+    for (const name of ['flow_fastpath', 'flow_stamp']) {
+      lines.push(`flush chain ${TABLE} ${name}`);
+      for (const rule of chains.get(name) ?? []) lines.push(`add rule ${TABLE} ${name} ${rule}`);
+    }
+    return lines.join('\n') + '\n';
+  }
+
   /** The whole table as an atomic replace script (what `palisade render` prints). */
-  fullScript(): string {
-    return replaceTableScript(tableBlock(this.desired, this.baseChains()));
+  fullScript(generation = this.generation): string {
+    return replaceTableScript(tableBlock(this.desired, this.baseChains(generation)));
   }
 
   /** Counts of what the table holds, for reports and benchmarks. */
@@ -221,30 +247,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     this.applied = undefined;
   }
 
-  /**
-   * Tracked flows the current policy denies (to delete from conntrack): a flow is judged like its
-   * first packet — the local source's egress table and the local destination's ingress table.
-   */
-  deniedFlows(flows: readonly TrackedFlow[]): TrackedFlow[] {
-    const view = {
-      podAt: (ip: IpAddress): Endpoint | undefined => {
-        const id = this.podByAddress.get(addressKey(ip));
-        return id === undefined ? undefined : this.options.state.pod(id);
-      },
-      tables: (pod: string) => this.pods.get(pod)?.tables,
-      nodeAddresses: () => this.options.nodeAddresses ?? [],
-      groups: this.groups,
-    };
-    return flows.filter(
-      (flow) =>
-        !compiledAllows(
-          view,
-          { src: flow.src, dst: flow.dst, protocol: flow.protocol, port: flow.dstPort },
-          this.options.allowNodeLocal ?? true,
-        ),
-    );
-  }
-
   private reset(): void {
     for (const id of [...this.pods.keys()]) this.renderPod({ id, ips: [] }, undefined);
     this.applied = undefined;
@@ -268,7 +270,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     if (before) {
       for (const ip of before.ips) {
         const key = addressKey(ip);
-        if (this.podByAddress.get(key) === pod.id) this.podByAddress.delete(key);
         for (const direction of ['ingress', 'egress'] as const)
           this.setEntry(dispatchMap(direction, ip.family), key);
         this.countElement(localPodsSet(ip.family), key, -1);
@@ -278,7 +279,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     if (after) {
       for (const ip of after.ips) {
         const key = addressKey(ip);
-        this.podByAddress.set(key, pod.id);
         this.setEntry(dispatchMap('ingress', ip.family), key, after.verdicts.ingress);
         this.setEntry(dispatchMap('egress', ip.family), key, after.verdicts.egress);
         this.countElement(localPodsSet(ip.family), key, +1);
@@ -299,15 +299,19 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     for (const group of chain.groups) this.acquireGroup(group);
     this.tableUse.set(table.id, { count: 1, table, groups: chain.groups });
     this.desired.chains.set(tableChain(table.id), chain.lines);
+    this.desired.chains.set(replyTwin(tableChain(table.id)), chain.replyLines);
     this.dirty.chains.add(tableChain(table.id));
+    this.dirty.chains.add(replyTwin(tableChain(table.id)));
   }
 
   private releaseTable(table: RuleTable): void {
     const use = this.tableUse.get(table.id);
     if (!use || --use.count > 0) return;
     this.tableUse.delete(table.id);
-    this.desired.chains.delete(tableChain(table.id));
-    this.dirty.chains.add(tableChain(table.id));
+    for (const name of [tableChain(table.id), replyTwin(tableChain(table.id))]) {
+      this.desired.chains.delete(name);
+      this.dirty.chains.add(name);
+    }
     for (const group of use.groups) this.releaseGroup(group);
   }
 
@@ -389,12 +393,19 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     }
   }
 
+  /** Sets (or with no verdict, removes) a dispatch entry and its reply-direction twin. */
   private setEntry(map: string, key: string, verdict?: string): void {
-    const entries = this.desired.maps.get(map)?.entries;
-    if (!entries || entries.get(key) === verdict) return;
-    if (verdict === undefined) entries.delete(key);
-    else entries.set(key, verdict);
-    this.dirty.entry(map, key);
+    const twins: [string, string | undefined][] = [
+      [map, verdict],
+      [replyTwin(map), verdict === undefined ? undefined : replyVerdict(verdict)],
+    ];
+    for (const [name, value] of twins) {
+      const entries = this.desired.maps.get(name)?.entries;
+      if (!entries || entries.get(key) === value) continue;
+      if (value === undefined) entries.delete(key);
+      else entries.set(key, value);
+      this.dirty.entry(name, key);
+    }
   }
 
   /**
@@ -402,31 +413,39 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
    * elements, entries, chains and sets (only the restrictive part for phase one).
    */
   private plan(phase: 'restrict' | 'all'): { script: string; full: boolean; operations: Operation[] } {
+    const next = this.generation + 1;
     if (!this.applied) {
       if (phase === 'restrict') return { script: '', full: false, operations: [] };
-      return { script: this.fullScript(), full: true, operations: [] };
+      return { script: this.fullScript(next), full: true, operations: [] };
     }
     const operations = planOperations(this.applied, this.desired, this.dirty, phase);
-    return { script: operationsScript(operations), full: false, operations };
+    if (operations.length === 0) return { script: '', full: false, operations };
+    // Every change may deny a tracked flow: a new generation has every flow checked again.
+    return { script: operationsScript(operations) + this.generationScript(next), full: false, operations };
   }
 
   private applyPlan(
     planned: { script: string; full: boolean; operations: Operation[] },
     complete = true,
   ): void {
-    if (planned.script !== '') this.options.runner.apply(planned.script);
+    if (planned.script !== '') {
+      this.options.runner.apply(planned.script);
+      this.generation++;
+    }
     if (planned.full) this.applied = cloneObjects(this.desired);
     else if (this.applied) applyOperations(this.applied, planned.operations);
     if (complete) this.dirty.clear();
     else
       for (const op of planned.operations)
-        if (op.type === 'add-chain' && op.name.startsWith('x_')) this.dirty.chains.add(op.name);
+        if (op.type === 'add-chain' && isIntersection(op.name)) this.dirty.chains.add(op.name);
   }
 }
 
 /** The chain verdict of a map entry: `goto t_x` → `t_x`; `return` → undefined. */
 const chainOf = (verdict: string): string | undefined =>
   verdict.startsWith('goto ') ? verdict.slice('goto '.length) : undefined;
+
+const isIntersection = (chain: string): boolean => chain.startsWith('x_') || chain.startsWith('rx_');
 
 /** Groups gain members only by permitting more: removed elements restrict, added ones relax. */
 const isGroupSet = (name: string): boolean => name.startsWith('g_');
@@ -491,7 +510,11 @@ function planOperations(
       if (from === undefined && to !== undefined) {
         ops.push({ type: 'set-entry', map, key, verdict: next, replace: true });
       } else if (from !== undefined && to !== undefined) {
-        const both = intersectionChain(from.slice(2), to.slice(2));
+        // Reply twins (`rt_…`) get the reply twin of the intersection (`rx_…`).
+        const reply = from.startsWith('r');
+        const id = (chain: string): string => chain.slice(reply ? 3 : 2);
+        const plain = intersectionChain(id(from), id(to));
+        const both = reply ? replyTwin(plain) : plain;
         if (!applied.chains.has(both) && !ops.some((op) => op.type === 'add-chain' && op.name === both))
           ops.push({ type: 'add-chain', name: both, lines: [`jump ${from}`, `goto ${to}`] });
         ops.push({ type: 'set-entry', map, key, verdict: `goto ${both}`, replace: true });
@@ -500,10 +523,10 @@ function planOperations(
   }
   if (restrictOnly) return ops;
   for (const name of dirty.chains)
-    if (!desired.chains.has(name) && applied.chains.has(name) && name.startsWith('x_'))
+    if (!desired.chains.has(name) && applied.chains.has(name) && isIntersection(name))
       ops.push({ type: 'del-chain', name });
   for (const name of dirty.chains)
-    if (!desired.chains.has(name) && applied.chains.has(name) && !name.startsWith('x_'))
+    if (!desired.chains.has(name) && applied.chains.has(name) && !isIntersection(name))
       ops.push({ type: 'del-chain', name });
   for (const name of dirty.sets)
     if (!desired.sets.has(name) && applied.sets.has(name)) ops.push({ type: 'del-set', name });

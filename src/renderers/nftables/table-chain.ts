@@ -4,6 +4,10 @@
  * action and address match are merged into one rule whose protocols and ports are an anonymous
  * set (`meta l4proto . th dport { tcp . 80, udp . 53 }`), so per-packet work depends on how many
  * distinct peers a table has, not on how many rules or ports.
+ *
+ * Each table also has a reply-direction twin, for re-checking a tracked flow whose next packet
+ * travels back (see the renderer): the same rules with source and destination swapped and the
+ * port read from the source port, so the flow is judged by its original direction either way.
  */
 import type { Cidr, IpFamily } from '../../net/ip.ts';
 import { formatIp } from '../../net/ip.ts';
@@ -12,6 +16,8 @@ import { addressProtocol, FAMILIES, groupSet } from './names.ts';
 
 export interface RenderedChain {
   readonly lines: readonly string[];
+  /** The same table for packets of the reply direction (judged as their original direction). */
+  readonly replyLines: readonly string[];
   /** Group references (`key` or `key#port`) the chain's rules use. */
   readonly groups: readonly string[];
 }
@@ -34,9 +40,9 @@ function addressMatches(net: NetRef, field: 'saddr' | 'daddr'): Map<IpFamily | '
 }
 
 /** Combines source and destination matches of a rule into per-family address matches. */
-function ruleAddressMatches(rule: Rule): string[] {
-  const src = addressMatches(rule.src, 'saddr');
-  const dst = addressMatches(rule.dst, 'daddr');
+function ruleAddressMatches(rule: Rule, reply: boolean): string[] {
+  const src = addressMatches(rule.src, reply ? 'daddr' : 'saddr');
+  const dst = addressMatches(rule.dst, reply ? 'saddr' : 'daddr');
   const lines: string[] = [];
   for (const [sf, s] of src) {
     for (const [df, d] of dst) {
@@ -54,7 +60,8 @@ function portText(ports: readonly [number, number]): string {
 }
 
 /** The protocol/port matches of rules merged into one address match ('' = any traffic). */
-function l4Matches(rules: readonly Rule[]): string[] {
+function l4Matches(rules: readonly Rule[], reply: boolean): string[] {
+  const port = reply ? 'th sport' : 'th dport';
   if (rules.some((r) => r.protocol === 'ANY' && !r.dstPorts)) return [''];
   const protocolsOnly = [...new Set(rules.filter((r) => !r.dstPorts).map((r) => protocolName(r.protocol)))];
   const withPorts = rules.filter((r) => r.dstPorts && r.protocol !== 'ANY');
@@ -70,9 +77,9 @@ function l4Matches(rules: readonly Rule[]): string[] {
         .map((r) => `${protocolName(r.protocol)} . ${portText(r.dstPorts as [number, number])}`),
     ),
   ];
-  if (pairs.length > 0) lines.push(`meta l4proto . th dport { ${pairs.join(', ')} }`);
+  if (pairs.length > 0) lines.push(`meta l4proto . ${port} { ${pairs.join(', ')} }`);
   const anyPorts = [...new Set(anyProtocolPorts.map((r) => portText(r.dstPorts as [number, number])))];
-  if (anyPorts.length > 0) lines.push(`th dport { ${anyPorts.join(', ')} }`);
+  if (anyPorts.length > 0) lines.push(`${port} { ${anyPorts.join(', ')} }`);
   return lines;
 }
 
@@ -119,17 +126,24 @@ function runsOf(rules: readonly Rule[]): { action: Rule['action']; rules: Rule[]
 }
 
 export function renderTableChain(table: RuleTable): RenderedChain {
-  const lines: string[] = [];
   const groups = new Set<string>();
-  for (const run of runsOf(table.rules)) {
+  const runs = runsOf(table.rules);
+  for (const run of runs)
+    for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
+      if (net?.kind === 'group') groups.add(net.group);
+  return { lines: chainLines(runs, false), replyLines: chainLines(runs, true), groups: [...groups] };
+}
+
+function chainLines(runs: readonly { action: Rule['action']; rules: Rule[] }[], reply: boolean): string[] {
+  const lines: string[] = [];
+  for (const run of runs) {
     const first = run.rules[0] as Rule;
-    for (const net of [first.src, first.dst]) if (net.kind === 'group') groups.add(net.group);
     const verdict = run.action === 'permit' ? 'return' : 'drop';
-    for (const address of ruleAddressMatches(first)) {
-      for (const l4 of l4Matches(run.rules)) lines.push([address, l4, verdict].filter(Boolean).join(' '));
-    }
+    for (const address of ruleAddressMatches(first, reply))
+      for (const l4 of l4Matches(run.rules, reply))
+        lines.push([address, l4, verdict].filter(Boolean).join(' '));
   }
   // Whatever no rule permitted is denied, also for a table that does not say so itself.
   if (lines[lines.length - 1] !== 'drop') lines.push('drop');
-  return { lines, groups: [...groups] };
+  return lines;
 }

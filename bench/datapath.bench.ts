@@ -1,0 +1,157 @@
+/**
+ * `npm run bench -- datapath [--runs N]`: the cost of enforcement on real packets. Two pods in a
+ * lab (client and server on one node); the node's table is rendered from a cluster of those two
+ * pods plus a generated shape (a) cluster sized to hold about 1, 100 and 10,000 policies, and
+ * compared side by side in one run with no table at all: TCP throughput (iperf3, Debian package
+ * iperf3) and the new-connection rate (connect + echo, from the client's pod agent).
+ * Needs root.
+ */
+import { generateShape } from '../src/generate/shapes.ts';
+import { loadFromObjects } from '../src/ingest/index.ts';
+import { PolicyPipeline } from '../src/pipeline/index.ts';
+import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
+import { ClusterState } from '../src/state/index.ts';
+import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
+import { Lab } from '../src/lab/index.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { median } from './stats.ts';
+
+function option(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+const labObjects = [
+  { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench', labels: { team: 'bench' } } },
+  ...['client', 'server'].map((name) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'bench', labels: { app: name } },
+    spec: { nodeName: 'node-0', containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
+    status: { phase: 'Running' },
+  })),
+  {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'server-from-client', namespace: 'bench' },
+    spec: {
+      podSelector: { matchLabels: { app: 'server' } },
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
+          ports: [{ port: 80 }, { port: 5201 }],
+        },
+      ],
+    },
+  },
+];
+
+export async function datapathBenchmark(args: string[]): Promise<void> {
+  if (!isRoot()) {
+    process.stdout.write('the datapath benchmark needs root (network namespaces, nftables); skipped\n');
+    return;
+  }
+  const runs = option(args, 'runs', 3);
+  const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
+  const loaded = loadFromObjects(labObjects);
+  const lab = await Lab.up('bench', labObjects, loaded.cluster, { stateRoot, nodes: 1 });
+  const node = lab.plan.nodes[0];
+  const server = lab.plan.pods.find((p) => p.name === 'server');
+  const client = lab.plan.pods.find((p) => p.name === 'client');
+  if (!node || !server || !client) throw new Error('lab plan without client and server');
+  const serverIp = server.ips[0] as string;
+  const iperf = await run('iperf3', ['--version']);
+  if (iperf.code !== 0)
+    process.stdout.write('iperf3 is not installed (apt-get install iperf3): throughput skipped\n');
+  try {
+    const configurations: { label: string; policies: number; load: () => void }[] = [
+      { label: 'no policy', policies: 0, load: () => void 0 },
+      ...[
+        { label: '~1 policy', scale: 0 },
+        { label: '~100 policies', scale: 0.00134 },
+        { label: '~10,000 policies', scale: 0.134 },
+      ].map(({ label, scale }) => {
+        const objects: object[] = podAndPolicyObjects(lab);
+        if (scale > 0) {
+          const g = generateShape('a', { scale, seed: 3 });
+          objects.push(...g.namespaces, ...g.pods, ...g.policies);
+        }
+        const cluster = loadFromObjects(objects).cluster;
+        return {
+          label,
+          policies: cluster.policies.length,
+          load: () => {
+            const state = new ClusterState();
+            const renderer = new NftablesRenderer({ state, runner: nftRunner({ netns: node.netns }) });
+            new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] }).apply({
+              type: 'resync',
+              cluster,
+            });
+          },
+        };
+      }),
+    ];
+    process.stdout.write('configuration          policies   TCP throughput   new connections/s\n');
+    for (const configuration of configurations) {
+      await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns });
+      configuration.load();
+      const rates: number[] = [];
+      const throughputs: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        rates.push(await connectionRate(lab, client.id, serverIp));
+        if (iperf.code === 0) throughputs.push(await throughput(server.netns, client.netns, serverIp));
+      }
+      process.stdout.write(
+        `${configuration.label.padEnd(22)} ${String(configuration.policies).padStart(8)}   ` +
+          `${throughputs.length ? `${(median(throughputs) / 1e9).toFixed(2)} Gbit/s` : 'n/a'}`.padStart(14) +
+          `   ${median(rates).toFixed(0).padStart(17)}\n`,
+      );
+    }
+  } finally {
+    lab.close();
+    await Lab.down('bench', { stateRoot });
+    rmSync(stateRoot, { recursive: true, force: true });
+  }
+}
+
+/** The lab's own objects (its two pods with their addresses, and the policy between them). */
+function podAndPolicyObjects(lab: Lab): object[] {
+  return [
+    labObjects[0] as object,
+    ...lab.plan.pods.map((p) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
+      spec: { nodeName: p.node, containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
+      status: { phase: 'Running', podIP: p.ips[0], hostIP: lab.plan.nodes[0]?.addresses[0] },
+    })),
+    labObjects[3] as object,
+  ];
+}
+
+/** New TCP connections per second (connect, echo, close), 200 at a time, 3,000 in all. */
+async function connectionRate(lab: Lab, client: string, serverIp: string): Promise<number> {
+  const agent = lab.agent(client);
+  const started = performance.now();
+  let connected = 0;
+  for (let batch = 0; batch < 15; batch++) {
+    const outcomes = await agent.probe(
+      Array.from({ length: 200 }, () => ({ ip: serverIp, port: 80, protocol: 'TCP' as const })),
+      2000,
+    );
+    connected += outcomes.filter((o) => o.connected).length;
+  }
+  if (connected < 3000) throw new Error(`only ${connected} of 3000 connections succeeded`);
+  return connected / ((performance.now() - started) / 1000);
+}
+
+/** iperf3 TCP throughput from client to server for 2 s, in bits per second. */
+async function throughput(serverNetns: string, clientNetns: string, serverIp: string): Promise<number> {
+  await run('iperf3', ['-s', '-1', '-D', '-p', '5201'], { netns: serverNetns });
+  await new Promise((r) => setTimeout(r, 300));
+  const result = await run('iperf3', ['-c', serverIp, '-p', '5201', '-t', '2', '-J'], { netns: clientNetns });
+  const report = JSON.parse(result.stdout) as { end?: { sum_received?: { bits_per_second?: number } } };
+  return report.end?.sum_received?.bits_per_second ?? 0;
+}

@@ -1,0 +1,224 @@
+/**
+ * The nftables renderer: what its transactions contain (without root), and — as root, in a
+ * scratch network namespace — that the kernel accepts every transaction of random incremental
+ * histories and ends up holding exactly the renderer's model.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { canonicalTable } from '../../src/configurator/index.ts';
+import { parseCidr } from '../../src/net/ip.ts';
+import type { Cluster } from '../../src/model/types.ts';
+import { PolicyPipeline, changesBetween } from '../../src/pipeline/index.ts';
+import { ClusterState } from '../../src/state/index.ts';
+import { NftablesRenderer, NodeFleetRenderer, renderTableChain } from '../../src/renderers/nftables/index.ts';
+import {
+  DataplaneError,
+  isRoot,
+  nftRunner,
+  recordingRunner,
+  run,
+  type NftRunner,
+} from '../../src/dataplane/index.ts';
+import { clusterArb } from '../helpers/arbitraries.ts';
+import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
+
+const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
+const cidr = (text: string) => {
+  const parsed = parseCidr(text);
+  assert.ok(parsed.ok);
+  return parsed.value;
+};
+
+const base = [
+  namespace('shop', { team: 'shop' }),
+  pod('shop', 'web', { app: 'web' }, { ips: ['10.0.0.1'], node: 'n1' }),
+  pod('shop', 'api', { app: 'api' }, { ips: ['10.0.0.2'], node: 'n1' }),
+  pod('shop', 'db', { app: 'db' }, { ips: ['10.0.0.3'], node: 'n2' }),
+  policy('shop', 'api-from-web', {
+    podSelector: { matchLabels: { app: 'api' } },
+    ingress: [
+      {
+        from: [{ podSelector: { matchLabels: { app: 'web' } } }],
+        ports: [{ port: 80 }, { port: 53, protocol: 'UDP' }],
+      },
+    ],
+  }),
+];
+
+function nodeRenderer(runner: NftRunner = recordingRunner()) {
+  const state = new ClusterState();
+  const renderer = new NftablesRenderer({ state, runner, podCidrs: [cidr('10.0.0.0/24')] });
+  const pipeline = new PolicyPipeline({ state, node: 'n1', renderers: [renderer] });
+  return { renderer, pipeline };
+}
+
+describe('nftables table chains', () => {
+  it('merges the ports of rules with the same peer into one set lookup, and ends with drop', () => {
+    const table = canonicalTable([
+      {
+        action: 'permit',
+        protocol: 'TCP',
+        src: { kind: 'group', group: 'g' },
+        dst: { kind: 'any' },
+        dstPorts: [80, 80],
+      },
+      {
+        action: 'permit',
+        protocol: 'UDP',
+        src: { kind: 'group', group: 'g' },
+        dst: { kind: 'any' },
+        dstPorts: [53, 60],
+      },
+      {
+        action: 'permit',
+        protocol: 'TCP',
+        src: { kind: 'cidr', cidr: cidr('192.168.0.0/16') },
+        dst: { kind: 'any' },
+      },
+      { action: 'deny', protocol: 'ANY', src: { kind: 'any' }, dst: { kind: 'any' } },
+    ]);
+    const chain = renderTableChain(table);
+    assert.deepEqual(chain.groups, ['g']);
+    assert.equal(chain.lines.at(-1), 'drop');
+    const groupLines = chain.lines.filter((l) => l.includes('@g_'));
+    assert.equal(groupLines.length, 2, 'one rule per family, not per port');
+    assert.match(
+      groupLines[0] ?? '',
+      /meta l4proto \. th dport \{ (tcp \. 80, udp \. 53-60|udp \. 53-60, tcp \. 80) \} return$/,
+    );
+    assert.ok(chain.lines.includes('ip saddr 192.168.0.0/16 meta l4proto tcp return'));
+  });
+});
+
+describe('nftables transactions', () => {
+  it('first commit replaces the whole table atomically; a label change sends only elements and entries', () => {
+    const runner = recordingRunner();
+    const { pipeline } = nodeRenderer(runner);
+    const cluster = clusterOf(base);
+    pipeline.apply({ type: 'resync', cluster });
+    const first = runner.scripts[0] ?? '';
+    assert.match(first, /^table inet palisade \{\}\ndelete table inet palisade\ntable inet palisade \{/);
+    assert.match(first, /ct state established ct mark and 0xffff0000 == 0x00020000 accept/);
+    assert.match(first, /ip daddr @podcidr_4 drop/, 'fail closed for the pod CIDR');
+
+    const relabelled = clusterOf(
+      base.map((o) =>
+        (o.metadata as { name?: string }).name === 'web'
+          ? pod('shop', 'web', { app: 'other' }, { ips: ['10.0.0.1'], node: 'n1' })
+          : o,
+      ),
+    );
+    pipeline.applyBatch(changesBetween(cluster, relabelled));
+    const second = runner.scripts[1] ?? '';
+    assert.doesNotMatch(second, /table inet palisade \{/, 'no table replace for a pod event');
+    assert.match(second, /delete element inet palisade g_[0-9a-f]+_4 \{ 10\.0\.0\.1 \}/);
+  });
+
+  it('two phases across nodes: first old ∧ new through an intersection chain, then the new table', () => {
+    const state = new ClusterState();
+    const runners = new Map([
+      ['n1', recordingRunner()],
+      ['n2', recordingRunner()],
+    ]);
+    const renderers = new Map([...runners].map(([n, r]) => [n, new NftablesRenderer({ state, runner: r })]));
+    const pipeline = new PolicyPipeline({ state, renderers: [new NodeFleetRenderer(renderers)] });
+    const cluster = clusterOf(base);
+    pipeline.apply({ type: 'resync', cluster });
+    const changed = clusterOf([
+      ...base.slice(0, 4),
+      policy('shop', 'api-from-web', {
+        podSelector: { matchLabels: { app: 'api' } },
+        ingress: [{ ports: [{ port: 8080 }] }],
+      }),
+    ]);
+    pipeline.applyBatch(changesBetween(cluster, changed));
+    const [restrict, relax] = runners.get('n1')?.scripts.slice(1) ?? [];
+    assert.match(restrict ?? '', /add chain inet palisade x_[0-9a-f]{16}_[0-9a-f]{16}/);
+    assert.match(restrict ?? '', /add element inet palisade in_4 \{ 10\.0\.0\.2 : goto x_/);
+    assert.match(relax ?? '', /add element inet palisade in_4 \{ 10\.0\.0\.2 : goto t_/);
+    assert.match(relax ?? '', /delete chain inet palisade x_/);
+  });
+
+  it('a rejected transaction leaves the applied model as it was, and the next commit sends it again', () => {
+    let fail = false;
+    const recorder = recordingRunner();
+    const runner: NftRunner = {
+      apply(script) {
+        if (fail) throw new DataplaneError('nft rejected the transaction');
+        recorder.apply(script);
+      },
+    };
+    const { pipeline } = nodeRenderer(runner);
+    const cluster = clusterOf(base);
+    pipeline.apply({ type: 'resync', cluster });
+    const moved = clusterOf(
+      base.map((o) =>
+        (o.metadata as { name?: string }).name === 'api'
+          ? pod('shop', 'api', { app: 'api' }, { ips: ['10.0.0.9'], node: 'n1' })
+          : o,
+      ),
+    );
+    fail = true;
+    assert.throws(() => pipeline.applyBatch(changesBetween(cluster, moved)), DataplaneError);
+    fail = false;
+    pipeline.applyBatch([]);
+    const retried = recorder.scripts.at(-1) ?? '';
+    assert.match(retried, /delete element inet palisade in_4 \{ 10\.0\.0\.2 \}/);
+    assert.match(retried, /add element inet palisade in_4 \{ 10\.0\.0\.9 : goto t_/);
+  });
+});
+
+const NETNS = `palisade-nft-test-${process.pid}`;
+describe(
+  'nftables in the kernel',
+  { skip: isRoot() ? false : 'skipped: applying rulesets needs root (a scratch network namespace)' },
+  () => {
+    before(async () => {
+      await run('ip', ['netns', 'add', NETNS]);
+    });
+    after(async () => {
+      await run('ip', ['netns', 'delete', NETNS]);
+    });
+
+    it('accepts every transaction of random incremental histories and holds what the renderer models', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(clusterArb({ maxPods: 6, maxPolicies: 4 }), { minLength: 2, maxLength: 4 }),
+          async (histories) => {
+            await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: NETNS });
+            const state = new ClusterState();
+            const renderer = new NftablesRenderer({ state, runner: nftRunner({ netns: NETNS }) });
+            const pipeline = new PolicyPipeline({ state, node: 'n1', renderers: [renderer] });
+            let previous: Cluster | undefined;
+            for (const objects of histories) {
+              const cluster = clusterOf(objects);
+              if (previous) pipeline.applyBatch(changesBetween(previous, cluster));
+              else pipeline.apply({ type: 'resync', cluster });
+              previous = cluster;
+            }
+            const listed = await run('nft', ['-j', 'list', 'table', 'inet', 'palisade'], { netns: NETNS });
+            assert.equal(listed.code, 0, listed.stderr);
+            const kernel = JSON.parse(listed.stdout) as {
+              nftables: Record<string, { name?: string; elem?: unknown[] }>[];
+            };
+            const chains = kernel.nftables
+              .filter((o) => o.chain)
+              .map((o) => o.chain?.name)
+              .sort();
+            const expected = renderer
+              .fullScript()
+              .match(/^\tchain (\S+) \{/gm)
+              ?.map((l) => l.slice(7, -2))
+              .sort();
+            assert.deepEqual(chains, expected);
+            const entries = (name: string) =>
+              (kernel.nftables.find((o) => o.map?.name === name)?.map?.elem ?? []).length;
+            assert.equal(entries('in_4') + entries('in_6'), renderer.stats().mapEntries / 4);
+          },
+        ),
+        { numRuns: Math.max(5, Math.ceil(RUNS / 10)), seed: 4 },
+      );
+    });
+  },
+);
