@@ -10,4 +10,11 @@ export {
   type ExecResult,
   type ExecOptions,
 } from './exec.ts';
-export { nftRunner, recordingRunner, listTable, deleteTable, type NftRunner } from './nft.ts';
+export {
+  nftRunner,
+  persistentNftRunner,
+  recordingRunner,
+  listTable,
+  deleteTable,
+  type NftRunner,
+} from './nft.ts';

@@ -3,6 +3,19 @@
  * kernel commits atomically — all of it or none of it, the previous ruleset staying in place.
  * Applying is synchronous: a renderer's commit is done when it returns.
  */
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { run, runSync, DataplaneError, type ExecOptions } from './exec.ts';
 
 export interface NftRunner {
@@ -23,6 +36,63 @@ export function nftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner {
           `nft rejected the transaction${where}; the previous ruleset is in place:\n${result.stderr.trim()}`,
         );
       }
+    },
+  };
+}
+
+/**
+ * The same through a small helper process started now, while this process is small: an agent
+ * holding a large cluster pays tens of milliseconds to fork itself for every `nft`, the helper
+ * (a shell reading transaction file names from a named pipe) pays about one. Still synchronous:
+ * the answer is read from a second named pipe with a blocking read.
+ */
+export function persistentNftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner & { close(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'palisade-nft-'));
+  const requests = join(dir, 'requests');
+  const answers = join(dir, 'answers');
+  execFileSync('mkfifo', [requests, answers]);
+  const nft = options.netns ? `ip netns exec '${options.netns}' nft` : 'nft';
+  const loop = `exec 3<"${requests}" 4>"${answers}"; while IFS= read -r f <&3; do ${nft} -f "$f" 2>"$f.err"; echo $? >&4; done`;
+  const child = spawn('sh', ['-c', loop], { stdio: 'ignore' });
+  child.unref();
+  // Both ends open in the order the helper opens them (each open waits for its peer).
+  const write = openSync(requests, 'w');
+  const read = openSync(answers, 'r');
+  let count = 0;
+  let closed = false;
+  const answer = Buffer.alloc(64);
+  return {
+    apply(script: string): void {
+      if (script.trim() === '') return;
+      if (closed) throw new DataplaneError('the nft helper was closed');
+      const file = join(dir, `txn-${count++}.nft`);
+      writeFileSync(file, script);
+      writeSync(write, `${file}\n`);
+      let text = '';
+      while (!text.includes('\n')) {
+        const n = readSync(read, answer, 0, answer.length, null);
+        if (n === 0) throw new DataplaneError('the nft helper exited');
+        text += answer.toString('utf8', 0, n);
+      }
+      const code = Number(text.trim());
+      const stderr = code === 0 ? '' : readFileSync(`${file}.err`, 'utf8');
+      rmSync(file, { force: true });
+      rmSync(`${file}.err`, { force: true });
+      if (code === 127 || /not found/.test(stderr))
+        throw new DataplaneError('nft is not installed (Debian package nftables)');
+      if (code !== 0) {
+        const where = options.netns ? ` in network namespace ${options.netns}` : '';
+        throw new DataplaneError(
+          `nft rejected the transaction${where}; the previous ruleset is in place:\n${stderr.trim()}`,
+        );
+      }
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      closeSync(write);
+      closeSync(read);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

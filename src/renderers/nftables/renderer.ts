@@ -137,7 +137,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     const hook = (name: string, police: string[]): string[] => [
       `type filter hook ${name} priority filter; policy accept;`,
       'jump flow_fastpath',
-      'ct state invalid drop',
       'ct direction reply goto reply_check',
       ...police,
       'jump flow_stamp',

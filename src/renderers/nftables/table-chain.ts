@@ -10,7 +10,7 @@
  * port read from the source port, so the flow is judged by its original direction either way.
  */
 import type { Cidr, IpFamily } from '../../net/ip.ts';
-import { formatIp } from '../../net/ip.ts';
+import { cidrCovers, formatIp } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import { addressProtocol, FAMILIES, groupSet } from './names.ts';
 
@@ -95,7 +95,7 @@ function bigintText(_key: string, value: unknown): unknown {
  * commute, so every permit with the same address match joins one run; otherwise only adjacent
  * rules with equal action and addresses merge, which keeps first-match order exact.
  */
-function runsOf(rules: readonly Rule[]): { action: Rule['action']; rules: Rule[] }[] {
+function runsOf(rules: readonly Rule[]): { runs: Run[]; commutative: boolean } {
   const last = rules[rules.length - 1];
   const denyRest =
     last !== undefined &&
@@ -113,35 +113,75 @@ function runsOf(rules: readonly Rule[]): { action: Rule['action']; rules: Rule[]
       if (run) run.push(rule);
       else byNet.set(key, [rule]);
     }
-    return [...byNet.values()].map((run) => ({ action: 'permit', rules: run }));
+    return { runs: [...byNet.values()].map((run) => ({ action: 'permit', rules: run })), commutative: true };
   }
-  const runs: { action: Rule['action']; rules: Rule[] }[] = [];
+  const runs: Run[] = [];
   for (const rule of rules) {
     const previous = runs[runs.length - 1];
     if (previous && previous.action === rule.action && netKey(previous.rules[0] as Rule) === netKey(rule))
       previous.rules.push(rule);
     else runs.push({ action: rule.action, rules: [rule] });
   }
-  return runs;
+  return { runs, commutative: false };
+}
+
+interface Run {
+  readonly action: Rule['action'];
+  readonly rules: Rule[];
 }
 
 export function renderTableChain(table: RuleTable): RenderedChain {
   const groups = new Set<string>();
-  const runs = runsOf(table.rules);
+  const { runs, commutative } = runsOf(table.rules);
   for (const run of runs)
     for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
       if (net?.kind === 'group') groups.add(net.group);
-  return { lines: chainLines(runs, false), replyLines: chainLines(runs, true), groups: [...groups] };
+  return {
+    lines: chainLines(runs, commutative, false),
+    replyLines: chainLines(runs, commutative, true),
+    groups: [...groups],
+  };
 }
 
-function chainLines(runs: readonly { action: Rule['action']; rules: Rule[] }[], reply: boolean): string[] {
+/**
+ * Rule lines for runs in order. When the runs commute (permits only), runs that match one side
+ * by CIDR and allow the same traffic share one rule with an anonymous interval set of CIDRs
+ * (an `except` splits a block into many CIDRs; they cost one lookup, not one rule each).
+ */
+function chainLines(runs: readonly Run[], commutative: boolean, reply: boolean): string[] {
   const lines: string[] = [];
+  const cidrGroups = new Map<string, { match: string; l4: string; cidrs: Cidr[] }>();
   for (const run of runs) {
     const first = run.rules[0] as Rule;
     const verdict = run.action === 'permit' ? 'return' : 'drop';
+    const l4s = l4Matches(run.rules, reply);
+    const cidrSide =
+      first.src.kind === 'cidr' && first.dst.kind === 'any'
+        ? { cidr: first.src.cidr, field: reply ? 'daddr' : 'saddr' }
+        : first.dst.kind === 'cidr' && first.src.kind === 'any'
+          ? { cidr: first.dst.cidr, field: reply ? 'saddr' : 'daddr' }
+          : undefined;
+    if (commutative && cidrSide) {
+      for (const l4 of l4s) {
+        const match = `${addressProtocol(cidrSide.cidr.family)} ${cidrSide.field}`;
+        const key = `${match}|${l4}`;
+        const group = cidrGroups.get(key);
+        if (group) group.cidrs.push(cidrSide.cidr);
+        else cidrGroups.set(key, { match, l4, cidrs: [cidrSide.cidr] });
+      }
+      continue;
+    }
     for (const address of ruleAddressMatches(first, reply))
-      for (const l4 of l4Matches(run.rules, reply))
-        lines.push([address, l4, verdict].filter(Boolean).join(' '));
+      for (const l4 of l4s) lines.push([address, l4, verdict].filter(Boolean).join(' '));
+  }
+  for (const { match, l4, cidrs } of cidrGroups.values()) {
+    // Drop blocks inside others: the rest are disjoint, as an interval set needs.
+    const outer = cidrs.filter(
+      (c, i) => !cidrs.some((o, j) => j !== i && cidrCovers(o, c) && (!cidrCovers(c, o) || j < i)),
+    );
+    const texts = outer.map(cidrText);
+    const addresses = texts.length === 1 ? `${match} ${texts[0]}` : `${match} { ${texts.join(', ')} }`;
+    lines.push([addresses, l4, 'return'].filter(Boolean).join(' '));
   }
   // Whatever no rule permitted is denied, also for a table that does not say so itself.
   if (lines[lines.length - 1] !== 'drop') lines.push('drop');
