@@ -16,6 +16,7 @@ import {
   DataplaneError,
   isRoot,
   nftRunner,
+  persistentNftRunner,
   recordingRunner,
   run,
   type NftRunner,
@@ -179,6 +180,31 @@ describe(
     });
     after(async () => {
       await run('ip', ['netns', 'delete', NETNS]);
+    });
+
+    it('applies through the persistent helper, reports what nft rejects, and keeps the table', async () => {
+      const helper = persistentNftRunner({ netns: NETNS });
+      try {
+        await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: NETNS });
+        helper.apply('table inet palisade {\n\tset s {\n\t\ttype ipv4_addr;\n\t}\n}\n');
+        assert.throws(
+          () => helper.apply('add element inet palisade s { 10.0.0.300 }\n'),
+          (error: Error) => {
+            assert.ok(error instanceof DataplaneError);
+            assert.match(
+              error.message,
+              /nft rejected the transaction in network namespace .*\n.*10\.0\.0\.300/s,
+            );
+            return true;
+          },
+        );
+        helper.apply('add element inet palisade s { 10.0.0.3 }\n');
+        const listed = await run('nft', ['list', 'set', 'inet', 'palisade', 's'], { netns: NETNS });
+        assert.match(listed.stdout, /elements = \{ 10\.0\.0\.3 \}/);
+      } finally {
+        helper.close();
+      }
+      assert.throws(() => helper.apply('add table inet x\n'), DataplaneError);
     });
 
     it('accepts every transaction of random incremental histories and holds what the renderer models', async () => {
