@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { loadCluster } from '../../src/ingest/index.ts';
-import { isRoot } from '../../src/dataplane/index.ts';
+import { isRoot, run } from '../../src/dataplane/index.ts';
 import { evaluate, indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { Lab, probeLab, type ProbePort, type ProbeResult } from '../../src/lab/index.ts';
@@ -250,5 +250,25 @@ describe('the lab', { skip: SKIP }, () => {
       checked++;
     }
     assert.ok(checked > 0);
+  });
+
+  // Last: it edits the kernel's table behind the renderer's back.
+  it('isolates a local pod that has no dispatch entry (fail closed), in both directions', async () => {
+    lab.apply([], true);
+    const pod = lab.plan.pods.find((p) => p.id === 'b/api');
+    const node = lab.plan.nodes.find((n) => n.name === pod?.node);
+    assert.ok(pod && node);
+    const ip = pod.ips[0] as string;
+    for (const map of ['in_4', 'eg_4', 'rin_4', 'reg_4']) {
+      const result = await run('nft', ['delete', 'element', 'inet', 'palisade', map, `{ ${ip} }`], {
+        netns: node.netns,
+      });
+      assert.equal(result.code, 0, result.stderr);
+    }
+    const report = await probeLab(lab, PORTS.slice(0, 1), { timeoutMs: TIMEOUT_MS });
+    for (const r of report.results) {
+      const touches: boolean = r.from === pod.id || r.to === pod.id;
+      assert.equal(r.observed, !touches, `${r.from} → ${r.to}`);
+    }
   });
 });

@@ -1,0 +1,133 @@
+/**
+ * `palisade render` and `palisade lab` from the command line: usage errors, and (as root) a
+ * ruleset applied to a scratch network namespace.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { isRoot, run } from '../../src/dataplane/index.ts';
+import { cli } from '../helpers/cli.ts';
+
+const SHOP = [
+  '-f',
+  'examples/shop-running',
+  'examples/shop/namespaces.yaml',
+  'examples/shop/policies-shop.yaml',
+];
+const NETNS = `palisade-render-test-${process.pid}`;
+
+describe('palisade render', () => {
+  it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
+    const target = await cli(['render', '--target', 'ebpf', '--node', 'node-1', ...SHOP]);
+    assert.equal(target.code, 2);
+    assert.match(target.stderr, /--target must be one of nftables/);
+    const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
+    assert.equal(node.code, 2);
+    assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
+    const cidr = await cli([
+      'render',
+      '--target',
+      'nftables',
+      '--node',
+      'node-1',
+      '--pod-cidr',
+      '10.244.1.0/33',
+      ...SHOP,
+    ]);
+    assert.equal(cidr.code, 2);
+    assert.match(cidr.stderr, /--pod-cidr 10\.244\.1\.0\/33/);
+  });
+
+  it('prints counts with --stats and fail-closed guards for --pod-cidr', async () => {
+    const result = await cli([
+      'render',
+      '--target',
+      'nftables',
+      '--node',
+      'node-1',
+      '--pod-cidr',
+      '10.244.1.0/24',
+      '--stats',
+      ...SHOP,
+    ]);
+    assert.equal(result.code, 0);
+    assert.match(result.stderr, /^\d+ chains, \d+ rules, \d+ sets, \d+ set elements, 16 dispatch entries\n$/);
+    assert.match(result.stdout, /elements = \{ 10\.244\.1\.0\/24 \}/);
+    assert.match(result.stdout, /ip daddr @podcidr_4 drop/);
+  });
+});
+
+describe(
+  'palisade render --apply',
+  { skip: isRoot() ? false : 'skipped: --apply needs root (a scratch network namespace)' },
+  () => {
+    before(async () => {
+      await run('ip', ['netns', 'add', NETNS]);
+    });
+    after(async () => {
+      await run('ip', ['netns', 'delete', NETNS]);
+    });
+
+    it('applies the table in the given namespace, and again (atomic replace) without error', async () => {
+      for (let i = 0; i < 2; i++) {
+        const result = await cli([
+          'render',
+          '--target',
+          'nftables',
+          '--node',
+          'node-1',
+          '--apply',
+          '--netns',
+          NETNS,
+          ...SHOP,
+        ]);
+        assert.equal(result.code, 0, result.stderr);
+        assert.equal(result.stdout, 'applied table inet palisade for node node-1\n');
+      }
+      const listed = await run('nft', ['list', 'map', 'inet', 'palisade', 'in_4'], { netns: NETNS });
+      assert.match(listed.stdout, /10\.244\.1\.11 : goto t_[0-9a-f]{16}/);
+    });
+
+    it('reports a namespace that does not exist as nft failing, without a stack trace', async () => {
+      const result = await cli([
+        'render',
+        '--target',
+        'nftables',
+        '--node',
+        'node-1',
+        '--apply',
+        '--netns',
+        'palisade-no-such-netns',
+        ...SHOP,
+      ]);
+      assert.equal(result.code, 1);
+      assert.match(
+        result.stderr,
+        /^palisade: nft rejected the transaction in network namespace palisade-no-such-netns/,
+      );
+      assert.doesNotMatch(result.stderr, /\n\s+at /);
+    });
+  },
+);
+
+describe('palisade lab', () => {
+  it('says which lab is not up, in one line', async () => {
+    const result = await cli([
+      'lab',
+      'probe',
+      '--name',
+      'nothing-here',
+      '--state-dir',
+      '/tmp/palisade-no-labs',
+    ]);
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      isRoot() ? /^palisade: no lab "nothing-here" is up/ : /^palisade: the lab needs root/,
+    );
+  });
+
+  it('rejects bad options with a usage error', async () => {
+    const result = await cli(['lab', 'probe', '--timeout', '5']);
+    assert.equal(result.code, isRoot() ? 2 : 1);
+  });
+});
