@@ -36,8 +36,15 @@ export async function createNetwork(plan: LabPlan): Promise<void> {
   if (clash) throw new DataplaneError(`network namespace ${clash} already exists: is lab "${plan.name}" up?`);
   const nodeOf = new Map(plan.nodes.map((n) => [n.name, n]));
 
+  await ipBatch(namespacesOf(plan).map((ns) => `netns add ${ns}`));
+  // No duplicate address detection: interfaces must carry traffic as soon as the lab is up
+  // (a tentative link-local address stalls neighbour discovery across the fabric for seconds).
+  await Promise.all(
+    namespacesOf(plan).map((ns) =>
+      sysctl(ns, ['net.ipv6.conf.default.accept_dad=0', 'net.ipv6.conf.all.accept_dad=0']),
+    ),
+  );
   await ipBatch([
-    ...namespacesOf(plan).map((ns) => `netns add ${ns}`),
     ...plan.nodes.map(
       (n) => `link add name fab0 netns ${n.netns} type veth peer name n${n.index} netns ${plan.fabricNetns}`,
     ),
