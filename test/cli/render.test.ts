@@ -19,7 +19,7 @@ describe('palisade render', () => {
   it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
     const target = await cli(['render', '--target', 'ebpf', '--node', 'node-1', ...SHOP]);
     assert.equal(target.code, 2);
-    assert.match(target.stderr, /--target must be one of nftables/);
+    assert.match(target.stderr, /--target must be one of nftables, vpp-acl/);
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
@@ -108,6 +108,36 @@ describe(
     });
   },
 );
+
+describe('palisade render --target vpp-acl', () => {
+  it("prints every node's ligato ACLs as JSON: local ACLs on pod TAPs, the global ACL on the uplinks, reflection", async () => {
+    const result = await cli(['render', '--target', 'vpp-acl', ...SHOP]);
+    assert.equal(result.code, 0, result.stderr);
+    const parsed = JSON.parse(result.stdout) as {
+      nodes: {
+        node: string;
+        acls: { name: string; interfaces: { egress: string[]; ingress: string[] } }[];
+      }[];
+    };
+    assert.deepEqual(
+      parsed.nodes.map((n) => n.node),
+      ['node-1', 'node-2'],
+    );
+    const node1 = parsed.nodes[0]?.acls ?? [];
+    assert.ok(node1.some((a) => a.name === 'global' && a.interfaces.egress.includes('vxlanBVI')));
+    assert.ok(
+      node1.some(
+        (a) => a.name.startsWith('local-') && a.interfaces.egress.includes('tap-shop-api-5f6b-m9w1c'),
+      ),
+    );
+    assert.equal(node1.find((a) => a.name === 'REFLECTION')?.interfaces.ingress.length, 4);
+    const one = await cli(['render', '--target', 'vpp-acl', '--node', 'node-2', ...SHOP]);
+    assert.deepEqual(
+      (JSON.parse(one.stdout) as { nodes: { node: string }[] }).nodes.map((n) => n.node),
+      ['node-2'],
+    );
+  });
+});
 
 describe('palisade lab', () => {
   it('says which lab is not up, in one line', async () => {

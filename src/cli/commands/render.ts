@@ -1,10 +1,14 @@
 /**
- * `palisade render`: a node's compiled policy as a datapath ruleset (nftables), printed or
- * applied to the kernel.
+ * `palisade render`: a node's compiled policy for a datapath — an nftables ruleset (printed, or
+ * applied to the kernel) or ligato vpp-agent ACLs (JSON).
  */
 import { Command } from 'commander';
 import { parseCidr, type Cidr } from '../../net/ip.ts';
 import { PolicyPipeline } from '../../pipeline/index.ts';
+import type { Cluster } from '../../model/types.ts';
+import { stateGroupLookup } from '../../configurator/index.ts';
+import { RendererCache } from '../../renderers/cache/index.ts';
+import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
 import { NftablesRenderer } from '../../renderers/nftables/index.ts';
 import { ClusterState } from '../../state/index.ts';
 import { isRoot, nftRunner, recordingRunner } from '../../dataplane/index.ts';
@@ -14,14 +18,18 @@ import {
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
+  writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 export function renderCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('render'))
     .description("render a node's compiled policy for a datapath: print the ruleset, or apply it")
-    .requiredOption('--target <name>', 'datapath: nftables')
-    .requiredOption('--node <name>', 'the node whose pods to render')
+    .requiredOption('--target <name>', 'datapath: nftables, or vpp-acl (ligato ACLs as JSON)')
+    .option(
+      '--node <name>',
+      'the node whose pods to render (nftables: required; vpp-acl: default every node)',
+    )
     .option('--apply', 'apply the ruleset to the kernel (root), replacing the table atomically', false)
     .option('--netns <name>', 'with --apply: the network namespace to apply in')
     .option(
@@ -36,17 +44,23 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     .option('--stats', 'print counts of chains, rules, sets and elements on stderr', false)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
-      checkChoice('--target', raw.target, ['nftables'] as const);
+      const target = checkChoice('--target', raw.target, ['nftables', 'vpp-acl'] as const);
       if (input.semantics !== 'v1')
         throw new UsageError("render implements v1 semantics; use 'palisade convert --to v1' first");
-      const node = String(raw.node);
+      const node = typeof raw.node === 'string' ? raw.node : undefined;
+      if (target === 'nftables' && node === undefined) throw new UsageError('--target nftables needs --node');
       const podCidrs = parseCidrs((raw.podCidr as string[] | undefined) ?? []);
       if (raw.apply === true && !isRoot())
         throw new UsageError('--apply needs root (it changes the kernel ruleset)');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      if (!loaded.cluster.endpoints.some((e) => e.node === node))
+      if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+      if (target === 'vpp-acl') {
+        writeJson(io, renderVppAcl(loaded.cluster, node, io));
+        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      }
+      if (node === undefined) return; // unreachable: checked above, kept for the type
       const state = new ClusterState();
       const recorder = recordingRunner();
       const renderer = new NftablesRenderer({
@@ -80,4 +94,25 @@ function parseCidrs(texts: readonly string[]): Cidr[] {
       throw new UsageError(`--pod-cidr ${text}: ${parsed.problems.map((p) => p.message).join('; ')}`);
     return parsed.value;
   });
+}
+
+/** Every node's ACLs (or one node's), as vpp-agent would receive them; limits on stderr. */
+function renderVppAcl(
+  cluster: Cluster,
+  node: string | undefined,
+  io: CliIo,
+): { nodes: { node: string; acls: readonly Acl[] }[] } {
+  const names =
+    node !== undefined
+      ? [node]
+      : [...new Set(cluster.endpoints.flatMap((e) => (e.node ? [e.node] : [])))].sort();
+  const nodes = names.map((name) => {
+    const state = new ClusterState();
+    const cache = new RendererCache({ side: 'ingress', groups: stateGroupLookup(state) });
+    new PolicyPipeline({ state, node: name, renderers: [cache] }).apply({ type: 'resync', cluster });
+    const rendering = renderAcls(cache.snapshot, state);
+    for (const note of rendering.notes) io.stderr.write(`palisade: warning: node ${name}: ${note}\n`);
+    return { node: name, acls: rendering.acls };
+  });
+  return { nodes };
 }

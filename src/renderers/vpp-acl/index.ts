@@ -1,0 +1,6 @@
+/**
+ * The VPP ACL renderer's public entry.
+ */
+export { renderAcls, aclTransaction, type AclRendering } from './render.ts';
+export { interfaceAllows, uplinkAllows, type AclPacket } from './interpreter.ts';
+export * from './model.ts';
