@@ -19,7 +19,7 @@ describe('palisade render', () => {
   it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
     const target = await cli(['render', '--target', 'ebpf', '--node', 'node-1', ...SHOP]);
     assert.equal(target.code, 2);
-    assert.match(target.stderr, /--target must be one of nftables, vpp-acl/);
+    assert.match(target.stderr, /--target must be one of nftables, vpp-acl, vpptcp/);
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
@@ -136,6 +136,28 @@ describe('palisade render --target vpp-acl', () => {
       (JSON.parse(one.stdout) as { nodes: { node: string }[] }).nodes.map((n) => n.node),
       ['node-2'],
     );
+  });
+});
+
+describe('palisade render --target vpptcp', () => {
+  it("prints every node's session rules with each pod's application namespace", async () => {
+    const result = await cli(['render', '--target', 'vpptcp', '--node', 'node-2', ...SHOP]);
+    assert.equal(result.code, 0, result.stderr);
+    const parsed = JSON.parse(result.stdout) as {
+      nodes: {
+        node: string;
+        namespaces: { pod: string }[];
+        rules: { scope: number; lcl: string; lcl_port: number }[];
+      }[];
+    };
+    const node2 = parsed.nodes[0];
+    assert.equal(node2?.node, 'node-2');
+    assert.deepEqual(
+      node2?.namespaces.map((n) => n.pod),
+      ['monitoring/prometheus-0', 'shop/db-0', 'shop/frontend-7c9d-q8m2z'],
+    );
+    // db accepts 5432 from api (on node-1): a global rule for connections coming in.
+    assert.ok(node2?.rules.some((r) => r.scope === 1 && r.lcl === '10.244.2.11/32' && r.lcl_port === 5432));
   });
 });
 

@@ -9,6 +9,7 @@ import type { Cluster } from '../../model/types.ts';
 import { stateGroupLookup } from '../../configurator/index.ts';
 import { RendererCache } from '../../renderers/cache/index.ts';
 import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
+import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptcp/index.ts';
 import { NftablesRenderer } from '../../renderers/nftables/index.ts';
 import { ClusterState } from '../../state/index.ts';
 import { isRoot, nftRunner, recordingRunner } from '../../dataplane/index.ts';
@@ -25,10 +26,13 @@ import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 export function renderCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('render'))
     .description("render a node's compiled policy for a datapath: print the ruleset, or apply it")
-    .requiredOption('--target <name>', 'datapath: nftables, or vpp-acl (ligato ACLs as JSON)')
+    .requiredOption(
+      '--target <name>',
+      'datapath: nftables, vpp-acl (ligato ACLs as JSON) or vpptcp (VPP session rules as JSON)',
+    )
     .option(
       '--node <name>',
-      'the node whose pods to render (nftables: required; vpp-acl: default every node)',
+      'the node whose pods to render (nftables: required; vpp-acl, vpptcp: default every node)',
     )
     .option('--apply', 'apply the ruleset to the kernel (root), replacing the table atomically', false)
     .option('--netns <name>', 'with --apply: the network namespace to apply in')
@@ -44,7 +48,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     .option('--stats', 'print counts of chains, rules, sets and elements on stderr', false)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
-      const target = checkChoice('--target', raw.target, ['nftables', 'vpp-acl'] as const);
+      const target = checkChoice('--target', raw.target, ['nftables', 'vpp-acl', 'vpptcp'] as const);
       if (input.semantics !== 'v1')
         throw new UsageError("render implements v1 semantics; use 'palisade convert --to v1' first");
       const node = typeof raw.node === 'string' ? raw.node : undefined;
@@ -56,8 +60,8 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
-      if (target === 'vpp-acl') {
-        writeJson(io, renderVppAcl(loaded.cluster, node, io));
+      if (target === 'vpp-acl' || target === 'vpptcp') {
+        writeJson(io, renderVpp(target, loaded.cluster, node, io));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
       if (node === undefined) return; // unreachable: checked above, kept for the type
@@ -96,23 +100,34 @@ function parseCidrs(texts: readonly string[]): Cidr[] {
   });
 }
 
-/** Every node's ACLs (or one node's), as vpp-agent would receive them; limits on stderr. */
-function renderVppAcl(
+/**
+ * Every node's (or one node's) VPP configuration as its agent would receive it: ligato ACLs,
+ * or session rules with each pod's application namespace. What the target cannot express is
+ * reported on stderr.
+ */
+function renderVpp(
+  target: 'vpp-acl' | 'vpptcp',
   cluster: Cluster,
   node: string | undefined,
   io: CliIo,
-): { nodes: { node: string; acls: readonly Acl[] }[] } {
+): { nodes: ({ node: string } & (AclRenderingJson | NodeSessionRules))[] } {
   const names =
     node !== undefined
       ? [node]
       : [...new Set(cluster.endpoints.flatMap((e) => (e.node ? [e.node] : [])))].sort();
   const nodes = names.map((name) => {
     const state = new ClusterState();
-    const cache = new RendererCache({ side: 'ingress', groups: stateGroupLookup(state) });
+    const side = target === 'vpp-acl' ? 'ingress' : 'egress';
+    const cache = new RendererCache({ side, groups: stateGroupLookup(state) });
     new PolicyPipeline({ state, node: name, renderers: [cache] }).apply({ type: 'resync', cluster });
-    const rendering = renderAcls(cache.snapshot, state);
-    for (const note of rendering.notes) io.stderr.write(`palisade: warning: node ${name}: ${note}\n`);
-    return { node: name, acls: rendering.acls };
+    const { notes, ...rendering } =
+      target === 'vpp-acl' ? renderAcls(cache.snapshot, state) : renderSessionRules(cache.snapshot, state);
+    for (const note of notes) io.stderr.write(`palisade: warning: node ${name}: ${note}\n`);
+    return { node: name, ...rendering };
   });
   return { nodes };
+}
+
+interface AclRenderingJson {
+  readonly acls: readonly Acl[];
 }
