@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isRoot, run } from '../../src/dataplane/index.ts';
 import { cli } from '../helpers/cli.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const SHOP = [
   '-f',
@@ -19,7 +22,7 @@ describe('palisade render', () => {
   it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
     const target = await cli(['render', '--target', 'ebpf', '--node', 'node-1', ...SHOP]);
     assert.equal(target.code, 2);
-    assert.match(target.stderr, /--target must be one of nftables, vpp-acl, vpptcp/);
+    assert.match(target.stderr, /--target must be one of nftables, vpp-acl, vpptcp, neutron/);
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
@@ -158,6 +161,39 @@ describe('palisade render --target vpptcp', () => {
     );
     // db accepts 5432 from api (on node-1): a global rule for connections coming in.
     assert.ok(node2?.rules.some((r) => r.scope === 1 && r.lcl === '10.244.2.11/32' && r.lcl_port === 5432));
+  });
+});
+
+describe('palisade render --target neutron', () => {
+  it('prints security groups, port bindings and the API calls; with --previous only the calls needed', async () => {
+    const first = await cli(['render', '--target', 'neutron', ...SHOP]);
+    assert.equal(first.code, 0, first.stderr);
+    const parsed = JSON.parse(first.stdout) as {
+      security_groups: { name: string }[];
+      ports: unknown[];
+      requests: unknown[];
+    };
+    assert.ok(parsed.security_groups.some((g) => g.name === 'np-shop-db'));
+    assert.equal(parsed.ports.length, 7);
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-neutron-'));
+    try {
+      writeFileSync(join(dir, 'previous.json'), first.stdout);
+      const again = await cli([
+        'render',
+        '--target',
+        'neutron',
+        '--previous',
+        join(dir, 'previous.json'),
+        ...SHOP,
+      ]);
+      assert.deepEqual((JSON.parse(again.stdout) as { requests: unknown[] }).requests, []);
+      writeFileSync(join(dir, 'bad.json'), '{"x": 1}');
+      const bad = await cli(['render', '--target', 'neutron', '--previous', join(dir, 'bad.json'), ...SHOP]);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /not an output of 'palisade render --target neutron'/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -10,6 +10,8 @@ import { stateGroupLookup } from '../../configurator/index.ts';
 import { RendererCache } from '../../renderers/cache/index.ts';
 import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
 import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptcp/index.ts';
+import { neutronRequests, renderNeutron, type NeutronRendering } from '../../renderers/neutron/index.ts';
+import { readFileSync } from 'node:fs';
 import { NftablesRenderer } from '../../renderers/nftables/index.ts';
 import { ClusterState } from '../../state/index.ts';
 import { isRoot, nftRunner, recordingRunner } from '../../dataplane/index.ts';
@@ -28,7 +30,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     .description("render a node's compiled policy for a datapath: print the ruleset, or apply it")
     .requiredOption(
       '--target <name>',
-      'datapath: nftables, vpp-acl (ligato ACLs as JSON) or vpptcp (VPP session rules as JSON)',
+      'datapath: nftables, vpp-acl (ligato ACLs), vpptcp (VPP session rules) or neutron (security groups); all but nftables print JSON',
     )
     .option(
       '--node <name>',
@@ -45,10 +47,19 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       'police traffic between the node and its own pods too (default: it bypasses policy)',
     )
     .option('--keep-flows', 'keep tracked connections that a later policy denies (default: cut them)', false)
+    .option(
+      '--previous <file>',
+      'neutron: a previous output; print only the API calls that turn it into this one',
+    )
     .option('--stats', 'print counts of chains, rules, sets and elements on stderr', false)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
-      const target = checkChoice('--target', raw.target, ['nftables', 'vpp-acl', 'vpptcp'] as const);
+      const target = checkChoice('--target', raw.target, [
+        'nftables',
+        'vpp-acl',
+        'vpptcp',
+        'neutron',
+      ] as const);
       if (input.semantics !== 'v1')
         throw new UsageError("render implements v1 semantics; use 'palisade convert --to v1' first");
       const node = typeof raw.node === 'string' ? raw.node : undefined;
@@ -60,6 +71,14 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+      if (target === 'neutron') {
+        const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;
+        const state = new ClusterState();
+        state.resync(loaded.cluster);
+        const rendering = renderNeutron(state);
+        writeJson(io, { ...rendering, requests: neutronRequests(previous, rendering) });
+        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      }
       if (target === 'vpp-acl' || target === 'vpptcp') {
         writeJson(io, renderVpp(target, loaded.cluster, node, io));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
@@ -130,4 +149,18 @@ function renderVpp(
 
 interface AclRenderingJson {
   readonly acls: readonly Acl[];
+}
+
+/** A previous `render --target neutron` output, checked enough to diff against. */
+function readPrevious(path: string): NeutronRendering {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new UsageError(`--previous ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const rendering = parsed as Partial<NeutronRendering>;
+  if (!Array.isArray(rendering.security_groups) || !Array.isArray(rendering.ports))
+    throw new UsageError(`--previous ${path}: not an output of 'palisade render --target neutron'`);
+  return rendering as NeutronRendering;
 }

@@ -1,0 +1,7 @@
+/**
+ * The Neutron renderer's public entry.
+ */
+export { renderNeutron, peerGroupName } from './render.ts';
+export { NeutronModel, type NeutronPacket } from './interpreter.ts';
+export { neutronRequests, type NeutronRequest } from './requests.ts';
+export * from './model.ts';

@@ -1,0 +1,249 @@
+/**
+ * The Neutron renderer (seed: Kuryr). One security group per policy, named `np-<ns>-<name>`, with
+ * a rule per peer × port of its active directions (ipBlock except split into covering prefixes;
+ * pod and namespace selectors as `remote_group_id` of a peer group whose member ports are the
+ * selected pods; egress named ports resolved per destination, one peer group per number). An
+ * ingress named port resolves on the policy's own pods, which may disagree: its rules go into a
+ * group per resolved number (`np-<ns>-<name>-<port>-<n>`) bound only to the pods that resolve
+ * the name to that number, so no pod opens a port it does not name. Security groups only allow:
+ * a pod no policy isolates in a direction gets the allow-all group of that direction (the seed's
+ * default group); a policy with no rules is an empty group (deny all).
+ */
+import { hash } from 'node:crypto';
+import { formatIp } from '../../net/ip.ts';
+import type { Endpoint, NetworkPolicy, PolicyPort } from '../../model/types.ts';
+import { policyKey } from '../../model/types.ts';
+import { PARTITION_SEPARATOR } from '../../configurator/index.ts';
+import { policyTemplates, type ClusterState, type RuleTemplate } from '../../state/index.ts';
+import {
+  ALLOW_ALL_EGRESS,
+  ALLOW_ALL_INGRESS,
+  type NeutronRendering,
+  type PortBinding,
+  type SecurityGroup,
+  type SecurityGroupRule,
+} from './model.ts';
+
+const ETHERTYPES = ['IPv4', 'IPv6'] as const;
+const short = (text: string): string => hash('sha256', text).slice(0, 12);
+export const peerGroupName = (reference: string): string => `peer-${short(reference)}`;
+const policyGroupName = (policy: NetworkPolicy): string => `np-${policy.namespace}-${policy.name}`;
+const namedPortGroupName = (policy: NetworkPolicy, port: PolicyPort, number: number): string =>
+  `${policyGroupName(policy)}-${String(port.port)}-${port.protocol.toLowerCase()}-${number}`;
+
+/** A policy's identity for resync: a hash of what it says (the seed uses metadata.generation). */
+function generationOf(policy: NetworkPolicy): string {
+  return short(
+    JSON.stringify({ ...policy, location: undefined }, (_key, value: unknown) =>
+      typeof value === 'bigint' ? value.toString() : value,
+    ),
+  );
+}
+
+function portFields(
+  port: PolicyPort | undefined,
+  number?: number,
+): Pick<SecurityGroupRule, 'protocol' | 'port_range_min' | 'port_range_max'> {
+  if (!port) return { protocol: null };
+  const protocol = port.protocol.toLowerCase() as 'tcp' | 'udp' | 'sctp';
+  const first = number ?? (typeof port.port === 'number' ? port.port : undefined);
+  if (first === undefined) return { protocol };
+  return {
+    protocol,
+    port_range_min: first,
+    port_range_max: number === undefined ? (port.endPort ?? first) : first,
+  };
+}
+
+export function renderNeutron(state: ClusterState): NeutronRendering {
+  const groups = new Map<string, SecurityGroup>();
+  const bindings = new Map<string, Set<string>>();
+  const peerGroups = new Map<string, { key: string; port?: number }>();
+  const bind = (pod: string, group: string): void => {
+    let set = bindings.get(pod);
+    if (!set) bindings.set(pod, (set = new Set()));
+    set.add(group);
+  };
+  const remoteRules = (
+    template: RuleTemplate,
+    direction: 'ingress' | 'egress',
+    l4: ReturnType<typeof portFields>,
+    extra: Partial<SecurityGroupRule> = {},
+  ): SecurityGroupRule[] => {
+    const net = template.net;
+    if (net.kind === 'any') return ETHERTYPES.map((ethertype) => ({ direction, ethertype, ...l4, ...extra }));
+    if (net.kind === 'cidr')
+      return [
+        {
+          direction,
+          ethertype: net.cidr.family === 4 ? 'IPv4' : 'IPv6',
+          ...l4,
+          remote_ip_prefix: `${formatIp({ family: net.cidr.family, value: net.cidr.base })}/${net.cidr.prefix}`,
+          ...extra,
+        },
+      ];
+    const cut = net.group.lastIndexOf(PARTITION_SEPARATOR);
+    const partition = cut >= 0 && /^[0-9]+$/.test(net.group.slice(cut + 1));
+    const reference = {
+      key: partition ? net.group.slice(0, cut) : net.group,
+      ...(partition ? { port: Number(net.group.slice(cut + 1)) } : {}),
+    };
+    peerGroups.set(net.group, reference);
+    return ETHERTYPES.map((ethertype) => ({
+      direction,
+      ethertype,
+      ...l4,
+      remote_group_id: peerGroupName(net.group),
+      ...extra,
+    }));
+  };
+
+  const policies = [...state.allPolicies()].sort((a, b) => (policyKey(a) < policyKey(b) ? -1 : 1));
+  for (const policy of policies) {
+    const templates = policyTemplates(policy);
+    const rules: SecurityGroupRule[] = [];
+    for (const template of templates.ingress)
+      if (typeof template.port?.port !== 'string')
+        rules.push(...remoteRules(template, 'ingress', portFields(template.port)));
+    for (const template of templates.egress) {
+      if (typeof template.port?.port !== 'string') {
+        rules.push(...remoteRules(template, 'egress', portFields(template.port)));
+        continue;
+      }
+      // Egress named port: the peer group is partitioned by the number each destination gives it.
+      if (template.net.kind !== 'group') continue;
+      const key = template.net.group;
+      const group = state.group(key);
+      for (const number of [...(group?.ports.keys() ?? [])].sort((a, b) => a - b)) {
+        const members = [...(group?.members.values() ?? [])].filter((m) => m.port === number);
+        // Only the addresses inside an ipBlock count, while a remote group admits every address
+        // of its member ports: ipBlock peers become one prefix rule per address (Kuryr's
+        // remote_ip_prefixes), selector peers a remote group.
+        const addresses = members.flatMap((m) =>
+          m.ips
+            .filter((ip) => group?.contains(ip, number))
+            .map((ip) => ({ ip, namespace: m.pod.split('/')[0] ?? '' })),
+        );
+        const prefixes = Object.fromEntries(addresses.map((a) => [formatIp(a.ip), a.namespace]));
+        const l4 = portFields(template.port, number);
+        if (group?.spec.ipBlock) {
+          for (const { ip } of addresses)
+            rules.push({
+              direction: 'egress',
+              ethertype: ip.family === 4 ? 'IPv4' : 'IPv6',
+              ...l4,
+              remote_ip_prefix: `${formatIp(ip)}/${ip.family === 4 ? 32 : 128}`,
+              remote_ip_prefixes: prefixes,
+            });
+          continue;
+        }
+        rules.push(
+          ...remoteRules(
+            { net: { kind: 'group', group: `${key}${PARTITION_SEPARATOR}${number}` }, port: template.port },
+            'egress',
+            l4,
+            { remote_ip_prefixes: prefixes },
+          ),
+        );
+      }
+    }
+    groups.set(policyGroupName(policy), {
+      name: policyGroupName(policy),
+      description: `Palisade: NetworkPolicy ${policyKey(policy)}`,
+      policy: policyKey(policy),
+      generation: generationOf(policy),
+      rules: dedupe(rules),
+    });
+  }
+
+  const pods = [...state.allPods()]
+    .filter((p) => !p.hostNetwork && p.ips.length > 0)
+    .sort((a, b) => (a.id < b.id ? -1 : 1));
+  for (const pod of pods) {
+    const selection = state.selection(pod);
+    if (selection.ingress.length === 0) bind(pod.id, ALLOW_ALL_INGRESS);
+    if (selection.egress.length === 0) bind(pod.id, ALLOW_ALL_EGRESS);
+    for (const policy of selection.all) {
+      bind(pod.id, policyGroupName(policy));
+      if (selection.ingress.includes(policy)) bindNamedIngress(policy, pod, groups, bind, remoteRules);
+    }
+  }
+  const ported = new Set(pods.map((p) => p.id));
+  for (const [reference, { key, port }] of peerGroups) {
+    const name = peerGroupName(reference);
+    groups.set(name, { name, description: `Palisade: peers ${reference}`, rules: [] });
+    for (const member of state.group(key)?.members.values() ?? [])
+      if ((port === undefined || member.port === port) && ported.has(member.pod)) bind(member.pod, name);
+  }
+  groups.set(ALLOW_ALL_INGRESS, allowAll(ALLOW_ALL_INGRESS, 'ingress'));
+  groups.set(ALLOW_ALL_EGRESS, allowAll(ALLOW_ALL_EGRESS, 'egress'));
+  const ports: PortBinding[] = pods.map((pod) => ({
+    pod: pod.id,
+    fixed_ips: pod.ips.map(formatIp),
+    security_groups: [...(bindings.get(pod.id) ?? [])].sort(),
+  }));
+  return { security_groups: [...groups.values()].sort((a, b) => (a.name < b.name ? -1 : 1)), ports };
+}
+
+/** Ingress named ports of a policy, resolved on one of its pods: the group of that number. */
+function bindNamedIngress(
+  policy: NetworkPolicy,
+  pod: Endpoint,
+  groups: Map<string, SecurityGroup>,
+  bind: (pod: string, group: string) => void,
+  remoteRules: (
+    t: RuleTemplate,
+    d: 'ingress',
+    l4: ReturnType<typeof portFields>,
+    extra?: Partial<SecurityGroupRule>,
+  ) => SecurityGroupRule[],
+): void {
+  const byGroup = new Map<string, { port: PolicyPort; number: number; templates: RuleTemplate[] }>();
+  for (const template of policyTemplates(policy).ingress) {
+    const port = template.port;
+    if (typeof port?.port !== 'string') continue;
+    const number = pod.ports.find((p) => p.name === port.port && p.protocol === port.protocol)?.port;
+    if (number === undefined) continue;
+    const name = namedPortGroupName(policy, port, number);
+    const entry = byGroup.get(name);
+    if (entry) entry.templates.push(template);
+    else byGroup.set(name, { port, number, templates: [template] });
+  }
+  for (const [name, { port, number, templates }] of byGroup) {
+    bind(pod.id, name);
+    const existing = groups.get(name);
+    const prefixes = {
+      ...(existing?.rules[0]?.remote_ip_prefixes ?? {}),
+      ...Object.fromEntries(pod.ips.map((ip) => [formatIp(ip), pod.namespace])),
+    };
+    const rules = templates.flatMap((t) =>
+      remoteRules(t, 'ingress', portFields(port, number), { remote_ip_prefixes: prefixes }),
+    );
+    groups.set(name, {
+      name,
+      description: `Palisade: NetworkPolicy ${policyKey(policy)}, named port ${String(port.port)} = ${number}`,
+      policy: policyKey(policy),
+      generation: generationOf(policy),
+      rules: dedupe(rules),
+    });
+  }
+}
+
+function allowAll(name: string, direction: 'ingress' | 'egress'): SecurityGroup {
+  return {
+    name,
+    description: `Palisade: ${direction} of pods no policy isolates for ${direction} (the default group)`,
+    rules: ETHERTYPES.map((ethertype) => ({ direction, ethertype, protocol: null })),
+  };
+}
+
+function dedupe(rules: readonly SecurityGroupRule[]): SecurityGroupRule[] {
+  const seen = new Map<string, SecurityGroupRule>();
+  for (const rule of rules) {
+    const { remote_ip_prefixes: _bookkeeping, ...identity } = rule;
+    void _bookkeeping;
+    const key = JSON.stringify(identity);
+    if (!seen.has(key)) seen.set(key, rule);
+  }
+  return [...seen.values()];
+}
