@@ -8,21 +8,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stateGroupLookup } from '../../src/configurator/index.ts';
-import type { IpAddress } from '../../src/net/ip.ts';
-import type { Cluster, Endpoint } from '../../src/model/types.ts';
+import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { RendererCache } from '../../src/renderers/cache/index.ts';
-import {
-  aclTransaction,
-  interfaceAllows,
-  podInterface,
-  renderAcls,
-  uplinkAllows,
-  type Acl,
-  type AclPacket,
-} from '../../src/renderers/vpp-acl/index.ts';
+import { aclTransaction, renderAcls, type Acl } from '../../src/renderers/vpp-acl/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
+import { vppAclVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 
@@ -40,36 +32,19 @@ function renderNodes(cluster: Cluster): Map<string, Acl[]> {
   return result;
 }
 
-function aclAllows(cluster: Cluster, nodes: Map<string, Acl[]>, packet: AclPacket): boolean {
-  const same = (a: IpAddress, b: IpAddress): boolean => a.family === b.family && a.value === b.value;
-  const podAt = (ip: IpAddress): Endpoint | undefined =>
-    cluster.endpoints.find((e) => !e.hostNetwork && e.ips.some((a) => same(a, ip)));
-  const ownNode = (pod: Endpoint, ip: IpAddress): boolean =>
-    !!pod.node && (cluster.nodes.get(pod.node)?.addresses.some((a) => same(a, ip)) ?? false);
-  const src = podAt(packet.src);
-  const dst = podAt(packet.dst);
-  const acls = (pod: Endpoint): readonly Acl[] => nodes.get(pod.node ?? '') ?? [];
-  // Traffic between a pod and its own node bypasses policy, as the datapaths do.
-  const towardsDst =
-    !dst || ownNode(dst, packet.src) || interfaceAllows(acls(dst), podInterface(dst.id), 'egress', packet);
-  if (src && dst && (src.node ?? '') === (dst.node ?? '')) return towardsDst;
-  const leavingSrc = !src || ownNode(src, packet.dst) || uplinkAllows(acls(src), packet);
-  return leavingSrc && towardsDst;
-}
-
 describe('VPP ACL renderer', () => {
   it('rendered ACLs ≡ reference evaluator on random clusters (SCTP with ports: never more)', () => {
     fc.assert(
       fc.property(clusterArb({ maxPods: 7, maxPolicies: 4 }), (objects) => {
         const cluster = clusterOf(objects);
-        const nodes = renderNodes(cluster);
+        const allows = vppAclVerdicts(cluster);
         const addresses = probeAddresses(cluster);
         for (const src of addresses)
           for (const dst of addresses) {
             if (src.ip.family !== dst.ip.family) continue;
             for (const [port, protocol] of SAMPLE_PORTS) {
               const expected = referenceAllows(cluster, src.ip, dst.ip, protocol, port);
-              const actual = aclAllows(cluster, nodes, { src: src.ip, dst: dst.ip, protocol, port });
+              const actual = allows({ src: src.ip, dst: dst.ip, protocol, port });
               const where = `${src.label} → ${dst.label} ${protocol}/${port}`;
               if (protocol === 'SCTP') assert.ok(!actual || expected, where);
               else assert.equal(actual, expected, where);

@@ -9,12 +9,11 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stateGroupLookup } from '../../src/configurator/index.ts';
 import { parseIp, type IpAddress } from '../../src/net/ip.ts';
-import type { Cluster, Endpoint } from '../../src/model/types.ts';
+import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { RendererCache } from '../../src/renderers/cache/index.ts';
 import {
-  globalAllows,
   localAllows,
   renderSessionRules,
   sessionTransaction,
@@ -22,11 +21,11 @@ import {
   SCOPE_LOCAL,
   ACTION_ALLOW,
   ACTION_DENY,
-  type SessionPacket,
   type SessionRule,
   type SessionRendering,
 } from '../../src/renderers/vpptcp/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
+import { vpptcpVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 
@@ -49,40 +48,12 @@ function renderNodes(cluster: Cluster): Map<string, SessionRendering> {
   return result;
 }
 
-function sessionAllows(
-  cluster: Cluster,
-  nodes: Map<string, SessionRendering>,
-  packet: SessionPacket,
-): boolean {
-  const same = (a: IpAddress, b: IpAddress): boolean => a.family === b.family && a.value === b.value;
-  const podAt = (ip: IpAddress): Endpoint | undefined =>
-    cluster.endpoints.find((e) => !e.hostNetwork && e.ips.some((a) => same(a, ip)));
-  const ownNode = (p: Endpoint, ip: IpAddress): boolean =>
-    !!p.node && (cluster.nodes.get(p.node)?.addresses.some((a) => same(a, ip)) ?? false);
-  const src = podAt(packet.src);
-  const dst = podAt(packet.dst);
-  const outgoing = (p: Endpoint): boolean => {
-    const rendering = nodes.get(p.node ?? '');
-    const appns = rendering?.namespaces.find((n) => n.pod === p.id)?.appns_index;
-    return !rendering || appns === undefined || localAllows(rendering.rules, appns, packet);
-  };
-  const incoming = (p: Endpoint): boolean => {
-    const rendering = nodes.get(p.node ?? '');
-    return !rendering || globalAllows(rendering.rules, packet);
-  };
-  const srcChecked = src && !ownNode(src, packet.dst);
-  const dstChecked = dst && !ownNode(dst, packet.src);
-  // Same node: the global table is bypassed; only the source namespace's local table decides.
-  if (src && dst && (src.node ?? '') === (dst.node ?? '')) return !srcChecked || outgoing(src);
-  return (!srcChecked || outgoing(src)) && (!dstChecked || incoming(dst));
-}
-
 describe('VPPTCP renderer', () => {
   it('session rules ≡ reference evaluator on random clusters (TCP and UDP)', () => {
     fc.assert(
       fc.property(clusterArb({ maxPods: 7, maxPolicies: 4 }), (objects) => {
         const cluster = clusterOf(objects);
-        const nodes = renderNodes(cluster);
+        const allows = vpptcpVerdicts(cluster);
         const addresses = probeAddresses(cluster);
         for (const src of addresses)
           for (const dst of addresses) {
@@ -90,7 +61,7 @@ describe('VPPTCP renderer', () => {
             for (const [port, protocol] of SAMPLE_PORTS) {
               if (protocol === 'SCTP') continue; // not handled by the session layer (reported)
               const expected = referenceAllows(cluster, src.ip, dst.ip, protocol, port);
-              const actual = sessionAllows(cluster, nodes, { src: src.ip, dst: dst.ip, protocol, port });
+              const actual = allows({ src: src.ip, dst: dst.ip, protocol, port });
               assert.equal(actual, expected, `${src.label} → ${dst.label} ${protocol}/${port}`);
             }
           }
