@@ -8,6 +8,7 @@ import { incrementalBenchmark } from './incremental.bench.ts';
 import { matrixBenchmark } from './matrix.bench.ts';
 import { nftablesBenchmark } from './nftables.bench.ts';
 import { datapathBenchmark } from './datapath.bench.ts';
+import { renderersBenchmark } from './renderers.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -15,6 +16,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   incremental: incrementalBenchmark,
   nftables: nftablesBenchmark,
   datapath: datapathBenchmark,
+  renderers: renderersBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);
