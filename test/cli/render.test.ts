@@ -26,6 +26,9 @@ describe('palisade render', () => {
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
+    const output = await cli(['render', '--target', 'nftables', '--node', 'node-1', '-o', 'json', ...SHOP]);
+    assert.equal(output.code, 2);
+    assert.match(output.stderr, /--output must be one of text/);
     const cidr = await cli([
       'render',
       '--target',

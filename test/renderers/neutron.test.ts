@@ -15,6 +15,8 @@ import { neutronVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { assertAgreesWithReference } from '../helpers/compiled.ts';
 import { loadCluster } from '../../src/ingest/index.ts';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cli } from '../helpers/cli.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -67,6 +69,14 @@ describe('Neutron renderer', () => {
     );
     const db = rendering.ports.find((p) => p.pod === 'default/db');
     assert.ok(db?.security_groups.includes('np-default-test-network-policy'));
+  });
+
+  it("renders the seed document's two policies as recorded in test/golden (UPDATE_GOLDEN=1 rewrites it)", async () => {
+    const result = await cli(['render', '--target', 'neutron', '-f', 'examples/kuryr/seed-examples.yaml']);
+    assert.equal(result.code, 0, result.stderr);
+    const file = new URL('../golden/neutron-kuryr-seed.json', import.meta.url);
+    if (process.env.UPDATE_GOLDEN === '1') writeFileSync(file, result.stdout);
+    assert.equal(result.stdout, readFileSync(file, 'utf8'), 'golden neutron-kuryr-seed.json differs');
   });
 
   it('puts an ingress named port into a group per resolved number, bound only to the pods that resolve it', () => {

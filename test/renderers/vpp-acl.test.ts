@@ -12,13 +12,26 @@ import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { RendererCache } from '../../src/renderers/cache/index.ts';
-import { aclTransaction, renderAcls, type Acl } from '../../src/renderers/vpp-acl/index.ts';
+import {
+  aclTransaction,
+  interfaceAllows,
+  podInterface,
+  ReflectionSessions,
+  renderAcls,
+  type Acl,
+} from '../../src/renderers/vpp-acl/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { vppAclVerdicts } from '../helpers/renderer-verdicts.ts';
-import { clusterOf } from '../helpers/builders.ts';
+import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
+import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
+const parse = (text: string): IpAddress => {
+  const parsed = parseIp(text);
+  assert.ok(parsed.ok);
+  return parsed.value;
+};
 
 function renderNodes(cluster: Cluster): Map<string, Acl[]> {
   const nodes = new Set(cluster.endpoints.map((e) => e.node ?? ''));
@@ -106,5 +119,39 @@ describe('VPP ACL renderer', () => {
     const txn = aclTransaction(before, after);
     assert.ok(txn.put.length > 0 && txn.put.length < after.length);
     assert.ok(txn.delete.includes(db?.name ?? ''));
+  });
+
+  it('lets replies back through the reflection session where the client pod denies all ingress', () => {
+    const objects = [
+      namespace('a'),
+      pod('a', 'client', { app: 'client' }, { ips: ['10.0.0.1'], node: 'n1' }),
+      pod('a', 'server', { app: 'server' }, { ips: ['10.0.0.2'], node: 'n1' }),
+      policy('a', 'client-isolated', {
+        podSelector: { matchLabels: { app: 'client' } },
+        policyTypes: ['Ingress'],
+      }),
+    ];
+    const acls = renderNodes(clusterOf(objects)).get('n1') ?? [];
+    const client = parse('10.0.0.1');
+    const server = parse('10.0.0.2');
+    const packet = { src: client, dst: server, protocol: 'TCP' as const, port: 80 };
+    const sessions = new ReflectionSessions();
+    const reply = { server, client, protocol: 'TCP' as const, port: 80 };
+    assert.equal(
+      sessions.replyAllowed(acls, podInterface('a/client'), reply),
+      false,
+      'no session yet: the client ACL denies',
+    );
+    assert.equal(
+      interfaceAllows(acls, podInterface('a/server'), 'egress', packet),
+      true,
+      'the server accepts',
+    );
+    assert.equal(
+      sessions.leavePod(acls, podInterface('a/client'), packet),
+      true,
+      'the reflective ACL opens a session',
+    );
+    assert.equal(sessions.replyAllowed(acls, podInterface('a/client'), reply), true, 'the reply passes');
   });
 });

@@ -51,6 +51,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       '--previous <file>',
       'neutron: a previous output; print only the API calls that turn it into this one',
     )
+    .option('-o, --output <format>', 'nftables: text (an nft script); the other targets: json')
     .option('--stats', 'print counts of chains, rules, sets and elements on stderr', false)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
@@ -60,6 +61,12 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
         'vpptcp',
         'neutron',
       ] as const);
+      if (raw.output !== undefined)
+        checkChoice(
+          '--output',
+          raw.output,
+          target === 'nftables' ? (['text'] as const) : (['json'] as const),
+        );
       if (input.semantics !== 'v1')
         throw new UsageError("render implements v1 semantics; use 'palisade convert --to v1' first");
       const node = typeof raw.node === 'string' ? raw.node : undefined;

@@ -2,5 +2,5 @@
  * The VPP ACL renderer's public entry.
  */
 export { renderAcls, aclTransaction, type AclRendering } from './render.ts';
-export { interfaceAllows, uplinkAllows, type AclPacket } from './interpreter.ts';
+export { interfaceAllows, uplinkAllows, ReflectionSessions, type AclPacket } from './interpreter.ts';
 export * from './model.ts';

@@ -58,3 +58,45 @@ export function interfaceAllows(
 export function uplinkAllows(acls: readonly Acl[], packet: AclPacket): boolean {
   return interfaceAllows(acls, UPLINK_INTERFACES[0] as string, 'egress', packet);
 }
+
+/**
+ * Reflection, as VPP's ACL plugin does it: a packet leaving a pod through an ingress ACL whose
+ * matching rule is REFLECT opens a session, and packets of the reverse direction that belong to
+ * it pass whatever the ACLs on their way say. Sessions are keyed by addresses, protocol and the
+ * connection's destination port (the model does not carry source ports).
+ */
+export class ReflectionSessions {
+  private readonly sessions = new Set<string>();
+
+  private static key(client: IpAddress, server: IpAddress, protocol: Protocol, port: number): string {
+    return `${client.family}:${client.value}|${server.family}:${server.value}|${protocol}|${port}`;
+  }
+
+  /** A connection's first packet entering VPP from a pod's TAP; true when a session opened. */
+  leavePod(acls: readonly Acl[], iface: string, packet: AclPacket): boolean {
+    const reflecting = acls.some(
+      (acl) =>
+        acl.interfaces.ingress.includes(iface) &&
+        acl.rules.find((rule) => ruleMatches(rule, packet))?.action === 'REFLECT',
+    );
+    if (reflecting)
+      this.sessions.add(ReflectionSessions.key(packet.src, packet.dst, packet.protocol, packet.port));
+    return reflecting;
+  }
+
+  /** A reply (server → client, of a connection to `port`) towards the client's TAP. */
+  replyAllowed(
+    acls: readonly Acl[],
+    clientIface: string,
+    reply: { server: IpAddress; client: IpAddress; protocol: Protocol; port: number },
+  ): boolean {
+    if (this.sessions.has(ReflectionSessions.key(reply.client, reply.server, reply.protocol, reply.port)))
+      return true;
+    return interfaceAllows(acls, clientIface, 'egress', {
+      src: reply.server,
+      dst: reply.client,
+      protocol: reply.protocol,
+      port: reply.port,
+    });
+  }
+}
