@@ -117,7 +117,8 @@ describe('VPP ACL renderer', () => {
     );
     const after = renderNodes(clusterOf(relabelled)).get('n1') ?? [];
     const txn = aclTransaction(before, after);
-    assert.ok(txn.put.length > 0 && txn.put.length < after.length);
+    assert.ok(txn.update.length > 0 && txn.update.length < after.length, 'only changed ACLs are updated');
+    assert.equal(txn.add.length, 0);
     assert.ok(txn.delete.includes(db?.name ?? ''));
   });
 

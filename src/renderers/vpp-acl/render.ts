@@ -129,17 +129,18 @@ export function renderAcls(snapshot: CacheSnapshot, state: ClusterState): AclRen
 }
 
 /**
- * What a transaction sends to vpp-agent: ACLs to put (new or changed: rules or interfaces) and
- * names to delete — the minimal set, comparing the rendered ACLs by content.
+ * What a transaction sends to vpp-agent: ACLs to add (new names), to update (same name, other
+ * rules or interfaces) and to delete — the minimal set, comparing rendered ACLs by content.
  */
 export function aclTransaction(
   before: readonly Acl[],
   after: readonly Acl[],
-): { readonly put: readonly Acl[]; readonly delete: readonly string[] } {
+): { readonly add: readonly Acl[]; readonly update: readonly Acl[]; readonly delete: readonly string[] } {
   const old = new Map(before.map((a) => [a.name, JSON.stringify(a)]));
   const names = new Set(after.map((a) => a.name));
   return {
-    put: after.filter((a) => old.get(a.name) !== JSON.stringify(a)),
+    add: after.filter((a) => !old.has(a.name)),
+    update: after.filter((a) => old.has(a.name) && old.get(a.name) !== JSON.stringify(a)),
     delete: [...old.keys()].filter((name) => !names.has(name)),
   };
 }
