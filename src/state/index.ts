@@ -8,6 +8,7 @@ export {
   rulePorts,
   policyGroupSpecs,
   policyTemplates,
+  selectorGroupSpec,
   type PeerNet,
   type PolicyTemplates,
   type RuleTemplate,

@@ -48,14 +48,22 @@ function peerNets(policy: NetworkPolicy, peer: Peer, namedPort: GroupSpec['named
     if (!namedPort) return prefixes.map((cidr) => ({ kind: 'cidr', cidr }));
     return prefixes.length ? [{ kind: 'group', spec: { ipBlock: { cidr: [...prefixes] }, namedPort } }] : [];
   }
-  const spec: GroupSpec = {
+  return [{ kind: 'group', spec: selectorGroupSpec(policy, peer, namedPort) }];
+}
+
+/** The group a pod/namespace selector peer stands for (optionally one named port's members). */
+export function selectorGroupSpec(
+  policy: NetworkPolicy,
+  peer: Extract<Peer, { type: 'selector' }>,
+  namedPort?: GroupSpec['namedPort'],
+): GroupSpec {
+  return {
     ...(peer.namespaceSelector
       ? { namespaceSelector: peer.namespaceSelector }
       : { namespace: policy.namespace }),
     ...(peer.podSelector && peer.podSelector.key !== '' ? { podSelector: peer.podSelector } : {}),
     ...(namedPort ? { namedPort } : {}),
   };
-  return [{ kind: 'group', spec }];
 }
 
 /** The port entries a rule expands over: each entry, or `undefined` for "all ports". */

@@ -1,0 +1,115 @@
+/**
+ * Builds an endpoint's maps for one direction from the policies that select it. Each rule gets
+ * rule slots (bits) of its own — the seed numbers policies, but one bit per policy would let a
+ * peer of one rule combine with a port of another rule of the same policy:
+ * - one slot for the rule's plain peers (selectors' pod addresses and ipBlocks without except,
+ *   in the primary map, or everything when the rule has no peers) with its ports;
+ * - one slot per ipBlock with except (supplementary and except maps), with the same ports;
+ * - for an egress named port, one slot per number it resolves to, holding the addresses of the
+ *   destinations that resolve it so (the port map cannot depend on the destination).
+ * Ingress named ports resolve on the endpoint itself.
+ */
+import { makeCidr, type Cidr, type IpAddress } from '../net/ip.ts';
+import type { Endpoint, NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
+import { groupKey, ruleNets, selectorGroupSpec, type ClusterState } from '../state/index.ts';
+import { DirectionTable } from './direction-table.ts';
+
+type Direction = 'ingress' | 'egress';
+
+const host = (ip: IpAddress): Cidr => makeCidr(ip.family, ip.value, ip.family === 4 ? 32 : 128);
+const ANYWHERE: Cidr[] = [makeCidr(4, 0n, 0), makeCidr(6, 0n, 0)];
+
+/** What one slot holds before bits are placed: the CIDR map entries and the port entries. */
+interface Slot {
+  readonly cidrs: { map: 'prim' | 'supp' | 'except'; cidr: Cidr }[];
+  readonly ports: PolicyPort[] | 'all';
+  /** For an egress named-port slot: the one number it stands for. */
+  readonly number?: number;
+}
+
+function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Direction, rule: PolicyRule): Slot[] {
+  const slots: Slot[] = [];
+  const entries = rule.ports === undefined || rule.ports.length === 0 ? 'all' : rule.ports;
+  const named =
+    entries === 'all' ? [] : entries.filter((p) => direction === 'egress' && typeof p.port === 'string');
+  const plain =
+    entries === 'all'
+      ? 'all'
+      : entries.filter((p) => !(direction === 'egress' && typeof p.port === 'string'));
+  if (plain === 'all' || plain.length > 0) {
+    const peers: readonly Peer[] | undefined =
+      rule.peers === undefined || rule.peers.length === 0 ? undefined : rule.peers;
+    if (!peers) slots.push({ cidrs: ANYWHERE.map((cidr) => ({ map: 'prim', cidr })), ports: plain });
+    else {
+      const prim: Slot['cidrs'] = [];
+      for (const peer of peers) {
+        if (peer.type === 'ipBlock') {
+          if (peer.except.length === 0) prim.push({ map: 'prim', cidr: peer.cidr });
+          else
+            slots.push({
+              cidrs: [
+                { map: 'supp', cidr: peer.cidr },
+                ...peer.except.map((cidr) => ({ map: 'except' as const, cidr })),
+              ],
+              ports: plain,
+            });
+        } else {
+          for (const member of state.group(groupKey(selectorGroupSpec(policy, peer)))?.members.values() ?? [])
+            for (const ip of member.ips) prim.push({ map: 'prim', cidr: host(ip) });
+        }
+      }
+      if (prim.length > 0) slots.push({ cidrs: prim, ports: plain });
+    }
+  }
+  for (const entry of named) {
+    // The destinations that resolve the name, by number (ipBlock peers: only addresses inside).
+    const byNumber = new Map<number, Cidr[]>();
+    for (const net of ruleNets(policy, direction, rule, entry)) {
+      if (net.kind !== 'group') continue;
+      const group = state.group(groupKey(net.spec));
+      for (const member of group?.members.values() ?? []) {
+        if (member.port === undefined) continue;
+        const list = byNumber.get(member.port) ?? [];
+        for (const ip of member.ips) if (group?.contains(ip, member.port)) list.push(host(ip));
+        byNumber.set(member.port, list);
+      }
+    }
+    for (const [number, cidrs] of byNumber)
+      slots.push({ cidrs: cidrs.map((cidr) => ({ map: 'prim', cidr })), ports: [entry], number });
+  }
+  return slots;
+}
+
+/** The endpoint's table for a direction, or undefined when no policy isolates it there. */
+export function buildDirectionTable(
+  state: ClusterState,
+  pod: Endpoint,
+  direction: Direction,
+): DirectionTable | undefined {
+  const selection = state.selection(pod);
+  const policies = direction === 'ingress' ? selection.ingress : selection.egress;
+  if (policies.length === 0) return undefined;
+  const slots: Slot[] = [];
+  for (const policy of policies)
+    for (const rule of policy[direction]) slots.push(...slotsOf(state, policy, direction, rule));
+  const table = new DirectionTable(slots.length);
+  slots.forEach((slot, bit) => {
+    for (const { map, cidr } of slot.cidrs) table.addCidr(map, cidr, cidr.text, bit);
+    if (slot.ports === 'all') {
+      table.addL3(bit);
+      return;
+    }
+    for (const port of slot.ports) {
+      if (slot.number !== undefined) table.addPort(port.protocol, slot.number, bit);
+      else if (port.port === undefined) table.addProtocol(port.protocol, bit);
+      else if (typeof port.port === 'string') {
+        const name = port.port;
+        const resolved = pod.ports.find((p) => p.name === name && p.protocol === port.protocol)?.port;
+        if (resolved !== undefined) table.addPort(port.protocol, resolved, bit);
+      } else if (port.endPort !== undefined && port.endPort > port.port)
+        table.addRange(port.protocol, port.port, port.endPort, bit);
+      else table.addPort(port.protocol, port.port, bit);
+    }
+  });
+  return table;
+}

@@ -1,0 +1,119 @@
+/**
+ * One endpoint's maps for one direction, as the seed defines them: the primary CIDR map, the
+ * supplementary map (blocks that have excepts), the except map, and the protocol/port map with
+ * its L3 ("any traffic") entry — plus an "any port of this protocol" entry per protocol and a
+ * short list of port ranges (endPort), which the seed's single-port map cannot hold. Each value
+ * is a bitmap of the endpoint's rule slots; a packet is allowed when
+ * `(prim | (supp & ~except)) & ports` has a bit set. Lookups allocate nothing.
+ */
+import type { Cidr, IpAddress, IpFamily } from '../net/ip.ts';
+import type { Protocol } from '../model/types.ts';
+import { BitmapStore, wordsFor } from './bitmaps.ts';
+import { addressWords, LpmTrie } from './lpm-trie.ts';
+
+export type CidrMap = 'prim' | 'supp' | 'except';
+const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
+
+interface RangeEntry {
+  readonly protocol: number;
+  readonly from: number;
+  readonly to: number;
+  readonly offset: number;
+}
+
+export class DirectionTable {
+  readonly store: BitmapStore;
+  readonly width: number;
+  private readonly tries: Record<CidrMap, Record<IpFamily, LpmTrie>>;
+  /** (protocol index << 16 | port) → bitmap offset. */
+  readonly ports = new Map<number, number>();
+  readonly protocolAny: (number | undefined)[] = [undefined, undefined, undefined];
+  l3: number | undefined;
+  readonly ranges: RangeEntry[] = [];
+  /** Per map, the prefixes stored (for rendering). */
+  readonly prefixes: Record<CidrMap, Map<string, number>> = {
+    prim: new Map(),
+    supp: new Map(),
+    except: new Map(),
+  };
+  // Scratch space for lookups.
+  private readonly words = new Uint32Array(4);
+  private readonly prim: Uint32Array;
+  private readonly supp: Uint32Array;
+  private readonly except: Uint32Array;
+
+  constructor(readonly slots: number) {
+    this.width = wordsFor(slots);
+    this.store = new BitmapStore(this.width);
+    const pair = (): Record<IpFamily, LpmTrie> => ({ 4: new LpmTrie(4), 6: new LpmTrie(6) });
+    this.tries = { prim: pair(), supp: pair(), except: pair() };
+    this.prim = new Uint32Array(this.width);
+    this.supp = new Uint32Array(this.width);
+    this.except = new Uint32Array(this.width);
+  }
+
+  addCidr(map: CidrMap, cidr: Cidr, text: string, slot: number): void {
+    const offset = this.tries[map][cidr.family].slot(cidr.base, cidr.prefix, () => this.store.allocate());
+    this.store.set(offset, slot);
+    this.prefixes[map].set(text, offset);
+  }
+
+  addPort(protocol: Protocol, port: number, slot: number): void {
+    const key = (PROTOCOL_INDEX[protocol] << 16) | port;
+    let offset = this.ports.get(key);
+    if (offset === undefined) this.ports.set(key, (offset = this.store.allocate()));
+    this.store.set(offset, slot);
+  }
+
+  addRange(protocol: Protocol, from: number, to: number, slot: number): void {
+    const offset = this.store.allocate();
+    this.store.set(offset, slot);
+    this.ranges.push({ protocol: PROTOCOL_INDEX[protocol], from, to, offset });
+  }
+
+  addProtocol(protocol: Protocol, slot: number): void {
+    const index = PROTOCOL_INDEX[protocol];
+    let offset = this.protocolAny[index];
+    if (offset === undefined) this.protocolAny[index] = offset = this.store.allocate();
+    this.store.set(offset, slot);
+  }
+
+  addL3(slot: number): void {
+    if (this.l3 === undefined) this.l3 = this.store.allocate();
+    this.store.set(this.l3, slot);
+  }
+
+  /** Whether some rule slot allows traffic with the remote address, protocol and port. */
+  allows(remote: IpAddress, protocol: Protocol, port: number): boolean {
+    const { width, prim, supp, except } = this;
+    const store = this.store.words;
+    prim.fill(0);
+    supp.fill(0);
+    except.fill(0);
+    const words = addressWords(remote.family, remote.value, this.words);
+    this.tries.prim[remote.family].orInto(words, store, width, prim);
+    if (this.tries.supp[remote.family].orInto(words, store, width, supp))
+      this.tries.except[remote.family].orInto(words, store, width, except);
+    const p = PROTOCOL_INDEX[protocol];
+    const exact = this.ports.get((p << 16) | port);
+    const any = this.protocolAny[p];
+    for (let w = 0; w < width; w++) {
+      const peers = ((prim[w] as number) | ((supp[w] as number) & ~(except[w] as number))) >>> 0;
+      if (peers === 0) continue;
+      let ports = 0;
+      if (this.l3 !== undefined) ports |= store[this.l3 + w] as number;
+      if (exact !== undefined) ports |= store[exact + w] as number;
+      if (any !== undefined) ports |= store[any + w] as number;
+      for (const range of this.ranges)
+        if (range.protocol === p && port >= range.from && port <= range.to)
+          ports |= store[range.offset + w] as number;
+      if ((peers & ports) !== 0) return true;
+    }
+    return false;
+  }
+
+  /** Bytes held by the maps' values (tries excluded). */
+  get bytes(): number {
+    return this.store.bytes;
+  }
+}

@@ -1,0 +1,6 @@
+/**
+ * The classifier layer's public entry: Mizar-style maps and bitmaps per endpoint.
+ */
+export { Classifier, type ClassifierPacket } from './classifier.ts';
+export { DirectionTable } from './direction-table.ts';
+export { LpmTrie } from './lpm-trie.ts';
