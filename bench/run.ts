@@ -9,6 +9,7 @@ import { matrixBenchmark } from './matrix.bench.ts';
 import { nftablesBenchmark } from './nftables.bench.ts';
 import { datapathBenchmark } from './datapath.bench.ts';
 import { renderersBenchmark } from './renderers.bench.ts';
+import { classifierBenchmark } from './classifier.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -17,6 +18,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   nftables: nftablesBenchmark,
   datapath: datapathBenchmark,
   renderers: renderersBenchmark,
+  classifier: classifierBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

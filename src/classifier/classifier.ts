@@ -12,6 +12,8 @@ import type { ClusterState } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import type { DirectionTable } from './direction-table.ts';
 
+const addressKey = (ip: IpAddress): number | string => (ip.family === 4 ? Number(ip.value) : formatIp(ip));
+
 export interface ClassifierPacket {
   readonly src: IpAddress;
   readonly dst: IpAddress;
@@ -26,9 +28,11 @@ interface EndpointMaps {
 }
 
 export class Classifier {
-  private readonly byAddress = new Map<string, EndpointMaps>();
+  /** IPv4 addresses by their number, IPv6 by their text: no string is made for an IPv4 lookup. */
+  private readonly byV4 = new Map<number, EndpointMaps>();
+  private readonly byV6 = new Map<string, EndpointMaps>();
   private readonly shared = new Map<string, DirectionTable | undefined>();
-  private readonly nodeAddresses = new Map<string, Set<string>>();
+  private readonly nodeAddresses = new Map<string, Set<number | string>>();
 
   constructor(
     private readonly state: ClusterState,
@@ -38,7 +42,7 @@ export class Classifier {
       if (pod.hostNetwork && pod.node) {
         let set = this.nodeAddresses.get(pod.node);
         if (!set) this.nodeAddresses.set(pod.node, (set = new Set()));
-        for (const ip of pod.ips) set.add(formatIp(ip));
+        for (const ip of pod.ips) set.add(addressKey(ip));
       }
       if (pod.hostNetwork || pod.ips.length === 0) continue;
       const maps: EndpointMaps = {
@@ -46,7 +50,7 @@ export class Classifier {
         ingress: this.table(pod, 'ingress'),
         egress: this.table(pod, 'egress'),
       };
-      for (const ip of pod.ips) this.byAddress.set(formatIp(ip), maps);
+      for (const ip of pod.ips) this.index(ip, maps);
     }
   }
 
@@ -54,7 +58,7 @@ export class Classifier {
   addNodeAddresses(node: string, addresses: readonly IpAddress[]): void {
     let set = this.nodeAddresses.get(node);
     if (!set) this.nodeAddresses.set(node, (set = new Set()));
-    for (const ip of addresses) set.add(formatIp(ip));
+    for (const ip of addresses) set.add(addressKey(ip));
   }
 
   /** Distinct direction tables built (shared ones counted once). */
@@ -63,13 +67,35 @@ export class Classifier {
   }
 
   mapsOf(ip: IpAddress): EndpointMaps | undefined {
-    return this.byAddress.get(formatIp(ip));
+    return ip.family === 4 ? this.byV4.get(Number(ip.value)) : this.byV6.get(formatIp(ip));
+  }
+
+  private index(ip: IpAddress, maps: EndpointMaps): void {
+    if (ip.family === 4) this.byV4.set(Number(ip.value), maps);
+    else this.byV6.set(formatIp(ip), maps);
   }
 
   allows(packet: ClassifierPacket): boolean {
-    const src = this.byAddress.get(formatIp(packet.src));
-    const dst = this.byAddress.get(formatIp(packet.dst));
+    const src = this.mapsOf(packet.src);
+    const dst = this.mapsOf(packet.dst);
     return this.side(src, 'egress', packet.dst, packet) && this.side(dst, 'ingress', packet.src, packet);
+  }
+
+  /**
+   * The same verdict for IPv4 addresses given as numbers — the form a datapath has them in;
+   * no bigint and no string on this path.
+   */
+  allowsV4(src: number, dst: number, protocol: Protocol, port: number): boolean {
+    const local = this.options.allowNodeLocal ?? true;
+    const from = this.byV4.get(src);
+    const egress = from?.egress;
+    if (egress && !(local && from.endpoint.node && this.nodeAddresses.get(from.endpoint.node)?.has(dst)))
+      if (!egress.allowsV4(dst, protocol, port)) return false;
+    const to = this.byV4.get(dst);
+    const ingress = to?.ingress;
+    if (ingress && !(local && to.endpoint.node && this.nodeAddresses.get(to.endpoint.node)?.has(src)))
+      if (!ingress.allowsV4(src, protocol, port)) return false;
+    return true;
   }
 
   private side(
@@ -82,7 +108,11 @@ export class Classifier {
     const table = maps[direction];
     if (!table) return true;
     const node = maps.endpoint.node;
-    if ((this.options.allowNodeLocal ?? true) && node && this.nodeAddresses.get(node)?.has(formatIp(remote)))
+    if (
+      (this.options.allowNodeLocal ?? true) &&
+      node &&
+      this.nodeAddresses.get(node)?.has(addressKey(remote))
+    )
       return true;
     return table.allows(remote, packet.protocol, packet.port);
   }

@@ -27,6 +27,8 @@ export class DirectionTable {
   private readonly tries: Record<CidrMap, Record<IpFamily, LpmTrie>>;
   /** (protocol index << 16 | port) → bitmap offset. */
   readonly ports = new Map<number, number>();
+  /** Primary-map /32 entries, by address. */
+  private readonly hostsV4 = new Map<number, number>();
   readonly protocolAny: (number | undefined)[] = [undefined, undefined, undefined];
   l3: number | undefined;
   readonly ranges: RangeEntry[] = [];
@@ -53,6 +55,15 @@ export class DirectionTable {
   }
 
   addCidr(map: CidrMap, cidr: Cidr, text: string, slot: number): void {
+    if (map === 'prim' && cidr.family === 4 && cidr.prefix === 32) {
+      // Host entries (selected pods) go to a hash map: one probe instead of a 32-level walk.
+      const key = Number(cidr.base);
+      let offset = this.hostsV4.get(key);
+      if (offset === undefined) this.hostsV4.set(key, (offset = this.store.allocate()));
+      this.store.set(offset, slot);
+      this.prefixes.prim.set(text, offset);
+      return;
+    }
     const offset = this.tries[map][cidr.family].slot(cidr.base, cidr.prefix, () => this.store.allocate());
     this.store.set(offset, slot);
     this.prefixes[map].set(text, offset);
@@ -85,15 +96,34 @@ export class DirectionTable {
 
   /** Whether some rule slot allows traffic with the remote address, protocol and port. */
   allows(remote: IpAddress, protocol: Protocol, port: number): boolean {
+    return this.allowsWords(
+      remote.family,
+      addressWords(remote.family, remote.value, this.words),
+      protocol,
+      port,
+    );
+  }
+
+  /** The same for an IPv4 address given as a number (no bigint on the packet path). */
+  allowsV4(remote: number, protocol: Protocol, port: number): boolean {
+    this.words[0] = remote;
+    return this.allowsWords(4, this.words, protocol, port);
+  }
+
+  private allowsWords(family: IpFamily, words: Uint32Array, protocol: Protocol, port: number): boolean {
     const { width, prim, supp, except } = this;
     const store = this.store.words;
-    prim.fill(0);
-    supp.fill(0);
-    except.fill(0);
-    const words = addressWords(remote.family, remote.value, this.words);
-    this.tries.prim[remote.family].orInto(words, store, width, prim);
-    if (this.tries.supp[remote.family].orInto(words, store, width, supp))
-      this.tries.except[remote.family].orInto(words, store, width, except);
+    for (let w = 0; w < width; w++) prim[w] = supp[w] = except[w] = 0;
+    const tries = this.tries;
+    if (tries.prim[family].stored > 0) tries.prim[family].orInto(words, store, width, prim);
+    if (family === 4) {
+      const host = this.hostsV4.get(words[0] as number);
+      if (host !== undefined)
+        for (let w = 0; w < width; w++) prim[w] = (prim[w] as number) | (store[host + w] as number);
+    }
+    // Most tables have no block with excepts: skip those walks.
+    if (tries.supp[family].stored > 0 && tries.supp[family].orInto(words, store, width, supp))
+      tries.except[family].orInto(words, store, width, except);
     const p = PROTOCOL_INDEX[protocol];
     const exact = this.ports.get((p << 16) | port);
     const any = this.protocolAny[p];

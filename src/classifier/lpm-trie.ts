@@ -29,6 +29,9 @@ export class LpmTrie {
     return this.nodes;
   }
 
+  /** Prefixes stored (a /0 lives at the root, so node count alone does not tell). */
+  stored = 0;
+
   /** The value slot of a prefix, created when missing. */
   slot(base: bigint, prefix: number, allocate: () => number): number {
     let node = 0;
@@ -45,6 +48,7 @@ export class LpmTrie {
     if (value === NONE) {
       value = allocate();
       this.values[node] = value;
+      this.stored++;
     }
     return value;
   }
