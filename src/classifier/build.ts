@@ -25,10 +25,12 @@ interface Slot {
   readonly ports: PolicyPort[] | 'all';
   /** For an egress named-port slot: the one number it stands for. */
   readonly number?: number;
+  readonly label: string;
 }
 
 function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Direction, rule: PolicyRule): Slot[] {
   const slots: Slot[] = [];
+  const label = `${policy.namespace}/${policy.name} ${direction}[${rule.index}]`;
   const entries = rule.ports === undefined || rule.ports.length === 0 ? 'all' : rule.ports;
   const named =
     entries === 'all' ? [] : entries.filter((p) => direction === 'egress' && typeof p.port === 'string');
@@ -39,7 +41,7 @@ function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Directio
   if (plain === 'all' || plain.length > 0) {
     const peers: readonly Peer[] | undefined =
       rule.peers === undefined || rule.peers.length === 0 ? undefined : rule.peers;
-    if (!peers) slots.push({ cidrs: ANYWHERE.map((cidr) => ({ map: 'prim', cidr })), ports: plain });
+    if (!peers) slots.push({ cidrs: ANYWHERE.map((cidr) => ({ map: 'prim', cidr })), ports: plain, label });
     else {
       const prim: Slot['cidrs'] = [];
       for (const peer of peers) {
@@ -52,13 +54,14 @@ function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Directio
                 ...peer.except.map((cidr) => ({ map: 'except' as const, cidr })),
               ],
               ports: plain,
+              label: `${label} ipBlock ${peer.cidr.text} except ${peer.except.map((c) => c.text).join(',')}`,
             });
         } else {
           for (const member of state.group(groupKey(selectorGroupSpec(policy, peer)))?.members.values() ?? [])
             for (const ip of member.ips) prim.push({ map: 'prim', cidr: host(ip) });
         }
       }
-      if (prim.length > 0) slots.push({ cidrs: prim, ports: plain });
+      if (prim.length > 0) slots.push({ cidrs: prim, ports: plain, label });
     }
   }
   for (const entry of named) {
@@ -75,7 +78,12 @@ function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Directio
       }
     }
     for (const [number, cidrs] of byNumber)
-      slots.push({ cidrs: cidrs.map((cidr) => ({ map: 'prim', cidr })), ports: [entry], number });
+      slots.push({
+        cidrs: cidrs.map((cidr) => ({ map: 'prim', cidr })),
+        ports: [entry],
+        number,
+        label: `${label} port ${String(entry.port)}=${number}`,
+      });
   }
   return slots;
 }
@@ -94,6 +102,7 @@ export function buildDirectionTable(
     for (const rule of policy[direction]) slots.push(...slotsOf(state, policy, direction, rule));
   const table = new DirectionTable(slots.length);
   slots.forEach((slot, bit) => {
+    table.labels.push(slot.label);
     for (const { map, cidr } of slot.cidrs) table.addCidr(map, cidr, cidr.text, bit);
     if (slot.ports === 'all') {
       table.addL3(bit);

@@ -21,7 +21,7 @@ export interface ClassifierPacket {
   readonly port: number;
 }
 
-interface EndpointMaps {
+export interface EndpointMaps {
   readonly endpoint: Endpoint;
   readonly ingress: DirectionTable | undefined;
   readonly egress: DirectionTable | undefined;
@@ -59,6 +59,11 @@ export class Classifier {
     let set = this.nodeAddresses.get(node);
     if (!set) this.nodeAddresses.set(node, (set = new Set()));
     for (const ip of addresses) set.add(addressKey(ip));
+  }
+
+  /** Every endpoint's maps, once each. */
+  endpoints(): EndpointMaps[] {
+    return [...new Set([...this.byV4.values(), ...this.byV6.values()])];
   }
 
   /** Distinct direction tables built (shared ones counted once). */

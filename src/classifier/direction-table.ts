@@ -44,6 +44,9 @@ export class DirectionTable {
   private readonly supp: Uint32Array;
   private readonly except: Uint32Array;
 
+  /** What each slot stands for (`ns/policy ingress[rule]`, with the except block or named-port number). */
+  readonly labels: string[] = [];
+
   constructor(readonly slots: number) {
     this.width = wordsFor(slots);
     this.store = new BitmapStore(this.width);
@@ -140,6 +143,36 @@ export class DirectionTable {
       if ((peers & ports) !== 0) return true;
     }
     return false;
+  }
+
+  /** The maps as the seed's schema shows them: key → bitmap (hex, most significant word first). */
+  render(ip: string): Record<string, unknown[]> {
+    const hex = (offset: number): string => {
+      let text = '';
+      for (let w = this.width - 1; w >= 0; w--)
+        text += (this.store.words[offset + w] as number).toString(16).padStart(8, '0');
+      return `0x${text}`;
+    };
+    const cidrs = (map: CidrMap) =>
+      [...this.prefixes[map]].map(([cidr, offset]) => ({ vni: 0, ip, cidr, bitmap: hex(offset) }));
+    const names = ['tcp', 'udp', 'sctp'];
+    const ppo: unknown[] = [];
+    if (this.l3 !== undefined) ppo.push({ vni: 0, ip, proto: 0, port: 0, bitmap: hex(this.l3) });
+    this.protocolAny.forEach((offset, p) => {
+      if (offset !== undefined) ppo.push({ vni: 0, ip, proto: names[p], port: 0, bitmap: hex(offset) });
+    });
+    for (const [key, offset] of this.ports)
+      ppo.push({ vni: 0, ip, proto: names[key >>> 16], port: key & 0xffff, bitmap: hex(offset) });
+    for (const r of this.ranges)
+      ppo.push({ vni: 0, ip, proto: names[r.protocol], port: `${r.from}-${r.to}`, bitmap: hex(r.offset) });
+    return {
+      enforce: [{ vni: 0, ip, value: 1 }],
+      prim: cidrs('prim'),
+      supp: cidrs('supp'),
+      except: cidrs('except'),
+      ppo,
+      slots: this.labels.map((label, bit) => ({ bit, rule: label })),
+    };
   }
 
   /** Bytes held by the maps' values (tries excluded). */

@@ -22,7 +22,7 @@ describe('palisade render', () => {
   it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
     const target = await cli(['render', '--target', 'ebpf', '--node', 'node-1', ...SHOP]);
     assert.equal(target.code, 2);
-    assert.match(target.stderr, /--target must be one of nftables, vpp-acl, vpptcp, neutron/);
+    assert.match(target.stderr, /--target must be one of nftables, vpp-acl, vpptcp, neutron, bitmap/);
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
@@ -197,6 +197,35 @@ describe('palisade render --target neutron', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('palisade render --target bitmap', () => {
+  it("prints each endpoint's maps in the seed's schema, with what every bit stands for", async () => {
+    const result = await cli(['render', '--target', 'bitmap', '-f', 'test/fixtures/docs-example.yaml']);
+    assert.equal(result.code, 0, result.stderr);
+    const parsed = JSON.parse(result.stdout) as {
+      endpoints: {
+        endpoint: string;
+        ingress: {
+          enforce: unknown[];
+          supp?: { cidr: string }[];
+          except?: { cidr: string }[];
+          slots?: { rule: string }[];
+        };
+      }[];
+    };
+    const db = parsed.endpoints.find((e) => e.endpoint === 'default/db');
+    assert.deepEqual(
+      db?.ingress.supp?.map((e) => e.cidr),
+      ['172.17.0.0/16'],
+    );
+    assert.deepEqual(
+      db?.ingress.except?.map((e) => e.cidr),
+      ['172.17.1.0/24'],
+    );
+    assert.ok(db?.ingress.slots?.some((s) => s.rule.startsWith('default/test-network-policy ingress[0]')));
+    assert.deepEqual(parsed.endpoints.find((e) => e.endpoint === 'default/frontend')?.ingress.enforce, []);
   });
 });
 

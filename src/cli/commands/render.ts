@@ -12,6 +12,8 @@ import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
 import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptcp/index.ts';
 import { neutronRequests, renderNeutron, type NeutronRendering } from '../../renderers/neutron/index.ts';
 import { readFileSync } from 'node:fs';
+import { Classifier } from '../../classifier/index.ts';
+import { formatIp } from '../../net/ip.ts';
 import { NftablesRenderer } from '../../renderers/nftables/index.ts';
 import { ClusterState } from '../../state/index.ts';
 import { isRoot, nftRunner, recordingRunner } from '../../dataplane/index.ts';
@@ -30,7 +32,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     .description("render a node's compiled policy for a datapath: print the ruleset, or apply it")
     .requiredOption(
       '--target <name>',
-      'datapath: nftables, vpp-acl (ligato ACLs), vpptcp (VPP session rules) or neutron (security groups); all but nftables print JSON',
+      'datapath: nftables, vpp-acl (ligato ACLs), vpptcp (VPP session rules), neutron (security groups) or bitmap (Mizar-style maps); all but nftables print JSON',
     )
     .option(
       '--node <name>',
@@ -60,6 +62,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
         'vpp-acl',
         'vpptcp',
         'neutron',
+        'bitmap',
       ] as const);
       if (raw.output !== undefined)
         checkChoice(
@@ -78,6 +81,10 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+      if (target === 'bitmap') {
+        writeJson(io, renderBitmaps(loaded.cluster, node));
+        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      }
       if (target === 'neutron') {
         const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;
         const state = new ClusterState();
@@ -170,4 +177,29 @@ function readPrevious(path: string): NeutronRendering {
   if (!Array.isArray(rendering.security_groups) || !Array.isArray(rendering.ports))
     throw new UsageError(`--previous ${path}: not an output of 'palisade render --target neutron'`);
   return rendering as NeutronRendering;
+}
+
+/**
+ * The classifier's maps per endpoint and direction, keyed as the seed's schema (VNI, endpoint
+ * IP, CIDR or protocol/port → bitmap of rule slots). Kubernetes has no VNI: it is 0.
+ */
+function renderBitmaps(cluster: Cluster, node: string | undefined): unknown {
+  const state = new ClusterState();
+  state.resync(cluster);
+  const classifier = new Classifier(state);
+  const endpoints = classifier
+    .endpoints()
+    .filter((maps) => node === undefined || maps.endpoint.node === node)
+    .sort((a, b) => (a.endpoint.id < b.endpoint.id ? -1 : 1));
+  return {
+    endpoints: endpoints.map(({ endpoint, ingress, egress }) => {
+      const ip = endpoint.ips.map(formatIp).join(',');
+      return {
+        endpoint: endpoint.id,
+        ips: endpoint.ips.map(formatIp),
+        ingress: ingress ? ingress.render(ip) : { enforce: [] },
+        egress: egress ? egress.render(ip) : { enforce: [] },
+      };
+    }),
+  };
 }
