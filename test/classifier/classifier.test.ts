@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { Classifier, type ClassifierPacket } from '../../src/classifier/index.ts';
+import { Classifier, TrackedClassifier, type ClassifierPacket } from '../../src/classifier/index.ts';
 import type { IpAddress } from '../../src/net/ip.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
-import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
+import { clusterOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { assertAgreesWithReference } from '../helpers/compiled.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
@@ -113,4 +113,51 @@ describe('classifier', () => {
       }
     });
   }
+});
+
+describe('classifier connection tracking', () => {
+  const objects = (extra: Raw[] = []): Raw[] => [
+    namespace('a'),
+    pod('a', 'client', { app: 'client' }, { ips: ['10.0.0.1'] }),
+    pod('a', 'server', { app: 'server' }, { ips: ['10.0.0.2'] }),
+    policy('a', 'client-isolated', {
+      podSelector: { matchLabels: { app: 'client' } },
+      policyTypes: ['Ingress'],
+    }),
+    ...extra,
+  ];
+  const C = (10 << 24) | 1;
+  const S = (10 << 24) | 2;
+  const request = { src: C, dst: S, protocol: 'TCP' as const, srcPort: 40000, dstPort: 80 };
+  const reply = { src: S, dst: C, protocol: 'TCP' as const, srcPort: 80, dstPort: 40000 };
+
+  it('passes replies of an allowed connection where the reverse direction is denied', () => {
+    const tracked = new TrackedClassifier(classifierOf(clusterOf(objects())));
+    assert.equal(tracked.packet(reply), false, 'the server cannot open a connection to the client');
+    const fresh = new TrackedClassifier(classifierOf(clusterOf(objects())));
+    assert.equal(fresh.packet(request), true);
+    assert.equal(fresh.packet(reply), true, 'the reply passes');
+  });
+
+  it('cuts a connection at its next packet, either direction, once an update denies it', () => {
+    const tracked = new TrackedClassifier(classifierOf(clusterOf(objects())));
+    assert.equal(tracked.packet(request), true);
+    const denied = objects([
+      policy('a', 'server-isolated', {
+        podSelector: { matchLabels: { app: 'server' } },
+        policyTypes: ['Ingress'],
+      }),
+    ]);
+    tracked.update(classifierOf(clusterOf(denied)));
+    assert.equal(tracked.packet(reply), false, 'the reply is judged as the original connection');
+    assert.equal(tracked.packet(request), false);
+    tracked.update(classifierOf(clusterOf(objects())));
+    assert.equal(tracked.packet(request), true, 'allowed again after the policy goes');
+  });
+
+  it('stays within its capacity, evicting the least recently used', () => {
+    const tracked = new TrackedClassifier(classifierOf(clusterOf(objects())), 100);
+    for (let port = 0; port < 1000; port++) tracked.packet({ ...request, srcPort: 10000 + port });
+    assert.equal(tracked.size, 100);
+  });
 });
