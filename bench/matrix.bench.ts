@@ -50,6 +50,22 @@ export function matrixBenchmark(args: string[]): void {
     );
     process.stdout.write(
       `single-port matrix TCP/8000 without classes: ${ms(timed.millis[0] ?? 0)} (1 run, ${timed.result.stats.evaluations.toLocaleString('en-US')} evaluations)\n`,
+    ); // And through the compiled classifier (built inside each run), every pair too.
+    const compiled = timeRuns(runs, () =>
+      computeMatrix(cluster, {
+        queries: [{ port: 8000, protocol: 'TCP' }],
+        useClasses: false,
+        engine: 'compiled',
+      }),
+    );
+    process.stdout.write(
+      `single-port matrix TCP/8000 without classes, --engine compiled: median ${ms(median(compiled.millis))} over ${runs} runs\n`,
+    );
+    const compiledClasses = timeRuns(runs, () =>
+      computeMatrix(cluster, { queries: [{ port: 8000, protocol: 'TCP' }], engine: 'compiled' }),
+    );
+    process.stdout.write(
+      `single-port matrix TCP/8000 with classes, --engine compiled: median ${ms(median(compiledClasses.millis))} over ${runs} runs\n`,
     );
   }
 }

@@ -2,7 +2,9 @@
  * Reachability between every ordered pair of endpoints (self pairs included), computed once per
  * pair of equivalence classes and shared by every pair of members.
  */
-import type { Cluster, Endpoint } from '../model/types.ts';
+import type { Cluster, Endpoint, Protocol } from '../model/types.ts';
+import { Classifier } from '../classifier/index.ts';
+import { ClusterState } from '../state/index.ts';
 import { allowedPorts, evaluate, indexCluster, resolveNamedPort, type PortSet } from '../semantics/index.ts';
 import type { Address, EvaluateOptions } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
@@ -15,6 +17,12 @@ export interface MatrixOptions extends EvaluateOptions {
   readonly namespaces?: readonly string[];
   /** Group endpoints into equivalence classes (default true). False evaluates every pair: for cross-checks and benchmarks. */
   readonly useClasses?: boolean;
+  /**
+   * Who decides per-port queries: the reference evaluator, or the compiled classifier (same
+   * verdicts, built once; endpoints without addresses, e.g. workloads, still go to the
+   * reference). Port sets (no queries) always come from the reference.
+   */
+  readonly engine?: 'reference' | 'compiled';
   /** Called with (done, total) class rows, for progress display. */
   readonly onProgress?: (done: number, total: number) => void;
 }
@@ -27,8 +35,13 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
   const index = indexCluster(cluster);
   const classes = representatives.length;
   const queries = options.queries;
-  const address = (endpoint: Endpoint): Address => ({ kind: 'endpoint', endpoint });
+  const address = (endpoint: Endpoint): Extract<Address, { kind: 'endpoint' }> => ({
+    kind: 'endpoint',
+    endpoint,
+  });
   let evaluations = 0;
+  const compiled =
+    options.engine === 'compiled' && queries.length > 0 ? compiledVerdicts(cluster, options) : undefined;
 
   let answers: Uint8Array | undefined;
   let portSets: PortSet[] | undefined;
@@ -44,7 +57,8 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
           evaluations++;
           const allowed =
             port !== undefined &&
-            evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed;
+            (compiled?.(src.endpoint, dst.endpoint, query.protocol, port) ??
+              evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed);
           (answers as Uint8Array)[(a * classes + b) * queries.length + q] = allowed ? 1 : 0;
         });
       }
@@ -78,5 +92,31 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
       return portSets[cell(from, to)] as PortSet;
     },
     stats: { classes, evaluations, millis: performance.now() - started },
+  };
+}
+
+/**
+ * Verdicts from the classifier for endpoints that have addresses: allowed when every address
+ * family both ends have allows it (the reference's dual-stack rule); undefined hands the pair to
+ * the reference evaluator (no addresses, or no family in common).
+ */
+function compiledVerdicts(
+  cluster: Cluster,
+  options: EvaluateOptions,
+): (src: Endpoint, dst: Endpoint, protocol: Protocol, port: number) => boolean | undefined {
+  const state = new ClusterState();
+  state.resync(cluster);
+  const classifier = new Classifier(state, { allowNodeLocal: options.allowNodeLocal ?? true });
+  for (const node of cluster.nodes.values()) classifier.addNodeAddresses(node.name, node.addresses);
+  return (src, dst, protocol, port) => {
+    let decided = false;
+    for (const family of [4, 6] as const) {
+      const from = src.ips.find((ip) => ip.family === family);
+      const to = dst.ips.find((ip) => ip.family === family);
+      if (!from || !to) continue;
+      decided = true;
+      if (!classifier.allows({ src: from, dst: to, protocol, port })) return false;
+    }
+    return decided ? true : undefined;
   };
 }

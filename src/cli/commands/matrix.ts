@@ -34,6 +34,11 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
     .option('-o, --output <format>', `${Object.keys(MATRIX_FORMATS).join(', ')}`, 'text')
+    .option(
+      '--engine <engine>',
+      'reference (the evaluator) or compiled (the classifier: same verdicts, faster; needs --port)',
+      'reference',
+    )
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const format = checkChoice('--output', raw.output, Object.keys(MATRIX_FORMATS));
@@ -41,12 +46,20 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         (raw.port as string[] | undefined) ?? [],
         (raw.protocol as string[] | undefined) ?? [],
       );
+      const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
+      if (engine === 'compiled' && queries.length === 0)
+        throw new UsageError(
+          '--engine compiled answers per port: give --port (port sets come from the reference)',
+        );
+      if (engine === 'compiled' && input.semantics !== 'v1')
+        throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const progress = io.stderrIsTty ? progressBar(io.stderr, 'matrix') : undefined;
       const matrix = computeMatrix(loaded.cluster, {
         queries,
         semantics: input.semantics,
+        engine,
         ...(raw.namespace ? { namespaces: raw.namespace as string[] } : {}),
         ...(progress ? { onProgress: progress.update } : {}),
       });

@@ -1,0 +1,65 @@
+/**
+ * The matrix through the compiled classifier equals the matrix through the reference evaluator:
+ * every pair, several ports and protocols (named ports included), on random clusters and on the
+ * bundled example from the command line.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { computeMatrix } from '../../src/analysis/matrix.ts';
+import type { PortQuery } from '../../src/analysis/types.ts';
+import { clusterArb } from '../helpers/arbitraries.ts';
+import { clusterOf } from '../helpers/builders.ts';
+import { cli } from '../helpers/cli.ts';
+
+const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
+const QUERIES: PortQuery[] = [
+  { port: 80, protocol: 'TCP' },
+  { port: 53, protocol: 'UDP' },
+  { port: 'http', protocol: 'TCP' },
+  { port: 5000, protocol: 'SCTP' },
+  { port: 8500, protocol: 'TCP' },
+];
+
+describe('matrix --engine compiled', () => {
+  it('equals the reference on random clusters, with and without equivalence classes', () => {
+    fc.assert(
+      fc.property(clusterArb({ maxPods: 7, maxPolicies: 4 }), fc.boolean(), (objects, useClasses) => {
+        const cluster = clusterOf(objects);
+        const reference = computeMatrix(cluster, { queries: QUERIES, useClasses });
+        const compiled = computeMatrix(cluster, { queries: QUERIES, useClasses, engine: 'compiled' });
+        const n = cluster.endpoints.length;
+        for (let a = 0; a < n; a++)
+          for (let b = 0; b < n; b++)
+            for (let q = 0; q < QUERIES.length; q++)
+              assert.equal(
+                compiled.allowed(a, b, q),
+                reference.allowed(a, b, q),
+                `${cluster.endpoints[a]?.id} → ${cluster.endpoints[b]?.id} ${JSON.stringify(QUERIES[q])}`,
+              );
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('prints the same matrix from the command line, and needs --port', async () => {
+    const args = [
+      'matrix',
+      '-f',
+      'examples/shop',
+      'examples/shop-running',
+      '--port',
+      '8080',
+      '--port',
+      '53/UDP',
+    ];
+    const reference = await cli(args);
+    const compiled = await cli([...args, '--engine', 'compiled']);
+    assert.equal(compiled.code, 0, compiled.stderr);
+    const untimed = (text: string): string => text.replace(/[0-9.]+ ms/g, '<time>');
+    assert.equal(untimed(compiled.stdout), untimed(reference.stdout));
+    const noPort = await cli(['matrix', '-f', 'examples/shop', '--engine', 'compiled']);
+    assert.equal(noPort.code, 2);
+    assert.match(noPort.stderr, /--engine compiled answers per port/);
+  });
+});
