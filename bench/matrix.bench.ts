@@ -4,6 +4,8 @@
  * 500 policies), timed from the loaded cluster to every pair's answer.
  */
 import { computeMatrix } from '../src/analysis/matrix.ts';
+import { loadFromObjects } from '../src/ingest/index.ts';
+import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromTexts } from '../src/ingest/load.ts';
 import { median, ms, timeRuns } from './stats.ts';
 import { syntheticCluster } from './synthetic-cluster.ts';
@@ -14,6 +16,7 @@ function option(args: string[], name: string, fallback: number): number {
 }
 
 export function matrixBenchmark(args: string[]): void {
+  if (args.includes('--shape-b')) return shapeBMatrix(option(args, 'runs', 3));
   const naive = args.includes('--naive');
   const namespaces = option(args, 'namespaces', 50);
   const pods = option(args, 'pods-per-namespace', 40);
@@ -66,6 +69,30 @@ export function matrixBenchmark(args: string[]): void {
     );
     process.stdout.write(
       `single-port matrix TCP/8000 with classes, --engine compiled: median ${ms(median(compiledClasses.millis))} over ${runs} runs\n`,
+    );
+  }
+}
+
+/**
+ * The full single-port matrix of the compiler issue's shape (b): 10,000 pods, 100 million
+ * ordered pairs, every cell read back; with each engine (the compiled one builds its classifier
+ * inside the run).
+ */
+function shapeBMatrix(runs: number): void {
+  const generated = generateShape('b', { scale: 1, seed: 1 });
+  const { cluster } = loadFromObjects([...generated.namespaces, ...generated.pods, ...generated.policies]);
+  for (const engine of ['reference', 'compiled'] as const) {
+    const timed = timeRuns(engine === 'compiled' ? 1 : runs, () => {
+      const matrix = computeMatrix(cluster, { queries: [{ port: 1000, protocol: 'TCP' }], engine });
+      let allowed = 0;
+      const n = matrix.endpoints.length;
+      for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) if (matrix.allowed(a, b, 0)) allowed++;
+      return { matrix, allowed };
+    });
+    const { matrix, allowed } = timed.result;
+    process.stdout.write(
+      `shape b, TCP/1000, --engine ${engine}: median ${ms(median(timed.millis))} over ${timed.millis.length} runs; ` +
+        `${(matrix.endpoints.length ** 2).toLocaleString('en-US')} pairs read, ${allowed} allowed, ${matrix.stats.classes} classes\n`,
     );
   }
 }
