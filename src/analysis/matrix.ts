@@ -2,9 +2,8 @@
  * Reachability between every ordered pair of endpoints (self pairs included), computed once per
  * pair of equivalence classes and shared by every pair of members.
  */
-import type { Cluster, Endpoint, Protocol } from '../model/types.ts';
-import { Classifier } from '../classifier/index.ts';
-import { ClusterState } from '../state/index.ts';
+import type { Cluster, Endpoint } from '../model/types.ts';
+import { compiledVerdicts } from './compiled-engine.ts';
 import { allowedPorts, evaluate, indexCluster, resolveNamedPort, type PortSet } from '../semantics/index.ts';
 import type { Address, EvaluateOptions } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
@@ -57,7 +56,7 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
           evaluations++;
           const allowed =
             port !== undefined &&
-            (compiled?.(src.endpoint, dst.endpoint, query.protocol, port) ??
+            (compiled?.(src.endpoint.ips, dst.endpoint.ips, query.protocol, port) ??
               evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed);
           (answers as Uint8Array)[(a * classes + b) * queries.length + q] = allowed ? 1 : 0;
         });
@@ -92,31 +91,5 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
       return portSets[cell(from, to)] as PortSet;
     },
     stats: { classes, evaluations, millis: performance.now() - started },
-  };
-}
-
-/**
- * Verdicts from the classifier for endpoints that have addresses: allowed when every address
- * family both ends have allows it (the reference's dual-stack rule); undefined hands the pair to
- * the reference evaluator (no addresses, or no family in common).
- */
-function compiledVerdicts(
-  cluster: Cluster,
-  options: EvaluateOptions,
-): (src: Endpoint, dst: Endpoint, protocol: Protocol, port: number) => boolean | undefined {
-  const state = new ClusterState();
-  state.resync(cluster);
-  const classifier = new Classifier(state, { allowNodeLocal: options.allowNodeLocal ?? true });
-  for (const node of cluster.nodes.values()) classifier.addNodeAddresses(node.name, node.addresses);
-  return (src, dst, protocol, port) => {
-    let decided = false;
-    for (const family of [4, 6] as const) {
-      const from = src.ips.find((ip) => ip.family === family);
-      const to = dst.ips.find((ip) => ip.family === family);
-      if (!from || !to) continue;
-      decided = true;
-      if (!classifier.allows({ src: from, dst: to, protocol, port })) return false;
-    }
-    return decided ? true : undefined;
   };
 }

@@ -62,4 +62,17 @@ describe('matrix --engine compiled', () => {
     assert.equal(noPort.code, 2);
     assert.match(noPort.stderr, /--engine compiled answers per port/);
   });
+
+  it('check --engine compiled gives the same verdict, with the reference explanation', async () => {
+    const base = ['check', '-f', 'examples/shop', 'examples/shop-running', '--port', '8000'];
+    for (const [from, to] of [
+      ['shop/frontend-7c9d-x2k4p', 'shop/api-5f6b-m9w1c'],
+      ['shop/db-0', 'shop/api-5f6b-m9w1c'],
+    ] as const) {
+      const reference = await cli([...base, '--from', from, '--to', to]);
+      const compiled = await cli([...base, '--from', from, '--to', to, '--engine', 'compiled']);
+      assert.equal(compiled.code, reference.code);
+      assert.equal(compiled.stdout, reference.stdout);
+    }
+  });
 });

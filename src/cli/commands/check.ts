@@ -9,6 +9,7 @@ import { formatCheckText } from '../../analysis/format/check-text.ts';
 import { styleFor } from '../../analysis/format/style.ts';
 import type { CheckResult } from '../../analysis/types.ts';
 import { evaluate, indexCluster, resolveNamedPort } from '../../semantics/index.ts';
+import { compiledVerdicts } from '../../analysis/compiled-engine.ts';
 import {
   checkChoice,
   loadInput,
@@ -28,6 +29,11 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
     .option('--expect <verdict>', 'exit 1 unless the verdict is this (allow or deny)')
     .option('-o, --output <format>', 'text or json', 'text')
+    .option(
+      '--engine <engine>',
+      'reference, or compiled (the verdict from the classifier, the explanation from the reference)',
+      'reference',
+    )
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
@@ -36,6 +42,9 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         raw.expect === undefined
           ? undefined
           : checkChoice('--expect', raw.expect, ['allow', 'deny'] as const);
+      const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
+      if (engine === 'compiled' && input.semantics !== 'v1')
+        throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const from = resolveAddress(loaded.cluster, String(raw.from));
@@ -62,6 +71,24 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         { src: from.address, dst: to.address, protocol, port },
         { semantics: input.semantics },
       );
+      if (engine === 'compiled') {
+        const ips = (a: typeof from.address) => (a.kind === 'endpoint' ? a.endpoint.ips : [a.ip]);
+        const compiled = compiledVerdicts(loaded.cluster, {})(
+          ips(from.address),
+          ips(to.address),
+          protocol,
+          port,
+        );
+        // They are tested to agree; if they ever do not, say so rather than pick one silently.
+        if (compiled !== undefined && compiled !== verdict.allowed) {
+          io.stderr.write(
+            `palisade: the compiled classifier says ${compiled ? 'allowed' : 'denied'} but the reference evaluator says ${verdict.allowed ? 'allowed' : 'denied'}; please report this\n`,
+          );
+          return done(EXIT_FINDINGS);
+        }
+        if (compiled === undefined)
+          io.stderr.write('palisade: no address in common: the reference evaluator answered\n');
+      }
       const result: CheckResult = {
         from: addressText(from.address),
         to: addressText(to.address),
