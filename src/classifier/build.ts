@@ -26,9 +26,17 @@ interface Slot {
   /** For an egress named-port slot: the one number it stands for. */
   readonly number?: number;
   readonly label: string;
+  /** Groups whose members this slot's entries came from. */
+  readonly groups?: readonly string[];
 }
 
-function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Direction, rule: PolicyRule): Slot[] {
+function slotsOf(
+  state: ClusterState,
+  policy: NetworkPolicy,
+  direction: Direction,
+  rule: PolicyRule,
+  referenced: string[],
+): Slot[] {
   const slots: Slot[] = [];
   const label = `${policy.namespace}/${policy.name} ${direction}[${rule.index}]`;
   const entries = rule.ports === undefined || rule.ports.length === 0 ? 'all' : rule.ports;
@@ -44,6 +52,7 @@ function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Directio
     if (!peers) slots.push({ cidrs: ANYWHERE.map((cidr) => ({ map: 'prim', cidr })), ports: plain, label });
     else {
       const prim: Slot['cidrs'] = [];
+      const groups: string[] = [];
       for (const peer of peers) {
         if (peer.type === 'ipBlock') {
           if (peer.except.length === 0) prim.push({ map: 'prim', cidr: peer.cidr });
@@ -57,19 +66,26 @@ function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Directio
               label: `${label} ipBlock ${peer.cidr.text} except ${peer.except.map((c) => c.text).join(',')}`,
             });
         } else {
-          for (const member of state.group(groupKey(selectorGroupSpec(policy, peer)))?.members.values() ?? [])
+          const key = groupKey(selectorGroupSpec(policy, peer));
+          groups.push(key);
+          for (const member of state.group(key)?.members.values() ?? [])
             for (const ip of member.ips) prim.push({ map: 'prim', cidr: host(ip) });
         }
       }
-      if (prim.length > 0) slots.push({ cidrs: prim, ports: plain, label });
+      // A slot of selectors is kept even while they select nobody: members may come later.
+      if (prim.length > 0 || groups.length > 0) slots.push({ cidrs: prim, ports: plain, label, groups });
     }
   }
   for (const entry of named) {
     // The destinations that resolve the name, by number (ipBlock peers: only addresses inside).
     const byNumber = new Map<number, Cidr[]>();
+    const groups: string[] = [];
     for (const net of ruleNets(policy, direction, rule, entry)) {
       if (net.kind !== 'group') continue;
-      const group = state.group(groupKey(net.spec));
+      const key = groupKey(net.spec);
+      groups.push(key);
+      referenced.push(key);
+      const group = state.group(key);
       for (const member of group?.members.values() ?? []) {
         if (member.port === undefined) continue;
         const list = byNumber.get(member.port) ?? [];
@@ -83,6 +99,7 @@ function slotsOf(state: ClusterState, policy: NetworkPolicy, direction: Directio
         ports: [entry],
         number,
         label: `${label} port ${String(entry.port)}=${number}`,
+        groups,
       });
   }
   return slots;
@@ -98,11 +115,15 @@ export function buildDirectionTable(
   const policies = direction === 'ingress' ? selection.ingress : selection.egress;
   if (policies.length === 0) return undefined;
   const slots: Slot[] = [];
+  // Named-port groups are referenced even when no destination resolves the name yet.
+  const referenced: string[] = [];
   for (const policy of policies)
-    for (const rule of policy[direction]) slots.push(...slotsOf(state, policy, direction, rule));
+    for (const rule of policy[direction]) slots.push(...slotsOf(state, policy, direction, rule, referenced));
   const table = new DirectionTable(slots.length);
+  for (const g of referenced) table.groups.add(g);
   slots.forEach((slot, bit) => {
     table.labels.push(slot.label);
+    for (const g of slot.groups ?? []) table.groups.add(g);
     for (const { map, cidr } of slot.cidrs) table.addCidr(map, cidr, cidr.text, bit);
     if (slot.ports === 'all') {
       table.addL3(bit);

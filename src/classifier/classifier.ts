@@ -31,7 +31,9 @@ export class Classifier {
   /** IPv4 addresses by their number, IPv6 by their text: no string is made for an IPv4 lookup. */
   private readonly byV4 = new Map<number, EndpointMaps>();
   private readonly byV6 = new Map<string, EndpointMaps>();
-  private readonly shared = new Map<string, DirectionTable | undefined>();
+  /** Shared tables by selection key, with the pods using them (to rebuild when groups change). */
+  private readonly shared = new Map<string, { table: DirectionTable | undefined; users: Set<string> }>();
+  private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[] }>();
   private readonly nodeAddresses = new Map<string, Set<number | string>>();
 
   constructor(
@@ -44,14 +46,45 @@ export class Classifier {
         if (!set) this.nodeAddresses.set(pod.node, (set = new Set()));
         for (const ip of pod.ips) set.add(addressKey(ip));
       }
-      if (pod.hostNetwork || pod.ips.length === 0) continue;
-      const maps: EndpointMaps = {
-        endpoint: pod,
-        ingress: this.table(pod, 'ingress'),
-        egress: this.table(pod, 'egress'),
-      };
-      for (const ip of pod.ips) this.index(ip, maps);
+      this.setPod(pod.id, pod);
     }
+  }
+
+  /**
+   * Brings one pod up to date with the store (undefined or host network: it is no endpoint any
+   * more): its maps are looked up or built and its addresses re-indexed.
+   */
+  setPod(id: string, pod: Endpoint | undefined): void {
+    const before = this.pods.get(id);
+    if (before) {
+      for (const ip of before.maps.endpoint.ips) if (this.mapsOf(ip) === before.maps) this.unindex(ip);
+      for (const key of before.keys) {
+        const entry = this.shared.get(key);
+        entry?.users.delete(id);
+        if (entry && entry.users.size === 0) this.shared.delete(key);
+      }
+      this.pods.delete(id);
+    }
+    if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
+    const ingress = this.table(pod, 'ingress');
+    const egress = this.table(pod, 'egress');
+    const maps: EndpointMaps = { endpoint: pod, ingress: ingress.table, egress: egress.table };
+    this.pods.set(id, { maps, keys: [ingress.key, egress.key] });
+    for (const ip of pod.ips) this.index(ip, maps);
+  }
+
+  /**
+   * Group members changed: every shared table whose slots expand one of these groups is rebuilt,
+   * for the pods that use it. Work is proportional to the tables that reference the groups.
+   */
+  groupsChanged(groups: ReadonlySet<string>): void {
+    const stale = new Set<string>();
+    for (const [key, entry] of this.shared)
+      if (entry.table && [...entry.table.groups].some((g) => groups.has(g))) {
+        for (const user of entry.users) stale.add(user);
+        this.shared.delete(key);
+      }
+    for (const id of stale) this.setPod(id, this.state.pod(id));
   }
 
   /** Adds the addresses of a node (from the cluster's node list) for node-local traffic. */
@@ -68,7 +101,7 @@ export class Classifier {
 
   /** Distinct direction tables built (shared ones counted once). */
   get tables(): number {
-    return [...this.shared.values()].filter((t) => t !== undefined).length;
+    return [...this.shared.values()].filter((entry) => entry.table !== undefined).length;
   }
 
   mapsOf(ip: IpAddress): EndpointMaps | undefined {
@@ -78,6 +111,11 @@ export class Classifier {
   private index(ip: IpAddress, maps: EndpointMaps): void {
     if (ip.family === 4) this.byV4.set(Number(ip.value), maps);
     else this.byV6.set(formatIp(ip), maps);
+  }
+
+  private unindex(ip: IpAddress): void {
+    if (ip.family === 4) this.byV4.delete(Number(ip.value));
+    else this.byV6.delete(formatIp(ip));
   }
 
   allows(packet: ClassifierPacket): boolean {
@@ -122,15 +160,22 @@ export class Classifier {
     return table.allows(remote, packet.protocol, packet.port);
   }
 
-  private table(pod: Endpoint, direction: 'ingress' | 'egress'): DirectionTable | undefined {
+  private table(
+    pod: Endpoint,
+    direction: 'ingress' | 'egress',
+  ): { key: string; table: DirectionTable | undefined } {
     const selection = this.state.selection(pod);
     const key =
       direction === 'ingress'
         ? `i|${selection.ingressKey}|${pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')}`
         : `e|${selection.egressKey}`;
-    if (this.shared.has(key)) return this.shared.get(key);
-    const table = buildDirectionTable(this.state, pod, direction);
-    this.shared.set(key, table);
-    return table;
+    let entry = this.shared.get(key);
+    if (!entry)
+      this.shared.set(
+        key,
+        (entry = { table: buildDirectionTable(this.state, pod, direction), users: new Set() }),
+      );
+    entry.users.add(pod.id);
+    return { key, table: entry.table };
   }
 }

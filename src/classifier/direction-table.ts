@@ -44,6 +44,8 @@ export class DirectionTable {
   private readonly supp: Uint32Array;
   private readonly except: Uint32Array;
 
+  /** The address groups whose members the maps hold (the table is stale when they change). */
+  readonly groups = new Set<string>();
   /** What each slot stands for (`ns/policy ingress[rule]`, with the except block or named-port number). */
   readonly labels: string[] = [];
 

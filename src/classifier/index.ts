@@ -5,3 +5,4 @@ export { Classifier, type ClassifierPacket } from './classifier.ts';
 export { DirectionTable } from './direction-table.ts';
 export { LpmTrie } from './lpm-trie.ts';
 export { TrackedClassifier, type FlowPacket } from './conntrack.ts';
+export { ClassifierRenderer, type ClassifierChanges } from './renderer.ts';

@@ -1,0 +1,50 @@
+/**
+ * The classifier as a renderer: the pipeline's transactions keep it current without rebuilding
+ * it — each affected pod gets its maps looked up or built, and tables that expand a group whose
+ * members changed are rebuilt for the pods that use them. Changes wait for `commit`, and commit
+ * runs to completion before any lookup can run (one thread), so a lookup sees the old policy or
+ * the new one, never a mix: the seed's safe-update property, by construction.
+ */
+import type { PodTables } from '../configurator/index.ts';
+import type { ClusterState } from '../state/index.ts';
+import type { Renderer, RendererTxn, RenderedPod } from '../renderers/types.ts';
+import { Classifier } from './classifier.ts';
+
+export interface ClassifierChanges {
+  readonly pods: number;
+  readonly groups: number;
+}
+
+export class ClassifierRenderer implements Renderer<ClassifierChanges> {
+  readonly name = 'classifier';
+  classifier: Classifier;
+
+  constructor(
+    private readonly state: ClusterState,
+    private readonly options: { readonly allowNodeLocal?: boolean } = {},
+  ) {
+    this.classifier = new Classifier(state, options);
+  }
+
+  newTxn(options: { readonly resync: boolean }): RendererTxn<ClassifierChanges> {
+    const pods = new Set<string>();
+    const groups = new Set<string>();
+    return {
+      render: (pod: RenderedPod, _tables: PodTables | undefined) => {
+        pods.add(pod.id);
+      },
+      groupsChanged: (changed) => {
+        for (const group of changed) groups.add(group);
+      },
+      changes: () => ({ pods: pods.size, groups: groups.size }),
+      commit: () => {
+        if (options.resync) {
+          this.classifier = new Classifier(this.state, this.options);
+          return;
+        }
+        for (const id of pods) this.classifier.setPod(id, this.state.pod(id));
+        if (groups.size > 0) this.classifier.groupsChanged(groups);
+      },
+    };
+  }
+}
