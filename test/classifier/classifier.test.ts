@@ -223,4 +223,25 @@ describe('classifier kept current by the pipeline', () => {
     txn.commit();
     assert.equal(renderer.classifier.allows(packet), false, 'after commit: the new policy');
   });
+
+  it('rebuilds shared maps when a group they expand gains a member', () => {
+    const base = [
+      namespace('a'),
+      pod('a', 'db-0', { app: 'db' }, { ips: ['10.0.0.1'] }),
+      pod('a', 'db-1', { app: 'db' }, { ips: ['10.0.0.2'] }),
+      pod('a', 'web-0', { app: 'web' }, { ips: ['10.0.0.3'] }),
+      policy('a', 'db', {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }] }],
+      }),
+    ];
+    const before = clusterOf(base);
+    const after = clusterOf([...base, pod('a', 'web-1', { app: 'web' }, { ips: ['10.0.0.4'] })]);
+    const state = new ClusterState();
+    const renderer = new ClassifierRenderer(state);
+    const pipeline = new PolicyPipeline({ state, renderers: [renderer] });
+    pipeline.apply({ type: 'resync', cluster: before });
+    pipeline.applyBatch(changesBetween(before, after));
+    assertAgreesWithReference(after, (packet) => renderer.classifier.allows(packet));
+  });
 });
