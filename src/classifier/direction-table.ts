@@ -12,6 +12,7 @@ import { BitmapStore, wordsFor } from './bitmaps.ts';
 import { addressWords, LpmTrie } from './lpm-trie.ts';
 
 export type CidrMap = 'prim' | 'supp' | 'except';
+const FEW = 8;
 const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
 
 interface RangeEntry {
@@ -27,6 +28,12 @@ export class DirectionTable {
   private readonly tries: Record<CidrMap, Record<IpFamily, LpmTrie>>;
   /** (protocol index << 16 | port) → bitmap offset. */
   readonly ports = new Map<number, number>();
+  /** While a map holds few IPv4 prefixes, they are scanned as (base, mask) pairs: no trie walk. */
+  private readonly fewV4: Record<CidrMap, { base: number; mask: number; offset: number }[] | undefined> = {
+    prim: [],
+    supp: [],
+    except: [],
+  };
   /** Primary-map /32 entries, by address. */
   private readonly hostsV4 = new Map<number, number>();
   readonly protocolAny: (number | undefined)[] = [undefined, undefined, undefined];
@@ -72,6 +79,15 @@ export class DirectionTable {
     const offset = this.tries[map][cidr.family].slot(cidr.base, cidr.prefix, () => this.store.allocate());
     this.store.set(offset, slot);
     this.prefixes[map].set(text, offset);
+    if (cidr.family === 4) {
+      const list = this.fewV4[map];
+      if (list && !list.some((e) => e.offset === offset)) {
+        const mask = cidr.prefix === 0 ? 0 : (0xffffffff << (32 - cidr.prefix)) >>> 0;
+        list.push({ base: Number(cidr.base) >>> 0, mask, offset });
+        // Beyond a few prefixes the trie walk wins over a scan.
+        if (list.length > FEW) this.fewV4[map] = undefined;
+      }
+    }
   }
 
   addPort(protocol: Protocol, port: number, slot: number): void {
@@ -120,15 +136,20 @@ export class DirectionTable {
     const store = this.store.words;
     for (let w = 0; w < width; w++) prim[w] = supp[w] = except[w] = 0;
     const tries = this.tries;
-    if (tries.prim[family].stored > 0) tries.prim[family].orInto(words, store, width, prim);
     if (family === 4) {
-      const host = this.hostsV4.get(words[0] as number);
+      const address = words[0] as number;
+      this.lookupV4('prim', address, store, width, prim);
+      const host = this.hostsV4.get(address);
       if (host !== undefined)
         for (let w = 0; w < width; w++) prim[w] = (prim[w] as number) | (store[host + w] as number);
+      if (tries.supp[4].stored > 0 && this.lookupV4('supp', address, store, width, supp))
+        this.lookupV4('except', address, store, width, except);
+    } else {
+      if (tries.prim[6].stored > 0) tries.prim[6].orInto(words, store, width, prim);
+      // Most tables have no block with excepts: skip those walks.
+      if (tries.supp[6].stored > 0 && tries.supp[6].orInto(words, store, width, supp))
+        tries.except[6].orInto(words, store, width, except);
     }
-    // Most tables have no block with excepts: skip those walks.
-    if (tries.supp[family].stored > 0 && tries.supp[family].orInto(words, store, width, supp))
-      tries.except[family].orInto(words, store, width, except);
     const p = PROTOCOL_INDEX[protocol];
     const exact = this.ports.get((p << 16) | port);
     const any = this.protocolAny[p];
@@ -175,6 +196,28 @@ export class DirectionTable {
       ppo,
       slots: this.labels.map((label, bit) => ({ bit, rule: label })),
     };
+  }
+
+  /** ORs the bitmaps of one map's IPv4 prefixes containing the address: a scan when few, else the trie. */
+  private lookupV4(
+    map: CidrMap,
+    address: number,
+    store: Uint32Array,
+    width: number,
+    acc: Uint32Array,
+  ): boolean {
+    const few = this.fewV4[map];
+    if (!few) {
+      this.words[0] = address;
+      return this.tries[map][4].orInto(this.words, store, width, acc);
+    }
+    let matched = false;
+    for (const entry of few) {
+      if ((address & entry.mask) >>> 0 !== entry.base) continue;
+      matched = true;
+      for (let w = 0; w < width; w++) acc[w] = (acc[w] as number) | (store[entry.offset + w] as number);
+    }
+    return matched;
   }
 
   /** Bytes held by the maps' values (tries excluded). */
