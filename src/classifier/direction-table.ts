@@ -13,6 +13,20 @@ import { addressWords, LpmTrie } from './lpm-trie.ts';
 
 export type CidrMap = 'prim' | 'supp' | 'except';
 const FEW = 8;
+
+/** Scratch arrays shared by every table's lookups. */
+const scratch = {
+  words: new Uint32Array(4),
+  trieWords: new Uint32Array(4),
+  prim: new Uint32Array(32),
+  supp: new Uint32Array(32),
+  except: new Uint32Array(32),
+  grow(width: number): void {
+    this.prim = new Uint32Array(width);
+    this.supp = new Uint32Array(width);
+    this.except = new Uint32Array(width);
+  },
+};
 const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
 
 interface RangeEntry {
@@ -25,7 +39,12 @@ interface RangeEntry {
 export class DirectionTable {
   readonly store: BitmapStore;
   readonly width: number;
-  private readonly tries: Record<CidrMap, Record<IpFamily, LpmTrie>>;
+  /** Created on first use: most tables need one or two of the six (memory is lookup speed). */
+  private readonly tries: Record<CidrMap, Record<IpFamily, LpmTrie | undefined>> = {
+    prim: { 4: undefined, 6: undefined },
+    supp: { 4: undefined, 6: undefined },
+    except: { 4: undefined, 6: undefined },
+  };
   /** (protocol index << 16 | port) → bitmap offset. */
   readonly ports = new Map<number, number>();
   /** While a map holds few IPv4 prefixes, they are scanned as (base, mask) pairs: no trie walk. */
@@ -45,11 +64,6 @@ export class DirectionTable {
     supp: new Map(),
     except: new Map(),
   };
-  // Scratch space for lookups.
-  private readonly words = new Uint32Array(4);
-  private readonly prim: Uint32Array;
-  private readonly supp: Uint32Array;
-  private readonly except: Uint32Array;
 
   /** The address groups whose members the maps hold (the table is stale when they change). */
   readonly groups = new Set<string>();
@@ -59,11 +73,6 @@ export class DirectionTable {
   constructor(readonly slots: number) {
     this.width = wordsFor(slots);
     this.store = new BitmapStore(this.width);
-    const pair = (): Record<IpFamily, LpmTrie> => ({ 4: new LpmTrie(4), 6: new LpmTrie(6) });
-    this.tries = { prim: pair(), supp: pair(), except: pair() };
-    this.prim = new Uint32Array(this.width);
-    this.supp = new Uint32Array(this.width);
-    this.except = new Uint32Array(this.width);
   }
 
   addCidr(map: CidrMap, cidr: Cidr, text: string, slot: number): void {
@@ -76,7 +85,8 @@ export class DirectionTable {
       this.prefixes.prim.set(text, offset);
       return;
     }
-    const offset = this.tries[map][cidr.family].slot(cidr.base, cidr.prefix, () => this.store.allocate());
+    const trie = (this.tries[map][cidr.family] ??= new LpmTrie(cidr.family, 8));
+    const offset = trie.slot(cidr.base, cidr.prefix, () => this.store.allocate());
     this.store.set(offset, slot);
     this.prefixes[map].set(text, offset);
     if (cidr.family === 4) {
@@ -119,7 +129,7 @@ export class DirectionTable {
   allows(remote: IpAddress, protocol: Protocol, port: number): boolean {
     return this.allowsWords(
       remote.family,
-      addressWords(remote.family, remote.value, this.words),
+      addressWords(remote.family, remote.value, scratch.words),
       protocol,
       port,
     );
@@ -127,12 +137,15 @@ export class DirectionTable {
 
   /** The same for an IPv4 address given as a number (no bigint on the packet path). */
   allowsV4(remote: number, protocol: Protocol, port: number): boolean {
-    this.words[0] = remote;
-    return this.allowsWords(4, this.words, protocol, port);
+    scratch.words[0] = remote;
+    return this.allowsWords(4, scratch.words, protocol, port);
   }
 
   private allowsWords(family: IpFamily, words: Uint32Array, protocol: Protocol, port: number): boolean {
-    const { width, prim, supp, except } = this;
+    const width = this.width;
+    // Lookups never overlap (one thread): every table shares the same scratch space.
+    if (scratch.prim.length < width) scratch.grow(width);
+    const { prim, supp, except } = scratch;
     const store = this.store.words;
     for (let w = 0; w < width; w++) prim[w] = supp[w] = except[w] = 0;
     const tries = this.tries;
@@ -142,13 +155,13 @@ export class DirectionTable {
       const host = this.hostsV4.get(address);
       if (host !== undefined)
         for (let w = 0; w < width; w++) prim[w] = (prim[w] as number) | (store[host + w] as number);
-      if (tries.supp[4].stored > 0 && this.lookupV4('supp', address, store, width, supp))
+      if (tries.supp[4] && this.lookupV4('supp', address, store, width, supp))
         this.lookupV4('except', address, store, width, except);
     } else {
-      if (tries.prim[6].stored > 0) tries.prim[6].orInto(words, store, width, prim);
+      tries.prim[6]?.orInto(words, store, width, prim);
       // Most tables have no block with excepts: skip those walks.
-      if (tries.supp[6].stored > 0 && tries.supp[6].orInto(words, store, width, supp))
-        tries.except[6].orInto(words, store, width, except);
+      if (tries.supp[6]?.orInto(words, store, width, supp))
+        tries.except[6]?.orInto(words, store, width, except);
     }
     const p = PROTOCOL_INDEX[protocol];
     const exact = this.ports.get((p << 16) | port);
@@ -208,8 +221,8 @@ export class DirectionTable {
   ): boolean {
     const few = this.fewV4[map];
     if (!few) {
-      this.words[0] = address;
-      return this.tries[map][4].orInto(this.words, store, width, acc);
+      scratch.trieWords[0] = address;
+      return this.tries[map][4]?.orInto(scratch.trieWords, store, width, acc) ?? false;
     }
     let matched = false;
     for (const entry of few) {
