@@ -142,6 +142,13 @@ export class DirectionTable {
   }
 
   private allowsWords(family: IpFamily, words: Uint32Array, protocol: Protocol, port: number): boolean {
+    // The port map first: it is one probe, and a port no rule names settles the packet without
+    // touching the address maps (most denied packets end here).
+    const p = PROTOCOL_INDEX[protocol];
+    const exact = this.ports.get((p << 16) | port);
+    const any = this.protocolAny[p];
+    if (this.l3 === undefined && exact === undefined && any === undefined && !this.inRange(p, port))
+      return false;
     const width = this.width;
     // Lookups never overlap (one thread): every table shares the same scratch space.
     if (scratch.prim.length < width) scratch.grow(width);
@@ -163,9 +170,6 @@ export class DirectionTable {
       if (tries.supp[6]?.orInto(words, store, width, supp))
         tries.except[6]?.orInto(words, store, width, except);
     }
-    const p = PROTOCOL_INDEX[protocol];
-    const exact = this.ports.get((p << 16) | port);
-    const any = this.protocolAny[p];
     for (let w = 0; w < width; w++) {
       const peers = ((prim[w] as number) | ((supp[w] as number) & ~(except[w] as number))) >>> 0;
       if (peers === 0) continue;
@@ -212,6 +216,12 @@ export class DirectionTable {
   }
 
   /** ORs the bitmaps of one map's IPv4 prefixes containing the address: a scan when few, else the trie. */
+  private inRange(protocol: number, port: number): boolean {
+    for (const range of this.ranges)
+      if (range.protocol === protocol && port >= range.from && port <= range.to) return true;
+    return false;
+  }
+
   private lookupV4(
     map: CidrMap,
     address: number,
