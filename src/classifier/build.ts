@@ -9,14 +9,13 @@
  *   destinations that resolve it so (the port map cannot depend on the destination).
  * Ingress named ports resolve on the endpoint itself.
  */
-import { makeCidr, type Cidr, type IpAddress } from '../net/ip.ts';
+import { hostCidr as host, makeCidr, type Cidr } from '../net/ip.ts';
 import type { Endpoint, NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import { groupKey, ruleNets, selectorGroupSpec, type ClusterState } from '../state/index.ts';
 import { DirectionTable } from './direction-table.ts';
 
 type Direction = 'ingress' | 'egress';
 
-const host = (ip: IpAddress): Cidr => makeCidr(ip.family, ip.value, ip.family === 4 ? 32 : 128);
 const ANYWHERE: Cidr[] = [makeCidr(4, 0n, 0), makeCidr(6, 0n, 0)];
 
 /** What one slot holds before bits are placed: the CIDR map entries and the port entries. */

@@ -11,6 +11,12 @@ export {
   type GroupLookup,
   type Packet,
 } from './table-evaluator.ts';
-export { stateGroupLookup } from './state-groups.ts';
+export {
+  stateGroupLookup,
+  parseGroupReference,
+  referenceMembers,
+  referenceAddresses,
+  type GroupReference,
+} from './state-groups.ts';
 export { compiledAllows, type CompiledView } from './compiled-verdict.ts';
 export * from './types.ts';

@@ -163,6 +163,11 @@ export function makeCidr(family: IpFamily, base: bigint, prefix: number): Cidr {
   return { family, base, prefix, text: `${formatIp({ family, value: base })}/${prefix}` };
 }
 
+/** The /32 or /128 of one address. */
+export function hostCidr(ip: IpAddress): Cidr {
+  return makeCidr(ip.family, ip.value, familyBits(ip.family));
+}
+
 function maskAddress(value: bigint, prefix: number, bits: number): bigint {
   const hostBits = BigInt(bits - prefix);
   return (value >> hostBits) << hostBits;

@@ -8,7 +8,7 @@
  * Sides are from the pod's point of view: `ingress` is what the ACL renderer needs (Contiv's
  * vswitch "egress"), `egress` what the VPPTCP renderer needs.
  */
-import { familyBits, makeCidr, type IpAddress } from '../../net/ip.ts';
+import { hostCidr, type IpAddress } from '../../net/ip.ts';
 import { PROTOCOLS } from '../../model/types.ts';
 import { intersectPorts, MAX_PORT, MIN_PORT } from '../../model/port-set.ts';
 import { ANY_NET, type NetRef, type Rule, type RuleTable } from '../../model/rule.ts';
@@ -26,7 +26,7 @@ export interface KnownPod {
 const OPEN: readonly Rule[] = [{ action: 'permit', protocol: 'ANY', src: ANY_NET, dst: ANY_NET }];
 
 function hostNet(ip: IpAddress): NetRef {
-  return { kind: 'cidr', cidr: makeCidr(ip.family, ip.value, familyBits(ip.family)) };
+  return { kind: 'cidr', cidr: hostCidr(ip) };
 }
 
 const opposite = (side: Side): Side => (side === 'ingress' ? 'egress' : 'ingress');

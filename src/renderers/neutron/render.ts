@@ -10,10 +10,10 @@
  * default group); a policy with no rules is an empty group (deny all).
  */
 import { hash } from 'node:crypto';
-import { formatIp } from '../../net/ip.ts';
+import { formatIp, hostCidr } from '../../net/ip.ts';
 import type { Endpoint, NetworkPolicy, PolicyPort } from '../../model/types.ts';
 import { policyKey } from '../../model/types.ts';
-import { PARTITION_SEPARATOR } from '../../configurator/index.ts';
+import { PARTITION_SEPARATOR, referenceMembers } from '../../configurator/index.ts';
 import { policyTemplates, type ClusterState, type RuleTemplate } from '../../state/index.ts';
 import {
   ALLOW_ALL_EGRESS,
@@ -58,7 +58,7 @@ function portFields(
 export function renderNeutron(state: ClusterState): NeutronRendering {
   const groups = new Map<string, SecurityGroup>();
   const bindings = new Map<string, Set<string>>();
-  const peerGroups = new Map<string, { key: string; port?: number }>();
+  const peerGroups = new Set<string>();
   const bind = (pod: string, group: string): void => {
     let set = bindings.get(pod);
     if (!set) bindings.set(pod, (set = new Set()));
@@ -78,17 +78,11 @@ export function renderNeutron(state: ClusterState): NeutronRendering {
           direction,
           ethertype: net.cidr.family === 4 ? 'IPv4' : 'IPv6',
           ...l4,
-          remote_ip_prefix: `${formatIp({ family: net.cidr.family, value: net.cidr.base })}/${net.cidr.prefix}`,
+          remote_ip_prefix: net.cidr.text,
           ...extra,
         },
       ];
-    const cut = net.group.lastIndexOf(PARTITION_SEPARATOR);
-    const partition = cut >= 0 && /^[0-9]+$/.test(net.group.slice(cut + 1));
-    const reference = {
-      key: partition ? net.group.slice(0, cut) : net.group,
-      ...(partition ? { port: Number(net.group.slice(cut + 1)) } : {}),
-    };
-    peerGroups.set(net.group, reference);
+    peerGroups.add(net.group);
     return ETHERTYPES.map((ethertype) => ({
       direction,
       ethertype,
@@ -132,7 +126,7 @@ export function renderNeutron(state: ClusterState): NeutronRendering {
               direction: 'egress',
               ethertype: ip.family === 4 ? 'IPv4' : 'IPv6',
               ...l4,
-              remote_ip_prefix: `${formatIp(ip)}/${ip.family === 4 ? 32 : 128}`,
+              remote_ip_prefix: hostCidr(ip).text,
               remote_ip_prefixes: prefixes,
             });
           continue;
@@ -169,11 +163,11 @@ export function renderNeutron(state: ClusterState): NeutronRendering {
     }
   }
   const ported = new Set(pods.map((p) => p.id));
-  for (const [reference, { key, port }] of peerGroups) {
+  for (const reference of peerGroups) {
     const name = peerGroupName(reference);
     groups.set(name, { name, description: `Palisade: peers ${reference}`, rules: [] });
-    for (const member of state.group(key)?.members.values() ?? [])
-      if ((port === undefined || member.port === port) && ported.has(member.pod)) bind(member.pod, name);
+    for (const member of referenceMembers(state, reference))
+      if (ported.has(member.pod)) bind(member.pod, name);
   }
   groups.set(ALLOW_ALL_INGRESS, allowAll(ALLOW_ALL_INGRESS, 'ingress'));
   groups.set(ALLOW_ALL_EGRESS, allowAll(ALLOW_ALL_EGRESS, 'egress'));

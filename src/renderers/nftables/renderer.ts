@@ -24,7 +24,7 @@
 import type { Cidr, IpAddress, IpFamily } from '../../net/ip.ts';
 import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import { PARTITION_SEPARATOR, type PodTables } from '../../configurator/index.ts';
+import { parseGroupReference, referenceMembers, type PodTables } from '../../configurator/index.ts';
 import type { ClusterState } from '../../state/index.ts';
 import type { NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
@@ -114,8 +114,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       if (cidrs.length > 0) {
         this.declareSet(podCidrSet(family), { type: addressType(family), interval: true });
         const set = this.desired.sets.get(podCidrSet(family));
-        for (const cidr of cidrs)
-          set?.elements.add(`${formatIp({ family, value: cidr.base })}/${cidr.prefix}`);
+        for (const cidr of cidrs) set?.elements.add(cidr.text);
       }
     }
   }
@@ -324,10 +323,8 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     this.groupUse.set(reference, record);
     for (const family of FAMILIES)
       this.declareSet(groupSet(reference, family), { type: addressType(family), comment: reference });
-    const { key, port } = parseReference(reference);
-    for (const member of this.options.state.group(key)?.members.values() ?? [])
-      if (port === undefined || member.port === port)
-        this.setMember(reference, record.members, member.pod, member.ips);
+    for (const member of referenceMembers(this.options.state, reference))
+      this.setMember(reference, record.members, member.pod, member.ips);
   }
 
   private releaseGroup(reference: string): void {
@@ -347,7 +344,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   /** Re-reads the changed pods' membership in every used group whose members changed. */
   private refreshGroups(groups: ReadonlySet<string>, pods: ReadonlySet<string>): void {
     for (const [reference, use] of this.groupUse) {
-      const { key, port } = parseReference(reference);
+      const { key, port } = parseGroupReference(reference);
       if (!groups.has(key)) continue;
       const group = this.options.state.group(key);
       for (const pod of pods) {
@@ -544,13 +541,6 @@ function cloneObjects(source: NftObjects): NftObjects {
 
 function tablesOf(tables: PodTables | undefined): RuleTable[] {
   return [tables?.ingress, tables?.egress].filter((t): t is RuleTable => t !== undefined);
-}
-
-function parseReference(reference: string): { key: string; port?: number } {
-  const cut = reference.lastIndexOf(PARTITION_SEPARATOR);
-  if (cut >= 0 && /^[0-9]+$/.test(reference.slice(cut + 1)))
-    return { key: reference.slice(0, cut), port: Number(reference.slice(cut + 1)) };
-  return { key: reference };
 }
 
 function sameAddresses(a: readonly IpAddress[], b: readonly IpAddress[]): boolean {

@@ -10,7 +10,7 @@
  * port read from the source port, so the flow is judged by its original direction either way.
  */
 import type { Cidr, IpFamily } from '../../net/ip.ts';
-import { cidrCovers, formatIp } from '../../net/ip.ts';
+import { cidrCovers } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import { addressProtocol, FAMILIES, groupSet } from './names.ts';
 
@@ -22,18 +22,13 @@ export interface RenderedChain {
   readonly groups: readonly string[];
 }
 
-const cidrText = (cidr: Cidr): string =>
-  `${formatIp({ family: cidr.family, value: cidr.base })}/${cidr.prefix}`;
-
 /** The address matches of one net, per family it can match ('' = any address). */
 function addressMatches(net: NetRef, field: 'saddr' | 'daddr'): Map<IpFamily | 'any', string> {
   switch (net.kind) {
     case 'any':
       return new Map([['any', '']]);
     case 'cidr':
-      return new Map([
-        [net.cidr.family, `${addressProtocol(net.cidr.family)} ${field} ${cidrText(net.cidr)}`],
-      ]);
+      return new Map([[net.cidr.family, `${addressProtocol(net.cidr.family)} ${field} ${net.cidr.text}`]]);
     case 'group':
       return new Map(FAMILIES.map((f) => [f, `${addressProtocol(f)} ${field} @${groupSet(net.group, f)}`]));
   }
@@ -179,7 +174,7 @@ function chainLines(runs: readonly Run[], commutative: boolean, reply: boolean):
     const outer = cidrs.filter(
       (c, i) => !cidrs.some((o, j) => j !== i && cidrCovers(o, c) && (!cidrCovers(c, o) || j < i)),
     );
-    const texts = outer.map(cidrText);
+    const texts = outer.map((c) => c.text);
     const addresses = texts.length === 1 ? `${match} ${texts[0]}` : `${match} { ${texts.join(', ')} }`;
     lines.push([addresses, l4, 'return'].filter(Boolean).join(' '));
   }

@@ -9,10 +9,10 @@
  * expansion the seed accepts). SCTP has no port match in the model: an SCTP rule with ports is
  * left out — its traffic is denied, never allowed wrongly — and reported.
  */
-import { formatIp, type IpAddress } from '../../net/ip.ts';
+import { hostCidr } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import type { ClusterState } from '../../state/index.ts';
-import { PARTITION_SEPARATOR } from '../../configurator/index.ts';
+import { referenceAddresses } from '../../configurator/index.ts';
 import type { CacheSnapshot } from '../cache/index.ts';
 import {
   GLOBAL_ACL,
@@ -40,17 +40,11 @@ function networks(net: NetRef, state: ClusterState): string[] {
     case 'any':
       return [''];
     case 'cidr':
-      return [`${formatIp({ family: net.cidr.family, value: net.cidr.base })}/${net.cidr.prefix}`];
-    case 'group': {
-      const cut = net.group.lastIndexOf(PARTITION_SEPARATOR);
-      const partition = cut >= 0 && /^[0-9]+$/.test(net.group.slice(cut + 1));
-      const key = partition ? net.group.slice(0, cut) : net.group;
-      const port = partition ? Number(net.group.slice(cut + 1)) : undefined;
-      const ips: IpAddress[] = [];
-      for (const member of state.group(key)?.members.values() ?? [])
-        if (port === undefined || member.port === port) ips.push(...member.ips);
-      return [...new Set(ips.map((ip) => `${formatIp(ip)}/${ip.family === 4 ? 32 : 128}`))].sort();
-    }
+      return [net.cidr.text];
+    case 'group':
+      return referenceAddresses(state, net.group)
+        .map((ip) => hostCidr(ip).text)
+        .sort();
   }
 }
 

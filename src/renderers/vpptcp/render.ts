@@ -11,10 +11,10 @@
  * the session layer's longest-prefix match gives the table's first-match verdicts. SCTP is not
  * handled by the session layer at all and is reported, not rendered.
  */
-import { formatIp, type IpAddress } from '../../net/ip.ts';
+import { familyBits, hostCidr } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import type { ClusterState } from '../../state/index.ts';
-import { PARTITION_SEPARATOR } from '../../configurator/index.ts';
+import { referenceAddresses } from '../../configurator/index.ts';
 import type { CacheSnapshot } from '../cache/index.ts';
 import {
   ACTION_ALLOW,
@@ -42,23 +42,14 @@ function prefixes(net: NetRef, state: ClusterState): { family: 4 | 6; prefix: st
       return [
         {
           family: net.cidr.family,
-          prefix: `${formatIp({ family: net.cidr.family, value: net.cidr.base })}/${net.cidr.prefix}`,
+          prefix: net.cidr.text,
         },
       ];
-    case 'group': {
-      const cut = net.group.lastIndexOf(PARTITION_SEPARATOR);
-      const partition = cut >= 0 && /^[0-9]+$/.test(net.group.slice(cut + 1));
-      const key = partition ? net.group.slice(0, cut) : net.group;
-      const port = partition ? Number(net.group.slice(cut + 1)) : undefined;
-      const ips = new Map<string, IpAddress>();
-      for (const member of state.group(key)?.members.values() ?? [])
-        if (port === undefined || member.port === port)
-          for (const ip of member.ips) ips.set(formatIp(ip), ip);
-      return [...ips.values()].map((ip) => ({
+    case 'group':
+      return referenceAddresses(state, net.group).map((ip) => ({
         family: ip.family,
-        prefix: `${formatIp(ip)}/${ip.family === 4 ? 32 : 128}`,
+        prefix: hostCidr(ip).text,
       }));
-    }
   }
 }
 
@@ -86,7 +77,7 @@ function sessionRules(
       rule.protocol === 'ANY' &&
       !rule.dstPorts &&
       remote.kind === 'cidr' &&
-      remote.cidr.prefix === (remote.cidr.family === 4 ? 32 : 128)
+      remote.cidr.prefix === familyBits(remote.cidr.family)
     )
       for (const p of prefixes(remote, state)) decided.add(p.prefix);
   }
