@@ -29,45 +29,29 @@ import type { ClusterState } from '../../state/index.ts';
 import type { NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
 import {
-  addressProtocol,
   addressType,
   dispatchMap,
   FAMILIES,
   groupSet,
-  intersectionChain,
   localPodsSet,
   podCidrSet,
   replyTwin,
   replyVerdict,
-  TABLE,
   tableChain,
 } from './names.ts';
 import { NftObjects, Dirty, replaceTableScript, tableBlock, type SetDeclaration } from './objects.ts';
-import { applyOperations, operationsScript, type Operation } from './operations.ts';
+import { applyOperations, operationsScript } from './operations.ts';
+import { baseChains, generationScript, type BaseChainOptions } from './base-chains.ts';
+import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.ts';
 import { renderTableChain } from './table-chain.ts';
 
-export interface NftablesOptions {
+export interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
   readonly state: ClusterState;
   readonly runner: NftRunner;
   /** The node's pod CIDRs: addresses in them without a rendered pod are dropped. */
   readonly podCidrs?: readonly Cidr[];
-  /**
-   * Traffic between the node itself and its pods (kubelet probes, node-local DNS) bypasses
-   * policy, as the reference evaluator's default says. Default true.
-   */
-  readonly allowNodeLocal?: boolean;
-  /**
-   * Re-check tracked flows after each update, cutting those the new policy denies. Default
-   * true; false keeps established flows whatever the policy becomes.
-   */
-  readonly recheckFlows?: boolean;
 }
-
-/** The connection-mark bits that carry the policy generation (the low 16 bits are left alone). */
-const GENERATION_MASK = '0xffff0000';
-const generationMark = (generation: number): string =>
-  `0x${((generation % 0xffff) + 1).toString(16).padStart(4, '0')}0000`;
 
 export interface NftablesChanges {
   /** The transaction script that `commit` applies (empty when nothing changed). */
@@ -103,6 +87,8 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   private readonly elementCounts = new Map<string, Map<string, number>>();
   /** Bumped by every commit; flows stamped with an older one are re-checked. */
   private generation = 0;
+  /** Bumped whenever the applied copy may have moved (plans made before are stale). */
+  private appliedVersion = 0;
 
   constructor(private readonly options: NftablesOptions) {
     for (const family of FAMILIES) {
@@ -119,63 +105,9 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     }
   }
 
-  /**
-   * The base chains: hooks, the tracked-flow fast path, dispatch in both directions, the
-   * fail-closed guards, and the generation stamp.
-   */
+  /** The base chains for a generation (see `base-chains.ts`). */
   baseChains(generation = this.generation): Map<string, string[]> {
-    const dispatch = (field: 'saddr' | 'daddr', map: (f: IpFamily) => string): string[] =>
-      FAMILIES.flatMap((f) => {
-        const ip = addressProtocol(f);
-        const lines = [`${ip} ${field} vmap @${map(f)}`, `${ip} ${field} @${localPodsSet(f)} drop`];
-        if (this.desired.sets.has(podCidrSet(f))) lines.push(`${ip} ${field} @${podCidrSet(f)} drop`);
-        return lines;
-      });
-    const recheck = this.options.recheckFlows ?? true;
-    const mark = generationMark(generation);
-    const hook = (name: string, police: string[]): string[] => [
-      `type filter hook ${name} priority filter; policy accept;`,
-      'jump flow_fastpath',
-      'ct direction reply goto reply_check',
-      ...police,
-      'jump flow_stamp',
-    ];
-    const chains = new Map<string, string[]>([
-      ['pod_egress', dispatch('saddr', (f) => dispatchMap('egress', f))],
-      ['pod_ingress', dispatch('daddr', (f) => dispatchMap('ingress', f))],
-      // A reply packet's destination is the flow's source pod, its source the destination pod.
-      ['reply_egress', dispatch('daddr', (f) => replyTwin(dispatchMap('egress', f)))],
-      ['reply_ingress', dispatch('saddr', (f) => replyTwin(dispatchMap('ingress', f)))],
-      [
-        'flow_fastpath',
-        recheck
-          ? [
-              'ct state related accept',
-              `ct state established ct mark and ${GENERATION_MASK} == ${mark} accept`,
-            ]
-          : ['ct state established,related accept'],
-      ],
-      ['flow_stamp', recheck ? [`ct mark set ct mark and 0x0000ffff or ${mark}`] : []],
-      ['reply_check', ['jump reply_egress', 'jump reply_ingress', 'jump flow_stamp']],
-      ['forward', hook('forward', ['jump pod_egress', 'jump pod_ingress'])],
-    ]);
-    if (this.options.allowNodeLocal === false) {
-      // The node's own traffic to its pods is policed too: on output (to pods), input (from them).
-      chains.set('output', hook('output', ['jump pod_ingress']));
-      chains.set('input', hook('input', ['jump pod_egress']));
-    }
-    return chains;
-  }
-
-  /** The generation-dependent base chains, rewritten in every transaction. */
-  private generationScript(generation: number): string {
-    const chains = this.baseChains(generation);
-    const lines: string[] = [];
-    for (const name of ['flow_fastpath', 'flow_stamp']) {
-      lines.push(`flush chain ${TABLE} ${name}`);
-      for (const rule of chains.get(name) ?? []) lines.push(`add rule ${TABLE} ${name} ${rule}`);
-    }
-    return lines.join('\n') + '\n';
+    return baseChains(this.options, (family) => this.desired.sets.has(podCidrSet(family)), generation);
   }
 
   /** The whole table as an atomic replace script (what `palisade render` prints). */
@@ -185,15 +117,16 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
 
   /** Counts of what the table holds, for reports and benchmarks. */
   stats(): { chains: number; rules: number; sets: number; elements: number; mapEntries: number } {
+    const base = this.baseChains();
     let rules = 0;
     for (const lines of this.desired.chains.values()) rules += lines.length;
-    for (const lines of this.baseChains().values()) rules += lines.length;
+    for (const lines of base.values()) rules += lines.length;
     let elements = 0;
     for (const set of this.desired.sets.values()) elements += set.elements.size;
     let mapEntries = 0;
     for (const map of this.desired.maps.values()) mapEntries += map.entries.size;
     return {
-      chains: this.desired.chains.size + this.baseChains().size,
+      chains: this.desired.chains.size + base.size,
       rules,
       sets: this.desired.sets.size,
       elements,
@@ -203,9 +136,14 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
 
   newTxn(options: { readonly resync: boolean }): RendererTxn<NftablesChanges> {
     if (options.resync) this.reset();
-    let planned: { script: string; full: boolean; operations: Operation[] } | undefined;
-    const plan = (): { script: string; full: boolean; operations: Operation[] } =>
-      (planned ??= this.plan('all'));
+    // A plan stays good until the desired table (render, groupsChanged) or the applied one
+    // (a first phase, commitRestrict) moves: then it is made again.
+    let planned: { plan: Plan; applied: number } | undefined;
+    const plan = (): Plan => {
+      if (planned?.applied !== this.appliedVersion)
+        planned = { plan: this.plan('all'), applied: this.appliedVersion };
+      return planned.plan;
+    };
     return {
       render: (pod, tables) => {
         planned = undefined;
@@ -220,8 +158,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
         return { script, full, operations: operations.length };
       },
       commit: () => {
-        // Planned afresh: a first phase (commitRestrict) may have moved the applied state since.
-        this.applyPlan(this.plan('all'));
+        this.applyPlan(plan());
         planned = undefined;
       },
     };
@@ -408,7 +345,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
    * What to send to nft: the whole table when nothing is applied yet, otherwise the changed
    * elements, entries, chains and sets (only the restrictive part for phase one).
    */
-  private plan(phase: 'restrict' | 'all'): { script: string; full: boolean; operations: Operation[] } {
+  private plan(phase: 'restrict' | 'all'): Plan {
     const next = this.generation + 1;
     if (!this.applied) {
       if (phase === 'restrict') return { script: '', full: false, operations: [] };
@@ -417,13 +354,15 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     const operations = planOperations(this.applied, this.desired, this.dirty, phase);
     if (operations.length === 0) return { script: '', full: false, operations };
     // Every change may deny a tracked flow: a new generation has every flow checked again.
-    return { script: operationsScript(operations) + this.generationScript(next), full: false, operations };
+    return {
+      script: operationsScript(operations) + generationScript(this.baseChains(next)),
+      full: false,
+      operations,
+    };
   }
 
-  private applyPlan(
-    planned: { script: string; full: boolean; operations: Operation[] },
-    complete = true,
-  ): void {
+  private applyPlan(planned: Plan, complete = true): void {
+    this.appliedVersion++;
     if (planned.script !== '') {
       this.options.runner.apply(planned.script);
       this.generation++;
@@ -435,108 +374,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       for (const op of planned.operations)
         if (op.type === 'add-chain' && isIntersection(op.name)) this.dirty.chains.add(op.name);
   }
-}
-
-/** The chain verdict of a map entry: `goto t_x` → `t_x`; `return` → undefined. */
-const chainOf = (verdict: string): string | undefined =>
-  verdict.startsWith('goto ') ? verdict.slice('goto '.length) : undefined;
-
-const isIntersection = (chain: string): boolean => chain.startsWith('x_') || chain.startsWith('rx_');
-
-/** Groups gain members only by permitting more: removed elements restrict, added ones relax. */
-const isGroupSet = (name: string): boolean => name.startsWith('g_');
-
-function planOperations(
-  applied: NftObjects,
-  desired: NftObjects,
-  dirty: Dirty,
-  phase: 'restrict' | 'all',
-): Operation[] {
-  const restrictOnly = phase === 'restrict';
-  const ops: Operation[] = [];
-  const created = new Set<string>();
-  for (const name of dirty.sets) {
-    const want = desired.sets.get(name);
-    if (want && !applied.sets.has(name)) {
-      ops.push({ type: 'add-set', name, declaration: want.declaration, elements: [...want.elements] });
-      created.add(name);
-    }
-  }
-  for (const name of dirty.chains) {
-    const lines = desired.chains.get(name);
-    if (lines && !applied.chains.has(name)) ops.push({ type: 'add-chain', name, lines });
-  }
-  for (const [set, elements] of dirty.elements) {
-    const have = applied.sets.get(set)?.elements;
-    const want = desired.sets.get(set)?.elements;
-    if (!have || !want || created.has(set)) continue;
-    const add: string[] = [];
-    const remove: string[] = [];
-    for (const element of elements) {
-      if (want.has(element) && !have.has(element)) add.push(element);
-      else if (!want.has(element) && have.has(element)) remove.push(element);
-    }
-    const relaxing = isGroupSet(set) ? add : remove;
-    const restricting = isGroupSet(set) ? remove : add;
-    if (restricting.length > 0)
-      ops.push({ type: isGroupSet(set) ? 'del-elements' : 'add-elements', set, elements: restricting });
-    if (!restrictOnly && relaxing.length > 0)
-      ops.push({ type: isGroupSet(set) ? 'add-elements' : 'del-elements', set, elements: relaxing });
-  }
-  for (const [map, keys] of dirty.entries) {
-    const have = applied.maps.get(map)?.entries;
-    const want = desired.maps.get(map)?.entries;
-    if (!have || !want) continue;
-    for (const key of keys) {
-      const current = have.get(key);
-      const next = want.get(key);
-      if (current === next) continue;
-      if (next === undefined) {
-        ops.push({ type: 'del-entry', map, key });
-        continue;
-      }
-      if (!restrictOnly) {
-        ops.push({ type: 'set-entry', map, key, verdict: next, replace: current !== undefined });
-        continue;
-      }
-      // Phase one: a new pod stays behind its guard; a changed one gets old ∧ new.
-      if (current === undefined) continue;
-      const from = chainOf(current);
-      const to = chainOf(next);
-      if (from === undefined && to !== undefined) {
-        ops.push({ type: 'set-entry', map, key, verdict: next, replace: true });
-      } else if (from !== undefined && to !== undefined) {
-        // Reply twins (`rt_…`) get the reply twin of the intersection (`rx_…`).
-        const reply = from.startsWith('r');
-        const id = (chain: string): string => chain.slice(reply ? 3 : 2);
-        const plain = intersectionChain(id(from), id(to));
-        const both = reply ? replyTwin(plain) : plain;
-        if (!applied.chains.has(both) && !ops.some((op) => op.type === 'add-chain' && op.name === both))
-          ops.push({ type: 'add-chain', name: both, lines: [`jump ${from}`, `goto ${to}`] });
-        ops.push({ type: 'set-entry', map, key, verdict: `goto ${both}`, replace: true });
-      }
-    }
-  }
-  if (restrictOnly) return ops;
-  for (const name of dirty.chains)
-    if (!desired.chains.has(name) && applied.chains.has(name) && isIntersection(name))
-      ops.push({ type: 'del-chain', name });
-  for (const name of dirty.chains)
-    if (!desired.chains.has(name) && applied.chains.has(name) && !isIntersection(name))
-      ops.push({ type: 'del-chain', name });
-  for (const name of dirty.sets)
-    if (!desired.sets.has(name) && applied.sets.has(name)) ops.push({ type: 'del-set', name });
-  return ops;
-}
-
-function cloneObjects(source: NftObjects): NftObjects {
-  const copy = new NftObjects();
-  for (const [name, set] of source.sets)
-    copy.sets.set(name, { declaration: set.declaration, elements: new Set(set.elements) });
-  for (const [name, map] of source.maps)
-    copy.maps.set(name, { type: map.type, entries: new Map(map.entries) });
-  for (const [name, lines] of source.chains) copy.chains.set(name, lines);
-  return copy;
 }
 
 function tablesOf(tables: PodTables | undefined): RuleTable[] {

@@ -1,0 +1,89 @@
+/**
+ * The table's fixed chains: the hooks, the tracked-flow fast path, per-pod dispatch in both
+ * directions with the fail-closed guards, and the generation stamp. Tracked flows pass on the
+ * fast path only when their connection mark carries the current generation; a commit writes a
+ * new one (`generationScript`), so every older flow is judged again at its next packet.
+ */
+import type { IpFamily } from '../../net/ip.ts';
+import {
+  addressProtocol,
+  dispatchMap,
+  FAMILIES,
+  localPodsSet,
+  podCidrSet,
+  replyTwin,
+  TABLE,
+} from './names.ts';
+
+export interface BaseChainOptions {
+  /**
+   * Traffic between the node itself and its pods (kubelet probes, node-local DNS) bypasses
+   * policy, as the reference evaluator's default says. Default true.
+   */
+  readonly allowNodeLocal?: boolean;
+  /**
+   * Re-check tracked flows after each update, cutting those the new policy denies. Default
+   * true; false keeps established flows whatever the policy becomes.
+   */
+  readonly recheckFlows?: boolean;
+}
+
+/** The connection-mark bits that carry the policy generation (the low 16 bits are left alone). */
+const GENERATION_MASK = '0xffff0000';
+const generationMark = (generation: number): string =>
+  `0x${((generation % 0xffff) + 1).toString(16).padStart(4, '0')}0000`;
+
+export function baseChains(
+  options: BaseChainOptions,
+  hasPodCidrs: (family: IpFamily) => boolean,
+  generation: number,
+): Map<string, string[]> {
+  const dispatch = (field: 'saddr' | 'daddr', map: (f: IpFamily) => string): string[] =>
+    FAMILIES.flatMap((f) => {
+      const ip = addressProtocol(f);
+      const lines = [`${ip} ${field} vmap @${map(f)}`, `${ip} ${field} @${localPodsSet(f)} drop`];
+      if (hasPodCidrs(f)) lines.push(`${ip} ${field} @${podCidrSet(f)} drop`);
+      return lines;
+    });
+  const recheck = options.recheckFlows ?? true;
+  const mark = generationMark(generation);
+  const hook = (name: string, police: string[]): string[] => [
+    `type filter hook ${name} priority filter; policy accept;`,
+    'jump flow_fastpath',
+    'ct direction reply goto reply_check',
+    ...police,
+    'jump flow_stamp',
+  ];
+  const chains = new Map<string, string[]>([
+    ['pod_egress', dispatch('saddr', (f) => dispatchMap('egress', f))],
+    ['pod_ingress', dispatch('daddr', (f) => dispatchMap('ingress', f))],
+    // A reply packet's destination is the flow's source pod, its source the destination pod.
+    ['reply_egress', dispatch('daddr', (f) => replyTwin(dispatchMap('egress', f)))],
+    ['reply_ingress', dispatch('saddr', (f) => replyTwin(dispatchMap('ingress', f)))],
+    [
+      'flow_fastpath',
+      recheck
+        ? ['ct state related accept', `ct state established ct mark and ${GENERATION_MASK} == ${mark} accept`]
+        : ['ct state established,related accept'],
+    ],
+    ['flow_stamp', recheck ? [`ct mark set ct mark and 0x0000ffff or ${mark}`] : []],
+    ['reply_check', ['jump reply_egress', 'jump reply_ingress', 'jump flow_stamp']],
+    ['forward', hook('forward', ['jump pod_egress', 'jump pod_ingress'])],
+  ]);
+  if (options.allowNodeLocal === false) {
+    // The node's own traffic to its pods is policed too: on output (to pods), input (from them).
+    chains.set('output', hook('output', ['jump pod_ingress']));
+    chains.set('input', hook('input', ['jump pod_egress']));
+  }
+  return chains;
+}
+
+/** The generation-dependent chains, rewritten in every incremental transaction. */
+export function generationScript(chains: ReadonlyMap<string, readonly string[]>): string {
+  const lines: string[] = [];
+  for (const name of ['flow_fastpath', 'flow_stamp']) {
+    lines.push(`flush chain ${TABLE} ${name}`);
+    for (const rule of chains.get(name) ?? []) lines.push(`add rule ${TABLE} ${name} ${rule}`);
+  }
+  return lines.join('\n') + '\n';
+}
