@@ -17,13 +17,18 @@ export interface ExecOptions {
   readonly input?: string;
 }
 
+/** The command line, prefixed with `ip netns exec NAME` to run inside a network namespace. */
+function commandLine(command: string, args: readonly string[], options: ExecOptions): string[] {
+  return options.netns ? ['ip', 'netns', 'exec', options.netns, command, ...args] : [command, ...args];
+}
+
 /** Runs `command args…` and collects its output; a missing binary is exit code 127. */
 export function run(
   command: string,
   args: readonly string[],
   options: ExecOptions = {},
 ): Promise<ExecResult> {
-  const argv = options.netns ? ['ip', 'netns', 'exec', options.netns, command, ...args] : [command, ...args];
+  const argv = commandLine(command, args, options);
   return new Promise((resolve) => {
     const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
@@ -52,7 +57,7 @@ export function run(
 
 /** The same, synchronously: for transactions that must finish before the caller goes on. */
 export function runSync(command: string, args: readonly string[], options: ExecOptions = {}): ExecResult {
-  const argv = options.netns ? ['ip', 'netns', 'exec', options.netns, command, ...args] : [command, ...args];
+  const argv = commandLine(command, args, options);
   const result = spawnSync(argv[0] as string, argv.slice(1), {
     input: options.input ?? '',
     encoding: 'utf8',

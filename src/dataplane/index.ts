@@ -10,11 +10,4 @@ export {
   type ExecResult,
   type ExecOptions,
 } from './exec.ts';
-export {
-  nftRunner,
-  persistentNftRunner,
-  recordingRunner,
-  listTable,
-  deleteTable,
-  type NftRunner,
-} from './nft.ts';
+export { nftRunner, persistentNftRunner, recordingRunner, type NftRunner } from './nft.ts';

@@ -16,11 +16,20 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run, runSync, DataplaneError, type ExecOptions } from './exec.ts';
+import { runSync, DataplaneError, type ExecOptions } from './exec.ts';
 
 export interface NftRunner {
   /** Applies one script as one transaction; throws DataplaneError, leaving the ruleset as it was. */
   apply(script: string): void;
+}
+
+/** Why a transaction failed, in nft's words; nothing of it was applied. */
+function rejection(code: number, stderr: string, netns: string | undefined): DataplaneError {
+  if (code === 127) return new DataplaneError('nft is not installed (Debian package nftables)');
+  const where = netns ? ` in network namespace ${netns}` : '';
+  return new DataplaneError(
+    `nft rejected the transaction${where}; the previous ruleset is in place:\n${stderr.trim()}`,
+  );
 }
 
 /** Runs `nft -f -`, in a network namespace when given. */
@@ -29,13 +38,7 @@ export function nftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner {
     apply(script: string): void {
       if (script.trim() === '') return;
       const result = runSync('nft', ['-f', '-'], { ...options, input: script });
-      if (result.code === 127) throw new DataplaneError('nft is not installed (Debian package nftables)');
-      if (result.code !== 0) {
-        const where = options.netns ? ` in network namespace ${options.netns}` : '';
-        throw new DataplaneError(
-          `nft rejected the transaction${where}; the previous ruleset is in place:\n${result.stderr.trim()}`,
-        );
-      }
+      if (result.code !== 0) throw rejection(result.code, result.stderr, options.netns);
     },
   };
 }
@@ -78,14 +81,7 @@ export function persistentNftRunner(options: Pick<ExecOptions, 'netns'> = {}): N
       const stderr = code === 0 ? '' : readFileSync(`${file}.err`, 'utf8');
       rmSync(file, { force: true });
       rmSync(`${file}.err`, { force: true });
-      if (code === 127 || /not found/.test(stderr))
-        throw new DataplaneError('nft is not installed (Debian package nftables)');
-      if (code !== 0) {
-        const where = options.netns ? ` in network namespace ${options.netns}` : '';
-        throw new DataplaneError(
-          `nft rejected the transaction${where}; the previous ruleset is in place:\n${stderr.trim()}`,
-        );
-      }
+      if (code !== 0) throw rejection(/not found/.test(stderr) ? 127 : code, stderr, options.netns);
     },
     close(): void {
       if (closed) return;
@@ -106,23 +102,4 @@ export function recordingRunner(): NftRunner & { readonly scripts: string[] } {
       scripts.push(script);
     },
   };
-}
-
-/** Lists one table as text (`nft list table`), or undefined when it does not exist. */
-export async function listTable(
-  family: string,
-  name: string,
-  options: Pick<ExecOptions, 'netns'> = {},
-): Promise<string | undefined> {
-  const result = await run('nft', ['list', 'table', family, name], options);
-  return result.code === 0 ? result.stdout : undefined;
-}
-
-/** Deletes one table if it exists. */
-export async function deleteTable(
-  family: string,
-  name: string,
-  options: Pick<ExecOptions, 'netns'> = {},
-): Promise<void> {
-  await run('nft', ['delete', 'table', family, name], options);
 }

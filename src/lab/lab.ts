@@ -17,7 +17,7 @@ import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
 import { NftablesRenderer, NodeFleetRenderer } from '../renderers/nftables/index.ts';
 import { ClusterState } from '../state/index.ts';
-import { deleteTable, isRoot, nftRunner, type NftRunner } from '../dataplane/index.ts';
+import { isRoot, nftRunner } from '../dataplane/index.ts';
 import { AgentClient } from './agent-client.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
 import { LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
@@ -65,7 +65,6 @@ export class Lab {
     private readonly dir: string,
     private cluster: Cluster,
     private readonly pipeline: PolicyPipeline,
-    private readonly renderers: ReadonlyMap<string, NftablesRenderer>,
     private readonly clients: ReadonlyMap<string, AgentClient>,
   ) {}
 
@@ -82,10 +81,6 @@ export class Lab {
     const client = this.clients.get(pod);
     if (!client) throw new LabError(`no pod ${pod} in lab ${this.plan.name}`);
     return client;
-  }
-
-  renderer(node: string): NftablesRenderer | undefined {
-    return this.renderers.get(node);
   }
 
   /**
@@ -163,17 +158,17 @@ export class Lab {
   private static assemble(state: LabState, dir: string, adopt: boolean): Lab {
     const loaded = loadFromObjects(state.objects, 'lab');
     const store = new ClusterState();
+    // Re-attaching: the first (whole-table) commit describes what the kernel already holds, so
+    // it is taken as applied without sending it; later commits are incremental.
+    let attaching = adopt;
     const renderers = new Map<string, NftablesRenderer>();
-    const runners = new Map<string, { runner: NftRunner; quiet: boolean }>();
     for (const node of state.plan.nodes) {
       const real = nftRunner({ netns: node.netns });
-      const switchable = { quiet: adopt, runner: real };
-      runners.set(node.name, switchable);
       renderers.set(
         node.name,
         new NftablesRenderer({
           state: store,
-          runner: { apply: (script) => (switchable.quiet ? undefined : real.apply(script)) },
+          runner: { apply: (script) => (attaching ? undefined : real.apply(script)) },
           allowNodeLocal: state.allowNodeLocal,
           recheckFlows: state.killDenied,
         }),
@@ -181,9 +176,9 @@ export class Lab {
     }
     const pipeline = new PolicyPipeline({ state: store, renderers: [new NodeFleetRenderer(renderers)] });
     pipeline.apply({ type: 'resync', cluster: loaded.cluster });
-    for (const r of runners.values()) r.quiet = false;
+    attaching = false;
     const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
-    return new Lab(state, dir, loaded.cluster, pipeline, renderers, clients);
+    return new Lab(state, dir, loaded.cluster, pipeline, clients);
   }
 
   private async connectAgents(): Promise<void> {
@@ -255,18 +250,13 @@ export class Lab {
     };
   }
 
-  /** Removes Palisade's table from every node (policy off), keeping the lab up. */
-  async unenforce(): Promise<void> {
-    for (const node of this.plan.nodes) await deleteTable('inet', 'palisade', { netns: node.netns });
-    for (const renderer of this.renderers.values()) renderer.forgetApplied();
-  }
-
   policyKeys(): string[] {
     return this.cluster.policies.map(policyKey);
   }
 }
 
-function requireRoot(): void {
+/** The lab changes network namespaces and nftables: root only, said in one line. */
+export function requireRoot(): void {
   if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
 }
 

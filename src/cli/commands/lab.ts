@@ -4,15 +4,14 @@
  */
 import { Command } from 'commander';
 import { hasErrors } from '../../model/diagnostics.ts';
-import { isRoot } from '../../dataplane/index.ts';
 import {
   defaultPorts,
   formatApplyReport,
   formatPlan,
   formatProbeReport,
   Lab,
-  LabError,
   probeLab,
+  requireRoot,
   type ProbePort,
   type Transport,
 } from '../../lab/index.ts';
@@ -30,10 +29,6 @@ const nameOption = (command: Command): Command =>
   command
     .option('--name <name>', 'the lab to act on', 'palisade')
     .option('--state-dir <path>', 'where labs keep their state', '/run/palisade/lab');
-
-function requireRoot(): void {
-  if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
-}
 
 export function labCommand(io: CliIo, done: (code: number) => void): Command {
   const lab = new Command('lab').description(

@@ -171,17 +171,6 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     return { script: planned.script, full: planned.full, operations: planned.operations.length };
   }
 
-  /** Takes the desired state as already in the kernel (re-attaching to a table applied earlier). */
-  adoptApplied(): void {
-    this.applied = cloneObjects(this.desired);
-    this.dirty.clear();
-  }
-
-  /** Forgets what is applied: the next commit replaces the whole table. */
-  forgetApplied(): void {
-    this.applied = undefined;
-  }
-
   private reset(): void {
     for (const id of [...this.pods.keys()]) this.renderPod({ id, ips: [] }, undefined);
     this.applied = undefined;
