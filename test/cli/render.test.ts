@@ -3,9 +3,10 @@
  * ruleset applied to a scratch network namespace.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { isRoot, run } from '../../src/dataplane/index.ts';
 import { cli } from '../helpers/cli.ts';
+import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +17,9 @@ const SHOP = [
   'examples/shop/namespaces.yaml',
   'examples/shop/policies-shop.yaml',
 ];
-const NETNS = `palisade-render-test-${process.pid}`;
+/** `palisade render --target nftables --node node-1 …` on the running shop. */
+const nftablesNode1 = (...args: string[]) =>
+  cli(['render', '--target', 'nftables', '--node', 'node-1', ...args, ...SHOP]);
 
 describe('palisade render', () => {
   it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
@@ -26,35 +29,16 @@ describe('palisade render', () => {
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);
-    const output = await cli(['render', '--target', 'nftables', '--node', 'node-1', '-o', 'json', ...SHOP]);
+    const output = await nftablesNode1('-o', 'json');
     assert.equal(output.code, 2);
     assert.match(output.stderr, /--output must be one of text/);
-    const cidr = await cli([
-      'render',
-      '--target',
-      'nftables',
-      '--node',
-      'node-1',
-      '--pod-cidr',
-      '10.244.1.0/33',
-      ...SHOP,
-    ]);
+    const cidr = await nftablesNode1('--pod-cidr', '10.244.1.0/33');
     assert.equal(cidr.code, 2);
     assert.match(cidr.stderr, /--pod-cidr 10\.244\.1\.0\/33/);
   });
 
   it('prints counts with --stats and fail-closed guards for --pod-cidr', async () => {
-    const result = await cli([
-      'render',
-      '--target',
-      'nftables',
-      '--node',
-      'node-1',
-      '--pod-cidr',
-      '10.244.1.0/24',
-      '--stats',
-      ...SHOP,
-    ]);
+    const result = await nftablesNode1('--pod-cidr', '10.244.1.0/24', '--stats');
     assert.equal(result.code, 0);
     assert.match(result.stderr, /^\d+ chains, \d+ rules, \d+ sets, \d+ set elements, 16 dispatch entries\n$/);
     assert.match(result.stdout, /elements = \{ 10\.244\.1\.0\/24 \}/);
@@ -64,28 +48,13 @@ describe('palisade render', () => {
 
 describe(
   'palisade render --apply',
-  { skip: isRoot() ? false : 'skipped: --apply needs root (a scratch network namespace)' },
+  { skip: needsRoot('applying rulesets (a scratch network namespace)') },
   () => {
-    before(async () => {
-      await run('ip', ['netns', 'add', NETNS]);
-    });
-    after(async () => {
-      await run('ip', ['netns', 'delete', NETNS]);
-    });
+    const NETNS = scratchNetns('palisade-render-test');
 
     it('applies the table in the given namespace, and again (atomic replace) without error', async () => {
       for (let i = 0; i < 2; i++) {
-        const result = await cli([
-          'render',
-          '--target',
-          'nftables',
-          '--node',
-          'node-1',
-          '--apply',
-          '--netns',
-          NETNS,
-          ...SHOP,
-        ]);
+        const result = await nftablesNode1('--apply', '--netns', NETNS);
         assert.equal(result.code, 0, result.stderr);
         assert.equal(result.stdout, 'applied table inet palisade for node node-1\n');
       }
@@ -94,17 +63,7 @@ describe(
     });
 
     it('reports a namespace that does not exist as nft failing, without a stack trace', async () => {
-      const result = await cli([
-        'render',
-        '--target',
-        'nftables',
-        '--node',
-        'node-1',
-        '--apply',
-        '--netns',
-        'palisade-no-such-netns',
-        ...SHOP,
-      ]);
+      const result = await nftablesNode1('--apply', '--netns', 'palisade-no-such-netns');
       assert.equal(result.code, 1);
       assert.match(
         result.stderr,

@@ -203,19 +203,7 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
           },
         });
       });
-      policies.forEach((p, i) => {
-        objects.push({
-          apiVersion: 'networking.k8s.io/v1',
-          kind: 'NetworkPolicy',
-          metadata: { name: `pol${i}`, namespace: p.namespace },
-          spec: {
-            podSelector: p.podSelector,
-            ...(p.policyTypes ? { policyTypes: p.policyTypes } : {}),
-            ...(p.ingress.length ? { ingress: p.ingress } : {}),
-            ...(p.egress.length ? { egress: p.egress } : {}),
-          },
-        });
-      });
+      objects.push(...policies.map(policyObject));
       return objects;
     });
 }
@@ -231,17 +219,22 @@ export const EXTERNAL_IPS = [
 
 /** Random NetworkPolicies alone (namespaces a, b, c; the labels above), for a fixed cluster. */
 export function policiesArb(maxPolicies = 4): fc.Arbitrary<Raw[]> {
-  return fc.array(policyArb, { maxLength: maxPolicies }).map((policies) =>
-    policies.map((p, i) => ({
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: { name: `pol${i}`, namespace: p.namespace },
-      spec: {
-        podSelector: p.podSelector,
-        ...(p.policyTypes ? { policyTypes: p.policyTypes } : {}),
-        ...(p.ingress.length ? { ingress: p.ingress } : {}),
-        ...(p.egress.length ? { egress: p.egress } : {}),
-      },
-    })),
-  );
+  return fc.array(policyArb, { maxLength: maxPolicies }).map((policies) => policies.map(policyObject));
 }
+
+/** A generated policy as a NetworkPolicy object named `pol<i>`. */
+function policyObject(p: PolicyShape, i: number): Raw {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: `pol${i}`, namespace: p.namespace },
+    spec: {
+      podSelector: p.podSelector,
+      ...(p.policyTypes ? { policyTypes: p.policyTypes } : {}),
+      ...(p.ingress.length ? { ingress: p.ingress } : {}),
+      ...(p.egress.length ? { egress: p.egress } : {}),
+    },
+  };
+}
+
+type PolicyShape = typeof policyArb extends fc.Arbitrary<infer T> ? T : never;

@@ -61,13 +61,29 @@ function cacheFor(
   return { cache, state };
 }
 
+/** Every node's rendered ACLs. */
+export function aclsPerNode(cluster: Cluster): Map<string, Acl[]> {
+  return new Map(
+    nodesOf(cluster).map((node) => {
+      const { cache, state } = cacheFor(cluster, node, 'ingress');
+      return [node, [...renderAcls(cache.snapshot, state).acls]];
+    }),
+  );
+}
+
+/** Every node's rendered session rules. */
+export function sessionRulesPerNode(cluster: Cluster): Map<string, SessionRendering> {
+  return new Map(
+    nodesOf(cluster).map((node) => {
+      const { cache, state } = cacheFor(cluster, node, 'egress');
+      return [node, renderSessionRules(cache.snapshot, state)];
+    }),
+  );
+}
+
 /** VPP ACL: towards a pod, its TAP's egress ACLs; leaving a node, the uplinks' global ACL. */
 export function vppAclVerdicts(cluster: Cluster): (packet: VerdictPacket) => boolean {
-  const nodes = new Map<string, Acl[]>();
-  for (const node of nodesOf(cluster)) {
-    const { cache, state } = cacheFor(cluster, node, 'ingress');
-    nodes.set(node, [...renderAcls(cache.snapshot, state).acls]);
-  }
+  const nodes = aclsPerNode(cluster);
   const { podAt, ownNode } = topology(cluster);
   return (packet) => {
     const src = podAt(packet.src);
@@ -83,11 +99,7 @@ export function vppAclVerdicts(cluster: Cluster): (packet: VerdictPacket) => boo
 
 /** VPPTCP: the source namespace's local table; the receiving node's global table unless same node. */
 export function vpptcpVerdicts(cluster: Cluster): (packet: VerdictPacket) => boolean {
-  const nodes = new Map<string, SessionRendering>();
-  for (const node of nodesOf(cluster)) {
-    const { cache, state } = cacheFor(cluster, node, 'egress');
-    nodes.set(node, renderSessionRules(cache.snapshot, state));
-  }
+  const nodes = sessionRulesPerNode(cluster);
   const { podAt, ownNode } = topology(cluster);
   return (packet) => {
     if (packet.protocol === 'SCTP') throw new Error('VPPTCP does not police SCTP');

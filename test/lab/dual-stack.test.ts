@@ -4,36 +4,26 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadCluster } from '../../src/ingest/index.ts';
-import { isRoot } from '../../src/dataplane/index.ts';
-import { Lab, probeLab } from '../../src/lab/index.ts';
+import { probeLab, type Lab } from '../../src/lab/index.ts';
+import { needsRoot, startLab } from '../helpers/kernel.ts';
 
-const SKIP = isRoot() ? false : 'skipped: the lab needs root (network namespaces and nftables)';
-
-describe('the lab, dual-stack', { skip: SKIP }, () => {
+describe('the lab, dual-stack', { skip: needsRoot('the lab (network namespaces and nftables)') }, () => {
   let lab: Lab;
-  let stateRoot: string;
+  let down: (() => Promise<void>) | undefined;
 
   before(async () => {
-    stateRoot = mkdtempSync(join(tmpdir(), 'palisade-lab6-'));
     const loaded = await loadCluster([join(import.meta.dirname, '..', 'fixtures', 'lab', 'dual-stack.yaml')]);
-    lab = await Lab.up(
-      `d${process.pid % 100000}`,
+    ({ lab, down } = await startLab(
+      'd',
       loaded.rawObjects.map((r) => r.value as object),
       loaded.cluster,
-      { stateRoot },
-    );
+    ));
   });
 
   after(async () => {
-    if (lab) {
-      lab.close();
-      await Lab.down(lab.plan.name, { stateRoot });
-    }
-    rmSync(stateRoot, { recursive: true, force: true });
+    await down?.();
   });
 
   it('probes IPv4 and IPv6 separately and agrees with the evaluator on both', async () => {

@@ -4,20 +4,21 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { loadCluster } from '../../src/ingest/index.ts';
-import { isRoot, run } from '../../src/dataplane/index.ts';
+import { run } from '../../src/dataplane/index.ts';
 import { evaluate, indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
-import { Lab, probeLab, type ProbePort, type ProbeResult } from '../../src/lab/index.ts';
+import { probeLab, type Lab, type ProbePort, type ProbeResult } from '../../src/lab/index.ts';
 import { policiesArb } from '../helpers/arbitraries.ts';
 import { cli } from '../helpers/cli.ts';
+import { policy } from '../helpers/builders.ts';
+import { needsRoot, startLab } from '../helpers/kernel.ts';
 
-const SKIP = isRoot() ? false : 'skipped: the lab needs root (network namespaces and nftables)';
+const SKIP = needsRoot('the lab (network namespaces and nftables)');
 const PORTS: ProbePort[] = [
   { port: 80, protocol: 'TCP' },
   { port: 80, protocol: 'UDP' },
@@ -28,13 +29,6 @@ const TIMEOUT_MS = 400;
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 const fixture = (name: string): string => join(import.meta.dirname, '..', 'fixtures', 'lab', name);
 
-const policy = (namespace: string, name: string, spec: object): object => ({
-  apiVersion: 'networking.k8s.io/v1',
-  kind: 'NetworkPolicy',
-  metadata: { name, namespace },
-  spec,
-});
-
 function describeDisagreements(results: readonly ProbeResult[]): string {
   return results
     .map((r) => `${r.from} → ${r.to} ${r.protocol}/${r.port}: kernel ${r.observed}, evaluator ${r.expected}`)
@@ -44,24 +38,19 @@ function describeDisagreements(results: readonly ProbeResult[]): string {
 describe('the lab', { skip: SKIP }, () => {
   let lab: Lab;
   let stateRoot: string;
+  let down: (() => Promise<void>) | undefined;
 
   before(async () => {
-    stateRoot = mkdtempSync(join(tmpdir(), 'palisade-lab-'));
     const loaded = await loadCluster([fixture('cluster.yaml')]);
-    lab = await Lab.up(
-      `t${process.pid % 100000}`,
+    ({ lab, stateRoot, down } = await startLab(
+      't',
       loaded.rawObjects.map((r) => r.value as object),
       loaded.cluster,
-      { stateRoot },
-    );
+    ));
   });
 
   after(async () => {
-    if (lab) {
-      lab.close();
-      await Lab.down(lab.plan.name, { stateRoot });
-    }
-    rmSync(stateRoot, { recursive: true, force: true });
+    await down?.();
   });
 
   const probe = async (): Promise<ProbeResult[]> => {

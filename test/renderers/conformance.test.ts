@@ -8,13 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { Cluster } from '../../src/model/types.ts';
-import { isRoot } from '../../src/dataplane/index.ts';
-import { Lab, probeLab } from '../../src/lab/index.ts';
+import { probeLab } from '../../src/lab/index.ts';
+import { needsRoot, startLab } from '../helpers/kernel.ts';
 import { clusterOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
@@ -214,11 +213,9 @@ describe('renderer conformance', () => {
       for (const renderer of RENDERERS) it(renderer, () => checkInProcess(renderer, clusterOf(objects())));
       it(
         'nftables (kernel, through the lab)',
-        { skip: isRoot() ? false : 'skipped: needs root (network namespaces and nftables)' },
+        { skip: needsRoot('the lab (network namespaces and nftables)') },
         async () => {
-          const cluster = clusterOf(objects());
-          const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-conf-'));
-          const lab = await Lab.up(`c${process.pid % 100000}`, objects(), cluster, { stateRoot });
+          const { lab, down } = await startLab('c', objects(), clusterOf(objects()));
           try {
             const report = await probeLab(
               lab,
@@ -231,9 +228,7 @@ describe('renderer conformance', () => {
             );
             assert.deepEqual(report.disagreements, []);
           } finally {
-            lab.close();
-            await Lab.down(lab.plan.name, { stateRoot });
-            rmSync(stateRoot, { recursive: true, force: true });
+            await down();
           }
         },
       );

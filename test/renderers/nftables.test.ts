@@ -4,7 +4,7 @@
  * histories and ends up holding exactly the renderer's model.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { canonicalTable } from '../../src/configurator/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
@@ -14,7 +14,6 @@ import { ClusterState } from '../../src/state/index.ts';
 import { NftablesRenderer, NodeFleetRenderer, renderTableChain } from '../../src/renderers/nftables/index.ts';
 import {
   DataplaneError,
-  isRoot,
   nftRunner,
   persistentNftRunner,
   recordingRunner,
@@ -22,6 +21,7 @@ import {
   type NftRunner,
 } from '../../src/dataplane/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
+import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
@@ -170,17 +170,11 @@ describe('nftables transactions', () => {
   });
 });
 
-const NETNS = `palisade-nft-test-${process.pid}`;
 describe(
   'nftables in the kernel',
-  { skip: isRoot() ? false : 'skipped: applying rulesets needs root (a scratch network namespace)' },
+  { skip: needsRoot('applying rulesets (a scratch network namespace)') },
   () => {
-    before(async () => {
-      await run('ip', ['netns', 'add', NETNS]);
-    });
-    after(async () => {
-      await run('ip', ['netns', 'delete', NETNS]);
-    });
+    const NETNS = scratchNetns('palisade-nft-test');
 
     it('applies through the persistent helper, reports what nft rejects, and keeps the table', async () => {
       const helper = persistentNftRunner({ netns: NETNS });

@@ -7,21 +7,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { stateGroupLookup } from '../../src/configurator/index.ts';
-import type { Cluster } from '../../src/model/types.ts';
-import { PolicyPipeline } from '../../src/pipeline/index.ts';
-import { ClusterState } from '../../src/state/index.ts';
-import { RendererCache } from '../../src/renderers/cache/index.ts';
 import {
   aclTransaction,
   interfaceAllows,
   podInterface,
   ReflectionSessions,
-  renderAcls,
-  type Acl,
 } from '../../src/renderers/vpp-acl/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
-import { vppAclVerdicts } from '../helpers/renderer-verdicts.ts';
+import { aclsPerNode, vppAclVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
@@ -32,18 +25,6 @@ const parse = (text: string): IpAddress => {
   assert.ok(parsed.ok);
   return parsed.value;
 };
-
-function renderNodes(cluster: Cluster): Map<string, Acl[]> {
-  const nodes = new Set(cluster.endpoints.map((e) => e.node ?? ''));
-  const result = new Map<string, Acl[]>();
-  for (const node of nodes) {
-    const state = new ClusterState();
-    const cache = new RendererCache({ side: 'ingress', groups: stateGroupLookup(state) });
-    new PolicyPipeline({ state, node, renderers: [cache] }).apply({ type: 'resync', cluster });
-    result.set(node, [...renderAcls(cache.snapshot, state).acls]);
-  }
-  return result;
-}
 
 describe('VPP ACL renderer', () => {
   it('rendered ACLs ≡ reference evaluator on random clusters (SCTP with ports: never more)', () => {
@@ -88,7 +69,7 @@ describe('VPP ACL renderer', () => {
         },
       },
     ];
-    const before = renderNodes(clusterOf(objects)).get('n1') ?? [];
+    const before = aclsPerNode(clusterOf(objects)).get('n1') ?? [];
     const local = before.filter((a) => a.name.startsWith('local-'));
     assert.equal(local.length, 2, 'web pods share one ACL, db has its own');
     assert.deepEqual(local.find((a) => a.interfaces.egress.length === 2)?.interfaces.egress, [
@@ -115,7 +96,7 @@ describe('VPP ACL renderer', () => {
     const relabelled = objects.map((o) =>
       o.metadata.name === 'z' ? { ...o, metadata: { ...o.metadata, labels: { app: 'web' } } } : o,
     );
-    const after = renderNodes(clusterOf(relabelled)).get('n1') ?? [];
+    const after = aclsPerNode(clusterOf(relabelled)).get('n1') ?? [];
     const txn = aclTransaction(before, after);
     assert.ok(txn.update.length > 0 && txn.update.length < after.length, 'only changed ACLs are updated');
     assert.equal(txn.add.length, 0);
@@ -132,7 +113,7 @@ describe('VPP ACL renderer', () => {
         policyTypes: ['Ingress'],
       }),
     ];
-    const acls = renderNodes(clusterOf(objects)).get('n1') ?? [];
+    const acls = aclsPerNode(clusterOf(objects)).get('n1') ?? [];
     const client = parse('10.0.0.1');
     const server = parse('10.0.0.2');
     const packet = { src: client, dst: server, protocol: 'TCP' as const, port: 80 };

@@ -7,25 +7,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { stateGroupLookup } from '../../src/configurator/index.ts';
 import { parseIp, type IpAddress } from '../../src/net/ip.ts';
-import type { Cluster } from '../../src/model/types.ts';
-import { PolicyPipeline } from '../../src/pipeline/index.ts';
-import { ClusterState } from '../../src/state/index.ts';
-import { RendererCache } from '../../src/renderers/cache/index.ts';
 import {
   localAllows,
-  renderSessionRules,
   sessionTransaction,
   SCOPE_GLOBAL,
   SCOPE_LOCAL,
   ACTION_ALLOW,
   ACTION_DENY,
   type SessionRule,
-  type SessionRendering,
 } from '../../src/renderers/vpptcp/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
-import { vpptcpVerdicts } from '../helpers/renderer-verdicts.ts';
+import { sessionRulesPerNode, vpptcpVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 
@@ -35,18 +28,6 @@ const ip = (text: string): IpAddress => {
   assert.ok(parsed.ok);
   return parsed.value;
 };
-
-function renderNodes(cluster: Cluster): Map<string, SessionRendering> {
-  const nodes = new Set(cluster.endpoints.map((e) => e.node ?? ''));
-  const result = new Map<string, SessionRendering>();
-  for (const node of nodes) {
-    const state = new ClusterState();
-    const cache = new RendererCache({ side: 'egress', groups: stateGroupLookup(state) });
-    new PolicyPipeline({ state, node, renderers: [cache] }).apply({ type: 'resync', cluster });
-    result.set(node, renderSessionRules(cache.snapshot, state));
-  }
-  return result;
-}
 
 describe('VPPTCP renderer', () => {
   it('session rules ≡ reference evaluator on random clusters (TCP and UDP)', () => {
@@ -104,7 +85,7 @@ describe('VPPTCP renderer', () => {
         ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 5432 }] }],
       }),
     ];
-    const before = renderNodes(clusterOf(objects)).get('n1');
+    const before = sessionRulesPerNode(clusterOf(objects)).get('n1');
     assert.ok(before);
     assert.deepEqual(before.namespaces, [
       { pod: 'a/db', appns_index: 1 },
@@ -124,7 +105,7 @@ describe('VPPTCP renderer', () => {
         ingress: [{ ports: [{ port: 5432 }] }],
       }),
     ];
-    const after = renderNodes(clusterOf(widened)).get('n1');
+    const after = sessionRulesPerNode(clusterOf(widened)).get('n1');
     assert.ok(after);
     const txn = sessionTransaction(before.rules, after.rules);
     assert.ok(txn.add.length > 0 && txn.add.length < after.rules.length);
