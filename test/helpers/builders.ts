@@ -8,7 +8,7 @@ import type { Cluster, Endpoint, Semantics } from '../../src/model/types.ts';
 import { evaluate } from '../../src/semantics/evaluate.ts';
 import { indexCluster } from '../../src/semantics/match.ts';
 import type { Address, Connection, EvaluateOptions, Verdict } from '../../src/semantics/types.ts';
-import { parseIp } from '../../src/net/ip.ts';
+import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 import type { Protocol } from '../../src/model/types.ts';
 
 export type Raw = Record<string, unknown>;
@@ -81,13 +81,18 @@ export function endpoint(cluster: Cluster, id: string): Endpoint {
   return found;
 }
 
+/** An IP address from its text (a test's own constant: a bad one is a bug in the test). */
+export function ipOf(text: string): IpAddress {
+  const ip = parseIp(text);
+  if (!ip.ok) throw new Error(`not an IP address: ${text}`);
+  return ip.value;
+}
+
 /** `ns/name` → the endpoint; anything else is read as an IP address. */
 export function addr(cluster: Cluster, text: string): Address {
   const found = cluster.endpoints.find((e) => e.id === text);
   if (found) return { kind: 'endpoint', endpoint: found };
-  const ip = parseIp(text);
-  if (!ip.ok) throw new Error(`not an endpoint or IP: ${text}`);
-  return { kind: 'ip', ip: ip.value };
+  return { kind: 'ip', ip: ipOf(text) };
 }
 
 export function verdict(

@@ -15,17 +15,10 @@ import {
 } from '../../src/renderers/vpp-acl/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { aclsPerNode, vppAclVerdicts } from '../helpers/renderer-verdicts.ts';
-import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
-import { parseIp, type IpAddress } from '../../src/net/ip.ts';
+import { clusterOf, namespace, pod, policy, ipOf } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
-const parse = (text: string): IpAddress => {
-  const parsed = parseIp(text);
-  assert.ok(parsed.ok);
-  return parsed.value;
-};
-
 describe('VPP ACL renderer', () => {
   it('rendered ACLs ≡ reference evaluator on random clusters (SCTP with ports: never more)', () => {
     fc.assert(
@@ -114,8 +107,8 @@ describe('VPP ACL renderer', () => {
       }),
     ];
     const acls = aclsPerNode(clusterOf(objects)).get('n1') ?? [];
-    const client = parse('10.0.0.1');
-    const server = parse('10.0.0.2');
+    const client = ipOf('10.0.0.1');
+    const server = ipOf('10.0.0.2');
     const packet = { src: client, dst: server, protocol: 'TCP' as const, port: 80 };
     const sessions = new ReflectionSessions();
     const reply = { server, client, protocol: 'TCP' as const, port: 80 };

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 import {
   localAllows,
   sessionTransaction,
@@ -19,16 +18,10 @@ import {
 } from '../../src/renderers/vpptcp/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { sessionRulesPerNode, vpptcpVerdicts } from '../helpers/renderer-verdicts.ts';
-import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
+import { clusterOf, namespace, pod, policy, ipOf } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
-const ip = (text: string): IpAddress => {
-  const parsed = parseIp(text);
-  assert.ok(parsed.ok);
-  return parsed.value;
-};
-
 describe('VPPTCP renderer', () => {
   it('session rules ≡ reference evaluator on random clusters (TCP and UDP)', () => {
     fc.assert(
@@ -66,8 +59,8 @@ describe('VPPTCP renderer', () => {
     });
     const rules = [rule('10.0.0.0/8', 80, true), rule('10.0.0.5/32', 0, false)];
     const packet = (dst: string) => ({
-      src: ip('10.1.1.1'),
-      dst: ip(dst),
+      src: ipOf('10.1.1.1'),
+      dst: ipOf(dst),
       protocol: 'TCP' as const,
       port: 80,
     });
