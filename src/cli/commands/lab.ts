@@ -3,7 +3,6 @@
  * probed with real packets (`up`, `probe`, `apply`, `down`). Root only.
  */
 import { Command } from 'commander';
-import { hasErrors } from '../../model/diagnostics.ts';
 import {
   defaultPorts,
   formatApplyReport,
@@ -54,23 +53,18 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         if (!Number.isInteger(nodes) || nodes < 1 || nodes > 64)
           throw new UsageError('--nodes must be 1 to 64');
         const loaded = await loadInput(input, io);
-        reportDiagnostics(loaded.diagnostics, io, input.verbose);
-        if (hasErrors(loaded.diagnostics) && loaded.cluster.endpoints.length === 0)
-          return done(EXIT_FINDINGS);
-        const up = await Lab.up(
-          String(raw.name),
-          loaded.rawObjects.map((r) => r.value as object),
-          loaded.cluster,
-          {
-            stateRoot: String(raw.stateDir),
-            nodes,
-            allowNodeLocal: raw.nodeLocal !== false,
-            killDenied: raw.keepFlows !== true,
-          },
-        );
+        const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+        if (inputErrors && loaded.cluster.endpoints.length === 0) return done(EXIT_FINDINGS);
+        // Objects that failed validation were reported and are left out, as in `lab apply`.
+        const up = await Lab.up(String(raw.name), validObjects(loaded), loaded.cluster, {
+          stateRoot: String(raw.stateDir),
+          nodes,
+          allowNodeLocal: raw.nodeLocal !== false,
+          killDenied: raw.keepFlows !== true,
+        });
         io.stdout.write(formatPlan(up.plan, up.current.policies.length));
         up.close();
-        done(EXIT_OK);
+        done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }),
   );
 
