@@ -44,10 +44,11 @@ export function nftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner {
 }
 
 /**
- * The same through a small helper process started now, while this process is small: an agent
- * holding a large cluster pays tens of milliseconds to fork itself for every `nft`, the helper
- * (a shell reading transaction file names from a named pipe) pays about one. Still synchronous:
- * the answer is read from a second named pipe with a blocking read.
+ * The same through a small helper process started now, while this process is small, so that a
+ * process holding a large cluster does not fork itself for every `nft` (the helper, a shell
+ * reading transaction file names from a named pipe, forks nft). Measured at shape (a), nft's own
+ * reading of the table dominates either way. Still synchronous: the answer is read from a second
+ * named pipe with a blocking read.
  */
 export function persistentNftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner & { close(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'palisade-nft-'));
