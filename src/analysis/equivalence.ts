@@ -35,9 +35,22 @@ export function endpointClasses(
       }
     }
   }
+  // Cluster policies: subject and peer pod selectors, and networks as ipBlocks. Namespace
+  // selectors need nothing: the namespace is part of the signature. Nodes peers match node
+  // addresses, which only host-network endpoints have, and those are told apart by node below.
+  for (const policy of cluster.clusterPolicies) {
+    addSelector(policy.subject.podSelector);
+    for (const rule of [...policy.ingress, ...policy.egress]) {
+      for (const peer of rule.peers) {
+        if (peer.type === 'pods') addSelector(peer.podSelector);
+        if (peer.type !== 'networks') continue;
+        for (const cidr of peer.cidrs) ipBlocks.set(`${cidr.text}-`, { type: 'ipBlock', cidr, except: [] });
+      }
+    }
+  }
   const sortedKeys = [...labelKeys].sort();
   const blocks = [...ipBlocks.values()];
-  // The node only matters for node-local traffic, i.e. when host-network endpoints exist.
+  // The node only matters for node-local traffic and nodes peers, i.e. when host-network endpoints exist.
   const nodeMatters = endpoints.some((e) => e.hostNetwork);
 
   const classByKey = new Map<string, number>();

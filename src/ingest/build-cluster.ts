@@ -8,6 +8,7 @@ import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import {
   NAMESPACE_NAME_LABEL,
   type Cluster,
+  type ClusterPolicy,
   type Endpoint,
   type Namespace,
   type NetworkPolicy,
@@ -15,6 +16,8 @@ import {
   type SourceLocation,
 } from '../model/types.ts';
 import type { DecodedObject } from './types.ts';
+import { comparePolicies } from '../model/precedence.ts';
+import { priorityTies } from './priority-ties.ts';
 
 export interface IdentifiedObject {
   readonly identity: string;
@@ -51,10 +54,14 @@ export function buildCluster(objects: readonly IdentifiedObject[]): {
   const namespaces = new Map<string, Namespace>();
   const endpoints: Omit<Endpoint, 'id'>[] = [];
   const policies: NetworkPolicy[] = [];
+  const clusterPolicies: ClusterPolicy[] = [];
+  const declaredNodes = new Map<string, NodeInfo>();
   const nodeAddresses = new Map<string, IpAddress[]>();
   for (const object of latest.values()) {
     if (object.kind === 'Namespace') namespaces.set(object.namespace.name, object.namespace);
     else if (object.kind === 'NetworkPolicy') policies.push(object.policy);
+    else if (object.kind === 'ClusterPolicy') clusterPolicies.push(object.policy);
+    else if (object.kind === 'Node') declaredNodes.set(object.node.name, object.node);
     else {
       endpoints.push(object.endpoint);
       if (object.endpoint.node) addNodeAddresses(nodeAddresses, object.endpoint.node, object.hostIps);
@@ -81,19 +88,15 @@ export function buildCluster(objects: readonly IdentifiedObject[]): {
     );
   }
 
-  const nodes = new Map<string, NodeInfo>();
-  for (const [name, addresses] of [...nodeAddresses].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    nodes.set(name, { name, addresses });
-  }
-  return {
-    cluster: {
-      namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
-      endpoints: assignIds(endpoints),
-      policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
-      nodes,
-    },
-    diagnostics,
+  const cluster: Cluster = {
+    namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+    endpoints: assignIds(endpoints),
+    policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
+    clusterPolicies: clusterPolicies.sort(comparePolicies),
+    nodes: mergeNodes(declaredNodes, nodeAddresses),
   };
+  diagnostics.push(...priorityTies(cluster));
+  return { cluster, diagnostics };
 }
 
 /** `ns/name` for every endpoint, with `[Kind]` added to workloads whose name a pod also uses. */
@@ -118,6 +121,27 @@ function compareKeys(ns1: string, n1: string, ns2: string, n2: string): number {
   return ns1 < ns2 ? -1 : ns1 > ns2 ? 1 : n1 < n2 ? -1 : n1 > n2 ? 1 : 0;
 }
 
+/**
+ * Node objects as given, plus nodes known only from pods (no labels). A pod's host IP that its
+ * Node object does not list is added to it: the pod saw it, so packets can come from it.
+ */
+function mergeNodes(
+  declared: ReadonlyMap<string, NodeInfo>,
+  fromPods: ReadonlyMap<string, readonly IpAddress[]>,
+): Map<string, NodeInfo> {
+  const names = [...new Set([...declared.keys(), ...fromPods.keys()])].sort();
+  const nodes = new Map<string, NodeInfo>();
+  for (const name of names) {
+    const node = declared.get(name);
+    const addresses = [...(node?.addresses ?? [])];
+    for (const ip of fromPods.get(name) ?? []) {
+      if (!addresses.some((a) => a.family === ip.family && a.value === ip.value)) addresses.push(ip);
+    }
+    nodes.set(name, { name, addresses, labels: node?.labels ?? {}, declared: node !== undefined });
+  }
+  return nodes;
+}
+
 function addNodeAddresses(nodes: Map<string, IpAddress[]>, node: string, texts: readonly string[]): void {
   const list = nodes.get(node) ?? [];
   for (const text of texts) {
@@ -135,5 +159,9 @@ function locationOf(object: DecodedObject): SourceLocation | undefined {
       return object.policy.location;
     case 'Endpoint':
       return object.endpoint.location;
+    case 'ClusterPolicy':
+      return object.policy.location;
+    case 'Node':
+      return undefined;
   }
 }

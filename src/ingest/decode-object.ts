@@ -9,6 +9,8 @@ import { DecodeContext } from './decode-context.ts';
 import { decodePod, decodeWorkload } from './decode-endpoint.ts';
 import { decodeNamespace } from './decode-namespace.ts';
 import { decodeNetworkPolicy } from './decode-policy.ts';
+import { decodeClusterPolicy } from './decode-cluster-policy.ts';
+import { decodeNode } from './decode-node.ts';
 import type { DecodedObject, RawObject } from './types.ts';
 
 /** apiVersions under which each workload kind has been served. */
@@ -21,6 +23,15 @@ const WORKLOAD_API_VERSIONS: Record<WorkloadKind, readonly string[]> = {
   Job: ['batch/v1'],
   CronJob: ['batch/v1', 'batch/v1beta1', 'batch/v2alpha1'],
 };
+
+/** Kinds without a namespace: their identity is `Kind name`. */
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'Node',
+  'AdminNetworkPolicy',
+  'BaselineAdminNetworkPolicy',
+  'ClusterNetworkPolicy',
+]);
 
 export interface DecodeOutcome {
   readonly object?: DecodedObject;
@@ -35,7 +46,7 @@ export function decodeObject(raw: RawObject): DecodeOutcome {
   const metadata = (value.metadata ?? {}) as Record<string, unknown>;
   const name = typeof metadata.name === 'string' ? metadata.name : '?';
   const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
-  const objectName = `${typeof kind === 'string' ? kind : 'object'} ${kind === 'Namespace' ? '' : `${namespace ?? 'default'}/`}${name}`;
+  const objectName = `${typeof kind === 'string' ? kind : 'object'} ${typeof kind === 'string' && CLUSTER_SCOPED.has(kind) ? '' : `${namespace ?? 'default'}/`}${name}`;
   const ctx = new DecodeContext(raw, objectName);
   if (typeof kind !== 'string' || typeof apiVersion !== 'string') {
     for (const field of ['apiVersion', 'kind'] as const) {
@@ -82,6 +93,17 @@ function decodeKnownKind(
     case 'NetworkPolicy': {
       const policy = decodeNetworkPolicy(ctx);
       return policy ? { kind: 'NetworkPolicy', policy } : undefined;
+    }
+    case 'AdminNetworkPolicy':
+    case 'BaselineAdminNetworkPolicy':
+    case 'ClusterNetworkPolicy': {
+      const policy = decodeClusterPolicy(ctx, kind, apiVersion);
+      return policy ? { kind: 'ClusterPolicy', policy } : undefined;
+    }
+    case 'Node': {
+      if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
+      const node = decodeNode(ctx);
+      return node ? { kind: 'Node', node } : undefined;
     }
   }
   const workload = WORKLOAD_KINDS.find((k) => k === kind);

@@ -128,3 +128,12 @@ export const cronJobSchema = z.looseObject({
 });
 
 export const namespaceSchema = z.looseObject({ metadata: metadataSchema });
+
+export const nodeSchema = z.looseObject({
+  metadata: metadataSchema,
+  status: z
+    .looseObject({
+      addresses: z.array(z.looseObject({ type: z.string(), address: z.string() })).nullish(),
+    })
+    .nullish(),
+});

@@ -4,6 +4,8 @@
  */
 import type {
   Cluster,
+  ClusterPolicy,
+  NodeInfo,
   Diagnostic,
   Namespace,
   Endpoint,
@@ -38,7 +40,9 @@ export type DecodedObject =
       readonly endpoint: Omit<Endpoint, 'id'>;
       readonly hostIps: readonly string[];
     }
-  | { readonly kind: 'NetworkPolicy'; readonly policy: NetworkPolicy };
+  | { readonly kind: 'NetworkPolicy'; readonly policy: NetworkPolicy }
+  | { readonly kind: 'ClusterPolicy'; readonly policy: ClusterPolicy }
+  | { readonly kind: 'Node'; readonly node: NodeInfo };
 
 /** An input file's text, with the name diagnostics should use for it. */
 export interface InputFile {

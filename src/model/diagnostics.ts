@@ -100,6 +100,49 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary: 'a rule with an empty from or ports list matched nothing under the proposal and was left out',
   },
   POD_NOT_RUNNING: { severity: 'info', summary: 'a pod in phase Succeeded or Failed was left out' },
+  // AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy
+  PRIORITY_INVALID: { severity: 'error', summary: 'priority is not an integer between 0 and 1000' },
+  TIER_INVALID: { severity: 'error', summary: 'a ClusterNetworkPolicy tier is not Admin or Baseline' },
+  ACTION_INVALID: { severity: 'error', summary: 'a rule action is not one its API allows' },
+  SUBJECT_INVALID: { severity: 'error', summary: 'a subject must set exactly one of namespaces and pods' },
+  PEER_INVALID: {
+    severity: 'error',
+    summary: 'a cluster policy peer sets more than one field, or one its direction does not allow',
+  },
+  PEER_FAIL_CLOSED: {
+    severity: 'warning',
+    summary:
+      'a peer has no field Palisade knows (newer API?); its rule fails closed: Allow matches nothing, Deny and Pass deny all',
+  },
+  PEER_SHAPE_DEPRECATED: {
+    severity: 'warning',
+    summary: 'a peer uses the v0.1.1 shape (namespaceSelector, sameLabels, notSameLabels); still understood',
+  },
+  API_LIMIT_EXCEEDED: {
+    severity: 'error',
+    summary: 'more rules, peers, ports or characters than the API allows',
+  },
+  CLUSTER_PORT_INVALID: {
+    severity: 'error',
+    summary: 'a cluster policy port or protocol entry sets none or several of its fields, or a bad range',
+  },
+  NAMED_PORT_NON_POD_PEER: {
+    severity: 'error',
+    summary: 'a named port cannot be used with networks, nodes or domainNames peers',
+  },
+  DOMAIN_NAME_INVALID: {
+    severity: 'error',
+    summary: 'a domainNames entry is not a domain name, or is used by a rule that is not Accept',
+  },
+  BANP_NAME_NOT_DEFAULT: {
+    severity: 'error',
+    summary: 'the single BaselineAdminNetworkPolicy must be named "default"',
+  },
+  PRIORITY_TIE: {
+    severity: 'warning',
+    summary:
+      'policies of one tier share a priority and select common pods; the API leaves their order open (Palisade orders them by a hash of Kind/name)',
+  },
 } as const satisfies Record<string, { severity: Severity; summary: string }>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CATALOGUE;

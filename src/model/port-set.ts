@@ -62,6 +62,20 @@ export function intersectPorts(a: PortSet, b: PortSet): PortSet {
   return { ranges };
 }
 
+/** The ports of `a` that are not in `b`. */
+export function subtractPorts(a: PortSet, b: PortSet): PortSet {
+  const complement: Record<Protocol, PortRange[]> = { TCP: [], UDP: [], SCTP: [] };
+  for (const protocol of PROTOCOLS) {
+    let next = MIN_PORT;
+    for (const [from, to] of b.ranges[protocol]) {
+      if (from > next) complement[protocol].push([next, from - 1]);
+      next = to + 1;
+    }
+    if (next <= MAX_PORT) complement[protocol].push([next, MAX_PORT]);
+  }
+  return intersectPorts(a, { ranges: complement });
+}
+
 export function portSetHas(set: PortSet, protocol: Protocol, port: number): boolean {
   return set.ranges[protocol].some(([from, to]) => port >= from && port <= to);
 }

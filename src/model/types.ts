@@ -8,6 +8,8 @@ import type { LabelSelector } from './selector.ts';
 
 export type { LabelSelector, LabelRequirement, SelectorOperator } from './selector.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
+export type * from './cluster-policy.ts';
+import type { ClusterPolicy } from './cluster-policy.ts';
 
 /** The seed proposal's namespace annotation for ingress isolation (`{"ingress":{"isolation":"DefaultDeny"}}`). */
 export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
@@ -77,10 +79,16 @@ export interface Endpoint {
   readonly location?: SourceLocation;
 }
 
-/** A node, as far as it can be known from pods' `spec.nodeName` and `status.hostIP(s)`. */
+/**
+ * A node: from a Node object (labels, `status.addresses`), and from pods' `spec.nodeName` and
+ * `status.hostIP(s)` when no Node object is given (then it has no labels).
+ */
 export interface NodeInfo {
   readonly name: string;
   readonly addresses: readonly IpAddress[];
+  readonly labels: Labels;
+  /** True when a Node object defined it (so its labels are known). */
+  readonly declared: boolean;
 }
 
 export interface SelectorPeer {
@@ -136,6 +144,8 @@ export interface Cluster {
   readonly namespaces: ReadonlyMap<string, Namespace>;
   readonly endpoints: readonly Endpoint[];
   readonly policies: readonly NetworkPolicy[];
+  /** AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy, in precedence order. */
+  readonly clusterPolicies: readonly ClusterPolicy[];
   readonly nodes: ReadonlyMap<string, NodeInfo>;
 }
 

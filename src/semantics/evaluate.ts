@@ -8,7 +8,8 @@ import type { NetworkPolicy, Semantics } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
 import { describeAddress, describeRule } from './describe.ts';
 import { listMatchesAll, peerMatches, portMatches, type ClusterIndex } from './match.ts';
-import { gateSide } from './side-gate.ts';
+import { networkPolicyGate, subjectGate, type OpenGate } from './side-gate.ts';
+import { walkTier } from './tiers.ts';
 import type {
   Address,
   Connection,
@@ -16,6 +17,7 @@ import type {
   RuleMatch,
   RuleMiss,
   SideVerdict,
+  TierStep,
   Verdict,
 } from './types.ts';
 
@@ -103,44 +105,102 @@ function evaluateSide(
   const semantics: Semantics = options.semantics ?? 'v1';
   const subject = direction === 'egress' ? connection.src : connection.dst;
   const other = direction === 'egress' ? connection.dst : connection.src;
-  const gate = gateSide(index, subject, other, direction, options);
-  if (gate.open) {
+  const gate = subjectGate(subject, direction);
+  if (gate.open) return openSide(direction, gate, []);
+  const { endpoint } = gate;
+  const walk: TierStep[] = [];
+  const admin = walkTier(index, 'Admin', endpoint, direction, connection, family);
+  walk.push(admin);
+  if (admin.outcome === 'allow' || admin.outcome === 'deny') {
+    return tierDecided(direction, endpoint.id, admin, walk, other, connection);
+  }
+  const np = networkPolicyGate(index, endpoint, other, direction, options);
+  if (!np.open) {
+    const matches: RuleMatch[] = [];
+    const misses: RuleMiss[] = [];
+    for (const policy of np.policies)
+      checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
+    const names = np.policies.map(policyKey);
+    const allowed = matches.length > 0;
+    const first = matches[0];
+    walk.push({
+      tier: 'NetworkPolicy',
+      outcome: allowed ? 'allow' : 'deny',
+      ...(first ? { policy: first.policy, rule: first.rule } : {}),
+      policies: names,
+    });
+    const isolatedBy =
+      names.length > 0
+        ? `isolated for ${direction} by ${names.join(', ')}`
+        : `isolated by its namespace's DefaultDeny`;
     return {
       direction,
-      ...(gate.endpoint ? { endpoint: gate.endpoint.id } : {}),
-      status: gate.status,
-      allowed: true,
-      isolated: false,
-      policies: [],
-      matches: [],
-      misses: [],
-      reason: gate.reason,
+      endpoint: endpoint.id,
+      status: allowed ? 'allowed-by-rule' : 'no-rule-matched',
+      allowed,
+      isolated: true,
+      policies: names,
+      matches,
+      misses,
+      walk,
+      reason: first
+        ? `allowed by ${first.policy} ${direction}[${first.rule}]`
+        : `${endpoint.id} is ${isolatedBy}, and no rule allows ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
     };
   }
-  const { endpoint, policies } = gate;
-  const matches: RuleMatch[] = [];
-  const misses: RuleMiss[] = [];
-  for (const policy of policies)
-    checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
-  const names = policies.map(policyKey);
-  const allowed = matches.length > 0;
-  const first = matches[0];
-  const isolatedBy =
-    names.length > 0
-      ? `isolated for ${direction} by ${names.join(', ')}`
-      : `isolated by its namespace's DefaultDeny`;
+  if (np.final) {
+    walk.push({ tier: 'NetworkPolicy', outcome: 'allow', policies: [] });
+    return openSide(direction, np, walk);
+  }
+  walk.push({ tier: 'NetworkPolicy', outcome: 'not-isolated', policies: [] });
+  const baseline = walkTier(index, 'Baseline', endpoint, direction, connection, family);
+  walk.push(baseline);
+  if (baseline.outcome === 'allow' || baseline.outcome === 'deny') {
+    return tierDecided(direction, endpoint.id, baseline, walk, other, connection);
+  }
+  walk.push({ tier: 'Default', outcome: 'allow', policies: [] });
+  return openSide(direction, np, walk);
+}
+
+/** A side no rule decided: open by status (outside, host network, not isolated…), allowed. */
+function openSide(direction: 'egress' | 'ingress', gate: OpenGate, walk: readonly TierStep[]): SideVerdict {
   return {
     direction,
-    endpoint: endpoint.id,
-    status: allowed ? 'allowed-by-rule' : 'no-rule-matched',
+    ...(gate.endpoint ? { endpoint: gate.endpoint.id } : {}),
+    status: gate.status,
+    allowed: true,
+    isolated: false,
+    policies: [],
+    matches: [],
+    misses: [],
+    walk,
+    reason: gate.reason,
+  };
+}
+
+/** A side decided by an Admin or Baseline rule. */
+function tierDecided(
+  direction: 'egress' | 'ingress',
+  endpoint: string,
+  step: TierStep,
+  walk: readonly TierStep[],
+  other: Address,
+  connection: Connection,
+): SideVerdict {
+  const allowed = step.outcome === 'allow';
+  const tier = step.tier === 'Admin' ? 'admin' : 'baseline';
+  const rule = `${step.policy} ${direction}[${step.rule}]${step.ruleName ? ` "${step.ruleName}"` : ''}`;
+  return {
+    direction,
+    endpoint,
+    status: `${allowed ? 'allowed' : 'denied'}-by-${tier}`,
     allowed,
-    isolated: true,
-    policies: names,
-    matches,
-    misses,
-    reason: first
-      ? `allowed by ${first.policy} ${direction}[${first.rule}]`
-      : `${endpoint.id} is ${isolatedBy}, and no rule allows ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
+    isolated: !allowed,
+    policies: step.policies,
+    matches: allowed && step.policy ? [{ policy: step.policy, rule: step.rule ?? -1 }] : [],
+    misses: [],
+    walk,
+    reason: `${allowed ? 'allowed' : 'denied'} by ${step.tier} tier rule ${rule} for ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
   };
 }
 

@@ -1,6 +1,10 @@
 /**
- * The first question for each side of a connection: is it subject to policy at all (in the
- * cluster, not host-networked, not node-local, isolated)? If so, which policies decide it.
+ * The questions before any rule for each side of a connection. First: is the side subject to
+ * policy at all (in the cluster, not host-networked)? Then, once the Admin tier has passed or not
+ * matched: is the pod isolated by NetworkPolicy, and by which policies? Traffic between a pod and
+ * its own node is a NetworkPolicy matter: an isolated pod always allows it, but cluster policy
+ * tiers judge it like any other traffic (the upstream conformance suite denies a pod's egress to
+ * its own node with an AdminNetworkPolicy or BaselineAdminNetworkPolicy nodes peer).
  * Shared by the single-connection evaluator and the port-set computation so they cannot drift.
  */
 import type { Endpoint, NetworkPolicy, Semantics } from '../model/types.ts';
@@ -8,23 +12,23 @@ import { describeAddress } from './describe.ts';
 import { isOwnNode, selectingPolicies, type ClusterIndex } from './match.ts';
 import type { Address, EvaluateOptions, SideStatus } from './types.ts';
 
-export type SideGate =
-  | {
-      readonly open: true;
-      readonly status: SideStatus;
-      readonly reason: string;
-      readonly endpoint?: Endpoint;
-    }
+export interface OpenGate {
+  readonly open: true;
+  readonly status: SideStatus;
+  readonly reason: string;
+  readonly endpoint?: Endpoint;
+  /** The NetworkPolicy tier allowed it for good (node-local traffic of an isolated pod); no Baseline tier. */
+  readonly final?: boolean;
+}
+
+export type SubjectGate = OpenGate | { readonly open: false; readonly endpoint: Endpoint };
+
+export type NetworkPolicyGate =
+  | OpenGate
   | { readonly open: false; readonly endpoint: Endpoint; readonly policies: readonly NetworkPolicy[] };
 
-export function gateSide(
-  index: ClusterIndex,
-  subject: Address,
-  other: Address,
-  direction: 'egress' | 'ingress',
-  options: EvaluateOptions,
-): SideGate {
-  const semantics: Semantics = options.semantics ?? 'v1';
+/** Whether any policy (of any tier) can apply to this side. */
+export function subjectGate(subject: Address, direction: 'egress' | 'ingress'): SubjectGate {
   if (subject.kind !== 'endpoint') {
     return {
       open: true,
@@ -33,13 +37,32 @@ export function gateSide(
     };
   }
   const endpoint = subject.endpoint;
-  const open = (status: SideStatus, reason: string): SideGate => ({ open: true, status, reason, endpoint });
   if (endpoint.hostNetwork) {
-    return open('host-network', `${endpoint.id} uses the host network and is not subject to NetworkPolicy`);
+    return {
+      open: true,
+      status: 'host-network',
+      reason: `${endpoint.id} uses the host network and is not subject to network policy`,
+      endpoint,
+    };
   }
-  if ((options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other)) {
-    return open('node-local', `traffic between ${endpoint.id} and its own node is always allowed`);
-  }
+  return { open: false, endpoint };
+}
+
+/** The NetworkPolicy tier: isolated pods are decided here; others go on to the Baseline tier. */
+export function networkPolicyGate(
+  index: ClusterIndex,
+  endpoint: Endpoint,
+  other: Address,
+  direction: 'egress' | 'ingress',
+  options: EvaluateOptions,
+): NetworkPolicyGate {
+  const semantics: Semantics = options.semantics ?? 'v1';
+  const open = (status: SideStatus, reason: string): NetworkPolicyGate => ({
+    open: true,
+    status,
+    reason,
+    endpoint,
+  });
   if (semantics === 'v1beta1-proposal') {
     if (direction === 'egress') {
       return open('egress-not-modelled', 'the v1beta1 proposal has no egress policy; egress is allowed');
@@ -54,6 +77,15 @@ export function gateSide(
   const policies = selectingPolicies(index, endpoint, direction, semantics);
   if (policies.length === 0 && semantics === 'v1') {
     return open('not-isolated', `no policy selects ${endpoint.id} for ${direction}, so it is not isolated`);
+  }
+  if ((options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other)) {
+    return {
+      open: true,
+      final: true,
+      status: 'node-local',
+      reason: `traffic between ${endpoint.id} and its own node is always allowed`,
+      endpoint,
+    };
   }
   return { open: false, endpoint, policies };
 }

@@ -12,6 +12,8 @@ export type Address =
       readonly kind: 'ip';
       readonly ip: IpAddress;
       /** Set when the IP is a node's address. */ readonly node?: string;
+      /** The domain name the user gave for this IP (`example.com=203.0.113.7`), for domainNames peers. */
+      readonly domain?: string;
     };
 
 export interface Connection {
@@ -57,7 +59,30 @@ export type SideStatus =
   | 'namespace-not-isolated' // v1beta1 proposal: the namespace has no DefaultDeny
   | 'egress-not-modelled' // v1beta1 proposal: there is no egress policy
   | 'allowed-by-rule'
-  | 'no-rule-matched';
+  | 'no-rule-matched'
+  | 'allowed-by-admin' // an Admin-tier Allow/Accept rule decided
+  | 'denied-by-admin' // an Admin-tier Deny rule (or a fail-closed rule) decided
+  | 'allowed-by-baseline'
+  | 'denied-by-baseline';
+
+/** The tiers a direction is evaluated in, in order. */
+export type TierName = 'Admin' | 'NetworkPolicy' | 'Baseline' | 'Default';
+
+/**
+ * One tier's part in a side's verdict: which policy and rule decided, passed, or that nothing
+ * matched there. The walk of a side lists the tiers visited until one decided.
+ */
+export interface TierStep {
+  readonly tier: TierName;
+  readonly outcome: 'allow' | 'deny' | 'pass' | 'no-match' | 'not-isolated';
+  /** `anp/name`, `cnp/name`, `banp/default`, or `ns/name` for NetworkPolicy. */
+  readonly policy?: string;
+  /** Index of the deciding rule in its policy's ingress or egress list. */
+  readonly rule?: number;
+  readonly ruleName?: string;
+  /** Policies of this tier that select the endpoint for this direction. */
+  readonly policies: readonly string[];
+}
 
 /** The verdict of one direction: egress from the source, or ingress into the destination. */
 export interface SideVerdict {
@@ -71,6 +96,8 @@ export interface SideVerdict {
   readonly policies: readonly string[];
   readonly matches: readonly RuleMatch[];
   readonly misses: readonly RuleMiss[];
+  /** The tiers visited, in order (empty when the side is not subject to policy at all). */
+  readonly walk: readonly TierStep[];
   /** One sentence for people. */
   readonly reason: string;
 }

@@ -1,0 +1,117 @@
+/**
+ * `convert --to v1alpha2`: AdminNetworkPolicy and BaselineAdminNetworkPolicy (v1alpha1, any peer
+ * shape) rewritten as ClusterNetworkPolicy (v1alpha2) with the same behaviour: Admin tier with
+ * the same priority; Baseline tier at priority 1000 for the BANP (which Palisade ranks after
+ * every Baseline ClusterNetworkPolicy anyway); Allow becomes Accept; ports become protocols.
+ * Written from the normalized model, so every accepted input shape converts the same way.
+ * v0.1.1's sameLabels/notSameLabels have no v1alpha2 form: such a policy is left as it is.
+ */
+import {
+  clusterPolicyLabel,
+  type ClusterPeer,
+  type ClusterPolicy,
+  type ClusterPort,
+  type ClusterRule,
+} from '../model/cluster-policy.ts';
+import type { LabelSelector } from '../model/types.ts';
+
+type Json = Record<string, unknown>;
+
+export type CnpConversion = { ok: true; object: Json } | { ok: false; reason: string };
+
+export function toClusterNetworkPolicy(policy: ClusterPolicy): CnpConversion {
+  const relative = [...policy.ingress, ...policy.egress].some((rule) =>
+    rule.peers.some((p) => p.type === 'pods' && !p.namespaces.selector),
+  );
+  if (relative) {
+    return {
+      ok: false,
+      reason: `${clusterPolicyLabel(policy)} uses sameLabels/notSameLabels, which ClusterNetworkPolicy cannot express`,
+    };
+  }
+  if ([...policy.ingress, ...policy.egress].some((rule) => rule.failClosed)) {
+    return {
+      ok: false,
+      reason: `${clusterPolicyLabel(policy)} has a peer Palisade cannot read (fails closed)`,
+    };
+  }
+  const subject = policy.subject.podSelector
+    ? {
+        pods: {
+          namespaceSelector: rawSelector(policy.subject.namespaceSelector),
+          podSelector: rawSelector(policy.subject.podSelector),
+        },
+      }
+    : { namespaces: rawSelector(policy.subject.namespaceSelector) };
+  const spec: Json = {
+    tier: policy.tier,
+    priority: policy.kind === 'BaselineAdminNetworkPolicy' ? 1000 : policy.priority,
+    subject,
+  };
+  if (policy.ingress.length) spec.ingress = policy.ingress.map((rule) => rawRule(rule, 'from'));
+  if (policy.egress.length) spec.egress = policy.egress.map((rule) => rawRule(rule, 'to'));
+  return {
+    ok: true,
+    object: {
+      apiVersion: 'policy.networking.k8s.io/v1alpha2',
+      kind: 'ClusterNetworkPolicy',
+      metadata: { name: policy.name },
+      spec,
+    },
+  };
+}
+
+function rawRule(rule: ClusterRule, peersField: 'from' | 'to'): Json {
+  return {
+    ...(rule.name ? { name: rule.name } : {}),
+    action: rule.action === 'allow' ? 'Accept' : rule.action === 'deny' ? 'Deny' : 'Pass',
+    [peersField]: rule.peers.map(rawPeer),
+    ...(rule.ports ? { protocols: rule.ports.map(rawProtocol) } : {}),
+  };
+}
+
+function rawPeer(peer: ClusterPeer): Json {
+  switch (peer.type) {
+    case 'pods': {
+      const namespaces = rawSelector(peer.namespaces.selector ?? { requirements: [], key: '' });
+      return peer.podSelector
+        ? { pods: { namespaceSelector: namespaces, podSelector: rawSelector(peer.podSelector) } }
+        : { namespaces };
+    }
+    case 'nodes':
+      return { nodes: rawSelector(peer.selector) };
+    case 'networks':
+      return { networks: peer.cidrs.map((c) => c.text) };
+    case 'domainNames':
+      return { domainNames: [...peer.names] };
+  }
+}
+
+function rawProtocol(port: ClusterPort): Json {
+  if (port.type === 'named') return { destinationNamedPort: port.name };
+  const field = port.protocol.toLowerCase();
+  if (port.port === undefined) return { [field]: { destinationPort: { range: { start: 1, end: 65535 } } } };
+  const destinationPort =
+    port.endPort !== undefined ? { range: { start: port.port, end: port.endPort } } : { number: port.port };
+  return { [field]: { destinationPort } };
+}
+
+/** A canonical selector back in API form: single-value In as matchLabels, the rest as expressions. */
+export function rawSelector(selector: LabelSelector): Json {
+  const matchLabels: Record<string, string> = {};
+  const matchExpressions: Json[] = [];
+  for (const r of selector.requirements) {
+    if (r.operator === 'In' && r.values.length === 1 && !(r.key in matchLabels))
+      matchLabels[r.key] = r.values[0] as string;
+    else
+      matchExpressions.push({
+        key: r.key,
+        operator: r.operator,
+        ...(r.values.length ? { values: [...r.values] } : {}),
+      });
+  }
+  return {
+    ...(Object.keys(matchLabels).length ? { matchLabels } : {}),
+    ...(matchExpressions.length ? { matchExpressions } : {}),
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * The matching rules of AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy,
+ * written from the API text: which policies apply to a pod, whether a peer matches the other side
+ * of a connection, whether a port entry matches, and a rule's ports as a port set.
+ */
+import { cidrContains, type IpFamily } from '../net/ip.ts';
+import { selectorMatches } from '../model/selector.ts';
+import { subjectSelects } from '../model/cluster-policy.ts';
+import type {
+  ClusterPeer,
+  ClusterPolicy,
+  ClusterPort,
+  ClusterRule,
+  Endpoint,
+  Labels,
+  NamespaceMatch,
+  Protocol,
+  Tier,
+} from '../model/types.ts';
+import { MAX_PORT, MIN_PORT, portSetOf, ALL_PORTS, type PortSet } from '../model/port-set.ts';
+import { addressIp, type ClusterIndex } from './match.ts';
+import type { Address } from './types.ts';
+
+/** Policies of one tier that select the endpoint and have rules for the direction, in precedence order. */
+export function selectingClusterPolicies(
+  index: ClusterIndex,
+  endpoint: Endpoint,
+  direction: 'ingress' | 'egress',
+  tier: Tier,
+): ClusterPolicy[] {
+  const namespaceLabels = index.cluster.namespaces.get(endpoint.namespace)?.labels;
+  return index.cluster.clusterPolicies.filter(
+    (policy) =>
+      policy.tier === tier &&
+      policy[direction].length > 0 &&
+      subjectSelects(policy.subject, namespaceLabels, endpoint),
+  );
+}
+
+/** Index of the first peer of the rule that matches the other side, or -1. */
+export function matchingPeer(
+  index: ClusterIndex,
+  rule: ClusterRule,
+  subject: Endpoint,
+  other: Address,
+  family: IpFamily | undefined,
+): number {
+  return rule.peers.findIndex((peer) => clusterPeerMatches(index, peer, subject, other, family));
+}
+
+export function clusterPeerMatches(
+  index: ClusterIndex,
+  peer: ClusterPeer,
+  subject: Endpoint,
+  other: Address,
+  family: IpFamily | undefined,
+): boolean {
+  switch (peer.type) {
+    case 'pods': {
+      // Host-networked pods are not selected by pods or namespaces peers.
+      if (other.kind !== 'endpoint' || other.endpoint.hostNetwork) return false;
+      const namespaces = index.cluster.namespaces;
+      const otherLabels = namespaces.get(other.endpoint.namespace)?.labels;
+      const subjectLabels = namespaces.get(subject.namespace)?.labels ?? {};
+      if (!otherLabels || !namespaceMatches(peer.namespaces, otherLabels, subjectLabels)) return false;
+      return !peer.podSelector || selectorMatches(peer.podSelector, other.endpoint.labels);
+    }
+    case 'networks': {
+      // Networks match every address, pods' included, as the API says.
+      const ip = addressIp(other, family);
+      return ip !== undefined && peer.cidrs.some((cidr) => cidrContains(cidr, ip));
+    }
+    case 'nodes': {
+      const ip = addressIp(other, family);
+      if (!ip) return false;
+      for (const node of index.cluster.nodes.values()) {
+        if (!node.addresses.some((a) => a.family === ip.family && a.value === ip.value)) continue;
+        if (selectorMatches(peer.selector, node.labels)) return true;
+      }
+      return false;
+    }
+    case 'domainNames':
+      return (
+        other.kind === 'ip' &&
+        other.domain !== undefined &&
+        peer.names.some((n) => domainMatches(n, other.domain as string))
+      );
+  }
+}
+
+/** Namespace selection, including v0.1.1's relative forms (sameLabels, notSameLabels). */
+export function namespaceMatches(match: NamespaceMatch, labels: Labels, subjectLabels: Labels): boolean {
+  if (match.selector) return selectorMatches(match.selector, labels);
+  if (match.sameLabels) {
+    // An empty list selects nothing (API text).
+    return (
+      match.sameLabels.length > 0 &&
+      match.sameLabels.every(
+        (key) => key in labels && key in subjectLabels && labels[key] === subjectLabels[key],
+      )
+    );
+  }
+  if (match.notSameLabels) {
+    return (
+      match.notSameLabels.length > 0 &&
+      match.notSameLabels.every((key) => key in labels && labels[key] !== subjectLabels[key])
+    );
+  }
+  return false;
+}
+
+/** `*.example.com` matches names with one or more labels before `example.com`; otherwise exact. */
+export function domainMatches(pattern: string, name: string): boolean {
+  const normalized = name.toLowerCase().replace(/\.$/, '');
+  if (!pattern.startsWith('*.')) return normalized === pattern;
+  const suffix = pattern.slice(1);
+  return normalized.endsWith(suffix) && normalized.length > suffix.length;
+}
+
+/** Index of the first port entry matching the destination port, -1 if none; undefined when the rule has no ports (all match). */
+export function matchingPort(
+  rule: ClusterRule,
+  destination: Address,
+  protocol: Protocol,
+  port: number,
+): number | undefined {
+  if (!rule.ports) return undefined;
+  return rule.ports.findIndex((entry) => clusterPortMatches(entry, destination, protocol, port));
+}
+
+export function clusterPortMatches(
+  entry: ClusterPort,
+  destination: Address,
+  protocol: Protocol,
+  port: number,
+): boolean {
+  if (entry.type === 'named')
+    return namedPortsOf(destination, entry.name).some((p) => p.protocol === protocol && p.port === port);
+  if (entry.protocol !== protocol) return false;
+  if (entry.port === undefined) return true;
+  return port >= entry.port && port <= (entry.endPort ?? entry.port);
+}
+
+/** The rule's ports as a port set, named ports resolved against the destination. */
+export function clusterRulePorts(rule: ClusterRule, destination: Address): PortSet {
+  if (!rule.ports) return ALL_PORTS;
+  return portSetOf(
+    rule.ports.flatMap((entry) => {
+      if (entry.type === 'named') {
+        return namedPortsOf(destination, entry.name).map((p) => ({
+          protocol: p.protocol,
+          from: p.port,
+          to: p.port,
+        }));
+      }
+      const from = entry.port ?? MIN_PORT;
+      const to = entry.port === undefined ? MAX_PORT : (entry.endPort ?? entry.port);
+      return [{ protocol: entry.protocol, from, to }];
+    }),
+  );
+}
+
+/** A named port is looked up by name only: it means whatever protocol the container declares. */
+function namedPortsOf(destination: Address, name: string): readonly { protocol: Protocol; port: number }[] {
+  if (destination.kind !== 'endpoint') return [];
+  return destination.endpoint.ports.filter((p) => p.name === name);
+}

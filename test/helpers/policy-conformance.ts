@@ -1,0 +1,211 @@
+/**
+ * Runner for the network-policy-api conformance suite transcribed as data
+ * (../shared/conformance/anp-v1alpha1, see its README): the cluster model as real objects
+ * (Namespaces, Nodes, Pods with their declared ports), each case's cumulative steps, and every
+ * check evaluated on IPv4 (upstream probes status.podIP). A `rewrite` hook lets the same cases
+ * run with the policies expressed another way (ClusterNetworkPolicy).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { loadFromTexts } from '../../src/ingest/load.ts';
+import type { Cluster, Protocol } from '../../src/model/types.ts';
+import { evaluate } from '../../src/semantics/evaluate.ts';
+import { indexCluster } from '../../src/semantics/match.ts';
+import { describeStep } from '../../src/semantics/tiers.ts';
+import type { Verdict } from '../../src/semantics/types.ts';
+
+type Raw = Record<string, unknown>;
+
+interface ModelPort {
+  name?: string;
+  port: number;
+  protocol: Protocol;
+  declared: boolean;
+}
+interface ModelPod {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  hostNetwork: boolean;
+  node: string;
+  ip: string;
+  ipv6: string;
+  containers: { name: string; ports: ModelPort[] }[];
+}
+interface Model {
+  nodes: { name: string; labels: Record<string, string>; ip: string; ipv6: string }[];
+  namespaces: { name: string; labels: Record<string, string> }[];
+  pods: ModelPod[];
+}
+export interface Check {
+  from: string;
+  to: string;
+  port: number;
+  protocol: Protocol;
+  expect: 'allow' | 'deny';
+}
+interface Step {
+  subtest: string;
+  apply?: Raw[];
+  delete?: string[];
+  namespaceLabels?: Record<string, Record<string, string>>;
+  podLabels?: Record<string, Record<string, string>>;
+  checks?: Check[];
+}
+export interface ConformanceCase {
+  readonly file: string;
+  readonly name: string;
+  readonly steps: readonly Step[];
+}
+
+export interface CheckResult {
+  readonly case: string;
+  readonly subtest: string;
+  readonly check: Check;
+  readonly allowed: boolean;
+  /** The walk of both sides, for failure messages. */
+  readonly why: string;
+}
+
+/** Rewrites a step's objects and delete references (identity by default). */
+export interface Rewrite {
+  objects(objects: readonly Raw[]): Raw[];
+  deleteRef(ref: string): string;
+}
+
+export function readSuite(dir: string): { model: Model; cases: ConformanceCase[] } {
+  const model = parse(readFileSync(join(dir, 'MODEL.yaml'), 'utf8')) as Model;
+  const cases = readdirSync(dir)
+    .filter((f) => /^\d{3}-.*\.yaml$/.test(f))
+    .sort()
+    .map((file) => {
+      const data = parse(readFileSync(join(dir, file), 'utf8')) as { name: string; steps: Step[] };
+      return { file, name: data.name, steps: data.steps };
+    });
+  return { model, cases };
+}
+
+export function runCase(model: Model, kase: ConformanceCase, rewrite?: Rewrite): CheckResult[] {
+  const namespaceLabels = new Map(model.namespaces.map((n) => [n.name, n.labels]));
+  const podLabels = new Map(model.pods.map((p) => [`${p.namespace}/${p.name}`, p.labels]));
+  const policies = new Map<string, Raw>();
+  const results: CheckResult[] = [];
+  for (const step of kase.steps) {
+    for (const object of rewrite ? rewrite.objects(step.apply ?? []) : (step.apply ?? [])) {
+      policies.set(identity(object), object);
+    }
+    for (const ref of step.delete ?? []) {
+      const key = rewrite ? rewrite.deleteRef(ref) : ref;
+      if (!policies.delete(key)) throw new Error(`${kase.file}: delete of ${key}, which does not exist`);
+    }
+    for (const [name, labels] of Object.entries(step.namespaceLabels ?? {}))
+      namespaceLabels.set(name, labels);
+    for (const [name, labels] of Object.entries(step.podLabels ?? {})) podLabels.set(name, labels);
+    const cluster = buildCluster(model, namespaceLabels, podLabels, [...policies.values()], kase.file);
+    const index = indexCluster(cluster);
+    for (const check of step.checks ?? []) {
+      const verdict = evaluate(
+        index,
+        {
+          src: { kind: 'endpoint', endpoint: endpointOf(cluster, check.from) },
+          dst: { kind: 'endpoint', endpoint: endpointOf(cluster, check.to) },
+          protocol: check.protocol,
+          port: check.port,
+          family: 4,
+        },
+        {},
+      );
+      results.push({
+        case: kase.file,
+        subtest: step.subtest,
+        check,
+        allowed: verdict.allowed,
+        why: walkText(verdict),
+      });
+    }
+  }
+  return results;
+}
+
+/** `Kind/namespace/name` or `Kind/name`, as the suite's delete entries are written. */
+function identity(object: Raw): string {
+  const metadata = object.metadata as { name: string; namespace?: string };
+  return metadata.namespace
+    ? `${String(object.kind)}/${metadata.namespace}/${metadata.name}`
+    : `${String(object.kind)}/${metadata.name}`;
+}
+
+function buildCluster(
+  model: Model,
+  namespaceLabels: ReadonlyMap<string, Record<string, string>>,
+  podLabels: ReadonlyMap<string, Record<string, string>>,
+  policies: readonly Raw[],
+  file: string,
+): Cluster {
+  const nodeIp = new Map(model.nodes.map((n) => [n.name, n.ip]));
+  const objects: Raw[] = [
+    ...model.namespaces.map((n) => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: n.name, labels: namespaceLabels.get(n.name) ?? n.labels },
+    })),
+    ...model.nodes.map((n) => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: n.name, labels: n.labels },
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: n.ip },
+          { type: 'InternalIP', address: n.ipv6 },
+        ],
+      },
+    })),
+    ...model.pods.map((p) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: p.name, namespace: p.namespace, labels: podLabels.get(`${p.namespace}/${p.name}`) },
+      spec: {
+        nodeName: p.node,
+        hostNetwork: p.hostNetwork,
+        // Only declared ports are in the container spec (and usable as named ports).
+        containers: p.containers.map((c) => ({
+          name: c.name,
+          ports: c.ports
+            .filter((port) => port.declared)
+            .map((port) => ({
+              ...(port.name ? { name: port.name } : {}),
+              containerPort: port.port,
+              protocol: port.protocol,
+            })),
+        })),
+      },
+      status: {
+        phase: 'Running',
+        podIP: p.ip,
+        podIPs: [{ ip: p.ip }, { ip: p.ipv6 }],
+        hostIP: nodeIp.get(p.node),
+      },
+    })),
+    ...policies,
+  ];
+  const loaded = loadFromTexts(
+    [{ name: file, text: objects.map((o) => JSON.stringify(o)).join('\n---\n') }],
+    'v1',
+  );
+  const errors = loaded.diagnostics.filter((d) => d.severity === 'error');
+  if (errors.length) throw new Error(`${file}: ${errors.map((e) => `${e.code} ${e.message}`).join('; ')}`);
+  return loaded.cluster;
+}
+
+function endpointOf(cluster: Cluster, id: string) {
+  const found = cluster.endpoints.find((e) => e.id === id);
+  if (!found) throw new Error(`no pod ${id} in the model`);
+  return found;
+}
+
+function walkText(verdict: Verdict): string {
+  const side = (s: Verdict['egress']) =>
+    `${s.direction}: ${s.walk.length ? s.walk.map(describeStep).join(' → ') : s.reason}`;
+  return `${side(verdict.egress)}; ${side(verdict.ingress)}`;
+}
