@@ -13,9 +13,45 @@ import {
   type ClusterPort,
   type ClusterRule,
 } from '../model/cluster-policy.ts';
-import type { LabelSelector } from '../model/types.ts';
+import type { Cluster, LabelSelector } from '../model/types.ts';
+import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
+import type { RawObject } from '../ingest/types.ts';
+import type { ConvertResult } from './convert.ts';
 
 type Json = Record<string, unknown>;
+
+/** Every AdminNetworkPolicy and BaselineAdminNetworkPolicy of the input converted; other objects unchanged. */
+export function convertToV1alpha2(rawObjects: readonly RawObject[], cluster: Cluster): ConvertResult {
+  const objects: unknown[] = [];
+  const notes: Diagnostic[] = [];
+  for (const raw of rawObjects) {
+    const value = raw.value as Json;
+    const name = String((value.metadata as Json | undefined)?.name);
+    const policy = cluster.clusterPolicies.find(
+      (p) => p.kind === value.kind && p.kind !== 'ClusterNetworkPolicy' && p.name === name,
+    );
+    if (!policy) {
+      objects.push(value); // not convertible, or invalid (reported by ingest): passed through
+      continue;
+    }
+    const converted = toClusterNetworkPolicy(policy);
+    const where = { ...raw.locator.valueAt(raw.basePath), object: `${policy.kind} ${policy.name}` };
+    if (converted.ok) {
+      objects.push(converted.object);
+      notes.push(
+        makeDiagnostic(
+          'CONVERT_CLUSTER_POLICY',
+          `${clusterPolicyLabel(policy)} became cnp/${policy.name} (tier ${policy.tier})`,
+          where,
+        ),
+      );
+    } else {
+      objects.push(value);
+      notes.push(makeDiagnostic('CONVERT_NOT_EXPRESSIBLE', `${converted.reason}; left as it is`, where));
+    }
+  }
+  return { objects, notes };
+}
 
 export type CnpConversion = { ok: true; object: Json } | { ok: false; reason: string };
 

@@ -10,6 +10,26 @@ import type { Address } from '../semantics/types.ts';
 export type Resolution = { ok: true; address: Address } | { ok: false; message: string };
 
 export function resolveAddress(cluster: Cluster, text: string): Resolution {
+  // `name=IP`: a destination known by its domain name (for domainNames peers). Palisade does
+  // not query DNS, so the answer cannot depend on when it is asked; the user says what it resolves to.
+  const named = /^([A-Za-z0-9_][-A-Za-z0-9_.]*)=(.+)$/.exec(text);
+  if (named) {
+    const [, domain, ipText] = named as unknown as [string, string, string];
+    const resolved = resolveAddress(cluster, ipText);
+    if (!resolved.ok || resolved.address.kind !== 'ip') {
+      return {
+        ok: false,
+        message: `"${text}": after "=" give the IP address ${domain} resolves to (outside the cluster)`,
+      };
+    }
+    return { ok: true, address: { ...resolved.address, domain: domain.toLowerCase().replace(/\.$/, '') } };
+  }
+  if (/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\.?$/.test(text) && !parseIp(text).ok) {
+    return {
+      ok: false,
+      message: `"${text}" looks like a domain name; give the address it resolves to as ${text}=IP (Palisade does not query DNS)`,
+    };
+  }
   const ip = parseIp(text);
   if (ip.ok) {
     const pod = cluster.endpoints.find(
@@ -60,5 +80,6 @@ export function findEndpoint(endpoints: readonly Endpoint[], text: string): Endp
 }
 
 export function addressText(address: Address): string {
-  return address.kind === 'endpoint' ? address.endpoint.id : formatIp(address.ip);
+  if (address.kind === 'endpoint') return address.endpoint.id;
+  return address.domain ? `${address.domain}=${formatIp(address.ip)}` : formatIp(address.ip);
 }

@@ -99,6 +99,15 @@ export const DIAGNOSTIC_CATALOGUE = {
     severity: 'info',
     summary: 'a rule with an empty from or ports list matched nothing under the proposal and was left out',
   },
+  CONVERT_CLUSTER_POLICY: {
+    severity: 'info',
+    summary: 'an AdminNetworkPolicy or BaselineAdminNetworkPolicy became a ClusterNetworkPolicy',
+  },
+  CONVERT_NOT_EXPRESSIBLE: {
+    severity: 'warning',
+    summary:
+      'a policy uses something the target API cannot express (sameLabels, an unreadable peer) and was left as it is',
+  },
   POD_NOT_RUNNING: { severity: 'info', summary: 'a pod in phase Succeeded or Failed was left out' },
   // AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy
   PRIORITY_INVALID: { severity: 'error', summary: 'priority is not an integer between 0 and 1000' },

@@ -8,6 +8,7 @@ import type { Address } from './types.ts';
 
 export function describeAddress(address: Address): string {
   if (address.kind === 'endpoint') return address.endpoint.id;
+  if (address.domain) return `${address.domain} (${formatIp(address.ip)})`;
   return address.node ? `${formatIp(address.ip)} (node ${address.node})` : formatIp(address.ip);
 }
 

@@ -11,6 +11,7 @@ export {
   selectingPolicies,
   type ClusterIndex,
 } from './match.ts';
+export { describeStep, walkTier } from './tiers.ts';
 export { describeAddress, describePeer, describePort, describeRule } from './describe.ts';
 export {
   ALL_PORTS,

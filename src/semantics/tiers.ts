@@ -53,10 +53,13 @@ export function describeStep(step: TierStep): string {
     'no-match': 'no rule matched',
     'not-isolated': 'not isolated',
   };
+  // A NetworkPolicy denial has no deciding rule: name the isolating policies instead.
   const by =
-    step.policy === undefined
-      ? ''
-      : ` (${step.policy}${step.rule !== undefined ? `, rule ${step.rule}${step.ruleName ? ` "${step.ruleName}"` : ''}` : ''})`;
+    step.policy !== undefined
+      ? ` (${step.policy}${step.rule !== undefined ? `, rule ${step.rule}${step.ruleName ? ` "${step.ruleName}"` : ''}` : ''})`
+      : step.outcome === 'deny' && step.policies.length > 0
+        ? ` (${step.policies.join(', ')})`
+        : '';
   const none = step.outcome === 'no-match' && step.policies.length === 0 ? 'no policy' : words[step.outcome];
   return `[${step.tier}] ${none}${by}`;
 }

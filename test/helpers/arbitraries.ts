@@ -146,6 +146,8 @@ export interface ClusterOptions {
   readonly maxPods?: number;
   readonly maxPolicies?: number;
   readonly legacyAnnotations?: boolean;
+  /** AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy objects (default 0), and labelled Nodes. */
+  readonly maxClusterPolicies?: number;
 }
 
 /** A random cluster: namespaces, pods (unique names and IPs), policies. */
@@ -156,8 +158,9 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
       defaultDeny: fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()),
       pods: fc.array(podArb, { minLength: 1, maxLength: options.maxPods ?? 6 }),
       policies: fc.array(policyArb, { maxLength: options.maxPolicies ?? 4 }),
+      clusterPolicies: clusterPoliciesArb(options.maxClusterPolicies ?? 0),
     })
-    .map(({ namespaces, defaultDeny, pods, policies }) => {
+    .map(({ namespaces, defaultDeny, pods, policies, clusterPolicies }) => {
       const used = new Set<string>();
       const objects: Raw[] = NAMESPACES.map((name, i) => ({
         apiVersion: 'v1',
@@ -204,9 +207,167 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
         });
       });
       objects.push(...policies.map(policyObject));
+      if (clusterPolicies.length > 0) objects.push(...NODES, ...clusterPolicies);
       return objects;
     });
 }
+
+/** Nodes with labels (for nodes peers), at the host IPs the pods above report. */
+const NODES: Raw[] = [
+  { name: 'n1', ip: '192.168.100.1', zone: 'a' },
+  { name: 'n2', ip: '192.168.100.2', zone: 'b' },
+].map(({ name, ip, zone }) => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name, labels: { zone, 'kubernetes.io/os': 'linux' } },
+  status: { addresses: [{ type: 'InternalIP', address: ip }] },
+}));
+
+const clusterPeerArb = (direction: 'from' | 'to') =>
+  fc.oneof(
+    selectorArb(NS_KEYS).map((namespaces) => ({ namespaces })),
+    fc
+      .tuple(selectorArb(NS_KEYS), selectorArb(POD_KEYS))
+      .map(([namespaceSelector, podSelector]) => ({ pods: { namespaceSelector, podSelector } })),
+    ...(direction === 'to'
+      ? [
+          fc.subarray(CIDRS, { minLength: 1, maxLength: 2 }).map((networks) => ({ networks })),
+          selectorArb({ zone: ['a', 'b'] }).map((nodes) => ({ nodes })),
+        ]
+      : []),
+  );
+
+/** v1alpha1 ports; the v1alpha2 writer below translates them. */
+const anpPortArb = fc.oneof(
+  fc.record({
+    portNumber: fc.record({
+      protocol: fc.constantFrom('TCP', 'UDP', 'SCTP'),
+      port: fc.constantFrom(80, 53, 8080, 9090, 5000),
+    }),
+  }),
+  fc.constantFrom({ namedPort: 'http' }, { namedPort: 'dns' }, { namedPort: 'metrics' }),
+  fc.constantFrom(
+    { portRange: { protocol: 'TCP', start: 1000, end: 9000 } },
+    { portRange: { protocol: 'UDP', start: 50, end: 60 } },
+  ),
+);
+
+const clusterRuleArb = (direction: 'from' | 'to', actions: readonly string[]) =>
+  fc
+    .record({
+      action: fc.constantFrom(...actions),
+      peers: fc.array(clusterPeerArb(direction), { minLength: 1, maxLength: 2 }),
+      ports: fc.option(fc.array(anpPortArb, { minLength: 1, maxLength: 2 }), { nil: undefined }),
+    })
+    // Named ports cannot go with networks or nodes peers (the CRDs reject it).
+    .map((r) =>
+      r.peers.some((p) => !('namespaces' in p) && !('pods' in p)) && r.ports?.some((p) => 'namedPort' in p)
+        ? { ...r, ports: undefined }
+        : r,
+    );
+
+const clusterPolicyArb = fc.record({
+  kind: fc.constantFrom('AdminNetworkPolicy', 'ClusterNetworkPolicy', 'ClusterNetworkPolicyBaseline'),
+  priority: fc.constantFrom(1, 2, 3, 10),
+  subject: fc.oneof(
+    selectorArb(NS_KEYS).map((namespaces) => ({ namespaces })),
+    fc
+      .tuple(selectorArb(NS_KEYS), selectorArb(POD_KEYS))
+      .map(([namespaceSelector, podSelector]) => ({ pods: { namespaceSelector, podSelector } })),
+  ),
+  ingress: fc.array(clusterRuleArb('from', ['Allow', 'Deny', 'Pass']), { maxLength: 2 }),
+  egress: fc.array(clusterRuleArb('to', ['Allow', 'Deny', 'Pass']), { maxLength: 2 }),
+});
+
+const banpArb = fc.record({
+  subject: selectorArb(NS_KEYS).map((namespaces) => ({ namespaces })),
+  ingress: fc.array(clusterRuleArb('from', ['Allow', 'Deny']), { maxLength: 2 }),
+  egress: fc.array(clusterRuleArb('to', ['Allow', 'Deny']), { maxLength: 2 }),
+});
+
+/** Random tiered policies: ANPs and CNPs of both tiers with small priorities (ties happen), and maybe the BANP. */
+export function clusterPoliciesArb(max: number): fc.Arbitrary<Raw[]> {
+  if (max === 0) return fc.constant([]);
+  return fc
+    .tuple(fc.array(clusterPolicyArb, { maxLength: max }), fc.option(banpArb, { nil: undefined }))
+    .map(([policies, banp]) => [
+      ...policies.map((p, i) => clusterPolicyObject(p, i)),
+      ...(banp
+        ? [
+            {
+              apiVersion: 'policy.networking.k8s.io/v1alpha1',
+              kind: 'BaselineAdminNetworkPolicy',
+              metadata: { name: 'default' },
+              spec: {
+                subject: banp.subject,
+                ingress: banp.ingress.map(anpRule('from')),
+                egress: banp.egress.map(anpRule('to')),
+              },
+            },
+          ]
+        : []),
+    ]);
+}
+
+type ClusterPolicyShape = typeof clusterPolicyArb extends fc.Arbitrary<infer T> ? T : never;
+type ClusterRuleShape = ClusterPolicyShape['ingress'][number];
+
+function clusterPolicyObject(p: ClusterPolicyShape, i: number): Raw {
+  if (p.kind === 'AdminNetworkPolicy') {
+    return {
+      apiVersion: 'policy.networking.k8s.io/v1alpha1',
+      kind: 'AdminNetworkPolicy',
+      metadata: { name: `anp${i}` },
+      spec: {
+        priority: p.priority,
+        subject: p.subject,
+        ingress: p.ingress.map(anpRule('from')),
+        egress: p.egress.map(anpRule('to')),
+      },
+    };
+  }
+  const tier = p.kind === 'ClusterNetworkPolicy' ? 'Admin' : 'Baseline';
+  return {
+    apiVersion: 'policy.networking.k8s.io/v1alpha2',
+    kind: 'ClusterNetworkPolicy',
+    metadata: { name: `cnp${i}` },
+    spec: {
+      tier,
+      priority: p.priority,
+      subject: p.subject,
+      ingress: p.ingress.map(cnpRule('from')),
+      egress: p.egress.map(cnpRule('to')),
+    },
+  };
+}
+
+const anpRule = (field: 'from' | 'to') => (r: ClusterRuleShape) => ({
+  action: r.action,
+  [field]: r.peers,
+  ...(r.ports ? { ports: r.ports } : {}),
+});
+
+const cnpRule = (field: 'from' | 'to') => (r: ClusterRuleShape) => ({
+  action: r.action === 'Allow' ? 'Accept' : r.action,
+  [field]: r.peers,
+  ...(r.ports
+    ? {
+        protocols: r.ports.map((port) => {
+          if ('namedPort' in port) return { destinationNamedPort: port.namedPort };
+          if ('portNumber' in port)
+            return {
+              [port.portNumber.protocol.toLowerCase()]: { destinationPort: { number: port.portNumber.port } },
+            };
+          const range = port.portRange;
+          return {
+            [range.protocol.toLowerCase()]: {
+              destinationPort: { range: { start: range.start, end: range.end } },
+            },
+          };
+        }),
+      }
+    : {}),
+});
 
 export const EXTERNAL_IPS = [
   '10.0.1.77',

@@ -88,10 +88,10 @@ describe('evaluator invariants', () => {
     );
   });
 
-  it('allowed port sets agree with single-port verdicts, in both semantics', () => {
+  it('allowed port sets agree with single-port verdicts, in both semantics, with tiered cluster policies', () => {
     fc.assert(
       fc.property(
-        clusterArb({ legacyAnnotations: true }),
+        clusterArb({ legacyAnnotations: true, maxClusterPolicies: 3 }),
         fc.constantFrom<Semantics>('v1', 'v1beta1-proposal'),
         (objects, semantics) => {
           const cluster = clusterOf(objects, semantics);
@@ -139,9 +139,9 @@ describe('evaluator invariants', () => {
 });
 
 describe('matrix by equivalence classes', () => {
-  it('equals evaluating every pair one by one, per port and as port sets', () => {
+  it('equals evaluating every pair one by one, per port and as port sets (tiered policies too)', () => {
     fc.assert(
-      fc.property(clusterArb({ maxPods: 10 }), (objects) => {
+      fc.property(clusterArb({ maxPods: 10, maxClusterPolicies: 3 }), (objects) => {
         const cluster = clusterOf(objects);
         const index = indexCluster(cluster);
         const queries = SAMPLE_PORTS.map(([port, protocol]) => ({ port, protocol }));

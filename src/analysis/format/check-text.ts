@@ -2,6 +2,7 @@
  * `check` for people: the verdict, then each side's decision and, when denied, why each rule of
  * the isolating policies did not match.
  */
+import { describeStep } from '../../semantics/index.ts';
 import type { SideVerdict, Verdict } from '../../semantics/types.ts';
 import type { CheckResult } from '../types.ts';
 import type { Style } from './style.ts';
@@ -29,6 +30,9 @@ function sideLines(side: SideVerdict, style: Style): string[] {
   const mark = side.allowed ? style.ok('allow') : style.bad('deny ');
   const label = side.direction === 'egress' ? 'egress ' : 'ingress';
   const lines = [`  ${label} ${mark}  ${side.reason}`];
+  // The tier walk, when a cluster policy took part (without one it only restates the reason).
+  if (side.walk.some((step) => step.tier !== 'NetworkPolicy' && step.policies.length > 0))
+    lines.push(style.dim(`           ${side.walk.map(describeStep).join(' → ')}`));
   if (!side.allowed)
     for (const miss of side.misses)
       lines.push(

@@ -24,7 +24,10 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('check'))
     .description('is one connection allowed, and why')
     .requiredOption('--from <address>', 'source: ns/pod, ns/name[Kind] or an IP address')
-    .requiredOption('--to <address>', 'destination: ns/pod, ns/name[Kind] or an IP address')
+    .requiredOption(
+      '--to <address>',
+      'destination: ns/pod, ns/name[Kind], an IP address, or name=IP for a domain name',
+    )
     .requiredOption('--port <port>', 'destination port number, or a named port of the destination')
     .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
     .option('--expect <verdict>', 'exit 1 unless the verdict is this (allow or deny)')

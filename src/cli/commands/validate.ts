@@ -21,6 +21,8 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         namespaces: cluster.namespaces.size,
         endpoints: cluster.endpoints.length,
         policies: cluster.policies.length,
+        clusterPolicies: cluster.clusterPolicies.length,
+        nodes: cluster.nodes.size,
       };
       if (output === 'json') {
         writeJson(io, { diagnostics, objects: counts });
@@ -28,7 +30,9 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         const style = styleFor(io.stdoutIsTty, io.env);
         for (const d of diagnostics) io.stdout.write(formatDiagnostic(d, style) + '\n');
         io.stdout.write(
-          `${summarizeDiagnostics(diagnostics)}; ${counts.namespaces} namespaces, ${counts.endpoints} endpoints, ${counts.policies} policies\n`,
+          `${summarizeDiagnostics(diagnostics)}; ${counts.namespaces} namespaces, ${counts.endpoints} endpoints, ${counts.policies} policies` +
+            (counts.clusterPolicies ? `, ${counts.clusterPolicies} cluster policies` : '') +
+            '\n',
         );
       }
       done(hasErrors(diagnostics) ? EXIT_FINDINGS : EXIT_OK);
