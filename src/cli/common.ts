@@ -4,12 +4,12 @@
  */
 import type { Command } from 'commander';
 import { hasErrors, type Diagnostic } from '../model/diagnostics.ts';
-import type { Semantics } from '../model/types.ts';
+import type { Cluster, Semantics } from '../model/types.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostic } from '../analysis/format/diagnostics-text.ts';
 import { styleFor } from '../analysis/format/style.ts';
-import { UsageError, type CliIo } from './io.ts';
+import { UnsupportedInputError, UsageError, type CliIo } from './io.ts';
 
 export interface InputOptions {
   readonly file: readonly string[];
@@ -77,4 +77,17 @@ export function reportDiagnostics(diagnostics: readonly Diagnostic[], io: CliIo,
 
 export function writeJson(io: CliIo, value: unknown): void {
   io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+/**
+ * Compiled paths that do not implement ordered cluster policy (AdminNetworkPolicy,
+ * BaselineAdminNetworkPolicy, ClusterNetworkPolicy) refuse it rather than enforce or answer
+ * something else than the reference evaluator would.
+ */
+export function refuseClusterPolicies(cluster: Cluster, what: string): void {
+  const first = cluster.clusterPolicies[0];
+  if (!first) return;
+  throw new UnsupportedInputError(
+    `${what} does not handle AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy yet (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); the reference evaluator does (check, matrix, explain)`,
+  );
 }

@@ -19,6 +19,9 @@ export const EXIT_USAGE = 2;
 /** A usage problem found after parsing (bad --from, unknown format...). */
 export class UsageError extends Error {}
 
+/** The input holds something this command cannot handle (yet): exit 1 with one line, never a wrong answer. */
+export class UnsupportedInputError extends Error {}
+
 export function processIo(): CliIo {
   return {
     stdout: process.stdout,

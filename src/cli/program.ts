@@ -14,7 +14,7 @@ import { renderCommand } from './commands/render.ts';
 import { labCommand } from './commands/lab.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
-import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.ts';
+import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UnsupportedInputError, UsageError, type CliIo } from './io.ts';
 
 export const VERSION = '0.1.0';
 
@@ -61,7 +61,11 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
       return EXIT_USAGE;
     }
     // The kernel or the lab refused: the tool's own message, one line or a few, no stack trace.
-    if (error instanceof LabError || error instanceof DataplaneError) {
+    if (
+      error instanceof LabError ||
+      error instanceof DataplaneError ||
+      error instanceof UnsupportedInputError
+    ) {
       io.stderr.write(`palisade: ${error.message}\n`);
       return EXIT_FINDINGS;
     }

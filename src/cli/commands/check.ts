@@ -17,6 +17,7 @@ import {
   resolveInputOptions,
   withInputOptions,
   writeJson,
+  refuseClusterPolicies,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
@@ -50,6 +51,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      if (engine === 'compiled') refuseClusterPolicies(loaded.cluster, '--engine compiled');
       const from = resolveAddress(loaded.cluster, String(raw.from));
       const to = resolveAddress(loaded.cluster, String(raw.to));
       if (!from.ok) throw new UsageError(`--from: ${from.message}`);

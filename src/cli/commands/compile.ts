@@ -14,6 +14,7 @@ import { ClusterState } from '../../state/index.ts';
 import {
   checkChoice,
   loadInput,
+  refuseClusterPolicies,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -46,6 +47,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const node = typeof raw.node === 'string' ? raw.node : undefined;
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      refuseClusterPolicies(loaded.cluster, 'compile');
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
       }

@@ -20,6 +20,7 @@ import { isRoot, nftRunner, recordingRunner } from '../../dataplane/index.ts';
 import {
   checkChoice,
   loadInput,
+  refuseClusterPolicies,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -81,6 +82,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+      refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
       if (target === 'bitmap') {
         writeJson(io, renderBitmaps(loaded.cluster, node));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
