@@ -1,0 +1,6 @@
+/**
+ * Ordered policy for map-based datapaths (no priorities in the datapath): the CFP's MapState.
+ */
+export { MapState } from './map-state.ts';
+export { ALL_PORTS_PREFIX, portRangePrefixes, prefixText } from './port-prefix.ts';
+export type * from './types.ts';
