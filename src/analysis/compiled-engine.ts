@@ -5,7 +5,7 @@
 import type { IpAddress } from '../net/ip.ts';
 import type { Cluster, Protocol } from '../model/types.ts';
 import type { EvaluateOptions } from '../semantics/types.ts';
-import { Classifier } from '../classifier/index.ts';
+import { Classifier, TierSources } from '../classifier/index.ts';
 import { ClusterState } from '../state/index.ts';
 
 /**
@@ -24,7 +24,10 @@ export function compiledVerdicts(
 ) => boolean | undefined {
   const state = new ClusterState();
   state.resync(cluster);
-  const classifier = new Classifier(state, { allowNodeLocal: options.allowNodeLocal ?? true });
+  const classifier = new Classifier(state, {
+    allowNodeLocal: options.allowNodeLocal ?? true,
+    tiers: new TierSources(cluster),
+  });
   for (const node of cluster.nodes.values()) classifier.addNodeAddresses(node.name, node.addresses);
   return (src, dst, protocol, port) => {
     let decided = false;

@@ -11,6 +11,8 @@ import type { Endpoint, Protocol } from '../model/types.ts';
 import type { ClusterState } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import type { DirectionTable } from './direction-table.ts';
+import type { TierSources } from './tier-sources.ts';
+import { ACTION_ALLOW, ACTION_DENY, buildTierTable, tierTableKey, type TierTable } from './tier-table.ts';
 
 const addressKey = (ip: IpAddress): number | string => (ip.family === 4 ? Number(ip.value) : formatIp(ip));
 
@@ -25,6 +27,18 @@ export interface EndpointMaps {
   readonly endpoint: Endpoint;
   readonly ingress: DirectionTable | undefined;
   readonly egress: DirectionTable | undefined;
+  /** Cluster-policy tier tables, when the classifier has tiers and a policy of the tier selects the pod. */
+  readonly admin?: { readonly ingress?: TierTable; readonly egress?: TierTable };
+  readonly baseline?: { readonly ingress?: TierTable; readonly egress?: TierTable };
+}
+
+export interface ClassifierOptions {
+  readonly allowNodeLocal?: boolean;
+  /**
+   * Cluster policy (AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy) from a
+   * snapshot: the Admin tier decides first, NetworkPolicy next, then the Baseline tier.
+   */
+  readonly tiers?: TierSources;
 }
 
 export class Classifier {
@@ -35,10 +49,11 @@ export class Classifier {
   private readonly shared = new Map<string, { table: DirectionTable | undefined; users: Set<string> }>();
   private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[] }>();
   private readonly nodeAddresses = new Map<string, Set<number | string>>();
+  private readonly tierTables = new Map<string, TierTable | undefined>();
 
   constructor(
     private readonly state: ClusterState,
-    private readonly options: { readonly allowNodeLocal?: boolean } = {},
+    private readonly options: ClassifierOptions = {},
   ) {
     for (const pod of state.allPods()) {
       if (pod.hostNetwork && pod.node) {
@@ -68,7 +83,12 @@ export class Classifier {
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
     const ingress = this.table(pod, 'ingress');
     const egress = this.table(pod, 'egress');
-    const maps: EndpointMaps = { endpoint: pod, ingress: ingress.table, egress: egress.table };
+    const maps: EndpointMaps = {
+      endpoint: pod,
+      ingress: ingress.table,
+      egress: egress.table,
+      ...this.tiersOf(pod),
+    };
     this.pods.set(id, { maps, keys: [ingress.key, egress.key] });
     for (const ip of pod.ips) this.index(ip, maps);
   }
@@ -131,16 +151,42 @@ export class Classifier {
   allowsV4(src: number, dst: number, protocol: Protocol, port: number): boolean {
     const local = this.options.allowNodeLocal ?? true;
     const from = this.byV4.get(src);
-    const egress = from?.egress;
-    if (egress && !(local && from.endpoint.node && this.nodeAddresses.get(from.endpoint.node)?.has(dst)))
-      if (!egress.allowsV4(dst, protocol, port)) return false;
+    if (from) {
+      const admin =
+        from.admin?.egress &&
+        tierVerdict(from.admin.egress, from.admin.egress.table.firstMatchV4(dst, protocol, port));
+      if (admin === false) return false;
+      if (admin === undefined) {
+        const egress = from.egress;
+        if (egress) {
+          if (!(local && from.endpoint.node && this.nodeAddresses.get(from.endpoint.node)?.has(dst)))
+            if (!egress.allowsV4(dst, protocol, port)) return false;
+        } else if (from.baseline?.egress) {
+          const t = from.baseline.egress;
+          if (tierVerdict(t, t.table.firstMatchV4(dst, protocol, port)) === false) return false;
+        }
+      }
+    }
     const to = this.byV4.get(dst);
-    const ingress = to?.ingress;
-    if (ingress && !(local && to.endpoint.node && this.nodeAddresses.get(to.endpoint.node)?.has(src)))
-      if (!ingress.allowsV4(src, protocol, port)) return false;
+    if (to) {
+      const admin =
+        to.admin?.ingress &&
+        tierVerdict(to.admin.ingress, to.admin.ingress.table.firstMatchV4(src, protocol, port));
+      if (admin !== undefined) return admin;
+      const ingress = to.ingress;
+      if (ingress) {
+        if (local && to.endpoint.node && this.nodeAddresses.get(to.endpoint.node)?.has(src)) return true;
+        return ingress.allowsV4(src, protocol, port);
+      }
+      if (to.baseline?.ingress) {
+        const t = to.baseline.ingress;
+        return tierVerdict(t, t.table.firstMatchV4(src, protocol, port)) !== false;
+      }
+    }
     return true;
   }
 
+  /** One direction: the Admin tier, then NetworkPolicy (isolated pods end there), then the Baseline tier. */
   private side(
     maps: EndpointMaps | undefined,
     direction: 'ingress' | 'egress',
@@ -148,16 +194,44 @@ export class Classifier {
     packet: ClassifierPacket,
   ): boolean {
     if (!maps) return true;
+    const admin = maps.admin?.[direction];
+    if (admin) {
+      const verdict = tierVerdict(admin, admin.table.firstMatch(remote, packet.protocol, packet.port));
+      if (verdict !== undefined) return verdict;
+    }
     const table = maps[direction];
-    if (!table) return true;
-    const node = maps.endpoint.node;
-    if (
-      (this.options.allowNodeLocal ?? true) &&
-      node &&
-      this.nodeAddresses.get(node)?.has(addressKey(remote))
-    )
-      return true;
-    return table.allows(remote, packet.protocol, packet.port);
+    if (table) {
+      const node = maps.endpoint.node;
+      if (
+        (this.options.allowNodeLocal ?? true) &&
+        node &&
+        this.nodeAddresses.get(node)?.has(addressKey(remote))
+      )
+        return true;
+      return table.allows(remote, packet.protocol, packet.port);
+    }
+    const baseline = maps.baseline?.[direction];
+    if (baseline)
+      return tierVerdict(baseline, baseline.table.firstMatch(remote, packet.protocol, packet.port)) !== false;
+    return true;
+  }
+
+  /** The pod's tier tables, shared between pods with equal keys. */
+  private tiersOf(pod: Endpoint): Pick<EndpointMaps, 'admin' | 'baseline'> {
+    const sources = this.options.tiers;
+    if (!sources?.hasPolicies) return {};
+    const get = (tier: 'Admin' | 'Baseline', direction: 'ingress' | 'egress'): TierTable | undefined => {
+      const key = tierTableKey(sources, pod, tier, direction);
+      if (key === '') return undefined;
+      if (!this.tierTables.has(key)) this.tierTables.set(key, buildTierTable(sources, pod, tier, direction));
+      return this.tierTables.get(key);
+    };
+    const admin = { ingress: get('Admin', 'ingress'), egress: get('Admin', 'egress') };
+    const baseline = { ingress: get('Baseline', 'ingress'), egress: get('Baseline', 'egress') };
+    return {
+      ...(admin.ingress || admin.egress ? { admin: definedOnly(admin) } : {}),
+      ...(baseline.ingress || baseline.egress ? { baseline: definedOnly(baseline) } : {}),
+    };
   }
 
   private table(
@@ -178,4 +252,21 @@ export class Classifier {
     entry.users.add(pod.id);
     return { key, table: entry.table };
   }
+}
+
+/** A tier's answer for a matched slot: true (allow), false (deny), undefined (pass, or nothing matched). */
+function tierVerdict(tier: TierTable, slot: number): boolean | undefined {
+  if (slot < 0) return undefined;
+  const action = tier.actions[slot];
+  return action === ACTION_ALLOW ? true : action === ACTION_DENY ? false : undefined;
+}
+
+function definedOnly<T>(pair: { ingress: T | undefined; egress: T | undefined }): {
+  ingress?: T;
+  egress?: T;
+} {
+  return {
+    ...(pair.ingress !== undefined ? { ingress: pair.ingress } : {}),
+    ...(pair.egress !== undefined ? { egress: pair.egress } : {}),
+  };
 }

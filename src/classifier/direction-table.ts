@@ -141,14 +141,44 @@ export class DirectionTable {
     return this.allowsWords(4, scratch.words, protocol, port);
   }
 
+  /**
+   * The lowest rule slot matching the packet, or -1. Ordered tables (cluster policy tiers) give
+   * slots in precedence order, so this is the deciding rule: a find-first-set over the words.
+   */
+  firstMatch(remote: IpAddress, protocol: Protocol, port: number): number {
+    return this.matchWords(
+      remote.family,
+      addressWords(remote.family, remote.value, scratch.words),
+      protocol,
+      port,
+      true,
+    );
+  }
+
+  firstMatchV4(remote: number, protocol: Protocol, port: number): number {
+    scratch.words[0] = remote;
+    return this.matchWords(4, scratch.words, protocol, port, true);
+  }
+
   private allowsWords(family: IpFamily, words: Uint32Array, protocol: Protocol, port: number): boolean {
+    return this.matchWords(family, words, protocol, port, false) >= 0;
+  }
+
+  /** The first matching slot (or, when `first` is false, any matching slot's word index × 32), -1 for none. */
+  private matchWords(
+    family: IpFamily,
+    words: Uint32Array,
+    protocol: Protocol,
+    port: number,
+    first: boolean,
+  ): number {
     // The port map first: it is one probe, and a port no rule names settles the packet without
     // touching the address maps (most denied packets end here).
     const p = PROTOCOL_INDEX[protocol];
     const exact = this.ports.get((p << 16) | port);
     const any = this.protocolAny[p];
     if (this.l3 === undefined && exact === undefined && any === undefined && !this.inRange(p, port))
-      return false;
+      return -1;
     const width = this.width;
     // Lookups never overlap (one thread): every table shares the same scratch space.
     if (scratch.prim.length < width) scratch.grow(width);
@@ -180,9 +210,13 @@ export class DirectionTable {
       for (const range of this.ranges)
         if (range.protocol === p && port >= range.from && port <= range.to)
           ports |= store[range.offset + w] as number;
-      if ((peers & ports) !== 0) return true;
+      const matched = (peers & ports) >>> 0;
+      if (matched === 0) continue;
+      if (!first) return w * 32;
+      // Lowest set bit: isolate it, then count the zeros above it.
+      return w * 32 + (31 - Math.clz32((matched & -matched) >>> 0));
     }
-    return false;
+    return -1;
   }
 
   /** The maps as the seed's schema shows them: key → bitmap (hex, most significant word first). */

@@ -107,3 +107,24 @@ export function subjectSelects(
   if (!selectorMatches(subject.namespaceSelector, namespaceLabels)) return false;
   return !subject.podSelector || selectorMatches(subject.podSelector, endpoint.labels);
 }
+
+/** Namespace selection, including v0.1.1's relative forms (sameLabels, notSameLabels). */
+export function namespaceMatches(match: NamespaceMatch, labels: Labels, subjectLabels: Labels): boolean {
+  if (match.selector) return selectorMatches(match.selector, labels);
+  if (match.sameLabels) {
+    // An empty list selects nothing (API text).
+    return (
+      match.sameLabels.length > 0 &&
+      match.sameLabels.every(
+        (key) => key in labels && key in subjectLabels && labels[key] === subjectLabels[key],
+      )
+    );
+  }
+  if (match.notSameLabels) {
+    return (
+      match.notSameLabels.length > 0 &&
+      match.notSameLabels.every((key) => key in labels && labels[key] !== subjectLabels[key])
+    );
+  }
+  return false;
+}

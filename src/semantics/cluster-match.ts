@@ -5,15 +5,13 @@
  */
 import { cidrContains, type IpFamily } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { subjectSelects } from '../model/cluster-policy.ts';
+import { namespaceMatches, subjectSelects } from '../model/cluster-policy.ts';
 import type {
   ClusterPeer,
   ClusterPolicy,
   ClusterPort,
   ClusterRule,
   Endpoint,
-  Labels,
-  NamespaceMatch,
   Protocol,
   Tier,
 } from '../model/types.ts';
@@ -86,27 +84,6 @@ export function clusterPeerMatches(
         peer.names.some((n) => domainMatches(n, other.domain as string))
       );
   }
-}
-
-/** Namespace selection, including v0.1.1's relative forms (sameLabels, notSameLabels). */
-export function namespaceMatches(match: NamespaceMatch, labels: Labels, subjectLabels: Labels): boolean {
-  if (match.selector) return selectorMatches(match.selector, labels);
-  if (match.sameLabels) {
-    // An empty list selects nothing (API text).
-    return (
-      match.sameLabels.length > 0 &&
-      match.sameLabels.every(
-        (key) => key in labels && key in subjectLabels && labels[key] === subjectLabels[key],
-      )
-    );
-  }
-  if (match.notSameLabels) {
-    return (
-      match.notSameLabels.length > 0 &&
-      match.notSameLabels.every((key) => key in labels && labels[key] !== subjectLabels[key])
-    );
-  }
-  return false;
 }
 
 /** `*.example.com` matches names with one or more labels before `example.com`; otherwise exact. */

@@ -22,22 +22,26 @@ const QUERIES: PortQuery[] = [
 ];
 
 describe('matrix --engine compiled', () => {
-  it('equals the reference on random clusters, with and without equivalence classes', () => {
+  it('equals the reference on random clusters (tiered policies too), with and without equivalence classes', () => {
     fc.assert(
-      fc.property(clusterArb({ maxPods: 7, maxPolicies: 4 }), fc.boolean(), (objects, useClasses) => {
-        const cluster = clusterOf(objects);
-        const reference = computeMatrix(cluster, { queries: QUERIES, useClasses });
-        const compiled = computeMatrix(cluster, { queries: QUERIES, useClasses, engine: 'compiled' });
-        const n = cluster.endpoints.length;
-        for (let a = 0; a < n; a++)
-          for (let b = 0; b < n; b++)
-            for (let q = 0; q < QUERIES.length; q++)
-              assert.equal(
-                compiled.allowed(a, b, q),
-                reference.allowed(a, b, q),
-                `${cluster.endpoints[a]?.id} → ${cluster.endpoints[b]?.id} ${JSON.stringify(QUERIES[q])}`,
-              );
-      }),
+      fc.property(
+        clusterArb({ maxPods: 7, maxPolicies: 4, maxClusterPolicies: 3 }),
+        fc.boolean(),
+        (objects, useClasses) => {
+          const cluster = clusterOf(objects);
+          const reference = computeMatrix(cluster, { queries: QUERIES, useClasses });
+          const compiled = computeMatrix(cluster, { queries: QUERIES, useClasses, engine: 'compiled' });
+          const n = cluster.endpoints.length;
+          for (let a = 0; a < n; a++)
+            for (let b = 0; b < n; b++)
+              for (let q = 0; q < QUERIES.length; q++)
+                assert.equal(
+                  compiled.allowed(a, b, q),
+                  reference.allowed(a, b, q),
+                  `${cluster.endpoints[a]?.id} → ${cluster.endpoints[b]?.id} ${JSON.stringify(QUERIES[q])}`,
+                );
+        },
+      ),
       { numRuns: RUNS },
     );
   });

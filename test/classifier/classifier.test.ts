@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import {
   Classifier,
   ClassifierRenderer,
+  TierSources,
   TrackedClassifier,
   type ClassifierPacket,
 } from '../../src/classifier/index.ts';
@@ -26,15 +27,15 @@ const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 function classifierOf(cluster: Cluster): Classifier {
   const state = new ClusterState();
   state.resync(cluster);
-  const classifier = new Classifier(state);
+  const classifier = new Classifier(state, { tiers: new TierSources(cluster) });
   for (const node of cluster.nodes.values()) classifier.addNodeAddresses(node.name, node.addresses);
   return classifier;
 }
 
 describe('classifier', () => {
-  it('≡ reference evaluator on random clusters', () => {
+  it('≡ reference evaluator on random clusters, with tiered cluster policies', () => {
     fc.assert(
-      fc.property(clusterArb({ maxPods: 7, maxPolicies: 5 }), (objects) => {
+      fc.property(clusterArb({ maxPods: 7, maxPolicies: 5, maxClusterPolicies: 4 }), (objects) => {
         const cluster = clusterOf(objects);
         const classifier = classifierOf(cluster);
         assertAgreesWithReference(

@@ -127,7 +127,10 @@ describe('cluster policy in the CLI', () => {
     assert.equal(before.code, 0, before.stderr);
     assert.equal(after.code, 0, after.stderr);
     const results = (text: string) => (JSON.parse(text) as { results: { allowed: boolean }[] }).results;
-    assert.ok(results(before.stdout).some((r) => !r.allowed), 'the example denies something');
+    assert.ok(
+      results(before.stdout).some((r) => !r.allowed),
+      'the example denies something',
+    );
     assert.deepEqual(results(after.stdout), results(before.stdout));
   });
 });

@@ -55,6 +55,12 @@ describe(
       assert.equal(results.filter((r) => r.check.expect === 'deny').length, 129);
     });
 
+    it('passes every check on the compiled classifier (ordered tier tables)', () => {
+      const results = cases.flatMap((kase) => runCase(model as never, kase, undefined, 'compiled'));
+      assert.equal(results.length, UPSTREAM_CHECKS);
+      assert.deepEqual(failures(results), []);
+    });
+
     it('passes every check with the policies rewritten as ClusterNetworkPolicy', () => {
       const results = cases.flatMap((kase) => runCase(model as never, kase, asClusterNetworkPolicies));
       assert.equal(results.length, UPSTREAM_CHECKS);

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { loadFromTexts } from '../../src/ingest/load.ts';
+import { compiledVerdicts } from '../../src/analysis/compiled-engine.ts';
 import type { Cluster, Protocol } from '../../src/model/types.ts';
 import { evaluate } from '../../src/semantics/evaluate.ts';
 import { indexCluster } from '../../src/semantics/match.ts';
@@ -86,7 +87,15 @@ export function readSuite(dir: string): { model: Model; cases: ConformanceCase[]
   return { model, cases };
 }
 
-export function runCase(model: Model, kase: ConformanceCase, rewrite?: Rewrite): CheckResult[] {
+/** Who answers: the reference evaluator, or the compiled classifier (tier tables + NetworkPolicy maps). */
+export type Engine = 'reference' | 'compiled';
+
+export function runCase(
+  model: Model,
+  kase: ConformanceCase,
+  rewrite?: Rewrite,
+  engine: Engine = 'reference',
+): CheckResult[] {
   const namespaceLabels = new Map(model.namespaces.map((n) => [n.name, n.labels]));
   const podLabels = new Map(model.pods.map((p) => [`${p.namespace}/${p.name}`, p.labels]));
   const policies = new Map<string, Raw>();
@@ -104,6 +113,7 @@ export function runCase(model: Model, kase: ConformanceCase, rewrite?: Rewrite):
     for (const [name, labels] of Object.entries(step.podLabels ?? {})) podLabels.set(name, labels);
     const cluster = buildCluster(model, namespaceLabels, podLabels, [...policies.values()], kase.file);
     const index = indexCluster(cluster);
+    const compiled = engine === 'compiled' ? compiledVerdicts(cluster, {}) : undefined;
     for (const check of step.checks ?? []) {
       const verdict = evaluate(
         index,
@@ -116,13 +126,11 @@ export function runCase(model: Model, kase: ConformanceCase, rewrite?: Rewrite):
         },
         {},
       );
-      results.push({
-        case: kase.file,
-        subtest: step.subtest,
-        check,
-        allowed: verdict.allowed,
-        why: walkText(verdict),
-      });
+      const v4 = (id: string) => endpointOf(cluster, id).ips.filter((ip) => ip.family === 4);
+      const allowed = compiled
+        ? compiled(v4(check.from), v4(check.to), check.protocol, check.port) === true
+        : verdict.allowed;
+      results.push({ case: kase.file, subtest: step.subtest, check, allowed, why: walkText(verdict) });
     }
   }
   return results;

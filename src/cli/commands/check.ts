@@ -17,7 +17,6 @@ import {
   resolveInputOptions,
   withInputOptions,
   writeJson,
-  refuseClusterPolicies,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
@@ -51,7 +50,6 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      if (engine === 'compiled') refuseClusterPolicies(loaded.cluster, '--engine compiled');
       const from = resolveAddress(loaded.cluster, String(raw.from));
       const to = resolveAddress(loaded.cluster, String(raw.to));
       if (!from.ok) throw new UsageError(`--from: ${from.message}`);

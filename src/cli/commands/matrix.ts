@@ -13,7 +13,6 @@ import {
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
-  refuseClusterPolicies,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 import { progressBar } from '../progress.ts';
@@ -56,7 +55,6 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      if (engine === 'compiled') refuseClusterPolicies(loaded.cluster, '--engine compiled');
       const progress = io.stderrIsTty ? progressBar(io.stderr, 'matrix') : undefined;
       const matrix = computeMatrix(loaded.cluster, {
         queries,

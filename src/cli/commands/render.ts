@@ -12,7 +12,7 @@ import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
 import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptcp/index.ts';
 import { neutronRequests, renderNeutron, type NeutronRendering } from '../../renderers/neutron/index.ts';
 import { readFileSync } from 'node:fs';
-import { Classifier } from '../../classifier/index.ts';
+import { Classifier, TierSources, type TierTable } from '../../classifier/index.ts';
 import { formatIp } from '../../net/ip.ts';
 import { NftablesRenderer } from '../../renderers/nftables/index.ts';
 import { ClusterState } from '../../state/index.ts';
@@ -82,11 +82,11 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
-      refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
       if (target === 'bitmap') {
         writeJson(io, renderBitmaps(loaded.cluster, node));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
+      refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
       if (target === 'neutron') {
         const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;
         const state = new ClusterState();
@@ -188,20 +188,32 @@ function readPrevious(path: string): NeutronRendering {
 function renderBitmaps(cluster: Cluster, node: string | undefined): unknown {
   const state = new ClusterState();
   state.resync(cluster);
-  const classifier = new Classifier(state);
+  const classifier = new Classifier(state, { tiers: new TierSources(cluster) });
   const endpoints = classifier
     .endpoints()
     .filter((maps) => node === undefined || maps.endpoint.node === node)
     .sort((a, b) => (a.endpoint.id < b.endpoint.id ? -1 : 1));
   return {
-    endpoints: endpoints.map(({ endpoint, ingress, egress }) => {
+    endpoints: endpoints.map(({ endpoint, ingress, egress, admin, baseline }) => {
       const ip = endpoint.ips.map(formatIp).join(',');
       return {
         endpoint: endpoint.id,
         ips: endpoint.ips.map(formatIp),
         ingress: ingress ? ingress.render(ip) : { enforce: [] },
         egress: egress ? egress.render(ip) : { enforce: [] },
+        // Ordered tiers: slots in precedence order, the lowest matching bit decides with its action.
+        ...(admin ? { admin: renderTier(admin, ip) } : {}),
+        ...(baseline ? { baseline: renderTier(baseline, ip) } : {}),
       };
     }),
+  };
+}
+
+function renderTier(tier: { ingress?: TierTable; egress?: TierTable }, ip: string): unknown {
+  const one = (t: TierTable | undefined) =>
+    t && { ...t.table.render(ip), actions: [...t.actions].map((a) => ['allow', 'deny', 'pass'][a]) };
+  return {
+    ...(tier.ingress ? { ingress: one(tier.ingress) } : {}),
+    ...(tier.egress ? { egress: one(tier.egress) } : {}),
   };
 }
