@@ -10,6 +10,7 @@ import { nftablesBenchmark } from './nftables.bench.ts';
 import { datapathBenchmark } from './datapath.bench.ts';
 import { renderersBenchmark } from './renderers.bench.ts';
 import { classifierBenchmark } from './classifier.bench.ts';
+import { tiersBenchmark } from './tiers.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -19,6 +20,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   datapath: datapathBenchmark,
   renderers: renderersBenchmark,
   classifier: classifierBenchmark,
+  tiers: tiersBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

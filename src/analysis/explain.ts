@@ -5,12 +5,16 @@
 import { cidrContains, formatIp } from '../net/ip.ts';
 import { policyKey, type Cluster, type Endpoint, type Peer, type Semantics } from '../model/types.ts';
 import {
+  clusterPeerMatches,
+  describeClusterRule,
   describeRule,
   indexCluster,
   peerMatches,
+  selectingClusterPolicies,
   selectingPolicies,
   type ClusterIndex,
 } from '../semantics/index.ts';
+import { clusterPolicyLabel } from '../model/cluster-policy.ts';
 
 export interface RuleExplanation {
   readonly policy: string;
@@ -20,10 +24,22 @@ export interface RuleExplanation {
   readonly peers: readonly string[];
 }
 
+/** A cluster-policy rule that applies to the endpoint, in the order its tier evaluates it. */
+export interface TierRuleExplanation {
+  readonly tier: 'Admin' | 'Baseline';
+  readonly policy: string;
+  readonly rule: number;
+  readonly name?: string;
+  readonly description: string;
+  readonly peers: readonly string[];
+}
+
 export interface DirectionExplanation {
   readonly isolated: boolean;
   readonly policies: readonly string[];
   readonly rules: readonly RuleExplanation[];
+  /** Admin-tier rules (decide before NetworkPolicy) and Baseline-tier rules (after, when not isolated). */
+  readonly tiers: readonly TierRuleExplanation[];
   readonly summary: string;
 }
 
@@ -51,9 +67,54 @@ export function explainEndpoints(
       .join(','),
     ips: endpoint.ips.map(formatIp),
     hostNetwork: endpoint.hostNetwork,
-    ingress: explainDirection(index, endpoint, 'ingress', semantics),
-    egress: explainDirection(index, endpoint, 'egress', semantics),
+    ingress: withTiers(index, endpoint, 'ingress', explainDirection(index, endpoint, 'ingress', semantics)),
+    egress: withTiers(index, endpoint, 'egress', explainDirection(index, endpoint, 'egress', semantics)),
   }));
+}
+
+/** The cluster-policy rules of both tiers that apply to the endpoint, in evaluation order. */
+function withTiers(
+  index: ClusterIndex,
+  endpoint: Endpoint,
+  direction: 'ingress' | 'egress',
+  explanation: Omit<DirectionExplanation, 'tiers'>,
+): DirectionExplanation {
+  const tiers: TierRuleExplanation[] = [];
+  if (!endpoint.hostNetwork) {
+    for (const tier of ['Admin', 'Baseline'] as const) {
+      for (const policy of selectingClusterPolicies(index, endpoint, direction, tier)) {
+        for (const rule of policy[direction]) {
+          tiers.push({
+            tier,
+            policy: clusterPolicyLabel(policy),
+            rule: rule.index,
+            ...(rule.name ? { name: rule.name } : {}),
+            description: describeClusterRule(rule, direction),
+            peers: index.cluster.endpoints
+              .filter((e) =>
+                rule.peers.some((peer) =>
+                  clusterPeerMatches(
+                    index,
+                    peer,
+                    endpoint,
+                    { kind: 'endpoint', endpoint: e },
+                    e.ips[0]?.family,
+                  ),
+                ),
+              )
+              .map((e) => e.id),
+          });
+        }
+      }
+    }
+  }
+  if (tiers.length === 0 || explanation.isolated || endpoint.hostNetwork) return { ...explanation, tiers };
+  return {
+    ...explanation,
+    tiers,
+    summary:
+      'not isolated by NetworkPolicy: the cluster policy rules below decide what they match; the rest is allowed',
+  };
 }
 
 function explainDirection(
@@ -61,8 +122,8 @@ function explainDirection(
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   semantics: Semantics,
-): DirectionExplanation {
-  const open = (summary: string): DirectionExplanation => ({
+): Omit<DirectionExplanation, 'tiers'> {
+  const open = (summary: string): Omit<DirectionExplanation, 'tiers'> => ({
     isolated: false,
     policies: [],
     rules: [],

@@ -21,13 +21,33 @@ const scratch = {
   prim: new Uint32Array(32),
   supp: new Uint32Array(32),
   except: new Uint32Array(32),
+  portOffsets: new Int32Array(16) as Int32Array<ArrayBufferLike>,
   grow(width: number): void {
     this.prim = new Uint32Array(width);
     this.supp = new Uint32Array(width);
     this.except = new Uint32Array(width);
   },
 };
+function growInts(
+  space: { portOffsets: Int32Array<ArrayBufferLike> },
+  used: number,
+): Int32Array<ArrayBufferLike> {
+  const grown = new Int32Array(used * 2);
+  grown.set(space.portOffsets);
+  return grown;
+}
 const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
+
+/**
+ * Peer groups resolved outside a table and shared by all tables (cluster-policy peers): an
+ * address → the groups it belongs to. A table then holds one bitmap per group it uses instead of
+ * one per member address, so building it costs its rules, not their members.
+ */
+export interface GroupResolver {
+  groupsOfV4(address: number): readonly number[] | undefined;
+  groupsOfV6(words: Uint32Array): readonly number[] | undefined;
+  groupLabel(group: number): string;
+}
 
 interface RangeEntry {
   readonly protocol: number;
@@ -65,6 +85,9 @@ export class DirectionTable {
     except: new Map(),
   };
 
+  /** Group id → bitmap offset, when the table uses a group resolver. */
+  private groupLayer: { readonly resolver: GroupResolver; readonly slots: Map<number, number> } | undefined;
+
   /** The address groups whose members the maps hold (the table is stale when they change). */
   readonly groups = new Set<string>();
   /** What each slot stands for (`ns/policy ingress[rule]`, with the except block or named-port number). */
@@ -100,6 +123,20 @@ export class DirectionTable {
     }
   }
 
+  /** Resolves peer groups through `resolver` (see addGroup). */
+  useGroups(resolver: GroupResolver): void {
+    this.groupLayer = { resolver, slots: new Map() };
+  }
+
+  /** The slot matches every member address of the group. */
+  addGroup(group: number, slot: number): void {
+    const layer = this.groupLayer;
+    if (!layer) throw new Error('addGroup needs useGroups first');
+    let offset = layer.slots.get(group);
+    if (offset === undefined) layer.slots.set(group, (offset = this.store.allocate()));
+    this.store.set(offset, slot);
+  }
+
   addPort(protocol: Protocol, port: number, slot: number): void {
     const key = (PROTOCOL_INDEX[protocol] << 16) | port;
     let offset = this.ports.get(key);
@@ -108,9 +145,13 @@ export class DirectionTable {
   }
 
   addRange(protocol: Protocol, from: number, to: number, slot: number): void {
+    // Equal ranges share one bitmap: lookups scan the ranges, so fewer is faster.
+    const index = PROTOCOL_INDEX[protocol];
+    const same = this.ranges.find((r) => r.protocol === index && r.from === from && r.to === to);
+    if (same) return this.store.set(same.offset, slot);
     const offset = this.store.allocate();
     this.store.set(offset, slot);
-    this.ranges.push({ protocol: PROTOCOL_INDEX[protocol], from, to, offset });
+    this.ranges.push({ protocol: index, from, to, offset });
   }
 
   addProtocol(protocol: Protocol, slot: number): void {
@@ -194,22 +235,31 @@ export class DirectionTable {
         for (let w = 0; w < width; w++) prim[w] = (prim[w] as number) | (store[host + w] as number);
       if (tries.supp[4] && this.lookupV4('supp', address, store, width, supp))
         this.lookupV4('except', address, store, width, except);
+      if (this.groupLayer) this.orGroups(this.groupLayer.resolver.groupsOfV4(address), store, width, prim);
     } else {
+      if (this.groupLayer) this.orGroups(this.groupLayer.resolver.groupsOfV6(words), store, width, prim);
       tries.prim[6]?.orInto(words, store, width, prim);
       // Most tables have no block with excepts: skip those walks.
       if (tries.supp[6]?.orInto(words, store, width, supp))
         tries.except[6]?.orInto(words, store, width, except);
     }
+    // The port bitmaps that apply, found once (not per word).
+    const portOffsets = scratch.portOffsets;
+    let n = 0;
+    if (this.l3 !== undefined) portOffsets[n++] = this.l3;
+    if (exact !== undefined) portOffsets[n++] = exact;
+    if (any !== undefined) portOffsets[n++] = any;
+    for (const range of this.ranges) {
+      if (range.protocol !== p || port < range.from || port > range.to) continue;
+      if (n === scratch.portOffsets.length) scratch.portOffsets = growInts(scratch, n);
+      scratch.portOffsets[n++] = range.offset;
+    }
+    const offsets = scratch.portOffsets;
     for (let w = 0; w < width; w++) {
       const peers = ((prim[w] as number) | ((supp[w] as number) & ~(except[w] as number))) >>> 0;
       if (peers === 0) continue;
       let ports = 0;
-      if (this.l3 !== undefined) ports |= store[this.l3 + w] as number;
-      if (exact !== undefined) ports |= store[exact + w] as number;
-      if (any !== undefined) ports |= store[any + w] as number;
-      for (const range of this.ranges)
-        if (range.protocol === p && port >= range.from && port <= range.to)
-          ports |= store[range.offset + w] as number;
+      for (let i = 0; i < n; i++) ports |= store[(offsets[i] as number) + w] as number;
       const matched = (peers & ports) >>> 0;
       if (matched === 0) continue;
       if (!first) return w * 32;
@@ -239,9 +289,19 @@ export class DirectionTable {
       ppo.push({ vni: 0, ip, proto: names[key >>> 16], port: key & 0xffff, bitmap: hex(offset) });
     for (const r of this.ranges)
       ppo.push({ vni: 0, ip, proto: names[r.protocol], port: `${r.from}-${r.to}`, bitmap: hex(r.offset) });
+    const layer = this.groupLayer;
+    const groups = layer
+      ? [...layer.slots].map(([group, offset]) => ({
+          vni: 0,
+          ip,
+          group: layer.resolver.groupLabel(group),
+          bitmap: hex(offset),
+        }))
+      : [];
     return {
       enforce: [{ vni: 0, ip, value: 1 }],
       prim: cidrs('prim'),
+      ...(layer ? { groups } : {}),
       supp: cidrs('supp'),
       except: cidrs('except'),
       ppo,
@@ -249,7 +309,21 @@ export class DirectionTable {
     };
   }
 
-  /** ORs the bitmaps of one map's IPv4 prefixes containing the address: a scan when few, else the trie. */
+  private orGroups(
+    groups: readonly number[] | undefined,
+    store: Uint32Array,
+    width: number,
+    acc: Uint32Array,
+  ): void {
+    if (!groups || !this.groupLayer) return;
+    const slots = this.groupLayer.slots;
+    for (const group of groups) {
+      const offset = slots.get(group);
+      if (offset === undefined) continue;
+      for (let w = 0; w < width; w++) acc[w] = (acc[w] as number) | (store[offset + w] as number);
+    }
+  }
+
   private inRange(protocol: number, port: number): boolean {
     for (const range of this.ranges)
       if (range.protocol === protocol && port >= range.from && port <= range.to) return true;

@@ -7,13 +7,25 @@
  */
 import type { IpAddress } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { namespaceMatches, subjectSelects } from '../model/cluster-policy.ts';
+import { clusterPolicyLabel, namespaceMatches } from '../model/cluster-policy.ts';
 import type { Cluster, ClusterPeer, ClusterPolicy, Endpoint, Tier } from '../model/types.ts';
+import type { GroupResolver } from './direction-table.ts';
+import { addressWords } from './lpm-trie.ts';
 
-export class TierSources {
+const NONE: readonly ClusterPolicy[] = [];
+const v6Key = (words: Uint32Array): string => `${words[0]},${words[1]},${words[2]},${words[3]}`;
+
+export class TierSources implements GroupResolver {
   private readonly podsByNamespace = new Map<string, Endpoint[]>();
+  /** Peer groups (pods and nodes peers) shared by every tier table: id by peer key, members by address. */
+  private readonly groupIds = new Map<string, number>();
+  private readonly groupLabels: string[] = [];
+  private readonly groupsV4 = new Map<number, number[]>();
+  private readonly groupsV6 = new Map<string, number[]>();
   private readonly peerMemo = new Map<string, readonly Endpoint[]>();
   private readonly selectionMemo = new Map<string, readonly ClusterPolicy[]>();
+  private readonly namespaceCandidates = new Map<string, readonly ClusterPolicy[]>();
+  private readonly numbersMemo = new Map<string, readonly string[]>();
 
   constructor(readonly cluster: Cluster) {
     for (const endpoint of cluster.endpoints) {
@@ -28,17 +40,53 @@ export class TierSources {
     return this.cluster.clusterPolicies.length > 0;
   }
 
-  /** Policies of a tier selecting the pod with rules in the direction, in precedence order. */
+  /**
+   * Policies of a tier selecting the pod with rules in the direction, in precedence order. The
+   * namespace part of subjects is evaluated once per namespace; pod selectors only for the
+   * policies that have one. Pods that end with the same policies get the same array.
+   */
   selecting(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): readonly ClusterPolicy[] {
-    const key = `${tier}|${direction}|${pod.namespace}|${JSON.stringify(pod.labels)}`;
-    const cached = this.selectionMemo.get(key);
-    if (cached) return cached;
-    const labels = this.cluster.namespaces.get(pod.namespace)?.labels;
-    const found = this.cluster.clusterPolicies.filter(
-      (p) => p.tier === tier && p[direction].length > 0 && subjectSelects(p.subject, labels, pod),
+    if (pod.hostNetwork) return NONE;
+    const nsKey = `${tier}|${direction}|${pod.namespace}`;
+    let candidates = this.namespaceCandidates.get(nsKey);
+    if (!candidates) {
+      const labels = this.cluster.namespaces.get(pod.namespace)?.labels;
+      candidates = labels
+        ? this.cluster.clusterPolicies.filter(
+            (p) =>
+              p.tier === tier &&
+              p[direction].length > 0 &&
+              selectorMatches(p.subject.namespaceSelector, labels),
+          )
+        : [];
+      this.namespaceCandidates.set(nsKey, candidates);
+    }
+    if (!candidates.some((p) => p.subject.podSelector)) return candidates;
+    const chosen = candidates.filter(
+      (p) => !p.subject.podSelector || selectorMatches(p.subject.podSelector, pod.labels),
     );
-    this.selectionMemo.set(key, found);
-    return found;
+    const key = `${nsKey}|${chosen.map(clusterPolicyLabel).join(',')}`;
+    const shared = this.selectionMemo.get(key);
+    if (shared) return shared;
+    this.selectionMemo.set(key, chosen);
+    return chosen;
+  }
+
+  /** For egress named ports: the (protocol, number) pairs a name resolves to among a pods peer's members. */
+  namedPortNumbers(
+    peer: Extract<ClusterPeer, { type: 'pods' }>,
+    namespace: string,
+    name: string,
+  ): readonly string[] {
+    const key = `${peer.namespaces.selector ? '' : namespace}|${JSON.stringify(peer)}#${name}`;
+    const cached = this.numbersMemo.get(key);
+    if (cached) return cached;
+    const numbers = new Set<string>();
+    for (const member of this.podsOf(peer, namespace))
+      for (const port of member.ports) if (port.name === name) numbers.add(`${port.protocol}/${port.port}`);
+    const list = [...numbers];
+    this.numbersMemo.set(key, list);
+    return list;
   }
 
   /** Whether a policy's peers depend on the subject's namespace (v0.1.1 relative peers). */
@@ -66,6 +114,63 @@ export class TierSources {
     return pods;
   }
 
+  /**
+   * The group of a pods or nodes peer (for a subject in `namespace`: relative peers differ per
+   * namespace), registered with its member addresses on first use.
+   */
+  groupOf(peer: Extract<ClusterPeer, { type: 'pods' | 'nodes' }>, namespace: string): number {
+    const relative = peer.type === 'pods' && !peer.namespaces.selector;
+    const key = `${relative ? namespace : ''}|${JSON.stringify(peer)}`;
+    return this.registerGroup(key, () =>
+      peer.type === 'pods'
+        ? this.podsOf(peer, namespace).flatMap((pod) => pod.ips)
+        : this.nodeAddresses(peer),
+    );
+  }
+
+  /** The members of a pods peer whose container port `name` is `protocol`/`port` (egress named ports). */
+  namedPortGroup(
+    peer: Extract<ClusterPeer, { type: 'pods' }>,
+    namespace: string,
+    name: string,
+    protocol: string,
+    port: number,
+  ): number {
+    const relative = !peer.namespaces.selector;
+    const key = `${relative ? namespace : ''}|${JSON.stringify(peer)}#${name}=${protocol}/${port}`;
+    return this.registerGroup(key, () =>
+      this.podsOf(peer, namespace)
+        .filter((pod) => pod.ports.some((p) => p.name === name && p.protocol === protocol && p.port === port))
+        .flatMap((pod) => pod.ips),
+    );
+  }
+
+  private registerGroup(key: string, addresses: () => readonly IpAddress[]): number {
+    const known = this.groupIds.get(key);
+    if (known !== undefined) return known;
+    const id = this.groupLabels.length;
+    this.groupIds.set(key, id);
+    this.groupLabels.push(key.slice(key.indexOf('|') + 1));
+    const words = new Uint32Array(4);
+    for (const ip of addresses()) {
+      if (ip.family === 4) push(this.groupsV4, Number(ip.value), id);
+      else push(this.groupsV6, v6Key(addressWords(6, ip.value, words)), id);
+    }
+    return id;
+  }
+
+  groupsOfV4(address: number): readonly number[] | undefined {
+    return this.groupsV4.get(address);
+  }
+
+  groupsOfV6(words: Uint32Array): readonly number[] | undefined {
+    return this.groupsV6.get(v6Key(words));
+  }
+
+  groupLabel(group: number): string {
+    return this.groupLabels[group] ?? String(group);
+  }
+
   /** Addresses of the nodes whose labels the selector matches. */
   nodeAddresses(peer: Extract<ClusterPeer, { type: 'nodes' }>): IpAddress[] {
     const addresses: IpAddress[] = [];
@@ -73,4 +178,10 @@ export class TierSources {
       if (selectorMatches(peer.selector, node.labels)) addresses.push(...node.addresses);
     return addresses;
   }
+}
+
+function push<K>(map: Map<K, number[]>, key: K, id: number): void {
+  const list = map.get(key);
+  if (list) list.push(id);
+  else map.set(key, [id]);
 }

@@ -6,9 +6,9 @@
  * peers with its plain ports; for an egress named port, one slot per number it resolves to on the
  * destinations. A fail-closed Deny or Pass rule is a slot matching everything (deny).
  */
-import { hostCidr, makeCidr, type Cidr } from '../net/ip.ts';
+import { makeCidr, type Cidr } from '../net/ip.ts';
 import { clusterPolicyLabel } from '../model/cluster-policy.ts';
-import type { ClusterPort, ClusterRule, Endpoint, Protocol, Tier } from '../model/types.ts';
+import type { ClusterPolicy, ClusterPort, ClusterRule, Endpoint, Protocol, Tier } from '../model/types.ts';
 import { DirectionTable } from './direction-table.ts';
 import { TierSources } from './tier-sources.ts';
 
@@ -24,6 +24,8 @@ export interface TierTable {
 
 interface TierSlot {
   readonly cidrs: readonly Cidr[];
+  /** Shared peer groups (pods, nodes) whose members the slot matches. */
+  readonly groups: readonly number[];
   readonly ports: 'all' | readonly { protocol: Protocol; from?: number; to?: number }[];
   readonly action: number;
   readonly label: string;
@@ -31,6 +33,9 @@ interface TierSlot {
 
 const ANYWHERE: Cidr[] = [makeCidr(4, 0n, 0), makeCidr(6, 0n, 0)];
 const ACTION_OF = { allow: ACTION_ALLOW, deny: ACTION_DENY, pass: ACTION_PASS } as const;
+
+/** The sharing key of a pod's table: equal keys give equal tables. */
+const baseKeys = new WeakMap<readonly ClusterPolicy[], { key: string; relative: boolean; named: boolean }>();
 
 /** The sharing key of a pod's table: equal keys give equal tables. */
 export function tierTableKey(
@@ -41,16 +46,22 @@ export function tierTableKey(
 ): string {
   const policies = sources.selecting(pod, tier, direction);
   if (policies.length === 0) return '';
-  const relative = policies.some((p) => TierSources.isRelative(p));
-  const named =
-    direction === 'ingress' &&
-    policies.some((p) => p.ingress.some((r) => r.ports?.some((x) => x.type === 'named')));
+  let base = baseKeys.get(policies);
+  if (!base) {
+    base = {
+      key: `${tier}|${direction}|${policies.map(clusterPolicyLabel).join(',')}`,
+      relative: policies.some((p) => TierSources.isRelative(p)),
+      named:
+        direction === 'ingress' &&
+        policies.some((p) => p.ingress.some((r) => r.ports?.some((x) => x.type === 'named'))),
+    };
+    baseKeys.set(policies, base);
+  }
+  if (!base.relative && !base.named) return base.key;
   return [
-    tier,
-    direction,
-    policies.map(clusterPolicyLabel).join(','),
-    relative ? pod.namespace : '',
-    named ? pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',') : '',
+    base.key,
+    base.relative ? pod.namespace : '',
+    base.named ? pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',') : '',
   ].join('|');
 }
 
@@ -75,11 +86,13 @@ export function buildTierTable(
         ),
       );
   const table = new DirectionTable(slots.length);
+  table.useGroups(sources);
   const actions = new Uint8Array(slots.length);
   slots.forEach((slot, bit) => {
     actions[bit] = slot.action;
     table.labels.push(slot.label);
     for (const cidr of slot.cidrs) table.addCidr('prim', cidr, cidr.text, bit);
+    for (const group of slot.groups) table.addGroup(group, bit);
     if (slot.ports === 'all') return table.addL3(bit);
     for (const { protocol, from, to } of slot.ports) {
       if (from === undefined) table.addProtocol(protocol, bit);
@@ -101,20 +114,27 @@ function ruleSlots(
   if (rule.failClosed) {
     return rule.action === 'allow'
       ? []
-      : [{ cidrs: ANYWHERE, ports: 'all', action: ACTION_DENY, label: `${label} (fails closed)` }];
+      : [
+          {
+            cidrs: ANYWHERE,
+            groups: [],
+            ports: 'all',
+            action: ACTION_DENY,
+            label: `${label} (fails closed)`,
+          },
+        ];
   }
   const cidrs: Cidr[] = [];
+  const groups: number[] = [];
   for (const peer of rule.peers) {
-    if (peer.type === 'pods')
-      for (const member of sources.podsOf(peer, pod.namespace)) cidrs.push(...member.ips.map(hostCidr));
+    if (peer.type === 'pods' || peer.type === 'nodes') groups.push(sources.groupOf(peer, pod.namespace));
     else if (peer.type === 'networks') cidrs.push(...peer.cidrs);
-    else if (peer.type === 'nodes') cidrs.push(...sources.nodeAddresses(peer).map(hostCidr));
     // domainNames: no address is known to a datapath that cannot resolve names; it matches nothing.
   }
-  if (!rule.ports) return [{ cidrs, ports: 'all', action, label }];
+  if (!rule.ports) return [{ cidrs, groups, ports: 'all', action, label }];
   const slots: TierSlot[] = [];
   const plain = rule.ports.flatMap((p) => plainPorts(p, direction, pod));
-  if (plain.length) slots.push({ cidrs, ports: plain, action, label });
+  if (plain.length) slots.push({ cidrs, groups, ports: plain, action, label });
   if (direction === 'egress') slots.push(...namedPortSlots(sources, pod, rule, action, label));
   return slots;
 }
@@ -135,7 +155,7 @@ function plainPorts(port: ClusterPort, direction: 'ingress' | 'egress', pod: End
     .map((p) => ({ protocol: p.protocol, from: p.port, to: p.port }));
 }
 
-/** An egress named port: one slot per (protocol, number) it resolves to, holding the destinations that resolve it so. */
+/** An egress named port: one slot per (protocol, number) it resolves to, matching the destinations that resolve it so. */
 function namedPortSlots(
   sources: TierSources,
   pod: Endpoint,
@@ -143,24 +163,22 @@ function namedPortSlots(
   action: number,
   label: string,
 ): TierSlot[] {
-  const byNumber = new Map<string, { protocol: Protocol; port: number; cidrs: Cidr[] }>();
+  const byNumber = new Map<string, { protocol: Protocol; port: number; groups: number[] }>();
   for (const entry of rule.ports ?? []) {
     if (entry.type !== 'named') continue;
     for (const peer of rule.peers) {
       if (peer.type !== 'pods') continue;
-      for (const member of sources.podsOf(peer, pod.namespace)) {
-        for (const port of member.ports) {
-          if (port.name !== entry.name) continue;
-          const key = `${port.protocol}/${port.port}`;
-          const slot = byNumber.get(key) ?? { protocol: port.protocol, port: port.port, cidrs: [] };
-          slot.cidrs.push(...member.ips.map(hostCidr));
-          byNumber.set(key, slot);
-        }
+      for (const key of sources.namedPortNumbers(peer, pod.namespace, entry.name)) {
+        const [protocol, number] = key.split('/') as [Protocol, string];
+        const slot = byNumber.get(key) ?? { protocol, port: Number(number), groups: [] };
+        slot.groups.push(sources.namedPortGroup(peer, pod.namespace, entry.name, protocol, Number(number)));
+        byNumber.set(key, slot);
       }
     }
   }
   return [...byNumber.values()].map((s) => ({
-    cidrs: s.cidrs,
+    cidrs: [],
+    groups: s.groups,
     ports: [{ protocol: s.protocol, from: s.port, to: s.port }],
     action,
     label: `${label} port ${s.protocol}/${s.port}`,

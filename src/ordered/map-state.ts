@@ -75,6 +75,29 @@ export class MapState<V> {
     return this.afterRuleChange(rule);
   }
 
+  /**
+   * Inserts several rules (one policy) in one transaction: the wildcard layer is rebuilt at most
+   * once and each affected identity recomputed once.
+   */
+  addRules(rules: readonly MapRule<V>[]): MapChange<V>[] {
+    for (const rule of rules) {
+      if (this.byLabel.has(rule.label)) throw new Error(`rule ${rule.label} is already in the map`);
+      this.index(rule);
+    }
+    this.sortRules();
+    const changes: MapChange<V>[] = [];
+    const protocols = new Set(rules.filter((r) => r.identities === '*').map((r) => r.protocol));
+    const identities = new Set<number>();
+    for (const rule of rules) if (rule.identities !== '*') for (const i of rule.identities) identities.add(i);
+    if (protocols.size > 0) {
+      changes.push(...this.rebuildWildcard());
+      for (const [identity, list] of this.rulesOfIdentity)
+        if (list.some((r) => protocols.has(r.protocol))) identities.add(identity);
+    }
+    for (const identity of identities) changes.push(...this.recompute(identity));
+    return netChanges(changes);
+  }
+
   removeRule(label: string): MapChange<V>[] {
     const rule = this.byLabel.get(label);
     if (!rule) return [];

@@ -3,7 +3,7 @@
  */
 import { formatIp } from '../net/ip.ts';
 import { selectorText } from '../model/selector.ts';
-import type { Peer, PolicyPort, PolicyRule } from '../model/types.ts';
+import type { ClusterPeer, ClusterRule, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import type { Address } from './types.ts';
 
 export function describeAddress(address: Address): string {
@@ -26,7 +26,9 @@ export function describePeer(peer: Peer, policyNamespace: string): string {
   return `${pods} ${namespaces}`;
 }
 
-export function describePort(port: PolicyPort): string {
+export function describePort(
+  port: Pick<PolicyPort, 'protocol' | 'endPort'> & { readonly port?: number | string },
+): string {
   if (port.port === undefined) return `${port.protocol} (all ports)`;
   if (port.endPort !== undefined) return `${port.protocol} ${port.port}-${port.endPort}`;
   return `${port.protocol} ${port.port}`;
@@ -48,4 +50,36 @@ export function describeRule(
       ? 'on any port'
       : `on ${rule.ports.map(describePort).join(', ')}`;
   return `${peers} ${ports}`;
+}
+
+/** E.g. `deny to namespaces team=x or 10.0.0.0/8 on TCP 80, named port http`. */
+export function describeClusterRule(rule: ClusterRule, direction: 'ingress' | 'egress'): string {
+  const word = direction === 'ingress' ? 'from' : 'to';
+  if (rule.failClosed) return `${rule.action} (a peer Palisade cannot read: fails closed)`;
+  const peers = rule.peers.map(describeClusterPeer).join(' or ');
+  const ports = rule.ports
+    ? `on ${rule.ports.map((p) => (p.type === 'named' ? `named port ${p.name}` : describePort(p))).join(', ')}`
+    : 'on any port';
+  return `${rule.action} ${word} ${peers} ${ports}`;
+}
+
+export function describeClusterPeer(peer: ClusterPeer): string {
+  switch (peer.type) {
+    case 'pods': {
+      const ns = peer.namespaces.selector
+        ? peer.namespaces.selector.key === ''
+          ? 'all namespaces'
+          : `namespaces ${selectorText(peer.namespaces.selector)}`
+        : peer.namespaces.sameLabels
+          ? `namespaces sharing ${peer.namespaces.sameLabels.join(', ')} with the subject's`
+          : `namespaces differing in ${(peer.namespaces.notSameLabels ?? []).join(', ')} from the subject's`;
+      return peer.podSelector ? `pods ${selectorText(peer.podSelector)} in ${ns}` : ns;
+    }
+    case 'nodes':
+      return peer.selector.key === '' ? 'all nodes' : `nodes ${selectorText(peer.selector)}`;
+    case 'networks':
+      return peer.cidrs.map((c) => c.text).join(', ');
+    case 'domainNames':
+      return peer.names.join(', ');
+  }
 }

@@ -12,7 +12,14 @@ export {
   type ClusterIndex,
 } from './match.ts';
 export { describeStep, walkTier } from './tiers.ts';
-export { describeAddress, describePeer, describePort, describeRule } from './describe.ts';
+export {
+  describeAddress,
+  describeClusterRule,
+  describePeer,
+  describePort,
+  describeRule,
+} from './describe.ts';
+export { clusterPeerMatches, selectingClusterPolicies } from './cluster-match.ts';
 export {
   ALL_PORTS,
   EMPTY_PORTS,

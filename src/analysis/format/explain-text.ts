@@ -22,13 +22,32 @@ function formatOne(e: EndpointExplanation, style: Style): string {
 
 function direction(name: string, d: DirectionExplanation, style: Style): string[] {
   const summary = d.isolated ? style.warn(d.summary) : d.summary;
+  const admin = d.tiers.filter((t) => t.tier === 'Admin');
+  const baseline = d.tiers.filter((t) => t.tier === 'Baseline');
   const lines = [`  ${name}: ${summary}`];
+  // Evaluation order: Admin rules first, then NetworkPolicy, then (when not isolated) Baseline.
+  if (admin.length)
+    lines.push(`    Admin tier, before NetworkPolicy:`, ...admin.map((t) => tierLine(name, t, style)));
   for (const rule of d.rules) {
-    const peers =
-      rule.peers.length === 0
-        ? 'matches no endpoint in the input'
-        : `matches ${rule.peers.slice(0, MAX_LISTED_PEERS).join(', ')}${rule.peers.length > MAX_LISTED_PEERS ? ` and ${rule.peers.length - MAX_LISTED_PEERS} more` : ''}`;
-    lines.push(`    - ${rule.description} ${style.dim(`(${rule.policy} ${name}[${rule.rule}]; ${peers})`)}`);
+    lines.push(
+      `    - ${rule.description} ${style.dim(`(${rule.policy} ${name}[${rule.rule}]; ${listPeers(rule.peers)})`)}`,
+    );
   }
+  if (baseline.length)
+    lines.push(
+      `    Baseline tier, ${d.isolated ? 'not reached: NetworkPolicy decides' : 'since no NetworkPolicy isolates it'}:`,
+      ...baseline.map((t) => tierLine(name, t, style)),
+    );
   return lines;
+}
+
+function tierLine(name: string, t: DirectionExplanation['tiers'][number], style: Style): string {
+  const rule = `${t.policy} ${name}[${t.rule}]${t.name ? ` "${t.name}"` : ''}`;
+  return `    - ${t.description} ${style.dim(`(${rule}; ${listPeers(t.peers)})`)}`;
+}
+
+function listPeers(peers: readonly string[]): string {
+  return peers.length === 0
+    ? 'matches no endpoint in the input'
+    : `matches ${peers.slice(0, MAX_LISTED_PEERS).join(', ')}${peers.length > MAX_LISTED_PEERS ? ` and ${peers.length - MAX_LISTED_PEERS} more` : ''}`;
 }

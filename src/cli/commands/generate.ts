@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { generateShape, SHAPES, type Json } from '../../generate/shapes.ts';
+import { generateAdminPolicies } from '../../generate/admin-policies.ts';
 import { checkChoice } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
@@ -17,6 +18,11 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
     .requiredOption('--shape <name>', `one of ${SHAPES.join(', ')}`)
     .option('--scale <factor>', 'size factor (0.1 = a tenth)', '1')
     .option('--seed <n>', 'random seed', '1')
+    .option(
+      '--admin-policies <n>',
+      'also write n AdminNetworkPolicies of 25 rules each over shape a labels (admin-policies.yaml)',
+      '0',
+    )
     .requiredOption(
       '-o, --output <dir>',
       'directory to write namespaces.yaml, pods.yaml and policies.yaml into',
@@ -28,6 +34,10 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
       if (!Number.isFinite(scale) || scale <= 0 || scale > 10)
         throw new UsageError('--scale must be a number above 0 and at most 10');
       if (!Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
+      const admins = Number(raw.adminPolicies);
+      if (!Number.isInteger(admins) || admins < 0 || admins > 100_000)
+        throw new UsageError('--admin-policies must be an integer from 0 to 100000');
+      const adminPolicies = generateAdminPolicies(admins, seed);
       const cluster = generateShape(shape, { scale, seed });
       const dir = String(raw.output);
       // One JSON document per object: valid YAML, and fast to write and to read back.
@@ -38,6 +48,7 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
         await write('namespaces.yaml', cluster.namespaces);
         await write('pods.yaml', cluster.pods);
         await write('policies.yaml', cluster.policies);
+        if (adminPolicies.length) await write('admin-policies.yaml', adminPolicies);
       } catch (error) {
         io.stderr.write(
           `palisade: cannot write to ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`,
@@ -46,7 +57,7 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
         return;
       }
       io.stdout.write(
-        `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${cluster.namespaces.length} namespaces, ${cluster.pods.length} pods, ${cluster.policies.length} policies\n`,
+        `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${cluster.namespaces.length} namespaces, ${cluster.pods.length} pods, ${cluster.policies.length} policies${adminPolicies.length ? `, ${adminPolicies.length} admin policies` : ''}\n`,
       );
       done(EXIT_OK);
     });

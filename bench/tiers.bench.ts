@@ -1,0 +1,238 @@
+/**
+ * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N]`: ordered cluster policy at
+ * scale — shape a (scale × 100,000 pods, 75,000 NetworkPolicies) plus `--admin`
+ * AdminNetworkPolicies of 25 rules each:
+ * - building the compiled path: the classifier with its Admin-tier tables (slots in precedence
+ *   order) next to the NetworkPolicy maps, time and heap;
+ * - lookups per second through it (IPv4 numeric path, one core), the reference side by side,
+ *   and agreement on a sample;
+ * - the CFP's MapState for the most-selected pod's Admin ingress rules (identities: pod
+ *   addresses): build time and entries, then inserting one new 25-rule AdminNetworkPolicy at a
+ *   priority between existing ones — latency, changes, and whether any existing entry was
+ *   renumbered (it must not be).
+ */
+import { Classifier, TierSources, type ClassifierPacket } from '../src/classifier/index.ts';
+import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
+import { generateShape } from '../src/generate/shapes.ts';
+import { loadFromObjects } from '../src/ingest/index.ts';
+import { clusterPolicyLabel } from '../src/model/cluster-policy.ts';
+import { rulePrecedenceKey } from '../src/model/precedence.ts';
+import type { Cluster, ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../src/model/types.ts';
+import { MapState, portRangePrefixes, type MapRule, type PortPrefix } from '../src/ordered/index.ts';
+import { evaluate, indexCluster } from '../src/semantics/index.ts';
+import { selectorMatches } from '../src/model/selector.ts';
+import { namespaceMatches, subjectSelects } from '../src/model/cluster-policy.ts';
+import { ClusterState } from '../src/state/index.ts';
+import { median } from './stats.ts';
+
+function option(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+
+export function tiersBenchmark(args: string[]): void {
+  const scale = option(args, 'scale', 1);
+  const admins = option(args, 'admin', 1000);
+  const lookups = option(args, 'lookups', 1_000_000);
+  const generated = generateShape('a', { scale, seed: 1 });
+  const adminPolicies = generateAdminPolicies(admins, 1);
+  let t = performance.now();
+  const { cluster } = loadFromObjects([
+    ...generated.namespaces,
+    ...generated.pods,
+    ...generated.policies,
+    ...adminPolicies,
+  ]);
+  const load = performance.now() - t;
+  globalThis.gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const builds: number[] = [];
+  let classifier: Classifier | undefined;
+  for (let run = 0; run < 3; run++) {
+    classifier = undefined;
+    globalThis.gc?.();
+    t = performance.now();
+    const state = new ClusterState();
+    state.resync(cluster);
+    classifier = new Classifier(state, { tiers: new TierSources(cluster) });
+    builds.push(performance.now() - t);
+  }
+  globalThis.gc?.();
+  const heap = process.memoryUsage().heapUsed - heapBefore;
+  const c = classifier as Classifier;
+  const rules = cluster.clusterPolicies.reduce((n, p) => n + p.ingress.length + p.egress.length, 0);
+  process.stdout.write(
+    `shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} NetworkPolicies, ${cluster.clusterPolicies.length} AdminNetworkPolicies (${rules} rules); loaded in ${(load / 1000).toFixed(1)} s\n` +
+      `compiled path (classifier: NetworkPolicy maps + Admin tier tables): built in ${(median(builds) / 1000).toFixed(2)} s (median of 3: ${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}), heap ${mb(heap)}, peak RSS ${mb(process.memoryUsage().rss)}\n`,
+  );
+
+  const pods = cluster.endpoints.filter((e) => e.ips.length > 0 && !e.hostNetwork);
+  const list = packets(pods, lookups);
+  const rates: number[] = [];
+  let allowed = 0;
+  for (let run = 0; run < 5; run++) {
+    allowed = 0;
+    const started = performance.now();
+    for (const p of list) if (c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) allowed++;
+    rates.push(list.length / ((performance.now() - started) / 1000));
+  }
+  const index = indexCluster(cluster);
+  const byIp = new Map(pods.map((e) => [Number((e.ips[0] as ClassifierPacket['src']).value), e]));
+  const sample = list.slice(0, 2_000);
+  let disagreements = 0;
+  t = performance.now();
+  for (const p of sample) {
+    const v = evaluate(index, {
+      src: { kind: 'endpoint', endpoint: byIp.get(p.srcV4) as Endpoint },
+      dst: { kind: 'endpoint', endpoint: byIp.get(p.dstV4) as Endpoint },
+      protocol: p.protocol,
+      port: p.port,
+    });
+    if (v.allowed !== c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) disagreements++;
+  }
+  const reference = sample.length / ((performance.now() - t) / 1000);
+  process.stdout.write(
+    `lookups: ${(median(rates) / 1e6).toFixed(2)} M/s classifier (median of 5 passes over ${lookups} packets, ${allowed} allowed) vs ${(reference / 1e3).toFixed(2)} k/s reference; ${disagreements} disagreements on ${sample.length} sampled packets\n`,
+  );
+
+  mapStateFigures(cluster, pods);
+}
+
+/** Packets between random pods, and within a namespace (where most policies apply). */
+function packets(pods: readonly Endpoint[], count: number) {
+  const ports: [number, Protocol][] = [
+    [8080, 'TCP'],
+    [8443, 'TCP'],
+    [53, 'UDP'],
+    [9050, 'TCP'],
+  ];
+  let seed = 7;
+  const next = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  return Array.from({ length: count }, (_, i) => {
+    const [port, protocol] = ports[next(ports.length)] as [number, Protocol];
+    const from = next(pods.length);
+    const to = i % 2 === 0 ? next(pods.length) : Math.min(pods.length - 1, from - (from % 4) + next(4));
+    return {
+      srcV4: Number((pods[from]?.ips[0] as ClassifierPacket['src']).value),
+      dstV4: Number((pods[to]?.ips[0] as ClassifierPacket['src']).value),
+      protocol,
+      port,
+    };
+  });
+}
+
+const PROTOCOL_NUMBER: Record<Protocol, number> = { TCP: 6, UDP: 17, SCTP: 132 };
+const ACTION = { allow: 'allow', deny: 'deny', pass: 'pass' } as const;
+
+/** The CFP's map for one pod's Admin ingress rules, with pod addresses as identities. */
+function mapStateFigures(cluster: Cluster, pods: readonly Endpoint[]): void {
+  const labelsOf = (ns: string) => cluster.namespaces.get(ns)?.labels;
+  const admin = cluster.clusterPolicies.filter((p) => p.tier === 'Admin' && p.ingress.length > 0);
+  // The pod the most Admin policies select.
+  let subject = pods[0] as Endpoint;
+  let most = -1;
+  const seen = new Set<string>();
+  for (const pod of pods) {
+    const key = `${pod.namespace}|${JSON.stringify(pod.labels)}`;
+    if (seen.has(key) || seen.size > 2000) continue;
+    seen.add(key);
+    const n = admin.filter((p) => subjectSelects(p.subject, labelsOf(pod.namespace), pod)).length;
+    if (n > most) [subject, most] = [pod, n];
+  }
+  const selecting = admin.filter((p) => subjectSelects(p.subject, labelsOf(subject.namespace), subject));
+  const identityOf = new Map(pods.map((p, i) => [p, i]));
+  const rulesOf = (
+    policy: ClusterPolicy,
+    priorityOf = (r: ClusterRule) => rulePrecedenceKey(policy, r.index),
+  ) =>
+    policy.ingress.flatMap((rule) =>
+      mapRules(rule, clusterPolicyLabel(policy), priorityOf(rule), subject, pods, identityOf, labelsOf),
+    );
+  let t = performance.now();
+  const rules = selecting.flatMap((p) => rulesOf(p));
+  const map = new MapState(rules);
+  const build = performance.now() - t;
+  const entries = map.entries();
+
+  // A new policy (25 rules, 13 of them ingress) at a priority between the existing ones.
+  const template = cluster.clusterPolicies[0] as ClusterPolicy;
+  const fresh: ClusterPolicy = {
+    ...template,
+    name: 'inserted',
+    priority: 500,
+    subject: { namespaceSelector: { requirements: [], key: '' } },
+  };
+  const added = rulesOf(fresh);
+  const before = new Map(
+    entries.map((e) => [`${e.protocol}/${e.port.len}/${e.port.value}/${e.identity}`, e]),
+  );
+  const latencies: number[] = [];
+  let changes = 0;
+  for (let run = 0; run < 5; run++) {
+    // Each run inserts into a fresh copy, so runs measure the same insertion.
+    const copy = run === 0 ? map : new MapState(rules);
+    const started = performance.now();
+    const changed = copy.addRules(added);
+    latencies.push(performance.now() - started);
+    if (run === 0) changes = changed.length;
+  }
+  // Existing rules keep their priorities (dense precedence keys): an entry of the same rule at
+  // the same key never changes priority. Count any that did.
+  let renumbered = 0;
+  for (const e of map.entries()) {
+    const was = before.get(`${e.protocol}/${e.port.len}/${e.port.value}/${e.identity}`);
+    if (was && was.rule === e.rule && was.priority !== e.priority) renumbered++;
+  }
+  let hits = 0;
+  const probes = 1_000_000;
+  t = performance.now();
+  for (let i = 0; i < probes; i++) if (map.lookup(i % pods.length, 6, 8000 + (i % 2000))) hits++;
+  const rate = probes / ((performance.now() - t) / 1000);
+  process.stdout.write(
+    `MapState (${subject.id}, selected by ${selecting.length} Admin policies, ${rules.length} map rules over ${pods.length} identities): built in ${build.toFixed(0)} ms, ${entries.length} entries, ${map.refusedKeys().length} keys refused; lookups ${(rate / 1e6).toFixed(2)} M/s (${hits} hits)\n` +
+      `  inserting a 25-rule policy at priority 500 as one transaction (${added.length} ingress map rules): median ${median(latencies).toFixed(1)} ms of 5 (${latencies.map((l) => l.toFixed(0)).join(', ')}), ${changes} entry changes, ${renumbered} existing entries renumbered\n`,
+  );
+}
+
+function mapRules(
+  rule: ClusterRule,
+  policy: string,
+  priority: number,
+  subject: Endpoint,
+  pods: readonly Endpoint[],
+  identityOf: ReadonlyMap<Endpoint, number>,
+  labelsOf: (ns: string) => Record<string, string> | undefined,
+): MapRule<string>[] {
+  const identities = new Set<number>();
+  for (const peer of rule.peers) {
+    if (peer.type !== 'pods') continue;
+    for (const pod of pods) {
+      const labels = labelsOf(pod.namespace);
+      if (!labels || !namespaceMatches(peer.namespaces, labels, labelsOf(subject.namespace) ?? {})) continue;
+      if (peer.podSelector && !selectorMatches(peer.podSelector, pod.labels)) continue;
+      identities.add(identityOf.get(pod) as number);
+    }
+  }
+  const byProtocol = new Map<number, PortPrefix[]>();
+  const add = (protocol: Protocol, from: number, to: number) =>
+    byProtocol.set(PROTOCOL_NUMBER[protocol], [
+      ...(byProtocol.get(PROTOCOL_NUMBER[protocol]) ?? []),
+      ...portRangePrefixes(from, to),
+    ]);
+  if (!rule.ports) for (const p of ['TCP', 'UDP', 'SCTP'] as const) add(p, 0, 65535);
+  for (const port of rule.ports ?? []) {
+    if (port.type === 'number')
+      add(port.protocol, port.port ?? 0, port.port === undefined ? 65535 : (port.endPort ?? port.port));
+    else for (const p of subject.ports.filter((x) => x.name === port.name)) add(p.protocol, p.port, p.port);
+  }
+  return [...byProtocol].map(([protocol, ports]) => ({
+    priority,
+    protocol,
+    ports,
+    identities,
+    verdict: ACTION[rule.action],
+    label: `${policy} ingress[${rule.index}]/${protocol}`,
+  }));
+}
