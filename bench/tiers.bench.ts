@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N]`: ordered cluster policy at
+ * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N] [--runs 3]`: ordered cluster policy at
  * scale — shape a (scale × 100,000 pods, 75,000 NetworkPolicies) plus `--admin`
  * AdminNetworkPolicies of 25 rules each:
  * - building the compiled path: the classifier with its Admin-tier tables (slots in precedence
@@ -36,6 +36,7 @@ export function tiersBenchmark(args: string[]): void {
   const scale = option(args, 'scale', 1);
   const admins = option(args, 'admin', 1000);
   const lookups = option(args, 'lookups', 1_000_000);
+  const runs = option(args, 'runs', 3);
   const generated = generateShape('a', { scale, seed: 1 });
   const adminPolicies = generateAdminPolicies(admins, 1);
   let t = performance.now();
@@ -46,11 +47,15 @@ export function tiersBenchmark(args: string[]): void {
     ...adminPolicies,
   ]);
   const load = performance.now() - t;
+  const rules = cluster.clusterPolicies.reduce((n, p) => n + p.ingress.length + p.egress.length, 0);
+  process.stdout.write(
+    `shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} NetworkPolicies, ${cluster.clusterPolicies.length} AdminNetworkPolicies (${rules} rules); loaded in ${(load / 1000).toFixed(1)} s\n`,
+  );
   globalThis.gc?.();
   const heapBefore = process.memoryUsage().heapUsed;
   const builds: number[] = [];
   let classifier: Classifier | undefined;
-  for (let run = 0; run < 3; run++) {
+  for (let run = 0; run < runs; run++) {
     classifier = undefined;
     globalThis.gc?.();
     t = performance.now();
@@ -62,10 +67,8 @@ export function tiersBenchmark(args: string[]): void {
   globalThis.gc?.();
   const heap = process.memoryUsage().heapUsed - heapBefore;
   const c = classifier as Classifier;
-  const rules = cluster.clusterPolicies.reduce((n, p) => n + p.ingress.length + p.egress.length, 0);
   process.stdout.write(
-    `shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} NetworkPolicies, ${cluster.clusterPolicies.length} AdminNetworkPolicies (${rules} rules); loaded in ${(load / 1000).toFixed(1)} s\n` +
-      `compiled path (classifier: NetworkPolicy maps + Admin tier tables): built in ${(median(builds) / 1000).toFixed(2)} s (median of 3: ${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}), heap ${mb(heap)}, peak RSS ${mb(process.memoryUsage().rss)}\n`,
+    `compiled path (classifier: NetworkPolicy maps + Admin tier tables): built in ${(median(builds) / 1000).toFixed(2)} s (median of ${runs}: ${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}), heap ${mb(heap)}, peak RSS ${mb(process.memoryUsage().rss)}\n`,
   );
 
   const pods = cluster.endpoints.filter((e) => e.ips.length > 0 && !e.hostNetwork);

@@ -7,7 +7,7 @@
  */
 import type { IpAddress } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { clusterPolicyLabel, namespaceMatches } from '../model/cluster-policy.ts';
+import { clusterPolicyLabel, namedPortTargets, namespaceMatches } from '../model/cluster-policy.ts';
 import type { Cluster, ClusterPeer, ClusterPolicy, Endpoint, Tier } from '../model/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { addressWords } from './lpm-trie.ts';
@@ -83,7 +83,7 @@ export class TierSources implements GroupResolver {
     if (cached) return cached;
     const numbers = new Set<string>();
     for (const member of this.podsOf(peer, namespace))
-      for (const port of member.ports) if (port.name === name) numbers.add(`${port.protocol}/${port.port}`);
+      for (const port of namedPortTargets(member.ports, name)) numbers.add(`${port.protocol}/${port.port}`);
     const list = [...numbers];
     this.numbersMemo.set(key, list);
     return list;
@@ -140,7 +140,9 @@ export class TierSources implements GroupResolver {
     const key = `${relative ? namespace : ''}|${JSON.stringify(peer)}#${name}=${protocol}/${port}`;
     return this.registerGroup(key, () =>
       this.podsOf(peer, namespace)
-        .filter((pod) => pod.ports.some((p) => p.name === name && p.protocol === protocol && p.port === port))
+        .filter((pod) =>
+          namedPortTargets(pod.ports, name).some((p) => p.protocol === protocol && p.port === port),
+        )
         .flatMap((pod) => pod.ips),
     );
   }

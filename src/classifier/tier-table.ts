@@ -7,7 +7,7 @@
  * destinations. A fail-closed Deny or Pass rule is a slot matching everything (deny).
  */
 import { makeCidr, type Cidr } from '../net/ip.ts';
-import { clusterPolicyLabel } from '../model/cluster-policy.ts';
+import { clusterPolicyLabel, namedPortTargets } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterPort, ClusterRule, Endpoint, Protocol, Tier } from '../model/types.ts';
 import { DirectionTable } from './direction-table.ts';
 import { TierSources } from './tier-sources.ts';
@@ -150,9 +150,11 @@ function plainPorts(port: ClusterPort, direction: 'ingress' | 'egress', pod: End
     ];
   }
   if (direction === 'egress') return [];
-  return pod.ports
-    .filter((p) => p.name === port.name)
-    .map((p) => ({ protocol: p.protocol, from: p.port, to: p.port }));
+  return namedPortTargets(pod.ports, port.name).map((p) => ({
+    protocol: p.protocol,
+    from: p.port,
+    to: p.port,
+  }));
 }
 
 /** An egress named port: one slot per (protocol, number) it resolves to, matching the destinations that resolve it so. */

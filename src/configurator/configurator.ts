@@ -20,6 +20,7 @@ import type { Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
 import { policyTemplates, type ClusterState, type RuleTemplate } from '../state/index.ts';
 import { canonicalTableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, type PodTables } from './types.ts';
+import { TierTables } from './tier-tables.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -38,7 +39,11 @@ export class Configurator {
   /** Prepared rules of each template, by resolved port number (-1: not a named port). */
   private readonly preparedRules = new WeakMap<RuleTemplate, Map<number, PreparedRule>>();
 
-  constructor(private readonly state: ClusterState) {}
+  private readonly tierTables: TierTables;
+
+  constructor(private readonly state: ClusterState) {
+    this.tierTables = new TierTables(state);
+  }
 
   /** The pod's tables; a pod without an address gets none (it is postponed). */
   compile(pod: Endpoint): PodTables {
@@ -53,7 +58,14 @@ export class Configurator {
       selection.egressKey,
       String(this.state.partitionVersion),
     );
-    return { ...(ingress ? { ingress } : {}), ...(egress ? { egress } : {}) };
+    const ingressTiers = this.tierTables.tiers(pod, 'ingress');
+    const egressTiers = this.tierTables.tiers(pod, 'egress');
+    return {
+      ...(ingress ? { ingress } : {}),
+      ...(egress ? { egress } : {}),
+      ...(ingressTiers ? { ingressTiers } : {}),
+      ...(egressTiers ? { egressTiers } : {}),
+    };
   }
 
   /** Forgets memoized tables (after a resync, to bound memory). */
@@ -61,6 +73,7 @@ export class Configurator {
     this.memo.ingress.clear();
     this.memo.egress.clear();
     this.interned.clear();
+    this.tierTables.clear();
     this.memoSize = 0;
   }
 

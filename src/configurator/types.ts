@@ -5,11 +5,27 @@
  * "egress" and "ingress" sides respectively. No table means the pod is not isolated in that
  * direction.
  */
-import type { RuleTable } from '../model/rule.ts';
+import type { Rule, RuleTable } from '../model/rule.ts';
+
+/**
+ * Ordered cluster policy for one pod and direction: the Admin tier's rules and the Baseline
+ * tier's, each list in precedence order (every rule carries its precedence key), actions permit,
+ * deny or pass. A side is decided by the first matching Admin rule (permit, deny); pass or no
+ * match goes to NetworkPolicy (the `ingress`/`egress` table, final when present), else to the
+ * first matching Baseline rule, else permit.
+ */
+export interface TieredTable {
+  /** Content hash: pods with equal tiers share one. */
+  readonly id: string;
+  readonly admin: readonly Rule[];
+  readonly baseline: readonly Rule[];
+}
 
 export interface PodTables {
   readonly ingress?: RuleTable;
   readonly egress?: RuleTable;
+  readonly ingressTiers?: TieredTable;
+  readonly egressTiers?: TieredTable;
 }
 
 /** A group reference in a rule: an address group, or one named-port partition of it (`key#port`). Label values and selector keys never contain '#'. */

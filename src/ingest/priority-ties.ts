@@ -1,11 +1,14 @@
 /**
  * Policies of one tier with the same priority whose subjects share a pod: the API says their
  * order is up to the implementation. Palisade's order is fixed (model/precedence.ts), but users
- * should know they rely on it. Only groups of equal priority are compared, so this stays cheap.
+ * should know they rely on it. Only policies that share a priority are looked at; for each, the
+ * namespaces its subject can select are found once, and pods are checked only in namespaces two
+ * of them share.
  */
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import { clusterPolicyLabel, subjectSelects } from '../model/cluster-policy.ts';
-import type { Cluster, ClusterPolicy } from '../model/types.ts';
+import { selectorMatches } from '../model/selector.ts';
+import type { Cluster, ClusterPolicy, Endpoint } from '../model/types.ts';
 
 export function priorityTies(cluster: Cluster): Diagnostic[] {
   const groups = new Map<string, ClusterPolicy[]>();
@@ -13,16 +16,35 @@ export function priorityTies(cluster: Cluster): Diagnostic[] {
     const key = `${policy.tier}/${policy.priority}`;
     groups.set(key, [...(groups.get(key) ?? []), policy]);
   }
+  const tied = [...groups.values()].filter((g) => g.length > 1);
+  if (tied.length === 0) return [];
+  const podsByNamespace = new Map<string, Endpoint[]>();
+  for (const e of cluster.endpoints) {
+    const list = podsByNamespace.get(e.namespace) ?? [];
+    list.push(e);
+    podsByNamespace.set(e.namespace, list);
+  }
+  const namespacesOf = (policy: ClusterPolicy): Set<string> => {
+    const found = new Set<string>();
+    for (const [name, ns] of cluster.namespaces)
+      if (podsByNamespace.has(name) && selectorMatches(policy.subject.namespaceSelector, ns.labels))
+        found.add(name);
+    return found;
+  };
   const diagnostics: Diagnostic[] = [];
-  for (const group of groups.values()) {
+  for (const group of tied) {
+    const scopes = group.map(namespacesOf);
     for (let i = 0; i < group.length; i++) {
       for (let j = i + 1; j < group.length; j++) {
         const first = group[i] as ClusterPolicy;
         const second = group[j] as ClusterPolicy;
-        const shared = cluster.endpoints.find(
-          (e) =>
-            subjectSelects(first.subject, cluster.namespaces.get(e.namespace)?.labels, e) &&
-            subjectSelects(second.subject, cluster.namespaces.get(e.namespace)?.labels, e),
+        const shared = sharedPod(
+          cluster,
+          first,
+          second,
+          scopes[i] as Set<string>,
+          scopes[j] as Set<string>,
+          podsByNamespace,
         );
         if (!shared && cluster.endpoints.length > 0) continue;
         const where = second.location ?? { file: '<input>' };
@@ -38,4 +60,23 @@ export function priorityTies(cluster: Cluster): Diagnostic[] {
     }
   }
   return diagnostics;
+}
+
+function sharedPod(
+  cluster: Cluster,
+  a: ClusterPolicy,
+  b: ClusterPolicy,
+  scopeA: ReadonlySet<string>,
+  scopeB: ReadonlySet<string>,
+  podsByNamespace: ReadonlyMap<string, readonly Endpoint[]>,
+): Endpoint | undefined {
+  for (const namespace of scopeA) {
+    if (!scopeB.has(namespace)) continue;
+    const labels = cluster.namespaces.get(namespace)?.labels;
+    const pod = podsByNamespace
+      .get(namespace)
+      ?.find((e) => subjectSelects(a.subject, labels, e) && subjectSelects(b.subject, labels, e));
+    if (pod) return pod;
+  }
+  return undefined;
 }

@@ -128,3 +128,18 @@ export function namespaceMatches(match: NamespaceMatch, labels: Labels, subjectL
   }
   return false;
 }
+
+/**
+ * What a cluster-policy named port means on a pod: its container port of that name, on each
+ * protocol (the first one, should a pod repeat a name — as NetworkPolicy's resolution does).
+ */
+export function namedPortTargets(
+  ports: readonly { readonly name?: string; readonly protocol: Protocol; readonly port: number }[],
+  name: string,
+): { protocol: Protocol; port: number }[] {
+  const targets: { protocol: Protocol; port: number }[] = [];
+  for (const p of ports)
+    if (p.name === name && !targets.some((t) => t.protocol === p.protocol))
+      targets.push({ protocol: p.protocol, port: p.port });
+  return targets;
+}

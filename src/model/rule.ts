@@ -13,7 +13,8 @@ export type NetRef =
   | { readonly kind: 'cidr'; readonly cidr: Cidr }
   | { readonly kind: 'group'; readonly group: string };
 
-export type RuleAction = 'permit' | 'deny';
+/** `pass` (ordered cluster policy only): leave this tier, go on to NetworkPolicy or the default. */
+export type RuleAction = 'permit' | 'deny' | 'pass';
 
 export interface Rule {
   readonly action: RuleAction;
@@ -22,6 +23,11 @@ export interface Rule {
   readonly dst: NetRef;
   /** Inclusive destination port range; undefined means every port. */
   readonly dstPorts?: readonly [number, number];
+  /**
+   * Ordered cluster policy only: the rule's dense precedence key (tier, priority, tie-break, rule
+   * order; model/precedence.ts). Tiered lists are in this order; NetworkPolicy rules have none.
+   */
+  readonly precedence?: number;
 }
 
 /** A rule table: rules in their canonical order, identified by a hash of their text. */
@@ -49,7 +55,8 @@ export function ruleText(rule: Rule): string {
       ? `${rule.dstPorts[0]}`
       : `${rule.dstPorts[0]}-${rule.dstPorts[1]}`
     : 'any';
-  return `${rule.action} ${rule.protocol} ${netText(rule.src)} -> ${netText(rule.dst)} port ${ports}`;
+  const order = rule.precedence !== undefined ? ` @${rule.precedence}` : '';
+  return `${rule.action} ${rule.protocol} ${netText(rule.src)} -> ${netText(rule.dst)} port ${ports}${order}`;
 }
 
 /**

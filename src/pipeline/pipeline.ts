@@ -123,6 +123,14 @@ export class PolicyPipeline {
         return this.state.upsertPolicy(change.policy);
       case 'delete-policy':
         return this.state.deletePolicy(change.key);
+      case 'upsert-cluster-policy':
+        return this.state.upsertClusterPolicy(change.policy);
+      case 'delete-cluster-policy':
+        return this.state.deleteClusterPolicy(change.key);
+      case 'upsert-node':
+        return this.state.upsertNode(change.node);
+      case 'delete-node':
+        return this.state.deleteNode(change.name);
     }
   }
 }

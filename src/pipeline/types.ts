@@ -1,7 +1,7 @@
 /**
  * Contracts of the pipeline: the changes it accepts and what applying them did.
  */
-import type { Cluster, Endpoint, Namespace, NetworkPolicy } from '../model/types.ts';
+import type { Cluster, ClusterPolicy, Endpoint, Namespace, NetworkPolicy, NodeInfo } from '../model/types.ts';
 
 export type PipelineChange =
   | { readonly type: 'resync'; readonly cluster: Cluster }
@@ -10,7 +10,12 @@ export type PipelineChange =
   | { readonly type: 'upsert-pod'; readonly pod: Endpoint }
   | { readonly type: 'delete-pod'; readonly id: string }
   | { readonly type: 'upsert-policy'; readonly policy: NetworkPolicy }
-  | { readonly type: 'delete-policy'; readonly key: string };
+  | { readonly type: 'delete-policy'; readonly key: string }
+  | { readonly type: 'upsert-cluster-policy'; readonly policy: ClusterPolicy }
+  /** `Kind/name` (model/cluster-policy.ts clusterPolicyKey). */
+  | { readonly type: 'delete-cluster-policy'; readonly key: string }
+  | { readonly type: 'upsert-node'; readonly node: NodeInfo }
+  | { readonly type: 'delete-node'; readonly name: string };
 
 export interface ApplyResult {
   readonly revision: number;

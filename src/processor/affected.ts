@@ -11,7 +11,7 @@
  * named ports, host network and node stayed the same affects nothing.
  */
 import type { Endpoint } from '../model/types.ts';
-import type { ClusterState, StateDelta } from '../state/index.ts';
+import { clusterPolicyOwner, hasNodesPeers, type ClusterState, type StateDelta } from '../state/index.ts';
 
 export function affectedPods(state: ClusterState, delta: StateDelta): Set<string> {
   const affected = new Set<string>();
@@ -33,9 +33,36 @@ export function affectedPods(state: ClusterState, delta: StateDelta): Set<string
     for (const key of state.policiesOfGroup(group)) {
       const policy = state.policy(key);
       if (policy) for (const id of state.podsSelectedBy(policy)) affected.add(id);
+      const clusterPolicy = key.startsWith(clusterPolicyOwner(''))
+        ? state.clusterPolicy(key.slice(clusterPolicyOwner('').length))
+        : undefined;
+      if (clusterPolicy) for (const id of state.subjectsOf(clusterPolicy)) affected.add(id);
     }
   }
+  clusterPolicyAffected(state, delta, affected);
   return affected;
+}
+
+/**
+ * Cluster policy: a policy's subjects before and after; for a node change, the subjects of
+ * policies with nodes peers; for a namespace whose labels changed, its pods (subjects are chosen
+ * by namespace labels, and relative peers resolve against them).
+ */
+function clusterPolicyAffected(state: ClusterState, delta: StateDelta, affected: Set<string>): void {
+  for (const { selectedBefore, after } of delta.clusterPolicies) {
+    for (const id of selectedBefore ?? []) affected.add(id);
+    if (after) for (const id of state.subjectsOf(after)) affected.add(id);
+  }
+  const policies = state.allClusterPolicies();
+  if (policies.length === 0) return;
+  if (delta.nodes.length > 0)
+    for (const policy of policies)
+      if (hasNodesPeers(policy)) for (const id of state.subjectsOf(policy)) affected.add(id);
+  for (const { before, after } of delta.namespaces) {
+    const name = (after ?? before)?.name;
+    if (name === undefined || (before && after && sameLabels(before.labels, after.labels))) continue;
+    for (const id of state.podsInNamespace(name)) affected.add(id);
+  }
 }
 
 /** Whether two versions of a pod are the same for policy purposes. */
@@ -56,6 +83,7 @@ export function sameShape(a: Endpoint, b: Endpoint): boolean {
 }
 
 function sameLabels(a: Endpoint['labels'], b: Endpoint['labels']): boolean {
+  // Also used for namespaces' labels: the same map type.
   const keys = Object.keys(a);
   return (
     keys.length === Object.keys(b).length &&

@@ -5,7 +5,7 @@
  */
 import { cidrContains, type IpFamily } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { namespaceMatches, subjectSelects } from '../model/cluster-policy.ts';
+import { namedPortTargets, namespaceMatches, subjectSelects } from '../model/cluster-policy.ts';
 import type {
   ClusterPeer,
   ClusterPolicy,
@@ -140,5 +140,5 @@ export function clusterRulePorts(rule: ClusterRule, destination: Address): PortS
 /** A named port is looked up by name only: it means whatever protocol the container declares. */
 function namedPortsOf(destination: Address, name: string): readonly { protocol: Protocol; port: number }[] {
   if (destination.kind !== 'endpoint') return [];
-  return destination.endpoint.ports.filter((p) => p.name === name);
+  return namedPortTargets(destination.endpoint.ports, name);
 }

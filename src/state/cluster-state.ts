@@ -11,16 +11,37 @@ import {
   NAMESPACE_NAME_LABEL,
   policyKey,
   type Cluster,
+  type ClusterPolicy,
   type Endpoint,
   type Labels,
   type Namespace,
   type NetworkPolicy,
+  type NodeInfo,
+  type Tier,
 } from '../model/types.ts';
+import { clusterPolicyKey } from '../model/cluster-policy.ts';
+import { comparePolicies } from '../model/precedence.ts';
+import { selectorMatches } from '../model/selector.ts';
+import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
+import { groupKey } from './group-key.ts';
+import { labelSetKey } from './label-sets.ts';
 import { GroupIndex } from './groups.ts';
 import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
 import { SubjectIndex } from './subjects.ts';
-import type { AddressGroup, StateDelta, Touched, TouchedPolicy } from './types.ts';
+import type {
+  AddressGroup,
+  GroupSpec,
+  StateDelta,
+  TierSelection,
+  Touched,
+  TouchedClusterPolicy,
+  TouchedPolicy,
+} from './types.ts';
+
+/** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
+export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
+const NO_TIER: TierSelection = { policies: [], key: '' };
 
 /** A pod's selecting policies, per direction, with stable keys for memoization. */
 export interface Selection {
@@ -58,6 +79,16 @@ export class ClusterState {
   readonly namespaceLabelSets = new LabelSetIndex();
   private readonly subjects = new SubjectIndex(this.podLabelSets);
   private readonly groups: GroupIndex;
+  private readonly clusterPolicies = new Map<string, ClusterPolicy>();
+  /** Cluster policies in precedence order (rebuilt on change; there are few). */
+  private orderedClusterPolicies: ClusterPolicy[] = [];
+  /** Group keys each cluster policy holds, including relative peers' groups acquired per namespace. */
+  private readonly clusterPolicyGroups = new Map<string, Set<string>>();
+  private readonly nodeMap = new Map<string, NodeInfo>();
+  private nodeRevision = 0;
+  /** Tier selections per namespace (the namespace's entry is dropped when its labels change). */
+  private readonly tierSelections = new Map<string, Map<string, TierSelection>>();
+  private readonly clusterPolicyTokens = new WeakMap<ClusterPolicy, string>();
 
   constructor() {
     this.groups = new GroupIndex({
@@ -134,6 +165,103 @@ export class ClusterState {
     };
     this.selections.set(keys, selection);
     return selection;
+  }
+
+  clusterPolicy(key: string): ClusterPolicy | undefined {
+    return this.clusterPolicies.get(key);
+  }
+  /** In precedence order. */
+  allClusterPolicies(): readonly ClusterPolicy[] {
+    return this.orderedClusterPolicies;
+  }
+  nodes(): IterableIterator<NodeInfo> {
+    return this.nodeMap.values();
+  }
+  /** Changes whenever a node is added, changed or removed (nodes peers depend on them). */
+  get nodesVersion(): number {
+    return this.nodeRevision;
+  }
+
+  /**
+   * The cluster policies of a tier selecting the pod for a direction, in precedence order, with a
+   * key naming exactly those objects. Namespace selectors are evaluated once per namespace; pod
+   * selectors per label set.
+   */
+  tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
+    if (pod.hostNetwork || this.orderedClusterPolicies.length === 0) return NO_TIER;
+    let byNamespace = this.tierSelections.get(pod.namespace);
+    if (!byNamespace) this.tierSelections.set(pod.namespace, (byNamespace = new Map<string, TierSelection>()));
+    const candidatesKey = `${tier}|${direction}`;
+    let candidates = byNamespace.get(candidatesKey);
+    if (!candidates) {
+      const labels = this.effectiveNamespaces.get(pod.namespace);
+      const list = labels
+        ? this.orderedClusterPolicies.filter(
+            (p) =>
+              p.tier === tier &&
+              p[direction].length > 0 &&
+              selectorMatches(p.subject.namespaceSelector, labels),
+          )
+        : [];
+      candidates = this.tierSelectionOf(list);
+      byNamespace.set(candidatesKey, candidates);
+    }
+    if (!candidates.policies.some((p) => p.subject.podSelector)) return candidates;
+    const key = `${candidatesKey}|${labelSetKey(pod.labels)}`;
+    let selection = byNamespace.get(key);
+    if (!selection) {
+      selection = this.tierSelectionOf(
+        candidates.policies.filter(
+          (p) => !p.subject.podSelector || selectorMatches(p.subject.podSelector, pod.labels),
+        ),
+      );
+      byNamespace.set(key, selection);
+    }
+    return selection;
+  }
+
+  private tierSelectionOf(policies: readonly ClusterPolicy[]): TierSelection {
+    return { policies, key: policies.map((p) => this.clusterPolicyToken(p)).join('|') };
+  }
+
+  private clusterPolicyToken(policy: ClusterPolicy): string {
+    let token = this.clusterPolicyTokens.get(policy);
+    if (token === undefined)
+      this.clusterPolicyTokens.set(policy, (token = `${clusterPolicyKey(policy)}#${this.nextObjectId++}`));
+    return token;
+  }
+
+  podsInNamespace(namespace: string): ReadonlySet<string> {
+    return this.podsByNamespace.get(namespace) ?? new Set();
+  }
+
+  /** Pods a cluster policy's subject selects (never host-networked). */
+  subjectsOf(policy: ClusterPolicy): string[] {
+    const ids: string[] = [];
+    for (const [namespace, members] of this.podsByNamespace) {
+      const labels = this.effectiveNamespaces.get(namespace);
+      if (!labels || !selectorMatches(policy.subject.namespaceSelector, labels)) continue;
+      for (const id of members) {
+        const pod = this.pods.get(id);
+        if (!pod || pod.hostNetwork) continue;
+        if (!policy.subject.podSelector || selectorMatches(policy.subject.podSelector, pod.labels))
+          ids.push(id);
+      }
+    }
+    return ids;
+  }
+
+  /** A group a cluster policy's relative peer needs for a subject namespace: held until the policy changes. */
+  acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec): string {
+    const key = clusterPolicyKey(policy);
+    const held = this.clusterPolicyGroups.get(key) ?? new Set<string>();
+    const group = groupKey(spec);
+    if (!held.has(group)) {
+      this.groups.acquire(spec, clusterPolicyOwner(key));
+      held.add(group);
+      this.clusterPolicyGroups.set(key, held);
+    }
+    return group;
   }
 
   /** Changes whenever a named-port group gains or loses a port number. */
@@ -228,6 +356,62 @@ export class ClusterState {
     return this.delta({ policies: [{ before, selectedBefore }], groups });
   }
 
+  upsertClusterPolicy(policy: ClusterPolicy): StateDelta {
+    const key = clusterPolicyKey(policy);
+    const before = this.clusterPolicies.get(key);
+    const selectedBefore = before ? this.subjectsOf(before) : undefined;
+    if (before) this.unlinkClusterPolicy(key);
+    this.clusterPolicies.set(key, policy);
+    const held = new Set<string>();
+    for (const spec of clusterPolicyGroupSpecs(policy)) {
+      const group = groupKey(spec);
+      if (held.has(group)) continue;
+      this.groups.acquire(spec, clusterPolicyOwner(key));
+      held.add(group);
+    }
+    this.clusterPolicyGroups.set(key, held);
+    this.clusterPoliciesChanged();
+    return this.delta({
+      clusterPolicies: [{ ...(before ? { before, selectedBefore } : {}), after: policy }],
+    });
+  }
+
+  deleteClusterPolicy(key: string): StateDelta {
+    const before = this.clusterPolicies.get(key);
+    if (!before) return this.delta({});
+    const selectedBefore = this.subjectsOf(before);
+    this.unlinkClusterPolicy(key);
+    this.clusterPolicies.delete(key);
+    this.clusterPoliciesChanged();
+    return this.delta({ clusterPolicies: [{ before, selectedBefore }] });
+  }
+
+  upsertNode(node: NodeInfo): StateDelta {
+    const before = this.nodeMap.get(node.name);
+    this.nodeMap.set(node.name, node);
+    this.nodeRevision++;
+    return this.delta({ nodes: [{ ...(before ? { before } : {}), after: node }] });
+  }
+
+  deleteNode(name: string): StateDelta {
+    const before = this.nodeMap.get(name);
+    if (!before) return this.delta({});
+    this.nodeMap.delete(name);
+    this.nodeRevision++;
+    return this.delta({ nodes: [{ before }] });
+  }
+
+  private unlinkClusterPolicy(key: string): void {
+    for (const group of this.clusterPolicyGroups.get(key) ?? [])
+      this.groups.release(group, clusterPolicyOwner(key));
+    this.clusterPolicyGroups.delete(key);
+  }
+
+  private clusterPoliciesChanged(): void {
+    this.orderedClusterPolicies = [...this.clusterPolicies.values()].sort(comparePolicies);
+    this.tierSelections.clear();
+  }
+
   /** Replaces everything with a snapshot; the delta lists every object before and after. */
   resync(cluster: Cluster): StateDelta {
     const pods: Touched<Endpoint>[] = [];
@@ -270,6 +454,33 @@ export class ClusterState {
       policies.push({ ...(before ? { before } : {}), after: policy });
       this.upsertPolicy(policy);
     }
+    const clusterPolicies: TouchedClusterPolicy[] = [];
+    const nextClusterPolicies = new Map(
+      cluster.clusterPolicies.map((p) => [clusterPolicyKey(p), p] as const),
+    );
+    for (const [key, before] of [...this.clusterPolicies]) {
+      if (nextClusterPolicies.has(key)) continue;
+      clusterPolicies.push({ before });
+      this.deleteClusterPolicy(key);
+    }
+    for (const policy of cluster.clusterPolicies) {
+      const before = this.clusterPolicies.get(clusterPolicyKey(policy));
+      if (before === policy) continue;
+      clusterPolicies.push({ ...(before ? { before } : {}), after: policy });
+      this.upsertClusterPolicy(policy);
+    }
+    const nodes: Touched<NodeInfo>[] = [];
+    for (const [name, before] of [...this.nodeMap]) {
+      if (cluster.nodes.has(name)) continue;
+      nodes.push({ before });
+      this.deleteNode(name);
+    }
+    for (const node of cluster.nodes.values()) {
+      const before = this.nodeMap.get(node.name);
+      if (before === node) continue;
+      nodes.push({ ...(before ? { before } : {}), after: node });
+      this.upsertNode(node);
+    }
     this.groups.drainPartitionChanges();
     const members = this.groups.drainMemberChanges();
     const groups = new Set(this.groups.keys());
@@ -278,6 +489,8 @@ export class ClusterState {
       pods,
       policies,
       namespaces,
+      clusterPolicies,
+      nodes,
       groups,
       partitions: groups,
       members,
@@ -293,6 +506,8 @@ export class ClusterState {
       pods: parts.pods ?? [],
       policies: parts.policies ?? [],
       namespaces: parts.namespaces ?? [],
+      clusterPolicies: parts.clusterPolicies ?? [],
+      nodes: parts.nodes ?? [],
       groups: parts.groups ?? new Set(),
       partitions: this.groups.drainPartitionChanges(),
       members: this.groups.drainMemberChanges(),
@@ -331,6 +546,7 @@ export class ClusterState {
     const previous = this.effectiveNamespaces.get(name);
     const defined = this.namespaces.get(name);
     const next: Labels | undefined = drop ? undefined : (defined?.labels ?? { [NAMESPACE_NAME_LABEL]: name });
+    this.tierSelections.delete(name);
     if (previous) this.namespaceLabelSets.remove('', previous, name);
     if (next) {
       this.effectiveNamespaces.set(name, next);

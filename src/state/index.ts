@@ -1,7 +1,14 @@
 /**
  * The state layer's public entry.
  */
-export { ClusterState, type Selection } from './cluster-state.ts';
+export { ClusterState, clusterPolicyOwner, type Selection } from './cluster-state.ts';
+export {
+  clusterRuleNets,
+  clusterPeerGroupSpec,
+  hasNodesPeers,
+  hasRelativePeers,
+  isRelativePeer,
+} from './cluster-policy-groups.ts';
 export { groupKey, groupAdmits } from './group-key.ts';
 export {
   ruleNets,

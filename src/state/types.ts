@@ -4,7 +4,15 @@
  */
 import type { IpAddress } from '../net/ip.ts';
 import type { Cidr } from '../net/ip.ts';
-import type { Endpoint, LabelSelector, Namespace, NetworkPolicy, Protocol } from '../model/types.ts';
+import type {
+  ClusterPolicy,
+  Endpoint,
+  LabelSelector,
+  Namespace,
+  NetworkPolicy,
+  NodeInfo,
+  Protocol,
+} from '../model/types.ts';
 
 /** What a group selects. Canonical: equal specs have equal keys (see `groupKey`). */
 export interface GroupSpec {
@@ -48,12 +56,26 @@ export interface TouchedPolicy extends Touched<NetworkPolicy> {
   readonly selectedBefore?: readonly string[];
 }
 
+/** A touched cluster policy, with the pods its previous version applied to (taken before the change). */
+export interface TouchedClusterPolicy extends Touched<ClusterPolicy> {
+  readonly selectedBefore?: readonly string[];
+}
+
+/** The cluster policies of one tier selecting a pod for one direction, in precedence order. */
+export interface TierSelection {
+  readonly policies: readonly ClusterPolicy[];
+  /** Names exactly these policy objects (a changed policy is a new object). */
+  readonly key: string;
+}
+
 /** What one applied change did to the store, for the processor. */
 export interface StateDelta {
   readonly revision: number;
   readonly pods: readonly Touched<Endpoint>[];
   readonly policies: readonly TouchedPolicy[];
   readonly namespaces: readonly Touched<Namespace>[];
+  readonly clusterPolicies: readonly TouchedClusterPolicy[];
+  readonly nodes: readonly Touched<NodeInfo>[];
   /** Groups whose members (or their named-port numbers) changed. */
   readonly groups: ReadonlySet<string>;
   /** Named-port groups whose set of port numbers changed (tables list one rule per number). */

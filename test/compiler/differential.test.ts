@@ -48,6 +48,16 @@ export function assertAgrees(cluster: Cluster, view: CompiledView): void {
 }
 
 describe('compiled tables ≡ reference evaluator', () => {
+  it('on random clusters with tiered cluster policies (Admin, Baseline, Pass, Deny, named ports, nodes, networks)', () => {
+    fc.assert(
+      fc.property(clusterArb({ maxPods: 8, maxPolicies: 4, maxClusterPolicies: 4 }), (objects) => {
+        const cluster = clusterOf(objects);
+        assertAgrees(cluster, compileAll(cluster).view);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('on random clusters (IPv4 and IPv6, named ports, ipBlocks with except, host network)', () => {
     fc.assert(
       fc.property(clusterArb({ maxPods: 8, maxPolicies: 5 }), (objects) => {

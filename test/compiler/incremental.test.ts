@@ -27,7 +27,10 @@ function makePipeline(): { pipeline: PolicyPipeline; cache: RendererCache } {
 function fingerprint(pipeline: PolicyPipeline, cache: RendererCache): object {
   const tables = Object.fromEntries(
     [...pipeline.compiledPods()]
-      .map(([id, t]): [string, string[]] => [id, [t.ingress?.id ?? '-', t.egress?.id ?? '-']])
+      .map(([id, t]): [string, string[]] => [
+        id,
+        [t.ingress?.id ?? '-', t.egress?.id ?? '-', t.ingressTiers?.id ?? '-', t.egressTiers?.id ?? '-'],
+      ])
       .sort(([a], [b]) => (a < b ? -1 : 1)),
   );
   const bindings = Object.fromEntries([...cache.snapshot.binding].sort(([a], [b]) => (a < b ? -1 : 1)));
@@ -49,13 +52,13 @@ const shuffled = <T>(items: readonly T[]) =>
   fc.shuffledSubarray([...items], { minLength: items.length, maxLength: items.length });
 
 describe('incremental ≡ full compile', () => {
-  it('one event at a time, in any order, from one random cluster to a variation of it', () => {
+  it('one event at a time, in any order, from one random cluster to a variation of it (tiered policies and nodes too)', () => {
     fc.assert(
       fc.property(
         fc
           .tuple(
-            clusterArb({ maxPods: 7 }),
-            clusterArb({ maxPods: 7 }),
+            clusterArb({ maxPods: 7, maxClusterPolicies: 3 }),
+            clusterArb({ maxPods: 7, maxClusterPolicies: 3 }),
             fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 20 }),
           )
           .chain(([a, other, picks]) => {
@@ -75,9 +78,9 @@ describe('incremental ≡ full compile', () => {
   it('in batches, and with a resync of another snapshot in the middle', () => {
     fc.assert(
       fc.property(
-        clusterArb({ maxPods: 7 }),
-        clusterArb({ maxPods: 7 }),
-        clusterArb({ maxPods: 7 }),
+        clusterArb({ maxPods: 7, maxClusterPolicies: 3 }),
+        clusterArb({ maxPods: 7, maxClusterPolicies: 3 }),
+        clusterArb({ maxPods: 7, maxClusterPolicies: 3 }),
         fc.integer({ min: 1, max: 5 }),
         (a, b, c, batch) => {
           const [ca, cb, cc] = [clusterOf(a), clusterOf(b), clusterOf(c)];

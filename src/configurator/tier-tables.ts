@@ -1,0 +1,153 @@
+/**
+ * Ordered cluster policy into rule lists: for one pod and direction, the Admin and Baseline
+ * tiers' rules in precedence order, each a 6-tuple carrying its dense precedence key (so a new
+ * policy slots in without renumbering anything) and its action. Peers become nets exactly as the
+ * store holds them (state/cluster-policy-groups.ts): address groups, CIDRs, node addresses. A
+ * named port resolves on the pod itself for ingress, and per destination (group partitions by
+ * number, on each protocol) for egress. Lists are memoized by what they depend on.
+ */
+import { hash } from 'node:crypto';
+import { ANY_NET, prepareRule, type NetRef, type Rule, type RuleAction } from '../model/rule.ts';
+import { rulePrecedenceKey } from '../model/precedence.ts';
+import { namedPortTargets } from '../model/cluster-policy.ts';
+import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/types.ts';
+import { PROTOCOLS } from '../model/types.ts';
+import {
+  clusterRuleNets,
+  groupKey,
+  hasNodesPeers,
+  hasRelativePeers,
+  isRelativePeer,
+  type ClusterState,
+  type PeerNet,
+} from '../state/index.ts';
+import { PARTITION_SEPARATOR, type TieredTable } from './types.ts';
+
+type Direction = 'ingress' | 'egress';
+const ACTION: Record<ClusterRule['action'], RuleAction> = { allow: 'permit', deny: 'deny', pass: 'pass' };
+
+export class TierTables {
+  private readonly memo = new Map<string, TieredTable>();
+
+  constructor(private readonly state: ClusterState) {}
+
+  clear(): void {
+    this.memo.clear();
+  }
+
+  /** The pod's tiers for a direction, or undefined when no cluster policy selects it there. */
+  tiers(pod: Endpoint, direction: Direction): TieredTable | undefined {
+    const admin = this.state.tierSelection(pod, 'Admin', direction);
+    const baseline = this.state.tierSelection(pod, 'Baseline', direction);
+    if (admin.policies.length === 0 && baseline.policies.length === 0) return undefined;
+    const policies = [...admin.policies, ...baseline.policies];
+    const key = [direction, admin.key, baseline.key, this.variant(pod, direction, policies)].join('|');
+    const cached = this.memo.get(key);
+    if (cached) return cached;
+    const adminRules = admin.policies.flatMap((p) => this.policyRules(pod, p, direction));
+    const baselineRules = baseline.policies.flatMap((p) => this.policyRules(pod, p, direction));
+    const text = [...adminRules, { text: '--' }, ...baselineRules].map((r) => r.text).join('\n');
+    const table: TieredTable = {
+      id: hash('sha256', text).slice(0, 16),
+      admin: adminRules.map((r) => r.rule),
+      baseline: baselineRules.map((r) => r.rule),
+    };
+    this.memo.set(key, table);
+    return table;
+  }
+
+  /** What else the lists depend on: the namespace (relative peers), ports, groups' numbers, nodes. */
+  private variant(pod: Endpoint, direction: Direction, policies: readonly ClusterPolicy[]): string {
+    const named = policies.some((p) => p[direction].some((r) => r.ports?.some((x) => x.type === 'named')));
+    return [
+      policies.some(hasRelativePeers) ? pod.namespace : '',
+      named && direction === 'ingress'
+        ? pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')
+        : '',
+      named && direction === 'egress' ? String(this.state.partitionVersion) : '',
+      policies.some(hasNodesPeers) ? String(this.state.nodesVersion) : '',
+    ].join('|');
+  }
+
+  /**
+   * A policy's rules in rule order; the 6-tuples of one rule share its precedence and action, so
+   * their order is free: canonical (sorted), so equal inputs give equal text whatever order
+   * groups and nodes arrived in.
+   */
+  private policyRules(pod: Endpoint, policy: ClusterPolicy, direction: Direction) {
+    return policy[direction].flatMap((rule) =>
+      this.ruleRules(pod, policy, rule, direction)
+        .map((r) => prepareRule(r))
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+    );
+  }
+
+  private ruleRules(pod: Endpoint, policy: ClusterPolicy, rule: ClusterRule, direction: Direction): Rule[] {
+    const precedence = rulePrecedenceKey(policy, rule.index);
+    if (rule.failClosed) {
+      // A peer that cannot be read: Allow matches nothing; Deny and Pass deny everything.
+      return rule.action === 'allow'
+        ? []
+        : [{ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET, precedence }];
+    }
+    const labels = this.state.namespaceLabels(pod.namespace) ?? {};
+    this.holdRelativeGroups(policy, rule, labels);
+    const make = (net: NetRef, protocol: Protocol | 'ANY', ports?: readonly [number, number]): Rule => ({
+      action: ACTION[rule.action],
+      protocol,
+      src: direction === 'ingress' ? net : ANY_NET,
+      dst: direction === 'egress' ? net : ANY_NET,
+      ...(ports ? { dstPorts: ports } : {}),
+      precedence,
+    });
+    const nets = (): NetRef[] => clusterRuleNets(rule, labels, this.state.nodes()).map(netRef);
+    if (!rule.ports) return nets().map((net) => make(net, 'ANY'));
+    const rules: Rule[] = [];
+    for (const port of rule.ports) {
+      if (port.type === 'number') {
+        const range = port.port === undefined ? undefined : ([port.port, port.endPort ?? port.port] as const);
+        for (const net of nets()) rules.push(make(net, port.protocol, range));
+      } else if (direction === 'ingress') {
+        for (const own of namedPortTargets(pod.ports, port.name))
+          for (const net of nets()) rules.push(make(net, own.protocol, [own.port, own.port]));
+      } else {
+        // Egress named port: per protocol, the destinations' numbers (group partitions).
+        for (const protocol of PROTOCOLS) {
+          for (const net of clusterRuleNets(rule, labels, this.state.nodes(), {
+            name: port.name,
+            protocol,
+          })) {
+            if (net.kind !== 'group') continue;
+            const group = groupKey(net.spec);
+            for (const number of this.state.group(group)?.ports.keys() ?? [])
+              rules.push(
+                make({ kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` }, protocol, [
+                  number,
+                  number,
+                ]),
+              );
+          }
+        }
+      }
+    }
+    return rules;
+  }
+
+  /** Relative peers' groups depend on the subject's namespace: the store holds them once known. */
+  private holdRelativeGroups(policy: ClusterPolicy, rule: ClusterRule, labels: Record<string, string>): void {
+    if (!rule.peers.some(isRelativePeer)) return;
+    const relative = { ...rule, peers: rule.peers.filter(isRelativePeer) };
+    for (const net of clusterRuleNets(relative, labels, []))
+      if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
+    for (const port of rule.ports ?? [])
+      if (port.type === 'named')
+        for (const protocol of PROTOCOLS)
+          for (const net of clusterRuleNets(relative, labels, [], { name: port.name, protocol }))
+            if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
+  }
+}
+
+function netRef(net: PeerNet): NetRef {
+  if (net.kind === 'group') return { kind: 'group', group: groupKey(net.spec) };
+  return net.kind === 'cidr' ? { kind: 'cidr', cidr: net.cidr } : ANY_NET;
+}
