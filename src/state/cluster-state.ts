@@ -190,7 +190,8 @@ export class ClusterState {
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
     if (pod.hostNetwork || this.orderedClusterPolicies.length === 0) return NO_TIER;
     let byNamespace = this.tierSelections.get(pod.namespace);
-    if (!byNamespace) this.tierSelections.set(pod.namespace, (byNamespace = new Map<string, TierSelection>()));
+    if (!byNamespace)
+      this.tierSelections.set(pod.namespace, (byNamespace = new Map<string, TierSelection>()));
     const candidatesKey = `${tier}|${direction}`;
     let candidates = byNamespace.get(candidatesKey);
     if (!candidates) {
