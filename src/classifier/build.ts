@@ -9,10 +9,12 @@
  *   destinations that resolve it so (the port map cannot depend on the destination).
  * Ingress named ports resolve on the endpoint itself.
  */
-import { hostCidr as host, makeCidr, type Cidr } from '../net/ip.ts';
+import { makeCidr, type Cidr } from '../net/ip.ts';
 import type { Endpoint, NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import { groupKey, ruleNets, selectorGroupSpec, type ClusterState } from '../state/index.ts';
 import { DirectionTable } from './direction-table.ts';
+import { PARTITION_SEPARATOR } from '../configurator/types.ts';
+import type { StateGroupResolver } from './state-group-resolver.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -25,7 +27,7 @@ interface Slot {
   /** For an egress named-port slot: the one number it stands for. */
   readonly number?: number;
   readonly label: string;
-  /** Groups whose members this slot's entries came from. */
+  /** Groups (or named-port partitions `key#n`) whose members the slot matches, through the group layer. */
   readonly groups?: readonly string[];
 }
 
@@ -65,10 +67,7 @@ function slotsOf(
               label: `${label} ipBlock ${peer.cidr.text} except ${peer.except.map((c) => c.text).join(',')}`,
             });
         } else {
-          const key = groupKey(selectorGroupSpec(policy, peer));
-          groups.push(key);
-          for (const member of state.group(key)?.members.values() ?? [])
-            for (const ip of member.ips) prim.push({ map: 'prim', cidr: host(ip) });
+          groups.push(groupKey(selectorGroupSpec(policy, peer)));
         }
       }
       // A slot of selectors is kept even while they select nobody: members may come later.
@@ -76,29 +75,25 @@ function slotsOf(
     }
   }
   for (const entry of named) {
-    // The destinations that resolve the name, by number (ipBlock peers: only addresses inside).
-    const byNumber = new Map<number, Cidr[]>();
-    const groups: string[] = [];
+    // The destinations that resolve the name, by number: one partition group per number.
+    const byNumber = new Map<number, string[]>();
     for (const net of ruleNets(policy, direction, rule, entry)) {
       if (net.kind !== 'group') continue;
       const key = groupKey(net.spec);
-      groups.push(key);
       referenced.push(key);
-      const group = state.group(key);
-      for (const member of group?.members.values() ?? []) {
-        if (member.port === undefined) continue;
-        const list = byNumber.get(member.port) ?? [];
-        for (const ip of member.ips) if (group?.contains(ip, member.port)) list.push(host(ip));
-        byNumber.set(member.port, list);
+      for (const number of state.group(key)?.ports.keys() ?? []) {
+        const list = byNumber.get(number) ?? [];
+        list.push(`${key}${PARTITION_SEPARATOR}${number}`);
+        byNumber.set(number, list);
       }
     }
-    for (const [number, cidrs] of byNumber)
+    for (const [number, refs] of byNumber)
       slots.push({
-        cidrs: cidrs.map((cidr) => ({ map: 'prim', cidr })),
+        cidrs: [],
         ports: [entry],
         number,
         label: `${label} port ${String(entry.port)}=${number}`,
-        groups,
+        groups: refs,
       });
   }
   return slots;
@@ -109,6 +104,7 @@ export function buildDirectionTable(
   state: ClusterState,
   pod: Endpoint,
   direction: Direction,
+  resolver: StateGroupResolver,
 ): DirectionTable | undefined {
   const selection = state.selection(pod);
   const policies = direction === 'ingress' ? selection.ingress : selection.egress;
@@ -119,10 +115,16 @@ export function buildDirectionTable(
   for (const policy of policies)
     for (const rule of policy[direction]) slots.push(...slotsOf(state, policy, direction, rule, referenced));
   const table = new DirectionTable(slots.length);
+  table.useGroups(resolver);
   for (const g of referenced) table.groups.add(g);
   slots.forEach((slot, bit) => {
     table.labels.push(slot.label);
-    for (const g of slot.groups ?? []) table.groups.add(g);
+    for (const ref of slot.groups ?? []) {
+      table.addGroup(resolver.idOf(ref), bit);
+      // Named-port partitions change the table's slots when their numbers change: remember the group.
+      const separator = ref.indexOf(PARTITION_SEPARATOR);
+      if (separator >= 0) table.groups.add(ref.slice(0, separator));
+    }
     for (const { map, cidr } of slot.cidrs) table.addCidr(map, cidr, cidr.text, bit);
     if (slot.ports === 'all') {
       table.addL3(bit);

@@ -13,6 +13,7 @@ import { buildDirectionTable } from './build.ts';
 import type { DirectionTable } from './direction-table.ts';
 import type { TierSources } from './tier-sources.ts';
 import { ACTION_ALLOW, ACTION_DENY, buildTierTable, tierTableKey, type TierTable } from './tier-table.ts';
+import { StateGroupResolver } from './state-group-resolver.ts';
 
 const addressKey = (ip: IpAddress): number | string => (ip.family === 4 ? Number(ip.value) : formatIp(ip));
 
@@ -50,11 +51,14 @@ export class Classifier {
   private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[] }>();
   private readonly nodeAddresses = new Map<string, Set<number | string>>();
   private readonly tierTables = new Map<string, TierTable | undefined>();
+  /** Address → groups, shared by every NetworkPolicy table. */
+  private readonly resolver: StateGroupResolver;
 
   constructor(
     private readonly state: ClusterState,
     private readonly options: ClassifierOptions = {},
   ) {
+    this.resolver = new StateGroupResolver(state);
     for (const pod of state.allPods()) {
       if (pod.hostNetwork && pod.node) {
         let set = this.nodeAddresses.get(pod.node);
@@ -98,6 +102,8 @@ export class Classifier {
    * for the pods that use it. Work is proportional to the tables that reference the groups.
    */
   groupsChanged(groups: ReadonlySet<string>): void {
+    // Members live in the group layer: only tables whose slots depend on named-port numbers rebuild.
+    this.resolver.groupsChanged(groups);
     const stale = new Set<string>();
     for (const [key, entry] of this.shared)
       if (entry.table && [...entry.table.groups].some((g) => groups.has(g))) {
@@ -247,7 +253,7 @@ export class Classifier {
     if (!entry)
       this.shared.set(
         key,
-        (entry = { table: buildDirectionTable(this.state, pod, direction), users: new Set() }),
+        (entry = { table: buildDirectionTable(this.state, pod, direction, this.resolver), users: new Set() }),
       );
     entry.users.add(pod.id);
     return { key, table: entry.table };

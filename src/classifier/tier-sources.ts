@@ -8,7 +8,7 @@
 import type { IpAddress } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
 import { clusterPolicyLabel, namedPortTargets, namespaceMatches } from '../model/cluster-policy.ts';
-import type { Cluster, ClusterPeer, ClusterPolicy, Endpoint, Tier } from '../model/types.ts';
+import type { Cluster, ClusterPeer, ClusterPolicy, Endpoint, LabelSelector, Tier } from '../model/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { addressWords } from './lpm-trie.ts';
 
@@ -27,7 +27,26 @@ export class TierSources implements GroupResolver {
   private readonly namespaceCandidates = new Map<string, readonly ClusterPolicy[]>();
   private readonly numbersMemo = new Map<string, readonly string[]>();
 
+  private readonly selectorMatchesMemo = new Map<string, ReadonlySet<string>>();
+  /** Precedence position of each policy, and policies by tier, direction and subject selector key. */
+  private readonly order = new Map<ClusterPolicy, number>();
+  private readonly policiesBySelector = new Map<string, Map<string, ClusterPolicy[]>>();
+  /** Subject namespace selectors by key: many policies share one. */
+  private readonly subjectSelectors = new Map<string, LabelSelector>();
+
   constructor(readonly cluster: Cluster) {
+    cluster.clusterPolicies.forEach((p, i) => {
+      const key = p.subject.namespaceSelector.key;
+      this.subjectSelectors.set(key, p.subject.namespaceSelector);
+      this.order.set(p, i);
+      for (const direction of ['ingress', 'egress'] as const) {
+        if (p[direction].length === 0) continue;
+        const slot = `${p.tier}|${direction}`;
+        const bySelector = this.policiesBySelector.get(slot) ?? new Map<string, ClusterPolicy[]>();
+        bySelector.set(key, [...(bySelector.get(key) ?? []), p]);
+        this.policiesBySelector.set(slot, bySelector);
+      }
+    });
     for (const endpoint of cluster.endpoints) {
       if (endpoint.hostNetwork || endpoint.ips.length === 0) continue;
       const list = this.podsByNamespace.get(endpoint.namespace) ?? [];
@@ -50,15 +69,12 @@ export class TierSources implements GroupResolver {
     const nsKey = `${tier}|${direction}|${pod.namespace}`;
     let candidates = this.namespaceCandidates.get(nsKey);
     if (!candidates) {
-      const labels = this.cluster.namespaces.get(pod.namespace)?.labels;
-      candidates = labels
-        ? this.cluster.clusterPolicies.filter(
-            (p) =>
-              p.tier === tier &&
-              p[direction].length > 0 &&
-              selectorMatches(p.subject.namespaceSelector, labels),
-          )
-        : [];
+      // Policies of the selectors the namespace matches, back in precedence order.
+      const bySelector = this.policiesBySelector.get(`${tier}|${direction}`);
+      const found: ClusterPolicy[] = [];
+      for (const key of this.namespaceSelectorsMatching(pod.namespace))
+        found.push(...(bySelector?.get(key) ?? []));
+      candidates = found.sort((a, b) => (this.order.get(a) as number) - (this.order.get(b) as number));
       this.namespaceCandidates.set(nsKey, candidates);
     }
     if (!candidates.some((p) => p.subject.podSelector)) return candidates;
@@ -70,6 +86,19 @@ export class TierSources implements GroupResolver {
     if (shared) return shared;
     this.selectionMemo.set(key, chosen);
     return chosen;
+  }
+
+  /** The distinct subject namespace selectors (by key) a namespace matches, each evaluated once. */
+  private namespaceSelectorsMatching(namespace: string): ReadonlySet<string> {
+    const known = this.selectorMatchesMemo.get(namespace);
+    if (known) return known;
+    const matches = new Set<string>();
+    const labels = this.cluster.namespaces.get(namespace)?.labels;
+    if (labels)
+      for (const [key, selector] of this.subjectSelectors)
+        if (selectorMatches(selector, labels)) matches.add(key);
+    this.selectorMatchesMemo.set(namespace, matches);
+    return matches;
   }
 
   /** For egress named ports: the (protocol, number) pairs a name resolves to among a pods peer's members. */

@@ -32,7 +32,14 @@ export class MapState<V> {
   private readonly specific = new Map<number, Entries<V>>();
   private readonly specificRefused = new Map<number, RefusedKey[]>();
 
-  constructor(rules: readonly MapRule<V>[] = []) {
+  /**
+   * `recordRefused` keeps every refused key with the entry that covers it (for explanations and
+   * the goldens); a datapath does not need them, and at scale they outnumber the entries.
+   */
+  constructor(
+    rules: readonly MapRule<V>[] = [],
+    private readonly options: { readonly recordRefused?: boolean } = {},
+  ) {
     for (const rule of rules) this.index(rule);
     this.sortRules();
     this.rebuildWildcard();
@@ -57,6 +64,7 @@ export class MapState<V> {
     return all.sort(compareEntries);
   }
 
+  /** Keys refused because a higher-priority entry covers them (with `recordRefused`). */
   refusedKeys(): RefusedKey[] {
     const all = [...this.wildcardRefused];
     for (const refused of this.specificRefused.values()) all.push(...refused);
@@ -201,13 +209,14 @@ export class MapState<V> {
       for (const port of rule.ports) {
         const cover = coveringEntry(entries, rule.protocol, port);
         if (cover) {
-          refused.push({
-            rule: rule.label,
-            protocol: rule.protocol,
-            port,
-            identity: '*',
-            coveredBy: cover.rule,
-          });
+          if (this.options.recordRefused)
+            refused.push({
+              rule: rule.label,
+              protocol: rule.protocol,
+              port,
+              identity: '*',
+              coveredBy: cover.rule,
+            });
           continue;
         }
         const key = keyNumber(rule.protocol, port.len, port.value);
@@ -244,7 +253,14 @@ export class MapState<V> {
           coveringEntry(entries, rule.protocol, port) ??
           coveringEntry(this.wildcard, rule.protocol, port, rule.priority);
         if (cover) {
-          refused.push({ rule: rule.label, protocol: rule.protocol, port, identity, coveredBy: cover.rule });
+          if (this.options.recordRefused)
+            refused.push({
+              rule: rule.label,
+              protocol: rule.protocol,
+              port,
+              identity,
+              coveredBy: cover.rule,
+            });
           continue;
         }
         const key = keyNumber(rule.protocol, port.len, port.value);

@@ -14,6 +14,7 @@ import {
   type ClusterPolicy,
   type Endpoint,
   type Labels,
+  type LabelSelector,
   type Namespace,
   type NetworkPolicy,
   type NodeInfo,
@@ -196,14 +197,17 @@ export class ClusterState {
     let candidates = byNamespace.get(candidatesKey);
     if (!candidates) {
       const labels = this.effectiveNamespaces.get(pod.namespace);
-      const list = labels
-        ? this.orderedClusterPolicies.filter(
-            (p) =>
-              p.tier === tier &&
-              p[direction].length > 0 &&
-              selectorMatches(p.subject.namespaceSelector, labels),
-          )
-        : [];
+      // Many policies share a subject selector: each distinct one is evaluated once here.
+      const matched = new Map<string, boolean>();
+      const matches = (selector: LabelSelector): boolean => {
+        let hit = matched.get(selector.key);
+        if (hit === undefined)
+          matched.set(selector.key, (hit = labels !== undefined && selectorMatches(selector, labels)));
+        return hit;
+      };
+      const list = this.orderedClusterPolicies.filter(
+        (p) => p.tier === tier && p[direction].length > 0 && matches(p.subject.namespaceSelector),
+      );
       candidates = this.tierSelectionOf(list);
       byNamespace.set(candidatesKey, candidates);
     }
