@@ -53,9 +53,23 @@ export interface ApplyReport {
   readonly notes: readonly string[];
 }
 
+/** Policy kinds `lab apply` changes (and `--prune` removes when the files lack them). */
+const POLICY_KINDS = new Set([
+  'NetworkPolicy',
+  'AdminNetworkPolicy',
+  'BaselineAdminNetworkPolicy',
+  'ClusterNetworkPolicy',
+]);
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'AdminNetworkPolicy',
+  'BaselineAdminNetworkPolicy',
+  'ClusterNetworkPolicy',
+]);
+
 const identity = (o: Record<string, unknown>): string => {
   const metadata = (o.metadata ?? {}) as { namespace?: string; name?: string };
-  const namespaced = o.kind !== 'Namespace';
+  const namespaced = !CLUSTER_SCOPED.has(String(o.kind));
   return `${String(o.kind)}/${namespaced ? (metadata.namespace ?? 'default') : ''}/${metadata.name ?? ''}`;
 };
 
@@ -223,7 +237,7 @@ export class Lab {
         }
         const labels = ((o.metadata ?? {}) as { labels?: unknown }).labels ?? {};
         byIdentity.set(key, { ...existing, metadata: { ...existing.metadata, labels } });
-      } else if (o.kind === 'NetworkPolicy' || o.kind === 'Namespace') {
+      } else if (POLICY_KINDS.has(String(o.kind)) || o.kind === 'Namespace') {
         byIdentity.set(key, object);
       } else {
         notes.push(`${String(o.kind)}: not applied in the lab; ignored`);
@@ -231,7 +245,7 @@ export class Lab {
     }
     if (prune)
       for (const key of [...byIdentity.keys()])
-        if (key.startsWith('NetworkPolicy/') && !given.has(key)) byIdentity.delete(key);
+        if (POLICY_KINDS.has(key.slice(0, key.indexOf('/'))) && !given.has(key)) byIdentity.delete(key);
     const nextObjects = [...byIdentity.values()];
     const next = loadFromObjects(nextObjects, 'lab').cluster;
     const changes: PipelineChange[] = changesBetween(this.cluster, next);

@@ -13,7 +13,7 @@ import { run } from '../../src/dataplane/index.ts';
 import { evaluate, indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { probeLab, type Lab, type ProbePort, type ProbeResult } from '../../src/lab/index.ts';
-import { policiesArb } from '../helpers/arbitraries.ts';
+import { clusterPoliciesArb, policiesArb } from '../helpers/arbitraries.ts';
 import { cli } from '../helpers/cli.ts';
 import { policy } from '../helpers/builders.ts';
 import { needsRoot, startLab } from '../helpers/kernel.ts';
@@ -95,6 +95,17 @@ describe('the lab', { skip: SKIP }, () => {
       }),
       { numRuns: Math.max(3, Math.ceil(RUNS / 25)), seed: 20261122 },
     );
+  });
+
+  it('matches the evaluator for random tiered cluster policies over random NetworkPolicies', async () => {
+    await fc.assert(
+      fc.asyncProperty(policiesArb(2), clusterPoliciesArb(3), async (policies, clusterPolicies) => {
+        lab.apply([...policies, ...clusterPolicies], true);
+        await probe();
+      }),
+      { numRuns: Math.max(4, Math.ceil(RUNS / 20)), seed: 20261123 },
+    );
+    lab.apply([], true);
   });
 
   it('passes replies where the reverse direction is denied', async () => {

@@ -21,7 +21,6 @@ import {
   resolveInputOptions,
   withInputOptions,
   writeJson,
-  refuseClusterPolicies,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
@@ -56,7 +55,6 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         if (inputErrors && loaded.cluster.endpoints.length === 0) return done(EXIT_FINDINGS);
-        refuseClusterPolicies(loaded.cluster, 'the lab');
         // Objects that failed validation were reported and are left out, as in `lab apply`.
         const up = await Lab.up(String(raw.name), validObjects(loaded), loaded.cluster, {
           stateRoot: String(raw.stateDir),
@@ -113,7 +111,6 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         const valid = validObjects(loaded);
-        refuseClusterPolicies(loaded.cluster, 'the lab');
         const opened = await Lab.attach(String(raw.name), { stateRoot: String(raw.stateDir) });
         try {
           const report = opened.apply(valid, raw.prune === true);

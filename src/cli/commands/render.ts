@@ -86,7 +86,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
         writeJson(io, renderBitmaps(loaded.cluster, node));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
-      refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
+      if (target !== 'nftables') refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
       if (target === 'neutron') {
         const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;
         const state = new ClusterState();

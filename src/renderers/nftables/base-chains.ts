@@ -8,6 +8,7 @@ import type { IpFamily } from '../../net/ip.ts';
 import {
   addressProtocol,
   dispatchMap,
+  localDispatchMap,
   FAMILIES,
   localPodsSet,
   podCidrSet,
@@ -47,13 +48,16 @@ export function baseChains(
     });
   const recheck = options.recheckFlows ?? true;
   const mark = generationMark(generation);
-  const hook = (name: string, police: string[]): string[] => [
+  const hook = (name: string, police: string[], replyCheck = 'reply_check'): string[] => [
     `type filter hook ${name} priority filter; policy accept;`,
     'jump flow_fastpath',
-    'ct direction reply goto reply_check',
+    `ct direction reply goto ${replyCheck}`,
     ...police,
     'jump flow_stamp',
   ];
+  // Node-local dispatch: no fail-closed guards (a pod without cluster policy talks to its node freely).
+  const localDispatch = (field: 'saddr' | 'daddr', map: (f: IpFamily) => string): string[] =>
+    FAMILIES.map((f) => `${addressProtocol(f)} ${field} vmap @${map(f)}`);
   const chains = new Map<string, string[]>([
     ['pod_egress', dispatch('saddr', (f) => dispatchMap('egress', f))],
     ['pod_ingress', dispatch('daddr', (f) => dispatchMap('ingress', f))],
@@ -74,6 +78,32 @@ export function baseChains(
     // The node's own traffic to its pods is policed too: on output (to pods), input (from them).
     chains.set('output', hook('output', ['jump pod_ingress']));
     chains.set('input', hook('input', ['jump pod_egress']));
+  } else {
+    // NetworkPolicy leaves a pod's traffic with its own node alone, cluster policy does not:
+    // pods with cluster policy have entries in the local dispatch maps.
+    chains.set(
+      'pod_egress_local',
+      localDispatch('saddr', (f) => localDispatchMap('egress', f)),
+    );
+    chains.set(
+      'pod_ingress_local',
+      localDispatch('daddr', (f) => localDispatchMap('ingress', f)),
+    );
+    chains.set(
+      'reply_egress_local',
+      localDispatch('daddr', (f) => replyTwin(localDispatchMap('egress', f))),
+    );
+    chains.set(
+      'reply_ingress_local',
+      localDispatch('saddr', (f) => replyTwin(localDispatchMap('ingress', f))),
+    );
+    chains.set('reply_check_local', [
+      'jump reply_egress_local',
+      'jump reply_ingress_local',
+      'jump flow_stamp',
+    ]);
+    chains.set('output', hook('output', ['jump pod_ingress_local'], 'reply_check_local'));
+    chains.set('input', hook('input', ['jump pod_egress_local'], 'reply_check_local'));
   }
   return chains;
 }

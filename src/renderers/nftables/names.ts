@@ -14,6 +14,14 @@ export const TABLE = `${TABLE_FAMILY} ${TABLE_NAME}`;
 /** The chain of one compiled rule table (ids are already content hashes). */
 export const tableChain = (tableId: string): string => `t_${tableId}`;
 
+/**
+ * Ordered cluster policy for a pod direction: the sequence chain runs the Admin tier's rules and
+ * continues (on pass or no match) in its continuation chain — the NetworkPolicy table, or the
+ * Baseline tier's rules then the default. Keys are content hashes like table ids.
+ */
+export const sequenceChain = (key: string): string => `s_${key}`;
+export const continuationChain = (key: string): string => `c_${key}`;
+
 /** The chain that permits only what both tables permit (used between the phases of an update). */
 export const intersectionChain = (first: string, second: string): string => `x_${first}_${second}`;
 
@@ -32,6 +40,13 @@ export const groupSet = (reference: string, family: IpFamily): string =>
 /** Per-pod dispatch: pod address → verdict (jump to the pod's table chain, or return). */
 export const dispatchMap = (direction: 'ingress' | 'egress', family: IpFamily): string =>
   `${direction === 'ingress' ? 'in' : 'eg'}_${family}`;
+
+/**
+ * Dispatch for traffic between a pod and its own node (input and output hooks): only pods with
+ * cluster policy have entries — NetworkPolicy always allows that traffic, cluster policy judges it.
+ */
+export const localDispatchMap = (direction: 'ingress' | 'egress', family: IpFamily): string =>
+  `${direction === 'ingress' ? 'inl' : 'egl'}_${family}`;
 
 /** Addresses of this node's pods (fail closed: one without a dispatch entry is isolated). */
 export const localPodsSet = (family: IpFamily): string => `pods_${family}`;

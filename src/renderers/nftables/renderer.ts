@@ -28,10 +28,14 @@ import { parseGroupReference, referenceMembers, type PodTables } from '../../con
 import type { ClusterState } from '../../state/index.ts';
 import type { NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
+import { hash } from 'node:crypto';
 import {
   addressType,
+  continuationChain,
   dispatchMap,
   FAMILIES,
+  localDispatchMap,
+  sequenceChain,
   groupSet,
   localPodsSet,
   podCidrSet,
@@ -43,7 +47,8 @@ import { NftObjects, Dirty, replaceTableScript, tableBlock, type SetDeclaration 
 import { applyOperations, operationsScript } from './operations.ts';
 import { baseChains, generationScript, type BaseChainOptions } from './base-chains.ts';
 import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.ts';
-import { renderTableChain } from './table-chain.ts';
+import { renderOrderedChain, renderTableChain } from './table-chain.ts';
+import type { TieredTable } from '../../configurator/index.ts';
 
 export interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
@@ -64,6 +69,21 @@ interface LocalPod {
   readonly ips: readonly IpAddress[];
   readonly tables: PodTables | undefined;
   readonly verdicts: { readonly ingress: string; readonly egress: string };
+  /** Node-local dispatch (only for directions with cluster policy). */
+  readonly localVerdicts: { readonly ingress?: string; readonly egress?: string };
+  /** Sequence chains (cluster policy) the pod uses. */
+  readonly sequences: readonly Sequence[];
+}
+
+/**
+ * One direction's ordered policy as chains: `forward` continues into the NetworkPolicy table,
+ * `local` (traffic with the pod's own node) allows what NetworkPolicy isolation would decide.
+ */
+interface Sequence {
+  readonly key: string;
+  readonly tiers: TieredTable;
+  readonly np: RuleTable | undefined;
+  readonly context: 'forward' | 'local';
 }
 
 const ALLOW = 'return';
@@ -79,6 +99,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     string,
     { count: number; table: RuleTable; groups: readonly string[] }
   >();
+  private readonly sequenceUse = new Map<string, { count: number; groups: readonly string[] }>();
   private readonly groupUse = new Map<
     string,
     { count: number; members: Map<string, readonly IpAddress[]> }
@@ -92,9 +113,12 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
 
   constructor(private readonly options: NftablesOptions) {
     for (const family of FAMILIES) {
-      for (const direction of ['ingress', 'egress'] as const)
-        for (const name of [dispatchMap(direction, family), replyTwin(dispatchMap(direction, family))])
+      for (const direction of ['ingress', 'egress'] as const) {
+        const maps = [dispatchMap(direction, family)];
+        if (options.allowNodeLocal !== false) maps.push(localDispatchMap(direction, family));
+        for (const name of maps.flatMap((m) => [m, replyTwin(m)]))
           this.desired.maps.set(name, { type: addressType(family), entries: new Map() });
+      }
       this.declareSet(localPodsSet(family), { type: addressType(family) });
       const cidrs = (options.podCidrs ?? []).filter((c) => c.family === family);
       if (cidrs.length > 0) {
@@ -179,38 +203,125 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   private renderPod(pod: RenderedPod, tables: PodTables | undefined): void {
     const before = this.pods.get(pod.id);
     const gone = tables === undefined || pod.ips.length === 0;
-    const after: LocalPod | undefined = gone
-      ? undefined
-      : {
-          ips: pod.ips,
-          tables,
-          verdicts: {
-            ingress: tables.ingress ? `goto ${tableChain(tables.ingress.id)}` : ALLOW,
-            egress: tables.egress ? `goto ${tableChain(tables.egress.id)}` : ALLOW,
-          },
-        };
+    const after: LocalPod | undefined = gone ? undefined : this.localPod(pod.ips, tables);
     // Acquire the new tables before releasing the old, so shared chains and sets never churn.
-    if (after) for (const table of tablesOf(after.tables)) this.acquireTable(table);
+    if (after) {
+      for (const table of tablesOf(after.tables)) this.acquireTable(table);
+      for (const sequence of after.sequences) this.acquireSequence(sequence);
+    }
     if (before) {
       for (const ip of before.ips) {
         const key = addressKey(ip);
-        for (const direction of ['ingress', 'egress'] as const)
+        for (const direction of ['ingress', 'egress'] as const) {
           this.setEntry(dispatchMap(direction, ip.family), key);
+          if (this.options.allowNodeLocal !== false)
+            this.setEntry(localDispatchMap(direction, ip.family), key);
+        }
         this.countElement(localPodsSet(ip.family), key, -1);
       }
+      // Sequences first: their chains jump to the tables' chains, which must outlive them.
+      for (const sequence of before.sequences) this.releaseSequence(sequence);
       for (const table of tablesOf(before.tables)) this.releaseTable(table);
     }
     if (after) {
       for (const ip of after.ips) {
         const key = addressKey(ip);
-        this.setEntry(dispatchMap('ingress', ip.family), key, after.verdicts.ingress);
-        this.setEntry(dispatchMap('egress', ip.family), key, after.verdicts.egress);
+        for (const direction of ['ingress', 'egress'] as const) {
+          this.setEntry(dispatchMap(direction, ip.family), key, after.verdicts[direction]);
+          const local = after.localVerdicts[direction];
+          if (local !== undefined) this.setEntry(localDispatchMap(direction, ip.family), key, local);
+        }
         this.countElement(localPodsSet(ip.family), key, +1);
       }
       this.pods.set(pod.id, after);
     } else {
       this.pods.delete(pod.id);
     }
+  }
+
+  /** A pod's dispatch verdicts: its NetworkPolicy table, or the sequence of its ordered tiers. */
+  private localPod(ips: readonly IpAddress[], tables: PodTables): LocalPod {
+    const sequences: Sequence[] = [];
+    const verdicts = { ingress: ALLOW, egress: ALLOW };
+    const localVerdicts: { ingress?: string; egress?: string } = {};
+    for (const direction of ['ingress', 'egress'] as const) {
+      const np = tables[direction];
+      const tiers = direction === 'ingress' ? tables.ingressTiers : tables.egressTiers;
+      if (!tiers) {
+        verdicts[direction] = np ? `goto ${tableChain(np.id)}` : ALLOW;
+        continue;
+      }
+      const forward = sequenceOf(tiers, np, 'forward');
+      sequences.push(forward);
+      verdicts[direction] = `goto ${sequenceChain(forward.key)}`;
+      if (this.options.allowNodeLocal !== false) {
+        const local = sequenceOf(tiers, np, 'local');
+        sequences.push(local);
+        localVerdicts[direction] = `goto ${sequenceChain(local.key)}`;
+      }
+    }
+    return { ips, tables, verdicts, localVerdicts, sequences };
+  }
+
+  /**
+   * The sequence chain runs the Admin rules (pass, or no match: on to the continuation); the
+   * continuation is the NetworkPolicy table when the pod is isolated (for node-local traffic:
+   * allowed), else the Baseline rules and then the default, allowed.
+   */
+  private acquireSequence(sequence: Sequence): void {
+    const use = this.sequenceUse.get(sequence.key);
+    if (use) {
+      use.count++;
+      return;
+    }
+    const next = continuationChain(sequence.key);
+    const admin = renderOrderedChain(
+      sequence.tiers.admin,
+      { pass: `goto ${next}`, replyPass: `goto ${replyTwin(next)}` },
+      [`goto ${next}`],
+      [`goto ${replyTwin(next)}`],
+    );
+    const isolated = sequence.np !== undefined;
+    const continuation = isolated
+      ? sequence.context === 'local'
+        ? { lines: [ALLOW], replyLines: [ALLOW], groups: [] }
+        : {
+            lines: [`goto ${tableChain((sequence.np as RuleTable).id)}`],
+            replyLines: [`goto ${replyTwin(tableChain((sequence.np as RuleTable).id))}`],
+            groups: [],
+          }
+      : renderOrderedChain(sequence.tiers.baseline, { pass: ALLOW, replyPass: ALLOW }, [ALLOW], [ALLOW]);
+    const groups = [...new Set([...admin.groups, ...continuation.groups])];
+    for (const group of groups) this.acquireGroup(group);
+    this.sequenceUse.set(sequence.key, { count: 1, groups });
+    // Continuations first: a chain must exist before a rule can jump to it.
+    const chains: [string, readonly string[]][] = [
+      [next, continuation.lines],
+      [replyTwin(next), continuation.replyLines],
+      [sequenceChain(sequence.key), admin.lines],
+      [replyTwin(sequenceChain(sequence.key)), admin.replyLines],
+    ];
+    for (const [name, lines] of chains) {
+      this.desired.chains.set(name, lines);
+      this.dirty.chains.add(name);
+    }
+  }
+
+  private releaseSequence(sequence: Sequence): void {
+    const use = this.sequenceUse.get(sequence.key);
+    if (!use || --use.count > 0) return;
+    this.sequenceUse.delete(sequence.key);
+    const next = continuationChain(sequence.key);
+    for (const name of [
+      sequenceChain(sequence.key),
+      replyTwin(sequenceChain(sequence.key)),
+      next,
+      replyTwin(next),
+    ]) {
+      this.desired.chains.delete(name);
+      this.dirty.chains.add(name);
+    }
+    for (const group of use.groups) this.releaseGroup(group);
   }
 
   private acquireTable(table: RuleTable): void {
@@ -363,6 +474,12 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       for (const op of planned.operations)
         if (op.type === 'add-chain' && isIntersection(op.name)) this.dirty.chains.add(op.name);
   }
+}
+
+/** The chains of a tiered direction, keyed by what they contain. */
+function sequenceOf(tiers: TieredTable, np: RuleTable | undefined, context: Sequence['context']): Sequence {
+  const key = hash('sha256', `${tiers.id}|${np?.id ?? '-'}|${context}`).slice(0, 16);
+  return { key, tiers, np, context };
 }
 
 function tablesOf(tables: PodTables | undefined): RuleTable[] {

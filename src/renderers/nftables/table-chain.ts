@@ -143,12 +143,18 @@ export function renderTableChain(table: RuleTable): RenderedChain {
  * by CIDR and allow the same traffic share one rule with an anonymous interval set of CIDRs
  * (an `except` splits a block into many CIDRs; they cost one lookup, not one rule each).
  */
-function chainLines(runs: readonly Run[], commutative: boolean, reply: boolean): string[] {
+function chainLines(
+  runs: readonly Run[],
+  commutative: boolean,
+  reply: boolean,
+  verdicts: Readonly<Record<Rule['action'], string>> = TABLE_VERDICTS,
+  tail?: readonly string[],
+): string[] {
   const lines: string[] = [];
   const cidrGroups = new Map<string, { match: string; l4: string; cidrs: Cidr[] }>();
   for (const run of runs) {
     const first = run.rules[0] as Rule;
-    const verdict = run.action === 'permit' ? 'return' : 'drop';
+    const verdict = verdicts[run.action];
     const l4s = l4Matches(run.rules, reply);
     const cidrSide =
       first.src.kind === 'cidr' && first.dst.kind === 'any'
@@ -178,7 +184,50 @@ function chainLines(runs: readonly Run[], commutative: boolean, reply: boolean):
     const addresses = texts.length === 1 ? `${match} ${texts[0]}` : `${match} { ${texts.join(', ')} }`;
     lines.push([addresses, l4, 'return'].filter(Boolean).join(' '));
   }
+  if (tail) return [...lines, ...tail];
   // Whatever no rule permitted is denied, also for a table that does not say so itself.
   if (lines[lines.length - 1] !== 'drop') lines.push('drop');
   return lines;
+}
+
+const TABLE_VERDICTS: Readonly<Record<Rule['action'], string>> = {
+  permit: 'return',
+  deny: 'drop',
+  pass: 'drop',
+};
+
+/**
+ * An ordered cluster-policy rule list (first match, mixed actions) as chain lines: permit returns
+ * to the caller, deny drops, pass takes `verdicts.pass`; after the rules, `tail` (where no rule
+ * matched). Adjacent rules with the same action and addresses share one rule; nothing is
+ * reordered. The reply twin reads addresses and ports the other way round, as table twins do.
+ */
+export function renderOrderedChain(
+  rules: readonly Rule[],
+  verdicts: { readonly pass: string; readonly replyPass: string },
+  tail: readonly string[],
+  replyTail: readonly string[],
+): RenderedChain {
+  const runs: Run[] = [];
+  for (const rule of rules) {
+    const previous = runs[runs.length - 1];
+    if (previous && previous.action === rule.action && netKey(previous.rules[0] as Rule) === netKey(rule))
+      previous.rules.push(rule);
+    else runs.push({ action: rule.action, rules: [rule] });
+  }
+  const groups = new Set<string>();
+  for (const run of runs)
+    for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
+      if (net?.kind === 'group') groups.add(net.group);
+  return {
+    lines: chainLines(runs, false, false, { permit: 'return', deny: 'drop', pass: verdicts.pass }, tail),
+    replyLines: chainLines(
+      runs,
+      false,
+      true,
+      { permit: 'return', deny: 'drop', pass: verdicts.replyPass },
+      replyTail,
+    ),
+    groups: [...groups],
+  };
 }
