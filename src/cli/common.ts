@@ -84,10 +84,12 @@ export function writeJson(io: CliIo, value: unknown): void {
  * BaselineAdminNetworkPolicy, ClusterNetworkPolicy) refuse it rather than enforce or answer
  * something else than the reference evaluator would.
  */
-export function refuseClusterPolicies(cluster: Cluster, what: string): void {
+export function refuseClusterPolicies(cluster: Cluster, what: string, why?: string): void {
   const first = cluster.clusterPolicies[0];
   if (!first) return;
+  const reason =
+    why ?? 'does not handle AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy yet';
   throw new UnsupportedInputError(
-    `${what} does not handle AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy yet (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); the reference evaluator does (check, matrix, explain)`,
+    `${what} ${reason} (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); nothing was rendered. The reference evaluator, the classifier and nftables handle them`,
   );
 }

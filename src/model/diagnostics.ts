@@ -147,6 +147,11 @@ export const DIAGNOSTIC_CATALOGUE = {
     severity: 'error',
     summary: 'the single BaselineAdminNetworkPolicy must be named "default"',
   },
+  DOMAIN_NAMES_NOT_ENFORCED: {
+    severity: 'warning',
+    summary:
+      'a datapath that cannot resolve names matches nothing for a domainNames peer: the rule never allows there',
+  },
   PRIORITY_TIE: {
     severity: 'warning',
     summary:

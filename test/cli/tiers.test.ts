@@ -115,6 +115,30 @@ describe('cluster policy in the CLI', () => {
     assert.match(r.stdout, /4 cluster policies/);
   });
 
+  it('compile lists the tiered tables; render --target nftables renders them as chains and warns about domain names', async () => {
+    const compiled = await cli(['compile', ...INPUT]);
+    assert.equal(compiled.code, 0, compiled.stderr);
+    assert.match(compiled.stdout, /tiered tables \(\d+ distinct/);
+    assert.match(compiled.stdout, /pass ANY group:nssel=\* -> any port any @\d+/);
+    const rendered = await cli(['render', '--target', 'nftables', '--node', 'node-1', ...INPUT]);
+    assert.equal(rendered.code, 0, rendered.stderr);
+    assert.match(rendered.stdout, /chain s_[0-9a-f]{16} \{/);
+    assert.match(rendered.stdout, /goto c_[0-9a-f]{16}/);
+    assert.match(rendered.stderr, /DOMAIN_NAMES_NOT_ENFORCED/);
+  });
+
+  it('targets that cannot render cluster policy say so and render nothing', async () => {
+    for (const target of ['neutron', 'vpp-acl', 'vpptcp']) {
+      const r = await cli(['render', '--target', target, ...INPUT]);
+      assert.equal(r.code, 1, target);
+      assert.equal(r.stdout, '', target);
+      assert.match(r.stderr, /^palisade: render --target \S+ (cannot express|does not handle)/, target);
+      assert.doesNotMatch(r.stderr, /\n\s+at /);
+    }
+    const node = await cli(['compile', '--node', 'node-1', ...INPUT]);
+    assert.equal(node.code, 1);
+  });
+
   it('convert --to v1alpha2 rewrites ANP and BANP as ClusterNetworkPolicy with the same matrix', async () => {
     const converted = await cli(['convert', '--to', 'v1alpha2', '-f', 'examples/tiers']);
     assert.equal(converted.code, 0, converted.stderr);

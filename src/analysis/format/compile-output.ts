@@ -3,12 +3,21 @@
  * for a node — the renderer cache's combined local tables and global table; as text or JSON.
  */
 import { netText, ruleText, type Rule, type RuleTable } from '../../model/rule.ts';
+import type { TieredTable } from '../../configurator/types.ts';
 import type { Style } from './style.ts';
 
 export interface CompileReport {
-  readonly pods: readonly { readonly id: string; readonly ingress?: string; readonly egress?: string }[];
+  readonly pods: readonly {
+    readonly id: string;
+    readonly ingress?: string;
+    readonly egress?: string;
+    readonly ingressTiers?: string;
+    readonly egressTiers?: string;
+  }[];
   readonly postponed: readonly string[];
   readonly tables: readonly RuleTable[];
+  /** Ordered cluster policy: distinct Admin/Baseline rule lists (precedence order). */
+  readonly tiers: readonly TieredTable[];
   /** How many pod-directions use each table. */
   readonly usage: ReadonlyMap<string, number>;
   readonly groups: readonly {
@@ -47,13 +56,33 @@ export function formatCompileText(report: CompileReport, style: Style, withStats
     ),
   );
   for (const pod of report.pods) {
-    lines.push(`  ${pod.id}  ingress: ${pod.ingress ?? 'open'}  egress: ${pod.egress ?? 'open'}`);
+    const tiers = (t: string | undefined) => (t ? ` (tiers ${t})` : '');
+    lines.push(
+      `  ${pod.id}  ingress: ${pod.ingress ?? 'open'}${tiers(pod.ingressTiers)}  egress: ${pod.egress ?? 'open'}${tiers(pod.egressTiers)}`,
+    );
   }
   for (const id of report.postponed) lines.push(style.dim(`  ${id}  postponed (no address yet)`));
   lines.push('', style.bold(`tables (${report.tables.length} distinct)`));
   for (const table of report.tables) {
     lines.push(`  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}`);
     table.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
+  }
+  if (report.tiers.length > 0) {
+    lines.push(
+      '',
+      style.bold(`tiered tables (${report.tiers.length} distinct; rules in precedence order, @key)`),
+    );
+    for (const tiers of report.tiers) {
+      lines.push(`  ${tiers.id}`);
+      for (const [name, rules] of [
+        ['Admin', tiers.admin],
+        ['Baseline', tiers.baseline],
+      ] as const) {
+        if (rules.length === 0) continue;
+        lines.push(`    ${name}:`);
+        rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
+      }
+    }
   }
   lines.push('', style.bold(`address groups (${report.groups.length})`));
   for (const group of report.groups) {
@@ -100,6 +129,7 @@ export function ruleJson(rule: Rule): object {
         ? String(rule.dstPorts[0])
         : `${rule.dstPorts[0]}-${rule.dstPorts[1]}`
       : 'any',
+    ...(rule.precedence !== undefined ? { precedence: rule.precedence } : {}),
   };
 }
 
@@ -109,6 +139,15 @@ export function compileJson(report: CompileReport): object {
     pods: report.pods,
     postponed: report.postponed,
     tables: report.tables.map((t) => ({ ...table(t), usedBy: report.usage.get(t.id) ?? 0 })),
+    ...(report.tiers.length
+      ? {
+          tiers: report.tiers.map((t) => ({
+            id: t.id,
+            admin: t.admin.map(ruleJson),
+            baseline: t.baseline.map(ruleJson),
+          })),
+        }
+      : {}),
     groups: report.groups,
     ...(report.node
       ? {

@@ -13,6 +13,8 @@ import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptc
 import { neutronRequests, renderNeutron, type NeutronRendering } from '../../renderers/neutron/index.ts';
 import { readFileSync } from 'node:fs';
 import { Classifier, TierSources, type TierTable } from '../../classifier/index.ts';
+import { makeDiagnostic, type Diagnostic } from '../../model/diagnostics.ts';
+import { clusterPolicyLabel } from '../../model/cluster-policy.ts';
 import { formatIp } from '../../net/ip.ts';
 import { NftablesRenderer } from '../../renderers/nftables/index.ts';
 import { ClusterState } from '../../state/index.ts';
@@ -86,7 +88,14 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
         writeJson(io, renderBitmaps(loaded.cluster, node));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
-      if (target !== 'nftables') refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
+      if (target === 'neutron')
+        refuseClusterPolicies(
+          loaded.cluster,
+          'render --target neutron',
+          'cannot express ordered cluster policy: security groups only add allows, so a Deny, a Pass or the order of tiers has no rendering',
+        );
+      else if (target !== 'nftables') refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
+      reportDiagnostics(unenforceableDomainNames(loaded.cluster, target), io, input.verbose);
       if (target === 'neutron') {
         const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;
         const state = new ClusterState();
@@ -216,4 +225,19 @@ function renderTier(tier: { ingress?: TierTable; egress?: TierTable }, ip: strin
     ...(tier.ingress ? { ingress: one(tier.ingress) } : {}),
     ...(tier.egress ? { egress: one(tier.egress) } : {}),
   };
+}
+
+/** domainNames peers: analysed by the evaluator, but no rendered datapath resolves names. */
+function unenforceableDomainNames(cluster: Cluster, target: string): Diagnostic[] {
+  return cluster.clusterPolicies.flatMap((policy) =>
+    policy.egress
+      .filter((rule) => rule.peers.some((p) => p.type === 'domainNames'))
+      .map((rule) =>
+        makeDiagnostic(
+          'DOMAIN_NAMES_NOT_ENFORCED',
+          `${clusterPolicyLabel(policy)} egress[${rule.index}]${rule.name ? ` "${rule.name}"` : ''}: --target ${target} cannot resolve domain names, so its domainNames peers match nothing there`,
+          { ...(policy.location ?? { file: '<input>' }), object: `${policy.kind} ${policy.name}` },
+        ),
+      ),
+  );
 }

@@ -281,13 +281,13 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       [`goto ${next}`],
       [`goto ${replyTwin(next)}`],
     );
-    const isolated = sequence.np !== undefined;
-    const continuation = isolated
+    const np = sequence.np;
+    const continuation = np
       ? sequence.context === 'local'
         ? { lines: [ALLOW], replyLines: [ALLOW], groups: [] }
         : {
-            lines: [`goto ${tableChain((sequence.np as RuleTable).id)}`],
-            replyLines: [`goto ${replyTwin(tableChain((sequence.np as RuleTable).id))}`],
+            lines: [`goto ${tableChain(np.id)}`],
+            replyLines: [`goto ${replyTwin(tableChain(np.id))}`],
             groups: [],
           }
       : renderOrderedChain(sequence.tiers.baseline, { pass: ALLOW, replyPass: ALLOW }, [ALLOW], [ALLOW]);
