@@ -78,8 +78,10 @@ export function clusterRuleNets(
   nodes: Iterable<NodeInfo>,
   named?: { readonly name: string; readonly protocol: Protocol },
 ): PeerNet[] {
-  // Sorted: the same nodes give the same rules whatever order they arrived in.
-  const nodeList = [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // Sorted (only when needed): the same nodes give the same rules whatever order they arrived in.
+  const nodeList = rule.peers.some((p) => p.type === 'nodes')
+    ? [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    : [];
   return rule.peers.flatMap((peer): PeerNet[] => {
     if (peer.type === 'pods')
       return [{ kind: 'group', spec: clusterPeerGroupSpec(peer, subjectLabels, named) }];
@@ -115,10 +117,25 @@ export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
   return specs;
 }
 
+const nodesPeers = new WeakMap<ClusterPolicy, boolean>();
+const relativePeers = new WeakMap<ClusterPolicy, boolean>();
+
 export function hasNodesPeers(policy: ClusterPolicy): boolean {
-  return [...policy.ingress, ...policy.egress].some((r) => r.peers.some((p) => p.type === 'nodes'));
+  let known = nodesPeers.get(policy);
+  if (known === undefined)
+    nodesPeers.set(
+      policy,
+      (known = [...policy.ingress, ...policy.egress].some((r) => r.peers.some((p) => p.type === 'nodes'))),
+    );
+  return known;
 }
 
 export function hasRelativePeers(policy: ClusterPolicy): boolean {
-  return [...policy.ingress, ...policy.egress].some((r) => r.peers.some(isRelativePeer));
+  let known = relativePeers.get(policy);
+  if (known === undefined)
+    relativePeers.set(
+      policy,
+      (known = [...policy.ingress, ...policy.egress].some((r) => r.peers.some(isRelativePeer))),
+    );
+  return known;
 }

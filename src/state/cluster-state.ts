@@ -14,16 +14,15 @@ import {
   type ClusterPolicy,
   type Endpoint,
   type Labels,
-  type LabelSelector,
   type Namespace,
   type NetworkPolicy,
   type NodeInfo,
   type Tier,
 } from '../model/types.ts';
 import { clusterPolicyKey } from '../model/cluster-policy.ts';
-import { comparePolicies } from '../model/precedence.ts';
 import { selectorMatches } from '../model/selector.ts';
 import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
+import { ClusterPolicyIndex } from './cluster-policy-index.ts';
 import { groupKey } from './group-key.ts';
 import { labelSetKey } from './label-sets.ts';
 import { GroupIndex } from './groups.ts';
@@ -80,13 +79,12 @@ export class ClusterState {
   readonly namespaceLabelSets = new LabelSetIndex();
   private readonly subjects = new SubjectIndex(this.podLabelSets);
   private readonly groups: GroupIndex;
-  private readonly clusterPolicies = new Map<string, ClusterPolicy>();
-  /** Cluster policies in precedence order (rebuilt on change; there are few). */
-  private orderedClusterPolicies: ClusterPolicy[] = [];
+  private readonly clusterPolicies = new ClusterPolicyIndex();
   /** Group keys each cluster policy holds, including relative peers' groups acquired per namespace. */
   private readonly clusterPolicyGroups = new Map<string, Set<string>>();
   private readonly nodeMap = new Map<string, NodeInfo>();
   private nodeRevision = 0;
+  private sortedNodes: { readonly version: number; readonly nodes: readonly NodeInfo[] } | undefined;
   /** Tier selections per namespace (the namespace's entry is dropped when its labels change). */
   private readonly tierSelections = new Map<string, Map<string, TierSelection>>();
   private readonly clusterPolicyTokens = new WeakMap<ClusterPolicy, string>();
@@ -173,10 +171,16 @@ export class ClusterState {
   }
   /** In precedence order. */
   allClusterPolicies(): readonly ClusterPolicy[] {
-    return this.orderedClusterPolicies;
+    return this.clusterPolicies.ordered();
   }
-  nodes(): IterableIterator<NodeInfo> {
-    return this.nodeMap.values();
+  /** Nodes by name (the same nodes always in the same order). */
+  nodes(): readonly NodeInfo[] {
+    if (this.sortedNodes?.version !== this.nodeRevision)
+      this.sortedNodes = {
+        version: this.nodeRevision,
+        nodes: [...this.nodeMap.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      };
+    return this.sortedNodes.nodes;
   }
   /** Changes whenever a node is added, changed or removed (nodes peers depend on them). */
   get nodesVersion(): number {
@@ -189,24 +193,17 @@ export class ClusterState {
    * selectors per label set.
    */
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
-    if (pod.hostNetwork || this.orderedClusterPolicies.length === 0) return NO_TIER;
+    if (pod.hostNetwork || this.clusterPolicies.size === 0) return NO_TIER;
     let byNamespace = this.tierSelections.get(pod.namespace);
     if (!byNamespace)
       this.tierSelections.set(pod.namespace, (byNamespace = new Map<string, TierSelection>()));
     const candidatesKey = `${tier}|${direction}`;
     let candidates = byNamespace.get(candidatesKey);
     if (!candidates) {
-      const labels = this.effectiveNamespaces.get(pod.namespace);
-      // Many policies share a subject selector: each distinct one is evaluated once here.
-      const matched = new Map<string, boolean>();
-      const matches = (selector: LabelSelector): boolean => {
-        let hit = matched.get(selector.key);
-        if (hit === undefined)
-          matched.set(selector.key, (hit = labels !== undefined && selectorMatches(selector, labels)));
-        return hit;
-      };
-      const list = this.orderedClusterPolicies.filter(
-        (p) => p.tier === tier && p[direction].length > 0 && matches(p.subject.namespaceSelector),
+      const list = this.clusterPolicies.candidates(
+        tier,
+        direction,
+        this.effectiveNamespaces.get(pod.namespace),
       );
       candidates = this.tierSelectionOf(list);
       byNamespace.set(candidatesKey, candidates);
@@ -413,7 +410,6 @@ export class ClusterState {
   }
 
   private clusterPoliciesChanged(): void {
-    this.orderedClusterPolicies = [...this.clusterPolicies.values()].sort(comparePolicies);
     this.tierSelections.clear();
   }
 
@@ -463,7 +459,7 @@ export class ClusterState {
     const nextClusterPolicies = new Map(
       cluster.clusterPolicies.map((p) => [clusterPolicyKey(p), p] as const),
     );
-    for (const [key, before] of [...this.clusterPolicies]) {
+    for (const [key, before] of [...this.clusterPolicies.entries()]) {
       if (nextClusterPolicies.has(key)) continue;
       clusterPolicies.push({ before });
       this.deleteClusterPolicy(key);
