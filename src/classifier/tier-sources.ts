@@ -10,18 +10,16 @@ import { selectorMatches } from '../model/selector.ts';
 import { clusterPolicyLabel, namedPortTargets, namespaceMatches } from '../model/cluster-policy.ts';
 import type { Cluster, ClusterPeer, ClusterPolicy, Endpoint, LabelSelector, Tier } from '../model/types.ts';
 import type { GroupResolver } from './direction-table.ts';
-import { addressWords } from './lpm-trie.ts';
+import { AddressGroupIndex } from './address-groups.ts';
 
 const NONE: readonly ClusterPolicy[] = [];
-const v6Key = (words: Uint32Array): string => `${words[0]},${words[1]},${words[2]},${words[3]}`;
 
 export class TierSources implements GroupResolver {
   private readonly podsByNamespace = new Map<string, Endpoint[]>();
   /** Peer groups (pods and nodes peers) shared by every tier table: id by peer key, members by address. */
   private readonly groupIds = new Map<string, number>();
   private readonly groupLabels: string[] = [];
-  private readonly groupsV4 = new Map<number, number[]>();
-  private readonly groupsV6 = new Map<string, number[]>();
+  private readonly addressGroups = new AddressGroupIndex();
   private readonly peerMemo = new Map<string, readonly Endpoint[]>();
   private readonly selectionMemo = new Map<string, readonly ClusterPolicy[]>();
   private readonly namespaceCandidates = new Map<string, readonly ClusterPolicy[]>();
@@ -182,20 +180,16 @@ export class TierSources implements GroupResolver {
     const id = this.groupLabels.length;
     this.groupIds.set(key, id);
     this.groupLabels.push(key.slice(key.indexOf('|') + 1));
-    const words = new Uint32Array(4);
-    for (const ip of addresses()) {
-      if (ip.family === 4) push(this.groupsV4, Number(ip.value), id);
-      else push(this.groupsV6, v6Key(addressWords(6, ip.value, words)), id);
-    }
+    this.addressGroups.add(id, addresses());
     return id;
   }
 
   groupsOfV4(address: number): readonly number[] | undefined {
-    return this.groupsV4.get(address);
+    return this.addressGroups.groupsOfV4(address);
   }
 
   groupsOfV6(words: Uint32Array): readonly number[] | undefined {
-    return this.groupsV6.get(v6Key(words));
+    return this.addressGroups.groupsOfV6(words);
   }
 
   groupLabel(group: number): string {
@@ -209,10 +203,4 @@ export class TierSources implements GroupResolver {
       if (selectorMatches(peer.selector, node.labels)) addresses.push(...node.addresses);
     return addresses;
   }
-}
-
-function push<K>(map: Map<K, number[]>, key: K, id: number): void {
-  const list = map.get(key);
-  if (list) list.push(id);
-  else map.set(key, [id]);
 }

@@ -209,25 +209,10 @@ export class MapState<V> {
       for (const port of rule.ports) {
         const cover = coveringEntry(entries, rule.protocol, port);
         if (cover) {
-          if (this.options.recordRefused)
-            refused.push({
-              rule: rule.label,
-              protocol: rule.protocol,
-              port,
-              identity: '*',
-              coveredBy: cover.rule,
-            });
+          if (this.options.recordRefused) refused.push(refusal(rule, port, '*', cover));
           continue;
         }
-        const key = keyNumber(rule.protocol, port.len, port.value);
-        entries.set(key, {
-          protocol: rule.protocol,
-          port,
-          identity: '*',
-          verdict: rule.verdict,
-          priority: rule.priority,
-          rule: rule.label,
-        });
+        entries.set(keyNumber(rule.protocol, port.len, port.value), entryOf(rule, port, '*'));
       }
     }
     this.wildcard = entries;
@@ -253,25 +238,10 @@ export class MapState<V> {
           coveringEntry(entries, rule.protocol, port) ??
           coveringEntry(this.wildcard, rule.protocol, port, rule.priority);
         if (cover) {
-          if (this.options.recordRefused)
-            refused.push({
-              rule: rule.label,
-              protocol: rule.protocol,
-              port,
-              identity,
-              coveredBy: cover.rule,
-            });
+          if (this.options.recordRefused) refused.push(refusal(rule, port, identity, cover));
           continue;
         }
-        const key = keyNumber(rule.protocol, port.len, port.value);
-        entries.set(key, {
-          protocol: rule.protocol,
-          port,
-          identity,
-          verdict: rule.verdict,
-          priority: rule.priority,
-          rule: rule.label,
-        });
+        entries.set(keyNumber(rule.protocol, port.len, port.value), entryOf(rule, port, identity));
       }
     }
     this.synthesizeCovering(entries);
@@ -318,6 +288,26 @@ export class MapState<V> {
       if (entry.port.len > port.len) yield entry;
     }
   }
+}
+
+function entryOf<V>(rule: MapRule<V>, port: PortPrefix, identity: IdentityKey): MapEntry<V> {
+  return {
+    protocol: rule.protocol,
+    port,
+    identity,
+    verdict: rule.verdict,
+    priority: rule.priority,
+    rule: rule.label,
+  };
+}
+
+function refusal<V>(
+  rule: MapRule<V>,
+  port: PortPrefix,
+  identity: IdentityKey,
+  cover: MapEntry<V>,
+): RefusedKey {
+  return { rule: rule.label, protocol: rule.protocol, port, identity, coveredBy: cover.rule };
 }
 
 /** An entry at the same or a shorter prefix containing `port` (with a priority below `before`, if given). */

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadFromTexts } from '../../src/ingest/load.ts';
-import type { DiagnosticCode } from '../../src/model/diagnostics.ts';
+import { itReportsEach, type DiagnosticCase } from '../helpers/diagnostic-cases.ts';
 
 const anp = (spec: string, name = 'p'): string =>
   `apiVersion: policy.networking.k8s.io/v1alpha1
@@ -23,16 +23,8 @@ metadata:
 spec:
 ${spec}`;
 
-interface Case {
-  name: string;
-  text: string;
-  code: DiagnosticCode;
-  line: number;
-  column: number;
-}
-
 // Spec content starts on line 6.
-const CASES: Case[] = [
+const CASES: DiagnosticCase[] = [
   {
     name: 'priority out of range',
     text: anp('  priority: 1001\n  subject: {namespaces: {}}\n'),
@@ -217,18 +209,7 @@ spec:
 ];
 
 describe('cluster policy diagnostics', () => {
-  for (const c of CASES) {
-    it(c.name, () => {
-      const { diagnostics } = loadFromTexts([{ name: 'in.yaml', text: c.text }], 'v1');
-      const found = diagnostics.find((d) => d.code === c.code);
-      assert.ok(
-        found,
-        `expected ${c.code}, got ${diagnostics.map((d) => `${d.code}: ${d.message}`).join('; ')}`,
-      );
-      assert.equal(found.file, 'in.yaml');
-      assert.deepEqual([found.line, found.column], [c.line, c.column], found.message);
-    });
-  }
+  itReportsEach(CASES);
 
   it('a broken policy leaves the others analysed', () => {
     const text = [

@@ -5,16 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadFromTexts } from '../../src/ingest/load.ts';
-import type { DiagnosticCode } from '../../src/model/diagnostics.ts';
-
-interface Case {
-  name: string;
-  text: string;
-  code: DiagnosticCode;
-  line: number;
-  column: number;
-  path?: string;
-}
+import { itReportsEach, type DiagnosticCase } from '../helpers/diagnostic-cases.ts';
 
 const policy = (spec: string): string =>
   `apiVersion: networking.k8s.io/v1
@@ -26,7 +17,7 @@ spec:
 ${spec}`;
 
 // Lines 1-6 are the policy header; spec content starts on line 7.
-const CASES: Case[] = [
+const CASES: DiagnosticCase[] = [
   { name: 'YAML syntax error', text: 'a: [1, 2\nb: 3\n', code: 'YAML_SYNTAX', line: 2, column: 1 },
   { name: 'duplicate key', text: 'kind: Pod\nkind: Pod\n', code: 'YAML_DUPLICATE_KEY', line: 2, column: 1 },
   { name: 'document that is not an object', text: '- a\n- b\n', code: 'NOT_AN_OBJECT', line: 1, column: 1 },
@@ -247,16 +238,7 @@ const CASES: Case[] = [
 ];
 
 describe('diagnostics for bad input', () => {
-  for (const c of CASES) {
-    it(`${c.name} → ${c.code} at ${c.line}:${c.column}`, () => {
-      const { diagnostics } = loadFromTexts([{ name: 'bad.yaml', text: c.text }]);
-      const found = diagnostics.find((d) => d.code === c.code);
-      assert.ok(found, `expected ${c.code}, got ${diagnostics.map((d) => d.code).join(', ') || 'nothing'}`);
-      assert.equal(found.file, 'bad.yaml');
-      assert.deepEqual([found.line, found.column], [c.line, c.column], found.message);
-      if (c.path) assert.equal(found.path, c.path);
-    });
-  }
+  itReportsEach(CASES, 'bad.yaml');
 
   it('reports every problem of one policy at once, including after an unknown field', () => {
     const text = policy(

@@ -110,6 +110,20 @@ function runsOf(rules: readonly Rule[]): { runs: Run[]; commutative: boolean } {
     }
     return { runs: [...byNet.values()].map((run) => ({ action: 'permit', rules: run })), commutative: true };
   }
+  return { runs: adjacentRuns(rules), commutative: false };
+}
+
+/** Group references the runs' rules use (one run shares its addresses). */
+function groupsOf(runs: readonly Run[]): Set<string> {
+  const groups = new Set<string>();
+  for (const run of runs)
+    for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
+      if (net?.kind === 'group') groups.add(net.group);
+  return groups;
+}
+
+/** Adjacent rules with the same action and addresses as one run; order kept (first match stays exact). */
+function adjacentRuns(rules: readonly Rule[]): Run[] {
   const runs: Run[] = [];
   for (const rule of rules) {
     const previous = runs[runs.length - 1];
@@ -117,7 +131,7 @@ function runsOf(rules: readonly Rule[]): { runs: Run[]; commutative: boolean } {
       previous.rules.push(rule);
     else runs.push({ action: rule.action, rules: [rule] });
   }
-  return { runs, commutative: false };
+  return runs;
 }
 
 interface Run {
@@ -126,11 +140,8 @@ interface Run {
 }
 
 export function renderTableChain(table: RuleTable): RenderedChain {
-  const groups = new Set<string>();
   const { runs, commutative } = runsOf(table.rules);
-  for (const run of runs)
-    for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
-      if (net?.kind === 'group') groups.add(net.group);
+  const groups = groupsOf(runs);
   return {
     lines: chainLines(runs, commutative, false),
     replyLines: chainLines(runs, commutative, true),
@@ -208,17 +219,8 @@ export function renderOrderedChain(
   tail: readonly string[],
   replyTail: readonly string[],
 ): RenderedChain {
-  const runs: Run[] = [];
-  for (const rule of rules) {
-    const previous = runs[runs.length - 1];
-    if (previous && previous.action === rule.action && netKey(previous.rules[0] as Rule) === netKey(rule))
-      previous.rules.push(rule);
-    else runs.push({ action: rule.action, rules: [rule] });
-  }
-  const groups = new Set<string>();
-  for (const run of runs)
-    for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
-      if (net?.kind === 'group') groups.add(net.group);
+  const runs = adjacentRuns(rules);
+  const groups = groupsOf(runs);
   return {
     lines: chainLines(runs, false, false, { permit: 'return', deny: 'drop', pass: verdicts.pass }, tail),
     replyLines: chainLines(
