@@ -7,7 +7,7 @@
  * whose name resolves to n.
  */
 import type { IpAddress } from '../net/ip.ts';
-import type { ClusterState } from '../state/index.ts';
+import type { AddressGroup, ClusterState } from '../state/index.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { AddressGroupIndex } from './address-groups.ts';
@@ -15,6 +15,8 @@ import { AddressGroupIndex } from './address-groups.ts';
 export class StateGroupResolver implements GroupResolver {
   private readonly ids = new Map<string, number>();
   private readonly labels: string[] = [];
+  /** The store's group object each number was filled from: a group dropped and made again is a new object. */
+  private readonly filledFrom: (AddressGroup | undefined)[] = [];
   private readonly index = new AddressGroupIndex();
 
   constructor(private readonly state: ClusterState) {}
@@ -22,11 +24,15 @@ export class StateGroupResolver implements GroupResolver {
   /** The number of a group or partition reference, registering its members on first use. */
   idOf(reference: string): number {
     const known = this.ids.get(reference);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      // The group may have been dropped (its last policy went) and made again since it was filled.
+      if (this.filledFrom[known] !== this.groupOf(reference)) this.refill(known);
+      return known;
+    }
     const id = this.labels.length;
     this.ids.set(reference, id);
     this.labels.push(reference);
-    this.index.add(id, this.members(reference));
+    this.refill(id);
     return id;
   }
 
@@ -35,9 +41,20 @@ export class StateGroupResolver implements GroupResolver {
     for (const [reference, id] of this.ids) {
       const separator = reference.indexOf(PARTITION_SEPARATOR);
       if (!groups.has(separator < 0 ? reference : reference.slice(0, separator))) continue;
-      this.index.clear(id);
-      this.index.add(id, this.members(reference));
+      this.refill(id);
     }
+  }
+
+  private refill(id: number): void {
+    const reference = this.labels[id] as string;
+    this.index.clear(id);
+    this.index.add(id, this.members(reference));
+    this.filledFrom[id] = this.groupOf(reference);
+  }
+
+  private groupOf(reference: string): AddressGroup | undefined {
+    const separator = reference.indexOf(PARTITION_SEPARATOR);
+    return this.state.group(separator < 0 ? reference : reference.slice(0, separator));
   }
 
   groupsOfV4(address: number): readonly number[] | undefined {
