@@ -34,7 +34,7 @@ interface ModelPod {
   ipv6: string;
   containers: { name: string; ports: ModelPort[] }[];
 }
-interface Model {
+export interface Model {
   nodes: { name: string; labels: Record<string, string>; ip: string; ipv6: string }[];
   namespaces: { name: string; labels: Record<string, string> }[];
   pods: ModelPod[];
@@ -46,7 +46,7 @@ export interface Check {
   protocol: Protocol;
   expect: 'allow' | 'deny';
 }
-interface Step {
+export interface Step {
   subtest: string;
   apply?: Raw[];
   delete?: string[];
@@ -90,20 +90,22 @@ export function readSuite(dir: string): { model: Model; cases: ConformanceCase[]
 /** Who answers: the reference evaluator, or the compiled classifier (tier tables + NetworkPolicy maps). */
 export type Engine = 'reference' | 'compiled';
 
-export function runCase(
-  model: Model,
-  kase: ConformanceCase,
-  rewrite?: Rewrite,
-  engine: Engine = 'reference',
-): CheckResult[] {
+/** The state after each step of a case: the policy objects in force, and namespace and pod labels. */
+export interface CaseState {
+  readonly step: Step;
+  readonly policies: readonly Raw[];
+  readonly namespaceLabels: ReadonlyMap<string, Record<string, string>>;
+  readonly podLabels: ReadonlyMap<string, Record<string, string>>;
+}
+
+/** Applies a case's cumulative steps one by one (objects rewritten when asked). */
+export function* walkSteps(model: Model, kase: ConformanceCase, rewrite?: Rewrite): Generator<CaseState> {
   const namespaceLabels = new Map(model.namespaces.map((n) => [n.name, n.labels]));
   const podLabels = new Map(model.pods.map((p) => [`${p.namespace}/${p.name}`, p.labels]));
   const policies = new Map<string, Raw>();
-  const results: CheckResult[] = [];
   for (const step of kase.steps) {
-    for (const object of rewrite ? rewrite.objects(step.apply ?? []) : (step.apply ?? [])) {
+    for (const object of rewrite ? rewrite.objects(step.apply ?? []) : (step.apply ?? []))
       policies.set(identity(object), object);
-    }
     for (const ref of step.delete ?? []) {
       const key = rewrite ? rewrite.deleteRef(ref) : ref;
       if (!policies.delete(key)) throw new Error(`${kase.file}: delete of ${key}, which does not exist`);
@@ -111,7 +113,19 @@ export function runCase(
     for (const [name, labels] of Object.entries(step.namespaceLabels ?? {}))
       namespaceLabels.set(name, labels);
     for (const [name, labels] of Object.entries(step.podLabels ?? {})) podLabels.set(name, labels);
-    const cluster = buildCluster(model, namespaceLabels, podLabels, [...policies.values()], kase.file);
+    yield { step, policies: [...policies.values()], namespaceLabels, podLabels };
+  }
+}
+
+export function runCase(
+  model: Model,
+  kase: ConformanceCase,
+  rewrite?: Rewrite,
+  engine: Engine = 'reference',
+): CheckResult[] {
+  const results: CheckResult[] = [];
+  for (const { step, policies, namespaceLabels, podLabels } of walkSteps(model, kase, rewrite)) {
+    const cluster = clusterOf(modelObjects(model, namespaceLabels, podLabels, policies), kase.file);
     const index = indexCluster(cluster);
     const compiled = engine === 'compiled' ? compiledVerdicts(cluster, {}) : undefined;
     for (const check of step.checks ?? []) {
@@ -144,15 +158,20 @@ function identity(object: Raw): string {
     : `${String(object.kind)}/${metadata.name}`;
 }
 
-function buildCluster(
+/**
+ * The model as objects, with the given labels and policies. `servedPorts` also lists the ports a
+ * container serves without declaring them, unnamed (what a lab must listen on; unnamed ports
+ * change no named-port resolution).
+ */
+export function modelObjects(
   model: Model,
   namespaceLabels: ReadonlyMap<string, Record<string, string>>,
   podLabels: ReadonlyMap<string, Record<string, string>>,
   policies: readonly Raw[],
-  file: string,
-): Cluster {
+  options: { readonly servedPorts?: boolean } = {},
+): Raw[] {
   const nodeIp = new Map(model.nodes.map((n) => [n.name, n.ip]));
-  const objects: Raw[] = [
+  return [
     ...model.namespaces.map((n) => ({
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -176,13 +195,13 @@ function buildCluster(
       spec: {
         nodeName: p.node,
         hostNetwork: p.hostNetwork,
-        // Only declared ports are in the container spec (and usable as named ports).
+        // Declared ports are in the container spec (and usable as named ports).
         containers: p.containers.map((c) => ({
           name: c.name,
           ports: c.ports
-            .filter((port) => port.declared)
+            .filter((port) => port.declared || options.servedPorts)
             .map((port) => ({
-              ...(port.name ? { name: port.name } : {}),
+              ...(port.name && port.declared ? { name: port.name } : {}),
               containerPort: port.port,
               protocol: port.protocol,
             })),
@@ -197,6 +216,9 @@ function buildCluster(
     })),
     ...policies,
   ];
+}
+
+function clusterOf(objects: readonly Raw[], file: string): Cluster {
   const loaded = loadFromTexts(
     [{ name: file, text: objects.map((o) => JSON.stringify(o)).join('\n---\n') }],
     'v1',
