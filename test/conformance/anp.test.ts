@@ -1,19 +1,21 @@
 /**
  * The network-policy-api conformance suite (AdminNetworkPolicy, BaselineAdminNetworkPolicy;
- * ../shared/conformance/anp-v1alpha1): every check of every case holds in the reference
- * evaluator — as written, and with every policy rewritten as a ClusterNetworkPolicy (v1alpha2)
+ * ../shared/conformance/anp-v1alpha1, vendored in test/fixtures/conformance so it runs wherever
+ * the tests run): every check of every case holds in the reference evaluator and the compiled
+ * classifier — as written, and with every policy rewritten as a ClusterNetworkPolicy (v1alpha2)
  * by `convert --to v1alpha2`, which must not change any answer.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { toClusterNetworkPolicy } from '../../src/analysis/convert-cluster-policy.ts';
 import { loadFromTexts } from '../../src/ingest/load.ts';
 import { readSuite, runCase, type CheckResult, type Rewrite } from '../helpers/policy-conformance.ts';
 
-const DIR = join(import.meta.dirname, '../../../shared/conformance/anp-v1alpha1');
+const DIR = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
 const available = existsSync(join(DIR, 'MODEL.yaml'));
+const SHARED = join(import.meta.dirname, '../../../shared/conformance/anp-v1alpha1');
 const UPSTREAM_CHECKS = 289;
 
 /** ANP/BANP → ClusterNetworkPolicy; other objects unchanged. */
@@ -46,6 +48,12 @@ describe(
   { skip: available ? false : 'suite not found beside the project' },
   () => {
     const { model, cases } = available ? readSuite(DIR) : { model: undefined, cases: [] };
+
+    it('is the same data as the shared copy, when that is beside the project', (t) => {
+      if (!existsSync(SHARED)) return t.skip('no ../shared/conformance beside the project');
+      for (const file of readdirSync(SHARED))
+        assert.equal(readFileSync(join(DIR, file), 'utf8'), readFileSync(join(SHARED, file), 'utf8'), file);
+    });
 
     it('passes every check as written', () => {
       assert.equal(cases.length, 24);

@@ -14,7 +14,7 @@ import type { Lab, ProbePort } from '../../src/lab/index.ts';
 import { needsRoot, startLab } from '../helpers/kernel.ts';
 import { modelObjects, readSuite, walkSteps, type Check } from '../helpers/policy-conformance.ts';
 
-const DIR = join(import.meta.dirname, '../../../shared/conformance/anp-v1alpha1');
+const DIR = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
 const SKIP =
   needsRoot('the conformance suite in the lab') ||
   (existsSync(DIR) ? false : 'suite not found beside the project');
