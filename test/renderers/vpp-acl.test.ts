@@ -42,6 +42,24 @@ describe('VPP ACL renderer', () => {
     );
   });
 
+  it("keeps a same-node source's egress denial even when the destination allows its exact address", () => {
+    // The destination admits the source's address by an ipBlock /32; the source may send nothing.
+    // CombineRules' deny for that address must not sort behind the destination's own permit.
+    const cluster = clusterOf([
+      namespace('a'),
+      pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'], node: 'n1' }),
+      pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2'], node: 'n1' }),
+      policy('a', 'db-in', {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [{ port: 80 }] }],
+      }),
+      policy('a', 'web-out', { podSelector: { matchLabels: { app: 'web' } }, policyTypes: ['Egress'] }),
+    ]);
+    const packet = { src: ipOf('10.0.0.1'), dst: ipOf('10.0.0.2'), protocol: 'TCP' as const, port: 80 };
+    assert.equal(referenceAllows(cluster, packet.src, packet.dst, 'TCP', 80), false);
+    assert.equal(vppAclVerdicts(cluster)(packet), false);
+  });
+
   it('shares one ACL between pods with equal tables, reflects on every pod, and sends only changed ACLs', () => {
     const objects = [
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },

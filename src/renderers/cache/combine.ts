@@ -31,9 +31,20 @@ function hostNet(ip: IpAddress): NetRef {
 
 const opposite = (side: Side): Side => (side === 'ingress' ? 'egress' : 'ingress');
 
-/** The target's side table (or allow-all) with the pair rules added, in canonical order. */
+/**
+ * The target's side table (or allow-all) with the pair rules added, in canonical order. Pair
+ * rules already hold the whole answer for their address (the intersection, then deny), so the
+ * target's own rules for exactly that address are left out: at the same specificity, canonical
+ * order would put a target permit for one protocol ahead of the pair's deny.
+ */
 export function combinedTable(target: KnownPod, pairs: readonly Rule[], side: Side): RuleTable {
-  return canonicalTable([...(target.tables[side]?.rules ?? OPEN), ...pairs]);
+  const remote = (rule: Rule): NetRef => (side === 'ingress' ? rule.src : rule.dst);
+  const decided = new Set(pairs.map(remote).flatMap((net) => (net.kind === 'cidr' ? [net.cidr.text] : [])));
+  const own = (target.tables[side]?.rules ?? OPEN).filter((rule) => {
+    const net = remote(rule);
+    return net.kind !== 'cidr' || !decided.has(net.cidr.text);
+  });
+  return canonicalTable([...own, ...pairs]);
 }
 
 /**
