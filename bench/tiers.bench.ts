@@ -12,7 +12,7 @@
  *   priority between existing ones — latency, changes, and whether any existing entry was
  *   renumbered (it must not be).
  */
-import { Classifier, TierSources, type ClassifierPacket } from '../src/classifier/index.ts';
+import { Classifier, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
@@ -78,7 +78,7 @@ export function tiersBenchmark(args: string[]): void {
     t = performance.now();
     const state = new ClusterState();
     state.resync(cluster);
-    classifier = new Classifier(state, { tiers: new TierSources(cluster) });
+    classifier = new Classifier(state, { tiers: true });
     builds.push(performance.now() - t);
   }
   globalThis.gc?.();

@@ -5,7 +5,7 @@
 import type { IpAddress } from '../net/ip.ts';
 import type { Cluster, Protocol } from '../model/types.ts';
 import type { EvaluateOptions } from '../semantics/types.ts';
-import { Classifier, TierSources } from '../classifier/index.ts';
+import { Classifier } from '../classifier/index.ts';
 import { ClusterState } from '../state/index.ts';
 
 /**
@@ -26,7 +26,7 @@ export function compiledVerdicts(
   state.resync(cluster);
   const classifier = new Classifier(state, {
     allowNodeLocal: options.allowNodeLocal ?? true,
-    tiers: new TierSources(cluster),
+    tiers: true,
   });
   for (const node of cluster.nodes.values()) classifier.addNodeAddresses(node.name, node.addresses);
   return (src, dst, protocol, port) => {

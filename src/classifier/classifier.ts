@@ -11,8 +11,8 @@ import type { Endpoint, Protocol } from '../model/types.ts';
 import type { ClusterState } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import type { DirectionTable } from './direction-table.ts';
-import type { TierSources } from './tier-sources.ts';
-import { ACTION_ALLOW, ACTION_DENY, buildTierTable, tierTableKey, type TierTable } from './tier-table.ts';
+import { TierTables } from '../configurator/index.ts';
+import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-table.ts';
 import { StateGroupResolver } from './state-group-resolver.ts';
 
 const addressKey = (ip: IpAddress): number | string => (ip.family === 4 ? Number(ip.value) : formatIp(ip));
@@ -36,10 +36,10 @@ export interface EndpointMaps {
 export interface ClassifierOptions {
   readonly allowNodeLocal?: boolean;
   /**
-   * Cluster policy (AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy) from a
-   * snapshot: the Admin tier decides first, NetworkPolicy next, then the Baseline tier.
+   * Cluster policy (AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy) from
+   * the store: the Admin tier decides first, NetworkPolicy next, then the Baseline tier.
    */
-  readonly tiers?: TierSources;
+  readonly tiers?: boolean;
 }
 
 export class Classifier {
@@ -51,14 +51,16 @@ export class Classifier {
   private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[] }>();
   private readonly nodeAddresses = new Map<string, Set<number | string>>();
   private readonly tierTables = new Map<string, TierTable | undefined>();
-  /** Address → groups, shared by every NetworkPolicy table. */
+  /** Address → groups, shared by every NetworkPolicy and tier table. */
   private readonly resolver: StateGroupResolver;
+  private readonly tierCompiler: TierTables | undefined;
 
   constructor(
     private readonly state: ClusterState,
     private readonly options: ClassifierOptions = {},
   ) {
     this.resolver = new StateGroupResolver(state);
+    if (options.tiers) this.tierCompiler = new TierTables(state);
     for (const pod of state.allPods()) {
       if (pod.hostNetwork && pod.node) {
         let set = this.nodeAddresses.get(pod.node);
@@ -222,18 +224,25 @@ export class Classifier {
     return true;
   }
 
-  /** The pod's tier tables, shared between pods with equal keys. */
+  /** The pod's tier tables: the configurator's tiered rule lists, one classifier table per list. */
   private tiersOf(pod: Endpoint): Pick<EndpointMaps, 'admin' | 'baseline'> {
-    const sources = this.options.tiers;
-    if (!sources?.hasPolicies) return {};
-    const get = (tier: 'Admin' | 'Baseline', direction: 'ingress' | 'egress'): TierTable | undefined => {
-      const key = tierTableKey(sources, pod, tier, direction);
-      if (key === '') return undefined;
-      if (!this.tierTables.has(key)) this.tierTables.set(key, buildTierTable(sources, pod, tier, direction));
-      return this.tierTables.get(key);
+    const compiler = this.tierCompiler;
+    if (!compiler || this.state.allClusterPolicies().length === 0) return {};
+    const tables = (direction: 'ingress' | 'egress') => {
+      const tiered = compiler.tiers(pod, direction);
+      if (!tiered) return { admin: undefined, baseline: undefined };
+      const get = (tier: 'admin' | 'baseline'): TierTable | undefined => {
+        const key = `${tiered.id}|${tier}|${direction}`;
+        if (!this.tierTables.has(key))
+          this.tierTables.set(key, tierTable(tiered[tier], direction, this.resolver));
+        return this.tierTables.get(key);
+      };
+      return { admin: get('admin'), baseline: get('baseline') };
     };
-    const admin = { ingress: get('Admin', 'ingress'), egress: get('Admin', 'egress') };
-    const baseline = { ingress: get('Baseline', 'ingress'), egress: get('Baseline', 'egress') };
+    const ingress = tables('ingress');
+    const egress = tables('egress');
+    const admin = { ingress: ingress.admin, egress: egress.admin };
+    const baseline = { ingress: ingress.baseline, egress: egress.baseline };
     return {
       ...(admin.ingress || admin.egress ? { admin: definedOnly(admin) } : {}),
       ...(baseline.ingress || baseline.egress ? { baseline: definedOnly(baseline) } : {}),

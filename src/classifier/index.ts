@@ -6,5 +6,4 @@ export { DirectionTable } from './direction-table.ts';
 export { LpmTrie } from './lpm-trie.ts';
 export { TrackedClassifier, type FlowPacket } from './conntrack.ts';
 export { ClassifierRenderer, type ClassifierChanges } from './renderer.ts';
-export { TierSources } from './tier-sources.ts';
 export type { TierTable } from './tier-table.ts';

@@ -1,16 +1,17 @@
 /**
- * One pod's table for one cluster-policy tier and direction: Mizar's maps, with the rule slots
- * numbered in precedence order (policy by priority, then rule order), so the lowest set bit of
- * `peers & ports` is the rule that decides, and its action (allow, deny, pass) is the answer —
- * priorities come from bit order, no ordered scan. Slots as in NetworkPolicy tables: a rule's
- * peers with its plain ports; for an egress named port, one slot per number it resolves to on the
- * destinations. A fail-closed Deny or Pass rule is a slot matching everything (deny).
+ * One pod's table for one cluster-policy tier and direction, built from the configurator's
+ * tiered rule list (the same compilation every datapath gets): Mizar's maps with one rule slot
+ * per 6-tuple, numbered in the list's precedence order, so the lowest set bit of
+ * `peers & ports` is the rule that decides and its action (allow, deny, pass) is the answer —
+ * priorities come from bit order, no ordered scan. Group references (address groups, named-port
+ * partitions) go through the classifier's group layer; CIDRs into the table's tries.
  */
 import { makeCidr, type Cidr } from '../net/ip.ts';
-import { clusterPolicyLabel, namedPortTargets } from '../model/cluster-policy.ts';
-import type { ClusterPolicy, ClusterPort, ClusterRule, Endpoint, Protocol, Tier } from '../model/types.ts';
+import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { ruleText, type Rule } from '../model/rule.ts';
+import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import { DirectionTable } from './direction-table.ts';
-import { TierSources } from './tier-sources.ts';
+import type { StateGroupResolver } from './state-group-resolver.ts';
 
 export const ACTION_ALLOW = 0;
 export const ACTION_DENY = 1;
@@ -22,167 +23,47 @@ export interface TierTable {
   readonly actions: Uint8Array;
 }
 
-interface TierSlot {
-  readonly cidrs: readonly Cidr[];
-  /** Shared peer groups (pods, nodes) whose members the slot matches. */
-  readonly groups: readonly number[];
-  readonly ports: 'all' | readonly { protocol: Protocol; from?: number; to?: number }[];
-  readonly action: number;
-  readonly label: string;
-}
-
 const ANYWHERE: Cidr[] = [makeCidr(4, 0n, 0), makeCidr(6, 0n, 0)];
-const ACTION_OF = { allow: ACTION_ALLOW, deny: ACTION_DENY, pass: ACTION_PASS } as const;
+const ACTION_OF: Record<Rule['action'], number> = {
+  permit: ACTION_ALLOW,
+  deny: ACTION_DENY,
+  pass: ACTION_PASS,
+};
 
-/** The sharing key of a pod's table: equal keys give equal tables. */
-const baseKeys = new WeakMap<readonly ClusterPolicy[], { key: string; relative: boolean; named: boolean }>();
-
-/** The sharing key of a pod's table: equal keys give equal tables. */
-export function tierTableKey(
-  sources: TierSources,
-  pod: Endpoint,
-  tier: Tier,
+/** The table of a tier's rules (precedence order), or undefined when the tier has none. */
+export function tierTable(
+  rules: readonly Rule[],
   direction: 'ingress' | 'egress',
-): string {
-  const policies = sources.selecting(pod, tier, direction);
-  if (policies.length === 0) return '';
-  let base = baseKeys.get(policies);
-  if (!base) {
-    base = {
-      key: `${tier}|${direction}|${policies.map(clusterPolicyLabel).join(',')}`,
-      relative: policies.some((p) => TierSources.isRelative(p)),
-      named:
-        direction === 'ingress' &&
-        policies.some((p) => p.ingress.some((r) => r.ports?.some((x) => x.type === 'named'))),
-    };
-    baseKeys.set(policies, base);
-  }
-  if (!base.relative && !base.named) return base.key;
-  return [
-    base.key,
-    base.relative ? pod.namespace : '',
-    base.named ? pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',') : '',
-  ].join('|');
-}
-
-export function buildTierTable(
-  sources: TierSources,
-  pod: Endpoint,
-  tier: Tier,
-  direction: 'ingress' | 'egress',
+  resolver: StateGroupResolver,
 ): TierTable | undefined {
-  const policies = sources.selecting(pod, tier, direction);
-  if (policies.length === 0) return undefined;
-  const slots: TierSlot[] = [];
-  for (const policy of policies)
-    for (const rule of policy[direction])
-      slots.push(
-        ...ruleSlots(
-          sources,
-          pod,
-          direction,
-          rule,
-          `${clusterPolicyLabel(policy)} ${direction}[${rule.index}]`,
-        ),
-      );
-  const table = new DirectionTable(slots.length);
-  table.useGroups(sources);
-  const actions = new Uint8Array(slots.length);
-  slots.forEach((slot, bit) => {
-    actions[bit] = slot.action;
-    table.labels.push(slot.label);
-    for (const cidr of slot.cidrs) table.addCidr('prim', cidr, cidr.text, bit);
-    for (const group of slot.groups) table.addGroup(group, bit);
-    if (slot.ports === 'all') return table.addL3(bit);
-    for (const { protocol, from, to } of slot.ports) {
-      if (from === undefined) table.addProtocol(protocol, bit);
-      else if (to !== undefined && to > from) table.addRange(protocol, from, to, bit);
-      else table.addPort(protocol, from, bit);
+  if (rules.length === 0) return undefined;
+  const table = new DirectionTable(rules.length);
+  table.useGroups(resolver);
+  const actions = new Uint8Array(rules.length);
+  rules.forEach((rule, bit) => {
+    actions[bit] = ACTION_OF[rule.action];
+    table.labels.push(ruleText(rule));
+    const remote = direction === 'ingress' ? rule.src : rule.dst;
+    if (remote.kind === 'any') for (const cidr of ANYWHERE) table.addCidr('prim', cidr, cidr.text, bit);
+    else if (remote.kind === 'cidr') table.addCidr('prim', remote.cidr, remote.cidr.text, bit);
+    else {
+      table.addGroup(resolver.idOf(remote.group), bit);
+      // Named-port partitions change the table's slots when their numbers change: remember the group.
+      const separator = remote.group.indexOf(PARTITION_SEPARATOR);
+      if (separator >= 0) table.groups.add(remote.group.slice(0, separator));
     }
+    addPorts(table, rule, bit);
   });
   return { table, actions };
 }
 
-function ruleSlots(
-  sources: TierSources,
-  pod: Endpoint,
-  direction: 'ingress' | 'egress',
-  rule: ClusterRule,
-  label: string,
-): TierSlot[] {
-  const action = ACTION_OF[rule.action];
-  if (rule.failClosed) {
-    return rule.action === 'allow'
-      ? []
-      : [
-          {
-            cidrs: ANYWHERE,
-            groups: [],
-            ports: 'all',
-            action: ACTION_DENY,
-            label: `${label} (fails closed)`,
-          },
-        ];
+function addPorts(table: DirectionTable, rule: Rule, bit: number): void {
+  if (rule.protocol === 'ANY' && !rule.dstPorts) return table.addL3(bit);
+  const protocols: readonly Protocol[] = rule.protocol === 'ANY' ? PROTOCOLS : [rule.protocol];
+  for (const protocol of protocols) {
+    if (!rule.dstPorts) table.addProtocol(protocol, bit);
+    else if (rule.dstPorts[1] > rule.dstPorts[0])
+      table.addRange(protocol, rule.dstPorts[0], rule.dstPorts[1], bit);
+    else table.addPort(protocol, rule.dstPorts[0], bit);
   }
-  const cidrs: Cidr[] = [];
-  const groups: number[] = [];
-  for (const peer of rule.peers) {
-    if (peer.type === 'pods' || peer.type === 'nodes') groups.push(sources.groupOf(peer, pod.namespace));
-    else if (peer.type === 'networks') cidrs.push(...peer.cidrs);
-    // domainNames: no address is known to a datapath that cannot resolve names; it matches nothing.
-  }
-  if (!rule.ports) return [{ cidrs, groups, ports: 'all', action, label }];
-  const slots: TierSlot[] = [];
-  const plain = rule.ports.flatMap((p) => plainPorts(p, direction, pod));
-  if (plain.length) slots.push({ cidrs, groups, ports: plain, action, label });
-  if (direction === 'egress') slots.push(...namedPortSlots(sources, pod, rule, action, label));
-  return slots;
-}
-
-/** Numbered ports as they are; an ingress named port resolved on the pod itself (any protocol). */
-function plainPorts(port: ClusterPort, direction: 'ingress' | 'egress', pod: Endpoint) {
-  if (port.type === 'number') {
-    return [
-      {
-        protocol: port.protocol,
-        ...(port.port !== undefined ? { from: port.port, to: port.endPort ?? port.port } : {}),
-      },
-    ];
-  }
-  if (direction === 'egress') return [];
-  return namedPortTargets(pod.ports, port.name).map((p) => ({
-    protocol: p.protocol,
-    from: p.port,
-    to: p.port,
-  }));
-}
-
-/** An egress named port: one slot per (protocol, number) it resolves to, matching the destinations that resolve it so. */
-function namedPortSlots(
-  sources: TierSources,
-  pod: Endpoint,
-  rule: ClusterRule,
-  action: number,
-  label: string,
-): TierSlot[] {
-  const byNumber = new Map<string, { protocol: Protocol; port: number; groups: number[] }>();
-  for (const entry of rule.ports ?? []) {
-    if (entry.type !== 'named') continue;
-    for (const peer of rule.peers) {
-      if (peer.type !== 'pods') continue;
-      for (const key of sources.namedPortNumbers(peer, pod.namespace, entry.name)) {
-        const [protocol, number] = key.split('/') as [Protocol, string];
-        const slot = byNumber.get(key) ?? { protocol, port: Number(number), groups: [] };
-        slot.groups.push(sources.namedPortGroup(peer, pod.namespace, entry.name, protocol, Number(number)));
-        byNumber.set(key, slot);
-      }
-    }
-  }
-  return [...byNumber.values()].map((s) => ({
-    cidrs: [],
-    groups: s.groups,
-    ports: [{ protocol: s.protocol, from: s.port, to: s.port }],
-    action,
-    label: `${label} port ${s.protocol}/${s.port}`,
-  }));
 }

@@ -2,6 +2,7 @@
  * The configurator layer's public entry.
  */
 export { Configurator } from './configurator.ts';
+export { TierTables } from './tier-tables.ts';
 export { canonicalTable } from './table-id.ts';
 export {
   firstMatch,

@@ -10,7 +10,6 @@ import fc from 'fast-check';
 import {
   Classifier,
   ClassifierRenderer,
-  TierSources,
   TrackedClassifier,
   type ClassifierPacket,
 } from '../../src/classifier/index.ts';
@@ -27,7 +26,7 @@ const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 function classifierOf(cluster: Cluster): Classifier {
   const state = new ClusterState();
   state.resync(cluster);
-  const classifier = new Classifier(state, { tiers: new TierSources(cluster) });
+  const classifier = new Classifier(state, { tiers: true });
   for (const node of cluster.nodes.values()) classifier.addNodeAddresses(node.name, node.addresses);
   return classifier;
 }

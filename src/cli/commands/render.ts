@@ -12,7 +12,7 @@ import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
 import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptcp/index.ts';
 import { neutronRequests, renderNeutron, type NeutronRendering } from '../../renderers/neutron/index.ts';
 import { readFileSync } from 'node:fs';
-import { Classifier, TierSources, type TierTable } from '../../classifier/index.ts';
+import { Classifier, type TierTable } from '../../classifier/index.ts';
 import { makeDiagnostic, type Diagnostic } from '../../model/diagnostics.ts';
 import { clusterPolicyLabel } from '../../model/cluster-policy.ts';
 import { formatIp } from '../../net/ip.ts';
@@ -197,7 +197,7 @@ function readPrevious(path: string): NeutronRendering {
 function renderBitmaps(cluster: Cluster, node: string | undefined): unknown {
   const state = new ClusterState();
   state.resync(cluster);
-  const classifier = new Classifier(state, { tiers: new TierSources(cluster) });
+  const classifier = new Classifier(state, { tiers: true });
   const endpoints = classifier
     .endpoints()
     .filter((maps) => node === undefined || maps.endpoint.node === node)
