@@ -20,11 +20,7 @@ import {
   type Tier,
 } from '../model/types.ts';
 import { clusterPolicyKey } from '../model/cluster-policy.ts';
-import { selectorMatches } from '../model/selector.ts';
-import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
-import { ClusterPolicyIndex } from './cluster-policy-index.ts';
-import { groupKey } from './group-key.ts';
-import { labelSetKey } from './label-sets.ts';
+import { ClusterPolicyStore } from './cluster-policy-store.ts';
 import { GroupIndex } from './groups.ts';
 import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
@@ -38,10 +34,6 @@ import type {
   TouchedClusterPolicy,
   TouchedPolicy,
 } from './types.ts';
-
-/** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
-export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
-const NO_TIER: TierSelection = { policies: [], key: '' };
 
 /** A pod's selecting policies, per direction, with stable keys for memoization. */
 export interface Selection {
@@ -79,15 +71,7 @@ export class ClusterState {
   readonly namespaceLabelSets = new LabelSetIndex();
   private readonly subjects = new SubjectIndex(this.podLabelSets);
   private readonly groups: GroupIndex;
-  private readonly clusterPolicies = new ClusterPolicyIndex();
-  /** Group keys each cluster policy holds, including relative peers' groups acquired per namespace. */
-  private readonly clusterPolicyGroups = new Map<string, Set<string>>();
-  private readonly nodeMap = new Map<string, NodeInfo>();
-  private nodeRevision = 0;
-  private sortedNodes: { readonly version: number; readonly nodes: readonly NodeInfo[] } | undefined;
-  /** Tier selections per namespace (the namespace's entry is dropped when its labels change). */
-  private readonly tierSelections = new Map<string, Map<string, TierSelection>>();
-  private readonly clusterPolicyTokens = new WeakMap<ClusterPolicy, string>();
+  private readonly cluster: ClusterPolicyStore;
 
   constructor() {
     this.groups = new GroupIndex({
@@ -96,6 +80,12 @@ export class ClusterState {
       allPods: () => this.pods.values(),
       podLabelSets: this.podLabelSets,
       namespaceLabelSets: this.namespaceLabelSets,
+    });
+    this.cluster = new ClusterPolicyStore({
+      groups: this.groups,
+      namespaceLabels: (ns) => this.effectiveNamespaces.get(ns),
+      pod: (id) => this.pods.get(id),
+      podsByNamespace: () => this.podsByNamespace.entries(),
     });
   }
 
@@ -167,103 +157,34 @@ export class ClusterState {
   }
 
   clusterPolicy(key: string): ClusterPolicy | undefined {
-    return this.clusterPolicies.get(key);
+    return this.cluster.get(key);
   }
   /** In precedence order. */
   allClusterPolicies(): readonly ClusterPolicy[] {
-    return this.clusterPolicies.ordered();
+    return this.cluster.ordered();
   }
   /** Nodes by name (the same nodes always in the same order). */
   nodes(): readonly NodeInfo[] {
-    if (this.sortedNodes?.version !== this.nodeRevision)
-      this.sortedNodes = {
-        version: this.nodeRevision,
-        nodes: [...this.nodeMap.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-      };
-    return this.sortedNodes.nodes;
+    return this.cluster.nodes();
   }
   /** Changes whenever a node is added, changed or removed (nodes peers depend on them). */
   get nodesVersion(): number {
-    return this.nodeRevision;
+    return this.cluster.nodesVersion;
   }
-
-  /**
-   * The cluster policies of a tier selecting the pod for a direction, in precedence order, with a
-   * key naming exactly those objects. Namespace selectors are evaluated once per namespace; pod
-   * selectors per label set.
-   */
+  /** The cluster policies of a tier selecting the pod for a direction (see ClusterPolicyStore). */
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
-    if (pod.hostNetwork || this.clusterPolicies.size === 0) return NO_TIER;
-    let byNamespace = this.tierSelections.get(pod.namespace);
-    if (!byNamespace)
-      this.tierSelections.set(pod.namespace, (byNamespace = new Map<string, TierSelection>()));
-    const candidatesKey = `${tier}|${direction}`;
-    let candidates = byNamespace.get(candidatesKey);
-    if (!candidates) {
-      const list = this.clusterPolicies.candidates(
-        tier,
-        direction,
-        this.effectiveNamespaces.get(pod.namespace),
-      );
-      candidates = this.tierSelectionOf(list);
-      byNamespace.set(candidatesKey, candidates);
-    }
-    if (!candidates.policies.some((p) => p.subject.podSelector)) return candidates;
-    const key = `${candidatesKey}|${labelSetKey(pod.labels)}`;
-    let selection = byNamespace.get(key);
-    if (!selection) {
-      selection = this.tierSelectionOf(
-        candidates.policies.filter(
-          (p) => !p.subject.podSelector || selectorMatches(p.subject.podSelector, pod.labels),
-        ),
-      );
-      byNamespace.set(key, selection);
-    }
-    return selection;
+    return this.cluster.tierSelection(pod, tier, direction);
   }
-
-  private tierSelectionOf(policies: readonly ClusterPolicy[]): TierSelection {
-    return { policies, key: policies.map((p) => this.clusterPolicyToken(p)).join('|') };
-  }
-
-  private clusterPolicyToken(policy: ClusterPolicy): string {
-    let token = this.clusterPolicyTokens.get(policy);
-    if (token === undefined)
-      this.clusterPolicyTokens.set(policy, (token = `${clusterPolicyKey(policy)}#${this.nextObjectId++}`));
-    return token;
-  }
-
-  podsInNamespace(namespace: string): ReadonlySet<string> {
-    return this.podsByNamespace.get(namespace) ?? new Set();
-  }
-
   /** Pods a cluster policy's subject selects (never host-networked). */
   subjectsOf(policy: ClusterPolicy): string[] {
-    const ids: string[] = [];
-    for (const [namespace, members] of this.podsByNamespace) {
-      const labels = this.effectiveNamespaces.get(namespace);
-      if (!labels || !selectorMatches(policy.subject.namespaceSelector, labels)) continue;
-      for (const id of members) {
-        const pod = this.pods.get(id);
-        if (!pod || pod.hostNetwork) continue;
-        if (!policy.subject.podSelector || selectorMatches(policy.subject.podSelector, pod.labels))
-          ids.push(id);
-      }
-    }
-    return ids;
+    return this.cluster.subjectsOf(policy);
   }
-
   /** A group a cluster policy's relative peer needs for a subject namespace: held until the policy changes. */
   acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec): string {
-    const key = clusterPolicyKey(policy);
-    const held = this.clusterPolicyGroups.get(key) ?? new Set<string>();
-    const group = groupKey(spec);
-    if (!held.has(group)) {
-      this.groups.acquire(spec, clusterPolicyOwner(key));
-      held.add(group);
-      this.clusterPolicyGroups.set(key, held);
-    }
-    return group;
+    return this.cluster.acquireGroup(policy, spec);
+  }
+  podsInNamespace(namespace: string): ReadonlySet<string> {
+    return this.podsByNamespace.get(namespace) ?? new Set();
   }
 
   /** Changes whenever a named-port group gains or loses a port number. */
@@ -359,58 +280,22 @@ export class ClusterState {
   }
 
   upsertClusterPolicy(policy: ClusterPolicy): StateDelta {
-    const key = clusterPolicyKey(policy);
-    const before = this.clusterPolicies.get(key);
-    const selectedBefore = before ? this.subjectsOf(before) : undefined;
-    if (before) this.unlinkClusterPolicy(key);
-    this.clusterPolicies.set(key, policy);
-    const held = new Set<string>();
-    for (const spec of clusterPolicyGroupSpecs(policy)) {
-      const group = groupKey(spec);
-      if (held.has(group)) continue;
-      this.groups.acquire(spec, clusterPolicyOwner(key));
-      held.add(group);
-    }
-    this.clusterPolicyGroups.set(key, held);
-    this.clusterPoliciesChanged();
-    return this.delta({
-      clusterPolicies: [{ ...(before ? { before, selectedBefore } : {}), after: policy }],
-    });
+    return this.delta({ clusterPolicies: [{ ...this.cluster.upsert(policy), after: policy }] });
   }
 
   deleteClusterPolicy(key: string): StateDelta {
-    const before = this.clusterPolicies.get(key);
-    if (!before) return this.delta({});
-    const selectedBefore = this.subjectsOf(before);
-    this.unlinkClusterPolicy(key);
-    this.clusterPolicies.delete(key);
-    this.clusterPoliciesChanged();
-    return this.delta({ clusterPolicies: [{ before, selectedBefore }] });
+    const deleted = this.cluster.delete(key);
+    return this.delta(deleted ? { clusterPolicies: [deleted] } : {});
   }
 
   upsertNode(node: NodeInfo): StateDelta {
-    const before = this.nodeMap.get(node.name);
-    this.nodeMap.set(node.name, node);
-    this.nodeRevision++;
+    const before = this.cluster.upsertNode(node);
     return this.delta({ nodes: [{ ...(before ? { before } : {}), after: node }] });
   }
 
   deleteNode(name: string): StateDelta {
-    const before = this.nodeMap.get(name);
-    if (!before) return this.delta({});
-    this.nodeMap.delete(name);
-    this.nodeRevision++;
-    return this.delta({ nodes: [{ before }] });
-  }
-
-  private unlinkClusterPolicy(key: string): void {
-    for (const group of this.clusterPolicyGroups.get(key) ?? [])
-      this.groups.release(group, clusterPolicyOwner(key));
-    this.clusterPolicyGroups.delete(key);
-  }
-
-  private clusterPoliciesChanged(): void {
-    this.tierSelections.clear();
+    const before = this.cluster.deleteNode(name);
+    return this.delta(before ? { nodes: [{ before }] } : {});
   }
 
   /** Replaces everything with a snapshot; the delta lists every object before and after. */
@@ -459,25 +344,26 @@ export class ClusterState {
     const nextClusterPolicies = new Map(
       cluster.clusterPolicies.map((p) => [clusterPolicyKey(p), p] as const),
     );
-    for (const [key, before] of [...this.clusterPolicies.entries()]) {
+    for (const [key, before] of [...this.cluster.entries()]) {
       if (nextClusterPolicies.has(key)) continue;
       clusterPolicies.push({ before });
       this.deleteClusterPolicy(key);
     }
     for (const policy of cluster.clusterPolicies) {
-      const before = this.clusterPolicies.get(clusterPolicyKey(policy));
+      const before = this.cluster.get(clusterPolicyKey(policy));
       if (before === policy) continue;
       clusterPolicies.push({ ...(before ? { before } : {}), after: policy });
       this.upsertClusterPolicy(policy);
     }
     const nodes: Touched<NodeInfo>[] = [];
-    for (const [name, before] of [...this.nodeMap]) {
+    for (const before of [...this.cluster.nodes()]) {
+      const name = before.name;
       if (cluster.nodes.has(name)) continue;
       nodes.push({ before });
       this.deleteNode(name);
     }
     for (const node of cluster.nodes.values()) {
-      const before = this.nodeMap.get(node.name);
+      const before = this.cluster.node(node.name);
       if (before === node) continue;
       nodes.push({ ...(before ? { before } : {}), after: node });
       this.upsertNode(node);
@@ -547,7 +433,7 @@ export class ClusterState {
     const previous = this.effectiveNamespaces.get(name);
     const defined = this.namespaces.get(name);
     const next: Labels | undefined = drop ? undefined : (defined?.labels ?? { [NAMESPACE_NAME_LABEL]: name });
-    this.tierSelections.delete(name);
+    this.cluster.namespaceChanged(name);
     if (previous) this.namespaceLabelSets.remove('', previous, name);
     if (next) {
       this.effectiveNamespaces.set(name, next);

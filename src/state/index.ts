@@ -1,7 +1,8 @@
 /**
  * The state layer's public entry.
  */
-export { ClusterState, clusterPolicyOwner, type Selection } from './cluster-state.ts';
+export { ClusterState, type Selection } from './cluster-state.ts';
+export { clusterPolicyOwner } from './cluster-policy-store.ts';
 export {
   clusterRuleNets,
   clusterPeerGroupSpec,

@@ -1,0 +1,195 @@
+/**
+ * The store's half for ordered cluster policy: the policies (indexed by tier, direction and
+ * subject selector), the nodes, the groups each policy holds, and which policies select a pod —
+ * cached per namespace and label set, dropped when a policy or the namespace's labels change.
+ * ClusterState owns the pods and namespaces it reads, and turns these changes into deltas.
+ */
+import { clusterPolicyKey } from '../model/cluster-policy.ts';
+import { selectorMatches } from '../model/selector.ts';
+import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
+import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
+import { ClusterPolicyIndex } from './cluster-policy-index.ts';
+import { groupKey } from './group-key.ts';
+import type { GroupIndex } from './groups.ts';
+import { labelSetKey } from './label-sets.ts';
+import type { GroupSpec, TierSelection } from './types.ts';
+
+/** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
+export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
+const NO_TIER: TierSelection = { policies: [], key: '' };
+
+/** What the store reads from the rest of ClusterState. */
+export interface ClusterPolicyHost {
+  readonly groups: GroupIndex;
+  namespaceLabels(namespace: string): Labels | undefined;
+  pod(id: string): Endpoint | undefined;
+  podsByNamespace(): Iterable<[string, ReadonlySet<string>]>;
+}
+
+export class ClusterPolicyStore {
+  private readonly policies = new ClusterPolicyIndex();
+  /** Group keys each policy holds, including relative peers' groups acquired per namespace. */
+  private readonly held = new Map<string, Set<string>>();
+  private readonly nodeMap = new Map<string, NodeInfo>();
+  private nodeRevision = 0;
+  private sortedNodes: { readonly version: number; readonly nodes: readonly NodeInfo[] } | undefined;
+  /** Tier selections per namespace (the namespace's entry is dropped when its labels change). */
+  private readonly selections = new Map<string, Map<string, TierSelection>>();
+  private readonly tokens = new WeakMap<ClusterPolicy, string>();
+  private nextToken = 0;
+
+  constructor(private readonly host: ClusterPolicyHost) {}
+
+  get(key: string): ClusterPolicy | undefined {
+    return this.policies.get(key);
+  }
+  /** In precedence order. */
+  ordered(): readonly ClusterPolicy[] {
+    return this.policies.ordered();
+  }
+  entries(): IterableIterator<[string, ClusterPolicy]> {
+    return this.policies.entries();
+  }
+  node(name: string): NodeInfo | undefined {
+    return this.nodeMap.get(name);
+  }
+  /** Nodes by name (the same nodes always in the same order). */
+  nodes(): readonly NodeInfo[] {
+    if (this.sortedNodes?.version !== this.nodeRevision)
+      this.sortedNodes = {
+        version: this.nodeRevision,
+        nodes: [...this.nodeMap.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      };
+    return this.sortedNodes.nodes;
+  }
+  get nodesVersion(): number {
+    return this.nodeRevision;
+  }
+
+  /**
+   * The policies of a tier selecting the pod for a direction, in precedence order, with a key
+   * naming exactly those objects. Namespace selectors are evaluated once per namespace; pod
+   * selectors per label set.
+   */
+  tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
+    if (pod.hostNetwork || this.policies.size === 0) return NO_TIER;
+    let byNamespace = this.selections.get(pod.namespace);
+    if (!byNamespace) this.selections.set(pod.namespace, (byNamespace = new Map<string, TierSelection>()));
+    const candidatesKey = `${tier}|${direction}`;
+    let candidates = byNamespace.get(candidatesKey);
+    if (!candidates) {
+      const list = this.policies.candidates(tier, direction, this.host.namespaceLabels(pod.namespace));
+      candidates = this.selectionOf(list);
+      byNamespace.set(candidatesKey, candidates);
+    }
+    if (!candidates.policies.some((p) => p.subject.podSelector)) return candidates;
+    const key = `${candidatesKey}|${labelSetKey(pod.labels)}`;
+    let selection = byNamespace.get(key);
+    if (!selection) {
+      selection = this.selectionOf(
+        candidates.policies.filter(
+          (p) => !p.subject.podSelector || selectorMatches(p.subject.podSelector, pod.labels),
+        ),
+      );
+      byNamespace.set(key, selection);
+    }
+    return selection;
+  }
+
+  /** Pods a policy's subject selects (never host-networked). */
+  subjectsOf(policy: ClusterPolicy): string[] {
+    const ids: string[] = [];
+    for (const [namespace, members] of this.host.podsByNamespace()) {
+      const labels = this.host.namespaceLabels(namespace);
+      if (!labels || !selectorMatches(policy.subject.namespaceSelector, labels)) continue;
+      for (const id of members) {
+        const pod = this.host.pod(id);
+        if (!pod || pod.hostNetwork) continue;
+        if (!policy.subject.podSelector || selectorMatches(policy.subject.podSelector, pod.labels))
+          ids.push(id);
+      }
+    }
+    return ids;
+  }
+
+  /** A group a relative peer needs for a subject namespace: held until the policy changes. */
+  acquireGroup(policy: ClusterPolicy, spec: GroupSpec): string {
+    const key = clusterPolicyKey(policy);
+    const held = this.held.get(key) ?? new Set<string>();
+    const group = groupKey(spec);
+    if (!held.has(group)) {
+      this.host.groups.acquire(spec, clusterPolicyOwner(key));
+      held.add(group);
+      this.held.set(key, held);
+    }
+    return group;
+  }
+
+  /** Adds or replaces a policy; returns the version it replaced and that version's subjects. */
+  upsert(policy: ClusterPolicy): { before?: ClusterPolicy; selectedBefore?: string[] } {
+    const key = clusterPolicyKey(policy);
+    const before = this.policies.get(key);
+    const selectedBefore = before ? this.subjectsOf(before) : undefined;
+    if (before) this.release(key);
+    this.policies.set(key, policy);
+    const held = new Set<string>();
+    for (const spec of clusterPolicyGroupSpecs(policy)) {
+      const group = groupKey(spec);
+      if (held.has(group)) continue;
+      this.host.groups.acquire(spec, clusterPolicyOwner(key));
+      held.add(group);
+    }
+    this.held.set(key, held);
+    this.selections.clear();
+    return { ...(before ? { before, selectedBefore } : {}) };
+  }
+
+  /** Removes a policy; returns it and its subjects, or undefined when it was not there. */
+  delete(key: string): { before: ClusterPolicy; selectedBefore: string[] } | undefined {
+    const before = this.policies.get(key);
+    if (!before) return undefined;
+    const selectedBefore = this.subjectsOf(before);
+    this.release(key);
+    this.policies.delete(key);
+    this.selections.clear();
+    return { before, selectedBefore };
+  }
+
+  /** Adds or replaces a node; returns the one it replaced. */
+  upsertNode(node: NodeInfo): NodeInfo | undefined {
+    const before = this.nodeMap.get(node.name);
+    this.nodeMap.set(node.name, node);
+    this.nodeRevision++;
+    return before;
+  }
+
+  deleteNode(name: string): NodeInfo | undefined {
+    const before = this.nodeMap.get(name);
+    if (!before) return undefined;
+    this.nodeMap.delete(name);
+    this.nodeRevision++;
+    return before;
+  }
+
+  /** A namespace's labels changed: its pods' selections are computed again. */
+  namespaceChanged(name: string): void {
+    this.selections.delete(name);
+  }
+
+  private selectionOf(policies: readonly ClusterPolicy[]): TierSelection {
+    return { policies, key: policies.map((p) => this.token(p)).join('|') };
+  }
+
+  /** `Kind/name#n`, n unique to this policy object (a changed policy is a new object). */
+  private token(policy: ClusterPolicy): string {
+    let token = this.tokens.get(policy);
+    if (token === undefined)
+      this.tokens.set(policy, (token = `${clusterPolicyKey(policy)}#${this.nextToken++}`));
+    return token;
+  }
+
+  private release(key: string): void {
+    for (const group of this.held.get(key) ?? []) this.host.groups.release(group, clusterPolicyOwner(key));
+    this.held.delete(key);
+  }
+}
