@@ -91,7 +91,15 @@ export class TierTables {
         : [{ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET, precedence }];
     }
     const labels = this.state.namespaceLabels(pod.namespace) ?? {};
-    this.holdRelativeGroups(policy, rule, labels);
+    const relative = rule.peers.some(isRelativePeer);
+    // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
+    // peers' groups depend on the subject's namespace: the store holds them once they are used.
+    const netsFor = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
+      const nets = clusterRuleNets(rule, labels, this.state.nodes(), named);
+      if (relative)
+        for (const net of nets) if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
+      return nets;
+    };
     const make = (net: NetRef, protocol: Protocol | 'ANY', ports?: readonly [number, number]): Rule => ({
       action: ACTION[rule.action],
       protocol,
@@ -100,23 +108,20 @@ export class TierTables {
       ...(ports ? { dstPorts: ports } : {}),
       precedence,
     });
-    const nets = (): NetRef[] => clusterRuleNets(rule, labels, this.state.nodes()).map(netRef);
-    if (!rule.ports) return nets().map((net) => make(net, 'ANY'));
+    const plain = netsFor().map(netRef);
+    if (!rule.ports) return plain.map((net) => make(net, 'ANY'));
     const rules: Rule[] = [];
     for (const port of rule.ports) {
       if (port.type === 'number') {
         const range = port.port === undefined ? undefined : ([port.port, port.endPort ?? port.port] as const);
-        for (const net of nets()) rules.push(make(net, port.protocol, range));
+        for (const net of plain) rules.push(make(net, port.protocol, range));
       } else if (direction === 'ingress') {
         for (const own of namedPortTargets(pod.ports, port.name))
-          for (const net of nets()) rules.push(make(net, own.protocol, [own.port, own.port]));
+          for (const net of plain) rules.push(make(net, own.protocol, [own.port, own.port]));
       } else {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
-        for (const protocol of PROTOCOLS) {
-          for (const net of clusterRuleNets(rule, labels, this.state.nodes(), {
-            name: port.name,
-            protocol,
-          })) {
+        for (const protocol of PROTOCOLS)
+          for (const net of netsFor({ name: port.name, protocol })) {
             if (net.kind !== 'group') continue;
             const group = groupKey(net.spec);
             for (const number of this.state.group(group)?.ports.keys() ?? [])
@@ -127,23 +132,9 @@ export class TierTables {
                 ]),
               );
           }
-        }
       }
     }
     return rules;
-  }
-
-  /** Relative peers' groups depend on the subject's namespace: the store holds them once known. */
-  private holdRelativeGroups(policy: ClusterPolicy, rule: ClusterRule, labels: Record<string, string>): void {
-    if (!rule.peers.some(isRelativePeer)) return;
-    const relative = { ...rule, peers: rule.peers.filter(isRelativePeer) };
-    for (const net of clusterRuleNets(relative, labels, []))
-      if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
-    for (const port of rule.ports ?? [])
-      if (port.type === 'named')
-        for (const protocol of PROTOCOLS)
-          for (const net of clusterRuleNets(relative, labels, [], { name: port.name, protocol }))
-            if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
   }
 }
 
