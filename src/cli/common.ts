@@ -80,16 +80,14 @@ export function writeJson(io: CliIo, value: unknown): void {
 }
 
 /**
- * Compiled paths that do not implement ordered cluster policy (AdminNetworkPolicy,
- * BaselineAdminNetworkPolicy, ClusterNetworkPolicy) refuse it rather than enforce or answer
- * something else than the reference evaluator would.
+ * A target that cannot express ordered cluster policy (AdminNetworkPolicy,
+ * BaselineAdminNetworkPolicy, ClusterNetworkPolicy) refuses it rather than enforce something else
+ * than the reference evaluator would.
  */
-export function refuseClusterPolicies(cluster: Cluster, what: string, why?: string): void {
+export function refuseClusterPolicies(cluster: Cluster, what: string, why: string): void {
   const first = cluster.clusterPolicies[0];
   if (!first) return;
-  const reason =
-    why ?? 'does not handle AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy yet';
   throw new UnsupportedInputError(
-    `${what} ${reason} (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); nothing was rendered. The reference evaluator, the classifier and nftables handle them`,
+    `${what} ${why} (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); nothing was rendered. The reference evaluator, the classifier, nftables and the VPP targets handle them`,
   );
 }

@@ -10,6 +10,7 @@ export {
   netMatches,
   ruleMatches,
   type GroupLookup,
+  type GroupExpansion,
   type Packet,
 } from './table-evaluator.ts';
 export {

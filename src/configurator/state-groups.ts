@@ -5,7 +5,7 @@
  */
 import type { IpAddress } from '../net/ip.ts';
 import type { ClusterState, GroupMember } from '../state/index.ts';
-import type { GroupLookup } from './table-evaluator.ts';
+import type { GroupExpansion } from './table-evaluator.ts';
 import { PARTITION_SEPARATOR } from './types.ts';
 
 export interface GroupReference {
@@ -39,7 +39,7 @@ export function referenceAddresses(state: ClusterState, reference: string): IpAd
   return [...seen.values()];
 }
 
-export function stateGroupLookup(state: ClusterState): GroupLookup {
+export function stateGroupLookup(state: ClusterState): GroupExpansion {
   // References are parsed once each: lookups are on the hot path of CombineRules.
   const parsed = new Map<string, GroupReference>();
   return {
@@ -52,5 +52,6 @@ export function stateGroupLookup(state: ClusterState): GroupLookup {
       }
       return state.group(target.key)?.contains(ip, target.port) ?? false;
     },
+    addresses: (reference: string) => referenceAddresses(state, reference),
   };
 }

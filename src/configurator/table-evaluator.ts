@@ -20,6 +20,11 @@ export interface GroupLookup {
   has(group: string, ip: IpAddress): boolean;
 }
 
+/** A lookup that can also list a reference's addresses, for renderers that must expand groups. */
+export interface GroupExpansion extends GroupLookup {
+  addresses(group: string): readonly IpAddress[];
+}
+
 export function netMatches(net: NetRef, ip: IpAddress, groups: GroupLookup): boolean {
   switch (net.kind) {
     case 'any':

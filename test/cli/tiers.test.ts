@@ -127,16 +127,45 @@ describe('cluster policy in the CLI', () => {
     assert.match(rendered.stderr, /DOMAIN_NAMES_NOT_ENFORCED/);
   });
 
-  it('targets that cannot render cluster policy say so and render nothing', async () => {
-    for (const target of ['neutron', 'vpp-acl', 'vpptcp']) {
-      const r = await cli(['render', '--target', target, ...INPUT]);
-      assert.equal(r.code, 1, target);
-      assert.equal(r.stdout, '', target);
-      assert.match(r.stderr, /^palisade: render --target \S+ (cannot express|does not handle)/, target);
-      assert.doesNotMatch(r.stderr, /\n\s+at /);
-    }
-    const node = await cli(['compile', '--node', 'node-1', ...INPUT]);
-    assert.equal(node.code, 1);
+  it('neutron, which cannot express ordered policy, says so and renders nothing', async () => {
+    const r = await cli(['render', '--target', 'neutron', ...INPUT]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^palisade: render --target neutron cannot express ordered cluster policy/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+
+  it('the VPP targets and compile --node flatten the tiers into their tables, and say what VPP does not police', async () => {
+    const acl = await cli(['render', '--target', 'vpp-acl', '--node', 'node-1', ...INPUT]);
+    assert.equal(acl.code, 0, acl.stderr);
+    assert.match(
+      acl.stderr,
+      /node node-1: ordered cluster policy of 4 pods is not enforced on traffic between a pod and its own node/,
+    );
+    const acls =
+      (
+        JSON.parse(acl.stdout) as {
+          nodes: {
+            acls: {
+              name: string;
+              rules: { action: string; ip_rule: { ip: { destination_network: string } } }[];
+            }[];
+          }[];
+        }
+      ).nodes[0]?.acls ?? [];
+    // The Admin deny of the metadata address, ahead of the NetworkPolicy tier, in the global ACL.
+    const global = acls.find((a) => a.name === 'global');
+    assert.ok(
+      global?.rules.some(
+        (r) => r.action === 'DENY' && r.ip_rule.ip.destination_network === '169.254.169.254/32',
+      ),
+    );
+    const tcp = await cli(['render', '--target', 'vpptcp', '--node', 'node-1', ...INPUT]);
+    assert.equal(tcp.code, 0, tcp.stderr);
+    const compiled = await cli(['compile', '--node', 'node-1', ...INPUT]);
+    assert.equal(compiled.code, 0, compiled.stderr);
+    // frontend accepts TCP/8080 from anywhere, but the Admin tier denies the monitoring pod first.
+    assert.match(compiled.stdout, /deny TCP 10\.244\.2\.12\/32 -> any port 8080/);
   });
 
   it('convert --to v1alpha2 rewrites ANP and BANP as ClusterNetworkPolicy with the same matrix', async () => {

@@ -4,6 +4,7 @@
  * the node boundary) give the reference evaluator's answer for every packet, for both the ACL
  * direction (local tables on the pod's ingress) and the VPPTCP direction (on its egress).
  */
+import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { firstMatch, stateGroupLookup } from '../../src/configurator/index.ts';
@@ -11,11 +12,12 @@ import type { IpAddress } from '../../src/net/ip.ts';
 import type { Cluster, Endpoint } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { RendererCache, type Side } from '../../src/renderers/cache/index.ts';
+import { RendererCache, type CacheChanges, type Side } from '../../src/renderers/cache/index.ts';
+import { ruleText } from '../../src/model/rule.ts';
 import type { Packet } from '../../src/configurator/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
-import { clusterOf } from '../helpers/builders.ts';
-import { assertAgreesWithReference } from '../helpers/compiled.ts';
+import { clusterOf, endpoint, namespace, pod } from '../helpers/builders.ts';
+import { assertAgreesWithReference, podAndOwnNode } from '../helpers/compiled.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -87,5 +89,58 @@ describe('combined and global tables ≡ reference evaluator', () => {
         { numRuns: RUNS },
       );
     });
+    it(`with ordered cluster policy flattened into the ${side} side (Admin, Pass, Baseline)`, () => {
+      fc.assert(
+        fc.property(clusterArb({ maxPods: 6, maxPolicies: 3, maxClusterPolicies: 3 }), (objects) => {
+          const cluster = clusterOf(objects);
+          const caches = renderPerNode(cluster, side);
+          assertAgreesWithReference(
+            cluster,
+            (packet) => combinedAllows(cluster, side, caches, packet),
+            `${side}: `,
+            podAndOwnNode(cluster),
+          );
+        }),
+        { numRuns: RUNS },
+      );
+    });
   }
+});
+
+describe('flattened tiers follow group membership', () => {
+  it('a pod joining a group that only an Admin rule names changes the flattened table of the pods it selects', () => {
+    const anp = {
+      apiVersion: 'policy.networking.k8s.io/v1alpha1',
+      kind: 'AdminNetworkPolicy',
+      metadata: { name: 'block-bad' },
+      spec: {
+        priority: 10,
+        subject: { namespaces: {} },
+        ingress: [
+          {
+            action: 'Deny',
+            from: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'bad' } } } }],
+          },
+        ],
+      },
+    };
+    const web = pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'], node: 'n1' });
+    const bad = pod('a', 'bad', { app: 'bad' }, { ips: ['10.0.0.9'], node: 'n2' });
+    const before = clusterOf([namespace('a'), web, anp]);
+    const after = clusterOf([namespace('a'), web, bad, anp]);
+    const state = new ClusterState();
+    const cache = new RendererCache({ side: 'ingress', groups: stateGroupLookup(state) });
+    const pipeline = new PolicyPipeline({ state, node: 'n1', renderers: [cache] });
+    pipeline.apply({ type: 'resync', cluster: before });
+    const table = () => (cache.localTable('a/web')?.rules ?? []).map(ruleText);
+    assert.ok(!table().some((rule) => rule.includes('10.0.0.9/32')));
+    const result = pipeline.apply({ type: 'upsert-pod', pod: endpoint(after, 'a/bad') });
+    assert.ok(table().includes('deny ANY 10.0.0.9/32 -> any port any'), table().join('\n'));
+    const changes = result.changes.get('cache') as CacheChanges;
+    assert.deepEqual(
+      changes.rebound.map((r) => r.pod),
+      ['a/web'],
+      'the pod on this node whose flattened table expanded the group is rebound',
+    );
+  });
 });

@@ -14,7 +14,6 @@ import { ClusterState } from '../../state/index.ts';
 import {
   checkChoice,
   loadInput,
-  refuseClusterPolicies,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -47,8 +46,6 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const node = typeof raw.node === 'string' ? raw.node : undefined;
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      // The renderer cache (combined and global tables) does not handle ordered tiers yet.
-      if (node !== undefined) refuseClusterPolicies(loaded.cluster, 'compile --node');
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
       }

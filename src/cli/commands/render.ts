@@ -94,7 +94,6 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
           'render --target neutron',
           'cannot express ordered cluster policy: security groups only add allows, so a Deny, a Pass or the order of tiers has no rendering',
         );
-      else if (target !== 'nftables') refuseClusterPolicies(loaded.cluster, `render --target ${target}`);
       reportDiagnostics(unenforceableDomainNames(loaded.cluster, target), io, input.verbose);
       if (target === 'neutron') {
         const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;

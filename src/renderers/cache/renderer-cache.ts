@@ -7,15 +7,17 @@
  */
 import type { IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import type { GroupLookup, PodTables } from '../../configurator/index.ts';
+import type { GroupExpansion, PodTables } from '../../configurator/index.ts';
 import type { RenderedPod, Renderer, RendererTxn } from '../types.ts';
 import type { Rule } from '../../model/rule.ts';
 import { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
+import { flattenTiers } from './flatten-tiers.ts';
 
 export interface CacheOptions {
   /** The side local tables are combined to (ACL: ingress; VPPTCP: egress). */
   readonly side: Side;
-  readonly groups: GroupLookup;
+  /** Group lookups; expansion flattens ordered cluster policy, which VPP tables cannot order. */
+  readonly groups: GroupExpansion;
 }
 
 export interface CacheChanges {
@@ -64,9 +66,10 @@ export class RendererCache implements Renderer<CacheChanges> {
   newTxn(options: { readonly resync: boolean }): RendererTxn<CacheChanges> {
     const pending = new Map<string, { pod: RenderedPod; tables: PodTables | undefined }>();
     const movedPods = new Set<string>();
+    const changedGroups = new Set<string>();
     let computed: { snapshot: CacheSnapshot; changes: CacheChanges } | undefined;
     const compute = (): { snapshot: CacheSnapshot; changes: CacheChanges } => {
-      computed ??= this.compute(pending, movedPods, options.resync);
+      computed ??= this.compute(pending, movedPods, changedGroups, options.resync);
       return computed;
     };
     return {
@@ -74,8 +77,9 @@ export class RendererCache implements Renderer<CacheChanges> {
         pending.set(pod.id, { pod, tables });
         computed = undefined;
       },
-      groupsChanged: (_groups, pods) => {
+      groupsChanged: (groups, pods) => {
         for (const pod of pods) movedPods.add(pod);
+        for (const group of groups) changedGroups.add(group);
         computed = undefined;
       },
       changes: () => compute().changes,
@@ -85,17 +89,44 @@ export class RendererCache implements Renderer<CacheChanges> {
     };
   }
 
+  /** A pod as the cache knows it: with ordered cluster policy, its tiered sides flattened. */
+  private known(pod: RenderedPod, tables: PodTables): KnownPod {
+    if (!tables.ingressTiers && !tables.egressTiers) return { pod, tables };
+    const flat = flattenTiers(tables, (reference) => this.options.groups.addresses(reference));
+    return { pod, tables: flat.tables, expanded: flat.groups, source: tables };
+  }
+
   private compute(
     pending: ReadonlyMap<string, { pod: RenderedPod; tables: PodTables | undefined }>,
     movedPods: ReadonlySet<string>,
+    changedGroups: ReadonlySet<string>,
     resync: boolean,
   ): { snapshot: CacheSnapshot; changes: CacheChanges } {
     const pods = new Map(resync ? [] : this.current.pods);
     for (const [id, { pod, tables }] of pending) {
       // A pod without an address cannot be policed: it is not known until it has one.
       if (tables === undefined || pod.ips.length === 0) pods.delete(id);
-      else pods.set(id, { pod, tables });
+      else pods.set(id, this.known(pod, tables));
     }
+    // Flattened tiers hold group members' addresses: pods that expanded a changed group again.
+    const reflattened: string[] = [];
+    if (changedGroups.size > 0)
+      for (const [id, known] of pods) {
+        if (
+          pending.has(id) ||
+          !known.source ||
+          ![...(known.expanded ?? [])].some((g) => changedGroups.has(g))
+        )
+          continue;
+        const again = this.known(known.pod, known.source);
+        if (
+          again.tables.ingress?.id === known.tables.ingress?.id &&
+          again.tables.egress?.id === known.tables.egress?.id
+        )
+          continue;
+        pods.set(id, again);
+        reflattened.push(id);
+      }
     // Pair rules read only local pods' addresses: group changes matter only when a local pod
     // joined, left or changed in a group.
     // A lookup is by address, so a pod sharing an address (old or new) with a moved pod is
@@ -111,13 +142,14 @@ export class RendererCache implements Renderer<CacheChanges> {
         : [...pods.values()]
             .filter((k) => k.pod.ips.some((ip) => movedAddresses.has(addressKey(ip))))
             .map((k) => k.pod.id);
-    if (!resync && pending.size === 0 && moved.length === 0) {
+    if (!resync && pending.size === 0 && moved.length === 0 && reflattened.length === 0) {
       return { snapshot: this.current, changes: { addedTables: [], removedTables: [], rebound: [] } };
     }
     const known = [...pods.values()];
     // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
     const changed = resync ? new Set(pods.keys()) : new Set(pending.keys());
     for (const id of moved) changed.add(id);
+    for (const id of reflattened) changed.add(id);
     const pairs = new Map<string, Map<string, readonly Rule[]>>();
     const binding = new Map<string, string>();
     const tables = new Map<string, RuleTable>();
@@ -143,7 +175,10 @@ export class RendererCache implements Renderer<CacheChanges> {
       binding.set(id, shared.id);
     }
     // The global table depends only on the known pods and their tables.
-    const podsChanged = resync || [...pending.keys()].some((id) => pods.has(id) || this.current.pods.has(id));
+    const podsChanged =
+      resync ||
+      reflattened.length > 0 ||
+      [...pending.keys()].some((id) => pods.has(id) || this.current.pods.has(id));
     const built = podsChanged ? buildGlobalTable(known, this.options.side) : this.current.global;
     const global = built.id === this.current.global.id ? this.current.global : built;
     const rebound: { pod: string; before?: string; after?: string }[] = [];

@@ -13,7 +13,7 @@ import { hostCidr } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import type { ClusterState } from '../../state/index.ts';
 import { referenceAddresses } from '../../configurator/index.ts';
-import type { CacheSnapshot } from '../cache/index.ts';
+import { ownNodeNotes, type CacheSnapshot } from '../cache/index.ts';
 import {
   GLOBAL_ACL,
   localAclName,
@@ -91,7 +91,7 @@ function tableRules(table: RuleTable, state: ClusterState, notes: Set<string>): 
 
 /** Every ACL of one node, from the renderer cache's snapshot (cache side: ingress). */
 export function renderAcls(snapshot: CacheSnapshot, state: ClusterState): AclRendering {
-  const notes = new Set<string>();
+  const notes = new Set<string>(ownNodeNotes(snapshot));
   const podsOf = new Map<string, string[]>();
   for (const [pod, table] of snapshot.binding) {
     const list = podsOf.get(table);

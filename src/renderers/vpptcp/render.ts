@@ -15,7 +15,7 @@ import { familyBits, hostCidr } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import type { ClusterState } from '../../state/index.ts';
 import { referenceAddresses } from '../../configurator/index.ts';
-import type { CacheSnapshot } from '../cache/index.ts';
+import { ownNodeNotes, type CacheSnapshot } from '../cache/index.ts';
 import {
   ACTION_ALLOW,
   ACTION_DENY,
@@ -123,7 +123,7 @@ function portsOf(rule: Rule): number[] {
 
 /** A node's session rules from the renderer cache's snapshot (cache side: egress). */
 export function renderSessionRules(snapshot: CacheSnapshot, state: ClusterState): SessionRendering {
-  const notes = new Set<string>();
+  const notes = new Set<string>(ownNodeNotes(snapshot));
   const pods = [...snapshot.binding.keys()].sort();
   const namespaces = pods.map((pod, i) => ({ pod, appns_index: i + 1 }));
   const rules: SessionRule[] = [];
