@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { insertByPriority } from '../../src/ordered/prefix-insertion.ts';
 import { compareRules, ruleText, type NetRef, type Rule } from '../../src/model/rule.ts';
-import { firstMatch } from '../../src/configurator/index.ts';
+import { firstMatch, type Packet } from '../../src/configurator/index.ts';
 import { parseCidr, parseIp } from '../../src/net/ip.ts';
 
 type Decided = Rule & { action: 'permit' | 'deny' };
@@ -69,7 +69,7 @@ describe('priority-aware insertion for prefix keys', () => {
           if (!ip.ok) throw new Error(text);
           for (const protocol of ['TCP', 'UDP', 'SCTP'] as const)
             for (let port = 76; port <= 90; port++) {
-              const packet = { src: ip.value, dst: ip.value, protocol, port };
+              const packet: Packet = { src: ip.value, dst: ip.value, protocol, port };
               assert.equal(
                 firstMatch(entries, packet, NO_GROUPS),
                 firstMatch(ordered, packet, NO_GROUPS),
