@@ -48,9 +48,10 @@ export class Classifier {
   private readonly byV6 = new Map<string, EndpointMaps>();
   /** Shared tables by selection key, with the pods using them (to rebuild when groups change). */
   private readonly shared = new Map<string, { table: DirectionTable | undefined; users: Set<string> }>();
-  private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[] }>();
+  private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[]; tierKeys: string[] }>();
   private readonly nodeAddresses = new Map<string, Set<number | string>>();
-  private readonly tierTables = new Map<string, TierTable | undefined>();
+  /** Tier tables by content, with the pods using them (dropped with their last user). */
+  private readonly tierTables = new Map<string, { table: TierTable | undefined; users: Set<string> }>();
   /** Address → groups, shared by every NetworkPolicy and tier table. */
   private readonly resolver: StateGroupResolver;
   private readonly tierCompiler: TierTables | undefined;
@@ -84,18 +85,24 @@ export class Classifier {
         entry?.users.delete(id);
         if (entry && entry.users.size === 0) this.shared.delete(key);
       }
+      for (const key of before.tierKeys) {
+        const entry = this.tierTables.get(key);
+        entry?.users.delete(id);
+        if (entry && entry.users.size === 0) this.tierTables.delete(key);
+      }
       this.pods.delete(id);
     }
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
     const ingress = this.table(pod, 'ingress');
     const egress = this.table(pod, 'egress');
+    const tierKeys: string[] = [];
     const maps: EndpointMaps = {
       endpoint: pod,
       ingress: ingress.table,
       egress: egress.table,
-      ...this.tiersOf(pod),
+      ...this.tiersOf(pod, tierKeys),
     };
-    this.pods.set(id, { maps, keys: [ingress.key, egress.key] });
+    this.pods.set(id, { maps, keys: [ingress.key, egress.key], tierKeys });
     for (const ip of pod.ips) this.index(ip, maps);
   }
 
@@ -225,7 +232,7 @@ export class Classifier {
   }
 
   /** The pod's tier tables: the configurator's tiered rule lists, one classifier table per list. */
-  private tiersOf(pod: Endpoint): Pick<EndpointMaps, 'admin' | 'baseline'> {
+  private tiersOf(pod: Endpoint, used: string[]): Pick<EndpointMaps, 'admin' | 'baseline'> {
     const compiler = this.tierCompiler;
     if (!compiler || this.state.allClusterPolicies().length === 0) return {};
     const tables = (direction: 'ingress' | 'egress') => {
@@ -233,9 +240,15 @@ export class Classifier {
       if (!tiered) return { admin: undefined, baseline: undefined };
       const get = (tier: 'admin' | 'baseline'): TierTable | undefined => {
         const key = `${tiered.id}|${tier}|${direction}`;
-        if (!this.tierTables.has(key))
-          this.tierTables.set(key, tierTable(tiered[tier], direction, this.resolver));
-        return this.tierTables.get(key);
+        let entry = this.tierTables.get(key);
+        if (!entry)
+          this.tierTables.set(
+            key,
+            (entry = { table: tierTable(tiered[tier], direction, this.resolver), users: new Set() }),
+          );
+        entry.users.add(pod.id);
+        used.push(key);
+        return entry.table;
       };
       return { admin: get('admin'), baseline: get('baseline') };
     };

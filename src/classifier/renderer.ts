@@ -3,12 +3,14 @@
  * it — each affected pod gets its maps looked up or built, and tables that expand a group whose
  * members changed are rebuilt for the pods that use them. Changes wait for `commit`, and commit
  * runs to completion before any lookup can run (one thread), so a lookup sees the old policy or
- * the new one, never a mix: the seed's safe-update property, by construction.
+ * the new one, never a mix: the seed's safe-update property, by construction. With `tiers`, a
+ * pod's Admin and Baseline tables are looked up or built with its maps (the pipeline names every
+ * pod whose cluster policy changed).
  */
 import type { PodTables } from '../configurator/index.ts';
 import type { ClusterState } from '../state/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../renderers/types.ts';
-import { Classifier } from './classifier.ts';
+import { Classifier, type ClassifierOptions } from './classifier.ts';
 
 export interface ClassifierChanges {
   readonly pods: number;
@@ -21,7 +23,7 @@ export class ClassifierRenderer implements Renderer<ClassifierChanges> {
 
   constructor(
     private readonly state: ClusterState,
-    private readonly options: { readonly allowNodeLocal?: boolean } = {},
+    private readonly options: ClassifierOptions = {},
   ) {
     this.classifier = new Classifier(state, options);
   }

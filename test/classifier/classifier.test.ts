@@ -169,13 +169,16 @@ describe('classifier connection tracking', () => {
 });
 
 describe('classifier kept current by the pipeline', () => {
-  it('after every batch of random events equals the reference for the cluster it has reached', () => {
+  it('after every batch of random events equals the reference for the cluster it has reached (tiered policies and nodes too)', () => {
     fc.assert(
       fc.property(
-        fc.array(clusterArb({ maxPods: 6, maxPolicies: 4 }), { minLength: 2, maxLength: 4 }),
+        fc.array(clusterArb({ maxPods: 6, maxPolicies: 4, maxClusterPolicies: 3 }), {
+          minLength: 2,
+          maxLength: 4,
+        }),
         (steps) => {
           const state = new ClusterState();
-          const renderer = new ClassifierRenderer(state);
+          const renderer = new ClassifierRenderer(state, { tiers: true });
           const pipeline = new PolicyPipeline({ state, renderers: [renderer] });
           let previous: Cluster | undefined;
           for (const objects of steps) {
