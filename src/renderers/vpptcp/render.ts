@@ -5,13 +5,16 @@
  * of all local pods form the node's global table for connections coming in from elsewhere.
  *
  * Session rules hold one prefix per end and one port (0 = any): groups expand to one rule per
- * member address, port ranges to one rule per port, "any protocol" to TCP and UDP. Rules that
- * collide on every key keep the first in the table's order (its first match), and a group does
- * not expand to a host that a host rule already decides entirely (see `sessionRules`), so that
- * the session layer's longest-prefix match gives the table's first-match verdicts. SCTP is not
+ * member address, "any protocol" to TCP and UDP, and per pair of prefixes each port gets the
+ * verdict of the table's first rule for it — where the table decides every port there, the
+ * any-port rule takes the most common verdict and only the other ports are listed (see
+ * `portRules`). A group does not expand to a host that a host rule already decides entirely (see
+ * `sessionRules`), so that the session layer's longest-prefix match gives the table's
+ * first-match verdicts. SCTP is not
  * handled by the session layer at all and is reported, not rendered.
  */
 import { familyBits, hostCidr } from '../../net/ip.ts';
+import { MAX_PORT, MIN_PORT } from '../../model/port-set.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import type { ClusterState } from '../../state/index.ts';
 import { referenceAddresses } from '../../configurator/index.ts';
@@ -53,6 +56,12 @@ function prefixes(net: NetRef, state: ClusterState): { family: 4 | 6; prefix: st
   }
 }
 
+/** One table's rule for one (local, remote, protocol) key: its ports (undefined: any) and action. */
+interface KeyedRule {
+  readonly ports?: readonly [number, number];
+  readonly allow: boolean;
+}
+
 /**
  * One table's rules as session rules. `local` is the end the table binds to the namespace:
  * in a pod's local table the source (the pod's own outgoing connections), in the global table
@@ -65,7 +74,6 @@ function sessionRules(
   state: ClusterState,
   notes: Set<string>,
 ): SessionRule[] {
-  const out = new Map<string, SessionRule>();
   const remoteOf = (rule: Rule): NetRef => (scope === SCOPE_LOCAL ? rule.dst : rule.src);
   // First match puts host CIDRs before groups; longest-prefix match does not tell them apart.
   // A host that a host rule decides for every protocol and port (CombineRules' "deny the rest"
@@ -81,44 +89,109 @@ function sessionRules(
     )
       for (const p of prefixes(remote, state)) decided.add(p.prefix);
   }
+  // Rules per session key without the port, in table order (so first match per port).
+  const keyed = new Map<
+    string,
+    { lcl: string; rmt: string; family: 4 | 6; proto: 6 | 17; rules: KeyedRule[] }
+  >();
   for (const rule of table.rules) {
     if (rule.protocol === 'SCTP') {
       notes.add('SCTP is not handled by the VPPTCP session layer: SCTP policy is not enforced there');
       continue;
     }
     const protocols: (6 | 17)[] = rule.protocol === 'TCP' ? [6] : rule.protocol === 'UDP' ? [17] : [6, 17];
-    const ports = portsOf(rule);
     const [localNet, remoteNet] = scope === SCOPE_LOCAL ? [rule.src, rule.dst] : [rule.dst, rule.src];
     for (const lcl of prefixes(localNet, state))
       for (const rmt of prefixes(remoteNet, state)) {
         if (lcl.family !== rmt.family) continue;
         if (remoteNet.kind === 'group' && decided.has(rmt.prefix)) continue;
-        for (const transport_proto of protocols)
-          for (const port of ports) {
-            const sessionRule: SessionRule = {
-              transport_proto,
-              is_ip4: lcl.family === 4,
-              lcl: lcl.prefix,
-              rmt: rmt.prefix,
-              lcl_port: scope === SCOPE_GLOBAL ? port : 0,
-              rmt_port: scope === SCOPE_LOCAL ? port : 0,
-              action_index: rule.action === 'permit' ? ACTION_ALLOW : ACTION_DENY,
-              appns_index: appns,
-              scope,
-              tag: `${table.id}`,
-            };
-            const key = sessionRuleKey(sessionRule);
-            if (!out.has(key)) out.set(key, sessionRule);
-          }
+        for (const proto of protocols) {
+          const key = `${lcl.prefix}|${rmt.prefix}|${proto}`;
+          let entry = keyed.get(key);
+          if (!entry)
+            keyed.set(
+              key,
+              (entry = { lcl: lcl.prefix, rmt: rmt.prefix, family: lcl.family, proto, rules: [] }),
+            );
+          entry.rules.push({
+            ...(rule.dstPorts ? { ports: rule.dstPorts } : {}),
+            allow: rule.action === 'permit',
+          });
+        }
       }
   }
-  return [...out.values()];
+  const out: SessionRule[] = [];
+  for (const { lcl, rmt, family, proto, rules } of keyed.values())
+    for (const { port, allow } of portRules(rules)) {
+      out.push({
+        transport_proto: proto,
+        is_ip4: family === 4,
+        lcl,
+        rmt,
+        lcl_port: scope === SCOPE_GLOBAL ? port : 0,
+        rmt_port: scope === SCOPE_LOCAL ? port : 0,
+        action_index: allow ? ACTION_ALLOW : ACTION_DENY,
+        appns_index: appns,
+        scope,
+        tag: `${table.id}`,
+      });
+    }
+  return out;
 }
 
-function portsOf(rule: Rule): number[] {
-  if (!rule.dstPorts) return [0];
-  const [from, to] = rule.dstPorts;
-  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+/**
+ * One key's rules (first match per port) as session-rule ports (0: any). A session rule holds
+ * one port, so ranges expand — but when the key decides every port (it has an any-port rule),
+ * the any-port rule takes the verdict most ports have and only the other ports get their own
+ * rules: "deny port 80, allow the rest" is two rules, not 65,535.
+ */
+function portRules(rules: readonly KeyedRule[]): { port: number; allow: boolean }[] {
+  const fallback = rules.find((r) => !r.ports);
+  // Ports up to the any-port rule decide first; after it nothing else matters.
+  const ranged = rules.slice(0, fallback ? rules.indexOf(fallback) : rules.length);
+  const segments = firstMatchSegments(ranged);
+  if (!fallback)
+    return segments.flatMap(({ from, to, allow }) =>
+      Array.from({ length: to - from + 1 }, (_, i) => ({ port: from + i, allow })),
+    );
+  let allowed = 0;
+  let covered = 0;
+  for (const { from, to, allow } of segments) {
+    covered += to - from + 1;
+    if (allow) allowed += to - from + 1;
+  }
+  if (fallback.allow) allowed += MAX_PORT - MIN_PORT + 1 - covered;
+  const majority = allowed * 2 >= MAX_PORT - MIN_PORT + 1;
+  const exceptions: { port: number; allow: boolean }[] = [];
+  let next = MIN_PORT;
+  const add = (from: number, to: number, allow: boolean): void => {
+    if (allow !== majority) for (let port = from; port <= to; port++) exceptions.push({ port, allow });
+  };
+  for (const { from, to, allow } of segments) {
+    if (from > next) add(next, from - 1, fallback.allow);
+    add(from, to, allow);
+    next = to + 1;
+  }
+  if (next <= MAX_PORT) add(next, MAX_PORT, fallback.allow);
+  return [{ port: 0, allow: majority }, ...exceptions];
+}
+
+/** Disjoint, sorted port segments with the first matching rule's verdict (uncovered ports left out). */
+function firstMatchSegments(rules: readonly KeyedRule[]): { from: number; to: number; allow: boolean }[] {
+  const bounds = new Set<number>();
+  for (const { ports } of rules) if (ports) bounds.add(ports[0]).add(ports[1] + 1);
+  const cuts = [...bounds].sort((a, b) => a - b);
+  const segments: { from: number; to: number; allow: boolean }[] = [];
+  for (let i = 0; i + 1 < cuts.length; i++) {
+    const from = cuts[i] as number;
+    const to = (cuts[i + 1] as number) - 1;
+    const first = rules.find((r) => r.ports && r.ports[0] <= from && to <= r.ports[1]);
+    if (!first) continue;
+    const last = segments[segments.length - 1];
+    if (last && last.to === from - 1 && last.allow === first.allow) last.to = to;
+    else segments.push({ from, to, allow: first.allow });
+  }
+  return segments;
 }
 
 /** A node's session rules from the renderer cache's snapshot (cache side: egress). */
