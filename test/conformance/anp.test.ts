@@ -3,7 +3,8 @@
  * ../shared/conformance/anp-v1alpha1, vendored in test/fixtures/conformance so it runs wherever
  * the tests run): every check of every case holds in the reference evaluator and the compiled
  * classifier — as written, and with every policy rewritten as a ClusterNetworkPolicy (v1alpha2)
- * by `convert --to v1alpha2`, which must not change any answer.
+ * by `convert --to v1alpha2`, which must not change any answer — and on the VPP ACL and VPPTCP
+ * renderings, for the checks those datapaths police.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -68,6 +69,19 @@ describe(
       assert.equal(results.length, UPSTREAM_CHECKS);
       assert.deepEqual(failures(results), []);
     });
+
+    for (const engine of ['vpp-acl', 'vpptcp'] as const)
+      it(`passes every check it can police on the ${engine} rendering (tiers flattened)`, () => {
+        const results = cases.flatMap((kase) => runCase(model as never, kase, undefined, engine));
+        // Left out: pod ↔ own-node checks (VPP does not police them), and SCTP for VPPTCP.
+        assert.equal(results.length, engine === 'vpp-acl' ? 281 : 197);
+        // VPP ACL rules cannot match SCTP ports: such traffic is denied, never allowed wrongly.
+        const sctpPorts = / SCTP\/\d+ expected allow, got deny /;
+        assert.deepEqual(
+          failures(results).filter((f) => engine !== 'vpp-acl' || !sctpPorts.test(f)),
+          [],
+        );
+      });
 
     it('passes every check with the policies rewritten as ClusterNetworkPolicy', () => {
       const results = cases.flatMap((kase) => runCase(model as never, kase, asClusterNetworkPolicies));

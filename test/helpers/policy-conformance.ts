@@ -11,10 +11,12 @@ import { parse } from 'yaml';
 import { loadFromTexts } from '../../src/ingest/load.ts';
 import { compiledVerdicts } from '../../src/analysis/compiled-engine.ts';
 import type { Cluster, Protocol } from '../../src/model/types.ts';
+import type { IpAddress } from '../../src/net/ip.ts';
 import { evaluate } from '../../src/semantics/evaluate.ts';
 import { indexCluster } from '../../src/semantics/match.ts';
 import { describeStep } from '../../src/semantics/tiers.ts';
 import type { Verdict } from '../../src/semantics/types.ts';
+import { verdictsFor, type RendererName } from './renderer-verdicts.ts';
 
 type Raw = Record<string, unknown>;
 
@@ -87,8 +89,12 @@ export function readSuite(dir: string): { model: Model; cases: ConformanceCase[]
   return { model, cases };
 }
 
-/** Who answers: the reference evaluator, or the compiled classifier (tier tables + NetworkPolicy maps). */
-export type Engine = 'reference' | 'compiled';
+/**
+ * Who answers: the reference evaluator, the compiled classifier (tier tables + NetworkPolicy
+ * maps), or a VPP stack's rendering read by its interpreter. The VPP stacks do not police traffic
+ * between a pod and its own node, and VPPTCP no SCTP: such checks are left out for them.
+ */
+export type Engine = 'reference' | 'compiled' | Extract<RendererName, 'vpp-acl' | 'vpptcp'>;
 
 /** The state after each step of a case: the policy objects in force, and namespace and pod labels. */
 export interface CaseState {
@@ -128,7 +134,10 @@ export function runCase(
     const cluster = clusterOf(modelObjects(model, namespaceLabels, podLabels, policies), kase.file);
     const index = indexCluster(cluster);
     const compiled = engine === 'compiled' ? compiledVerdicts(cluster, {}) : undefined;
+    const rendered = engine === 'vpp-acl' || engine === 'vpptcp' ? verdictsFor(engine, cluster) : undefined;
     for (const check of step.checks ?? []) {
+      if (rendered && (ownNodeTraffic(cluster, check) || (engine === 'vpptcp' && check.protocol === 'SCTP')))
+        continue;
       const verdict = evaluate(
         index,
         {
@@ -141,13 +150,28 @@ export function runCase(
         {},
       );
       const v4 = (id: string) => endpointOf(cluster, id).ips.filter((ip) => ip.family === 4);
+      const packet = (): { src: IpAddress; dst: IpAddress; protocol: Protocol; port: number } => ({
+        src: v4(check.from)[0] as IpAddress,
+        dst: v4(check.to)[0] as IpAddress,
+        protocol: check.protocol,
+        port: check.port,
+      });
       const allowed = compiled
         ? compiled(v4(check.from), v4(check.to), check.protocol, check.port) === true
-        : verdict.allowed;
+        : rendered
+          ? rendered(packet())
+          : verdict.allowed;
       results.push({ case: kase.file, subtest: step.subtest, check, allowed, why: walkText(verdict) });
     }
   }
   return results;
+}
+
+/** A check between a pod and its own node (one end host-networked on the other's node). */
+function ownNodeTraffic(cluster: Cluster, check: Check): boolean {
+  const from = endpointOf(cluster, check.from);
+  const to = endpointOf(cluster, check.to);
+  return (from.hostNetwork || to.hostNetwork) && from.node !== undefined && from.node === to.node;
 }
 
 /** `Kind/namespace/name` or `Kind/name`, as the suite's delete entries are written. */

@@ -59,12 +59,16 @@ function aclRules(rule: Rule, state: ClusterState, notes: Set<string>): AclRule[
   if (rule.protocol === 'TCP') match = { tcp: l4 };
   else if (rule.protocol === 'UDP') match = { udp: l4 };
   else if (rule.protocol === 'SCTP') {
+    const range = `${ports.lower_port}${ports.upper_port !== ports.lower_port ? `-${ports.upper_port}` : ''}`;
     if (rule.dstPorts && action === 'PERMIT') {
-      notes.add(
-        `SCTP ports cannot be matched by VPP ACL rules: SCTP to port ${ports.lower_port}${ports.upper_port !== ports.lower_port ? `-${ports.upper_port}` : ''} is denied`,
-      );
+      notes.add(`SCTP ports cannot be matched by VPP ACL rules: SCTP to port ${range} is denied`);
       return [];
     }
+    // A deny keeps its addresses but not its ports: it denies every SCTP port there (never more).
+    if (rule.dstPorts)
+      notes.add(
+        `SCTP ports cannot be matched by VPP ACL rules: a deny of SCTP port ${range} denies every SCTP port between those addresses`,
+      );
     match = { protocol: SCTP };
   } else match = {};
   const out: AclRule[] = [];
