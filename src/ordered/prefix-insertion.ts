@@ -29,25 +29,29 @@ export function insertByPriority(ordered: readonly Decided[]): Decided[] {
   for (const rule of ordered) {
     const key = keyOf(rule);
     if (entries.has(key)) continue;
-    const existing = [...entries.values()];
-    if (existing.some((entry) => covers(entry, rule))) continue;
+    let covered = false;
     const overlaps: Decided[] = [];
-    for (const entry of existing) {
+    for (const entry of entries.values()) {
+      if (covers(entry, rule)) {
+        covered = true;
+        break;
+      }
       if (covers(rule, entry)) continue;
       const overlap = intersect(entry, rule);
       if (overlap && !entries.has(keyOf(overlap))) overlaps.push(overlap);
     }
+    if (covered) continue;
     // Each overlap keeps the verdict of the smallest entry containing it, found before any is added.
-    const covering = overlaps.map((overlap) => ({ ...overlap, action: smallestCovering(existing, overlap) }));
+    const covering = overlaps.map((overlap) => ({ ...overlap, action: smallestCovering(entries, overlap) }));
     for (const entry of covering) entries.set(keyOf(entry), entry);
     entries.set(key, rule);
   }
   return [...entries.values()];
 }
 
-function smallestCovering(entries: readonly Decided[], key: Rule): Decided['action'] {
+function smallestCovering(entries: ReadonlyMap<string, Decided>, key: Rule): Decided['action'] {
   let best: Decided | undefined;
-  for (const entry of entries)
+  for (const entry of entries.values())
     if (covers(entry, key) && (!best || compareRules(entry, best) < 0)) best = entry;
   if (!best) throw new Error(`no entry covers ${ruleText(key)}`);
   return best.action;

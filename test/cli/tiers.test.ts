@@ -165,7 +165,10 @@ describe('cluster policy in the CLI', () => {
     const compiled = await cli(['compile', '--node', 'node-1', ...INPUT]);
     assert.equal(compiled.code, 0, compiled.stderr);
     // frontend accepts TCP/8080 from anywhere, but the Admin tier denies the monitoring pod first.
-    assert.match(compiled.stdout, /deny TCP 10\.244\.2\.12\/32 -> any port 8080/);
+    assert.match(
+      compiled.stdout,
+      /deny ANY 10\.244\.2\.12\/32 -> any port any\n\s+\d+\s+permit TCP any -> any port 8080/,
+    );
   });
 
   it('convert --to v1alpha2 rewrites ANP and BANP as ClusterNetworkPolicy with the same matrix', async () => {

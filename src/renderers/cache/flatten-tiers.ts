@@ -9,13 +9,14 @@
  *    then the continuation — the NetworkPolicy table when the pod is isolated, else the
  *    Baseline rules (where Pass, skipping the rest of the tier, permits) and "permit the rest";
  * 2. groups expanded to their members' addresses (an intersection of a group with a CIDR is not a
- *    net a rule can hold), remembering which groups were read so a membership change re-flattens;
+ *    net a rule can hold), remembering which groups were read so a membership change re-flattens,
+ *    and each named host decided on its own (see `flattenSide`);
  * 3. the CFP's priority-aware insertion (ordered/prefix-insertion.ts) turns the list into entries
  *    that decide the same under any subsets-first order — the VPP ACL's ordered list and the
  *    session layer's longest-prefix match alike.
  */
-import { hostCidr, type IpAddress } from '../../net/ip.ts';
-import { ANY_NET, type NetRef, type Rule, type RuleTable } from '../../model/rule.ts';
+import { cidrCovers, familyBits, hostCidr, type Cidr, type IpAddress } from '../../net/ip.ts';
+import { ANY_NET, netText, type NetRef, type Rule, type RuleTable } from '../../model/rule.ts';
 import { insertByPriority, intersect } from '../../ordered/prefix-insertion.ts';
 import {
   canonicalTable,
@@ -41,54 +42,117 @@ const PERMIT_ALL: Decided = { action: 'permit', protocol: 'ANY', src: ANY_NET, d
 export function flattenTiers(tables: PodTables, addresses: GroupAddresses): FlattenedTables {
   if (!tables.ingressTiers && !tables.egressTiers) return { tables, groups: new Set() };
   const groups = new Set<string>();
-  const side = (tiers: TieredTable | undefined, policy: RuleTable | undefined): RuleTable | undefined =>
-    tiers ? flattenSide(tiers, policy, addresses, groups) : policy;
-  const ingress = side(tables.ingressTiers, tables.ingress);
-  const egress = side(tables.egressTiers, tables.egress);
+  const side = (
+    tiers: TieredTable | undefined,
+    policy: RuleTable | undefined,
+    remote: Remote,
+  ): RuleTable | undefined => (tiers ? flattenSide(tiers, policy, remote, addresses, groups) : policy);
+  const ingress = side(tables.ingressTiers, tables.ingress, 'src');
+  const egress = side(tables.egressTiers, tables.egress, 'dst');
   return { tables: { ...(ingress ? { ingress } : {}), ...(egress ? { egress } : {}) }, groups };
 }
 
+/** The end of a side's rules that names the other party (the pod's own end is "any"). */
+type Remote = 'src' | 'dst';
+
+/**
+ * Addresses are decided one by one where it matters: every host a rule names (a group member or
+ * a /32 or /128) gets its own entries from the rules that contain it — all of them, restricted
+ * to that host, so the host is decided entirely — and every other address is decided by the
+ * entries of the rules with a CIDR or "any". Host entries sort first (most specific), so the
+ * union keeps each address's verdicts, and the work is the sum over hosts of their own rules
+ * rather than one insertion over every host at once.
+ */
 function flattenSide(
   tiers: TieredTable,
   policy: RuleTable | undefined,
+  remote: Remote,
   addresses: GroupAddresses,
   groups: Set<string>,
 ): RuleTable {
-  const expand = (rules: readonly Rule[]): Rule[] =>
-    rules.flatMap((rule) => expandRule(rule, addresses, groups));
   // Pass in the Baseline tier skips the rest of it: to the default, permit.
-  const baseline = (): Decided[] =>
-    expand(tiers.baseline).map((rule) => (decided(rule) ? rule : { ...rule, action: 'permit' }));
-  const continuation = policy ? expand(policy.rules).filter(decided) : [...baseline(), PERMIT_ALL];
-  const ordered: Decided[] = [];
-  for (const rule of expand(tiers.admin)) {
-    if (decided(rule)) ordered.push(rule);
-    else
-      for (const next of continuation) {
-        const restricted = intersect(next, rule);
-        if (restricted) ordered.push(restricted);
-      }
+  const continuation: Decided[] = policy
+    ? policy.rules.filter(decided)
+    : [
+        ...tiers.baseline.map((rule) => (decided(rule) ? rule : { ...rule, action: 'permit' as const })),
+        PERMIT_ALL,
+      ];
+  const admin = tiers.admin;
+  const all: readonly Rule[] = [...admin, ...continuation];
+  // Which rules (by position) contain each named host; the rest are CIDR or "any" rules.
+  const hosts = new Map<string, { cidr: Cidr; rules: number[] }>();
+  const generic: number[] = [];
+  const name = (cidr: Cidr, index: number): void => {
+    const key = cidr.text;
+    const entry = hosts.get(key);
+    if (entry) entry.rules.push(index);
+    else hosts.set(key, { cidr, rules: [index] });
+  };
+  all.forEach((rule, index) => {
+    const net = rule[remote];
+    if (net.kind === 'group') {
+      groups.add(parseGroupReference(net.group).key);
+      for (const ip of addresses(net.group)) name(hostCidr(ip), index);
+    } else if (net.kind === 'cidr' && net.cidr.prefix === familyBits(net.cidr.family)) name(net.cidr, index);
+    else generic.push(index);
+  });
+  const entries: Rule[] = [];
+  const decide = (indices: readonly number[], restrict: (rule: Rule) => Rule): Decided[] => {
+    const own = indices.map((i) => restrict(all[i] as Rule));
+    const cut = indices.findIndex((i) => i >= admin.length);
+    const adminPart = cut < 0 ? own : own.slice(0, cut);
+    const rest = (cut < 0 ? [] : own.slice(cut)) as Decided[];
+    const ordered: Decided[] = [];
+    for (const rule of adminPart) {
+      if (decided(rule)) ordered.push(rule);
+      else
+        for (const next of rest) {
+          const restricted = intersect(next, rule);
+          if (restricted) ordered.push(restricted);
+        }
+    }
+    ordered.push(...rest);
+    return insertByPriority(ordered);
+  };
+  entries.push(...decide(generic, (rule) => rule));
+  // Hosts that the same rules contain are decided alike: the entries of the first, re-addressed.
+  const decisions = new Map<string, Decided[]>();
+  // Generic rules by their net: containment is asked once per distinct net and host.
+  const genericNets = new Map<string, { net: NetRef; indices: number[] }>();
+  for (const i of generic) {
+    const net = (all[i] as Rule)[remote];
+    const key = netText(net);
+    const entry = genericNets.get(key);
+    if (entry) entry.indices.push(i);
+    else genericNets.set(key, { net, indices: [i] });
   }
-  ordered.push(...continuation);
-  return canonicalTable(insertByPriority(ordered).map(({ precedence: _precedence, ...rule }) => rule));
+  for (const { cidr, rules } of hosts.values()) {
+    const host: NetRef = { kind: 'cidr', cidr };
+    const containing: number[] = [];
+    for (const { net, indices } of genericNets.values())
+      if (contains(net, cidr)) for (const i of indices) containing.push(i);
+    const indices = mergeSorted(rules, containing);
+    const signature = indices.join(',');
+    const decision = decisions.get(signature);
+    if (decision) for (const entry of decision) entries.push({ ...entry, [remote]: host });
+    else {
+      const fresh = decide(indices, (rule) => ({ ...rule, [remote]: host }));
+      decisions.set(signature, fresh);
+      entries.push(...fresh);
+    }
+  }
+  return canonicalTable(entries.map(({ precedence: _precedence, ...rule }) => rule));
+}
+
+function contains(net: NetRef, host: Cidr): boolean {
+  return net.kind === 'any' || (net.kind === 'cidr' && cidrCovers(net.cidr, host));
+}
+
+/** Two ascending lists of rule positions as one, without repeats. */
+function mergeSorted(a: readonly number[], b: readonly number[]): number[] {
+  return [...new Set([...a, ...b])].sort((x, y) => x - y);
 }
 
 function decided(rule: Rule): rule is Decided {
   return rule.action !== 'pass';
-}
-
-/** One rule per combination of its nets' addresses (groups to host CIDRs); none for an empty group. */
-function expandRule(rule: Rule, addresses: GroupAddresses, groups: Set<string>): Rule[] {
-  const nets = (net: NetRef): NetRef[] => {
-    if (net.kind !== 'group') return [net];
-    groups.add(parseGroupReference(net.group).key);
-    return addresses(net.group).map((ip) => ({ kind: 'cidr', cidr: hostCidr(ip) }));
-  };
-  const out: Rule[] = [];
-  for (const src of nets(rule.src))
-    for (const dst of nets(rule.dst)) {
-      if (src.kind === 'cidr' && dst.kind === 'cidr' && src.cidr.family !== dst.cidr.family) continue;
-      out.push({ ...rule, src, dst });
-    }
-  return out;
 }

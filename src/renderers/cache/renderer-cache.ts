@@ -90,9 +90,13 @@ export class RendererCache implements Renderer<CacheChanges> {
   }
 
   /** A pod as the cache knows it: with ordered cluster policy, its tiered sides flattened. */
-  private known(pod: RenderedPod, tables: PodTables): KnownPod {
+  private known(pod: RenderedPod, tables: PodTables, members: GroupMembersMemo): KnownPod {
     if (!tables.ingressTiers && !tables.egressTiers) return { pod, tables };
-    const flat = flattenTiers(tables, (reference) => this.options.groups.addresses(reference));
+    const flat = flattenTiers(tables, (reference) => {
+      let list = members.get(reference);
+      if (!list) members.set(reference, (list = this.options.groups.addresses(reference)));
+      return list;
+    });
     return { pod, tables: flat.tables, expanded: flat.groups, source: tables };
   }
 
@@ -103,10 +107,12 @@ export class RendererCache implements Renderer<CacheChanges> {
     resync: boolean,
   ): { snapshot: CacheSnapshot; changes: CacheChanges } {
     const pods = new Map(resync ? [] : this.current.pods);
+    // Group members read while flattening, once per transaction (pods share the groups they name).
+    const members: GroupMembersMemo = new Map();
     for (const [id, { pod, tables }] of pending) {
       // A pod without an address cannot be policed: it is not known until it has one.
       if (tables === undefined || pod.ips.length === 0) pods.delete(id);
-      else pods.set(id, this.known(pod, tables));
+      else pods.set(id, this.known(pod, tables, members));
     }
     // Flattened tiers hold group members' addresses: pods that expanded a changed group again.
     const reflattened: string[] = [];
@@ -118,7 +124,7 @@ export class RendererCache implements Renderer<CacheChanges> {
           ![...(known.expanded ?? [])].some((g) => changedGroups.has(g))
         )
           continue;
-        const again = this.known(known.pod, known.source);
+        const again = this.known(known.pod, known.source, members);
         if (
           again.tables.ingress?.id === known.tables.ingress?.id &&
           again.tables.egress?.id === known.tables.egress?.id
@@ -199,6 +205,8 @@ export class RendererCache implements Renderer<CacheChanges> {
     return { snapshot: { pods, pairs, binding, tables, global }, changes };
   }
 }
+
+type GroupMembersMemo = Map<string, readonly IpAddress[]>;
 
 function sameRules(a: readonly Rule[], b: readonly Rule[] | undefined): boolean {
   if (!b) return a.length === 0;
