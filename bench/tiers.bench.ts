@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N] [--runs 3]`: ordered cluster policy at
+ * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N] [--runs 3] [--vpp]`: ordered cluster policy at
  * scale — shape a (scale × 100,000 pods, 75,000 NetworkPolicies) plus `--admin`
  * AdminNetworkPolicies of 25 rules each:
  * - the compiler: every pod's tables, NetworkPolicy and tiered (Admin/Baseline rule lists);
@@ -10,7 +10,8 @@
  * - the CFP's MapState for the most-selected pod's Admin ingress rules (identities: pod
  *   addresses): build time and entries, then inserting one new 25-rule AdminNetworkPolicy at a
  *   priority between existing ones — latency, changes, and whether any existing entry was
- *   renumbered (it must not be).
+ *   renumbered (it must not be);
+ * - with `--vpp`, the VPP stacks for one node (tiers-vpp.bench.ts).
  */
 import { Classifier, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
@@ -26,6 +27,7 @@ import { namespaceMatches, subjectSelects } from '../src/model/cluster-policy.ts
 import { ClusterState } from '../src/state/index.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { median } from './stats.ts';
+import { vppTierFigures } from './tiers-vpp.bench.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -118,6 +120,7 @@ export function tiersBenchmark(args: string[]): void {
   );
 
   mapStateFigures(cluster, pods);
+  if (args.includes('--vpp')) vppTierFigures(cluster, runs);
 }
 
 /** Packets between random pods, and within a namespace (where most policies apply). */

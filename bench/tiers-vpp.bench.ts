@@ -1,0 +1,60 @@
+/**
+ * The VPP stacks with ordered cluster policy (part of `npm run bench -- tiers … --vpp`): one
+ * node's pods through the pipeline and the renderer cache, whose tiered sides are flattened
+ * (renderers/cache/flatten-tiers.ts) — the time to flatten, then VPP ACL and VPPTCP output for
+ * the node (store + compile + flatten + combine, render, rules). VPP has no address sets, so
+ * every group an Admin rule names is one rule per member address: output grows with them.
+ */
+import { stateGroupLookup } from '../src/configurator/index.ts';
+import type { Cluster } from '../src/model/types.ts';
+import { PolicyPipeline } from '../src/pipeline/index.ts';
+import { flattenTiers, RendererCache } from '../src/renderers/cache/index.ts';
+import { renderAcls } from '../src/renderers/vpp-acl/index.ts';
+import { renderSessionRules } from '../src/renderers/vpptcp/index.ts';
+import { ClusterState } from '../src/state/index.ts';
+import { median } from './stats.ts';
+
+export function vppTierFigures(cluster: Cluster, runs: number): void {
+  const node = cluster.endpoints.find((e) => e.node)?.node;
+  if (!node) return;
+  const local = cluster.endpoints.filter((e) => e.node === node).length;
+  // Flattening alone: every local pod's tiered sides, from the compiled tables.
+  const state = new ClusterState();
+  const pipeline = new PolicyPipeline({ state, node, renderers: [] });
+  pipeline.apply({ type: 'resync', cluster });
+  const groups = stateGroupLookup(state);
+  const flattens: number[] = [];
+  let flattened = 0;
+  for (let run = 0; run < runs; run++) {
+    globalThis.gc?.();
+    const t = performance.now();
+    flattened = 0;
+    for (const [, tables] of pipeline.compiledPods()) {
+      const flat = flattenTiers(tables, (reference) => groups.addresses(reference)).tables;
+      flattened += (flat.ingress?.rules.length ?? 0) + (flat.egress?.rules.length ?? 0);
+    }
+    flattens.push(performance.now() - t);
+  }
+  process.stdout.write(
+    `VPP flattening (${node}, ${local} pods): ${median(flattens).toFixed(0)} ms, ${flattened} rules in the pods' flattened sides\n`,
+  );
+  for (const target of ['vpp-acl', 'vpptcp'] as const) {
+    globalThis.gc?.();
+    const t = performance.now();
+    const own = new ClusterState();
+    const cache = new RendererCache({
+      side: target === 'vpp-acl' ? 'ingress' : 'egress',
+      groups: stateGroupLookup(own),
+    });
+    new PolicyPipeline({ state: own, node, renderers: [cache] }).apply({ type: 'resync', cluster });
+    const build = performance.now() - t;
+    const r = performance.now();
+    const rules =
+      target === 'vpp-acl'
+        ? renderAcls(cache.snapshot, own).acls.reduce((n, acl) => n + acl.rules.length, 0)
+        : renderSessionRules(cache.snapshot, own).rules.length;
+    process.stdout.write(
+      `${target.padEnd(8)} store + compile + flatten + combine ${build.toFixed(0)} ms; render ${(performance.now() - r).toFixed(0)} ms; ${rules} ${target === 'vpp-acl' ? 'ACL' : 'session'} rules\n`,
+    );
+  }
+}
