@@ -113,4 +113,26 @@ describe('VPPTCP renderer', () => {
     assert.ok(txn.add.length > 0 && txn.add.length < after.rules.length);
     assert.ok(txn.delete.length > 0 && txn.delete.length < before.rules.length);
   });
+
+  it("keeps one local pod's host rule from removing that host from another local pod's group rules", () => {
+    // The global table holds both servers' ingress rules: a's admits 10.0.0.1 by an ipBlock /32,
+    // b's by a pod selector. The host rule decides 10.0.0.1 for a only.
+    const cluster = clusterOf([
+      namespace('s'),
+      pod('s', 'client', { app: 'client' }, { ips: ['10.0.0.1'], node: 'n2' }),
+      pod('s', 'a', { app: 'a' }, { ips: ['10.0.1.1'], node: 'n1' }),
+      pod('s', 'b', { app: 'b' }, { ips: ['10.0.1.2'], node: 'n1' }),
+      policy('s', 'a-in', {
+        podSelector: { matchLabels: { app: 'a' } },
+        ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.1/32' } }] }],
+      }),
+      policy('s', 'b-in', {
+        podSelector: { matchLabels: { app: 'b' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }] }],
+      }),
+    ]);
+    const packet = { src: ipOf('10.0.0.1'), dst: ipOf('10.0.1.2'), protocol: 'TCP' as const, port: 80 };
+    assert.equal(referenceAllows(cluster, packet.src, packet.dst, 'TCP', 80), true);
+    assert.equal(vpptcpVerdicts(cluster)(packet), true);
+  });
 });

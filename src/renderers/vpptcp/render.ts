@@ -74,20 +74,23 @@ function sessionRules(
   state: ClusterState,
   notes: Set<string>,
 ): SessionRule[] {
-  const remoteOf = (rule: Rule): NetRef => (scope === SCOPE_LOCAL ? rule.dst : rule.src);
+  const ends = (rule: Rule): [NetRef, NetRef] =>
+    scope === SCOPE_LOCAL ? [rule.src, rule.dst] : [rule.dst, rule.src];
   // First match puts host CIDRs before groups; longest-prefix match does not tell them apart.
   // A host that a host rule decides for every protocol and port (CombineRules' "deny the rest"
-  // for a pair) is therefore left out of group expansions, as the seed removes such rules.
+  // for a pair) is therefore left out of group expansions, as the seed removes such rules —
+  // for the same local end only: the global table holds every local pod's rules.
   const decided = new Set<string>();
   for (const rule of table.rules) {
-    const remote = remoteOf(rule);
+    const [local, remote] = ends(rule);
     if (
       rule.protocol === 'ANY' &&
       !rule.dstPorts &&
       remote.kind === 'cidr' &&
       remote.cidr.prefix === familyBits(remote.cidr.family)
     )
-      for (const p of prefixes(remote, state)) decided.add(p.prefix);
+      for (const l of prefixes(local, state))
+        for (const r of prefixes(remote, state)) decided.add(`${l.prefix}|${r.prefix}`);
   }
   // Rules per session key without the port, in table order (so first match per port).
   const keyed = new Map<
@@ -100,11 +103,11 @@ function sessionRules(
       continue;
     }
     const protocols: (6 | 17)[] = rule.protocol === 'TCP' ? [6] : rule.protocol === 'UDP' ? [17] : [6, 17];
-    const [localNet, remoteNet] = scope === SCOPE_LOCAL ? [rule.src, rule.dst] : [rule.dst, rule.src];
+    const [localNet, remoteNet] = ends(rule);
     for (const lcl of prefixes(localNet, state))
       for (const rmt of prefixes(remoteNet, state)) {
         if (lcl.family !== rmt.family) continue;
-        if (remoteNet.kind === 'group' && decided.has(rmt.prefix)) continue;
+        if (remoteNet.kind === 'group' && decided.has(`${lcl.prefix}|${rmt.prefix}`)) continue;
         for (const proto of protocols) {
           const key = `${lcl.prefix}|${rmt.prefix}|${proto}`;
           let entry = keyed.get(key);
