@@ -24,6 +24,8 @@ import {
 import { PARTITION_SEPARATOR, type TieredTable } from './types.ts';
 
 type Direction = 'ingress' | 'egress';
+/** Memoized lists kept before the memo is dropped (each entry is one distinct pod side's tiers). */
+const MAX_TIER_MEMO = 50_000;
 const ACTION: Record<ClusterRule['action'], RuleAction> = { allow: 'permit', deny: 'deny', pass: 'pass' };
 
 export class TierTables {
@@ -52,6 +54,8 @@ export class TierTables {
       admin: adminRules.map((r) => r.rule),
       baseline: baselineRules.map((r) => r.rule),
     };
+    // Bounded like the NetworkPolicy memo: churn in cluster policy must not grow it forever.
+    if (this.memo.size >= MAX_TIER_MEMO) this.memo.clear();
     this.memo.set(key, table);
     return table;
   }
