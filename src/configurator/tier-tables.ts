@@ -24,8 +24,8 @@ import {
 import { PARTITION_SEPARATOR, type TieredTable } from './types.ts';
 
 type Direction = 'ingress' | 'egress';
-/** Memoized lists kept before the memo is dropped (each entry is one distinct pod side's tiers). */
-const MAX_TIER_MEMO = 50_000;
+/** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
+const MAX_TIER_MEMO = 250_000;
 const ACTION: Record<ClusterRule['action'], RuleAction> = { allow: 'permit', deny: 'deny', pass: 'pass' };
 
 export class TierTables {
