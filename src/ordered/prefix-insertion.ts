@@ -57,7 +57,8 @@ function smallestCovering(entries: ReadonlyMap<string, Decided>, key: Rule): Dec
   return best.action;
 }
 
-const keyOf = (rule: Rule): string => ruleText({ ...rule, action: 'permit' });
+/** What a rule matches, as text (action and precedence left out). */
+const keyOf = ({ precedence: _precedence, ...rule }: Rule): string => ruleText({ ...rule, action: 'permit' });
 
 function ports(rule: Rule): readonly [number, number] {
   return rule.dstPorts ?? [MIN_PORT, MAX_PORT];
