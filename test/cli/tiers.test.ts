@@ -164,6 +164,7 @@ describe('cluster policy in the CLI', () => {
     assert.equal(tcp.code, 0, tcp.stderr);
     const compiled = await cli(['compile', '--node', 'node-1', ...INPUT]);
     assert.equal(compiled.code, 0, compiled.stderr);
+    assert.match(compiled.stdout, /ordered cluster policy flattened into the tables of 4 pods/);
     // frontend accepts TCP/8080 from anywhere, but the Admin tier denies the monitoring pod first.
     assert.match(
       compiled.stdout,

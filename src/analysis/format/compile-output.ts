@@ -32,6 +32,8 @@ export interface CompileReport {
     readonly name: string;
     readonly side: 'ingress' | 'egress';
     readonly local: readonly { readonly pod: string; readonly table: string }[];
+    /** Local pods whose ordered cluster policy was flattened into their tables. */
+    readonly flattened: readonly string[];
     readonly tables: readonly RuleTable[];
     readonly global: RuleTable;
   };
@@ -99,6 +101,12 @@ export function formatCompileText(report: CompileReport, style: Style, withStats
         `node ${node.name}: local tables combined on the pods' ${node.side} side (${node.tables.length} distinct)`,
       ),
     );
+    if (node.flattened.length > 0)
+      lines.push(
+        style.dim(
+          `  ordered cluster policy flattened into the tables of ${node.flattened.length} pod${node.flattened.length === 1 ? '' : 's'} (Admin, NetworkPolicy, Baseline in one first-match table each)`,
+        ),
+      );
     for (const { pod, table } of node.local) lines.push(`  ${pod}  ${table}`);
     for (const table of node.tables) {
       lines.push(`  ${table.id}`);
@@ -155,6 +163,7 @@ export function compileJson(report: CompileReport): object {
             name: report.node.name,
             side: report.node.side,
             local: report.node.local,
+            flattened: report.node.flattened,
             tables: report.node.tables.map(table),
             global: table(report.node.global),
           },

@@ -119,6 +119,10 @@ function buildReport(
             local: [...cache.snapshot.binding]
               .sort(([a], [b]) => (a < b ? -1 : 1))
               .map(([pod, table]) => ({ pod, table })),
+            flattened: [...cache.snapshot.pods.values()]
+              .filter((known) => known.expanded !== undefined)
+              .map((known) => known.pod.id)
+              .sort(),
             tables: [...cache.snapshot.tables.values()],
             global: cache.snapshot.global,
           },
