@@ -9,7 +9,7 @@ import { compileJson, formatCompileText, type CompileReport } from '../../analys
 import { styleFor } from '../../analysis/format/style.ts';
 import { stateGroupLookup, type TieredTable } from '../../configurator/index.ts';
 import { PolicyPipeline } from '../../pipeline/index.ts';
-import { RendererCache } from '../../renderers/cache/index.ts';
+import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
 import { ClusterState } from '../../state/index.ts';
 import {
   checkChoice,
@@ -119,10 +119,7 @@ function buildReport(
             local: [...cache.snapshot.binding]
               .sort(([a], [b]) => (a < b ? -1 : 1))
               .map(([pod, table]) => ({ pod, table })),
-            flattened: [...cache.snapshot.pods.values()]
-              .filter((known) => known.expanded !== undefined)
-              .map((known) => known.pod.id)
-              .sort(),
+            flattened: flattenedPods(cache.snapshot),
             tables: [...cache.snapshot.tables.values()],
             global: cache.snapshot.global,
           },

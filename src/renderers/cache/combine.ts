@@ -22,10 +22,11 @@ export interface KnownPod {
   readonly pod: RenderedPod;
   /** The tables this cache works with: tiered sides flattened (flatten-tiers.ts). */
   readonly tables: PodTables;
-  /** Set when the pod has ordered cluster policy: the groups its flattened tables expanded. */
-  readonly expanded?: ReadonlySet<string>;
-  /** The configurator's tables, kept to flatten again when an expanded group changes. */
-  readonly source?: PodTables;
+  /**
+   * Set when the pod has ordered cluster policy: the configurator's tables (kept to flatten again)
+   * and the groups whose members the flattened tables were expanded from.
+   */
+  readonly flattened?: { readonly source: PodTables; readonly groups: ReadonlySet<string> };
 }
 
 const OPEN: readonly Rule[] = [{ action: 'permit', protocol: 'ANY', src: ANY_NET, dst: ANY_NET }];

@@ -82,7 +82,7 @@ function flattenSide(
   // Which rules (by position) contain each named host; the rest are CIDR or "any" rules.
   const hosts = new Map<string, { cidr: Cidr; rules: number[] }>();
   const generic: number[] = [];
-  const name = (cidr: Cidr, index: number): void => {
+  const addHost = (cidr: Cidr, index: number): void => {
     const key = cidr.text;
     const entry = hosts.get(key);
     if (entry) entry.rules.push(index);
@@ -92,8 +92,9 @@ function flattenSide(
     const net = rule[remote];
     if (net.kind === 'group') {
       groups.add(parseGroupReference(net.group).key);
-      for (const ip of addresses(net.group)) name(hostCidr(ip), index);
-    } else if (net.kind === 'cidr' && net.cidr.prefix === familyBits(net.cidr.family)) name(net.cidr, index);
+      for (const ip of addresses(net.group)) addHost(hostCidr(ip), index);
+    } else if (net.kind === 'cidr' && net.cidr.prefix === familyBits(net.cidr.family))
+      addHost(net.cidr, index);
     else generic.push(index);
   });
   const entries: Rule[] = [];

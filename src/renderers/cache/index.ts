@@ -5,4 +5,4 @@ export { RendererCache, type CacheChanges, type CacheOptions, type CacheSnapshot
 export { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
 export { tablePorts } from './table-ports.ts';
 export { flattenTiers, type FlattenedTables } from './flatten-tiers.ts';
-export { ownNodeNotes } from './own-node.ts';
+export { flattenedPods, ownNodeNotes } from './own-node.ts';

@@ -5,8 +5,16 @@
  */
 import type { CacheSnapshot } from './renderer-cache.ts';
 
+/** The local pods whose ordered cluster policy the cache flattened into their tables, sorted. */
+export function flattenedPods(snapshot: CacheSnapshot): string[] {
+  return [...snapshot.pods.values()]
+    .filter((known) => known.flattened !== undefined)
+    .map((known) => known.pod.id)
+    .sort();
+}
+
 export function ownNodeNotes(snapshot: CacheSnapshot): string[] {
-  const tiered = [...snapshot.pods.values()].filter((known) => known.expanded !== undefined).length;
+  const tiered = flattenedPods(snapshot).length;
   return tiered === 0
     ? []
     : [

@@ -97,7 +97,7 @@ export class RendererCache implements Renderer<CacheChanges> {
       if (!list) members.set(reference, (list = this.options.groups.addresses(reference)));
       return list;
     });
-    return { pod, tables: flat.tables, expanded: flat.groups, source: tables };
+    return { pod, tables: flat.tables, flattened: { source: tables, groups: flat.groups } };
   }
 
   private compute(
@@ -118,13 +118,9 @@ export class RendererCache implements Renderer<CacheChanges> {
     const reflattened: string[] = [];
     if (changedGroups.size > 0)
       for (const [id, known] of pods) {
-        if (
-          pending.has(id) ||
-          !known.source ||
-          ![...(known.expanded ?? [])].some((g) => changedGroups.has(g))
-        )
-          continue;
-        const again = this.known(known.pod, known.source, members);
+        const flattened = known.flattened;
+        if (pending.has(id) || !flattened || !intersects(flattened.groups, changedGroups)) continue;
+        const again = this.known(known.pod, flattened.source, members);
         if (
           again.tables.ingress?.id === known.tables.ingress?.id &&
           again.tables.egress?.id === known.tables.egress?.id
@@ -207,6 +203,12 @@ export class RendererCache implements Renderer<CacheChanges> {
 }
 
 type GroupMembersMemo = Map<string, readonly IpAddress[]>;
+
+function intersects(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  for (const item of small) if (large.has(item)) return true;
+  return false;
+}
 
 function sameRules(a: readonly Rule[], b: readonly Rule[] | undefined): boolean {
   if (!b) return a.length === 0;
