@@ -47,11 +47,11 @@ export class Classifier {
   private readonly byV4 = new Map<number, EndpointMaps>();
   private readonly byV6 = new Map<string, EndpointMaps>();
   /** Shared tables by selection key, with the pods using them (to rebuild when groups change). */
-  private readonly shared = new Map<string, { table: DirectionTable | undefined; users: Set<string> }>();
+  private readonly shared = new Map<string, Shared<DirectionTable | undefined>>();
   private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[]; tierKeys: string[] }>();
   private readonly nodeAddresses = new Map<string, Set<number | string>>();
   /** Tier tables by content, with the pods using them (dropped with their last user). */
-  private readonly tierTables = new Map<string, { table: TierTable | undefined; users: Set<string> }>();
+  private readonly tierTables = new Map<string, Shared<TierTable | undefined>>();
   /** Address → groups, shared by every NetworkPolicy and tier table. */
   private readonly resolver: StateGroupResolver;
   private readonly tierCompiler: TierTables | undefined;
@@ -80,16 +80,8 @@ export class Classifier {
     const before = this.pods.get(id);
     if (before) {
       for (const ip of before.maps.endpoint.ips) if (this.mapsOf(ip) === before.maps) this.unindex(ip);
-      for (const key of before.keys) {
-        const entry = this.shared.get(key);
-        entry?.users.delete(id);
-        if (entry && entry.users.size === 0) this.shared.delete(key);
-      }
-      for (const key of before.tierKeys) {
-        const entry = this.tierTables.get(key);
-        entry?.users.delete(id);
-        if (entry && entry.users.size === 0) this.tierTables.delete(key);
-      }
+      for (const key of before.keys) releaseShared(this.shared, key, id);
+      for (const key of before.tierKeys) releaseShared(this.tierTables, key, id);
       this.pods.delete(id);
     }
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
@@ -240,15 +232,10 @@ export class Classifier {
       if (!tiered) return { admin: undefined, baseline: undefined };
       const get = (tier: 'admin' | 'baseline'): TierTable | undefined => {
         const key = `${tiered.id}|${tier}|${direction}`;
-        let entry = this.tierTables.get(key);
-        if (!entry)
-          this.tierTables.set(
-            key,
-            (entry = { table: tierTable(tiered[tier], direction, this.resolver), users: new Set() }),
-          );
-        entry.users.add(pod.id);
         used.push(key);
-        return entry.table;
+        return acquireShared(this.tierTables, key, pod.id, () =>
+          tierTable(tiered[tier], direction, this.resolver),
+        );
       };
       return { admin: get('admin'), baseline: get('baseline') };
     };
@@ -271,15 +258,31 @@ export class Classifier {
       direction === 'ingress'
         ? `i|${selection.ingressKey}|${pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')}`
         : `e|${selection.egressKey}`;
-    let entry = this.shared.get(key);
-    if (!entry)
-      this.shared.set(
-        key,
-        (entry = { table: buildDirectionTable(this.state, pod, direction, this.resolver), users: new Set() }),
-      );
-    entry.users.add(pod.id);
-    return { key, table: entry.table };
+    const table = acquireShared(this.shared, key, pod.id, () =>
+      buildDirectionTable(this.state, pod, direction, this.resolver),
+    );
+    return { key, table };
   }
+}
+
+/** A table shared by content, with the pods using it; dropped with its last user. */
+interface Shared<T> {
+  readonly table: T;
+  readonly users: Set<string>;
+}
+
+function acquireShared<T>(map: Map<string, Shared<T>>, key: string, user: string, build: () => T): T {
+  let entry = map.get(key);
+  if (!entry) map.set(key, (entry = { table: build(), users: new Set() }));
+  entry.users.add(user);
+  return entry.table;
+}
+
+function releaseShared<T>(map: Map<string, Shared<T>>, key: string, user: string): void {
+  const entry = map.get(key);
+  if (!entry) return;
+  entry.users.delete(user);
+  if (entry.users.size === 0) map.delete(key);
 }
 
 /** A tier's answer for a matched slot: true (allow), false (deny), undefined (pass, or nothing matched). */
