@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { firstMatch, stateGroupLookup } from '../../src/configurator/index.ts';
-import type { IpAddress } from '../../src/net/ip.ts';
 import type { Cluster, Endpoint } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
@@ -17,7 +16,7 @@ import { ruleText } from '../../src/model/rule.ts';
 import type { Packet } from '../../src/configurator/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { clusterOf, endpoint, namespace, pod } from '../helpers/builders.ts';
-import { assertAgreesWithReference, podAndOwnNode } from '../helpers/compiled.ts';
+import { assertAgreesWithReference, podAndOwnNode, topology } from '../helpers/compiled.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -44,11 +43,7 @@ function combinedAllows(
   caches: ReturnType<typeof renderPerNode>,
   packet: Packet,
 ): boolean {
-  const same = (a: IpAddress, b: IpAddress): boolean => a.family === b.family && a.value === b.value;
-  const podAt = (ip: IpAddress): Endpoint | undefined =>
-    cluster.endpoints.find((e) => !e.hostNetwork && e.ips.some((a) => same(a, ip)));
-  const ownNode = (pod: Endpoint, ip: IpAddress): boolean =>
-    !!pod.node && (cluster.nodes.get(pod.node)?.addresses.some((a) => same(a, ip)) ?? false);
+  const { podAt, ownNode } = topology(cluster);
   const src = podAt(packet.src);
   const dst = podAt(packet.dst);
   const groupsOf = (pod: Endpoint) =>

@@ -90,20 +90,27 @@ export function assertAgreesWithReference(
   }
 }
 
+/** Where a pod and its node stand, for the path a packet takes through a datapath. */
+export function topology(cluster: Cluster) {
+  const same = (a: IpAddress, b: IpAddress): boolean => a.family === b.family && a.value === b.value;
+  return {
+    podAt: (ip: IpAddress): Endpoint | undefined =>
+      cluster.endpoints.find((e) => !e.hostNetwork && e.ips.some((a) => same(a, ip))),
+    ownNode: (pod: Endpoint, ip: IpAddress): boolean =>
+      !!pod.node && (cluster.nodes.get(pod.node)?.addresses.some((a) => same(a, ip)) ?? false),
+  };
+}
+
 /**
  * Traffic between a pod and its own node, which the VPP stacks never police (the helpers let it
  * through before any table). Under ordered cluster policy the reference judges it (Admin and
  * Baseline rules apply to it), so comparisons of those datapaths leave it out.
  */
 export function podAndOwnNode(cluster: Cluster): (src: IpAddress, dst: IpAddress) => boolean {
-  const same = (a: IpAddress, b: IpAddress): boolean => a.family === b.family && a.value === b.value;
-  const ownNodeOf = (pod: IpAddress, other: IpAddress): boolean =>
-    cluster.endpoints.some(
-      (e) =>
-        !e.hostNetwork &&
-        e.ips.some((ip) => same(ip, pod)) &&
-        !!e.node &&
-        (cluster.nodes.get(e.node)?.addresses.some((a) => same(a, other)) ?? false),
-    );
-  return (src, dst) => ownNodeOf(src, dst) || ownNodeOf(dst, src);
+  const { podAt, ownNode } = topology(cluster);
+  const podWithOwnNode = (pod: IpAddress, other: IpAddress): boolean => {
+    const endpoint = podAt(pod);
+    return endpoint !== undefined && ownNode(endpoint, other);
+  };
+  return (src, dst) => podWithOwnNode(src, dst) || podWithOwnNode(dst, src);
 }

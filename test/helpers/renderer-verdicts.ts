@@ -24,6 +24,7 @@ import {
   type SessionRendering,
 } from '../../src/renderers/vpptcp/index.ts';
 import { NeutronModel, renderNeutron } from '../../src/renderers/neutron/index.ts';
+import { topology } from './compiled.ts';
 
 export interface VerdictPacket {
   readonly src: IpAddress;
@@ -34,17 +35,6 @@ export interface VerdictPacket {
 
 export type RendererName = 'vpp-acl' | 'vpptcp' | 'neutron';
 export const RENDERERS: readonly RendererName[] = ['vpp-acl', 'vpptcp', 'neutron'];
-
-/** Where a pod and its node stand, for the path a packet takes. */
-function topology(cluster: Cluster) {
-  const same = (a: IpAddress, b: IpAddress): boolean => a.family === b.family && a.value === b.value;
-  return {
-    podAt: (ip: IpAddress): Endpoint | undefined =>
-      cluster.endpoints.find((e) => !e.hostNetwork && e.ips.some((a) => same(a, ip))),
-    ownNode: (pod: Endpoint, ip: IpAddress): boolean =>
-      !!pod.node && (cluster.nodes.get(pod.node)?.addresses.some((a) => same(a, ip)) ?? false),
-  };
-}
 
 function nodesOf(cluster: Cluster): string[] {
   return [...new Set(cluster.endpoints.map((e) => e.node ?? ''))];
