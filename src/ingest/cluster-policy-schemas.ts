@@ -118,7 +118,6 @@ export const stringListSchema = z.array(z.string());
 
 type Parsed<S extends z.ZodType> = z.infer<S>;
 export type RawAnp = Parsed<typeof strictClusterPolicySchemas.anp>;
-export type RawBanp = Parsed<typeof strictClusterPolicySchemas.banp>;
 export type RawCnp = Parsed<typeof strictClusterPolicySchemas.cnp>;
 export type RawSubject = RawAnp['spec']['subject'];
 export type RawAnpPort = NonNullable<NonNullable<RawAnp['spec']['ingress']>[number]['ports']>[number];

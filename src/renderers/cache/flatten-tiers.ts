@@ -15,12 +15,13 @@
  *    that decide the same under any subsets-first order — the VPP ACL's ordered list and the
  *    session layer's longest-prefix match alike.
  */
-import { cidrCovers, familyBits, hostCidr, type Cidr, type IpAddress } from '../../net/ip.ts';
+import { cidrCovers, familyBits, hostCidr, type Cidr } from '../../net/ip.ts';
 import { ANY_NET, netText, type NetRef, type Rule, type RuleTable } from '../../model/rule.ts';
 import { insertByPriority, intersect } from '../../ordered/prefix-insertion.ts';
 import {
   canonicalTable,
   parseGroupReference,
+  type GroupExpansion,
   type PodTables,
   type TieredTable,
 } from '../../configurator/index.ts';
@@ -28,7 +29,7 @@ import {
 type Decided = Rule & { readonly action: 'permit' | 'deny' };
 
 /** A group reference's member addresses (a whole group or one named-port partition). */
-export type GroupAddresses = (reference: string) => readonly IpAddress[];
+export type GroupAddresses = GroupExpansion['addresses'];
 
 export interface FlattenedTables {
   readonly tables: PodTables;
