@@ -168,18 +168,14 @@ export class DirectionTable {
 
   /** Whether some rule slot allows traffic with the remote address, protocol and port. */
   allows(remote: IpAddress, protocol: Protocol, port: number): boolean {
-    return this.allowsWords(
-      remote.family,
-      addressWords(remote.family, remote.value, scratch.words),
-      protocol,
-      port,
-    );
+    const words = addressWords(remote.family, remote.value, scratch.words);
+    return this.matchWords(remote.family, words, protocol, port, false) >= 0;
   }
 
   /** The same for an IPv4 address given as a number (no bigint on the packet path). */
   allowsV4(remote: number, protocol: Protocol, port: number): boolean {
     scratch.words[0] = remote;
-    return this.allowsWords(4, scratch.words, protocol, port);
+    return this.matchWords(4, scratch.words, protocol, port, false) >= 0;
   }
 
   /**
@@ -199,10 +195,6 @@ export class DirectionTable {
   firstMatchV4(remote: number, protocol: Protocol, port: number): number {
     scratch.words[0] = remote;
     return this.matchWords(4, scratch.words, protocol, port, true);
-  }
-
-  private allowsWords(family: IpFamily, words: Uint32Array, protocol: Protocol, port: number): boolean {
-    return this.matchWords(family, words, protocol, port, false) >= 0;
   }
 
   /** The first matching slot (or, when `first` is false, any matching slot's word index × 32), -1 for none. */
