@@ -6,7 +6,7 @@
  */
 export class BitmapStore {
   words: Uint32Array;
-  private used = 0;
+  private usedWords = 0;
 
   constructor(readonly width: number) {
     this.words = new Uint32Array(Math.max(width, 1) * 16);
@@ -14,19 +14,24 @@ export class BitmapStore {
 
   /** A new, empty bitmap; returns its offset. */
   allocate(): number {
-    if (this.used + this.width > this.words.length) {
+    if (this.usedWords + this.width > this.words.length) {
       const grown = new Uint32Array(this.words.length * 2);
       grown.set(this.words);
       this.words = grown;
     }
-    const offset = this.used;
-    this.used += this.width;
+    const offset = this.usedWords;
+    this.usedWords += this.width;
     return offset;
   }
 
   set(offset: number, bit: number): void {
     const index = offset + (bit >>> 5);
     this.words[index] = ((this.words[index] as number) | (1 << (bit & 31))) >>> 0;
+  }
+
+  /** The words in use, as signed 32-bit words (a view, not a copy). */
+  used(): Int32Array {
+    return new Int32Array(this.words.buffer, this.words.byteOffset, this.usedWords);
   }
 
   /** The set bits of a bitmap, for rendering. */

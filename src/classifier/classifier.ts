@@ -5,8 +5,12 @@
  * enforced"). Endpoints that are selected by the same policies (and, for ingress, expose the
  * same ports) share their maps. Traffic between a pod and its own node is allowed first, as in
  * the datapaths.
+ *
+ * Lookups run on flat copies: each built table packed into one shared typed array, and per
+ * address one record of table handles, node and groups (address-records.ts). The objects stay
+ * for rendering and for knowing what to rebuild.
  */
-import { formatIp, type IpAddress } from '../net/ip.ts';
+import { formatIp, type IpAddress, type IpFamily } from '../net/ip.ts';
 import type { Endpoint, Protocol } from '../model/types.ts';
 import type { ClusterState } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
@@ -14,8 +18,27 @@ import type { DirectionTable } from './direction-table.ts';
 import { TierTables } from '../configurator/index.ts';
 import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-table.ts';
 import { StateGroupResolver } from './state-group-resolver.ts';
+import {
+  ADMIN_EGRESS,
+  ADMIN_INGRESS,
+  AddressRecords,
+  BASELINE_EGRESS,
+  BASELINE_INGRESS,
+  EGRESS,
+  ENDPOINT_NODE,
+  GROUPS_AT,
+  GROUPS_LENGTH,
+  INGRESS,
+  NODE_ADDRESS_OF,
+} from './address-records.ts';
+import { PackedTables } from './packed-tables.ts';
+import { addressWords } from './lpm-trie.ts';
 
-const addressKey = (ip: IpAddress): number | string => (ip.family === 4 ? Number(ip.value) : formatIp(ip));
+const NO_TABLE = -1;
+/** Tier answers from a packed tier table's matching slot. */
+const ALLOW = 1;
+const DENY = 0;
+const UNDECIDED = -1;
 
 export interface ClassifierPacket {
   readonly src: IpAddress;
@@ -49,7 +72,14 @@ export class Classifier {
   /** Shared tables by selection key, with the pods using them (to rebuild when groups change). */
   private readonly shared = new Map<string, Shared<DirectionTable | undefined>>();
   private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[]; tierKeys: string[] }>();
-  private readonly nodeAddresses = new Map<string, Set<number | string>>();
+  /** Node numbers (from 1) for the records' node fields. */
+  private readonly nodeNumbers = new Map<string, number>();
+  /** What lookups read: per address a record, per table a packed block. */
+  private readonly records = new AddressRecords();
+  private readonly packed = new PackedTables();
+  private readonly srcWords = new Uint32Array(4);
+  private readonly allowNodeLocal: boolean;
+  private readonly dstWords = new Uint32Array(4);
   /** Tier tables by content, with the pods using them (dropped with their last user). */
   private readonly tierTables = new Map<string, Shared<TierTable | undefined>>();
   /** Address → groups, shared by every NetworkPolicy and tier table. */
@@ -60,14 +90,11 @@ export class Classifier {
     private readonly state: ClusterState,
     private readonly options: ClassifierOptions = {},
   ) {
-    this.resolver = new StateGroupResolver(state);
+    this.allowNodeLocal = options.allowNodeLocal ?? true;
+    this.resolver = new StateGroupResolver(state, this.records);
     if (options.tiers) this.tierCompiler = new TierTables(state);
     for (const pod of state.allPods()) {
-      if (pod.hostNetwork && pod.node) {
-        let set = this.nodeAddresses.get(pod.node);
-        if (!set) this.nodeAddresses.set(pod.node, (set = new Set()));
-        for (const ip of pod.ips) set.add(addressKey(ip));
-      }
+      if (pod.hostNetwork && pod.node) this.addNodeAddresses(pod.node, pod.ips);
       this.setPod(pod.id, pod);
     }
   }
@@ -80,22 +107,25 @@ export class Classifier {
     const before = this.pods.get(id);
     if (before) {
       for (const ip of before.maps.endpoint.ips) if (this.mapsOf(ip) === before.maps) this.unindex(ip);
-      for (const key of before.keys) releaseShared(this.shared, key, id);
-      for (const key of before.tierKeys) releaseShared(this.tierTables, key, id);
+      for (const key of before.keys) releaseShared(this.shared, key, id, this.packed);
+      for (const key of before.tierKeys) releaseShared(this.tierTables, key, id, this.packed);
       this.pods.delete(id);
     }
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
     const ingress = this.table(pod, 'ingress');
     const egress = this.table(pod, 'egress');
     const tierKeys: string[] = [];
+    const tiers = this.tiersOf(pod, tierKeys);
     const maps: EndpointMaps = {
       endpoint: pod,
-      ingress: ingress.table,
-      egress: egress.table,
-      ...this.tiersOf(pod, tierKeys),
+      ingress: ingress.entry.table,
+      egress: egress.entry.table,
+      ...tiers.maps,
     };
     this.pods.set(id, { maps, keys: [ingress.key, egress.key], tierKeys });
-    for (const ip of pod.ips) this.index(ip, maps);
+    const handles = [ingress.entry.handle, egress.entry.handle, ...tiers.handles];
+    const node = pod.node ? this.nodeNumber(pod.node) : 0;
+    for (const ip of pod.ips) this.index(ip, maps, handles, node);
   }
 
   /**
@@ -110,20 +140,31 @@ export class Classifier {
       if (entry.table && [...entry.table.groups].some((g) => groups.has(g))) {
         for (const user of entry.users) stale.add(user);
         this.shared.delete(key);
+        this.packed.remove(entry.handle);
       }
     for (const id of stale) this.setPod(id, this.state.pod(id));
   }
 
   /** Adds the addresses of a node (from the cluster's node list) for node-local traffic. */
   addNodeAddresses(node: string, addresses: readonly IpAddress[]): void {
-    let set = this.nodeAddresses.get(node);
-    if (!set) this.nodeAddresses.set(node, (set = new Set()));
-    for (const ip of addresses) set.add(addressKey(ip));
+    const number = this.nodeNumber(node);
+    for (const ip of addresses) this.records.setNodeAddress(ip, number);
+  }
+
+  private nodeNumber(node: string): number {
+    let number = this.nodeNumbers.get(node);
+    if (number === undefined) this.nodeNumbers.set(node, (number = this.nodeNumbers.size + 1));
+    return number;
   }
 
   /** Every endpoint's maps, once each. */
   endpoints(): EndpointMaps[] {
     return [...new Set([...this.byV4.values(), ...this.byV6.values()])];
+  }
+
+  /** Bytes of the lookup structures: address records (with group lists) and packed tables. */
+  get memory(): { records: number; tables: number } {
+    return { records: this.records.bytes, tables: this.packed.bytes };
   }
 
   /** Distinct direction tables built (shared ones counted once). */
@@ -135,20 +176,27 @@ export class Classifier {
     return ip.family === 4 ? this.byV4.get(Number(ip.value)) : this.byV6.get(formatIp(ip));
   }
 
-  private index(ip: IpAddress, maps: EndpointMaps): void {
+  private index(ip: IpAddress, maps: EndpointMaps, handles: readonly number[], node: number): void {
     if (ip.family === 4) this.byV4.set(Number(ip.value), maps);
     else this.byV6.set(formatIp(ip), maps);
+    this.records.setEndpoint(ip, handles, node);
   }
 
   private unindex(ip: IpAddress): void {
     if (ip.family === 4) this.byV4.delete(Number(ip.value));
     else this.byV6.delete(formatIp(ip));
+    this.records.clearEndpoint(ip);
   }
 
   allows(packet: ClassifierPacket): boolean {
-    const src = this.mapsOf(packet.src);
-    const dst = this.mapsOf(packet.dst);
-    return this.side(src, 'egress', packet.dst, packet) && this.side(dst, 'ingress', packet.src, packet);
+    const { src, dst } = packet;
+    if (src.family !== dst.family) return false;
+    const srcWords = addressWords(src.family, src.value, this.srcWords);
+    const dstWords = addressWords(dst.family, dst.value, this.dstWords);
+    const records = this.records;
+    const from = src.family === 4 ? records.findV4(srcWords[0] as number) : records.findV6(srcWords);
+    const to = dst.family === 4 ? records.findV4(dstWords[0] as number) : records.findV6(dstWords);
+    return this.decide(from, to, src.family, protocolIndex(packet.protocol), packet.port);
   }
 
   /**
@@ -156,140 +204,205 @@ export class Classifier {
    * no bigint and no string on this path.
    */
   allowsV4(src: number, dst: number, protocol: Protocol, port: number): boolean {
-    const local = this.options.allowNodeLocal ?? true;
-    const from = this.byV4.get(src);
-    if (from) {
-      const admin =
-        from.admin?.egress &&
-        tierVerdict(from.admin.egress, from.admin.egress.table.firstMatchV4(dst, protocol, port));
-      if (admin === false) return false;
-      if (admin === undefined) {
-        const egress = from.egress;
-        if (egress) {
-          if (!(local && from.endpoint.node && this.nodeAddresses.get(from.endpoint.node)?.has(dst)))
-            if (!egress.allowsV4(dst, protocol, port)) return false;
-        } else if (from.baseline?.egress) {
-          const t = from.baseline.egress;
-          if (tierVerdict(t, t.table.firstMatchV4(dst, protocol, port)) === false) return false;
-        }
-      }
-    }
-    const to = this.byV4.get(dst);
-    if (to) {
-      const admin =
-        to.admin?.ingress &&
-        tierVerdict(to.admin.ingress, to.admin.ingress.table.firstMatchV4(src, protocol, port));
-      if (admin !== undefined) return admin;
-      const ingress = to.ingress;
-      if (ingress) {
-        if (local && to.endpoint.node && this.nodeAddresses.get(to.endpoint.node)?.has(src)) return true;
-        return ingress.allowsV4(src, protocol, port);
-      }
-      if (to.baseline?.ingress) {
-        const t = to.baseline.ingress;
-        return tierVerdict(t, t.table.firstMatchV4(src, protocol, port)) !== false;
-      }
-    }
-    return true;
+    this.srcWords[0] = src;
+    this.dstWords[0] = dst;
+    const records = this.records;
+    return this.decide(records.findV4(src), records.findV4(dst), 4, protocolIndex(protocol), port);
   }
 
-  /** One direction: the Admin tier, then NetworkPolicy (isolated pods end there), then the Baseline tier. */
-  private side(
-    maps: EndpointMaps | undefined,
-    direction: 'ingress' | 'egress',
-    remote: IpAddress,
-    packet: ClassifierPacket,
+  /**
+   * Both ends, from their records (-1: an address the classifier knows nothing of): the source's
+   * egress, then the destination's ingress. Each side: the Admin tier, then NetworkPolicy
+   * (isolated pods end there), then the Baseline tier.
+   */
+  private decide(from: number, to: number, family: IpFamily, protocol: number, port: number): boolean {
+    const data = this.records.data;
+    const local = this.allowNodeLocal;
+    if (from >= 0) {
+      const admin = this.tier(data[from + ADMIN_EGRESS] as number, family, this.dstWords, to, protocol, port);
+      if (admin === DENY) return false;
+      if (admin === UNDECIDED) {
+        const egress = data[from + EGRESS] as number;
+        if (egress !== NO_TABLE) {
+          if (
+            !(local && this.nodeLocal(from, to)) &&
+            !this.matches(egress, family, this.dstWords, to, protocol, port)
+          )
+            return false;
+        } else if (
+          this.tier(data[from + BASELINE_EGRESS] as number, family, this.dstWords, to, protocol, port) ===
+          DENY
+        )
+          return false;
+      }
+    }
+    if (to < 0) return true;
+    const admin = this.tier(data[to + ADMIN_INGRESS] as number, family, this.srcWords, from, protocol, port);
+    if (admin !== UNDECIDED) return admin === ALLOW;
+    const ingress = data[to + INGRESS] as number;
+    if (ingress !== NO_TABLE) {
+      if (local && this.nodeLocal(to, from)) return true;
+      return this.matches(ingress, family, this.srcWords, from, protocol, port);
+    }
+    return (
+      this.tier(data[to + BASELINE_INGRESS] as number, family, this.srcWords, from, protocol, port) !== DENY
+    );
+  }
+
+  /** Whether the remote address (its record) belongs to the endpoint's own node. */
+  private nodeLocal(endpoint: number, remote: number): boolean {
+    if (remote < 0) return false;
+    const data = this.records.data;
+    const node = data[endpoint + ENDPOINT_NODE] as number;
+    return node !== 0 && data[remote + NODE_ADDRESS_OF] === node;
+  }
+
+  private matches(
+    table: number,
+    family: IpFamily,
+    words: Uint32Array,
+    remote: number,
+    protocol: number,
+    port: number,
   ): boolean {
-    if (!maps) return true;
-    const admin = maps.admin?.[direction];
-    if (admin) {
-      const verdict = tierVerdict(admin, admin.table.firstMatch(remote, packet.protocol, packet.port));
-      if (verdict !== undefined) return verdict;
-    }
-    const table = maps[direction];
-    if (table) {
-      const node = maps.endpoint.node;
-      if (
-        (this.options.allowNodeLocal ?? true) &&
-        node &&
-        this.nodeAddresses.get(node)?.has(addressKey(remote))
-      )
-        return true;
-      return table.allows(remote, packet.protocol, packet.port);
-    }
-    const baseline = maps.baseline?.[direction];
-    if (baseline)
-      return tierVerdict(baseline, baseline.table.firstMatch(remote, packet.protocol, packet.port)) !== false;
-    return true;
+    return this.slot(table, family, words, remote, protocol, port, false) >= 0;
+  }
+
+  /** A tier table's answer: ALLOW, DENY, or UNDECIDED (no table, nothing matched, or Pass). */
+  private tier(
+    table: number,
+    family: IpFamily,
+    words: Uint32Array,
+    remote: number,
+    protocol: number,
+    port: number,
+  ): number {
+    if (table === NO_TABLE) return UNDECIDED;
+    const slot = this.slot(table, family, words, remote, protocol, port, true);
+    if (slot < 0) return UNDECIDED;
+    const action = this.packed.action(table, slot);
+    return action === ACTION_ALLOW ? ALLOW : action === ACTION_DENY ? DENY : UNDECIDED;
+  }
+
+  private slot(
+    table: number,
+    family: IpFamily,
+    words: Uint32Array,
+    remote: number,
+    protocol: number,
+    port: number,
+    first: boolean,
+  ): number {
+    const records = this.records;
+    const data = records.data;
+    const count = remote < 0 ? 0 : (data[remote + GROUPS_LENGTH] as number);
+    const at = count > 0 ? (data[remote + GROUPS_AT] as number) : 0;
+    return this.packed.match(table, family, words, records.groups, at, count, protocol, port, first);
   }
 
   /** The pod's tier tables: the configurator's tiered rule lists, one classifier table per list. */
-  private tiersOf(pod: Endpoint, used: string[]): Pick<EndpointMaps, 'admin' | 'baseline'> {
+  /**
+   * The pod's tier tables, and their packed handles in record order (Admin ingress, Admin
+   * egress, Baseline ingress, Baseline egress).
+   */
+  private tiersOf(
+    pod: Endpoint,
+    used: string[],
+  ): { maps: Pick<EndpointMaps, 'admin' | 'baseline'>; handles: number[] } {
     const compiler = this.tierCompiler;
-    if (!compiler || this.state.allClusterPolicies().length === 0) return {};
+    const none = [NO_TABLE, NO_TABLE, NO_TABLE, NO_TABLE];
+    if (!compiler || this.state.allClusterPolicies().length === 0) return { maps: {}, handles: none };
     const tables = (direction: 'ingress' | 'egress') => {
       const tiered = compiler.tiers(pod, direction);
       if (!tiered) return { admin: undefined, baseline: undefined };
-      const get = (tier: 'admin' | 'baseline'): TierTable | undefined => {
+      const get = (tier: 'admin' | 'baseline'): Shared<TierTable | undefined> => {
         const key = `${tiered.id}|${tier}|${direction}`;
         used.push(key);
-        return acquireShared(this.tierTables, key, pod.id, () =>
-          tierTable(tiered[tier], direction, this.resolver),
+        return acquireShared(
+          this.tierTables,
+          key,
+          pod.id,
+          () => tierTable(tiered[tier], direction, this.resolver),
+          (t) => this.packed.add(t.table, t.actions),
         );
       };
       return { admin: get('admin'), baseline: get('baseline') };
     };
     const ingress = tables('ingress');
     const egress = tables('egress');
-    const admin = { ingress: ingress.admin, egress: egress.admin };
-    const baseline = { ingress: ingress.baseline, egress: egress.baseline };
+    const admin = { ingress: ingress.admin?.table, egress: egress.admin?.table };
+    const baseline = { ingress: ingress.baseline?.table, egress: egress.baseline?.table };
+    const handles = [ingress.admin, egress.admin, ingress.baseline, egress.baseline].map(
+      (entry) => entry?.handle ?? NO_TABLE,
+    );
     return {
-      ...(admin.ingress || admin.egress ? { admin: definedOnly(admin) } : {}),
-      ...(baseline.ingress || baseline.egress ? { baseline: definedOnly(baseline) } : {}),
+      maps: {
+        ...(admin.ingress || admin.egress ? { admin: definedOnly(admin) } : {}),
+        ...(baseline.ingress || baseline.egress ? { baseline: definedOnly(baseline) } : {}),
+      },
+      handles,
     };
   }
 
   private table(
     pod: Endpoint,
     direction: 'ingress' | 'egress',
-  ): { key: string; table: DirectionTable | undefined } {
+  ): { key: string; entry: Shared<DirectionTable | undefined> } {
     const selection = this.state.selection(pod);
     const key =
       direction === 'ingress'
         ? `i|${selection.ingressKey}|${pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')}`
         : `e|${selection.egressKey}`;
-    const table = acquireShared(this.shared, key, pod.id, () =>
-      buildDirectionTable(this.state, pod, direction, this.resolver),
+    const entry = acquireShared(
+      this.shared,
+      key,
+      pod.id,
+      () => buildDirectionTable(this.state, pod, direction, this.resolver),
+      (table) => this.packed.add(table),
     );
-    return { key, table };
+    return { key, entry };
   }
 }
 
-/** A table shared by content, with the pods using it; dropped with its last user. */
+/** A table shared by content (with its packed handle), with the pods using it; dropped with its last user. */
 interface Shared<T> {
   readonly table: T;
+  readonly handle: number;
   readonly users: Set<string>;
 }
 
-function acquireShared<T>(map: Map<string, Shared<T>>, key: string, user: string, build: () => T): T {
+function acquireShared<T>(
+  map: Map<string, Shared<T | undefined>>,
+  key: string,
+  user: string,
+  build: () => T | undefined,
+  pack: (table: T) => number,
+): Shared<T | undefined> {
   let entry = map.get(key);
-  if (!entry) map.set(key, (entry = { table: build(), users: new Set() }));
+  if (!entry) {
+    const table = build();
+    map.set(key, (entry = { table, handle: table === undefined ? NO_TABLE : pack(table), users: new Set() }));
+  }
   entry.users.add(user);
-  return entry.table;
+  return entry;
 }
 
-function releaseShared<T>(map: Map<string, Shared<T>>, key: string, user: string): void {
+function releaseShared<T>(
+  map: Map<string, Shared<T>>,
+  key: string,
+  user: string,
+  packed: PackedTables,
+): void {
   const entry = map.get(key);
   if (!entry) return;
   entry.users.delete(user);
-  if (entry.users.size === 0) map.delete(key);
+  if (entry.users.size > 0) return;
+  map.delete(key);
+  if (entry.handle !== NO_TABLE) packed.remove(entry.handle);
 }
 
-/** A tier's answer for a matched slot: true (allow), false (deny), undefined (pass, or nothing matched). */
-function tierVerdict(tier: TierTable, slot: number): boolean | undefined {
-  if (slot < 0) return undefined;
-  const action = tier.actions[slot];
-  return action === ACTION_ALLOW ? true : action === ACTION_DENY ? false : undefined;
+function protocolIndex(protocol: Protocol): number {
+  return protocol === 'TCP' ? 0 : protocol === 'UDP' ? 1 : 2;
 }
 
 function definedOnly<T>(pair: { ingress: T | undefined; egress: T | undefined }): {

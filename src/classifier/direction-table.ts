@@ -4,39 +4,18 @@
  * its L3 ("any traffic") entry — plus an "any port of this protocol" entry per protocol and a
  * short list of port ranges (endPort), which the seed's single-port map cannot hold. Each value
  * is a bitmap of the endpoint's rule slots; a packet is allowed when
- * `(prim | (supp & ~except)) & ports` has a bit set. Lookups allocate nothing.
+ * `(prim | (supp & ~except)) & ports` has a bit set. This is the builder and the renderer of
+ * the maps; lookups run on their packed copy (packed-tables.ts).
  */
-import type { Cidr, IpAddress, IpFamily } from '../net/ip.ts';
+import type { Cidr, IpFamily } from '../net/ip.ts';
 import type { Protocol } from '../model/types.ts';
 import { BitmapStore, wordsFor } from './bitmaps.ts';
-import { addressWords, LpmTrie } from './lpm-trie.ts';
+import { LpmTrie } from './lpm-trie.ts';
 
 export type CidrMap = 'prim' | 'supp' | 'except';
 const FEW = 8;
 
-/** Scratch arrays shared by every table's lookups. */
-const scratch = {
-  words: new Uint32Array(4),
-  trieWords: new Uint32Array(4),
-  prim: new Uint32Array(32),
-  supp: new Uint32Array(32),
-  except: new Uint32Array(32),
-  portOffsets: new Int32Array(16) as Int32Array<ArrayBufferLike>,
-  grow(width: number): void {
-    this.prim = new Uint32Array(width);
-    this.supp = new Uint32Array(width);
-    this.except = new Uint32Array(width);
-  },
-};
-function growInts(
-  space: { portOffsets: Int32Array<ArrayBufferLike> },
-  used: number,
-): Int32Array<ArrayBufferLike> {
-  const grown = new Int32Array(used * 2);
-  grown.set(space.portOffsets);
-  return grown;
-}
-const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
+export const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
 
 /**
  * Peer groups resolved outside a table and shared by all tables (cluster-policy peers): an
@@ -44,12 +23,16 @@ const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
  * one per member address, so building it costs its rules, not their members.
  */
 export interface GroupResolver {
-  groupsOfV4(address: number): readonly number[] | undefined;
-  groupsOfV6(words: Uint32Array): readonly number[] | undefined;
   groupLabel(group: number): string;
 }
 
-interface RangeEntry {
+interface FewEntry {
+  readonly base: number;
+  readonly mask: number;
+  readonly offset: number;
+}
+
+export interface RangeEntry {
   readonly protocol: number;
   readonly from: number;
   readonly to: number;
@@ -68,7 +51,7 @@ export class DirectionTable {
   /** (protocol index << 16 | port) → bitmap offset. */
   readonly ports = new Map<number, number>();
   /** While a map holds few IPv4 prefixes, they are scanned as (base, mask) pairs: no trie walk. */
-  private readonly fewV4: Record<CidrMap, { base: number; mask: number; offset: number }[] | undefined> = {
+  private readonly fewV4: Record<CidrMap, FewEntry[] | undefined> = {
     prim: [],
     supp: [],
     except: [],
@@ -166,99 +149,19 @@ export class DirectionTable {
     this.store.set(this.l3, slot);
   }
 
-  /** Whether some rule slot allows traffic with the remote address, protocol and port. */
-  allows(remote: IpAddress, protocol: Protocol, port: number): boolean {
-    const words = addressWords(remote.family, remote.value, scratch.words);
-    return this.matchWords(remote.family, words, protocol, port, false) >= 0;
-  }
-
-  /** The same for an IPv4 address given as a number (no bigint on the packet path). */
-  allowsV4(remote: number, protocol: Protocol, port: number): boolean {
-    scratch.words[0] = remote;
-    return this.matchWords(4, scratch.words, protocol, port, false) >= 0;
-  }
-
-  /**
-   * The lowest rule slot matching the packet, or -1. Ordered tables (cluster policy tiers) give
-   * slots in precedence order, so this is the deciding rule: a find-first-set over the words.
-   */
-  firstMatch(remote: IpAddress, protocol: Protocol, port: number): number {
-    return this.matchWords(
-      remote.family,
-      addressWords(remote.family, remote.value, scratch.words),
-      protocol,
-      port,
-      true,
-    );
-  }
-
-  firstMatchV4(remote: number, protocol: Protocol, port: number): number {
-    scratch.words[0] = remote;
-    return this.matchWords(4, scratch.words, protocol, port, true);
-  }
-
-  /** The first matching slot (or, when `first` is false, any matching slot's word index × 32), -1 for none. */
-  private matchWords(
-    family: IpFamily,
-    words: Uint32Array,
-    protocol: Protocol,
-    port: number,
-    first: boolean,
-  ): number {
-    // The port map first: it is one probe, and a port no rule names settles the packet without
-    // touching the address maps (most denied packets end here).
-    const p = PROTOCOL_INDEX[protocol];
-    const exact = this.ports.get((p << 16) | port);
-    const any = this.protocolAny[p];
-    if (this.l3 === undefined && exact === undefined && any === undefined && !this.inRange(p, port))
-      return -1;
-    const width = this.width;
-    // Lookups never overlap (one thread): every table shares the same scratch space.
-    if (scratch.prim.length < width) scratch.grow(width);
-    const { prim, supp, except } = scratch;
-    const store = this.store.words;
-    for (let w = 0; w < width; w++) prim[w] = supp[w] = except[w] = 0;
-    const tries = this.tries;
-    if (family === 4) {
-      const address = words[0] as number;
-      this.lookupV4('prim', address, store, width, prim);
-      const host = this.hostsV4.get(address);
-      if (host !== undefined)
-        for (let w = 0; w < width; w++) prim[w] = (prim[w] as number) | (store[host + w] as number);
-      if (tries.supp[4] && this.lookupV4('supp', address, store, width, supp))
-        this.lookupV4('except', address, store, width, except);
-      if (this.groupLayer) this.orGroups(this.groupLayer.resolver.groupsOfV4(address), store, width, prim);
-    } else {
-      if (this.groupLayer) this.orGroups(this.groupLayer.resolver.groupsOfV6(words), store, width, prim);
-      tries.prim[6]?.orInto(words, store, width, prim);
-      // Most tables have no block with excepts: skip those walks.
-      if (tries.supp[6]?.orInto(words, store, width, supp))
-        tries.except[6]?.orInto(words, store, width, except);
-    }
-    // The port bitmaps that apply, found once (not per word).
-    const portOffsets = scratch.portOffsets;
-    let n = 0;
-    if (this.l3 !== undefined) portOffsets[n++] = this.l3;
-    if (exact !== undefined) portOffsets[n++] = exact;
-    if (any !== undefined) portOffsets[n++] = any;
-    for (const range of this.ranges) {
-      if (range.protocol !== p || port < range.from || port > range.to) continue;
-      if (n === scratch.portOffsets.length) scratch.portOffsets = growInts(scratch, n);
-      scratch.portOffsets[n++] = range.offset;
-    }
-    const offsets = scratch.portOffsets;
-    for (let w = 0; w < width; w++) {
-      const peers = ((prim[w] as number) | ((supp[w] as number) & ~(except[w] as number))) >>> 0;
-      if (peers === 0) continue;
-      let ports = 0;
-      for (let i = 0; i < n; i++) ports |= store[(offsets[i] as number) + w] as number;
-      const matched = (peers & ports) >>> 0;
-      if (matched === 0) continue;
-      if (!first) return w * 32;
-      // Lowest set bit: isolate it, then count the zeros above it.
-      return w * 32 + (31 - Math.clz32((matched & -matched) >>> 0));
-    }
-    return -1;
+  /** The maps' contents, for packing (see packed-tables.ts). */
+  packView(): PackView {
+    return {
+      ports: this.ports,
+      protocolAny: this.protocolAny,
+      l3: this.l3,
+      ranges: this.ranges,
+      groups: this.groupLayer?.slots ?? new Map(),
+      hostsV4: this.hostsV4,
+      fewV4: this.fewV4,
+      tries: this.tries,
+      bitmaps: this.store.used(),
+    };
   }
 
   /** The maps as the seed's schema shows them: key → bitmap (hex, most significant word first). */
@@ -301,50 +204,21 @@ export class DirectionTable {
     };
   }
 
-  private orGroups(
-    groups: readonly number[] | undefined,
-    store: Uint32Array,
-    width: number,
-    acc: Uint32Array,
-  ): void {
-    if (!groups || !this.groupLayer) return;
-    const slots = this.groupLayer.slots;
-    for (const group of groups) {
-      const offset = slots.get(group);
-      if (offset === undefined) continue;
-      for (let w = 0; w < width; w++) acc[w] = (acc[w] as number) | (store[offset + w] as number);
-    }
-  }
-
-  private inRange(protocol: number, port: number): boolean {
-    for (const range of this.ranges)
-      if (range.protocol === protocol && port >= range.from && port <= range.to) return true;
-    return false;
-  }
-
-  private lookupV4(
-    map: CidrMap,
-    address: number,
-    store: Uint32Array,
-    width: number,
-    acc: Uint32Array,
-  ): boolean {
-    const few = this.fewV4[map];
-    if (!few) {
-      scratch.trieWords[0] = address;
-      return this.tries[map][4]?.orInto(scratch.trieWords, store, width, acc) ?? false;
-    }
-    let matched = false;
-    for (const entry of few) {
-      if ((address & entry.mask) >>> 0 !== entry.base) continue;
-      matched = true;
-      for (let w = 0; w < width; w++) acc[w] = (acc[w] as number) | (store[entry.offset + w] as number);
-    }
-    return matched;
-  }
-
   /** Bytes held by the maps' values (tries excluded). */
   get bytes(): number {
     return this.store.bytes;
   }
+}
+
+export interface PackView {
+  readonly ports: ReadonlyMap<number, number>;
+  readonly protocolAny: readonly (number | undefined)[];
+  readonly l3: number | undefined;
+  readonly ranges: readonly RangeEntry[];
+  readonly groups: ReadonlyMap<number, number>;
+  readonly hostsV4: ReadonlyMap<number, number>;
+  readonly fewV4: Readonly<Record<CidrMap, readonly FewEntry[] | undefined>>;
+  readonly tries: Readonly<Record<CidrMap, Readonly<Record<IpFamily, LpmTrie | undefined>>>>;
+  /** The bitmap words in use (offsets as in the entries above). */
+  readonly bitmaps: Int32Array;
 }

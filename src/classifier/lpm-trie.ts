@@ -1,9 +1,9 @@
 /**
  * A longest-prefix-match trie over IPv4 or IPv6 addresses, in typed arrays: a binary trie with
  * one node per prefix bit, children and values as integer indexes, no allocation per lookup.
- * Values are bitmaps (see `bitmaps.ts`) stored once per prefix; a lookup ORs the bitmaps of
- * every prefix on the address's path into the caller's accumulator, so a rule matches through
- * any covering prefix — what the seed's BPF LPM map gives after merging covering entries.
+ * Values are bitmaps (see `bitmaps.ts`) stored once per prefix; a lookup collects the bitmaps
+ * of every prefix on the address's path, so a rule matches through any covering prefix — what
+ * the seed's BPF LPM map gives after merging covering entries.
  */
 import type { IpFamily } from '../net/ip.ts';
 
@@ -54,24 +54,20 @@ export class LpmTrie {
   }
 
   /**
-   * ORs into `acc` the bitmap (in `store`, `width` words at each value offset) of every stored
-   * prefix that contains the address (an IPv4 address as one word, IPv6 as four, most
-   * significant first). Returns whether any prefix matched.
+   * Appends to `out` (from index `n`) the value of every stored prefix that contains the
+   * address (an IPv4 address as one word, IPv6 as four, most significant first), shortest
+   * first; returns the new count. `out` must have room for bits + 1 more values.
    */
-  orInto(words: Uint32Array, store: Uint32Array, width: number, acc: Uint32Array): boolean {
+  collect(words: Uint32Array, out: Int32Array, n: number): number {
     let node = 0;
-    let matched = false;
     for (let i = 0; ; i++) {
       const value = this.values[node] as number;
-      if (value !== NONE) {
-        matched = true;
-        for (let w = 0; w < width; w++) acc[w] = (acc[w] as number) | (store[value + w] as number);
-      }
-      if (i === this.bits) return matched;
+      if (value !== NONE) out[n++] = value;
+      if (i === this.bits) return n;
       const word = words[i >>> 5] as number;
       const bit = (word >>> (31 - (i & 31))) & 1;
       const child = this.children[node * 2 + bit] as number;
-      if (child === NONE) return matched;
+      if (child === NONE) return n;
       node = child;
     }
   }

@@ -1,6 +1,6 @@
 /**
  * The store's address groups as a classifier group layer: each group a table uses gets a small
- * number, and every member address the list of group numbers it belongs to. Tables then hold one
+ * number, and every member address's record the sorted list of group numbers it belongs to. Tables then hold one
  * bitmap per group instead of one per member address, so a table's size and build time follow
  * its rules, not the pods its peers select — and a pod joining or leaving a group updates this
  * index, not the tables. Named-port partitions (`key#n`) are groups of their own: the members
@@ -11,15 +11,21 @@ import type { AddressGroup, ClusterState } from '../state/index.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { AddressGroupIndex } from './address-groups.ts';
+import type { AddressRecords } from './address-records.ts';
 
 export class StateGroupResolver implements GroupResolver {
   private readonly ids = new Map<string, number>();
   private readonly labels: string[] = [];
   /** The store's group object each number was filled from: a group dropped and made again is a new object. */
   private readonly filledFrom: (AddressGroup | undefined)[] = [];
-  private readonly index = new AddressGroupIndex();
+  private readonly index: AddressGroupIndex;
 
-  constructor(private readonly state: ClusterState) {}
+  constructor(
+    private readonly state: ClusterState,
+    records: AddressRecords,
+  ) {
+    this.index = new AddressGroupIndex(records);
+  }
 
   /** The number of a group or partition reference, registering its members on first use. */
   idOf(reference: string): number {
@@ -55,14 +61,6 @@ export class StateGroupResolver implements GroupResolver {
   private groupOf(reference: string): AddressGroup | undefined {
     const separator = reference.indexOf(PARTITION_SEPARATOR);
     return this.state.group(separator < 0 ? reference : reference.slice(0, separator));
-  }
-
-  groupsOfV4(address: number): readonly number[] | undefined {
-    return this.index.groupsOfV4(address);
-  }
-
-  groupsOfV6(words: Uint32Array): readonly number[] | undefined {
-    return this.index.groupsOfV6(words);
   }
 
   groupLabel(group: number): string {

@@ -1,0 +1,503 @@
+/**
+ * Direction tables packed for lookups: each built table is copied into one block of a shared
+ * Int32Array — header, port entries, group entries, host entries, short IPv4 prefix lists, the
+ * tier actions and the bitmaps themselves — so a lookup reads a few consecutive cache lines
+ * instead of the builder's maps and objects. Blocks are addressed by handle (an index into an
+ * offset array), so the arena can be compacted without touching the address records.
+ *
+ * A lookup is the seed's: the port map first (a port no rule names settles the packet), then
+ * `(prim | (supp & ~except)) & ports`, where prim also takes the bitmaps of the groups the
+ * remote address is in. Big prefix maps (more than a few IPv4 prefixes, every IPv6 map) stay
+ * in their LPM tries, referenced by index.
+ *
+ * Bitmaps wider than one word carry a summary in front (one bit per non-zero word), and a
+ * lookup first collects the bitmaps that apply, then computes only the words where both the
+ * ports' and the peers' summaries have bits: with 1,000 policies on an endpoint (32 words) a
+ * lookup still touches one or two words per bitmap, not 32.
+ */
+import type { IpFamily } from '../net/ip.ts';
+import type { DirectionTable } from './direction-table.ts';
+import type { LpmTrie } from './lpm-trie.ts';
+
+// Block header fields; offsets inside a block are relative to its start (blocks move).
+const WIDTH = 0;
+const L3 = 1;
+const ANY = 2; // three: TCP, UDP, SCTP
+const PORT_COUNT = 5;
+const PORT_AT = 6;
+const RANGE_COUNT = 7;
+const RANGE_AT = 8;
+const GROUP_COUNT = 9;
+const GROUP_AT = 10;
+const HOST_COUNT = 11;
+const HOST_AT = 12;
+const FEW_V4 = 13; // per map (prim, supp, except): count, at, trie (or -1)
+const TRIE_V6 = 22; // per map: trie (or -1)
+const ACTION_AT = 25;
+/** Where the bitmaps start; trie values (the builder's offsets) are mapped from there. */
+const BITS = 26;
+/** Summary words in front of each bitmap (0 for one-word bitmaps). */
+const SUMMARY = 27;
+/** Which sections the table has (HAS_* bits): a lookup skips the others without reading them. */
+const HAS = 28;
+const HEADER = 29;
+
+const HAS_RANGES = 1;
+const HAS_PRIM_V4 = 2;
+const HAS_HOSTS = 4;
+const HAS_SUPP_V4 = 8;
+const HAS_V6 = 16;
+const HAS_GROUPS = 32;
+
+const MAPS = ['prim', 'supp', 'except'] as const;
+const TRIE_V6_FIELDS = [TRIE_V6, TRIE_V6 + 1, TRIE_V6 + 2];
+const NONE = -1;
+/** Entry lists longer than this are hashed (see findEntry). */
+const SCAN = 8;
+/** Room in the collected lists for everything but the remote's groups (trie paths, short lists, a host). */
+const LIST_ROOM = 160;
+
+export class PackedTables {
+  data = new Int32Array(1 << 16);
+  private used = 0;
+  private garbage = 0;
+  /** Per handle: block offset and length (-1 when free). */
+  private offsets = new Int32Array(1024).fill(NONE);
+  private lengths = new Int32Array(1024);
+  private handles = 0;
+  private readonly freeHandles: number[] = [];
+  private readonly tries: (LpmTrie | undefined)[] = [];
+  private readonly freeTries: number[] = [];
+  /** Per handle, the tries its block references (released with it). */
+  private readonly triesOf = new Map<number, number[]>();
+  /** The bitmaps a lookup collects (absolute offsets of their first word), shared by every lookup (one thread). */
+  private prim = new Int32Array(LIST_ROOM);
+  private supp = new Int32Array(LIST_ROOM);
+  private except = new Int32Array(LIST_ROOM);
+  private readonly ports = new Int32Array(64);
+  private readonly trieWords = new Uint32Array(4);
+  /** Times the arena was compacted (for tests and figures). */
+  compactions = 0;
+
+  /** Packs a built table (with its tier actions, if any); returns its handle. */
+  add(table: DirectionTable, actions?: Uint8Array): number {
+    const usedTries: number[] = [];
+    const block = pack(table, actions, (trie) => {
+      const index = this.freeTries.pop() ?? this.tries.length;
+      this.tries[index] = trie;
+      usedTries.push(index);
+      return index;
+    });
+    const handle = this.freeHandles.pop() ?? this.newHandle();
+    const at = this.allocate(block.length);
+    this.data.set(block, at);
+    this.offsets[handle] = at;
+    this.lengths[handle] = block.length;
+    if (usedTries.length > 0) this.triesOf.set(handle, usedTries);
+    return handle;
+  }
+
+  remove(handle: number): void {
+    this.garbage += this.lengths[handle] as number;
+    this.offsets[handle] = NONE;
+    this.lengths[handle] = 0;
+    this.freeHandles.push(handle);
+    for (const index of this.triesOf.get(handle) ?? []) {
+      this.tries[index] = undefined;
+      this.freeTries.push(index);
+    }
+    this.triesOf.delete(handle);
+  }
+
+  /** The tier action of a slot of a packed tier table. */
+  action(handle: number, slot: number): number {
+    const at = this.offsets[handle] as number;
+    return this.data[at + (this.data[at + ACTION_AT] as number) + slot] as number;
+  }
+
+  /**
+   * The lowest matching rule slot (or, when `first` is false, any matching slot), -1 for none.
+   * `words` is the remote address (1 word for IPv4, 4 for IPv6); its groups are
+   * `groups[groupsAt … groupsAt + groupCount)`, sorted.
+   */
+  match(
+    handle: number,
+    family: IpFamily,
+    words: Uint32Array,
+    groups: Int32Array,
+    groupsAt: number,
+    groupCount: number,
+    protocol: number,
+    port: number,
+    first: boolean,
+  ): number {
+    const data = this.data;
+    const b = this.offsets[handle] as number;
+    // Ports first: one short scan, and most denied packets end here.
+    const ports = this.ports;
+    let n = 0;
+    const l3 = data[b + L3] as number;
+    if (l3 !== NONE) ports[n++] = b + l3;
+    const exact = findEntry(
+      data,
+      b + (data[b + PORT_AT] as number),
+      data[b + PORT_COUNT] as number,
+      (protocol << 16) | port,
+    );
+    if (exact !== NONE) ports[n++] = b + exact;
+    const any = data[b + ANY + protocol] as number;
+    if (any !== NONE) ports[n++] = b + any;
+    const has = data[b + HAS] as number;
+    if (has & HAS_RANGES) {
+      const rangeCount = data[b + RANGE_COUNT] as number;
+      for (let i = 0, r = b + (data[b + RANGE_AT] as number); i < rangeCount; i++, r += 4) {
+        if (data[r] !== protocol || port < (data[r + 1] as number) || port > (data[r + 2] as number))
+          continue;
+        if (n < ports.length) ports[n++] = b + (data[r + 3] as number);
+      }
+    }
+    if (n === 0) return -1;
+
+    // Then the bitmaps the remote address selects, by offset (no words read yet).
+    if (this.prim.length < LIST_ROOM + groupCount) this.prim = new Int32Array(2 * (LIST_ROOM + groupCount));
+    const { prim, supp, except } = this;
+    let np = 0;
+    let ns = 0;
+    let ne = 0;
+    if (family === 4) {
+      const address = (words[0] as number) | 0;
+      if (has & HAS_PRIM_V4) np = this.collectV4(data, b, 0, address, prim, 0);
+      if (has & HAS_HOSTS) {
+        const host = findEntry(
+          data,
+          b + (data[b + HOST_AT] as number),
+          data[b + HOST_COUNT] as number,
+          address,
+        );
+        if (host !== NONE) prim[np++] = b + host;
+      }
+      if (has & HAS_SUPP_V4) {
+        ns = this.collectV4(data, b, 1, address, supp, 0);
+        if (ns > 0) ne = this.collectV4(data, b, 2, address, except, 0);
+      }
+    } else if (has & HAS_V6) {
+      np = this.collectTrie(data, b, data[b + TRIE_V6] as number, words, prim, 0);
+      ns = this.collectTrie(data, b, data[b + TRIE_V6 + 1] as number, words, supp, 0);
+      if (ns > 0) ne = this.collectTrie(data, b, data[b + TRIE_V6 + 2] as number, words, except, 0);
+    }
+    if (groupCount > 0 && has & HAS_GROUPS)
+      np = collectGroups(data, b, groups, groupsAt, groupCount, prim, np);
+    if (np === 0 && ns === 0) return -1;
+
+    const width = data[b + WIDTH] as number;
+    if (width === 1) {
+      const matched = word(data, prim, np, supp, ns, except, ne, ports, n, 0);
+      if (matched === 0) return -1;
+      return first ? lowestBit(matched) : 0;
+    }
+    // Wide bitmaps: only the words both summaries mark, lowest first.
+    const summaries = data[b + SUMMARY] as number;
+    for (let j = 0; j < summaries; j++) {
+      let portWords = 0;
+      for (let i = 0; i < n; i++) portWords |= data[(ports[i] as number) - summaries + j] as number;
+      if (portWords === 0) continue;
+      let peerWords = 0;
+      for (let i = 0; i < np; i++) peerWords |= data[(prim[i] as number) - summaries + j] as number;
+      for (let i = 0; i < ns; i++) peerWords |= data[(supp[i] as number) - summaries + j] as number;
+      let candidates = portWords & peerWords;
+      while (candidates !== 0) {
+        const w = j * 32 + lowestBit(candidates);
+        candidates &= candidates - 1;
+        const matched = word(data, prim, np, supp, ns, except, ne, ports, n, w);
+        if (matched !== 0) return first ? w * 32 + lowestBit(matched) : w * 32;
+      }
+    }
+    return -1;
+  }
+
+  /** Appends the bitmaps of one IPv4 map's prefixes that contain the address; returns the count. */
+  private collectV4(
+    data: Int32Array,
+    b: number,
+    map: number,
+    address: number,
+    out: Int32Array,
+    n: number,
+  ): number {
+    const field = b + FEW_V4 + map * 3;
+    const trie = data[field + 2] as number;
+    if (trie !== NONE) {
+      this.trieWords[0] = address;
+      return this.collectTrie(data, b, trie, this.trieWords, out, n);
+    }
+    const count = data[field] as number;
+    for (let i = 0, e = b + (data[field + 1] as number); i < count; i++, e += 3)
+      if ((address & (data[e + 1] as number)) === data[e]) out[n++] = b + (data[e + 2] as number);
+    return n;
+  }
+
+  /** The same through a trie, whose values are the builder's offsets: mapped to the block's. */
+  private collectTrie(
+    data: Int32Array,
+    b: number,
+    trie: number,
+    words: Uint32Array,
+    out: Int32Array,
+    n: number,
+  ): number {
+    if (trie === NONE) return n;
+    const from = n;
+    n = (this.tries[trie] as LpmTrie).collect(words, out, n);
+    const width = data[b + WIDTH] as number;
+    const summaries = data[b + SUMMARY] as number;
+    const start = b + (data[b + BITS] as number) + summaries;
+    for (let i = from; i < n; i++) out[i] = start + (((out[i] as number) / width) | 0) * (width + summaries);
+    return n;
+  }
+
+  private newHandle(): number {
+    if (this.handles === this.offsets.length) {
+      const offsets = new Int32Array(this.offsets.length * 2).fill(NONE);
+      offsets.set(this.offsets);
+      this.offsets = offsets;
+      const lengths = new Int32Array(this.lengths.length * 2);
+      lengths.set(this.lengths);
+      this.lengths = lengths;
+    }
+    return this.handles++;
+  }
+
+  private allocate(length: number): number {
+    if (this.used + length > this.data.length) {
+      if (this.garbage * 2 >= this.used) this.compact();
+      if (this.used + length > this.data.length) {
+        const grown = new Int32Array(Math.max(this.data.length * 2, this.used + length));
+        grown.set(this.data.subarray(0, this.used));
+        this.data = grown;
+      }
+    }
+    const at = this.used;
+    this.used += length;
+    return at;
+  }
+
+  /** Moves every live block to the front (blocks are position-independent). */
+  private compact(): void {
+    const next = new Int32Array(this.data.length);
+    let used = 0;
+    for (let handle = 0; handle < this.handles; handle++) {
+      const at = this.offsets[handle] as number;
+      if (at === NONE) continue;
+      const length = this.lengths[handle] as number;
+      next.set(this.data.subarray(at, at + length), used);
+      this.offsets[handle] = used;
+      used += length;
+    }
+    this.data = next;
+    this.used = used;
+    this.garbage = 0;
+    this.compactions++;
+  }
+
+  /** Bytes held by the arena and its handle arrays (tries excluded). */
+  get bytes(): number {
+    return this.data.byteLength + this.offsets.byteLength + this.lengths.byteLength;
+  }
+}
+
+/** `(prim | (supp & ~except)) & ports` at word w of the collected bitmaps. */
+function word(
+  data: Int32Array,
+  prim: Int32Array,
+  np: number,
+  supp: Int32Array,
+  ns: number,
+  except: Int32Array,
+  ne: number,
+  ports: Int32Array,
+  n: number,
+  w: number,
+): number {
+  let peers = 0;
+  for (let i = 0; i < np; i++) peers |= data[(prim[i] as number) + w] as number;
+  if (ns > 0) {
+    let inside = 0;
+    for (let i = 0; i < ns; i++) inside |= data[(supp[i] as number) + w] as number;
+    let excepted = 0;
+    for (let i = 0; i < ne; i++) excepted |= data[(except[i] as number) + w] as number;
+    peers |= inside & ~excepted;
+  }
+  if (peers === 0) return 0;
+  let allowed = 0;
+  for (let i = 0; i < n; i++) allowed |= data[(ports[i] as number) + w] as number;
+  return peers & allowed;
+}
+
+/** The index of the lowest set bit of a non-zero word. */
+function lowestBit(x: number): number {
+  return 31 - Math.clz32(x & -x);
+}
+
+/**
+ * Appends the bitmaps of the table's entries for the remote's groups: one search of the
+ * table's entries per group of the remote (an address is in a few groups; a table may name a
+ * thousand).
+ */
+function collectGroups(
+  data: Int32Array,
+  b: number,
+  groups: Int32Array,
+  at: number,
+  count: number,
+  out: Int32Array,
+  n: number,
+): number {
+  const entries = b + (data[b + GROUP_AT] as number);
+  const entryCount = data[b + GROUP_COUNT] as number;
+  if (entryCount === 0) return n;
+  for (let i = at, last = at + count; i < last; i++) {
+    const offset = findEntry(data, entries, entryCount, groups[i] as number);
+    if (offset !== NONE) out[n++] = b + offset;
+  }
+  return n;
+}
+
+/**
+ * The value of a key in a (key, value) entry list of `count` entries at `at`, or NONE. Short
+ * lists are scanned; longer ones are open-addressing hash tables of twice the size (a power of
+ * two), empty slots holding value NONE: one or two probes, where a binary search over a
+ * thousand ports cost ten unpredictable branches.
+ */
+function findEntry(data: Int32Array, at: number, count: number, key: number): number {
+  if (count <= SCAN) {
+    for (let i = 0; i < count; i++, at += 2) if (data[at] === key) return data[at + 1] as number;
+    return NONE;
+  }
+  const bits = hashBits(count);
+  const mask = (1 << bits) - 1;
+  for (let slot = hashSlot(key, bits); ; slot = (slot + 1) & mask) {
+    const value = data[at + 2 * slot + 1] as number;
+    if (value === NONE || data[at + 2 * slot] === key) return value;
+  }
+}
+
+/** Bits of a hashed list's slot count: at least twice the entries. */
+function hashBits(count: number): number {
+  return 32 - Math.clz32(2 * count - 1);
+}
+
+function hashSlot(key: number, bits: number): number {
+  return Math.imul(key, 0x9e3779b1) >>> (32 - bits);
+}
+
+/** Ints an entry list of `count` entries takes. */
+function entryListLength(count: number): number {
+  return count <= SCAN ? 2 * count : 2 << hashBits(count);
+}
+
+/** Appends an entry list (scanned or hashed, see findEntry). */
+function pushEntries(ints: number[], entries: readonly (readonly [number, number])[]): void {
+  if (entries.length <= SCAN) {
+    for (const [key, value] of entries) ints.push(key, value);
+    return;
+  }
+  const bits = hashBits(entries.length);
+  const mask = (1 << bits) - 1;
+  const table = new Array<number>(2 << bits).fill(NONE);
+  for (const [key, value] of entries) {
+    let slot = hashSlot(key, bits);
+    while (table[2 * slot + 1] !== NONE) slot = (slot + 1) & mask;
+    table[2 * slot] = key;
+    table[2 * slot + 1] = value;
+  }
+  for (const value of table) ints.push(value);
+}
+
+/**
+ * The block of one table: header, entry lists, then the bitmaps, each after its summary words.
+ * Entries point at a bitmap's first word.
+ */
+function pack(
+  table: DirectionTable,
+  actions: Uint8Array | undefined,
+  registerTrie: (trie: LpmTrie) => number,
+): Int32Array {
+  const view = table.packView();
+  const width = table.width;
+  const summaries = width === 1 ? 0 : Math.ceil(width / 32);
+  const stride = width + summaries;
+  const bitmapCount = view.bitmaps.length / width;
+  const few = MAPS.map((map) => view.fewV4[map]);
+  // Bitmap offsets are final once the entry lists' length is known.
+  const listLength =
+    entryListLength(view.ports.size) +
+    4 * view.ranges.length +
+    entryListLength(view.groups.size) +
+    entryListLength(view.hostsV4.size) +
+    few.reduce((sum, list) => sum + 3 * (list?.length ?? 0), 0) +
+    (actions?.length ?? 0);
+  const bits = HEADER + listLength;
+  const bitmap = (offset: number): number => bits + (offset / width) * stride + summaries;
+  const ports = [...view.ports].map(([key, offset]) => [key, bitmap(offset)] as const);
+  const groups = [...view.groups].map(([group, offset]) => [group, bitmap(offset)] as const);
+  const hosts = [...view.hostsV4].map(([address, offset]) => [address | 0, bitmap(offset)] as const);
+  const optional = (offset: number | undefined): number => (offset === undefined ? NONE : bitmap(offset));
+
+  const ints: number[] = new Array<number>(HEADER).fill(NONE);
+  ints[WIDTH] = width;
+  ints[BITS] = bits;
+  ints[SUMMARY] = summaries;
+  ints[L3] = optional(view.l3);
+  view.protocolAny.forEach((offset, p) => (ints[ANY + p] = optional(offset)));
+  const list = (field: number, count: number): void => {
+    ints[field] = count;
+    ints[field + 1] = ints.length;
+  };
+  list(PORT_COUNT, ports.length);
+  pushEntries(ints, ports);
+  list(RANGE_COUNT, view.ranges.length);
+  for (const r of view.ranges) ints.push(r.protocol, r.from, r.to, bitmap(r.offset));
+  list(GROUP_COUNT, groups.length);
+  pushEntries(ints, groups);
+  list(HOST_COUNT, hosts.length);
+  pushEntries(ints, hosts);
+  MAPS.forEach((map, m) => {
+    const field = FEW_V4 + m * 3;
+    const entries = few[m];
+    const trie4 = view.tries[map][4];
+    if (entries) {
+      list(field, entries.length);
+      for (const e of entries) ints.push(e.base | 0, e.mask | 0, bitmap(e.offset));
+      ints[field + 2] = NONE;
+    } else {
+      ints[field] = 0;
+      ints[field + 1] = 0;
+      ints[field + 2] = trie4 ? registerTrie(trie4) : NONE;
+    }
+    const trie6 = view.tries[map][6];
+    ints[TRIE_V6 + m] = trie6 ? registerTrie(trie6) : NONE;
+  });
+  const hasV4 = (m: number): boolean => (few[m]?.length ?? 0) > 0 || ints[FEW_V4 + m * 3 + 2] !== NONE;
+  ints[HAS] =
+    (view.ranges.length > 0 ? HAS_RANGES : 0) |
+    (hasV4(0) ? HAS_PRIM_V4 : 0) |
+    (hosts.length > 0 ? HAS_HOSTS : 0) |
+    (hasV4(1) ? HAS_SUPP_V4 : 0) |
+    (TRIE_V6_FIELDS.some((f) => ints[f] !== NONE) ? HAS_V6 : 0) |
+    (groups.length > 0 ? HAS_GROUPS : 0);
+  ints[ACTION_AT] = actions ? ints.length : NONE;
+  if (actions) for (const action of actions) ints.push(action);
+
+  const block = new Int32Array(bits + bitmapCount * stride);
+  block.set(ints);
+  for (let k = 0; k < bitmapCount; k++) {
+    const at = bits + k * stride;
+    for (let w = 0; w < width; w++) {
+      const value = view.bitmaps[k * width + w] as number;
+      block[at + summaries + w] = value;
+      if (summaries > 0 && value !== 0)
+        block[at + (w >>> 5)] = (block[at + (w >>> 5)] as number) | (1 << (w & 31));
+    }
+  }
+  return block;
+}
