@@ -16,6 +16,7 @@
 import { Classifier, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
 import { generateShape } from '../src/generate/shapes.ts';
+import { seededRandom } from '../src/generate/random.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import { clusterPolicyLabel } from '../src/model/cluster-policy.ts';
 import { rulePrecedenceKey } from '../src/model/precedence.ts';
@@ -131,8 +132,10 @@ function packets(pods: readonly Endpoint[], count: number) {
     [53, 'UDP'],
     [9050, 'TCP'],
   ];
-  let seed = 7;
-  const next = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  // mulberry32: an LCG's low bits repeat with short periods, which correlated sources with
+  // destinations and kept lookups in cache (figures before 2026-11-22 were flattered by it).
+  const random = seededRandom(7);
+  const next = (n: number): number => Math.floor(random() * n);
   return Array.from({ length: count }, (_, i) => {
     const [port, protocol] = ports[next(ports.length)] as [number, Protocol];
     const from = next(pods.length);
