@@ -2,33 +2,38 @@
  * Everything a lookup needs to know about one address, in flat typed arrays: the endpoint's
  * table handles (NetworkPolicy ingress/egress, Admin and Baseline tiers), its node, whether the
  * address belongs to a node, and the sorted list of groups it is a member of. A packet lookup
- * then reads one record per end instead of chasing maps and objects: on a 10,000-pod cluster
- * the records and tables stay in cache, where a Map of objects per address did not.
+ * then reads one record per end instead of chasing maps and objects.
  *
- * IPv4 addresses find their record through an open-addressing hash over an Int32Array; IPv6
- * addresses through a Map (they are not on the numeric packet path). A record lives while
- * anything is stored in it, and its index is reused after.
+ * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
+ * finding an address is reading its record, not a slot and then a record elsewhere. Up to four
+ * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
+ * IPv6 records use the same layout in an array of their own, found through a Map (they are not
+ * on the numeric packet path). A record lives while anything is stored in it.
  */
 import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 
 /** Record fields (offsets from a record's base). Table handles are -1 when absent. */
-export const INGRESS = 0;
-export const EGRESS = 1;
-export const ADMIN_INGRESS = 2;
-export const ADMIN_EGRESS = 3;
-export const BASELINE_INGRESS = 4;
-export const BASELINE_EGRESS = 5;
+const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
+const KEY = 1;
+export const INGRESS = 2;
+export const EGRESS = 3;
+export const ADMIN_INGRESS = 4;
+export const ADMIN_EGRESS = 5;
+export const BASELINE_INGRESS = 6;
+export const BASELINE_EGRESS = 7;
 /** The endpoint's node number (0: no endpoint or no node). */
-export const ENDPOINT_NODE = 6;
+export const ENDPOINT_NODE = 8;
 /** The node number whose address this is (0: none). */
-export const NODE_ADDRESS_OF = 7;
-/** Where the address's sorted group list is in `groups`, and its length. */
-export const GROUPS_AT = 8;
-export const GROUPS_LENGTH = 9;
-const GROUPS_CAPACITY = 10;
-const IS_ENDPOINT = 11;
-const HASH_KEY = 12;
+export const NODE_ADDRESS_OF = 9;
+const IS_ENDPOINT = 10;
+/** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
+export const GROUP_COUNT = 11;
+export const GROUPS = 12;
+export const INLINE_GROUPS = 4;
+/** With more groups: where the sorted list is in the overflow arena, and its capacity. */
+export const OVERFLOW_AT = 12;
+const OVERFLOW_CAPACITY = 13;
 const STRIDE = 16;
 
 export const TABLE_FIELDS = [INGRESS, EGRESS, ADMIN_INGRESS, ADMIN_EGRESS, BASELINE_INGRESS, BASELINE_EGRESS];
@@ -40,73 +45,65 @@ const TOMBSTONE = 2;
 const v6Key = (words: Uint32Array): string => `${words[0]},${words[1]},${words[2]},${words[3]}`;
 
 export class AddressRecords {
-  /** STRIDE ints per record. */
-  data: Int32Array;
-  /** Group lists, referenced by GROUPS_AT/GROUPS_LENGTH (capacity doubles; garbage is compacted). */
-  groups: Int32Array;
-  private groupsUsed = 0;
-  private groupsGarbage = 0;
-  private records = 0;
-  private readonly freeRecords: number[] = [];
-  /** IPv4 hash: per slot [state, address, record base]; a power-of-two number of slots. */
-  private hash: Int32Array;
-  private hashMask: number;
+  /** IPv4: the hash slots, each a record (a power-of-two number of slots). */
+  v4: Int32Array;
+  private mask: number;
   /** Slots not EMPTY (live and tombstones): what probing chains run over. */
-  private hashUsed = 0;
-  private hashLive = 0;
-  private readonly v6 = new Map<string, number>();
+  private occupied = 0;
+  private live = 0;
+  /** IPv6 records, by base through `v6Bases`. */
+  v6 = new Int32Array(STRIDE * 16);
+  private readonly v6Bases = new Map<string, number>();
+  private v6Records = 0;
+  private readonly freeV6: number[] = [];
+  /** Group lists of more than INLINE_GROUPS (capacity doubles; garbage is compacted). */
+  overflow: Int32Array;
+  private overflowUsed = 0;
+  private overflowGarbage = 0;
   private readonly words = new Uint32Array(4);
-  /** Times the group lists were compacted (for tests). */
+  /** Times the overflow arena was compacted (for tests). */
   compactions = 0;
 
   /** Initial sizes (they grow as needed); tests start small to exercise growth and compaction. */
-  constructor(initial: { records?: number; hashSlots?: number; groupInts?: number } = {}) {
-    this.data = new Int32Array(STRIDE * (initial.records ?? 1024));
-    this.groups = new Int32Array(initial.groupInts ?? 4096);
-    const slots = initial.hashSlots ?? 2048;
-    this.hash = new Int32Array(3 * slots);
-    this.hashMask = slots - 1;
+  constructor(initial: { hashSlots?: number; overflowInts?: number } = {}) {
+    const slots = Math.max(2, initial.hashSlots ?? 4096); // a power of two
+    this.v4 = new Int32Array(STRIDE * slots);
+    this.mask = slots - 1;
+    this.overflow = new Int32Array(initial.overflowInts ?? 4096);
   }
 
-  /** The record base of an IPv4 address (as an unsigned number), or -1. */
+  /** The record base of an IPv4 address (as an unsigned number) in `v4`, or -1. */
   findV4(address: number): number {
     const key = address | 0;
-    const hash = this.hash;
-    const mask = this.hashMask;
+    const v4 = this.v4;
+    const mask = this.mask;
     for (let slot = slotOf(key, mask); ; slot = (slot + 1) & mask) {
-      const at = slot * 3;
-      const state = hash[at] as number;
+      const base = slot * STRIDE;
+      const state = v4[base] as number;
       if (state === EMPTY) return -1;
-      if (state === USED && hash[at + 1] === key) return hash[at + 2] as number;
+      if (state === USED && v4[base + KEY] === key) return base;
     }
   }
 
-  /** The record base of an IPv6 address given as four words, or -1. */
+  /** The record base of an IPv6 address given as four words in `v6`, or -1. */
   findV6(words: Uint32Array): number {
-    return this.v6.get(v6Key(words)) ?? -1;
+    return this.v6Bases.get(v6Key(words)) ?? -1;
   }
 
+  /** The record base of an address (in the array of its family), or -1. */
   find(ip: IpAddress): number {
     const words = addressWords(ip.family, ip.value, this.words);
     return ip.family === 4 ? this.findV4(words[0] as number) : this.findV6(words);
   }
 
-  /** The record of an address, made empty when missing. */
-  ensure(ip: IpAddress): number {
-    const found = this.find(ip);
-    if (found >= 0) return found;
-    const base = this.allocate();
-    if (ip.family === 4) {
-      const key = (this.words[0] as number) | 0;
-      this.data[base + HASH_KEY] = key;
-      this.hashInsert(key, base);
-    } else this.v6.set(v6Key(this.words), base);
-    return base;
+  /** The array holding a family's records. */
+  dataOf(ip: IpAddress): Int32Array {
+    return ip.family === 4 ? this.v4 : this.v6;
   }
 
   setEndpoint(ip: IpAddress, tables: readonly number[], node: number): void {
     const base = this.ensure(ip);
-    const data = this.data;
+    const data = this.dataOf(ip);
     TABLE_FIELDS.forEach((field, i) => (data[base + field] = tables[i] as number));
     data[base + ENDPOINT_NODE] = node;
     data[base + IS_ENDPOINT] = 1;
@@ -115,175 +112,193 @@ export class AddressRecords {
   clearEndpoint(ip: IpAddress): void {
     const base = this.find(ip);
     if (base < 0) return;
-    for (const field of TABLE_FIELDS) this.data[base + field] = -1;
-    this.data[base + ENDPOINT_NODE] = 0;
-    this.data[base + IS_ENDPOINT] = 0;
+    const data = this.dataOf(ip);
+    for (const field of TABLE_FIELDS) data[base + field] = -1;
+    data[base + ENDPOINT_NODE] = 0;
+    data[base + IS_ENDPOINT] = 0;
     this.releaseIfEmpty(ip, base);
   }
 
   setNodeAddress(ip: IpAddress, node: number): void {
-    const base = this.ensure(ip); // first: ensure may grow (replace) the data array
-    this.data[base + NODE_ADDRESS_OF] = node;
+    const base = this.ensure(ip);
+    this.dataOf(ip)[base + NODE_ADDRESS_OF] = node;
   }
 
-  isEndpoint(base: number): boolean {
-    return base >= 0 && this.data[base + IS_ENDPOINT] === 1;
+  isEndpoint(ip: IpAddress): boolean {
+    const base = this.find(ip);
+    return base >= 0 && this.dataOf(ip)[base + IS_ENDPOINT] === 1;
   }
 
-  groupsAt(base: number): number {
-    return this.data[base + GROUPS_AT] as number;
-  }
-
-  groupsLength(base: number): number {
-    return base < 0 ? 0 : (this.data[base + GROUPS_LENGTH] as number);
+  /** The address's groups, sorted (a copy; lookups read the record). */
+  groupsOf(ip: IpAddress): number[] {
+    const base = this.find(ip);
+    if (base < 0) return [];
+    const data = this.dataOf(ip);
+    const count = data[base + GROUP_COUNT] as number;
+    if (count <= INLINE_GROUPS) return [...data.subarray(base + GROUPS, base + GROUPS + count)];
+    const at = data[base + OVERFLOW_AT] as number;
+    return [...this.overflow.subarray(at, at + count)];
   }
 
   /** Adds a group to the address's sorted list; false when it was there already. */
   addGroup(ip: IpAddress, group: number): boolean {
     const base = this.ensure(ip);
-    const data = this.data;
-    let at = data[base + GROUPS_AT] as number;
-    const length = data[base + GROUPS_LENGTH] as number;
+    const data = this.dataOf(ip);
+    const count = data[base + GROUP_COUNT] as number;
+    const list = this.groupsOf(ip);
     let position = 0;
-    while (position < length && (this.groups[at + position] as number) < group) position++;
-    if (position < length && this.groups[at + position] === group) return false;
-    if (length === (data[base + GROUPS_CAPACITY] as number)) {
-      const capacity = Math.max(4, length * 2);
-      const moved = this.allocateGroups(capacity);
-      // Allocation may have compacted the lists: read where this one is now.
-      const from = data[base + GROUPS_AT] as number;
-      this.groups.copyWithin(moved, from, from + length);
-      this.groupsGarbage += data[base + GROUPS_CAPACITY] as number;
-      at = moved;
-      data[base + GROUPS_AT] = moved;
-      data[base + GROUPS_CAPACITY] = capacity;
-    }
-    this.groups.copyWithin(at + position + 1, at + position, at + length);
-    this.groups[at + position] = group;
-    this.data[base + GROUPS_LENGTH] = length + 1;
+    while (position < count && (list[position] as number) < group) position++;
+    if (list[position] === group) return false;
+    list.splice(position, 0, group);
+    this.writeGroups(data, base, list);
     return true;
   }
 
   removeGroup(ip: IpAddress, group: number): void {
     const base = this.find(ip);
     if (base < 0) return;
-    const data = this.data;
-    const at = data[base + GROUPS_AT] as number;
-    const length = data[base + GROUPS_LENGTH] as number;
-    let position = 0;
-    while (position < length && this.groups[at + position] !== group) position++;
-    if (position === length) return;
-    this.groups.copyWithin(at + position, at + position + 1, at + length);
-    data[base + GROUPS_LENGTH] = length - 1;
+    const list = this.groupsOf(ip);
+    const position = list.indexOf(group);
+    if (position < 0) return;
+    list.splice(position, 1);
+    this.writeGroups(this.dataOf(ip), base, list);
     this.releaseIfEmpty(ip, base);
   }
 
-  private releaseIfEmpty(ip: IpAddress, base: number): void {
-    const data = this.data;
-    if (data[base + IS_ENDPOINT] === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
-    if (data[base + GROUPS_LENGTH] !== 0) return;
-    this.groupsGarbage += data[base + GROUPS_CAPACITY] as number;
-    data[base + GROUPS_CAPACITY] = 0;
-    data[base + GROUPS_AT] = 0;
-    if (ip.family === 4) this.hashRemove(data[base + HASH_KEY] as number);
-    else this.v6.delete(v6Key(addressWords(6, ip.value, this.words)));
-    this.freeRecords.push(base);
+  /** Stores a record's sorted group list: inline when it fits, else in the overflow arena. */
+  private writeGroups(data: Int32Array, base: number, list: readonly number[]): void {
+    const before = data[base + GROUP_COUNT] as number;
+    const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
+    data[base + GROUP_COUNT] = list.length;
+    if (list.length <= INLINE_GROUPS) {
+      this.overflowGarbage += capacity;
+      data.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
+      data.set(list, base + GROUPS);
+      return;
+    }
+    if (list.length <= capacity) {
+      this.overflow.set(list, data[base + OVERFLOW_AT] as number);
+      return;
+    }
+    this.overflowGarbage += capacity;
+    const grown = Math.max(8, capacity * 2);
+    // Compaction may move other lists, never this one (its old space is already garbage).
+    data[base + GROUP_COUNT] = 0;
+    const at = this.allocateOverflow(grown);
+    data[base + GROUP_COUNT] = list.length;
+    data[base + OVERFLOW_AT] = at;
+    data[base + OVERFLOW_CAPACITY] = grown;
+    this.overflow.set(list, at);
   }
 
-  private allocate(): number {
-    const base = this.freeRecords.pop() ?? this.records++ * STRIDE;
-    if (base + STRIDE > this.data.length) {
-      const grown = new Int32Array(this.data.length * 2);
-      grown.set(this.data);
-      this.data = grown;
+  /** The record of an address, made empty when missing. */
+  private ensure(ip: IpAddress): number {
+    const found = this.find(ip);
+    if (found >= 0) return found;
+    if (ip.family === 6) {
+      const base = this.freeV6.pop() ?? this.v6Records++ * STRIDE;
+      if (base + STRIDE > this.v6.length) {
+        const grown = new Int32Array(this.v6.length * 2);
+        grown.set(this.v6);
+        this.v6 = grown;
+      }
+      clearRecord(this.v6, base);
+      this.v6Bases.set(v6Key(this.words), base);
+      return base;
     }
-    const data = this.data;
-    data.fill(0, base, base + STRIDE);
-    for (const field of TABLE_FIELDS) data[base + field] = -1;
+    const key = (this.words[0] as number) | 0;
+    const size = this.mask + 1;
+    // Tombstones count against the load; a rehash drops them, growing only if live entries need it.
+    if ((this.occupied + 1) * 2 > size) this.rehash((this.live + 1) * 4 > size ? size * 2 : size);
+    const v4 = this.v4;
+    let slot = slotOf(key, this.mask);
+    while (v4[slot * STRIDE] === USED) slot = (slot + 1) & this.mask;
+    const base = slot * STRIDE;
+    if (v4[base] === EMPTY) this.occupied++;
+    this.live++;
+    clearRecord(v4, base);
+    v4[base + STATE] = USED;
+    v4[base + KEY] = key;
     return base;
   }
 
-  private allocateGroups(length: number): number {
-    if (this.groupsUsed + length > this.groups.length) {
+  private releaseIfEmpty(ip: IpAddress, base: number): void {
+    const data = this.dataOf(ip);
+    if (data[base + IS_ENDPOINT] === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
+    if (data[base + GROUP_COUNT] !== 0) return;
+    if (ip.family === 4) {
+      data[base + STATE] = TOMBSTONE;
+      this.live--;
+    } else {
+      this.v6Bases.delete(v6Key(addressWords(6, ip.value, this.words)));
+      this.freeV6.push(base);
+    }
+  }
+
+  /** A table of `size` slots holding the live records (tombstones are dropped). */
+  private rehash(size: number): void {
+    const old = this.v4;
+    this.v4 = new Int32Array(STRIDE * size);
+    this.mask = size - 1;
+    this.occupied = 0;
+    for (let base = 0; base < old.length; base += STRIDE) {
+      if (old[base] !== USED) continue;
+      let slot = slotOf(old[base + KEY] as number, this.mask);
+      while (this.v4[slot * STRIDE] === USED) slot = (slot + 1) & this.mask;
+      this.v4.set(old.subarray(base, base + STRIDE), slot * STRIDE);
+      this.occupied++;
+    }
+  }
+
+  private allocateOverflow(length: number): number {
+    if (this.overflowUsed + length > this.overflow.length) {
       // Compact when at least half is garbage; otherwise grow.
-      if (this.groupsGarbage * 2 >= this.groupsUsed) this.compactGroups();
-      if (this.groupsUsed + length > this.groups.length) {
-        const grown = new Int32Array(Math.max(this.groups.length * 2, this.groupsUsed + length));
-        grown.set(this.groups.subarray(0, this.groupsUsed));
-        this.groups = grown;
+      if (this.overflowGarbage * 2 >= this.overflowUsed) this.compactOverflow();
+      if (this.overflowUsed + length > this.overflow.length) {
+        const grown = new Int32Array(Math.max(this.overflow.length * 2, this.overflowUsed + length));
+        grown.set(this.overflow.subarray(0, this.overflowUsed));
+        this.overflow = grown;
       }
     }
-    const at = this.groupsUsed;
-    this.groupsUsed += length;
+    const at = this.overflowUsed;
+    this.overflowUsed += length;
     return at;
   }
 
-  /** Moves every live list to the front, in record order. */
-  private compactGroups(): void {
-    const next = new Int32Array(this.groups.length);
+  /** Moves every live overflow list to the front. */
+  private compactOverflow(): void {
+    const next = new Int32Array(this.overflow.length);
     let used = 0;
-    const data = this.data;
-    for (let base = 0; base < this.records * STRIDE; base += STRIDE) {
-      const capacity = data[base + GROUPS_CAPACITY] as number;
-      if (capacity === 0) continue;
-      const at = data[base + GROUPS_AT] as number;
-      next.set(this.groups.subarray(at, at + (data[base + GROUPS_LENGTH] as number)), used);
-      data[base + GROUPS_AT] = used;
-      used += capacity;
-    }
-    this.groups = next;
-    this.groupsUsed = used;
-    this.groupsGarbage = 0;
+    const move = (data: Int32Array, base: number): void => {
+      if ((data[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
+      const at = data[base + OVERFLOW_AT] as number;
+      next.set(this.overflow.subarray(at, at + (data[base + GROUP_COUNT] as number)), used);
+      data[base + OVERFLOW_AT] = used;
+      used += data[base + OVERFLOW_CAPACITY] as number;
+    };
+    for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.v4, base);
+    for (const base of this.v6Bases.values()) move(this.v6, base);
+    this.overflow = next;
+    this.overflowUsed = used;
+    this.overflowGarbage = 0;
     this.compactions++;
   }
 
-  private hashInsert(key: number, base: number): void {
-    const size = this.hashMask + 1;
-    // Tombstones count against the load; a rehash drops them, growing only if live entries need it.
-    if ((this.hashUsed + 1) * 2 > size) this.rehash((this.hashLive + 1) * 4 > size ? size * 2 : size);
-    const hash = this.hash;
-    const mask = this.hashMask;
-    let slot = slotOf(key, mask);
-    while (hash[slot * 3] === USED) slot = (slot + 1) & mask;
-    if (hash[slot * 3] === EMPTY) this.hashUsed++;
-    this.hashLive++;
-    hash[slot * 3] = USED;
-    hash[slot * 3 + 1] = key;
-    hash[slot * 3 + 2] = base;
-  }
-
-  private hashRemove(key: number): void {
-    const hash = this.hash;
-    const mask = this.hashMask;
-    for (let slot = slotOf(key, mask); ; slot = (slot + 1) & mask) {
-      const state = hash[slot * 3] as number;
-      if (state === EMPTY) return;
-      if (state === USED && hash[slot * 3 + 1] === key) {
-        hash[slot * 3] = TOMBSTONE;
-        this.hashLive--;
-        return;
-      }
-    }
-  }
-
-  /** A new table of `size` slots holding the live entries (tombstones are dropped). */
-  private rehash(size: number): void {
-    const old = this.hash;
-    this.hash = new Int32Array(3 * size);
-    this.hashMask = size - 1;
-    this.hashUsed = 0;
-    this.hashLive = 0;
-    for (let at = 0; at < old.length; at += 3)
-      if (old[at] === USED) this.hashInsert(old[at + 1] as number, old[at + 2] as number);
-  }
-
-  /** Bytes held by the records, the hash and the group lists. */
+  /** Bytes held by the records and the overflow lists. */
   get bytes(): number {
-    return this.data.byteLength + this.hash.byteLength + this.groups.byteLength;
+    return this.v4.byteLength + this.v6.byteLength + this.overflow.byteLength;
   }
 }
 
-/** Fibonacci hashing: consecutive pod addresses spread over the table. */
+function clearRecord(data: Int32Array, base: number): void {
+  data.fill(0, base, base + STRIDE);
+  for (const field of TABLE_FIELDS) data[base + field] = -1;
+}
+
+/**
+ * Fibonacci hashing: the top bits of the product, as many as the table has (consecutive pod
+ * addresses spread over every slot, however large the table).
+ */
 function slotOf(key: number, mask: number): number {
-  return (Math.imul(key, 0x9e3779b1) >>> 16) & mask;
+  return Math.imul(key, 0x9e3779b1) >>> Math.clz32(mask);
 }

@@ -26,8 +26,10 @@ import {
   BASELINE_INGRESS,
   EGRESS,
   ENDPOINT_NODE,
-  GROUPS_AT,
-  GROUPS_LENGTH,
+  GROUP_COUNT,
+  GROUPS,
+  INLINE_GROUPS,
+  OVERFLOW_AT,
   INGRESS,
   NODE_ADDRESS_OF,
 } from './address-records.ts';
@@ -216,91 +218,87 @@ export class Classifier {
    * (isolated pods end there), then the Baseline tier.
    */
   private decide(from: number, to: number, family: IpFamily, protocol: number, port: number): boolean {
-    const data = this.records.data;
+    const data = family === 4 ? this.records.v4 : this.records.v6;
     const local = this.allowNodeLocal;
+    const dstWords = this.dstWords;
+    const srcWords = this.srcWords;
     if (from >= 0) {
-      const admin = this.tier(data[from + ADMIN_EGRESS] as number, family, this.dstWords, to, protocol, port);
+      const adminTable = data[from + ADMIN_EGRESS] as number;
+      const admin =
+        adminTable === NO_TABLE
+          ? UNDECIDED
+          : this.tier(adminTable, family, dstWords, data, to, protocol, port);
       if (admin === DENY) return false;
       if (admin === UNDECIDED) {
         const egress = data[from + EGRESS] as number;
         if (egress !== NO_TABLE) {
           if (
-            !(local && this.nodeLocal(from, to)) &&
-            !this.matches(egress, family, this.dstWords, to, protocol, port)
+            !(local && nodeLocal(data, from, to)) &&
+            this.slot(egress, family, dstWords, data, to, protocol, port, false) < 0
           )
             return false;
-        } else if (
-          this.tier(data[from + BASELINE_EGRESS] as number, family, this.dstWords, to, protocol, port) ===
-          DENY
-        )
-          return false;
+        } else {
+          const baseline = data[from + BASELINE_EGRESS] as number;
+          if (
+            baseline !== NO_TABLE &&
+            this.tier(baseline, family, dstWords, data, to, protocol, port) === DENY
+          )
+            return false;
+        }
       }
     }
     if (to < 0) return true;
-    const admin = this.tier(data[to + ADMIN_INGRESS] as number, family, this.srcWords, from, protocol, port);
-    if (admin !== UNDECIDED) return admin === ALLOW;
+    const adminTable = data[to + ADMIN_INGRESS] as number;
+    if (adminTable !== NO_TABLE) {
+      const admin = this.tier(adminTable, family, srcWords, data, from, protocol, port);
+      if (admin !== UNDECIDED) return admin === ALLOW;
+    }
     const ingress = data[to + INGRESS] as number;
     if (ingress !== NO_TABLE) {
-      if (local && this.nodeLocal(to, from)) return true;
-      return this.matches(ingress, family, this.srcWords, from, protocol, port);
+      if (local && nodeLocal(data, to, from)) return true;
+      return this.slot(ingress, family, srcWords, data, from, protocol, port, false) >= 0;
     }
+    const baseline = data[to + BASELINE_INGRESS] as number;
     return (
-      this.tier(data[to + BASELINE_INGRESS] as number, family, this.srcWords, from, protocol, port) !== DENY
+      baseline === NO_TABLE || this.tier(baseline, family, srcWords, data, from, protocol, port) !== DENY
     );
   }
 
-  /** Whether the remote address (its record) belongs to the endpoint's own node. */
-  private nodeLocal(endpoint: number, remote: number): boolean {
-    if (remote < 0) return false;
-    const data = this.records.data;
-    const node = data[endpoint + ENDPOINT_NODE] as number;
-    return node !== 0 && data[remote + NODE_ADDRESS_OF] === node;
-  }
-
-  private matches(
-    table: number,
-    family: IpFamily,
-    words: Uint32Array,
-    remote: number,
-    protocol: number,
-    port: number,
-  ): boolean {
-    return this.slot(table, family, words, remote, protocol, port, false) >= 0;
-  }
-
-  /** A tier table's answer: ALLOW, DENY, or UNDECIDED (no table, nothing matched, or Pass). */
+  /** A tier table's answer: ALLOW, DENY, or UNDECIDED (nothing matched, or Pass). */
   private tier(
     table: number,
     family: IpFamily,
     words: Uint32Array,
+    data: Int32Array,
     remote: number,
     protocol: number,
     port: number,
   ): number {
-    if (table === NO_TABLE) return UNDECIDED;
-    const slot = this.slot(table, family, words, remote, protocol, port, true);
+    const slot = this.slot(table, family, words, data, remote, protocol, port, true);
     if (slot < 0) return UNDECIDED;
     const action = this.packed.action(table, slot);
     return action === ACTION_ALLOW ? ALLOW : action === ACTION_DENY ? DENY : UNDECIDED;
   }
 
+  /** The table's matching slot for the remote address (its record in `data`, or -1). */
   private slot(
     table: number,
     family: IpFamily,
     words: Uint32Array,
+    data: Int32Array,
     remote: number,
     protocol: number,
     port: number,
     first: boolean,
   ): number {
-    const records = this.records;
-    const data = records.data;
-    const count = remote < 0 ? 0 : (data[remote + GROUPS_LENGTH] as number);
-    const at = count > 0 ? (data[remote + GROUPS_AT] as number) : 0;
-    return this.packed.match(table, family, words, records.groups, at, count, protocol, port, first);
+    const count = remote < 0 ? 0 : (data[remote + GROUP_COUNT] as number);
+    // Up to INLINE_GROUPS groups sit in the record; more are in the overflow arena.
+    const inline = count <= INLINE_GROUPS;
+    const groups = inline ? data : this.records.overflow;
+    const at = inline ? remote + GROUPS : (data[remote + OVERFLOW_AT] as number);
+    return this.packed.match(table, family, words, groups, at, count, protocol, port, first);
   }
 
-  /** The pod's tier tables: the configurator's tiered rule lists, one classifier table per list. */
   /**
    * The pod's tier tables, and their packed handles in record order (Admin ingress, Admin
    * egress, Baseline ingress, Baseline egress).
@@ -399,6 +397,13 @@ function releaseShared<T>(
   if (entry.users.size > 0) return;
   map.delete(key);
   if (entry.handle !== NO_TABLE) packed.remove(entry.handle);
+}
+
+/** Whether the remote address (its record, or -1) belongs to the endpoint's own node. */
+function nodeLocal(data: Int32Array, endpoint: number, remote: number): boolean {
+  if (remote < 0) return false;
+  const node = data[endpoint + ENDPOINT_NODE] as number;
+  return node !== 0 && data[remote + NODE_ADDRESS_OF] === node;
 }
 
 function protocolIndex(protocol: Protocol): number {
