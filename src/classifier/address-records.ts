@@ -13,7 +13,7 @@
 import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 
-/** Record fields (offsets from a record's base). Table handles are -1 when absent. */
+/** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
 const KEY = 1;
 export const INGRESS = 2;
@@ -177,7 +177,7 @@ export class AddressRecords {
       return;
     }
     if (list.length <= capacity) {
-      this.overflow.set(list, data[base + OVERFLOW_AT] as number);
+      this.overflow.set(list, data[base + OVERFLOW_AT]);
       return;
     }
     this.overflowGarbage += capacity;
@@ -282,6 +282,19 @@ export class AddressRecords {
     this.overflowUsed = used;
     this.overflowGarbage = 0;
     this.compactions++;
+  }
+
+  /** Table blocks moved (old → new offset): every record's table fields follow. */
+  remapTables(moves: ReadonlyMap<number, number>): void {
+    const remap = (data: Int32Array, base: number): void => {
+      for (const field of TABLE_FIELDS) {
+        const moved = moves.get(data[base + field] as number);
+        if (moved !== undefined) data[base + field] = moved;
+      }
+    };
+    for (let base = 0; base < this.v4.length; base += STRIDE)
+      if (this.v4[base] === USED) remap(this.v4, base);
+    for (const base of this.v6Bases.values()) remap(this.v6, base);
   }
 
   /** Bytes held by the records and the overflow lists. */

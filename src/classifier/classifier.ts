@@ -78,7 +78,7 @@ export class Classifier {
   private readonly nodeNumbers = new Map<string, number>();
   /** What lookups read: per address a record, per table a packed block. */
   private readonly records = new AddressRecords();
-  private readonly packed = new PackedTables();
+  private readonly packed = new PackedTables((moves) => this.records.remapTables(moves));
   private readonly srcWords = new Uint32Array(4);
   private readonly allowNodeLocal: boolean;
   private readonly dstWords = new Uint32Array(4);
@@ -125,9 +125,12 @@ export class Classifier {
       ...tiers.maps,
     };
     this.pods.set(id, { maps, keys: [ingress.key, egress.key], tierKeys });
-    const handles = [ingress.entry.handle, egress.entry.handle, ...tiers.handles];
+    // Offsets now, after every table was packed: packing one may have compacted the others.
+    const blocks = [ingress.entry.handle, egress.entry.handle, ...tiers.handles].map((handle) =>
+      handle === NO_TABLE ? NO_TABLE : this.packed.offsetOf(handle),
+    );
     const node = pod.node ? this.nodeNumber(pod.node) : 0;
-    for (const ip of pod.ips) this.index(ip, maps, handles, node);
+    for (const ip of pod.ips) this.index(ip, maps, blocks, node);
   }
 
   /**
@@ -164,6 +167,11 @@ export class Classifier {
     return [...new Set([...this.byV4.values(), ...this.byV6.values()])];
   }
 
+  /** Times the packed tables were compacted (blocks moved under the records). */
+  get compactions(): number {
+    return this.packed.compactions;
+  }
+
   /** Bytes of the lookup structures: address records (with group lists) and packed tables. */
   get memory(): { records: number; tables: number } {
     return { records: this.records.bytes, tables: this.packed.bytes };
@@ -178,10 +186,10 @@ export class Classifier {
     return ip.family === 4 ? this.byV4.get(Number(ip.value)) : this.byV6.get(formatIp(ip));
   }
 
-  private index(ip: IpAddress, maps: EndpointMaps, handles: readonly number[], node: number): void {
+  private index(ip: IpAddress, maps: EndpointMaps, blocks: readonly number[], node: number): void {
     if (ip.family === 4) this.byV4.set(Number(ip.value), maps);
     else this.byV6.set(formatIp(ip), maps);
-    this.records.setEndpoint(ip, handles, node);
+    this.records.setEndpoint(ip, blocks, node);
   }
 
   private unindex(ip: IpAddress): void {

@@ -19,12 +19,15 @@ import type { IpFamily } from '../net/ip.ts';
 import type { DirectionTable } from './direction-table.ts';
 import type { LpmTrie } from './lpm-trie.ts';
 
-// Block header fields; offsets inside a block are relative to its start (blocks move).
+// Block header fields; offsets inside a block are relative to its start (blocks move). What the
+// port check reads comes first, and the port entries follow the header at a fixed place, so
+// their cache line is fetched as soon as the block's address is known.
 const WIDTH = 0;
 const L3 = 1;
 const ANY = 2; // three: TCP, UDP, SCTP
 const PORT_COUNT = 5;
-const PORT_AT = 6;
+/** Which sections the table has (HAS_* bits): a lookup skips the others without reading them. */
+const HAS = 6;
 const RANGE_COUNT = 7;
 const RANGE_AT = 8;
 const GROUP_COUNT = 9;
@@ -38,9 +41,9 @@ const ACTION_AT = 25;
 const BITS = 26;
 /** Summary words in front of each bitmap (0 for one-word bitmaps). */
 const SUMMARY = 27;
-/** Which sections the table has (HAS_* bits): a lookup skips the others without reading them. */
-const HAS = 28;
-const HEADER = 29;
+const HEADER = 28;
+/** The port entries: always first after the header. */
+const PORTS = HEADER;
 
 const HAS_RANGES = 1;
 const HAS_PRIM_V4 = 2;
@@ -79,6 +82,9 @@ export class PackedTables {
   /** Times the arena was compacted (for tests and figures). */
   compactions = 0;
 
+  /** `onMove` is told, after each compaction, where every moved block went (old → new offset). */
+  constructor(private readonly onMove: (moves: ReadonlyMap<number, number>) => void = () => {}) {}
+
   /** Packs a built table (with its tier actions, if any); returns its handle. */
   add(table: DirectionTable, actions?: Uint8Array): number {
     const usedTries: number[] = [];
@@ -109,19 +115,26 @@ export class PackedTables {
     this.triesOf.delete(handle);
   }
 
-  /** The tier action of a slot of a packed tier table. */
-  action(handle: number, slot: number): number {
-    const at = this.offsets[handle] as number;
+  /**
+   * Where a table's block is now. Lookups take the block's offset (records keep offsets, not
+   * handles: one load less per lookup); when compaction moves blocks, `onMove` hears of it.
+   */
+  offsetOf(handle: number): number {
+    return this.offsets[handle] as number;
+  }
+
+  /** The tier action of a slot of a packed tier table (its block at `at`). */
+  action(at: number, slot: number): number {
     return this.data[at + (this.data[at + ACTION_AT] as number) + slot] as number;
   }
 
   /**
-   * The lowest matching rule slot (or, when `first` is false, any matching slot), -1 for none.
-   * `words` is the remote address (1 word for IPv4, 4 for IPv6); its groups are
+   * The lowest matching rule slot of the table whose block is at `b` (or, when `first` is
+   * false, any matching slot), -1 for none. `words` is the remote address (1 word for IPv4, 4 for IPv6); its groups are
    * `groups[groupsAt … groupsAt + groupCount)`, sorted.
    */
   match(
-    handle: number,
+    b: number,
     family: IpFamily,
     words: Uint32Array,
     groups: Int32Array,
@@ -132,18 +145,12 @@ export class PackedTables {
     first: boolean,
   ): number {
     const data = this.data;
-    const b = this.offsets[handle] as number;
     // Ports first: one short scan, and most denied packets end here.
     const ports = this.ports;
     let n = 0;
     const l3 = data[b + L3] as number;
     if (l3 !== NONE) ports[n++] = b + l3;
-    const exact = findEntry(
-      data,
-      b + (data[b + PORT_AT] as number),
-      data[b + PORT_COUNT] as number,
-      (protocol << 16) | port,
-    );
+    const exact = findEntry(data, b + PORTS, data[b + PORT_COUNT] as number, (protocol << 16) | port);
     if (exact !== NONE) ports[n++] = b + exact;
     const any = data[b + ANY + protocol] as number;
     if (any !== NONE) ports[n++] = b + any;
@@ -284,12 +291,14 @@ export class PackedTables {
   /** Moves every live block to the front (blocks are position-independent). */
   private compact(): void {
     const next = new Int32Array(this.data.length);
+    const moves = new Map<number, number>();
     let used = 0;
     for (let handle = 0; handle < this.handles; handle++) {
       const at = this.offsets[handle] as number;
       if (at === NONE) continue;
       const length = this.lengths[handle] as number;
       next.set(this.data.subarray(at, at + length), used);
+      if (at !== used) moves.set(at, used);
       this.offsets[handle] = used;
       used += length;
     }
@@ -297,6 +306,7 @@ export class PackedTables {
     this.used = used;
     this.garbage = 0;
     this.compactions++;
+    if (moves.size > 0) this.onMove(moves);
   }
 
   /** Bytes held by the arena and its handle arrays (tries excluded). */
@@ -453,8 +463,8 @@ function pack(
     ints[field] = count;
     ints[field + 1] = ints.length;
   };
-  list(PORT_COUNT, ports.length);
-  pushEntries(ints, ports);
+  ints[PORT_COUNT] = ports.length;
+  pushEntries(ints, ports); // at PORTS: nothing was pushed before
   list(RANGE_COUNT, view.ranges.length);
   for (const r of view.ranges) ints.push(r.protocol, r.from, r.to, bitmap(r.offset));
   list(GROUP_COUNT, groups.length);

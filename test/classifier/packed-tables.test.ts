@@ -161,7 +161,7 @@ function assertMatches(
       for (const port of [...PORTS, 7, 9100]) {
         const expected = expectedSlot(slots, remote, [...groups], protocol, port);
         const first = packed.match(
-          handle,
+          packed.offsetOf(handle),
           remote.family,
           words,
           groups,
@@ -177,7 +177,7 @@ function assertMatches(
           `first slot for ${remote.family === 4 ? remote.value : 'v6'} ${protocol}/${port}`,
         );
         const any = packed.match(
-          handle,
+          packed.offsetOf(handle),
           remote.family,
           words,
           groups,
