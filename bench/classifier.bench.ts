@@ -74,17 +74,27 @@ function outsidePackets(cluster: Cluster, count: number): V4Packet[] {
   return out;
 }
 
+/**
+ * Lookups per second over the packets, median of `runs` passes. The packets are read from
+ * columns (typed arrays), as a datapath has them in a buffer: walking a million packet objects
+ * costs about as much as the lookups themselves and is not what is measured.
+ */
 function lookupsPerSecond(
   classifier: Classifier,
   list: readonly V4Packet[],
   runs = 5,
 ): { rate: number; allowed: number } {
+  const src = Uint32Array.from(list, (p) => p.srcV4);
+  const dst = Uint32Array.from(list, (p) => p.dstV4);
+  const protocol = list.map((p) => p.protocol);
+  const port = Uint16Array.from(list, (p) => p.port);
   const rates: number[] = [];
   let allowed = 0;
   for (let r = 0; r < runs; r++) {
     const t = performance.now();
-    for (const packet of list)
-      if (classifier.allowsV4(packet.srcV4, packet.dstV4, packet.protocol, packet.port)) allowed++;
+    for (let i = 0; i < src.length; i++)
+      if (classifier.allowsV4(src[i] as number, dst[i] as number, protocol[i] as Protocol, port[i] as number))
+        allowed++;
     rates.push(list.length / ((performance.now() - t) / 1000));
   }
   return { rate: median(rates), allowed: allowed / runs };
