@@ -4,7 +4,7 @@
  * reference evaluator side by side, the lookup cost as the number of policies selecting one
  * endpoint grows (1, 10, 64, 100, 1,000), and the maps' memory per endpoint and per policy.
  */
-import { Classifier, type ClassifierPacket } from '../src/classifier/index.ts';
+import { Classifier, PROTOCOL_INDEX, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateShape } from '../src/generate/shapes.ts';
 import { seededRandom } from '../src/generate/random.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
@@ -86,14 +86,21 @@ function lookupsPerSecond(
 ): { rate: number; allowed: number } {
   const src = Uint32Array.from(list, (p) => p.srcV4);
   const dst = Uint32Array.from(list, (p) => p.dstV4);
-  const protocol = list.map((p) => p.protocol);
+  const protocol = Uint8Array.from(list, (p) => PROTOCOL_INDEX[p.protocol]);
   const port = Uint16Array.from(list, (p) => p.port);
   const rates: number[] = [];
   let allowed = 0;
   for (let r = 0; r < runs; r++) {
     const t = performance.now();
     for (let i = 0; i < src.length; i++)
-      if (classifier.allowsV4(src[i] as number, dst[i] as number, protocol[i] as Protocol, port[i] as number))
+      if (
+        classifier.allowsV4Indexed(
+          src[i] as number,
+          dst[i] as number,
+          protocol[i] as number,
+          port[i] as number,
+        )
+      )
         allowed++;
     rates.push(list.length / ((performance.now() - t) / 1000));
   }

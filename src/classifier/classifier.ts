@@ -214,10 +214,18 @@ export class Classifier {
    * no bigint and no string on this path.
    */
   allowsV4(src: number, dst: number, protocol: Protocol, port: number): boolean {
+    return this.allowsV4Indexed(src, dst, protocolIndex(protocol), port);
+  }
+
+  /**
+   * The same with the protocol as an index (PROTOCOL_INDEX: 0 TCP, 1 UDP, 2 SCTP), as a
+   * datapath has it from the header: no string comparison per packet.
+   */
+  allowsV4Indexed(src: number, dst: number, protocol: number, port: number): boolean {
     this.srcWords[0] = src;
     this.dstWords[0] = dst;
     const records = this.records;
-    return this.decide(records.findV4(src), records.findV4(dst), 4, protocolIndex(protocol), port);
+    return this.decide(records.findV4(src), records.findV4(dst), 4, protocol, port);
   }
 
   /**
