@@ -5,8 +5,9 @@
  * then reads one record per end instead of chasing maps and objects.
  *
  * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
- * finding an address is reading its record, not a slot and then a record elsewhere. Up to four
+ * finding an address is reading its record, not a slot and then a record elsewhere. Up to five
  * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
+ * Cluster-policy tier tables, which most endpoints lack, are in a side array.
  * IPv6 records use the same layout in an array of their own, found through a Map (they are not
  * on the numeric packet path). A record lives while anything is stored in it.
  */
@@ -18,25 +19,45 @@ const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
 const KEY = 1;
 export const INGRESS = 2;
 export const EGRESS = 3;
-export const ADMIN_INGRESS = 4;
-export const ADMIN_EGRESS = 5;
-export const BASELINE_INGRESS = 6;
-export const BASELINE_EGRESS = 7;
+/**
+ * Port signatures of the ingress and egress tables (see packed-tables.ts `portSignature`): a
+ * port whose bit is clear is named by no rule of the table, so the packet is decided without
+ * reading the table at all.
+ */
+export const INGRESS_PORTS = 4;
+export const EGRESS_PORTS = 5;
+/** Where the endpoint's cluster-policy tier tables are in `tiers` (-1: none). */
+export const TIERS = 6;
 /** The endpoint's node number (0: no endpoint or no node). */
-export const ENDPOINT_NODE = 8;
+export const ENDPOINT_NODE = 7;
 /** The node number whose address this is (0: none). */
-export const NODE_ADDRESS_OF = 9;
-const IS_ENDPOINT = 10;
+export const NODE_ADDRESS_OF = 8;
+const IS_ENDPOINT = 9;
 /** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
-export const GROUP_COUNT = 11;
-export const GROUPS = 12;
-export const INLINE_GROUPS = 4;
+export const GROUP_COUNT = 10;
+export const GROUPS = 11;
+export const INLINE_GROUPS = 5;
 /** With more groups: where the sorted list is in the overflow arena, and its capacity. */
-export const OVERFLOW_AT = 12;
-const OVERFLOW_CAPACITY = 13;
+export const OVERFLOW_AT = 11;
+const OVERFLOW_CAPACITY = 12;
 const STRIDE = 16;
 
-export const TABLE_FIELDS = [INGRESS, EGRESS, ADMIN_INGRESS, ADMIN_EGRESS, BASELINE_INGRESS, BASELINE_EGRESS];
+/** Fields of a `tiers` entry: the Admin and Baseline tables, per direction. */
+export const ADMIN_INGRESS = 0;
+export const ADMIN_EGRESS = 1;
+export const BASELINE_INGRESS = 2;
+export const BASELINE_EGRESS = 3;
+const TIER_FIELDS = 4;
+
+/** What setEndpoint takes: the six tables, in this order. */
+export const TABLE_ORDER = [
+  'ingress',
+  'egress',
+  'adminIngress',
+  'adminEgress',
+  'baselineIngress',
+  'baselineEgress',
+] as const;
 
 const EMPTY = 0;
 const USED = 1;
@@ -60,6 +81,10 @@ export class AddressRecords {
   overflow: Int32Array;
   private overflowUsed = 0;
   private overflowGarbage = 0;
+  /** Tier table entries (TIER_FIELDS ints each), for endpoints that have tier tables. */
+  tiers = new Int32Array(TIER_FIELDS * 64);
+  private tierEntries = 0;
+  private readonly freeTiers: number[] = [];
   private readonly words = new Uint32Array(4);
   /** Times the overflow arena was compacted (for tests). */
   compactions = 0;
@@ -101,22 +126,66 @@ export class AddressRecords {
     return ip.family === 4 ? this.v4 : this.v6;
   }
 
-  setEndpoint(ip: IpAddress, tables: readonly number[], node: number): void {
+  /**
+   * An endpoint's tables (TABLE_ORDER; -1 when absent), the port signatures of its ingress and
+   * egress tables, and its node number.
+   */
+  setEndpoint(
+    ip: IpAddress,
+    tables: readonly number[],
+    signatures: readonly [number, number],
+    node: number,
+  ): void {
     const base = this.ensure(ip);
     const data = this.dataOf(ip);
-    TABLE_FIELDS.forEach((field, i) => (data[base + field] = tables[i] as number));
+    data[base + INGRESS] = tables[0] as number;
+    data[base + EGRESS] = tables[1] as number;
+    data[base + INGRESS_PORTS] = signatures[0];
+    data[base + EGRESS_PORTS] = signatures[1];
+    const tiered = tables.slice(2).some((t) => t !== -1);
+    let entry = data[base + TIERS] as number;
+    if (tiered && entry < 0) entry = data[base + TIERS] = this.allocateTiers();
+    if (!tiered && entry >= 0) {
+      this.freeTiers.push(entry);
+      data[base + TIERS] = -1;
+    }
+    if (tiered) for (let i = 0; i < TIER_FIELDS; i++) this.tiers[entry + i] = tables[2 + i] as number;
     data[base + ENDPOINT_NODE] = node;
     data[base + IS_ENDPOINT] = 1;
+  }
+
+  /** The endpoint's tables, in TABLE_ORDER (-1 when absent). */
+  tablesOf(ip: IpAddress): number[] {
+    const base = this.find(ip);
+    if (base < 0) return [-1, -1, -1, -1, -1, -1];
+    const data = this.dataOf(ip);
+    const entry = data[base + TIERS] as number;
+    const tiers = entry < 0 ? [-1, -1, -1, -1] : [...this.tiers.subarray(entry, entry + TIER_FIELDS)];
+    return [data[base + INGRESS] as number, data[base + EGRESS] as number, ...tiers];
   }
 
   clearEndpoint(ip: IpAddress): void {
     const base = this.find(ip);
     if (base < 0) return;
     const data = this.dataOf(ip);
-    for (const field of TABLE_FIELDS) data[base + field] = -1;
+    data[base + INGRESS] = data[base + EGRESS] = -1;
+    data[base + INGRESS_PORTS] = data[base + EGRESS_PORTS] = 0;
+    const entry = data[base + TIERS] as number;
+    if (entry >= 0) this.freeTiers.push(entry);
+    data[base + TIERS] = -1;
     data[base + ENDPOINT_NODE] = 0;
     data[base + IS_ENDPOINT] = 0;
     this.releaseIfEmpty(ip, base);
+  }
+
+  private allocateTiers(): number {
+    const entry = this.freeTiers.pop() ?? this.tierEntries++ * TIER_FIELDS;
+    if (entry + TIER_FIELDS > this.tiers.length) {
+      const grown = new Int32Array(this.tiers.length * 2);
+      grown.set(this.tiers);
+      this.tiers = grown;
+    }
+    return entry;
   }
 
   setNodeAddress(ip: IpAddress, node: number): void {
@@ -284,28 +353,32 @@ export class AddressRecords {
     this.compactions++;
   }
 
-  /** Table blocks moved (old → new offset): every record's table fields follow. */
+  /** Table blocks moved (old → new offset): every record's and tier entry's tables follow. */
   remapTables(moves: ReadonlyMap<number, number>): void {
-    const remap = (data: Int32Array, base: number): void => {
-      for (const field of TABLE_FIELDS) {
-        const moved = moves.get(data[base + field] as number);
-        if (moved !== undefined) data[base + field] = moved;
-      }
+    const remap = (data: Int32Array, at: number): void => {
+      const moved = moves.get(data[at] as number);
+      if (moved !== undefined) data[at] = moved;
+    };
+    const records = (data: Int32Array, base: number): void => {
+      remap(data, base + INGRESS);
+      remap(data, base + EGRESS);
+      const entry = data[base + TIERS] as number;
+      if (entry >= 0) for (let i = 0; i < TIER_FIELDS; i++) remap(this.tiers, entry + i);
     };
     for (let base = 0; base < this.v4.length; base += STRIDE)
-      if (this.v4[base] === USED) remap(this.v4, base);
-    for (const base of this.v6Bases.values()) remap(this.v6, base);
+      if (this.v4[base] === USED) records(this.v4, base);
+    for (const base of this.v6Bases.values()) records(this.v6, base);
   }
 
-  /** Bytes held by the records and the overflow lists. */
+  /** Bytes held by the records, the tier entries and the overflow lists. */
   get bytes(): number {
-    return this.v4.byteLength + this.v6.byteLength + this.overflow.byteLength;
+    return this.v4.byteLength + this.v6.byteLength + this.tiers.byteLength + this.overflow.byteLength;
   }
 }
 
 function clearRecord(data: Int32Array, base: number): void {
   data.fill(0, base, base + STRIDE);
-  for (const field of TABLE_FIELDS) data[base + field] = -1;
+  data[base + INGRESS] = data[base + EGRESS] = data[base + TIERS] = -1;
 }
 
 /**

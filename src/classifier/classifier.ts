@@ -25,7 +25,10 @@ import {
   BASELINE_EGRESS,
   BASELINE_INGRESS,
   EGRESS,
+  EGRESS_PORTS,
   ENDPOINT_NODE,
+  INGRESS_PORTS,
+  TIERS,
   GROUP_COUNT,
   GROUPS,
   INLINE_GROUPS,
@@ -33,7 +36,7 @@ import {
   INGRESS,
   NODE_ADDRESS_OF,
 } from './address-records.ts';
-import { PackedTables } from './packed-tables.ts';
+import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
 
 const NO_TABLE = -1;
@@ -129,8 +132,10 @@ export class Classifier {
     const blocks = [ingress.entry.handle, egress.entry.handle, ...tiers.handles].map((handle) =>
       handle === NO_TABLE ? NO_TABLE : this.packed.offsetOf(handle),
     );
+    const signature = (block: number): number => (block === NO_TABLE ? 0 : this.packed.portSignature(block));
+    const signatures: [number, number] = [signature(blocks[0] as number), signature(blocks[1] as number)];
     const node = pod.node ? this.nodeNumber(pod.node) : 0;
-    for (const ip of pod.ips) this.index(ip, maps, blocks, node);
+    for (const ip of pod.ips) this.index(ip, maps, blocks, signatures, node);
   }
 
   /**
@@ -186,10 +191,16 @@ export class Classifier {
     return ip.family === 4 ? this.byV4.get(Number(ip.value)) : this.byV6.get(formatIp(ip));
   }
 
-  private index(ip: IpAddress, maps: EndpointMaps, blocks: readonly number[], node: number): void {
+  private index(
+    ip: IpAddress,
+    maps: EndpointMaps,
+    blocks: readonly number[],
+    signatures: readonly [number, number],
+    node: number,
+  ): void {
     if (ip.family === 4) this.byV4.set(Number(ip.value), maps);
     else this.byV6.set(formatIp(ip), maps);
-    this.records.setEndpoint(ip, blocks, node);
+    this.records.setEndpoint(ip, blocks, signatures, node);
   }
 
   private unindex(ip: IpAddress): void {
@@ -235,26 +246,30 @@ export class Classifier {
    */
   private decide(from: number, to: number, family: IpFamily, protocol: number, port: number): boolean {
     const data = family === 4 ? this.records.v4 : this.records.v6;
+    const tiers = this.records.tiers;
     const local = this.allowNodeLocal;
     const dstWords = this.dstWords;
     const srcWords = this.srcWords;
+    const bit = portBit(protocol, port);
     if (from >= 0) {
-      const adminTable = data[from + ADMIN_EGRESS] as number;
+      const tiered = data[from + TIERS] as number;
       const admin =
-        adminTable === NO_TABLE
+        tiered < 0 || tiers[tiered + ADMIN_EGRESS] === NO_TABLE
           ? UNDECIDED
-          : this.tier(adminTable, family, dstWords, data, to, protocol, port);
+          : this.tier(tiers[tiered + ADMIN_EGRESS] as number, family, dstWords, data, to, protocol, port);
       if (admin === DENY) return false;
       if (admin === UNDECIDED) {
         const egress = data[from + EGRESS] as number;
         if (egress !== NO_TABLE) {
+          // A port the table names nowhere (its signature says so) is denied without reading it.
           if (
             !(local && nodeLocal(data, from, to)) &&
-            this.slot(egress, family, dstWords, data, to, protocol, port, false) < 0
+            (((data[from + EGRESS_PORTS] as number) & bit) === 0 ||
+              this.slot(egress, family, dstWords, data, to, protocol, port, false) < 0)
           )
             return false;
         } else {
-          const baseline = data[from + BASELINE_EGRESS] as number;
+          const baseline = tiered < 0 ? NO_TABLE : (tiers[tiered + BASELINE_EGRESS] as number);
           if (
             baseline !== NO_TABLE &&
             this.tier(baseline, family, dstWords, data, to, protocol, port) === DENY
@@ -264,7 +279,8 @@ export class Classifier {
       }
     }
     if (to < 0) return true;
-    const adminTable = data[to + ADMIN_INGRESS] as number;
+    const tiered = data[to + TIERS] as number;
+    const adminTable = tiered < 0 ? NO_TABLE : (tiers[tiered + ADMIN_INGRESS] as number);
     if (adminTable !== NO_TABLE) {
       const admin = this.tier(adminTable, family, srcWords, data, from, protocol, port);
       if (admin !== UNDECIDED) return admin === ALLOW;
@@ -272,9 +288,12 @@ export class Classifier {
     const ingress = data[to + INGRESS] as number;
     if (ingress !== NO_TABLE) {
       if (local && nodeLocal(data, to, from)) return true;
-      return this.slot(ingress, family, srcWords, data, from, protocol, port, false) >= 0;
+      return (
+        ((data[to + INGRESS_PORTS] as number) & bit) !== 0 &&
+        this.slot(ingress, family, srcWords, data, from, protocol, port, false) >= 0
+      );
     }
-    const baseline = data[to + BASELINE_INGRESS] as number;
+    const baseline = tiered < 0 ? NO_TABLE : (tiers[tiered + BASELINE_INGRESS] as number);
     return (
       baseline === NO_TABLE || this.tier(baseline, family, srcWords, data, from, protocol, port) !== DENY
     );

@@ -123,6 +123,25 @@ export class PackedTables {
     return this.offsets[handle] as number;
   }
 
+  /**
+   * A 32-bit summary of the ports the table at `at` names: the OR of portBit over its port
+   * entries, or every bit when an L3, any-port or port-range entry can match any port. A
+   * packet whose portBit is not in it matches no rule — decided without reading the block.
+   */
+  portSignature(at: number): number {
+    const data = this.data;
+    const has = data[at + HAS] as number;
+    if (data[at + L3] !== NONE || has & HAS_RANGES) return -1;
+    for (let p = 0; p < 3; p++) if (data[at + ANY + p] !== NONE) return -1;
+    const count = data[at + PORT_COUNT] as number;
+    const slots = count <= SCAN ? count : 1 << hashBits(count);
+    let signature = 0;
+    for (let i = 0; i < slots; i++)
+      if (data[at + PORTS + 2 * i + 1] !== NONE)
+        signature |= portBitOfKey(data[at + PORTS + 2 * i] as number);
+    return signature;
+  }
+
   /** The tier action of a slot of a packed tier table (its block at `at`). */
   action(at: number, slot: number): number {
     return this.data[at + (this.data[at + ACTION_AT] as number) + slot] as number;
@@ -313,6 +332,15 @@ export class PackedTables {
   get bytes(): number {
     return this.data.byteLength + this.offsets.byteLength + this.lengths.byteLength;
   }
+}
+
+/** The bit of a packet's protocol (index) and port in a port signature. */
+export function portBit(protocol: number, port: number): number {
+  return portBitOfKey((protocol << 16) | port);
+}
+
+function portBitOfKey(key: number): number {
+  return 1 << (Math.imul(key, 0x9e3779b1) >>> 27);
 }
 
 /** `(prim | (supp & ~except)) & ports` at word w of the collected bitmaps. */

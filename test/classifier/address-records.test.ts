@@ -11,7 +11,8 @@ import {
   AddressRecords,
   ENDPOINT_NODE,
   NODE_ADDRESS_OF,
-  TABLE_FIELDS,
+  INGRESS_PORTS,
+  EGRESS_PORTS,
 } from '../../src/classifier/address-records.ts';
 import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 
@@ -86,7 +87,7 @@ describe('address records', () => {
         ops.forEach((op, step) => {
           const ip = POOL[op.address] as IpAddress;
           if (op.kind === 'endpoint') {
-            records.setEndpoint(ip, op.tables, op.node);
+            records.setEndpoint(ip, op.tables, [op.node * 3, ~op.node], op.node);
             Object.assign(get(op.address), { tables: op.tables, node: op.node, endpoint: true });
           } else if (op.kind === 'clear') {
             records.clearEndpoint(ip);
@@ -115,10 +116,11 @@ describe('address records', () => {
             if (!r) continue;
             const data = records.dataOf(ip);
             assert.equal(records.isEndpoint(ip), r.endpoint);
-            assert.deepEqual(
-              TABLE_FIELDS.map((f) => data[base + f]),
-              r.tables,
-            );
+            assert.deepEqual(records.tablesOf(ip), r.tables);
+            if (r.endpoint) {
+              assert.equal(data[base + INGRESS_PORTS], r.node * 3);
+              assert.equal(data[base + EGRESS_PORTS], ~r.node);
+            }
             assert.equal(data[base + ENDPOINT_NODE], r.node);
             assert.equal(data[base + NODE_ADDRESS_OF], r.nodeOf);
             assert.deepEqual(

@@ -2,14 +2,15 @@
  * The packed lookup form against a plain model: random tables of any width (up to 1,100 slots,
  * so summaries of more than one word), with ports, ranges, protocols, L3 entries, host and
  * prefix entries (few and many: scanned lists and tries), excepts, IPv6 and groups (scanned and
- * hashed entry lists) give the same first matching slot as a direct reading of the rules; and
- * blocks stay right after the arena is compacted under them.
+ * hashed entry lists) give the same first matching slot as a direct reading of the rules, and
+ * their port signatures never rule out a port that matches; blocks stay right after the arena
+ * is compacted under them.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { DirectionTable } from '../../src/classifier/direction-table.ts';
-import { PackedTables } from '../../src/classifier/packed-tables.ts';
+import { PackedTables, portBit } from '../../src/classifier/packed-tables.ts';
 import { addressWords } from '../../src/classifier/lpm-trie.ts';
 import { cidrContains, parseCidr, parseIp, type Cidr, type IpAddress } from '../../src/net/ip.ts';
 import type { Protocol } from '../../src/model/types.ts';
@@ -160,6 +161,13 @@ function assertMatches(
     for (let protocol = 0; protocol < 3; protocol++)
       for (const port of [...PORTS, 7, 9100]) {
         const expected = expectedSlot(slots, remote, [...groups], protocol, port);
+        // The port signature may only rule out ports no rule names.
+        if (expected >= 0)
+          assert.notEqual(
+            packed.portSignature(packed.offsetOf(handle)) & portBit(protocol, port),
+            0,
+            `signature has ${protocol}/${port}`,
+          );
         const first = packed.match(
           packed.offsetOf(handle),
           remote.family,
