@@ -18,7 +18,7 @@ import {
 } from '../model/rule.ts';
 import type { Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
 import { policyTemplates, type ClusterState, type RuleTemplate } from '../state/index.ts';
-import { canonicalTableOf } from './table-id.ts';
+import { canonicalRules, tableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, type PodTables } from './types.ts';
 import { TierTables } from './tier-tables.ts';
 
@@ -27,17 +27,33 @@ type Direction = 'ingress' | 'egress';
 /** Memoized tables kept before the memo is dropped and rebuilt (bounds memory under churn). */
 const MAX_MEMO_ENTRIES = 250_000;
 
-const DENY_REST = prepareRule({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET });
+const DENY_REST: NumberedRule = {
+  ...prepareRule({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET }),
+  serial: 0,
+};
 
 export class Configurator {
+  /**
+   * Per direction and selection key, the tables by variant. Almost every key has one variant,
+   * kept inline; a Map is made only for a second one (a Map per key was 15 % of the memory).
+   */
   private readonly memo = {
-    ingress: new Map<string, Map<string, RuleTable>>(),
-    egress: new Map<string, Map<string, RuleTable>>(),
+    ingress: new Map<string, MemoEntry>(),
+    egress: new Map<string, MemoEntry>(),
   };
   private memoSize = 0;
+  /**
+   * One table object per distinct table, by the serial numbers of its rules in canonical order
+   * (a short key; the table's id, a hash of its text, is only made when someone asks for it).
+   */
   private readonly interned = new Map<string, RuleTable>();
-  /** Prepared rules of each template, by resolved port number (-1: not a named port). */
-  private readonly preparedRules = new WeakMap<RuleTemplate, Map<number, PreparedRule>>();
+  /** One prepared rule per distinct rule, numbered: equal rules of different templates share it. */
+  private readonly rulesByKey = new Map<string, NumberedRule>([[DENY_REST.key, DENY_REST]]);
+  /** Never reused, not even after the memo is cleared: cached rules keep their numbers. */
+  private serials = 1;
+  /** Prepared rules of each template: its own port entry, and (named ports) by resolved number. */
+  private preparedRules = new WeakMap<RuleTemplate, NumberedRule>();
+  private preparedNamed = new WeakMap<RuleTemplate, NamedPortRules>();
 
   private readonly tierTables: TierTables;
 
@@ -73,6 +89,10 @@ export class Configurator {
     this.memo.ingress.clear();
     this.memo.egress.clear();
     this.interned.clear();
+    this.rulesByKey.clear();
+    this.rulesByKey.set(DENY_REST.key, DENY_REST);
+    this.preparedRules = new WeakMap();
+    this.preparedNamed = new WeakMap();
     this.tierTables.clear();
     this.memoSize = 0;
   }
@@ -88,27 +108,28 @@ export class Configurator {
     // The selection key string is shared by every pod of a label set: used as is (never
     // concatenated), its hash is computed once however long it is.
     const memo = this.memo[direction];
-    const cached = memo.get(policiesKey)?.get(variant);
+    const entry = memo.get(policiesKey);
+    const cached = entry?.variant === variant ? entry.table : entry?.more?.get(variant);
     if (cached) return cached;
-    const prepared: PreparedRule[] = [DENY_REST];
+    const prepared: NumberedRule[] = [DENY_REST];
     for (const policy of policies) {
       for (const template of policyTemplates(policy)[direction])
         this.addRules(pod, direction, template, prepared);
     }
     if (this.memoSize >= MAX_MEMO_ENTRIES) this.clearMemo();
     // Different inputs can still give equal rules: one object per distinct table.
-    const computed = canonicalTableOf(prepared);
-    const table = this.interned.get(computed.id) ?? computed;
-    this.interned.set(table.id, table);
-    let variants = memo.get(policiesKey);
-    if (!variants) memo.set(policiesKey, (variants = new Map<string, RuleTable>()));
-    variants.set(variant, table);
+    const rules = canonicalRules(prepared) as NumberedRule[];
+    const identity = rules.map((r) => r.serial).join(',');
+    let table = this.interned.get(identity);
+    if (!table) this.interned.set(identity, (table = tableOf(rules.map((r) => r.rule))));
+    if (!entry) memo.set(policiesKey, { variant, table });
+    else (entry.more ??= new Map<string, RuleTable>()).set(variant, table);
     this.memoSize++;
     return table;
   }
 
   /** Appends one template's rules, prepared once per template and resolved port number. */
-  private addRules(pod: Endpoint, direction: Direction, template: RuleTemplate, out: PreparedRule[]): void {
+  private addRules(pod: Endpoint, direction: Direction, template: RuleTemplate, out: NumberedRule[]): void {
     const { net, port } = template;
     if (typeof port?.port !== 'string') {
       out.push(this.prepared(template, -1, direction, net));
@@ -133,16 +154,51 @@ export class Configurator {
   }
 
   /** The template's rule for a resolved port number (-1: the template's own port entry). */
-  private prepared(template: RuleTemplate, port: number, direction: Direction, net: NetRef): PreparedRule {
-    let byPort = this.preparedRules.get(template);
-    if (!byPort) this.preparedRules.set(template, (byPort = new Map<number, PreparedRule>()));
-    let rule = byPort.get(port);
-    if (!rule) {
-      rule = prepareRule(permit(direction, net, template.port, port >= 0 ? [port, port] : undefined));
-      byPort.set(port, rule);
+  private prepared(template: RuleTemplate, port: number, direction: Direction, net: NetRef): NumberedRule {
+    if (port < 0) {
+      let rule = this.preparedRules.get(template);
+      if (!rule)
+        this.preparedRules.set(template, (rule = this.numbered(permit(direction, net, template.port))));
+      return rule;
     }
+    // A name usually resolves to one number: that one inline, a Map only for more.
+    const named = this.preparedNamed.get(template);
+    const known = named?.port === port ? named.rule : named?.more?.get(port);
+    if (known) return known;
+    const rule = this.numbered(permit(direction, net, template.port, [port, port]));
+    if (!named) this.preparedNamed.set(template, { port, rule });
+    else (named.more ??= new Map<number, NumberedRule>()).set(port, rule);
     return rule;
   }
+
+  /** The prepared, numbered form of a rule: the one already made for an equal rule, or a new one. */
+  private numbered(rule: Rule): NumberedRule {
+    const prepared = prepareRule(rule);
+    const known = this.rulesByKey.get(prepared.key);
+    if (known) return known;
+    const made = { ...prepared, serial: this.serials++ };
+    this.rulesByKey.set(made.key, made);
+    return made;
+  }
+}
+
+/** A named-port template's rule for its first resolved number, and a Map for any others. */
+interface NamedPortRules {
+  readonly port: number;
+  readonly rule: NumberedRule;
+  more?: Map<number, NumberedRule>;
+}
+
+/** A prepared rule with its number among the distinct rules the configurator has seen. */
+interface NumberedRule extends PreparedRule {
+  readonly serial: number;
+}
+
+/** A selection key's table for its first variant, and a Map for any others. */
+interface MemoEntry {
+  readonly variant: string;
+  readonly table: RuleTable;
+  more?: Map<string, RuleTable>;
 }
 
 function permit(

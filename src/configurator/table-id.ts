@@ -3,7 +3,7 @@
  * by a hash of their text, so equal policy sets give byte-identical tables that pods share.
  */
 import { hash } from 'node:crypto';
-import { prepareRule, type PreparedRule, type Rule, type RuleTable } from '../model/rule.ts';
+import { prepareRule, ruleText, type PreparedRule, type Rule, type RuleTable } from '../model/rule.ts';
 
 /** Sorts a fresh array, so callers' arrays are never reordered. */
 export function canonicalTable(rules: readonly Rule[]): RuleTable {
@@ -11,19 +11,33 @@ export function canonicalTable(rules: readonly Rule[]): RuleTable {
 }
 
 /**
- * The same for rules already prepared (text and sort key computed once and reused). Sorts the
- * given array in place: callers pass a fresh one.
+ * The same for rules already prepared (sort key computed once and reused). Sorts the given
+ * array in place: callers pass a fresh one.
  */
 export function canonicalTableOf(prepared: PreparedRule[]): RuleTable {
+  return tableOf(canonicalRules(prepared).map((p) => p.rule));
+}
+
+/** Sorts prepared rules into canonical order (in place) and drops repeated ones; returns them. */
+export function canonicalRules(prepared: PreparedRule[]): PreparedRule[] {
   prepared.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const rules: Rule[] = [];
-  let text = '';
-  let previous = '';
+  let kept = 0;
   for (const rule of prepared) {
-    if (rule.text === previous) continue;
-    rules.push(rule.rule);
-    text += rule.text + '\n';
-    previous = rule.text;
+    const last = kept > 0 ? prepared[kept - 1] : undefined;
+    if (last && last.key === rule.key && last.rule.precedence === rule.rule.precedence) continue;
+    prepared[kept++] = rule;
   }
-  return { id: hash('sha256', text).slice(0, 16), rules };
+  prepared.length = kept;
+  return prepared;
+}
+
+/** A table of rules already in canonical order; its id is the hash of their text, made on first use. */
+export function tableOf(rules: readonly Rule[]): RuleTable {
+  let id: string | undefined;
+  return {
+    get id(): string {
+      return (id ??= hash('sha256', rules.map((rule) => ruleText(rule) + '\n').join('')).slice(0, 16));
+    },
+    rules,
+  };
 }

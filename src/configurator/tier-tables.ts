@@ -7,7 +7,7 @@
  * number, on each protocol) for egress. Lists are memoized by what they depend on.
  */
 import { hash } from 'node:crypto';
-import { ANY_NET, prepareRule, type NetRef, type Rule, type RuleAction } from '../model/rule.ts';
+import { ANY_NET, prepareRule, ruleText, type NetRef, type Rule, type RuleAction } from '../model/rule.ts';
 import { rulePrecedenceKey } from '../model/precedence.ts';
 import { namedPortTargets } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/types.ts';
@@ -48,7 +48,11 @@ export class TierTables {
     if (cached) return cached;
     const adminRules = admin.policies.flatMap((p) => this.policyRules(pod, p, direction));
     const baselineRules = baseline.policies.flatMap((p) => this.policyRules(pod, p, direction));
-    const text = [...adminRules, { text: '--' }, ...baselineRules].map((r) => r.text).join('\n');
+    const text = [
+      ...adminRules.map((r) => ruleText(r.rule)),
+      '--',
+      ...baselineRules.map((r) => ruleText(r.rule)),
+    ].join('\n');
     const table: TieredTable = {
       id: hash('sha256', text).slice(0, 16),
       admin: adminRules.map((r) => r.rule),

@@ -30,7 +30,11 @@ export interface Rule {
   readonly precedence?: number;
 }
 
-/** A rule table: rules in their canonical order, identified by a hash of their text. */
+/**
+ * A rule table: rules in their canonical order, identified by a hash of their text (computed
+ * when first asked for: a full compile makes 100,000 tables whose ids only renderers and output
+ * read).
+ */
 export interface RuleTable {
   readonly id: string;
   readonly rules: readonly Rule[];
@@ -109,10 +113,13 @@ export function compareRules(a: Rule, b: Rule): number {
   );
 }
 
-/** A rule with its canonical text and a sort key whose string order is `compareRules` order. */
+/**
+ * A rule with a sort key whose string order is `compareRules` order. The key encodes every
+ * field but the precedence (nets, protocol, port range, action), so equal keys and precedence
+ * mean equal rules.
+ */
 export interface PreparedRule {
   readonly rule: Rule;
-  readonly text: string;
   readonly key: string;
 }
 
@@ -132,5 +139,5 @@ export function prepareRule(rule: Rule): PreparedRule {
     pad(portSpan(rule), 5) +
     pad(rule.dstPorts?.[0] ?? 0, 5) +
     (rule.action === 'permit' ? '0' : '1');
-  return { rule, text: ruleText(rule), key };
+  return { rule, key };
 }
