@@ -11,6 +11,7 @@
 import {
   ANY_NET,
   prepareRule,
+  ruleKey,
   type NetRef,
   type PreparedRule,
   type Rule,
@@ -173,11 +174,11 @@ export class Configurator {
 
   /** The prepared, numbered form of a rule: the one already made for an equal rule, or a new one. */
   private numbered(rule: Rule): NumberedRule {
-    const prepared = prepareRule(rule);
-    const known = this.rulesByKey.get(prepared.key);
+    const key = ruleKey(rule);
+    const known = this.rulesByKey.get(key);
     if (known) return known;
-    const made = { ...prepared, serial: this.serials++ };
-    this.rulesByKey.set(made.key, made);
+    const made: NumberedRule = { rule, key, serial: this.serials++ };
+    this.rulesByKey.set(key, made);
     return made;
   }
 }

@@ -70,16 +70,24 @@ export function ruleText(rule: Rule): string {
 function netRank(net: NetRef): [number, number, string] {
   switch (net.kind) {
     case 'cidr':
-      return [
-        familyBits(net.cidr.family) - net.cidr.prefix,
-        0,
-        `${net.cidr.family}:${net.cidr.base.toString(16).padStart(32, '0')}/${net.cidr.prefix}`,
-      ];
+      return [familyBits(net.cidr.family) - net.cidr.prefix, 0, cidrSortText(net.cidr)];
     case 'group':
       return [0, 1, net.group];
     case 'any':
       return [129, 0, ''];
   }
+}
+
+/** CIDRs are shared objects: their sort text (a bigint in hex, which is slow to format) is made once. */
+const cidrSortTexts = new WeakMap<Cidr, string>();
+
+function cidrSortText(cidr: Cidr): string {
+  let text = cidrSortTexts.get(cidr);
+  if (text === undefined) {
+    text = `${cidr.family}:${cidr.base.toString(16).padStart(32, '0')}/${cidr.prefix}`;
+    cidrSortTexts.set(cidr, text);
+  }
+  return text;
 }
 
 function compareNet(a: NetRef, b: NetRef): number {
@@ -132,12 +140,17 @@ function netKey(net: NetRef): string {
 }
 
 export function prepareRule(rule: Rule): PreparedRule {
-  const key =
+  return { rule, key: ruleKey(rule) };
+}
+
+/** The sort key of a rule (see PreparedRule). */
+export function ruleKey(rule: Rule): string {
+  return (
     netKey(rule.src) +
     netKey(rule.dst) +
     PROTOCOL_RANK[rule.protocol] +
     pad(portSpan(rule), 5) +
     pad(rule.dstPorts?.[0] ?? 0, 5) +
-    (rule.action === 'permit' ? '0' : '1');
-  return { rule, key };
+    (rule.action === 'permit' ? '0' : '1')
+  );
 }

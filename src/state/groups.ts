@@ -22,42 +22,58 @@ export interface GroupHost {
   readonly namespaceLabelSets: LabelSetIndex;
 }
 
-interface GroupRecord extends AddressGroup {
-  readonly members: Map<string, GroupMember>;
+const addressKey = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
+
+/** Groups without a named port never count port numbers: they share this empty map. */
+const NO_PORTS: Map<number, number> = new Map();
+
+/**
+ * A group and its members. The address index behind `contains` (member count per address, and
+ * per named-port number and address) is built on the first `contains` and kept up to date from
+ * then on: a full compile makes tens of thousands of groups that only renderers and analysis
+ * ask about addresses in, and two Maps per group were a tenth of the store's memory.
+ */
+class GroupRecord implements AddressGroup {
+  readonly members = new Map<string, GroupMember>();
   readonly ports: Map<number, number>;
-  readonly policies: Set<string>;
-  /** Member count per address key, and per named-port number and address key. */
+  readonly policies = new Set<string>();
+  private index: AddressIndex | undefined;
+
+  constructor(
+    readonly key: string,
+    readonly spec: GroupSpec,
+  ) {
+    this.ports = spec.namedPort ? new Map<number, number>() : NO_PORTS;
+  }
+
+  contains(ip: IpAddress, port?: number): boolean {
+    const index = (this.index ??= this.buildIndex());
+    const where = port === undefined ? index.addresses : index.portAddresses.get(port);
+    return (where?.get(addressKey(ip)) ?? 0) > 0;
+  }
+
+  /** Adds (+1) or removes (-1) a member's addresses from the address index, if it is built. */
+  countAddresses(member: GroupMember | undefined, delta: number): void {
+    if (member && this.index) countMember(this.index, member, delta);
+  }
+
+  private buildIndex(): AddressIndex {
+    const index: AddressIndex = { addresses: new Map(), portAddresses: new Map() };
+    for (const member of this.members.values()) countMember(index, member, 1);
+    return index;
+  }
+}
+
+interface AddressIndex {
   readonly addresses: Map<string, number>;
   readonly portAddresses: Map<number, Map<string, number>>;
 }
 
-const addressKey = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
-
-function newGroup(key: string, spec: GroupSpec): GroupRecord {
-  const addresses = new Map<string, number>();
-  const portAddresses = new Map<number, Map<string, number>>();
-  return {
-    key,
-    spec,
-    members: new Map(),
-    ports: new Map(),
-    policies: new Set(),
-    addresses,
-    portAddresses,
-    contains(ip, port) {
-      const where = port === undefined ? addresses : portAddresses.get(port);
-      return (where?.get(addressKey(ip)) ?? 0) > 0;
-    },
-  };
-}
-
-/** Adds (+1) or removes (-1) a member's addresses from a group's address counts. */
-function countAddresses(group: GroupRecord, member: GroupMember | undefined, delta: number): void {
-  if (!member) return;
-  const maps = [group.addresses];
+function countMember(index: AddressIndex, member: GroupMember, delta: number): void {
+  const maps = [index.addresses];
   if (member.port !== undefined) {
-    let byPort = group.portAddresses.get(member.port);
-    if (!byPort) group.portAddresses.set(member.port, (byPort = new Map<string, number>()));
+    let byPort = index.portAddresses.get(member.port);
+    if (!byPort) index.portAddresses.set(member.port, (byPort = new Map<string, number>()));
     maps.push(byPort);
   }
   for (const map of maps) {
@@ -68,8 +84,8 @@ function countAddresses(group: GroupRecord, member: GroupMember | undefined, del
       else map.delete(key);
     }
   }
-  if (member.port !== undefined && group.portAddresses.get(member.port)?.size === 0)
-    group.portAddresses.delete(member.port);
+  if (member.port !== undefined && index.portAddresses.get(member.port)?.size === 0)
+    index.portAddresses.delete(member.port);
 }
 
 interface NamespaceSelectorEntry {
@@ -131,7 +147,7 @@ export class GroupIndex {
     const key = groupKey(spec);
     let group = this.groups.get(key);
     if (!group) {
-      group = newGroup(key, spec);
+      group = new GroupRecord(key, spec);
       this.groups.set(key, group);
       this.indexGroup(group);
       for (const pod of this.scopePods(group)) this.refreshMember(group, pod);
@@ -211,7 +227,7 @@ export class GroupIndex {
     if (!verdict.admitted || !pod) {
       if (!current) return false;
       group.members.delete(id);
-      countAddresses(group, current, -1);
+      group.countAddresses(current, -1);
       if (countPort(group.ports, current.port, -1)) this.partitionChanged(group.key);
       this.memberChanges.add(id);
       return true;
@@ -229,8 +245,8 @@ export class GroupIndex {
     const added = countPort(group.ports, member.port, 1);
     if (removed || added) this.partitionChanged(group.key);
     group.members.set(id, member);
-    countAddresses(group, current, -1);
-    countAddresses(group, member, 1);
+    group.countAddresses(current, -1);
+    group.countAddresses(member, 1);
     this.memberChanges.add(id);
     return true;
   }
