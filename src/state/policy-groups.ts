@@ -99,15 +99,22 @@ export function policyTemplates(policy: NetworkPolicy): PolicyTemplates {
   ): RuleTemplate[] => {
     if (!active) return [];
     const result: RuleTemplate[] = [];
+    const refs = (nets: readonly PeerNet[]): NetRef[] =>
+      nets.map((net) => {
+        if (net.kind !== 'group') return net.kind === 'cidr' ? net : ANY_NET;
+        const key = groupKey(net.spec);
+        groups.set(key, net.spec);
+        return { kind: 'group', group: key };
+      });
     for (const rule of rules) {
+      // The nets depend on the port entry only for an egress named port: expand them once.
+      let plain: NetRef[] | undefined;
       for (const port of rulePorts(rule)) {
-        for (const net of ruleNets(policy, direction, rule, port)) {
-          if (net.kind === 'group') {
-            const key = groupKey(net.spec);
-            groups.set(key, net.spec);
-            result.push({ net: { kind: 'group', group: key }, port });
-          } else result.push({ net: net.kind === 'cidr' ? net : ANY_NET, port });
-        }
+        const named = direction === 'egress' && typeof port?.port === 'string';
+        const nets = named
+          ? refs(ruleNets(policy, direction, rule, port))
+          : (plain ??= refs(ruleNets(policy, direction, rule, undefined)));
+        for (const net of nets) result.push({ net, port });
       }
     }
     return result;
