@@ -48,8 +48,13 @@ export class Configurator {
    * (a short key; the table's id, a hash of its text, is only made when someone asks for it).
    */
   private readonly interned = new Map<string, RuleTable>();
-  /** One prepared rule per distinct rule, numbered: equal rules of different templates share it. */
-  private readonly rulesByKey = new Map<string, NumberedRule>([[DENY_REST.key, DENY_REST]]);
+  /**
+   * One prepared rule per distinct rule, numbered: equal rules of different templates share it.
+   * The configurator's rules are permits with one side "any" and the other a group, a CIDR or
+   * "any" (keyed by ""): by that net, then by ruleShape.
+   */
+  private rulesByGroup = new Map<string, Map<number, NumberedRule>>();
+  private rulesByCidr = new Map<string, Map<number, NumberedRule>>();
   /** Never reused, not even after the memo is cleared: cached rules keep their numbers. */
   private serials = 1;
   /** Prepared rules of each template: its own port entry, and (named ports) by resolved number. */
@@ -90,8 +95,8 @@ export class Configurator {
     this.memo.ingress.clear();
     this.memo.egress.clear();
     this.interned.clear();
-    this.rulesByKey.clear();
-    this.rulesByKey.set(DENY_REST.key, DENY_REST);
+    this.rulesByGroup = new Map();
+    this.rulesByCidr = new Map();
     this.preparedRules = new WeakMap();
     this.preparedNamed = new WeakMap();
     this.tierTables.clear();
@@ -174,13 +179,34 @@ export class Configurator {
 
   /** The prepared, numbered form of a rule: the one already made for an equal rule, or a new one. */
   private numbered(rule: Rule): NumberedRule {
-    const key = ruleKey(rule);
-    const known = this.rulesByKey.get(key);
+    // Found by its net (a group name or CIDR text: strings whose hash is already cached) and a
+    // number for the rest — building and hashing the long sort key for every template was most
+    // of this function's cost; the key is made only for a rule not seen before.
+    const net = rule.src.kind === 'any' ? rule.dst : rule.src;
+    const byNet = net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr;
+    const netText = net.kind === 'group' ? net.group : net.kind === 'cidr' ? net.cidr.text : '';
+    let byShape = byNet.get(netText);
+    if (!byShape) byNet.set(netText, (byShape = new Map<number, NumberedRule>()));
+    const shape = ruleShape(rule);
+    const known = byShape.get(shape);
     if (known) return known;
-    const made: NumberedRule = { rule, key, serial: this.serials++ };
-    this.rulesByKey.set(key, made);
+    const made: NumberedRule = { rule, key: ruleKey(rule), serial: this.serials++ };
+    byShape.set(shape, made);
     return made;
   }
+}
+
+/**
+ * Everything of a permit rule but its net, as one number (exact below 2^53): which side the net
+ * is on, the protocol and the port range.
+ */
+function ruleShape(rule: Rule): number {
+  const side = rule.src.kind === 'any' ? 1 : 0;
+  const protocol =
+    rule.protocol === 'TCP' ? 0 : rule.protocol === 'UDP' ? 1 : rule.protocol === 'SCTP' ? 2 : 3;
+  const from = rule.dstPorts ? rule.dstPorts[0] : 65536;
+  const to = rule.dstPorts ? rule.dstPorts[1] : 65536;
+  return ((side * 4 + protocol) * 65537 + from) * 65537 + to;
 }
 
 /** A named-port template's rule for its first resolved number, and a Map for any others. */
