@@ -259,7 +259,7 @@ export class ClusterState {
     this.subjects.addPolicy(policy.namespace, policy.podSelector, key);
     this.policyGroups.set(
       key,
-      policyGroupSpecs(policy).map((spec) => this.groups.acquire(spec, key)),
+      [...policyGroupSpecs(policy)].map(([group, spec]) => this.groups.acquire(spec, key, group)),
     );
     if (before && before.namespace !== policy.namespace)
       for (const g of this.releaseNamespace(before.namespace)) groups.add(g);

@@ -142,9 +142,11 @@ export class GroupIndex {
     return this.groups.keys();
   }
 
-  /** Takes a reference to the group for `spec` on behalf of a policy, creating it if needed. */
-  acquire(spec: GroupSpec, policy: string): string {
-    const key = groupKey(spec);
+  /**
+   * Takes a reference to the group for `spec` on behalf of a policy, creating it if needed
+   * (`key`: the spec's groupKey, when the caller has it already).
+   */
+  acquire(spec: GroupSpec, policy: string, key = groupKey(spec)): string {
     let group = this.groups.get(key);
     if (!group) {
       group = new GroupRecord(key, spec);

@@ -80,8 +80,8 @@ export interface RuleTemplate {
 export interface PolicyTemplates {
   readonly ingress: readonly RuleTemplate[];
   readonly egress: readonly RuleTemplate[];
-  /** Every group the templates reference, de-duplicated. */
-  readonly groups: readonly GroupSpec[];
+  /** Every group the templates reference, de-duplicated, by key. */
+  readonly groups: ReadonlyMap<string, GroupSpec>;
 }
 
 /** Policies are immutable, so their expansion is computed once per object. */
@@ -122,13 +122,13 @@ export function policyTemplates(policy: NetworkPolicy): PolicyTemplates {
   const result: PolicyTemplates = {
     ingress: expand('ingress', policy.ingress, policy.affectsIngress),
     egress: expand('egress', policy.egress, policy.affectsEgress),
-    groups: [...groups.values()],
+    groups,
   };
   templates.set(policy, result);
   return result;
 }
 
-/** Every group a policy's tables will reference, de-duplicated. */
-export function policyGroupSpecs(policy: NetworkPolicy): readonly GroupSpec[] {
+/** Every group a policy's tables will reference, de-duplicated, by key. */
+export function policyGroupSpecs(policy: NetworkPolicy): ReadonlyMap<string, GroupSpec> {
   return policyTemplates(policy).groups;
 }
