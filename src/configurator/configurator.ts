@@ -122,7 +122,12 @@ export class Configurator {
       for (const template of policyTemplates(policy)[direction])
         this.addRules(pod, direction, template, prepared);
     }
-    if (this.memoSize >= MAX_MEMO_ENTRIES) this.clearMemo();
+    // Rules are kept by net too: policy churn brings new group names, so both are bounded.
+    if (
+      this.memoSize >= MAX_MEMO_ENTRIES ||
+      this.rulesByGroup.size + this.rulesByCidr.size >= MAX_MEMO_ENTRIES
+    )
+      this.clearMemo();
     // Different inputs can still give equal rules: one object per distinct table.
     const rules = canonicalRules(prepared) as NumberedRule[];
     const identity = rules.map((r) => r.serial).join(',');
