@@ -13,6 +13,7 @@
  */
 import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
+import { IntArena } from './int-arena.ts';
 
 /** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
@@ -78,23 +79,27 @@ export class AddressRecords {
   private v6Records = 0;
   private readonly freeV6: number[] = [];
   /** Group lists of more than INLINE_GROUPS (capacity doubles; garbage is compacted). */
-  overflow: Int32Array;
-  private overflowUsed = 0;
-  private overflowGarbage = 0;
+  private readonly overflowArena: IntArena;
   /** Tier table entries (TIER_FIELDS ints each), for endpoints that have tier tables. */
   tiers = new Int32Array(TIER_FIELDS * 64);
   private tierEntries = 0;
   private readonly freeTiers: number[] = [];
   private readonly words = new Uint32Array(4);
+  get overflow(): Int32Array {
+    return this.overflowArena.data;
+  }
+
   /** Times the overflow arena was compacted (for tests). */
-  compactions = 0;
+  get compactions(): number {
+    return this.overflowArena.compactions;
+  }
 
   /** Initial sizes (they grow as needed); tests start small to exercise growth and compaction. */
   constructor(initial: { hashSlots?: number; overflowInts?: number } = {}) {
     const slots = Math.max(2, initial.hashSlots ?? 4096); // a power of two
     this.v4 = new Int32Array(STRIDE * slots);
     this.mask = slots - 1;
-    this.overflow = new Int32Array(initial.overflowInts ?? 4096);
+    this.overflowArena = new IntArena(initial.overflowInts ?? 4096, (into) => this.compactOverflow(into));
   }
 
   /** The record base of an IPv4 address (as an unsigned number) in `v4`, or -1. */
@@ -240,7 +245,7 @@ export class AddressRecords {
     const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
     data[base + GROUP_COUNT] = list.length;
     if (list.length <= INLINE_GROUPS) {
-      this.overflowGarbage += capacity;
+      this.overflowArena.free(capacity);
       data.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
       data.set(list, base + GROUPS);
       return;
@@ -249,11 +254,11 @@ export class AddressRecords {
       this.overflow.set(list, data[base + OVERFLOW_AT]);
       return;
     }
-    this.overflowGarbage += capacity;
+    this.overflowArena.free(capacity);
     const grown = Math.max(8, capacity * 2);
     // Compaction may move other lists, never this one (its old space is already garbage).
     data[base + GROUP_COUNT] = 0;
-    const at = this.allocateOverflow(grown);
+    const at = this.overflowArena.allocate(grown);
     data[base + GROUP_COUNT] = list.length;
     data[base + OVERFLOW_AT] = at;
     data[base + OVERFLOW_CAPACITY] = grown;
@@ -319,38 +324,20 @@ export class AddressRecords {
     }
   }
 
-  private allocateOverflow(length: number): number {
-    if (this.overflowUsed + length > this.overflow.length) {
-      // Compact when at least half is garbage; otherwise grow.
-      if (this.overflowGarbage * 2 >= this.overflowUsed) this.compactOverflow();
-      if (this.overflowUsed + length > this.overflow.length) {
-        const grown = new Int32Array(Math.max(this.overflow.length * 2, this.overflowUsed + length));
-        grown.set(this.overflow.subarray(0, this.overflowUsed));
-        this.overflow = grown;
-      }
-    }
-    const at = this.overflowUsed;
-    this.overflowUsed += length;
-    return at;
-  }
-
-  /** Moves every live overflow list to the front. */
-  private compactOverflow(): void {
-    const next = new Int32Array(this.overflow.length);
+  /** Moves every live overflow list to the front of `into`. */
+  private compactOverflow(into: Int32Array): number {
+    const overflow = this.overflow;
     let used = 0;
     const move = (data: Int32Array, base: number): void => {
       if ((data[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
       const at = data[base + OVERFLOW_AT] as number;
-      next.set(this.overflow.subarray(at, at + (data[base + GROUP_COUNT] as number)), used);
+      into.set(overflow.subarray(at, at + (data[base + GROUP_COUNT] as number)), used);
       data[base + OVERFLOW_AT] = used;
       used += data[base + OVERFLOW_CAPACITY] as number;
     };
     for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.v4, base);
     for (const base of this.v6Bases.values()) move(this.v6, base);
-    this.overflow = next;
-    this.overflowUsed = used;
-    this.overflowGarbage = 0;
-    this.compactions++;
+    return used;
   }
 
   /** Table blocks moved (old → new offset): every record's and tier entry's tables follow. */

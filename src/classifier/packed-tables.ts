@@ -18,6 +18,7 @@
 import type { IpFamily } from '../net/ip.ts';
 import type { DirectionTable } from './direction-table.ts';
 import type { LpmTrie } from './lpm-trie.ts';
+import { IntArena } from './int-arena.ts';
 
 // Block header fields; offsets inside a block are relative to its start (blocks move). What the
 // port check reads comes first, and the port entries follow the header at a fixed place, so
@@ -61,9 +62,7 @@ const SCAN = 8;
 const LIST_ROOM = 160;
 
 export class PackedTables {
-  data = new Int32Array(1 << 16);
-  private used = 0;
-  private garbage = 0;
+  private readonly arena = new IntArena(1 << 16, (into) => this.compact(into));
   /** Per handle: block offset and length (-1 when free). */
   private offsets = new Int32Array(1024).fill(NONE);
   private lengths = new Int32Array(1024);
@@ -80,7 +79,13 @@ export class PackedTables {
   private readonly ports = new Int32Array(64);
   private readonly trieWords = new Uint32Array(4);
   /** Times the arena was compacted (for tests and figures). */
-  compactions = 0;
+  get compactions(): number {
+    return this.arena.compactions;
+  }
+
+  get data(): Int32Array {
+    return this.arena.data;
+  }
 
   /** `onMove` is told, after each compaction, where every moved block went (old → new offset). */
   constructor(private readonly onMove: (moves: ReadonlyMap<number, number>) => void = () => {}) {}
@@ -95,8 +100,8 @@ export class PackedTables {
       return index;
     });
     const handle = this.freeHandles.pop() ?? this.newHandle();
-    const at = this.allocate(block.length);
-    this.data.set(block, at);
+    const at = this.arena.allocate(block.length);
+    this.arena.data.set(block, at);
     this.offsets[handle] = at;
     this.lengths[handle] = block.length;
     if (usedTries.length > 0) this.triesOf.set(handle, usedTries);
@@ -104,7 +109,7 @@ export class PackedTables {
   }
 
   remove(handle: number): void {
-    this.garbage += this.lengths[handle] as number;
+    this.arena.free(this.lengths[handle] as number);
     this.offsets[handle] = NONE;
     this.lengths[handle] = 0;
     this.freeHandles.push(handle);
@@ -293,44 +298,27 @@ export class PackedTables {
     return this.handles++;
   }
 
-  private allocate(length: number): number {
-    if (this.used + length > this.data.length) {
-      if (this.garbage * 2 >= this.used) this.compact();
-      if (this.used + length > this.data.length) {
-        const grown = new Int32Array(Math.max(this.data.length * 2, this.used + length));
-        grown.set(this.data.subarray(0, this.used));
-        this.data = grown;
-      }
-    }
-    const at = this.used;
-    this.used += length;
-    return at;
-  }
-
-  /** Moves every live block to the front (blocks are position-independent). */
-  private compact(): void {
-    const next = new Int32Array(this.data.length);
+  /** Moves every live block to the front of `into` (blocks are position-independent). */
+  private compact(into: Int32Array): number {
+    const data = this.arena.data;
     const moves = new Map<number, number>();
     let used = 0;
     for (let handle = 0; handle < this.handles; handle++) {
       const at = this.offsets[handle] as number;
       if (at === NONE) continue;
       const length = this.lengths[handle] as number;
-      next.set(this.data.subarray(at, at + length), used);
+      into.set(data.subarray(at, at + length), used);
       if (at !== used) moves.set(at, used);
       this.offsets[handle] = used;
       used += length;
     }
-    this.data = next;
-    this.used = used;
-    this.garbage = 0;
-    this.compactions++;
     if (moves.size > 0) this.onMove(moves);
+    return used;
   }
 
   /** Bytes held by the arena and its handle arrays (tries excluded). */
   get bytes(): number {
-    return this.data.byteLength + this.offsets.byteLength + this.lengths.byteLength;
+    return this.arena.data.byteLength + this.offsets.byteLength + this.lengths.byteLength;
   }
 }
 

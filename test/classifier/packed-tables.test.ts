@@ -168,33 +168,24 @@ function assertMatches(
             0,
             `signature has ${protocol}/${port}`,
           );
-        const first = packed.match(
-          packed.offsetOf(handle),
-          remote.family,
-          words,
-          groups,
-          0,
-          groups.length,
-          protocol,
-          port,
-          true,
-        );
+        const match = (first: boolean): number =>
+          packed.match(
+            packed.offsetOf(handle),
+            remote.family,
+            words,
+            groups,
+            0,
+            groups.length,
+            protocol,
+            port,
+            first,
+          );
         assert.equal(
-          first,
+          match(true),
           expected,
           `first slot for ${remote.family === 4 ? remote.value : 'v6'} ${protocol}/${port}`,
         );
-        const any = packed.match(
-          packed.offsetOf(handle),
-          remote.family,
-          words,
-          groups,
-          0,
-          groups.length,
-          protocol,
-          port,
-          false,
-        );
+        const any = match(false);
         assert.equal(any >= 0, expected >= 0);
       }
   });
