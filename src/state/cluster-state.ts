@@ -53,6 +53,20 @@ const EMPTY_SELECTION: Selection = {
   egressKey: '',
 };
 
+/** What the per-object operations return while a resync runs (nobody reads it). */
+const RESYNCING: StateDelta = Object.freeze({
+  revision: 0,
+  pods: [],
+  policies: [],
+  namespaces: [],
+  clusterPolicies: [],
+  nodes: [],
+  groups: new Set<string>(),
+  partitions: new Set<string>(),
+  members: new Set<string>(),
+  resync: false,
+});
+
 export class ClusterState {
   private revisionCounter = 0;
   private readonly selections = new WeakMap<readonly string[], Selection>();
@@ -300,12 +314,24 @@ export class ClusterState {
 
   /** Replaces everything with a snapshot; the delta lists every object before and after. */
   resync(cluster: Cluster): StateDelta {
+    this.resyncing = true;
+    try {
+      return this.resyncObjects(cluster);
+    } finally {
+      this.resyncing = false;
+    }
+  }
+
+  /** True while resync applies its objects one by one (their deltas are not wanted). */
+  private resyncing = false;
+
+  private resyncObjects(cluster: Cluster): StateDelta {
     const pods: Touched<Endpoint>[] = [];
     const policies: TouchedPolicy[] = [];
     const namespaces: Touched<Namespace>[] = [];
     const nextPods = new Map(cluster.endpoints.map((e) => [e.id, e] as const));
     const nextPolicies = new Map(cluster.policies.map((p) => [policyKey(p), p] as const));
-    // The per-object deltas are not needed: the resync delta lists everything itself.
+    // The per-object deltas are not needed: the resync delta lists everything itself (see delta).
     for (const [key, before] of [...this.policies]) {
       if (nextPolicies.has(key)) continue;
       policies.push({ before });
@@ -368,8 +394,10 @@ export class ClusterState {
       nodes.push({ ...(before ? { before } : {}), after: node });
       this.upsertNode(node);
     }
+    // A resync re-renders everything: no list of pods whose memberships moved (it would be all).
     this.groups.drainPartitionChanges();
-    const members = this.groups.drainMemberChanges();
+    this.groups.drainMemberChanges();
+    const members = new Set<string>();
     const groups = new Set(this.groups.keys());
     return {
       revision: ++this.revisionCounter,
@@ -388,6 +416,9 @@ export class ClusterState {
   // ---- internals ---------------------------------------------------------------------------------
 
   private delta(parts: Partial<Omit<StateDelta, 'revision' | 'resync' | 'partitions'>>): StateDelta {
+    // Inside a resync the per-object deltas are thrown away: do not drain the change sets (the
+    // resync drains them once at the end) nor build anything.
+    if (this.resyncing) return RESYNCING;
     return {
       revision: ++this.revisionCounter,
       pods: parts.pods ?? [],
