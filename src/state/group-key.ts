@@ -8,13 +8,17 @@ import type { Endpoint, Labels } from '../model/types.ts';
 import type { GroupSpec } from './types.ts';
 
 export function groupKey(spec: GroupSpec): string {
-  const parts: string[] = [];
-  if (spec.namespace !== undefined) parts.push(`ns=${spec.namespace}`);
-  if (spec.namespaceSelector) parts.push(`nssel=${spec.namespaceSelector.key || '*'}`);
-  if (spec.podSelector) parts.push(`pod=${spec.podSelector.key || '*'}`);
-  if (spec.ipBlock) parts.push(`ip=${spec.ipBlock.cidr.map((c) => c.text).join('+')}`);
-  if (spec.namedPort) parts.push(`port=${spec.namedPort.name}/${spec.namedPort.protocol}`);
-  return parts.join(';');
+  // Concatenated directly (no parts array): this runs for every peer of every policy.
+  let key = spec.namespace !== undefined ? `ns=${spec.namespace}` : '';
+  if (spec.namespaceSelector) key = joined(key, `nssel=${spec.namespaceSelector.key || '*'}`);
+  if (spec.podSelector) key = joined(key, `pod=${spec.podSelector.key || '*'}`);
+  if (spec.ipBlock) key = joined(key, `ip=${spec.ipBlock.cidr.map((c) => c.text).join('+')}`);
+  if (spec.namedPort) key = joined(key, `port=${spec.namedPort.name}/${spec.namedPort.protocol}`);
+  return key;
+}
+
+function joined(key: string, part: string): string {
+  return key === '' ? part : `${key};${part}`;
 }
 
 /**

@@ -39,7 +39,9 @@ export function ruleNets(
       ? [{ kind: 'group', spec: { ipBlock: { cidr: ANYWHERE }, namedPort } }]
       : [{ kind: 'any' }];
   }
-  return rule.peers.flatMap((peer) => peerNets(policy, peer, namedPort));
+  const nets: PeerNet[] = [];
+  for (const peer of rule.peers) nets.push(...peerNets(policy, peer, namedPort));
+  return nets;
 }
 
 function peerNets(policy: NetworkPolicy, peer: Peer, namedPort: GroupSpec['namedPort']): PeerNet[] {
@@ -57,13 +59,13 @@ export function selectorGroupSpec(
   peer: Extract<Peer, { type: 'selector' }>,
   namedPort?: GroupSpec['namedPort'],
 ): GroupSpec {
-  return {
-    ...(peer.namespaceSelector
-      ? { namespaceSelector: peer.namespaceSelector }
-      : { namespace: policy.namespace }),
-    ...(peer.podSelector && peer.podSelector.key !== '' ? { podSelector: peer.podSelector } : {}),
-    ...(namedPort ? { namedPort } : {}),
-  };
+  // Built field by field (no spreads of temporary objects: this runs for every peer of a resync).
+  const spec: { -readonly [K in keyof GroupSpec]: GroupSpec[K] } = peer.namespaceSelector
+    ? { namespaceSelector: peer.namespaceSelector }
+    : { namespace: policy.namespace };
+  if (peer.podSelector && peer.podSelector.key !== '') spec.podSelector = peer.podSelector;
+  if (namedPort) spec.namedPort = namedPort;
+  return spec;
 }
 
 /** The port entries a rule expands over: each entry, or `undefined` for "all ports". */
