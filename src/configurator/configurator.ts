@@ -44,10 +44,11 @@ export class Configurator {
   };
   private memoSize = 0;
   /**
-   * One table object per distinct table, by the serial numbers of its rules in canonical order
-   * (a short key; the table's id, a hash of its text, is only made when someone asks for it).
+   * One table object per distinct table, by a hash of the serial numbers of its rules in
+   * canonical order (the table's id, a hash of its text, is only made when someone asks for it).
+   * A hash shared by different tables holds an array of them.
    */
-  private readonly interned = new Map<string, RuleTable>();
+  private readonly interned = new Map<number, RuleTable | RuleTable[]>();
   /**
    * One prepared rule per distinct rule, numbered: equal rules of different templates share it.
    * The configurator's rules are permits with one side "any" and the other a group, a CIDR or
@@ -130,12 +131,31 @@ export class Configurator {
       this.clearMemo();
     // Different inputs can still give equal rules: one object per distinct table.
     const rules = canonicalRules(prepared) as NumberedRule[];
-    const identity = rules.map((r) => r.serial).join(',');
-    let table = this.interned.get(identity);
-    if (!table) this.interned.set(identity, (table = tableOf(rules.map((r) => r.rule))));
+    const table = this.intern(rules);
     if (!entry) memo.set(policiesKey, { variant, table });
     else (entry.more ??= new Map<string, RuleTable>()).set(variant, table);
     this.memoSize++;
+    return table;
+  }
+
+  /**
+   * The one table object for these rules (canonical order): found by a hash of their serial
+   * numbers, confirmed rule by rule (numbered rules are one object per distinct rule).
+   */
+  private intern(rules: readonly NumberedRule[]): RuleTable {
+    let hash = rules.length;
+    for (const r of rules) hash = (Math.imul(hash, 0x01000193) ^ r.serial) | 0;
+    const known = this.interned.get(hash);
+    const same = (t: RuleTable): boolean =>
+      t.rules.length === rules.length && t.rules.every((rule, i) => rule === rules[i]?.rule);
+    if (known) {
+      const found = Array.isArray(known) ? known.find(same) : same(known) ? known : undefined;
+      if (found) return found;
+    }
+    const table = tableOf(rules.map((r) => r.rule));
+    if (!known) this.interned.set(hash, table);
+    else if (Array.isArray(known)) known.push(table);
+    else this.interned.set(hash, [known, table]);
     return table;
   }
 

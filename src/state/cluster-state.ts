@@ -329,18 +329,23 @@ export class ClusterState {
     const pods: Touched<Endpoint>[] = [];
     const policies: TouchedPolicy[] = [];
     const namespaces: Touched<Namespace>[] = [];
-    const nextPods = new Map(cluster.endpoints.map((e) => [e.id, e] as const));
-    const nextPolicies = new Map(cluster.policies.map((p) => [policyKey(p), p] as const));
     // The per-object deltas are not needed: the resync delta lists everything itself (see delta).
-    for (const [key, before] of [...this.policies]) {
-      if (nextPolicies.has(key)) continue;
-      policies.push({ before });
-      this.deletePolicy(key);
+    // What goes away is only looked for when there is something to go (not on a first resync).
+    if (this.policies.size > 0) {
+      const nextPolicies = new Set(cluster.policies.map(policyKey));
+      for (const [key, before] of [...this.policies]) {
+        if (nextPolicies.has(key)) continue;
+        policies.push({ before });
+        this.deletePolicy(key);
+      }
     }
-    for (const [id, before] of [...this.pods]) {
-      if (nextPods.has(id)) continue;
-      pods.push({ before });
-      this.deletePod(id);
+    if (this.pods.size > 0) {
+      const nextPods = new Set(cluster.endpoints.map((e) => e.id));
+      for (const [id, before] of [...this.pods]) {
+        if (nextPods.has(id)) continue;
+        pods.push({ before });
+        this.deletePod(id);
+      }
     }
     for (const [name, before] of [...this.namespaces]) {
       const next = cluster.namespaces.get(name);
