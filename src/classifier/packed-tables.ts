@@ -2,8 +2,8 @@
  * Direction tables packed for lookups: each built table is copied into one block of a shared
  * Int32Array — header, port entries, group entries, host entries, short IPv4 prefix lists, the
  * tier actions and the bitmaps themselves — so a lookup reads a few consecutive cache lines
- * instead of the builder's maps and objects. Blocks are addressed by handle (an index into an
- * offset array), so the arena can be compacted without touching the address records.
+ * instead of the builder's maps and objects. Owners hold a handle per table; lookups take the
+ * block's offset, and when the arena compacts, `onMove` says where blocks went.
  *
  * A lookup is the seed's: the port map first (a port no rule names settles the packet), then
  * `(prim | (supp & ~except)) & ports`, where prim also takes the bitmaps of the groups the
@@ -19,45 +19,40 @@ import type { IpFamily } from '../net/ip.ts';
 import type { DirectionTable } from './direction-table.ts';
 import type { LpmTrie } from './lpm-trie.ts';
 import { IntArena } from './int-arena.ts';
+import { packTable } from './pack-table.ts';
+import {
+  ACTION_AT,
+  ANY,
+  BITS,
+  FEW_V4,
+  findEntry,
+  GROUP_AT,
+  GROUP_COUNT,
+  HAS,
+  HAS_GROUPS,
+  HAS_HOSTS,
+  HAS_PRIM_V4,
+  HAS_RANGES,
+  HAS_SUPP_V4,
+  HAS_V6,
+  hashBits,
+  HOST_AT,
+  HOST_COUNT,
+  L3,
+  NONE,
+  PORT_COUNT,
+  portBitOfKey,
+  PORTS,
+  RANGE_AT,
+  RANGE_COUNT,
+  SCAN,
+  SUMMARY,
+  TRIE_V6,
+  WIDTH,
+} from './packed-layout.ts';
 
-// Block header fields; offsets inside a block are relative to its start (blocks move). What the
-// port check reads comes first, and the port entries follow the header at a fixed place, so
-// their cache line is fetched as soon as the block's address is known.
-const WIDTH = 0;
-const L3 = 1;
-const ANY = 2; // three: TCP, UDP, SCTP
-const PORT_COUNT = 5;
-/** Which sections the table has (HAS_* bits): a lookup skips the others without reading them. */
-const HAS = 6;
-const RANGE_COUNT = 7;
-const RANGE_AT = 8;
-const GROUP_COUNT = 9;
-const GROUP_AT = 10;
-const HOST_COUNT = 11;
-const HOST_AT = 12;
-const FEW_V4 = 13; // per map (prim, supp, except): count, at, trie (or -1)
-const TRIE_V6 = 22; // per map: trie (or -1)
-const ACTION_AT = 25;
-/** Where the bitmaps start; trie values (the builder's offsets) are mapped from there. */
-const BITS = 26;
-/** Summary words in front of each bitmap (0 for one-word bitmaps). */
-const SUMMARY = 27;
-const HEADER = 28;
-/** The port entries: always first after the header. */
-const PORTS = HEADER;
+export { portBit } from './packed-layout.ts';
 
-const HAS_RANGES = 1;
-const HAS_PRIM_V4 = 2;
-const HAS_HOSTS = 4;
-const HAS_SUPP_V4 = 8;
-const HAS_V6 = 16;
-const HAS_GROUPS = 32;
-
-const MAPS = ['prim', 'supp', 'except'] as const;
-const TRIE_V6_FIELDS = [TRIE_V6, TRIE_V6 + 1, TRIE_V6 + 2];
-const NONE = -1;
-/** Entry lists longer than this are hashed (see findEntry). */
-const SCAN = 8;
 /** Room in the collected lists for everything but the remote's groups (trie paths, short lists, a host). */
 const LIST_ROOM = 160;
 
@@ -72,11 +67,11 @@ export class PackedTables {
   private readonly freeTries: number[] = [];
   /** Per handle, the tries its block references (released with it). */
   private readonly triesOf = new Map<number, number[]>();
-  /** The bitmaps a lookup collects (absolute offsets of their first word), shared by every lookup (one thread). */
+  /** The bitmaps a lookup collects (offsets of their first word), shared by all lookups (one thread). */
   private prim = new Int32Array(LIST_ROOM);
   private supp = new Int32Array(LIST_ROOM);
   private except = new Int32Array(LIST_ROOM);
-  private readonly ports = new Int32Array(64);
+  private ports = new Int32Array(64);
   private readonly trieWords = new Uint32Array(4);
   /** Times the arena was compacted (for tests and figures). */
   get compactions(): number {
@@ -93,7 +88,7 @@ export class PackedTables {
   /** Packs a built table (with its tier actions, if any); returns its handle. */
   add(table: DirectionTable, actions?: Uint8Array): number {
     const usedTries: number[] = [];
-    const block = pack(table, actions, (trie) => {
+    const block = packTable(table, actions, (trie) => {
       const index = this.freeTries.pop() ?? this.tries.length;
       this.tries[index] = trie;
       usedTries.push(index);
@@ -154,8 +149,8 @@ export class PackedTables {
 
   /**
    * The lowest matching rule slot of the table whose block is at `b` (or, when `first` is
-   * false, any matching slot), -1 for none. `words` is the remote address (1 word for IPv4, 4 for IPv6); its groups are
-   * `groups[groupsAt … groupsAt + groupCount)`, sorted.
+   * false, any matching slot), -1 for none. `words` is the remote address (1 word for IPv4,
+   * 4 for IPv6); its groups are `groups[groupsAt … groupsAt + groupCount)`, sorted.
    */
   match(
     b: number,
@@ -170,24 +165,26 @@ export class PackedTables {
   ): number {
     const data = this.data;
     // Ports first: one short scan, and most denied packets end here.
-    const ports = this.ports;
     let n = 0;
     const l3 = data[b + L3] as number;
-    if (l3 !== NONE) ports[n++] = b + l3;
+    if (l3 !== NONE) this.ports[n++] = b + l3;
     const exact = findEntry(data, b + PORTS, data[b + PORT_COUNT] as number, (protocol << 16) | port);
-    if (exact !== NONE) ports[n++] = b + exact;
+    if (exact !== NONE) this.ports[n++] = b + exact;
     const any = data[b + ANY + protocol] as number;
-    if (any !== NONE) ports[n++] = b + any;
+    if (any !== NONE) this.ports[n++] = b + any;
     const has = data[b + HAS] as number;
     if (has & HAS_RANGES) {
       const rangeCount = data[b + RANGE_COUNT] as number;
       for (let i = 0, r = b + (data[b + RANGE_AT] as number); i < rangeCount; i++, r += 4) {
         if (data[r] !== protocol || port < (data[r + 1] as number) || port > (data[r + 2] as number))
           continue;
-        if (n < ports.length) ports[n++] = b + (data[r + 3] as number);
+        // Three entries come before the ranges; a table may hold more ranges than the scratch.
+        if (n === this.ports.length) this.ports = growInts(this.ports);
+        this.ports[n++] = b + (data[r + 3] as number);
       }
     }
     if (n === 0) return -1;
+    const ports = this.ports;
 
     // Then the bitmaps the remote address selects, by offset (no words read yet).
     if (this.prim.length < LIST_ROOM + groupCount) this.prim = new Int32Array(2 * (LIST_ROOM + groupCount));
@@ -322,13 +319,10 @@ export class PackedTables {
   }
 }
 
-/** The bit of a packet's protocol (index) and port in a port signature. */
-export function portBit(protocol: number, port: number): number {
-  return portBitOfKey((protocol << 16) | port);
-}
-
-function portBitOfKey(key: number): number {
-  return 1 << (Math.imul(key, 0x9e3779b1) >>> 27);
+function growInts(ints: Int32Array): Int32Array<ArrayBuffer> {
+  const grown = new Int32Array(ints.length * 2);
+  grown.set(ints);
+  return grown;
 }
 
 /** `(prim | (supp & ~except)) & ports` at word w of the collected bitmaps. */
@@ -386,144 +380,4 @@ function collectGroups(
     if (offset !== NONE) out[n++] = b + offset;
   }
   return n;
-}
-
-/**
- * The value of a key in a (key, value) entry list of `count` entries at `at`, or NONE. Short
- * lists are scanned; longer ones are open-addressing hash tables of twice the size (a power of
- * two), empty slots holding value NONE: one or two probes, where a binary search over a
- * thousand ports cost ten unpredictable branches.
- */
-function findEntry(data: Int32Array, at: number, count: number, key: number): number {
-  if (count <= SCAN) {
-    for (let i = 0; i < count; i++, at += 2) if (data[at] === key) return data[at + 1] as number;
-    return NONE;
-  }
-  const bits = hashBits(count);
-  const mask = (1 << bits) - 1;
-  for (let slot = hashSlot(key, bits); ; slot = (slot + 1) & mask) {
-    const value = data[at + 2 * slot + 1] as number;
-    if (value === NONE || data[at + 2 * slot] === key) return value;
-  }
-}
-
-/** Bits of a hashed list's slot count: at least twice the entries. */
-function hashBits(count: number): number {
-  return 32 - Math.clz32(2 * count - 1);
-}
-
-function hashSlot(key: number, bits: number): number {
-  return Math.imul(key, 0x9e3779b1) >>> (32 - bits);
-}
-
-/** Ints an entry list of `count` entries takes. */
-function entryListLength(count: number): number {
-  return count <= SCAN ? 2 * count : 2 << hashBits(count);
-}
-
-/** Appends an entry list (scanned or hashed, see findEntry). */
-function pushEntries(ints: number[], entries: readonly (readonly [number, number])[]): void {
-  if (entries.length <= SCAN) {
-    for (const [key, value] of entries) ints.push(key, value);
-    return;
-  }
-  const bits = hashBits(entries.length);
-  const mask = (1 << bits) - 1;
-  const table = new Array<number>(2 << bits).fill(NONE);
-  for (const [key, value] of entries) {
-    let slot = hashSlot(key, bits);
-    while (table[2 * slot + 1] !== NONE) slot = (slot + 1) & mask;
-    table[2 * slot] = key;
-    table[2 * slot + 1] = value;
-  }
-  for (const value of table) ints.push(value);
-}
-
-/**
- * The block of one table: header, entry lists, then the bitmaps, each after its summary words.
- * Entries point at a bitmap's first word.
- */
-function pack(
-  table: DirectionTable,
-  actions: Uint8Array | undefined,
-  registerTrie: (trie: LpmTrie) => number,
-): Int32Array {
-  const view = table.packView();
-  const width = table.width;
-  const summaries = width === 1 ? 0 : Math.ceil(width / 32);
-  const stride = width + summaries;
-  const bitmapCount = view.bitmaps.length / width;
-  const few = MAPS.map((map) => view.fewV4[map]);
-  // Bitmap offsets are final once the entry lists' length is known.
-  const listLength =
-    entryListLength(view.ports.size) +
-    4 * view.ranges.length +
-    entryListLength(view.groups.size) +
-    entryListLength(view.hostsV4.size) +
-    few.reduce((sum, list) => sum + 3 * (list?.length ?? 0), 0) +
-    (actions?.length ?? 0);
-  const bits = HEADER + listLength;
-  const bitmap = (offset: number): number => bits + (offset / width) * stride + summaries;
-  const ports = [...view.ports].map(([key, offset]) => [key, bitmap(offset)] as const);
-  const groups = [...view.groups].map(([group, offset]) => [group, bitmap(offset)] as const);
-  const hosts = [...view.hostsV4].map(([address, offset]) => [address | 0, bitmap(offset)] as const);
-  const optional = (offset: number | undefined): number => (offset === undefined ? NONE : bitmap(offset));
-
-  const ints: number[] = new Array<number>(HEADER).fill(NONE);
-  ints[WIDTH] = width;
-  ints[BITS] = bits;
-  ints[SUMMARY] = summaries;
-  ints[L3] = optional(view.l3);
-  view.protocolAny.forEach((offset, p) => (ints[ANY + p] = optional(offset)));
-  const list = (field: number, count: number): void => {
-    ints[field] = count;
-    ints[field + 1] = ints.length;
-  };
-  ints[PORT_COUNT] = ports.length;
-  pushEntries(ints, ports); // at PORTS: nothing was pushed before
-  list(RANGE_COUNT, view.ranges.length);
-  for (const r of view.ranges) ints.push(r.protocol, r.from, r.to, bitmap(r.offset));
-  list(GROUP_COUNT, groups.length);
-  pushEntries(ints, groups);
-  list(HOST_COUNT, hosts.length);
-  pushEntries(ints, hosts);
-  MAPS.forEach((map, m) => {
-    const field = FEW_V4 + m * 3;
-    const entries = few[m];
-    const trie4 = view.tries[map][4];
-    if (entries) {
-      list(field, entries.length);
-      for (const e of entries) ints.push(e.base | 0, e.mask | 0, bitmap(e.offset));
-      ints[field + 2] = NONE;
-    } else {
-      ints[field] = 0;
-      ints[field + 1] = 0;
-      ints[field + 2] = trie4 ? registerTrie(trie4) : NONE;
-    }
-    const trie6 = view.tries[map][6];
-    ints[TRIE_V6 + m] = trie6 ? registerTrie(trie6) : NONE;
-  });
-  const hasV4 = (m: number): boolean => (few[m]?.length ?? 0) > 0 || ints[FEW_V4 + m * 3 + 2] !== NONE;
-  ints[HAS] =
-    (view.ranges.length > 0 ? HAS_RANGES : 0) |
-    (hasV4(0) ? HAS_PRIM_V4 : 0) |
-    (hosts.length > 0 ? HAS_HOSTS : 0) |
-    (hasV4(1) ? HAS_SUPP_V4 : 0) |
-    (TRIE_V6_FIELDS.some((f) => ints[f] !== NONE) ? HAS_V6 : 0) |
-    (groups.length > 0 ? HAS_GROUPS : 0);
-  ints[ACTION_AT] = actions ? ints.length : NONE;
-  if (actions) for (const action of actions) ints.push(action);
-
-  const block = new Int32Array(bits + bitmapCount * stride);
-  block.set(ints);
-  for (let k = 0; k < bitmapCount; k++) {
-    const at = bits + k * stride;
-    for (let w = 0; w < width; w++) {
-      const value = view.bitmaps[k * width + w] as number;
-      block[at + summaries + w] = value;
-      if (summaries > 0 && value !== 0)
-        block[at + (w >>> 5)] = (block[at + (w >>> 5)] as number) | (1 << (w & 31));
-    }
-  }
-  return block;
 }

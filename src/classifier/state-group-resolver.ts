@@ -1,9 +1,9 @@
 /**
  * The store's address groups as a classifier group layer: each group a table uses gets a small
- * number, and every member address's record the sorted list of group numbers it belongs to. Tables then hold one
- * bitmap per group instead of one per member address, so a table's size and build time follow
- * its rules, not the pods its peers select — and a pod joining or leaving a group updates this
- * index, not the tables. Named-port partitions (`key#n`) are groups of their own: the members
+ * number, and every member address's record the sorted list of group numbers it belongs to.
+ * Tables then hold one bitmap per group instead of one per member address, so a table's size
+ * and build time follow its rules, not the pods its peers select — and a pod joining or leaving
+ * a group updates this index, not the tables. Named-port partitions (`key#n`) are groups of their own: the members
  * whose name resolves to n.
  */
 import type { IpAddress } from '../net/ip.ts';

@@ -212,6 +212,18 @@ describe('packed tables', () => {
     );
   });
 
+  it('take every port range that holds the port, however many', () => {
+    // 100 distinct ranges all holding 9050; only the last slot's peers hold the remote.
+    const slots: SlotSpec[] = Array.from({ length: 100 }, (_, i) => ({
+      prim: [i === 99 ? 1 : 5],
+      groups: [],
+      port: { kind: 'range', protocol: 0, from: 9000 - i, to: 9100 + i },
+    }));
+    const packed = new PackedTables();
+    const handle = packed.add(build(slots));
+    assertMatches(packed, handle, slots, [[]]);
+  });
+
   it('keep every live block right when the arena is compacted', () => {
     const packed = new PackedTables();
     const live = new Map<number, SlotSpec[]>();
