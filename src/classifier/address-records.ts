@@ -50,16 +50,6 @@ export const BASELINE_INGRESS = 2;
 export const BASELINE_EGRESS = 3;
 const TIER_FIELDS = 4;
 
-/** What setEndpoint takes: the six tables, in this order. */
-export const TABLE_ORDER = [
-  'ingress',
-  'egress',
-  'adminIngress',
-  'adminEgress',
-  'baselineIngress',
-  'baselineEgress',
-] as const;
-
 const EMPTY = 0;
 const USED = 1;
 const TOMBSTONE = 2;
@@ -132,8 +122,9 @@ export class AddressRecords {
   }
 
   /**
-   * An endpoint's tables (TABLE_ORDER; -1 when absent), the port signatures of its ingress and
-   * egress tables, and its node number.
+   * An endpoint's tables (ingress, egress, Admin ingress, Admin egress, Baseline ingress,
+   * Baseline egress; -1 when absent), the port signatures of its ingress and egress tables, and
+   * its node number.
    */
   setEndpoint(
     ip: IpAddress,
@@ -159,7 +150,7 @@ export class AddressRecords {
     data[base + IS_ENDPOINT] = 1;
   }
 
-  /** The endpoint's tables, in TABLE_ORDER (-1 when absent). */
+  /** The endpoint's tables, in setEndpoint's order (-1 when absent). */
   tablesOf(ip: IpAddress): number[] {
     const base = this.find(ip);
     if (base < 0) return [-1, -1, -1, -1, -1, -1];

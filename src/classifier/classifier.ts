@@ -14,7 +14,7 @@ import { formatIp, type IpAddress, type IpFamily } from '../net/ip.ts';
 import type { Endpoint, Protocol } from '../model/types.ts';
 import type { ClusterState } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
-import type { DirectionTable } from './direction-table.ts';
+import { PROTOCOL_INDEX, type DirectionTable } from './direction-table.ts';
 import { TierTables } from '../configurator/index.ts';
 import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-table.ts';
 import { StateGroupResolver } from './state-group-resolver.ts';
@@ -442,7 +442,7 @@ function nodeLocal(data: Int32Array, endpoint: number, remote: number): boolean 
 }
 
 function protocolIndex(protocol: Protocol): number {
-  return protocol === 'TCP' ? 0 : protocol === 'UDP' ? 1 : 2;
+  return PROTOCOL_INDEX[protocol];
 }
 
 function definedOnly<T>(pair: { ingress: T | undefined; egress: T | undefined }): {

@@ -11,6 +11,7 @@
 import {
   ANY_NET,
   prepareRule,
+  PROTOCOL_RANK,
   ruleKey,
   type NetRef,
   type PreparedRule,
@@ -227,8 +228,7 @@ export class Configurator {
  */
 function ruleShape(rule: Rule): number {
   const side = rule.src.kind === 'any' ? 1 : 0;
-  const protocol =
-    rule.protocol === 'TCP' ? 0 : rule.protocol === 'UDP' ? 1 : rule.protocol === 'SCTP' ? 2 : 3;
+  const protocol = PROTOCOL_RANK[rule.protocol];
   const from = rule.dstPorts ? rule.dstPorts[0] : 65536;
   const to = rule.dstPorts ? rule.dstPorts[1] : 65536;
   return ((side * 4 + protocol) * 65537 + from) * 65537 + to;

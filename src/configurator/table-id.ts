@@ -7,15 +7,7 @@ import { prepareRule, ruleText, type PreparedRule, type Rule, type RuleTable } f
 
 /** Sorts a fresh array, so callers' arrays are never reordered. */
 export function canonicalTable(rules: readonly Rule[]): RuleTable {
-  return canonicalTableOf(rules.map(prepareRule));
-}
-
-/**
- * The same for rules already prepared (sort key computed once and reused). Sorts the given
- * array in place: callers pass a fresh one.
- */
-export function canonicalTableOf(prepared: PreparedRule[]): RuleTable {
-  return tableOf(canonicalRules(prepared).map((p) => p.rule));
+  return tableOf(canonicalRules(rules.map(prepareRule)).map((p) => p.rule));
 }
 
 /** Sorts prepared rules into canonical order (in place) and drops repeated ones; returns them. */

@@ -100,7 +100,8 @@ function portSpan(rule: Rule): number {
   return rule.dstPorts ? rule.dstPorts[1] - rule.dstPorts[0] : 65536;
 }
 
-const PROTOCOL_RANK: Record<Rule['protocol'], number> = { TCP: 0, UDP: 1, SCTP: 2, ANY: 3 };
+/** Protocols in the order rules sort by (TCP, UDP, SCTP, then any). */
+export const PROTOCOL_RANK: Record<Rule['protocol'], number> = { TCP: 0, UDP: 1, SCTP: 2, ANY: 3 };
 
 /**
  * The seed's total order (`ContivRule.Compare`): when `a` matches a subset of `b`'s traffic,
