@@ -211,6 +211,7 @@ export class Classifier {
 
   allows(packet: ClassifierPacket): boolean {
     const { src, dst } = packet;
+    // No packet carries addresses of two families (callers pair addresses by family).
     if (src.family !== dst.family) return false;
     const srcWords = addressWords(src.family, src.value, this.srcWords);
     const dstWords = addressWords(dst.family, dst.value, this.dstWords);
