@@ -55,13 +55,15 @@ export class Configurator {
    * The configurator's rules are permits with one side "any" and the other a group, a CIDR or
    * "any" (keyed by ""): by that net, then by ruleShape.
    */
-  private rulesByGroup = new Map<string, Map<number, NumberedRule>>();
-  private rulesByCidr = new Map<string, Map<number, NumberedRule>>();
+  private rulesByGroup = new Map<string, ShapeRules>();
+  private rulesByCidr = new Map<string, ShapeRules>();
   /** Never reused, not even after the memo is cleared: cached rules keep their numbers. */
   private serials = 1;
-  /** Prepared rules of each template: its own port entry, and (named ports) by resolved number. */
-  private preparedRules = new WeakMap<RuleTemplate, NumberedRule>();
-  private preparedNamed = new WeakMap<RuleTemplate, NamedPortRules>();
+  /**
+   * Prepared rules of a policy direction's templates, by template index: its own port entry,
+   * and (named ports) by resolved number. One entry per policy direction, not per template.
+   */
+  private preparedRules = new WeakMap<readonly RuleTemplate[], PreparedSlots>();
 
   private readonly tierTables: TierTables;
 
@@ -100,7 +102,6 @@ export class Configurator {
     this.rulesByGroup = new Map();
     this.rulesByCidr = new Map();
     this.preparedRules = new WeakMap();
-    this.preparedNamed = new WeakMap();
     this.tierTables.clear();
     this.memoSize = 0;
   }
@@ -121,8 +122,11 @@ export class Configurator {
     if (cached) return cached;
     const prepared: NumberedRule[] = [DENY_REST];
     for (const policy of policies) {
-      for (const template of policyTemplates(policy)[direction])
-        this.addRules(pod, direction, template, prepared);
+      const templates = policyTemplates(policy)[direction];
+      let slots = this.preparedRules.get(templates);
+      if (!slots) this.preparedRules.set(templates, (slots = { plain: [], named: [] }));
+      for (let i = 0; i < templates.length; i++)
+        this.addRules(pod, direction, templates[i] as RuleTemplate, slots, i, prepared);
     }
     // Rules are kept by net too: policy churn brings new group names, so both are bounded.
     if (
@@ -160,24 +164,36 @@ export class Configurator {
     return table;
   }
 
-  /** Appends one template's rules, prepared once per template and resolved port number. */
-  private addRules(pod: Endpoint, direction: Direction, template: RuleTemplate, out: NumberedRule[]): void {
+  /** Appends one template's rules, prepared once per template (slot i) and resolved port number. */
+  private addRules(
+    pod: Endpoint,
+    direction: Direction,
+    template: RuleTemplate,
+    slots: PreparedSlots,
+    i: number,
+    out: NumberedRule[],
+  ): void {
     const { net, port } = template;
     if (typeof port?.port !== 'string') {
-      out.push(this.prepared(template, -1, direction, net));
+      let rule = slots.plain[i];
+      if (!rule) slots.plain[i] = rule = this.numbered(permit(direction, net, port));
+      out.push(rule);
       return;
     }
     const name = port.port;
     if (direction === 'ingress') {
-      const resolved = pod.ports.find((p) => p.name === name && p.protocol === port.protocol)?.port;
-      if (resolved !== undefined) out.push(this.prepared(template, resolved, direction, net));
+      for (const p of pod.ports) {
+        if (p.name !== name || p.protocol !== port.protocol) continue;
+        out.push(this.prepared(template, slots, i, p.port, direction, net));
+        return;
+      }
       return;
     }
     // Egress named port: one rule per partition of the destination group.
     if (net.kind !== 'group') return;
     for (const n of this.state.group(net.group)?.ports.keys() ?? []) {
       out.push(
-        this.prepared(template, n, direction, {
+        this.prepared(template, slots, i, n, direction, {
           kind: 'group',
           group: `${net.group}${PARTITION_SEPARATOR}${n}`,
         }),
@@ -185,20 +201,21 @@ export class Configurator {
     }
   }
 
-  /** The template's rule for a resolved port number (-1: the template's own port entry). */
-  private prepared(template: RuleTemplate, port: number, direction: Direction, net: NetRef): NumberedRule {
-    if (port < 0) {
-      let rule = this.preparedRules.get(template);
-      if (!rule)
-        this.preparedRules.set(template, (rule = this.numbered(permit(direction, net, template.port))));
-      return rule;
-    }
+  /** The named-port template's rule for a resolved port number. */
+  private prepared(
+    template: RuleTemplate,
+    slots: PreparedSlots,
+    i: number,
+    port: number,
+    direction: Direction,
+    net: NetRef,
+  ): NumberedRule {
     // A name usually resolves to one number: that one inline, a Map only for more.
-    const named = this.preparedNamed.get(template);
+    const named = slots.named[i];
     const known = named?.port === port ? named.rule : named?.more?.get(port);
     if (known) return known;
     const rule = this.numbered(permit(direction, net, template.port, [port, port]));
-    if (!named) this.preparedNamed.set(template, { port, rule });
+    if (!named) slots.named[i] = { port, rule };
     else (named.more ??= new Map<number, NumberedRule>()).set(port, rule);
     return rule;
   }
@@ -207,17 +224,18 @@ export class Configurator {
   private numbered(rule: Rule): NumberedRule {
     // Found by its net (a group name or CIDR text: strings whose hash is already cached) and a
     // number for the rest — building and hashing the long sort key for every template was most
-    // of this function's cost; the key is made only for a rule not seen before.
+    // of this function's cost; the key is made only for a rule not seen before. Most nets have
+    // one shape: it is kept inline, a Map made only for a second.
     const net = rule.src.kind === 'any' ? rule.dst : rule.src;
     const byNet = net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr;
     const netText = net.kind === 'group' ? net.group : net.kind === 'cidr' ? net.cidr.text : '';
-    let byShape = byNet.get(netText);
-    if (!byShape) byNet.set(netText, (byShape = new Map<number, NumberedRule>()));
     const shape = ruleShape(rule);
-    const known = byShape.get(shape);
+    const rules = byNet.get(netText);
+    const known = rules?.shape === shape ? rules.rule : rules?.more?.get(shape);
     if (known) return known;
     const made: NumberedRule = { rule, key: ruleKey(rule), serial: this.serials++ };
-    byShape.set(shape, made);
+    if (!rules) byNet.set(netText, { shape, rule: made });
+    else (rules.more ??= new Map<number, NumberedRule>()).set(shape, made);
     return made;
   }
 }
@@ -232,6 +250,19 @@ function ruleShape(rule: Rule): number {
   const from = rule.dstPorts ? rule.dstPorts[0] : 65536;
   const to = rule.dstPorts ? rule.dstPorts[1] : 65536;
   return ((side * 4 + protocol) * 65537 + from) * 65537 + to;
+}
+
+/** A policy direction's prepared rules by template index (see Configurator.preparedRules). */
+interface PreparedSlots {
+  readonly plain: (NumberedRule | undefined)[];
+  readonly named: (NamedPortRules | undefined)[];
+}
+
+/** The rules of one net: the first shape's inline, a Map for any others. */
+interface ShapeRules {
+  readonly shape: number;
+  readonly rule: NumberedRule;
+  more?: Map<number, NumberedRule>;
 }
 
 /** A named-port template's rule for its first resolved number, and a Map for any others. */

@@ -12,7 +12,7 @@ export function canonicalTable(rules: readonly Rule[]): RuleTable {
 
 /** Sorts prepared rules into canonical order (in place) and drops repeated ones; returns them. */
 export function canonicalRules(prepared: PreparedRule[]): PreparedRule[] {
-  prepared.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  sortByKey(prepared);
   let kept = 0;
   for (const rule of prepared) {
     const last = kept > 0 ? prepared[kept - 1] : undefined;
@@ -23,13 +23,42 @@ export function canonicalRules(prepared: PreparedRule[]): PreparedRule[] {
   return prepared;
 }
 
+/** Tables this short are sorted by insertion, without the temporary array a built-in sort makes. */
+const INSERTION_SORT_MAX = 24;
+
+/** Sorts by key, in place; equal keys keep their order (as the built-in sort does). */
+function sortByKey(rules: PreparedRule[]): void {
+  if (rules.length > INSERTION_SORT_MAX) {
+    rules.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return;
+  }
+  for (let i = 1; i < rules.length; i++) {
+    const rule = rules[i] as PreparedRule;
+    let j = i - 1;
+    while (j >= 0 && (rules[j] as PreparedRule).key > rule.key) {
+      rules[j + 1] = rules[j] as PreparedRule;
+      j--;
+    }
+    rules[j + 1] = rule;
+  }
+}
+
 /** A table of rules already in canonical order; its id is the hash of their text, made on first use. */
 export function tableOf(rules: readonly Rule[]): RuleTable {
-  let id: string | undefined;
-  return {
-    get id(): string {
-      return (id ??= hash('sha256', rules.map((rule) => ruleText(rule) + '\n').join('')).slice(0, 16));
-    },
-    rules,
-  };
+  return new CanonicalTable(rules);
+}
+
+/** The id getter lives on the prototype: a table is two fields, not an object with its own accessor. */
+class CanonicalTable implements RuleTable {
+  /** A #private field: not an own property, so equal tables stay deep-equal whether hashed or not. */
+  #hashed: string | undefined;
+
+  constructor(readonly rules: readonly Rule[]) {}
+
+  get id(): string {
+    return (this.#hashed ??= hash('sha256', this.rules.map((rule) => ruleText(rule) + '\n').join('')).slice(
+      0,
+      16,
+    ));
+  }
 }

@@ -70,7 +70,11 @@ const RESYNCING: StateDelta = Object.freeze({
 export class ClusterState {
   private revisionCounter = 0;
   private readonly selections = new WeakMap<readonly string[], Selection>();
-  private readonly objectTokens = new WeakMap<NetworkPolicy, string>();
+  /**
+   * Per policy key, `ns/name#n` with n unique to the policy object stored under it (a changed
+   * policy is a new object, so a new token): selection keys name exact policy objects.
+   */
+  private readonly policyTokens = new Map<string, string>();
   private nextObjectId = 0;
   private readonly namespaces = new Map<string, Namespace>();
   private readonly pods = new Map<string, Endpoint>();
@@ -155,17 +159,27 @@ export class ClusterState {
     const keys = this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels));
     const cached = this.selections.get(keys);
     if (cached) return cached;
-    const all = keys.map((k) => this.policies.get(k)).filter((p): p is NetworkPolicy => p !== undefined);
-    const keyOf = (list: readonly NetworkPolicy[]): string => list.map((p) => this.objectToken(p)).join('|');
-    const ingress = all.filter((p) => p.affectsIngress);
-    const egress = all.filter((p) => p.affectsEgress);
-    const selection: Selection = {
-      all,
-      ingress,
-      egress,
-      ingressKey: keyOf(ingress),
-      egressKey: keyOf(egress),
-    };
+    // One pass, no intermediate arrays: with a label set per pod this runs for every pod.
+    const all: NetworkPolicy[] = [];
+    const ingress: NetworkPolicy[] = [];
+    const egress: NetworkPolicy[] = [];
+    let ingressKey = '';
+    let egressKey = '';
+    for (const key of keys) {
+      const policy = this.policies.get(key);
+      const token = this.policyTokens.get(key);
+      if (!policy || token === undefined) continue;
+      all.push(policy);
+      if (policy.affectsIngress) {
+        ingress.push(policy);
+        ingressKey = ingressKey === '' ? token : `${ingressKey}|${token}`;
+      }
+      if (policy.affectsEgress) {
+        egress.push(policy);
+        egressKey = egressKey === '' ? token : `${egressKey}|${token}`;
+      }
+    }
+    const selection: Selection = { all, ingress, egress, ingressKey, egressKey };
     this.selections.set(keys, selection);
     return selection;
   }
@@ -204,14 +218,6 @@ export class ClusterState {
   /** Changes whenever a named-port group gains or loses a port number. */
   get partitionVersion(): number {
     return this.groups.partitionVersion;
-  }
-
-  /** `ns/name#n`, n unique to this policy object (a changed policy is a new object). */
-  private objectToken(policy: NetworkPolicy): string {
-    let token = this.objectTokens.get(policy);
-    if (token === undefined)
-      this.objectTokens.set(policy, (token = `${policyKey(policy)}#${this.nextObjectId++}`));
-    return token;
   }
 
   /** Pod ids a policy's podSelector selects (host-network pods excluded). */
@@ -269,6 +275,7 @@ export class ClusterState {
     const groups = this.ensureNamespace(policy.namespace);
     if (before) this.unlinkPolicy(before);
     this.policies.set(key, policy);
+    if (before !== policy) this.policyTokens.set(key, `${key}#${this.nextObjectId++}`);
     addTo(this.policiesByNamespace, policy.namespace, key);
     this.subjects.addPolicy(policy.namespace, policy.podSelector, key);
     this.policyGroups.set(
@@ -289,6 +296,7 @@ export class ClusterState {
     const selectedBefore = this.podsSelectedBy(before);
     this.unlinkPolicy(before);
     this.policies.delete(key);
+    this.policyTokens.delete(key);
     const groups = this.releaseNamespace(before.namespace);
     return this.delta({ policies: [{ before, selectedBefore }], groups });
   }

@@ -21,33 +21,34 @@ function joined(key: string, part: string): string {
   return key === '' ? part : `${key};${part}`;
 }
 
+/** groupAdmits' answer for a pod that is not a member. */
+export const NOT_ADMITTED = -1;
+/** groupAdmits' answer for a member of a group without a named port. */
+export const ADMITTED = 0;
+
 /**
- * Whether a pod belongs to a group, and with which named-port number. Selector groups never
- * hold host-network pods (selectors do not select them); address-based groups (ipBlock) do,
- * since they match the node address those pods use.
+ * Whether a pod belongs to a group, and with which named-port number: NOT_ADMITTED, ADMITTED
+ * (no named port) or the number (ports are 1–65535). A number, not an object: this runs for
+ * every candidate pod of every group a resync creates. Selector groups never hold host-network
+ * pods (selectors do not select them); address-based groups (ipBlock) do, since they match the
+ * node address those pods use.
  */
-export function groupAdmits(
-  spec: GroupSpec,
-  pod: Endpoint,
-  namespaceLabels: Labels | undefined,
-): { admitted: boolean; port?: number } {
-  if (pod.ips.length === 0) return { admitted: false };
+export function groupAdmits(spec: GroupSpec, pod: Endpoint, namespaceLabels: Labels | undefined): number {
+  if (pod.ips.length === 0) return NOT_ADMITTED;
   if (spec.ipBlock) {
-    if (!pod.ips.some((ip) => spec.ipBlock?.cidr.some((c) => cidrContains(c, ip))))
-      return { admitted: false };
+    if (!pod.ips.some((ip) => spec.ipBlock?.cidr.some((c) => cidrContains(c, ip)))) return NOT_ADMITTED;
   } else {
-    if (pod.hostNetwork) return { admitted: false };
-    if (spec.namespace !== undefined && pod.namespace !== spec.namespace) return { admitted: false };
+    if (pod.hostNetwork) return NOT_ADMITTED;
+    if (spec.namespace !== undefined && pod.namespace !== spec.namespace) return NOT_ADMITTED;
     if (
       spec.namespaceSelector &&
       !(namespaceLabels && selectorMatches(spec.namespaceSelector, namespaceLabels))
-    ) {
-      return { admitted: false };
-    }
-    if (spec.podSelector && !selectorMatches(spec.podSelector, pod.labels)) return { admitted: false };
+    )
+      return NOT_ADMITTED;
+    if (spec.podSelector && !selectorMatches(spec.podSelector, pod.labels)) return NOT_ADMITTED;
   }
-  if (!spec.namedPort) return { admitted: true };
-  const { name, protocol } = spec.namedPort;
-  const port = pod.ports.find((p) => p.name === name && p.protocol === protocol)?.port;
-  return port === undefined ? { admitted: false } : { admitted: true, port };
+  const named = spec.namedPort;
+  if (!named) return ADMITTED;
+  for (const p of pod.ports) if (p.name === named.name && p.protocol === named.protocol) return p.port;
+  return NOT_ADMITTED;
 }

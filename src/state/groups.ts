@@ -8,7 +8,7 @@
 import { cidrContains, type IpAddress } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Endpoint, LabelSelector, Labels } from '../model/types.ts';
-import { groupAdmits, groupKey } from './group-key.ts';
+import { ADMITTED, groupAdmits, groupKey, NOT_ADMITTED } from './group-key.ts';
 import type { LabelSetIndex } from './label-sets.ts';
 import type { AddressGroup, GroupMember, GroupSpec } from './types.ts';
 
@@ -152,7 +152,7 @@ export class GroupIndex {
       group = new GroupRecord(key, spec);
       this.groups.set(key, group);
       this.indexGroup(group);
-      for (const pod of this.scopePods(group)) this.refreshMember(group, pod);
+      this.admitScope(group);
     }
     group.policies.add(policy);
     return key;
@@ -225,8 +225,8 @@ export class GroupIndex {
     const current = group.members.get(id);
     const verdict = pod
       ? groupAdmits(group.spec, pod, this.host.namespaceLabels(pod.namespace))
-      : { admitted: false };
-    if (!verdict.admitted || !pod) {
+      : NOT_ADMITTED;
+    if (verdict === NOT_ADMITTED || !pod) {
       if (!current) return false;
       group.members.delete(id);
       group.countAddresses(current, -1);
@@ -234,14 +234,9 @@ export class GroupIndex {
       this.memberChanges.add(id);
       return true;
     }
-    const ips = group.spec.ipBlock
-      ? pod.ips.filter((ip) => group.spec.ipBlock?.cidr.some((c) => cidrContains(c, ip)))
-      : pod.ips;
-    const member: GroupMember = {
-      pod: id,
-      ips,
-      ...(verdict.port !== undefined ? { port: verdict.port } : {}),
-    };
+    const ipBlock = group.spec.ipBlock;
+    const ips = ipBlock ? pod.ips.filter((ip) => ipBlock.cidr.some((c) => cidrContains(c, ip))) : pod.ips;
+    const member: GroupMember = verdict === ADMITTED ? { pod: id, ips } : { pod: id, ips, port: verdict };
     if (current && sameMember(current, member)) return false;
     const removed = countPort(group.ports, current?.port, -1);
     const added = countPort(group.ports, member.port, 1);
@@ -274,26 +269,33 @@ export class GroupIndex {
     this.partitionChanges.add(key);
   }
 
-  /** The pods that could be members of a new group, found through the indexes. */
-  private *scopePods(group: GroupRecord): Iterable<Endpoint> {
+  /**
+   * Admits the pods that can be members of a new group, found through the indexes (a loop, not
+   * a generator: a resync creates tens of thousands of groups).
+   */
+  private admitScope(group: GroupRecord): void {
     const { spec } = group;
     if (spec.ipBlock) {
-      yield* this.host.allPods();
+      for (const pod of this.host.allPods()) this.refreshMember(group, pod);
       return;
     }
-    const namespaces =
-      spec.namespace !== undefined
-        ? [spec.namespace]
-        : [...(this.byNamespaceSelector.get(spec.namespaceSelector?.key ?? '')?.namespaces ?? [])];
-    for (const namespace of namespaces) {
-      const sets = spec.podSelector
-        ? this.host.podLabelSets.candidates(namespace, spec.podSelector)
-        : this.host.podLabelSets.all(namespace);
-      for (const set of sets) {
-        for (const id of set.members) {
-          const pod = this.host.pod(id);
-          if (pod) yield pod;
-        }
+    if (spec.namespace !== undefined) {
+      this.admitNamespace(group, spec.namespace);
+      return;
+    }
+    const entry = this.byNamespaceSelector.get(spec.namespaceSelector?.key ?? '');
+    for (const namespace of entry?.namespaces ?? []) this.admitNamespace(group, namespace);
+  }
+
+  private admitNamespace(group: GroupRecord, namespace: string): void {
+    const selector = group.spec.podSelector;
+    const sets = selector
+      ? this.host.podLabelSets.candidates(namespace, selector)
+      : this.host.podLabelSets.all(namespace);
+    for (const set of sets) {
+      for (const id of set.members) {
+        const pod = this.host.pod(id);
+        if (pod) this.refreshMember(group, pod, id);
       }
     }
   }

@@ -19,10 +19,19 @@ const keys = new WeakMap<Labels, string>();
 export function labelSetKey(labels: Labels): string {
   let key = keys.get(labels);
   if (key === undefined) {
-    key = Object.keys(labels)
-      .sort()
-      .map((k) => `${k}=${labels[k]}`)
-      .join('\u0000');
+    const names = Object.keys(labels);
+    // Manifests usually list labels in order already: sort only when they are not.
+    for (let i = 1; i < names.length; i++) {
+      if ((names[i - 1] as string) > (names[i] as string)) {
+        names.sort();
+        break;
+      }
+    }
+    key = '';
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string;
+      key += `${i > 0 ? '\u0000' : ''}${name}=${labels[name]}`;
+    }
     keys.set(labels, key);
   }
   return key;
@@ -81,27 +90,35 @@ export class LabelSetIndex {
    * requirements, or every set when it has neither. Callers still test each candidate.
    */
   candidates(partition: string, selector: LabelSelector): Iterable<LabelSetEntry> {
+    const byValue = this.byValue.get(partition);
+    const byKey = this.byKey.get(partition);
     let best: Iterable<LabelSetEntry> | undefined;
     let bestSize = Infinity;
     for (const r of selector.requirements) {
-      let size = 0;
-      let lists: Set<LabelSetEntry>[] = [];
-      if (r.operator === 'In') {
-        lists = r.values.map(
-          (v) => this.byValue.get(partition)?.get(`${r.key}=${v}`) ?? new Set<LabelSetEntry>(),
-        );
-      } else if (r.operator === 'Exists') {
-        lists = [this.byKey.get(partition)?.get(r.key) ?? new Set<LabelSetEntry>()];
-      } else continue;
-      for (const l of lists) size += l.size;
-      if (size < bestSize) {
-        bestSize = size;
-        best = lists.length === 1 ? (lists[0] as Set<LabelSetEntry>) : lists.flatMap((l) => [...l]);
+      // One posting list (a matchLabels pair, an Exists) is used as it is: no temporaries.
+      if (r.operator === 'Exists' || (r.operator === 'In' && r.values.length === 1)) {
+        const list = r.operator === 'Exists' ? byKey?.get(r.key) : byValue?.get(`${r.key}=${r.values[0]}`);
+        if (!list) return NONE;
+        if (list.size < bestSize) {
+          bestSize = list.size;
+          best = list;
+        }
+      } else if (r.operator === 'In') {
+        const lists = r.values.map((v) => byValue?.get(`${r.key}=${v}`) ?? NONE);
+        let size = 0;
+        for (const l of lists) size += l.size;
+        if (size < bestSize) {
+          bestSize = size;
+          best = lists.flatMap((l) => [...l]);
+        }
       }
     }
     return best ?? this.all(partition);
   }
 }
+
+/** The posting list of a label nothing carries. */
+const NONE: ReadonlySet<LabelSetEntry> = new Set();
 
 function posting<T>(map: Map<string, Map<string, Set<T>>>, partition: string, key: string): Set<T> {
   let inner = map.get(partition);

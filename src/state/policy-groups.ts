@@ -94,40 +94,56 @@ export function policyTemplates(policy: NetworkPolicy): PolicyTemplates {
   const cached = templates.get(policy);
   if (cached) return cached;
   const groups = new Map<string, GroupSpec>();
-  const expand = (
-    direction: 'ingress' | 'egress',
-    rules: readonly PolicyRule[],
-    active: boolean,
-  ): RuleTemplate[] => {
-    if (!active) return [];
-    const result: RuleTemplate[] = [];
-    const refs = (nets: readonly PeerNet[]): NetRef[] =>
-      nets.map((net) => {
-        if (net.kind !== 'group') return net.kind === 'cidr' ? net : ANY_NET;
-        const key = groupKey(net.spec);
-        groups.set(key, net.spec);
-        return { kind: 'group', group: key };
-      });
-    for (const rule of rules) {
-      // The nets depend on the port entry only for an egress named port: expand them once.
-      let plain: NetRef[] | undefined;
-      for (const port of rulePorts(rule)) {
-        const named = direction === 'egress' && typeof port?.port === 'string';
-        const nets = named
-          ? refs(ruleNets(policy, direction, rule, port))
-          : (plain ??= refs(ruleNets(policy, direction, rule, undefined)));
-        for (const net of nets) result.push({ net, port });
-      }
-    }
-    return result;
-  };
   const result: PolicyTemplates = {
-    ingress: expand('ingress', policy.ingress, policy.affectsIngress),
-    egress: expand('egress', policy.egress, policy.affectsEgress),
+    ingress: policy.affectsIngress ? expand(policy, 'ingress', policy.ingress, groups) : NO_TEMPLATES,
+    egress: policy.affectsEgress ? expand(policy, 'egress', policy.egress, groups) : NO_TEMPLATES,
     groups,
   };
   templates.set(policy, result);
   return result;
+}
+
+const NO_TEMPLATES: readonly RuleTemplate[] = [];
+
+/** One direction's templates; the groups they reference are added to `groups` by key. */
+function expand(
+  policy: NetworkPolicy,
+  direction: 'ingress' | 'egress',
+  rules: readonly PolicyRule[],
+  groups: Map<string, GroupSpec>,
+): RuleTemplate[] {
+  const result: RuleTemplate[] = [];
+  for (const rule of rules) {
+    // The nets depend on the port entry only for an egress named port: expand them once.
+    let plain: NetRef[] | undefined;
+    const ports = rule.ports === undefined || rule.ports.length === 0 ? NO_PORT_ENTRY : rule.ports;
+    for (const port of ports) {
+      const named = direction === 'egress' && typeof port?.port === 'string';
+      const nets = named
+        ? netRefs(ruleNets(policy, direction, rule, port), groups)
+        : (plain ??= netRefs(ruleNets(policy, direction, rule, undefined), groups));
+      for (const net of nets) result.push({ net, port });
+    }
+  }
+  return result;
+}
+
+/** "All ports": one port entry that is no entry. */
+const NO_PORT_ENTRY: readonly (PolicyPort | undefined)[] = [undefined];
+
+/** Peer nets as rule nets; each group is registered by its key. */
+function netRefs(nets: readonly PeerNet[], groups: Map<string, GroupSpec>): NetRef[] {
+  const refs: NetRef[] = [];
+  for (const net of nets) {
+    if (net.kind !== 'group') {
+      refs.push(net.kind === 'cidr' ? net : ANY_NET);
+      continue;
+    }
+    const key = groupKey(net.spec);
+    groups.set(key, net.spec);
+    refs.push({ kind: 'group', group: key });
+  }
+  return refs;
 }
 
 /** Every group a policy's tables will reference, de-duplicated, by key. */
