@@ -75,8 +75,10 @@ export class Configurator {
   compile(pod: Endpoint): PodTables {
     if (pod.ips.length === 0 || pod.hostNetwork) return {};
     const selection = this.state.selection(pod);
-    const portsKey = pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
-    const ingress = this.table(pod, 'ingress', selection.ingress, selection.ingressKey, portsKey);
+    const ingress =
+      selection.ingress.length > 0
+        ? this.table(pod, 'ingress', selection.ingress, selection.ingressKey, portsKey(pod))
+        : undefined;
     const egress = this.table(
       pod,
       'egress',
@@ -86,12 +88,13 @@ export class Configurator {
     );
     const ingressTiers = this.tierTables.tiers(pod, 'ingress');
     const egressTiers = this.tierTables.tiers(pod, 'egress');
-    return {
-      ...(ingress ? { ingress } : {}),
-      ...(egress ? { egress } : {}),
-      ...(ingressTiers ? { ingressTiers } : {}),
-      ...(egressTiers ? { egressTiers } : {}),
-    };
+    // Assigned one by one, not spread: spreads gave each pod's result its own hidden class.
+    const tables: { -readonly [K in keyof PodTables]: PodTables[K] } = {};
+    if (ingress) tables.ingress = ingress;
+    if (egress) tables.egress = egress;
+    if (ingressTiers) tables.ingressTiers = ingressTiers;
+    if (egressTiers) tables.egressTiers = egressTiers;
+    return tables;
   }
 
   /** Forgets memoized tables (after a resync, to bound memory). */
@@ -124,7 +127,7 @@ export class Configurator {
     for (const policy of policies) {
       const templates = policyTemplates(policy)[direction];
       let slots = this.preparedRules.get(templates);
-      if (!slots) this.preparedRules.set(templates, (slots = { plain: [], named: [] }));
+      if (!slots) this.preparedRules.set(templates, (slots = { plain: new Array(templates.length) }));
       for (let i = 0; i < templates.length; i++)
         this.addRules(pod, direction, templates[i] as RuleTemplate, slots, i, prepared);
     }
@@ -211,11 +214,12 @@ export class Configurator {
     net: NetRef,
   ): NumberedRule {
     // A name usually resolves to one number: that one inline, a Map only for more.
-    const named = slots.named[i];
+    const named = slots.named?.[i];
     const known = named?.port === port ? named.rule : named?.more?.get(port);
     if (known) return known;
     const rule = this.numbered(permit(direction, net, template.port, [port, port]));
-    if (!named) slots.named[i] = { port, rule };
+    if (!named)
+      (slots.named ??= new Array<NamedPortRules | undefined>(slots.plain.length))[i] = { port, rule };
     else (named.more ??= new Map<number, NumberedRule>()).set(port, rule);
     return rule;
   }
@@ -240,6 +244,11 @@ export class Configurator {
   }
 }
 
+/** The pod's named ports as text: ingress tables depend on them (names resolve on the pod). */
+function portsKey(pod: Endpoint): string {
+  return pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
+}
+
 /**
  * Everything of a permit rule but its net, as one number (exact below 2^53): which side the net
  * is on, the protocol and the port range.
@@ -255,7 +264,8 @@ function ruleShape(rule: Rule): number {
 /** A policy direction's prepared rules by template index (see Configurator.preparedRules). */
 interface PreparedSlots {
   readonly plain: (NumberedRule | undefined)[];
-  readonly named: (NamedPortRules | undefined)[];
+  /** Made for the first named port resolved. */
+  named?: (NamedPortRules | undefined)[];
 }
 
 /** The rules of one net: the first shape's inline, a Map for any others. */

@@ -19,6 +19,7 @@ import {
 } from './schemas.ts';
 import type { DecodedObject, FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 type EndpointDecode = DecodedObject | 'skipped' | undefined;
 
@@ -150,11 +151,17 @@ function decodeContainerPorts(
             ]);
         }
         if (protocol)
-          ports.push({ ...(port.name ? { name: port.name } : {}), port: port.containerPort, protocol });
+          // Two literal shapes, not a spread: a spread gives every port object its own hidden
+          // class, and the compiler reads these ports for every candidate pod of every group.
+          ports.push(
+            port.name
+              ? { name: port.name, port: port.containerPort, protocol }
+              : { port: port.containerPort, protocol },
+          );
       });
     });
   }
-  return ports;
+  return exactArray(ports);
 }
 
 function decodeIps(ctx: DecodeContext, texts: readonly string[], path: FieldPath): IpAddress[] {
@@ -172,5 +179,5 @@ function decodeIps(ctx: DecodeContext, texts: readonly string[], path: FieldPath
     if (!result.some((ip) => ip.family === parsed.value.family && ip.value === parsed.value.value))
       result.push(parsed.value);
   });
-  return result;
+  return exactArray(result);
 }

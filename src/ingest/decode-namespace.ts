@@ -20,9 +20,14 @@ export function decodeNamespace(ctx: DecodeContext): Namespace | undefined {
   const annotation = metadata.annotations?.[LEGACY_ISOLATION_ANNOTATION];
   const isolation = annotation === undefined ? undefined : decodeIsolation(ctx, annotation);
   if (ctx.failed) return undefined;
+  // Copied key by key, not spread with a computed key (which gives each namespace's labels their
+  // own hidden class): label maps with the same keys share one.
+  const effective: Record<string, string> = {};
+  for (const key of Object.keys(labels)) effective[key] = labels[key] as string;
+  effective[NAMESPACE_NAME_LABEL] = name;
   return {
     name,
-    labels: { ...labels, [NAMESPACE_NAME_LABEL]: name },
+    labels: effective,
     implicit: false,
     ...(isolation ? { legacyIngressIsolation: isolation } : {}),
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),

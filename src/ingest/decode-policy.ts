@@ -24,6 +24,7 @@ import {
 import type { FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1', 'extensions/v1beta1'];
 
@@ -102,8 +103,8 @@ function decodeRule(
   const ports = rawPorts?.map((port, i) => decodePort(ctx, port, [...path, 'ports', i]));
   return {
     index,
-    peers: peers?.filter((p): p is Peer => p !== undefined),
-    ports: ports?.filter((p): p is PolicyPort => p !== undefined),
+    peers: peers && exactArray(peers.filter((p): p is Peer => p !== undefined)),
+    ports: ports && exactArray(ports.filter((p): p is PolicyPort => p !== undefined)),
   };
 }
 
@@ -135,7 +136,7 @@ function decodePeer(ctx: DecodeContext, raw: RawPeer, path: FieldPath): Peer | u
       }
       except.push(parsed);
     });
-    return cidr ? { type: 'ipBlock', cidr, except } : undefined;
+    return cidr ? { type: 'ipBlock', cidr, except: exactArray(except) } : undefined;
   }
   if (!hasSelector) {
     ctx.report('PEER_EMPTY', 'a peer must set podSelector, namespaceSelector or ipBlock', path);

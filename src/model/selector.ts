@@ -4,6 +4,7 @@
  * state layer indexes selectors by it.
  */
 import type { Labels } from './types.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 
@@ -55,8 +56,8 @@ export function makeSelector(
       OPERATOR_ORDER[a.operator] - OPERATOR_ORDER[b.operator] ||
       compareStrings(a.values.join('\u0000'), b.values.join('\u0000')),
   );
-  const requirements = all.filter(
-    (r, i) => i === 0 || requirementText(r) !== requirementText(all[i - 1] as LabelRequirement),
+  const requirements = exactArray(
+    all.filter((r, i) => i === 0 || requirementText(r) !== requirementText(all[i - 1] as LabelRequirement)),
   );
   return { requirements, key: requirements.map(requirementText).join(',') };
 }

@@ -25,6 +25,7 @@ import { GroupIndex } from './groups.ts';
 import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
 import { SubjectIndex } from './subjects.ts';
+import { exactArray } from '../util/exact-array.ts';
 import type {
   AddressGroup,
   GroupSpec,
@@ -159,26 +160,30 @@ export class ClusterState {
     const keys = this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels));
     const cached = this.selections.get(keys);
     if (cached) return cached;
-    // One pass, no intermediate arrays: with a label set per pod this runs for every pod.
-    const all: NetworkPolicy[] = [];
-    const ingress: NetworkPolicy[] = [];
-    const egress: NetworkPolicy[] = [];
+    // One pass for the keys: with a label set per pod this runs for every pod. The lists are kept
+    // per label set, at their exact size; a direction every policy affects shares `all`.
+    const found: NetworkPolicy[] = [];
     let ingressKey = '';
     let egressKey = '';
+    let ingressCount = 0;
+    let egressCount = 0;
     for (const key of keys) {
       const policy = this.policies.get(key);
       const token = this.policyTokens.get(key);
       if (!policy || token === undefined) continue;
-      all.push(policy);
+      found.push(policy);
       if (policy.affectsIngress) {
-        ingress.push(policy);
+        ingressCount++;
         ingressKey = ingressKey === '' ? token : `${ingressKey}|${token}`;
       }
       if (policy.affectsEgress) {
-        egress.push(policy);
+        egressCount++;
         egressKey = egressKey === '' ? token : `${egressKey}|${token}`;
       }
     }
+    const all = exactArray(found);
+    const ingress = ingressCount === all.length ? all : exactArray(all.filter((p) => p.affectsIngress));
+    const egress = egressCount === all.length ? all : exactArray(all.filter((p) => p.affectsEgress));
     const selection: Selection = { all, ingress, egress, ingressKey, egressKey };
     this.selections.set(keys, selection);
     return selection;
@@ -280,7 +285,7 @@ export class ClusterState {
     this.subjects.addPolicy(policy.namespace, policy.podSelector, key);
     this.policyGroups.set(
       key,
-      [...policyGroupSpecs(policy)].map(([group, spec]) => this.groups.acquire(spec, key, group)),
+      policyGroupSpecs(policy).map((use) => this.groups.acquire(use.spec, key, use.key)),
     );
     if (before && before.namespace !== policy.namespace)
       for (const g of this.releaseNamespace(before.namespace)) groups.add(g);

@@ -27,11 +27,9 @@ export function labelSetKey(labels: Labels): string {
         break;
       }
     }
-    key = '';
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i] as string;
-      key += `${i > 0 ? '\u0000' : ''}${name}=${labels[name]}`;
-    }
+    // Joined (a flat string), not concatenated piece by piece (a chain of cons-strings kept in
+    // every entry).
+    key = names.map((k) => `${k}=${labels[k]}`).join('\u0000');
     keys.set(labels, key);
   }
   return key;

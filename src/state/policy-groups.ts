@@ -10,6 +10,7 @@ import { subtractCidrsCached } from '../net/subtract.ts';
 import { ANY_NET, type NetRef } from '../model/rule.ts';
 import type { NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import { groupKey } from './group-key.ts';
+import { exactArray } from '../util/exact-array.ts';
 import type { GroupSpec } from './types.ts';
 
 export type PeerNet =
@@ -79,11 +80,17 @@ export interface RuleTemplate {
   readonly port: PolicyPort | undefined;
 }
 
+/** A group a policy's templates reference: its key and spec. */
+export interface GroupUse {
+  readonly key: string;
+  readonly spec: GroupSpec;
+}
+
 export interface PolicyTemplates {
   readonly ingress: readonly RuleTemplate[];
   readonly egress: readonly RuleTemplate[];
-  /** Every group the templates reference, de-duplicated, by key. */
-  readonly groups: ReadonlyMap<string, GroupSpec>;
+  /** Every group the templates reference, de-duplicated (a list: a policy uses a handful). */
+  readonly groups: readonly GroupUse[];
 }
 
 /** Policies are immutable, so their expansion is computed once per object. */
@@ -93,11 +100,11 @@ const templates = new WeakMap<NetworkPolicy, PolicyTemplates>();
 export function policyTemplates(policy: NetworkPolicy): PolicyTemplates {
   const cached = templates.get(policy);
   if (cached) return cached;
-  const groups = new Map<string, GroupSpec>();
+  const groups: GroupUse[] = [];
   const result: PolicyTemplates = {
     ingress: policy.affectsIngress ? expand(policy, 'ingress', policy.ingress, groups) : NO_TEMPLATES,
     egress: policy.affectsEgress ? expand(policy, 'egress', policy.egress, groups) : NO_TEMPLATES,
-    groups,
+    groups: exactArray(groups),
   };
   templates.set(policy, result);
   return result;
@@ -110,7 +117,7 @@ function expand(
   policy: NetworkPolicy,
   direction: 'ingress' | 'egress',
   rules: readonly PolicyRule[],
-  groups: Map<string, GroupSpec>,
+  groups: GroupUse[],
 ): RuleTemplate[] {
   const result: RuleTemplate[] = [];
   for (const rule of rules) {
@@ -125,14 +132,14 @@ function expand(
       for (const net of nets) result.push({ net, port });
     }
   }
-  return result;
+  return exactArray(result);
 }
 
 /** "All ports": one port entry that is no entry. */
 const NO_PORT_ENTRY: readonly (PolicyPort | undefined)[] = [undefined];
 
-/** Peer nets as rule nets; each group is registered by its key. */
-function netRefs(nets: readonly PeerNet[], groups: Map<string, GroupSpec>): NetRef[] {
+/** Peer nets as rule nets; each group is registered once, by its key. */
+function netRefs(nets: readonly PeerNet[], groups: GroupUse[]): NetRef[] {
   const refs: NetRef[] = [];
   for (const net of nets) {
     if (net.kind !== 'group') {
@@ -140,13 +147,13 @@ function netRefs(nets: readonly PeerNet[], groups: Map<string, GroupSpec>): NetR
       continue;
     }
     const key = groupKey(net.spec);
-    groups.set(key, net.spec);
+    if (!groups.some((g) => g.key === key)) groups.push({ key, spec: net.spec });
     refs.push({ kind: 'group', group: key });
   }
   return refs;
 }
 
 /** Every group a policy's tables will reference, de-duplicated, by key. */
-export function policyGroupSpecs(policy: NetworkPolicy): ReadonlyMap<string, GroupSpec> {
+export function policyGroupSpecs(policy: NetworkPolicy): readonly GroupUse[] {
   return policyTemplates(policy).groups;
 }
