@@ -127,7 +127,11 @@ export class Configurator {
     for (const policy of policies) {
       const templates = policyTemplates(policy)[direction];
       let slots = this.preparedRules.get(templates);
-      if (!slots) this.preparedRules.set(templates, (slots = { plain: new Array(templates.length) }));
+      if (!slots)
+        this.preparedRules.set(
+          templates,
+          (slots = { plain: new Array<NumberedRule | undefined>(templates.length) }),
+        );
       for (let i = 0; i < templates.length; i++)
         this.addRules(pod, direction, templates[i] as RuleTemplate, slots, i, prepared);
     }
