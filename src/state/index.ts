@@ -13,7 +13,6 @@ export {
 export { groupKey, groupAdmits } from './group-key.ts';
 export {
   ruleNets,
-  rulePorts,
   policyGroupSpecs,
   policyTemplates,
   selectorGroupSpec,

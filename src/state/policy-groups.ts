@@ -69,11 +69,6 @@ export function selectorGroupSpec(
   return spec;
 }
 
-/** The port entries a rule expands over: each entry, or `undefined` for "all ports". */
-export function rulePorts(rule: PolicyRule): (PolicyPort | undefined)[] {
-  return rule.ports === undefined || rule.ports.length === 0 ? [undefined] : [...rule.ports];
-}
-
 /** One (net, port entry) pair of a policy's expansion, with the group key computed once. */
 export interface RuleTemplate {
   readonly net: NetRef;
