@@ -8,6 +8,7 @@ import { isMap, isNode, LineCounter, parseAllDocuments, type Document, type Node
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
+import { parseJsonDocuments } from './json-documents.ts';
 
 const MAX_ALIAS_COUNT = 1000;
 
@@ -19,6 +20,12 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
     const { line, col } = lineCounter.linePos(offset);
     return { file: input.name, line, column: col };
   };
+  // JSON documents only (generated clusters, `kubectl get -o json`): parsed without syntax trees.
+  const json = parseJsonDocuments(input.text, input.name, lineCounter);
+  if (json) {
+    for (const { value, locator } of json) unrollLists(value, [], input.name, locator, objects, diagnostics);
+    return { objects, diagnostics };
+  }
   const documents = parseAllDocuments(input.text, {
     lineCounter,
     uniqueKeys: true,

@@ -1,0 +1,261 @@
+/**
+ * A fast path for files made of JSON documents (what `palisade generate` writes, what
+ * `kubectl get -o json` prints): `JSON.parse` instead of building a YAML syntax tree for every
+ * document, with positions found in the text only when a diagnostic asks for one. The YAML
+ * parser kept every document's tree for that, which made a 75 MB file take minutes and
+ * gigabytes.
+ *
+ * The path is taken only when it gives exactly what the YAML path gives: every document is one
+ * JSON object, `---` lines between them, and nothing in it that YAML 1.1 reads differently or
+ * that the YAML path reports (a repeated key, a number with an exponent, which YAML 1.1 reads as
+ * a string, `\/` and `\u` escapes). Anything else, syntax errors included, goes the YAML way,
+ * so its messages and positions are the YAML parser's.
+ */
+import type { LineCounter } from 'yaml';
+import type { SourceLocation } from '../model/types.ts';
+import type { FieldPath, Locator } from './types.ts';
+
+/** One document of a JSON file: its parsed value and where its text starts and ends. */
+export interface JsonDocument {
+  readonly value: Record<string, unknown>;
+  readonly locator: Locator;
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+/** A line that separates documents: `---` or `...`, alone on its line. */
+const SEPARATOR = /^(?:---|\.\.\.)[ \t]*\r?$/gm;
+
+/**
+ * The file's documents when it is JSON documents only and the fast path gives what the YAML
+ * path would; undefined otherwise. Fills `lineCounter` with the file's line starts.
+ */
+export function parseJsonDocuments(
+  text: string,
+  file: string,
+  lineCounter: LineCounter,
+): JsonDocument[] | undefined {
+  const first = firstSignificant(text, 0, text.length);
+  if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first)))
+    return undefined;
+  const spans: [number, number][] = [];
+  let start = 0;
+  for (const match of text.matchAll(SEPARATOR)) {
+    spans.push([start, match.index]);
+    start = match.index + match[0].length;
+  }
+  spans.push([start, text.length]);
+  const documents: { value: Record<string, unknown>; start: number }[] = [];
+  for (const [from, to] of spans) {
+    const begin = firstSignificant(text, from, to);
+    if (begin < 0) continue; // nothing between two separators
+    let end = to;
+    while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
+    if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return undefined;
+    if (!readsAsYamlDoes(text, begin, end)) return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(text.slice(begin, end));
+    } catch {
+      return undefined;
+    }
+    documents.push({ value: value as Record<string, unknown>, start: begin });
+  }
+  lineCounter.addNewLine(0);
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
+  const position = (offset: number): SourceLocation => {
+    const { line, col } = lineCounter.linePos(offset);
+    return { file, line, column: col };
+  };
+  return documents.map(({ value, start }) => ({ value, locator: new JsonLocator(text, start, position) }));
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** The first character that is not white space in [from, to), or -1. */
+function firstSignificant(text: string, from: number, to: number): number {
+  for (let i = from; i < to; i++) if (!isSpace(text.charCodeAt(i))) return i;
+  return -1;
+}
+
+/** The index just past the string whose opening quote is at `at`. */
+function skipString(text: string, at: number): number {
+  let i = at + 1;
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) return i + 1;
+    i += c === BACKSLASH ? 2 : 1;
+    if (i >= text.length) return text.length;
+  }
+}
+
+/**
+ * The index just past the string whose opening quote is at `at`, or -1 when it has an escape
+ * YAML 1.1 reads differently or that would make equal keys look different (`\u`, `\/`).
+ */
+function skipPlainString(text: string, at: number): number {
+  for (let i = at + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) return i + 1;
+    if (c !== BACKSLASH) continue;
+    const escaped = text.charCodeAt(i + 1);
+    if (escaped === 0x75 /* u */ || escaped === 0x2f /* / */) return -1;
+    i++;
+  }
+  return -1;
+}
+
+/** Whether text[a, aEnd) equals text[b, bEnd). */
+function sameText(text: string, a: number, aEnd: number, b: number, bEnd: number): boolean {
+  if (aEnd - a !== bEnd - b) return false;
+  for (let i = 0; i < aEnd - a; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
+  return true;
+}
+
+/**
+ * True when the JSON text in [begin, end) has no repeated key in any object and nothing that
+ * YAML 1.1 would read differently. Does not validate: JSON.parse does that afterwards.
+ * Repeated keys are found by comparing each key with the earlier keys of its object (raw text:
+ * without `\u` escapes, equal text is equal keys).
+ */
+function readsAsYamlDoes(text: string, begin: number, end: number): boolean {
+  // Per open object, where its keys start in `keys` (a flat list of [start, end) pairs).
+  const objectKeysFrom: number[] = [];
+  const inObject: boolean[] = [];
+  const keys: number[] = [];
+  let expectKey = false;
+  for (let i = begin; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const after = skipPlainString(text, i);
+      if (after < 0) return false;
+      if (expectKey) {
+        const from = objectKeysFrom[objectKeysFrom.length - 1] ?? 0;
+        for (let k = from; k < keys.length; k += 2) {
+          if (sameText(text, keys[k] as number, keys[k + 1] as number, i, after)) return false;
+        }
+        keys.push(i, after);
+        expectKey = false;
+      }
+      i = after - 1;
+    } else if (c === OPEN_BRACE) {
+      objectKeysFrom.push(keys.length);
+      inObject.push(true);
+      expectKey = true;
+    } else if (c === OPEN_BRACKET) {
+      inObject.push(false);
+    } else if (c === CLOSE_BRACE) {
+      keys.length = objectKeysFrom.pop() ?? 0;
+      inObject.pop();
+    } else if (c === CLOSE_BRACKET) {
+      inObject.pop();
+    } else if (c === COMMA) {
+      expectKey = inObject[inObject.length - 1] === true;
+    } else if (c === 0x65 || c === 0x45) {
+      // An 'e' outside a string is in a number (true/false are letters too, but 'e' ends them:
+      // look at what precedes it).
+      const before = text.charCodeAt(i - 1);
+      if (before >= 0x30 && before <= 0x39) return false;
+    }
+  }
+  return true;
+}
+
+/** Children of one object or array: where each key and value starts. */
+interface ContainerIndex {
+  readonly values: Map<string | number, number>;
+  readonly keys: Map<string, number>;
+}
+
+/**
+ * Positions in one JSON document, found on demand: each object or array on a path is scanned
+ * once for where its children start, so a list's thousands of items cost one scan.
+ */
+class JsonLocator implements Locator {
+  private readonly indexes = new Map<number, ContainerIndex>();
+
+  constructor(
+    private readonly text: string,
+    private readonly start: number,
+    private readonly position: (offset: number) => SourceLocation,
+  ) {}
+
+  valueAt(path: FieldPath): SourceLocation {
+    let offset = this.start;
+    for (const segment of path) {
+      const child = this.index(offset)?.values.get(segment);
+      if (child === undefined) break; // the nearest existing ancestor
+      offset = child;
+    }
+    return this.position(offset);
+  }
+
+  keyAt(path: FieldPath): SourceLocation {
+    let offset = this.start;
+    for (const segment of path.slice(0, -1)) {
+      const child = this.index(offset)?.values.get(segment);
+      if (child === undefined) return this.valueAt(path);
+      offset = child;
+    }
+    const last = path[path.length - 1];
+    const key = last === undefined ? undefined : this.index(offset)?.keys.get(String(last));
+    return key === undefined ? this.valueAt(path) : this.position(key);
+  }
+
+  /** The children of the object or array starting at `offset` (undefined for a scalar). */
+  private index(offset: number): ContainerIndex | undefined {
+    const known = this.indexes.get(offset);
+    if (known) return known;
+    const open = this.text.charCodeAt(offset);
+    if (open !== OPEN_BRACE && open !== OPEN_BRACKET) return undefined;
+    const index: ContainerIndex = { values: new Map(), keys: new Map() };
+    const text = this.text;
+    let depth = 0;
+    let item = 0;
+    let key: string | undefined;
+    let awaitingValue = open === OPEN_BRACKET;
+    for (let i = offset; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (isSpace(c)) continue;
+      if (depth === 1 && awaitingValue) {
+        index.values.set(open === OPEN_BRACKET ? item : (key as string), i);
+        awaitingValue = false;
+      }
+      if (c === QUOTE) {
+        const after = skipString(text, i);
+        if (depth === 1 && open === OPEN_BRACE && key === undefined) {
+          key = JSON.parse(text.slice(i, after)) as string;
+          index.keys.set(key, i);
+        }
+        i = after - 1;
+      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        depth++;
+        if (depth === 1 && open === OPEN_BRACKET) awaitingValue = true;
+      } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        depth--;
+        if (depth === 0) break;
+      } else if (depth === 1 && c === COLON) {
+        awaitingValue = true;
+      } else if (depth === 1 && c === COMMA) {
+        if (open === OPEN_BRACKET) {
+          item++;
+          awaitingValue = true;
+        } else key = undefined;
+      }
+    }
+    // An empty array's "first value" would be its closing bracket.
+    if (open === OPEN_BRACKET && text.charCodeAt(index.values.get(0) ?? -1) === CLOSE_BRACKET)
+      index.values.delete(0);
+    this.indexes.set(offset, index);
+    return index;
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * The JSON fast path gives exactly what the YAML path gives: the same objects, and the same
+ * position for every value and key a diagnostic can ask for. A trailing YAML comment makes a
+ * file ineligible for the fast path without moving anything in it, which gives the YAML path's
+ * answer for the same text.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { LineCounter } from 'yaml';
+import { generateShape } from '../../src/generate/shapes.ts';
+import { loadFromTexts } from '../../src/ingest/load.ts';
+import { parseJsonDocuments } from '../../src/ingest/json-documents.ts';
+import { parseDocuments } from '../../src/ingest/parse-documents.ts';
+import type { FieldPath } from '../../src/ingest/types.ts';
+
+const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
+
+/** Makes a file ineligible for the fast path without moving any position in it. */
+const viaYaml = (text: string): string => `${text}\n# parsed the YAML way\n`;
+
+const takesFastPath = (text: string): boolean =>
+  parseJsonDocuments(text, 'f.json', new LineCounter()) !== undefined;
+
+/** Every path in a value, and for each a path that does not exist below it. */
+function paths(value: unknown, prefix: FieldPath = []): FieldPath[] {
+  const result: FieldPath[] = [prefix, [...prefix, 'absent'], [...prefix, 99]];
+  if (Array.isArray(value)) value.forEach((item, i) => result.push(...paths(item, [...prefix, i])));
+  else if (value !== null && typeof value === 'object')
+    for (const [key, item] of Object.entries(value)) result.push(...paths(item, [...prefix, key]));
+  return result;
+}
+
+/** Asserts that both paths give the same objects and the same positions for every path. */
+function assertSameAsYaml(text: string): void {
+  const fast = parseDocuments({ name: 'f.json', text });
+  const slow = parseDocuments({ name: 'f.json', text: viaYaml(text) });
+  assert.deepEqual(fast.diagnostics, slow.diagnostics);
+  assert.equal(fast.objects.length, slow.objects.length);
+  fast.objects.forEach((object, i) => {
+    const other = slow.objects[i];
+    assert.ok(other);
+    assert.deepEqual(object.value, other.value);
+    assert.deepEqual(object.basePath, other.basePath);
+    for (const path of paths(object.value, [...object.basePath])) {
+      assert.deepEqual(
+        object.locator.valueAt(path),
+        other.locator.valueAt(path),
+        `valueAt ${path.join('.')}`,
+      );
+      assert.deepEqual(object.locator.keyAt(path), other.locator.keyAt(path), `keyAt ${path.join('.')}`);
+    }
+  });
+}
+
+describe('JSON documents', () => {
+  it('generated clusters (one document per line) take the fast path and read as YAML reads them', () => {
+    const shape = generateShape('a', { scale: 0.0004, seed: 3 });
+    const text = [...shape.namespaces, ...shape.pods, ...shape.policies]
+      .map((o) => JSON.stringify(o))
+      .join('\n---\n');
+    assert.ok(takesFastPath(text));
+    assertSameAsYaml(text);
+  });
+
+  it('a pretty-printed List (kubectl get -o json) unrolls its items with their positions', () => {
+    const list = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a', labels: { 'x/y': 'q"uote\\d' } } },
+        { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'a' }, spec: { containers: [] } },
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'q', namespace: 'a' },
+          status: { podIP: null, ok: true },
+        },
+      ],
+    };
+    const text = `---\n${JSON.stringify(list, null, 2)}\n...\n`;
+    assert.ok(takesFastPath(text));
+    assertSameAsYaml(text);
+    assert.equal(parseDocuments({ name: 'f.json', text }).objects.length, 3);
+  });
+
+  it('what YAML would read or report differently goes the YAML way', () => {
+    const cases = {
+      'a repeated key': '{"kind": "Namespace", "kind": "Pod"}',
+      'a number with an exponent (a string in YAML 1.1)': '{"kind": "Pod", "n": 1e3}',
+      'a \\u escape': '{"kind": "Pod", "name": "\\u0061"}',
+      'a \\/ escape': '{"kind": "Pod", "name": "a\\/b"}',
+      'a YAML document among JSON ones': '{"kind": "Pod"}\n---\nkind: Pod\n',
+      'broken JSON': '{"kind": "Pod",}',
+      'a document on its marker line': '--- {"kind": "Pod"}',
+    };
+    for (const [what, text] of Object.entries(cases)) {
+      assert.equal(takesFastPath(text), false, what);
+      assertSameAsYaml(text);
+    }
+    const repeated = parseDocuments({ name: 'f.json', text: cases['a repeated key'] });
+    assert.deepEqual(
+      repeated.diagnostics.map((d) => d.code),
+      ['YAML_DUPLICATE_KEY'],
+    );
+  });
+
+  it('errors in JSON manifests are located as before: file, line and column', () => {
+    const text = [
+      JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ok' } }),
+      JSON.stringify(
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: { name: 'bad', namespace: 'ok' },
+          spec: { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }], bogus: 1 }] },
+        },
+        null,
+        2,
+      ),
+    ].join('\n---\n');
+    assert.ok(takesFastPath(text));
+    const fast = loadFromTexts([{ name: 'f.json', text }]);
+    const slow = loadFromTexts([{ name: 'f.json', text: viaYaml(text) }]);
+    assert.deepEqual(fast.diagnostics, slow.diagnostics);
+    const cidr = fast.diagnostics.find((d) => d.code === 'CIDR_INVALID');
+    assert.deepEqual(
+      cidr && { line: cidr.line, column: cidr.column },
+      { line: 17, column: 23 }, // the opening quote of "10.0.0.0/33"
+    );
+    assert.equal(fast.cluster.namespaces.get('ok')?.implicit, false);
+  });
+
+  it('random JSON documents read as YAML reads them (property)', () => {
+    const key = fc.stringMatching(/^[a-z0-9./_"\\ -]{0,8}$/);
+    const scalar = fc.oneof(
+      fc.string({ maxLength: 6 }),
+      fc.integer({ min: -1e9, max: 1e9 }),
+      fc.constantFrom(0.5, -2.25, true, false, null),
+    );
+    const value = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        scalar,
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.dictionary(key, tie('value'), { maxKeys: 4 }),
+      ),
+    })).value;
+    const document = fc.dictionary(key, value, { minKeys: 1, maxKeys: 5 });
+    fc.assert(
+      fc.property(
+        fc.array(document, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom(undefined, 2, '\t'),
+        (documents, indent) => {
+          assertSameAsYaml(documents.map((d) => JSON.stringify(d, null, indent)).join('\n---\n'));
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+});
