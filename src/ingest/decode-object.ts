@@ -71,7 +71,10 @@ export function decodeObject(raw: RawObject): DecodeOutcome {
     });
     return { diagnostics: [diagnostic] };
   }
-  return { ...(decoded ? { object: decoded } : {}), identity, diagnostics: ctx.diagnostics };
+  // Two literals rather than a spread, which builds each result the slow way.
+  return decoded
+    ? { object: decoded, identity, diagnostics: ctx.diagnostics }
+    : { identity, diagnostics: ctx.diagnostics };
 }
 
 function decodeKnownKind(

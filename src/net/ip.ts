@@ -44,7 +44,9 @@ function invalid<T>(message: string): ParseResult<T> {
 function parseV4(text: string, problems: IpProblem[]): bigint | undefined {
   const parts = text.split('.');
   if (parts.length !== 4) return undefined;
-  let value = 0n;
+  // Accumulated as a number (exact below 2^32) and made a bigint once: four BigInt operations
+  // per address were most of an address's cost when decoding 100,000 pods.
+  let value = 0;
   for (const part of parts) {
     if (!/^[0-9]{1,3}$/.test(part)) return undefined;
     const octet = Number(part);
@@ -56,9 +58,9 @@ function parseV4(text: string, problems: IpProblem[]): bigint | undefined {
         message: `IPv4 octet "${part}" has a leading zero, which some parsers read as octal`,
       });
     }
-    value = (value << 8n) | BigInt(octet);
+    value = value * 256 + octet;
   }
-  return value;
+  return BigInt(value);
 }
 
 function parseV6(text: string, problems: IpProblem[]): bigint | undefined {
