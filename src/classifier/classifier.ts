@@ -15,7 +15,7 @@ import type { Endpoint, Protocol } from '../model/types.ts';
 import type { ClusterState } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import { PROTOCOL_INDEX, type DirectionTable } from './direction-table.ts';
-import { TierTables } from '../configurator/index.ts';
+import { portsKey, TierTables } from '../configurator/index.ts';
 import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-table.ts';
 import { StateGroupResolver } from './state-group-resolver.ts';
 import {
@@ -384,9 +384,7 @@ export class Classifier {
   ): { key: string; entry: Shared<DirectionTable | undefined> } {
     const selection = this.state.selection(pod);
     const key =
-      direction === 'ingress'
-        ? `i|${selection.ingressKey}|${pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')}`
-        : `e|${selection.egressKey}`;
+      direction === 'ingress' ? `i|${selection.ingressKey}|${portsKey(pod)}` : `e|${selection.egressKey}`;
     const entry = acquireShared(
       this.shared,
       key,

@@ -21,7 +21,7 @@ import {
 import type { Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
 import { policyTemplates, type ClusterState, type RuleTemplate } from '../state/index.ts';
 import { canonicalRules, tableOf } from './table-id.ts';
-import { PARTITION_SEPARATOR, type PodTables } from './types.ts';
+import { PARTITION_SEPARATOR, portsKey, type PodTables } from './types.ts';
 import { TierTables } from './tier-tables.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -246,11 +246,6 @@ export class Configurator {
     else (rules.more ??= new Map<number, NumberedRule>()).set(shape, made);
     return made;
   }
-}
-
-/** The pod's named ports as text: ingress tables depend on them (names resolve on the pod). */
-function portsKey(pod: Endpoint): string {
-  return pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
 }
 
 /**

@@ -21,7 +21,7 @@ import {
   type ClusterState,
   type PeerNet,
 } from '../state/index.ts';
-import { PARTITION_SEPARATOR, type TieredTable } from './types.ts';
+import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -69,9 +69,7 @@ export class TierTables {
     const named = policies.some((p) => p[direction].some((r) => r.ports?.some((x) => x.type === 'named')));
     return [
       policies.some(hasRelativePeers) ? pod.namespace : '',
-      named && direction === 'ingress'
-        ? pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')
-        : '',
+      named && direction === 'ingress' ? portsKey(pod) : '',
       named && direction === 'egress' ? String(this.state.partitionVersion) : '',
       policies.some(hasNodesPeers) ? String(this.state.nodesVersion) : '',
     ].join('|');

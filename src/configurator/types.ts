@@ -6,6 +6,7 @@
  * direction.
  */
 import type { Rule, RuleTable } from '../model/rule.ts';
+import type { Endpoint } from '../model/types.ts';
 
 /**
  * Ordered cluster policy for one pod and direction: the Admin tier's rules and the Baseline
@@ -26,6 +27,14 @@ export interface PodTables {
   readonly egress?: RuleTable;
   readonly ingressTiers?: TieredTable;
   readonly egressTiers?: TieredTable;
+}
+
+/**
+ * A pod's container ports as text: what its ingress tables depend on besides the selecting
+ * policies, since named ports resolve on the destination pod.
+ */
+export function portsKey(pod: Endpoint): string {
+  return pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
 }
 
 /** A group reference in a rule: an address group, or one named-port partition of it (`key#port`). Label values and selector keys never contain '#'. */
