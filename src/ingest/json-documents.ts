@@ -15,7 +15,7 @@ import type { LineCounter } from 'yaml';
 import type { SourceLocation } from '../model/types.ts';
 import type { FieldPath, Locator } from './types.ts';
 
-/** One document of a JSON file: its parsed value and where its text starts and ends. */
+/** One document of a JSON file: its parsed value and positions in it. */
 export interface JsonDocument {
   readonly value: Record<string, unknown>;
   readonly locator: Locator;
@@ -35,12 +35,13 @@ const SEPARATOR = /^(?:---|\.\.\.)[ \t]*\r?$/gm;
 
 /**
  * The file's documents when it is JSON documents only and the fast path gives what the YAML
- * path would; undefined otherwise. Fills `lineCounter` with the file's line starts.
+ * path would; undefined otherwise. Fills `lineCounter` with the file's line starts, which
+ * `position` (the caller's offset → line and column) reads.
  */
 export function parseJsonDocuments(
   text: string,
-  file: string,
   lineCounter: LineCounter,
+  position: (offset: number) => SourceLocation,
 ): JsonDocument[] | undefined {
   const first = firstSignificant(text, 0, text.length);
   if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first)))
@@ -70,10 +71,6 @@ export function parseJsonDocuments(
   }
   lineCounter.addNewLine(0);
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
-  const position = (offset: number): SourceLocation => {
-    const { line, col } = lineCounter.linePos(offset);
-    return { file, line, column: col };
-  };
   return documents.map(({ value, start }) => ({ value, locator: new JsonLocator(text, start, position) }));
 }
 
@@ -85,17 +82,6 @@ function isSpace(c: number): boolean {
 function firstSignificant(text: string, from: number, to: number): number {
   for (let i = from; i < to; i++) if (!isSpace(text.charCodeAt(i))) return i;
   return -1;
-}
-
-/** The index just past the string whose opening quote is at `at`. */
-function skipString(text: string, at: number): number {
-  let i = at + 1;
-  for (;;) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) return i + 1;
-    i += c === BACKSLASH ? 2 : 1;
-    if (i >= text.length) return text.length;
-  }
 }
 
 /**
@@ -231,7 +217,10 @@ class JsonLocator implements Locator {
         awaitingValue = false;
       }
       if (c === QUOTE) {
-        const after = skipString(text, i);
+        // Every string of an accepted document is plain and closed (readsAsYamlDoes and
+        // JSON.parse checked), so this never gives -1 here; stop rather than loop if it did.
+        const after = skipPlainString(text, i);
+        if (after < 0) break;
         if (depth === 1 && open === OPEN_BRACE && key === undefined) {
           key = JSON.parse(text.slice(i, after)) as string;
           index.keys.set(key, i);

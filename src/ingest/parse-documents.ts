@@ -21,7 +21,7 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
     return { file: input.name, line, column: col };
   };
   // JSON documents only (generated clusters, `kubectl get -o json`): parsed without syntax trees.
-  const json = parseJsonDocuments(input.text, input.name, lineCounter);
+  const json = parseJsonDocuments(input.text, lineCounter, position);
   if (json) {
     for (const { value, locator } of json) unrollLists(value, [], input.name, locator, objects, diagnostics);
     return { objects, diagnostics };

@@ -20,7 +20,7 @@ const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 const viaYaml = (text: string): string => `${text}\n# parsed the YAML way\n`;
 
 const takesFastPath = (text: string): boolean =>
-  parseJsonDocuments(text, 'f.json', new LineCounter()) !== undefined;
+  parseJsonDocuments(text, new LineCounter(), () => ({ file: 'f.json', line: 0, column: 0 })) !== undefined;
 
 /** Every path in a value, and for each a path that does not exist below it. */
 function paths(value: unknown, prefix: FieldPath = []): FieldPath[] {
