@@ -38,8 +38,8 @@ import {
 } from './address-records.ts';
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
+import { NO_TABLE, SharedTables, type Shared, type SharedRef } from './shared-tables.ts';
 
-const NO_TABLE = -1;
 /** Tier answers from a packed tier table's matching slot. */
 const ALLOW = 1;
 const DENY = 0;
@@ -75,8 +75,8 @@ export class Classifier {
   private readonly byV4 = new Map<number, EndpointMaps>();
   private readonly byV6 = new Map<string, EndpointMaps>();
   /** Shared tables by selection key, with the pods using them (to rebuild when groups change). */
-  private readonly shared = new Map<string, Shared<DirectionTable | undefined>>();
-  private readonly pods = new Map<string, { maps: EndpointMaps; keys: string[]; tierKeys: string[] }>();
+  private readonly shared = new SharedTables<DirectionTable>();
+  private readonly pods = new Map<string, { maps: EndpointMaps; keys: SharedRef[]; tierKeys: SharedRef[] }>();
   /** Node numbers (from 1) for the records' node fields. */
   private readonly nodeNumbers = new Map<string, number>();
   /** What lookups read: per address a record, per table a packed block. */
@@ -86,7 +86,7 @@ export class Classifier {
   private readonly allowNodeLocal: boolean;
   private readonly dstWords = new Uint32Array(4);
   /** Tier tables by content, with the pods using them (dropped with their last user). */
-  private readonly tierTables = new Map<string, Shared<TierTable | undefined>>();
+  private readonly tierTables = new SharedTables<TierTable>();
   /** Address → groups, shared by every NetworkPolicy and tier table. */
   private readonly resolver: StateGroupResolver;
   private readonly tierCompiler: TierTables | undefined;
@@ -112,14 +112,14 @@ export class Classifier {
     const before = this.pods.get(id);
     if (before) {
       for (const ip of before.maps.endpoint.ips) if (this.mapsOf(ip) === before.maps) this.unindex(ip);
-      for (const key of before.keys) releaseShared(this.shared, key, id, this.packed);
-      for (const key of before.tierKeys) releaseShared(this.tierTables, key, id, this.packed);
+      for (const ref of before.keys) this.shared.release(ref, id, this.free);
+      for (const ref of before.tierKeys) this.tierTables.release(ref, id, this.free);
       this.pods.delete(id);
     }
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
     const ingress = this.table(pod, 'ingress');
     const egress = this.table(pod, 'egress');
-    const tierKeys: string[] = [];
+    const tierKeys: SharedRef[] = [];
     const tiers = this.tiersOf(pod, tierKeys);
     const maps: EndpointMaps = {
       endpoint: pod,
@@ -127,7 +127,7 @@ export class Classifier {
       egress: egress.entry.table,
       ...tiers.maps,
     };
-    this.pods.set(id, { maps, keys: [ingress.key, egress.key], tierKeys });
+    this.pods.set(id, { maps, keys: [ingress.ref, egress.ref], tierKeys });
     // Offsets now, after every table was packed: packing one may have compacted the others.
     const blocks = [ingress.entry.handle, egress.entry.handle, ...tiers.handles].map((handle) =>
       handle === NO_TABLE ? NO_TABLE : this.packed.offsetOf(handle),
@@ -145,13 +145,7 @@ export class Classifier {
   groupsChanged(groups: ReadonlySet<string>): void {
     // Members live in the group layer: only tables whose slots depend on named-port numbers rebuild.
     this.resolver.groupsChanged(groups);
-    const stale = new Set<string>();
-    for (const [key, entry] of this.shared)
-      if (entry.table && [...entry.table.groups].some((g) => groups.has(g))) {
-        for (const user of entry.users) stale.add(user);
-        this.shared.delete(key);
-        this.packed.remove(entry.handle);
-      }
+    const stale = this.shared.evict((table) => [...table.groups].some((g) => groups.has(g)), this.free);
     for (const id of stale) this.setPod(id, this.state.pod(id));
   }
 
@@ -184,7 +178,7 @@ export class Classifier {
 
   /** Distinct direction tables built (shared ones counted once). */
   get tables(): number {
-    return [...this.shared.values()].filter((entry) => entry.table !== undefined).length;
+    return this.shared.tables;
   }
 
   mapsOf(ip: IpAddress): EndpointMaps | undefined {
@@ -341,7 +335,7 @@ export class Classifier {
    */
   private tiersOf(
     pod: Endpoint,
-    used: string[],
+    used: SharedRef[],
   ): { maps: Pick<EndpointMaps, 'admin' | 'baseline'>; handles: number[] } {
     const compiler = this.tierCompiler;
     const none = [NO_TABLE, NO_TABLE, NO_TABLE, NO_TABLE];
@@ -349,12 +343,11 @@ export class Classifier {
     const tables = (direction: 'ingress' | 'egress') => {
       const tiered = compiler.tiers(pod, direction);
       if (!tiered) return { admin: undefined, baseline: undefined };
-      const get = (tier: 'admin' | 'baseline'): Shared<TierTable | undefined> => {
-        const key = `${tiered.id}|${tier}|${direction}`;
-        used.push(key);
-        return acquireShared(
-          this.tierTables,
-          key,
+      const get = (tier: 'admin' | 'baseline'): Shared<TierTable> => {
+        const ref = { key: tiered.id, variant: `${tier}|${direction}` };
+        used.push(ref);
+        return this.tierTables.acquire(
+          ref,
           pod.id,
           () => tierTable(tiered[tier], direction, this.resolver),
           (t) => this.packed.add(t.table, t.actions),
@@ -381,56 +374,23 @@ export class Classifier {
   private table(
     pod: Endpoint,
     direction: 'ingress' | 'egress',
-  ): { key: string; entry: Shared<DirectionTable | undefined> } {
+  ): { ref: SharedRef; entry: Shared<DirectionTable> } {
     const selection = this.state.selection(pod);
-    const key =
-      direction === 'ingress' ? `i|${selection.ingressKey}|${portsKey(pod)}` : `e|${selection.egressKey}`;
-    const entry = acquireShared(
-      this.shared,
-      key,
+    // The selection key is used as it is: see shared-tables.ts for what a concatenation cost.
+    const ref =
+      direction === 'ingress'
+        ? { key: selection.ingressKey, variant: `i|${portsKey(pod)}` }
+        : { key: selection.egressKey, variant: 'e' };
+    const entry = this.shared.acquire(
+      ref,
       pod.id,
       () => buildDirectionTable(this.state, pod, direction, this.resolver),
       (table) => this.packed.add(table),
     );
-    return { key, entry };
+    return { ref, entry };
   }
-}
 
-/** A table shared by content (with its packed handle), with the pods using it; dropped with its last user. */
-interface Shared<T> {
-  readonly table: T;
-  readonly handle: number;
-  readonly users: Set<string>;
-}
-
-function acquireShared<T>(
-  map: Map<string, Shared<T | undefined>>,
-  key: string,
-  user: string,
-  build: () => T | undefined,
-  pack: (table: T) => number,
-): Shared<T | undefined> {
-  let entry = map.get(key);
-  if (!entry) {
-    const table = build();
-    map.set(key, (entry = { table, handle: table === undefined ? NO_TABLE : pack(table), users: new Set() }));
-  }
-  entry.users.add(user);
-  return entry;
-}
-
-function releaseShared<T>(
-  map: Map<string, Shared<T>>,
-  key: string,
-  user: string,
-  packed: PackedTables,
-): void {
-  const entry = map.get(key);
-  if (!entry) return;
-  entry.users.delete(user);
-  if (entry.users.size > 0) return;
-  map.delete(key);
-  if (entry.handle !== NO_TABLE) packed.remove(entry.handle);
+  private readonly free = (handle: number): void => this.packed.remove(handle);
 }
 
 /** Whether the remote address (its record, or -1) belongs to the endpoint's own node. */
