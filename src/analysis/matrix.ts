@@ -4,7 +4,7 @@
  */
 import type { Cluster, Endpoint } from '../model/types.ts';
 import { compiledVerdicts } from './compiled-engine.ts';
-import { allowedPorts, evaluate, indexCluster, resolveNamedPort, type PortSet } from '../semantics/index.ts';
+import { allowedPorts, indexCluster, isAllowed, resolveNamedPort, type PortSet } from '../semantics/index.ts';
 import type { Address, EvaluateOptions } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
 import type { Matrix, PortQuery } from './types.ts';
@@ -57,7 +57,7 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
           const allowed =
             port !== undefined &&
             (compiled?.(src.endpoint.ips, dst.endpoint.ips, query.protocol, port) ??
-              evaluate(index, { src, dst, protocol: query.protocol, port }, options).allowed);
+              isAllowed(index, { src, dst, protocol: query.protocol, port }, options));
           (answers as Uint8Array)[(a * classes + b) * queries.length + q] = allowed ? 1 : 0;
         });
       }

@@ -25,6 +25,7 @@ export function portSetOf(entries: readonly { protocol: Protocol; from: number; 
 }
 
 function normalize(ranges: PortRange[]): PortRange[] {
+  if (ranges.length <= 1) return ranges;
   const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
   const result: [number, number][] = [];
   for (const [from, to] of sorted) {
@@ -35,35 +36,82 @@ function normalize(ranges: PortRange[]): PortRange[] {
   return result;
 }
 
+/**
+ * Set operations merge the two sorted lists in one pass, per protocol, and hand back an operand
+ * unchanged where the answer is that operand (an empty side of a union, a whole-range side of an
+ * intersection): the port-set matrix runs several per pair of classes, and most are trivial.
+ */
 export function unionPorts(a: PortSet, b: PortSet): PortSet {
-  const entries = PROTOCOLS.flatMap((protocol) =>
-    [...a.ranges[protocol], ...b.ranges[protocol]].map(([from, to]) => ({ protocol, from, to })),
-  );
-  return portSetOf(entries);
+  if (a === b || isNoPorts(b)) return a;
+  if (isNoPorts(a)) return b;
+  return {
+    ranges: {
+      TCP: unionRanges(a.ranges.TCP, b.ranges.TCP),
+      UDP: unionRanges(a.ranges.UDP, b.ranges.UDP),
+      SCTP: unionRanges(a.ranges.SCTP, b.ranges.SCTP),
+    },
+  };
+}
+
+function unionRanges(left: readonly PortRange[], right: readonly PortRange[]): readonly PortRange[] {
+  if (right.length === 0) return left;
+  if (left.length === 0) return right;
+  const result: [number, number][] = [];
+  let i = 0;
+  let j = 0;
+  while (i < left.length || j < right.length) {
+    const l = left[i];
+    const r = right[j];
+    const next = (r === undefined || (l !== undefined && l[0] <= r[0]) ? left[i++] : right[j++]) as PortRange;
+    const last = result[result.length - 1];
+    if (last && next[0] <= last[1] + 1) {
+      if (next[1] > last[1]) last[1] = next[1];
+    } else result.push([next[0], next[1]]);
+  }
+  return result;
 }
 
 export function intersectPorts(a: PortSet, b: PortSet): PortSet {
-  const ranges: Record<Protocol, PortRange[]> = { TCP: [], UDP: [], SCTP: [] };
-  for (const protocol of PROTOCOLS) {
-    const left = a.ranges[protocol];
-    const right = b.ranges[protocol];
-    let i = 0;
-    let j = 0;
-    while (i < left.length && j < right.length) {
-      const l = left[i] as PortRange;
-      const r = right[j] as PortRange;
-      const from = Math.max(l[0], r[0]);
-      const to = Math.min(l[1], r[1]);
-      if (from <= to) ranges[protocol].push([from, to]);
-      if (l[1] < r[1]) i++;
-      else j++;
-    }
+  if (a === b || a === ALL_PORTS) return b;
+  if (b === ALL_PORTS) return a;
+  return {
+    ranges: {
+      TCP: intersectRanges(a.ranges.TCP, b.ranges.TCP),
+      UDP: intersectRanges(a.ranges.UDP, b.ranges.UDP),
+      SCTP: intersectRanges(a.ranges.SCTP, b.ranges.SCTP),
+    },
+  };
+}
+
+function intersectRanges(left: readonly PortRange[], right: readonly PortRange[]): readonly PortRange[] {
+  if (left.length === 0 || right.length === 0) return NO_RANGES;
+  if (isWhole(right)) return left;
+  if (isWhole(left)) return right;
+  const result: [number, number][] = [];
+  let i = 0;
+  let j = 0;
+  while (i < left.length && j < right.length) {
+    const l = left[i] as PortRange;
+    const r = right[j] as PortRange;
+    const from = l[0] > r[0] ? l[0] : r[0];
+    const to = l[1] < r[1] ? l[1] : r[1];
+    if (from <= to) result.push([from, to]);
+    if (l[1] < r[1]) i++;
+    else j++;
   }
-  return { ranges };
+  return result;
+}
+
+const NO_RANGES: readonly PortRange[] = [];
+
+function isWhole(ranges: readonly PortRange[]): boolean {
+  const only = ranges[0];
+  return ranges.length === 1 && only !== undefined && only[0] === MIN_PORT && only[1] === MAX_PORT;
 }
 
 /** The ports of `a` that are not in `b`. */
 export function subtractPorts(a: PortSet, b: PortSet): PortSet {
+  if (isNoPorts(b)) return a;
   const complement: Record<Protocol, PortRange[]> = { TCP: [], UDP: [], SCTP: [] };
   for (const protocol of PROTOCOLS) {
     let next = MIN_PORT;
@@ -74,6 +122,21 @@ export function subtractPorts(a: PortSet, b: PortSet): PortSet {
     if (next <= MAX_PORT) complement[protocol].push([next, MAX_PORT]);
   }
   return intersectPorts(a, { ranges: complement });
+}
+
+/** Whether every port of `inner` is in `outer`. */
+export function containsPorts(outer: PortSet, inner: PortSet): boolean {
+  if (outer === inner || outer === ALL_PORTS) return true;
+  for (const protocol of PROTOCOLS) {
+    const big = outer.ranges[protocol];
+    let i = 0;
+    for (const [from, to] of inner.ranges[protocol]) {
+      while (i < big.length && (big[i] as PortRange)[1] < from) i++;
+      const range = big[i];
+      if (!range || range[0] > from || range[1] < to) return false;
+    }
+  }
+  return true;
 }
 
 export function portSetHas(set: PortSet, protocol: Protocol, port: number): boolean {

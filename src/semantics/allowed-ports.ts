@@ -12,8 +12,10 @@ import { connectionFamilies } from './evaluate.ts';
 import { listMatchesAll, peerMatches, resolveNamedPort, type ClusterIndex } from './match.ts';
 import {
   ALL_PORTS,
+  containsPorts,
   EMPTY_PORTS,
   intersectPorts,
+  isAllPorts,
   isNoPorts,
   MAX_PORT,
   MIN_PORT,
@@ -52,21 +54,24 @@ function sidePorts(
 ): PortSet {
   const subject = direction === 'egress' ? src : dst;
   const other = direction === 'egress' ? dst : src;
-  const gate = subjectGate(subject, direction);
+  const gate = subjectGate(subject);
   if (gate.open) return ALL_PORTS;
   const endpoint = gate.endpoint;
   const admin = carveTier(index, 'Admin', endpoint, direction, other, dst, family, ALL_PORTS);
-  const undecided = unionPorts(admin.remaining, admin.passed);
+  // No Admin policy selects the endpoint: every port goes on, undecided (the common case).
+  const undecided = admin ? unionPorts(admin.remaining, admin.passed) : ALL_PORTS;
+  const adminAllowed = admin?.allowed ?? EMPTY_PORTS;
   const np = networkPolicyGate(index, endpoint, other, direction, options);
-  if (np.open && np.final) return unionPorts(admin.allowed, undecided);
+  if (np.open && np.final) return unionPorts(adminAllowed, undecided);
   if (!np.open) {
     const npAllowed = networkPolicyPorts(index, np.policies, direction, other, dst, family, options);
-    return unionPorts(admin.allowed, intersectPorts(npAllowed, undecided));
+    return unionPorts(adminAllowed, intersectPorts(npAllowed, undecided));
   }
   const baseline = carveTier(index, 'Baseline', endpoint, direction, other, dst, family, undecided);
+  if (!baseline) return unionPorts(adminAllowed, undecided);
   // Passing the Baseline tier, or matching nothing there, ends in the default: allowed.
   return unionPorts(
-    admin.allowed,
+    adminAllowed,
     unionPorts(baseline.allowed, unionPorts(baseline.remaining, baseline.passed)),
   );
 }
@@ -78,7 +83,10 @@ interface Carved {
   readonly remaining: PortSet;
 }
 
-/** Applies one tier's rules in precedence order to the ports still undecided. */
+/**
+ * Applies one tier's rules in precedence order to the ports still undecided; undefined when no
+ * policy of the tier selects the endpoint (every port stays undecided).
+ */
 function carveTier(
   index: ClusterIndex,
   tier: Tier,
@@ -88,11 +96,13 @@ function carveTier(
   dst: Address,
   family: IpFamily | undefined,
   undecided: PortSet,
-): Carved {
+): Carved | undefined {
+  const policies = selectingClusterPolicies(index, endpoint, direction, tier);
+  if (policies.length === 0) return undefined;
   let remaining = undecided;
   let allowed = EMPTY_PORTS;
   let passed = EMPTY_PORTS;
-  for (const policy of selectingClusterPolicies(index, endpoint, direction, tier)) {
+  for (const policy of policies) {
     for (const rule of policy[direction]) {
       if (isNoPorts(remaining)) return { allowed, passed, remaining };
       if (rule.failClosed) {
@@ -123,26 +133,37 @@ function networkPolicyPorts(
   let result = EMPTY_PORTS;
   for (const policy of policies) {
     for (const rule of direction === 'ingress' ? policy.ingress : policy.egress) {
+      // Ports first: a rule whose ports add nothing (none resolve, or all are in already)
+      // needs no peer matching, which is the costly part (selectors, ipBlocks with excepts).
+      const ports = listMatchesAll(rule.ports, semantics) ? ALL_PORTS : portsOf(index, rule.ports ?? [], dst);
+      if (containsPorts(result, ports)) continue;
       const peerOk =
         listMatchesAll(rule.peers, semantics) ||
         (rule.peers ?? []).some((peer) => peerMatches(index, peer, policy.namespace, other, family));
       if (!peerOk) continue;
-      result = unionPorts(
-        result,
-        listMatchesAll(rule.ports, semantics) ? ALL_PORTS : portsOf(rule.ports ?? [], dst),
-      );
+      result = unionPorts(result, ports);
+      if (isAllPorts(result)) return ALL_PORTS;
     }
   }
   return result;
 }
 
-function portsOf(ports: readonly PolicyPort[], dst: Address): PortSet {
-  const entries = ports.flatMap((port) => {
-    if (port.port === undefined) return [{ protocol: port.protocol, from: MIN_PORT, to: MAX_PORT }];
-    if (typeof port.port === 'number')
-      return [{ protocol: port.protocol, from: port.port, to: port.endPort ?? port.port }];
-    const resolved = resolveNamedPort(dst, port.port, port.protocol);
-    return resolved === undefined ? [] : [{ protocol: port.protocol, from: resolved, to: resolved }];
-  });
-  return portSetOf(entries);
+function portsOf(index: ClusterIndex, ports: readonly PolicyPort[], dst: Address): PortSet {
+  const known = index.numericPorts.get(ports);
+  if (known) return known;
+  const entries: { protocol: PolicyPort['protocol']; from: number; to: number }[] = [];
+  let named = false;
+  for (const port of ports) {
+    if (port.port === undefined) entries.push({ protocol: port.protocol, from: MIN_PORT, to: MAX_PORT });
+    else if (typeof port.port === 'number')
+      entries.push({ protocol: port.protocol, from: port.port, to: port.endPort ?? port.port });
+    else {
+      named = true;
+      const resolved = resolveNamedPort(dst, port.port, port.protocol);
+      if (resolved !== undefined) entries.push({ protocol: port.protocol, from: resolved, to: resolved });
+    }
+  }
+  const set = portSetOf(entries);
+  if (!named) index.numericPorts.set(ports, set);
+  return set;
 }

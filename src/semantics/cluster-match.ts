@@ -16,7 +16,7 @@ import type {
   Tier,
 } from '../model/types.ts';
 import { MAX_PORT, MIN_PORT, portSetOf, ALL_PORTS, type PortSet } from '../model/port-set.ts';
-import { addressIp, type ClusterIndex } from './match.ts';
+import { addressIp, memoizedSelection, type ClusterIndex } from './match.ts';
 import type { Address } from './types.ts';
 
 /** Policies of one tier that select the endpoint and have rules for the direction, in precedence order. */
@@ -25,14 +25,17 @@ export function selectingClusterPolicies(
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   tier: Tier,
-): ClusterPolicy[] {
-  const namespaceLabels = index.cluster.namespaces.get(endpoint.namespace)?.labels;
-  return index.cluster.clusterPolicies.filter(
-    (policy) =>
-      policy.tier === tier &&
-      policy[direction].length > 0 &&
-      subjectSelects(policy.subject, namespaceLabels, endpoint),
-  );
+): readonly ClusterPolicy[] {
+  if (index.cluster.clusterPolicies.length === 0) return [];
+  return memoizedSelection(index, endpoint, `${tier}|${direction}`, () => {
+    const namespaceLabels = index.cluster.namespaces.get(endpoint.namespace)?.labels;
+    return index.cluster.clusterPolicies.filter(
+      (policy) =>
+        policy.tier === tier &&
+        policy[direction].length > 0 &&
+        subjectSelects(policy.subject, namespaceLabels, endpoint),
+    );
+  });
 }
 
 /** Index of the first peer of the rule that matches the other side, or -1. */

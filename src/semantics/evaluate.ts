@@ -4,12 +4,12 @@
  * peer and port match — and records why. It favours being obviously right over being fast.
  */
 import type { IpFamily } from '../net/ip.ts';
-import type { NetworkPolicy, Semantics } from '../model/types.ts';
+import type { NetworkPolicy, PolicyRule, Semantics } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
 import { describeAddress, describeRule } from './describe.ts';
 import { listMatchesAll, peerMatches, portMatches, type ClusterIndex } from './match.ts';
-import { networkPolicyGate, subjectGate, type OpenGate } from './side-gate.ts';
-import { walkTier } from './tiers.ts';
+import { gateReason, networkPolicyGate, subjectGate, type OpenGate } from './side-gate.ts';
+import { tierOutcome, walkTier } from './tiers.ts';
 import type {
   Address,
   Connection,
@@ -50,6 +50,56 @@ export function evaluate(
       ]
     : [];
   return { ...primary, otherFamilies: others, notes: [...primary.notes, ...notes] };
+}
+
+/**
+ * The verdict alone — what `evaluate(…).allowed` says, by the same gates and matching rules —
+ * without the explanation: no walk, no reasons, no list of the rules that missed, and each side
+ * stops at its first matching rule. For callers that only count or print allowed/denied (the
+ * matrix asks this for every pair of classes).
+ */
+export function isAllowed(
+  index: ClusterIndex,
+  connection: Connection,
+  options: EvaluateOptions = {},
+): boolean {
+  const wanted = connection.family;
+  const shared = connectionFamilies(connection.src, connection.dst).families;
+  const families = wanted === undefined ? shared : shared.filter((f) => f === wanted || f === undefined);
+  if (families.length === 0) return false;
+  for (const family of families) {
+    if (!sideAllowed(index, connection, 'egress', family, options)) return false;
+    if (!sideAllowed(index, connection, 'ingress', family, options)) return false;
+  }
+  return true;
+}
+
+/** One side's `allowed`, in the order `evaluateSide` decides it. */
+function sideAllowed(
+  index: ClusterIndex,
+  connection: Connection,
+  direction: 'egress' | 'ingress',
+  family: IpFamily | undefined,
+  options: EvaluateOptions,
+): boolean {
+  const other = direction === 'egress' ? connection.dst : connection.src;
+  const gate = subjectGate(direction === 'egress' ? connection.src : connection.dst);
+  if (gate.open) return true;
+  const { endpoint } = gate;
+  const admin = tierOutcome(index, 'Admin', endpoint, direction, connection, family);
+  if (admin === 'allow' || admin === 'deny') return admin === 'allow';
+  const np = networkPolicyGate(index, endpoint, other, direction, options);
+  if (!np.open) {
+    const semantics: Semantics = options.semantics ?? 'v1';
+    return np.policies.some((policy) =>
+      (direction === 'ingress' ? policy.ingress : policy.egress).some(
+        (rule) =>
+          ruleMatch(index, rule, policy.namespace, connection, other, family, semantics) !== undefined,
+      ),
+    );
+  }
+  if (np.final) return true;
+  return tierOutcome(index, 'Baseline', endpoint, direction, connection, family) !== 'deny';
 }
 
 /**
@@ -105,8 +155,8 @@ function evaluateSide(
   const semantics: Semantics = options.semantics ?? 'v1';
   const subject = direction === 'egress' ? connection.src : connection.dst;
   const other = direction === 'egress' ? connection.dst : connection.src;
-  const gate = subjectGate(subject, direction);
-  if (gate.open) return openSide(direction, gate, []);
+  const gate = subjectGate(subject);
+  if (gate.open) return openSide(direction, gate, subject, []);
   const { endpoint } = gate;
   const walk: TierStep[] = [];
   const admin = walkTier(index, 'Admin', endpoint, direction, connection, family);
@@ -150,7 +200,7 @@ function evaluateSide(
   }
   if (np.final) {
     walk.push({ tier: 'NetworkPolicy', outcome: 'allow', policies: [] });
-    return openSide(direction, np, walk);
+    return openSide(direction, np, subject, walk);
   }
   walk.push({ tier: 'NetworkPolicy', outcome: 'not-isolated', policies: [] });
   const baseline = walkTier(index, 'Baseline', endpoint, direction, connection, family);
@@ -159,11 +209,16 @@ function evaluateSide(
     return tierDecided(direction, endpoint.id, baseline, walk, other, connection);
   }
   walk.push({ tier: 'Default', outcome: 'allow', policies: [] });
-  return openSide(direction, np, walk);
+  return openSide(direction, np, subject, walk);
 }
 
 /** A side no rule decided: open by status (outside, host network, not isolated…), allowed. */
-function openSide(direction: 'egress' | 'ingress', gate: OpenGate, walk: readonly TierStep[]): SideVerdict {
+function openSide(
+  direction: 'egress' | 'ingress',
+  gate: OpenGate,
+  subject: Address,
+  walk: readonly TierStep[],
+): SideVerdict {
   return {
     direction,
     ...(gate.endpoint ? { endpoint: gate.endpoint.id } : {}),
@@ -174,7 +229,7 @@ function openSide(direction: 'egress' | 'ingress', gate: OpenGate, walk: readonl
     matches: [],
     misses: [],
     walk,
-    reason: gate.reason,
+    reason: gateReason(gate, subject, direction),
   };
 }
 
@@ -222,29 +277,52 @@ function checkPolicy(
     return;
   }
   for (const rule of rules) {
-    const peerIndex = listMatchesAll(rule.peers, semantics)
-      ? -1
-      : (rule.peers ?? []).findIndex((peer) => peerMatches(index, peer, policy.namespace, other, family));
-    const portIndex = listMatchesAll(rule.ports, semantics)
-      ? -1
-      : (rule.ports ?? []).findIndex((port) =>
-          portMatches(port, connection.dst, connection.protocol, connection.port),
-        );
-    const peerOk = peerIndex !== -1 || listMatchesAll(rule.peers, semantics);
-    const portOk = portIndex !== -1 || listMatchesAll(rule.ports, semantics);
-    if (peerOk && portOk) {
+    const match = ruleMatch(index, rule, policy.namespace, connection, other, family, semantics);
+    if (match) {
       matches.push({
         policy: name,
         rule: rule.index,
-        ...(peerIndex >= 0 ? { peer: peerIndex } : {}),
-        ...(portIndex >= 0 ? { port: portIndex } : {}),
+        ...(match.peer >= 0 ? { peer: match.peer } : {}),
+        ...(match.port >= 0 ? { port: match.port } : {}),
       });
       continue;
     }
     const described = describeRule(rule, direction, policy.namespace);
+    const peerOk =
+      listMatchesAll(rule.peers, semantics) ||
+      (rule.peers ?? []).some((peer) => peerMatches(index, peer, policy.namespace, other, family));
     const reason = !peerOk
       ? `${describeAddress(other)} does not match (rule allows ${described})`
       : `${connection.protocol}/${connection.port} does not match (rule allows ${described})`;
     misses.push({ policy: name, rule: rule.index, reason });
   }
+}
+
+/**
+ * Whether a NetworkPolicy rule allows the connection: the index of the matching peer and port
+ * entry (-1 where the list matches everything), or undefined. Ports are checked first: they are
+ * cheaper than peers (an ipBlock with a thousand excepts, a selector of many requirements).
+ */
+function ruleMatch(
+  index: ClusterIndex,
+  rule: PolicyRule,
+  policyNamespace: string,
+  connection: Connection,
+  other: Address,
+  family: IpFamily | undefined,
+  semantics: Semantics,
+): { peer: number; port: number } | undefined {
+  const allPorts = listMatchesAll(rule.ports, semantics);
+  const port = allPorts
+    ? -1
+    : (rule.ports ?? []).findIndex((p) =>
+        portMatches(p, connection.dst, connection.protocol, connection.port),
+      );
+  if (!allPorts && port === -1) return undefined;
+  const allPeers = listMatchesAll(rule.peers, semantics);
+  const peer = allPeers
+    ? -1
+    : (rule.peers ?? []).findIndex((p) => peerMatches(index, p, policyNamespace, other, family));
+  if (!allPeers && peer === -1) return undefined;
+  return { peer, port };
 }

@@ -2,7 +2,7 @@
  * The semantics layer's public entry: the reference evaluator and what it is built from.
  * Other layers import from here (or types.ts), never from the implementation files.
  */
-export { evaluate, connectionFamilies } from './evaluate.ts';
+export { evaluate, connectionFamilies, isAllowed } from './evaluate.ts';
 export { allowedPorts } from './allowed-ports.ts';
 export {
   indexCluster,
@@ -22,6 +22,7 @@ export {
 export { clusterPeerMatches, selectingClusterPolicies } from './cluster-match.ts';
 export {
   ALL_PORTS,
+  containsPorts,
   EMPTY_PORTS,
   formatPortSet,
   intersectPorts,

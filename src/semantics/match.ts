@@ -14,12 +14,21 @@ import type {
   Protocol,
   Semantics,
 } from '../model/types.ts';
+import type { PortSet } from '../model/port-set.ts';
 import type { Address } from './types.ts';
 
 /** Policies grouped by namespace and namespace labels, built once per cluster. */
 export interface ClusterIndex {
   readonly cluster: Cluster;
   readonly policiesByNamespace: ReadonlyMap<string, readonly NetworkPolicy[]>;
+  /**
+   * What selects each endpoint, remembered per endpoint (`selectingPolicies`,
+   * `selectingClusterPolicies`): the cluster does not change once indexed, and a matrix asks
+   * the same question of one endpoint for every other endpoint.
+   */
+  readonly selections: WeakMap<Endpoint, Map<string, readonly unknown[]>>;
+  /** A rule's port list as a port set, for lists without named ports (the same for every destination). */
+  readonly numericPorts: WeakMap<readonly PolicyPort[], PortSet>;
 }
 
 export function indexCluster(cluster: Cluster): ClusterIndex {
@@ -29,7 +38,21 @@ export function indexCluster(cluster: Cluster): ClusterIndex {
     list.push(policy);
     policiesByNamespace.set(policy.namespace, list);
   }
-  return { cluster, policiesByNamespace };
+  return { cluster, policiesByNamespace, selections: new WeakMap(), numericPorts: new WeakMap() };
+}
+
+/** `compute()` once per endpoint and key, from the index's memo. */
+export function memoizedSelection<T>(
+  index: ClusterIndex,
+  endpoint: Endpoint,
+  key: string,
+  compute: () => readonly T[],
+): readonly T[] {
+  let byKey = index.selections.get(endpoint);
+  if (!byKey) index.selections.set(endpoint, (byKey = new Map<string, readonly unknown[]>()));
+  let found = byKey.get(key) as readonly T[] | undefined;
+  if (!found) byKey.set(key, (found = compute()));
+  return found;
 }
 
 /** Policies in the endpoint's namespace whose podSelector selects it, for one direction. */
@@ -38,8 +61,19 @@ export function selectingPolicies(
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   semantics: Semantics,
-): NetworkPolicy[] {
+): readonly NetworkPolicy[] {
   if (endpoint.hostNetwork) return [];
+  return memoizedSelection(index, endpoint, `${direction}|${semantics}`, () =>
+    policiesSelecting(index, endpoint, direction, semantics),
+  );
+}
+
+function policiesSelecting(
+  index: ClusterIndex,
+  endpoint: Endpoint,
+  direction: 'ingress' | 'egress',
+  semantics: Semantics,
+): NetworkPolicy[] {
   return (index.policiesByNamespace.get(endpoint.namespace) ?? []).filter((policy) => {
     // The v1beta1 proposal has ingress policies only, whatever the object says.
     const affects =

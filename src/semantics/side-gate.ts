@@ -6,6 +6,9 @@
  * tiers judge it like any other traffic (the upstream conformance suite denies a pod's egress to
  * its own node with an AdminNetworkPolicy or BaselineAdminNetworkPolicy nodes peer).
  * Shared by the single-connection evaluator and the port-set computation so they cannot drift.
+ * A gate says what it found (a status); the sentence for people is made by `gateReason` only
+ * when a verdict is explained — the matrix asks these questions millions of times and prints
+ * none of the sentences.
  */
 import type { Endpoint, NetworkPolicy, Semantics } from '../model/types.ts';
 import { describeAddress } from './describe.ts';
@@ -15,7 +18,6 @@ import type { Address, EvaluateOptions, SideStatus } from './types.ts';
 export interface OpenGate {
   readonly open: true;
   readonly status: SideStatus;
-  readonly reason: string;
   readonly endpoint?: Endpoint;
   /** The NetworkPolicy tier allowed it for good (node-local traffic of an isolated pod); no Baseline tier. */
   readonly final?: boolean;
@@ -27,25 +29,35 @@ export type NetworkPolicyGate =
   | OpenGate
   | { readonly open: false; readonly endpoint: Endpoint; readonly policies: readonly NetworkPolicy[] };
 
+const OUTSIDE: OpenGate = { open: true, status: 'not-applicable' };
+
 /** Whether any policy (of any tier) can apply to this side. */
-export function subjectGate(subject: Address, direction: 'egress' | 'ingress'): SubjectGate {
-  if (subject.kind !== 'endpoint') {
-    return {
-      open: true,
-      status: 'not-applicable',
-      reason: `${describeAddress(subject)} is outside the cluster; no ${direction} policy applies`,
-    };
-  }
+export function subjectGate(subject: Address): SubjectGate {
+  if (subject.kind !== 'endpoint') return OUTSIDE;
   const endpoint = subject.endpoint;
-  if (endpoint.hostNetwork) {
-    return {
-      open: true,
-      status: 'host-network',
-      reason: `${endpoint.id} uses the host network and is not subject to network policy`,
-      endpoint,
-    };
-  }
+  if (endpoint.hostNetwork) return { open: true, status: 'host-network', endpoint };
   return { open: false, endpoint };
+}
+
+/** The sentence for people saying why a side is open (`subject` is the side's own address). */
+export function gateReason(gate: OpenGate, subject: Address, direction: 'egress' | 'ingress'): string {
+  const id = gate.endpoint?.id ?? describeAddress(subject);
+  switch (gate.status) {
+    case 'not-applicable':
+      return `${describeAddress(subject)} is outside the cluster; no ${direction} policy applies`;
+    case 'host-network':
+      return `${id} uses the host network and is not subject to network policy`;
+    case 'egress-not-modelled':
+      return 'the v1beta1 proposal has no egress policy; egress is allowed';
+    case 'namespace-not-isolated':
+      return `namespace ${gate.endpoint?.namespace ?? ''} has no DefaultDeny ingress isolation, so ingress is allowed`;
+    case 'not-isolated':
+      return `no policy selects ${id} for ${direction}, so it is not isolated`;
+    case 'node-local':
+      return `traffic between ${id} and its own node is always allowed`;
+    default:
+      return `${id}: ${gate.status}`;
+  }
 }
 
 /** The NetworkPolicy tier: isolated pods are decided here; others go on to the Baseline tier. */
@@ -57,35 +69,15 @@ export function networkPolicyGate(
   options: EvaluateOptions,
 ): NetworkPolicyGate {
   const semantics: Semantics = options.semantics ?? 'v1';
-  const open = (status: SideStatus, reason: string): NetworkPolicyGate => ({
-    open: true,
-    status,
-    reason,
-    endpoint,
-  });
+  const open = (status: SideStatus): NetworkPolicyGate => ({ open: true, status, endpoint });
   if (semantics === 'v1beta1-proposal') {
-    if (direction === 'egress') {
-      return open('egress-not-modelled', 'the v1beta1 proposal has no egress policy; egress is allowed');
-    }
-    if (index.cluster.namespaces.get(endpoint.namespace)?.legacyIngressIsolation !== 'DefaultDeny') {
-      return open(
-        'namespace-not-isolated',
-        `namespace ${endpoint.namespace} has no DefaultDeny ingress isolation, so ingress is allowed`,
-      );
-    }
+    if (direction === 'egress') return open('egress-not-modelled');
+    if (index.cluster.namespaces.get(endpoint.namespace)?.legacyIngressIsolation !== 'DefaultDeny')
+      return open('namespace-not-isolated');
   }
   const policies = selectingPolicies(index, endpoint, direction, semantics);
-  if (policies.length === 0 && semantics === 'v1') {
-    return open('not-isolated', `no policy selects ${endpoint.id} for ${direction}, so it is not isolated`);
-  }
-  if ((options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other)) {
-    return {
-      open: true,
-      final: true,
-      status: 'node-local',
-      reason: `traffic between ${endpoint.id} and its own node is always allowed`,
-      endpoint,
-    };
-  }
+  if (policies.length === 0 && semantics === 'v1') return open('not-isolated');
+  if ((options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other))
+    return { open: true, final: true, status: 'node-local', endpoint };
   return { open: false, endpoint, policies };
 }

@@ -6,7 +6,7 @@
  */
 import type { IpFamily } from '../net/ip.ts';
 import { clusterPolicyLabel } from '../model/cluster-policy.ts';
-import type { Endpoint, Tier } from '../model/types.ts';
+import type { ClusterPolicy, ClusterRule, Endpoint, Tier } from '../model/types.ts';
 import { matchingPeer, matchingPort, selectingClusterPolicies } from './cluster-match.ts';
 import type { ClusterIndex } from './match.ts';
 import type { Address, Connection, TierStep } from './types.ts';
@@ -19,29 +19,59 @@ export function walkTier(
   connection: Connection,
   family: IpFamily | undefined,
 ): TierStep {
-  const other: Address = direction === 'egress' ? connection.dst : connection.src;
   const policies = selectingClusterPolicies(index, endpoint, direction, tier);
   const names = policies.map(clusterPolicyLabel);
+  const decided = decidingRule(index, policies, endpoint, direction, connection, family);
+  if (!decided) return { tier, outcome: 'no-match', policies: names };
+  const { policy, rule } = decided;
+  return {
+    tier,
+    outcome: rule.failClosed ? 'deny' : rule.action,
+    policy: clusterPolicyLabel(policy),
+    rule: rule.index,
+    ...(rule.name ? { ruleName: rule.name } : {}),
+    policies: names,
+  };
+}
+
+/** The tier's outcome alone (what `walkTier` decides, without naming anything): for verdicts nobody reads. */
+export function tierOutcome(
+  index: ClusterIndex,
+  tier: Tier,
+  endpoint: Endpoint,
+  direction: 'ingress' | 'egress',
+  connection: Connection,
+  family: IpFamily | undefined,
+): TierStep['outcome'] {
+  const policies = selectingClusterPolicies(index, endpoint, direction, tier);
+  if (policies.length === 0) return 'no-match';
+  const decided = decidingRule(index, policies, endpoint, direction, connection, family);
+  if (!decided) return 'no-match';
+  return decided.rule.failClosed ? 'deny' : decided.rule.action;
+}
+
+/** The first rule, by precedence and rule order, whose peer and port match; a fail-closed Deny or Pass matches all. */
+function decidingRule(
+  index: ClusterIndex,
+  policies: readonly ClusterPolicy[],
+  endpoint: Endpoint,
+  direction: 'ingress' | 'egress',
+  connection: Connection,
+  family: IpFamily | undefined,
+): { policy: ClusterPolicy; rule: ClusterRule } | undefined {
+  const other: Address = direction === 'egress' ? connection.dst : connection.src;
   for (const policy of policies) {
     for (const rule of policy[direction]) {
-      const decided = (outcome: TierStep['outcome']): TierStep => ({
-        tier,
-        outcome,
-        policy: clusterPolicyLabel(policy),
-        rule: rule.index,
-        ...(rule.name ? { ruleName: rule.name } : {}),
-        policies: names,
-      });
       if (rule.failClosed) {
         if (rule.action === 'allow') continue;
-        return decided('deny');
+        return { policy, rule };
       }
       if (matchingPeer(index, rule, endpoint, other, family) < 0) continue;
       if (matchingPort(rule, connection.dst, connection.protocol, connection.port) === -1) continue;
-      return decided(rule.action);
+      return { policy, rule };
     }
   }
-  return { tier, outcome: 'no-match', policies: names };
+  return undefined;
 }
 
 /** `[Admin] pass (anp/monitoring, rule 2 "pass-probes")` — one step of a walk, for people. */

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { computeMatrix } from '../../src/analysis/matrix.ts';
 import type { Cluster, Semantics } from '../../src/model/types.ts';
 import { allowedPorts } from '../../src/semantics/allowed-ports.ts';
-import { evaluate } from '../../src/semantics/evaluate.ts';
+import { evaluate, isAllowed } from '../../src/semantics/evaluate.ts';
 import { indexCluster, selectingPolicies } from '../../src/semantics/match.ts';
 import { portSetHas } from '../../src/model/port-set.ts';
 import type { Address } from '../../src/semantics/types.ts';
@@ -110,6 +110,31 @@ describe('evaluator invariants', () => {
               }
             }
           }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('the verdict without explanation (isAllowed) is the explained verdict, in both semantics, with tiers', () => {
+    fc.assert(
+      fc.property(
+        clusterArb({ legacyAnnotations: true, maxClusterPolicies: 3 }),
+        fc.constantFrom<Semantics>('v1', 'v1beta1-proposal'),
+        (objects, semantics) => {
+          const cluster = clusterOf(objects, semantics);
+          const index = indexCluster(cluster);
+          const all = addresses(cluster);
+          for (const src of all)
+            for (const dst of all)
+              for (const [port, protocol] of SAMPLE_PORTS) {
+                const connection = { src, dst, protocol, port };
+                assert.equal(
+                  isAllowed(index, connection, { semantics }),
+                  evaluate(index, connection, { semantics }).allowed,
+                  `${label(src)} → ${label(dst)} ${protocol}/${port}`,
+                );
+              }
         },
       ),
       { numRuns: RUNS },
