@@ -113,7 +113,8 @@ export function buildDirectionTable(
   // Named-port groups are referenced even when no destination resolves the name yet.
   const referenced: string[] = [];
   for (const policy of policies)
-    for (const rule of policy[direction]) slots.push(...slotsOf(state, policy, direction, rule, referenced));
+    for (const rule of policy[direction])
+      for (const slot of slotsOf(state, policy, direction, rule, referenced)) slots.push(slot);
   const table = new DirectionTable(slots.length);
   table.useGroups(resolver);
   for (const g of referenced) table.groups.add(g);

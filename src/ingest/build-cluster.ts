@@ -95,7 +95,7 @@ export function buildCluster(objects: readonly IdentifiedObject[]): {
     clusterPolicies: clusterPolicies.sort(comparePolicies),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
   };
-  diagnostics.push(...priorityTies(cluster));
+  for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   return { cluster, diagnostics };
 }
 

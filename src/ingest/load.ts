@@ -34,8 +34,10 @@ export function loadFromTexts(files: readonly InputFile[], semantics: Semantics 
   const rawObjects: RawObject[] = [];
   for (const file of files) {
     const parsed = parseDocuments(file);
-    diagnostics.push(...parsed.diagnostics);
-    rawObjects.push(...parsed.objects);
+    // One at a time: a spread into push passes every element as an argument, and a file of
+    // 125,000 objects overflows the stack.
+    for (const d of parsed.diagnostics) diagnostics.push(d);
+    for (const object of parsed.objects) rawObjects.push(object);
   }
   return decodeAll(rawObjects, diagnostics, semantics);
 }
@@ -70,12 +72,13 @@ function decodeAll(rawObjects: RawObject[], diagnostics: Diagnostic[], semantics
   const decoded: IdentifiedObject[] = [];
   for (const raw of rawObjects) {
     const outcome = decodeObject(raw);
-    diagnostics.push(...outcome.diagnostics);
+    for (const d of outcome.diagnostics) diagnostics.push(d);
     if (outcome.object && outcome.identity)
       decoded.push({ identity: outcome.identity, object: outcome.object });
   }
   const built = buildCluster(decoded);
-  diagnostics.push(...built.diagnostics, ...semanticsDiagnostics(built.cluster, semantics));
+  for (const d of built.diagnostics) diagnostics.push(d);
+  for (const d of semanticsDiagnostics(built.cluster, semantics)) diagnostics.push(d);
   return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };
 }
 

@@ -60,14 +60,14 @@ export class MapState<V> {
   /** Every entry: by protocol, port, prefix length, then wildcard before identities. */
   entries(): MapEntry<V>[] {
     const all = [...this.wildcard.values()];
-    for (const entries of this.specific.values()) all.push(...entries.values());
+    for (const entries of this.specific.values()) for (const entry of entries.values()) all.push(entry);
     return all.sort(compareEntries);
   }
 
   /** Keys refused because a higher-priority entry covers them (with `recordRefused`). */
   refusedKeys(): RefusedKey[] {
     const all = [...this.wildcardRefused];
-    for (const refused of this.specificRefused.values()) all.push(...refused);
+    for (const refused of this.specificRefused.values()) for (const key of refused) all.push(key);
     return all.sort((a, b) => compareKeys(a, b) || (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   }
 
@@ -98,11 +98,11 @@ export class MapState<V> {
     const identities = new Set<number>();
     for (const rule of rules) if (rule.identities !== '*') for (const i of rule.identities) identities.add(i);
     if (protocols.size > 0) {
-      changes.push(...this.rebuildWildcard());
+      for (const change of this.rebuildWildcard()) changes.push(change);
       for (const [identity, list] of this.rulesOfIdentity)
         if (list.some((r) => protocols.has(r.protocol))) identities.add(identity);
     }
-    for (const identity of identities) changes.push(...this.recompute(identity));
+    for (const identity of identities) for (const change of this.recompute(identity)) changes.push(change);
     return netChanges(changes);
   }
 
@@ -135,12 +135,12 @@ export class MapState<V> {
       const rule = this.byLabel.get(label);
       if (!rule) throw new Error(`no rule ${label} in the map`);
       if (rule.identities === '*' || identities === '*') {
-        changes.push(...this.setIdentities(label, identities));
+        for (const change of this.setIdentities(label, identities)) changes.push(change);
         continue;
       }
       for (const identity of this.reindex(rule, identities)) touched.add(identity);
     }
-    for (const identity of touched) changes.push(...this.recompute(identity));
+    for (const identity of touched) for (const change of this.recompute(identity)) changes.push(change);
     return netChanges(changes);
   }
 
@@ -161,7 +161,7 @@ export class MapState<V> {
     this.byLabel.set(rule.label, updated);
     this.rules = this.rules.map((r) => (r === rule ? updated : r));
     const changed = [...before].filter((i) => !identities.has(i));
-    changed.push(...[...identities].filter((i) => !before.has(i)));
+    for (const identity of identities) if (!before.has(identity)) changed.push(identity);
     for (const identity of new Set([...before, ...identities])) {
       const list = (this.rulesOfIdentity.get(identity) ?? []).filter((r) => r !== rule);
       if (identities.has(identity)) list.push(updated);
@@ -194,7 +194,8 @@ export class MapState<V> {
     // A wildcard change can refuse or allow specific keys and covering entries of any identity
     // with rules on the same protocol.
     for (const [identity, rules] of this.rulesOfIdentity) {
-      if (rules.some((r) => r.protocol === rule.protocol)) changes.push(...this.recompute(identity));
+      if (rules.some((r) => r.protocol === rule.protocol))
+        for (const change of this.recompute(identity)) changes.push(change);
     }
     return changes;
   }

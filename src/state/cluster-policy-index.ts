@@ -58,7 +58,8 @@ export class ClusterPolicyIndex {
     const { groups, position } = this.build();
     const found: ClusterPolicy[] = [];
     for (const group of groups.get(`${tier}|${direction}`) ?? [])
-      if (selectorMatches(group.selector, namespaceLabels)) found.push(...group.policies);
+      if (selectorMatches(group.selector, namespaceLabels))
+        for (const policy of group.policies) found.push(policy);
     return found.sort((a, b) => (position.get(a) as number) - (position.get(b) as number));
   }
 

@@ -215,7 +215,8 @@ export class GroupIndex {
 
   private candidateGroups(namespace: string): Iterable<GroupRecord> {
     const result: GroupRecord[] = [...(this.byNamespace.get(namespace) ?? []), ...this.addressGroups];
-    for (const entry of this.selectorsOfNamespace.get(namespace) ?? []) result.push(...entry.groups);
+    for (const entry of this.selectorsOfNamespace.get(namespace) ?? [])
+      for (const group of entry.groups) result.push(group);
     return result;
   }
 

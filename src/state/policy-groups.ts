@@ -41,7 +41,7 @@ export function ruleNets(
       : [{ kind: 'any' }];
   }
   const nets: PeerNet[] = [];
-  for (const peer of rule.peers) nets.push(...peerNets(policy, peer, namedPort));
+  for (const peer of rule.peers) for (const net of peerNets(policy, peer, namedPort)) nets.push(net);
   return nets;
 }
 

@@ -76,7 +76,7 @@ export class SubjectIndex {
     const cached = this.selection.get(set);
     if (cached) return cached;
     const result: string[] = [];
-    for (const entry of this.bySet.get(set) ?? []) result.push(...entry.policies);
+    for (const entry of this.bySet.get(set) ?? []) for (const policy of entry.policies) result.push(policy);
     result.sort();
     this.selection.set(set, result);
     return result;
@@ -86,7 +86,7 @@ export class SubjectIndex {
   podsSelected(namespace: string, selector: LabelSelector): string[] {
     const entry = this.entries.get(namespace)?.get(selector.key);
     const result: string[] = [];
-    for (const set of entry?.sets ?? []) result.push(...set.members);
+    for (const set of entry?.sets ?? []) for (const member of set.members) result.push(member);
     return result;
   }
 

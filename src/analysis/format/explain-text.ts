@@ -26,8 +26,10 @@ function direction(name: string, d: DirectionExplanation, style: Style): string[
   const baseline = d.tiers.filter((t) => t.tier === 'Baseline');
   const lines = [`  ${name}: ${summary}`];
   // Evaluation order: Admin rules first, then NetworkPolicy, then (when not isolated) Baseline.
-  if (admin.length)
-    lines.push(`    Admin tier, before NetworkPolicy:`, ...admin.map((t) => tierLine(name, t, style)));
+  // Lines are pushed one by one: an endpoint can be subject to 100,000 Admin rules, too many
+  // arguments for one push.
+  if (admin.length) lines.push(`    Admin tier, before NetworkPolicy:`);
+  for (const t of admin) lines.push(tierLine(name, t, style));
   for (const rule of d.rules) {
     lines.push(
       `    - ${rule.description} ${style.dim(`(${rule.policy} ${name}[${rule.rule}]; ${listPeers(rule.peers)})`)}`,
@@ -36,8 +38,8 @@ function direction(name: string, d: DirectionExplanation, style: Style): string[
   if (baseline.length)
     lines.push(
       `    Baseline tier, ${d.isolated ? 'not reached: NetworkPolicy decides' : 'since no NetworkPolicy isolates it'}:`,
-      ...baseline.map((t) => tierLine(name, t, style)),
     );
+  for (const t of baseline) lines.push(tierLine(name, t, style));
   return lines;
 }
 

@@ -31,7 +31,7 @@ const text: MatrixWriter = (matrix, write, style) => {
     );
     return;
   }
-  const width = Math.max(...ids.map((id) => id.length), 4);
+  const width = ids.reduce((widest, id) => Math.max(widest, id.length), 4);
   matrix.queries.forEach((_, q) => {
     if (q > 0) write('\n');
     write(

@@ -113,10 +113,10 @@ function flattenSide(
           if (restricted) ordered.push(restricted);
         }
     }
-    ordered.push(...rest);
+    for (const rule of rest) ordered.push(rule);
     return insertByPriority(ordered);
   };
-  entries.push(...decide(generic, (rule) => rule));
+  for (const entry of decide(generic, (rule) => rule)) entries.push(entry);
   // Hosts that the same rules contain are decided alike: the entries of the first, re-addressed.
   const decisions = new Map<string, Decided[]>();
   // Generic rules by their net: containment is asked once per distinct net and host.
@@ -140,7 +140,7 @@ function flattenSide(
     else {
       const fresh = decide(indices, (rule) => ({ ...rule, [remote]: host }));
       decisions.set(signature, fresh);
-      entries.push(...fresh);
+      for (const entry of fresh) entries.push(entry);
     }
   }
   return canonicalTable(entries.map(({ precedence: _precedence, ...rule }) => rule));

@@ -98,10 +98,10 @@ export function renderNeutron(state: ClusterState): NeutronRendering {
     const rules: SecurityGroupRule[] = [];
     for (const template of templates.ingress)
       if (typeof template.port?.port !== 'string')
-        rules.push(...remoteRules(template, 'ingress', portFields(template.port)));
+        for (const rule of remoteRules(template, 'ingress', portFields(template.port))) rules.push(rule);
     for (const template of templates.egress) {
       if (typeof template.port?.port !== 'string') {
-        rules.push(...remoteRules(template, 'egress', portFields(template.port)));
+        for (const rule of remoteRules(template, 'egress', portFields(template.port))) rules.push(rule);
         continue;
       }
       // Egress named port: the peer group is partitioned by the number each destination gives it.
@@ -131,14 +131,15 @@ export function renderNeutron(state: ClusterState): NeutronRendering {
             });
           continue;
         }
-        rules.push(
-          ...remoteRules(
-            { net: { kind: 'group', group: `${key}${PARTITION_SEPARATOR}${number}` }, port: template.port },
-            'egress',
-            l4,
-            { remote_ip_prefixes: prefixes },
-          ),
-        );
+        const partition = `${key}${PARTITION_SEPARATOR}${number}`;
+        const more = { remote_ip_prefixes: prefixes };
+        for (const rule of remoteRules(
+          { net: { kind: 'group', group: partition }, port: template.port },
+          'egress',
+          l4,
+          more,
+        ))
+          rules.push(rule);
       }
     }
     groups.set(policyGroupName(policy), {

@@ -49,7 +49,7 @@ export function neutronRequests(
         body: { security_group: { name: group.name, description: group.description } },
       });
     if (old && group.generation !== undefined && old.generation === group.generation) continue;
-    rules.push(...ruleChanges(group.name, old, group));
+    for (const change of ruleChanges(group.name, old, group)) rules.push(change);
   }
   const ports: NeutronRequest[] = [];
   const oldPorts = new Map((previous?.ports ?? []).map((p) => [p.pod, p] as const));
