@@ -26,10 +26,15 @@ export interface MatrixOptions extends EvaluateOptions {
   readonly onProgress?: (done: number, total: number) => void;
 }
 
+/** The endpoints a matrix covers: all, or those in the given namespaces (none given: all). */
+export function matrixEndpoints(cluster: Cluster, namespaces: readonly string[] | undefined): Endpoint[] {
+  const wanted = namespaces?.length ? new Set(namespaces) : undefined;
+  return cluster.endpoints.filter((e) => !wanted || wanted.has(e.namespace));
+}
+
 export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix {
   const started = performance.now();
-  const namespaces = options.namespaces?.length ? new Set(options.namespaces) : undefined;
-  const endpoints = cluster.endpoints.filter((e) => !namespaces || namespaces.has(e.namespace));
+  const endpoints = matrixEndpoints(cluster, options.namespaces);
   const { classOf, representatives } = endpointClasses(cluster, endpoints, options.useClasses ?? true);
   const index = indexCluster(cluster);
   const classes = representatives.length;

@@ -1,11 +1,19 @@
 /**
  * The CLI's view of the outside world, injected so tests run commands in-process.
  */
+import { once } from 'node:events';
 export interface CliIo {
-  readonly stdout: { write(chunk: string): unknown };
+  /**
+   * `write` returns false when the output is full (a pipe whose reader is behind); then
+   * `drained`, when present, resolves once it has room again. Large outputs wait for it
+   * (writeStreaming) instead of piling up in memory.
+   */
+  readonly stdout: { write(chunk: string): unknown; drained?(): Promise<void> };
   readonly stderr: { write(chunk: string): unknown };
   readonly stdoutIsTty: boolean;
   readonly stderrIsTty: boolean;
+  /** Width of the terminal stdout is, when it is one. */
+  readonly stdoutColumns?: number;
   readonly env: NodeJS.ProcessEnv;
   readStdin(): Promise<string>;
 }
@@ -24,10 +32,15 @@ export class UnsupportedInputError extends Error {}
 
 export function processIo(): CliIo {
   return {
-    stdout: process.stdout,
+    stdout: {
+      write: (chunk: string) => process.stdout.write(chunk),
+      // Rejects if the stream fails meanwhile (main.ts ends the process quietly on EPIPE).
+      drained: () => once(process.stdout, 'drain').then(() => undefined),
+    },
     stderr: process.stderr,
     stdoutIsTty: process.stdout.isTTY === true,
     stderrIsTty: process.stderr.isTTY === true,
+    ...(process.stdout.isTTY ? { stdoutColumns: process.stdout.columns } : {}),
     env: process.env,
     async readStdin() {
       const chunks: Buffer[] = [];
@@ -35,4 +48,22 @@ export function processIo(): CliIo {
       return Buffer.concat(chunks).toString('utf8');
     },
   };
+}
+
+/** Below this, pieces are gathered before a write (one write per piece is slow). */
+const WRITE_BATCH = 1 << 16;
+
+/**
+ * Writes pieces as they come, in batches of about 64 KiB, and waits whenever the output says
+ * it is full: memory stays constant however large the output (a matrix of 10,000 endpoints).
+ */
+export async function writeStreaming(out: CliIo['stdout'], pieces: Iterable<string>): Promise<void> {
+  let batch = '';
+  for (const piece of pieces) {
+    batch += piece;
+    if (batch.length < WRITE_BATCH) continue;
+    if (out.write(batch) === false && out.drained) await out.drained();
+    batch = '';
+  }
+  if (batch.length > 0 && out.write(batch) === false && out.drained) await out.drained();
 }

@@ -12,7 +12,7 @@ export interface CliResult {
 
 export async function cli(
   args: readonly string[],
-  options: { stdin?: string; tty?: boolean } = {},
+  options: { stdin?: string; tty?: boolean; columns?: number } = {},
 ): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
@@ -21,6 +21,7 @@ export async function cli(
     stderr: { write: (chunk: string) => (stderr += chunk) },
     stdoutIsTty: options.tty ?? false,
     stderrIsTty: options.tty ?? false,
+    ...(options.columns !== undefined ? { stdoutColumns: options.columns } : {}),
     env: {},
     readStdin: () => Promise.resolve(options.stdin ?? ''),
   };

@@ -1,112 +1,132 @@
 /**
- * Matrix output formats, one writer each, registered by name. Writers stream (a 2,000-pod
- * matrix has four million cells) through `write`.
+ * Matrix output formats, one writer each, registered by name. A writer yields its output in
+ * pieces as it produces them — a line, a row — and never holds the whole: a 10,000-endpoint
+ * matrix is 100 million cells, more than any string or memory budget. The caller decides how
+ * pieces reach the output (the CLI batches them and waits while the pipe is full).
  */
-import { PROTOCOLS } from '../../model/types.ts';
+import { PROTOCOLS, type Endpoint } from '../../model/types.ts';
 import { formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
 import type { Matrix } from '../types.ts';
 import type { Style } from './style.ts';
 
-export type MatrixWriter = (matrix: Matrix, write: (chunk: string) => void, style: Style) => void;
+export type MatrixWriter = (matrix: Matrix, style: Style) => Iterable<string>;
 
 const queryLabel = (matrix: Matrix, q: number): string => {
   const query = matrix.queries[q];
   return query ? `${query.protocol}/${query.port}` : '';
 };
 
-const text: MatrixWriter = (matrix, write, style) => {
+/** Characters per line of the text table of these endpoints (ids, three per cell, the row number). */
+export function textTableWidth(endpoints: readonly Endpoint[]): number {
+  const n = endpoints.length;
+  return idWidth(endpoints) + 2 + 3 * n + 2 + String(n).length;
+}
+
+function idWidth(endpoints: readonly Endpoint[]): number {
+  return endpoints.reduce((widest, e) => Math.max(widest, e.id.length), 4);
+}
+
+function* text(matrix: Matrix, style: Style): Iterable<string> {
   const ids = matrix.endpoints.map((e) => e.id);
   if (matrix.queries.length === 0) {
     let connected = 0;
-    portSetLines(matrix, (from, to, ports) => {
-      if (isNoPorts(ports)) return;
+    for (const [from, to, ports] of portSetLines(matrix)) {
+      if (isNoPorts(ports)) continue;
       connected++;
-      write(`${from} → ${to}: ${formatPortSet(ports)}\n`);
-    });
+      yield `${from} → ${to}: ${formatPortSet(ports)}\n`;
+    }
     const pairs = ids.length * ids.length;
-    write(
-      style.dim(
-        `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
-      ),
+    yield style.dim(
+      `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
     );
     return;
   }
-  const width = ids.reduce((widest, id) => Math.max(widest, id.length), 4);
-  matrix.queries.forEach((_, q) => {
-    if (q > 0) write('\n');
-    write(
-      `${queryLabel(matrix, q).padEnd(width)}  ${ids.map((_, i) => String(i + 1).padStart(3)).join('')}\n`,
-    );
-    ids.forEach((id, from) => {
-      const cells = ids
-        .map((__, to) => (matrix.allowed(from, to, q) ? style.ok('  .') : style.bad('  X')))
-        .join('');
-      write(`${id.padEnd(width)}  ${cells}  ${style.dim(String(from + 1))}\n`);
-    });
-  });
-  write(style.dim(`\n. allowed  X denied; rows are sources, columns destinations (numbered as the rows)\n`));
-};
+  const width = idWidth(matrix.endpoints);
+  const allowed = style.ok('  .');
+  const denied = style.bad('  X');
+  const header = ids.map((_, i) => String(i + 1).padStart(3)).join('');
+  for (let q = 0; q < matrix.queries.length; q++) {
+    if (q > 0) yield '\n';
+    yield `${queryLabel(matrix, q).padEnd(width)}  ${header}\n`;
+    for (let from = 0; from < ids.length; from++) {
+      let cells = '';
+      for (let to = 0; to < ids.length; to++) cells += matrix.allowed(from, to, q) ? allowed : denied;
+      yield `${(ids[from] as string).padEnd(width)}  ${cells}  ${style.dim(String(from + 1))}\n`;
+    }
+  }
+  yield style.dim(`\n. allowed  X denied; rows are sources, columns destinations (numbered as the rows)\n`);
+}
 
-const json: MatrixWriter = (matrix, write) => {
-  write('{"results":[');
-  let first = true;
-  const emit = (entry: object): void => {
-    write((first ? '\n' : ',\n') + JSON.stringify(entry));
-    first = false;
-  };
-  const ids = matrix.endpoints.map((e) => e.id);
+function* json(matrix: Matrix): Iterable<string> {
+  yield '{"results":[';
+  let separator = '\n';
   if (matrix.queries.length === 0) {
-    portSetLines(matrix, (from, to, ports) =>
-      emit({ from, to, allowed: !isNoPorts(ports), ports: portsJson(ports) }),
-    );
+    for (const [from, to, ports] of portSetLines(matrix)) {
+      yield separator + JSON.stringify({ from, to, allowed: !isNoPorts(ports), ports: portsJson(ports) });
+      separator = ',\n';
+    }
   } else {
-    ids.forEach((from, f) =>
-      ids.forEach((to, t) =>
-        matrix.queries.forEach((query, q) =>
-          emit({ from, to, port: query.port, protocol: query.protocol, allowed: matrix.allowed(f, t, q) }),
-        ),
-      ),
+    // One row of sources at a time: the ids are quoted once, not once per cell.
+    const ids = matrix.endpoints.map((e) => JSON.stringify(e.id));
+    const columns = matrix.queries.map(
+      (query) =>
+        `,"port":${JSON.stringify(query.port)},"protocol":${JSON.stringify(query.protocol)},"allowed":`,
     );
+    for (let f = 0; f < ids.length; f++) {
+      let row = '';
+      const from = `{"from":${ids[f] as string},"to":`;
+      for (let t = 0; t < ids.length; t++)
+        for (let q = 0; q < columns.length; q++) {
+          row += `${separator}${from}${ids[t] as string}${columns[q] as string}${matrix.allowed(f, t, q)}}`;
+          separator = ',\n';
+        }
+      yield row;
+    }
   }
-  write('\n]}\n');
-};
+  yield '\n]}\n';
+}
 
-const csv: MatrixWriter = (matrix, write) => {
+function* csv(matrix: Matrix): Iterable<string> {
   const ids = matrix.endpoints.map((e) => e.id);
   if (matrix.queries.length === 0) {
-    write('from,to,ports\n');
-    portSetLines(matrix, (from, to, ports) => write(`${from},${to},"${formatPortSet(ports)}"\n`));
+    yield 'from,to,ports\n';
+    for (const [from, to, ports] of portSetLines(matrix)) yield `${from},${to},"${formatPortSet(ports)}"\n`;
     return;
   }
-  write('from,to,port,protocol,allowed\n');
-  ids.forEach((from, f) =>
-    ids.forEach((to, t) =>
-      matrix.queries.forEach((query, q) =>
-        write(`${from},${to},${query.port},${query.protocol},${matrix.allowed(f, t, q)}\n`),
-      ),
-    ),
-  );
-};
+  yield 'from,to,port,protocol,allowed\n';
+  for (let f = 0; f < ids.length; f++) {
+    let row = '';
+    for (let t = 0; t < ids.length; t++)
+      matrix.queries.forEach((query, q) => {
+        row += `${ids[f] as string},${ids[t] as string},${query.port},${query.protocol},${matrix.allowed(f, t, q)}\n`;
+      });
+    yield row;
+  }
+}
 
-const md: MatrixWriter = (matrix, write) => {
+function* md(matrix: Matrix): Iterable<string> {
   const ids = matrix.endpoints.map((e) => e.id);
   if (matrix.queries.length === 0) {
-    write('| from | to | allowed ports |\n|---|---|---|\n');
-    portSetLines(matrix, (from, to, ports) => write(`| ${from} | ${to} | ${formatPortSet(ports)} |\n`));
+    yield '| from | to | allowed ports |\n|---|---|---|\n';
+    for (const [from, to, ports] of portSetLines(matrix))
+      yield `| ${from} | ${to} | ${formatPortSet(ports)} |\n`;
     return;
   }
-  matrix.queries.forEach((_, q) => {
-    if (q > 0) write('\n');
-    write(`| ${queryLabel(matrix, q)} | ${ids.join(' | ')} |\n|---|${ids.map(() => ':-:').join('|')}|\n`);
-    ids.forEach((from, f) =>
-      write(`| ${from} | ${ids.map((__, t) => (matrix.allowed(f, t, q) ? '✓' : '✗')).join(' | ')} |\n`),
-    );
-  });
-};
+  for (let q = 0; q < matrix.queries.length; q++) {
+    if (q > 0) yield '\n';
+    yield `| ${queryLabel(matrix, q)} | ${ids.join(' | ')} |\n|---|${ids.map(() => ':-:').join('|')}|\n`;
+    for (let f = 0; f < ids.length; f++) {
+      let cells = '';
+      for (let t = 0; t < ids.length; t++) cells += matrix.allowed(f, t, q) ? ' ✓ |' : ' ✗ |';
+      yield `| ${ids[f] as string} |${cells}\n`;
+    }
+  }
+}
 
-function portSetLines(matrix: Matrix, visit: (from: string, to: string, ports: PortSet) => void): void {
+function* portSetLines(matrix: Matrix): Iterable<[string, string, PortSet]> {
   const ids = matrix.endpoints.map((e) => e.id);
-  ids.forEach((from, f) => ids.forEach((to, t) => visit(from, to, matrix.ports(f, t))));
+  for (let f = 0; f < ids.length; f++)
+    for (let t = 0; t < ids.length; t++) yield [ids[f] as string, ids[t] as string, matrix.ports(f, t)];
 }
 
 function portsJson(ports: PortSet): Record<string, [number, number][]> {

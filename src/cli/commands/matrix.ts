@@ -3,10 +3,11 @@
  */
 import { Command } from 'commander';
 import { PROTOCOLS } from '../../model/types.ts';
-import { computeMatrix } from '../../analysis/matrix.ts';
-import { MATRIX_FORMATS } from '../../analysis/format/matrix-formats.ts';
+import { computeMatrix, matrixEndpoints } from '../../analysis/matrix.ts';
+import { MATRIX_FORMATS, textTableWidth } from '../../analysis/format/matrix-formats.ts';
 import { styleFor } from '../../analysis/format/style.ts';
 import type { PortQuery } from '../../analysis/types.ts';
+import type { Endpoint } from '../../model/types.ts';
 import {
   checkChoice,
   loadInput,
@@ -14,7 +15,7 @@ import {
   resolveInputOptions,
   withInputOptions,
 } from '../common.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { progressBar } from '../progress.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -34,6 +35,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
     .option('-o, --output <format>', `${Object.keys(MATRIX_FORMATS).join(', ')}`, 'text')
+    .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
       'reference (the evaluator) or compiled (the classifier: same verdicts, faster; needs --port)',
@@ -55,32 +57,38 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      const namespaces = raw.namespace as string[] | undefined;
+      if (format === 'text' && queries.length > 0 && raw.wide !== true)
+        refuseTooWide(io, matrixEndpoints(loaded.cluster, namespaces));
       const progress = io.stderrIsTty ? progressBar(io.stderr, 'matrix') : undefined;
       const matrix = computeMatrix(loaded.cluster, {
         queries,
         semantics: input.semantics,
         engine,
-        ...(raw.namespace ? { namespaces: raw.namespace as string[] } : {}),
+        ...(namespaces ? { namespaces } : {}),
         ...(progress ? { onProgress: progress.update } : {}),
       });
       progress?.finish();
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
-      let buffer = '';
-      writer(
-        matrix,
-        (chunk) => {
-          buffer += chunk;
-          if (buffer.length > 1 << 16) {
-            io.stdout.write(buffer);
-            buffer = '';
-          }
-        },
-        styleFor(io.stdoutIsTty, io.env),
-      );
-      io.stdout.write(buffer);
+      await writeStreaming(io.stdout, writer(matrix, styleFor(io.stdoutIsTty, io.env)));
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/**
+ * A text table wider than the terminal it is printed on is unreadable (and, at thousands of
+ * endpoints, hundreds of megabytes): refused unless `--wide` asks for it, with what to use.
+ */
+function refuseTooWide(io: CliIo, endpoints: readonly Endpoint[]): void {
+  const columns = io.stdoutColumns;
+  if (!io.stdoutIsTty || columns === undefined) return;
+  const width = textTableWidth(endpoints);
+  if (width <= columns) return;
+  throw new UsageError(
+    `the table of ${endpoints.length} endpoints is ${width} characters wide and the terminal ${columns}: ` +
+      `use -o csv, -o json or -o md (or narrow it with -n), or --wide to print it anyway`,
+  );
 }
 
 /** `--port 80 --port 53/UDP --protocol TCP` → queries; protocols pair with ports or apply to all. */

@@ -1,0 +1,75 @@
+/**
+ * Large matrix outputs: written piece by piece with backpressure (memory stays bounded however
+ * slow the reader), the JSON contract unchanged, and a text table wider than the terminal
+ * refused unless asked for.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Writable } from 'node:stream';
+import { once } from 'node:events';
+import { writeStreaming } from '../../src/cli/io.ts';
+import { cli } from '../helpers/cli.ts';
+
+const EXAMPLE = 'examples/shop';
+
+describe('matrix output', () => {
+  it('waits for a full output to drain instead of queueing everything', async () => {
+    const highWaterMark = 1 << 16;
+    let maxQueued = 0;
+    let received = 0;
+    // A reader that takes one chunk per event-loop turn: far slower than the writer.
+    const slow = new Writable({
+      highWaterMark,
+      write(chunk: Buffer, _encoding, callback) {
+        received += chunk.length;
+        setImmediate(callback);
+      },
+    });
+    const out = {
+      write: (chunk: string) => {
+        const ok = slow.write(chunk);
+        maxQueued = Math.max(maxQueued, slow.writableLength);
+        return ok;
+      },
+      drained: () => once(slow, 'drain').then(() => undefined),
+    };
+    const piece = `${'x'.repeat(99)}\n`;
+    function* pieces(): Iterable<string> {
+      for (let i = 0; i < 200_000; i++) yield piece;
+    }
+    await writeStreaming(out, pieces());
+    slow.end();
+    await once(slow, 'finish');
+    assert.equal(received, 200_000 * piece.length);
+    // At most one batch beyond the stream's own buffer: never the 20 MB written.
+    assert.ok(maxQueued <= 2 * highWaterMark + piece.length, `queued ${maxQueued} bytes`);
+  });
+
+  it('keeps the -o json contract byte for byte (per port and port sets)', async () => {
+    const perPort = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '--port', '53/UDP', '-o', 'json']);
+    const parsed = JSON.parse(perPort.stdout) as { results: Record<string, unknown>[] };
+    assert.equal(parsed.results.length, 6 * 6 * 2);
+    const expected = `{"results":[\n${parsed.results.map((r) => JSON.stringify(r)).join(',\n')}\n]}\n`;
+    assert.equal(perPort.stdout, expected);
+    assert.deepEqual(Object.keys(parsed.results[0] ?? {}), ['from', 'to', 'port', 'protocol', 'allowed']);
+    const sets = await cli(['matrix', '-f', EXAMPLE, '-o', 'json']);
+    const setsParsed = JSON.parse(sets.stdout) as { results: Record<string, unknown>[] };
+    assert.equal(setsParsed.results.length, 36);
+  });
+
+  it('refuses a text table wider than the terminal, unless --wide', async () => {
+    const args = ['matrix', '-f', EXAMPLE, '--port', '80'];
+    const narrow = await cli(args, { tty: true, columns: 40 });
+    assert.equal(narrow.code, 2);
+    assert.match(narrow.stderr, /characters wide and the terminal 40: use -o csv/);
+    assert.equal(narrow.stdout, '');
+    const wide = await cli([...args, '--wide'], { tty: true, columns: 40 });
+    assert.equal(wide.code, 0);
+    assert.match(wide.stdout, /TCP\/80/);
+    assert.equal((await cli(args, { tty: true, columns: 200 })).code, 0);
+    // Not a terminal (a file, a pipe): printed whatever its width.
+    assert.equal((await cli(args, { columns: 40 })).code, 0);
+    // Port sets are one line per pair, never a table.
+    assert.equal((await cli(['matrix', '-f', EXAMPLE], { tty: true, columns: 40 })).code, 0);
+  });
+});
