@@ -29,14 +29,9 @@ export class SharedTables<T> {
   private readonly byKey = new Map<string, Map<string, Shared<T>>>();
 
   /** The entry for (key, variant), built and packed on first use; `user` is recorded as a user. */
-  acquire(
-    ref: SharedRef,
-    user: string,
-    build: () => T | undefined,
-    pack: (table: T) => number,
-  ): Shared<T> {
+  acquire(ref: SharedRef, user: string, build: () => T | undefined, pack: (table: T) => number): Shared<T> {
     let variants = this.byKey.get(ref.key);
-    if (!variants) this.byKey.set(ref.key, (variants = new Map()));
+    if (!variants) this.byKey.set(ref.key, (variants = new Map<string, Shared<T>>()));
     let entry = variants.get(ref.variant);
     if (!entry) {
       const table = build();
