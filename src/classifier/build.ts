@@ -11,7 +11,7 @@
  */
 import { makeCidr, type Cidr } from '../net/ip.ts';
 import type { Endpoint, NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
-import { groupKey, ruleNets, selectorGroupSpec, type ClusterState } from '../state/index.ts';
+import { groupKey, ruleNets, selectorGroupSpec, type ReadonlyStore } from '../state/index.ts';
 import { DirectionTable } from './direction-table.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
@@ -32,7 +32,7 @@ interface Slot {
 }
 
 function slotsOf(
-  state: ClusterState,
+  state: ReadonlyStore,
   policy: NetworkPolicy,
   direction: Direction,
   rule: PolicyRule,
@@ -101,7 +101,7 @@ function slotsOf(
 
 /** The endpoint's table for a direction, or undefined when no policy isolates it there. */
 export function buildDirectionTable(
-  state: ClusterState,
+  state: ReadonlyStore,
   pod: Endpoint,
   direction: Direction,
   resolver: StateGroupResolver,

@@ -12,7 +12,7 @@
  */
 import { formatIp, type IpAddress, type IpFamily } from '../net/ip.ts';
 import type { Endpoint, Protocol } from '../model/types.ts';
-import type { ClusterState } from '../state/index.ts';
+import type { CompilingStore } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import { PROTOCOL_INDEX, type DirectionTable } from './direction-table.ts';
 import { portsKey, TierTables } from '../configurator/index.ts';
@@ -92,7 +92,7 @@ export class Classifier {
   private readonly tierCompiler: TierTables | undefined;
 
   constructor(
-    private readonly state: ClusterState,
+    private readonly state: CompilingStore,
     private readonly options: ClassifierOptions = {},
   ) {
     this.allowNodeLocal = options.allowNodeLocal ?? true;

@@ -7,7 +7,7 @@
  * whose name resolves to n.
  */
 import type { IpAddress } from '../net/ip.ts';
-import type { AddressGroup, ClusterState } from '../state/index.ts';
+import type { AddressGroup, ReadonlyStore } from '../state/index.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { AddressGroupIndex } from './address-groups.ts';
@@ -21,7 +21,7 @@ export class StateGroupResolver implements GroupResolver {
   private readonly index: AddressGroupIndex;
 
   constructor(
-    private readonly state: ClusterState,
+    private readonly state: ReadonlyStore,
     records: AddressRecords,
   ) {
     this.index = new AddressGroupIndex(records);

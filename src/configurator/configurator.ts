@@ -19,7 +19,7 @@ import {
   type RuleTable,
 } from '../model/rule.ts';
 import type { Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
-import { policyTemplates, type ClusterState, type RuleTemplate } from '../state/index.ts';
+import { policyTemplates, type CompilingStore, type RuleTemplate } from '../state/index.ts';
 import { canonicalRules, tableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, portsKey, type PodTables } from './types.ts';
 import { TierTables } from './tier-tables.ts';
@@ -67,7 +67,7 @@ export class Configurator {
 
   private readonly tierTables: TierTables;
 
-  constructor(private readonly state: ClusterState) {
+  constructor(private readonly state: CompilingStore) {
     this.tierTables = new TierTables(state);
   }
 

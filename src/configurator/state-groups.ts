@@ -4,7 +4,7 @@
  * renderers that expand groups into addresses use `referenceMembers`.
  */
 import type { IpAddress } from '../net/ip.ts';
-import type { ClusterState, GroupMember } from '../state/index.ts';
+import type { ReadonlyStore, GroupMember } from '../state/index.ts';
 import type { GroupExpansion } from './table-evaluator.ts';
 import { PARTITION_SEPARATOR } from './types.ts';
 
@@ -23,7 +23,7 @@ export function parseGroupReference(reference: string): GroupReference {
 }
 
 /** The members a reference stands for: the group's, or those resolving its named port to the number. */
-export function referenceMembers(state: ClusterState, reference: string | GroupReference): GroupMember[] {
+export function referenceMembers(state: ReadonlyStore, reference: string | GroupReference): GroupMember[] {
   const { key, port } = typeof reference === 'string' ? parseGroupReference(reference) : reference;
   const members: GroupMember[] = [];
   for (const member of state.group(key)?.members.values() ?? [])
@@ -32,14 +32,14 @@ export function referenceMembers(state: ClusterState, reference: string | GroupR
 }
 
 /** Every address of a reference's members, without repeats. */
-export function referenceAddresses(state: ClusterState, reference: string): IpAddress[] {
+export function referenceAddresses(state: ReadonlyStore, reference: string): IpAddress[] {
   const seen = new Map<string, IpAddress>();
   for (const member of referenceMembers(state, reference))
     for (const ip of member.ips) seen.set(`${ip.family}:${ip.value}`, ip);
   return [...seen.values()];
 }
 
-export function stateGroupLookup(state: ClusterState): GroupExpansion {
+export function stateGroupLookup(state: ReadonlyStore): GroupExpansion {
   // References are parsed once each: lookups are on the hot path of CombineRules.
   const parsed = new Map<string, GroupReference>();
   return {

@@ -18,7 +18,7 @@ import {
   hasNodesPeers,
   hasRelativePeers,
   isRelativePeer,
-  type ClusterState,
+  type CompilingStore,
   type PeerNet,
 } from '../state/index.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
@@ -31,7 +31,7 @@ const ACTION: Record<ClusterRule['action'], RuleAction> = { allow: 'permit', den
 export class TierTables {
   private readonly memo = new Map<string, TieredTable>();
 
-  constructor(private readonly state: ClusterState) {}
+  constructor(private readonly state: CompilingStore) {}
 
   clear(): void {
     this.memo.clear();

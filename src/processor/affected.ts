@@ -11,9 +11,9 @@
  * named ports, host network and node stayed the same affects nothing.
  */
 import type { Endpoint } from '../model/types.ts';
-import { clusterPolicyOwner, hasNodesPeers, type ClusterState, type StateDelta } from '../state/index.ts';
+import { clusterPolicyOwner, hasNodesPeers, type ReadonlyStore, type StateDelta } from '../state/index.ts';
 
-export function affectedPods(state: ClusterState, delta: StateDelta): Set<string> {
+export function affectedPods(state: ReadonlyStore, delta: StateDelta): Set<string> {
   const affected = new Set<string>();
   if (delta.resync) {
     for (const pod of state.allPods()) affected.add(pod.id);
@@ -48,7 +48,7 @@ export function affectedPods(state: ClusterState, delta: StateDelta): Set<string
  * policies with nodes peers; for a namespace whose labels changed, its pods (subjects are chosen
  * by namespace labels, and relative peers resolve against them).
  */
-function clusterPolicyAffected(state: ClusterState, delta: StateDelta, affected: Set<string>): void {
+function clusterPolicyAffected(state: ReadonlyStore, delta: StateDelta, affected: Set<string>): void {
   for (const { selectedBefore, after } of delta.clusterPolicies) {
     for (const id of selectedBefore ?? []) affected.add(id);
     if (after) for (const id of state.subjectsOf(after)) affected.add(id);

@@ -28,23 +28,15 @@ import { SubjectIndex } from './subjects.ts';
 import { exactArray } from '../util/exact-array.ts';
 import type {
   AddressGroup,
+  CompilingStore,
   GroupSpec,
+  Selection,
   StateDelta,
   TierSelection,
   Touched,
   TouchedClusterPolicy,
   TouchedPolicy,
 } from './types.ts';
-
-/** A pod's selecting policies, per direction, with stable keys for memoization. */
-export interface Selection {
-  readonly all: readonly NetworkPolicy[];
-  readonly ingress: readonly NetworkPolicy[];
-  readonly egress: readonly NetworkPolicy[];
-  /** Names exactly the selecting policy objects of a direction (one string per label set). */
-  readonly ingressKey: string;
-  readonly egressKey: string;
-}
 
 const EMPTY_SELECTION: Selection = {
   all: [],
@@ -68,7 +60,7 @@ const RESYNCING: StateDelta = Object.freeze({
   resync: false,
 });
 
-export class ClusterState {
+export class ClusterState implements CompilingStore {
   private revisionCounter = 0;
   private readonly selections = new WeakMap<readonly string[], Selection>();
   /**

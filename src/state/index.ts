@@ -1,7 +1,7 @@
 /**
  * The state layer's public entry.
  */
-export { ClusterState, type Selection } from './cluster-state.ts';
+export { ClusterState } from './cluster-state.ts';
 export { clusterPolicyOwner } from './cluster-policy-store.ts';
 export {
   clusterRuleNets,

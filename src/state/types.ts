@@ -8,10 +8,12 @@ import type {
   ClusterPolicy,
   Endpoint,
   LabelSelector,
+  Labels,
   Namespace,
   NetworkPolicy,
   NodeInfo,
   Protocol,
+  Tier,
 } from '../model/types.ts';
 
 /** What a group selects. Canonical: equal specs have equal keys (see `groupKey`). */
@@ -83,4 +85,67 @@ export interface StateDelta {
   /** Pods that joined, left or changed in some group. */
   readonly members: ReadonlySet<string>;
   readonly resync: boolean;
+}
+
+/** A pod's selecting policies, per direction, with stable keys for memoization. */
+export interface Selection {
+  readonly all: readonly NetworkPolicy[];
+  readonly ingress: readonly NetworkPolicy[];
+  readonly egress: readonly NetworkPolicy[];
+  /** Names exactly the selecting policy objects of a direction (one string per label set). */
+  readonly ingressKey: string;
+  readonly egressKey: string;
+}
+
+/**
+ * The store as every layer outside `state/` reads it: lookups and the indexes' answers, no
+ * changes. The processor, the configurator, the classifier and the renderers take this, so only
+ * the wiring that owns a store (the pipeline, entry points) knows the concrete `ClusterState`.
+ */
+export interface ReadonlyStore {
+  /** Bumped by every applied change. */
+  readonly revision: number;
+  pod(id: string): Endpoint | undefined;
+  allPods(): IterableIterator<Endpoint>;
+  policy(key: string): NetworkPolicy | undefined;
+  allPolicies(): IterableIterator<NetworkPolicy>;
+  /** A namespace's effective labels (an implicit namespace has only its name label). */
+  namespaceLabels(namespace: string): Labels | undefined;
+  podsInNamespace(namespace: string): ReadonlySet<string>;
+  group(key: string): AddressGroup | undefined;
+  groupCount(): number;
+  groupKeys(): IterableIterator<string>;
+  /** Group keys a policy's peers use. */
+  groupsOfPolicy(key: string): readonly string[];
+  /** Keys of the policies whose peers use a group. */
+  policiesOfGroup(key: string): ReadonlySet<string>;
+  /** Changes whenever a named-port group gains or loses a port number. */
+  readonly partitionVersion: number;
+  /**
+   * The pod's policies per direction with keys naming exactly those policy objects; shared by
+   * every pod with the same label set until that set's selection changes.
+   */
+  selection(pod: Endpoint): Selection;
+  /** Pod ids a policy's podSelector selects (host-network pods excluded). */
+  podsSelectedBy(policy: NetworkPolicy): string[];
+  clusterPolicy(key: string): ClusterPolicy | undefined;
+  /** Cluster policies in precedence order. */
+  allClusterPolicies(): readonly ClusterPolicy[];
+  /** Nodes by name (the same nodes always in the same order). */
+  nodes(): readonly NodeInfo[];
+  /** Changes whenever a node is added, changed or removed (nodes peers depend on them). */
+  readonly nodesVersion: number;
+  /** The cluster policies of a tier selecting the pod for a direction, in precedence order. */
+  tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection;
+  /** Pods a cluster policy's subject selects (never host-networked). */
+  subjectsOf(policy: ClusterPolicy): string[];
+}
+
+/**
+ * What the configurator needs beyond reading: v0.1.1's relative peers (sameLabels,
+ * notSameLabels) become groups only once a subject's namespace is known, so compiling acquires
+ * them; the store holds them until the policy changes.
+ */
+export interface CompilingStore extends ReadonlyStore {
+  acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec): string;
 }

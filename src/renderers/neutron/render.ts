@@ -14,7 +14,7 @@ import { formatIp, hostCidr } from '../../net/ip.ts';
 import type { Endpoint, NetworkPolicy, PolicyPort } from '../../model/types.ts';
 import { policyKey } from '../../model/types.ts';
 import { PARTITION_SEPARATOR, referenceMembers } from '../../configurator/index.ts';
-import { policyTemplates, type ClusterState, type RuleTemplate } from '../../state/index.ts';
+import { policyTemplates, type ReadonlyStore, type RuleTemplate } from '../../state/index.ts';
 import {
   ALLOW_ALL_EGRESS,
   ALLOW_ALL_INGRESS,
@@ -55,7 +55,7 @@ function portFields(
   };
 }
 
-export function renderNeutron(state: ClusterState): NeutronRendering {
+export function renderNeutron(state: ReadonlyStore): NeutronRendering {
   const groups = new Map<string, SecurityGroup>();
   const bindings = new Map<string, Set<string>>();
   const peerGroups = new Set<string>();

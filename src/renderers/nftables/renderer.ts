@@ -25,7 +25,7 @@ import type { Cidr, IpAddress, IpFamily } from '../../net/ip.ts';
 import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { parseGroupReference, referenceMembers, type PodTables } from '../../configurator/index.ts';
-import type { ClusterState } from '../../state/index.ts';
+import type { ReadonlyStore } from '../../state/index.ts';
 import type { NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
 import { hash } from 'node:crypto';
@@ -52,7 +52,7 @@ import type { TieredTable } from '../../configurator/index.ts';
 
 export interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
-  readonly state: ClusterState;
+  readonly state: ReadonlyStore;
   readonly runner: NftRunner;
   /** The node's pod CIDRs: addresses in them without a rendered pod are dropped. */
   readonly podCidrs?: readonly Cidr[];

@@ -11,7 +11,7 @@
  */
 import { hostCidr } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
-import type { ClusterState } from '../../state/index.ts';
+import type { ReadonlyStore } from '../../state/index.ts';
 import { referenceAddresses } from '../../configurator/index.ts';
 import { ownNodeNotes, type CacheSnapshot } from '../cache/index.ts';
 import {
@@ -35,7 +35,7 @@ const ALL_PORTS = { lower_port: 0, upper_port: 65535 };
 const SCTP = 132;
 
 /** The addresses a net stands for ('' = any), as networks in CIDR notation. */
-function networks(net: NetRef, state: ClusterState): string[] {
+function networks(net: NetRef, state: ReadonlyStore): string[] {
   switch (net.kind) {
     case 'any':
       return [''];
@@ -51,7 +51,7 @@ function networks(net: NetRef, state: ClusterState): string[] {
 const familyOf = (network: string): 4 | 6 | undefined =>
   network === '' ? undefined : network.includes(':') ? 6 : 4;
 
-function aclRules(rule: Rule, state: ClusterState, notes: Set<string>): AclRule[] {
+function aclRules(rule: Rule, state: ReadonlyStore, notes: Set<string>): AclRule[] {
   const action = rule.action === 'permit' ? 'PERMIT' : 'DENY';
   const ports = rule.dstPorts ? { lower_port: rule.dstPorts[0], upper_port: rule.dstPorts[1] } : ALL_PORTS;
   const l4: L4Match = { source_port_range: ALL_PORTS, destination_port_range: ports };
@@ -89,12 +89,12 @@ function aclRules(rule: Rule, state: ClusterState, notes: Set<string>): AclRule[
   return out;
 }
 
-function tableRules(table: RuleTable, state: ClusterState, notes: Set<string>): AclRule[] {
+function tableRules(table: RuleTable, state: ReadonlyStore, notes: Set<string>): AclRule[] {
   return table.rules.flatMap((rule) => aclRules(rule, state, notes));
 }
 
 /** Every ACL of one node, from the renderer cache's snapshot (cache side: ingress). */
-export function renderAcls(snapshot: CacheSnapshot, state: ClusterState): AclRendering {
+export function renderAcls(snapshot: CacheSnapshot, state: ReadonlyStore): AclRendering {
   const notes = new Set<string>(ownNodeNotes(snapshot));
   const podsOf = new Map<string, string[]>();
   for (const [pod, table] of snapshot.binding) {

@@ -16,7 +16,7 @@
 import { familyBits, hostCidr } from '../../net/ip.ts';
 import { MAX_PORT, MIN_PORT } from '../../model/port-set.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
-import type { ClusterState } from '../../state/index.ts';
+import type { ReadonlyStore } from '../../state/index.ts';
 import { referenceAddresses } from '../../configurator/index.ts';
 import { ownNodeNotes, type CacheSnapshot } from '../cache/index.ts';
 import {
@@ -34,7 +34,7 @@ export interface SessionRendering extends NodeSessionRules {
 }
 
 /** Prefixes a net stands for, per family. */
-function prefixes(net: NetRef, state: ClusterState): { family: 4 | 6; prefix: string }[] {
+function prefixes(net: NetRef, state: ReadonlyStore): { family: 4 | 6; prefix: string }[] {
   switch (net.kind) {
     case 'any':
       return [
@@ -71,7 +71,7 @@ function sessionRules(
   table: RuleTable,
   scope: typeof SCOPE_LOCAL | typeof SCOPE_GLOBAL,
   appns: number,
-  state: ClusterState,
+  state: ReadonlyStore,
   notes: Set<string>,
 ): SessionRule[] {
   const ends = (rule: Rule): [NetRef, NetRef] =>
@@ -198,7 +198,7 @@ function firstMatchSegments(rules: readonly KeyedRule[]): { from: number; to: nu
 }
 
 /** A node's session rules from the renderer cache's snapshot (cache side: egress). */
-export function renderSessionRules(snapshot: CacheSnapshot, state: ClusterState): SessionRendering {
+export function renderSessionRules(snapshot: CacheSnapshot, state: ReadonlyStore): SessionRendering {
   const notes = new Set<string>(ownNodeNotes(snapshot));
   const pods = [...snapshot.binding.keys()].sort();
   const namespaces = pods.map((pod, i) => ({ pod, appns_index: i + 1 }));
