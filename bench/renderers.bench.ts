@@ -5,15 +5,12 @@
  * tables grow as the peers of one pod grow (CombineRules adds rules per other pod that
  * restricts it: where per-pair expansion explodes, and how sharing tables by content curbs it).
  */
-import { stateGroupLookup } from '../src/configurator/index.ts';
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
-import { PolicyPipeline } from '../src/pipeline/index.ts';
+import { buildTarget } from '../src/pipeline/index.ts';
+import { loadTarget, type TargetInstance } from '../src/renderers/index.ts';
 import { RendererCache } from '../src/renderers/cache/index.ts';
-import { renderAcls } from '../src/renderers/vpp-acl/index.ts';
-import { renderSessionRules } from '../src/renderers/vpptcp/index.ts';
-import { renderNeutron } from '../src/renderers/neutron/index.ts';
-import { ClusterState } from '../src/state/index.ts';
+import type { Cluster } from '../src/model/types.ts';
 import { median } from './stats.ts';
 
 function option(args: string[], name: string, fallback: number): number {
@@ -21,9 +18,15 @@ function option(args: string[], name: string, fallback: number): number {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 }
 
+/** The renderer cache a VPP target's instance renders from (its renderer). */
+function cacheOf(instance: TargetInstance<unknown>): RendererCache {
+  if (!(instance.renderer instanceof RendererCache)) throw new Error('not a renderer-cache target');
+  return instance.renderer;
+}
+
 const kib = (value: unknown): string => `${(JSON.stringify(value).length / 1024).toFixed(0)} KiB`;
 
-export function renderersBenchmark(args: string[]): void {
+export async function renderersBenchmark(args: string[]): Promise<void> {
   const scale = option(args, 'scale', 1);
   const runs = option(args, 'runs', 3);
   const generated = generateShape('a', { scale, seed: 1 });
@@ -31,56 +34,51 @@ export function renderersBenchmark(args: string[]): void {
   process.stdout.write(
     `shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} policies; node-0\n`,
   );
-  for (const target of ['vpp-acl', 'vpptcp'] as const) {
-    const side = target === 'vpp-acl' ? 'ingress' : 'egress';
-    const state = new ClusterState();
-    const cache = new RendererCache({ side, groups: stateGroupLookup(state) });
-    const pipeline = new PolicyPipeline({ state, node: 'node-0', renderers: [cache] });
-    const t0 = performance.now();
-    pipeline.apply({ type: 'resync', cluster });
-    const compile = performance.now() - t0;
-    const times: number[] = [];
-    let output: unknown;
-    let count = 0;
-    for (let i = 0; i < runs; i++) {
-      const t = performance.now();
-      if (target === 'vpp-acl') {
-        const r = renderAcls(cache.snapshot, state);
-        output = r;
-        count = r.acls.reduce((n, a) => n + a.rules.length, 0);
-      } else {
-        const r = renderSessionRules(cache.snapshot, state);
-        output = r;
-        count = r.rules.length;
-      }
-      times.push(performance.now() - t);
-    }
-    process.stdout.write(
-      `${target.padEnd(8)} store + compile + combine ${compile.toFixed(0)} ms; render median ${median(times).toFixed(1)} ms; ` +
-        `${cache.snapshot.tables.size} local tables for ${cache.snapshot.binding.size} pods; ${count} ${target === 'vpp-acl' ? 'ACL rules' : 'session rules'}; ${kib(output)}\n`,
-    );
-  }
-  const state = new ClusterState();
-  state.resync(cluster);
+  await vppFigures('vpp-acl', cluster, runs);
+  await vppFigures('vpptcp', cluster, runs);
+  const neutron = await loadTarget('neutron');
+  const { instance } = buildTarget(neutron, cluster);
   const times: number[] = [];
-  let neutron = renderNeutron(state);
+  let rendering = instance.output();
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
-    neutron = renderNeutron(state);
+    rendering = instance.output();
     times.push(performance.now() - t);
   }
-  const rules = neutron.security_groups.reduce((n, g) => n + g.rules.length, 0);
+  const rules = rendering.security_groups.reduce((n, g) => n + g.rules.length, 0);
   process.stdout.write(
-    `neutron  whole cluster: render median ${median(times).toFixed(0)} ms; ${neutron.security_groups.length} security groups, ${rules} rules, ${neutron.ports.length} ports; ${kib(neutron)}\n`,
+    `neutron  whole cluster: render median ${median(times).toFixed(0)} ms; ${rendering.security_groups.length} security groups, ${rules} rules, ${rendering.ports.length} ports; ${kib(rendering)}\n`,
   );
-  growth();
+  await growth();
+}
+
+/** One VPP target on node-0: store + compile + combine once, then its rendering `runs` times. */
+async function vppFigures(name: 'vpp-acl' | 'vpptcp', cluster: Cluster, runs: number): Promise<void> {
+  const target = await loadTarget(name);
+  const t0 = performance.now();
+  const { instance } = buildTarget(target, cluster, { node: 'node-0' });
+  const compile = performance.now() - t0;
+  const times: number[] = [];
+  let output = instance.output();
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    output = instance.output();
+    times.push(performance.now() - t);
+  }
+  const count = 'acls' in output ? output.acls.reduce((n, a) => n + a.rules.length, 0) : output.rules.length;
+  const { snapshot } = cacheOf(instance);
+  process.stdout.write(
+    `${name.padEnd(8)} store + compile + combine ${compile.toFixed(0)} ms; render median ${median(times).toFixed(1)} ms; ` +
+      `${snapshot.tables.size} local tables for ${snapshot.binding.size} pods; ${count} ${name === 'vpp-acl' ? 'ACL rules' : 'session rules'}; ${kib(output)}\n`,
+  );
 }
 
 /**
  * One server pod whose ingress allows N client pods (one label), each client restricted on
  * egress to a different port: CombineRules adds rules per client to the server's table.
  */
-function growth(): void {
+async function growth(): Promise<void> {
+  const target = await loadTarget('vpp-acl');
   process.stdout.write('combined-table growth (one server, N clients each allowing it a different port):\n');
   for (const n of [1, 10, 100, 1000]) {
     const objects: object[] = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'g' } }];
@@ -120,13 +118,12 @@ function growth(): void {
       },
     });
     const { cluster } = loadFromObjects(objects);
-    const state = new ClusterState();
-    const cache = new RendererCache({ side: 'ingress', groups: stateGroupLookup(state) });
     const t = performance.now();
-    new PolicyPipeline({ state, node: 'n1', renderers: [cache] }).apply({ type: 'resync', cluster });
+    const { instance } = buildTarget(target, cluster, { node: 'n1' });
     const millis = performance.now() - t;
+    const cache = cacheOf(instance);
     const server = cache.localTable('g/server');
-    const acl = renderAcls(cache.snapshot, state);
+    const acl = instance.output();
     const aclRules = acl.acls.reduce((sum, a) => sum + a.rules.length, 0);
     process.stdout.write(
       `  N=${String(n).padStart(4)}: server's combined table ${server?.rules.length ?? 0} rules; ${cache.snapshot.tables.size} distinct local tables for ${n + 1} pods; ${aclRules} ACL rules on the node; ${millis.toFixed(0)} ms\n`,

@@ -7,11 +7,11 @@
  */
 import { stateGroupLookup } from '../src/configurator/index.ts';
 import type { Cluster } from '../src/model/types.ts';
-import { PolicyPipeline } from '../src/pipeline/index.ts';
-import { flattenTiers, RendererCache } from '../src/renderers/cache/index.ts';
-import { renderAcls } from '../src/renderers/vpp-acl/index.ts';
-import { renderSessionRules } from '../src/renderers/vpptcp/index.ts';
-import { ClusterState } from '../src/state/index.ts';
+import { buildTarget, compileCluster } from '../src/pipeline/index.ts';
+import { flattenTiers } from '../src/renderers/cache/index.ts';
+import { vppAclTarget } from '../src/renderers/vpp-acl/index.ts';
+import { vpptcpTarget } from '../src/renderers/vpptcp/index.ts';
+import type { TargetImplementation } from '../src/renderers/index.ts';
 import { median } from './stats.ts';
 
 export function vppTierFigures(cluster: Cluster, runs: number): void {
@@ -19,10 +19,8 @@ export function vppTierFigures(cluster: Cluster, runs: number): void {
   if (!node) return;
   const local = cluster.endpoints.filter((e) => e.node === node).length;
   // Flattening alone: every local pod's tiered sides, from the compiled tables.
-  const state = new ClusterState();
-  const pipeline = new PolicyPipeline({ state, node, renderers: [] });
-  pipeline.apply({ type: 'resync', cluster });
-  const groups = stateGroupLookup(state);
+  const pipeline = compileCluster(cluster, { node });
+  const groups = stateGroupLookup(pipeline.state);
   const flattens: number[] = [];
   let flattened = 0;
   for (let run = 0; run < runs; run++) {
@@ -38,23 +36,27 @@ export function vppTierFigures(cluster: Cluster, runs: number): void {
   process.stdout.write(
     `VPP flattening (${node}, ${local} pods): ${median(flattens).toFixed(0)} ms, ${flattened} rules in the pods' flattened sides\n`,
   );
-  for (const target of ['vpp-acl', 'vpptcp'] as const) {
-    globalThis.gc?.();
-    const t = performance.now();
-    const own = new ClusterState();
-    const cache = new RendererCache({
-      side: target === 'vpp-acl' ? 'ingress' : 'egress',
-      groups: stateGroupLookup(own),
-    });
-    new PolicyPipeline({ state: own, node, renderers: [cache] }).apply({ type: 'resync', cluster });
-    const build = performance.now() - t;
-    const r = performance.now();
-    const rules =
-      target === 'vpp-acl'
-        ? renderAcls(cache.snapshot, own).acls.reduce((n, acl) => n + acl.rules.length, 0)
-        : renderSessionRules(cache.snapshot, own).rules.length;
-    process.stdout.write(
-      `${target.padEnd(8)} store + compile + flatten + combine ${build.toFixed(0)} ms; render ${(performance.now() - r).toFixed(0)} ms; ${rules} ${target === 'vpp-acl' ? 'ACL' : 'session'} rules\n`,
-    );
-  }
+  vppFigures('vpp-acl', cluster, node, vppAclTarget, (o) =>
+    o.acls.reduce((n, acl) => n + acl.rules.length, 0),
+  );
+  vppFigures('vpptcp', cluster, node, vpptcpTarget, (o) => o.rules.length);
+}
+
+/** One VPP target for the node: store + compile + flatten + combine, then render, and its rules. */
+function vppFigures<Output>(
+  name: string,
+  cluster: Cluster,
+  node: string,
+  target: TargetImplementation<Output>,
+  rules: (output: Output) => number,
+): void {
+  globalThis.gc?.();
+  const t = performance.now();
+  const { instance } = buildTarget(target, cluster, { node });
+  const build = performance.now() - t;
+  const r = performance.now();
+  const count = rules(instance.output());
+  process.stdout.write(
+    `${name.padEnd(8)} store + compile + flatten + combine ${build.toFixed(0)} ms; render ${(performance.now() - r).toFixed(0)} ms; ${count} ${name === 'vpp-acl' ? 'ACL' : 'session'} rules\n`,
+  );
 }

@@ -4,8 +4,8 @@
  * its L3 ("any traffic") entry — plus an "any port of this protocol" entry per protocol and a
  * short list of port ranges (endPort), which the seed's single-port map cannot hold. Each value
  * is a bitmap of the endpoint's rule slots; a packet is allowed when
- * `(prim | (supp & ~except)) & ports` has a bit set. This is the builder and the renderer of
- * the maps; lookups run on their packed copy (packed-tables.ts).
+ * `(prim | (supp & ~except)) & ports` has a bit set. This is the builder of the maps; lookups
+ * run on their packed copy (packed-tables.ts), and renderers/bitmap prints them.
  */
 import type { Cidr, IpFamily } from '../net/ip.ts';
 import type { Protocol } from '../model/types.ts';
@@ -61,7 +61,7 @@ export class DirectionTable {
   readonly protocolAny: (number | undefined)[] = [undefined, undefined, undefined];
   l3: number | undefined;
   readonly ranges: RangeEntry[] = [];
-  /** Per map, the prefixes stored (for rendering). */
+  /** Per map, the prefixes stored (for printing). */
   readonly prefixes: Record<CidrMap, Map<string, number>> = {
     prim: new Map(),
     supp: new Map(),
@@ -164,44 +164,14 @@ export class DirectionTable {
     };
   }
 
-  /** The maps as the seed's schema shows them: key → bitmap (hex, most significant word first). */
-  render(ip: string): Record<string, unknown[]> {
-    const hex = (offset: number): string => {
-      let text = '';
-      for (let w = this.width - 1; w >= 0; w--)
-        text += (this.store.words[offset + w] as number).toString(16).padStart(8, '0');
-      return `0x${text}`;
-    };
-    const cidrs = (map: CidrMap) =>
-      [...this.prefixes[map]].map(([cidr, offset]) => ({ vni: 0, ip, cidr, bitmap: hex(offset) }));
-    const names = ['tcp', 'udp', 'sctp'];
-    const ppo: unknown[] = [];
-    if (this.l3 !== undefined) ppo.push({ vni: 0, ip, proto: 0, port: 0, bitmap: hex(this.l3) });
-    this.protocolAny.forEach((offset, p) => {
-      if (offset !== undefined) ppo.push({ vni: 0, ip, proto: names[p], port: 0, bitmap: hex(offset) });
-    });
-    for (const [key, offset] of this.ports)
-      ppo.push({ vni: 0, ip, proto: names[key >>> 16], port: key & 0xffff, bitmap: hex(offset) });
-    for (const r of this.ranges)
-      ppo.push({ vni: 0, ip, proto: names[r.protocol], port: `${r.from}-${r.to}`, bitmap: hex(r.offset) });
+  /**
+   * The group entries (label → bitmap offset), when the table resolves groups through a
+   * resolver; undefined otherwise. With the public maps above, what `render --target bitmap`
+   * prints (renderers/bitmap).
+   */
+  groupEntries(): [string, number][] | undefined {
     const layer = this.groupLayer;
-    const groups = layer
-      ? [...layer.slots].map(([group, offset]) => ({
-          vni: 0,
-          ip,
-          group: layer.resolver.groupLabel(group),
-          bitmap: hex(offset),
-        }))
-      : [];
-    return {
-      enforce: [{ vni: 0, ip, value: 1 }],
-      prim: cidrs('prim'),
-      ...(layer ? { groups } : {}),
-      supp: cidrs('supp'),
-      except: cidrs('except'),
-      ppo,
-      slots: this.labels.map((label, bit) => ({ bit, rule: label })),
-    };
+    return layer && [...layer.slots].map(([group, offset]) => [layer.resolver.groupLabel(group), offset]);
   }
 
   /** Bytes held by the maps' values (tries excluded). */

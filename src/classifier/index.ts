@@ -1,9 +1,9 @@
 /**
  * The classifier layer's public entry: Mizar-style maps and bitmaps per endpoint.
  */
-export { Classifier, type ClassifierPacket } from './classifier.ts';
+export { Classifier, type ClassifierOptions, type ClassifierPacket } from './classifier.ts';
 export { DirectionTable, PROTOCOL_INDEX } from './direction-table.ts';
 export { LpmTrie } from './lpm-trie.ts';
 export { TrackedClassifier, type FlowPacket } from './conntrack.ts';
-export { ClassifierRenderer, type ClassifierChanges } from './renderer.ts';
 export type { TierTable } from './tier-table.ts';
+export type { EndpointMaps } from './classifier.ts';

@@ -8,7 +8,7 @@ import type { Endpoint } from '../model/types.ts';
 import { Configurator, type PodTables } from '../configurator/index.ts';
 import { affectedPods } from '../processor/index.ts';
 import { ClusterState, type StateDelta } from '../state/index.ts';
-import type { Renderer } from '../renderers/types.ts';
+import type { Renderer } from '../renderers/index.ts';
 import type { ApplyResult, PipelineChange } from './types.ts';
 
 export interface PipelineOptions {
@@ -26,11 +26,14 @@ export class PolicyPipeline {
   /** Pods the renderers currently know. */
   private readonly rendered = new Set<string>();
   private readonly renderers: readonly Renderer[];
+  /** False when every renderer reads the store rather than tables: nothing to compile. */
+  private readonly compiles: boolean;
 
   constructor(private readonly options: PipelineOptions = {}) {
     this.state = options.state ?? new ClusterState();
     this.configurator = new Configurator(this.state);
     this.renderers = options.renderers ?? [];
+    this.compiles = this.renderers.length === 0 || this.renderers.some((r) => r.usesTables !== false);
   }
 
   /** The last compiled tables of a pod (undefined: not compiled, e.g. another node's). */
@@ -74,7 +77,7 @@ export class PolicyPipeline {
     let compiled = 0;
     for (const id of affected) {
       const pod = this.state.pod(id);
-      const tables = pod && this.inScope(pod) ? this.configurator.compile(pod) : undefined;
+      const tables = pod && this.compiles && this.inScope(pod) ? this.configurator.compile(pod) : undefined;
       this.record(id, pod, tables);
       if (tables) compiled++;
       const renderable = pod !== undefined && this.inScope(pod) && !pod.hostNetwork;

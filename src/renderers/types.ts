@@ -1,12 +1,18 @@
 /**
- * The renderer contract: a renderer realizes compiled tables on a target (nftables, VPP, Neutron,
- * a classifier). Every change reaches it as a transaction: `render` each affected pod with its
- * current tables (or none: the pod is gone or postponed), then `changes()` tells what the
- * transaction would alter and `commit()` realizes it. With `resync`, pods not rendered in the
- * transaction are removed.
+ * The renderers' contracts. A renderer realizes compiled tables on a target (nftables, VPP,
+ * Neutron, a classifier): every change reaches it as a transaction — `render` each affected pod
+ * with its current tables (or none: the pod is gone or postponed), then `changes()` tells what
+ * the transaction would alter and `commit()` realizes it. With `resync`, pods not rendered in
+ * the transaction are removed.
+ *
+ * A render target wraps a renderer for everything that picks datapaths by name — `palisade
+ * render --target`, the node agent's `--datapath`, the conformance suite: what it can do, how it
+ * is built over a store, what it prints, and how its output matches packets.
  */
-import type { IpAddress } from '../net/ip.ts';
+import type { Cidr, IpAddress } from '../net/ip.ts';
+import type { Cluster, Protocol } from '../model/types.ts';
 import type { PodTables } from '../configurator/types.ts';
+import type { CompilingStore } from '../state/types.ts';
 
 export interface RenderedPod {
   readonly id: string;
@@ -27,5 +33,153 @@ export interface RendererTxn<Changes = unknown> {
 
 export interface Renderer<Changes = unknown> {
   readonly name: string;
+  /**
+   * False for renderers that read the store instead of the tables they are given (the
+   * classifier, Neutron): a pipeline whose every renderer says so does not compile tables, and
+   * renders pods with none. Default true.
+   */
+  readonly usesTables?: boolean;
   newTxn(options: { readonly resync: boolean }): RendererTxn<Changes>;
+}
+
+/** What a target can do; callers read these instead of comparing target names. */
+export interface TargetCapabilities {
+  /**
+   * 'node': an instance realizes one node's pods (and that node's global table), as a node
+   * agent does; 'cluster': one instance realizes the whole cluster (Neutron's security groups are
+   * cluster-wide; the classifier answers for every endpoint).
+   */
+  readonly scope: 'node' | 'cluster';
+  /** Node targets: a node must be named (its output is one node's); otherwise every node is rendered. */
+  readonly nodeRequired: boolean;
+  /**
+   * Ordered cluster policy (AdminNetworkPolicy, BaselineAdminNetworkPolicy,
+   * ClusterNetworkPolicy): `true` when enforced; otherwise why the target cannot express it, and
+   * input with any is refused rather than enforced differently from the reference.
+   */
+  readonly orderedClusterPolicy: true | { readonly refusal: string };
+  /**
+   * Whether traffic between a pod and its own node passes through the target's policy (VPP's
+   * host reaches its pods before any ACL or session rule). Where it does not, ordered cluster
+   * policy on that traffic is not enforced, and the target's notes say so.
+   */
+  readonly policesOwnNode: boolean;
+  /**
+   * Where the target realizes its output itself, besides printing it: 'kernel' (the node's own
+   * datapath; needs root). Absent: the target only prints — another program applies the
+   * document (a vpp-agent, Neutron's API), which is what a node agent writes for it.
+   */
+  readonly applies?: 'kernel';
+}
+
+/**
+ * Options a target may read (each reads those that mean something to it and ignores the rest).
+ * Entry points resolve them once from their flags; later datapaths add theirs here.
+ */
+export interface TargetOptions {
+  /** The node's pod CIDRs: addresses in them without a rendered pod are dropped (fail closed). Default none. */
+  readonly podCidrs?: readonly Cidr[];
+  /** Traffic between a node and its own pods bypasses policy, as the evaluator says. Default true. */
+  readonly allowNodeLocal?: boolean;
+  /** Tracked connections a later policy denies are cut at their next packet. Default true. */
+  readonly recheckFlows?: boolean;
+  /** Targets that apply: realize the output (undefined: record it for printing only). */
+  readonly apply?: { readonly netns?: string };
+}
+
+/** Where an instance is built: its node (node targets) and its options. */
+export interface TargetContext {
+  readonly node?: string;
+  readonly options: TargetOptions;
+}
+
+/** A target built over one store: its renderer joins that store's pipeline. */
+export interface TargetInstance<Output> {
+  readonly renderer: Renderer;
+  /** What the instance has realized so far, in the target's own model (computed when asked). */
+  output(): Output;
+}
+
+/** One instance's output, with its node for node targets. */
+export interface Rendered<Output> {
+  readonly node?: string;
+  readonly output: Output;
+}
+
+/** How `render` prints outputs. */
+export interface PrintOptions {
+  /** One of the target's `formats`. */
+  readonly format: string;
+  /** Also print counts (targets that keep any). */
+  readonly stats: boolean;
+  /**
+   * An earlier printed output, already checked by the target's `checkPrevious`: targets that
+   * print API calls print only those that turn it into this one.
+   */
+  readonly previous?: unknown;
+}
+
+/** What `render` prints: one document on stdout; warnings and counts on stderr. */
+export interface Printed {
+  readonly document: { readonly json: unknown } | { readonly text: string };
+  /** What the target cannot express, one line each (without the `palisade: warning:` prefix). */
+  readonly warnings: readonly string[];
+  /** A line of counts, when asked for and kept. */
+  readonly stats?: string;
+}
+
+/** A packet as interpreters judge it: the first packet of a connection, one address family. */
+export interface VerdictPacket {
+  readonly src: IpAddress;
+  readonly dst: IpAddress;
+  readonly protocol: Protocol;
+  readonly port: number;
+}
+
+/**
+ * How a target's output matches packets, written after the target's own semantics — the shared
+ * conformance suite holds it to the reference evaluator.
+ */
+export interface PacketInterpreter<Output> {
+  /**
+   * Verdicts for packets between the cluster's addresses, given the target's output for the
+   * whole cluster (node targets: one per node that has pods, as `renderCluster` builds them).
+   */
+  verdicts(rendered: readonly Rendered<Output>[], cluster: Cluster): (packet: VerdictPacket) => boolean;
+  /** Packets the target does not police at all: the suite skips them, for this reason. */
+  unpoliced?(packet: VerdictPacket): string | undefined;
+  /**
+   * Packets the target can only deny where it cannot match exactly: the suite asserts only
+   * "never allowed where the reference denies", for this reason.
+   */
+  deniesOnly?(packet: VerdictPacket): string | undefined;
+}
+
+/**
+ * A render target's implementation (its folder's `target.ts`); the registry adds its name and
+ * description and loads it on first use.
+ */
+export interface TargetImplementation<Output = unknown> {
+  readonly capabilities: TargetCapabilities;
+  /** Formats `render -o` accepts; the first is the default. */
+  readonly formats: readonly [string, ...string[]];
+  /**
+   * An instance over a store: for node targets only that node's pods reach it (the pipeline is
+   * scoped to the node); its renderer must join the pipeline before the first change.
+   */
+  create(store: CompilingStore, context: TargetContext): TargetInstance<Output>;
+  /** The document for rendered outputs (node targets: one per node, in node order). */
+  print(rendered: readonly Rendered<Output>[], options: PrintOptions): Printed;
+  /** Checks an earlier printed output given to `print` as `previous`: a problem, or undefined. */
+  checkPrevious?(value: unknown): string | undefined;
+  /** In-process packet matching; absent when only the kernel can judge the output (the lab probes it). */
+  readonly interpreter?: PacketInterpreter<Output>;
+}
+
+/** A registered render target: its name and description, and its implementation once loaded. */
+export interface RenderTarget<Output = unknown> extends TargetImplementation<Output> {
+  /** What `--target` and `--datapath` take. */
+  readonly name: string;
+  /** One line for help texts. */
+  readonly description: string;
 }

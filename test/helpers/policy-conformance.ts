@@ -16,7 +16,7 @@ import { evaluate } from '../../src/semantics/evaluate.ts';
 import { indexCluster } from '../../src/semantics/match.ts';
 import { describeStep } from '../../src/semantics/tiers.ts';
 import type { Verdict } from '../../src/semantics/types.ts';
-import { verdictsFor, type RendererName } from './renderer-verdicts.ts';
+import { targetNamed, verdictsFor } from './renderer-verdicts.ts';
 
 type Raw = Record<string, unknown>;
 
@@ -94,7 +94,8 @@ export function readSuite(dir: string): { model: Model; cases: ConformanceCase[]
  * maps), or a VPP stack's rendering read by its interpreter. The VPP stacks do not police traffic
  * between a pod and its own node, and VPPTCP no SCTP: such checks are left out for them.
  */
-export type Engine = 'reference' | 'compiled' | Extract<RendererName, 'vpp-acl' | 'vpptcp'>;
+/** The reference evaluator, the compiled classifier, or a render target's interpreter (by target name). */
+export type Engine = 'reference' | 'compiled' | (string & {});
 
 /** The state after each step of a case: the policy objects in force, and namespace and pod labels. */
 export interface CaseState {
@@ -134,10 +135,11 @@ export function runCase(
     const cluster = clusterOf(modelObjects(model, namespaceLabels, podLabels, policies), kase.file);
     const index = indexCluster(cluster);
     const compiled = engine === 'compiled' ? compiledVerdicts(cluster, {}) : undefined;
-    const rendered = engine === 'vpp-acl' || engine === 'vpptcp' ? verdictsFor(engine, cluster) : undefined;
+    const target = engine === 'reference' || engine === 'compiled' ? undefined : targetNamed(engine);
+    const rendered = target ? verdictsFor(target.name, cluster) : undefined;
     for (const check of step.checks ?? []) {
-      if (rendered && (ownNodeTraffic(cluster, check) || (engine === 'vpptcp' && check.protocol === 'SCTP')))
-        continue;
+      // What the target does not police: traffic with a pod's own node, or by design (its reason).
+      if (target && !target.capabilities.policesOwnNode && ownNodeTraffic(cluster, check)) continue;
       const verdict = evaluate(
         index,
         {
@@ -156,6 +158,7 @@ export function runCase(
         protocol: check.protocol,
         port: check.port,
       });
+      if (target?.interpreter?.unpoliced?.(packet())) continue;
       const allowed = compiled
         ? compiled(v4(check.from), v4(check.to), check.protocol, check.port) === true
         : rendered

@@ -1,10 +1,13 @@
 /**
- * The renderer conformance suite: the same cases for every renderer. In-process renderers (VPP
- * ACL, VPPTCP, Neutron) are interpreted for every packet between pods, nodes and outside
- * addresses on the sample ports; nftables is run in the kernel through the lab (root) and probed
- * pod to pod on TCP and UDP. Skips say why: VPPTCP does not police SCTP at all; VPP ACL rules
- * cannot match SCTP ports (denied instead, so only "never more than the reference" is asserted);
- * the lab has no SCTP (no kernel module) and does not build host-network pods.
+ * The renderer conformance suite: the same cases for every registered render target, found in
+ * the registry (a new target is checked without being named here). Targets with an in-process
+ * interpreter (VPP ACL, VPPTCP, Neutron, the classifier's maps) are judged for every packet
+ * between pods, nodes and outside addresses on the sample ports; targets only the kernel can
+ * judge (nftables) run through the lab (root) and are probed pod to pod on TCP and UDP. What a
+ * target does not police, or can only deny, comes with its reason from the target's interpreter
+ * (VPPTCP does not police SCTP; VPP ACL rules cannot match SCTP ports, so only "never more than
+ * the reference" is asserted); the lab has no SCTP (no kernel module) and does not build
+ * host-network pods.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -17,7 +20,11 @@ import { needsRoot, startLab } from '../helpers/kernel.ts';
 import { clusterOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
-import { RENDERERS, verdictsFor } from '../helpers/renderer-verdicts.ts';
+import { TARGETS, verdictsFor } from '../helpers/renderer-verdicts.ts';
+import type { RenderTarget } from '../../src/renderers/index.ts';
+
+/** Kernel targets the lab can run (it builds nftables tables per node). */
+const LAB_DATAPATHS = new Set(['nftables']);
 
 const docsExample = (): Raw[] =>
   parseAllDocuments(
@@ -190,48 +197,62 @@ const CASES: { name: string; objects: () => Raw[] }[] = [
   },
 ];
 
-function checkInProcess(renderer: (typeof RENDERERS)[number], cluster: Cluster): void {
-  const allows = verdictsFor(renderer, cluster);
+function checkInProcess(target: RenderTarget, cluster: Cluster): void {
+  const interpreter = target.interpreter;
+  if (!interpreter) throw new Error(`${target.name} has no in-process interpreter`);
+  const allows = verdictsFor(target.name, cluster);
   const addresses = probeAddresses(cluster);
   for (const src of addresses)
     for (const dst of addresses) {
       if (src.ip.family !== dst.ip.family) continue;
       for (const [port, protocol] of SAMPLE_PORTS) {
-        if (renderer === 'vpptcp' && protocol === 'SCTP') continue; // not policed by the session layer
+        const packet = { src: src.ip, dst: dst.ip, protocol, port };
+        if (interpreter.unpoliced?.(packet)) continue;
         const expected = referenceAllows(cluster, src.ip, dst.ip, protocol, port);
-        const actual = allows({ src: src.ip, dst: dst.ip, protocol, port });
-        const where = `${renderer}: ${src.label} → ${dst.label} ${protocol}/${port}`;
-        if (renderer === 'vpp-acl' && protocol === 'SCTP') assert.ok(!actual || expected, where);
+        const actual = allows(packet);
+        const where = `${target.name}: ${src.label} → ${dst.label} ${protocol}/${port}`;
+        if (interpreter.deniesOnly?.(packet)) assert.ok(!actual || expected, where);
         else assert.equal(actual, expected, where);
       }
     }
 }
 
+async function checkInKernel(objects: () => Raw[]): Promise<void> {
+  const { lab, down } = await startLab('c', objects(), clusterOf(objects()));
+  try {
+    const report = await probeLab(
+      lab,
+      [
+        { port: 80, protocol: 'TCP' },
+        { port: 53, protocol: 'UDP' },
+        { port: 60, protocol: 'TCP' },
+      ],
+      { timeoutMs: 400 },
+    );
+    assert.deepEqual(report.disagreements, []);
+  } finally {
+    await down();
+  }
+}
+
+/** Why a target cannot be checked here (undefined: it can). */
+function skipReason(target: RenderTarget): string | false {
+  if (target.interpreter) return false;
+  if (target.capabilities.applies !== 'kernel') return 'it has neither an interpreter nor a kernel datapath';
+  if (!LAB_DATAPATHS.has(target.name)) return `the lab cannot run the ${target.name} datapath yet`;
+  return needsRoot('the lab (network namespaces and nftables)');
+}
+
 describe('renderer conformance', () => {
   for (const { name, objects } of CASES) {
     describe(name, () => {
-      for (const renderer of RENDERERS) it(renderer, () => checkInProcess(renderer, clusterOf(objects())));
-      it(
-        'nftables (kernel, through the lab)',
-        { skip: needsRoot('the lab (network namespaces and nftables)') },
-        async () => {
-          const { lab, down } = await startLab('c', objects(), clusterOf(objects()));
-          try {
-            const report = await probeLab(
-              lab,
-              [
-                { port: 80, protocol: 'TCP' },
-                { port: 53, protocol: 'UDP' },
-                { port: 60, protocol: 'TCP' },
-              ],
-              { timeoutMs: 400 },
-            );
-            assert.deepEqual(report.disagreements, []);
-          } finally {
-            await down();
-          }
-        },
-      );
+      for (const target of TARGETS) {
+        const label = target.interpreter ? target.name : `${target.name} (kernel, through the lab)`;
+        it(label, { skip: skipReason(target) }, async () => {
+          if (target.interpreter) checkInProcess(target, clusterOf(objects()));
+          else await checkInKernel(objects);
+        });
+      }
     });
   }
 });

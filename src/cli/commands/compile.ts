@@ -7,10 +7,9 @@ import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, formatCompileText, type CompileReport } from '../../analysis/format/compile-output.ts';
 import { styleFor } from '../../analysis/format/style.ts';
-import { stateGroupLookup, type TieredTable } from '../../configurator/index.ts';
-import { PolicyPipeline } from '../../pipeline/index.ts';
+import type { TieredTable } from '../../configurator/index.ts';
+import { compileCluster, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
-import { ClusterState } from '../../state/index.ts';
 import {
   checkChoice,
   loadInput,
@@ -50,15 +49,12 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
       }
       const started = performance.now();
-      const state = new ClusterState();
-      const cache =
-        node !== undefined ? new RendererCache({ side, groups: stateGroupLookup(state) }) : undefined;
-      const pipeline = new PolicyPipeline({
-        state,
+      let cache: RendererCache | undefined;
+      // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
+      const pipeline = compileCluster(loaded.cluster, {
         ...(node !== undefined ? { node } : {}),
-        renderers: cache ? [cache] : [],
+        renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
       });
-      pipeline.apply({ type: 'resync', cluster: loaded.cluster });
       const millis = performance.now() - started;
       const report = buildReport(pipeline, cache, node, side, millis);
       if (output === 'json') writeJson(io, compileJson(report));

@@ -1,24 +1,24 @@
 /**
- * `palisade render`: a node's compiled policy for a datapath — an nftables ruleset (printed, or
- * applied to the kernel) or ligato vpp-agent ACLs (JSON).
+ * `palisade render`: the compiled policy for a datapath, through the render-target registry —
+ * printed (an nft script, ligato ACLs, session rules, security groups, the classifier's maps) or,
+ * for targets that apply, applied to the kernel. What a target can do (its scope, whether it
+ * applies, whether it handles ordered cluster policy) comes from its capabilities, not its name.
  */
 import { Command } from 'commander';
-import { parseCidr, type Cidr } from '../../net/ip.ts';
-import { PolicyPipeline } from '../../pipeline/index.ts';
-import type { Cluster } from '../../model/types.ts';
-import { stateGroupLookup } from '../../configurator/index.ts';
-import { RendererCache } from '../../renderers/cache/index.ts';
-import { renderAcls, type Acl } from '../../renderers/vpp-acl/index.ts';
-import { renderSessionRules, type NodeSessionRules } from '../../renderers/vpptcp/index.ts';
-import { neutronRequests, renderNeutron, type NeutronRendering } from '../../renderers/neutron/index.ts';
 import { readFileSync } from 'node:fs';
-import { Classifier, type TierTable } from '../../classifier/index.ts';
+import { parseCidr, type Cidr } from '../../net/ip.ts';
+import type { Cluster } from '../../model/types.ts';
 import { makeDiagnostic, type Diagnostic } from '../../model/diagnostics.ts';
 import { clusterPolicyLabel } from '../../model/cluster-policy.ts';
-import { formatIp } from '../../net/ip.ts';
-import { NftablesRenderer } from '../../renderers/nftables/index.ts';
-import { ClusterState } from '../../state/index.ts';
-import { isRoot, nftRunner, recordingRunner } from '../../dataplane/index.ts';
+import { renderCluster } from '../../pipeline/index.ts';
+import {
+  TARGET_NAMES,
+  loadTarget,
+  targetDescription,
+  type RenderTarget,
+  type TargetOptions,
+} from '../../renderers/index.ts';
+import { isRoot } from '../../dataplane/index.ts';
 import {
   checkChoice,
   loadInput,
@@ -35,11 +35,11 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     .description("render a node's compiled policy for a datapath: print the ruleset, or apply it")
     .requiredOption(
       '--target <name>',
-      'datapath: nftables, vpp-acl (ligato ACLs), vpptcp (VPP session rules), neutron (security groups) or bitmap (Mizar-style maps); all but nftables print JSON',
+      `datapath: ${TARGET_NAMES.map((name) => `${name} (${targetDescription(name)})`).join('; ')}`,
     )
     .option(
       '--node <name>',
-      'the node whose pods to render (nftables: required; vpp-acl, vpptcp: default every node)',
+      'the node whose pods to render (nftables: required; vpp-acl, vpptcp: default every node; neutron, bitmap: the whole cluster, bitmap printing only this node)',
     )
     .option('--apply', 'apply the ruleset to the kernel (root), replacing the table atomically', false)
     .option('--netns <name>', 'with --apply: the network namespace to apply in')
@@ -60,78 +60,52 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     .option('--stats', 'print counts of chains, rules, sets and elements on stderr', false)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
-      const target = checkChoice('--target', raw.target, [
-        'nftables',
-        'vpp-acl',
-        'vpptcp',
-        'neutron',
-        'bitmap',
-      ] as const);
-      if (raw.output !== undefined)
-        checkChoice(
-          '--output',
-          raw.output,
-          target === 'nftables' ? (['text'] as const) : (['json'] as const),
-        );
+      const name = checkChoice('--target', raw.target, TARGET_NAMES);
+      const target = await loadTarget(name);
+      const format = checkChoice('--output', raw.output ?? target.formats[0], target.formats);
       if (input.semantics !== 'v1')
         throw new UsageError("render implements v1 semantics; use 'palisade convert --to v1' first");
       const node = typeof raw.node === 'string' ? raw.node : undefined;
-      if (target === 'nftables' && node === undefined) throw new UsageError('--target nftables needs --node');
-      const podCidrs = parseCidrs((raw.podCidr as string[] | undefined) ?? []);
-      if (raw.apply === true && !isRoot())
-        throw new UsageError('--apply needs root (it changes the kernel ruleset)');
+      if (target.capabilities.nodeRequired && node === undefined)
+        throw new UsageError(`--target ${name} needs --node`);
+      const options = resolveTargetOptions(raw, target);
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
-      if (target === 'bitmap') {
-        writeJson(io, renderBitmaps(loaded.cluster, node));
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
-      }
-      if (target === 'neutron')
-        refuseClusterPolicies(
-          loaded.cluster,
-          'render --target neutron',
-          'cannot express ordered cluster policy: security groups only add allows, so a Deny, a Pass or the order of tiers has no rendering',
-        );
-      reportDiagnostics(unenforceableDomainNames(loaded.cluster, target), io, input.verbose);
-      if (target === 'neutron') {
-        const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous) : undefined;
-        const state = new ClusterState();
-        state.resync(loaded.cluster);
-        const rendering = renderNeutron(state);
-        writeJson(io, { ...rendering, requests: neutronRequests(previous, rendering) });
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
-      }
-      if (target === 'vpp-acl' || target === 'vpptcp') {
-        writeJson(io, renderVpp(target, loaded.cluster, node, io));
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
-      }
-      if (node === undefined) return; // unreachable: checked above, kept for the type
-      const state = new ClusterState();
-      const recorder = recordingRunner();
-      const renderer = new NftablesRenderer({
-        state,
-        runner:
-          raw.apply === true
-            ? nftRunner(typeof raw.netns === 'string' ? { netns: raw.netns } : {})
-            : recorder,
-        podCidrs,
-        allowNodeLocal: raw.nodeLocal !== false,
-        recheckFlows: raw.keepFlows !== true,
+      const ordered = target.capabilities.orderedClusterPolicy;
+      if (ordered !== true) refuseClusterPolicies(loaded.cluster, `render --target ${name}`, ordered.refusal);
+      reportDiagnostics(unenforceableDomainNames(loaded.cluster, name), io, input.verbose);
+      const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous, target) : undefined;
+      const rendered = renderCluster(target, loaded.cluster, {
+        ...(node !== undefined ? { node } : {}),
+        options,
       });
-      const pipeline = new PolicyPipeline({ state, node, renderers: [renderer] });
-      pipeline.apply({ type: 'resync', cluster: loaded.cluster });
-      if (raw.apply === true) io.stdout.write(`applied table inet palisade for node ${node}\n`);
-      else io.stdout.write(recorder.scripts.join(''));
-      if (raw.stats === true) {
-        const s = renderer.stats();
-        io.stderr.write(
-          `${s.chains} chains, ${s.rules} rules, ${s.sets} sets, ${s.elements} set elements, ${s.mapEntries} dispatch entries\n`,
-        );
-      }
+      const printed = target.print(rendered, {
+        format,
+        stats: raw.stats === true,
+        ...(previous !== undefined ? { previous } : {}),
+      });
+      for (const warning of printed.warnings) io.stderr.write(`palisade: warning: ${warning}\n`);
+      if ('json' in printed.document) writeJson(io, printed.document.json);
+      else io.stdout.write(printed.document.text);
+      if (printed.stats !== undefined) io.stderr.write(`${printed.stats}\n`);
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/** The flags every target may read, checked once. */
+function resolveTargetOptions(raw: Record<string, unknown>, target: RenderTarget): TargetOptions {
+  const apply = raw.apply === true;
+  if (apply && target.capabilities.applies === undefined)
+    throw new UsageError(`--apply: --target ${target.name} only prints its output`);
+  if (apply && !isRoot()) throw new UsageError('--apply needs root (it changes the kernel ruleset)');
+  return {
+    podCidrs: parseCidrs((raw.podCidr as string[] | undefined) ?? []),
+    allowNodeLocal: raw.nodeLocal !== false,
+    recheckFlows: raw.keepFlows !== true,
+    ...(apply ? { apply: typeof raw.netns === 'string' ? { netns: raw.netns } : {} } : {}),
+  };
 }
 
 function parseCidrs(texts: readonly string[]): Cidr[] {
@@ -143,87 +117,18 @@ function parseCidrs(texts: readonly string[]): Cidr[] {
   });
 }
 
-/**
- * Every node's (or one node's) VPP configuration as its agent would receive it: ligato ACLs,
- * or session rules with each pod's application namespace. What the target cannot express is
- * reported on stderr.
- */
-function renderVpp(
-  target: 'vpp-acl' | 'vpptcp',
-  cluster: Cluster,
-  node: string | undefined,
-  io: CliIo,
-): { nodes: ({ node: string } & (AclRenderingJson | NodeSessionRules))[] } {
-  const names =
-    node !== undefined
-      ? [node]
-      : [...new Set(cluster.endpoints.flatMap((e) => (e.node ? [e.node] : [])))].sort();
-  const nodes = names.map((name) => {
-    const state = new ClusterState();
-    const side = target === 'vpp-acl' ? 'ingress' : 'egress';
-    const cache = new RendererCache({ side, groups: stateGroupLookup(state) });
-    new PolicyPipeline({ state, node: name, renderers: [cache] }).apply({ type: 'resync', cluster });
-    const { notes, ...rendering } =
-      target === 'vpp-acl' ? renderAcls(cache.snapshot, state) : renderSessionRules(cache.snapshot, state);
-    for (const note of notes) io.stderr.write(`palisade: warning: node ${name}: ${note}\n`);
-    return { node: name, ...rendering };
-  });
-  return { nodes };
-}
-
-interface AclRenderingJson {
-  readonly acls: readonly Acl[];
-}
-
-/** A previous `render --target neutron` output, checked enough to diff against. */
-function readPrevious(path: string): NeutronRendering {
+/** An earlier output of the same target, checked by the target before it is diffed against. */
+function readPrevious(path: string, target: RenderTarget): unknown {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
     throw new UsageError(`--previous ${path}: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const rendering = parsed as Partial<NeutronRendering>;
-  if (!Array.isArray(rendering.security_groups) || !Array.isArray(rendering.ports))
-    throw new UsageError(`--previous ${path}: not an output of 'palisade render --target neutron'`);
-  return rendering as NeutronRendering;
-}
-
-/**
- * The classifier's maps per endpoint and direction, keyed as the seed's schema (VNI, endpoint
- * IP, CIDR or protocol/port → bitmap of rule slots). Kubernetes has no VNI: it is 0.
- */
-function renderBitmaps(cluster: Cluster, node: string | undefined): unknown {
-  const state = new ClusterState();
-  state.resync(cluster);
-  const classifier = new Classifier(state, { tiers: true });
-  const endpoints = classifier
-    .endpoints()
-    .filter((maps) => node === undefined || maps.endpoint.node === node)
-    .sort((a, b) => (a.endpoint.id < b.endpoint.id ? -1 : 1));
-  return {
-    endpoints: endpoints.map(({ endpoint, ingress, egress, admin, baseline }) => {
-      const ip = endpoint.ips.map(formatIp).join(',');
-      return {
-        endpoint: endpoint.id,
-        ips: endpoint.ips.map(formatIp),
-        ingress: ingress ? ingress.render(ip) : { enforce: [] },
-        egress: egress ? egress.render(ip) : { enforce: [] },
-        // Ordered tiers: slots in precedence order, the lowest matching bit decides with its action.
-        ...(admin ? { admin: renderTier(admin, ip) } : {}),
-        ...(baseline ? { baseline: renderTier(baseline, ip) } : {}),
-      };
-    }),
-  };
-}
-
-function renderTier(tier: { ingress?: TierTable; egress?: TierTable }, ip: string): unknown {
-  const one = (t: TierTable | undefined) =>
-    t && { ...t.table.render(ip), actions: [...t.actions].map((a) => ['allow', 'deny', 'pass'][a]) };
-  return {
-    ...(tier.ingress ? { ingress: one(tier.ingress) } : {}),
-    ...(tier.egress ? { egress: one(tier.egress) } : {}),
-  };
+  if (!target.checkPrevious) throw new UsageError(`--previous: --target ${target.name} prints no API calls`);
+  const problem = target.checkPrevious(parsed);
+  if (problem !== undefined) throw new UsageError(`--previous ${path}: ${problem}`);
+  return parsed;
 }
 
 /** domainNames peers: analysed by the evaluator, but no rendered datapath resolves names. */

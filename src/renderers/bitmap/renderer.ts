@@ -5,12 +5,15 @@
  * runs to completion before any lookup can run (one thread), so a lookup sees the old policy or
  * the new one, never a mix: the seed's safe-update property, by construction. With `tiers`, a
  * pod's Admin and Baseline tables are looked up or built with its maps (the pipeline names every
- * pod whose cluster policy changed).
+ * pod whose cluster policy changed). The classifier reads the store, not the pipeline's tables.
+ *
+ * Node addresses (for node-local traffic) are the store's nodes'; a change of nodes rebuilds the
+ * classifier, as a resync does — nodes change rarely, and a node's old addresses must go.
  */
-import type { PodTables } from '../configurator/index.ts';
-import type { ClusterState } from '../state/index.ts';
-import type { Renderer, RendererTxn, RenderedPod } from '../renderers/types.ts';
-import { Classifier, type ClassifierOptions } from './classifier.ts';
+import type { PodTables } from '../../configurator/index.ts';
+import type { CompilingStore } from '../../state/index.ts';
+import { Classifier, type ClassifierOptions } from '../../classifier/index.ts';
+import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
 
 export interface ClassifierChanges {
   readonly pods: number;
@@ -19,13 +22,16 @@ export interface ClassifierChanges {
 
 export class ClassifierRenderer implements Renderer<ClassifierChanges> {
   readonly name = 'classifier';
+  readonly usesTables = false;
   classifier: Classifier;
+  private nodesVersion: number;
 
   constructor(
-    private readonly state: ClusterState,
+    private readonly state: CompilingStore,
     private readonly options: ClassifierOptions = {},
   ) {
-    this.classifier = new Classifier(state, options);
+    this.classifier = this.build();
+    this.nodesVersion = state.nodesVersion;
   }
 
   newTxn(options: { readonly resync: boolean }): RendererTxn<ClassifierChanges> {
@@ -40,13 +46,20 @@ export class ClassifierRenderer implements Renderer<ClassifierChanges> {
       },
       changes: () => ({ pods: pods.size, groups: groups.size }),
       commit: () => {
-        if (options.resync) {
-          this.classifier = new Classifier(this.state, this.options);
+        if (options.resync || this.state.nodesVersion !== this.nodesVersion) {
+          this.classifier = this.build();
+          this.nodesVersion = this.state.nodesVersion;
           return;
         }
         for (const id of pods) this.classifier.setPod(id, this.state.pod(id));
         if (groups.size > 0) this.classifier.groupsChanged(groups);
       },
     };
+  }
+
+  private build(): Classifier {
+    const classifier = new Classifier(this.state, this.options);
+    for (const node of this.state.nodes()) classifier.addNodeAddresses(node.name, node.addresses);
+    return classifier;
   }
 }

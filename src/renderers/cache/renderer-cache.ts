@@ -7,7 +7,8 @@
  */
 import type { IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import type { GroupExpansion, PodTables } from '../../configurator/index.ts';
+import { stateGroupLookup, type GroupExpansion, type PodTables } from '../../configurator/index.ts';
+import type { ReadonlyStore } from '../../state/index.ts';
 import type { RenderedPod, Renderer, RendererTxn } from '../types.ts';
 import type { Rule } from '../../model/rule.ts';
 import { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
@@ -52,6 +53,11 @@ export class RendererCache implements Renderer<CacheChanges> {
       tables: new Map(),
       global: buildGlobalTable([], options.side),
     };
+  }
+
+  /** A cache combining towards `side` that expands groups from the store. */
+  static forStore(store: ReadonlyStore, side: Side): RendererCache {
+    return new RendererCache({ side, groups: stateGroupLookup(store) });
   }
 
   get snapshot(): CacheSnapshot {

@@ -4,3 +4,4 @@
 export { renderAcls, aclTransaction, type AclRendering } from './render.ts';
 export { interfaceAllows, uplinkAllows, ReflectionSessions, type AclPacket } from './interpreter.ts';
 export * from './model.ts';
+export { vppAclTarget } from './target.ts';

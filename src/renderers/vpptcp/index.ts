@@ -4,3 +4,4 @@
 export { renderSessionRules, sessionTransaction, type SessionRendering } from './render.ts';
 export { localAllows, globalAllows, type SessionPacket } from './interpreter.ts';
 export * from './model.ts';
+export { vpptcpTarget } from './target.ts';
