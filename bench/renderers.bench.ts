@@ -11,7 +11,7 @@ import { buildTarget } from '../src/pipeline/index.ts';
 import { loadTarget, type TargetInstance } from '../src/renderers/index.ts';
 import { RendererCache } from '../src/renderers/cache/index.ts';
 import type { Cluster } from '../src/model/types.ts';
-import { median } from './stats.ts';
+import { median, timeRuns } from './stats.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -38,13 +38,7 @@ export async function renderersBenchmark(args: string[]): Promise<void> {
   await vppFigures('vpptcp', cluster, runs);
   const neutron = await loadTarget('neutron');
   const { instance } = buildTarget(neutron, cluster);
-  const times: number[] = [];
-  let rendering = instance.output();
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    rendering = instance.output();
-    times.push(performance.now() - t);
-  }
+  const { millis: times, result: rendering } = timeRuns(runs, () => instance.output());
   const rules = rendering.security_groups.reduce((n, g) => n + g.rules.length, 0);
   process.stdout.write(
     `neutron  whole cluster: render median ${median(times).toFixed(0)} ms; ${rendering.security_groups.length} security groups, ${rules} rules, ${rendering.ports.length} ports; ${kib(rendering)}\n`,
@@ -58,13 +52,7 @@ async function vppFigures(name: 'vpp-acl' | 'vpptcp', cluster: Cluster, runs: nu
   const t0 = performance.now();
   const { instance } = buildTarget(target, cluster, { node: 'node-0' });
   const compile = performance.now() - t0;
-  const times: number[] = [];
-  let output = instance.output();
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    output = instance.output();
-    times.push(performance.now() - t);
-  }
+  const { millis: times, result: output } = timeRuns(runs, () => instance.output());
   const count = 'acls' in output ? output.acls.reduce((n, a) => n + a.rules.length, 0) : output.rules.length;
   const { snapshot } = cacheOf(instance);
   process.stdout.write(
