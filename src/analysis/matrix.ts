@@ -8,12 +8,15 @@ import { allowedPorts, indexCluster, isAllowed, resolveNamedPort, type PortSet }
 import type { Address, EvaluateOptions } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
 import type { Matrix, PortQuery } from './types.ts';
+import { endpointRow } from './workload-view.ts';
 
 export interface MatrixOptions extends EvaluateOptions {
   /** Port/protocol columns; empty computes allowed port sets per pair instead. */
   readonly queries: readonly PortQuery[];
   /** Only endpoints in these namespaces (all when absent or empty). */
   readonly namespaces?: readonly string[];
+  /** Exactly these endpoints (the namespaces option is then ignored); default: the cluster's. */
+  readonly endpoints?: readonly Endpoint[];
   /** Group endpoints into equivalence classes (default true). False evaluates every pair: for cross-checks and benchmarks. */
   readonly useClasses?: boolean;
   /**
@@ -34,7 +37,7 @@ export function matrixEndpoints(cluster: Cluster, namespaces: readonly string[] 
 
 export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix {
   const started = performance.now();
-  const endpoints = matrixEndpoints(cluster, options.namespaces);
+  const endpoints = options.endpoints ?? matrixEndpoints(cluster, options.namespaces);
   const { classOf, representatives } = endpointClasses(cluster, endpoints, options.useClasses ?? true);
   const index = indexCluster(cluster);
   const classes = representatives.length;
@@ -89,6 +92,7 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
     (classOf[from] as number) * classes + (classOf[to] as number);
   return {
     endpoints,
+    rows: endpoints.map(endpointRow),
     queries,
     allowed: (from, to, q) => (answers ? answers[cell(from, to) * queries.length + q] === 1 : false),
     ports: (from, to) => {

@@ -7,7 +7,15 @@ import { formatIp, parseIp } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
 import type { Address } from '../semantics/types.ts';
 
-export type Resolution = { ok: true; address: Address } | { ok: false; message: string };
+export type Resolution =
+  | {
+      ok: true;
+      /** The address; for a workload with several pods, its first pod's. */
+      address: Address;
+      /** Set when the text named a workload whose pods are in the input: every pod, and the workload's name. */
+      workload?: { readonly label: string; readonly members: readonly Endpoint[] };
+    }
+  | { ok: false; message: string };
 
 export function resolveAddress(cluster: Cluster, text: string): Resolution {
   // `name=IP`: a destination known by its domain name (for domainNames peers). Palisade does
@@ -43,33 +51,70 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
     }
     return { ok: true, address: { kind: 'ip', ip: ip.value } };
   }
-  const endpoint = findEndpoint(cluster.endpoints, text);
-  if (typeof endpoint === 'string') return { ok: false, message: endpoint };
-  return { ok: true, address: { kind: 'endpoint', endpoint } };
+  const found = findEndpoints(cluster.endpoints, text);
+  if (typeof found === 'string') return { ok: false, message: found };
+  const first = found.endpoints[0] as Endpoint;
+  return found.workload
+    ? {
+        ok: true,
+        address: { kind: 'endpoint', endpoint: first },
+        workload: { label: found.workload, members: found.endpoints },
+      }
+    : { ok: true, address: { kind: 'endpoint', endpoint: first } };
 }
 
-/** Finds an endpoint by id, or returns a message saying why none (or several) match. */
+/** Finds one endpoint by id, or returns a message saying why none (or several) match. */
 export function findEndpoint(endpoints: readonly Endpoint[], text: string): Endpoint | string {
+  const found = findEndpoints(endpoints, text);
+  if (typeof found === 'string') return found;
+  if (found.endpoints.length === 1) return found.endpoints[0] as Endpoint;
+  return `"${text}" names ${found.workload ?? text}, which has ${found.endpoints.length} pods: ${found.endpoints.map((e) => e.id).join(', ')}`;
+}
+
+/**
+ * What `ns/name`, `ns/name[Kind]` or `ns/Kind/name` names: a pod or a template (one endpoint),
+ * or a workload whose pods are in the input (its pods, and its label `ns/name[Kind]`). A message
+ * when nothing (or more than one thing) matches.
+ */
+export function findEndpoints(
+  endpoints: readonly Endpoint[],
+  text: string,
+): { endpoints: readonly Endpoint[]; workload?: string } | string {
   const exact = endpoints.find((e) => e.id === text);
-  if (exact) return exact;
+  if (exact) return { endpoints: [exact] };
   const kindForm =
     /^([^/]+)\/([A-Za-z]+)\/([^/]+)$/.exec(text) ?? /^([^/]+)\/([^/[]+)\[([A-Za-z]+)\]$/.exec(text);
-  let candidates: Endpoint[];
+  let namespace: string;
+  let name: string;
+  let kind: string | undefined;
   if (kindForm) {
-    const [, namespace, a, b] = kindForm as unknown as [string, string, string, string];
-    const [kind, name] = text.includes('[') ? [b, a] : [a, b];
-    candidates = endpoints.filter(
-      (e) => e.namespace === namespace && e.name === name && e.kind.toLowerCase() === kind.toLowerCase(),
-    );
+    const [, ns, a, b] = kindForm as unknown as [string, string, string, string];
+    namespace = ns;
+    [kind, name] = text.includes('[') ? [b, a] : [a, b];
   } else {
     const slash = text.indexOf('/');
-    const namespace = slash < 0 ? 'default' : text.slice(0, slash);
-    const name = slash < 0 ? text : text.slice(slash + 1);
-    candidates = endpoints.filter((e) => e.namespace === namespace && e.name === name);
+    namespace = slash < 0 ? 'default' : text.slice(0, slash);
+    name = slash < 0 ? text : text.slice(slash + 1);
   }
-  if (candidates.length === 1) return candidates[0] as Endpoint;
+  const sameKind = (k: string): boolean => kind === undefined || k.toLowerCase() === kind.toLowerCase();
+  const candidates = endpoints.filter(
+    (e) => e.namespace === namespace && e.name === name && sameKind(e.kind),
+  );
+  if (candidates.length === 1) return { endpoints: candidates };
   if (candidates.length > 1) {
     return `"${text}" is ambiguous: ${candidates.map((e) => e.id).join(', ')}`;
+  }
+  // A workload whose running pods stand for it.
+  const members = endpoints.filter(
+    (e) =>
+      e.kind === 'Pod' && e.namespace === namespace && e.workload?.name === name && sameKind(e.workload.kind),
+  );
+  const kinds = new Set(members.map((e) => e.workload?.kind));
+  if (kinds.size > 1) {
+    return `"${text}" is ambiguous: ${[...kinds].map((k) => `${namespace}/${name}[${k}]`).join(', ')}`;
+  }
+  if (members.length > 0) {
+    return { endpoints: members, workload: `${namespace}/${name}[${[...kinds][0]}]` };
   }
   const near = endpoints
     .filter((e) => e.name.includes(text.split('/').pop() ?? text))

@@ -12,14 +12,35 @@ export interface PortQuery {
   readonly protocol: Protocol;
 }
 
+/** A row (and column) of a matrix: a pod, or a workload standing for its pods. */
+export interface MatrixRow {
+  /** As text output prints it: `ns/name[Kind]` for a workload (`[Pod]` for a lone pod in the workload view), `ns/name` for a pod. */
+  readonly label: string;
+  /** `ns/name`: the pod's or the workload's name, as `-o json` prints `from` and `to`. */
+  readonly id: string;
+  /** `Pod`, or the workload's kind. */
+  readonly kind: string;
+  readonly namespace: string;
+}
+
 export interface Matrix {
+  /** One endpoint per row: the pod, or a member standing for the row's workload. */
   readonly endpoints: readonly Endpoint[];
+  /** What each row is called; `rows[i]` names `endpoints[i]`'s row. */
+  readonly rows: readonly MatrixRow[];
   /** Empty when the matrix holds allowed port sets instead of per-port answers. */
   readonly queries: readonly PortQuery[];
   /** allowed(from, to, query): endpoint indexes into `endpoints`, query index into `queries`. */
   allowed(from: number, to: number, query: number): boolean;
   /** Allowed ports between two endpoints (port-set mode only). */
   ports(from: number, to: number): PortSet;
+  /**
+   * For a cell `allowed` says is not allowed: where it is allowed after all (`2 of 6 pod
+   * pairs`), when only some of the pods a row stands for can connect; undefined otherwise.
+   */
+  partial?(from: number, to: number, query: number): string | undefined;
+  /** Port-set mode: ports only some pod pairs of two rows may use (beyond `ports`), and which. */
+  partialPorts?(from: number, to: number): { readonly ports: PortSet; readonly where: string } | undefined;
   readonly stats: { readonly classes: number; readonly evaluations: number; readonly millis: number };
 }
 
@@ -30,5 +51,21 @@ export interface CheckResult {
   readonly port: number;
   /** The port as the user gave it, when it was a name. */
   readonly portName?: string;
+  /** The verdict shown: when a workload was named, a denied pod pair's if any (allowed only when every pair is). */
   readonly verdict: Verdict;
+  /** When `from` or `to` named a workload with several pods: how many pod pairs are allowed, and the pairs judged. */
+  readonly podPairs?: {
+    readonly allowed: number;
+    readonly total: number;
+    /** One pod pair per pair of equivalence classes. */
+    readonly judged: readonly PodPairVerdict[];
+  };
+}
+
+/** One judged pod pair of a `check` between workloads, standing for `pairs` pod pairs like it. */
+export interface PodPairVerdict {
+  readonly from: string;
+  readonly to: string;
+  readonly allowed: boolean;
+  readonly pairs: number;
 }

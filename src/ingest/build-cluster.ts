@@ -1,7 +1,8 @@
 /**
  * Assembles decoded objects into a Cluster: later definitions of the same object win (with a
  * warning), namespaces that are referenced but not defined are made up from their name, endpoint
- * ids are made unique, and node addresses are gathered from pods' host IPs.
+ * ids are made unique, pods are attributed to their workloads (`workloads.ts`), and node
+ * addresses are gathered from pods' host IPs.
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
@@ -18,6 +19,7 @@ import {
 import type { DecodedObject } from './types.ts';
 import { comparePolicies } from '../model/precedence.ts';
 import { priorityTies } from './priority-ties.ts';
+import { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 
 export interface IdentifiedObject {
   readonly identity: string;
@@ -52,7 +54,7 @@ export function buildCluster(objects: readonly IdentifiedObject[]): {
   }
 
   const namespaces = new Map<string, Namespace>();
-  const endpoints: Omit<Endpoint, 'id'>[] = [];
+  const owned: OwnedEndpoint[] = [];
   const policies: NetworkPolicy[] = [];
   const clusterPolicies: ClusterPolicy[] = [];
   const declaredNodes = new Map<string, NodeInfo>();
@@ -63,11 +65,14 @@ export function buildCluster(objects: readonly IdentifiedObject[]): {
     else if (object.kind === 'ClusterPolicy') clusterPolicies.push(object.policy);
     else if (object.kind === 'Node') declaredNodes.set(object.node.name, object.node);
     else {
-      endpoints.push(object.endpoint);
+      owned.push(
+        object.owner ? { endpoint: object.endpoint, owner: object.owner } : { endpoint: object.endpoint },
+      );
       if (object.endpoint.node) addNodeAddresses(nodeAddresses, object.endpoint.node, object.hostIps);
     }
   }
 
+  const endpoints = attributeWorkloads(owned);
   const referenced: { namespace: string; location: SourceLocation | undefined }[] = [
     ...endpoints.map((e) => ({ namespace: e.namespace, location: e.location })),
     ...policies.map((p) => ({ namespace: p.namespace, location: p.location })),

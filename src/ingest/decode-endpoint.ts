@@ -4,7 +4,7 @@
  * and take no traffic, so they are left out.
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
-import type { ContainerPort, Endpoint, WorkloadKind } from '../model/types.ts';
+import type { ContainerPort, Endpoint, WorkloadKind, WorkloadRef } from '../model/types.ts';
 import type { DecodeContext } from './decode-context.ts';
 import { decodeLabels } from './decode-labels.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
@@ -14,6 +14,7 @@ import {
   podSchema,
   workloadSchema,
   type RawMetadata,
+  type RawOwnerReference,
   type RawPodSpec,
   type RawPodTemplate,
 } from './schemas.ts';
@@ -76,7 +77,10 @@ export function decodePod(ctx: DecodeContext): EndpointDecode {
     ...(raw.spec?.nodeName ? { node: raw.spec.nodeName } : {}),
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
-  return { kind: 'Endpoint', endpoint, hostIps: hostIps.map(formatIp) };
+  const owner = controllerOf(raw.metadata.ownerReferences);
+  return owner
+    ? { kind: 'Endpoint', endpoint, hostIps: hostIps.map(formatIp), owner }
+    : { kind: 'Endpoint', endpoint, hostIps: hostIps.map(formatIp) };
 }
 
 export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): EndpointDecode {
@@ -95,9 +99,27 @@ export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): Endpoint
     ips: [],
     ports,
     hostNetwork: template?.spec?.hostNetwork === true,
+    workload: { kind, name },
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
-  return { kind: 'Endpoint', endpoint, hostIps: [] };
+  const owner = controllerOf(metadata.ownerReferences);
+  return owner
+    ? { kind: 'Endpoint', endpoint, hostIps: [], owner }
+    : { kind: 'Endpoint', endpoint, hostIps: [] };
+}
+
+/**
+ * The owner reference that manages the object: the one marked `controller: true`, or a lone
+ * reference that does not say (hand-written manifests). A Node owns static pods' mirrors, which
+ * belong to no workload; a reference without kind or name cannot be followed.
+ */
+function controllerOf(references: readonly RawOwnerReference[] | null | undefined): WorkloadRef | undefined {
+  if (!references?.length) return undefined;
+  const controller =
+    references.find((r) => r.controller === true) ??
+    (references.length === 1 && references[0]?.controller == null ? references[0] : undefined);
+  if (!controller?.kind || !controller.name || controller.kind === 'Node') return undefined;
+  return { kind: controller.kind, name: controller.name };
 }
 
 /** Finds the pod template: `spec.template`, or `spec.jobTemplate.spec.template` for a CronJob. */

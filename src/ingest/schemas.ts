@@ -8,11 +8,20 @@ import { z } from 'zod';
 
 const stringMap = z.record(z.string(), z.string());
 
+/** Kept loose: an owner reference Palisade cannot follow is ignored, not an error. */
+const ownerReferenceSchema = z.looseObject({
+  kind: z.string().nullish(),
+  name: z.string().nullish(),
+  controller: z.boolean().nullish(),
+});
+export type RawOwnerReference = z.infer<typeof ownerReferenceSchema>;
+
 export const metadataSchema = z.looseObject({
   name: z.string(),
   namespace: z.string().nullish(),
   labels: stringMap.nullish(),
   annotations: stringMap.nullish(),
+  ownerReferences: z.array(ownerReferenceSchema).nullish(),
 });
 export type RawMetadata = z.infer<typeof metadataSchema>;
 

@@ -11,6 +11,7 @@ import type {
   Endpoint,
   NetworkPolicy,
   SourceLocation,
+  WorkloadRef,
 } from '../model/types.ts';
 
 export type FieldPath = readonly (string | number)[];
@@ -39,6 +40,8 @@ export type DecodedObject =
       readonly kind: 'Endpoint';
       readonly endpoint: Omit<Endpoint, 'id'>;
       readonly hostIps: readonly string[];
+      /** The object's controller (`metadata.ownerReferences`), followed to find its workload. */
+      readonly owner?: WorkloadRef;
     }
   | { readonly kind: 'NetworkPolicy'; readonly policy: NetworkPolicy }
   | { readonly kind: 'ClusterPolicy'; readonly policy: ClusterPolicy }

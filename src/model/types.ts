@@ -53,6 +53,17 @@ export const WORKLOAD_KINDS = [
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
 export type EndpointKind = 'Pod' | WorkloadKind;
 
+/**
+ * The workload an endpoint belongs to: a pod's top-level owner, found through
+ * `metadata.ownerReferences` (Pod → ReplicaSet → Deployment, Pod → Job → CronJob…), or the
+ * workload whose template an endpoint stands for. The kind is any the owner reference names
+ * (operators own pods too), so it is a string, not only a WorkloadKind.
+ */
+export interface WorkloadRef {
+  readonly kind: string;
+  readonly name: string;
+}
+
 export interface ContainerPort {
   readonly name?: string;
   readonly port: number;
@@ -76,6 +87,8 @@ export interface Endpoint {
   /** hostNetwork pods share the node's address and are not subject to NetworkPolicy. */
   readonly hostNetwork: boolean;
   readonly node?: string;
+  /** The owning workload (same namespace); absent for a pod no workload owns. */
+  readonly workload?: WorkloadRef;
   readonly location?: SourceLocation;
 }
 

@@ -148,6 +148,8 @@ describe('palisade matrix', () => {
       port: 8000,
       protocol: 'UDP',
       allowed: true,
+      fromKind: 'Deployment',
+      toKind: 'Deployment',
     });
     const find = (from: string, to: string, port: number) =>
       results.find((x) => x.from === from && x.to === to && x.port === port);
@@ -158,18 +160,24 @@ describe('palisade matrix', () => {
     const text = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop']);
     assert.match(
       text.stdout,
-      /^TCP\/8000 +1 +2 +3\nshop\/api +X +X +X +1\nshop\/db +X +X +X +2\nshop\/frontend +\. +X +X +3\n/,
+      /^TCP\/8000 +1 +2 +3\nshop\/api\[Deployment\] +X +X +X +1\nshop\/db\[StatefulSet\] +X +X +X +2\nshop\/frontend\[Deployment\] +\. +X +X +3\n/,
     );
     const csv = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop', '-o', 'csv']);
-    assert.match(csv.stdout, /^from,to,port,protocol,allowed\nshop\/api,shop\/api,8000,TCP,false\n/);
+    assert.match(
+      csv.stdout,
+      /^from,to,port,protocol,allowed\nshop\/api\[Deployment\],shop\/api\[Deployment\],8000,TCP,false\n/,
+    );
     assert.equal(csv.stdout.trim().split('\n').length, 10);
     const md = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop', '-o', 'md']);
-    assert.match(md.stdout, /\| shop\/frontend \| ✓ \| ✗ \| ✗ \|/);
+    assert.match(md.stdout, /\| shop\/frontend\[Deployment\] \| ✓ \| ✗ \| ✗ \|/);
   });
   it('lists allowed ports per pair when no port is given', async () => {
     const r = await cli(['matrix', '-f', EXAMPLE]);
-    assert.match(r.stdout, /^shop\/api → shop\/db: TCP 5432$/m);
-    assert.match(r.stdout, /^shop\/frontend → kube-system\/coredns: TCP 53; UDP 53$/m);
+    assert.match(r.stdout, /^shop\/api\[Deployment\] → shop\/db\[StatefulSet\]: TCP 5432$/m);
+    assert.match(
+      r.stdout,
+      /^shop\/frontend\[Deployment\] → kube-system\/coredns\[Deployment\]: TCP 53; UDP 53$/m,
+    );
     const json = JSON.parse((await cli(['matrix', '-f', EXAMPLE, '-o', 'json'])).stdout) as {
       results: { from: string; to: string; ports: object }[];
     };
@@ -259,7 +267,7 @@ describe('palisade validate', () => {
     ]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /broken\.yaml:\d+:\d+: error/);
-    assert.match(r.stdout, /shop\/frontend +\. +X +X/);
+    assert.match(r.stdout, /shop\/frontend\[Deployment\] +\. +X +X/);
   });
 });
 

@@ -51,7 +51,15 @@ describe('matrix output', () => {
     assert.equal(parsed.results.length, 6 * 6 * 2);
     const expected = `{"results":[\n${parsed.results.map((r) => JSON.stringify(r)).join(',\n')}\n]}\n`;
     assert.equal(perPort.stdout, expected);
-    assert.deepEqual(Object.keys(parsed.results[0] ?? {}), ['from', 'to', 'port', 'protocol', 'allowed']);
+    assert.deepEqual(Object.keys(parsed.results[0] ?? {}), [
+      'from',
+      'to',
+      'port',
+      'protocol',
+      'allowed',
+      'fromKind',
+      'toKind',
+    ]);
     const sets = await cli(['matrix', '-f', EXAMPLE, '-o', 'json']);
     const setsParsed = JSON.parse(sets.stdout) as { results: Record<string, unknown>[] };
     assert.equal(setsParsed.results.length, 36);

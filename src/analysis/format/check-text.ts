@@ -19,6 +19,15 @@ export function formatCheckText(result: CheckResult, style: Style): string {
     );
   }
   for (const note of verdict.notes) lines.push(style.dim(`  note: ${note}`));
+  const pods = result.podPairs;
+  if (pods && pods.allowed > 0 && pods.allowed < pods.total) {
+    const denied = pods.judged.filter((p) => !p.allowed).map((p) => `${p.from} → ${p.to}`);
+    lines.push(
+      style.dim(
+        `  note: allowed for ${pods.allowed} of ${pods.total} pod pairs; denied for ${denied.join(', ')}${pods.judged.some((p) => !p.allowed && p.pairs > 1) ? ' and pods like them' : ''}`,
+      ),
+    );
+  }
   return lines.join('\n') + '\n';
 }
 

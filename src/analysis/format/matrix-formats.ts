@@ -4,9 +4,9 @@
  * matrix is 100 million cells, more than any string or memory budget. The caller decides how
  * pieces reach the output (the CLI batches them and waits while the pipe is full).
  */
-import { PROTOCOLS, type Endpoint } from '../../model/types.ts';
+import { PROTOCOLS } from '../../model/types.ts';
 import { formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
-import type { Matrix } from '../types.ts';
+import type { Matrix, MatrixRow } from '../types.ts';
 import type { Style } from './style.ts';
 
 export type MatrixWriter = (matrix: Matrix, style: Style) => Iterable<string>;
@@ -16,24 +16,27 @@ const queryLabel = (matrix: Matrix, q: number): string => {
   return query ? `${query.protocol}/${query.port}` : '';
 };
 
-/** Characters per line of the text table of these endpoints (ids, three per cell, the row number). */
-export function textTableWidth(endpoints: readonly Endpoint[]): number {
-  const n = endpoints.length;
-  return idWidth(endpoints) + 2 + 3 * n + 2 + String(n).length;
+/** Characters per line of the text table of these rows (labels, three per cell, the row number). */
+export function textTableWidth(rows: readonly MatrixRow[]): number {
+  const n = rows.length;
+  return labelWidth(rows) + 2 + 3 * n + 2 + String(n).length;
 }
 
-function idWidth(endpoints: readonly Endpoint[]): number {
-  return endpoints.reduce((widest, e) => Math.max(widest, e.id.length), 4);
+function labelWidth(rows: readonly MatrixRow[]): number {
+  return rows.reduce((widest, r) => Math.max(widest, r.label.length), 4);
 }
 
 function* text(matrix: Matrix, style: Style): Iterable<string> {
-  const ids = matrix.endpoints.map((e) => e.id);
+  const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     let connected = 0;
-    for (const [from, to, ports] of portSetLines(matrix)) {
-      if (isNoPorts(ports)) continue;
+    for (const [from, to, ports, f, t] of portSetLines(matrix)) {
+      const partial = matrix.partialPorts?.(f, t);
+      if (isNoPorts(ports) && !partial) continue;
       connected++;
-      yield `${from} → ${to}: ${formatPortSet(ports)}\n`;
+      const every = isNoPorts(ports) ? 'none for every pod pair' : formatPortSet(ports);
+      const some = partial ? `; ${formatPortSet(partial.ports)} for ${partial.where}` : '';
+      yield `${from} → ${to}: ${every}${some}\n`;
     }
     const pairs = ids.length * ids.length;
     yield style.dim(
@@ -41,33 +44,59 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
     );
     return;
   }
-  const width = idWidth(matrix.endpoints);
+  const width = labelWidth(matrix.rows);
   const allowed = style.ok('  .');
   const denied = style.bad('  X');
+  const partial = style.warn('  ~');
+  let anyPartial = false;
   const header = ids.map((_, i) => String(i + 1).padStart(3)).join('');
   for (let q = 0; q < matrix.queries.length; q++) {
     if (q > 0) yield '\n';
     yield `${queryLabel(matrix, q).padEnd(width)}  ${header}\n`;
     for (let from = 0; from < ids.length; from++) {
       let cells = '';
-      for (let to = 0; to < ids.length; to++) cells += matrix.allowed(from, to, q) ? allowed : denied;
+      for (let to = 0; to < ids.length; to++) {
+        if (matrix.allowed(from, to, q)) cells += allowed;
+        else if (matrix.partial?.(from, to, q) === undefined) cells += denied;
+        else {
+          cells += partial;
+          anyPartial = true;
+        }
+      }
       yield `${(ids[from] as string).padEnd(width)}  ${cells}  ${style.dim(String(from + 1))}\n`;
     }
   }
-  yield style.dim(`\n. allowed  X denied; rows are sources, columns destinations (numbered as the rows)\n`);
+  const partialLegend = anyPartial ? '  ~ some pod pairs only' : '';
+  yield style.dim(
+    `\n. allowed  X denied${partialLegend}; rows are sources, columns destinations (numbered as the rows)\n`,
+  );
 }
 
 function* json(matrix: Matrix): Iterable<string> {
   yield '{"results":[';
   let separator = '\n';
   if (matrix.queries.length === 0) {
-    for (const [from, to, ports] of portSetLines(matrix)) {
-      yield separator + JSON.stringify({ from, to, allowed: !isNoPorts(ports), ports: portsJson(ports) });
+    for (const [, , ports, f, t] of portSetLines(matrix)) {
+      const from = matrix.rows[f] as MatrixRow;
+      const to = matrix.rows[t] as MatrixRow;
+      const partial = matrix.partialPorts?.(f, t);
+      yield separator +
+        JSON.stringify({
+          from: from.id,
+          to: to.id,
+          allowed: !isNoPorts(ports),
+          ports: portsJson(ports),
+          ...(partial ? { partialPorts: portsJson(partial.ports), partial: partial.where } : {}),
+          fromKind: from.kind,
+          toKind: to.kind,
+        });
       separator = ',\n';
     }
   } else {
-    // One row of sources at a time: the ids are quoted once, not once per cell.
-    const ids = matrix.endpoints.map((e) => JSON.stringify(e.id));
+    // One row of sources at a time: the ids are quoted once, not once per cell. `from` and `to`
+    // are `ns/name` (the contract); the kinds say what each names.
+    const ids = matrix.rows.map((r) => JSON.stringify(r.id));
+    const kinds = matrix.rows.map((r) => JSON.stringify(r.kind));
     const columns = matrix.queries.map(
       (query) =>
         `,"port":${JSON.stringify(query.port)},"protocol":${JSON.stringify(query.protocol)},"allowed":`,
@@ -75,9 +104,12 @@ function* json(matrix: Matrix): Iterable<string> {
     for (let f = 0; f < ids.length; f++) {
       let row = '';
       const from = `{"from":${ids[f] as string},"to":`;
+      const fromKind = `,"fromKind":${kinds[f] as string},"toKind":`;
       for (let t = 0; t < ids.length; t++)
         for (let q = 0; q < columns.length; q++) {
-          row += `${separator}${from}${ids[t] as string}${columns[q] as string}${matrix.allowed(f, t, q)}}`;
+          const partial = matrix.partial?.(f, t, q);
+          const partialField = partial === undefined ? '' : `,"partial":${JSON.stringify(partial)}`;
+          row += `${separator}${from}${ids[t] as string}${columns[q] as string}${matrix.allowed(f, t, q)}${partialField}${fromKind}${kinds[t] as string}}`;
           separator = ',\n';
         }
       yield row;
@@ -87,7 +119,7 @@ function* json(matrix: Matrix): Iterable<string> {
 }
 
 function* csv(matrix: Matrix): Iterable<string> {
-  const ids = matrix.endpoints.map((e) => e.id);
+  const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     yield 'from,to,ports\n';
     for (const [from, to, ports] of portSetLines(matrix)) yield `${from},${to},"${formatPortSet(ports)}"\n`;
@@ -105,7 +137,7 @@ function* csv(matrix: Matrix): Iterable<string> {
 }
 
 function* md(matrix: Matrix): Iterable<string> {
-  const ids = matrix.endpoints.map((e) => e.id);
+  const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     yield '| from | to | allowed ports |\n|---|---|---|\n';
     for (const [from, to, ports] of portSetLines(matrix))
@@ -123,10 +155,12 @@ function* md(matrix: Matrix): Iterable<string> {
   }
 }
 
-function* portSetLines(matrix: Matrix): Iterable<[string, string, PortSet]> {
-  const ids = matrix.endpoints.map((e) => e.id);
+/** Every ordered pair's allowed ports, with the rows' labels and indexes. */
+function* portSetLines(matrix: Matrix): Iterable<[string, string, PortSet, number, number]> {
+  const ids = matrix.rows.map((r) => r.label);
   for (let f = 0; f < ids.length; f++)
-    for (let t = 0; t < ids.length; t++) yield [ids[f] as string, ids[t] as string, matrix.ports(f, t)];
+    for (let t = 0; t < ids.length; t++)
+      yield [ids[f] as string, ids[t] as string, matrix.ports(f, t), f, t];
 }
 
 function portsJson(ports: PortSet): Record<string, [number, number][]> {

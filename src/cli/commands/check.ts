@@ -4,11 +4,11 @@
 import { Command } from 'commander';
 import { formatIp } from '../../net/ip.ts';
 import { PROTOCOLS, type Protocol } from '../../model/types.ts';
-import { resolveAddress, addressText } from '../../analysis/resolve-address.ts';
+import { resolveAddress } from '../../analysis/resolve-address.ts';
+import { checkConnection } from '../../analysis/check.ts';
 import { formatCheckText } from '../../analysis/format/check-text.ts';
 import { styleFor } from '../../analysis/format/style.ts';
-import type { CheckResult } from '../../analysis/types.ts';
-import { evaluate, indexCluster, resolveNamedPort } from '../../semantics/index.ts';
+import { resolveNamedPort } from '../../semantics/index.ts';
 import { compiledVerdicts } from '../../analysis/compiled-engine.ts';
 import {
   checkChoice,
@@ -69,11 +69,12 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         port = resolved;
         portName = portText;
       }
-      const verdict = evaluate(
-        indexCluster(loaded.cluster),
-        { src: from.address, dst: to.address, protocol, port },
+      const result = checkConnection(
+        loaded.cluster,
+        { from, to, protocol, port, ...(portName ? { portName } : {}) },
         { semantics: input.semantics },
       );
+      const { verdict } = result;
       if (engine === 'compiled') {
         const ips = (a: typeof from.address) => (a.kind === 'endpoint' ? a.endpoint.ips : [a.ip]);
         const compiled = compiledVerdicts(loaded.cluster, {})(
@@ -83,7 +84,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
           port,
         );
         // They are tested to agree; if they ever do not, say so rather than pick one silently.
-        if (compiled !== undefined && compiled !== verdict.allowed) {
+        if (compiled !== undefined && !result.podPairs && compiled !== verdict.allowed) {
           io.stderr.write(
             `palisade: the compiled classifier says ${compiled ? 'allowed' : 'denied'} but the reference evaluator says ${verdict.allowed ? 'allowed' : 'denied'}; please report this\n`,
           );
@@ -92,14 +93,6 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         if (compiled === undefined)
           io.stderr.write('palisade: no address in common: the reference evaluator answered\n');
       }
-      const result: CheckResult = {
-        from: addressText(from.address),
-        to: addressText(to.address),
-        protocol,
-        port,
-        ...(portName ? { portName } : {}),
-        verdict,
-      };
       if (output === 'json') writeJson(io, result);
       else io.stdout.write(formatCheckText(result, styleFor(io.stdoutIsTty, io.env)));
       const expectationFailed = expect !== undefined && (expect === 'allow') !== verdict.allowed;

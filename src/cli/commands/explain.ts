@@ -6,7 +6,7 @@ import type { Endpoint } from '../../model/types.ts';
 import { explainEndpoints } from '../../analysis/explain.ts';
 import { formatExplainText } from '../../analysis/format/explain-text.ts';
 import { styleFor } from '../../analysis/format/style.ts';
-import { findEndpoint } from '../../analysis/resolve-address.ts';
+import { findEndpoints } from '../../analysis/resolve-address.ts';
 import {
   checkChoice,
   loadInput,
@@ -22,7 +22,11 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function explainCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('explain'))
     .description('what each endpoint lets in and out, and because of which policies')
-    .option('--pod <ns/name>', 'only this endpoint (ns/name or ns/name[Kind]); repeatable', collect)
+    .option(
+      '--pod <ns/name>',
+      'only this pod or workload (ns/name or ns/name[Kind]; a workload lists its pods); repeatable',
+      collect,
+    )
     .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
     .option('-o, --output <format>', 'text or json', 'text')
     .action(async (raw: Record<string, unknown>) => {
@@ -36,10 +40,10 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
       );
       const pods = raw.pod as string[] | undefined;
       if (pods) {
-        endpoints = pods.map((text) => {
-          const found = findEndpoint(loaded.cluster.endpoints, text);
+        endpoints = pods.flatMap((text) => {
+          const found = findEndpoints(loaded.cluster.endpoints, text);
           if (typeof found === 'string') throw new UsageError(`--pod: ${found}`);
-          return found;
+          return found.endpoints;
         });
       }
       const explanations = explainEndpoints(loaded.cluster, endpoints, input.semantics);

@@ -3,11 +3,12 @@
  */
 import { Command } from 'commander';
 import { PROTOCOLS } from '../../model/types.ts';
-import { computeMatrix, matrixEndpoints } from '../../analysis/matrix.ts';
+import { matrixEndpoints } from '../../analysis/matrix.ts';
+import { computeViewMatrix } from '../../analysis/workload-matrix.ts';
+import { ENDPOINT_VIEWS, groupEndpoints } from '../../analysis/workload-view.ts';
 import { MATRIX_FORMATS, textTableWidth } from '../../analysis/format/matrix-formats.ts';
 import { styleFor } from '../../analysis/format/style.ts';
-import type { PortQuery } from '../../analysis/types.ts';
-import type { Endpoint } from '../../model/types.ts';
+import type { MatrixRow, PortQuery } from '../../analysis/types.ts';
 import {
   checkChoice,
   loadInput,
@@ -34,6 +35,11 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       collect,
     )
     .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
+    .option(
+      '--by <view>',
+      'rows: workload (pods under their owning workload, ns/name[Kind]) or pod (every pod)',
+      'workload',
+    )
     .option('-o, --output <format>', `${Object.keys(MATRIX_FORMATS).join(', ')}`, 'text')
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
@@ -49,6 +55,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         (raw.protocol as string[] | undefined) ?? [],
       );
       const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
+      const by = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
       if (engine === 'compiled' && queries.length === 0)
         throw new UsageError(
           '--engine compiled answers per port: give --port (port sets come from the reference)',
@@ -59,9 +66,10 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const namespaces = raw.namespace as string[] | undefined;
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
-        refuseTooWide(io, matrixEndpoints(loaded.cluster, namespaces));
+        refuseTooWide(io, groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by));
       const progress = io.stderrIsTty ? progressBar(io.stderr, 'matrix') : undefined;
-      const matrix = computeMatrix(loaded.cluster, {
+      const matrix = computeViewMatrix(loaded.cluster, {
+        by,
         queries,
         semantics: input.semantics,
         engine,
@@ -80,13 +88,13 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
  * A text table wider than the terminal it is printed on is unreadable (and, at thousands of
  * endpoints, hundreds of megabytes): refused unless `--wide` asks for it, with what to use.
  */
-function refuseTooWide(io: CliIo, endpoints: readonly Endpoint[]): void {
+function refuseTooWide(io: CliIo, rows: readonly MatrixRow[]): void {
   const columns = io.stdoutColumns;
   if (!io.stdoutIsTty || columns === undefined) return;
-  const width = textTableWidth(endpoints);
+  const width = textTableWidth(rows);
   if (width <= columns) return;
   throw new UsageError(
-    `the table of ${endpoints.length} endpoints is ${width} characters wide and the terminal ${columns}: ` +
+    `the table of ${rows.length} ${rows.length === 1 ? 'row' : 'rows'} is ${width} characters wide and the terminal ${columns}: ` +
       `use -o csv, -o json or -o md (or narrow it with -n), or --wide to print it anyway`,
   );
 }

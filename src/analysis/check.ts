@@ -1,0 +1,97 @@
+/**
+ * `check`: the verdict for one connection between two resolved addresses. When a side names a
+ * workload with several pods, every pod pair is judged — once per pair of equivalence classes,
+ * since pods no policy can tell apart get the same answer — and the connection counts as allowed
+ * only when every pod pair is; the explanation shown is a denied pair's when there is one.
+ */
+import type { Cluster, Endpoint, Protocol } from '../model/types.ts';
+import { evaluate, indexCluster, resolveNamedPort } from '../semantics/index.ts';
+import type { Address, EvaluateOptions, Verdict } from '../semantics/types.ts';
+import { endpointClasses } from './equivalence.ts';
+import { addressText, type Resolution } from './resolve-address.ts';
+import type { CheckResult, PodPairVerdict } from './types.ts';
+
+type Resolved = Extract<Resolution, { ok: true }>;
+
+export interface CheckRequest {
+  readonly from: Resolved;
+  readonly to: Resolved;
+  readonly protocol: Protocol;
+  /** The destination port; for a named port, the number it has on the first destination. */
+  readonly port: number;
+  /** The port as the user gave it, when it was a name (resolved again for each destination pod). */
+  readonly portName?: string;
+}
+
+export function checkConnection(
+  cluster: Cluster,
+  request: CheckRequest,
+  options: EvaluateOptions,
+): CheckResult {
+  const index = indexCluster(cluster);
+  const { from, to, protocol, portName } = request;
+  const sources = sideAddresses(from);
+  const destinations = sideAddresses(to);
+  const judge = (src: Address, dst: Address): Verdict | undefined => {
+    const port = portName && dst !== to.address ? resolveNamedPort(dst, portName, protocol) : request.port;
+    return port === undefined ? undefined : evaluate(index, { src, dst, protocol, port }, options);
+  };
+  const base = {
+    from: from.workload?.label ?? addressText(from.address),
+    to: to.workload?.label ?? addressText(to.address),
+    protocol,
+    port: request.port,
+    ...(portName ? { portName } : {}),
+  };
+  if (sources.length === 1 && destinations.length === 1) {
+    return { ...base, verdict: judge(from.address, to.address) as Verdict };
+  }
+
+  const weighted = representatives(cluster, sources, destinations);
+  const pairs: PodPairVerdict[] = [];
+  let shown: Verdict | undefined;
+  for (const { src, dst, count } of weighted) {
+    const verdict = judge(src, dst);
+    const allowed = verdict?.allowed ?? false;
+    pairs.push({ from: addressText(src), to: addressText(dst), allowed, pairs: count });
+    if (verdict && (!shown || (shown.allowed && !allowed))) shown = verdict;
+  }
+  const verdict = shown ?? judge(from.address, to.address);
+  const allowedPairs = pairs.filter((p) => p.allowed).reduce((n, p) => n + p.pairs, 0);
+  const total = pairs.reduce((n, p) => n + p.pairs, 0);
+  return {
+    ...base,
+    verdict: allowedPairs === total ? verdict : { ...verdict, allowed: false },
+    podPairs: { allowed: allowedPairs, total, judged: pairs },
+  };
+}
+
+function sideAddresses(side: Resolved): Address[] {
+  return side.workload
+    ? side.workload.members.map((endpoint) => ({ kind: 'endpoint', endpoint }))
+    : [side.address];
+}
+
+/** One source and destination per pair of equivalence classes, with how many pod pairs it stands for. */
+function representatives(
+  cluster: Cluster,
+  sources: readonly Address[],
+  destinations: readonly Address[],
+): { src: Address; dst: Address; count: number }[] {
+  const endpoints = [...sources, ...destinations]
+    .filter((a): a is Extract<Address, { kind: 'endpoint' }> => a.kind === 'endpoint')
+    .map((a) => a.endpoint);
+  const { classOf } = endpointClasses(cluster, endpoints);
+  const classByEndpoint = new Map<Endpoint, number>(endpoints.map((e, i) => [e, classOf[i] as number]));
+  const classKey = (a: Address): string =>
+    a.kind === 'endpoint' ? `c${classByEndpoint.get(a.endpoint)}` : `ip${addressText(a)}`;
+  const byPair = new Map<string, { src: Address; dst: Address; count: number }>();
+  for (const src of sources)
+    for (const dst of destinations) {
+      const key = `${classKey(src)}>${classKey(dst)}`;
+      const known = byPair.get(key);
+      if (known) known.count++;
+      else byPair.set(key, { src, dst, count: 1 });
+    }
+  return [...byPair.values()];
+}

@@ -1,0 +1,59 @@
+/**
+ * What analysis output lists as its rows: pods one by one (`--by pod`), or workloads (the
+ * default, as netpol-analyzer does): the pods a workload owns, or its template while none runs,
+ * reported as one row named `ns/name[Kind]`. A pod no workload owns is a row of its own either way.
+ */
+import type { Endpoint } from '../model/types.ts';
+import type { MatrixRow } from './types.ts';
+
+/** How endpoints become rows. */
+export type EndpointView = 'workload' | 'pod';
+export const ENDPOINT_VIEWS: readonly EndpointView[] = ['workload', 'pod'];
+
+/** One row of output and the endpoints it stands for. */
+export interface EndpointGroup extends MatrixRow {
+  /** Pods of the workload (or its template), in cluster order; one endpoint in the pod view. */
+  readonly members: readonly Endpoint[];
+}
+
+/** The row of one endpoint in the pod view: a pod by its name, a template as its workload. */
+export function endpointRow(endpoint: Endpoint): MatrixRow {
+  const { namespace, name, kind } = endpoint;
+  return {
+    label: kind === 'Pod' ? endpoint.id : `${namespace}/${name}[${kind}]`,
+    id: `${namespace}/${name}`,
+    kind,
+    namespace,
+  };
+}
+
+/** Rows for `endpoints` in the given view, sorted by namespace, name and kind. */
+export function groupEndpoints(endpoints: readonly Endpoint[], view: EndpointView): EndpointGroup[] {
+  if (view === 'pod') return endpoints.map((e) => ({ ...endpointRow(e), members: [e] }));
+  const groups = new Map<string, { row: MatrixRow; name: string; members: Endpoint[] }>();
+  for (const endpoint of endpoints) {
+    const { namespace } = endpoint;
+    const kind = endpoint.workload?.kind ?? 'Pod';
+    const name = endpoint.workload?.name ?? endpoint.name;
+    const key = `${namespace}\u0000${name}\u0000${kind}`;
+    let group = groups.get(key);
+    if (!group) {
+      const row = { label: `${namespace}/${name}[${kind}]`, id: `${namespace}/${name}`, kind, namespace };
+      group = { row, name, members: [] };
+      groups.set(key, group);
+    }
+    group.members.push(endpoint);
+  }
+  return [...groups.values()]
+    .sort(
+      (a, b) =>
+        compare(a.row.namespace, b.row.namespace) ||
+        compare(a.name, b.name) ||
+        compare(a.row.kind, b.row.kind),
+    )
+    .map(({ row, members }) => ({ ...row, members }));
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
