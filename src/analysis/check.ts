@@ -36,6 +36,8 @@ export function checkConnection(
     const port = portName && dst !== to.address ? resolveNamedPort(dst, portName, protocol) : request.port;
     return port === undefined ? undefined : evaluate(index, { src, dst, protocol, port }, options);
   };
+  const asGiven = (): Verdict =>
+    evaluate(index, { src: from.address, dst: to.address, protocol, port: request.port }, options);
   const base = {
     from: from.workload?.label ?? addressText(from.address),
     to: to.workload?.label ?? addressText(to.address),
@@ -44,7 +46,7 @@ export function checkConnection(
     ...(portName ? { portName } : {}),
   };
   if (sources.length === 1 && destinations.length === 1) {
-    return { ...base, verdict: judge(from.address, to.address) as Verdict };
+    return { ...base, verdict: asGiven() };
   }
 
   const weighted = representatives(cluster, sources, destinations);
@@ -56,7 +58,7 @@ export function checkConnection(
     pairs.push({ from: addressText(src), to: addressText(dst), allowed, pairs: count });
     if (verdict && (!shown || (shown.allowed && !allowed))) shown = verdict;
   }
-  const verdict = shown ?? judge(from.address, to.address);
+  const verdict = shown ?? asGiven();
   const allowedPairs = pairs.filter((p) => p.allowed).reduce((n, p) => n + p.pairs, 0);
   const total = pairs.reduce((n, p) => n + p.pairs, 0);
   return {
