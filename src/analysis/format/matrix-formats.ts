@@ -80,7 +80,8 @@ function* json(matrix: Matrix): Iterable<string> {
       const from = matrix.rows[f] as MatrixRow;
       const to = matrix.rows[t] as MatrixRow;
       const partial = matrix.partialPorts?.(f, t);
-      yield separator +
+      yield (
+        separator +
         JSON.stringify({
           from: from.id,
           to: to.id,
@@ -89,7 +90,8 @@ function* json(matrix: Matrix): Iterable<string> {
           ...(partial ? { partialPorts: portsJson(partial.ports), partial: partial.where } : {}),
           fromKind: from.kind,
           toKind: to.kind,
-        });
+        })
+      );
       separator = ',\n';
     }
   } else {
@@ -159,8 +161,7 @@ function* md(matrix: Matrix): Iterable<string> {
 function* portSetLines(matrix: Matrix): Iterable<[string, string, PortSet, number, number]> {
   const ids = matrix.rows.map((r) => r.label);
   for (let f = 0; f < ids.length; f++)
-    for (let t = 0; t < ids.length; t++)
-      yield [ids[f] as string, ids[t] as string, matrix.ports(f, t), f, t];
+    for (let t = 0; t < ids.length; t++) yield [ids[f] as string, ids[t] as string, matrix.ports(f, t), f, t];
 }
 
 function portsJson(ports: PortSet): Record<string, [number, number][]> {
