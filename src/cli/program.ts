@@ -12,6 +12,7 @@ import { matrixCommand } from './commands/matrix.ts';
 import { validateCommand } from './commands/validate.ts';
 import { renderCommand } from './commands/render.ts';
 import { labCommand } from './commands/lab.ts';
+import { lintCommand } from './commands/lint.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UnsupportedInputError, UsageError, type CliIo } from './io.ts';
@@ -35,6 +36,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     matrixCommand,
     explainCommand,
     validateCommand,
+    lintCommand,
     convertCommand,
     compileCommand,
     generateCommand,

@@ -6,6 +6,7 @@ export { evaluate, connectionFamilies, isAllowed } from './evaluate.ts';
 export { allowedPorts } from './allowed-ports.ts';
 export {
   indexCluster,
+  listMatchesAll,
   peerMatches,
   resolveNamedPort,
   selectingPolicies,
@@ -14,12 +15,13 @@ export {
 export { describeStep, walkTier } from './tiers.ts';
 export {
   describeAddress,
+  describeClusterPeer,
   describeClusterRule,
   describePeer,
   describePort,
   describeRule,
 } from './describe.ts';
-export { clusterPeerMatches, selectingClusterPolicies } from './cluster-match.ts';
+export { clusterPeerMatches, clusterRulePorts, selectingClusterPolicies } from './cluster-match.ts';
 export {
   ALL_PORTS,
   containsPorts,

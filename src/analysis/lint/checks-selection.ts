@@ -1,0 +1,176 @@
+/**
+ * Selection checks: policies that select nothing, peers that match nothing, and endpoints no
+ * policy selects. They compare selectors with the input's pods and workloads, so they only run
+ * when the input has some (a repository of policies alone would make every selector "empty").
+ */
+import { clusterPolicyLabel, namespaceMatches } from '../../model/cluster-policy.ts';
+import { selectorMatches, selectorText } from '../../model/selector.ts';
+import { policyKey, type ClusterPeer, type Endpoint, type SelectorPeer } from '../../model/types.ts';
+import { describeClusterPeer, describePeer } from '../../semantics/index.ts';
+import {
+  clusterPolicyObject,
+  DIRECTIONS,
+  listSome,
+  peersField,
+  policyObject,
+  type LintCheck,
+  type LintContext,
+} from './context.ts';
+import type { Finding } from './types.ts';
+
+export const selectsNothing: LintCheck = {
+  codes: ['POLICY_SELECTS_NOTHING'],
+  run(context) {
+    const findings: Finding[] = [];
+    for (const policy of context.cluster.policies) {
+      if (context.selection(policy).length > 0) continue;
+      const inNamespace = context.endpoints.endpointsIn(policy.namespace).filter((e) => !e.hostNetwork);
+      const there = inNamespace.length
+        ? `namespace ${policy.namespace} has ${inNamespace.length} (${listSome(inNamespace.map((e) => e.id))})`
+        : `namespace ${policy.namespace} has none in the input`;
+      findings.push(
+        context.finding(
+          'POLICY_SELECTS_NOTHING',
+          `${policyKey(policy)} selects no pod or workload: podSelector ${selectorText(policy.podSelector)} matches none, and ${there}`,
+          context.where(policyObject(policy), ['spec', 'podSelector'], policy.location),
+        ),
+      );
+    }
+    for (const policy of context.cluster.clusterPolicies) {
+      if (context.subjects(policy).length > 0) continue;
+      findings.push(
+        context.finding(
+          'POLICY_SELECTS_NOTHING',
+          `${clusterPolicyLabel(policy)}'s subject selects no pod or workload of the input`,
+          context.where(clusterPolicyObject(policy), ['spec', 'subject'], policy.location),
+        ),
+      );
+    }
+    return findings;
+  },
+};
+
+export const peerMatchesNothing: LintCheck = {
+  codes: ['PEER_MATCHES_NOTHING'],
+  run(context) {
+    const findings: Finding[] = [];
+    for (const policy of context.cluster.policies) {
+      for (const direction of DIRECTIONS) {
+        for (const rule of policy[direction]) {
+          (rule.peers ?? []).forEach((peer, p) => {
+            if (peer.type !== 'selector') return;
+            if (context.endpoints.selectorPeerEndpoints(peer, policy.namespace).length > 0) return;
+            findings.push(
+              context.finding(
+                'PEER_MATCHES_NOTHING',
+                `${policyKey(policy)} ${direction}[${rule.index}] peer ${p} (${describePeer(peer, policy.namespace)}) matches no pod or workload${namespaceNote(context, peer)}`,
+                context.where(
+                  policyObject(policy),
+                  ['spec', direction, rule.index, peersField(direction), p],
+                  policy.location,
+                ),
+              ),
+            );
+          });
+        }
+      }
+    }
+    for (const policy of context.cluster.clusterPolicies) {
+      const subjects = context.subjects(policy);
+      for (const direction of DIRECTIONS) {
+        for (const rule of policy[direction]) {
+          if (rule.failClosed) continue;
+          rule.peers.forEach((peer, p) => {
+            if (clusterPeerMatchesSomething(context, peer, subjects)) return;
+            findings.push(
+              context.finding(
+                'PEER_MATCHES_NOTHING',
+                `${clusterPolicyLabel(policy)} ${direction}[${rule.index}] peer ${p} (${describeClusterPeer(peer)}) matches nothing in the input`,
+                context.where(
+                  clusterPolicyObject(policy),
+                  ['spec', direction, rule.index, peersField(direction), p],
+                  policy.location,
+                ),
+              ),
+            );
+          });
+        }
+      }
+    }
+    return findings;
+  },
+};
+
+/** Why a namespace selector found nothing, when that is the reason. */
+function namespaceNote(context: LintContext, peer: SelectorPeer): string {
+  if (!peer.namespaceSelector || context.endpoints.namespacesMatching(peer.namespaceSelector).length > 0)
+    return '';
+  const declared = [...context.cluster.namespaces.values()].some((ns) => !ns.implicit);
+  return declared
+    ? ` (no namespace has labels ${selectorText(peer.namespaceSelector)})`
+    : ` (no namespace has labels ${selectorText(peer.namespaceSelector)}; the input has no Namespace objects, so namespaces have only their name label)`;
+}
+
+function clusterPeerMatchesSomething(
+  context: LintContext,
+  peer: ClusterPeer,
+  subjects: readonly Endpoint[],
+): boolean {
+  switch (peer.type) {
+    case 'networks':
+    case 'domainNames':
+      return true; // addresses outside the cluster: nothing to compare with
+    case 'nodes': {
+      const nodes = [...context.cluster.nodes.values()];
+      // Without Node objects, node labels are unknown: say nothing rather than guess.
+      if (!nodes.some((n) => n.declared)) return true;
+      return nodes.some((n) => selectorMatches(peer.selector, n.labels));
+    }
+    case 'pods': {
+      const { selector } = peer.namespaces;
+      if (selector) {
+        return context.endpoints
+          .namespacesMatching(selector)
+          .some((ns) => context.endpoints.podsMatching(ns.name, peer.podSelector).length > 0);
+      }
+      // sameLabels / notSameLabels select relative to each subject's namespace.
+      const subjectNamespaces = new Set(subjects.map((e) => e.namespace));
+      for (const subjectNs of subjectNamespaces) {
+        const subjectLabels = context.cluster.namespaces.get(subjectNs)?.labels ?? {};
+        for (const ns of context.cluster.namespaces.values()) {
+          if (!namespaceMatches(peer.namespaces, ns.labels, subjectLabels)) continue;
+          if (context.endpoints.podsMatching(ns.name, peer.podSelector).length > 0) return true;
+        }
+      }
+      return false;
+    }
+  }
+}
+
+export const notIsolated: LintCheck = {
+  codes: ['WORKLOAD_NOT_ISOLATED'],
+  run(context) {
+    const covered = new Set<Endpoint>();
+    for (const policy of context.cluster.policies) for (const e of context.selection(policy)) covered.add(e);
+    for (const policy of context.cluster.clusterPolicies)
+      for (const e of context.subjects(policy)) covered.add(e);
+    const findings: Finding[] = [];
+    for (const endpoint of context.cluster.endpoints) {
+      if (endpoint.hostNetwork || covered.has(endpoint)) continue;
+      // Under the v1beta1 proposal a namespace's DefaultDeny isolates ingress.
+      if (
+        context.semantics === 'v1beta1-proposal' &&
+        context.cluster.namespaces.get(endpoint.namespace)?.legacyIngressIsolation === 'DefaultDeny'
+      )
+        continue;
+      findings.push(
+        context.finding(
+          'WORKLOAD_NOT_ISOLATED',
+          `no policy selects ${endpoint.id} (${endpoint.kind}): every connection to and from it is allowed`,
+          context.where(`${endpoint.kind} ${endpoint.namespace}/${endpoint.name}`, [], endpoint.location),
+        ),
+      );
+    }
+    return findings;
+  },
+};

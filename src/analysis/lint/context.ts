@@ -1,0 +1,134 @@
+/**
+ * What every lint check shares: the cluster with its indexes (built once), memoized selections,
+ * and one way to make a located finding.
+ */
+import { selectorMatches } from '../../model/selector.ts';
+import { subjectSelects } from '../../model/cluster-policy.ts';
+import type {
+  Cluster,
+  ClusterPolicy,
+  Endpoint,
+  NetworkPolicy,
+  Semantics,
+  SourceLocation,
+} from '../../model/types.ts';
+import { indexCluster, selectingPolicies, type ClusterIndex } from '../../semantics/index.ts';
+import { EndpointIndex } from '../endpoint-index.ts';
+import { catalogueEntry, type LintCode } from './catalogue.ts';
+import { fieldLocation } from './locate.ts';
+import type { Finding, FindingLocation, ObjectLocator, RelatedLocation } from './types.ts';
+
+export type Direction = 'ingress' | 'egress';
+export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
+
+export class LintContext {
+  readonly endpoints: EndpointIndex;
+  readonly evaluation: ClusterIndex;
+  private readonly selections = new Map<NetworkPolicy, readonly Endpoint[]>();
+  private readonly subjectMemo = new Map<ClusterPolicy, readonly Endpoint[]>();
+  private readonly policiesMemo = new Map<string, readonly NetworkPolicy[]>();
+
+  constructor(
+    readonly cluster: Cluster,
+    readonly locator: ObjectLocator,
+    readonly semantics: Semantics,
+  ) {
+    this.endpoints = new EndpointIndex(cluster);
+    this.evaluation = indexCluster(cluster);
+  }
+
+  /** True when the input has pods or workloads to check selectors against. */
+  get hasEndpoints(): boolean {
+    return this.cluster.endpoints.length > 0;
+  }
+
+  /** The endpoints a NetworkPolicy's podSelector selects (host-networked ones never). */
+  selection(policy: NetworkPolicy): readonly Endpoint[] {
+    let found = this.selections.get(policy);
+    if (!found)
+      this.selections.set(
+        policy,
+        (found = this.endpoints.podsMatching(policy.namespace, policy.podSelector)),
+      );
+    return found;
+  }
+
+  /** The endpoints a cluster policy's subject selects. */
+  subjects(policy: ClusterPolicy): readonly Endpoint[] {
+    let found = this.subjectMemo.get(policy);
+    if (!found) {
+      const namespaces = this.endpoints.namespacesMatching(policy.subject.namespaceSelector);
+      found = namespaces.flatMap((ns) =>
+        this.endpoints
+          .podsMatching(ns.name, policy.subject.podSelector)
+          .filter((e) => subjectSelects(policy.subject, ns.labels, e)),
+      );
+      this.subjectMemo.set(policy, found);
+    }
+    return found;
+  }
+
+  /** NetworkPolicies selecting the endpoint for a direction, as the evaluator sees them. */
+  policiesFor(endpoint: Endpoint, direction: Direction): readonly NetworkPolicy[] {
+    const key = `${direction}\u0000${endpoint.namespace}\u0000${endpoint.hostNetwork ? 'H' : ''}${JSON.stringify(endpoint.labels)}`;
+    let found = this.policiesMemo.get(key);
+    if (!found) {
+      found = selectingPolicies(this.evaluation, endpoint, direction, this.semantics);
+      this.policiesMemo.set(key, found);
+    }
+    return found;
+  }
+
+  /** Whether a NetworkPolicy pod selector picks the endpoint (for checks that already hold the endpoint). */
+  selects(policy: NetworkPolicy, endpoint: Endpoint): boolean {
+    return (
+      !endpoint.hostNetwork &&
+      endpoint.namespace === policy.namespace &&
+      selectorMatches(policy.podSelector, endpoint.labels)
+    );
+  }
+
+  where(
+    object: string,
+    path: readonly (string | number)[],
+    fallback: SourceLocation | undefined,
+  ): FindingLocation {
+    return fieldLocation(this.locator, object, path, fallback);
+  }
+
+  finding(
+    code: LintCode,
+    message: string,
+    where: FindingLocation,
+    related: readonly RelatedLocation[] = [],
+  ): Finding {
+    const entry = catalogueEntry(code);
+    return { code, severity: entry.severity, message, hint: entry.hint, ...where, related };
+  }
+}
+
+export function policyObject(policy: Pick<NetworkPolicy, 'namespace' | 'name'>): string {
+  return `NetworkPolicy ${policy.namespace}/${policy.name}`;
+}
+
+export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name'>): string {
+  return `${policy.kind} ${policy.name}`;
+}
+
+/** The field holding a NetworkPolicy rule's peers. */
+export function peersField(direction: Direction): 'from' | 'to' {
+  return direction === 'ingress' ? 'from' : 'to';
+}
+
+/** `a, b and c`, or `a, b, c and 4 more` — lists in messages stay one line. */
+export function listSome(items: readonly string[], max = 3): string {
+  if (items.length > max) return `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1] ?? ''}`;
+}
+
+/** A check: the codes it can report and how it finds them. */
+export interface LintCheck {
+  readonly codes: readonly LintCode[];
+  run(context: LintContext): Finding[];
+}

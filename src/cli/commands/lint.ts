@@ -1,0 +1,83 @@
+/**
+ * `palisade lint`: policy problems with stable codes, located, each with a fix; text, JSON or
+ * SARIF; a non-zero exit when a finding reaches the `--fail-on` severity.
+ */
+import { Command } from 'commander';
+import { lintCluster, isKnownCode, LINT_CODES, objectLocator } from '../../analysis/lint/index.ts';
+import { formatLintText } from '../../analysis/format/lint-text.ts';
+import { lintSarif } from '../../analysis/format/lint-sarif.ts';
+import { styleFor } from '../../analysis/format/style.ts';
+import { DIAGNOSTIC_CATALOGUE, type Severity } from '../../model/diagnostics.ts';
+import { closest } from '../../util/closest.ts';
+import {
+  checkChoice,
+  loadInput,
+  reportDiagnostics,
+  resolveInputOptions,
+  withInputOptions,
+  writeJson,
+} from '../common.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { VERSION } from '../program.ts';
+
+const FAIL_ON = ['error', 'warning', 'info', 'none'] as const;
+const RANK: Record<Severity, number> = { error: 3, warning: 2, info: 1 };
+
+const collect = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+];
+
+export function lintCommand(io: CliIo, done: (code: number) => void): Command {
+  return withInputOptions(new Command('lint'))
+    .description('find policy mistakes: stable codes, locations, fixes (docs/LINT.md lists the checks)')
+    .option('-o, --output <format>', 'text, json or sarif', 'text')
+    .option(
+      '--fail-on <severity>',
+      `exit 1 on a finding at least this severe: ${FAIL_ON.join(', ')}`,
+      'error',
+    )
+    .option('--only <codes>', 'report only these codes (comma-separated or repeated)', collect)
+    .option('--skip <codes>', 'never report these codes (comma-separated or repeated)', collect)
+    .action(async (raw: Record<string, unknown>) => {
+      const input = resolveInputOptions(raw);
+      const output = checkChoice('--output', raw.output, ['text', 'json', 'sarif'] as const);
+      const failOn = checkChoice('--fail-on', raw.failOn, FAIL_ON);
+      const only = checkCodes('--only', (raw.only as string[] | undefined) ?? []);
+      const skip = checkCodes('--skip', (raw.skip as string[] | undefined) ?? []);
+      const loaded = await loadInput(input, io);
+      // Errors and warnings of the input are findings; only infos stay on stderr (with -v).
+      if (input.verbose)
+        reportDiagnostics(
+          loaded.diagnostics.filter((d) => d.severity === 'info'),
+          io,
+          true,
+        );
+      const report = lintCluster(loaded.cluster, {
+        semantics: input.semantics,
+        only,
+        skip,
+        locator: objectLocator(loaded.rawObjects),
+        diagnostics: loaded.diagnostics,
+      });
+      if (output === 'json') writeJson(io, report);
+      else if (output === 'sarif') writeJson(io, lintSarif(report, VERSION));
+      else io.stdout.write(formatLintText(report, styleFor(io.stdoutIsTty, io.env)));
+      const failing = failOn !== 'none' && report.findings.some((f) => RANK[f.severity] >= RANK[failOn]);
+      done(failing ? EXIT_FINDINGS : EXIT_OK);
+    });
+}
+
+function checkCodes(flag: string, codes: readonly string[]): string[] {
+  for (const code of codes) {
+    if (isKnownCode(code)) continue;
+    const suggestion = closest(code, [...LINT_CODES, ...Object.keys(DIAGNOSTIC_CATALOGUE)], 4);
+    throw new UsageError(
+      `${flag}: unknown code "${code}"${suggestion ? ` (did you mean ${suggestion}?)` : ''}; docs/LINT.md lists them`,
+    );
+  }
+  return [...codes];
+}
