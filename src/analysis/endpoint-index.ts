@@ -159,6 +159,11 @@ export class EndpointIndex {
     return result;
   }
 
+  /** Endpoints with an address inside any of the intervals (an endpoint may repeat, once per address). */
+  endpointsInIntervals(intervals: readonly IpInterval[]): Endpoint[] {
+    return intervals.flatMap((i) => this.endpointsInInterval(i).map((e) => e.endpoint));
+  }
+
   /** How many endpoint addresses (with `podsOnly`, pod network addresses) lie inside the interval. */
   addressCount(interval: IpInterval, podsOnly = false): number {
     const list = (podsOnly ? this.podAddresses : this.addresses).get(interval.family) ?? [];

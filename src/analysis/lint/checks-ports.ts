@@ -10,7 +10,8 @@ import { ipBlockIntervals } from '../../net/intervals.ts';
 import { listMatchesAll } from '../../semantics/index.ts';
 import {
   clusterPolicyObject,
-  DIRECTIONS,
+  clusterPolicyRules,
+  networkPolicyRules,
   listSome,
   policyObject,
   type Direction,
@@ -50,65 +51,57 @@ export const portChecks: LintCheck = {
   codes: ['NAMED_PORT_UNRESOLVED', 'NAMED_PORT_WRONG_PROTOCOL', 'PORT_PROTOCOL_MISMATCH'],
   run(context) {
     const findings: Finding[] = [];
-    for (const policy of context.cluster.policies) {
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          const rulePath = ['spec', direction, rule.index];
-          const label = `${policyKey(policy)} ${direction}[${rule.index}]`;
-          let targets: readonly Endpoint[] | undefined;
-          (rule.ports ?? []).forEach((port, k) => {
-            const where = context.where(policyObject(policy), [...rulePath, 'ports', k], policy.location);
-            if (typeof port.port === 'number') {
-              if (port.endPort === undefined)
-                udpOverTcp(context, findings, label, where, port.port, port.protocol, rule.ports ?? []);
-              return;
-            }
-            if (port.port === undefined) return;
-            targets ??=
-              direction === 'ingress'
-                ? context.selection(policy)
-                : egressTargets(context, policy.namespace, rule);
-            namedPort(context, findings, label, where, port.port, port.protocol, targets, direction);
-          });
+    for (const { policy, direction, rule } of networkPolicyRules(context.cluster)) {
+      const rulePath = ['spec', direction, rule.index];
+      const label = `${policyKey(policy)} ${direction}[${rule.index}]`;
+      let targets: readonly Endpoint[] | undefined;
+      (rule.ports ?? []).forEach((port, k) => {
+        const where = context.where(policyObject(policy), [...rulePath, 'ports', k], policy.location);
+        if (typeof port.port === 'number') {
+          if (port.endPort === undefined)
+            udpOverTcp(context, findings, label, where, port.port, port.protocol, rule.ports ?? []);
+          return;
         }
-      }
+        if (port.port === undefined) return;
+        targets ??=
+          direction === 'ingress'
+            ? context.selection(policy)
+            : egressTargets(context, policy.namespace, rule);
+        namedPort(context, findings, label, where, port.port, port.protocol, targets, direction);
+      });
     }
-    for (const policy of context.cluster.clusterPolicies) {
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          const label = `${clusterPolicyLabel(policy)} ${direction}[${rule.index}]`;
-          const where = context.where(
-            clusterPolicyObject(policy),
-            ['spec', direction, rule.index],
-            policy.location,
-          );
-          const numeric = (rule.ports ?? []).flatMap((p) => (p.type === 'number' ? [p] : []));
-          for (const port of numeric)
-            if (port.port !== undefined && port.endPort === undefined)
-              udpOverTcp(context, findings, label, where, port.port, port.protocol, numeric);
-          for (const port of rule.ports ?? []) {
-            if (port.type !== 'named' || rule.failClosed) continue;
-            const targets =
-              direction === 'ingress'
-                ? context.subjects(policy)
-                : rule.peers.flatMap((peer) =>
-                    peer.type !== 'pods' || !peer.namespaces.selector
-                      ? []
-                      : context.endpoints
-                          .namespacesMatching(peer.namespaces.selector)
-                          .flatMap((ns) => context.endpoints.podsMatching(ns.name, peer.podSelector)),
-                  );
-            if (targets.length === 0) continue;
-            if (targets.some((e) => namedPortTargets(e.ports, port.name).length > 0)) continue;
-            findings.push(
-              context.finding(
-                'NAMED_PORT_UNRESOLVED',
-                `${label}: named port "${port.name}" is declared by none of the ${targets.length} pods it applies to (${listSome(targets.map((e) => e.id))})`,
-                where,
-              ),
-            );
-          }
-        }
+    for (const { policy, direction, rule } of clusterPolicyRules(context.cluster)) {
+      const label = `${clusterPolicyLabel(policy)} ${direction}[${rule.index}]`;
+      const where = context.where(
+        clusterPolicyObject(policy),
+        ['spec', direction, rule.index],
+        policy.location,
+      );
+      const numeric = (rule.ports ?? []).flatMap((p) => (p.type === 'number' ? [p] : []));
+      for (const port of numeric)
+        if (port.port !== undefined && port.endPort === undefined)
+          udpOverTcp(context, findings, label, where, port.port, port.protocol, numeric);
+      for (const port of rule.ports ?? []) {
+        if (port.type !== 'named' || rule.failClosed) continue;
+        const targets =
+          direction === 'ingress'
+            ? context.subjects(policy)
+            : rule.peers.flatMap((peer) =>
+                peer.type !== 'pods' || !peer.namespaces.selector
+                  ? []
+                  : context.endpoints
+                      .namespacesMatching(peer.namespaces.selector)
+                      .flatMap((ns) => context.endpoints.podsMatching(ns.name, peer.podSelector)),
+              );
+        if (targets.length === 0) continue;
+        if (targets.some((e) => namedPortTargets(e.ports, port.name).length > 0)) continue;
+        findings.push(
+          context.finding(
+            'NAMED_PORT_UNRESOLVED',
+            `${label}: named port "${port.name}" is declared by none of the ${targets.length} pods it applies to (${listSome(targets.map((e) => e.id))})`,
+            where,
+          ),
+        );
       }
     }
     return findings;
@@ -123,8 +116,8 @@ function egressTargets(context: LintContext, namespace: string, rule: PolicyRule
     if (peer.type === 'selector')
       for (const e of context.endpoints.selectorPeerEndpoints(peer, namespace)) found.add(e);
     else
-      for (const interval of ipBlockIntervals(peer.cidr, peer.except))
-        for (const { endpoint } of context.endpoints.endpointsInInterval(interval)) found.add(endpoint);
+      for (const endpoint of context.endpoints.endpointsInIntervals(ipBlockIntervals(peer.cidr, peer.except)))
+        found.add(endpoint);
   }
   return [...found];
 }

@@ -9,7 +9,9 @@ import { ipBlockIntervals, type IpInterval } from '../../net/intervals.ts';
 import { describePeer, listMatchesAll } from '../../semantics/index.ts';
 import {
   clusterPolicyObject,
+  clusterPolicyRules,
   DIRECTIONS,
+  networkPolicyRules,
   listSome,
   peersField,
   policyObject,
@@ -48,44 +50,40 @@ export const splitSelectors: LintCheck = {
   codes: ['PEERS_SPLIT_SELECTORS'],
   run(context) {
     const findings: Finding[] = [];
-    for (const policy of context.cluster.policies) {
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          const peers = rule.peers ?? [];
-          const nsOnly = peers.findIndex(
-            (p) => p.type === 'selector' && p.namespaceSelector !== undefined && p.podSelector === undefined,
-          );
-          const podOnly = peers.findIndex(
-            (p) => p.type === 'selector' && p.namespaceSelector === undefined && p.podSelector !== undefined,
-          );
-          if (nsOnly < 0 || podOnly < 0) continue;
-          const ns = peers[nsOnly];
-          const pod = peers[podOnly];
-          if (ns?.type !== 'selector' || pod?.type !== 'selector') continue;
-          const field = peersField(direction);
-          findings.push(
-            context.finding(
-              'PEERS_SPLIT_SELECTORS',
-              `${policyKey(policy)} ${direction}[${rule.index}] has two peers — ${field}[${nsOnly}] ${describePeer(ns, policy.namespace)}, ${field}[${podOnly}] ${describePeer(pod, policy.namespace)} — and either one matches; one peer with both selectors would match only those pods in those namespaces`,
-              context.where(
+    for (const { policy, direction, rule } of networkPolicyRules(context.cluster)) {
+      const peers = rule.peers ?? [];
+      const nsOnly = peers.findIndex(
+        (p) => p.type === 'selector' && p.namespaceSelector !== undefined && p.podSelector === undefined,
+      );
+      const podOnly = peers.findIndex(
+        (p) => p.type === 'selector' && p.namespaceSelector === undefined && p.podSelector !== undefined,
+      );
+      if (nsOnly < 0 || podOnly < 0) continue;
+      const ns = peers[nsOnly];
+      const pod = peers[podOnly];
+      if (ns?.type !== 'selector' || pod?.type !== 'selector') continue;
+      const field = peersField(direction);
+      findings.push(
+        context.finding(
+          'PEERS_SPLIT_SELECTORS',
+          `${policyKey(policy)} ${direction}[${rule.index}] has two peers — ${field}[${nsOnly}] ${describePeer(ns, policy.namespace)}, ${field}[${podOnly}] ${describePeer(pod, policy.namespace)} — and either one matches; one peer with both selectors would match only those pods in those namespaces`,
+          context.where(
+            policyObject(policy),
+            ['spec', direction, rule.index, field, podOnly],
+            policy.location,
+          ),
+          [
+            {
+              ...context.where(
                 policyObject(policy),
-                ['spec', direction, rule.index, field, podOnly],
+                ['spec', direction, rule.index, field, nsOnly],
                 policy.location,
               ),
-              [
-                {
-                  ...context.where(
-                    policyObject(policy),
-                    ['spec', direction, rule.index, field, nsOnly],
-                    policy.location,
-                  ),
-                  message: 'the namespaceSelector peer',
-                },
-              ],
-            ),
-          );
-        }
-      }
+              message: 'the namespaceSelector peer',
+            },
+          ],
+        ),
+      );
     }
     return findings;
   },
@@ -125,42 +123,34 @@ export const ipBlocks: LintCheck = {
         );
       }
     };
-    for (const policy of context.cluster.policies) {
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          const allPorts = listMatchesAll(rule.ports, context.semantics);
-          (rule.peers ?? []).forEach((peer, p) => {
-            if (peer.type !== 'ipBlock') return;
-            const path = ['spec', direction, rule.index, peersField(direction), p, 'ipBlock', 'cidr'];
-            check(
-              peer.cidr,
-              peer.except,
-              allPorts,
-              `${policyKey(policy)} ${direction}[${rule.index}]`,
-              context.where(policyObject(policy), path, policy.location),
-            );
-          });
-        }
-      }
+    for (const { policy, direction, rule } of networkPolicyRules(context.cluster)) {
+      const allPorts = listMatchesAll(rule.ports, context.semantics);
+      (rule.peers ?? []).forEach((peer, p) => {
+        if (peer.type !== 'ipBlock') return;
+        const path = ['spec', direction, rule.index, peersField(direction), p, 'ipBlock', 'cidr'];
+        check(
+          peer.cidr,
+          peer.except,
+          allPorts,
+          `${policyKey(policy)} ${direction}[${rule.index}]`,
+          context.where(policyObject(policy), path, policy.location),
+        );
+      });
     }
-    for (const policy of context.cluster.clusterPolicies) {
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          if (rule.action !== 'allow') continue;
-          rule.peers.forEach((peer, p) => {
-            if (peer.type !== 'networks') return;
-            const path = ['spec', direction, rule.index, peersField(direction), p, 'networks'];
-            for (const cidr of peer.cidrs)
-              check(
-                cidr,
-                [],
-                rule.ports === undefined,
-                `${clusterPolicyLabel(policy)} ${direction}[${rule.index}]`,
-                context.where(clusterPolicyObject(policy), path, policy.location),
-              );
-          });
-        }
-      }
+    for (const { policy, direction, rule } of clusterPolicyRules(context.cluster)) {
+      if (rule.action !== 'allow') continue;
+      rule.peers.forEach((peer, p) => {
+        if (peer.type !== 'networks') return;
+        const path = ['spec', direction, rule.index, peersField(direction), p, 'networks'];
+        for (const cidr of peer.cidrs)
+          check(
+            cidr,
+            [],
+            rule.ports === undefined,
+            `${clusterPolicyLabel(policy)} ${direction}[${rule.index}]`,
+            context.where(clusterPolicyObject(policy), path, policy.location),
+          );
+      });
     }
     return findings;
   },

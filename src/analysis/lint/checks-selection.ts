@@ -9,7 +9,8 @@ import { policyKey, type ClusterPeer, type Endpoint, type SelectorPeer } from '.
 import { describeClusterPeer, describePeer } from '../../semantics/index.ts';
 import {
   clusterPolicyObject,
-  DIRECTIONS,
+  clusterPolicyRules,
+  networkPolicyRules,
   listSome,
   peersField,
   policyObject,
@@ -54,48 +55,39 @@ export const peerMatchesNothing: LintCheck = {
   codes: ['PEER_MATCHES_NOTHING'],
   run(context) {
     const findings: Finding[] = [];
-    for (const policy of context.cluster.policies) {
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          (rule.peers ?? []).forEach((peer, p) => {
-            if (peer.type !== 'selector') return;
-            if (context.endpoints.selectorPeerEndpoints(peer, policy.namespace).length > 0) return;
-            findings.push(
-              context.finding(
-                'PEER_MATCHES_NOTHING',
-                `${policyKey(policy)} ${direction}[${rule.index}] peer ${p} (${describePeer(peer, policy.namespace)}) matches no pod or workload${namespaceNote(context, peer)}`,
-                context.where(
-                  policyObject(policy),
-                  ['spec', direction, rule.index, peersField(direction), p],
-                  policy.location,
-                ),
-              ),
-            );
-          });
-        }
-      }
+    for (const { policy, direction, rule } of networkPolicyRules(context.cluster)) {
+      (rule.peers ?? []).forEach((peer, p) => {
+        if (peer.type !== 'selector') return;
+        if (context.endpoints.selectorPeerEndpoints(peer, policy.namespace).length > 0) return;
+        findings.push(
+          context.finding(
+            'PEER_MATCHES_NOTHING',
+            `${policyKey(policy)} ${direction}[${rule.index}] peer ${p} (${describePeer(peer, policy.namespace)}) matches no pod or workload${namespaceNote(context, peer)}`,
+            context.where(
+              policyObject(policy),
+              ['spec', direction, rule.index, peersField(direction), p],
+              policy.location,
+            ),
+          ),
+        );
+      });
     }
-    for (const policy of context.cluster.clusterPolicies) {
-      const subjects = context.subjects(policy);
-      for (const direction of DIRECTIONS) {
-        for (const rule of policy[direction]) {
-          if (rule.failClosed) continue;
-          rule.peers.forEach((peer, p) => {
-            if (clusterPeerMatchesSomething(context, peer, subjects)) return;
-            findings.push(
-              context.finding(
-                'PEER_MATCHES_NOTHING',
-                `${clusterPolicyLabel(policy)} ${direction}[${rule.index}] peer ${p} (${describeClusterPeer(peer)}) matches nothing in the input`,
-                context.where(
-                  clusterPolicyObject(policy),
-                  ['spec', direction, rule.index, peersField(direction), p],
-                  policy.location,
-                ),
-              ),
-            );
-          });
-        }
-      }
+    for (const { policy, direction, rule } of clusterPolicyRules(context.cluster)) {
+      if (rule.failClosed) continue;
+      rule.peers.forEach((peer, p) => {
+        if (clusterPeerMatchesSomething(context, peer, context.subjects(policy))) return;
+        findings.push(
+          context.finding(
+            'PEER_MATCHES_NOTHING',
+            `${clusterPolicyLabel(policy)} ${direction}[${rule.index}] peer ${p} (${describeClusterPeer(peer)}) matches nothing in the input`,
+            context.where(
+              clusterPolicyObject(policy),
+              ['spec', direction, rule.index, peersField(direction), p],
+              policy.location,
+            ),
+          ),
+        );
+      });
     }
     return findings;
   },

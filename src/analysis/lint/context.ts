@@ -7,8 +7,10 @@ import { subjectSelects } from '../../model/cluster-policy.ts';
 import type {
   Cluster,
   ClusterPolicy,
+  ClusterRule,
   Endpoint,
   NetworkPolicy,
+  PolicyRule,
   Semantics,
   SourceLocation,
 } from '../../model/types.ts';
@@ -125,6 +127,24 @@ export function listSome(items: readonly string[], max = 3): string {
   if (items.length > max) return `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
   if (items.length <= 1) return items.join('');
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1] ?? ''}`;
+}
+
+/** Every NetworkPolicy rule of the cluster, with its policy and direction. */
+export function* networkPolicyRules(
+  cluster: Cluster,
+): Generator<{ policy: NetworkPolicy; direction: Direction; rule: PolicyRule }> {
+  for (const policy of cluster.policies)
+    for (const direction of DIRECTIONS)
+      for (const rule of policy[direction]) yield { policy, direction, rule };
+}
+
+/** Every cluster policy rule, with its policy and direction. */
+export function* clusterPolicyRules(
+  cluster: Cluster,
+): Generator<{ policy: ClusterPolicy; direction: Direction; rule: ClusterRule }> {
+  for (const policy of cluster.clusterPolicies)
+    for (const direction of DIRECTIONS)
+      for (const rule of policy[direction]) yield { policy, direction, rule };
 }
 
 /** A check: the codes it can report and how it finds them. */

@@ -99,7 +99,7 @@ function peerItem(
     candidates: () =>
       peer.type === 'selector'
         ? context.endpoints.selectorPeerEndpoints(peer, policy.namespace)
-        : intervals.flatMap((i) => context.endpoints.endpointsInInterval(i).map((e) => e.endpoint)),
+        : context.endpoints.endpointsInIntervals(intervals),
     ports,
   };
 }
@@ -192,7 +192,7 @@ function clusterPeerItem(
             );
         return namespaces.flatMap((ns) => context.endpoints.podsMatching(ns.name, peer.podSelector));
       }
-      return intervals.flatMap((i) => context.endpoints.endpointsInInterval(i).map((e) => e.endpoint));
+      return context.endpoints.endpointsInIntervals(intervals);
     },
     ports,
   };
