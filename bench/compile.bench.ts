@@ -7,6 +7,7 @@ import { generateShape, SHAPES, type ShapeName } from '../src/generate/shapes.ts
 import { loadFromObjects } from '../src/ingest/index.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { median, ms } from './stats.ts';
+import { reportFigure } from './report.ts';
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
@@ -61,6 +62,22 @@ export function compileBenchmark(args: string[]): void {
           `${rules} rules, ${pipeline.state.groupCount()} address groups`;
       }
       const peak = process.resourceUsage().maxRSS / 1024;
+      const TARGETS: Record<string, string> = { a1: '≤ 6 s, ≤ 1.5 GB', b1: '≤ 10 s', c1: '≤ 3 s' };
+      const target = TARGETS[`${shape}${scale}`];
+      reportFigure({
+        name: `compile shape ${shape} ×${scale} (store + tables)`,
+        value: median(compileTimes),
+        unit: 'ms',
+        runs: compileTimes,
+        ...(target ? { target } : {}),
+      });
+      reportFigure({
+        name: `decode shape ${shape} ×${scale}`,
+        value: median(decodeTimes),
+        unit: 'ms',
+        runs: decodeTimes,
+      });
+      reportFigure({ name: `compile shape ${shape} ×${scale}: peak RSS so far`, value: peak, unit: 'MiB' });
       process.stdout.write(
         `shape ${shape} ×${scale}: ${summary}\n` +
           `  decode median ${ms(median(decodeTimes))}; compile median ${ms(median(compileTimes))} ` +

@@ -13,6 +13,7 @@ import { PolicyPipeline, type PipelineChange } from '../src/pipeline/index.ts';
 import { RendererCache } from '../src/renderers/cache/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { median, ms } from './stats.ts';
+import { reportFigure } from './report.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -55,9 +56,15 @@ export function incrementalBenchmark(args: string[]): void {
       times.push(performance.now() - t);
       affected += result.affected;
     }
+    reportFigure({
+      name: `incremental ×${scale}: ${label}, median (p99 ${percentile(times, 99).toFixed(2)} ms)`,
+      value: median(times),
+      unit: 'ms',
+      ...(label.startsWith('pod') ? { target: 'median ≤ 1 ms, p99 ≤ 20 ms' } : {}),
+    });
     process.stdout.write(
       `${label.padEnd(24)} median ${median(times).toFixed(3)} ms, p99 ${percentile(times, 99).toFixed(3)} ms, ` +
-        `max ${Math.max(...times).toFixed(1)} ms (${events} events, ${(affected / events).toFixed(2)} pods recompiled per event)\n`,
+        `max ${times.reduce((a, b) => Math.max(a, b), 0).toFixed(1)} ms (${events} events, ${(affected / events).toFixed(2)} pods recompiled per event)\n`,
     );
   };
   const added: Endpoint[] = [];
@@ -104,6 +111,12 @@ export function incrementalBenchmark(args: string[]): void {
     });
   }
   const seconds = (performance.now() - t) / 1000;
+  reportFigure({
+    name: `incremental ×${scale}: sustained pod label changes`,
+    value: stream / seconds,
+    unit: 'events/s',
+    target: '≥ 5,000/s',
+  });
   process.stdout.write(
     `sustained pod label changes: ${(stream / seconds).toFixed(0)} events/s (${stream} events in ${seconds.toFixed(2)} s)\n`,
   );

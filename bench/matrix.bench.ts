@@ -8,6 +8,7 @@ import { loadFromObjects } from '../src/ingest/index.ts';
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromTexts } from '../src/ingest/load.ts';
 import { median, ms, timeRuns } from './stats.ts';
+import { reportFigure } from './report.ts';
 import { syntheticCluster } from './synthetic-cluster.ts';
 
 function option(args: string[], name: string, fallback: number): number {
@@ -40,9 +41,16 @@ export function matrixBenchmark(args: string[]): void {
   ] as const) {
     const timed = timeRuns(runs, () => computeMatrix(cluster, { queries }));
     const stats = timed.result.stats;
+    reportFigure({
+      name: `matrix 2,000 pods: ${label}`,
+      value: median(timed.millis),
+      unit: 'ms',
+      runs: timed.millis,
+      ...(label.includes('8000') ? { target: '≤ 5 s' } : {}),
+    });
     process.stdout.write(
       `${label}: median ${ms(median(timed.millis))} over ${runs} runs ` +
-        `(min ${ms(Math.min(...timed.millis))}, max ${ms(Math.max(...timed.millis))}); ` +
+        `(min ${ms(timed.millis.reduce((a, b) => Math.min(a, b)))}, max ${ms(timed.millis.reduce((a, b) => Math.max(a, b)))}); ` +
         `${(endpoints * endpoints).toLocaleString('en-US')} pairs, ${stats.classes} classes, ${stats.evaluations.toLocaleString('en-US')} evaluations\n`,
     );
   }
@@ -90,6 +98,13 @@ function shapeBMatrix(runs: number): void {
       return { matrix, allowed };
     });
     const { matrix, allowed } = timed.result;
+    reportFigure({
+      name: `matrix shape b, TCP/1000, --engine ${engine} (every cell read)`,
+      value: median(timed.millis),
+      unit: 'ms',
+      runs: timed.millis,
+      target: '≤ 20 s',
+    });
     process.stdout.write(
       `shape b, TCP/1000, --engine ${engine}: median ${ms(median(timed.millis))} over ${timed.millis.length} runs; ` +
         `${(matrix.endpoints.length ** 2).toLocaleString('en-US')} pairs read, ${allowed} allowed, ${matrix.stats.classes} classes\n`,

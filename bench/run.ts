@@ -11,6 +11,9 @@ import { datapathBenchmark } from './datapath.bench.ts';
 import { renderersBenchmark } from './renderers.bench.ts';
 import { classifierBenchmark } from './classifier.bench.ts';
 import { tiersBenchmark } from './tiers.bench.ts';
+import { suiteBenchmark } from './suite.ts';
+import { filesBenchmark } from './files.bench.ts';
+import { matrixFilesBenchmark } from './matrix-files.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -21,6 +24,9 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   renderers: renderersBenchmark,
   classifier: classifierBenchmark,
   tiers: tiersBenchmark,
+  files: filesBenchmark,
+  'matrix-files': matrixFilesBenchmark,
+  all: suiteBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

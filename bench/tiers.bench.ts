@@ -28,6 +28,7 @@ import { namespaceMatches, subjectSelects } from '../src/model/cluster-policy.ts
 import { ClusterState } from '../src/state/index.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { median } from './stats.ts';
+import { reportFigure } from './report.ts';
 import { vppTierFigures } from './tiers-vpp.bench.ts';
 
 function option(args: string[], name: string, fallback: number): number {
@@ -68,6 +69,18 @@ export function tiersBenchmark(args: string[]): void {
     tiered = 0;
     for (const [, tables] of pipeline.compiledPods()) if (tables.ingressTiers || tables.egressTiers) tiered++;
   }
+  reportFigure({
+    name: `tiers ×${scale} + ${admins} ANPs: compile (all pods' tables)`,
+    value: median(compiles) / 1000,
+    unit: 's',
+    runs: compiles.map((c) => c / 1000),
+    ...(scale === 1 ? { target: '≤ 8 s, ≤ 2 GB' } : {}),
+  });
+  reportFigure({
+    name: `tiers ×${scale}: RSS after compile`,
+    value: process.memoryUsage().rss / 2 ** 20,
+    unit: 'MiB',
+  });
   process.stdout.write(
     `compiler (all pods' tables, tiered ones included): ${(median(compiles) / 1000).toFixed(2)} s (median of ${runs}: ${compiles.map((b) => (b / 1000).toFixed(2)).join(', ')}), ${tiered} pods with tiered tables, peak RSS ${mb(process.memoryUsage().rss)}\n`,
   );
@@ -87,6 +100,12 @@ export function tiersBenchmark(args: string[]): void {
   globalThis.gc?.();
   const heap = process.memoryUsage().heapUsed - heapBefore;
   const c = classifier as Classifier;
+  reportFigure({
+    name: `tiers ×${scale}: classifier build`,
+    value: median(builds) / 1000,
+    unit: 's',
+    runs: builds.map((b) => b / 1000),
+  });
   process.stdout.write(
     `compiled path (classifier: NetworkPolicy maps + Admin tier tables): built in ${(median(builds) / 1000).toFixed(2)} s (median of ${runs}: ${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}), heap ${mb(heap)}, peak RSS ${mb(process.memoryUsage().rss)}\n`,
   );
@@ -116,6 +135,13 @@ export function tiersBenchmark(args: string[]): void {
     if (v.allowed !== c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) disagreements++;
   }
   const reference = sample.length / ((performance.now() - t) / 1000);
+  reportFigure({
+    name: `tiers ×${scale}: classifier lookups (${disagreements} of ${sample.length} disagree with the reference)`,
+    value: median(rates) / 1e6,
+    unit: 'M/s',
+    runs: rates.map((r) => r / 1e6),
+    target: '≥ 5 M/s, flat in ANPs',
+  });
   process.stdout.write(
     `lookups: ${(median(rates) / 1e6).toFixed(2)} M/s classifier (median of 5 passes over ${lookups} packets, ${allowed} allowed) vs ${(reference / 1e3).toFixed(2)} k/s reference; ${disagreements} disagreements on ${sample.length} sampled packets\n`,
   );
@@ -216,6 +242,13 @@ function mapStateFigures(cluster: Cluster, pods: readonly Endpoint[]): void {
   t = performance.now();
   for (let i = 0; i < probes; i++) if (map.lookup(i % pods.length, 6, 8000 + (i % 2000))) hits++;
   const rate = probes / ((performance.now() - t) / 1000);
+  reportFigure({
+    name: `tiers: MapState insertion of one 25-rule ANP (${changes} changes, ${renumbered} renumbered)`,
+    value: median(latencies),
+    unit: 'ms',
+    runs: latencies,
+    target: '≤ 50 ms',
+  });
   process.stdout.write(
     `MapState (${subject.id}, selected by ${selecting.length} Admin policies, ${rules.length} map rules over ${pods.length} identities): built in ${build.toFixed(0)} ms, ${entries.length} entries; lookups ${(rate / 1e6).toFixed(2)} M/s (${hits} hits)\n` +
       `  inserting a 25-rule policy at priority 500 as one transaction (${added.length} ingress map rules): median ${median(latencies).toFixed(1)} ms of 5 (${latencies.map((l) => l.toFixed(0)).join(', ')}), ${changes} entry changes, ${renumbered} existing entries renumbered\n`,

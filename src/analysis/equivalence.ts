@@ -5,7 +5,7 @@
  * for every connection. The matrix evaluates one representative pair per class pair, which keeps
  * large clusters fast without changing any answer.
  */
-import { cidrContains } from '../net/ip.ts';
+import { familyBits, type Cidr, type IpFamily } from '../net/ip.ts';
 import type { Cluster, Endpoint, IpBlockPeer, LabelSelector } from '../model/types.ts';
 
 export interface EndpointClasses {
@@ -49,32 +49,132 @@ export function endpointClasses(
     }
   }
   const sortedKeys = [...labelKeys].sort();
-  const blocks = [...ipBlocks.values()];
   // The node only matters for node-local traffic and nodes peers, i.e. when host-network endpoints exist.
   const nodeMatters = endpoints.some((e) => e.hostNetwork);
 
+  // First everything but ipBlocks, by a signature string; then each ipBlock splits the classes
+  // into the endpoints whose addresses it admits and the rest (partition refinement, through the
+  // sorted addresses: no ipBlock is tested against every address).
   const classByKey = new Map<string, number>();
-  const representatives: Endpoint[] = [];
   const classOf = new Int32Array(endpoints.length);
   endpoints.forEach((endpoint, i) => {
-    const key = signature(endpoint, sortedKeys, blocks, nodeMatters);
+    const key = signature(endpoint, sortedKeys, nodeMatters);
     let cls = classByKey.get(key);
-    if (cls === undefined) {
-      cls = representatives.length;
-      classByKey.set(key, cls);
-      representatives.push(endpoint);
-    }
+    if (cls === undefined) classByKey.set(key, (cls = classByKey.size));
     classOf[i] = cls;
+  });
+  const addresses = new AddressIndex(endpoints);
+  let next = classByKey.size;
+  for (const block of ipBlocks.values()) next = refine(classOf, addresses.admitted(block), next);
+  // Classes numbered by first member, each represented by it.
+  const renumbered = new Map<number, number>();
+  const representatives: Endpoint[] = [];
+  classOf.forEach((cls, i) => {
+    let id = renumbered.get(cls);
+    if (id === undefined) {
+      renumbered.set(cls, (id = representatives.length));
+      representatives.push(endpoints[i] as Endpoint);
+    }
+    classOf[i] = id;
   });
   return { classOf, representatives };
 }
 
-function signature(
-  endpoint: Endpoint,
-  labelKeys: readonly string[],
-  blocks: readonly IpBlockPeer[],
-  nodeMatters: boolean,
-): string {
+/**
+ * Splits classes by a per-endpoint value (0 for endpoints not listed): endpoints of one class
+ * with different values end up in different classes. New classes are numbered from `next`;
+ * returns the next free number.
+ */
+function refine(classOf: Int32Array, values: ReadonlyMap<number, number>, next: number): number {
+  const split = new Map<string, number>();
+  for (const [endpoint, value] of values) {
+    if (value === 0) continue;
+    const key = `${classOf[endpoint] as number}:${value}`;
+    let cls = split.get(key);
+    if (cls === undefined) split.set(key, (cls = next++));
+    classOf[endpoint] = cls;
+  }
+  return next;
+}
+
+/** Endpoint addresses sorted per family, to find those an ipBlock admits by binary search. */
+class AddressIndex {
+  /** Per family: (address, endpoint, slot of the address among the endpoint's addresses). */
+  private readonly sorted: Record<IpFamily, { value: bigint; endpoint: number; slot: number }[]> = {
+    4: [],
+    6: [],
+  };
+
+  constructor(endpoints: readonly Endpoint[]) {
+    endpoints.forEach((endpoint, i) =>
+      endpoint.ips.forEach((ip, slot) => this.sorted[ip.family].push({ value: ip.value, endpoint: i, slot })),
+    );
+    for (const family of [4, 6] as const)
+      this.sorted[family].sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  }
+
+  /**
+   * Per endpoint, a bit per address slot the block admits (in its CIDR, in none of its
+   * excepts) — or, when fewer, the same for the addresses it does not admit: either splits the
+   * classes alike (endpoints of one class have the same address families).
+   */
+  admitted(block: IpBlockPeer): Map<number, number> {
+    const family = block.cidr.family;
+    const sorted = this.sorted[family];
+    const range = (cidr: Cidr): [number, number] => {
+      const last = cidr.base + (1n << BigInt(familyBits(family) - cidr.prefix)) - 1n;
+      return [this.lowerBound(sorted, cidr.base), this.lowerBound(sorted, last + 1n)];
+    };
+    const [low, high] = range(block.cidr);
+    // Except ranges inside the CIDR, merged (excepts may overlap).
+    const holes = block.except
+      .filter((e) => e.family === family)
+      .map(range)
+      .map(([a, b]): [number, number] => [Math.max(a, low), Math.min(b, high)])
+      .filter(([a, b]) => a < b)
+      .sort((x, y) => x[0] - y[0]);
+    const merged: [number, number][] = [];
+    for (const hole of holes) {
+      const last = merged[merged.length - 1];
+      if (last && hole[0] <= last[1]) last[1] = Math.max(last[1], hole[1]);
+      else merged.push([hole[0], hole[1]]);
+    }
+    const inside = high - low - merged.reduce((n, [a, b]) => n + b - a, 0);
+    const values = new Map<number, number>();
+    const mark = (from: number, to: number): void => {
+      for (let i = from; i < to; i++) {
+        const entry = sorted[i] as { endpoint: number; slot: number };
+        values.set(entry.endpoint, (values.get(entry.endpoint) ?? 0) | (1 << entry.slot));
+      }
+    };
+    if (inside <= sorted.length - inside) {
+      let at = low;
+      for (const [a, b] of merged) {
+        mark(at, a);
+        at = b;
+      }
+      mark(at, high);
+    } else {
+      mark(0, low);
+      for (const [a, b] of merged) mark(a, b);
+      mark(high, sorted.length);
+    }
+    return values;
+  }
+
+  private lowerBound(sorted: readonly { value: bigint }[], value: bigint): number {
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if ((sorted[mid] as { value: bigint }).value < value) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+}
+
+function signature(endpoint: Endpoint, labelKeys: readonly string[], nodeMatters: boolean): string {
   const labels = labelKeys.map((k) => (k in endpoint.labels ? `=${endpoint.labels[k]}` : '-')).join('\u0001');
   const ports = endpoint.ports
     .filter((p) => p.name !== undefined)
@@ -82,13 +182,6 @@ function signature(
     .sort()
     .join(',');
   const families = [...new Set(endpoint.ips.map((ip) => ip.family))].sort().join('');
-  const ipAnswers = endpoint.ips
-    .map(
-      (ip) =>
-        `${ip.family}:${blocks.map((b) => (cidrContains(b.cidr, ip) && !b.except.some((e) => cidrContains(e, ip)) ? '1' : '0')).join('')}`,
-    )
-    .sort()
-    .join('|');
   return [
     endpoint.namespace,
     endpoint.hostNetwork ? 'H' : 'P',
@@ -96,6 +189,5 @@ function signature(
     labels,
     ports,
     families,
-    ipAnswers,
   ].join('\u0000');
 }

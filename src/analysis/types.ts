@@ -23,6 +23,9 @@ export interface MatrixRow {
   readonly namespace: string;
 }
 
+/** Who computed a matrix: the reference evaluator, or the compiled tables (compiled-matrix.ts). */
+export type MatrixEngine = 'reference' | 'compiled';
+
 export interface Matrix {
   /** One endpoint per row: the pod, or a member standing for the row's workload. */
   readonly endpoints: readonly Endpoint[];
@@ -41,7 +44,13 @@ export interface Matrix {
   partial?(from: number, to: number, query: number): string | undefined;
   /** Port-set mode: ports only some pod pairs of two rows may use (beyond `ports`), and which. */
   partialPorts?(from: number, to: number): { readonly ports: PortSet; readonly where: string } | undefined;
-  readonly stats: { readonly classes: number; readonly evaluations: number; readonly millis: number };
+  readonly stats: {
+    readonly classes: number;
+    /** Pairs of classes the reference evaluator answered (the compiled engine answers whole rows). */
+    readonly evaluations: number;
+    readonly millis: number;
+    readonly engine: MatrixEngine;
+  };
 }
 
 export interface CheckResult {

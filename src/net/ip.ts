@@ -42,25 +42,36 @@ function invalid<T>(message: string): ParseResult<T> {
 }
 
 function parseV4(text: string, problems: IpProblem[]): bigint | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  // Accumulated as a number (exact below 2^32) and made a bigint once: four BigInt operations
-  // per address were most of an address's cost when decoding 100,000 pods.
+  // Scanned by character codes and accumulated as a number (exact below 2^32), made a bigint
+  // once: a split and a regular expression per octet were most of the cost of decoding a
+  // million ipBlock excepts.
   let value = 0;
-  for (const part of parts) {
-    if (!/^[0-9]{1,3}$/.test(part)) return undefined;
-    const octet = Number(part);
-    if (octet > 255) return undefined;
-    if (part.length > 1 && part.startsWith('0')) {
+  let octets = 0;
+  let i = 0;
+  for (;;) {
+    const start = i;
+    let octet = 0;
+    while (i < text.length) {
+      const c = text.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      octet = octet * 10 + (c - 48);
+      i++;
+    }
+    if (i === start || i - start > 3 || octet > 255) return undefined;
+    if (i - start > 1 && text.charCodeAt(start) === 48) {
       problems.push({
         kind: 'leading-zero',
         fatal: true,
-        message: `IPv4 octet "${part}" has a leading zero, which some parsers read as octal`,
+        message: `IPv4 octet "${text.slice(start, i)}" has a leading zero, which some parsers read as octal`,
       });
     }
     value = value * 256 + octet;
+    octets++;
+    if (i === text.length) break;
+    if (text.charCodeAt(i) !== 46 || octets === 4) return undefined; // '.'
+    i++;
   }
-  return BigInt(value);
+  return octets === 4 ? BigInt(value) : undefined;
 }
 
 function parseV6(text: string, problems: IpProblem[]): bigint | undefined {
@@ -175,10 +186,20 @@ function maskAddress(value: bigint, prefix: number, bits: number): bigint {
   return (value >> hostBits) << hostBits;
 }
 
-/** True when `ip` lies inside `cidr` (never across families). */
+/** Shift amounts as bigints, made once (BigInt() per test was most of a containment test). */
+const SHIFTS: readonly bigint[] = Array.from({ length: 129 }, (_, i) => BigInt(i));
+
+/**
+ * True when `ip` lies inside `cidr` (never across families). IPv4 compares 32-bit numbers (no
+ * bigint arithmetic): every address and ipBlock test of the matrix and the decoder comes here.
+ */
 export function cidrContains(cidr: Cidr, ip: IpAddress): boolean {
   if (cidr.family !== ip.family) return false;
-  const hostBits = BigInt(familyBits(cidr.family) - cidr.prefix);
+  if (cidr.family === 4) {
+    if (cidr.prefix === 0) return true;
+    return (Number(ip.value) ^ Number(cidr.base)) >>> (32 - cidr.prefix) === 0;
+  }
+  const hostBits = SHIFTS[128 - cidr.prefix] as bigint;
   return ip.value >> hostBits === cidr.base >> hostBits;
 }
 
@@ -194,8 +215,8 @@ export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
 /** RFC 5952 text for IPv6, dotted quad for IPv4. */
 export function formatIp(ip: IpAddress): string {
   if (ip.family === 4) {
-    const v = ip.value;
-    return [24n, 16n, 8n, 0n].map((shift) => String((v >> shift) & 0xffn)).join('.');
+    const v = Number(ip.value);
+    return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
   }
   const groups: number[] = [];
   for (let i = 7; i >= 0; i--) groups.push(Number((ip.value >> BigInt(i * 16)) & 0xffffn));

@@ -3,7 +3,7 @@
  * exactly the remaining addresses (the seed's subtractSubnet, for IPv4 and IPv6). Used to turn
  * an ipBlock with `except` into permit-only rules.
  */
-import { cidrCovers, familyBits, makeCidr, type Cidr } from './ip.ts';
+import { familyBits, makeCidr, type Cidr } from './ip.ts';
 
 /**
  * Results by input text: clusters repeat the same ipBlocks across many policies, and the
@@ -22,17 +22,45 @@ export function subtractCidrsCached(from: Cidr, remove: readonly Cidr[]): readon
   return result;
 }
 
+/**
+ * The remaining addresses are the gaps between the removed ranges (sorted, merged); each gap is
+ * cut into the largest aligned prefixes that fit, which is the one minimal cover. Linear in the
+ * number of removed prefixes and of results: an ipBlock with a thousand excepts costs a
+ * thousand steps, not a split of the block down to every except.
+ */
 export function subtractCidrs(from: Cidr, remove: readonly Cidr[]): Cidr[] {
-  const relevant = remove.filter(
-    (r) => r.family === from.family && (cidrCovers(from, r) || cidrCovers(r, from)),
-  );
-  if (relevant.some((r) => cidrCovers(r, from))) return [];
-  if (relevant.length === 0) return [from];
-  // Split in halves, recursing only into halves that still overlap something to remove.
   const bits = familyBits(from.family);
-  const childPrefix = from.prefix + 1;
-  const half = 1n << BigInt(bits - childPrefix);
-  const low = makeCidr(from.family, from.base, childPrefix);
-  const high = makeCidr(from.family, from.base + half, childPrefix);
-  return [...subtractCidrs(low, relevant), ...subtractCidrs(high, relevant)];
+  const first = from.base;
+  const last = from.base + (1n << BigInt(bits - from.prefix)) - 1n;
+  const holes: [bigint, bigint][] = [];
+  for (const r of remove) {
+    if (r.family !== from.family) continue;
+    const start = r.base;
+    const end = r.base + (1n << BigInt(bits - r.prefix)) - 1n;
+    if (end < first || start > last) continue;
+    holes.push([start < first ? first : start, end > last ? last : end]);
+  }
+  if (holes.length === 0) return [from];
+  holes.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const result: Cidr[] = [];
+  let next = first;
+  for (const [start, end] of holes) {
+    if (start > next) coverRange(from.family, bits, next, start - 1n, result);
+    if (end + 1n > next) next = end + 1n;
+  }
+  if (next <= last) coverRange(from.family, bits, next, last, result);
+  return result;
+}
+
+/** Appends the largest aligned prefixes that exactly cover [start, end], in address order. */
+function coverRange(family: Cidr['family'], bits: number, start: bigint, end: bigint, out: Cidr[]): void {
+  let at = start;
+  while (at <= end) {
+    // The largest block aligned at `at` that does not run past `end`.
+    let size = 0;
+    while (size < bits && ((at >> BigInt(size)) & 1n) === 0n && at + (1n << BigInt(size + 1)) - 1n <= end)
+      size++;
+    out.push(makeCidr(family, at, bits - size));
+    at += 1n << BigInt(size);
+  }
 }

@@ -46,7 +46,31 @@ describe('matrix --engine compiled', () => {
     );
   });
 
-  it('prints the same matrix from the command line, and needs --port', async () => {
+  it('gives the reference port sets on random clusters (tiered policies too), with and without classes', () => {
+    fc.assert(
+      fc.property(
+        clusterArb({ maxPods: 7, maxPolicies: 4, maxClusterPolicies: 3 }),
+        fc.boolean(),
+        (objects, useClasses) => {
+          const cluster = clusterOf(objects);
+          const reference = computeMatrix(cluster, { queries: [], useClasses });
+          const compiled = computeMatrix(cluster, { queries: [], useClasses, engine: 'compiled' });
+          assert.equal(compiled.stats.engine, 'compiled');
+          const n = cluster.endpoints.length;
+          for (let a = 0; a < n; a++)
+            for (let b = 0; b < n; b++)
+              assert.deepEqual(
+                compiled.ports(a, b),
+                reference.ports(a, b),
+                `${cluster.endpoints[a]?.id} → ${cluster.endpoints[b]?.id}`,
+              );
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('prints the same matrix from the command line, per port and as port sets', async () => {
     const args = [
       'matrix',
       '-f',
@@ -62,9 +86,17 @@ describe('matrix --engine compiled', () => {
     assert.equal(compiled.code, 0, compiled.stderr);
     const untimed = (text: string): string => text.replace(/[0-9.]+ ms/g, '<time>');
     assert.equal(untimed(compiled.stdout), untimed(reference.stdout));
-    const noPort = await cli(['matrix', '-f', 'examples/shop', '--engine', 'compiled']);
-    assert.equal(noPort.code, 2);
-    assert.match(noPort.stderr, /--engine compiled answers per port/);
+    // Port sets too (the compiled tables answer them port atom by port atom).
+    const sets = await cli([
+      'matrix',
+      '-f',
+      'examples/shop',
+      'examples/shop-running',
+      '--engine',
+      'compiled',
+    ]);
+    assert.equal(sets.code, 0, sets.stderr);
+    assert.equal(sets.stdout, (await cli(['matrix', '-f', 'examples/shop', 'examples/shop-running'])).stdout);
   });
 
   it('check --engine compiled gives the same verdict, with the reference explanation', async () => {

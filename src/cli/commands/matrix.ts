@@ -44,8 +44,8 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
-      'reference (the evaluator) or compiled (the classifier: same verdicts, faster; needs --port)',
-      'reference',
+      'auto (compiled where it is exact and pays), reference (the evaluator) or compiled (the compiled tables: same verdicts)',
+      'auto',
     )
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
@@ -54,12 +54,8 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         (raw.port as string[] | undefined) ?? [],
         (raw.protocol as string[] | undefined) ?? [],
       );
-      const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
+      const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
       const by = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
-      if (engine === 'compiled' && queries.length === 0)
-        throw new UsageError(
-          '--engine compiled answers per port: give --port (port sets come from the reference)',
-        );
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const loaded = await loadInput(input, io);

@@ -1,0 +1,77 @@
+/**
+ * The `palisade` executable as a user runs it, for end-to-end figures: wall time and the
+ * process's peak RSS (reported by a preload at exit, so the figure is the child's own), with
+ * stdout discarded, or read slowly through a pipe (a reader that is behind, to see that output
+ * waits instead of piling up in memory).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The executable compiled with the benchmarks (the same sources as the library figures). */
+export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly millis: number;
+  readonly peakMiB: number;
+  readonly stdoutBytes: number;
+  readonly stderr: string;
+}
+
+/** A scratch directory named for this process, removed by `remove`. */
+export function scratchDirectory(label: string): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), `palisade-bench-${label}-${process.pid}-`));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * Runs `palisade ARGS…`. `slowReader` reads stdout a chunk per millisecond; otherwise stdout
+ * is read as fast as it comes and counted.
+ */
+export function runCli(
+  args: readonly string[],
+  options: { slowReader?: boolean; nodeOptions?: readonly string[] } = {},
+): Promise<CliRun> {
+  const scratch = scratchDirectory('peak');
+  const peakFile = join(scratch.path, 'peak');
+  const preload = join(scratch.path, 'peak.cjs');
+  writeFileSync(
+    preload,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(peakFile)}, String(process.resourceUsage().maxRSS)));\n`,
+  );
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeOptions ?? []), '--require', preload, CLI, ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdoutBytes = 0;
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdoutBytes += chunk.length;
+    if (options.slowReader) {
+      child.stdout.pause();
+      setTimeout(() => child.stdout.resume(), 1);
+    }
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const millis = performance.now() - started;
+      let peakKiB = 0;
+      try {
+        peakKiB = Number(readFileSync(peakFile, 'utf8'));
+      } catch {
+        // The process died before its exit handler ran: no figure.
+      }
+      scratch.remove();
+      resolve({ code, millis, peakMiB: peakKiB / 1024, stdoutBytes, stderr });
+    });
+  });
+}
