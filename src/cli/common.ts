@@ -1,6 +1,7 @@
 /**
- * What every analysis command shares: the input options, loading the cluster, and reporting
- * diagnostics on stderr (errors and warnings always; info with --verbose).
+ * What every analysis command shares: the input options (manifests with -f, or a live cluster:
+ * --kubeconfig, --context, -A, -n), loading the cluster, and reporting diagnostics on stderr
+ * (errors and warnings always; info with --verbose).
  */
 import type { Command } from 'commander';
 import { hasErrors, type Diagnostic } from '../model/diagnostics.ts';
@@ -10,9 +11,15 @@ import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostic } from '../analysis/format/diagnostics-text.ts';
 import { styleFor } from '../analysis/format/style.ts';
 import { UnsupportedInputError, UsageError, type CliIo } from './io.ts';
+import { loadClusterInput, resolveClusterInput, withClusterOptions, type ClusterInput } from './cluster-input.ts';
 
 export interface InputOptions {
+  /** Manifests (-f); empty when a cluster is the input. */
   readonly file: readonly string[];
+  /** The cluster to read when no -f is given. */
+  readonly cluster?: ClusterInput;
+  /** -n: namespaces to read from a cluster, or whose endpoints to show from files (matrix, explain). */
+  readonly namespaces?: readonly string[];
   readonly semantics: Semantics;
   readonly maxFileSize: number;
   readonly verbose: boolean;
@@ -20,10 +27,14 @@ export interface InputOptions {
 
 const SEMANTICS: readonly Semantics[] = ['v1', 'v1beta1-proposal'];
 
-/** Adds -f, --semantics, --max-file-size and -v to a command. */
+/** Adds -f, --kubeconfig, --context, -A, -n, --semantics, --max-file-size and -v to a command. */
 export function withInputOptions(command: Command): Command {
-  return command
-    .requiredOption('-f, --file <paths...>', 'manifest files or directories (recursive); - reads stdin')
+  return withClusterOptions(
+    command.option(
+      '-f, --file <paths...>',
+      'manifest files or directories (recursive); - reads stdin (default: the cluster of the kubeconfig)',
+    ),
+  )
     .option('--semantics <name>', `policy semantics: ${SEMANTICS.join(' or ')}`, 'v1')
     .option('--max-file-size <MiB>', 'largest input file accepted, in MiB', '128')
     .option('-v, --verbose', 'also print info diagnostics (skipped kinds, implicit namespaces)', false);
@@ -39,8 +50,12 @@ export function resolveInputOptions(raw: Record<string, unknown>): InputOptions 
   if (!Number.isFinite(maxFileSize) || maxFileSize <= 0)
     problems.push(`--max-file-size must be a positive number of MiB`);
   if (problems.length) throw new UsageError(problems.join('\n'));
+  const cluster = resolveClusterInput(raw);
+  const namespaces = raw.namespace as string[] | undefined;
   return {
-    file: raw.file as string[],
+    file: (raw.file as string[] | undefined) ?? [],
+    ...(cluster ? { cluster } : {}),
+    ...(namespaces?.length ? { namespaces } : {}),
     semantics: semantics as Semantics,
     maxFileSize,
     verbose: raw.verbose === true,
@@ -54,6 +69,7 @@ export function checkChoice<T extends string>(flag: string, value: unknown, choi
 }
 
 export async function loadInput(options: InputOptions, io: CliIo): Promise<LoadResult> {
+  if (options.cluster) return loadClusterInput(options.cluster, options.semantics, io);
   return loadCluster(options.file, {
     semantics: options.semantics,
     maxFileBytes: options.maxFileSize * 1024 * 1024,

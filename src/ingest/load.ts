@@ -67,6 +67,14 @@ export function loadFromObjects(
   return decodeAll(rawObjects, diagnostics, semantics);
 }
 
+/**
+ * Same as loadFromObjects for objects that each carry their own locator (objects read from the
+ * Kubernetes API, named by their API path): validated and decoded exactly as files are.
+ */
+export function loadFromRawObjects(rawObjects: readonly RawObject[], semantics: Semantics = 'v1'): LoadResult {
+  return decodeAll([...rawObjects], [], semantics);
+}
+
 /** Decodes every raw object, assembles the cluster, and adds the semantics' diagnostics. */
 function decodeAll(rawObjects: RawObject[], diagnostics: Diagnostic[], semantics: Semantics): LoadResult {
   const decoded: IdentifiedObject[] = [];

@@ -11,6 +11,10 @@ export const DIAGNOSTIC_CATALOGUE = {
   FILE_UNREADABLE: { severity: 'error', summary: 'an input path could not be read' },
   FILE_TOO_LARGE: { severity: 'error', summary: 'an input file is larger than --max-file-size' },
   NO_INPUT_FILES: { severity: 'warning', summary: 'a directory holds no .yaml, .yml or .json files' },
+  API_RESOURCE_ABSENT: {
+    severity: 'info',
+    summary: 'the cluster does not serve a kind Palisade reads (its CRD is not installed); there are none',
+  },
   // Syntax
   YAML_SYNTAX: { severity: 'error', summary: 'the file is not valid YAML or JSON' },
   YAML_DUPLICATE_KEY: { severity: 'error', summary: 'a mapping has the same key twice' },

@@ -27,7 +27,6 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
       'only this pod or workload (ns/name or ns/name[Kind]; a workload lists its pods); repeatable',
       collect,
     )
-    .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
     .option('-o, --output <format>', 'text or json', 'text')
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);

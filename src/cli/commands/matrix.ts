@@ -34,7 +34,6 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'protocol for the --port columns (one for all, or one per --port)',
       collect,
     )
-    .option('-n, --namespace <namespace>', 'only endpoints in this namespace; repeatable', collect)
     .option(
       '--by <view>',
       'rows: workload (pods under their owning workload, ns/name[Kind]) or pod (every pod)',
