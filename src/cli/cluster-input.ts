@@ -29,7 +29,10 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 /** Adds --kubeconfig, --context, -A and -n to a command. */
 export function withClusterOptions(command: Command): Command {
   return command
-    .option('--kubeconfig <path>', 'read the cluster of this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)')
+    .option(
+      '--kubeconfig <path>',
+      'read the cluster of this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)',
+    )
     .option('--context <name>', 'the kubeconfig context to use (default: its current context)')
     .option('-A, --all-namespaces', 'read every namespace of the cluster (the default)', false)
     .option(
@@ -67,7 +70,10 @@ export function resolveClusterInput(raw: Record<string, unknown>): ClusterInput 
 }
 
 /** What the kube layer needs to find the cluster, from the input and the environment. */
-export function kubeconfigRequest(input: Pick<ClusterInput, 'kubeconfig' | 'context'>, io: CliIo): KubeconfigRequest {
+export function kubeconfigRequest(
+  input: Pick<ClusterInput, 'kubeconfig' | 'context'>,
+  io: CliIo,
+): KubeconfigRequest {
   return {
     ...(input.kubeconfig !== undefined ? { kubeconfig: input.kubeconfig } : {}),
     ...(input.context !== undefined ? { context: input.context } : {}),
@@ -76,7 +82,11 @@ export function kubeconfigRequest(input: Pick<ClusterInput, 'kubeconfig' | 'cont
 }
 
 /** Reads the cluster and decodes it as files are decoded; a progress bar on a terminal. */
-export async function loadClusterInput(input: ClusterInput, semantics: Semantics, io: CliIo): Promise<LoadResult> {
+export async function loadClusterInput(
+  input: ClusterInput,
+  semantics: Semantics,
+  io: CliIo,
+): Promise<LoadResult> {
   const kube = await import('../kube/index.ts');
   const { loadFromRawObjects } = await import('../ingest/index.ts');
   const request = kubeconfigRequest(input, io);

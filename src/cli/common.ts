@@ -11,7 +11,12 @@ import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostic } from '../analysis/format/diagnostics-text.ts';
 import { styleFor } from '../analysis/format/style.ts';
 import { UnsupportedInputError, UsageError, type CliIo } from './io.ts';
-import { loadClusterInput, resolveClusterInput, withClusterOptions, type ClusterInput } from './cluster-input.ts';
+import {
+  loadClusterInput,
+  resolveClusterInput,
+  withClusterOptions,
+  type ClusterInput,
+} from './cluster-input.ts';
 
 export interface InputOptions {
   /** Manifests (-f); empty when a cluster is the input. */

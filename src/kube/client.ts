@@ -5,6 +5,8 @@
  * would rename and drop fields. Loaded lazily: only commands that talk to a cluster import it.
  */
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import type { Watch } from '@kubernetes/client-node/dist/watch.js';
+import type nodeFetch from 'node-fetch';
 import { KubeApiError, networkError, statusError, type RequestDescription } from './errors.ts';
 import { resolveKubeconfig } from './kubeconfig.ts';
 import type {
@@ -28,8 +30,8 @@ export async function connect(request: KubeconfigRequest): Promise<KubeApi> {
   return new FetchKubeApi(config, target, fetch, new Watch(config));
 }
 
-type Fetch = (typeof import('node-fetch'))['default'];
-type WatchClient = InstanceType<(typeof import('@kubernetes/client-node/dist/watch.js'))['Watch']>;
+type Fetch = typeof nodeFetch;
+type WatchClient = Watch;
 
 class FetchKubeApi implements KubeApi {
   constructor(
@@ -43,10 +45,14 @@ class FetchKubeApi implements KubeApi {
     return (await this.request(path, describe('get', path), signal)) as RawApiObject;
   }
 
-  async list(path: string, options: { limit: number; continue?: string }, signal?: AbortSignal): Promise<ListPage> {
+  async list(
+    path: string,
+    options: { limit: number; continue?: string },
+    signal?: AbortSignal,
+  ): Promise<ListPage> {
     const query = new URLSearchParams({ limit: String(options.limit) });
     if (options.continue) query.set('continue', options.continue);
-    const body = (await this.request(`${path}?${query}`, describe('list', path), signal)) as {
+    const body = (await this.request(`${path}?${query.toString()}`, describe('list', path), signal)) as {
       items?: unknown;
       apiVersion?: unknown;
       kind?: unknown;
@@ -56,22 +62,29 @@ class FetchKubeApi implements KubeApi {
       throw new KubeApiError('server', `the API server's answer to list ${path} has no items`);
     }
     // Items of a typed list carry no kind or apiVersion; put them back so each object stands alone.
-    const kind = typeof body.kind === 'string' && body.kind.endsWith('List') ? body.kind.slice(0, -4) : undefined;
+    const kind =
+      typeof body.kind === 'string' && body.kind.endsWith('List') ? body.kind.slice(0, -4) : undefined;
     const items = (body.items as RawApiObject[]).map((item) =>
       kind && item.kind === undefined ? { kind, apiVersion: body.apiVersion, ...item } : item,
     );
     const metadata = body.metadata ?? {};
     return {
       items,
-      resourceVersion: String(metadata.resourceVersion ?? ''),
-      ...(typeof metadata.continue === 'string' && metadata.continue !== '' ? { continue: metadata.continue } : {}),
+      resourceVersion: typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '',
+      ...(typeof metadata.continue === 'string' && metadata.continue !== ''
+        ? { continue: metadata.continue }
+        : {}),
       ...(typeof metadata.remainingItemCount === 'number'
         ? { remainingItemCount: metadata.remainingItemCount }
         : {}),
     };
   }
 
-  async watch(path: string, options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<WatchHandle> {
+  async watch(
+    path: string,
+    options: WatchOptions,
+    onEvent: (event: WatchEvent) => void,
+  ): Promise<WatchHandle> {
     const request = describe('watch', path);
     let settle!: { resolve: () => void; reject: (error: KubeApiError) => void };
     const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
@@ -96,7 +109,12 @@ class FetchKubeApi implements KubeApi {
             onEvent({ type, object: object as RawApiObject });
           } else if (type === 'ERROR') {
             const status = object as { code?: unknown };
-            failure = statusError(this.target.server, typeof status.code === 'number' ? status.code : 500, object, request);
+            failure = statusError(
+              this.target.server,
+              typeof status.code === 'number' ? status.code : 500,
+              object,
+              request,
+            );
             controller?.abort();
           }
         },
@@ -129,7 +147,10 @@ class FetchKubeApi implements KubeApi {
     try {
       init = await this.config.applyToFetchOptions({});
     } catch (error) {
-      throw new KubeApiError('config', `cannot use the credentials of context ${this.target.context}: ${firstLine(error)}`);
+      throw new KubeApiError(
+        'config',
+        `cannot use the credentials of context ${this.target.context}: ${firstLine(error)}`,
+      );
     }
     const headers = init.headers as { set(name: string, value: string): void };
     headers.set('Accept', 'application/json');
@@ -138,7 +159,7 @@ class FetchKubeApi implements KubeApi {
       response = await this.fetch(this.target.server + path, {
         ...init,
         method: 'GET',
-        ...(signal ? { signal: signal as never } : {}),
+        ...(signal ? { signal } : {}),
       });
     } catch (error) {
       throw networkError(this.target.server, error);
@@ -157,7 +178,10 @@ class FetchKubeApi implements KubeApi {
 
 /** `list pods at the cluster scope` from a path like `/api/v1/namespaces/shop/pods`. */
 function describe(verb: string, path: string): RequestDescription {
-  const parts = path.split('?')[0]!.split('/').filter((p) => p !== '');
+  const parts = path
+    .split('?')[0]!
+    .split('/')
+    .filter((p) => p !== '');
   const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
   const group = parts[0] === 'api' ? '' : (parts[1] ?? '');
   if (rest[0] === 'namespaces' && rest.length >= 3) {
@@ -167,7 +191,9 @@ function describe(verb: string, path: string): RequestDescription {
 }
 
 function isAbort(error: unknown): boolean {
-  return (error as { name?: unknown }).name === 'AbortError' || (error as { type?: unknown }).type === 'aborted';
+  return (
+    (error as { name?: unknown }).name === 'AbortError' || (error as { type?: unknown }).type === 'aborted'
+  );
 }
 
 function firstLine(error: unknown): string {

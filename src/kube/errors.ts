@@ -55,7 +55,10 @@ export function networkError(server: string, error: unknown): KubeApiError {
     );
   }
   if ((code && NETWORK_CODES.has(code)) || /socket hang up|premature close/i.test(text)) {
-    return new KubeApiError('unreachable', `cannot reach the API server at ${server} (${code ?? firstLine(text)})`);
+    return new KubeApiError(
+      'unreachable',
+      `cannot reach the API server at ${server} (${code ?? firstLine(text)})`,
+    );
   }
   return new KubeApiError('unreachable', `cannot reach the API server at ${server}: ${firstLine(text)}`);
 }
@@ -98,7 +101,11 @@ export function statusError(
     case 404:
       return new KubeApiError('not-found', `${request.resource} is not served by ${server} (404)`, 404);
     case 410:
-      return new KubeApiError('gone', `${what}: 410 Gone (${serverMessage || 'resource version too old'})`, 410);
+      return new KubeApiError(
+        'gone',
+        `${what}: 410 Gone (${serverMessage || 'resource version too old'})`,
+        410,
+      );
     default:
       return new KubeApiError(
         'server',

@@ -9,5 +9,12 @@ export { discover } from './discovery.ts';
 export { listAll, DEFAULT_PAGE_SIZE } from './list.ts';
 export { readCluster, type ApiObject, type ClusterRead } from './read-cluster.ts';
 export { apiRawObjects, objectLocator } from './raw-objects.ts';
-export { ALL_RESOURCES, POLICY_RESOURCES, WORKLOAD_RESOURCES, apiVersionOf, collectionPath, objectPath } from './resources.ts';
+export {
+  ALL_RESOURCES,
+  POLICY_RESOURCES,
+  WORKLOAD_RESOURCES,
+  apiVersionOf,
+  collectionPath,
+  objectPath,
+} from './resources.ts';
 export type * from './types.ts';

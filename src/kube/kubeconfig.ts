@@ -95,7 +95,12 @@ export async function resolveKubeconfig(request: KubeconfigRequest): Promise<Res
   });
   return {
     config,
-    target: { server: cluster.server, context: contextName, namespace: context.namespace || 'default', source },
+    target: {
+      server: cluster.server,
+      context: contextName,
+      namespace: context.namespace || 'default',
+      source,
+    },
   };
 }
 
@@ -134,7 +139,12 @@ function inCluster(config: KubeConfig, request: KubeconfigRequest): ResolvedKube
   }
   config.loadFromOptions({
     clusters: [{ name: 'in-cluster', server, caFile: join(root, 'ca.crt'), skipTLSVerify: false }],
-    users: [{ name: 'service-account', authProvider: { name: 'tokenFile', config: { tokenFile: join(root, 'token') } } }],
+    users: [
+      {
+        name: 'service-account',
+        authProvider: { name: 'tokenFile', config: { tokenFile: join(root, 'token') } },
+      },
+    ],
     contexts: [{ name: 'in-cluster', cluster: 'in-cluster', user: 'service-account', namespace }],
     currentContext: 'in-cluster',
   });

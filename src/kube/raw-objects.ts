@@ -8,7 +8,12 @@ import type { SourceLocation } from '../model/types.ts';
 import type { ApiObject } from './read-cluster.ts';
 
 export function apiRawObjects(objects: readonly ApiObject[]): RawObject[] {
-  return objects.map(({ value, path }) => ({ value, file: path, basePath: [], locator: objectLocator(path) }));
+  return objects.map(({ value, path }) => ({
+    value,
+    file: path,
+    basePath: [],
+    locator: objectLocator(path),
+  }));
 }
 
 /** A locator naming an object by a string (its API path, or its etcd key) and fields by their path. */

@@ -72,10 +72,14 @@ export async function readCluster(
           // A CRD deleted between discovery and the list, or one version short of a kind: absent.
           if (error instanceof KubeApiError && error.kind === 'not-found' && s.resource.optional) {
             diagnostics.push(
-              makeDiagnostic('API_RESOURCE_ABSENT', `the cluster does not serve ${s.resource.kind}: there are none`, {
-                file: api.target.server,
-                object: s.resource.kind,
-              }),
+              makeDiagnostic(
+                'API_RESOURCE_ABSENT',
+                `the cluster does not serve ${s.resource.kind}: there are none`,
+                {
+                  file: api.target.server,
+                  object: s.resource.kind,
+                },
+              ),
             );
             return;
           }

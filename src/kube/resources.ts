@@ -62,7 +62,9 @@ export function apiVersionOf(served: ServedResource): string {
 
 /** `/api/v1/pods`, `/apis/apps/v1/namespaces/shop/deployments`… */
 export function collectionPath(served: ServedResource, namespace?: string): string {
-  const base = served.resource.group ? `/apis/${served.resource.group}/${served.version}` : `/api/${served.version}`;
+  const base = served.resource.group
+    ? `/apis/${served.resource.group}/${served.version}`
+    : `/api/${served.version}`;
   const scoped = served.resource.namespaced && namespace !== undefined;
   return `${base}${scoped ? `/namespaces/${encodeURIComponent(namespace)}` : ''}/${served.resource.plural}`;
 }

@@ -100,7 +100,8 @@ export interface KubeApi {
 }
 
 /** Which namespaces to read: every one, or the listed ones (cluster-scoped kinds are always read whole). */
-export type NamespaceScope = { readonly all: true } | { readonly all: false; readonly namespaces: readonly string[] };
+export type NamespaceScope =
+  { readonly all: true } | { readonly all: false; readonly namespaces: readonly string[] };
 
 /** Progress of a long read, for a progress bar: objects read so far and the server's estimate of the total. */
 export type ProgressListener = (done: number, total: number) => void;

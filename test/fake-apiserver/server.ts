@@ -7,7 +7,12 @@
  * `timeoutSeconds`, and connections dropped on demand (also in the middle of a line). Bearer
  * tokens (401) and per verb/resource denials (403) answer with the API's own Status bodies.
  */
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { FakeStore, withTypeMeta, type FakeResource, type LoggedEvent } from './store.ts';
@@ -127,6 +132,10 @@ export class FakeApiServer {
       this.requests.push({ verb: 'discovery', path: url.pathname, query });
       return this.discovery(res, parts[1]);
     }
+    if (parts[0] === 'apis' && parts.length === 3) {
+      this.requests.push({ verb: 'discovery', path: url.pathname, query });
+      return this.resourceList(res, parts[1]!, parts[2]!);
+    }
     const [group, version, rest] =
       parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1], parts[2], parts.slice(3)];
     let namespace: string | undefined;
@@ -187,6 +196,25 @@ export class FakeApiServer {
     const versions = groups.get(group);
     if (!versions) return status(res, 404, 'NotFound', 'the server could not find the requested resource');
     json(res, 200, { kind: 'APIGroup', apiVersion: 'v1', ...describe(group, versions) });
+  }
+
+  private resourceList(res: ServerResponse, group: string, version: string): void {
+    const resources = this.store.resources.filter(
+      (r) => r.group === group && r.version === version && !this.store.absent.has(r.plural),
+    );
+    if (resources.length === 0)
+      return status(res, 404, 'NotFound', 'the server could not find the requested resource');
+    json(res, 200, {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: `${group}/${version}`,
+      resources: resources.map((r) => ({
+        name: r.plural,
+        kind: r.kind,
+        namespaced: r.namespaced,
+        verbs: ['get', 'list', 'watch'],
+      })),
+    });
   }
 
   private list(
@@ -279,10 +307,13 @@ export class FakeApiServer {
     };
     this.watches.add(active);
     if (query.timeoutSeconds) {
-      timer = setTimeout(() => {
-        active.close();
-        res.end();
-      }, Number(query.timeoutSeconds) * 1000);
+      timer = setTimeout(
+        () => {
+          active.close();
+          res.end();
+        },
+        Number(query.timeoutSeconds) * 1000,
+      );
     }
     req.on('close', () => active.close());
   }
@@ -321,7 +352,9 @@ function encodeToken(token: { s: number; o: number }): string {
 function decodeToken(text: string): { s: number; o: number } | undefined {
   try {
     const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { s: unknown; o: unknown };
-    return typeof value.s === 'number' && typeof value.o === 'number' ? { s: value.s, o: value.o } : undefined;
+    return typeof value.s === 'number' && typeof value.o === 'number'
+      ? { s: value.s, o: value.o }
+      : undefined;
   } catch {
     return undefined;
   }

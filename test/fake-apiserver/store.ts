@@ -17,8 +17,20 @@ export const FAKE_RESOURCES: readonly FakeResource[] = [
   { kind: 'Namespace', group: '', version: 'v1', plural: 'namespaces', namespaced: false },
   { kind: 'Node', group: '', version: 'v1', plural: 'nodes', namespaced: false },
   { kind: 'Pod', group: '', version: 'v1', plural: 'pods', namespaced: true },
-  { kind: 'ReplicationController', group: '', version: 'v1', plural: 'replicationcontrollers', namespaced: true },
-  { kind: 'NetworkPolicy', group: 'networking.k8s.io', version: 'v1', plural: 'networkpolicies', namespaced: true },
+  {
+    kind: 'ReplicationController',
+    group: '',
+    version: 'v1',
+    plural: 'replicationcontrollers',
+    namespaced: true,
+  },
+  {
+    kind: 'NetworkPolicy',
+    group: 'networking.k8s.io',
+    version: 'v1',
+    plural: 'networkpolicies',
+    namespaced: true,
+  },
   { kind: 'Deployment', group: 'apps', version: 'v1', plural: 'deployments', namespaced: true },
   { kind: 'StatefulSet', group: 'apps', version: 'v1', plural: 'statefulsets', namespaced: true },
   { kind: 'DaemonSet', group: 'apps', version: 'v1', plural: 'daemonsets', namespaced: true },
@@ -106,7 +118,7 @@ export class FakeStore {
     const resource = this.resourceFor(String(object.kind));
     const metadata = { ...((object.metadata ?? {}) as Record<string, unknown>) };
     const name = String(metadata.name);
-    const namespace = resource.namespaced ? String(metadata.namespace ?? 'default') : '';
+    const namespace = resource.namespaced ? ((metadata.namespace as string | undefined) ?? 'default') : '';
     const map = this.objects.get(resource)!;
     const key = `${namespace}/${name}`;
     const previous = map.get(key);
@@ -117,7 +129,8 @@ export class FakeStore {
     metadata.uid = uid;
     // kind and apiVersion are left out of the stored item and written by lists and watches.
     const item: Record<string, unknown> = { metadata };
-    for (const [k, v] of Object.entries(object)) if (k !== 'kind' && k !== 'apiVersion' && k !== 'metadata') item[k] = v;
+    for (const [k, v] of Object.entries(object))
+      if (k !== 'kind' && k !== 'apiVersion' && k !== 'metadata') item[k] = v;
     const stored: Stored = { namespace, name, rv, uid, itemJson: JSON.stringify(item) };
     map.set(key, stored);
     this.record({ rv, resource, type: previous ? 'MODIFIED' : 'ADDED', namespace, stored });

@@ -12,7 +12,7 @@ export interface CliResult {
 
 export async function cli(
   args: readonly string[],
-  options: { stdin?: string; tty?: boolean; columns?: number } = {},
+  options: { stdin?: string; tty?: boolean; columns?: number; env?: NodeJS.ProcessEnv } = {},
 ): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
@@ -22,7 +22,7 @@ export async function cli(
     stdoutIsTty: options.tty ?? false,
     stderrIsTty: options.tty ?? false,
     ...(options.columns !== undefined ? { stdoutColumns: options.columns } : {}),
-    env: {},
+    env: options.env ?? {},
     readStdin: () => Promise.resolve(options.stdin ?? ''),
   };
   const code = await run(args, io);
