@@ -1,0 +1,129 @@
+/**
+ * A real etcd (Debian's `etcd-server`) started on loopback for tests, benchmarks and the lab:
+ * free ports, data in a temp dir, stopped by pid and the dir removed. Nothing is shared with
+ * another instance, so parallel runs do not collide.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Where Debian installs etcd; `PALISADE_ETCD` overrides. */
+export function etcdBinary(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
+  const candidates = [env.PALISADE_ETCD, '/usr/bin/etcd', '/usr/local/bin/etcd'];
+  return candidates.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
+}
+
+export interface EtcdServer {
+  /** Client URL (`http://127.0.0.1:PORT`). */
+  readonly endpoint: string;
+  readonly pid: number;
+  readonly dataDir: string;
+  /** Stops etcd (SIGTERM, then SIGKILL) and removes its data dir. */
+  stop(): Promise<void>;
+}
+
+export interface StartEtcdOptions {
+  readonly binary?: string;
+  /** Keep the data here instead of a fresh temp dir (not removed by stop()). */
+  readonly dataDir?: string;
+  /** Most operations in one transaction (etcd's default is 128). */
+  readonly maxTxnOps?: number;
+  readonly name?: string;
+  /** Client port (default: a free one); a restart on the same data keeps its clients' URL this way. */
+  readonly port?: number;
+}
+
+export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdServer> {
+  const binary = options.binary ?? etcdBinary();
+  if (!binary) throw new Error('etcd is not installed (apt-get install etcd-server)');
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `palisade-etcd-${process.pid}-`));
+  const [clientPort, peerPort] = [options.port ?? (await freePort()), await freePort()];
+  const endpoint = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  const name = options.name ?? `palisade-${process.pid}`;
+  const child = spawn(
+    binary,
+    [
+      '--name',
+      name,
+      '--data-dir',
+      dataDir,
+      '--listen-client-urls',
+      endpoint,
+      '--advertise-client-urls',
+      endpoint,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `${name}=${peer}`,
+      '--max-txn-ops',
+      String(options.maxTxnOps ?? 128),
+      '--log-level',
+      'error',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const removeDir = (): void => {
+    if (ownDir) rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await waitHealthy(endpoint, child, () => stderr);
+  } catch (error) {
+    await stopChild(child);
+    removeDir();
+    throw error;
+  }
+  return {
+    endpoint,
+    pid: child.pid!,
+    dataDir,
+    stop: async () => {
+      await stopChild(child);
+      removeDir();
+    },
+  };
+}
+
+async function waitHealthy(endpoint: string, child: ChildProcess, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`etcd exited (${child.exitCode}): ${stderr().trim()}`);
+    try {
+      const response = await fetch(`${endpoint}/health`);
+      if (response.ok && ((await response.json()) as { health?: unknown }).health === 'true') return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`etcd did not become healthy at ${endpoint}: ${stderr().trim()}`);
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** A free loopback port (the kernel picks one; it is released before etcd binds it). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
