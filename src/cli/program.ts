@@ -13,6 +13,7 @@ import { validateCommand } from './commands/validate.ts';
 import { renderCommand } from './commands/render.ts';
 import { labCommand } from './commands/lab.ts';
 import { lintCommand } from './commands/lint.ts';
+import { reflectCommand } from './commands/reflect.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UnsupportedInputError, UsageError, type CliIo } from './io.ts';
@@ -42,6 +43,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     generateCommand,
     renderCommand,
     labCommand,
+    reflectCommand,
   ]) {
     // Subcommands do not inherit output and exit settings added after they were made.
     const command = make(io, done);

@@ -1,6 +1,13 @@
 /**
  * The ingest layer's public entry: load manifests into a validated Cluster with diagnostics.
  */
-export { loadCluster, loadFromObjects, loadFromRawObjects, loadFromTexts, type LoadClusterOptions } from './load.ts';
+export {
+  loadCluster,
+  loadFromObjects,
+  loadFromRawObjects,
+  loadFromTexts,
+  type LoadClusterOptions,
+} from './load.ts';
 export { DEFAULT_MAX_FILE_BYTES } from './read-inputs.ts';
 export type * from './types.ts';
+export { decodeObject, type DecodeOutcome } from './decode-object.ts';

@@ -71,7 +71,10 @@ export function loadFromObjects(
  * Same as loadFromObjects for objects that each carry their own locator (objects read from the
  * Kubernetes API, named by their API path): validated and decoded exactly as files are.
  */
-export function loadFromRawObjects(rawObjects: readonly RawObject[], semantics: Semantics = 'v1'): LoadResult {
+export function loadFromRawObjects(
+  rawObjects: readonly RawObject[],
+  semantics: Semantics = 'v1',
+): LoadResult {
   return decodeAll([...rawObjects], [], semantics);
 }
 

@@ -1,0 +1,176 @@
+/**
+ * The reflector (Contiv's KSR): campaigns for leadership, then loads what etcd holds, starts its
+ * source (the API's informers, resuming from the recorded resourceVersions, or the manifests) and
+ * writes through the EtcdWriter until stopped or deposed; a deposed or restarted reflector
+ * campaigns again and starts over from etcd's contents, so a takeover rewrites nothing that is
+ * already there.
+ */
+import { hostname } from 'node:os';
+import { campaign } from '../etcd/index.ts';
+import type { EtcdStore, Leadership } from '../etcd/types.ts';
+import type { KubeApi, NamespaceScope } from '../kube/types.ts';
+import type { Diagnostic } from '../model/types.ts';
+import { apiPathOf, discoverReflected, listOnce, startInformers } from './api-source.ts';
+import { loadFiles, watchFiles } from './file-source.ts';
+import type { KeyLayout } from './layout.ts';
+import type { ReflectorStats } from './types.ts';
+import { EtcdWriter } from './writer.ts';
+
+export type ReflectorSource =
+  | {
+      readonly type: 'api';
+      readonly api: KubeApi;
+      readonly scope: NamespaceScope;
+      readonly pageSize?: number;
+    }
+  | {
+      readonly type: 'files';
+      readonly paths: readonly string[];
+      readonly watch: boolean;
+      readonly maxFileBytes?: number;
+    };
+
+export interface ReflectorOptions {
+  readonly store: EtcdStore;
+  readonly layout: KeyLayout;
+  readonly source: ReflectorSource;
+  /** Campaign for leadership first (default true); a lone reflector may skip it. */
+  readonly elect?: boolean;
+  /** This reflector's name in the leader key (default host-pid). */
+  readonly id?: string;
+  readonly leaseTtlSeconds?: number;
+  /** Reconcile once and return (no watch). */
+  readonly once?: boolean;
+  readonly maxOps?: number;
+  readonly log: (line: string) => void;
+  readonly onDiagnostics: (diagnostics: readonly Diagnostic[]) => void;
+  /** Called after the initial state is in etcd (each time this reflector starts leading). */
+  readonly onSynced?: (stats: ReflectorStats) => void;
+}
+
+export class Reflector {
+  private readonly abort = new AbortController();
+  private writer: EtcdWriter | undefined;
+  readonly id: string;
+
+  constructor(private readonly options: ReflectorOptions) {
+    this.id = options.id ?? `${hostname()}-${process.pid}`;
+  }
+
+  /** The current writer's figures (zeros before it leads). */
+  get stats(): ReflectorStats | undefined {
+    return this.writer?.stats;
+  }
+
+  /** Runs until stop() (or, with `once`, until the state is in etcd). */
+  async run(): Promise<ReflectorStats | undefined> {
+    const { options } = this;
+    let last: ReflectorStats | undefined;
+    while (!this.abort.signal.aborted) {
+      let leadership: Leadership | undefined;
+      if (options.elect !== false) {
+        options.log(`campaigning for leadership as ${this.id}`);
+        leadership = await campaign(options.store, options.layout.leader, this.id, {
+          ttlSeconds: options.leaseTtlSeconds ?? 3,
+          signal: this.abort.signal,
+          onFollowing: (leader) => options.log(`following ${leader}`),
+        });
+        if (!leadership) break;
+        options.log(`leading as ${this.id}`);
+      }
+      const deposed = new AbortController();
+      leadership?.onLost((reason) => {
+        options.log(`leadership lost (${reason})`);
+        deposed.abort();
+      });
+      last = await this.lead(leadership, deposed);
+      if (this.abort.signal.aborted || options.once) {
+        await leadership?.resign();
+        break;
+      }
+    }
+    return last;
+  }
+
+  stop(): void {
+    this.abort.abort();
+  }
+
+  /** One term of leadership: load, sync, follow changes until stopped or deposed. */
+  private async lead(leadership: Leadership | undefined, deposed: AbortController): Promise<ReflectorStats> {
+    const { options } = this;
+    const source = options.source;
+    let describe: ((object: Record<string, unknown>) => string) | undefined;
+    let served: Awaited<ReturnType<typeof discoverReflected>> = [];
+    if (source.type === 'api') {
+      served = await discoverReflected(source.api, options.log);
+      describe = apiPathOf(served);
+    }
+    const writer = new EtcdWriter({
+      layout: options.layout,
+      store: options.store,
+      ...(leadership ? { fence: leadership.fence } : {}),
+      ...(options.maxOps ? { maxOps: options.maxOps } : {}),
+      ...(describe ? { describe } : {}),
+      ...(source.type === 'api' ? { onDiagnostics: options.onDiagnostics } : {}),
+      onFenceLost: () => {
+        options.log('another reflector leads: stopping writes');
+        deposed.abort();
+      },
+      onError: (error, wait) => options.log(`etcd: ${error.message}; retrying in ${wait} ms`),
+    });
+    this.writer = writer;
+    await writer.load();
+    const started = Date.now();
+    let stopSource: () => void = () => undefined;
+    const synced = async (): Promise<void> => {
+      await writer.idle();
+      const stats = writer.stats;
+      options.log(
+        `synced in ${((Date.now() - started) / 1000).toFixed(1)} s: ${writer.size} keys, ${stats.written} written, ${stats.unchanged} unchanged, ${stats.invalid} invalid, etcd revision ${stats.revision}`,
+      );
+      options.onSynced?.(stats);
+    };
+    if (source.type === 'api') {
+      const common = { scope: source.scope, ...(source.pageSize ? { pageSize: source.pageSize } : {}) };
+      if (options.once) {
+        await listOnce(source.api, served, writer, common);
+        await synced();
+        writer.stop();
+        return writer.stats;
+      }
+      const running = startInformers(source.api, served, writer, {
+        ...common,
+        resumeFrom: (stream) => writer.resourceVersion(stream),
+        log: options.log,
+      });
+      stopSource = running.stop;
+      void running.synced.then(synced);
+    } else {
+      const fileOptions = {
+        onDiagnostics: options.onDiagnostics,
+        ...(source.maxFileBytes !== undefined ? { maxFileBytes: source.maxFileBytes } : {}),
+      };
+      if (options.once || !source.watch) {
+        await loadFiles(source.paths, writer, fileOptions);
+        await synced();
+        writer.stop();
+        return writer.stats;
+      }
+      stopSource = await watchFiles(source.paths, writer, {
+        ...fileOptions,
+        onError: (error) => options.log(`reading files: ${error.message}`),
+      });
+      void synced();
+    }
+    await new Promise<void>((resolve) => {
+      if (this.abort.signal.aborted || deposed.signal.aborted) return resolve();
+      this.abort.signal.addEventListener('abort', () => resolve());
+      deposed.signal.addEventListener('abort', () => resolve());
+    });
+    stopSource();
+    if (!deposed.signal.aborted) await writer.idle();
+    writer.stop();
+    return writer.stats;
+  }
+}
