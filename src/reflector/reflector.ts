@@ -51,6 +51,7 @@ export interface ReflectorOptions {
 export class Reflector {
   private readonly abort = new AbortController();
   private writer: EtcdWriter | undefined;
+  private dropPending = false;
   readonly id: string;
 
   constructor(private readonly options: ReflectorOptions) {
@@ -92,7 +93,12 @@ export class Reflector {
     return last;
   }
 
-  stop(): void {
+  /**
+   * Stops. By default the changes received so far are written first; with `now`, pending writes are
+   * dropped (as if the process died) — a successor replays them from the recorded resourceVersions.
+   */
+  stop(options: { now?: boolean } = {}): void {
+    if (options.now) this.dropPending = true;
     this.abort.abort();
   }
 
@@ -169,7 +175,7 @@ export class Reflector {
       deposed.signal.addEventListener('abort', () => resolve());
     });
     stopSource();
-    if (!deposed.signal.aborted) await writer.idle();
+    if (!deposed.signal.aborted && !this.dropPending) await writer.idle();
     writer.stop();
     return writer.stats;
   }

@@ -13,7 +13,7 @@ import { writeKubeconfig } from '../fake-apiserver/fixtures.ts';
 export const layout = new KeyLayout('/palisade');
 
 /** key → reduced value, for every object of the fake cluster that belongs in etcd. */
-export function expectedContents(server: FakeApiServer): Map<string, string> {
+export function expectedContents(server: FakeApiServer, keys: KeyLayout = layout): Map<string, string> {
   const expected = new Map<string, string>();
   for (const resource of server.store.resources) {
     if (server.store.absent.has(resource.plural)) continue;
@@ -21,7 +21,7 @@ export function expectedContents(server: FakeApiServer): Map<string, string> {
       const object = JSON.parse(withTypeMeta(resource, stored.itemJson)) as Record<string, unknown>;
       let encoded;
       try {
-        encoded = encodeObject(layout, object, 'test');
+        encoded = encodeObject(keys, object, 'test');
       } catch {
         continue;
       }
@@ -32,18 +32,23 @@ export function expectedContents(server: FakeApiServer): Map<string, string> {
 }
 
 /** key → value of everything under the layout's objects prefix. */
-export async function etcdContents(store: EtcdStore): Promise<Map<string, string>> {
-  const { kvs } = await store.range(layout.objects);
+export async function etcdContents(store: EtcdStore, keys: KeyLayout = layout): Promise<Map<string, string>> {
+  const { kvs } = await store.range(keys.objects);
   return new Map(kvs.map((kv) => [kv.key, kv.value]));
 }
 
 /** Waits until etcd holds exactly what the fake cluster says; fails with the difference. */
-export async function converged(server: FakeApiServer, store: EtcdStore, ms = 15_000): Promise<void> {
+export async function converged(
+  server: FakeApiServer,
+  store: EtcdStore,
+  ms = 15_000,
+  keys: KeyLayout = layout,
+): Promise<void> {
   const deadline = Date.now() + ms;
   let difference = '';
   for (;;) {
-    const expected = expectedContents(server);
-    const actual = await etcdContents(store);
+    const expected = expectedContents(server, keys);
+    const actual = await etcdContents(store, keys);
     difference = diff(expected, actual);
     if (!difference) return;
     if (Date.now() > deadline) throw new Error(`etcd did not converge:\n${difference}`);
@@ -67,7 +72,7 @@ export async function apiReflector(
   server: FakeApiServer,
   store: EtcdStore,
   dir: string,
-  options: Partial<ReflectorOptions> & { log?: string[] } = {},
+  options: Omit<Partial<ReflectorOptions>, 'log'> & { log?: string[] } = {},
 ): Promise<{ reflector: Reflector; running: Promise<unknown> }> {
   const kubeconfig = writeKubeconfig(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`, {
     server: server.serverUrl,
@@ -93,5 +98,21 @@ export async function until(check: () => boolean | Promise<boolean>, ms = 15_000
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until etcd's revision has not moved for `quietMs` (the reflector has written all it will). */
+export async function settled(store: EtcdStore, quietMs = 300): Promise<number> {
+  let revision = (await store.range(layout.leader)).revision;
+  let since = Date.now();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 25));
+    const now = (await store.range(layout.leader)).revision;
+    if (now !== revision) {
+      revision = now;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) {
+      return revision;
+    }
   }
 }

@@ -14,7 +14,15 @@ import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { tempDir } from '../fake-apiserver/fixtures.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsEtcd, suiteEtcd } from './etcd-fixture.ts';
-import { apiReflector, converged, etcdContents, expectedContents, layout, until } from './reflector-helpers.ts';
+import {
+  apiReflector,
+  converged,
+  etcdContents,
+  expectedContents,
+  layout,
+  settled,
+  until,
+} from './reflector-helpers.ts';
 
 const namespace = (name: string, labels: Record<string, string> = {}): Record<string, unknown> => ({
   apiVersion: 'v1',
@@ -22,12 +30,28 @@ const namespace = (name: string, labels: Record<string, string> = {}): Record<st
   metadata: { name, labels: { 'kubernetes.io/metadata.name': name, ...labels } },
 });
 
-export const pod = (ns: string, name: string, labels: Record<string, string>, ip: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+export const pod = (
+  ns: string,
+  name: string,
+  labels: Record<string, string>,
+  ip: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> => ({
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name, namespace: ns, labels, annotations: { note: 'not policy' } },
-  spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'nginx', ports: [{ name: 'http', containerPort: 80 }] }] },
-  status: { phase: 'Running', podIP: ip, podIPs: [{ ip }], hostIP: '192.168.0.1', conditions: [{ type: 'Ready', status: 'True' }], ...extra },
+  spec: {
+    nodeName: 'node-1',
+    containers: [{ name: 'c', image: 'nginx', ports: [{ name: 'http', containerPort: 80 }] }],
+  },
+  status: {
+    phase: 'Running',
+    podIP: ip,
+    podIPs: [{ ip }],
+    hostIP: '192.168.0.1',
+    conditions: [{ type: 'Ready', status: 'True' }],
+    ...extra,
+  },
 });
 
 const policy = (ns: string, name: string, app: string): Record<string, unknown> => ({
@@ -46,7 +70,8 @@ describe('the reflector', { skip: needsEtcd }, () => {
     await server.start();
     server.store.apply(namespace('shop', { team: 'shop' }));
     server.store.apply(namespace('other'));
-    for (let i = 0; i < 30; i++) server.store.apply(pod('shop', `web-${i}`, { app: 'web' }, `10.0.0.${i + 1}`));
+    for (let i = 0; i < 30; i++)
+      server.store.apply(pod('shop', `web-${i}`, { app: 'web' }, `10.0.0.${i + 1}`));
     server.store.apply(policy('shop', 'web', 'web'));
   });
   after(async () => {
@@ -59,20 +84,25 @@ describe('the reflector', { skip: needsEtcd }, () => {
     const { reflector, running } = await apiReflector(server, store, temp.dir, { elect: false });
     try {
       await converged(server, store);
-      const decoded = decodeValue(layout.key('Pod', 'shop', 'web-3'), (await etcdContents(store)).get(layout.key('Pod', 'shop', 'web-3'))!);
+      const decoded = decodeValue(
+        layout.key('Pod', 'shop', 'web-3'),
+        (await etcdContents(store)).get(layout.key('Pod', 'shop', 'web-3'))!,
+      );
       assert.equal(decoded.object?.kind, 'Endpoint');
-      const before = (await store.range(layout.base)).revision;
+      const before = await settled(store);
       // Status churn, annotations, container restarts: none of it is policy's business.
       for (let i = 0; i < 10; i++) {
-        server.store.apply(pod('shop', `web-${i}`, { app: 'web' }, `10.0.0.${i + 1}`, {
-          conditions: [{ type: 'Ready', status: i % 2 ? 'False' : 'True', lastTransitionTime: String(i) }],
-          containerStatuses: [{ name: 'c', restartCount: i }],
-        }));
+        server.store.apply(
+          pod('shop', `web-${i}`, { app: 'web' }, `10.0.0.${i + 1}`, {
+            conditions: [{ type: 'Ready', status: i % 2 ? 'False' : 'True', lastTransitionTime: String(i) }],
+            containerStatuses: [{ name: 'c', restartCount: i }],
+          }),
+        );
       }
       // Then one real change, to know the churn has been processed when it shows up.
       server.store.apply(pod('shop', 'web-20', { app: 'web', version: 'v2' }, '10.0.0.21'));
       await converged(server, store);
-      await reflector.stats && until(() => reflector.stats!.received >= 30 + 11);
+      (await reflector.stats) && until(() => reflector.stats!.received >= 30 + 11);
       const afterRevision = (await store.range(layout.base)).revision;
       assert.equal(afterRevision - before, 1, 'exactly one transaction: the label change');
       assert.equal(reflector.stats!.unchanged >= 10, true);
@@ -96,7 +126,10 @@ describe('the reflector', { skip: needsEtcd }, () => {
       server.store.compact();
       server.requests.length = 0;
       await converged(server, store);
-      assert.ok(server.requests.some((r) => r.verb === 'list' && r.path === '/api/v1/pods'), 'relisted');
+      assert.ok(
+        server.requests.some((r) => r.verb === 'list' && r.path === '/api/v1/pods'),
+        'relisted',
+      );
       assert.equal((await store.get(layout.key('Pod', 'shop', 'web-25')))!.modRevision, untouched);
       assert.equal(await store.get(layout.key('Pod', 'shop', 'web-0')), undefined);
     } finally {
@@ -111,12 +144,17 @@ describe('the reflector', { skip: needsEtcd }, () => {
     await converged(server, store);
     server.store.apply(pod('shop', 'web-2', { app: 'web', tier: 'x' }, '10.0.0.3'));
     await converged(server, store);
-    await until(async () => (await store.get(layout.resourceVersionKey('Pod')))?.value === String(server.store.resourceVersion));
+    await until(
+      async () =>
+        (await store.get(layout.resourceVersionKey('Pod')))?.value === String(server.store.resourceVersion),
+    );
     first.reflector.stop();
     await first.running;
     // While it is down: one change. Then it comes back.
     server.store.apply(pod('shop', 'web-4', { app: 'web', tier: 'y' }, '10.0.0.5'));
-    const beforeRestart = (await store.range(layout.base)).revision;
+    const revisions = async (): Promise<Map<string, number>> =>
+      new Map((await store.range(layout.objects)).kvs.map((kv) => [kv.key, kv.modRevision]));
+    const beforeRestart = await revisions();
     server.requests.length = 0;
     const second = await apiReflector(server, store, temp.dir, { elect: false });
     try {
@@ -125,8 +163,32 @@ describe('the reflector', { skip: needsEtcd }, () => {
       assert.equal(lists.length, 0, 'resumed by watching from the recorded version');
       const watches = server.requests.filter((r) => r.verb === 'watch' && r.path === '/api/v1/pods');
       assert.ok(watches.length > 0 && watches[0]!.query.resourceVersion !== '0');
-      // One object changed while down: one transaction for it.
-      assert.equal((await store.range(layout.base)).revision - beforeRestart, 1);
+      // One object changed while down: only its key was written.
+      const afterRestart = await revisions();
+      const rewritten = [...afterRestart]
+        .filter(([key, rev]) => beforeRestart.get(key) !== rev)
+        .map(([key]) => key);
+      assert.deepEqual(rewritten, [layout.key('Pod', 'shop', 'web-4')]);
+    } finally {
+      second.reflector.stop();
+      await second.running;
+    }
+  });
+
+  it('a reflector stopped between its transactions loses nothing: the version is recorded only with its last change', async () => {
+    const { store } = etcd;
+    const first = await apiReflector(server, store, temp.dir, { elect: false, maxOps: 2 });
+    await converged(server, store);
+    const before = (await store.range(layout.base)).revision;
+    for (let i = 0; i < 20; i++)
+      server.store.apply(pod('shop', `web-${i}`, { app: 'web', burst: 'yes' }, `10.0.0.${i + 1}`));
+    // Stop it (dropping what it has not sent) as soon as its first transaction is in.
+    await until(async () => (await store.range(layout.base)).revision > before, 10_000);
+    first.reflector.stop({ now: true });
+    await first.running;
+    const second = await apiReflector(server, store, temp.dir, { elect: false, maxOps: 2 });
+    try {
+      await converged(server, store);
     } finally {
       second.reflector.stop();
       await second.running;
@@ -142,7 +204,13 @@ describe('the reflector', { skip: needsEtcd }, () => {
       (broken.spec as { ingress: unknown[] }).ingress = [{ from: [{ ipBlock: { cidr: 'not-a-cidr' } }] }];
       server.store.apply(broken);
       await until(() => log.some((l) => l.includes('CIDR_INVALID')));
-      assert.ok(log.some((l) => l.includes('error CIDR_INVALID /apis/networking.k8s.io/v1/namespaces/shop/networkpolicies/broken#spec')));
+      assert.ok(
+        log.some((l) =>
+          l.includes(
+            'error CIDR_INVALID /apis/networking.k8s.io/v1/namespaces/shop/networkpolicies/broken#spec',
+          ),
+        ),
+      );
       assert.equal(await store.get(layout.key('NetworkPolicy', 'shop', 'broken')), undefined);
       server.store.apply(policy('shop', 'broken', 'web'));
       await converged(server, store);
@@ -155,7 +223,10 @@ describe('the reflector', { skip: needsEtcd }, () => {
 
   it('two reflectors: one leads; when it dies the other takes over within a few seconds', async () => {
     const { server: etcdServer } = etcd;
-    const [storeA, storeB] = [await connectEtcd([etcdServer.endpoint]), await connectEtcd([etcdServer.endpoint])];
+    const [storeA, storeB] = [
+      await connectEtcd([etcdServer.endpoint]),
+      await connectEtcd([etcdServer.endpoint]),
+    ];
     const logA: string[] = [];
     const logB: string[] = [];
     const a = await apiReflector(server, storeA, temp.dir, { id: 'a', log: logA });
@@ -187,10 +258,20 @@ describe('the reflector', { skip: needsEtcd }, () => {
     copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
     copyFileSync('examples/shop-running/pods.yaml', join(dir, 'pods.yaml'));
     const root = '/gitops';
-    const once = await cli(['reflect', '--etcd', etcd.server.endpoint, '--prefix', root, '-f', dir, '--once']);
+    const once = await cli([
+      'reflect',
+      '--etcd',
+      etcd.server.endpoint,
+      '--prefix',
+      root,
+      '-f',
+      dir,
+      '--once',
+    ]);
     assert.equal(once.code, 0, once.stderr);
     assert.match(once.stdout, /synced in .*: 11 keys, 11 written/);
-    const keys = async (): Promise<string[]> => (await etcd.store.range(`${root}/v1/k8s/`)).kvs.map((kv) => kv.key);
+    const keys = async (): Promise<string[]> =>
+      (await etcd.store.range(`${root}/v1/k8s/`)).kvs.map((kv) => kv.key);
     assert.equal((await keys()).length, 11);
     // --watch in-process: the Reflector with a file source.
     const { Reflector, KeyLayout } = await import('../../src/reflector/index.ts');
@@ -204,7 +285,10 @@ describe('the reflector', { skip: needsEtcd }, () => {
     });
     const running = reflector.run();
     try {
-      writeFileSync(join(dir, 'namespaces.yaml'), 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n');
+      writeFileSync(
+        join(dir, 'namespaces.yaml'),
+        'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n',
+      );
       await until(async () => (await keys()).length === 8);
       assert.ok(!(await keys()).includes(`${root}/v1/k8s/namespace/payments`));
     } finally {
