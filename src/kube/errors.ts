@@ -90,14 +90,14 @@ export function statusError(
         `the API server at ${server} rejected the credentials (401 Unauthorized); log in again or check the user of the context`,
         401,
       );
-    case 403:
+    case 403: {
+      const user = /User "([^"]*)"/.exec(serverMessage)?.[1];
       return new KubeApiError(
         'forbidden',
-        `forbidden (403): this user may not ${what}; Palisade needs get, list and watch on it (see "RBAC" in the README)${
-          serverMessage ? ` — the server said: ${serverMessage}` : ''
-        }`,
+        `forbidden (403): ${user !== undefined ? `user "${user}"` : 'this user'} may not ${what}; Palisade needs get, list and watch on it (see "RBAC" in the README)`,
         403,
       );
+    }
     case 404:
       return new KubeApiError('not-found', `${request.resource} is not served by ${server} (404)`, 404);
     case 410:

@@ -151,7 +151,7 @@ describe('analysis commands on a live cluster', () => {
       assert.equal(result.code, 2);
       assert.match(
         result.stderr,
-        /forbidden \(403\): this user may not list networkpolicies \(API group networking\.k8s\.io\) at the cluster scope/,
+        /forbidden \(403\): user "tester" may not list networkpolicies \(API group networking\.k8s\.io\) at the cluster scope/,
       );
       assert.equal(result.stderr.trim().split('\n').length, 1);
     } finally {
