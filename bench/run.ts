@@ -14,6 +14,7 @@ import { tiersBenchmark } from './tiers.bench.ts';
 import { suiteBenchmark } from './suite.ts';
 import { filesBenchmark } from './files.bench.ts';
 import { matrixFilesBenchmark } from './matrix-files.bench.ts';
+import { reflectBenchmark } from './reflect.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -27,6 +28,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   files: filesBenchmark,
   'matrix-files': matrixFilesBenchmark,
   all: suiteBenchmark,
+  reflect: reflectBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

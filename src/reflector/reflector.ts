@@ -46,6 +46,8 @@ export interface ReflectorOptions {
   readonly onDiagnostics: (diagnostics: readonly Diagnostic[]) => void;
   /** Called after the initial state is in etcd (each time this reflector starts leading). */
   readonly onSynced?: (stats: ReflectorStats) => void;
+  /** Object keys committed at a revision (metrics, benchmarks). */
+  readonly onCommitted?: (keys: readonly string[], revision: number) => void;
 }
 
 export class Reflector {
@@ -124,6 +126,7 @@ export class Reflector {
         deposed.abort();
       },
       onError: (error, wait) => options.log(`etcd: ${error.message}; retrying in ${wait} ms`),
+      ...(options.onCommitted ? { onCommitted: options.onCommitted } : {}),
     });
     this.writer = writer;
     await writer.load();
@@ -150,7 +153,7 @@ export class Reflector {
         resumeFrom: (stream) => writer.resourceVersion(stream),
         log: options.log,
       });
-      stopSource = running.stop;
+      stopSource = () => running.stop();
       void running.synced.then(synced);
     } else {
       const fileOptions = {

@@ -32,6 +32,8 @@ export interface WriterOptions {
   readonly onFenceLost?: () => void;
   /** etcd failed a transaction; it is retried after `retryInMs`. */
   readonly onError?: (error: Error, retryInMs: number) => void;
+  /** A transaction committed these object keys at `revision` (metrics, benchmarks). */
+  readonly onCommitted?: (keys: readonly string[], revision: number) => void;
 }
 
 /** A resourceVersion is written alone (without object changes) at most this often per stream. */
@@ -288,6 +290,10 @@ export class EtcdWriter implements SourceSink {
         if (value === null) this.mirror.delete(key);
         else this.mirror.set(key, digest(value));
       }
+      this.options.onCommitted?.(
+        batch.changes.map(([key]) => key),
+        result.revision,
+      );
       const now = Date.now();
       for (const id of batch.versions) {
         const noted = this.versions.get(id)!;

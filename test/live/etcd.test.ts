@@ -4,8 +4,11 @@
  * transactions, and leader election that fails over when a leader resigns or its lease expires.
  */
 import { describe, it } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { campaign, connectEtcd, type EtcdEvent } from '../../src/etcd/index.ts';
+import { campaign, connectEtcd, startEtcd, type EtcdEvent } from '../../src/etcd/index.ts';
 import { needsEtcd, suiteEtcd } from './etcd-fixture.ts';
 
 const until = async (check: () => boolean, ms = 10_000): Promise<void> => {
@@ -94,10 +97,6 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
   });
 
   it('resumes a watch after its stream breaks (etcd restarted on the same data), from where it was', async () => {
-    const { startEtcd } = await import('../../src/etcd/index.ts');
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
     const dataDir = mkdtempSync(join(tmpdir(), `palisade-etcd-restart-${process.pid}-`));
     let server = await startEtcd({ dataDir });
     try {

@@ -102,8 +102,8 @@ describe('the reflector', { skip: needsEtcd }, () => {
       // Then one real change, to know the churn has been processed when it shows up.
       server.store.apply(pod('shop', 'web-20', { app: 'web', version: 'v2' }, '10.0.0.21'));
       await converged(server, store);
-      (await reflector.stats) && until(() => reflector.stats!.received >= 30 + 11);
-      const afterRevision = (await store.range(layout.base)).revision;
+      await until(() => reflector.stats!.received >= 30 + 11);
+      const afterRevision = await settled(store);
       assert.equal(afterRevision - before, 1, 'exactly one transaction: the label change');
       assert.equal(reflector.stats!.unchanged >= 10, true);
     } finally {

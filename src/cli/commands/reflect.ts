@@ -6,6 +6,7 @@
  */
 import { Command } from 'commander';
 import type { Diagnostic } from '../../model/diagnostics.ts';
+import type { ReflectorSource } from '../../reflector/index.ts';
 import { reportDiagnostics } from '../common.ts';
 import {
   ClusterAccessError,
@@ -63,7 +64,7 @@ export function reflectCommand(io: CliIo, done: (code: number) => void): Command
       const store = await connectEtcd(endpoints);
       try {
         await reachable(store, layout.leader, endpoints);
-        let source: import('../../reflector/index.ts').ReflectorSource;
+        let source: ReflectorSource;
         if (cluster) {
           const kube = await import('../../kube/index.ts');
           try {
