@@ -29,7 +29,9 @@ export function pruneObject(object: RawApiObject, namespace: string | undefined)
     if (object.spec !== undefined) out.spec = object.spec;
   } else if (kind === 'Pod') {
     if (spec) out.spec = prunePodSpec(spec);
-    if (status) out.status = pick(status, ['phase', 'podIP', 'podIPs', 'hostIP', 'hostIPs']);
+    const kept = status ? pick(status, ['phase', 'podIP', 'podIPs', 'hostIP', 'hostIPs']) : {};
+    // No status field at all when none of its policy fields is set: adding conditions changes nothing.
+    if (Object.keys(kept).length > 0) out.status = kept;
   } else if (kind === 'Node') {
     const addresses = status?.addresses;
     if (Array.isArray(addresses)) {
