@@ -82,7 +82,7 @@ describe('analysis commands on a live cluster', () => {
   it('finds the cluster through KUBECONFIG when no option names it', async () => {
     const result = await cli(['matrix', '--port', '8000'], { env: { KUBECONFIG: kubeconfig } });
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /shop\/frontend-7c9d-x2k4p +X +X +X +\./);
+    assert.match(result.stdout, /shop\/frontend\[Deployment\] +X +X +X +\./);
   });
 
   it('-n reads only the given namespaces (one list per namespace, namespaces fetched one by one)', async () => {
@@ -279,7 +279,7 @@ describe('TLS', () => {
     });
     const result = await cli(['matrix', '--port', '8000', '-n', 'shop', '--kubeconfig', trusted]);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /shop\/frontend-7c9d-x2k4p +\. +X/);
+    assert.match(result.stdout, /shop\/frontend\[Deployment\] +\. +X/);
   });
 });
 
