@@ -289,6 +289,8 @@ export class FakeApiServer {
       backlog = events.map((e) => event(e.type, withTypeMeta(resource, e.stored.itemJson)));
     }
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    // The API server answers a watch at once, before any event: so must the double.
+    res.flushHeaders();
     for (const line of backlog) res.write(line);
     const unsubscribe = this.store.subscribe((e: LoggedEvent) => {
       if (e.resource !== resource || (namespace !== undefined && e.namespace !== namespace)) return;
