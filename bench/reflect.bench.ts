@@ -16,6 +16,7 @@ import { generateShape } from '../src/generate/shapes.ts';
 import { connect } from '../src/kube/index.ts';
 import { KeyLayout, Reflector } from '../src/reflector/index.ts';
 import { writeKubeconfig } from '../test/fake-apiserver/fixtures.ts';
+import { reportFigure } from './report.ts';
 import { median, ms } from './stats.ts';
 
 const HERE = new URL('.', import.meta.url).pathname;
@@ -95,6 +96,19 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
         `${initial.stats.written.toLocaleString('en-US')} keys written in ${initial.stats.transactions.toLocaleString('en-US')} transactions (load ${load()})\n`,
     );
 
+    reportFigure({
+      name: `reflect initial shape a ×${scale}`,
+      value: initial.seconds,
+      unit: 's',
+      target: '≤ 30 s at ×1',
+    });
+    reportFigure({
+      name: `reflect initial shape a ×${scale} peak RSS`,
+      value: initial.maxRssMb,
+      unit: 'MB',
+      target: '≤ 600 MB at ×1',
+    });
+
     // 2. Steady state: many pods relabelled at once, followed by a reflector that resumes.
     const follower = spawnReflector(kubeconfig, etcd.endpoint);
     await follower.synced;
@@ -125,6 +139,12 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
       `steady state: ${count.toLocaleString('en-US')} pod label changes in ${seconds.toFixed(2)} s = ${Math.round(count / seconds).toLocaleString('en-US')} changes/s into etcd ` +
         `(the server made them in ${((sent.last - sent.first) / 1000).toFixed(2)} s; load ${load()})\n`,
     );
+    reportFigure({
+      name: 'reflect steady state',
+      value: Math.round(count / seconds),
+      unit: 'changes/s',
+      target: '≥ 3,000',
+    });
     follower.child.kill('SIGTERM');
     await new Promise((r) => follower.child.once('exit', r));
 
@@ -171,6 +191,12 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
       `label change → committed etcd revision: median ${median(latencies).toFixed(2)} ms, p90 ${latencies[Math.floor(samples * 0.9)]!.toFixed(2)} ms, ` +
         `p99 ${latencies[Math.floor(samples * 0.99)]!.toFixed(2)} ms over ${samples} changes (from the API server's event, through HTTP, to the txn's commit; load ${load()})\n`,
     );
+    reportFigure({
+      name: 'reflect label change → committed revision (median)',
+      value: median(latencies),
+      unit: 'ms',
+      target: '≤ 5 ms',
+    });
     await fake.stop();
     fake = undefined;
 
@@ -199,6 +225,13 @@ async function matrixFigure(dir: string, runs: number): Promise<void> {
       );
     }
     const [f, c] = [median(fromFiles), median(fromCluster)];
+    reportFigure({
+      name: 'matrix --kubeconfig vs files, 2,000 pods',
+      value: Number((((c - f) / f) * 100).toFixed(1)),
+      unit: '%',
+      target: 'within 20 %',
+      runs: fromCluster,
+    });
     process.stdout.write(
       `matrix --port 80 of ${fake.pods.toLocaleString('en-US')} pods, whole process, ${runs} alternating runs: files median ${ms(f)} ` +
         `(${fromFiles.map((v) => v.toFixed(0)).join(', ')}), --kubeconfig median ${ms(c)} (${fromCluster.map((v) => v.toFixed(0)).join(', ')}): ` +

@@ -48,6 +48,11 @@ const STEPS: readonly Step[] = [
   { bench: 'matrix', quick: ['--runs', '3'], full: ['--runs', '5'] },
   { bench: 'matrix', quick: ['--shape-b', '--runs', '1'], full: ['--shape-b', '--runs', '3'] },
   { bench: 'matrix-files', quick: ['--runs', '1'], full: ['--runs', '3'] },
+  {
+    bench: 'reflect',
+    quick: ['--scale', '0.1', '--changes', '5000', '--samples', '100', '--runs', '1'],
+    full: ['--scale', '1', '--changes', '30000', '--samples', '300', '--runs', '5'],
+  },
   { bench: 'classifier', quick: ['--lookups', '1000000'], full: ['--lookups', '1000000'] },
   {
     bench: 'tiers',
