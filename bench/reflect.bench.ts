@@ -8,7 +8,7 @@
  *  4. `matrix --port 80` of 2,000 pods through the API double against the same from files.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectEtcd, startEtcd } from '../src/etcd/index.ts';
@@ -92,7 +92,7 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
     // 1. Initial reflect.
     const initial = await runReflector(kubeconfig, etcd.endpoint, 'once');
     process.stdout.write(
-      `initial reflect: ${initial.seconds.toFixed(1)} s, peak RSS ${initial.maxRssMb.toFixed(0)} MB, ` +
+      `initial reflect: ${initial.seconds.toFixed(1)} s (reflector CPU ${initial.cpuSeconds.toFixed(1)} s), peak RSS ${initial.maxRssMb.toFixed(0)} MB, ` +
         `${initial.stats.written.toLocaleString('en-US')} keys written in ${initial.stats.transactions.toLocaleString('en-US')} transactions (load ${load()})\n`,
     );
 
@@ -128,6 +128,7 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
       },
     );
     const count = Math.min(changes, fake.pods);
+    const cpuBefore = cpuSecondsOf(follower.child.pid!);
     const sent = await fake.request<{ first: number; last: number }>(
       { type: 'relabel', from: 0, count, value: 'steady' },
       'relabeled',
@@ -135,6 +136,10 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
     while (puts < count) await new Promise((r) => setTimeout(r, 5));
     await watch.cancel();
     const seconds = (lastPut - sent.first) / 1000;
+    const cpu = cpuSecondsOf(follower.child.pid!) - cpuBefore;
+    process.stdout.write(
+      `steady state, reflector CPU: ${cpu.toFixed(2)} s for ${count.toLocaleString('en-US')} changes = ${Math.round(count / cpu).toLocaleString('en-US')} changes per CPU-second\n`,
+    );
     process.stdout.write(
       `steady state: ${count.toLocaleString('en-US')} pod label changes in ${seconds.toFixed(2)} s = ${Math.round(count / seconds).toLocaleString('en-US')} changes/s into etcd ` +
         `(the server made them in ${((sent.last - sent.first) / 1000).toFixed(2)} s; load ${load()})\n`,
@@ -255,8 +260,15 @@ async function timeCommand(args: string[]): Promise<number> {
   return performance.now() - started;
 }
 
+/** User + system CPU seconds a process has used so far (Linux /proc; clock ticks of 1/100 s). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 interface Synced {
   seconds: number;
+  cpuSeconds: number;
   maxRssMb: number;
   stats: { written: number; transactions: number };
 }
