@@ -1,5 +1,7 @@
 /**
- * The dataplane layer's public entry: the kernel's tools as typed operations.
+ * The dataplane layer's public entry: the kernel's tools as typed operations, and the pieces a
+ * long-running datapath stands on — deadlines on every command, atomic private state files, and
+ * locks the kernel releases when their holder dies.
  */
 export {
   run,
@@ -7,7 +9,33 @@ export {
   runChecked,
   isRoot,
   DataplaneError,
+  DEFAULT_TIMEOUT_MS,
   type ExecResult,
   type ExecOptions,
 } from './exec.ts';
-export { nftRunner, persistentNftRunner, recordingRunner, type NftRunner } from './nft.ts';
+export {
+  nftRunner,
+  execNftRunner,
+  libnftablesRunner,
+  libnftablesUnavailable,
+  recordingRunner,
+  type NftRunner,
+  type NftRunnerOptions,
+} from './nft.ts';
+export { FakeNft, type FakeFault, type FakeTable } from './fake-nft.ts';
+export {
+  acquireLock,
+  acquireDatapathLock,
+  DATAPATH_LOCK_ROOT,
+  LockBusyError,
+  type HeldLock,
+  type LockOptions,
+} from './lock.ts';
+export {
+  writeFileAtomic,
+  readTrustedFile,
+  ensurePrivateDir,
+  checkDir,
+  restrictMode,
+  StateFileError,
+} from './files.ts';

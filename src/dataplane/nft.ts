@@ -1,106 +1,200 @@
 /**
- * The `nft` binary as a transaction engine: a script is applied with `nft -f -`, which the
- * kernel commits atomically — all of it or none of it, the previous ruleset staying in place.
- * Applying is synchronous: a renderer's commit is done when it returns.
+ * nftables as a transaction engine: a script is one transaction that the kernel commits
+ * atomically — all of it or none of it. Two ways to reach it:
+ *
+ * - `libnftablesRunner`: one long-lived libnftables context per network namespace, in this
+ *   process (koffi). No process per transaction, and no `nft` left behind if this process dies.
+ * - `execNftRunner`: `nft -f -` per transaction, under a deadline (see `exec.ts`).
+ *
+ * `nftRunner` picks the library when it loads, else the executable (`PALISADE_NFT=exec` forces
+ * the executable). Runners never claim what the kernel holds after a failure: callers read back.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import {
-  closeSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { runSync, DataplaneError, type ExecOptions } from './exec.ts';
+import { closeSync, openSync } from 'node:fs';
+import { DEFAULT_TIMEOUT_MS, DataplaneError, runSync } from './exec.ts';
+import { CLONE_NEWNET, NFT_OUTPUT_JSON, nativeError, nativeLibc, nativeLibnftables } from './native.ts';
 
 export interface NftRunner {
-  /** Applies one script as one transaction; throws DataplaneError, leaving the ruleset as it was. */
+  /** Which way it reaches nftables (`library`, `exec`, `recording`, `fake`). */
+  readonly kind: string;
+  /**
+   * Applies one script as one transaction. Throws a DataplaneError when nft refused it or did
+   * not answer; `uncertain` on the error says the transaction may have been committed anyway.
+   */
   apply(script: string): void;
+  /**
+   * Runs a read-only `list …` command (without `nft`, e.g. `list table inet palisade`) and
+   * returns nft's JSON; undefined when the object does not exist.
+   */
+  query(command: string): string | undefined;
+  /** Releases what the runner holds. */
+  close(): void;
 }
 
-/** Why a transaction failed, in nft's words; nothing of it was applied. */
-function rejection(code: number, stderr: string, netns: string | undefined): DataplaneError {
-  if (code === 127) return new DataplaneError('nft is not installed (Debian package nftables)');
-  const where = netns ? ` in network namespace ${netns}` : '';
-  return new DataplaneError(
-    `nft rejected the transaction${where}; the previous ruleset is in place:\n${stderr.trim()}`,
-  );
+export interface NftRunnerOptions {
+  /** Run inside this named network namespace. */
+  readonly netns?: string;
+  /** Deadline per `nft` process (exec runner), default 30 s. */
+  readonly timeoutMs?: number;
 }
 
-/** Runs `nft -f -`, in a network namespace when given. */
-export function nftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner {
+const where = (netns: string | undefined): string => (netns ? ` in network namespace ${netns}` : '');
+const missing = (error: string): boolean => /No such file or directory/.test(error);
+
+/** Why a transaction failed, in nft's words (whether anything is in place is for the caller to check). */
+function rejection(stderr: string, netns: string | undefined, uncertain = false): DataplaneError {
+  return new DataplaneError(`nft rejected the transaction${where(netns)}:\n${stderr.trim()}`, uncertain);
+}
+
+/** `nft -f -` per transaction, each under a deadline that kills its process group. */
+export function execNftRunner(options: NftRunnerOptions = {}): NftRunner {
+  const exec = {
+    ...(options.netns ? { netns: options.netns } : {}),
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  };
   return {
+    kind: 'exec',
     apply(script: string): void {
       if (script.trim() === '') return;
-      const result = runSync('nft', ['-f', '-'], { ...options, input: script });
-      if (result.code !== 0) throw rejection(result.code, result.stderr, options.netns);
+      const result = runSync('nft', ['-f', '-'], { ...exec, input: script });
+      if (result.code === 0) return;
+      if (result.code === 127) throw new DataplaneError('nft is not installed (Debian package nftables)');
+      if (result.timedOut)
+        throw new DataplaneError(
+          `nft did not answer${where(options.netns)} within ${exec.timeoutMs} ms and was killed; the transaction may or may not have been committed`,
+          true,
+        );
+      throw rejection(result.stderr, options.netns);
+    },
+    query(command: string): string | undefined {
+      const result = runSync('nft', ['-j', ...command.split(' ')], exec);
+      if (result.code === 0) return result.stdout;
+      if (missing(result.stderr)) return undefined;
+      throw new DataplaneError(
+        result.timedOut
+          ? `nft ${command} did not answer${where(options.netns)} within ${exec.timeoutMs} ms and was killed`
+          : `nft ${command}${where(options.netns)} failed: ${result.stderr.trim() || `exit ${result.code}`}`,
+        result.timedOut,
+      );
+    },
+    close: () => undefined,
+  };
+}
+
+/**
+ * One libnftables context for transactions and one for JSON queries, opened inside the network
+ * namespace (a netlink socket belongs to the namespace it was created in, so the thread enters
+ * the namespace only while the contexts are created). Undefined when libnftables or koffi is
+ * not available.
+ */
+export function libnftablesRunner(options: NftRunnerOptions = {}): NftRunner | undefined {
+  const lib = nativeLibnftables();
+  const libc = nativeLibc();
+  if (!lib || !libc) return undefined;
+  const open = (): unknown[] => {
+    const contexts = [lib.newContext(), lib.newContext()];
+    for (const ctx of contexts) {
+      lib.bufferOutput(ctx);
+      lib.bufferError(ctx);
+    }
+    lib.setOutputFlags(contexts[1], NFT_OUTPUT_JSON);
+    return contexts;
+  };
+  let contexts: unknown[];
+  if (options.netns) {
+    let own: number | undefined;
+    let target: number | undefined;
+    try {
+      own = openSync('/proc/thread-self/ns/net', 'r');
+      target = openSync(`/run/netns/${options.netns}`, 'r');
+    } catch (error) {
+      if (own !== undefined) closeSync(own);
+      const missingNetns = (error as NodeJS.ErrnoException).code === 'ENOENT' && own !== undefined;
+      throw new DataplaneError(
+        missingNetns
+          ? `network namespace ${options.netns} does not exist (no /run/netns/${options.netns})`
+          : `network namespace ${options.netns}: ${(error as Error).message}`,
+      );
+    }
+    try {
+      if (libc.setns(target, CLONE_NEWNET) !== 0)
+        throw new DataplaneError(`cannot enter network namespace ${options.netns} (errno ${libc.errno()})`);
+      let opened: unknown[] | undefined;
+      let failure: unknown;
+      try {
+        opened = open();
+      } catch (error) {
+        failure = error;
+      }
+      // Never leave this thread in the other namespace.
+      if (libc.setns(own, CLONE_NEWNET) !== 0)
+        throw new Error(`could not return to this process's network namespace (errno ${libc.errno()})`);
+      if (!opened) throw failure;
+      contexts = opened;
+    } finally {
+      closeSync(own);
+      closeSync(target);
+    }
+  } else contexts = open();
+  const [txn, reader] = contexts;
+  let closed = false;
+  const check = (): void => {
+    if (closed) throw new DataplaneError('the nftables context was closed');
+  };
+  return {
+    kind: 'library',
+    apply(script: string): void {
+      if (script.trim() === '') return;
+      check();
+      const code = lib.runCommand(txn, script);
+      const error = lib.error(txn);
+      lib.output(txn);
+      if (code !== 0) throw rejection(error, options.netns);
+    },
+    query(command: string): string | undefined {
+      check();
+      const code = lib.runCommand(reader, command);
+      const output = lib.output(reader);
+      const error = lib.error(reader);
+      if (code === 0) return output;
+      if (missing(error)) return undefined;
+      throw new DataplaneError(`nft ${command}${where(options.netns)} failed: ${error.trim()}`);
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      lib.freeContext(txn);
+      lib.freeContext(reader);
     },
   };
 }
 
 /**
- * The same through a small helper process started now, while this process is small, so that a
- * process holding a large cluster does not fork itself for every `nft` (the helper, a shell
- * reading transaction file names from a named pipe, forks nft). Measured at shape (a), nft's own
- * reading of the table dominates either way. Still synchronous: the answer is read from a second
- * named pipe with a blocking read.
+ * The fastest runner available: libnftables in-process, else `nft` processes. `PALISADE_NFT=exec`
+ * forces processes (to compare, or where loading native code is not wanted).
  */
-export function persistentNftRunner(options: Pick<ExecOptions, 'netns'> = {}): NftRunner & { close(): void } {
-  const dir = mkdtempSync(join(tmpdir(), 'palisade-nft-'));
-  const requests = join(dir, 'requests');
-  const answers = join(dir, 'answers');
-  execFileSync('mkfifo', [requests, answers]);
-  const nft = options.netns ? `ip netns exec '${options.netns}' nft` : 'nft';
-  const loop = `exec 3<"${requests}" 4>"${answers}"; while IFS= read -r f <&3; do ${nft} -f "$f" 2>"$f.err"; echo $? >&4; done`;
-  const child = spawn('sh', ['-c', loop], { stdio: 'ignore' });
-  child.unref();
-  // Both ends open in the order the helper opens them (each open waits for its peer).
-  const write = openSync(requests, 'w');
-  const read = openSync(answers, 'r');
-  let count = 0;
-  let closed = false;
-  const answer = Buffer.alloc(64);
-  return {
-    apply(script: string): void {
-      if (script.trim() === '') return;
-      if (closed) throw new DataplaneError('the nft helper was closed');
-      const file = join(dir, `txn-${count++}.nft`);
-      writeFileSync(file, script);
-      writeSync(write, `${file}\n`);
-      let text = '';
-      while (!text.includes('\n')) {
-        const n = readSync(read, answer, 0, answer.length, null);
-        if (n === 0) throw new DataplaneError('the nft helper exited');
-        text += answer.toString('utf8', 0, n);
-      }
-      const code = Number(text.trim());
-      const stderr = code === 0 ? '' : readFileSync(`${file}.err`, 'utf8');
-      rmSync(file, { force: true });
-      rmSync(`${file}.err`, { force: true });
-      if (code !== 0) throw rejection(/not found/.test(stderr) ? 127 : code, stderr, options.netns);
-    },
-    close(): void {
-      if (closed) return;
-      closed = true;
-      closeSync(write);
-      closeSync(read);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+export function nftRunner(options: NftRunnerOptions = {}): NftRunner {
+  if (process.env.PALISADE_NFT !== 'exec') {
+    const library = libnftablesRunner(options);
+    if (library) return library;
+  }
+  return execNftRunner(options);
+}
+
+/** Why the library runner is not available ('' when it is). */
+export function libnftablesUnavailable(): string {
+  return nativeLibnftables() && nativeLibc() ? '' : nativeError();
 }
 
 /** A runner that only records scripts (for printing a ruleset, and for tests without root). */
 export function recordingRunner(): NftRunner & { readonly scripts: string[] } {
   const scripts: string[] = [];
   return {
+    kind: 'recording',
     scripts,
     apply(script: string): void {
       scripts.push(script);
     },
+    query: () => undefined,
+    close: () => undefined,
   };
 }

@@ -1,0 +1,65 @@
+/**
+ * Locks: exclusive between processes, waited for up to a deadline, refused with the holder named,
+ * and released by the kernel when the holder is killed (no stale lock after a crash).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { acquireLock, LockBusyError } from './lock.ts';
+
+/** A child process that takes the lock, says so, and holds it until killed. */
+function holder(path: string): Promise<{ kill(): Promise<void> }> {
+  const code = `
+    const { acquireLock } = await import(${JSON.stringify(new URL('./lock.ts', import.meta.url).href)});
+    acquireLock(${JSON.stringify(path)});
+    process.stdout.write('held\\n');
+    setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout.once('data', () =>
+      resolve({
+        kill: () =>
+          new Promise((done) => {
+            child.once('exit', () => done());
+            child.kill('SIGKILL');
+          }),
+      }),
+    );
+    child.once('exit', (code) => reject(new Error(`holder exited (${code})`)));
+  });
+}
+
+describe('locks', () => {
+  it('is exclusive across processes, says who holds it, and is released when the holder is killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-lock-'));
+    try {
+      const path = join(dir, 'locks', 'x.lock');
+      const other = await holder(path);
+      assert.equal(statSync(join(dir, 'locks')).mode & 0o777, 0o700);
+      const started = performance.now();
+      assert.throws(
+        () => acquireLock(path, { waitMs: 200, what: 'lab "x"' }),
+        (error: Error) =>
+          error instanceof LockBusyError &&
+          /^lab "x" is busy: another palisade process \(pid \d+, since /.test(error.message),
+      );
+      assert.ok(performance.now() - started >= 190, 'waited for the deadline');
+      await other.kill(); // kill -9: no chance to clean up
+      const mine = acquireLock(path, { waitMs: 0 });
+      assert.throws(
+        () => acquireLock(path, { waitMs: 0 }),
+        LockBusyError,
+        'exclusive within one process too',
+      );
+      mine.release();
+      acquireLock(path, { waitMs: 0 }).release();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
