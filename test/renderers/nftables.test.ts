@@ -14,8 +14,10 @@ import { ClusterState } from '../../src/state/index.ts';
 import { NftablesRenderer, NodeFleetRenderer, renderTableChain } from '../../src/renderers/nftables/index.ts';
 import {
   DataplaneError,
+  FakeNft,
+  execNftRunner,
+  libnftablesRunner,
   nftRunner,
-  persistentNftRunner,
   recordingRunner,
   run,
   type NftRunner,
@@ -141,16 +143,9 @@ describe('nftables transactions', () => {
     assert.match(relax ?? '', /delete chain inet palisade x_/);
   });
 
-  it('a rejected transaction leaves the applied model as it was, and the next commit sends it again', () => {
-    let fail = false;
-    const recorder = recordingRunner();
-    const runner: NftRunner = {
-      apply(script) {
-        if (fail) throw new DataplaneError('nft rejected the transaction');
-        recorder.apply(script);
-      },
-    };
-    const { pipeline } = nodeRenderer(runner);
+  it('a rejected transaction is checked by reading back, and the next commit sends it again', () => {
+    const fake = new FakeNft();
+    const { pipeline } = nodeRenderer(fake);
     const cluster = clusterOf(base);
     pipeline.apply({ type: 'resync', cluster });
     const moved = clusterOf(
@@ -160,11 +155,15 @@ describe('nftables transactions', () => {
           : o,
       ),
     );
-    fail = true;
-    assert.throws(() => pipeline.applyBatch(changesBetween(cluster, moved)), DataplaneError);
-    fail = false;
+    fake.inject('reject');
+    assert.throws(
+      () => pipeline.applyBatch(changesBetween(cluster, moved)),
+      (error: Error) =>
+        error instanceof DataplaneError &&
+        /read back from the kernel: the table is as it was before/.test(error.message),
+    );
     pipeline.applyBatch([]);
-    const retried = recorder.scripts.at(-1) ?? '';
+    const retried = fake.applied.at(-1) ?? '';
     assert.match(retried, /delete element inet palisade in_4 \{ 10\.0\.0\.2 \}/);
     assert.match(retried, /add element inet palisade in_4 \{ 10\.0\.0\.9 : goto t_/);
   });
@@ -176,30 +175,51 @@ describe(
   () => {
     const NETNS = scratchNetns('palisade-nft-test');
 
-    it('applies through the persistent helper, reports what nft rejects, and keeps the table', async () => {
-      const helper = persistentNftRunner({ netns: NETNS });
-      try {
-        await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: NETNS });
-        helper.apply('table inet palisade {\n\tset s {\n\t\ttype ipv4_addr;\n\t}\n}\n');
-        assert.throws(
-          () => helper.apply('add element inet palisade s { 10.0.0.300 }\n'),
-          (error: Error) => {
-            assert.ok(error instanceof DataplaneError);
-            assert.match(
-              error.message,
-              /nft rejected the transaction in network namespace .*\n.*10\.0\.0\.300/s,
-            );
-            return true;
-          },
-        );
-        helper.apply('add element inet palisade s { 10.0.0.3 }\n');
-        const listed = await run('nft', ['list', 'set', 'inet', 'palisade', 's'], { netns: NETNS });
-        assert.match(listed.stdout, /elements = \{ 10\.0\.0\.3 \}/);
-      } finally {
-        helper.close();
-      }
-      assert.throws(() => helper.apply('add table inet x\n'), DataplaneError);
-    });
+    for (const [kind, make] of [
+      ['libnftables', () => libnftablesRunner({ netns: NETNS })],
+      ['the nft executable', () => execNftRunner({ netns: NETNS })],
+    ] as const)
+      it(`applies through ${kind}, reports what nft rejects, reads back, and keeps the table`, async () => {
+        const helper = make();
+        assert.ok(helper, 'libnftables loads (Debian libnftables1 and koffi)');
+        try {
+          await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: NETNS });
+          helper.apply('table inet palisade {\n\tset s {\n\t\ttype ipv4_addr;\n\t}\n}\n');
+          assert.throws(
+            () => helper.apply('add element inet palisade s { 10.0.0.300 }\n'),
+            (error: Error) => {
+              assert.ok(error instanceof DataplaneError);
+              assert.match(
+                error.message,
+                /nft rejected the transaction in network namespace .*\n.*10\.0\.0\.300/s,
+              );
+              assert.doesNotMatch(error.message, /previous ruleset is in place/, 'nothing claimed unchecked');
+              return true;
+            },
+          );
+          helper.apply('add element inet palisade s { 10.0.0.3 }\n');
+          const listed = await run('nft', ['list', 'set', 'inet', 'palisade', 's'], { netns: NETNS });
+          assert.match(listed.stdout, /elements = \{ 10\.0\.0\.3 \}/);
+          const json = JSON.parse(helper.query('list set inet palisade s') ?? '{}') as {
+            nftables: unknown[];
+          };
+          assert.deepEqual(json.nftables.at(-1), {
+            set: {
+              family: 'inet',
+              name: 's',
+              table: 'palisade',
+              type: 'ipv4_addr',
+              handle: (json.nftables.at(-1) as { set: { handle: number } }).set.handle,
+              elem: ['10.0.0.3'],
+            },
+          });
+          assert.equal(helper.query('list set inet palisade nosuch'), undefined);
+        } finally {
+          helper.close();
+        }
+        if (helper.kind === 'library')
+          assert.throws(() => helper.apply('add table inet x\n'), DataplaneError);
+      });
 
     it('accepts every transaction of random incremental histories and holds what the renderer models', async () => {
       await fc.assert(
@@ -235,6 +255,8 @@ describe(
             const entries = (name: string) =>
               (kernel.nftables.find((o) => o.map?.name === name)?.map?.elem ?? []).length;
             assert.equal(entries('in_4') + entries('in_6'), renderer.stats().mapEntries / 4);
+            // Read back from the kernel, the table is exactly the renderer's model.
+            assert.equal(renderer.attach(), 0);
           },
         ),
         { numRuns: Math.max(5, Math.ceil(RUNS / 10)), seed: 4 },

@@ -37,6 +37,13 @@ export const replyVerdict = (verdict: string): string =>
 export const groupSet = (reference: string, family: IpFamily): string =>
   `g_${hash('sha256', reference).slice(0, 16)}_${family}`;
 
+/**
+ * A named interval set of addresses that rules match by CIDR (an ipBlock and its holes), named
+ * after its elements: equal lists in any chain (and a chain's reply twin) are one set.
+ */
+export const netSet = (family: IpFamily, elements: readonly string[]): string =>
+  `n_${hash('sha256', elements.join(',')).slice(0, 16)}_${family}`;
+
 /** Per-pod dispatch: pod address → verdict (jump to the pod's table chain, or return). */
 export const dispatchMap = (direction: 'ingress' | 'egress', family: IpFamily): string =>
   `${direction === 'ingress' ? 'in' : 'eg'}_${family}`;
@@ -54,6 +61,14 @@ export const localPodsSet = (family: IpFamily): string => `pods_${family}`;
 export const podCidrSet = (family: IpFamily): string => `podcidr_${family}`;
 
 export const FAMILIES: readonly IpFamily[] = [4, 6];
+
+/**
+ * The table's fingerprint: one element `generation . nonce`, replaced in every transaction
+ * (a fresh random nonce each time). Reading it is cheap (one small set), so a process can check
+ * that the table is still exactly what its own last commit left, without reading the table back.
+ */
+export const FINGERPRINT_SET = 'fingerprint';
+export const FINGERPRINT_TYPE = 'mark . mark';
 /** The nft address match of a family: `ip` or `ip6`. */
 export const addressProtocol = (family: IpFamily): string => (family === 4 ? 'ip' : 'ip6');
 export const addressType = (family: IpFamily): string => (family === 4 ? 'ipv4_addr' : 'ipv6_addr');

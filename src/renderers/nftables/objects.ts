@@ -5,7 +5,7 @@
  * (applied). Changes are tracked per set element, map entry and chain, so a transaction lists
  * only what changed and costs time in proportion to it.
  */
-import { TABLE } from './names.ts';
+import { FINGERPRINT_SET, FINGERPRINT_TYPE, TABLE } from './names.ts';
 
 export interface SetDeclaration {
   readonly type: string;
@@ -92,15 +92,30 @@ export const addEntries = (map: string, entries: Iterable<[string, string]>): st
 export const deleteEntries = (map: string, keys: Iterable<string>): string[] =>
   elementLines(`delete element ${TABLE} ${map}`, keys);
 
-export function addChain(name: string, lines: readonly string[]): string[] {
-  return [`add chain ${TABLE} ${name}`, ...lines.map((line) => `add rule ${TABLE} ${name} ${line}`)];
+/** Creates a chain with its rules; `flush` first empties one that exists with other rules. */
+export function addChain(name: string, lines: readonly string[], flush = false): string[] {
+  return [
+    `add chain ${TABLE} ${name}`,
+    ...(flush ? [`flush chain ${TABLE} ${name}`] : []),
+    ...lines.map((line) => `add rule ${TABLE} ${name} ${line}`),
+  ];
 }
 export const deleteChain = (name: string): string => `delete chain ${TABLE} ${name}`;
 export const deleteSet = (name: string): string => `delete set ${TABLE} ${name}`;
 
 /** The whole table as one block, for a first apply or a resync (`nft list`-like, readable). */
-export function tableBlock(objects: NftObjects, baseChains: ReadonlyMap<string, readonly string[]>): string {
+export function tableBlock(
+  objects: NftObjects,
+  baseChains: ReadonlyMap<string, readonly string[]>,
+  fingerprint: string,
+): string {
   const out: string[] = [`table ${TABLE} {`];
+  out.push(
+    `\tset ${FINGERPRINT_SET} {`,
+    `\t\ttype ${FINGERPRINT_TYPE};`,
+    `\t\telements = { ${fingerprint} }`,
+    '\t}',
+  );
   for (const [name, set] of [...objects.sets].sort(byName)) {
     out.push(`\tset ${name} {`, `\t\t${setBody(set.declaration).replace(/; /g, ';\n\t\t')}`);
     if (set.elements.size > 0) out.push(...elementLines('\t\telements =', [...set.elements].sort()));
@@ -126,6 +141,14 @@ export function tableBlock(objects: NftObjects, baseChains: ReadonlyMap<string, 
 
 function byName<T>([a]: [string, T], [b]: [string, T]): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Replaces the fingerprint element (see `names.ts`) within a transaction. */
+export function fingerprintScript(before: string, after: string): string {
+  return (
+    `delete element ${TABLE} ${FINGERPRINT_SET} { ${before} }\n` +
+    `add element ${TABLE} ${FINGERPRINT_SET} { ${after} }\n`
+  );
 }
 
 /** Replaces the table atomically: create (so the delete cannot fail), delete, create whole. */

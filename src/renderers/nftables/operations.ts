@@ -25,7 +25,13 @@ export type Operation =
   | { readonly type: 'del-set'; readonly name: string }
   | { readonly type: 'add-elements'; readonly set: string; readonly elements: readonly string[] }
   | { readonly type: 'del-elements'; readonly set: string; readonly elements: readonly string[] }
-  | { readonly type: 'add-chain'; readonly name: string; readonly lines: readonly string[] }
+  | {
+      readonly type: 'add-chain';
+      readonly name: string;
+      readonly lines: readonly string[];
+      /** The chain exists in the kernel with other rules (found by reading back): empty it first. */
+      readonly flush?: boolean;
+    }
   | { readonly type: 'del-chain'; readonly name: string }
   | {
       readonly type: 'set-entry';
@@ -53,7 +59,7 @@ export function operationsScript(operations: readonly Operation[]): string {
         lines.push(...deleteElements(op.set, op.elements));
         break;
       case 'add-chain':
-        lines.push(...addChain(op.name, op.lines));
+        lines.push(...addChain(op.name, op.lines, op.flush));
         break;
       case 'del-chain':
         lines.push(deleteChain(op.name));

@@ -12,6 +12,8 @@ export interface Plan {
   readonly script: string;
   readonly full: boolean;
   readonly operations: Operation[];
+  /** The table's fingerprint once the script is committed (see `names.ts`). */
+  readonly fingerprint?: { readonly generation: number; readonly nonce: number };
 }
 
 /** The chain verdict of a map entry: `goto t_x` → `t_x`; `return` → undefined. */
@@ -95,16 +97,31 @@ export function planOperations(
     }
   }
   if (restrictOnly) return ops;
-  for (const name of dirty.chains)
-    if (!desired.chains.has(name) && applied.chains.has(name) && isIntersection(name))
-      ops.push({ type: 'del-chain', name });
-  for (const name of dirty.chains)
-    if (!desired.chains.has(name) && applied.chains.has(name) && !isIntersection(name))
-      ops.push({ type: 'del-chain', name });
+  // A chain is deleted only once nothing jumps to it any more: callers before callees, whatever
+  // order the changes were noticed in (see deletionRank).
+  const gone = [...dirty.chains].filter((name) => !desired.chains.has(name) && applied.chains.has(name));
+  for (const name of gone.sort(byDeletionOrder)) ops.push({ type: 'del-chain', name });
   for (const name of dirty.sets)
     if (!desired.sets.has(name) && applied.sets.has(name)) ops.push({ type: 'del-set', name });
   return ops;
 }
+
+/**
+ * Which chains jump to which: intersections (`x_`) jump to tables and sequences, and one made
+ * while an earlier intersection was in force jumps to that one (its name contains the earlier
+ * name, so longer goes first); sequences (`s_`) go to their continuations (`c_`), which go to
+ * table chains (`t_`). Reply twins (`r…`) rank as their originals.
+ */
+function deletionRank(name: string): number {
+  const plain = name.startsWith('r') ? name.slice(1) : name;
+  if (plain.startsWith('x_')) return 0;
+  if (plain.startsWith('s_')) return 1;
+  if (plain.startsWith('c_')) return 2;
+  return 3;
+}
+
+const byDeletionOrder = (a: string, b: string): number =>
+  deletionRank(a) - deletionRank(b) || b.length - a.length;
 
 export function cloneObjects(source: NftObjects): NftObjects {
   const copy = new NftObjects();

@@ -26,9 +26,9 @@ import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { parseGroupReference, referenceMembers, type PodTables } from '../../configurator/index.ts';
 import type { ReadonlyStore } from '../../state/index.ts';
-import type { NftRunner } from '../../dataplane/index.ts';
+import { DataplaneError, type NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
-import { hash } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import {
   addressType,
   continuationChain,
@@ -43,11 +43,25 @@ import {
   replyVerdict,
   tableChain,
 } from './names.ts';
-import { NftObjects, Dirty, replaceTableScript, tableBlock, type SetDeclaration } from './objects.ts';
+import {
+  NftObjects,
+  Dirty,
+  fingerprintScript,
+  replaceTableScript,
+  tableBlock,
+  type SetDeclaration,
+} from './objects.ts';
+import {
+  fingerprintText,
+  readBack,
+  readFingerprint,
+  type Fingerprint,
+  type KernelTable,
+} from './readback.ts';
 import { applyOperations, operationsScript } from './operations.ts';
 import { baseChains, generationScript, type BaseChainOptions } from './base-chains.ts';
 import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.ts';
-import { renderOrderedChain, renderTableChain } from './table-chain.ts';
+import { renderOrderedChain, renderTableChain, type NetSet } from './table-chain.ts';
 import type { TieredTable } from '../../configurator/index.ts';
 
 export interface NftablesOptions extends BaseChainOptions {
@@ -97,8 +111,10 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   private readonly pods = new Map<string, LocalPod>();
   private readonly tableUse = new Map<
     string,
-    { count: number; table: RuleTable; groups: readonly string[] }
+    { count: number; table: RuleTable; groups: readonly string[]; sets: readonly string[] }
   >();
+  /** Named address-range sets (see `netSet`) and how many table chains use each. */
+  private readonly netSetUse = new Map<string, number>();
   private readonly sequenceUse = new Map<string, { count: number; groups: readonly string[] }>();
   private readonly groupUse = new Map<
     string,
@@ -106,13 +122,22 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   >();
   /** Per set, how many members hold each address (pods may share one, e.g. host network). */
   private readonly elementCounts = new Map<string, Map<string, number>>();
-  /** Bumped by every commit; flows stamped with an older one are re-checked. */
-  private generation = 0;
+  /**
+   * The kernel table's fingerprint as of the last commit or read-back. Its generation is bumped by
+   * every commit; flows stamped with an older one are re-checked.
+   */
+  private fingerprint: Fingerprint = { generation: 0, nonce: 0 };
+  /** Chains the kernel holds with other rules than their name stands for (found reading back). */
+  private readonly flushFirst = new Set<string>();
+  /** While set, commits are held back (the desired table is built before attaching to the kernel). */
+  private paused = false;
+  private readonly families: readonly IpFamily[];
   /** Bumped whenever the applied copy may have moved (plans made before are stale). */
   private appliedVersion = 0;
 
   constructor(private readonly options: NftablesOptions) {
-    for (const family of FAMILIES) {
+    this.families = options.families ?? FAMILIES;
+    for (const family of this.families) {
       for (const direction of ['ingress', 'egress'] as const) {
         const maps = [dispatchMap(direction, family)];
         if (options.allowNodeLocal !== false) maps.push(localDispatchMap(direction, family));
@@ -130,13 +155,50 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   }
 
   /** The base chains for a generation (see `base-chains.ts`). */
-  baseChains(generation = this.generation): Map<string, string[]> {
+  baseChains(generation = this.fingerprint.generation): Map<string, string[]> {
     return baseChains(this.options, (family) => this.desired.sets.has(podCidrSet(family)), generation);
   }
 
   /** The whole table as an atomic replace script (what `palisade render` prints). */
-  fullScript(generation = this.generation): string {
-    return replaceTableScript(tableBlock(this.desired, this.baseChains(generation)));
+  fullScript(fingerprint: Fingerprint = this.fingerprint): string {
+    return replaceTableScript(
+      tableBlock(this.desired, this.baseChains(fingerprint.generation), fingerprintText(fingerprint)),
+    );
+  }
+
+  /** Holds commits back until `attach` (build the desired table first, then compare). */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /**
+   * Reads back what the kernel holds and plans every later transaction from it (resuming commits
+   * if paused). Returns how far the kernel is from the desired table: 0 when it holds exactly
+   * that, otherwise the number of operations the next commit will send ('replace' when it will
+   * replace the whole table). Throws DataplaneError when the table cannot be read.
+   */
+  attach(): number | 'replace' {
+    this.adopt(readBack(this.options.runner));
+    this.paused = false;
+    return this.pending();
+  }
+
+  /**
+   * Checks the kernel's fingerprint against this renderer's last commit — one small read — and
+   * reads the whole table back when it differs (another process, a deleted table, a lost
+   * commit). Returns whether it was as expected. Throws DataplaneError when nft cannot be read.
+   */
+  verify(): boolean {
+    const seen = this.applied ? readFingerprint(this.options.runner) : undefined;
+    if (seen && sameFingerprint(seen, this.fingerprint)) return true;
+    this.adopt(readBack(this.options.runner));
+    return false;
+  }
+
+  /** Operations the next commit sends (0: the kernel holds the desired table). */
+  pending(): number | 'replace' {
+    if (!this.applied) return 'replace';
+    return planOperations(this.applied, this.desired, this.dirty, 'all').length;
   }
 
   /** Counts of what the table holds, for reports and benchmarks. */
@@ -182,6 +244,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
         return { script, full, operations: operations.length };
       },
       commit: () => {
+        if (this.paused) return;
         this.applyPlan(plan());
         planned = undefined;
       },
@@ -190,6 +253,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
 
   /** Applies the first phase of a two-phase update (see the file comment); commit finishes it. */
   commitRestrict(): NftablesChanges {
+    if (this.paused) return { script: '', full: false, operations: 0 };
     const planned = this.plan('restrict');
     this.applyPlan(planned, false);
     return { script: planned.script, full: planned.full, operations: planned.operations.length };
@@ -280,6 +344,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       { pass: `goto ${next}`, replyPass: `goto ${replyTwin(next)}` },
       [`goto ${next}`],
       [`goto ${replyTwin(next)}`],
+      this.families,
     );
     const np = sequence.np;
     const continuation = np
@@ -290,7 +355,13 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
             replyLines: [`goto ${replyTwin(tableChain(np.id))}`],
             groups: [],
           }
-      : renderOrderedChain(sequence.tiers.baseline, { pass: ALLOW, replyPass: ALLOW }, [ALLOW], [ALLOW]);
+      : renderOrderedChain(
+          sequence.tiers.baseline,
+          { pass: ALLOW, replyPass: ALLOW },
+          [ALLOW],
+          [ALLOW],
+          this.families,
+        );
     const groups = [...new Set([...admin.groups, ...continuation.groups])];
     for (const group of groups) this.acquireGroup(group);
     this.sequenceUse.set(sequence.key, { count: 1, groups });
@@ -330,9 +401,10 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       use.count++;
       return;
     }
-    const chain = renderTableChain(table);
+    const chain = renderTableChain(table, this.families);
     for (const group of chain.groups) this.acquireGroup(group);
-    this.tableUse.set(table.id, { count: 1, table, groups: chain.groups });
+    for (const set of chain.sets) this.acquireNetSet(set);
+    this.tableUse.set(table.id, { count: 1, table, groups: chain.groups, sets: chain.sets.map((s) => s.name) });
     this.desired.chains.set(tableChain(table.id), chain.lines);
     this.desired.chains.set(replyTwin(tableChain(table.id)), chain.replyLines);
     this.dirty.chains.add(tableChain(table.id));
@@ -348,6 +420,29 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
       this.dirty.chains.add(name);
     }
     for (const group of use.groups) this.releaseGroup(group);
+    for (const set of use.sets) this.releaseNetSet(set);
+  }
+
+  private acquireNetSet(set: NetSet): void {
+    const count = this.netSetUse.get(set.name) ?? 0;
+    this.netSetUse.set(set.name, count + 1);
+    if (count > 0) return;
+    this.declareSet(set.name, { type: addressType(set.family), interval: true });
+    const elements = this.desired.sets.get(set.name)?.elements;
+    for (const element of set.elements) {
+      elements?.add(element);
+      this.dirty.element(set.name, element);
+    }
+  }
+
+  private releaseNetSet(name: string): void {
+    const count = (this.netSetUse.get(name) ?? 0) - 1;
+    if (count > 0) {
+      this.netSetUse.set(name, count);
+      return;
+    }
+    this.netSetUse.delete(name);
+    this.dropSet(name);
   }
 
   private acquireGroup(reference: string): void {
@@ -358,7 +453,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     }
     const record = { count: 1, members: new Map<string, readonly IpAddress[]>() };
     this.groupUse.set(reference, record);
-    for (const family of FAMILIES)
+    for (const family of this.families)
       this.declareSet(groupSet(reference, family), { type: addressType(family), comment: reference });
     for (const member of referenceMembers(this.options.state, reference))
       this.setMember(reference, record.members, member.pod, member.ips);
@@ -368,14 +463,15 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     const use = this.groupUse.get(reference);
     if (!use || --use.count > 0) return;
     this.groupUse.delete(reference);
-    for (const family of FAMILIES) {
-      const name = groupSet(reference, family);
-      // Its elements count as changed: the set may come back within the same transaction.
-      for (const element of this.desired.sets.get(name)?.elements ?? []) this.dirty.element(name, element);
-      this.desired.sets.delete(name);
-      this.elementCounts.delete(name);
-      this.dirty.sets.add(name);
-    }
+    for (const family of this.families) this.dropSet(groupSet(reference, family));
+  }
+
+  private dropSet(name: string): void {
+    // Its elements count as changed: the set may come back within the same transaction.
+    for (const element of this.desired.sets.get(name)?.elements ?? []) this.dirty.element(name, element);
+    this.desired.sets.delete(name);
+    this.elementCounts.delete(name);
+    this.dirty.sets.add(name);
   }
 
   /** Re-reads the changed pods' membership in every used group whose members changed. */
@@ -400,6 +496,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   ): void {
     const before = members.get(pod) ?? [];
     if (sameAddresses(before, ips)) return;
+    // countElement ignores sets that do not exist (a family the node does not carry).
     for (const ip of before) this.countElement(groupSet(reference, ip.family), addressKey(ip), -1);
     for (const ip of ips) this.countElement(groupSet(reference, ip.family), addressKey(ip), +1);
     if (ips.length > 0) members.set(pod, ips);
@@ -442,39 +539,152 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   }
 
   /**
-   * What to send to nft: the whole table when nothing is applied yet, otherwise the changed
-   * elements, entries, chains and sets (only the restrictive part for phase one).
+   * What to send to nft: the whole table when nothing is applied yet (or the kernel's table could
+   * not be read), otherwise the changed elements, entries, chains and sets (only the restrictive
+   * part for phase one), with the generation chains and the fingerprint replaced.
    */
   private plan(phase: 'restrict' | 'all'): Plan {
-    const next = this.generation + 1;
+    const generation = (this.fingerprint.generation + 1) % 0x7fffffff;
     if (!this.applied) {
       if (phase === 'restrict') return { script: '', full: false, operations: [] };
-      return { script: this.fullScript(next), full: true, operations: [] };
+      const next = { generation, nonce: nonceOf(generation, this.fullScript({ generation, nonce: 0 })) };
+      return { script: this.fullScript(next), full: true, operations: [], fingerprint: next };
     }
-    const operations = planOperations(this.applied, this.desired, this.dirty, phase);
+    const operations = planOperations(this.applied, this.desired, this.dirty, phase).map((op) =>
+      op.type === 'add-chain' && this.flushFirst.has(op.name) ? { ...op, flush: true } : op,
+    );
     if (operations.length === 0) return { script: '', full: false, operations };
+    const changes = operationsScript(operations) + generationScript(this.baseChains(generation));
+    const next = { generation, nonce: nonceOf(generation, changes) };
     // Every change may deny a tracked flow: a new generation has every flow checked again.
     return {
-      script: operationsScript(operations) + generationScript(this.baseChains(next)),
+      script: changes + fingerprintScript(fingerprintText(this.fingerprint), fingerprintText(next)),
       full: false,
       operations,
+      fingerprint: next,
     };
   }
 
   private applyPlan(planned: Plan, complete = true): void {
     this.appliedVersion++;
-    if (planned.script !== '') {
-      this.options.runner.apply(planned.script);
-      this.generation++;
+    if (planned.script !== '' && planned.fingerprint) {
+      this.send(planned.script, planned.fingerprint);
+      this.fingerprint = planned.fingerprint;
     }
-    if (planned.full) this.applied = cloneObjects(this.desired);
-    else if (this.applied) applyOperations(this.applied, planned.operations);
+    for (const op of planned.operations) if (op.type === 'add-chain') this.flushFirst.delete(op.name);
+    if (planned.full) {
+      this.applied = cloneObjects(this.desired);
+      this.flushFirst.clear();
+    } else if (this.applied) applyOperations(this.applied, planned.operations);
     if (complete) this.dirty.clear();
     else
       for (const op of planned.operations)
         if (op.type === 'add-chain' && isIntersection(op.name)) this.dirty.chains.add(op.name);
   }
+
+  /**
+   * Applies a script. When nft fails or does not answer, what the kernel holds is read back
+   * before anything is said about it: a transaction committed after all (its fingerprint is in
+   * the kernel) counts as done; otherwise the renderer adopts what the kernel holds, so the next
+   * commit starts from it, and the error says what was found.
+   */
+  private send(script: string, next: Fingerprint): void {
+    try {
+      this.options.runner.apply(script);
+      return;
+    } catch (error) {
+      if (!(error instanceof DataplaneError)) throw error;
+      const before = this.applied ? this.fingerprint : undefined;
+      let kernel: KernelTable | undefined;
+      try {
+        kernel = readBack(this.options.runner);
+      } catch (readError) {
+        this.applied = undefined;
+        throw new DataplaneError(
+          `${error.message}\nwhat the kernel holds could not be read back (${(readError as Error).message}); ` +
+            'the next commit replaces the whole table',
+          true,
+        );
+      }
+      if (kernel?.fingerprint && sameFingerprint(kernel.fingerprint, next)) return; // committed; the answer was lost
+      const unchanged =
+        before !== undefined &&
+        kernel?.fingerprint !== undefined &&
+        sameFingerprint(kernel.fingerprint, before);
+      this.adopt(kernel);
+      throw new DataplaneError(
+        `${error.message}\n` +
+          (unchanged
+            ? 'read back from the kernel: the table is as it was before this transaction'
+            : 'read back from the kernel: the table is not as it was before this transaction; the next commit starts from what it holds'),
+        false,
+      );
+    }
+  }
+
+  /**
+   * Takes what the kernel holds as applied, so the next plan is the difference between it and the
+   * desired table. A table whose structure differs (base chains, maps, set types, no fingerprint)
+   * or no table at all is replaced whole by the next commit.
+   */
+  private adopt(kernel: KernelTable | undefined): void {
+    this.flushFirst.clear();
+    // Unknown history: a random generation, so flows stamped by an earlier table are re-checked.
+    this.fingerprint = kernel?.fingerprint ?? { generation: randomInt(1, 0xffff), nonce: 0 };
+    if (!kernel || !this.structureMatches(kernel)) {
+      this.applied = undefined;
+      return;
+    }
+    const applied = kernel.objects;
+    for (const name of this.baseChains().keys()) applied.chains.delete(name);
+    for (const name of new Set([...applied.sets.keys(), ...this.desired.sets.keys()])) {
+      this.dirty.sets.add(name);
+      for (const e of applied.sets.get(name)?.elements ?? []) this.dirty.element(name, e);
+      for (const e of this.desired.sets.get(name)?.elements ?? []) this.dirty.element(name, e);
+    }
+    for (const [name, map] of this.desired.maps) {
+      for (const key of map.entries.keys()) this.dirty.entry(name, key);
+      for (const key of applied.maps.get(name)?.entries.keys() ?? []) this.dirty.entry(name, key);
+    }
+    for (const name of new Set([...applied.chains.keys(), ...this.desired.chains.keys()])) {
+      this.dirty.chains.add(name);
+      const want = this.desired.chains.get(name);
+      const have = applied.chains.get(name);
+      if (want && have && want.length !== have.length) {
+        applied.chains.delete(name);
+        this.flushFirst.add(name);
+      }
+    }
+    this.applied = applied;
+  }
+
+  /** Whether the kernel's table can be brought to the desired one by incremental operations. */
+  private structureMatches(kernel: KernelTable): boolean {
+    if (!kernel.fingerprint) return false;
+    // A hooked chain's first line declares its hook; it is not a rule.
+    for (const [name, lines] of this.baseChains())
+      if (kernel.ruleCounts.get(name) !== lines.filter((l) => !l.startsWith('type ')).length) return false;
+    if (kernel.objects.maps.size !== this.desired.maps.size) return false;
+    for (const [name, map] of this.desired.maps)
+      if (kernel.objects.maps.get(name)?.type !== map.type) return false;
+    for (const [name, set] of kernel.objects.sets) {
+      const want = this.desired.sets.get(name)?.declaration;
+      if (want && (want.type !== set.declaration.type || !want.interval !== !set.declaration.interval))
+        return false;
+    }
+    return true;
+  }
 }
+
+/**
+ * The fingerprint's second half: a hash of what the transaction changes and its generation, so
+ * printed scripts are deterministic while two different histories do not share a fingerprint.
+ */
+const nonceOf = (generation: number, script: string): number =>
+  parseInt(hash('sha256', `${generation}\n${script}`).slice(0, 7), 16) || 1;
+
+const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
+  a.generation === b.generation && a.nonce === b.nonce;
 
 /** The chains of a tiered direction, keyed by what they contain. */
 function sequenceOf(tiers: TieredTable, np: RuleTable | undefined, context: Sequence['context']): Sequence {

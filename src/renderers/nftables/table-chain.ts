@@ -10,9 +10,9 @@
  * port read from the source port, so the flow is judged by its original direction either way.
  */
 import type { Cidr, IpFamily } from '../../net/ip.ts';
-import { cidrCovers } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
-import { addressProtocol, FAMILIES, groupSet } from './names.ts';
+import { addressProtocol, FAMILIES, groupSet, netSet } from './names.ts';
+import { intervalElements } from './intervals.ts';
 
 export interface RenderedChain {
   readonly lines: readonly string[];
@@ -20,24 +20,40 @@ export interface RenderedChain {
   readonly replyLines: readonly string[];
   /** Group references (`key` or `key#port`) the chain's rules use. */
   readonly groups: readonly string[];
+  /** Named interval sets of addresses the rules (of both twins) match, with their elements. */
+  readonly sets: readonly NetSet[];
+}
+
+/** A named interval set of addresses (see `netSet`). */
+export interface NetSet {
+  readonly name: string;
+  readonly family: IpFamily;
+  readonly elements: readonly string[];
 }
 
 /** The address matches of one net, per family it can match ('' = any address). */
-function addressMatches(net: NetRef, field: 'saddr' | 'daddr'): Map<IpFamily | 'any', string> {
+function addressMatches(
+  net: NetRef,
+  field: 'saddr' | 'daddr',
+  families: readonly IpFamily[],
+): Map<IpFamily | 'any', string> {
   switch (net.kind) {
     case 'any':
       return new Map([['any', '']]);
     case 'cidr':
-      return new Map([[net.cidr.family, `${addressProtocol(net.cidr.family)} ${field} ${net.cidr.text}`]]);
+      // A block of a family the node does not carry can match no packet it polices.
+      return families.includes(net.cidr.family)
+        ? new Map([[net.cidr.family, `${addressProtocol(net.cidr.family)} ${field} ${net.cidr.text}`]])
+        : new Map<IpFamily | 'any', string>();
     case 'group':
-      return new Map(FAMILIES.map((f) => [f, `${addressProtocol(f)} ${field} @${groupSet(net.group, f)}`]));
+      return new Map(families.map((f) => [f, `${addressProtocol(f)} ${field} @${groupSet(net.group, f)}`]));
   }
 }
 
 /** Combines source and destination matches of a rule into per-family address matches. */
-function ruleAddressMatches(rule: Rule, reply: boolean): string[] {
-  const src = addressMatches(rule.src, reply ? 'daddr' : 'saddr');
-  const dst = addressMatches(rule.dst, reply ? 'saddr' : 'daddr');
+function ruleAddressMatches(rule: Rule, reply: boolean, families: readonly IpFamily[]): string[] {
+  const src = addressMatches(rule.src, reply ? 'daddr' : 'saddr', families);
+  const dst = addressMatches(rule.dst, reply ? 'saddr' : 'daddr', families);
   const lines: string[] = [];
   for (const [sf, s] of src) {
     for (const [df, d] of dst) {
@@ -62,19 +78,23 @@ function l4Matches(rules: readonly Rule[], reply: boolean): string[] {
   const withPorts = rules.filter((r) => r.dstPorts && r.protocol !== 'ANY');
   const anyProtocolPorts = rules.filter((r) => r.dstPorts && r.protocol === 'ANY');
   const lines: string[] = [];
+  // One value is a plain comparison, not a one-element anonymous set: every anonymous set is a
+  // kernel object that each later transaction's cache load lists and walks.
   if (protocolsOnly.length === 1) lines.push(`meta l4proto ${protocolsOnly[0]}`);
   else if (protocolsOnly.length > 1) lines.push(`meta l4proto { ${protocolsOnly.join(', ')} }`);
   const covered = new Set(protocolsOnly);
-  const pairs = [
-    ...new Set(
-      withPorts
-        .filter((r) => !covered.has(protocolName(r.protocol)))
-        .map((r) => `${protocolName(r.protocol)} . ${portText(r.dstPorts as [number, number])}`),
-    ),
-  ];
-  if (pairs.length > 0) lines.push(`meta l4proto . ${port} { ${pairs.join(', ')} }`);
+  const pairs = new Map<string, [string, string]>();
+  for (const r of withPorts) {
+    if (covered.has(protocolName(r.protocol))) continue;
+    const text = portText(r.dstPorts as [number, number]);
+    pairs.set(`${protocolName(r.protocol)} . ${text}`, [protocolName(r.protocol), text]);
+  }
+  const [only] = pairs.values();
+  if (pairs.size === 1 && only) lines.push(`meta l4proto ${only[0]} ${port} ${only[1]}`);
+  else if (pairs.size > 1) lines.push(`meta l4proto . ${port} { ${[...pairs.keys()].join(', ')} }`);
   const anyPorts = [...new Set(anyProtocolPorts.map((r) => portText(r.dstPorts as [number, number])))];
-  if (anyPorts.length > 0) lines.push(`${port} { ${anyPorts.join(', ')} }`);
+  if (anyPorts.length === 1) lines.push(`${port} ${anyPorts[0]}`);
+  else if (anyPorts.length > 1) lines.push(`${port} { ${anyPorts.join(', ')} }`);
   return lines;
 }
 
@@ -139,30 +159,37 @@ interface Run {
   readonly rules: Rule[];
 }
 
-export function renderTableChain(table: RuleTable): RenderedChain {
+/** A rule table as a chain and its reply twin, for the address families the node carries. */
+export function renderTableChain(table: RuleTable, families: readonly IpFamily[] = FAMILIES): RenderedChain {
   const { runs, commutative } = runsOf(table.rules);
   const groups = groupsOf(runs);
+  const sets = new Map<string, NetSet>();
   return {
-    lines: chainLines(runs, commutative, false),
-    replyLines: chainLines(runs, commutative, true),
+    lines: chainLines(runs, commutative, false, families, sets),
+    replyLines: chainLines(runs, commutative, true, families, sets),
     groups: [...groups],
+    sets: [...sets.values()],
   };
 }
 
 /**
  * Rule lines for runs in order. When the runs commute (permits only), runs that match one side
- * by CIDR and allow the same traffic share one rule with an anonymous interval set of CIDRs
- * (an `except` splits a block into many CIDRs; they cost one lookup, not one rule each).
+ * by CIDR and allow the same traffic share one rule that looks the address up in one set: the
+ * CIDRs merged into the fewest ranges (an `except` splits a block into many prefixes, and the
+ * blocks of many policies overlap), as a named interval set shared by every chain — and reply
+ * twin — with the same ranges (`sets` collects them), or inline when one range remains.
  */
 function chainLines(
   runs: readonly Run[],
   commutative: boolean,
   reply: boolean,
+  families: readonly IpFamily[],
+  sets: Map<string, NetSet> = new Map(),
   verdicts: Readonly<Record<Rule['action'], string>> = TABLE_VERDICTS,
   tail?: readonly string[],
 ): string[] {
   const lines: string[] = [];
-  const cidrGroups = new Map<string, { match: string; l4: string; cidrs: Cidr[] }>();
+  const cidrGroups = new Map<string, { match: string; l4: string; family: IpFamily; cidrs: Cidr[] }>();
   for (const run of runs) {
     const first = run.rules[0] as Rule;
     const verdict = verdicts[run.action];
@@ -173,26 +200,31 @@ function chainLines(
         : first.dst.kind === 'cidr' && first.src.kind === 'any'
           ? { cidr: first.dst.cidr, field: reply ? 'saddr' : 'daddr' }
           : undefined;
+    if (cidrSide && !families.includes(cidrSide.cidr.family)) continue;
     if (commutative && cidrSide) {
-      for (const l4 of l4s) {
-        const match = `${addressProtocol(cidrSide.cidr.family)} ${cidrSide.field}`;
-        const key = `${match}|${l4}`;
-        const group = cidrGroups.get(key);
-        if (group) group.cidrs.push(cidrSide.cidr);
-        else cidrGroups.set(key, { match, l4, cidrs: [cidrSide.cidr] });
-      }
+      // Grouped by each rule's own protocol and port, not by the union over rules that share a
+      // prefix: prefixes of different blocks then merge instead of splitting by port combination.
+      const match = `${addressProtocol(cidrSide.cidr.family)} ${cidrSide.field}`;
+      for (const rule of run.rules)
+        for (const l4 of l4Matches([rule], reply)) {
+          const key = `${match}|${l4}`;
+          const group = cidrGroups.get(key);
+          if (group) group.cidrs.push(cidrSide.cidr);
+          else cidrGroups.set(key, { match, l4, family: cidrSide.cidr.family, cidrs: [cidrSide.cidr] });
+        }
       continue;
     }
-    for (const address of ruleAddressMatches(first, reply))
+    for (const address of ruleAddressMatches(first, reply, families))
       for (const l4 of l4s) lines.push([address, l4, verdict].filter(Boolean).join(' '));
   }
-  for (const { match, l4, cidrs } of cidrGroups.values()) {
-    // Drop blocks inside others: the rest are disjoint, as an interval set needs.
-    const outer = cidrs.filter(
-      (c, i) => !cidrs.some((o, j) => j !== i && cidrCovers(o, c) && (!cidrCovers(c, o) || j < i)),
-    );
-    const texts = outer.map((c) => c.text);
-    const addresses = texts.length === 1 ? `${match} ${texts[0]}` : `${match} { ${texts.join(', ')} }`;
+  for (const { match, l4, family, cidrs } of cidrGroups.values()) {
+    const elements = intervalElements(family, cidrs);
+    let addresses = `${match} ${elements[0] ?? ''}`;
+    if (elements.length > 1) {
+      const name = netSet(family, elements);
+      sets.set(name, { name, family, elements });
+      addresses = `${match} @${name}`;
+    }
     lines.push([addresses, l4, 'return'].filter(Boolean).join(' '));
   }
   if (tail) return [...lines, ...tail];
@@ -218,18 +250,30 @@ export function renderOrderedChain(
   verdicts: { readonly pass: string; readonly replyPass: string },
   tail: readonly string[],
   replyTail: readonly string[],
+  families: readonly IpFamily[] = FAMILIES,
 ): RenderedChain {
   const runs = adjacentRuns(rules);
   const groups = groupsOf(runs);
   return {
-    lines: chainLines(runs, false, false, { permit: 'return', deny: 'drop', pass: verdicts.pass }, tail),
+    lines: chainLines(
+      runs,
+      false,
+      false,
+      families,
+      undefined,
+      { permit: 'return', deny: 'drop', pass: verdicts.pass },
+      tail,
+    ),
     replyLines: chainLines(
       runs,
       false,
       true,
+      families,
+      undefined,
       { permit: 'return', deny: 'drop', pass: verdicts.replyPass },
       replyTail,
     ),
     groups: [...groups],
+    sets: [],
   };
 }

@@ -32,10 +32,14 @@ export const nftablesTarget: TargetImplementation<NftablesOutput> = {
     const renderer = new NftablesRenderer({
       state: store,
       runner: {
+        kind: kernel ? kernel.kind : 'recording',
         apply(script) {
           kernel?.apply(script);
           sent.push(script);
         },
+        // Printing: nothing is in a kernel. Applying: what the namespace holds (read back after a failure).
+        query: (command) => (kernel ? kernel.query(command) : undefined),
+        close: () => kernel?.close(),
       },
       podCidrs: options.podCidrs ?? [],
       allowNodeLocal: options.allowNodeLocal ?? true,
