@@ -1,42 +1,83 @@
 /**
- * `npm run bench -- nftables [--scale F] [--events N]`: the nftables renderer at shape (a)
- * scale for one node of 100 pods — ruleset size (does it grow with pods + groups, or with
- * pods × peers?), render time, `nft -f` apply time in a scratch network namespace (root), and
- * the latency from a pod label change to a committed nft transaction.
+ * `npm run bench -- nftables [--scale F] [--events N] [--runner library|exec|both] [--families 4|46|both]`:
+ * the nftables renderer at shape (a) scale for one node of 100 pods — ruleset size, render and
+ * first-apply time, and the kernel update path: from a pod label change, and from a policy
+ * change (a policy deleted, then restored), to a committed nft transaction, with the time nft
+ * itself took. As root the transactions go to a scratch network namespace; configurations
+ * (libnftables in-process or an `nft` process per transaction; IPv4 only or both families) are
+ * measured one after the other in the same process, each with its own namespace.
  */
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
-import type { Endpoint } from '../src/model/types.ts';
-import { PolicyPipeline } from '../src/pipeline/index.ts';
+import type { Cluster, Endpoint, NetworkPolicy } from '../src/model/types.ts';
+import { policyKey } from '../src/model/types.ts';
+import { PolicyPipeline, type PipelineChange } from '../src/pipeline/index.ts';
 import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
 import { ClusterState } from '../src/state/index.ts';
-import { isRoot, persistentNftRunner, recordingRunner, run, type NftRunner } from '../src/dataplane/index.ts';
+import {
+  execNftRunner,
+  isRoot,
+  libnftablesRunner,
+  libnftablesUnavailable,
+  recordingRunner,
+  run,
+  type NftRunner,
+} from '../src/dataplane/index.ts';
 import { median } from './stats.ts';
 
-function option(args: string[], name: string, fallback: number): number {
+function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
+  return i >= 0 ? (args[i + 1] ?? fallback) : fallback;
 }
 
-const NETNS = 'palisade-bench';
+const p99 = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
+const f2 = (v: number): string => v.toFixed(2);
 
 export async function nftablesBenchmark(args: string[]): Promise<void> {
-  const scale = option(args, 'scale', 1);
-  const events = option(args, 'events', 200);
+  const scale = Number(option(args, 'scale', '1'));
+  const events = Number(option(args, 'events', '200'));
+  const runnerChoice = option(args, 'runner', 'both');
+  const familyChoice = option(args, 'families', 'both');
   const root = isRoot();
   if (!root) process.stdout.write('not root: nft apply times are skipped (rulesets are rendered only)\n');
-  else {
-    await run('ip', ['netns', 'delete', NETNS]);
-    await run('ip', ['netns', 'add', NETNS]);
+  const generated = generateShape('a', { scale, seed: 1 });
+  const { cluster } = loadFromObjects([...generated.namespaces, ...generated.pods, ...generated.policies]);
+  const runners = runnerChoice === 'both' ? ['library', 'exec'] : [runnerChoice];
+  const families: (readonly (4 | 6)[])[] =
+    familyChoice === 'both' ? [[4], [4, 6]] : familyChoice === '4' ? [[4]] : [[4, 6]];
+  if (root && runners.includes('library') && libnftablesUnavailable())
+    process.stdout.write(`libnftables is not available: ${libnftablesUnavailable()}\n`);
+  for (const kind of root ? runners : ['recording'])
+    for (const family of families) await measure(cluster, scale, events, kind, family, root);
+}
+
+async function measure(
+  cluster: Cluster,
+  scale: number,
+  events: number,
+  kind: string,
+  families: readonly (4 | 6)[],
+  root: boolean,
+): Promise<void> {
+  const netns = `palisade-bench-${process.pid}`;
+  if (root) {
+    await run('ip', ['netns', 'delete', netns]);
+    await run('ip', ['netns', 'add', netns]);
   }
-  // Started before the cluster is loaded: the helper must be forked while this process is small.
-  const helper = root ? persistentNftRunner({ netns: NETNS }) : undefined;
+  const real: NftRunner | undefined =
+    kind === 'library'
+      ? libnftablesRunner({ netns })
+      : kind === 'exec'
+        ? execNftRunner({ netns })
+        : recordingRunner();
+  if (!real) return;
   try {
-    const generated = generateShape('a', { scale, seed: 1 });
-    const { cluster } = loadFromObjects([...generated.namespaces, ...generated.pods, ...generated.policies]);
     const applyTimes: number[] = [];
-    const real: NftRunner = helper ?? recordingRunner();
     const timed: NftRunner = {
+      kind: real.kind,
+      query: (command) => real.query(command),
+      close: () => real.close(),
       apply(script) {
         const t = performance.now();
         real.apply(script);
@@ -44,58 +85,81 @@ export async function nftablesBenchmark(args: string[]): Promise<void> {
       },
     };
     const state = new ClusterState();
-    const renderer = new NftablesRenderer({ state, runner: timed });
+    const renderer = new NftablesRenderer({ state, runner: timed, families });
     const pipeline = new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] });
     const started = performance.now();
     pipeline.apply({ type: 'resync', cluster });
     const total = performance.now() - started;
     const script = renderer.fullScript();
     const stats = renderer.stats();
-    const local = [...pipeline.compiledPods()].length;
     const groups = [...state.groupKeys()].length;
+    const label = `${kind}, IPv${families.join('+')}`;
     process.stdout.write(
-      `shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} policies, ${groups} address groups; ` +
-        `node-0 renders ${local} pods\n` +
+      `\n[${label}] shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} policies, ${groups} address groups; ` +
+        `node-0 renders ${[...pipeline.compiledPods()].length} pods\n` +
         `ruleset: ${stats.chains} chains, ${stats.rules} rules, ${stats.sets} sets, ${stats.elements} set elements, ` +
         `${stats.mapEntries} dispatch entries; script ${(script.length / 1024).toFixed(0)} KiB\n` +
         `resync + render + apply: ${total.toFixed(0)} ms` +
-        (root ? ` (of which nft -f: ${(applyTimes[0] ?? 0).toFixed(0)} ms)` : '') +
+        (root ? ` (of which nft: ${(applyTimes[0] ?? 0).toFixed(0)} ms)` : '') +
         '\n',
     );
-
+    const timedEvents = (changes: (i: number) => PipelineChange[]) => {
+      const committed: number[] = [];
+      const nft: number[] = [];
+      const all: number[] = [];
+      for (let i = 0; i < events; i++) {
+        const before = applyTimes.length;
+        const t = performance.now();
+        pipeline.applyBatch(changes(i));
+        const took = performance.now() - t;
+        all.push(took);
+        if (applyTimes.length > before) {
+          committed.push(took);
+          nft.push(...applyTimes.slice(before));
+        }
+      }
+      return { committed, nft, all };
+    };
     // Pod label changes: a pod takes another pod's labels (so selections really change), half of
     // them on node-0's own pods. Events whose change reaches node-0 end in one nft transaction.
     const pods = cluster.endpoints;
     const localPods = pods.filter((p) => p.node === 'node-0');
-    const all: number[] = [];
-    const committed: number[] = [];
-    const nftTimes: number[] = [];
-    for (let i = 0; i < events; i++) {
+    const labels = timedEvents((i) => {
       const source = (
         i % 2 === 0 ? localPods[(i / 2) % localPods.length] : pods[(i * 7919) % pods.length]
       ) as Endpoint;
       const donor = pods[(i * 104729 + 17) % pods.length] as Endpoint;
-      const pod: Endpoint = { ...source, labels: { ...donor.labels } };
-      const before = applyTimes.length;
-      const t = performance.now();
-      pipeline.apply({ type: 'upsert-pod', pod });
-      const took = performance.now() - t;
-      all.push(took);
-      if (applyTimes.length > before) {
-        committed.push(took);
-        for (const v of applyTimes.slice(before)) nftTimes.push(v);
-      }
-    }
-    const p99 = (values: number[]): string =>
-      ([...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0).toFixed(2);
-    process.stdout.write(
-      `pod label change → committed nft transaction: median ${median(committed).toFixed(2)} ms, p99 ${p99(committed)} ms ` +
-        `over the ${committed.length} of ${events} events that changed node-0's table` +
-        (root ? ` (nft -f alone: median ${median(nftTimes).toFixed(2)} ms)` : ' (rendered, not applied)') +
-        `; all events: median ${median(all).toFixed(2)} ms\n`,
-    );
+      return [{ type: 'upsert-pod', pod: { ...source, labels: { ...donor.labels } } }];
+    });
+    report('pod label change', labels, events, root);
+    // Policy changes: a policy of a namespace with node-0 pods deleted, then restored.
+    const localNamespaces = new Set(localPods.map((p) => p.namespace));
+    const localPolicies = cluster.policies.filter((p) => localNamespaces.has(p.namespace));
+    const policies = timedEvents((i) => {
+      const policy = localPolicies[Math.floor(i / 2) % localPolicies.length] as NetworkPolicy;
+      return i % 2 === 0
+        ? [{ type: 'delete-policy', key: policyKey(policy) }]
+        : [{ type: 'upsert-policy', policy }];
+    });
+    report('policy change', policies, events, root);
   } finally {
-    helper?.close();
-    if (root) await run('ip', ['netns', 'delete', NETNS]);
+    real.close();
+    if (root) await run('ip', ['netns', 'delete', netns]);
   }
+}
+
+function report(
+  what: string,
+  r: { committed: number[]; nft: number[]; all: number[] },
+  events: number,
+  root: boolean,
+): void {
+  process.stdout.write(
+    `${what} → committed nft transaction: median ${f2(median(r.committed))} ms, p99 ${f2(p99(r.committed))} ms ` +
+      `over the ${r.committed.length} of ${events} events that changed node-0's table` +
+      (root
+        ? ` (nft alone: median ${f2(median(r.nft))} ms, p99 ${f2(p99(r.nft))} ms)`
+        : ' (rendered, not applied)') +
+      `; all events: median ${f2(median(r.all))} ms\n`,
+  );
 }

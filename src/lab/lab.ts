@@ -3,12 +3,18 @@
  * renderer in each node's namespace — the agent's code path — and probed with real packets.
  *
  * `Lab.up` plans, builds the network, starts one agent per pod and applies policy; `Lab.attach`
- * re-opens a running lab from its state file (the cluster it runs, as plain objects) and
- * re-attaches the renderers to the tables already in the kernel, so that `apply` sends only an
- * incremental transaction; `down` removes what `up` created, found through the state file.
+ * re-opens a running lab from its state file (the cluster it runs, as plain objects) and reads
+ * back what each node's kernel table holds, so that `apply` sends the difference between that and
+ * the new policy; `down` removes what `up` created, found through the state file.
+ *
+ * Recovery (docs/ARCHITECTURE.md, "Recovery guarantees"): every command holds the lab's lock;
+ * the state file records the policy the user asked for, written atomically before any node is
+ * touched; the kernel is the truth of what is enforced and is read back, never assumed; a failed
+ * apply is rolled back on every node and the rollback checked.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync, closeSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadFromObjects } from '../ingest/index.ts';
@@ -17,15 +23,27 @@ import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
 import { NftablesRenderer, NodeFleetRenderer } from '../renderers/nftables/index.ts';
 import { ClusterState } from '../state/index.ts';
-import { isRoot, nftRunner } from '../dataplane/index.ts';
+import {
+  acquireDatapathLock,
+  acquireLock,
+  DataplaneError,
+  ensurePrivateDir,
+  isRoot,
+  nftRunner,
+  readTrustedFile,
+  StateFileError,
+  writeFileAtomic,
+  type HeldLock,
+  type NftRunner,
+} from '../dataplane/index.ts';
 import { AgentClient } from './agent-client.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
+import { familyOf, LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
 
 export const DEFAULT_STATE_ROOT = '/run/palisade/lab';
 
 export interface LabOptions {
-  /** Where labs keep their state files and agent sockets. */
+  /** Where labs keep their state files, locks and agent sockets. */
   readonly stateRoot?: string;
   /** Nodes to spread pods over when manifests name none. Default 2. */
   readonly nodes?: number;
@@ -33,6 +51,8 @@ export interface LabOptions {
   readonly allowNodeLocal?: boolean;
   /** Cut tracked flows that an update denies (at their next packet). Default true. */
   readonly killDenied?: boolean;
+  /** How long to wait for another command holding the lab's lock, in ms. Default 30 s. */
+  readonly waitMs?: number;
 }
 
 interface LabState {
@@ -47,8 +67,8 @@ interface LabState {
 
 export interface ApplyReport {
   readonly changes: number;
-  /** Operations in the transaction, per node. */
-  readonly operations: ReadonlyMap<string, number>;
+  /** Operations in the transaction, per node ('whole table' when it was replaced whole). */
+  readonly operations: ReadonlyMap<string, number | 'whole table'>;
   readonly millis: number;
   readonly notes: readonly string[];
 }
@@ -73,12 +93,65 @@ const identity = (o: Record<string, unknown>): string => {
   return `${String(o.kind)}/${namespaced ? (metadata.namespace ?? 'default') : ''}/${metadata.name ?? ''}`;
 };
 
+/** Where a lab's state lives, and its lock (outside the lab's directory, which `down` removes). */
+function paths(name: string, stateRoot: string | undefined) {
+  const root = stateRoot ?? DEFAULT_STATE_ROOT;
+  return { root, dir: join(root, name), lock: join(root, '.locks', `${name}.lock`) };
+}
+
+/**
+ * Runs `body` holding the lab's lock and, when given, the datapath locks of its nodes' network
+ * namespaces (taken in a fixed order, so two holders never wait for each other).
+ */
+function locked<T>(
+  name: string,
+  options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+  body: () => T,
+  netns: readonly string[] = [],
+): T {
+  const locks = [takeLock(name, options)];
+  const release = (): void => {
+    for (const lock of locks.reverse()) lock.release();
+  };
+  try {
+    for (const ns of [...netns].sort())
+      locks.push(acquireDatapathLock(ns, options.waitMs !== undefined ? { waitMs: options.waitMs } : {}));
+    const result = body();
+    if (result instanceof Promise) return result.finally(release) as T;
+    release();
+    return result;
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+function takeLock(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'>): HeldLock {
+  const { root, lock } = paths(name, options.stateRoot);
+  try {
+    ensurePrivateDir(root);
+    return acquireLock(lock, {
+      what: `lab "${name}"`,
+      ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+    });
+  } catch (error) {
+    if (error instanceof StateFileError) throw new LabError(error.message);
+    throw error;
+  }
+}
+
 export class Lab {
+  /** Nodes whose kernel table differed from the lab's policy when this process attached. */
+  readonly drift: { readonly node: string; readonly pending: number | 'replace' }[] = [];
+
   private constructor(
     private state: LabState,
     private readonly dir: string,
+    private readonly options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
     private cluster: Cluster,
     private readonly pipeline: PolicyPipeline,
+    private readonly renderers: ReadonlyMap<string, NftablesRenderer>,
+    private readonly runners: readonly NftRunner[],
     private readonly clients: ReadonlyMap<string, AgentClient>,
   ) {}
 
@@ -109,90 +182,164 @@ export class Lab {
   ): Promise<Lab> {
     requireRoot();
     if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
-    const dir = join(options.stateRoot ?? DEFAULT_STATE_ROOT, name);
-    if (existsSync(join(dir, 'lab.json')))
-      throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
-    const plan = planLab(name, cluster, { ...(options.nodes !== undefined ? { nodes: options.nodes } : {}) });
-    if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
-    const kept = objects.filter((o) =>
-      ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
-    );
-    const labObjects = [...kept, ...podObjects(plan)];
-    mkdirSync(dir, { recursive: true });
-    let state: LabState = {
-      version: 1,
-      plan,
-      objects: labObjects,
-      agents: [],
-      allowNodeLocal: options.allowNodeLocal ?? true,
-      killDenied: options.killDenied ?? true,
-    };
-    // Written first, so that `down` can clean up after a failed `up`.
-    writeState(dir, state);
+    const { dir } = paths(name, options.stateRoot);
+    const lock = takeLock(name, options);
+    const nodeLocks: HeldLock[] = [];
     try {
-      await createNetwork(plan);
-      const lab = Lab.assemble(state, dir, false);
-      state = { ...state, agents: startAgents(plan, dir) };
+      if (existsSync(join(dir, 'lab.json')))
+        throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
+      const plan = planLab(name, cluster, {
+        ...(options.nodes !== undefined ? { nodes: options.nodes } : {}),
+      });
+      if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
+      for (const node of plan.nodes)
+        nodeLocks.push(
+          acquireDatapathLock(node.netns, options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+        );
+      const kept = objects.filter((o) =>
+        ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
+      );
+      let state: LabState = {
+        version: 1,
+        plan,
+        objects: [...kept, ...podObjects(plan)],
+        agents: [],
+        allowNodeLocal: options.allowNodeLocal ?? true,
+        killDenied: options.killDenied ?? true,
+      };
+      ensureDir(dir);
+      // Written first, so that `down` can clean up after a failed `up`.
       writeState(dir, state);
-      lab.state = state;
-      await lab.connectAgents();
-      return lab;
-    } catch (error) {
-      await Lab.down(name, options).catch(() => undefined);
-      throw error;
+      try {
+        await createNetwork(plan);
+        const lab = Lab.assemble(state, dir, options, false);
+        state = { ...state, agents: startAgents(plan, dir) };
+        writeState(dir, state);
+        lab.state = state;
+        await lab.connectAgents();
+        return lab;
+      } catch (error) {
+        const problems = await Lab.teardown(name, dir);
+        if (problems.length > 0 && error instanceof Error)
+          error.message += `\nwhile removing the half-built lab: ${problems.join('; ')}`;
+        throw error;
+      }
+    } finally {
+      for (const held of nodeLocks) held.release();
+      lock.release();
     }
   }
 
-  /** Re-opens a running lab. */
-  static async attach(name: string, options: Pick<LabOptions, 'stateRoot'> = {}): Promise<Lab> {
+  /**
+   * Re-opens a running lab: rebuilds its policy from the state file and reads back each node's
+   * table, so the next apply sends what differs from what the kernel really holds. Nodes whose
+   * table differs from the recorded policy are listed in `drift`.
+   */
+  static async attach(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {}): Promise<Lab> {
     requireRoot();
-    const dir = join(options.stateRoot ?? DEFAULT_STATE_ROOT, name);
-    const state = readState(dir, name);
-    const lab = Lab.assemble(state, dir, true);
-    await lab.connectAgents();
+    const { dir } = paths(name, options.stateRoot);
+    const lab = locked(name, options, () => Lab.assemble(readState(dir, name), dir, options, true));
+    try {
+      await lab.connectAgents();
+    } catch (error) {
+      lab.close();
+      throw error;
+    }
     return lab;
   }
 
-  /** Removes everything the lab created: agents, namespaces (and their links), state. */
+  /**
+   * Removes everything the lab created: agents, namespaces (and their links), state. What could
+   * not be removed is reported (after trying the rest); what was already gone is not a problem.
+   */
   static async down(
     name: string,
-    options: Pick<LabOptions, 'stateRoot'> = {},
+    options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
   ): Promise<{ namespaces: number }> {
     requireRoot();
-    const dir = join(options.stateRoot ?? DEFAULT_STATE_ROOT, name);
-    const state = readState(dir, name);
-    for (const agent of state.agents) stopAgent(agent.pid);
-    const namespaces = namespacesOf(state.plan);
-    await deleteNamespaces(namespaces);
-    rmSync(dir, { recursive: true, force: true });
-    return { namespaces: namespaces.length };
+    const { dir } = paths(name, options.stateRoot);
+    return locked(name, options, async () => {
+      const state = readState(dir, name);
+      const problems = await Lab.teardown(name, dir, state);
+      if (problems.length > 0)
+        throw new LabError(`lab "${name}" is not fully down:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+      return { namespaces: namespacesOf(state.plan).length };
+    });
   }
 
-  /** The pipeline, one renderer per node (in its namespace), and the first (or adopted) commit. */
-  private static assemble(state: LabState, dir: string, adopt: boolean): Lab {
+  /** Stops agents, deletes namespaces and the state directory; returns what failed. */
+  private static async teardown(name: string, dir: string, known?: LabState): Promise<string[]> {
+    const problems: string[] = [];
+    let state = known;
+    if (!state)
+      try {
+        state = readState(dir, name);
+      } catch (error) {
+        problems.push(String((error as Error).message));
+      }
+    if (state) {
+      for (const agent of state.agents) {
+        const problem = stopAgent(agent.pid);
+        if (problem) problems.push(`agent of ${agent.pod}: ${problem}`);
+      }
+      try {
+        await deleteNamespaces(namespacesOf(state.plan));
+      } catch (error) {
+        problems.push(String((error as Error).message));
+      }
+    }
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch (error) {
+      problems.push(`cannot remove ${dir}: ${(error as Error).message}`);
+    }
+    return problems;
+  }
+
+  /**
+   * The pipeline and one renderer per node (in its namespace). A new lab commits its first
+   * tables; re-attaching builds the desired tables without committing, then reads back what
+   * each node's kernel holds and plans from that.
+   */
+  private static assemble(
+    state: LabState,
+    dir: string,
+    options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    attach: boolean,
+  ): Lab {
     const loaded = loadFromObjects(state.objects, 'lab');
     const store = new ClusterState();
-    // Re-attaching: the first (whole-table) commit describes what the kernel already holds, so
-    // it is taken as applied without sending it; later commits are incremental.
-    let attaching = adopt;
+    const families = state.plan.pods.some((p) => p.ips.some((ip) => familyOf(ip) === 6)) ? [4, 6] : [4];
     const renderers = new Map<string, NftablesRenderer>();
-    for (const node of state.plan.nodes) {
-      const real = nftRunner({ netns: node.netns });
-      renderers.set(
-        node.name,
-        new NftablesRenderer({
+    const runners: NftRunner[] = [];
+    try {
+      for (const node of state.plan.nodes) {
+        const runner = nftRunner({ netns: node.netns, timeoutMs: nftTimeout() });
+        runners.push(runner);
+        const renderer = new NftablesRenderer({
           state: store,
-          runner: { apply: (script) => (attaching ? undefined : real.apply(script)) },
+          runner,
           allowNodeLocal: state.allowNodeLocal,
           recheckFlows: state.killDenied,
-        }),
-      );
+          families: families as (4 | 6)[],
+        });
+        if (attach) renderer.pause();
+        renderers.set(node.name, renderer);
+      }
+      const pipeline = new PolicyPipeline({ state: store, renderers: [new NodeFleetRenderer(renderers)] });
+      pipeline.apply({ type: 'resync', cluster: loaded.cluster });
+      const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
+      const lab = new Lab(state, dir, options, loaded.cluster, pipeline, renderers, runners, clients);
+      if (attach)
+        for (const [node, renderer] of renderers) {
+          const pending = renderer.attach();
+          if (pending !== 0) lab.drift.push({ node, pending });
+        }
+      return lab;
+    } catch (error) {
+      for (const runner of runners) runner.close();
+      throw error;
     }
-    const pipeline = new PolicyPipeline({ state: store, renderers: [new NodeFleetRenderer(renderers)] });
-    pipeline.apply({ type: 'resync', cluster: loaded.cluster });
-    attaching = false;
-    const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
-    return new Lab(state, dir, loaded.cluster, pipeline, clients);
   }
 
   private async connectAgents(): Promise<void> {
@@ -210,6 +357,7 @@ export class Lab {
 
   close(): void {
     for (const client of this.clients.values()) client.close();
+    for (const runner of this.runners) runner.close();
   }
 
   /**
@@ -217,9 +365,24 @@ export class Lab {
    * replaced, lab Pods take new labels; with `prune`, policies not given are deleted. One
    * incremental transaction per node (two phases across nodes); tracked flows that the new
    * policy denies are cut at their next packet.
+   *
+   * Under the lab's lock: first catch up with whatever another process did (the state file, and
+   * each node's table, checked by its fingerprint and read back when it differs); then record the
+   * new policy (if that fails, nothing is touched); then commit. If a node fails, every node is
+   * returned to the previous policy and checked, and the previous policy is recorded again.
    */
   apply(objects: readonly object[], prune = false): ApplyReport {
+    return locked(
+      this.plan.name,
+      this.options,
+      () => this.applyLocked(objects, prune),
+      this.plan.nodes.map((n) => n.netns),
+    );
+  }
+
+  private applyLocked(objects: readonly object[], prune: boolean): ApplyReport {
     const started = performance.now();
+    this.catchUp();
     const notes: string[] = [];
     const byIdentity = new Map(
       this.state.objects.map((o) => [identity(o as Record<string, unknown>), o] as const),
@@ -246,22 +409,82 @@ export class Lab {
     if (prune)
       for (const key of [...byIdentity.keys()])
         if (POLICY_KINDS.has(key.slice(0, key.indexOf('/'))) && !given.has(key)) byIdentity.delete(key);
-    const nextObjects = [...byIdentity.values()];
-    const next = loadFromObjects(nextObjects, 'lab').cluster;
+    const previous = { state: this.state, cluster: this.cluster };
+    const nextState: LabState = { ...this.state, objects: [...byIdentity.values()] };
+    const next = loadFromObjects(nextState.objects, 'lab').cluster;
     const changes: PipelineChange[] = changesBetween(this.cluster, next);
-    const result = this.pipeline.applyBatch(changes);
+    try {
+      writeState(this.dir, nextState);
+    } catch (error) {
+      throw new LabError(
+        `could not record the lab's new policy, so nothing was applied (no node's table was touched): ${(error as Error).message}`,
+      );
+    }
+    let result;
+    try {
+      result = this.pipeline.applyBatch(changes);
+    } catch (error) {
+      if (!(error instanceof DataplaneError)) throw error;
+      throw new LabError(`applying failed: ${error.message}\n${this.rollBack(next, previous)}`);
+    }
     this.cluster = next;
-    this.state = { ...this.state, objects: nextObjects };
-    writeState(this.dir, this.state);
-    const fleet = result.changes.get('nftables') as Map<string, { operations: number }> | undefined;
+    this.state = nextState;
+    const fleet = result.changes.get('nftables') as
+      Map<string, { operations: number; full: boolean }> | undefined;
     return {
       changes: changes.length,
       operations: new Map(
-        [...(fleet ?? new Map<string, { operations: number }>())].map(([n, c]) => [n, c.operations]),
+        [...(fleet ?? new Map<string, { operations: number; full: boolean }>())].map(([n, c]) => [
+          n,
+          c.full ? ('whole table' as const) : c.operations,
+        ]),
       ),
       millis: performance.now() - started,
       notes,
     };
+  }
+
+  /** After a failed apply: every node back to the previous policy, checked; says what was done. */
+  private rollBack(failed: Cluster, previous: { state: LabState; cluster: Cluster }): string {
+    let outcome: string;
+    try {
+      this.pipeline.applyBatch(changesBetween(failed, previous.cluster));
+      const unchecked = [...this.renderers].filter(([, r]) => !r.verify()).map(([n]) => n);
+      outcome =
+        unchecked.length === 0
+          ? 'every node was returned to the previous policy (checked against each kernel table)'
+          : `the previous policy was committed, but ${unchecked.join(', ')} then held something else; the next apply starts from what it holds`;
+    } catch (error) {
+      outcome =
+        `returning to the previous policy failed too: ${(error as Error).message}\n` +
+        'each node keeps what it holds now; the next apply reads it back and corrects what differs';
+    }
+    this.cluster = previous.cluster;
+    this.state = previous.state;
+    try {
+      writeState(this.dir, previous.state);
+      return `${outcome}; the lab's recorded policy is the previous one`;
+    } catch (error) {
+      return `${outcome}; recording the previous policy failed as well (${(error as Error).message}), so the state file holds the new policy: the next apply converges the nodes to whatever it is given`;
+    }
+  }
+
+  /**
+   * Catches up with other processes: the state file (another apply), then each node's table
+   * (its fingerprint; read back whole when it is not what this process last committed).
+   */
+  private catchUp(): void {
+    const recorded = readState(this.dir, this.plan.name);
+    if (!isDeepStrictEqual(recorded.objects, this.state.objects)) {
+      const next = loadFromObjects(recorded.objects, 'lab').cluster;
+      for (const renderer of this.renderers.values()) renderer.pause();
+      this.pipeline.applyBatch(changesBetween(this.cluster, next));
+      for (const renderer of this.renderers.values()) renderer.attach();
+      this.cluster = next;
+      this.state = recorded;
+      return;
+    }
+    for (const renderer of this.renderers.values()) renderer.verify();
   }
 
   policyKeys(): string[] {
@@ -274,24 +497,41 @@ export function requireRoot(): void {
   if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
 }
 
+/** The exec runner's deadline per nft process (`PALISADE_NFT_TIMEOUT_MS`, default 30 s). */
+function nftTimeout(): number {
+  const value = Number(process.env.PALISADE_NFT_TIMEOUT_MS);
+  return Number.isFinite(value) && value > 0 ? value : 30_000;
+}
+
 const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
 
+function ensureDir(dir: string): void {
+  try {
+    ensurePrivateDir(dir);
+  } catch (error) {
+    throw new LabError((error as Error).message);
+  }
+}
+
 function writeState(dir: string, state: LabState): void {
-  writeFileSync(join(dir, 'lab.json.tmp'), JSON.stringify(state));
-  rmSync(join(dir, 'lab.json'), { force: true });
-  writeFileSync(join(dir, 'lab.json'), readFileSync(join(dir, 'lab.json.tmp')));
-  rmSync(join(dir, 'lab.json.tmp'), { force: true });
+  try {
+    writeFileAtomic(join(dir, 'lab.json'), JSON.stringify(state));
+  } catch (error) {
+    throw new LabError((error as Error).message);
+  }
 }
 
 function readState(dir: string, name: string): LabState {
-  let text: string;
+  const path = join(dir, 'lab.json');
+  if (!existsSync(path)) throw new LabError(`no lab "${name}" is up (no ${path})`);
+  let state: LabState;
   try {
-    text = readFileSync(join(dir, 'lab.json'), 'utf8');
-  } catch {
-    throw new LabError(`no lab "${name}" is up (no ${join(dir, 'lab.json')})`);
+    state = JSON.parse(readTrustedFile(path)) as LabState;
+  } catch (error) {
+    if (error instanceof StateFileError) throw new LabError(error.message);
+    throw new LabError(`${path}: not a lab state file (${(error as Error).message})`);
   }
-  const state = JSON.parse(text) as LabState;
-  if (state.version !== 1) throw new LabError(`${join(dir, 'lab.json')}: not a lab state this version reads`);
+  if (state.version !== 1) throw new LabError(`${path}: not a lab state this version reads`);
   return state;
 }
 
@@ -304,7 +544,7 @@ function agentCommand(): string[] {
 }
 
 function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; socket: string }[] {
-  const log = openSync(join(dir, 'agents.log'), 'a');
+  const log = openSync(join(dir, 'agents.log'), 'a', 0o600);
   try {
     return plan.pods.map((pod, index) => {
       const socket = socketPath(dir, index);
@@ -321,12 +561,26 @@ function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; so
   }
 }
 
-/** Stops an agent, after checking the pid is still one of ours (pids are reused). */
-function stopAgent(pid: number): void {
+/**
+ * Stops an agent, after checking the pid is still one of ours (pids are reused). Returns what
+ * went wrong, or undefined when it was stopped or was already gone.
+ */
+function stopAgent(pid: number): string | undefined {
+  let command: string;
   try {
-    const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (command.includes('pod-agent')) process.kill(pid, 'SIGKILL');
-  } catch {
-    // Already gone.
+    command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ESRCH'
+      ? undefined
+      : `cannot inspect pid ${pid}: ${(error as Error).message}`;
+  }
+  if (!command.includes('pod-agent')) return undefined; // gone, and the pid reused by another process
+  try {
+    process.kill(pid, 'SIGKILL');
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ESRCH' ? undefined : `cannot stop pid ${pid}: ${(error as Error).message}`;
   }
 }

@@ -97,6 +97,8 @@ export async function createNetwork(plan: LabPlan): Promise<void> {
 
   await Promise.all(
     plan.pods.map(async (pod) => {
+      // Pod agents drop root right after starting; any port stays bindable inside their namespace.
+      await sysctl(pod.netns, ['net.ipv4.ip_unprivileged_port_start=0']);
       const lines = ['link set lo up', 'link set eth0 up'];
       for (const ip of pod.ips) lines.push(`addr add ${ip}/${familyOf(ip) === 4 ? 32 : 128} dev eth0 nodad`);
       lines.push(
@@ -120,7 +122,10 @@ export async function listNamespaces(): Promise<Set<string>> {
   );
 }
 
-/** Deletes the given namespaces that exist (and nothing else); their interfaces go with them. */
+/**
+ * Deletes the given namespaces that exist (and nothing else); their interfaces go with them.
+ * Throws DataplaneError when one that exists could not be deleted.
+ */
 export async function deleteNamespaces(names: readonly string[]): Promise<void> {
   const existing = await listNamespaces();
   const lines = names.filter((ns) => existing.has(ns)).map((ns) => `netns delete ${ns}`);

@@ -5,11 +5,15 @@
  * probe other pods, and hold long-lived connections open to test what happens to established
  * flows. Only Node's own modules: it starts fast, once per pod.
  *
+ * It starts as root (entering a network namespace needs it) and drops to `nobody` as soon as its
+ * control socket exists: the lab sets `net.ipv4.ip_unprivileged_port_start=0` in pod namespaces,
+ * so binding any port needs no privilege. The socket is created 0600 whatever the umask.
+ *
  * Usage: node pod-agent.js <control-socket-path>
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
-import { rmSync } from 'node:fs';
+import { chmodSync, rmSync } from 'node:fs';
 
 import type { AgentRequest, ProbeOutcome, ProbeTarget, Transport } from './agent-protocol.ts';
 
@@ -137,8 +141,19 @@ async function handle(request: AgentRequest): Promise<unknown> {
   }
 }
 
+/** The unprivileged user agents run as once their socket exists. */
+const NOBODY = 65534;
+
+function dropPrivileges(): void {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return;
+  process.setgroups?.([]);
+  process.setgid?.(NOBODY);
+  process.setuid?.(NOBODY);
+}
+
 function serveControl(path: string): void {
   rmSync(path, { force: true });
+  process.umask(0o077);
   const control = createServer((client) => {
     let buffer = '';
     client.on('error', () => undefined);
@@ -156,7 +171,10 @@ function serveControl(path: string): void {
       }
     });
   });
-  control.listen(path);
+  control.listen(path, () => {
+    chmodSync(path, 0o600);
+    dropPrivileges();
+  });
 }
 
 const controlPath = process.argv[2];

@@ -152,7 +152,7 @@ describe('the lab', { skip: SKIP }, () => {
       [policy('b', 'unrelated', { podSelector: { matchLabels: { app: 'api' } }, policyTypes: ['Ingress'] })],
       true,
     );
-    assert.ok([...unrelated.operations.values()].some((n) => n > 0));
+    assert.ok([...unrelated.operations.values()].some((n) => n !== 0));
     assert.equal((await client.ping(stream, 1000)).connected, true, 'established flow survives');
 
     const started = performance.now();
@@ -160,7 +160,7 @@ describe('the lab', { skip: SKIP }, () => {
       [policy('c', 'deny-db', { podSelector: { matchLabels: { app: 'db' } }, policyTypes: ['Ingress'] })],
       true,
     );
-    assert.ok([...cut.operations.values()].some((n) => n > 0));
+    assert.ok([...cut.operations.values()].some((n) => n !== 0));
     const after = await client.ping(stream, 500);
     assert.equal(after.connected, false, 'no packet passes after the deny');
     assert.ok(performance.now() - started < 1000, `cut within 1 s (took ${performance.now() - started} ms)`);

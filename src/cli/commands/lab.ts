@@ -27,7 +27,30 @@ import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 const nameOption = (command: Command): Command =>
   command
     .option('--name <name>', 'the lab to act on', 'palisade')
-    .option('--state-dir <path>', 'where labs keep their state', '/run/palisade/lab');
+    .option('--state-dir <path>', 'where labs keep their state', '/run/palisade/lab')
+    .option('--wait <seconds>', 'how long to wait while another command holds the lab', '30');
+
+/** The lab options every subcommand shares. */
+function labOptions(raw: Record<string, unknown>): { stateRoot: string; waitMs: number } {
+  const wait = Number(raw.wait);
+  if (!Number.isFinite(wait) || wait < 0)
+    throw new UsageError('--wait must be a number of seconds, 0 or more');
+  return { stateRoot: String(raw.stateDir), waitMs: wait * 1000 };
+}
+
+/** Nodes whose table was not what the lab's state says when the command attached. */
+function driftNotes(lab: Lab, fixing: boolean): string {
+  return lab.drift
+    .map(
+      (d) =>
+        `note: ${d.node}'s table differs from the lab's policy (${d.pending === 'replace' ? 'missing or of another shape' : `${d.pending} operations`}): ` +
+        (fixing
+          ? 'this apply starts from what it holds'
+          : `an apply did not finish, or it was changed outside palisade; 'palisade lab apply' corrects it`) +
+        '\n',
+    )
+    .join('');
+}
 
 export function labCommand(io: CliIo, done: (code: number) => void): Command {
   const lab = new Command('lab').description(
@@ -57,7 +80,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         if (inputErrors && loaded.cluster.endpoints.length === 0) return done(EXIT_FINDINGS);
         // Objects that failed validation were reported and are left out, as in `lab apply`.
         const up = await Lab.up(String(raw.name), validObjects(loaded), loaded.cluster, {
-          stateRoot: String(raw.stateDir),
+          ...labOptions(raw),
           nodes,
           allowNodeLocal: raw.nodeLocal !== false,
           killDenied: raw.keepFlows !== true,
@@ -83,8 +106,9 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const timeoutMs = Number(raw.timeout);
         if (!Number.isInteger(timeoutMs) || timeoutMs < 10)
           throw new UsageError('--timeout must be at least 10 (ms)');
-        const opened = await Lab.attach(String(raw.name), { stateRoot: String(raw.stateDir) });
+        const opened = await Lab.attach(String(raw.name), labOptions(raw));
         try {
+          io.stderr.write(driftNotes(opened, false));
           const { ports, notProbed } =
             typeof raw.port === 'string'
               ? { ports: parsePorts(raw.port, String(raw.protocol)), notProbed: [] }
@@ -111,8 +135,9 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         const valid = validObjects(loaded);
-        const opened = await Lab.attach(String(raw.name), { stateRoot: String(raw.stateDir) });
+        const opened = await Lab.attach(String(raw.name), labOptions(raw));
         try {
+          io.stderr.write(driftNotes(opened, true));
           const report = opened.apply(valid, raw.prune === true);
           io.stdout.write(formatApplyReport(report));
           done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
@@ -127,7 +152,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       .description('remove everything the lab created: agents, network namespaces, state')
       .action(async (raw: Record<string, unknown>) => {
         requireRoot();
-        const removed = await Lab.down(String(raw.name), { stateRoot: String(raw.stateDir) });
+        const removed = await Lab.down(String(raw.name), labOptions(raw));
         io.stdout.write(
           `lab ${String(raw.name)} is down (${removed.namespaces} network namespaces removed)\n`,
         );
