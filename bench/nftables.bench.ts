@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- nftables [--scale F] [--events N] [--runner library|exec|both] [--families 4|46|both]`:
+ * `npm run bench -- nftables [--scale F] [--events N] [--runner library|exec|both] [--families 4|46|both]`
+ * (or `--ipblocks 150,300,…`: ruleset size for that many ipBlock policies, see `ipBlockSizes`):
  * the nftables renderer at shape (a) scale for one node of 100 pods — ruleset size, render and
  * first-apply time, and the kernel update path: from a pod label change, and from a policy
  * change (a policy deleted, then restored), to a committed nft transaction, with the time nft
@@ -35,6 +36,8 @@ const p99 = (values: number[]): number =>
 const f2 = (v: number): string => v.toFixed(2);
 
 export async function nftablesBenchmark(args: string[]): Promise<void> {
+  const ipblocks = option(args, 'ipblocks', '');
+  if (ipblocks) return ipBlockSizes(ipblocks.split(',').map(Number));
   const scale = Number(option(args, 'scale', '1'));
   const events = Number(option(args, 'events', '200'));
   const runnerChoice = option(args, 'runner', 'both');
@@ -162,4 +165,72 @@ function report(
         : ' (rendered, not applied)') +
       `; all events: median ${f2(median(r.all))} ms\n`,
   );
+}
+
+/**
+ * Ruleset size as ipBlock policies multiply (issue 22 §1.5): one namespace of 60 pods on node-0
+ * and N policies, each selecting pods by one label and allowing one port from (or to) a block —
+ * `10.0.0.0/8`, a `/16` in it, `172.16.0.0/12` or `0.0.0.0/0` — with 1–3 excepts. Rendered, not
+ * applied: the rules, sets, elements and bytes of node-0's first transaction.
+ */
+function ipBlockSizes(counts: readonly number[]): void {
+  for (const n of counts) {
+    // mulberry32: small, deterministic, and without the alternating low bits of an LCG.
+    let seed = 4;
+    const random = (k: number): number => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * k);
+    };
+    const objects: object[] = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'n' } }];
+    for (let i = 0; i < 60; i++)
+      objects.push({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `p${i}`, namespace: 'n', labels: { app: `a${i % 12}`, tier: `t${i % 5}` } },
+        spec: { nodeName: 'node-0', containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
+        status: { phase: 'Running', podIP: `10.244.0.${i + 2}` },
+      });
+    for (let i = 0; i < n; i++) {
+      const a = random(64);
+      const kind = random(4);
+      const cidr = ['10.0.0.0/8', `10.${a}.0.0/16`, '172.16.0.0/12', '0.0.0.0/0'][kind] as string;
+      const except = Array.from({ length: 1 + random(3) }, () =>
+        kind === 0
+          ? `10.${random(256)}.${random(256)}.0/24`
+          : kind === 1
+            ? `10.${a}.${random(256)}.${random(16) * 16}/28`
+            : kind === 2
+              ? `172.${16 + random(16)}.${random(256)}.0/24`
+              : `${[10, 172, 192][random(3)]}.${random(256)}.0.0/16`,
+      );
+      const selector = random(2) ? { app: `a${random(12)}` } : { tier: `t${random(5)}` };
+      const ingress = random(2) === 0;
+      const rule = {
+        [ingress ? 'from' : 'to']: [{ ipBlock: { cidr, except } }],
+        ports: [{ port: [80, 443, 8080, 53, 9090][random(5)] }],
+      };
+      objects.push({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: `np${i}`, namespace: 'n' },
+        spec: {
+          podSelector: { matchLabels: selector },
+          policyTypes: ingress ? ['Ingress'] : ['Ingress', 'Egress'],
+          [ingress ? 'ingress' : 'egress']: [rule],
+        },
+      });
+    }
+    const { cluster } = loadFromObjects(objects);
+    const state = new ClusterState();
+    const runner = recordingRunner();
+    const renderer = new NftablesRenderer({ state, runner });
+    new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] }).apply({ type: 'resync', cluster });
+    const s = renderer.stats();
+    process.stdout.write(
+      `${n} ipBlock policies: ${s.chains} chains, ${s.rules} rules, ${s.sets} sets, ${s.elements} set elements; ` +
+        `first transaction ${((runner.scripts[0] ?? '').length / 1024).toFixed(0)} KiB\n`,
+    );
+  }
 }

@@ -404,7 +404,12 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     const chain = renderTableChain(table, this.families);
     for (const group of chain.groups) this.acquireGroup(group);
     for (const set of chain.sets) this.acquireNetSet(set);
-    this.tableUse.set(table.id, { count: 1, table, groups: chain.groups, sets: chain.sets.map((s) => s.name) });
+    this.tableUse.set(table.id, {
+      count: 1,
+      table,
+      groups: chain.groups,
+      sets: chain.sets.map((s) => s.name),
+    });
     this.desired.chains.set(tableChain(table.id), chain.lines);
     this.desired.chains.set(replyTwin(tableChain(table.id)), chain.replyLines);
     this.dirty.chains.add(tableChain(table.id));
