@@ -284,4 +284,19 @@ describe('lab fault trials', { skip: SKIP }, () => {
     await applyOk(files.a);
     await probeClean();
   });
+  // Last: it takes the lab down.
+  it('lab down says what it could not remove (not "already gone"), and a second down finishes', async () => {
+    const labDir = join(stateRoot, NAME);
+    await run('chattr', ['+i', labDir]);
+    const partial = await palisade(['lab', 'down', ...common()]);
+    await run('chattr', ['-i', labDir]);
+    assert.equal(partial.code, 1, partial.stderr);
+    assert.match(partial.stderr, new RegExp(`lab "${NAME}" is not fully down:\\n  cannot remove ${labDir}`));
+    noStackTrace(partial);
+    const down = await palisade(['lab', 'down', ...common()]);
+    assert.equal(down.code, 0, down.stderr);
+    assert.match(down.stdout, /is down \(\d+ network namespaces removed\)/);
+    assert.equal(existsSync(labDir), false);
+    assert.equal((await run('ip', ['netns', 'list'])).stdout.includes(`pl-${NAME}-`), false);
+  });
 });
