@@ -1,6 +1,6 @@
 /**
- * Contracts of the ingest layer: raw documents with a way back to their source position, and the
- * Source interface that later sources (etcd, the Kubernetes API) implement too.
+ * Contracts of the ingest layer: raw documents with a way back to their source position, decoded
+ * objects, and what a load returns. (Live sources feed the pipeline with its own `PipelineChange`s.)
  */
 import type {
   Cluster,
@@ -51,24 +51,6 @@ export type DecodedObject =
 export interface InputFile {
   readonly name: string;
   readonly text: string;
-}
-
-/** A change from a source. Manifest sources emit one resync; live sources emit upserts too. */
-export type Change =
-  | { readonly type: 'resync'; readonly cluster: Cluster; readonly diagnostics: readonly Diagnostic[] }
-  | { readonly type: 'upsert'; readonly object: DecodedObject }
-  | {
-      readonly type: 'delete';
-      readonly kind: DecodedObject['kind'];
-      readonly namespace?: string;
-      readonly name: string;
-    };
-
-/** Anything that feeds objects into Palisade. */
-export interface Source {
-  /** Starts the source; `onChange` receives every change in order. Resolves when the initial snapshot is out. */
-  start(onChange: (change: Change) => void): Promise<void>;
-  stop(): Promise<void>;
 }
 
 export interface LoadResult {

@@ -6,7 +6,7 @@
  */
 import type { Cidr } from '../net/ip.ts';
 import { selectorMatches, type LabelSelector } from './selector.ts';
-import type { Endpoint, Labels, Protocol, SourceLocation } from './types.ts';
+import type { Labels, Protocol, SourceLocation } from './basics.ts';
 
 export type ClusterPolicyKind = 'AdminNetworkPolicy' | 'BaselineAdminNetworkPolicy' | 'ClusterNetworkPolicy';
 /** Admin precedes NetworkPolicy, which precedes Baseline. */
@@ -101,7 +101,7 @@ export function clusterPolicyLabel(policy: Pick<ClusterPolicy, 'kind' | 'name'>)
 export function subjectSelects(
   subject: ClusterSubject,
   namespaceLabels: Labels | undefined,
-  endpoint: Pick<Endpoint, 'labels' | 'hostNetwork'>,
+  endpoint: { readonly labels: Labels; readonly hostNetwork: boolean },
 ): boolean {
   if (endpoint.hostNetwork || !namespaceLabels) return false;
   if (!selectorMatches(subject.namespaceSelector, namespaceLabels)) return false;

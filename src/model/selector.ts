@@ -3,7 +3,7 @@
  * are sorted and de-duplicated, and the canonical `key` string identifies equal selectors — the
  * state layer indexes selectors by it.
  */
-import type { Labels } from './types.ts';
+import type { Labels } from './basics.ts';
 import { exactArray } from '../util/exact-array.ts';
 
 export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';

@@ -16,17 +16,8 @@ export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-polic
 /** The label the API server puts on every namespace, holding its name. */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
-export type Protocol = 'TCP' | 'UDP' | 'SCTP';
-export const PROTOCOLS: readonly Protocol[] = ['TCP', 'UDP', 'SCTP'];
-
-export type Labels = Readonly<Record<string, string>>;
-
-/** Where an object or value came from in the user's input (1-based line and column). */
-export interface SourceLocation {
-  readonly file: string;
-  readonly line: number;
-  readonly column: number;
-}
+export { PROTOCOLS, type Labels, type Protocol, type SourceLocation } from './basics.ts';
+import type { Labels, Protocol, SourceLocation } from './basics.ts';
 
 /** Which policy semantics the evaluator applies. */
 export type Semantics = 'v1' | 'v1beta1-proposal';
