@@ -24,6 +24,7 @@ import { ClusterPolicyStore } from './cluster-policy-store.ts';
 import { GroupIndex } from './groups.ts';
 import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
+import { lazyKeys, removeGone, upsertChanged } from './snapshot-diff.ts';
 import { SubjectIndex } from './subjects.ts';
 import { exactArray } from '../util/exact-array.ts';
 import type {
@@ -334,76 +335,74 @@ export class ClusterState implements CompilingStore {
     const pods: Touched<Endpoint>[] = [];
     const policies: TouchedPolicy[] = [];
     const namespaces: Touched<Namespace>[] = [];
-    // The per-object deltas are not needed: the resync delta lists everything itself (see delta).
-    // What goes away is only looked for when there is something to go (not on a first resync).
-    if (this.policies.size > 0) {
-      const nextPolicies = new Set(cluster.policies.map(policyKey));
-      for (const [key, before] of [...this.policies]) {
-        if (nextPolicies.has(key)) continue;
-        policies.push({ before });
-        this.deletePolicy(key);
-      }
-    }
-    if (this.pods.size > 0) {
-      const nextPods = new Set(cluster.endpoints.map((e) => e.id));
-      for (const [id, before] of [...this.pods]) {
-        if (nextPods.has(id)) continue;
-        pods.push({ before });
-        this.deletePod(id);
-      }
-    }
-    for (const [name, before] of [...this.namespaces]) {
-      const next = cluster.namespaces.get(name);
-      if (next && !next.implicit) continue;
-      namespaces.push({ before });
-      this.deleteNamespace(name);
-    }
-    for (const ns of cluster.namespaces.values()) {
-      const before = this.namespaces.get(ns.name);
-      if (ns.implicit || before === ns) continue;
-      namespaces.push({ ...(before ? { before } : {}), after: ns });
-      this.upsertNamespace(ns);
-    }
-    for (const pod of cluster.endpoints) {
-      const before = this.pods.get(pod.id);
-      if (before === pod) continue;
-      pods.push({ ...(before ? { before } : {}), after: pod });
-      this.upsertPod(pod);
-    }
-    for (const policy of cluster.policies) {
-      const before = this.policies.get(policyKey(policy));
-      if (before === policy) continue;
-      policies.push({ ...(before ? { before } : {}), after: policy });
-      this.upsertPolicy(policy);
-    }
     const clusterPolicies: TouchedClusterPolicy[] = [];
-    const nextClusterPolicies = new Map(
-      cluster.clusterPolicies.map((p) => [clusterPolicyKey(p), p] as const),
-    );
-    for (const [key, before] of [...this.cluster.entries()]) {
-      if (nextClusterPolicies.has(key)) continue;
-      clusterPolicies.push({ before });
-      this.deleteClusterPolicy(key);
-    }
-    for (const policy of cluster.clusterPolicies) {
-      const before = this.cluster.get(clusterPolicyKey(policy));
-      if (before === policy) continue;
-      clusterPolicies.push({ ...(before ? { before } : {}), after: policy });
-      this.upsertClusterPolicy(policy);
-    }
     const nodes: Touched<NodeInfo>[] = [];
-    for (const before of [...this.cluster.nodes()]) {
-      const name = before.name;
-      if (cluster.nodes.has(name)) continue;
-      nodes.push({ before });
-      this.deleteNode(name);
-    }
-    for (const node of cluster.nodes.values()) {
-      const before = this.cluster.node(node.name);
-      if (before === node) continue;
-      nodes.push({ ...(before ? { before } : {}), after: node });
-      this.upsertNode(node);
-    }
+    // The per-object deltas are not needed: the resync delta lists everything itself (see delta).
+    // Policies and pods go before namespaces change, and everything that goes before anything
+    // new arrives, so no group or selection is built for an object about to leave.
+    const policyKeys = lazyKeys(() => cluster.policies.map(policyKey));
+    const podIds = lazyKeys(() => cluster.endpoints.map((e) => e.id));
+    removeGone(
+      policies,
+      this.policies,
+      (key) => policyKeys().has(key),
+      (key) => this.deletePolicy(key),
+    );
+    removeGone(
+      pods,
+      this.pods,
+      (id) => podIds().has(id),
+      (id) => this.deletePod(id),
+    );
+    removeGone(
+      namespaces,
+      this.namespaces,
+      (name) => cluster.namespaces.get(name)?.implicit === false,
+      (name) => this.deleteNamespace(name),
+    );
+    upsertChanged(
+      namespaces,
+      [...cluster.namespaces.values()].filter((ns) => !ns.implicit),
+      (ns) => this.namespaces.get(ns.name),
+      (ns) => this.upsertNamespace(ns),
+    );
+    upsertChanged(
+      pods,
+      cluster.endpoints,
+      (pod) => this.pods.get(pod.id),
+      (pod) => this.upsertPod(pod),
+    );
+    upsertChanged(
+      policies,
+      cluster.policies,
+      (policy) => this.policies.get(policyKey(policy)),
+      (policy) => this.upsertPolicy(policy),
+    );
+    const clusterPolicyKeys = lazyKeys(() => cluster.clusterPolicies.map(clusterPolicyKey));
+    removeGone(
+      clusterPolicies,
+      this.cluster.entries(),
+      (key) => clusterPolicyKeys().has(key),
+      (key) => this.deleteClusterPolicy(key),
+    );
+    upsertChanged(
+      clusterPolicies,
+      cluster.clusterPolicies,
+      (policy) => this.cluster.get(clusterPolicyKey(policy)),
+      (policy) => this.upsertClusterPolicy(policy),
+    );
+    removeGone(
+      nodes,
+      this.cluster.nodes().map((node) => [node.name, node] as const),
+      (name) => cluster.nodes.has(name),
+      (name) => this.deleteNode(name),
+    );
+    upsertChanged(
+      nodes,
+      cluster.nodes.values(),
+      (node) => this.cluster.node(node.name),
+      (node) => this.upsertNode(node),
+    );
     // A resync re-renders everything: no list of pods whose memberships moved (it would be all).
     this.groups.drainPartitionChanges();
     this.groups.drainMemberChanges();
