@@ -106,67 +106,96 @@ export class RendererCache implements Renderer<CacheChanges> {
     return { pod, tables: flat.tables, flattened: { source: tables, groups: flat.groups } };
   }
 
+  /** The transaction's new snapshot and its difference from the current one. */
   private compute(
     pending: ReadonlyMap<string, { pod: RenderedPod; tables: PodTables | undefined }>,
     movedPods: ReadonlySet<string>,
     changedGroups: ReadonlySet<string>,
     resync: boolean,
   ): { snapshot: CacheSnapshot; changes: CacheChanges } {
-    const pods = new Map(resync ? [] : this.current.pods);
     // Group members read while flattening, once per transaction (pods share the groups they name).
     const members: GroupMembersMemo = new Map();
+    const pods = this.nextPods(pending, resync, members);
+    const reflattened = this.reflatten(pods, pending, changedGroups, members);
+    const moved = podsAtAddressesOf(pods, this.current.pods, movedPods);
+    if (!resync && pending.size === 0 && moved.length === 0 && reflattened.length === 0)
+      return { snapshot: this.current, changes: { addedTables: [], removedTables: [], rebound: [] } };
+    // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
+    const changed = new Set(resync ? pods.keys() : pending.keys());
+    for (const id of moved) changed.add(id);
+    for (const id of reflattened) changed.add(id);
+    const local = this.combineLocalTables(pods, changed);
+    // The global table depends only on the known pods and their tables.
+    const podsChanged =
+      resync ||
+      reflattened.length > 0 ||
+      [...pending.keys()].some((id) => pods.has(id) || this.current.pods.has(id));
+    const built = podsChanged ? buildGlobalTable(pods.values(), this.options.side) : this.current.global;
+    const global = built.id === this.current.global.id ? this.current.global : built;
+    const snapshot: CacheSnapshot = { pods, ...local, global };
+    return { snapshot, changes: difference(this.current, snapshot) };
+  }
+
+  /** The known pods after the transaction's renders (all of them anew on resync). */
+  private nextPods(
+    pending: ReadonlyMap<string, { pod: RenderedPod; tables: PodTables | undefined }>,
+    resync: boolean,
+    members: GroupMembersMemo,
+  ): Map<string, KnownPod> {
+    const pods = new Map(resync ? [] : this.current.pods);
     for (const [id, { pod, tables }] of pending) {
       // A pod without an address cannot be policed: it is not known until it has one.
       if (tables === undefined || pod.ips.length === 0) pods.delete(id);
       else pods.set(id, this.known(pod, tables, members));
     }
-    // Flattened tiers hold group members' addresses: pods that expanded a changed group again.
+    return pods;
+  }
+
+  /**
+   * Flattened tiers hold group members' addresses: pods (not rendered in this transaction) that
+   * expanded a changed group are flattened again, and kept (returned) only where the result
+   * differs.
+   */
+  private reflatten(
+    pods: Map<string, KnownPod>,
+    pending: ReadonlyMap<string, unknown>,
+    changedGroups: ReadonlySet<string>,
+    members: GroupMembersMemo,
+  ): string[] {
     const reflattened: string[] = [];
-    if (changedGroups.size > 0)
-      for (const [id, known] of pods) {
-        const flattened = known.flattened;
-        if (pending.has(id) || !flattened || !intersects(flattened.groups, changedGroups)) continue;
-        const again = this.known(known.pod, flattened.source, members);
-        if (
-          again.tables.ingress?.id === known.tables.ingress?.id &&
-          again.tables.egress?.id === known.tables.egress?.id
-        )
-          continue;
-        pods.set(id, again);
-        reflattened.push(id);
-      }
-    // Pair rules read only local pods' addresses: group changes matter only when a local pod
-    // joined, left or changed in a group.
-    // A lookup is by address, so a pod sharing an address (old or new) with a moved pod is
-    // affected too.
-    const movedAddresses = new Set(
-      [...movedPods].flatMap((id) =>
-        [pods.get(id), this.current.pods.get(id)].flatMap((k) => k?.pod.ips.map(addressKey) ?? []),
-      ),
-    );
-    const moved =
-      movedAddresses.size === 0
-        ? []
-        : [...pods.values()]
-            .filter((k) => k.pod.ips.some((ip) => movedAddresses.has(addressKey(ip))))
-            .map((k) => k.pod.id);
-    if (!resync && pending.size === 0 && moved.length === 0 && reflattened.length === 0) {
-      return { snapshot: this.current, changes: { addedTables: [], removedTables: [], rebound: [] } };
+    if (changedGroups.size === 0) return reflattened;
+    for (const [id, known] of pods) {
+      const flattened = known.flattened;
+      if (pending.has(id) || !flattened || !intersects(flattened.groups, changedGroups)) continue;
+      const again = this.known(known.pod, flattened.source, members);
+      if (
+        again.tables.ingress?.id === known.tables.ingress?.id &&
+        again.tables.egress?.id === known.tables.egress?.id
+      )
+        continue;
+      pods.set(id, again);
+      reflattened.push(id);
     }
-    const known = [...pods.values()];
-    // Pairs to recompute: every pair of a changed pod (both ways); all pairs on resync.
-    const changed = resync ? new Set(pods.keys()) : new Set(pending.keys());
-    for (const id of moved) changed.add(id);
-    for (const id of reflattened) changed.add(id);
+    return reflattened;
+  }
+
+  /**
+   * CombineRules over the known pods: each pod's pair rules with every known pod (reused for
+   * pairs where neither pod changed), and its combined local table, shared by content.
+   */
+  private combineLocalTables(
+    pods: ReadonlyMap<string, KnownPod>,
+    changed: ReadonlySet<string>,
+  ): Pick<CacheSnapshot, 'pairs' | 'binding' | 'tables'> {
     const pairs = new Map<string, Map<string, readonly Rule[]>>();
     const binding = new Map<string, string>();
     const tables = new Map<string, RuleTable>();
-    for (const target of known) {
+    for (const target of pods.values()) {
       const id = target.pod.id;
       const previous = this.current.pairs.get(id);
       const mine = new Map<string, readonly Rule[]>();
       let dirty = changed.has(id) || !previous;
-      for (const other of known) {
+      for (const other of pods.values()) {
         const reused =
           !changed.has(id) && !changed.has(other.pod.id) ? previous?.get(other.pod.id) : undefined;
         const rules = reused ?? pairRules(target, other, this.options.side, this.options.groups);
@@ -182,30 +211,49 @@ export class RendererCache implements Renderer<CacheChanges> {
       tables.set(shared.id, shared);
       binding.set(id, shared.id);
     }
-    // The global table depends only on the known pods and their tables.
-    const podsChanged =
-      resync ||
-      reflattened.length > 0 ||
-      [...pending.keys()].some((id) => pods.has(id) || this.current.pods.has(id));
-    const built = podsChanged ? buildGlobalTable(known, this.options.side) : this.current.global;
-    const global = built.id === this.current.global.id ? this.current.global : built;
-    const rebound: { pod: string; before?: string; after?: string }[] = [];
-    for (const id of new Set([...this.current.binding.keys(), ...binding.keys()])) {
-      const before = this.current.binding.get(id);
-      const after = binding.get(id);
-      if (before !== after)
-        rebound.push({ pod: id, ...(before ? { before } : {}), ...(after ? { after } : {}) });
-    }
-    const changes: CacheChanges = {
-      addedTables: [...tables.values()].filter((t) => !this.current.tables.has(t.id)),
-      removedTables: [...this.current.tables.keys()].filter((id) => !tables.has(id)),
-      rebound,
-      ...(global.id !== this.current.global.id
-        ? { global: { before: this.current.global.id, after: global } }
-        : {}),
-    };
-    return { snapshot: { pods, pairs, binding, tables, global }, changes };
+    return { pairs, binding, tables };
   }
+}
+
+/**
+ * Pair rules read only local pods' addresses, so group changes matter only when a local pod
+ * joined, left or changed in a group — and a lookup is by address, so every pod sharing an
+ * address (old or new) with such a pod is affected too.
+ */
+function podsAtAddressesOf(
+  pods: ReadonlyMap<string, KnownPod>,
+  before: ReadonlyMap<string, KnownPod>,
+  movedPods: ReadonlySet<string>,
+): string[] {
+  if (movedPods.size === 0) return [];
+  const addresses = new Set<string>();
+  for (const id of movedPods)
+    for (const known of [pods.get(id), before.get(id)])
+      for (const ip of known?.pod.ips ?? []) addresses.add(addressKey(ip));
+  if (addresses.size === 0) return [];
+  const found: string[] = [];
+  for (const known of pods.values())
+    if (known.pod.ips.some((ip) => addresses.has(addressKey(ip)))) found.push(known.pod.id);
+  return found;
+}
+
+/** What a commit changes: tables added and removed (by content), pods rebound, the global table. */
+function difference(current: CacheSnapshot, next: CacheSnapshot): CacheChanges {
+  const rebound: { pod: string; before?: string; after?: string }[] = [];
+  for (const id of new Set([...current.binding.keys(), ...next.binding.keys()])) {
+    const before = current.binding.get(id);
+    const after = next.binding.get(id);
+    if (before !== after)
+      rebound.push({ pod: id, ...(before ? { before } : {}), ...(after ? { after } : {}) });
+  }
+  return {
+    addedTables: [...next.tables.values()].filter((t) => !current.tables.has(t.id)),
+    removedTables: [...current.tables.keys()].filter((id) => !next.tables.has(id)),
+    rebound,
+    ...(next.global.id !== current.global.id
+      ? { global: { before: current.global.id, after: next.global } }
+      : {}),
+  };
 }
 
 type GroupMembersMemo = Map<string, readonly IpAddress[]>;
