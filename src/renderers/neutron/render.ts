@@ -56,20 +56,113 @@ function portFields(
 }
 
 export function renderNeutron(state: ReadonlyStore): NeutronRendering {
-  const groups = new Map<string, SecurityGroup>();
-  const bindings = new Map<string, Set<string>>();
-  const peerGroups = new Set<string>();
-  const bind = (pod: string, group: string): void => {
-    let set = bindings.get(pod);
-    if (!set) bindings.set(pod, (set = new Set()));
-    set.add(group);
-  };
-  const remoteRules = (
+  return new SecurityGroupsBuilder(state).build();
+}
+
+type PortFields = ReturnType<typeof portFields>;
+
+/** One rendering's state: the groups so far, each pod's bindings and the peer groups named. */
+class SecurityGroupsBuilder {
+  private readonly groups = new Map<string, SecurityGroup>();
+  private readonly bindings = new Map<string, Set<string>>();
+  /** Group references some rule names as `remote_group_id`: each becomes a peer group. */
+  private readonly peerGroups = new Set<string>();
+
+  constructor(private readonly state: ReadonlyStore) {}
+
+  build(): NeutronRendering {
+    const policies = [...this.state.allPolicies()].sort((a, b) => (policyKey(a) < policyKey(b) ? -1 : 1));
+    for (const policy of policies) this.addPolicyGroup(policy);
+    const pods = [...this.state.allPods()]
+      .filter((p) => !p.hostNetwork && p.ips.length > 0)
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    for (const pod of pods) this.bindPolicies(pod);
+    this.addPeerGroups(new Set(pods.map((p) => p.id)));
+    this.groups.set(ALLOW_ALL_INGRESS, allowAll(ALLOW_ALL_INGRESS, 'ingress'));
+    this.groups.set(ALLOW_ALL_EGRESS, allowAll(ALLOW_ALL_EGRESS, 'egress'));
+    const ports: PortBinding[] = pods.map((pod) => ({
+      pod: pod.id,
+      fixed_ips: pod.ips.map(formatIp),
+      security_groups: [...(this.bindings.get(pod.id) ?? [])].sort(),
+    }));
+    const groups = [...this.groups.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+    return { security_groups: groups, ports };
+  }
+
+  /**
+   * A policy's group: a rule per peer × port of its templates. Ingress named ports resolve on
+   * each pod, so they go into per-number groups when pods are bound (`bindNamedIngress`).
+   */
+  private addPolicyGroup(policy: NetworkPolicy): void {
+    const templates = policyTemplates(policy);
+    const rules: SecurityGroupRule[] = [];
+    for (const template of templates.ingress)
+      if (typeof template.port?.port !== 'string')
+        for (const rule of this.remoteRules(template, 'ingress', portFields(template.port))) rules.push(rule);
+    for (const template of templates.egress) {
+      const named = typeof template.port?.port === 'string';
+      const expanded = named
+        ? this.namedEgressRules(template)
+        : this.remoteRules(template, 'egress', portFields(template.port));
+      for (const rule of expanded) rules.push(rule);
+    }
+    this.groups.set(policyGroupName(policy), {
+      name: policyGroupName(policy),
+      description: `Palisade: NetworkPolicy ${policyKey(policy)}`,
+      policy: policyKey(policy),
+      generation: generationOf(policy),
+      rules: dedupe(rules),
+    });
+  }
+
+  /**
+   * An egress named port: the peer group is partitioned by the number each destination gives
+   * the name, one rule set per number. Only the addresses inside an ipBlock count, while a remote
+   * group admits every address of its member ports: ipBlock peers become one prefix rule per
+   * address (Kuryr's remote_ip_prefixes), selector peers a remote group of the partition.
+   */
+  private namedEgressRules(template: RuleTemplate): SecurityGroupRule[] {
+    if (template.net.kind !== 'group') return [];
+    const key = template.net.group;
+    const group = this.state.group(key);
+    const rules: SecurityGroupRule[] = [];
+    for (const number of [...(group?.ports.keys() ?? [])].sort((a, b) => a - b)) {
+      const members = [...(group?.members.values() ?? [])].filter((m) => m.port === number);
+      const addresses = members.flatMap((m) =>
+        m.ips
+          .filter((ip) => group?.contains(ip, number))
+          .map((ip) => ({ ip, namespace: m.pod.split('/')[0] ?? '' })),
+      );
+      const prefixes = Object.fromEntries(addresses.map((a) => [formatIp(a.ip), a.namespace]));
+      const l4 = portFields(template.port, number);
+      if (group?.spec.ipBlock) {
+        for (const { ip } of addresses)
+          rules.push({
+            direction: 'egress',
+            ethertype: ip.family === 4 ? 'IPv4' : 'IPv6',
+            ...l4,
+            remote_ip_prefix: hostCidr(ip).text,
+            remote_ip_prefixes: prefixes,
+          });
+        continue;
+      }
+      const partition: RuleTemplate = {
+        net: { kind: 'group', group: `${key}${PARTITION_SEPARATOR}${number}` },
+        port: template.port,
+      };
+      for (const rule of this.remoteRules(partition, 'egress', l4, { remote_ip_prefixes: prefixes }))
+        rules.push(rule);
+    }
+    return rules;
+  }
+
+  /** A template's rules for a direction: any address (per ethertype), a prefix, or a remote group. */
+  private remoteRules(
     template: RuleTemplate,
     direction: 'ingress' | 'egress',
-    l4: ReturnType<typeof portFields>,
+    l4: PortFields,
     extra: Partial<SecurityGroupRule> = {},
-  ): SecurityGroupRule[] => {
+  ): SecurityGroupRule[] {
     const net = template.net;
     if (net.kind === 'any') return ETHERTYPES.map((ethertype) => ({ direction, ethertype, ...l4, ...extra }));
     if (net.kind === 'cidr')
@@ -82,7 +175,7 @@ export function renderNeutron(state: ReadonlyStore): NeutronRendering {
           ...extra,
         },
       ];
-    peerGroups.add(net.group);
+    this.peerGroups.add(net.group);
     return ETHERTYPES.map((ethertype) => ({
       direction,
       ethertype,
@@ -90,137 +183,66 @@ export function renderNeutron(state: ReadonlyStore): NeutronRendering {
       remote_group_id: peerGroupName(net.group),
       ...extra,
     }));
-  };
-
-  const policies = [...state.allPolicies()].sort((a, b) => (policyKey(a) < policyKey(b) ? -1 : 1));
-  for (const policy of policies) {
-    const templates = policyTemplates(policy);
-    const rules: SecurityGroupRule[] = [];
-    for (const template of templates.ingress)
-      if (typeof template.port?.port !== 'string')
-        for (const rule of remoteRules(template, 'ingress', portFields(template.port))) rules.push(rule);
-    for (const template of templates.egress) {
-      if (typeof template.port?.port !== 'string') {
-        for (const rule of remoteRules(template, 'egress', portFields(template.port))) rules.push(rule);
-        continue;
-      }
-      // Egress named port: the peer group is partitioned by the number each destination gives it.
-      if (template.net.kind !== 'group') continue;
-      const key = template.net.group;
-      const group = state.group(key);
-      for (const number of [...(group?.ports.keys() ?? [])].sort((a, b) => a - b)) {
-        const members = [...(group?.members.values() ?? [])].filter((m) => m.port === number);
-        // Only the addresses inside an ipBlock count, while a remote group admits every address
-        // of its member ports: ipBlock peers become one prefix rule per address (Kuryr's
-        // remote_ip_prefixes), selector peers a remote group.
-        const addresses = members.flatMap((m) =>
-          m.ips
-            .filter((ip) => group?.contains(ip, number))
-            .map((ip) => ({ ip, namespace: m.pod.split('/')[0] ?? '' })),
-        );
-        const prefixes = Object.fromEntries(addresses.map((a) => [formatIp(a.ip), a.namespace]));
-        const l4 = portFields(template.port, number);
-        if (group?.spec.ipBlock) {
-          for (const { ip } of addresses)
-            rules.push({
-              direction: 'egress',
-              ethertype: ip.family === 4 ? 'IPv4' : 'IPv6',
-              ...l4,
-              remote_ip_prefix: hostCidr(ip).text,
-              remote_ip_prefixes: prefixes,
-            });
-          continue;
-        }
-        const partition = `${key}${PARTITION_SEPARATOR}${number}`;
-        const more = { remote_ip_prefixes: prefixes };
-        for (const rule of remoteRules(
-          { net: { kind: 'group', group: partition }, port: template.port },
-          'egress',
-          l4,
-          more,
-        ))
-          rules.push(rule);
-      }
-    }
-    groups.set(policyGroupName(policy), {
-      name: policyGroupName(policy),
-      description: `Palisade: NetworkPolicy ${policyKey(policy)}`,
-      policy: policyKey(policy),
-      generation: generationOf(policy),
-      rules: dedupe(rules),
-    });
   }
 
-  const pods = [...state.allPods()]
-    .filter((p) => !p.hostNetwork && p.ips.length > 0)
-    .sort((a, b) => (a.id < b.id ? -1 : 1));
-  for (const pod of pods) {
-    const selection = state.selection(pod);
-    if (selection.ingress.length === 0) bind(pod.id, ALLOW_ALL_INGRESS);
-    if (selection.egress.length === 0) bind(pod.id, ALLOW_ALL_EGRESS);
+  /** A pod's groups: its policies', or the allow-all group of a direction no policy isolates. */
+  private bindPolicies(pod: Endpoint): void {
+    const selection = this.state.selection(pod);
+    if (selection.ingress.length === 0) this.bind(pod.id, ALLOW_ALL_INGRESS);
+    if (selection.egress.length === 0) this.bind(pod.id, ALLOW_ALL_EGRESS);
     for (const policy of selection.all) {
-      bind(pod.id, policyGroupName(policy));
-      if (selection.ingress.includes(policy)) bindNamedIngress(policy, pod, groups, bind, remoteRules);
+      this.bind(pod.id, policyGroupName(policy));
+      if (selection.ingress.includes(policy)) this.bindNamedIngress(policy, pod);
     }
   }
-  const ported = new Set(pods.map((p) => p.id));
-  for (const reference of peerGroups) {
-    const name = peerGroupName(reference);
-    groups.set(name, { name, description: `Palisade: peers ${reference}`, rules: [] });
-    for (const member of referenceMembers(state, reference))
-      if (ported.has(member.pod)) bind(member.pod, name);
-  }
-  groups.set(ALLOW_ALL_INGRESS, allowAll(ALLOW_ALL_INGRESS, 'ingress'));
-  groups.set(ALLOW_ALL_EGRESS, allowAll(ALLOW_ALL_EGRESS, 'egress'));
-  const ports: PortBinding[] = pods.map((pod) => ({
-    pod: pod.id,
-    fixed_ips: pod.ips.map(formatIp),
-    security_groups: [...(bindings.get(pod.id) ?? [])].sort(),
-  }));
-  return { security_groups: [...groups.values()].sort((a, b) => (a.name < b.name ? -1 : 1)), ports };
-}
 
-/** Ingress named ports of a policy, resolved on one of its pods: the group of that number. */
-function bindNamedIngress(
-  policy: NetworkPolicy,
-  pod: Endpoint,
-  groups: Map<string, SecurityGroup>,
-  bind: (pod: string, group: string) => void,
-  remoteRules: (
-    t: RuleTemplate,
-    d: 'ingress',
-    l4: ReturnType<typeof portFields>,
-    extra?: Partial<SecurityGroupRule>,
-  ) => SecurityGroupRule[],
-): void {
-  const byGroup = new Map<string, { port: PolicyPort; number: number; templates: RuleTemplate[] }>();
-  for (const template of policyTemplates(policy).ingress) {
-    const port = template.port;
-    if (typeof port?.port !== 'string') continue;
-    const number = pod.ports.find((p) => p.name === port.port && p.protocol === port.protocol)?.port;
-    if (number === undefined) continue;
-    const name = namedPortGroupName(policy, port, number);
-    const entry = byGroup.get(name);
-    if (entry) entry.templates.push(template);
-    else byGroup.set(name, { port, number, templates: [template] });
+  /** Ingress named ports of a policy, resolved on one of its pods: the group of that number. */
+  private bindNamedIngress(policy: NetworkPolicy, pod: Endpoint): void {
+    const byGroup = new Map<string, { port: PolicyPort; number: number; templates: RuleTemplate[] }>();
+    for (const template of policyTemplates(policy).ingress) {
+      const port = template.port;
+      if (typeof port?.port !== 'string') continue;
+      const number = pod.ports.find((p) => p.name === port.port && p.protocol === port.protocol)?.port;
+      if (number === undefined) continue;
+      const name = namedPortGroupName(policy, port, number);
+      const entry = byGroup.get(name);
+      if (entry) entry.templates.push(template);
+      else byGroup.set(name, { port, number, templates: [template] });
+    }
+    for (const [name, { port, number, templates }] of byGroup) {
+      this.bind(pod.id, name);
+      const existing = this.groups.get(name);
+      const prefixes = {
+        ...(existing?.rules[0]?.remote_ip_prefixes ?? {}),
+        ...Object.fromEntries(pod.ips.map((ip) => [formatIp(ip), pod.namespace])),
+      };
+      const rules = templates.flatMap((t) =>
+        this.remoteRules(t, 'ingress', portFields(port, number), { remote_ip_prefixes: prefixes }),
+      );
+      this.groups.set(name, {
+        name,
+        description: `Palisade: NetworkPolicy ${policyKey(policy)}, named port ${String(port.port)} = ${number}`,
+        policy: policyKey(policy),
+        generation: generationOf(policy),
+        rules: dedupe(rules),
+      });
+    }
   }
-  for (const [name, { port, number, templates }] of byGroup) {
-    bind(pod.id, name);
-    const existing = groups.get(name);
-    const prefixes = {
-      ...(existing?.rules[0]?.remote_ip_prefixes ?? {}),
-      ...Object.fromEntries(pod.ips.map((ip) => [formatIp(ip), pod.namespace])),
-    };
-    const rules = templates.flatMap((t) =>
-      remoteRules(t, 'ingress', portFields(port, number), { remote_ip_prefixes: prefixes }),
-    );
-    groups.set(name, {
-      name,
-      description: `Palisade: NetworkPolicy ${policyKey(policy)}, named port ${String(port.port)} = ${number}`,
-      policy: policyKey(policy),
-      generation: generationOf(policy),
-      rules: dedupe(rules),
-    });
+
+  /** A group per referenced peer group, bound to its members that have a port. */
+  private addPeerGroups(ported: ReadonlySet<string>): void {
+    for (const reference of this.peerGroups) {
+      const name = peerGroupName(reference);
+      this.groups.set(name, { name, description: `Palisade: peers ${reference}`, rules: [] });
+      for (const member of referenceMembers(this.state, reference))
+        if (ported.has(member.pod)) this.bind(member.pod, name);
+    }
+  }
+
+  private bind(pod: string, group: string): void {
+    let set = this.bindings.get(pod);
+    if (!set) this.bindings.set(pod, (set = new Set()));
+    set.add(group);
   }
 }
 
