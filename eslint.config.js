@@ -1,6 +1,8 @@
-// Lint configuration: typescript-eslint's type-aware recommended rules over the whole tree.
+// Lint configuration: typescript-eslint's type-aware recommended rules over the whole tree, and
+// the project's layer rule over src/ (eslint-rules/layer-imports.js).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import layerImports from './eslint-rules/layer-imports.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', '.bench-build/**', 'node_modules/**', 'coverage/**', 'scratch/**'] },
@@ -9,7 +11,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -19,11 +21,19 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    plugins: { palisade: { rules: { 'layer-imports': layerImports } } },
+    rules: {
+      // Layers meet through their index.ts/types.ts; net, model and util are shared vocabulary.
+      'palisade/layer-imports': ['error', { root: 'src', shared: ['net', 'model', 'util'] }],
+    },
+  },
+  {
     files: ['**/*.test.ts'],
     rules: {
       // node:test's describe/it return promises that the runner itself awaits.
       '@typescript-eslint/no-floating-promises': 'off',
     },
   },
-  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  { files: ['eslint.config.js', 'eslint-rules/**/*.js'], ...tseslint.configs.disableTypeChecked },
 );

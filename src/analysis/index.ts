@@ -1,7 +1,11 @@
 /**
  * The analysis layer's public entry: matrix, explain, convert, address resolution, formatters.
  */
-export { computeMatrix, type MatrixOptions } from './matrix.ts';
+export { computeMatrix, matrixEndpoints, type MatrixOptions } from './matrix.ts';
+export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
+export { ENDPOINT_VIEWS, groupEndpoints, type EndpointGroup, type EndpointView } from './workload-view.ts';
+export { checkConnection, type CheckRequest } from './check.ts';
+export { compiledVerdicts } from './compiled-engine.ts';
 export { endpointClasses, type EndpointClasses } from './equivalence.ts';
 export {
   explainEndpoints,
@@ -10,10 +14,25 @@ export {
   type RuleExplanation,
 } from './explain.ts';
 export { convertToV1, DEFAULT_DENY_POLICY_NAME, type ConvertResult } from './convert.ts';
-export { resolveAddress, findEndpoint, addressText, type Resolution } from './resolve-address.ts';
-export { MATRIX_FORMATS, type MatrixWriter } from './format/matrix-formats.ts';
+export { convertToV1alpha2, toClusterNetworkPolicy, type CnpConversion } from './convert-cluster-policy.ts';
+export {
+  resolveAddress,
+  findEndpoint,
+  findEndpoints,
+  addressText,
+  type Resolution,
+} from './resolve-address.ts';
+export { MATRIX_FORMATS, textTableWidth, type MatrixWriter } from './format/matrix-formats.ts';
+export {
+  compileJson,
+  formatCompileText,
+  type CompileReport,
+  type CompileStats,
+} from './format/compile-output.ts';
 export { formatCheckText } from './format/check-text.ts';
 export { formatExplainText } from './format/explain-text.ts';
 export { formatDiagnostic, summarizeDiagnostics } from './format/diagnostics-text.ts';
 export { styleFor, PLAIN, COLOUR, type Style } from './format/style.ts';
+export { formatLintText } from './format/lint-text.ts';
+export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';

@@ -8,8 +8,7 @@ import { hasErrors, type Diagnostic } from '../model/diagnostics.ts';
 import type { Cluster, Semantics } from '../model/types.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
-import { formatDiagnostic } from '../analysis/format/diagnostics-text.ts';
-import { styleFor } from '../analysis/format/style.ts';
+import { formatDiagnostic, styleFor } from '../analysis/index.ts';
 import { UnsupportedInputError, UsageError, type CliIo } from './io.ts';
 import {
   loadClusterInput,

@@ -16,9 +16,10 @@ import { lintCommand } from './commands/lint.ts';
 import { reflectCommand } from './commands/reflect.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
+import { VERSION } from './version.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UnsupportedInputError, UsageError, type CliIo } from './io.ts';
 
-export const VERSION = '0.1.0';
+export { VERSION } from './version.ts';
 
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   let exitCode = EXIT_OK;

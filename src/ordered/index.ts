@@ -3,4 +3,5 @@
  */
 export { MapState } from './map-state.ts';
 export { ALL_PORTS_PREFIX, portRangePrefixes, prefixText } from './port-prefix.ts';
+export { insertByPriority, intersect } from './prefix-insertion.ts';
 export type * from './types.ts';

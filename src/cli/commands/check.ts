@@ -4,12 +4,14 @@
 import { Command } from 'commander';
 import { formatIp } from '../../net/ip.ts';
 import { PROTOCOLS, type Protocol } from '../../model/types.ts';
-import { resolveAddress } from '../../analysis/resolve-address.ts';
-import { checkConnection } from '../../analysis/check.ts';
-import { formatCheckText } from '../../analysis/format/check-text.ts';
-import { styleFor } from '../../analysis/format/style.ts';
+import {
+  checkConnection,
+  compiledVerdicts,
+  formatCheckText,
+  resolveAddress,
+  styleFor,
+} from '../../analysis/index.ts';
 import { resolveNamedPort } from '../../semantics/index.ts';
-import { compiledVerdicts } from '../../analysis/compiled-engine.ts';
 import {
   checkChoice,
   loadInput,

@@ -5,8 +5,7 @@
 import { Command } from 'commander';
 import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import { compileJson, formatCompileText, type CompileReport } from '../../analysis/format/compile-output.ts';
-import { styleFor } from '../../analysis/format/style.ts';
+import { compileJson, formatCompileText, styleFor, type CompileReport } from '../../analysis/index.ts';
 import type { TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';

@@ -3,8 +3,7 @@
  */
 import { Command } from 'commander';
 import { stringify } from 'yaml';
-import { convertToV1 } from '../../analysis/convert.ts';
-import { convertToV1alpha2 } from '../../analysis/convert-cluster-policy.ts';
+import { convertToV1, convertToV1alpha2 } from '../../analysis/index.ts';
 import {
   checkChoice,
   loadInput,

@@ -3,10 +3,7 @@
  */
 import { Command } from 'commander';
 import type { Endpoint } from '../../model/types.ts';
-import { explainEndpoints } from '../../analysis/explain.ts';
-import { formatExplainText } from '../../analysis/format/explain-text.ts';
-import { styleFor } from '../../analysis/format/style.ts';
-import { findEndpoints } from '../../analysis/resolve-address.ts';
+import { explainEndpoints, findEndpoints, formatExplainText, styleFor } from '../../analysis/index.ts';
 import {
   checkChoice,
   loadInput,

@@ -5,8 +5,7 @@
 import { Command } from 'commander';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { generateShape, SHAPES, type Json } from '../../generate/shapes.ts';
-import { generateAdminPolicies } from '../../generate/admin-policies.ts';
+import { generateAdminPolicies, generateShape, SHAPES, type Json } from '../../generate/index.ts';
 import { checkChoice } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 

@@ -4,9 +4,7 @@
  */
 import { Command } from 'commander';
 import { lintCluster, isKnownCode, LINT_CODES, objectLocator } from '../../analysis/lint/index.ts';
-import { formatLintText } from '../../analysis/format/lint-text.ts';
-import { lintSarif } from '../../analysis/format/lint-sarif.ts';
-import { styleFor } from '../../analysis/format/style.ts';
+import { formatLintText, lintSarif, styleFor } from '../../analysis/index.ts';
 import { DIAGNOSTIC_CATALOGUE, type Severity } from '../../model/diagnostics.ts';
 import { closest } from '../../util/closest.ts';
 import {
@@ -18,7 +16,7 @@ import {
   writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
-import { VERSION } from '../program.ts';
+import { VERSION } from '../version.ts';
 
 const FAIL_ON = ['error', 'warning', 'info', 'none'] as const;
 const RANK: Record<Severity, number> = { error: 3, warning: 2, info: 1 };

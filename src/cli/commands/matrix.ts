@@ -3,12 +3,17 @@
  */
 import { Command } from 'commander';
 import { PROTOCOLS } from '../../model/types.ts';
-import { matrixEndpoints } from '../../analysis/matrix.ts';
-import { computeViewMatrix } from '../../analysis/workload-matrix.ts';
-import { ENDPOINT_VIEWS, groupEndpoints } from '../../analysis/workload-view.ts';
-import { MATRIX_FORMATS, textTableWidth } from '../../analysis/format/matrix-formats.ts';
-import { styleFor } from '../../analysis/format/style.ts';
-import type { MatrixRow, PortQuery } from '../../analysis/types.ts';
+import {
+  computeViewMatrix,
+  ENDPOINT_VIEWS,
+  groupEndpoints,
+  MATRIX_FORMATS,
+  matrixEndpoints,
+  styleFor,
+  textTableWidth,
+  type MatrixRow,
+  type PortQuery,
+} from '../../analysis/index.ts';
 import {
   checkChoice,
   loadInput,

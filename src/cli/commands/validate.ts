@@ -2,8 +2,7 @@
  * `palisade validate`: every diagnostic for the input; exit 1 when any is an error.
  */
 import { Command } from 'commander';
-import { formatDiagnostic, summarizeDiagnostics } from '../../analysis/format/diagnostics-text.ts';
-import { styleFor } from '../../analysis/format/style.ts';
+import { formatDiagnostic, styleFor, summarizeDiagnostics } from '../../analysis/index.ts';
 import { hasErrors } from '../../model/diagnostics.ts';
 import { checkChoice, loadInput, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';

@@ -17,7 +17,7 @@
  */
 import { cidrCovers, familyBits, hostCidr, type Cidr } from '../../net/ip.ts';
 import { ANY_NET, netText, type NetRef, type Rule, type RuleTable } from '../../model/rule.ts';
-import { insertByPriority, intersect } from '../../ordered/prefix-insertion.ts';
+import { insertByPriority, intersect } from '../../ordered/index.ts';
 import {
   canonicalTable,
   parseGroupReference,

@@ -1,0 +1,15 @@
+/**
+ * The generate layer's public entry: synthetic clusters in the Antrea benchmark shapes, and
+ * AdminNetworkPolicies over their labels, deterministic for a seed.
+ */
+export {
+  generateShape,
+  podIp,
+  SHAPES,
+  type GeneratedCluster,
+  type Json,
+  type ShapeName,
+  type ShapeOptions,
+} from './shapes.ts';
+export { generateAdminPolicies } from './admin-policies.ts';
+export { seededRandom } from './random.ts';

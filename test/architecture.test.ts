@@ -1,0 +1,101 @@
+/**
+ * The architecture as docs/ARCHITECTURE.md draws it is the architecture the code has: the
+ * import picture lists exactly the layers each layer imports, the layers form no cycle, no
+ * module imports itself through a cycle (type imports included), and the shared vocabulary
+ * imports only itself. The layer rule (index.ts/types.ts between layers) is the lint rule
+ * palisade/layer-imports; this test checks that rule catches a reach into a layer, too.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { Linter } from 'eslint';
+import tseslint from 'typescript-eslint';
+import layerImports from '../eslint-rules/layer-imports.js';
+import { findCycle, layerGraph, moduleGraph, SRC } from './helpers/import-graph.ts';
+
+const VOCABULARY = new Set(['model', 'net', 'util']);
+const ARCHITECTURE = join(import.meta.dirname, '..', 'docs', 'ARCHITECTURE.md');
+
+/** The picture: layer → the layers it imports besides the vocabulary, as the doc draws it. */
+function documentedGraph(): Map<string, Set<string>> {
+  const text = readFileSync(ARCHITECTURE, 'utf8');
+  const start = text.indexOf('<!-- import-graph');
+  assert.ok(start >= 0, 'ARCHITECTURE.md has no import-graph block');
+  const block = text.slice(start).split('```')[1] ?? '';
+  const drawn = new Map<string, Set<string>>();
+  for (const line of block.split('\n').slice(1)) {
+    const match = /^(\S[^─]*?)\s+─+►\s+(.*)$/.exec(line.trim());
+    if (!match) continue;
+    const names = (text: string): string[] =>
+      text
+        .replace(/\(.*?\)/g, '')
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '' && name !== 'nothing');
+    for (const from of names(match[1] as string)) drawn.set(from, new Set(names(match[2] as string)));
+  }
+  return drawn;
+}
+
+describe('architecture', () => {
+  const modules = moduleGraph();
+  const layers = layerGraph(modules);
+
+  it('draws exactly the imports between layers', () => {
+    const drawn = documentedGraph();
+    assert.deepEqual([...drawn.keys()].sort(), [...layers.keys()].sort(), 'layers drawn vs layers in src/');
+    for (const [layer, imports] of layers) {
+      const actual = [...imports].filter((l) => (!VOCABULARY.has(layer) ? !VOCABULARY.has(l) : true)).sort();
+      assert.deepEqual([...(drawn.get(layer) ?? [])].sort(), actual, `${layer}'s imports`);
+    }
+  });
+
+  it('has no cycle between layers, nor between modules', () => {
+    assert.equal(findCycle(layers)?.join(' → '), undefined);
+    assert.equal(findCycle(modules)?.join(' → '), undefined);
+  });
+
+  it('finds a cycle when there is one (the check can fail)', () => {
+    const withCycle = new Map(modules);
+    withCycle.set('model/cluster-policy.ts', [
+      ...(modules.get('model/cluster-policy.ts') ?? []),
+      'model/types.ts',
+    ]);
+    assert.deepEqual(findCycle(withCycle)?.slice(-1), ['model/types.ts']);
+  });
+
+  it('lints a reach into another layer, and not an import through its index.ts', () => {
+    const linter = new Linter({ cwd: join(SRC, '..') });
+    const config: Linter.Config[] = [
+      {
+        files: ['**/*.ts'],
+        languageOptions: { parser: tseslint.parser, ecmaVersion: 2022, sourceType: 'module' },
+        plugins: { palisade: { rules: { 'layer-imports': layerImports } } },
+        rules: { 'palisade/layer-imports': ['error', { root: 'src', shared: [...VOCABULARY] }] },
+      },
+    ];
+    const lint = (source: string, file = join(SRC, 'cli', 'commands', 'probe.ts')) =>
+      linter.verify(source, config, { filename: file }).map((m) => `${m.ruleId ?? 'fatal'}: ${m.message}`);
+    assert.equal(lint("import { styleFor } from '../../analysis/format/style.ts';").length, 1);
+    assert.equal(lint("export { styleFor } from '../../analysis/format/style.ts';").length, 1);
+    assert.equal(lint("export const load = () => import('../../renderers/vpp-acl/render.ts');").length, 1);
+    assert.deepEqual(
+      lint(
+        [
+          "import { styleFor } from '../../analysis/index.ts';",
+          "import type { Matrix } from '../../analysis/types.ts';",
+          "import { renderAcls } from '../../renderers/vpp-acl/index.ts';",
+          "import { formatIp } from '../../net/ip.ts';",
+          "import { program } from '../program.ts';",
+        ].join('\n'),
+      ),
+      [],
+    );
+    // Inside a layer, anything goes.
+    assert.deepEqual(
+      lint("import { x } from '../cache/combine.ts';", join(SRC, 'renderers', 'vpp-acl', 'x.ts')),
+      [],
+    );
+  });
+});
