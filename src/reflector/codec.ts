@@ -6,7 +6,7 @@
  * the same decoders, with diagnostics naming the key.
  */
 import { decodeObject } from '../ingest/index.ts';
-import { objectLocator } from '../kube/raw-objects.ts';
+import { objectLocator } from '../kube/index.ts';
 import type { RawApiObject } from '../kube/types.ts';
 import type { KeyLayout } from './layout.ts';
 import { pruneObject } from './prune.ts';
