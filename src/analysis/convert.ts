@@ -8,9 +8,14 @@
  * - other policies become networking.k8s.io/v1 with `policyTypes: [Ingress]`, no egress, and
  *   without rules whose `from: []` or `ports: []` matched nothing.
  * Everything else passes through unchanged.
+ *
+ * Input written for v1 (`inputSemantics` `v1`) is already what `--to v1` asks for: it passes
+ * through unchanged, but for legacy `extensions/v1beta1` NetworkPolicy objects, which are
+ * rewritten to `networking.k8s.io/v1` (the same object under v1 semantics). Which semantics the
+ * input was written for is the user's `--semantics`, or else `inferInputSemantics`.
  */
 import { makeDiagnostic, type Diagnostic, type DiagnosticCode } from '../model/diagnostics.ts';
-import { LEGACY_ISOLATION_ANNOTATION, type Cluster } from '../model/types.ts';
+import { LEGACY_ISOLATION_ANNOTATION, type Cluster, type Semantics } from '../model/types.ts';
 import type { RawObject } from '../ingest/types.ts';
 
 export const DEFAULT_DENY_POLICY_NAME = 'legacy-default-deny-ingress';
@@ -22,7 +27,29 @@ export interface ConvertResult {
 
 type Json = Record<string, unknown>;
 
-export function convertToV1(rawObjects: readonly RawObject[], cluster: Cluster): ConvertResult {
+/**
+ * What input written without saying is: the v1beta1 proposal's when it uses what only the
+ * proposal has (an `extensions/v1beta1` NetworkPolicy, a namespace DefaultDeny annotation),
+ * v1 otherwise.
+ */
+export function inferInputSemantics(rawObjects: readonly RawObject[]): Semantics {
+  for (const raw of rawObjects) {
+    const value = raw.value as Json;
+    if (value.kind === 'NetworkPolicy' && value.apiVersion === 'extensions/v1beta1')
+      return 'v1beta1-proposal';
+    if (value.kind !== 'Namespace') continue;
+    const annotations = ((value.metadata as Json | undefined)?.annotations ?? {}) as Json;
+    if (typeof annotations[LEGACY_ISOLATION_ANNOTATION] === 'string') return 'v1beta1-proposal';
+  }
+  return 'v1';
+}
+
+export function convertToV1(
+  rawObjects: readonly RawObject[],
+  cluster: Cluster,
+  inputSemantics: Semantics = 'v1beta1-proposal',
+): ConvertResult {
+  if (inputSemantics === 'v1') return passThroughV1(rawObjects);
   const objects: unknown[] = [];
   const notes: Diagnostic[] = [];
   const note = (raw: RawObject, code: DiagnosticCode, message: string, object: string): void => {
@@ -100,6 +127,17 @@ function convertPolicy(value: Json, metadata: Json, dropped: (index: number) => 
     metadata,
     spec: { podSelector: spec.podSelector ?? {}, policyTypes: ['Ingress'], ingress: kept },
   };
+}
+
+/** v1 input: unchanged, legacy NetworkPolicy objects under their v1 apiVersion. */
+function passThroughV1(rawObjects: readonly RawObject[]): ConvertResult {
+  const objects = rawObjects.map((raw) => {
+    const value = raw.value as Json;
+    return value.kind === 'NetworkPolicy' && value.apiVersion === 'extensions/v1beta1'
+      ? { ...value, apiVersion: 'networking.k8s.io/v1' }
+      : value;
+  });
+  return { objects, notes: [] };
 }
 
 function defaultDenyPolicy(namespace: string): Json {

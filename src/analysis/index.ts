@@ -13,7 +13,7 @@ export {
   type DirectionExplanation,
   type RuleExplanation,
 } from './explain.ts';
-export { convertToV1, DEFAULT_DENY_POLICY_NAME, type ConvertResult } from './convert.ts';
+export { convertToV1, DEFAULT_DENY_POLICY_NAME, inferInputSemantics, type ConvertResult } from './convert.ts';
 export { convertToV1alpha2, toClusterNetworkPolicy, type CnpConversion } from './convert-cluster-policy.ts';
 export {
   resolveAddress,

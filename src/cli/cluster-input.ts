@@ -37,7 +37,7 @@ export function withClusterOptions(command: Command): Command {
     .option('-A, --all-namespaces', 'read every namespace of the cluster (the default)', false)
     .option(
       '-n, --namespace <namespace>',
-      'only this namespace (a cluster: read only it; files: only its endpoints); repeatable',
+      'only this namespace (a cluster: read only it; files: only its endpoints, and one -n is the namespace of objects that name none, as kubectl); repeatable',
       collect,
     );
 }

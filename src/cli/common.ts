@@ -4,7 +4,7 @@
  * (errors and warnings always; info with --verbose).
  */
 import type { Command } from 'commander';
-import { hasErrors, type Diagnostic } from '../model/diagnostics.ts';
+import { hasErrors, makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { Cluster, Semantics } from '../model/types.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
@@ -72,13 +72,44 @@ export function checkChoice<T extends string>(flag: string, value: unknown, choi
   return found;
 }
 
-export async function loadInput(options: InputOptions, io: CliIo): Promise<LoadResult> {
+/** What a command adds to loading its input. */
+export interface LoadExtras {
+  /** No semantics diagnostics: the command adds them once it knows the semantics (convert). */
+  readonly deferSemantics?: boolean;
+}
+
+/**
+ * Loads the input. From files, `-n` is read as kubectl reads it: one namespace given is the
+ * namespace of objects that name none, and each given that has nothing in the input gets a
+ * warning (NAMESPACE_NOT_IN_INPUT).
+ */
+export async function loadInput(
+  options: InputOptions,
+  io: CliIo,
+  extras: LoadExtras = {},
+): Promise<LoadResult> {
   if (options.cluster) return loadClusterInput(options.cluster, options.semantics, io);
-  return loadCluster(options.file, {
-    semantics: options.semantics,
+  const namespaces = options.namespaces ?? [];
+  const loaded = await loadCluster(options.file, {
+    semantics: extras.deferSemantics ? 'deferred' : options.semantics,
     maxFileBytes: options.maxFileSize * 1024 * 1024,
     readStdin: () => io.readStdin(),
+    ...(namespaces.length === 1 ? { defaultNamespace: namespaces[0] } : {}),
   });
+  const empty = namespaces.filter(
+    (ns) =>
+      !loaded.cluster.endpoints.some((e) => e.namespace === ns) &&
+      !loaded.cluster.policies.some((p) => p.namespace === ns),
+  );
+  if (empty.length === 0) return loaded;
+  const warnings = [...new Set(empty)].map((ns) =>
+    makeDiagnostic(
+      'NAMESPACE_NOT_IN_INPUT',
+      `no pods, workloads or policies in namespace "${ns}" (-n ${ns}); nothing of it is shown`,
+      { file: '<cli>' },
+    ),
+  );
+  return { ...loaded, diagnostics: [...warnings, ...loaded.diagnostics] };
 }
 
 /** Prints diagnostics to stderr; returns whether any is an error. */

@@ -1,9 +1,11 @@
 /**
- * A one-line progress bar on stderr, for TTYs only (callers decide).
+ * A one-line progress bar on stderr, for TTYs only (callers decide). With `escapes: false`
+ * (NO_COLOR) it clears its line with spaces instead of an erase-line escape sequence.
  */
 export function progressBar(
   stream: { write(chunk: string): unknown },
   label: string,
+  options: { readonly escapes: boolean } = { escapes: true },
 ): { update: (done: number, total: number) => void; finish: () => void } {
   let lastPercent = -1;
   let shown = false;
@@ -18,7 +20,8 @@ export function progressBar(
       shown = true;
     },
     finish() {
-      if (shown) stream.write('\r\u001b[2K');
+      if (!shown) return;
+      stream.write(options.escapes ? '\r\u001b[2K' : `\r${' '.repeat(label.length + 38)}\r`);
     },
   };
 }

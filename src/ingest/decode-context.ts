@@ -49,6 +49,8 @@ export class DecodeContext {
     readonly raw: RawObject,
     /** `Kind ns/name` for messages. */
     readonly objectName: string,
+    /** The namespace of namespaced objects that name none (`default`, or `-n`'s, as kubectl). */
+    readonly defaultNamespace = 'default',
   ) {}
 
   get failed(): boolean {
@@ -66,6 +68,11 @@ export class DecodeContext {
     });
     if (diagnostic.severity === 'error') this.errorCount++;
     this.diagnostics.push(diagnostic);
+  }
+
+  /** How the number at `path` inside the object was written, when not as a decimal integer. */
+  numberFormAt(path: FieldPath): string | undefined {
+    return this.raw.locator.numberFormAt?.([...this.raw.basePath, ...path]);
   }
 
   /** Turns zod's structural issues into located diagnostics. */

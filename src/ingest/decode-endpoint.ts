@@ -19,7 +19,7 @@ import {
   type RawPodTemplate,
 } from './schemas.ts';
 import type { DecodedObject, FieldPath } from './types.ts';
-import { portNameProblem } from './validate-names.ts';
+import { dnsSubdomainProblem, portNameProblem } from './validate-names.ts';
 import { exactArray } from '../util/exact-array.ts';
 
 type EndpointDecode = DecodedObject | 'skipped' | undefined;
@@ -64,6 +64,12 @@ export function decodePod(ctx: DecodeContext): EndpointDecode {
     status.hostIPs?.length ? ['status', 'hostIPs'] : ['status', 'hostIP'],
   );
   const hostNetwork = raw.spec?.hostNetwork === true;
+  const nodeName = raw.spec?.nodeName;
+  if (nodeName) {
+    const problem = dnsSubdomainProblem(nodeName);
+    if (problem)
+      ctx.report('NAME_INVALID', `node name "${nodeName}" is invalid: ${problem}`, ['spec', 'nodeName']);
+  }
   if (ctx.failed) return undefined;
   const endpoint: Omit<Endpoint, 'id'> = {
     kind: 'Pod',

@@ -1,6 +1,6 @@
 /**
- * Object names and namespaces: validated like the API server does, namespace defaulted to
- * `default` for namespaced kinds (as kubectl does when none is given).
+ * Object names and namespaces: validated like the API server does, namespace defaulted for
+ * namespaced kinds to `default`, or to the namespace given with `-n` (as kubectl does).
  */
 import type { DecodeContext } from './decode-context.ts';
 import { dnsLabelProblem, dnsSubdomainProblem } from './validate-names.ts';
@@ -13,7 +13,7 @@ export function decodeMetadataName(
   const nameProblem = namespaced ? dnsSubdomainProblem(metadata.name) : dnsLabelProblem(metadata.name);
   if (nameProblem)
     ctx.report('NAME_INVALID', `name "${metadata.name}" is invalid: ${nameProblem}`, ['metadata', 'name']);
-  const namespace = namespaced ? (metadata.namespace ?? 'default') : '';
+  const namespace = namespaced ? (metadata.namespace ?? ctx.defaultNamespace) : '';
   if (namespaced) {
     const problem = dnsLabelProblem(namespace);
     if (problem)

@@ -40,14 +40,20 @@ export interface DecodeOutcome {
   readonly diagnostics: readonly Diagnostic[];
 }
 
-export function decodeObject(raw: RawObject): DecodeOutcome {
+/** How objects are read: the namespace of those that name none (default `default`). */
+export interface DecodeOptions {
+  readonly defaultNamespace?: string;
+}
+
+export function decodeObject(raw: RawObject, options: DecodeOptions = {}): DecodeOutcome {
+  const defaultNamespace = options.defaultNamespace ?? 'default';
   const value = raw.value as Record<string, unknown>;
   const { kind, apiVersion } = value;
   const metadata = (value.metadata ?? {}) as Record<string, unknown>;
   const name = typeof metadata.name === 'string' ? metadata.name : '?';
   const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
-  const objectName = `${typeof kind === 'string' ? kind : 'object'} ${typeof kind === 'string' && CLUSTER_SCOPED.has(kind) ? '' : `${namespace ?? 'default'}/`}${name}`;
-  const ctx = new DecodeContext(raw, objectName);
+  const objectName = `${typeof kind === 'string' ? kind : 'object'} ${typeof kind === 'string' && CLUSTER_SCOPED.has(kind) ? '' : `${namespace ?? defaultNamespace}/`}${name}`;
+  const ctx = new DecodeContext(raw, objectName, defaultNamespace);
   if (typeof kind !== 'string' || typeof apiVersion !== 'string') {
     for (const field of ['apiVersion', 'kind'] as const) {
       if (typeof value[field] !== 'string') {

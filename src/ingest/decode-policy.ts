@@ -216,6 +216,17 @@ export function decodeProtocol(
 }
 
 export function checkPortNumber(ctx: DecodeContext, port: number, path: FieldPath): void {
+  // YAML reads 80.0, 0x50 and 8e1 as the number 80; the API server's integer fields take only
+  // decimal integers, so say so rather than accept what it would reject.
+  const form = ctx.numberFormAt(path);
+  if (form !== undefined) {
+    ctx.report(
+      'PORT_NOT_INTEGER',
+      `port ${form} is not written as a decimal integer (the API server rejects it; write ${Number.isInteger(port) ? port : 'an integer'})`,
+      path,
+    );
+    return;
+  }
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     ctx.report('PORT_OUT_OF_RANGE', `port ${port} is not an integer between 1 and 65535`, path);
   }

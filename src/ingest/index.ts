@@ -9,5 +9,7 @@ export {
   type LoadClusterOptions,
 } from './load.ts';
 export { DEFAULT_MAX_FILE_BYTES } from './read-inputs.ts';
+export { semanticsDiagnostics } from './semantics-diagnostics.ts';
+export { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 export type * from './types.ts';
 export { decodeObject, type DecodeOutcome } from './decode-object.ts';

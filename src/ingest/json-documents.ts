@@ -7,9 +7,11 @@
  *
  * The path is taken only when it gives exactly what the YAML path gives: every document is one
  * JSON object, `---` lines between them, and nothing in it that YAML 1.1 reads differently or
- * that the YAML path reports (a repeated key, a number with an exponent, which YAML 1.1 reads as
- * a string, `\/` and `\u` escapes). Anything else, syntax errors included, goes the YAML way,
- * so its messages and positions are the YAML parser's.
+ * that the YAML path reports (a repeated key; a number with an exponent or a fraction, whose
+ * written form the YAML path keeps for the checks of integer fields; `\/` and `\u` escapes;
+ * nesting or a size beyond the YAML path's limits, which that path reports). Anything else,
+ * syntax errors included, goes the YAML way, so its messages and positions are the YAML
+ * parser's.
  */
 import type { LineCounter } from 'yaml';
 import type { SourceLocation } from '../model/types.ts';
@@ -29,6 +31,8 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const COLON = 0x3a;
+/** Keys compared one by one up to this many per object; a set beyond. */
+const SET_AFTER_KEYS = 16;
 
 /** A line that separates documents: `---` or `...`, alone on its line. */
 const SEPARATOR = /^(?:---|\.\.\.)[ \t]*\r?$/gm;
@@ -42,6 +46,7 @@ export function parseJsonDocuments(
   text: string,
   lineCounter: LineCounter,
   position: (offset: number) => SourceLocation,
+  limits: { readonly maxDepth: number; readonly maxValues: number },
 ): JsonDocument[] | undefined {
   const first = firstSignificant(text, 0, text.length);
   if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first)))
@@ -60,7 +65,7 @@ export function parseJsonDocuments(
     let end = to;
     while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
     if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return undefined;
-    if (!readsAsYamlDoes(text, begin, end)) return undefined;
+    if (!readsAsYamlDoes(text, begin, end, limits)) return undefined;
     let value: unknown;
     try {
       value = JSON.parse(text.slice(begin, end));
@@ -111,13 +116,23 @@ function sameText(text: string, a: number, aEnd: number, b: number, bEnd: number
  * True when the JSON text in [begin, end) has no repeated key in any object and nothing that
  * YAML 1.1 would read differently. Does not validate: JSON.parse does that afterwards.
  * Repeated keys are found by comparing each key with the earlier keys of its object (raw text:
- * without `\u` escapes, equal text is equal keys).
+ * without `\u` escapes, equal text is equal keys); an object with more than a few keys gets a
+ * set of them instead, so a mapping of 100,000 labels costs 100,000 look-ups, not 5 billion
+ * comparisons.
  */
-function readsAsYamlDoes(text: string, begin: number, end: number): boolean {
+function readsAsYamlDoes(
+  text: string,
+  begin: number,
+  end: number,
+  limits: { readonly maxDepth: number; readonly maxValues: number },
+): boolean {
+  let values = 0;
   // Per open object, where its keys start in `keys` (a flat list of [start, end) pairs).
   const objectKeysFrom: number[] = [];
   const inObject: boolean[] = [];
   const keys: number[] = [];
+  // Per open object, the set of its keys once it has more than SET_AFTER_KEYS.
+  const keySets: (Set<string> | undefined)[] = [];
   let expectKey = false;
   for (let i = begin; i < end; i++) {
     const c = text.charCodeAt(i);
@@ -126,31 +141,51 @@ function readsAsYamlDoes(text: string, begin: number, end: number): boolean {
       if (after < 0) return false;
       if (expectKey) {
         const from = objectKeysFrom[objectKeysFrom.length - 1] ?? 0;
-        for (let k = from; k < keys.length; k += 2) {
-          if (sameText(text, keys[k] as number, keys[k + 1] as number, i, after)) return false;
+        const top = keySets.length - 1;
+        let set = keySets[top];
+        if (!set && keys.length - from >= 2 * SET_AFTER_KEYS) {
+          set = new Set<string>();
+          for (let k = from; k < keys.length; k += 2) set.add(text.slice(keys[k], keys[k + 1]));
+          keySets[top] = set;
         }
-        keys.push(i, after);
+        if (set) {
+          const key = text.slice(i, after);
+          if (set.has(key)) return false;
+          set.add(key);
+        } else {
+          for (let k = from; k < keys.length; k += 2) {
+            if (sameText(text, keys[k] as number, keys[k + 1] as number, i, after)) return false;
+          }
+          keys.push(i, after);
+        }
         expectKey = false;
       }
       i = after - 1;
     } else if (c === OPEN_BRACE) {
       objectKeysFrom.push(keys.length);
+      keySets.push(undefined);
       inObject.push(true);
       expectKey = true;
+      if (inObject.length > limits.maxDepth || ++values > limits.maxValues) return false;
     } else if (c === OPEN_BRACKET) {
       inObject.push(false);
+      if (inObject.length > limits.maxDepth || ++values > limits.maxValues) return false;
     } else if (c === CLOSE_BRACE) {
       keys.length = objectKeysFrom.pop() ?? 0;
+      keySets.pop();
       inObject.pop();
     } else if (c === CLOSE_BRACKET) {
       inObject.pop();
     } else if (c === COMMA) {
       expectKey = inObject[inObject.length - 1] === true;
+      if (++values > limits.maxValues) return false;
     } else if (c === 0x65 || c === 0x45) {
       // An 'e' outside a string is in a number (true/false are letters too, but 'e' ends them:
       // look at what precedes it).
       const before = text.charCodeAt(i - 1);
       if (before >= 0x30 && before <= 0x39) return false;
+    } else if (c === 0x2e) {
+      return false; // a '.' outside a string: a number with a fraction
     }
   }
   return true;

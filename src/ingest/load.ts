@@ -3,15 +3,18 @@
  * cluster, and add the diagnostics that depend on the chosen semantics.
  */
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
-import { LEGACY_ISOLATION_ANNOTATION, type Cluster, type Semantics } from '../model/types.ts';
+import type { Semantics } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
-import { decodeObject } from './decode-object.ts';
+import { decodeObject, type DecodeOptions } from './decode-object.ts';
 import { parseDocuments } from './parse-documents.ts';
 import { readInputs } from './read-inputs.ts';
+import { DiagnosticSink } from './diagnostic-sink.ts';
+import { semanticsDiagnostics } from './semantics-diagnostics.ts';
 import type { InputFile, LoadResult, RawObject } from './types.ts';
 
-export interface LoadClusterOptions {
-  readonly semantics?: Semantics;
+export interface LoadClusterOptions extends DecodeOptions {
+  /** Default v1; `deferred` adds no semantics diagnostics (the caller decides, see `semanticsDiagnostics`). */
+  readonly semantics?: Semantics | 'deferred';
   readonly maxFileBytes?: number;
   readonly readStdin?: () => Promise<string>;
 }
@@ -24,12 +27,16 @@ export async function loadCluster(
     ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
     ...(options.readStdin ? { readStdin: options.readStdin } : {}),
   });
-  const result = loadFromTexts(files, options.semantics ?? 'v1');
+  const result = loadFromTexts(files, options.semantics ?? 'v1', options);
   return { ...result, diagnostics: sortDiagnostics([...diagnostics, ...result.diagnostics]) };
 }
 
 /** Same as loadCluster for texts already in memory (tests, benchmarks, stdin). */
-export function loadFromTexts(files: readonly InputFile[], semantics: Semantics = 'v1'): LoadResult {
+export function loadFromTexts(
+  files: readonly InputFile[],
+  semantics: Semantics | 'deferred' = 'v1',
+  options: DecodeOptions = {},
+): LoadResult {
   const diagnostics: Diagnostic[] = [];
   const rawObjects: RawObject[] = [];
   for (const file of files) {
@@ -39,7 +46,7 @@ export function loadFromTexts(files: readonly InputFile[], semantics: Semantics 
     for (const d of parsed.diagnostics) diagnostics.push(d);
     for (const object of parsed.objects) rawObjects.push(object);
   }
-  return decodeAll(rawObjects, diagnostics, semantics);
+  return decodeAll(rawObjects, diagnostics, semantics, options);
 }
 
 /**
@@ -79,47 +86,24 @@ export function loadFromRawObjects(
 }
 
 /** Decodes every raw object, assembles the cluster, and adds the semantics' diagnostics. */
-function decodeAll(rawObjects: RawObject[], diagnostics: Diagnostic[], semantics: Semantics): LoadResult {
+function decodeAll(
+  rawObjects: RawObject[],
+  parsing: Diagnostic[],
+  semantics: Semantics | 'deferred',
+  options: DecodeOptions = {},
+): LoadResult {
+  // Bounded: a List of a million broken items keeps a thousand diagnostics per code, not millions.
+  const diagnostics = new DiagnosticSink();
+  diagnostics.addAll(parsing);
   const decoded: IdentifiedObject[] = [];
   for (const raw of rawObjects) {
-    const outcome = decodeObject(raw);
-    for (const d of outcome.diagnostics) diagnostics.push(d);
+    const outcome = decodeObject(raw, options);
+    diagnostics.addAll(outcome.diagnostics);
     if (outcome.object && outcome.identity)
       decoded.push({ identity: outcome.identity, object: outcome.object });
   }
   const built = buildCluster(decoded);
-  for (const d of built.diagnostics) diagnostics.push(d);
-  for (const d of semanticsDiagnostics(built.cluster, semantics)) diagnostics.push(d);
-  return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics), rawObjects };
-}
-
-function semanticsDiagnostics(cluster: Cluster, semantics: Semantics): Diagnostic[] {
-  const result: Diagnostic[] = [];
-  if (semantics === 'v1') {
-    for (const ns of cluster.namespaces.values()) {
-      if (!ns.legacyIngressIsolation) continue;
-      result.push(
-        makeDiagnostic(
-          'LEGACY_ANNOTATION_IGNORED',
-          `namespace ${ns.name} sets ${LEGACY_ISOLATION_ANNOTATION} (DefaultDeny), which v1 semantics ignore; use --semantics v1beta1-proposal, or 'palisade convert --to v1' to turn it into a default-deny policy`,
-          { ...(ns.location ?? { file: '<input>' }), object: `Namespace ${ns.name}` },
-        ),
-      );
-    }
-    return result;
-  }
-  for (const policy of cluster.policies) {
-    if (!policy.affectsEgress) continue;
-    result.push(
-      makeDiagnostic(
-        'LEGACY_EGRESS_IGNORED',
-        `NetworkPolicy ${policy.namespace}/${policy.name} has egress rules, which the v1beta1 proposal does not have; they are ignored`,
-        {
-          ...(policy.location ?? { file: '<input>' }),
-          object: `NetworkPolicy ${policy.namespace}/${policy.name}`,
-        },
-      ),
-    );
-  }
-  return result;
+  diagnostics.addAll(built.diagnostics);
+  if (semantics !== 'deferred') diagnostics.addAll(semanticsDiagnostics(built.cluster, semantics));
+  return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics.list()), rawObjects };
 }

@@ -1,48 +1,151 @@
 /**
  * Parses a file's text (YAML, multi-document, or JSON) into raw Kubernetes objects, each with a
  * locator back to its source. `List` kinds (and `kubectl get -o yaml|json` output) are unrolled
- * into their items. YAML 1.1 rules are used because kubectl's parser follows them (`yes` is a
- * boolean there), so type errors show up here as they would at apply time.
+ * into their items. Scalars are resolved as kubectl resolves them (YAML 1.1 through go-yaml:
+ * `yes` is a boolean, `e2` a string; `yaml-schema.ts`), so type errors show up here as they would
+ * at apply time.
+ *
+ * Hostile input costs what its size says: a document nested deeper than MAX_DEPTH or holding
+ * more than MAX_DOCUMENT_VALUES values is refused with a located diagnostic before the parser
+ * reads it (the parser recurses per level and holds hundreds of bytes per value) and is never
+ * shown to it; documents are read one at a time and their syntax trees dropped once read
+ * (`yaml-locator.ts`); repeated keys
+ * are found with one set per mapping (the parser's own check compares every pair of keys), and
+ * the other documents and files are read as usual.
  */
-import { isMap, isNode, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
+import {
+  Composer,
+  LineCounter,
+  Parser,
+  parseDocument,
+  type Document,
+  type DocumentOptions,
+  type ParseOptions,
+  type SchemaOptions,
+} from 'yaml';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
+import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { parseJsonDocuments } from './json-documents.ts';
+import { scanYamlDocuments, type DocumentSpan } from './yaml-scan.ts';
+import { kubectlTags } from './yaml-schema.ts';
+import { firstForbiddenCharacter } from './text-checks.ts';
+import { templateActionAt } from './non-manifests.ts';
+import { DocumentCache, YamlLocator, noteDocument } from './yaml-locator.ts';
 
 const MAX_ALIAS_COUNT = 1000;
+/**
+ * Deepest nesting read. Kubernetes objects nest a dozen levels (CRD schemas a few dozen); the
+ * parser and the decoders recurse per level and overflow the stack in the thousands.
+ */
+export const MAX_DEPTH = 256;
+/**
+ * Most values one YAML document may hold: the parser needs up to ~500 bytes a value while it
+ * reads a document (about 1 GB at this limit). A `kubectl get -o yaml` List of some 25,000 pods
+ * has this many, and its text is larger than the default file size limit anyway.
+ */
+export const MAX_DOCUMENT_VALUES = 2_000_000;
+
+const YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions & { logLevel: 'error' } = {
+  // The parser's warnings would go to process.emitWarning, printed as a Node runtime warning.
+  logLevel: 'error',
+  // Repeated keys are found by noteDocument, in linear time.
+  uniqueKeys: false,
+  prettyErrors: false,
+  version: '1.1',
+  customTags: kubectlTags,
+};
 
 export function parseDocuments(input: InputFile): { objects: RawObject[]; diagnostics: Diagnostic[] } {
   const objects: RawObject[] = [];
-  const diagnostics: Diagnostic[] = [];
+  const diagnostics = new DiagnosticSink();
   const lineCounter = new LineCounter();
   const position = (offset: number): SourceLocation => {
     const { line, col } = lineCounter.linePos(offset);
     return { file: input.name, line, column: col };
   };
   // JSON documents only (generated clusters, `kubectl get -o json`): parsed without syntax trees.
-  const json = parseJsonDocuments(input.text, lineCounter, position);
+  const json = parseJsonDocuments(input.text, lineCounter, position, {
+    maxDepth: MAX_DEPTH,
+    maxValues: MAX_DOCUMENT_VALUES,
+  });
   if (json) {
     for (const { value, locator } of json) unrollLists(value, [], input.name, locator, objects, diagnostics);
-    return { objects, diagnostics };
+    return judged(input, objects, diagnostics, false);
   }
-  const documents = parseAllDocuments(input.text, {
-    lineCounter,
-    uniqueKeys: true,
-    prettyErrors: false,
-    version: '1.1',
-  });
-  // parseAllDocuments returns an EmptyStream (not an array) for empty input.
-  if (!Array.isArray(documents)) return { objects, diagnostics };
-  for (const document of documents) {
+
+  const text = input.text;
+  lineCounter.addNewLine(0);
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
+  const forbidden = firstForbiddenCharacter(text);
+  if (forbidden >= 0) {
+    const code = text.charCodeAt(forbidden).toString(16).toUpperCase().padStart(2, '0');
+    diagnostics.add(
+      makeDiagnostic(
+        'CONTROL_CHARACTER',
+        `control character U+${code.padStart(4, '0')} is not allowed in YAML (kubectl rejects the file); the file is skipped`,
+        position(forbidden),
+      ),
+    );
+    return { objects, diagnostics: diagnostics.list() };
+  }
+  const spans = scanYamlDocuments(text, MAX_DEPTH);
+  const read = (slice: string): Document => parseDocument(slice, YAML_OPTIONS);
+  let collectionKey = false;
+  const cache = new DocumentCache();
+  // Runs of accepted documents are parsed as one stream each; a refused document is never
+  // shown to the parser (even blanked out, its lines would cost the lexer time).
+  let run: DocumentSpan[] = [];
+  const parseRun = (): void => {
+    const first = run[0];
+    const last = run[run.length - 1];
+    if (!first || !last) return;
+    const base = first.start;
+    const segment = base === 0 && last.end === text.length ? text : text.slice(base, last.end);
+    const composer = new Composer(YAML_OPTIONS);
+    let next = 0;
+    for (const document of composer.compose(new Parser().parse(segment))) {
+      const offset = base + (document.range?.[0] ?? 0);
+      while (next < run.length - 1 && (run[next + 1] as DocumentSpan).start <= offset) next++;
+      readDocument(document, run[next] as DocumentSpan, segment, base);
+    }
+    run = [];
+  };
+  for (const span of spans) {
+    if (span.tooDeepAt !== undefined || span.values > MAX_DOCUMENT_VALUES) {
+      parseRun();
+      diagnostics.add(refusal(span, position));
+    } else run.push(span);
+  }
+  parseRun();
+  return judged(input, objects, diagnostics, collectionKey);
+
+  /** One document of a run whose text is `segment`, starting at `base` in the file. */
+  function readDocument(document: Document, span: DocumentSpan, segment: string, base: number): void {
     if (document.errors.length > 0) {
       for (const error of document.errors) {
-        const code = error.code === 'DUPLICATE_KEY' ? 'YAML_DUPLICATE_KEY' : 'YAML_SYNTAX';
         const message = explain(error.message.split('\n')[0] ?? error.message);
-        const where = position(error.pos[0]);
-        diagnostics.push(makeDiagnostic(code, message + tabHint(input.text, lineCounter, where.line), where));
+        const where = position(base + error.pos[0]);
+        diagnostics.add(
+          makeDiagnostic('YAML_SYNTAX', message + tabHint(text, lineCounter, where.line), where),
+        );
       }
-      continue; // a broken document is skipped whole; the others in the file still count
+      return; // a broken document is skipped whole; the others in the file still count
+    }
+    const notes = noteDocument(document, segment, base);
+    if (notes.collectionKey) collectionKey = true;
+    if (notes.duplicates.length > 0) {
+      for (const duplicate of notes.duplicates) {
+        diagnostics.add(
+          makeDiagnostic(
+            'YAML_DUPLICATE_KEY',
+            `the key "${duplicate.key}" is repeated in this mapping (first at line ${position(duplicate.first).line}); kubectl rejects it`,
+            position(duplicate.offset),
+          ),
+        );
+      }
+      return;
     }
     let value: unknown;
     try {
@@ -53,24 +156,82 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
         /alias/i.test(message) && /count|exceed|excessive/i.test(message)
           ? 'YAML_ALIAS_LIMIT'
           : 'YAML_SYNTAX';
-      diagnostics.push(makeDiagnostic(code, message, position(document.range?.[0] ?? 0)));
-      continue;
+      diagnostics.add(makeDiagnostic(code, message, position(base + (document.range?.[0] ?? 0))));
+      return;
     }
-    if (value === null || value === undefined) continue; // empty document between `---` lines
-    const locator = makeLocator(document, position);
+    if (value === null || value === undefined) return; // empty document between `---` lines
+    const locator = new YamlLocator(text, span.start, span.end, notes, position, read, cache);
     if (typeof value !== 'object' || Array.isArray(value)) {
-      diagnostics.push(
+      diagnostics.add(
         makeDiagnostic(
           'NOT_AN_OBJECT',
           'document is not a Kubernetes object (expected a mapping with apiVersion and kind)',
           locator.valueAt([]),
         ),
       );
-      continue;
+      return;
     }
     unrollLists(value as Record<string, unknown>, [], input.name, locator, objects, diagnostics);
   }
-  return { objects, diagnostics };
+}
+
+/**
+ * The file's objects and diagnostics, unless the file as a whole is something else: an
+ * unrendered template (template actions, and YAML that does not read or reads `{{ x }}` as a
+ * mapping key) is one warning; a file found in a directory whose documents all read but none
+ * has a `kind` (a tool's configuration) is one info. Either way its objects are not analysed.
+ */
+function judged(
+  input: InputFile,
+  objects: RawObject[],
+  diagnostics: DiagnosticSink,
+  collectionKey: boolean,
+): { objects: RawObject[]; diagnostics: Diagnostic[] } {
+  const listed = diagnostics.list();
+  const broken = listed.some((d) => d.severity === 'error');
+  const at = broken || collectionKey ? templateActionAt(input.text) : -1;
+  if (at >= 0) {
+    const line = input.text.slice(0, at).split('\n').length;
+    return {
+      objects: [],
+      diagnostics: [
+        makeDiagnostic(
+          'TEMPLATE_NOT_RENDERED',
+          'this file is a template (Helm or Go template actions such as {{ .Values.x }}), not YAML yet; render it first (helm template …) and analyse the result; skipped',
+          { file: input.name, line, column: at - input.text.lastIndexOf('\n', at - 1) },
+        ),
+      ],
+    };
+  }
+  const kinds = objects.some((o) => typeof (o.value as { kind?: unknown }).kind === 'string');
+  if (input.discovered && !broken && objects.length > 0 && !kinds) {
+    return {
+      objects: [],
+      diagnostics: [
+        makeDiagnostic(
+          'NOT_KUBERNETES',
+          `${input.name} holds no Kubernetes object (no document has a kind); skipped`,
+          { file: input.name },
+        ),
+      ],
+    };
+  }
+  return { objects, diagnostics: listed };
+}
+
+function refusal(span: DocumentSpan, position: (offset: number) => SourceLocation): Diagnostic {
+  if (span.tooDeepAt !== undefined) {
+    return makeDiagnostic(
+      'NESTING_TOO_DEEP',
+      `this document nests deeper than ${MAX_DEPTH} levels, the most Palisade reads; the document is skipped`,
+      position(span.tooDeepAt),
+    );
+  }
+  return makeDiagnostic(
+    'DOCUMENT_TOO_LARGE',
+    `this YAML document holds about ${span.values.toLocaleString('en-US')} values, more than the ${MAX_DOCUMENT_VALUES.toLocaleString('en-US')} Palisade reads from one YAML document; the document is skipped (give it as JSON, e.g. kubectl get -o json, or split it)`,
+    position(span.start),
+  );
 }
 
 function unrollLists(
@@ -79,19 +240,34 @@ function unrollLists(
   file: string,
   locator: Locator,
   objects: RawObject[],
-  diagnostics: Diagnostic[],
+  diagnostics: DiagnosticSink,
 ): void {
   const kind = value.kind;
-  if (typeof kind !== 'string' || !kind.endsWith('List') || !Array.isArray(value.items)) {
+  const items = value.items;
+  const list = typeof kind === 'string' && kind.endsWith('List');
+  if (list && items !== undefined && items !== null && !Array.isArray(items)) {
+    // kubectl rejects a List whose items are not a list; skipping it silently would hide objects.
+    const what = typeof items === 'object' ? 'a mapping' : `the ${typeof items} ${JSON.stringify(items)}`;
+    diagnostics.add(
+      makeDiagnostic('SCHEMA_TYPE', `"items" of a ${kind} must be a list, not ${what}`, {
+        ...locator.valueAt([...basePath, 'items']),
+        object: kind,
+        path: 'items',
+      }),
+    );
+    return;
+  }
+  if (!list || !Array.isArray(items)) {
+    if (list && kind === 'List') return; // a List without items: nothing in it
     objects.push({ value, file, basePath, locator });
     return;
   }
   // Typed lists from the API (PodList, NamespaceList...) omit kind and apiVersion on their items.
   const itemKind = kind === 'List' ? undefined : kind.slice(0, -'List'.length);
-  (value.items as unknown[]).forEach((item, index) => {
+  (items as unknown[]).forEach((item, index) => {
     const path = [...basePath, 'items', index];
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-      diagnostics.push(
+      diagnostics.add(
         makeDiagnostic('NOT_AN_OBJECT', `List item ${index} is not an object`, locator.valueAt(path)),
       );
       return;
@@ -103,36 +279,6 @@ function unrollLists(
         : object;
     unrollLists(typed, path, file, locator, objects, diagnostics);
   });
-}
-
-function makeLocator(document: Document, position: (offset: number) => SourceLocation): Locator {
-  const nodeAt = (path: FieldPath): Node | undefined => {
-    const node: unknown = path.length === 0 ? document.contents : document.getIn(path, true);
-    return isNode(node) ? node : undefined;
-  };
-  const valueAt = (path: FieldPath): SourceLocation => {
-    for (let p = path; ; p = p.slice(0, -1)) {
-      const node = nodeAt(p);
-      if (node?.range) return position(node.range[0]);
-      if (p.length === 0) return position(document.range?.[0] ?? 0);
-    }
-  };
-  return {
-    valueAt,
-    keyAt(path) {
-      const parent = nodeAt(path.slice(0, -1));
-      const last = path[path.length - 1];
-      if (isMap(parent)) {
-        for (const pair of parent.items) {
-          const key = pair.key;
-          if (isNode(key) && key.range && 'value' in key && String(key.value) === String(last)) {
-            return position(key.range[0]);
-          }
-        }
-      }
-      return valueAt(path);
-    },
-  };
 }
 
 /** YAML forbids tabs in indentation, but many editors insert them; say so when that is the cause. */

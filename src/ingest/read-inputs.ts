@@ -6,6 +6,8 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { InputFile } from './types.ts';
+import { decodeUtf8 } from './text-checks.ts';
+import { notManifestReason, skippedDirectory } from './non-manifests.ts';
 
 export const DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024;
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
@@ -55,6 +57,7 @@ async function readPath(
   }
   if (info.isDirectory()) {
     const before = files.length;
+    const diagnosticsBefore = diagnostics.length;
     let entries;
     try {
       entries = await readdir(path, { withFileTypes: true });
@@ -68,12 +71,21 @@ async function readPath(
     for (const entry of entries) {
       if (entry.name.startsWith('.')) continue; // .git and editor files are never manifests
       const child = join(path, entry.name);
-      if (entry.isDirectory()) await readPath(child, false, maxBytes, files, diagnostics);
-      else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
-        await readPath(child, false, maxBytes, files, diagnostics);
+      if (entry.isDirectory()) {
+        if (!skippedDirectory(entry.name)) await readPath(child, false, maxBytes, files, diagnostics);
+      } else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
+        const reason = notManifestReason(entry.name);
+        if (reason)
+          diagnostics.push(
+            makeDiagnostic('NOT_KUBERNETES', `${child} is ${reason}, not Kubernetes manifests; skipped`, {
+              file: child,
+            }),
+          );
+        else await readPath(child, false, maxBytes, files, diagnostics);
       }
     }
-    if (explicit && files.length === before) {
+    const skipped = diagnostics.slice(diagnosticsBefore).some((d) => d.code === 'NOT_KUBERNETES');
+    if (explicit && files.length === before && !skipped) {
       diagnostics.push(
         makeDiagnostic('NO_INPUT_FILES', `${path} holds no .yaml, .yml or .json files`, { file: path }),
       );
@@ -85,7 +97,13 @@ async function readPath(
     return;
   }
   try {
-    files.push({ name: path, text: await readFile(path, 'utf8') });
+    // Bytes, not text: decoding would turn what is not UTF-8 into U+FFFD without a word.
+    const decoded = decodeUtf8(path, await readFile(path));
+    if ('text' in decoded)
+      files.push(
+        explicit ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
+      );
+    else diagnostics.push(decoded.diagnostic);
   } catch (error) {
     diagnostics.push(
       makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),

@@ -22,6 +22,12 @@ export interface Locator {
   valueAt(path: FieldPath): SourceLocation;
   /** Position of the key naming the last element of `path` (for unknown fields). */
   keyAt(path: FieldPath): SourceLocation;
+  /**
+   * The source of the number at `path` when it was written otherwise than as a decimal integer
+   * (`80.0`, `0x50`, `8e1`: YAML reads them as numbers, the API server takes no such integer);
+   * undefined for plain integers, non-numbers, and sources without text.
+   */
+  numberFormAt?(path: FieldPath): string | undefined;
 }
 
 /** One Kubernetes object as parsed, before decoding. */
@@ -51,6 +57,11 @@ export type DecodedObject =
 export interface InputFile {
   readonly name: string;
   readonly text: string;
+  /**
+   * Found by walking a directory rather than named: a file with no Kubernetes object in it
+   * (no document with a `kind`) is then skipped with an info, not reported as broken.
+   */
+  readonly discovered?: true;
 }
 
 export interface LoadResult {

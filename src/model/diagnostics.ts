@@ -26,6 +26,32 @@ export const DIAGNOSTIC_CATALOGUE = {
     severity: 'warning',
     summary: 'a document is not a Kubernetes object (mapping) and was skipped',
   },
+  NESTING_TOO_DEEP: {
+    severity: 'error',
+    summary: 'a document nests deeper than Palisade reads (256 levels); it is skipped',
+  },
+  DOCUMENT_TOO_LARGE: {
+    severity: 'error',
+    summary:
+      'a YAML document holds more values than Palisade reads from one document (2,000,000); it is skipped',
+  },
+  INVALID_UTF8: { severity: 'error', summary: 'a file is not valid UTF-8; it is skipped' },
+  CONTROL_CHARACTER: {
+    severity: 'error',
+    summary: 'a file holds a control character YAML does not allow (NUL, escape…); it is skipped',
+  },
+  NOT_KUBERNETES: {
+    severity: 'info',
+    summary: 'a file found in a directory is not Kubernetes manifests (Chart.yaml, package.json…); skipped',
+  },
+  TEMPLATE_NOT_RENDERED: {
+    severity: 'warning',
+    summary: 'a file is a template (Helm, Go templates: {{ }}); render it first (helm template); skipped',
+  },
+  DIAGNOSTICS_TRUNCATED: {
+    severity: 'warning',
+    summary: 'more diagnostics of one code in one file than are listed (1,000); the rest are counted',
+  },
   // Structure
   SCHEMA_REQUIRED: { severity: 'error', summary: 'a required field is missing' },
   SCHEMA_TYPE: { severity: 'error', summary: 'a field has the wrong type' },
@@ -39,7 +65,10 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary: 'a known kind with an apiVersion Palisade does not know',
   },
   OBJECT_DUPLICATE: { severity: 'warning', summary: 'the same object is defined twice; the later one wins' },
-  NAME_INVALID: { severity: 'error', summary: 'an object name or namespace is not a valid DNS name' },
+  NAME_INVALID: {
+    severity: 'error',
+    summary: 'an object name, namespace or node name is not a valid DNS name',
+  },
   // Labels and selectors
   LABEL_KEY_INVALID: { severity: 'error', summary: 'a label key is not valid' },
   LABEL_VALUE_INVALID: { severity: 'error', summary: 'a label value is not valid' },
@@ -55,6 +84,11 @@ export const DIAGNOSTIC_CATALOGUE = {
   PORT_NAME_INVALID: { severity: 'error', summary: 'a named port is not a valid IANA service name' },
   END_PORT_WITHOUT_NUMERIC_PORT: { severity: 'error', summary: 'endPort needs a numeric port' },
   END_PORT_BEFORE_PORT: { severity: 'error', summary: 'endPort is smaller than port' },
+  PORT_NOT_INTEGER: {
+    severity: 'error',
+    summary:
+      'a port is written as a float, in hex or with an exponent (80.0, 0x50, 8e1); the API server takes decimal integers',
+  },
   // Peers and CIDRs
   PEER_EMPTY: { severity: 'error', summary: 'a peer names none of podSelector, namespaceSelector, ipBlock' },
   PEER_IPBLOCK_WITH_SELECTOR: {
@@ -113,6 +147,10 @@ export const DIAGNOSTIC_CATALOGUE = {
       'a policy uses something the target API cannot express (sameLabels, an unreadable peer) and was left as it is',
   },
   POD_NOT_RUNNING: { severity: 'info', summary: 'a pod in phase Succeeded or Failed was left out' },
+  NAMESPACE_NOT_IN_INPUT: {
+    severity: 'warning',
+    summary: 'a namespace named on the command line (-n) has nothing in the input',
+  },
   // AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy
   PRIORITY_INVALID: { severity: 'error', summary: 'priority is not an integer between 0 and 1000' },
   TIER_INVALID: { severity: 'error', summary: 'a ClusterNetworkPolicy tier is not Admin or Baseline' },

@@ -48,6 +48,7 @@ function parseV4(text: string, problems: IpProblem[]): bigint | undefined {
   let value = 0;
   let octets = 0;
   let i = 0;
+  let zeroPadded: string[] | undefined;
   for (;;) {
     const start = i;
     let octet = 0;
@@ -58,20 +59,24 @@ function parseV4(text: string, problems: IpProblem[]): bigint | undefined {
       i++;
     }
     if (i === start || i - start > 3 || octet > 255) return undefined;
-    if (i - start > 1 && text.charCodeAt(start) === 48) {
-      problems.push({
-        kind: 'leading-zero',
-        fatal: true,
-        message: `IPv4 octet "${text.slice(start, i)}" has a leading zero, which some parsers read as octal`,
-      });
-    }
+    if (i - start > 1 && text.charCodeAt(start) === 48) (zeroPadded ??= []).push(text.slice(start, i));
     value = value * 256 + octet;
     octets++;
     if (i === text.length) break;
     if (text.charCodeAt(i) !== 46 || octets === 4) return undefined; // '.'
     i++;
   }
-  return octets === 4 ? BigInt(value) : undefined;
+  if (octets !== 4) return undefined;
+  // One problem per address, naming every padded octet (not one message per octet).
+  if (zeroPadded) {
+    const list = zeroPadded.map((p) => `"${p}"`).join(', ');
+    problems.push({
+      kind: 'leading-zero',
+      fatal: true,
+      message: `IPv4 address "${text}" has leading zeros (octet${zeroPadded.length > 1 ? 's' : ''} ${list}), which some parsers read as octal`,
+    });
+  }
+  return BigInt(value);
 }
 
 function parseV6(text: string, problems: IpProblem[]): bigint | undefined {
@@ -160,7 +165,11 @@ export function parseCidr(text: string): ParseResult<Cidr> {
   if (prefix > bits) return invalid(`"${text}" has a prefix length over ${bits}`);
   const problems = [...addr.problems];
   const base = maskAddress(addr.value.value, prefix, bits);
-  const cidr = makeCidr(addr.value.family, base, prefix);
+  const made = makeCidr(addr.value.family, base, prefix);
+  // The input's own string when it is already canonical: one string kept per CIDR, not two
+  // (ten million except entries kept a third of a gigabyte of copies).
+  const cidr =
+    made.text === text ? { family: made.family, base: made.base, prefix: made.prefix, text } : made;
   if (base !== addr.value.value) {
     const host = `${formatIp(addr.value)}/${bits}`;
     problems.push({

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { cli } from '../helpers/cli.ts';
+import { loadCluster } from '../../src/ingest/load.ts';
 
 const EXAMPLE = 'examples/shop';
 const LEGACY = 'test/fixtures/legacy.yaml';
@@ -296,6 +297,38 @@ describe('palisade convert and --semantics', () => {
     const v1 = await cli(['matrix', '-f', LEGACY, '--port', '6379', '-o', 'json']);
     assert.notEqual(v1.stdout, before.stdout, 'v1 semantics read the same input differently');
     assert.match(v1.stderr, /LEGACY_ANNOTATION_IGNORED/);
+  });
+  it('passes v1 input through unchanged, and honours --semantics', async () => {
+    const r = await cli(['convert', '-f', EXAMPLE, '--to', 'v1', '-o', 'json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    const { items } = JSON.parse(r.stdout) as { items: unknown[] };
+    const loaded = await loadCluster([EXAMPLE]);
+    assert.deepEqual(
+      items,
+      loaded.rawObjects.map((o) => o.value),
+    );
+    assert.equal(items.filter((o) => (o as { kind: string }).kind === 'NetworkPolicy').length, 6);
+    // Said to be written for the proposal, the same input is read as the proposal reads it.
+    const proposal = await cli(['convert', '-f', EXAMPLE, '--to', 'v1', '--semantics', 'v1beta1-proposal']);
+    assert.match(proposal.stderr, /CONVERT_POLICY_DROPPED/);
+    assert.match(
+      proposal.stderr,
+      /shop\/default-deny declares policyTypes Egress, which the v1beta1 proposal/,
+    );
+    // Legacy objects said to be v1 keep their meaning: only the apiVersion moves.
+    const asV1 = await cli(['convert', '-f', LEGACY, '--to', 'v1', '--semantics', 'v1', '-o', 'json']);
+    const legacyItems = (JSON.parse(asV1.stdout) as { items: { apiVersion: string; kind: string }[] }).items;
+    assert.ok(
+      legacyItems
+        .filter((o) => o.kind === 'NetworkPolicy')
+        .every((o) => o.apiVersion === 'networking.k8s.io/v1'),
+    );
+    assert.match(asV1.stdout, /net\.beta\.kubernetes\.io/);
+    assert.doesNotMatch(asV1.stderr, /CONVERT_/);
+    // And where it has no meaning it is refused, not ignored.
+    const tiers = await cli(['convert', '-f', 'examples/tiers', '--to', 'v1alpha2', '--semantics', 'v1']);
+    assert.equal(tiers.code, 2);
   });
   it('rejects unknown semantics', async () => {
     const r = await cli(['matrix', '-f', LEGACY, '--semantics', 'v2']);

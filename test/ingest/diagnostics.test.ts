@@ -286,8 +286,9 @@ describe('diagnostics for bad input', () => {
   it('reports documents nested too deeply instead of crashing', () => {
     const text = `a: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`;
     const [d] = loadFromTexts([{ name: 'deep.yaml', text }]).diagnostics;
-    assert.equal(d?.code, 'YAML_SYNTAX');
-    assert.match(d?.message ?? '', /nested too deeply/);
+    assert.equal(d?.code, 'NESTING_TOO_DEEP');
+    assert.deepEqual([d?.line, d?.column], [1, 258]); // the mapping, its value, 255 brackets
+    assert.match(d?.message ?? '', /deeper than 256 levels/);
   });
 
   it('stops alias bombs', () => {

@@ -13,6 +13,7 @@ import { loadFromTexts } from '../../src/ingest/load.ts';
 import { parseJsonDocuments } from '../../src/ingest/json-documents.ts';
 import { parseDocuments } from '../../src/ingest/parse-documents.ts';
 import type { FieldPath } from '../../src/ingest/types.ts';
+import { MAX_DEPTH, MAX_DOCUMENT_VALUES } from '../../src/ingest/parse-documents.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -20,7 +21,10 @@ const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 const viaYaml = (text: string): string => `${text}\n# parsed the YAML way\n`;
 
 const takesFastPath = (text: string): boolean =>
-  parseJsonDocuments(text, new LineCounter(), () => ({ file: 'f.json', line: 0, column: 0 })) !== undefined;
+  parseJsonDocuments(text, new LineCounter(), () => ({ file: 'f.json', line: 0, column: 0 }), {
+    maxDepth: MAX_DEPTH,
+    maxValues: MAX_DOCUMENT_VALUES,
+  }) !== undefined;
 
 /** Every path in a value, and for each a path that does not exist below it. */
 function paths(value: unknown, prefix: FieldPath = []): FieldPath[] {

@@ -1,9 +1,13 @@
 /**
- * `palisade convert --to v1`: rewrites v1beta1-proposal input as equivalent v1 objects.
+ * `palisade convert --to v1`: rewrites v1beta1-proposal input as equivalent v1 objects (input
+ * already written for v1 passes through); `--to v1alpha2`: AdminNetworkPolicy and
+ * BaselineAdminNetworkPolicy as ClusterNetworkPolicy.
  */
 import { Command } from 'commander';
+import type { Semantics } from '../../model/types.ts';
+import { semanticsDiagnostics } from '../../ingest/index.ts';
 import { stringify } from 'yaml';
-import { convertToV1, convertToV1alpha2 } from '../../analysis/index.ts';
+import { convertToV1, convertToV1alpha2, inferInputSemantics } from '../../analysis/index.ts';
 import {
   checkChoice,
   loadInput,
@@ -12,7 +16,7 @@ import {
   withInputOptions,
   writeJson,
 } from '../common.ts';
-import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 export function convertCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('convert'))
@@ -21,16 +25,27 @@ export function convertCommand(io: CliIo, done: (code: number) => void): Command
     )
     .requiredOption('--to <version>', 'target: v1 or v1alpha2')
     .option('-o, --output <format>', 'yaml or json', 'yaml')
-    .action(async (raw: Record<string, unknown>) => {
+    .addHelpText(
+      'after',
+      '\n--semantics says what the input was written for (--to v1 only); without it, input using an\nextensions/v1beta1 NetworkPolicy or the DefaultDeny annotation is read as v1beta1-proposal,\nanything else as v1, which passes through unchanged.',
+    )
+    .action(async (raw: Record<string, unknown>, command: Command) => {
       const to = checkChoice('--to', raw.to, ['v1', 'v1alpha2'] as const);
       const output = checkChoice('--output', raw.output, ['yaml', 'json'] as const);
-      // The input is read with the semantics it was written for.
-      const input = resolveInputOptions(to === 'v1' ? { ...raw, semantics: 'v1beta1-proposal' } : raw);
-      const loaded = await loadInput(input, io);
-      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      const input = resolveInputOptions(raw);
+      const explicit = command.getOptionValueSource('semantics') === 'cli';
+      if (to === 'v1alpha2' && explicit)
+        throw new UsageError(
+          '--semantics applies to --to v1 (what the input was written for); --to v1alpha2 converts cluster policies, whatever the semantics',
+        );
+      // Read first, then judge: which semantics the input was written for decides the warnings.
+      const loaded = await loadInput(input, io, { deferSemantics: true });
+      const written: Semantics = explicit ? input.semantics : inferInputSemantics(loaded.rawObjects);
+      const diagnostics = [...loaded.diagnostics, ...semanticsDiagnostics(loaded.cluster, written)];
+      const inputErrors = reportDiagnostics(diagnostics, io, input.verbose);
       const { objects, notes } =
         to === 'v1'
-          ? convertToV1(loaded.rawObjects, loaded.cluster)
+          ? convertToV1(loaded.rawObjects, loaded.cluster, written)
           : convertToV1alpha2(loaded.rawObjects, loaded.cluster);
       reportDiagnostics(notes, io, true);
       if (output === 'json') writeJson(io, { apiVersion: 'v1', kind: 'List', items: objects });

@@ -28,9 +28,9 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+      const namespaces = raw.namespace as string[] | undefined;
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      const namespaces = raw.namespace as string[] | undefined;
       let endpoints: readonly Endpoint[] = loaded.cluster.endpoints.filter(
         (e) => !namespaces || namespaces.includes(e.namespace),
       );

@@ -62,12 +62,14 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const by = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
+      const namespaces = raw.namespace as string[] | undefined;
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      const namespaces = raw.namespace as string[] | undefined;
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
         refuseTooWide(io, groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by));
-      const progress = io.stderrIsTty ? progressBar(io.stderr, 'matrix') : undefined;
+      const progress = io.stderrIsTty
+        ? progressBar(io.stderr, 'matrix', { escapes: io.env.NO_COLOR === undefined })
+        : undefined;
       const matrix = computeViewMatrix(loaded.cluster, {
         by,
         queries,
