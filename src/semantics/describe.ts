@@ -5,14 +5,17 @@ import { formatIp } from '../net/ip.ts';
 import { selectorText } from '../model/selector.ts';
 import type { ClusterPeer, ClusterRule, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import type { Address } from './types.ts';
+import { noteExplanation } from './explanation-meter.ts';
 
 export function describeAddress(address: Address): string {
+  noteExplanation();
   if (address.kind === 'endpoint') return address.endpoint.id;
   if (address.domain) return `${address.domain} (${formatIp(address.ip)})`;
   return address.node ? `${formatIp(address.ip)} (node ${address.node})` : formatIp(address.ip);
 }
 
 export function describePeer(peer: Peer, policyNamespace: string): string {
+  noteExplanation();
   if (peer.type === 'ipBlock') {
     const except = peer.except.length > 0 ? ` except ${peer.except.map((c) => c.text).join(', ')}` : '';
     return `addresses in ${peer.cidr.text}${except}`;
@@ -29,6 +32,7 @@ export function describePeer(peer: Peer, policyNamespace: string): string {
 export function describePort(
   port: Pick<PolicyPort, 'protocol' | 'endPort'> & { readonly port?: number | string },
 ): string {
+  noteExplanation();
   if (port.port === undefined) return `${port.protocol} (all ports)`;
   if (port.endPort !== undefined) return `${port.protocol} ${port.port}-${port.endPort}`;
   return `${port.protocol} ${port.port}`;
@@ -40,6 +44,7 @@ export function describeRule(
   direction: 'ingress' | 'egress',
   policyNamespace: string,
 ): string {
+  noteExplanation();
   const word = direction === 'ingress' ? 'from' : 'to';
   const peers =
     rule.peers === undefined || rule.peers.length === 0
@@ -54,6 +59,7 @@ export function describeRule(
 
 /** E.g. `deny to namespaces team=x or 10.0.0.0/8 on TCP 80, named port http`. */
 export function describeClusterRule(rule: ClusterRule, direction: 'ingress' | 'egress'): string {
+  noteExplanation();
   const word = direction === 'ingress' ? 'from' : 'to';
   if (rule.failClosed) return `${rule.action} (a peer Palisade cannot read: fails closed)`;
   const peers = rule.peers.map(describeClusterPeer).join(' or ');
@@ -64,6 +70,7 @@ export function describeClusterRule(rule: ClusterRule, direction: 'ingress' | 'e
 }
 
 export function describeClusterPeer(peer: ClusterPeer): string {
+  noteExplanation();
   switch (peer.type) {
     case 'pods': {
       const ns = peer.namespaces.selector

@@ -7,6 +7,7 @@ import type { IpFamily } from '../net/ip.ts';
 import type { NetworkPolicy, PolicyRule, Semantics } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
 import { describeAddress, describeRule } from './describe.ts';
+import { noteExplanation } from './explanation-meter.ts';
 import { listMatchesAll, peerMatches, portMatches, type ClusterIndex } from './match.ts';
 import { gateReason, networkPolicyGate, subjectGate, type OpenGate } from './side-gate.ts';
 import { tierOutcome, walkTier } from './tiers.ts';
@@ -26,12 +27,17 @@ export function evaluate(
   connection: Connection,
   options: EvaluateOptions = {},
 ): Verdict {
+  noteExplanation();
   const shared = connectionFamilies(connection.src, connection.dst);
   const wanted = connection.family;
   const families =
     wanted === undefined ? shared.families : shared.families.filter((f) => f === wanted || f === undefined);
   const note =
-    families.length === 0 && wanted !== undefined ? `no IPv${wanted} address on both sides` : shared.note;
+    families.length === 0 && wanted !== undefined
+      ? `no IPv${wanted} address on both sides`
+      : shared.families.length === 0
+        ? `${describeAddress(connection.src)} and ${describeAddress(connection.dst)} share no address family`
+        : undefined;
   const [firstFamily, ...moreFamilies] = families;
   if (families.length === 0) {
     const verdict = evaluateFamily(index, connection, undefined, options);
@@ -104,12 +110,10 @@ function sideAllowed(
 
 /**
  * Which address families a connection can use. Endpoints without addresses (workload templates)
- * take the other side's families; two addressless endpoints give `[undefined]`.
+ * take the other side's families; two addressless endpoints give `[undefined]`, two endpoints
+ * sharing no family `[]` (`evaluate` says so in a note; the matrix only needs the families).
  */
-export function connectionFamilies(
-  src: Address,
-  dst: Address,
-): { families: (IpFamily | undefined)[]; note?: string } {
+export function connectionFamilies(src: Address, dst: Address): { families: (IpFamily | undefined)[] } {
   const familiesOf = (a: Address): IpFamily[] =>
     a.kind === 'ip' ? [a.ip.family] : [...new Set(a.endpoint.ips.map((ip) => ip.family))].sort();
   const s = familiesOf(src);
@@ -117,14 +121,7 @@ export function connectionFamilies(
   if (s.length === 0 && d.length === 0) return { families: [undefined] };
   if (s.length === 0) return { families: d };
   if (d.length === 0) return { families: s };
-  const common = s.filter((f) => d.includes(f));
-  if (common.length === 0) {
-    return {
-      families: [],
-      note: `${describeAddress(src)} and ${describeAddress(dst)} share no address family`,
-    };
-  }
-  return { families: common };
+  return { families: s.filter((f) => d.includes(f)) };
 }
 
 function evaluateFamily(

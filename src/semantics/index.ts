@@ -13,6 +13,7 @@ export {
   type ClusterIndex,
 } from './match.ts';
 export { describeStep, walkTier } from './tiers.ts';
+export { explanationsBuilt } from './explanation-meter.ts';
 export {
   describeAddress,
   describeClusterPeer,

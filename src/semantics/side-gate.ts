@@ -12,6 +12,7 @@
  */
 import type { Endpoint, NetworkPolicy, Semantics } from '../model/types.ts';
 import { describeAddress } from './describe.ts';
+import { noteExplanation } from './explanation-meter.ts';
 import { isOwnNode, selectingPolicies, type ClusterIndex } from './match.ts';
 import type { Address, EvaluateOptions, SideStatus } from './types.ts';
 
@@ -41,6 +42,7 @@ export function subjectGate(subject: Address): SubjectGate {
 
 /** The sentence for people saying why a side is open (`subject` is the side's own address). */
 export function gateReason(gate: OpenGate, subject: Address, direction: 'egress' | 'ingress'): string {
+  noteExplanation();
   const id = gate.endpoint?.id ?? describeAddress(subject);
   switch (gate.status) {
     case 'not-applicable':

@@ -10,6 +10,7 @@ import type { ClusterPolicy, ClusterRule, Endpoint, Tier } from '../model/types.
 import { matchingPeer, matchingPort, selectingClusterPolicies } from './cluster-match.ts';
 import type { ClusterIndex } from './match.ts';
 import type { Address, Connection, TierStep } from './types.ts';
+import { noteExplanation } from './explanation-meter.ts';
 
 export function walkTier(
   index: ClusterIndex,
@@ -19,6 +20,7 @@ export function walkTier(
   connection: Connection,
   family: IpFamily | undefined,
 ): TierStep {
+  noteExplanation();
   const policies = selectingClusterPolicies(index, endpoint, direction, tier);
   const names = policies.map(clusterPolicyLabel);
   const decided = decidingRule(index, policies, endpoint, direction, connection, family);
@@ -76,6 +78,7 @@ function decidingRule(
 
 /** `[Admin] pass (anp/monitoring, rule 2 "pass-probes")` — one step of a walk, for people. */
 export function describeStep(step: TierStep): string {
+  noteExplanation();
   const words: Record<TierStep['outcome'], string> = {
     allow: 'allowed',
     deny: 'denied',
