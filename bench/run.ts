@@ -15,6 +15,7 @@ import { suiteBenchmark } from './suite.ts';
 import { filesBenchmark } from './files.bench.ts';
 import { matrixFilesBenchmark } from './matrix-files.bench.ts';
 import { reflectBenchmark } from './reflect.bench.ts';
+import { explanationsBenchmark } from './explanations.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -29,6 +30,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   'matrix-files': matrixFilesBenchmark,
   all: suiteBenchmark,
   reflect: reflectBenchmark,
+  explanations: explanationsBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);
