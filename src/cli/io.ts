@@ -18,11 +18,19 @@ export interface CliIo {
   readStdin(): Promise<string>;
 }
 
+/*
+ * Exit codes, a contract (README "Exit codes"): a script must tell "the answer is not what I
+ * expected" from "something in the input is wrong" — both were 1 (issue 19 §1.4).
+ */
 export const EXIT_OK = 0;
-/** Findings or errors in the input (or a failed `--expect`). */
+/** Findings or errors in the input (the answer is still given for what could be read). */
 export const EXIT_FINDINGS = 1;
 /** Bad command line. */
 export const EXIT_USAGE = 2;
+/** The answer differs from what `--expect` said it should be (whatever else the input holds). */
+export const EXIT_EXPECTATION_FAILED = 3;
+/** A bug in Palisade (an exception nobody expected); main.ts prints it and exits with this. */
+export const EXIT_INTERNAL = 70;
 
 /** A usage problem found after parsing (bad --from, unknown format...). */
 export class UsageError extends Error {}

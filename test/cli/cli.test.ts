@@ -82,7 +82,28 @@ describe('palisade check', () => {
     ];
     assert.equal((await cli([...args, '--expect', 'deny'])).code, 0);
     const wrong = await cli([...args, '--expect', 'allow']);
-    assert.equal(wrong.code, 1);
+    assert.equal(wrong.code, 3);
+    assert.match(wrong.stderr, /expected allow, but the connection is denied/);
+  });
+  it('a wrong verdict (3) is told apart from an invalid object elsewhere in the input (1)', async () => {
+    // Issue 19 §1.4: both were 1, so CI could not tell a failed policy test from a typo.
+    const args = [
+      'check',
+      '-f',
+      EXAMPLE,
+      'test/fixtures/broken.yaml',
+      '--from',
+      'payments/gateway',
+      '--to',
+      '203.0.113.200',
+      '--port',
+      '443',
+    ];
+    const right = await cli([...args, '--expect', 'deny']);
+    assert.equal(right.code, 1, 'the verdict is as expected, but the input holds an invalid policy');
+    assert.match(right.stderr, /not-a-cidr/);
+    const wrong = await cli([...args, '--expect', 'allow']);
+    assert.equal(wrong.code, 3, 'a wrong verdict wins over input errors');
     assert.match(wrong.stderr, /expected allow, but the connection is denied/);
   });
   it('usage errors exit 2 with one clear line', async () => {

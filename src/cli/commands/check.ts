@@ -20,7 +20,7 @@ import {
   withInputOptions,
   writeJson,
 } from '../common.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { EXIT_EXPECTATION_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 export function checkCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('check'))
@@ -32,7 +32,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     )
     .requiredOption('--port <port>', 'destination port number, or a named port of the destination')
     .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
-    .option('--expect <verdict>', 'exit 1 unless the verdict is this (allow or deny)')
+    .option('--expect <verdict>', 'exit 3 unless the verdict is this (allow or deny)')
     .option('-o, --output <format>', 'text or json', 'text')
     .option(
       '--engine <engine>',
@@ -102,6 +102,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         io.stderr.write(
           `expected ${expect}, but the connection is ${verdict.allowed ? 'allowed' : 'denied'}\n`,
         );
-      done(inputErrors || expectationFailed ? EXIT_FINDINGS : EXIT_OK);
+      // A wrong verdict is 3 even when the input also has errors (1): the question asked was answered.
+      done(expectationFailed ? EXIT_EXPECTATION_FAILED : inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
