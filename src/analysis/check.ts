@@ -9,6 +9,7 @@ import { evaluate, indexCluster, resolveNamedPort } from '../semantics/index.ts'
 import type { Address, EvaluateOptions, Verdict } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
 import { addressText, type Resolution } from './resolve-address.ts';
+import { droppedPoliciesFor } from './dropped-policies.ts';
 import type { CheckResult, PodPairVerdict } from './types.ts';
 
 type Resolved = Extract<Resolution, { ok: true }>;
@@ -38,12 +39,19 @@ export function checkConnection(
   };
   const asGiven = (): Verdict =>
     evaluate(index, { src: from.address, dst: to.address, protocol, port: request.port }, options);
+  const endpointsOf = (addresses: readonly Address[]): Endpoint[] =>
+    addresses.flatMap((a) => (a.kind === 'endpoint' ? [a.endpoint] : []));
+  const dropped = [
+    ...droppedPoliciesFor(cluster, endpointsOf(sources), 'egress'),
+    ...droppedPoliciesFor(cluster, endpointsOf(destinations), 'ingress'),
+  ];
   const base = {
     from: from.workload?.label ?? addressText(from.address),
     to: to.workload?.label ?? addressText(to.address),
     protocol,
     port: request.port,
     ...(portName ? { portName } : {}),
+    ...(dropped.length ? { droppedPolicies: dropped } : {}),
   };
   if (sources.length === 1 && destinations.length === 1) {
     return { ...base, verdict: asGiven() };

@@ -15,6 +15,7 @@ import {
   type ClusterIndex,
 } from '../semantics/index.ts';
 import { clusterPolicyLabel } from '../model/cluster-policy.ts';
+import { droppedPoliciesFor, type DroppedPolicy } from './dropped-policies.ts';
 
 export interface RuleExplanation {
   readonly policy: string;
@@ -41,6 +42,8 @@ export interface DirectionExplanation {
   /** Admin-tier rules (decide before NetworkPolicy) and Baseline-tier rules (after, when not isolated). */
   readonly tiers: readonly TierRuleExplanation[];
   readonly summary: string;
+  /** NetworkPolicies dropped as invalid that would have selected the endpoint this way (absent when none). */
+  readonly dropped?: readonly DroppedPolicy[];
 }
 
 export interface EndpointExplanation {
@@ -67,9 +70,29 @@ export function explainEndpoints(
       .join(','),
     ips: endpoint.ips.map(formatIp),
     hostNetwork: endpoint.hostNetwork,
-    ingress: withTiers(index, endpoint, 'ingress', explainDirection(index, endpoint, 'ingress', semantics)),
-    egress: withTiers(index, endpoint, 'egress', explainDirection(index, endpoint, 'egress', semantics)),
+    ingress: withDropped(
+      cluster,
+      endpoint,
+      'ingress',
+      withTiers(index, endpoint, 'ingress', explainDirection(index, endpoint, 'ingress', semantics)),
+    ),
+    egress: withDropped(
+      cluster,
+      endpoint,
+      'egress',
+      withTiers(index, endpoint, 'egress', explainDirection(index, endpoint, 'egress', semantics)),
+    ),
   }));
+}
+
+function withDropped(
+  cluster: Cluster,
+  endpoint: Endpoint,
+  direction: 'ingress' | 'egress',
+  explanation: DirectionExplanation,
+): DirectionExplanation {
+  const dropped = droppedPoliciesFor(cluster, [endpoint], direction);
+  return dropped.length ? { ...explanation, dropped } : explanation;
 }
 
 /** The cluster-policy rules of both tiers that apply to the endpoint, in evaluation order. */

@@ -5,6 +5,7 @@
 import type { Endpoint, Protocol } from '../model/types.ts';
 import type { PortSet } from '../semantics/index.ts';
 import type { Verdict } from '../semantics/types.ts';
+import type { DroppedPolicy } from './dropped-policies.ts';
 
 /** One column of a matrix: a port (number, or a name resolved per destination) and protocol. */
 export interface PortQuery {
@@ -69,6 +70,8 @@ export interface CheckResult {
     /** One pod pair per pair of equivalence classes. */
     readonly judged: readonly PodPairVerdict[];
   };
+  /** NetworkPolicies dropped as invalid that would have selected the source (egress) or destination (ingress). */
+  readonly droppedPolicies?: readonly DroppedPolicy[];
 }
 
 /** One judged pod pair of a `check` between workloads, standing for `pairs` pod pairs like it. */

@@ -14,6 +14,7 @@ import {
   type Namespace,
   type NetworkPolicy,
   type NodeInfo,
+  type RejectedPolicy,
   type SourceLocation,
 } from '../model/types.ts';
 import type { DecodedObject } from './types.ts';
@@ -26,7 +27,11 @@ export interface IdentifiedObject {
   readonly object: DecodedObject;
 }
 
-export function buildCluster(objects: readonly IdentifiedObject[]): {
+/** `rejected`: NetworkPolicies dropped as invalid, kept unless a valid definition of the same one is in the input. */
+export function buildCluster(
+  objects: readonly IdentifiedObject[],
+  rejected: readonly RejectedPolicy[] = [],
+): {
   cluster: Cluster;
   diagnostics: Diagnostic[];
 } {
@@ -99,9 +104,22 @@ export function buildCluster(objects: readonly IdentifiedObject[]): {
     policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
     clusterPolicies: clusterPolicies.sort(comparePolicies),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
+    ...rejectedOnly(rejected, policies),
   };
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   return { cluster, diagnostics };
+}
+
+function rejectedOnly(
+  rejected: readonly RejectedPolicy[],
+  policies: readonly NetworkPolicy[],
+): { rejectedPolicies?: RejectedPolicy[] } {
+  if (rejected.length === 0) return {};
+  const valid = new Set(policies.map((p) => `${p.namespace}/${p.name}`));
+  const kept = rejected
+    .filter((r) => !valid.has(`${r.namespace}/${r.name}`))
+    .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name));
+  return kept.length ? { rejectedPolicies: kept } : {};
 }
 
 /** `ns/name` for every endpoint, with `[Kind]` added to workloads whose name a pod also uses. */

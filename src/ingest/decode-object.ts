@@ -4,11 +4,12 @@
  * ConfigMaps and CRDs.
  */
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
-import { WORKLOAD_KINDS, type WorkloadKind } from '../model/types.ts';
+import { WORKLOAD_KINDS, type RejectedPolicy, type WorkloadKind } from '../model/types.ts';
 import { DecodeContext } from './decode-context.ts';
 import { decodePod, decodeWorkload } from './decode-endpoint.ts';
 import { decodeNamespace } from './decode-namespace.ts';
 import { decodeNetworkPolicy } from './decode-policy.ts';
+import { rejectedPolicy } from './rejected-policy.ts';
 import { decodeClusterPolicy } from './decode-cluster-policy.ts';
 import { decodeNode } from './decode-node.ts';
 import type { DecodedObject, RawObject } from './types.ts';
@@ -38,6 +39,8 @@ export interface DecodeOutcome {
   /** `Kind ns/name`, for duplicate detection. Absent when the object could not be identified. */
   readonly identity?: string;
   readonly diagnostics: readonly Diagnostic[];
+  /** A NetworkPolicy dropped as invalid, as far as it can be read (for check and explain). */
+  readonly rejected?: RejectedPolicy;
 }
 
 /** How objects are read: the namespace of those that name none (default `default`). */
@@ -78,8 +81,10 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
     return { diagnostics: [diagnostic] };
   }
   // Two literals rather than a spread, which builds each result the slow way.
-  return decoded
-    ? { object: decoded, identity, diagnostics: ctx.diagnostics }
+  if (decoded) return { object: decoded, identity, diagnostics: ctx.diagnostics };
+  const rejected = kind === 'NetworkPolicy' && ctx.failed ? rejectedPolicy(ctx) : undefined;
+  return rejected
+    ? { identity, diagnostics: ctx.diagnostics, rejected }
     : { identity, diagnostics: ctx.diagnostics };
 }
 

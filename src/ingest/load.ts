@@ -3,7 +3,7 @@
  * cluster, and add the diagnostics that depend on the chosen semantics.
  */
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
-import type { Semantics } from '../model/types.ts';
+import type { RejectedPolicy, Semantics } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
 import { decodeObject, type DecodeOptions } from './decode-object.ts';
 import { parseDocuments } from './parse-documents.ts';
@@ -96,13 +96,15 @@ function decodeAll(
   const diagnostics = new DiagnosticSink();
   diagnostics.addAll(parsing);
   const decoded: IdentifiedObject[] = [];
+  const rejected: RejectedPolicy[] = [];
   for (const raw of rawObjects) {
     const outcome = decodeObject(raw, options);
     diagnostics.addAll(outcome.diagnostics);
     if (outcome.object && outcome.identity)
       decoded.push({ identity: outcome.identity, object: outcome.object });
+    else if (outcome.rejected) rejected.push(outcome.rejected);
   }
-  const built = buildCluster(decoded);
+  const built = buildCluster(decoded, rejected);
   diagnostics.addAll(built.diagnostics);
   if (semantics !== 'deferred') diagnostics.addAll(semanticsDiagnostics(built.cluster, semantics));
   return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics.list()), rawObjects };

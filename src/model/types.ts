@@ -143,6 +143,24 @@ export interface NetworkPolicy {
   readonly location?: SourceLocation;
 }
 
+/**
+ * A NetworkPolicy dropped as invalid, kept as far as it could be read: `check` and `explain`
+ * say when it would have selected the endpoint they answer for (issue 19 §1.5) — the verdict
+ * ignores it, as the API server would have refused it.
+ */
+export interface RejectedPolicy {
+  readonly namespace: string;
+  readonly name: string;
+  /** Undefined when the pod selector itself was invalid (it might select anything). */
+  readonly podSelector: LabelSelector | undefined;
+  /** The directions it would have isolated (as policyTypes say, or defaulted). */
+  readonly affectsIngress: boolean;
+  readonly affectsEgress: boolean;
+  /** The first error that dropped it, e.g. `spec.ingress[0].from[0].ipBlock.cidr: …`. */
+  readonly problem: string;
+  readonly location?: SourceLocation;
+}
+
 /** A complete, validated snapshot of what policy analysis needs. */
 export interface Cluster {
   readonly namespaces: ReadonlyMap<string, Namespace>;
@@ -151,6 +169,8 @@ export interface Cluster {
   /** AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy, in precedence order. */
   readonly clusterPolicies: readonly ClusterPolicy[];
   readonly nodes: ReadonlyMap<string, NodeInfo>;
+  /** NetworkPolicies dropped as invalid (from files; absent when none or not tracked). */
+  readonly rejectedPolicies?: readonly RejectedPolicy[];
 }
 
 export function policyKey(policy: Pick<NetworkPolicy, 'namespace' | 'name'>): string {

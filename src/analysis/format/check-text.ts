@@ -5,13 +5,18 @@
 import { describeStep } from '../../semantics/index.ts';
 import type { SideVerdict, Verdict } from '../../semantics/types.ts';
 import type { CheckResult } from '../types.ts';
+import { droppedPolicyText } from '../dropped-policies.ts';
 import type { Style } from './style.ts';
 
 export function formatCheckText(result: CheckResult, style: Style): string {
   const { verdict } = result;
   const port = result.portName ? `${result.portName} (${result.port})` : String(result.port);
   const head = `${result.from} → ${result.to} ${result.protocol}/${port}: ${verdict.allowed ? style.ok('ALLOWED') : style.bad('DENIED')}`;
-  const lines = [head, ...verdictLines(verdict, style)];
+  const lines = [head];
+  // Next to the verdict: a policy the user wrote that would have applied, but is not in force.
+  for (const dropped of result.droppedPolicies ?? [])
+    lines.push(style.warn(`  warning: ${droppedPolicyText(dropped)}`));
+  lines.push(...verdictLines(verdict, style));
   for (const other of verdict.otherFamilies) {
     lines.push(
       `  over IPv${other.family}: ${other.allowed ? 'allowed' : 'denied'}`,

@@ -3,6 +3,7 @@
  */
 import type { EndpointExplanation, DirectionExplanation } from '../explain.ts';
 import type { Style } from './style.ts';
+import { droppedPolicyText } from '../dropped-policies.ts';
 
 const MAX_LISTED_PEERS = 6;
 
@@ -25,6 +26,7 @@ function direction(name: string, d: DirectionExplanation, style: Style): string[
   const admin = d.tiers.filter((t) => t.tier === 'Admin');
   const baseline = d.tiers.filter((t) => t.tier === 'Baseline');
   const lines = [`  ${name}: ${summary}`];
+  for (const dropped of d.dropped ?? []) lines.push(style.warn(`    warning: ${droppedPolicyText(dropped)}`));
   // Evaluation order: Admin rules first, then NetworkPolicy, then (when not isolated) Baseline.
   // Lines are pushed one by one: an endpoint can be subject to 100,000 Admin rules, too many
   // arguments for one push.

@@ -1,0 +1,191 @@
+/**
+ * Issue 19 §1.5: `check` and `explain` name a NetworkPolicy that was dropped as invalid when it
+ * would have selected the endpoint they answer for — next to the verdict, with where and why —
+ * and say nothing of dropped policies that would not have applied.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { cli } from '../helpers/cli.ts';
+
+const dir = mkdtempSync(join(tmpdir(), `palisade-dropped-${process.pid}-`));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const PODS = file(
+  'pods.yaml',
+  `apiVersion: v1
+kind: Namespace
+metadata: {name: app}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: app, labels: {app: web}}
+spec: {containers: [{name: c}]}
+status: {phase: Running, podIP: 10.0.0.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db, namespace: app, labels: {app: db}}
+spec: {containers: [{name: c}]}
+status: {phase: Running, podIP: 10.0.0.2}
+`,
+);
+
+const policy = (name: string, namespace: string, spec: string): string =>
+  `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: ${name}, namespace: ${namespace}}\nspec:\n${spec}\n---\n`;
+
+const DROPPED = file(
+  'dropped.yaml',
+  policy(
+    'db-ingress',
+    'app',
+    `  podSelector: {matchLabels: {app: db}}
+  ingress:
+  - from: [{ipBlock: {cidr: 10.0.0.0/33}}]`,
+  ) +
+    policy(
+      'web-egress',
+      'app',
+      `  podSelector: {matchLabels: {app: web}}
+  policyTypes: [Egress]
+  egress:
+  - ports: [{port: 0x50}]`,
+    ) +
+    policy(
+      'elsewhere',
+      'other',
+      `  podSelector: {}
+  ingress:
+  - from: [{ipBlock: {cidr: nonsense}}]`,
+    ) +
+    policy(
+      'not-db',
+      'app',
+      `  podSelector: {matchLabels: {app: cache}}
+  ingress:
+  - ports: [{port: 99999}]`,
+    ) +
+    policy(
+      'bad-selector',
+      'app',
+      `  podSelector: {matchExpressions: [{key: app, operator: Sometimes}]}
+  ingress: []`,
+    ),
+);
+
+const check = (...extra: string[]) =>
+  cli(['check', '-f', PODS, DROPPED, '--from', 'app/web', '--to', 'app/db', '--port', '5432', ...extra]);
+
+describe('policies dropped as invalid', () => {
+  it('check names those that would have selected either side, next to the verdict', async () => {
+    const r = await check();
+    assert.equal(r.code, 1, 'the input has errors');
+    const lines = r.stdout.split('\n');
+    assert.match(lines[0] ?? '', /^app\/web → app\/db TCP\/5432: ALLOWED$/);
+    const warnings = lines.filter((l) => l.startsWith('  warning: '));
+    assert.equal(warnings.length, 3, r.stdout);
+    assert.match(
+      warnings.join('\n'),
+      /app\/web-egress \(.*dropped\.yaml:\d+:\d+\) was dropped as invalid — spec\.egress\[0\]\.ports\[0\]\.port: .* — and would have selected app\/web for egress/,
+    );
+    assert.match(warnings.join('\n'), /app\/db-ingress .* would have selected app\/db for ingress/);
+    assert.match(
+      warnings.join('\n'),
+      /app\/bad-selector .* might have selected \(its pod selector is invalid too\) app\/db for ingress/,
+    );
+    // The warnings come right after the verdict line, before the sides' explanation.
+    assert.ok(lines[1]?.startsWith('  warning: '));
+    assert.doesNotMatch(r.stdout, /elsewhere|not-db/);
+  });
+
+  it('check -o json lists them as data', async () => {
+    const r = await check('-o', 'json');
+    const json = JSON.parse(r.stdout) as {
+      droppedPolicies: { policy: string; direction: string; certain: boolean }[];
+    };
+    assert.deepEqual(json.droppedPolicies.map((d) => `${d.policy} ${d.direction} ${d.certain}`).sort(), [
+      'app/bad-selector ingress false',
+      'app/db-ingress ingress true',
+      'app/web-egress egress true',
+    ]);
+  });
+
+  it('a valid definition of the same policy later in the input replaces the dropped one', async () => {
+    const fixed = file(
+      'fixed.yaml',
+      policy(
+        'db-ingress',
+        'app',
+        `  podSelector: {matchLabels: {app: db}}
+  ingress:
+  - from: [{ipBlock: {cidr: 10.0.0.0/32}}]`,
+      ),
+    );
+    const r = await cli([
+      'check',
+      '-f',
+      PODS,
+      DROPPED,
+      fixed,
+      '--from',
+      'app/web',
+      '--to',
+      'app/db',
+      '--port',
+      '5432',
+    ]);
+    assert.doesNotMatch(r.stdout, /db-ingress \(/);
+    assert.match(r.stdout, /DENIED/);
+  });
+
+  it('nothing is said when no dropped policy concerns the pair', async () => {
+    const r = await cli(['check', '-f', PODS, '--from', 'app/web', '--to', 'app/db', '--port', '5432']);
+    assert.equal(r.code, 0);
+    assert.doesNotMatch(r.stdout, /warning|dropped/);
+    const json = JSON.parse(
+      (
+        await cli([
+          'check',
+          '-f',
+          PODS,
+          '--from',
+          'app/web',
+          '--to',
+          'app/db',
+          '--port',
+          '5432',
+          '-o',
+          'json',
+        ])
+      ).stdout,
+    ) as Record<string, unknown>;
+    assert.equal(json.droppedPolicies, undefined);
+  });
+
+  it('explain names them under the direction they would have isolated', async () => {
+    const r = await cli(['explain', '-f', PODS, DROPPED, '--pod', 'app/db']);
+    const ingress = r.stdout.split('\n  egress:')[0] ?? '';
+    assert.match(ingress, /warning: app\/db-ingress .* would have selected app\/db for ingress/);
+    assert.doesNotMatch(r.stdout.split('\n  egress:')[1] ?? '', /warning/);
+    const web = await cli(['explain', '-f', PODS, DROPPED, '--pod', 'app/web', '-o', 'json']);
+    const {
+      endpoints: [explained],
+    } = JSON.parse(web.stdout) as { endpoints: { egress: { dropped?: { policy: string }[] } }[] };
+    assert.deepEqual(
+      explained?.egress.dropped?.map((d) => d.policy),
+      ['app/web-egress'],
+    );
+  });
+});
