@@ -33,12 +33,21 @@ export function checkConnection(
   const { from, to, protocol, portName } = request;
   const sources = sideAddresses(from);
   const destinations = sideAddresses(to);
+  // An address given as an IP fixes the family (the CLI refuses two of different families).
+  const family = from.family ?? to.family;
+  const inFamily = family !== undefined ? { family } : {};
   const judge = (src: Address, dst: Address): Verdict | undefined => {
     const port = portName && dst !== to.address ? resolveNamedPort(dst, portName, protocol) : request.port;
-    return port === undefined ? undefined : evaluate(index, { src, dst, protocol, port }, options);
+    return port === undefined
+      ? undefined
+      : evaluate(index, { src, dst, protocol, port, ...inFamily }, options);
   };
   const asGiven = (): Verdict =>
-    evaluate(index, { src: from.address, dst: to.address, protocol, port: request.port }, options);
+    evaluate(
+      index,
+      { src: from.address, dst: to.address, protocol, port: request.port, ...inFamily },
+      options,
+    );
   const endpointsOf = (addresses: readonly Address[]): Endpoint[] =>
     addresses.flatMap((a) => (a.kind === 'endpoint' ? [a.endpoint] : []));
   const dropped = [
@@ -51,6 +60,8 @@ export function checkConnection(
     protocol,
     port: request.port,
     ...(portName ? { portName } : {}),
+    // Named in the answer only where it matters: a dual-stack endpoint judged over one family.
+    ...(family !== undefined && [...sources, ...destinations].some(dualStack) ? { family } : {}),
     ...(dropped.length ? { droppedPolicies: dropped } : {}),
   };
   if (sources.length === 1 && destinations.length === 1) {
@@ -75,6 +86,9 @@ export function checkConnection(
     podPairs: { allowed: allowedPairs, total, judged: pairs },
   };
 }
+
+const dualStack = (a: Address): boolean =>
+  a.kind === 'endpoint' && new Set(a.endpoint.ips.map((ip) => ip.family)).size > 1;
 
 function sideAddresses(side: Resolved): Address[] {
   return side.workload

@@ -3,7 +3,7 @@
  * evaluator address. An IP that belongs to a pod resolves to that pod; a node's IP is marked as
  * the node's.
  */
-import { formatIp, parseIp } from '../net/ip.ts';
+import { formatIp, parseIp, type IpFamily } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
 import type { Address } from '../semantics/types.ts';
 
@@ -14,6 +14,11 @@ export type Resolution =
       address: Address;
       /** Set when the text named a workload whose pods are in the input: every pod, and the workload's name. */
       workload?: { readonly label: string; readonly members: readonly Endpoint[] };
+      /**
+       * Set when the text was an IP address: a packet to or from it has that family, so a
+       * dual-stack pod named by one of its addresses is judged over that family only.
+       */
+      family?: IpFamily;
     }
   | { ok: false; message: string };
 
@@ -30,7 +35,11 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
         message: `"${text}": after "=" give the IP address ${domain} resolves to (outside the cluster)`,
       };
     }
-    return { ok: true, address: { ...resolved.address, domain: domain.toLowerCase().replace(/\.$/, '') } };
+    return {
+      ok: true,
+      address: { ...resolved.address, domain: domain.toLowerCase().replace(/\.$/, '') },
+      family: resolved.address.ip.family,
+    };
   }
   if (/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\.?$/.test(text) && !parseIp(text).ok) {
     return {
@@ -43,13 +52,14 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
     const pod = cluster.endpoints.find(
       (e) => !e.hostNetwork && e.ips.some((a) => a.family === ip.value.family && a.value === ip.value.value),
     );
-    if (pod) return { ok: true, address: { kind: 'endpoint', endpoint: pod } };
+    const family = ip.value.family;
+    if (pod) return { ok: true, address: { kind: 'endpoint', endpoint: pod }, family };
     for (const node of cluster.nodes.values()) {
       if (node.addresses.some((a) => a.family === ip.value.family && a.value === ip.value.value)) {
-        return { ok: true, address: { kind: 'ip', ip: ip.value, node: node.name } };
+        return { ok: true, address: { kind: 'ip', ip: ip.value, node: node.name }, family };
       }
     }
-    return { ok: true, address: { kind: 'ip', ip: ip.value } };
+    return { ok: true, address: { kind: 'ip', ip: ip.value }, family };
   }
   const found = findEndpoints(cluster.endpoints, text);
   if (typeof found === 'string') return { ok: false, message: found };

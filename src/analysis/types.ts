@@ -2,6 +2,7 @@
  * Contracts of the analysis layer: what `matrix`, `check` and `explain` compute, as data that
  * the formatters (text, json, csv, md) turn into output.
  */
+import type { IpFamily } from '../net/ip.ts';
 import type { Endpoint, Protocol } from '../model/types.ts';
 import type { PortSet } from '../semantics/index.ts';
 import type { Verdict } from '../semantics/types.ts';
@@ -61,6 +62,8 @@ export interface CheckResult {
   readonly port: number;
   /** The port as the user gave it, when it was a name. */
   readonly portName?: string;
+  /** Set when an address given as an IP fixed the family the connection was judged over. */
+  readonly family?: IpFamily;
   /** The verdict shown: when a workload was named, a denied pod pair's if any (allowed only when every pair is). */
   readonly verdict: Verdict;
   /** When `from` or `to` named a workload with several pods: how many pod pairs are allowed, and the pairs judged. */

@@ -49,10 +49,11 @@ export function evaluate(
     ...moreFamilies.map((family) => evaluateFamily(index, connection, family, options)),
   ];
   const primary = verdicts.find((v) => !v.allowed) ?? first;
-  const others = verdicts.filter((v) => v !== primary && v.allowed !== primary.allowed);
-  const notes = others.length
+  const others = verdicts.filter((v) => v !== primary);
+  const differ = others.filter((v) => v.allowed !== primary.allowed);
+  const notes = differ.length
     ? [
-        `dual-stack: ${others.map((o) => `IPv${o.family} is ${o.allowed ? 'allowed' : 'denied'}`).join(', ')}, IPv${primary.family} is ${primary.allowed ? 'allowed' : 'denied'}; the pair counts as allowed only when every family is`,
+        `dual-stack: ${differ.map((o) => `IPv${o.family} is ${o.allowed ? 'allowed' : 'denied'}`).join(', ')}, IPv${primary.family} is ${primary.allowed ? 'allowed' : 'denied'}; the pair counts as allowed only when every family is`,
       ]
     : [];
   return { ...primary, otherFamilies: others, notes: [...primary.notes, ...notes] };

@@ -108,7 +108,10 @@ export interface Verdict {
   readonly family?: IpFamily;
   readonly egress: SideVerdict;
   readonly ingress: SideVerdict;
-  /** Verdicts of the other families of a dual-stack pair, when they differ from this one. */
+  /**
+   * Verdicts of the other families of a dual-stack pair (this one is the first denied family's,
+   * else the first family's); empty when one family was evaluated.
+   */
   readonly otherFamilies: readonly Verdict[];
   readonly notes: readonly string[];
 }

@@ -11,18 +11,14 @@ import type { Style } from './style.ts';
 export function formatCheckText(result: CheckResult, style: Style): string {
   const { verdict } = result;
   const port = result.portName ? `${result.portName} (${result.port})` : String(result.port);
-  const head = `${result.from} → ${result.to} ${result.protocol}/${port}: ${verdict.allowed ? style.ok('ALLOWED') : style.bad('DENIED')}`;
+  const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
+  const head = `${result.from} → ${result.to} ${result.protocol}/${port}: ${headWord(result, families, style)}`;
   const lines = [head];
   // Next to the verdict: a policy the user wrote that would have applied, but is not in force.
   for (const dropped of result.droppedPolicies ?? [])
     lines.push(style.warn(`  warning: ${droppedPolicyText(dropped)}`));
-  lines.push(...verdictLines(verdict, style));
-  for (const other of verdict.otherFamilies) {
-    lines.push(
-      `  over IPv${other.family}: ${other.allowed ? 'allowed' : 'denied'}`,
-      ...verdictLines(other, style).map((l) => `  ${l}`),
-    );
-  }
+  if (families.length === 1) lines.push(...verdictLines(verdict, style));
+  else lines.push(...familyBlocks(families, style));
   for (const note of verdict.notes) lines.push(style.dim(`  note: ${note}`));
   const pods = result.podPairs;
   if (pods && pods.allowed > 0 && pods.allowed < pods.total) {
@@ -34,6 +30,34 @@ export function formatCheckText(result: CheckResult, style: Style): string {
     );
   }
   return lines.join('\n') + '\n';
+}
+
+/**
+ * ALLOWED or DENIED — for a dual-stack pair whose families disagree, each family's (issue 19
+ * §1.3: allowed over IPv4 only is not "denied"; `allowed` in JSON still needs every family).
+ */
+function headWord(result: CheckResult, families: readonly Verdict[], style: Style): string {
+  const { verdict } = result;
+  const word = (allowed: boolean): string => (allowed ? style.ok('ALLOWED') : style.bad('DENIED'));
+  // An address given as an IP fixed the family: say which, so a dual-stack reader is not misled.
+  if (result.family !== undefined) return `${word(verdict.allowed)} over IPv${result.family}`;
+  if (families.every((f) => f.allowed === verdict.allowed)) return word(verdict.allowed);
+  return families.map((f) => `${word(f.allowed)} over IPv${f.family}`).join(', ');
+}
+
+/** One explanation block per address family, labelled; families explained alike share one. */
+function familyBlocks(families: readonly Verdict[], style: Style): string[] {
+  const blocks: { families: string[]; allowed: boolean; lines: string[] }[] = [];
+  for (const f of families) {
+    const lines = verdictLines(f, style).map((l) => `  ${l}`);
+    const same = blocks.find((b) => b.allowed === f.allowed && b.lines.join('\n') === lines.join('\n'));
+    if (same) same.families.push(`IPv${f.family}`);
+    else blocks.push({ families: [`IPv${f.family}`], allowed: f.allowed, lines });
+  }
+  return blocks.flatMap((b) => [
+    `  over ${b.families.join(' and ')}: ${b.allowed ? 'allowed' : 'denied'}`,
+    ...b.lines,
+  ]);
 }
 
 function verdictLines(verdict: Verdict, style: Style): string[] {

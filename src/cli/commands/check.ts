@@ -12,6 +12,7 @@ import {
   styleFor,
 } from '../../analysis/index.ts';
 import { resolveNamedPort } from '../../semantics/index.ts';
+import type { Verdict } from '../../semantics/index.ts';
 import {
   checkChoice,
   loadInput,
@@ -56,6 +57,10 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       const to = resolveAddress(loaded.cluster, String(raw.to));
       if (!from.ok) throw new UsageError(`--from: ${from.message}`);
       if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+      if (from.family !== undefined && to.family !== undefined && from.family !== to.family)
+        throw new UsageError(
+          `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
+        );
       const portText = String(raw.port);
       let port: number;
       let portName: string | undefined;
@@ -97,12 +102,20 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       }
       if (output === 'json') writeJson(io, result);
       else io.stdout.write(formatCheckText(result, styleFor(io.stdoutIsTty, io.env)));
-      const expectationFailed = expect !== undefined && (expect === 'allow') !== verdict.allowed;
+      // Every family must agree: a dual-stack pair allowed over IPv4 only is neither allowed nor denied.
+      const expectationFailed =
+        expect !== undefined &&
+        [verdict, ...verdict.otherFamilies].some((f) => (expect === 'allow') !== f.allowed);
       if (expectationFailed)
-        io.stderr.write(
-          `expected ${expect}, but the connection is ${verdict.allowed ? 'allowed' : 'denied'}\n`,
-        );
+        io.stderr.write(`expected ${expect}, but the connection is ${verdictWords(verdict)}\n`);
       // A wrong verdict is 3 even when the input also has errors (1): the question asked was answered.
       done(expectationFailed ? EXIT_EXPECTATION_FAILED : inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/** `allowed`, `denied`, or per family when a dual-stack pair's families disagree. */
+function verdictWords(verdict: Verdict): string {
+  const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
+  if (families.every((f) => f.allowed === verdict.allowed)) return verdict.allowed ? 'allowed' : 'denied';
+  return families.map((f) => `${f.allowed ? 'allowed' : 'denied'} over IPv${f.family}`).join(' and ');
 }
