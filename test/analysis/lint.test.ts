@@ -278,7 +278,10 @@ describe('lint: DNS', () => {
   it('EGRESS_WITHOUT_DNS: with the DNS pods, by evaluating the connection', () => {
     const found = codes([...base, coredns, denyEgress], 'EGRESS_WITHOUT_DNS');
     assert.equal(found.length, 1);
-    assert.match(found[0]?.message ?? '', /2 endpoints .*kube-system\/coredns-1/);
+    assert.match(
+      found[0]?.message ?? '',
+      /shop\/api\[Pod\] and shop\/web\[Pod\] are isolated .*kube-system\/coredns-1/,
+    );
     assert.equal(codes([...base, coredns, denyEgress, allowDns], 'EGRESS_WITHOUT_DNS').length, 0);
     // The DNS pod's own ingress policy refusing the namespace counts too.
     const dnsLocked = policy('kube-system', 'locked', { podSelector: {}, policyTypes: ['Ingress'] });

@@ -6,7 +6,7 @@
  */
 import { policyKey, type Endpoint, type NetworkPolicy, type PolicyRule } from '../../model/types.ts';
 import { allowedPorts, listMatchesAll, portSetHas } from '../../semantics/index.ts';
-import { listSome, policyObject, type LintCheck, type LintContext } from './context.ts';
+import { listSome, policyObject, rowsOf, type LintCheck, type LintContext } from './context.ts';
 import type { Finding } from './types.ts';
 
 const DNS_APPS = new Set(['kube-dns', 'coredns']);
@@ -49,12 +49,12 @@ export const egressWithoutDns: LintCheck = {
       const at = policies.find((p) => p.egress.length === 0) ?? policies[0];
       if (!at) continue;
       const why = servers.length
-        ? `and can reach no DNS server (${listSome(servers.map((s) => s.id))}) on UDP/53`
+        ? `and can reach no DNS server (${listSome(rowsOf(servers).labels)}) on UDP/53`
         : 'and no egress rule of theirs allows UDP/53';
       findings.push(
         context.finding(
           'EGRESS_WITHOUT_DNS',
-          `${stranded.length} endpoint${stranded.length === 1 ? '' : 's'} (${listSome(stranded.map((e) => e.id))}) ${stranded.length === 1 ? 'is' : 'are'} isolated for egress by ${listSome(policies.map(policyKey))} ${why}`,
+          `${listSome(rowsOf(stranded).labels)} ${rowsOf(stranded).count === 1 ? 'is' : 'are'} isolated for egress by ${listSome(policies.map(policyKey))} ${why}`,
           context.where(policyObject(at), ['spec'], at.location),
         ),
       );

@@ -19,6 +19,7 @@ import {
   DIRECTIONS,
   listSome,
   policyObject,
+  rowsOf,
   type Direction,
   type LintCheck,
   type LintContext,
@@ -47,7 +48,7 @@ export const redundancy: LintCheck = {
       findings.push(
         context.finding(
           'POLICY_REDUNDANT',
-          `${policyKey(policy)} changes nothing: ${listSome(result.isolating)} also isolate${result.isolating.length === 1 ? 's' : ''} the ${result.selected.length === 1 ? 'endpoint' : `${result.selected.length} endpoints`} it selects (${listSome(result.selected.map((e) => e.id))})${result.covering.length ? `, and ${listSome(result.covering.map((r) => r.label))} allow${result.covering.length === 1 ? 's' : ''} everything it allows` : ''}`,
+          `${policyKey(policy)} changes nothing: ${listSome(result.isolating)} also isolate${result.isolating.length === 1 ? 's' : ''} what it selects (${listSome(rowsOf(result.selected).labels)})${result.covering.length ? `, and ${listSome(result.covering.map((r) => r.label))} allow${result.covering.length === 1 ? 's' : ''} everything it allows` : ''}`,
           context.where(policyObject(policy), [], policy.location),
           related(context, result.covering),
         ),

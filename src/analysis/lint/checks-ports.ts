@@ -14,6 +14,7 @@ import {
   networkPolicyRules,
   listSome,
   policyObject,
+  rowsOf,
   type Direction,
   type LintCheck,
   type LintContext,
@@ -98,7 +99,7 @@ export const portChecks: LintCheck = {
         findings.push(
           context.finding(
             'NAMED_PORT_UNRESOLVED',
-            `${label}: named port "${port.name}" is declared by none of the ${targets.length} pods it applies to (${listSome(targets.map((e) => e.id))})`,
+            `${label}: named port "${port.name}" is declared by none of the pods it applies to (${listSome(rowsOf(targets).labels)})`,
             where,
           ),
         );
@@ -155,7 +156,7 @@ function namedPort(
     findings.push(
       context.finding(
         'NAMED_PORT_WRONG_PROTOCOL',
-        `${label}: named port "${name}" is ${first.p.protocol} on ${whose} (e.g. ${first.e.id}: ${first.p.port}/${first.p.protocol}), but the rule says ${protocol}: it allows nothing`,
+        `${label}: named port "${name}" is ${first.p.protocol} on ${whose} (e.g. ${rowsOf([first.e]).labels.join('')}: ${first.p.port}/${first.p.protocol}), but the rule says ${protocol}: it allows nothing`,
         where,
       ),
     );
@@ -164,7 +165,7 @@ function namedPort(
   findings.push(
     context.finding(
       'NAMED_PORT_UNRESOLVED',
-      `${label}: named port "${name}" is declared by none of ${whose} (${targets.length}: ${listSome(targets.map((e) => e.id))}): it allows nothing`,
+      `${label}: named port "${name}" is declared by none of ${whose} (${listSome(rowsOf(targets).labels)}): it allows nothing`,
       where,
     ),
   );

@@ -7,6 +7,7 @@ import { clusterPolicyLabel, namespaceMatches } from '../../model/cluster-policy
 import { selectorMatches, selectorText } from '../../model/selector.ts';
 import { policyKey, type ClusterPeer, type Endpoint, type SelectorPeer } from '../../model/types.ts';
 import { describeClusterPeer, describePeer } from '../../semantics/index.ts';
+import { groupEndpoints } from '../workload-view.ts';
 import {
   clusterPolicyObject,
   clusterPolicyRules,
@@ -14,6 +15,7 @@ import {
   listSome,
   peersField,
   policyObject,
+  rowsOf,
   type LintCheck,
   type LintContext,
 } from './context.ts';
@@ -27,7 +29,7 @@ export const selectsNothing: LintCheck = {
       if (context.selection(policy).length > 0) continue;
       const inNamespace = context.endpoints.endpointsIn(policy.namespace).filter((e) => !e.hostNetwork);
       const there = inNamespace.length
-        ? `namespace ${policy.namespace} has ${inNamespace.length} (${listSome(inNamespace.map((e) => e.id))})`
+        ? `namespace ${policy.namespace} has ${listSome(rowsOf(inNamespace).labels)}`
         : `namespace ${policy.namespace} has none in the input`;
       findings.push(
         context.finding(
@@ -146,23 +148,23 @@ export const notIsolated: LintCheck = {
     for (const policy of context.cluster.policies) for (const e of context.selection(policy)) covered.add(e);
     for (const policy of context.cluster.clusterPolicies)
       for (const e of context.subjects(policy)) covered.add(e);
-    const findings: Finding[] = [];
-    for (const endpoint of context.cluster.endpoints) {
-      if (endpoint.hostNetwork || covered.has(endpoint)) continue;
+    const open = context.cluster.endpoints.filter((endpoint) => {
+      if (endpoint.hostNetwork || covered.has(endpoint)) return false;
       // Under the v1beta1 proposal a namespace's DefaultDeny isolates ingress.
-      if (
+      return !(
         context.semantics === 'v1beta1-proposal' &&
         context.cluster.namespaces.get(endpoint.namespace)?.legacyIngressIsolation === 'DefaultDeny'
-      )
-        continue;
-      findings.push(
-        context.finding(
-          'WORKLOAD_NOT_ISOLATED',
-          `no policy selects ${endpoint.id} (${endpoint.kind}): every connection to and from it is allowed`,
-          context.where(`${endpoint.kind} ${endpoint.namespace}/${endpoint.name}`, [], endpoint.location),
-        ),
       );
-    }
-    return findings;
+    });
+    // One finding per workload (its pods together), as the matrix shows them.
+    return groupEndpoints(open, 'workload').map((group) => {
+      const first = group.members[0] as Endpoint;
+      const pods = group.members.length > 1 ? ` (${group.members.length} pods)` : '';
+      return context.finding(
+        'WORKLOAD_NOT_ISOLATED',
+        `no policy selects ${group.label}${pods}: every connection to and from it is allowed`,
+        context.where(`${first.kind} ${first.namespace}/${first.name}`, [], first.location),
+      );
+    });
   },
 };

@@ -16,6 +16,7 @@ import type {
 } from '../../model/types.ts';
 import { indexCluster, selectingPolicies, type ClusterIndex } from '../../semantics/index.ts';
 import { EndpointIndex } from '../endpoint-index.ts';
+import { groupEndpoints } from '../workload-view.ts';
 import { catalogueEntry, type LintCode } from './catalogue.ts';
 import { fieldLocation } from './locate.ts';
 import type { Finding, FindingLocation, ObjectLocator, RelatedLocation } from './types.ts';
@@ -120,6 +121,15 @@ export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name'>
 /** The field holding a NetworkPolicy rule's peers. */
 export function peersField(direction: Direction): 'from' | 'to' {
   return direction === 'ingress' ? 'from' : 'to';
+}
+
+/**
+ * Endpoints as output names them: a workload's pods as the workload (`ns/name[Kind]`), as the
+ * matrix's default view does; `count` is how many rows that is.
+ */
+export function rowsOf(endpoints: readonly Endpoint[]): { labels: string[]; count: number } {
+  const labels = groupEndpoints(endpoints, 'workload').map((g) => g.label);
+  return { labels, count: labels.length };
 }
 
 /** `a, b and c`, or `a, b, c and 4 more` — lists in messages stay one line. */
