@@ -14,6 +14,9 @@ import { renderCommand } from './commands/render.ts';
 import { labCommand } from './commands/lab.ts';
 import { lintCommand } from './commands/lint.ts';
 import { reflectCommand } from './commands/reflect.ts';
+import { diffCommand } from './commands/diff.ts';
+import { assertCommand } from './commands/assert.ts';
+import { containsCommand, equivCommand, interferesCommand } from './commands/queries.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
 import { VERSION } from './version.ts';
@@ -39,6 +42,11 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     explainCommand,
     validateCommand,
     lintCommand,
+    diffCommand,
+    equivCommand,
+    containsCommand,
+    interferesCommand,
+    assertCommand,
     convertCommand,
     compileCommand,
     generateCommand,

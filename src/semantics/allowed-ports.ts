@@ -44,7 +44,8 @@ export function allowedPorts(
   return result;
 }
 
-function sidePorts(
+/** One side of a connection for one address family: the egress of `src` or the ingress of `dst`. */
+export function sidePorts(
   index: ClusterIndex,
   src: Address,
   dst: Address,

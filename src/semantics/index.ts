@@ -3,9 +3,10 @@
  * Other layers import from here (or types.ts), never from the implementation files.
  */
 export { evaluate, connectionFamilies, isAllowed } from './evaluate.ts';
-export { allowedPorts } from './allowed-ports.ts';
+export { allowedPorts, sidePorts } from './allowed-ports.ts';
 export {
   indexCluster,
+  isOwnNode,
   listMatchesAll,
   peerMatches,
   resolveNamedPort,

@@ -23,6 +23,7 @@ import {
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { progressBar } from '../progress.ts';
+import { GRAPH_FORMATS, GROUP_BY_HELP, isGraphFormat, writeMatrixGraph } from '../graph-output.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -44,7 +45,12 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'rows: workload (pods under their owning workload, ns/name[Kind]) or pod (every pod)',
       'workload',
     )
-    .option('-o, --output <format>', `${Object.keys(MATRIX_FORMATS).join(', ')}`, 'text')
+    .option(
+      '-o, --output <format>',
+      `${[...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS].join(', ')}`,
+      'text',
+    )
+    .option('--group-by <what>', GROUP_BY_HELP, 'workload')
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
@@ -53,7 +59,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
-      const format = checkChoice('--output', raw.output, Object.keys(MATRIX_FORMATS));
+      const format = checkChoice('--output', raw.output, [...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS]);
       const queries = parseQueries(
         (raw.port as string[] | undefined) ?? [],
         (raw.protocol as string[] | undefined) ?? [],
@@ -79,6 +85,10 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         ...(progress ? { onProgress: progress.update } : {}),
       });
       progress?.finish();
+      if (isGraphFormat(format)) {
+        await writeMatrixGraph(io, matrix, loaded.cluster, format, raw.groupBy, input.semantics);
+        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      }
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
       await writeStreaming(io.stdout, writer(matrix, styleFor(io.stdoutIsTty, io.env)));

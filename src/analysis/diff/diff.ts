@@ -1,0 +1,349 @@
+/**
+ * The semantic connectivity diff of two inputs: for every pair of workloads (a workload's pods
+ * together, matched across inputs by identity — pod names that change with every rollout do not
+ * matter; or pods one by one with `by: 'pod'`) and every pair of a workload and a range of
+ * addresses outside the cluster, the ports allowed before and after, where they differ, and the
+ * changed objects each difference comes from. As in the matrix, a pair of workloads allows what
+ * every pair of their pods allows; ports only some pod pairs may use are reported apart.
+ *
+ * Work is proportional to what changed. A pair can only change if one of its sides can: the
+ * source's egress (the policies selecting its pods, by content, or its pods' fields) or the
+ * destination's ingress. Only the rows of units whose egress may have changed and the columns of
+ * those whose ingress may have changed are visited, and in them the changed side is compared
+ * first: where it is equal before and after for every pod pair (one signature per pod, one
+ * evaluation per distinct signature — `SidedEvaluator`), the pair is skipped without evaluating
+ * its other side.
+ */
+import type { Cluster, Endpoint, Semantics, Tier } from '../../model/types.ts';
+import { subtractPorts } from '../../model/port-set.ts';
+import { formatInterval, normalizeIntervals, type IpInterval } from '../../net/intervals.ts';
+import {
+  ALL_PORTS,
+  EMPTY_PORTS,
+  formatPortSet,
+  intersectPorts,
+  isNoPorts,
+  selectingClusterPolicies,
+  selectingPolicies,
+  unionPorts,
+  type Address,
+  type PortSet,
+} from '../../semantics/index.ts';
+import { addressRanges, type AddressRange } from '../address-ranges.ts';
+import { SidedEvaluator, type Side } from '../sided.ts';
+import { groupEndpoints, type EndpointView } from '../workload-view.ts';
+import {
+  clusterPolicyObject,
+  contentKey,
+  endpointFields,
+  endpointObject,
+  networkPolicyObject,
+  objectChanges,
+} from './objects.ts';
+import type { ConnectionChange, ConnectivityDiff, DiffPeer, ObjectChange } from './types.ts';
+
+export interface DiffOptions {
+  /** Default `v1`. */
+  readonly semantics?: Semantics;
+  /** Compare workloads (default: a workload's pods together) or pods one by one. */
+  readonly by?: EndpointView;
+  /** Only connections with an endpoint in these namespaces at both ends (all when absent or empty). */
+  readonly namespaces?: readonly string[];
+  /** Also compare endpoints with addresses outside the cluster (default true). */
+  readonly addresses?: boolean;
+}
+
+/** A workload (or pod) as it is before and after; its members are empty on a side it does not exist. */
+interface Unit {
+  readonly key: string;
+  readonly peer: Extract<DiffPeer, { type: 'endpoint' }>;
+  /** Members sorted by their fields, so that equal fields pair up across the two inputs. */
+  readonly before: readonly Endpoint[];
+  readonly after: readonly Endpoint[];
+  fieldsChanged: boolean;
+  readonly sideChanged: Record<Side, boolean>;
+  /** Changed objects that reach the unit's pods, per side (policies, the pods themselves, their namespace). */
+  readonly causes: Record<Side, Set<string>>;
+}
+
+/** One end of a pair: a unit, or an address range (the same address before and after). */
+interface End {
+  readonly unit?: Unit;
+  readonly range?: AddressRange;
+  readonly peer: DiffPeer;
+}
+
+/** Ports every pod pair may use, and ports only some may. */
+interface Allowed {
+  readonly every: PortSet;
+  readonly some: PortSet;
+}
+
+export function diffConnectivity(
+  before: Cluster,
+  after: Cluster,
+  options: DiffOptions = {},
+): ConnectivityDiff {
+  const started = performance.now();
+  const semantics = options.semantics ?? 'v1';
+  const objects = objectChanges(before, after);
+  const changed = new Map(objects.map((o) => [o.object, o]));
+  const old = new SidedEvaluator(before, semantics);
+  const next = new SidedEvaluator(after, semantics);
+  const nodesChanged = objects.some((o) => o.object.startsWith('Node '));
+  const keys = new Map<object, string>();
+  const keyOf = (policy: object): string => {
+    let key = keys.get(policy);
+    if (!key) keys.set(policy, (key = contentKey(policy)));
+    return key;
+  };
+  const units = unitsOf(before, after, options);
+  for (const unit of units) {
+    for (const side of ['egress', 'ingress'] as const) {
+      const was = unit.before.map((e) => sideContext(old, e, side, semantics, keyOf));
+      const is = unit.after.map((e) => sideContext(next, e, side, semantics, keyOf));
+      const set = (list: { key: string }[]): string =>
+        [...new Set(list.map((c) => c.key))].sort().join('\u0001');
+      unit.sideChanged[side] = nodesChanged || set(was) !== set(is);
+      for (const c of [...was, ...is])
+        for (const name of c.objects) if (changed.has(name)) unit.causes[side].add(name);
+      for (const e of [...unit.before, ...unit.after]) {
+        if (changed.has(endpointObject(e))) unit.causes[side].add(endpointObject(e));
+        if (changed.has(`Namespace ${e.namespace}`)) unit.causes[side].add(`Namespace ${e.namespace}`);
+      }
+    }
+    unit.fieldsChanged ||= fieldsKey(unit.before, before) !== fieldsKey(unit.after, after);
+  }
+  const ranges = options.addresses === false ? [] : addressRanges([before, after]);
+  const ends: End[] = [
+    ...units.map((unit) => ({ unit, peer: unit.peer })),
+    ...ranges.map((range) => ({ range, peer: rangePeer([range.interval]) })),
+  ];
+
+  const found: ConnectionChange[] = [];
+  let comparedPairs = 0;
+  const compare = (from: End, to: End): void => {
+    comparedPairs++;
+    const result = comparePair(old, next, from, to);
+    if (!result) return;
+    const partial = (a: Allowed): PortSet | undefined => {
+      const only = subtractPorts(a.some, a.every);
+      return isNoPorts(only) ? undefined : only;
+    };
+    const partialBefore = partial(result.before);
+    const partialAfter = partial(result.after);
+    const wasNone = isNoPorts(result.before.some);
+    const isNone = isNoPorts(result.after.some);
+    found.push({
+      from: from.peer,
+      to: to.peer,
+      change: wasNone ? 'added' : isNone ? 'removed' : 'changed',
+      before: result.before.every,
+      after: result.after.every,
+      ...(partialBefore ? { partialBefore } : {}),
+      ...(partialAfter ? { partialAfter } : {}),
+      causes: [...new Set([...(from.unit?.causes.egress ?? []), ...(to.unit?.causes.ingress ?? [])])].sort(),
+    });
+  };
+  const rowVisited = (end: End): boolean =>
+    end.unit !== undefined && (end.unit.fieldsChanged || end.unit.sideChanged.egress);
+  for (const from of ends) {
+    if (!rowVisited(from)) continue;
+    for (const to of ends) if (to.unit || from.unit) compare(from, to);
+  }
+  for (const to of ends) {
+    const unit = to.unit;
+    if (!unit || !(unit.fieldsChanged || unit.sideChanged.ingress)) continue;
+    for (const from of ends) if (!rowVisited(from)) compare(from, to);
+  }
+  return {
+    endpoints: {
+      added: units.filter((u) => u.before.length === 0).map((u) => u.peer),
+      removed: units.filter((u) => u.after.length === 0).map((u) => u.peer),
+    },
+    objects,
+    connections: sortConnections(mergeRanges(found)),
+    stats: { comparedPairs, millis: performance.now() - started },
+  };
+}
+
+function unitsOf(before: Cluster, after: Cluster, options: DiffOptions): Unit[] {
+  const view = options.by ?? 'workload';
+  const namespaces = options.namespaces?.length ? new Set(options.namespaces) : undefined;
+  const inScope = (e: Endpoint): boolean => !namespaces || namespaces.has(e.namespace);
+  const units = new Map<string, { peer: Unit['peer']; before: Endpoint[]; after: Endpoint[] }>();
+  const add = (cluster: Cluster, which: 'before' | 'after'): void => {
+    for (const group of groupEndpoints(cluster.endpoints.filter(inScope), view)) {
+      const key = `${group.kind} ${group.id}`;
+      let unit = units.get(key);
+      if (!unit) {
+        const peer = {
+          type: 'endpoint' as const,
+          id: group.id,
+          label: group.label,
+          kind: group.kind,
+          namespace: group.namespace,
+        };
+        units.set(key, (unit = { peer, before: [], after: [] }));
+      }
+      unit[which] = [...group.members];
+    }
+  };
+  add(before, 'before');
+  add(after, 'after');
+  const byFields =
+    (cluster: Cluster) =>
+    (a: Endpoint, b: Endpoint): number => {
+      const x = contentKey(endpointFields(a, cluster));
+      const y = contentKey(endpointFields(b, cluster));
+      return x < y ? -1 : x > y ? 1 : 0;
+    };
+  return [...units].map(([key, u]) => ({
+    key,
+    peer: u.peer,
+    before: u.before.sort(byFields(before)),
+    after: u.after.sort(byFields(after)),
+    fieldsChanged: u.before.length === 0 || u.after.length === 0,
+    sideChanged: { egress: false, ingress: false },
+    causes: { egress: new Set<string>(), ingress: new Set<string>() },
+  }));
+}
+
+/** The members' fields, as one comparable string (pod names left out: they change with every rollout). */
+function fieldsKey(members: readonly Endpoint[], cluster: Cluster): string {
+  return members.map((e) => contentKey(endpointFields(e, cluster))).join('\u0001');
+}
+
+/** The policies deciding one side of an endpoint, by content (their key) and by name. */
+function sideContext(
+  evaluator: SidedEvaluator,
+  endpoint: Endpoint,
+  side: Side,
+  semantics: Semantics,
+  keyOf: (policy: object) => string,
+): { key: string; objects: string[] } {
+  const np = selectingPolicies(evaluator.index, endpoint, side, semantics);
+  const cp = (['Admin', 'Baseline'] as Tier[]).flatMap((tier) =>
+    selectingClusterPolicies(evaluator.index, endpoint, side, tier),
+  );
+  return {
+    key: [...np.map(keyOf), '|', ...cp.map(keyOf)].join('\u0000'),
+    objects: [...np.map(networkPolicyObject), ...cp.map(clusterPolicyObject)],
+  };
+}
+
+function members(end: End, which: 'before' | 'after'): Address[] {
+  if (end.range) return [{ kind: 'ip', ip: end.range.representative }];
+  return (end.unit?.[which] ?? []).map((endpoint) => ({ kind: 'endpoint', endpoint }));
+}
+
+function allowedBetween(
+  evaluator: SidedEvaluator,
+  sources: readonly Address[],
+  destinations: readonly Address[],
+): Allowed {
+  if (sources.length === 0 || destinations.length === 0) return { every: EMPTY_PORTS, some: EMPTY_PORTS };
+  let every = ALL_PORTS;
+  let some = EMPTY_PORTS;
+  for (const src of sources)
+    for (const dst of destinations) {
+      const ports = evaluator.ports(src, dst);
+      every = intersectPorts(every, ports);
+      some = unionPorts(some, ports);
+    }
+  return { every, some };
+}
+
+const same = (a: Allowed, b: Allowed): boolean =>
+  formatPortSet(a.every) === formatPortSet(b.every) && formatPortSet(a.some) === formatPortSet(b.some);
+
+/** Ports before and after, when they differ. */
+function comparePair(
+  old: SidedEvaluator,
+  next: SidedEvaluator,
+  from: End,
+  to: End,
+): { before: Allowed; after: Allowed } | undefined {
+  const src0 = members(from, 'before');
+  const dst0 = members(to, 'before');
+  const src1 = members(from, 'after');
+  const dst1 = members(to, 'after');
+  // Nothing about the pods changed and only one side's policies did: if that side gives every pod
+  // pair the same ports before and after, so does the pair (members are sorted by their fields,
+  // so equal fields pair up).
+  const stable = (end: End): boolean => !end.unit || !end.unit.fieldsChanged;
+  if (stable(from) && stable(to) && src0.length === src1.length && dst0.length === dst1.length) {
+    const egress = from.unit?.sideChanged.egress ?? false;
+    const ingress = to.unit?.sideChanged.ingress ?? false;
+    if (egress !== ingress) {
+      const side: Side = egress ? 'egress' : 'ingress';
+      let differs = false;
+      for (let i = 0; i < src0.length && !differs; i++)
+        for (let j = 0; j < dst0.length && !differs; j++)
+          differs =
+            formatPortSet(old.sidePorts(src0[i] as Address, dst0[j] as Address, side)) !==
+            formatPortSet(next.sidePorts(src1[i] as Address, dst1[j] as Address, side));
+      if (!differs) return undefined;
+    }
+  }
+  const before = allowedBetween(old, src0, dst0);
+  const after = allowedBetween(next, src1, dst1);
+  return same(before, after) ? undefined : { before, after };
+}
+
+function rangePeer(intervals: readonly IpInterval[]): DiffPeer {
+  const merged = normalizeIntervals(intervals);
+  const id = merged.map(formatInterval).join(',');
+  return { type: 'addresses', id, label: id, intervals: merged };
+}
+
+/** Changes between one endpoint and several address ranges that are alike become one change. */
+function mergeRanges(changes: readonly ConnectionChange[]): ConnectionChange[] {
+  const result: ConnectionChange[] = [];
+  const groups = new Map<
+    string,
+    { first: ConnectionChange; intervals: IpInterval[]; rangeIsFrom: boolean }
+  >();
+  for (const c of changes) {
+    const rangeIsFrom = c.from.type === 'addresses';
+    const range = rangeIsFrom ? c.from : c.to;
+    if (range.type !== 'addresses') {
+      result.push(c);
+      continue;
+    }
+    const endpoint = rangeIsFrom ? c.to : c.from;
+    const ports = (p: PortSet | undefined): string => (p ? formatPortSet(p) : '');
+    const key = [
+      rangeIsFrom,
+      endpoint.id,
+      endpoint.type === 'endpoint' ? endpoint.kind : '',
+      ports(c.before),
+      ports(c.after),
+      ports(c.partialBefore),
+      ports(c.partialAfter),
+      c.causes.join(','),
+    ].join('\u0000');
+    const group = groups.get(key);
+    if (group) group.intervals.push(...range.intervals);
+    else groups.set(key, { first: c, intervals: [...range.intervals], rangeIsFrom });
+  }
+  for (const { first, intervals, rangeIsFrom } of groups.values()) {
+    const peer = rangePeer(intervals);
+    result.push(rangeIsFrom ? { ...first, from: peer } : { ...first, to: peer });
+  }
+  return result;
+}
+
+function sortConnections(changes: ConnectionChange[]): ConnectionChange[] {
+  const rank = (p: DiffPeer): string => `${p.type === 'endpoint' ? 0 : 1}${p.label}`;
+  return changes.sort((a, b) => {
+    const x = rank(a.from);
+    const y = rank(b.from);
+    if (x !== y) return x < y ? -1 : 1;
+    const u = rank(a.to);
+    const v = rank(b.to);
+    return u < v ? -1 : u > v ? 1 : 0;
+  });
+}
+
+export type { ObjectChange };

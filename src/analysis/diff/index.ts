@@ -1,0 +1,7 @@
+/**
+ * Semantic diff and NCA's set queries between two inputs.
+ */
+export { diffConnectivity, type DiffOptions } from './diff.ts';
+export { objectChanges, endpointObject } from './objects.ts';
+export type * from './types.ts';
+export { runQuery, overSharedTopology, type QueryName, type QueryResult, type Witness } from './queries.ts';

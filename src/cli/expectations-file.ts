@@ -1,0 +1,121 @@
+/**
+ * Reads an expectations file for `palisade assert`: a YAML list of
+ * `{from, to, port, protocol?, allowed}` (port a number, a named port, or `53/UDP`). Every problem
+ * is reported with its line and column; one bad entry does not hide the others.
+ */
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import type { Expectation } from '../analysis/assertions.ts';
+import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { closest } from '../util/closest.ts';
+
+const FIELDS = ['from', 'to', 'port', 'protocol', 'allowed'];
+
+export interface ExpectationsFile {
+  readonly expectations: Expectation[];
+  /** `file:line:column: message` for each problem. */
+  readonly problems: string[];
+}
+
+export function parseExpectations(file: string, text: string): ExpectationsFile {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true });
+  const problems: string[] = [];
+  const at = (node: Node | null | undefined): { line: number; column: number } => {
+    const offset = node?.range?.[0] ?? 0;
+    const pos = lineCounter.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  };
+  const problem = (node: Node | null | undefined, message: string): void => {
+    const { line, column } = at(node);
+    problems.push(`${file}:${line}:${column}: ${message}`);
+  };
+  for (const error of doc.errors) {
+    const pos = lineCounter.linePos(error.pos[0]);
+    problems.push(`${file}:${pos.line}:${pos.col}: ${error.message.split('\n')[0] ?? 'YAML error'}`);
+  }
+  if (doc.errors.length) return { expectations: [], problems };
+  const root = doc.contents;
+  if (!isSeq(root)) {
+    problem(root, 'expected a list of expected connections (- from: …, to: …, port: …, allowed: true|false)');
+    return { expectations: [], problems };
+  }
+  const expectations: Expectation[] = [];
+  root.items.forEach((item, i) => {
+    const node = item as Node;
+    if (!isMap(item)) {
+      problem(node, `entry ${i + 1} is not a mapping`);
+      return;
+    }
+    const values = new Map<string, { value: unknown; node: Node }>();
+    for (const pair of item.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : '';
+      const valueNode = (pair.value ?? pair.key) as Node;
+      if (!FIELDS.includes(key)) {
+        const near = closest(key, FIELDS);
+        problem(pair.key, `unknown field "${key}"${near ? ` (did you mean "${near}"?)` : ''}`);
+        continue;
+      }
+      values.set(key, { value: isScalar(pair.value) ? pair.value.value : pair.value, node: valueNode });
+    }
+    const text = (key: string): string | undefined => {
+      const entry = values.get(key);
+      if (!entry) {
+        problem(node, `entry ${i + 1} needs "${key}"`);
+        return undefined;
+      }
+      if (typeof entry.value !== 'string' || entry.value === '') {
+        problem(entry.node, `"${key}" must be ns/name, ns/name[Kind] or an IP address`);
+        return undefined;
+      }
+      return entry.value;
+    };
+    const from = text('from');
+    const to = text('to');
+    const allowedEntry = values.get('allowed');
+    if (!allowedEntry) problem(node, `entry ${i + 1} needs "allowed: true" or "allowed: false"`);
+    else if (typeof allowedEntry.value !== 'boolean')
+      problem(allowedEntry.node, '"allowed" must be true or false');
+    const port = parsePort(values.get('port'), values.get('protocol'), (n, m) => problem(n ?? node, m));
+    if (from && to && port && typeof allowedEntry?.value === 'boolean') {
+      const { line, column } = at(node);
+      expectations.push({ from, to, ...port, allowed: allowedEntry.value, location: { file, line, column } });
+    }
+  });
+  return { expectations, problems };
+}
+
+function parsePort(
+  port: { value: unknown; node: Node } | undefined,
+  protocol: { value: unknown; node: Node } | undefined,
+  problem: (node: Node | undefined, message: string) => void,
+): { port: number | string; protocol: Protocol } | undefined {
+  if (!port) {
+    problem(undefined, 'every entry needs "port" (a number, a named port, or 53/UDP)');
+    return undefined;
+  }
+  let text = String(port.value);
+  let protocolText = protocol === undefined ? undefined : String(protocol.value).toUpperCase();
+  const slash = /^(.+)\/([A-Za-z]+)$/.exec(text);
+  if (slash) {
+    text = slash[1] as string;
+    protocolText ??= (slash[2] as string).toUpperCase();
+  }
+  const found = PROTOCOLS.find((p) => p === (protocolText ?? 'TCP'));
+  if (!found) {
+    problem(protocol?.node ?? port.node, `protocol must be TCP, UDP or SCTP, not "${protocolText ?? ''}"`);
+    return undefined;
+  }
+  if (/^[0-9]+$/.test(text)) {
+    const number = Number(text);
+    if (number < 1 || number > 65535) {
+      problem(port.node, `port ${number} is not between 1 and 65535`);
+      return undefined;
+    }
+    return { port: number, protocol: found };
+  }
+  if (!/^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/.test(text)) {
+    problem(port.node, `"${text}" is neither a port number nor a port name`);
+    return undefined;
+  }
+  return { port: text, protocol: found };
+}

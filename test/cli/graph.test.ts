@@ -1,0 +1,113 @@
+/**
+ * Graph outputs of `matrix` and `diff`: DOT, SVG laid out by Graphviz (WebAssembly), and one
+ * self-contained HTML file, opened in headless Chromium with nothing but the file loaded.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { cli } from '../helpers/cli.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+describe('graph outputs', () => {
+  it('matrix -o dot: a node per workload in a box per namespace, edges with ports, outside ranges as nodes', async () => {
+    const result = await cli(['matrix', '-f', 'examples/shop', '-o', 'dot']);
+    assert.equal(result.code, 0);
+    const dot = result.stdout;
+    assert.match(dot, /"ep:shop\/frontend\[Deployment\]" \[label="frontend\[Deployment\]"\]/);
+    assert.match(
+      dot,
+      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/api\[Deployment\]" \[label="TCP 8000"\]/,
+    );
+    assert.match(dot, /"addr:\d+" \[label="203\.0\.113\.0\/25", shape=note/);
+    assert.match(dot, /"ep:payments\/gateway\[Deployment\]" -> "addr:\d+" \[label="TCP 443"\]/);
+    // No self loops per workload.
+    assert.doesNotMatch(dot, /"ep:shop\/api\[Deployment\]" -> "ep:shop\/api\[Deployment\]"/);
+  });
+
+  it('matrix --group-by namespace: one node per namespace, with its own traffic as a loop', async () => {
+    const dot = (await cli(['matrix', '-f', 'examples/shop', '-o', 'dot', '--group-by', 'namespace'])).stdout;
+    assert.match(dot, /"ns:shop" \[label="shop", shape=folder\]/);
+    assert.match(dot, /"ns:shop" -> "ns:shop" \[label="TCP 5432,8000"\]/);
+    assert.match(dot, /"ns:shop" -> "ns:payments" \[label="TCP 8443"\]/);
+    assert.doesNotMatch(dot, /"ep:/);
+  });
+
+  it('matrix --port: edges name the allowed queried ports', async () => {
+    const dot = (
+      await cli(['matrix', '-f', 'examples/shop', '--port', '8000', '--port', '5432', '-o', 'dot'])
+    ).stdout;
+    assert.match(
+      dot,
+      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/api\[Deployment\]" \[label="TCP 8000"\]/,
+    );
+    assert.match(dot, /"ep:shop\/api\[Deployment\]" -> "ep:shop\/db\[StatefulSet\]" \[label="TCP 5432"\]/);
+  });
+
+  it('-o svg: laid out by Graphviz', async () => {
+    const svg = (await cli(['matrix', '-f', 'examples/shop', '-o', 'svg'])).stdout;
+    assert.match(svg, /<svg width="\d+pt" height="\d+pt"/);
+    assert.match(svg, /<title>ep:shop\/frontend\[Deployment\]&#45;&gt;ep:shop\/api\[Deployment\]<\/title>/);
+    assert.ok(svg.includes('>TCP 8000</text>'));
+  });
+
+  it('-o html: one file that loads nothing else and shows the graph (headless Chromium)', async (t) => {
+    const result = await cli([
+      'diff',
+      '-f',
+      'examples/shop',
+      '--to',
+      'examples/shop/namespaces.yaml',
+      'examples/shop/workloads.yaml',
+      'examples/shop/policies-payments.yaml',
+      'examples/shop-v2',
+      '-o',
+      'html',
+    ]);
+    const html = result.stdout;
+    assert.match(html, /^<!doctype html>/);
+    assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|<img|@import|url\(/);
+    if (!existsSync(CHROMIUM)) {
+      t.skip(`${CHROMIUM} is not installed (Debian package chromium): the page was not opened`);
+      return;
+    }
+    const dir = mkdtempSync(join(tmpdir(), `palisade-graph-${process.pid}-`));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'diff.html');
+    writeFileSync(file, html);
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    try {
+      const page = await browser.newPage();
+      const requests: string[] = [];
+      page.on('request', (request) => requests.push(request.url()));
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.goto(`file://${file}`);
+      assert.deepEqual(requests, [`file://${file}`]);
+      assert.deepEqual(errors, []);
+      assert.equal(await page.locator('svg g.node').count(), 5);
+      assert.equal(await page.locator('svg g.edge').count(), 3);
+      assert.ok((await page.locator('svg').textContent())?.includes('+ TCP 5432'));
+      // The pan-and-zoom script runs: a wheel turn scales the drawing.
+      await page.mouse.move(200, 200);
+      await page.mouse.wheel(0, -100);
+      assert.match((await page.locator('#graph svg').getAttribute('style')) ?? '', /scale\(1\.1/);
+    } finally {
+      await browser.close();
+    }
+  });
+});
