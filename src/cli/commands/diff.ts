@@ -6,21 +6,15 @@ import { Command } from 'commander';
 import { diffConnectivity } from '../../analysis/diff/index.ts';
 import { DIFF_FORMATS } from '../../analysis/format/diff-formats.ts';
 import { styleFor } from '../../analysis/format/style.ts';
-import {
-  checkChoice,
-  loadInput,
-  reportDiagnostics,
-  resolveInputOptions,
-  withInputOptions,
-} from '../common.ts';
+import { checkChoice, resolveInputOptions, withInputOptions } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+import { loadBoth, withSecondInput } from '../two-inputs.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function diffCommand(io: CliIo, done: (code: number) => void): Command {
-  return withInputOptions(new Command('diff'))
+  return withSecondInput(withInputOptions(new Command('diff')), 'the new input')
     .description('connections that differ between two inputs (-f the old, --to the new), and why')
-    .requiredOption('--to <paths...>', 'the new input: manifest files or directories')
     .option(
       '-n, --namespace <namespace>',
       'only connections between endpoints of these namespaces; repeatable',
@@ -37,12 +31,7 @@ export function diffCommand(io: CliIo, done: (code: number) => void): Command {
       const input = resolveInputOptions(raw);
       const format = checkChoice('--output', raw.output, Object.keys(DIFF_FORMATS));
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
-      const before = await loadInput(input, io);
-      const after = await loadInput({ ...input, file: raw.to as string[] }, io);
-      const inputErrors = [
-        reportDiagnostics(before.diagnostics, io, input.verbose),
-        reportDiagnostics(after.diagnostics, io, input.verbose),
-      ].some(Boolean);
+      const { first: before, second: after, inputErrors } = await loadBoth(input, raw.to, io);
       const diff = diffConnectivity(before.cluster, after.cluster, {
         semantics: input.semantics,
         addresses: raw.addresses !== false,

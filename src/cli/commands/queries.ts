@@ -7,15 +7,9 @@ import { Command } from 'commander';
 import { runQuery, type QueryName, type QueryResult, type Witness } from '../../analysis/diff/index.ts';
 import { portSetJson } from '../../analysis/format/ports-json.ts';
 import { formatPortSet } from '../../semantics/index.ts';
-import {
-  checkChoice,
-  loadInput,
-  reportDiagnostics,
-  resolveInputOptions,
-  withInputOptions,
-  writeJson,
-} from '../common.ts';
+import { checkChoice, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+import { loadBoth, withSecondInput } from '../two-inputs.ts';
 
 const DESCRIPTIONS: Record<QueryName, string> = {
   equiv: 'do two policy sets (-f, --to) allow exactly the same connections? witnesses when not',
@@ -32,19 +26,13 @@ export const interferesCommand = (io: CliIo, done: (code: number) => void): Comm
   queryCommand('interferes', io, done);
 
 function queryCommand(query: QueryName, io: CliIo, done: (code: number) => void): Command {
-  return withInputOptions(new Command(query))
+  return withSecondInput(withInputOptions(new Command(query)), 'the second input')
     .description(DESCRIPTIONS[query])
-    .requiredOption('--to <paths...>', 'the second input: manifest files or directories')
     .option('-o, --output <format>', 'text or json', 'text')
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const first = await loadInput(input, io);
-      const second = await loadInput({ ...input, file: raw.to as string[] }, io);
-      const inputErrors = [
-        reportDiagnostics(first.diagnostics, io, input.verbose),
-        reportDiagnostics(second.diagnostics, io, input.verbose),
-      ].some(Boolean);
+      const { first, second, inputErrors } = await loadBoth(input, raw.to, io);
       const result = runQuery(query, first.cluster, second.cluster, { semantics: input.semantics });
       if (output === 'json') writeJson(io, queryJson(result));
       else io.stdout.write(queryText(result));

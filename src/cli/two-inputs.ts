@@ -1,0 +1,27 @@
+/**
+ * Commands that compare two inputs (`diff`, `equiv`, `contains`, `interferes`): `-f` is the first
+ * (old) input, `--to` the second (new); both are read the same way and their diagnostics reported.
+ */
+import type { Command } from 'commander';
+import type { LoadResult } from '../ingest/types.ts';
+import { loadInput, reportDiagnostics, type InputOptions } from './common.ts';
+import type { CliIo } from './io.ts';
+
+export function withSecondInput(command: Command, what: string): Command {
+  return command.requiredOption('--to <paths...>', `${what}: manifest files or directories`);
+}
+
+/** Both inputs, and whether either had errors. */
+export async function loadBoth(
+  input: InputOptions,
+  second: unknown,
+  io: CliIo,
+): Promise<{ first: LoadResult; second: LoadResult; inputErrors: boolean }> {
+  const first = await loadInput(input, io);
+  const other = await loadInput({ ...input, file: second as string[] }, io);
+  const inputErrors = [
+    reportDiagnostics(first.diagnostics, io, input.verbose),
+    reportDiagnostics(other.diagnostics, io, input.verbose),
+  ].some(Boolean);
+  return { first, second: other, inputErrors };
+}
