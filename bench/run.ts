@@ -16,6 +16,8 @@ import { filesBenchmark } from './files.bench.ts';
 import { matrixFilesBenchmark } from './matrix-files.bench.ts';
 import { reflectBenchmark } from './reflect.bench.ts';
 import { explanationsBenchmark } from './explanations.bench.ts';
+import { lintBenchmark } from './lint.bench.ts';
+import { diffBenchmark } from './diff.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -31,6 +33,8 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   all: suiteBenchmark,
   reflect: reflectBenchmark,
   explanations: explanationsBenchmark,
+  lint: lintBenchmark,
+  diff: diffBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -68,6 +68,9 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   else map.set(key, [value]);
 }
 
+/** Up to this many endpoints, a namespace is scanned rather than indexed. */
+const SMALL_NAMESPACE = 16;
+
 /** An endpoint's address of one family, sorted for range queries. */
 interface AddressEntry {
   readonly value: bigint;
@@ -80,6 +83,7 @@ export class EndpointIndex {
   private readonly podIndexes = new Map<string, LabelSetIndex<Endpoint>>();
   private readonly namespaceMemo = new Map<string, readonly Namespace[]>();
   private readonly peerMemo = new Map<string, readonly Endpoint[]>();
+  private readonly selectorPeerMemo = new Map<string, readonly Endpoint[]>();
   /** Every endpoint address, host-networked endpoints' (their node's) included. */
   private readonly addresses = new Map<IpFamily, AddressEntry[]>();
   /** Addresses of endpoints that are pods of the pod network (not host-networked). */
@@ -117,7 +121,11 @@ export class EndpointIndex {
     const key = `${namespace}\u0000${podSelector?.key ?? '*'}`;
     let found = this.peerMemo.get(key);
     if (found) return found;
-    if (podSelector && podSelector.requirements.length > 0) {
+    const all = this.endpointsIn(namespace);
+    if (podSelector && podSelector.requirements.length > 0 && all.length <= SMALL_NAMESPACE) {
+      // A few endpoints are matched faster than an index is built.
+      found = all.filter((e) => !e.hostNetwork && selectorMatches(podSelector, e.labels));
+    } else if (podSelector && podSelector.requirements.length > 0) {
       let index = this.podIndexes.get(namespace);
       if (!index)
         this.podIndexes.set(
@@ -133,11 +141,18 @@ export class EndpointIndex {
   }
 
   /** Endpoints a NetworkPolicy selector peer matches (the policy's own namespace when it has no namespaceSelector). */
-  selectorPeerEndpoints(peer: SelectorPeer, policyNamespace: string): Endpoint[] {
-    const namespaces = peer.namespaceSelector
-      ? this.namespacesMatching(peer.namespaceSelector).map((ns) => ns.name)
-      : [policyNamespace];
-    return namespaces.flatMap((ns) => this.podsMatching(ns, peer.podSelector));
+  selectorPeerEndpoints(peer: SelectorPeer, policyNamespace: string): readonly Endpoint[] {
+    const key = `${peer.namespaceSelector ? `=${peer.namespaceSelector.key}` : policyNamespace}\u0001${peer.podSelector?.key ?? '*'}`;
+    let found = this.selectorPeerMemo.get(key);
+    if (!found) {
+      found = peer.namespaceSelector
+        ? this.namespacesMatching(peer.namespaceSelector).flatMap((ns) =>
+            this.podsMatching(ns.name, peer.podSelector),
+          )
+        : this.podsMatching(policyNamespace, peer.podSelector);
+      this.selectorPeerMemo.set(key, found);
+    }
+    return found;
   }
 
   /**

@@ -94,11 +94,15 @@ function subjectContexts(
     const policies = context
       .policiesFor(subject, direction)
       .filter((p) => !removed.has(p) && stillIsolates(context, p, direction, removedRules));
-    const families = subject.ips.length ? [...new Set(subject.ips.map((ip) => ip.family))].sort() : undefined;
-    const ports =
-      direction === 'ingress' ? subject.ports.map((p) => `${p.name}/${p.protocol}/${p.port}`).join(',') : '';
-    const key = `${policies.map(policyKey).join(',')}\u0000${ports}\u0000${families?.join('') ?? ''}`;
-    if (!byKey.has(key)) byKey.set(key, { subject, policies, families });
+    let key = '';
+    for (const p of policies) key += `${context.policyId(p)},`;
+    key += `\u0000${context.familiesKey(subject)}\u0000${direction === 'ingress' ? context.portsKey(subject) : ''}`;
+    if (!byKey.has(key)) {
+      const families = subject.ips.length
+        ? [...new Set(subject.ips.map((ip) => ip.family))].sort()
+        : undefined;
+      byKey.set(key, { subject, policies, families });
+    }
   }
   return [...byKey.values()];
 }

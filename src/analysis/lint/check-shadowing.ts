@@ -73,16 +73,18 @@ function tierContexts(context: LintContext, tier: Tier, direction: Direction): T
   const byKey = new Map<string, TierContext>();
   for (const subject of subjects) {
     const selecting = selectingClusterPolicies(context.evaluation, subject, direction, tier);
-    const families = subject.ips.length ? [...new Set(subject.ips.map((ip) => ip.family))].sort() : undefined;
     const isolated = tier === 'Baseline' && networkPolicyIsolates(context, subject, direction);
     const key = [
       selecting.map(clusterPolicyLabel).join(','),
       relative ? subject.namespace : '',
-      direction === 'ingress' ? subject.ports.map((p) => `${p.name}/${p.protocol}/${p.port}`).join(',') : '',
-      families?.join('') ?? '',
+      direction === 'ingress' ? context.portsKey(subject) : '',
+      context.familiesKey(subject),
       isolated ? 'I' : '',
     ].join('\u0000');
-    if (!byKey.has(key)) byKey.set(key, { subject, policies: selecting, families, isolated });
+    if (!byKey.has(key)) {
+      const families = subject.ips.length ? [...new Set(subject.ips.map((ip) => ip.family))].sort() : undefined;
+      byKey.set(key, { subject, policies: selecting, families, isolated });
+    }
   }
   return [...byKey.values()];
 }

@@ -29,7 +29,13 @@ export class LintContext {
   readonly evaluation: ClusterIndex;
   private readonly selections = new Map<NetworkPolicy, readonly Endpoint[]>();
   private readonly subjectMemo = new Map<ClusterPolicy, readonly Endpoint[]>();
-  private readonly policiesMemo = new Map<string, readonly NetworkPolicy[]>();
+  private readonly policiesMemo: Record<Direction, Map<Endpoint, readonly NetworkPolicy[]>> = {
+    ingress: new Map(),
+    egress: new Map(),
+  };
+  private readonly portsKeys = new Map<Endpoint, string>();
+  private readonly familyKeys = new Map<Endpoint, string>();
+  private ids: Map<NetworkPolicy, number> | undefined;
 
   constructor(
     readonly cluster: Cluster,
@@ -73,13 +79,42 @@ export class LintContext {
 
   /** NetworkPolicies selecting the endpoint for a direction, as the evaluator sees them. */
   policiesFor(endpoint: Endpoint, direction: Direction): readonly NetworkPolicy[] {
-    const key = `${direction}\u0000${endpoint.namespace}\u0000${endpoint.hostNetwork ? 'H' : ''}${JSON.stringify(endpoint.labels)}`;
-    let found = this.policiesMemo.get(key);
-    if (!found) {
-      found = selectingPolicies(this.evaluation, endpoint, direction, this.semantics);
-      this.policiesMemo.set(key, found);
-    }
+    const memo = this.policiesMemo[direction];
+    let found = memo.get(endpoint);
+    if (!found)
+      memo.set(endpoint, (found = selectingPolicies(this.evaluation, endpoint, direction, this.semantics)));
     return found;
+  }
+
+  /** A small number per NetworkPolicy, for memo keys. */
+  policyId(policy: NetworkPolicy): number {
+    this.ids ??= new Map(this.cluster.policies.map((p, i) => [p, i]));
+    return this.ids.get(policy) ?? -1;
+  }
+
+  /** An endpoint's named ports as one string (ingress named ports resolve against the subject). */
+  portsKey(endpoint: Endpoint): string {
+    let key = this.portsKeys.get(endpoint);
+    if (key === undefined) {
+      key = endpoint.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
+      this.portsKeys.set(endpoint, key);
+    }
+    return key;
+  }
+
+  /** An endpoint's address families (`4`, `46`, or `` with no address). */
+  familiesKey(endpoint: Endpoint): string {
+    let key = this.familyKeys.get(endpoint);
+    if (key === undefined) {
+      key =
+        endpoint.ips.length === 0
+          ? ''
+          : endpoint.ips.length === 1
+            ? String(endpoint.ips[0]?.family)
+            : [...new Set(endpoint.ips.map((ip) => ip.family))].sort().join('');
+      this.familyKeys.set(endpoint, key);
+    }
+    return key;
   }
 
   /** Whether a NetworkPolicy pod selector picks the endpoint (for checks that already hold the endpoint). */

@@ -11,8 +11,8 @@
  * - domain names (ClusterNetworkPolicy), compared as names.
  * Cost: left candidates × right rules, plus (left + right intervals)² — never pods² × rules².
  */
-import type { IpFamily } from '../../net/ip.ts';
-import { familyInterval, intervalCidrs, type IpInterval } from '../../net/intervals.ts';
+import { familyInterval, type IpInterval } from '../../net/intervals.ts';
+import { formatIp, type IpFamily } from '../../net/ip.ts';
 import { subtractPorts } from '../../model/port-set.ts';
 import type { Endpoint, SourceLocation } from '../../model/types.ts';
 import { EMPTY_PORTS, isNoPorts, unionPorts, type PortSet } from '../../semantics/index.ts';
@@ -152,8 +152,9 @@ function addressesCovered(
       }
       if (isSubset(wanted, got)) continue;
       // Only endpoint addresses here? Then the endpoint part decides.
-      if (!index.freeAddress(piece)) continue;
-      return `addresses ${intervalCidrs(piece)[0]?.text ?? ''}${intervalCidrs(piece).length > 1 ? '…' : ''}`;
+      const free = index.freeAddress(piece);
+      if (!free) continue;
+      return `address ${formatIp(free)}`;
     }
   }
   return undefined;
