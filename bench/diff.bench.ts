@@ -11,6 +11,7 @@
 import { diffConnectivity } from '../src/analysis/diff/index.ts';
 import { generateShape, type Json } from '../src/generate/shapes.ts';
 import { loadFromTexts } from '../src/ingest/load.ts';
+import { reportFigure } from './report.ts';
 import { median, ms, timeRuns } from './stats.ts';
 
 function option(args: string[], name: string, fallback: number): number {
@@ -60,7 +61,7 @@ function changed(objects: readonly Json[], namespaces: number, everyNamespace: b
   const fresh = `ns-${namespaces}`;
   for (const o of objects) {
     if (nsIndex(o) !== 0) continue;
-    const copy = structuredClone(o) as Json;
+    const copy = structuredClone<Json>(o);
     const metadata = copy.metadata as Json;
     if (copy.kind === 'Namespace') metadata.name = fresh;
     else metadata.namespace = fresh;
@@ -80,9 +81,17 @@ export function diffBenchmark(args: string[]): void {
   const shape = generateShape('a', { scale, seed: 1 });
   const before = [...shape.namespaces, ...shape.pods, ...shape.policies];
   const oldFiles = [{ name: 'old.yaml', text: text(before) }];
-  for (const [label, everyNamespace] of [
-    ['a busy pull request (1% of namespaces edited, one added, one removed, 5 pods relabelled)', false],
-    ['the ipBlock policy of every namespace edited (every pod egress changes)', true],
+  for (const [label, everyNamespace, short] of [
+    [
+      'a busy pull request (1% of namespaces edited, one added, one removed, 5 pods relabelled)',
+      false,
+      'busy PR',
+    ],
+    [
+      'the ipBlock policy of every namespace edited (every pod egress changes)',
+      true,
+      'every ipBlock policy edited',
+    ],
   ] as const) {
     const newFiles = [
       { name: 'new.yaml', text: text(changed(before, shape.namespaces.length, everyNamespace)) },
@@ -94,6 +103,19 @@ export function diffBenchmark(args: string[]): void {
     });
     const { a, b, diff } = endToEnd.result;
     const alone = timeRuns(runs, () => diffConnectivity(a.cluster, b.cluster));
+    reportFigure({
+      name: `diff shape a ×${scale} (${short}) from manifest text`,
+      value: median(endToEnd.millis),
+      unit: 'ms',
+      ...(everyNamespace ? {} : { target: '≤ 10 s' }),
+      runs: endToEnd.millis,
+    });
+    reportFigure({
+      name: `diff shape a ×${scale} (${short}), diff alone`,
+      value: median(alone.millis),
+      unit: 'ms',
+      runs: alone.millis,
+    });
     const summary = { added: 0, removed: 0, changed: 0 };
     for (const c of diff.connections) summary[c.change]++;
     process.stdout.write(

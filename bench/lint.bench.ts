@@ -6,6 +6,7 @@
 import { lintCluster, objectLocator } from '../src/analysis/lint/index.ts';
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromTexts } from '../src/ingest/load.ts';
+import { reportFigure } from './report.ts';
 import { median, ms, timeRuns } from './stats.ts';
 
 function option(args: string[], name: string, fallback: number): number {
@@ -46,6 +47,19 @@ export function lintBenchmark(args: string[]): void {
       diagnostics: loaded.diagnostics,
     }),
   );
+  reportFigure({
+    name: `lint shape a ×${scale} from manifest text`,
+    value: median(endToEnd.millis),
+    unit: 'ms',
+    target: '≤ 10 s',
+    runs: endToEnd.millis,
+  });
+  reportFigure({
+    name: `lint shape a ×${scale}, checks alone`,
+    value: median(checks.millis),
+    unit: 'ms',
+    runs: checks.millis,
+  });
   const counts = new Map<string, number>();
   for (const f of report.findings) counts.set(f.code, (counts.get(f.code) ?? 0) + 1);
   process.stdout.write(

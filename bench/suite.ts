@@ -61,6 +61,8 @@ const STEPS: readonly Step[] = [
     node: ['--max-old-space-size=8000'],
   },
   { bench: 'nftables', quick: ['--events', '100'], full: ['--events', '400'], root: true },
+  { bench: 'lint', quick: ['--scale', '0.1', '--runs', '1'], full: ['--scale', '0.1', '--runs', '3'] },
+  { bench: 'diff', quick: ['--scale', '0.02', '--runs', '1'], full: ['--scale', '0.1', '--runs', '3'] },
 ];
 
 const option = (args: readonly string[], name: string): string | undefined => {
