@@ -17,7 +17,6 @@ import type { IpFamily } from '../net/ip.ts';
 import {
   ALL_PORTS,
   clusterPeerMatches,
-  connectionFamilies,
   EMPTY_PORTS,
   indexCluster,
   intersectPorts,
@@ -35,6 +34,13 @@ import {
 
 export type Side = 'egress' | 'ingress';
 
+// Shared family lists (compared by identity, never changed).
+const NONE: readonly IpFamily[] = [];
+const ONLY_V4: readonly IpFamily[] = [4];
+const ONLY_V6: readonly IpFamily[] = [6];
+const BOTH: readonly IpFamily[] = [4, 6];
+const NO_FAMILY: readonly (IpFamily | undefined)[] = [undefined];
+
 /** What a side of one subject reads of the other address, as one function. */
 type Signer = (other: Address, family: IpFamily | undefined) => string;
 
@@ -43,9 +49,16 @@ interface SubjectSide {
   readonly memo: Map<string, PortSet>;
 }
 
+interface EndpointRecord {
+  readonly families: readonly IpFamily[];
+  egress?: SubjectSide;
+  ingress?: SubjectSide;
+}
+
 export class SidedEvaluator {
   readonly index: ClusterIndex;
-  private readonly sides = new Map<Endpoint, { egress?: SubjectSide; ingress?: SubjectSide }>();
+  /** Per endpoint, everything computed about it once: its families and its two sides. */
+  private readonly records = new Map<Endpoint, EndpointRecord>();
 
   constructor(
     readonly cluster: Cluster,
@@ -56,7 +69,7 @@ export class SidedEvaluator {
 
   /** Allowed ports from `src` to `dst`: every common family's egress ∩ ingress (as `allowedPorts`). */
   ports(src: Address, dst: Address): PortSet {
-    const { families } = connectionFamilies(src, dst);
+    const families = this.families(src, dst);
     if (families.length === 0) return EMPTY_PORTS;
     let result = ALL_PORTS;
     for (const family of families) {
@@ -68,10 +81,38 @@ export class SidedEvaluator {
 
   /** One side's ports over every common family (`ALL_PORTS` when the pair shares none: `ports` is empty then anyway). */
   sidePorts(src: Address, dst: Address, side: Side): PortSet {
-    const { families } = connectionFamilies(src, dst);
+    const families = this.families(src, dst);
+    if (families.length === 1) return this.side(src, dst, side, families[0]);
     let result = ALL_PORTS;
     for (const family of families) result = intersectPorts(result, this.side(src, dst, side, family));
     return result;
+  }
+
+  /** `connectionFamilies(src, dst).families`, from each address's families computed once. */
+  private families(src: Address, dst: Address): readonly (IpFamily | undefined)[] {
+    const s = this.familiesOf(src);
+    const d = this.familiesOf(dst);
+    if (s.length === 0 && d.length === 0) return NO_FAMILY;
+    if (s.length === 0) return d;
+    if (d.length === 0 || s === d) return s;
+    if (s.length === 1 && d.length === 1) return s[0] === d[0] ? s : NONE;
+    const common = s.filter((f) => d.includes(f));
+    return common.length === s.length ? s : common;
+  }
+
+  private familiesOf(address: Address): readonly IpFamily[] {
+    if (address.kind === 'ip') return address.ip.family === 4 ? ONLY_V4 : ONLY_V6;
+    return this.record(address.endpoint).families;
+  }
+
+  private record(endpoint: Endpoint): EndpointRecord {
+    let found = this.records.get(endpoint);
+    if (!found) {
+      const set = new Set(endpoint.ips.map((ip) => ip.family));
+      const families = set.size === 0 ? NONE : set.size === 2 ? BOTH : set.has(4) ? ONLY_V4 : ONLY_V6;
+      this.records.set(endpoint, (found = { families }));
+    }
+    return found;
   }
 
   /** The signature of the other address for one side: equal signatures, equal side ports. */
@@ -98,8 +139,7 @@ export class SidedEvaluator {
   }
 
   private subjectSide(subject: Endpoint, side: Side): SubjectSide {
-    let entry = this.sides.get(subject);
-    if (!entry) this.sides.set(subject, (entry = {}));
+    const entry = this.record(subject);
     let state = entry[side];
     if (!state) entry[side] = state = { sign: this.signer(subject, side), memo: new Map() };
     return state;
@@ -109,22 +149,22 @@ export class SidedEvaluator {
   private signer(subject: Endpoint, side: Side): Signer {
     const index = this.index;
     const semantics = this.semantics;
-    const parts: ((other: Address, family: IpFamily | undefined) => string)[] = [];
+    // Peers give one bit each (packed 30 to a number); named ports give text.
+    const bits: ((other: Address, family: IpFamily | undefined) => boolean)[] = [];
+    const texts: ((other: Address) => string)[] = [];
     // Host-networked subjects are outside policy: nothing about the other address matters.
     if (subject.hostNetwork) return () => '';
     for (const policy of selectingPolicies(index, subject, side, semantics)) {
       for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {
         if (!listMatchesAll(rule.peers, semantics))
           for (const peer of rule.peers ?? [])
-            parts.push((other, family) =>
-              peerMatches(index, peer, policy.namespace, other, family) ? '1' : '0',
-            );
+            bits.push((other, family) => peerMatches(index, peer, policy.namespace, other, family));
         // Named ports resolve against the destination: the other address for egress only.
         if (side === 'egress' && !listMatchesAll(rule.ports, semantics))
           for (const port of rule.ports ?? [])
             if (typeof port.port === 'string') {
               const name = port.port;
-              parts.push((other) => `,${resolveNamedPort(other, name, port.protocol) ?? '-'};`);
+              texts.push((other) => `${resolveNamedPort(other, name, port.protocol) ?? '-'}`);
             }
       }
     }
@@ -133,30 +173,34 @@ export class SidedEvaluator {
         for (const rule of policy[side]) {
           if (rule.failClosed) continue;
           for (const peer of rule.peers)
-            parts.push((other, family) =>
-              clusterPeerMatches(index, peer, subject, other, family) ? '1' : '0',
-            );
+            bits.push((other, family) => clusterPeerMatches(index, peer, subject, other, family));
           if (side === 'egress')
             for (const port of rule.ports ?? [])
               if (port.type === 'named') {
                 const name = port.name;
-                parts.push(
-                  (other) =>
-                    `,${
-                      other.kind === 'endpoint'
-                        ? namedPortTargets(other.endpoint.ports, name)
-                            .map((t) => `${t.protocol}${t.port}`)
-                            .join('+')
-                        : '-'
-                    };`,
+                texts.push((other) =>
+                  other.kind === 'endpoint'
+                    ? namedPortTargets(other.endpoint.ports, name)
+                        .map((t) => `${t.protocol}${t.port}`)
+                        .join('+')
+                    : '-',
                 );
               }
         }
       }
     }
     return (other, family) => {
-      let key = `${family ?? '-'}${other.kind === 'endpoint' ? 'e' : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}:`;
-      for (const part of parts) key += part(other, family);
+      let key = `${family ?? '-'}${other.kind === 'endpoint' ? 'e' : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}`;
+      let word = 0;
+      for (let i = 0; i < bits.length; i++) {
+        if ((bits[i] as (typeof bits)[number])(other, family)) word |= 1 << (i % 30);
+        if (i % 30 === 29) {
+          key += `:${word}`;
+          word = 0;
+        }
+      }
+      key += `:${word}`;
+      for (const text of texts) key += `,${text(other)}`;
       return key;
     };
   }

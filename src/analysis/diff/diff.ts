@@ -14,7 +14,8 @@
  * evaluation per distinct signature — `SidedEvaluator`), the pair is skipped without evaluating
  * its other side.
  */
-import type { Cluster, Endpoint, Semantics, Tier } from '../../model/types.ts';
+import { PROTOCOLS, type Cluster, type Endpoint, type Semantics, type Tier } from '../../model/types.ts';
+import type { PortRange } from '../../model/port-set.ts';
 import { subtractPorts } from '../../model/port-set.ts';
 import { formatInterval, normalizeIntervals, type IpInterval } from '../../net/intervals.ts';
 import {
@@ -31,6 +32,7 @@ import {
 } from '../../semantics/index.ts';
 import { addressRanges, type AddressRange } from '../address-ranges.ts';
 import { SidedEvaluator, type Side } from '../sided.ts';
+import { ReachFinder } from './touched.ts';
 import { groupEndpoints, type EndpointView } from '../workload-view.ts';
 import {
   clusterPolicyObject,
@@ -71,7 +73,13 @@ interface End {
   readonly unit?: Unit;
   readonly range?: AddressRange;
   readonly peer: DiffPeer;
+  /** The addresses it stands for before and after (its pods; a range's representative). */
+  readonly before: readonly Address[];
+  readonly after: readonly Address[];
 }
+
+/** The other ends a changed side must be compared with. */
+type Scope = 'all' | { readonly units: ReadonlySet<Unit>; readonly ranges: ReadonlySet<AddressRange> };
 
 /** Ports every pod pair may use, and ports only some may. */
 interface Allowed {
@@ -115,9 +123,19 @@ export function diffConnectivity(
     unit.fieldsChanged ||= fieldsKey(unit.before, before) !== fieldsKey(unit.after, after);
   }
   const ranges = options.addresses === false ? [] : addressRanges([before, after]);
+  const asAddresses = (members: readonly Endpoint[]): Address[] =>
+    members.map((endpoint) => ({ kind: 'endpoint', endpoint }));
   const ends: End[] = [
-    ...units.map((unit) => ({ unit, peer: unit.peer })),
-    ...ranges.map((range) => ({ range, peer: rangePeer([range.interval]) })),
+    ...units.map((unit) => ({
+      unit,
+      peer: unit.peer,
+      before: asAddresses(unit.before),
+      after: asAddresses(unit.after),
+    })),
+    ...ranges.map((range) => {
+      const ip: Address[] = [{ kind: 'ip', ip: range.representative }];
+      return { range, peer: rangePeer([range.interval]), before: ip, after: ip };
+    }),
   ];
 
   const found: ConnectionChange[] = [];
@@ -145,16 +163,37 @@ export function diffConnectivity(
       causes: [...new Set([...(from.unit?.causes.egress ?? []), ...(to.unit?.causes.ingress ?? [])])].sort(),
     });
   };
-  const rowVisited = (end: End): boolean =>
-    end.unit !== undefined && (end.unit.fieldsChanged || end.unit.sideChanged.egress);
+  // Which ends a unit's row (egress) and column (ingress) must be compared with.
+  const finder = new ReachFinder(old, next, ranges, semantics, keyOf);
+  const unitOf = new Map<Endpoint, Unit>();
+  for (const unit of units) for (const e of [...unit.before, ...unit.after]) unitOf.set(e, unit);
+  const scope = (unit: Unit | undefined, side: Side): Scope | undefined => {
+    if (!unit) return undefined;
+    // Node changes move node addresses and own-node checks: not a matter of the policies' peers.
+    if (unit.fieldsChanged || nodesChanged) return 'all';
+    if (!unit.sideChanged[side]) return undefined;
+    const reach = finder.reach(unit.before, unit.after, side);
+    if (reach === 'all') return 'all';
+    const reached = new Set<Unit>();
+    for (const e of reach.endpoints) {
+      const other = unitOf.get(e);
+      if (other) reached.add(other);
+    }
+    return { units: reached, ranges: reach.ranges };
+  };
+  const within = (s: Scope | undefined, end: End): boolean =>
+    s !== undefined &&
+    (s === 'all' || (end.unit ? s.units.has(end.unit) : s.ranges.has(end.range as AddressRange)));
+  const rows = new Map<End, Scope | undefined>(ends.map((end) => [end, scope(end.unit, 'egress')]));
   for (const from of ends) {
-    if (!rowVisited(from)) continue;
-    for (const to of ends) if (to.unit || from.unit) compare(from, to);
+    const row = rows.get(from);
+    if (!row) continue;
+    for (const to of ends) if (within(row, to)) compare(from, to);
   }
   for (const to of ends) {
-    const unit = to.unit;
-    if (!unit || !(unit.fieldsChanged || unit.sideChanged.ingress)) continue;
-    for (const from of ends) if (!rowVisited(from)) compare(from, to);
+    const column = scope(to.unit, 'ingress');
+    if (!column) continue;
+    for (const from of ends) if (within(column, from) && !within(rows.get(from), to)) compare(from, to);
   }
   return {
     endpoints: {
@@ -232,11 +271,6 @@ function sideContext(
   };
 }
 
-function members(end: End, which: 'before' | 'after'): Address[] {
-  if (end.range) return [{ kind: 'ip', ip: end.range.representative }];
-  return (end.unit?.[which] ?? []).map((endpoint) => ({ kind: 'endpoint', endpoint }));
-}
-
 function allowedBetween(
   evaluator: SidedEvaluator,
   sources: readonly Address[],
@@ -255,7 +289,22 @@ function allowedBetween(
 }
 
 const same = (a: Allowed, b: Allowed): boolean =>
-  formatPortSet(a.every) === formatPortSet(b.every) && formatPortSet(a.some) === formatPortSet(b.some);
+  portSetsEqual(a.every, b.every) && portSetsEqual(a.some, b.some);
+
+function portSetsEqual(a: PortSet, b: PortSet): boolean {
+  if (a === b) return true;
+  for (const protocol of PROTOCOLS) {
+    const x = a.ranges[protocol];
+    const y = b.ranges[protocol];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) {
+      const p = x[i] as PortRange;
+      const q = y[i] as PortRange;
+      if (p[0] !== q[0] || p[1] !== q[1]) return false;
+    }
+  }
+  return true;
+}
 
 /** Ports before and after, when they differ. */
 function comparePair(
@@ -264,10 +313,10 @@ function comparePair(
   from: End,
   to: End,
 ): { before: Allowed; after: Allowed } | undefined {
-  const src0 = members(from, 'before');
-  const dst0 = members(to, 'before');
-  const src1 = members(from, 'after');
-  const dst1 = members(to, 'after');
+  const src0 = from.before;
+  const dst0 = to.before;
+  const src1 = from.after;
+  const dst1 = to.after;
   // Nothing about the pods changed and only one side's policies did: if that side gives every pod
   // pair the same ports before and after, so does the pair (members are sorted by their fields,
   // so equal fields pair up).
@@ -280,9 +329,10 @@ function comparePair(
       let differs = false;
       for (let i = 0; i < src0.length && !differs; i++)
         for (let j = 0; j < dst0.length && !differs; j++)
-          differs =
-            formatPortSet(old.sidePorts(src0[i] as Address, dst0[j] as Address, side)) !==
-            formatPortSet(next.sidePorts(src1[i] as Address, dst1[j] as Address, side));
+          differs = !portSetsEqual(
+            old.sidePorts(src0[i] as Address, dst0[j] as Address, side),
+            next.sidePorts(src1[i] as Address, dst1[j] as Address, side),
+          );
       if (!differs) return undefined;
     }
   }

@@ -82,7 +82,9 @@ function tierContexts(context: LintContext, tier: Tier, direction: Direction): T
       isolated ? 'I' : '',
     ].join('\u0000');
     if (!byKey.has(key)) {
-      const families = subject.ips.length ? [...new Set(subject.ips.map((ip) => ip.family))].sort() : undefined;
+      const families = subject.ips.length
+        ? [...new Set(subject.ips.map((ip) => ip.family))].sort()
+        : undefined;
       byKey.set(key, { subject, policies: selecting, families, isolated });
     }
   }
