@@ -1,6 +1,7 @@
 /**
  * Commands that compare two inputs (`diff`, `equiv`, `contains`, `interferes`): `-f` is the first
- * (old) input, `--to` the second (new); both are read the same way and their diagnostics reported.
+ * (old) input — manifests, or a cluster with --kubeconfig — and `--to` the second (new), always
+ * manifests; both are read the same way and their diagnostics reported.
  */
 import type { Command } from 'commander';
 import type { LoadResult } from '../ingest/types.ts';
@@ -18,7 +19,9 @@ export async function loadBoth(
   io: CliIo,
 ): Promise<{ first: LoadResult; second: LoadResult; inputErrors: boolean }> {
   const first = await loadInput(input, io);
-  const other = await loadInput({ ...input, file: second as string[] }, io);
+  // The second input is files even when the first is a cluster (a change checked before applying it).
+  const { cluster: _first, ...files } = input;
+  const other = await loadInput({ ...files, file: second as string[] }, io);
   const inputErrors = [
     reportDiagnostics(first.diagnostics, io, input.verbose),
     reportDiagnostics(other.diagnostics, io, input.verbose),

@@ -3,10 +3,12 @@
  * shop example and its next release (examples/shop-v2).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { FakeApiServer } from '../fake-apiserver/server.ts';
+import { loadStore, readManifests, tempDir, writeKubeconfig } from '../fake-apiserver/fixtures.ts';
 import { cli } from '../helpers/cli.ts';
 
 const V1 = ['-f', 'examples/shop'];
@@ -36,6 +38,28 @@ describe('palisade diff', () => {
       /^added +shop\/frontend\[Deployment\] → shop\/db\[StatefulSet\] +TCP 5432 +\(NetworkPolicy shop\/db, NetworkPolicy shop\/frontend\)$/,
     );
     assert.match(result.stdout, /3 connections differ: 2 added, 1 removed, 0 changed\n$/);
+  });
+
+  it('--kubeconfig: the cluster against files, the same answer as the files against files', async () => {
+    const temp = tempDir('diff-cluster');
+    const server = new FakeApiServer({ token: 'diff-token' });
+    try {
+      const url = await server.start();
+      loadStore(server.store, readManifests(readdirSync('examples/shop').map((f) => `examples/shop/${f}`)));
+      const kubeconfig = writeKubeconfig(temp.dir, 'config', { server: url, token: 'diff-token' });
+      const fromCluster = await cli(['diff', '--kubeconfig', kubeconfig, ...V2, '-o', 'json']);
+      const fromFiles = await cli(['diff', ...V1, ...V2, '-o', 'json']);
+      assert.equal(fromCluster.code, 1, fromCluster.stderr);
+      // Object names are the same; only the reading time and the source differ.
+      const strip = (text: string): unknown => {
+        const doc = JSON.parse(text) as { connections: unknown[]; summary: unknown };
+        return { connections: doc.connections, summary: doc.summary };
+      };
+      assert.deepEqual(strip(fromCluster.stdout), strip(fromFiles.stdout));
+    } finally {
+      await server.stop();
+      temp.cleanup();
+    }
   });
 
   it('exits 0 and says so when nothing differs', async () => {

@@ -10,16 +10,9 @@ import { checkChoice, resolveInputOptions, withInputOptions } from '../common.ts
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { loadBoth, withSecondInput } from '../two-inputs.ts';
 
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
-
 export function diffCommand(io: CliIo, done: (code: number) => void): Command {
   return withSecondInput(withInputOptions(new Command('diff')), 'the new input')
     .description('connections that differ between two inputs (-f the old, --to the new), and why')
-    .option(
-      '-n, --namespace <namespace>',
-      'only connections between endpoints of these namespaces; repeatable',
-      collect,
-    )
     .option('--no-addresses', 'leave out connections with addresses outside the cluster')
     .option('-o, --output <format>', Object.keys(DIFF_FORMATS).join(', '), 'text')
     .option(
@@ -35,7 +28,7 @@ export function diffCommand(io: CliIo, done: (code: number) => void): Command {
       const diff = diffConnectivity(before.cluster, after.cluster, {
         semantics: input.semantics,
         addresses: raw.addresses !== false,
-        ...(raw.namespace ? { namespaces: raw.namespace as string[] } : {}),
+        ...(input.namespaces ? { namespaces: input.namespaces } : {}),
       });
       const writer = DIFF_FORMATS[format];
       if (!writer) throw new Error(`no writer for ${format}`);
