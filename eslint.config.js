@@ -11,7 +11,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js', 'web/build.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -35,5 +35,5 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'off',
     },
   },
-  { files: ['eslint.config.js', 'eslint-rules/**/*.js'], ...tseslint.configs.disableTypeChecked },
+  { files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs'], ...tseslint.configs.disableTypeChecked },
 );

@@ -18,6 +18,7 @@ import { reflectBenchmark } from './reflect.bench.ts';
 import { explanationsBenchmark } from './explanations.bench.ts';
 import { lintBenchmark } from './lint.bench.ts';
 import { diffBenchmark } from './diff.bench.ts';
+import { serveBenchmark } from './serve.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -35,6 +36,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   explanations: explanationsBenchmark,
   lint: lintBenchmark,
   diff: diffBenchmark,
+  serve: serveBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -36,3 +36,15 @@ export { styleFor, PLAIN, COLOUR, type Style } from './format/style.ts';
 export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';
+export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
+export { checkConnection } from './check.ts';
+export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
+export {
+  matrixGraph,
+  diffGraph,
+  type ConnectivityGraph,
+  type GraphNode,
+  type GraphEdge,
+} from './graph/graph.ts';
+export { lintCluster, objectLocator, rawIdentity, type LintReport, type Finding } from './lint/index.ts';
+export { diffConnectivity, type ConnectivityDiff } from './diff/index.ts';

@@ -17,6 +17,7 @@ import { reflectCommand } from './commands/reflect.ts';
 import { diffCommand } from './commands/diff.ts';
 import { assertCommand } from './commands/assert.ts';
 import { containsCommand, equivCommand, interferesCommand } from './commands/queries.ts';
+import { serveCommand } from './commands/serve.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
 import { VERSION } from './version.ts';
@@ -47,6 +48,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     containsCommand,
     interferesCommand,
     assertCommand,
+    serveCommand,
     convertCommand,
     compileCommand,
     generateCommand,

@@ -1,0 +1,222 @@
+/**
+ * `npm run bench -- serve [--scale 0.1] [--runs 3] [--port 8080/TCP]`: the web view's figures in
+ * headless Chromium (the browser already open, as a user's is):
+ * - the shop example: `palisade serve` started as a process → the heatmap drawn on the page
+ *   (first meaningful paint), target ≤ 1 s;
+ * - shape (a) at the scale (×0.1: 10,000 pods, 2,500 namespaces), served in this process: the
+ *   server's start (read, and the port's matrix computed before the page asks), then page load →
+ *   namespace heatmap interactive (target ≤ 3 s), a click on a namespace pair → its workloads
+ *   drawn (target ≤ 300 ms), and the browser's memory (target ≤ 500 MB): JS heap of the page,
+ *   and the resident size of every Chromium process.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { loadFromTexts } from '../src/ingest/load.ts';
+import { startServer } from '../src/serve/index.ts';
+import { shapeFiles } from './lint.bench.ts';
+import { reportFigure } from './report.ts';
+import { median, ms } from './stats.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? String(args[i + 1]) : fallback;
+}
+
+/** Resident memory of a process and all its descendants, MiB (Linux /proc). */
+function treeRss(pid: number, descendants = true): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let kib = 0;
+  const visit = (p: number): void => {
+    try {
+      const status = readFileSync(`/proc/${p}/status`, 'utf8');
+      kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    } catch {
+      return;
+    }
+    if (descendants) for (const c of children.get(p) ?? []) visit(c);
+  };
+  visit(pid);
+  return kib / 1024;
+}
+
+/** Resolves after the page's next frame (drawn what was set before). */
+function nextFrame(page: Page): Promise<unknown> {
+  return page.evaluate(
+    () =>
+      new Promise((resolve) =>
+        (globalThis as unknown as { requestAnimationFrame(f: () => void): void }).requestAnimationFrame(() =>
+          resolve(undefined),
+        ),
+      ),
+  );
+}
+
+export async function serveBenchmark(args: string[]): Promise<void> {
+  const scale = Number(option(args, 'scale', '0.1'));
+  const runs = Number(option(args, 'runs', '3'));
+  const port = option(args, 'port', '8080/TCP');
+  // The served bundle is the one `npm run build` makes.
+  const { buildWeb } = (await import(join(process.cwd(), 'web', 'build.mjs'))) as {
+    buildWeb: (o: { write: boolean }) => Promise<unknown>;
+  };
+  await buildWeb({ write: true });
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  try {
+    // 1. The shop example, `palisade serve` as a user starts it.
+    const paints: number[] = [];
+    for (let run = 0; run < runs; run++) {
+      const started = performance.now();
+      const child = spawn(
+        process.execPath,
+        ['.bench-build/src/cli/main.js', 'serve', '-f', 'examples/shop', '--port', '0'],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          let text = '';
+          child.stderr.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+            const match = /palisade serve: (http:\/\/\S+)/.exec(text);
+            if (match) resolve(match[1] as string);
+          });
+          child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${text}`)));
+        });
+        const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+        await page.goto(url);
+        await page.waitForSelector('body[data-shown="1"]');
+        // The frame after the heatmap was drawn.
+        await nextFrame(page);
+        paints.push(performance.now() - started);
+        await page.close();
+      } finally {
+        child.kill('SIGTERM');
+      }
+    }
+    process.stdout.write(
+      `shop: serve started → heatmap painted: median ${ms(median(paints))} over ${runs} runs (${paints.map(ms).join(', ')})\n`,
+    );
+    reportFigure({
+      name: 'serve shop: start → first meaningful paint',
+      value: median(paints),
+      unit: 'ms',
+      target: '≤ 1 s',
+      runs: paints,
+    });
+
+    // 2. Shape (a) at the scale, served from its manifests' text.
+    const files = shapeFiles(scale);
+    const dir = mkdtempSync(join(tmpdir(), `palisade-serve-bench-${process.pid}-`));
+    try {
+      for (const f of files) writeFileSync(join(dir, f.name), f.text);
+      const startedServer = performance.now();
+      const server = await startServer({
+        read: () => Promise.resolve(loadFromTexts(files)),
+        watch: [],
+        semantics: 'v1',
+        address: '127.0.0.1',
+        port: 0,
+      });
+      const read = performance.now() - startedServer;
+      const warm = performance.now();
+      // What serve does before a page asks: the default view's matrix.
+      await fetch(`${server.url}api/heatmap?level=namespace&port=${encodeURIComponent(port)}`);
+      const matrix = performance.now() - warm;
+      process.stdout.write(
+        `shape a ×${scale}: input read ${ms(read)}, the ${port} matrix and namespace heatmap on the server ${ms(matrix)}\n`,
+      );
+      const interactive: number[] = [];
+      const drills: number[] = [];
+      let heap = 0;
+      let rss = 0;
+      for (let run = 0; run < runs; run++) {
+        const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+        const started = performance.now();
+        await page.goto(`${server.url}?port=${encodeURIComponent(port)}`);
+        await page.waitForSelector('body[data-shown="1"]', { timeout: 120_000 });
+        await nextFrame(page);
+        interactive.push(performance.now() - started);
+        // Drill into the first namespace pair with an allowed pod pair (top left of the ordering).
+        const canvas = page.locator('canvas.cells');
+        const box = await canvas.boundingBox();
+        const cell = Number(await canvas.getAttribute('data-cell'));
+        const left = Number(await canvas.getAttribute('data-label-width'));
+        const top = Number(await canvas.getAttribute('data-label-height'));
+        const drillStart = performance.now();
+        await page.mouse.click((box?.x ?? 0) + left + cell / 2, (box?.y ?? 0) + top + cell / 2);
+        await page.waitForSelector('.crumbs button');
+        await page.locator('.heatmap[aria-busy]').waitFor({ state: 'detached' });
+        await nextFrame(page);
+        drills.push(performance.now() - drillStart);
+        const cdp = await page.context().newCDPSession(page);
+        await cdp.send('Performance.enable');
+        const metrics = await cdp.send('Performance.getMetrics');
+        heap = Math.max(
+          heap,
+          (metrics.metrics.find((m) => m.name === 'JSHeapTotalSize')?.value ?? 0) / (1 << 20),
+        );
+        // Chromium runs as this process's children: their resident memory, this process's own left out.
+        rss = Math.max(rss, treeRss(process.pid) - treeRss(process.pid, false));
+        await page.close();
+      }
+      await server.close();
+      process.stdout.write(
+        `shape a ×${scale}: page load → namespace heatmap interactive: median ${ms(median(interactive))} (${interactive.map(ms).join(', ')})\n` +
+          `  drill-down into a namespace pair: median ${ms(median(drills))} (${drills.map(ms).join(', ')})\n` +
+          `  browser memory: page JS heap ${heap.toFixed(0)} MiB; every Chromium process ${rss ? `${rss.toFixed(0)} MiB` : 'not measured'}\n`,
+      );
+      reportFigure({
+        name: `serve shape a ×${scale}: namespace heatmap interactive`,
+        value: median(interactive),
+        unit: 'ms',
+        target: '≤ 3 s',
+        runs: interactive,
+      });
+      reportFigure({
+        name: `serve shape a ×${scale}: drill-down`,
+        value: median(drills),
+        unit: 'ms',
+        target: '≤ 300 ms',
+        runs: drills,
+      });
+      reportFigure({
+        name: `serve shape a ×${scale}: browser memory (all Chromium processes)`,
+        value: rss,
+        unit: 'MiB',
+        target: '≤ 500 MB',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } finally {
+    await browser.close();
+  }
+}

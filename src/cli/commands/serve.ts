@@ -1,0 +1,68 @@
+/**
+ * `palisade serve`: a local web view of who can talk to whom — heatmap, graph, explanations,
+ * lint, diff — kept current as the input files change. Binds to 127.0.0.1 unless asked.
+ */
+import { Command } from 'commander';
+import { loadInput, reportDiagnostics, resolveInputOptions, withInputOptions } from '../common.ts';
+import { EXIT_OK, UsageError, type CliIo } from '../io.ts';
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function serveCommand(io: CliIo, done: (code: number) => void): Command {
+  return withInputOptions(new Command('serve'))
+    .description('a local web view: reachability heatmap and graph, explanations, lint, diff (live)')
+    .option('--against <paths...>', 'an older input to compare with in the diff view (files)')
+    .option('--port <port>', 'TCP port to listen on (0: any free port)', '7780')
+    .option(
+      '--address <address>',
+      'address to listen on; anything but loopback must be asked for',
+      '127.0.0.1',
+    )
+    .option('--allow-host <name>', 'another host name the page may be reached by (repeatable)', collect)
+    .action(async (raw: Record<string, unknown>) => {
+      const input = resolveInputOptions(raw);
+      const port = Number(raw.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError('--port must be a number from 0 to 65535');
+      const address = String(raw.address);
+      const against = raw.against as string[] | undefined;
+      const { startServer } = await import('../../serve/index.ts');
+      // Diagnostics of the first reading go to the terminal; later ones are on the page.
+      let first = true;
+      const read = async () => {
+        const loaded = await loadInput(input, io);
+        if (first) reportDiagnostics(loaded.diagnostics, io, input.verbose);
+        first = false;
+        return loaded;
+      };
+      const { cluster: _cluster, ...files } = input;
+      const server = await startServer({
+        read,
+        ...(against ? { readAgainst: () => loadInput({ ...files, file: against }, io) } : {}),
+        watch: [...input.file, ...(against ?? [])],
+        semantics: input.semantics,
+        address,
+        port,
+        allowedHosts: (raw.allowHost as string[] | undefined) ?? [],
+      }).catch((error: NodeJS.ErrnoException) => {
+        // A port in use or not ours to take: the user's to change, one line.
+        if (error.code === 'EADDRINUSE' || error.code === 'EACCES' || error.code === 'EADDRNOTAVAIL')
+          throw new UsageError(
+            `cannot listen on ${address}:${port}: ${error.code} (choose another --port or --address)`,
+          );
+        throw error;
+      });
+      io.stderr.write(`palisade serve: ${server.url} (Ctrl-C stops it)\n`);
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      await server.close();
+      done(EXIT_OK);
+    });
+}

@@ -1,0 +1,156 @@
+/**
+ * The web app's routes: the page and its bundle, the read-only JSON API under /api/ (the same
+ * data as the CLI's `-o json`; docs/SERVE.md lists every endpoint) and the event stream that
+ * tells the page a new snapshot of the input is ready.
+ */
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import {
+  MATRIX_FORMATS,
+  PLAIN,
+  computeViewMatrix,
+  diffJson,
+  summarizeDiagnostics,
+} from '../analysis/index.ts';
+import type { WebAssets } from './assets.ts';
+import type { LiveInput } from './live-input.ts';
+import { guard } from './security.ts';
+import { parsePort, RequestError, type Snapshot } from './snapshot.ts';
+import { inputSummary } from './summary.ts';
+import type { HeatmapLevel } from './types.ts';
+
+const LEVELS: readonly HeatmapLevel[] = ['namespace', 'workload', 'pod'];
+
+/** Every endpoint of the API, as GET /api answers (and docs/SERVE.md explains). */
+export const API_ENDPOINTS: Readonly<Record<string, string>> = {
+  '/api/summary': 'the input: counts, namespaces, ports policies name, diagnostics and lint counts, version',
+  '/api/heatmap?level=namespace|workload|pod&port=P&from=&to=':
+    'allowed pod pairs aggregated by namespace, by workload of two namespaces, or pod by pod of two workloads',
+  '/api/matrix?port=P&by=workload|pod': 'what `palisade matrix -o json` prints (no port: allowed port sets)',
+  '/api/check?from=&to=&port=&protocol=': 'what `palisade check -o json` prints, with its text as `text`',
+  '/api/graph?port=P&group-by=workload|namespace': 'nodes and edges of allowed connections',
+  '/api/lint': 'what `palisade lint -o json` prints',
+  '/api/diagnostics': 'the input diagnostics (as `validate` reports them)',
+  '/api/diff': 'what `palisade diff -f AGAINST --to INPUT -o json` prints (404 without --against)',
+  '/api/object?name=Kind ns/name': "an object's file, line, column and content",
+  '/api/events': 'server-sent events: `snapshot` with {version} whenever the input was read again',
+};
+
+export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet<string>): Hono {
+  const app = new Hono();
+  app.use('*', guard(hosts));
+  app.onError((error, c) => {
+    if (error instanceof RequestError) return c.json({ error: error.message }, 400);
+    return c.json({ error: `internal error: ${error.message}` }, 500);
+  });
+
+  app.get('/', (c) => c.html(assets.html));
+  app.get('/assets/:name', (c) => {
+    const asset = assets.files.get(c.req.param('name'));
+    if (!asset) return c.notFound();
+    return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'no-cache' });
+  });
+
+  app.get('/api', (c) => c.json({ endpoints: API_ENDPOINTS }));
+  const api = (path: string, answer: (snapshot: Snapshot, c: Context) => unknown): void => {
+    app.get(path, (c) => {
+      const snapshot = live.snapshot;
+      c.header('x-palisade-version', String(snapshot.version));
+      const body = answer(snapshot, c);
+      return body instanceof Response ? body : c.json(body);
+    });
+  };
+
+  api('/api/summary', (s) => ({
+    ...inputSummary(s),
+    readError: live.lastError ?? null,
+    diagnosticCounts: summarizeDiagnostics(s.input.diagnostics),
+  }));
+  api('/api/heatmap', (s, c) => {
+    const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'namespace'));
+    if (!level) throw new RequestError(`level must be one of ${LEVELS.join(', ')}`);
+    const result = s.reachability.heatmap(
+      parsePort(c.req.query('port')),
+      level,
+      c.req.query('from'),
+      c.req.query('to'),
+    );
+    if ('error' in result) throw new RequestError(result.error);
+    return result;
+  });
+  api('/api/matrix', (s, c) => {
+    const by = c.req.query('by') ?? 'workload';
+    if (by !== 'workload' && by !== 'pod') throw new RequestError('by must be workload or pod');
+    const query = parsePort(c.req.query('port'));
+    const matrix = computeViewMatrix(s.input.cluster, {
+      by,
+      queries: query ? [query] : [],
+      semantics: s.semantics,
+      engine: 'auto',
+    });
+    const writer = MATRIX_FORMATS.json;
+    if (!writer) throw new Error('no JSON writer');
+    return c.body([...writer(matrix, PLAIN)].join(''), 200, { 'content-type': 'application/json' });
+  });
+  api('/api/check', (s, c) => {
+    const need = (name: string): string => {
+      const value = c.req.query(name);
+      if (!value) throw new RequestError(`${name} is required`);
+      return value;
+    };
+    return s.check(need('from'), need('to'), need('port'), c.req.query('protocol') ?? 'TCP');
+  });
+  api('/api/graph', (s, c) => {
+    const groupBy = c.req.query('group-by') ?? 'workload';
+    if (groupBy !== 'workload' && groupBy !== 'namespace')
+      throw new RequestError('group-by must be workload or namespace');
+    return s.graph(parsePort(c.req.query('port')), groupBy);
+  });
+  api('/api/lint', (s) => s.lint);
+  api('/api/diagnostics', (s) => ({ diagnostics: s.input.diagnostics }));
+  api('/api/diff', (s, c) => {
+    const diff = s.diff;
+    if (!diff)
+      return c.json({ error: 'serve was started without --against: there is nothing to compare' }, 404);
+    return diffJson(diff);
+  });
+  api('/api/object', (s, c) => {
+    const name = c.req.query('name') ?? '';
+    const found = s.source(name);
+    return found ?? c.json({ error: `no object ${name} in the input` }, 404);
+  });
+
+  app.get('/api/events', (c) =>
+    streamSSE(c, async (stream) => {
+      const send = (version: number): Promise<void> =>
+        stream.writeSSE({ event: 'snapshot', data: JSON.stringify({ version }) });
+      await send(live.snapshot.version);
+      let wake: (() => void) | undefined;
+      let latest = live.snapshot.version;
+      const unsubscribe = live.onChange((snapshot) => {
+        latest = snapshot.version;
+        wake?.();
+      });
+      stream.onAbort(() => {
+        unsubscribe();
+        wake?.();
+      });
+      let sent = latest;
+      while (!stream.aborted && !stream.closed) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          // A comment line now and then keeps proxies and the browser from closing an idle stream.
+          setTimeout(resolve, 15_000).unref();
+        });
+        wake = undefined;
+        if (stream.aborted) break;
+        if (latest !== sent) {
+          sent = latest;
+          await send(latest);
+        } else await stream.write(': keep-alive\n\n');
+      }
+      unsubscribe();
+    }),
+  );
+  return app;
+}

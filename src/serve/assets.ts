@@ -1,0 +1,68 @@
+/**
+ * The page and its bundle. `npm run build` (and `prepare`, so a fresh clone has it) bundles
+ * web/src with esbuild into dist/web/; served from there, nothing is built at run time and
+ * nothing is fetched from elsewhere. Run from the sources (tests, `tsx`) without a build, the
+ * bundle is made in memory by the same build script.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface WebAssets {
+  readonly html: string;
+  readonly files: ReadonlyMap<string, { readonly body: string; readonly type: string }>;
+}
+
+const TYPES: Record<string, string> = {
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Palisade</title>
+<link rel="stylesheet" href="/assets/app.css">
+<script type="module" src="/assets/app.js"></script>
+</head>
+<body>
+<noscript>Palisade's view needs JavaScript; the same data is under /api/.</noscript>
+</body>
+</html>
+`;
+
+/** The package's root: the nearest folder above this module with palisade's package.json. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && /"name":\s*"palisade"/.test(readFileSync(manifest, 'utf8'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("serve: cannot find palisade's package folder");
+    dir = parent;
+  }
+}
+
+export async function loadWebAssets(): Promise<WebAssets> {
+  const root = packageRoot();
+  const built = join(root, 'dist', 'web');
+  const files = new Map<string, { body: string; type: string }>();
+  // Run from the TypeScript sources, a bundle in dist/ may be older than they are: build anew.
+  const fromSources = import.meta.url.endsWith('.ts');
+  if (!fromSources && existsSync(join(built, 'app.js')) && existsSync(join(built, 'app.css'))) {
+    for (const name of Object.keys(TYPES))
+      files.set(name, { body: readFileSync(join(built, name), 'utf8'), type: TYPES[name] as string });
+  } else {
+    // From the sources: the build script, in memory (esbuild is a development dependency).
+    const script = join(root, 'web', 'build.mjs');
+    const { buildWeb } = (await import(script)) as {
+      buildWeb: (options: { write: boolean }) => Promise<Record<string, string>>;
+    };
+    const output = await buildWeb({ write: false });
+    for (const [name, body] of Object.entries(output))
+      if (TYPES[name]) files.set(name, { body, type: TYPES[name] });
+  }
+  return { html: PAGE, files };
+}

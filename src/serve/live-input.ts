@@ -1,0 +1,100 @@
+/**
+ * The input `serve` shows, kept current: read at start, read again a moment after any watched
+ * file or directory changes, and announced to listeners (the event stream) as a new snapshot.
+ * Changes arriving while a reading runs make one more reading after it, never a pile of them.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { Snapshot } from './snapshot.ts';
+import type { ServeOptions } from './types.ts';
+
+export type SnapshotListener = (snapshot: Snapshot) => void;
+
+export class LiveInput {
+  private current?: Snapshot;
+  private version = 0;
+  private readonly listeners = new Set<SnapshotListener>();
+  private readonly watchers: FSWatcher[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private reading: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+  /** The last reading's failure (a cluster that could not be read); the previous snapshot stays. */
+  lastError: string | undefined;
+
+  constructor(private readonly options: ServeOptions) {}
+
+  /** Reads the input for the first time and starts watching. */
+  async start(): Promise<Snapshot> {
+    await this.read();
+    for (const path of this.options.watch) this.watchPath(path);
+    return this.snapshot;
+  }
+
+  get snapshot(): Snapshot {
+    if (!this.current) throw new Error('serve: the input has not been read yet');
+    return this.current;
+  }
+
+  onChange(listener: SnapshotListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const w of this.watchers) w.close();
+    this.listeners.clear();
+  }
+
+  /** Reads again now (also what a file event leads to, after the quiet period). */
+  async reload(): Promise<void> {
+    if (this.reading) {
+      this.again = true;
+      return this.reading;
+    }
+    this.reading = this.read().finally(() => (this.reading = undefined));
+    await this.reading;
+    if (this.again && !this.closed) {
+      this.again = false;
+      await this.reload();
+    }
+  }
+
+  private async read(): Promise<void> {
+    try {
+      const [input, against] = await Promise.all([this.options.read(), this.options.readAgainst?.()]);
+      if (this.closed) return;
+      this.current = new Snapshot(++this.version, input, against, this.options.semantics, Date.now());
+      this.lastError = undefined;
+    } catch (error) {
+      // The first reading must succeed (the command reports it); later ones keep the last state.
+      if (!this.current) throw error;
+      this.lastError = error instanceof Error ? error.message : String(error);
+      return;
+    }
+    for (const listener of this.listeners) listener(this.current);
+  }
+
+  private watchPath(path: string): void {
+    if (path === '-' || !existsSync(path)) return;
+    const absolute = resolve(path);
+    const directory = statSync(absolute).isDirectory();
+    // A file is watched through its directory: editors replace files by renaming a new one in.
+    const target = directory ? absolute : dirname(absolute);
+    const watcher = watch(target, { recursive: directory }, (_event, name) => {
+      if (!directory && name !== null && resolve(target, name.toString()) !== absolute) return;
+      this.schedule();
+    });
+    watcher.on('error', () => undefined);
+    this.watchers.push(watcher);
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.reload(), this.options.debounceMillis ?? 50);
+  }
+}

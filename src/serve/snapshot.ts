@@ -1,0 +1,131 @@
+/**
+ * One reading of the input (and of `--against`), and everything the page asks about it,
+ * computed on first use and kept until the next reading replaces the snapshot: the heatmap's
+ * matrices, lint, the diff, the graph. The API answers from a snapshot, never from a half-read
+ * input, so a request racing a file change sees the old state or the new one, whole.
+ */
+import {
+  checkConnection,
+  computeViewMatrix,
+  diffConnectivity,
+  formatCheckText,
+  lintCluster,
+  matrixGraph,
+  objectLocator,
+  PLAIN,
+  resolveAddress,
+  type CheckResult,
+  type ConnectivityDiff,
+  type ConnectivityGraph,
+  type LintReport,
+} from '../analysis/index.ts';
+import type { LoadResult } from '../ingest/types.ts';
+import { PROTOCOLS, type Protocol, type Semantics } from '../model/types.ts';
+import type { PortQuery } from '../analysis/types.ts';
+import { resolveNamedPort } from '../semantics/index.ts';
+import { Reachability } from './reachability.ts';
+import { objectSource, type ObjectSource } from './sources.ts';
+
+/** A request the client got wrong: answered with 400 and the message. */
+export class RequestError extends Error {}
+
+export class Snapshot {
+  private reachabilityCache?: Reachability;
+  private lintCache?: LintReport;
+  private diffCache?: ConnectivityDiff;
+  private readonly graphs = new Map<string, ConnectivityGraph>();
+
+  constructor(
+    /** Counts up with every reading; the page compares it with what it shows. */
+    readonly version: number,
+    readonly input: LoadResult,
+    readonly against: LoadResult | undefined,
+    readonly semantics: Semantics,
+    /** When this reading finished (ms since the epoch). */
+    readonly readAt: number,
+  ) {}
+
+  get reachability(): Reachability {
+    return (this.reachabilityCache ??= new Reachability(this.input.cluster, this.semantics));
+  }
+
+  get lint(): LintReport {
+    return (this.lintCache ??= lintCluster(this.input.cluster, {
+      semantics: this.semantics,
+      locator: objectLocator(this.input.rawObjects),
+      diagnostics: this.input.diagnostics,
+    }));
+  }
+
+  /** The diff from `--against` (old) to the input (new); undefined without `--against`. */
+  get diff(): ConnectivityDiff | undefined {
+    if (!this.against) return undefined;
+    return (this.diffCache ??= diffConnectivity(this.against.cluster, this.input.cluster, {
+      semantics: this.semantics,
+    }));
+  }
+
+  graph(query: PortQuery | undefined, groupBy: 'workload' | 'namespace'): ConnectivityGraph {
+    const key = `${query ? `${query.protocol}/${query.port}` : 'any'} ${groupBy}`;
+    let graph = this.graphs.get(key);
+    if (!graph) {
+      const matrix = computeViewMatrix(this.input.cluster, {
+        by: 'workload',
+        queries: query ? [query] : [],
+        semantics: this.semantics,
+        engine: 'auto',
+      });
+      graph = matrixGraph(matrix, this.input.cluster, { groupBy, semantics: this.semantics });
+      this.graphs.set(key, graph);
+    }
+    return graph;
+  }
+
+  /** What `palisade check -o json` answers, and its text. */
+  check(from: string, to: string, portText: string, protocolText: string): CheckResult & { text: string } {
+    const cluster = this.input.cluster;
+    const protocol = PROTOCOLS.find((p) => p === protocolText.toUpperCase());
+    if (!protocol) throw new RequestError(`protocol must be one of ${PROTOCOLS.join(', ')}`);
+    const source = resolveAddress(cluster, from);
+    const destination = resolveAddress(cluster, to);
+    if (!source.ok) throw new RequestError(`from: ${source.message}`);
+    if (!destination.ok) throw new RequestError(`to: ${destination.message}`);
+    let port: number;
+    let portName: string | undefined;
+    if (/^[0-9]+$/.test(portText)) {
+      port = Number(portText);
+      if (port < 1 || port > 65535) throw new RequestError('port must be between 1 and 65535');
+    } else {
+      const resolved = resolveNamedPort(destination.address, portText, protocol);
+      if (resolved === undefined) throw new RequestError(`${to} has no ${protocol} port named "${portText}"`);
+      port = resolved;
+      portName = portText;
+    }
+    const result = checkConnection(
+      cluster,
+      { from: source, to: destination, protocol, port, ...(portName ? { portName } : {}) },
+      { semantics: this.semantics },
+    );
+    return { ...result, text: formatCheckText(result, PLAIN) };
+  }
+
+  /** An object's file, line and text, for the links of explanations and findings. */
+  source(object: string): ObjectSource | undefined {
+    return (
+      objectSource(this.input.rawObjects, object) ?? objectSource(this.against?.rawObjects ?? [], object)
+    );
+  }
+}
+
+/** `80`, `80/TCP`, `http/UDP`, `any` (or nothing) → a port query, or undefined for any port. */
+export function parsePort(text: string | undefined): PortQuery | undefined {
+  if (!text || text === 'any') return undefined;
+  const match = /^([0-9]+|[a-z0-9]([-a-z0-9]*[a-z0-9])?)(?:\/(TCP|UDP|SCTP))?$/i.exec(text);
+  if (!match)
+    throw new RequestError(`port must be a number or a port name, with /TCP, /UDP or /SCTP: "${text}"`);
+  const port = /^[0-9]+$/.test(match[1] as string) ? Number(match[1]) : (match[1] as string);
+  if (typeof port === 'number' && (port < 1 || port > 65535))
+    throw new RequestError('port must be between 1 and 65535');
+  const protocol = (match[3] ?? 'TCP').toUpperCase() as Protocol;
+  return { port, protocol };
+}

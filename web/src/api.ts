@@ -1,0 +1,44 @@
+/**
+ * The page's calls to the server's JSON API (docs/SERVE.md): GET only, same origin.
+ */
+export class ApiError extends Error {}
+
+export async function api<T>(path: string, query: Record<string, string | undefined> = {}): Promise<T> {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query))
+    if (value !== undefined && value !== '') params.set(key, value);
+  const url = params.size ? `${path}?${params.toString()}` : path;
+  const response = await fetch(url, { headers: { accept: 'application/json' } });
+  const body = (await response.json()) as T & { error?: string };
+  if (!response.ok) throw new ApiError(body.error ?? `${response.status} ${response.statusText}`);
+  return body;
+}
+
+/** The server's data shapes the page reads (a subset of src/serve/types.ts and the CLI's JSON). */
+export interface Summary {
+  readonly version: number;
+  readonly namespaces: number;
+  readonly pods: number;
+  readonly workloads: number;
+  readonly policies: number;
+  readonly clusterPolicies: number;
+  readonly ports: readonly string[];
+  readonly against: boolean;
+  readonly readError: string | null;
+  readonly diagnosticCounts: string;
+}
+
+export interface HeatAxis {
+  readonly id: string;
+  readonly label: string;
+  readonly pods: number;
+}
+
+export interface Heatmap {
+  readonly level: 'namespace' | 'workload' | 'pod';
+  readonly port: string;
+  readonly rows: readonly HeatAxis[];
+  readonly columns: readonly HeatAxis[];
+  readonly cells: readonly (readonly [number, number, number])[];
+  readonly millis: number;
+}

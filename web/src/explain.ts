@@ -1,0 +1,183 @@
+/**
+ * The details panel: why a connection is allowed or denied (what `palisade check` says: each
+ * direction's tier walk, the rules that matched and those that missed, with why), every policy
+ * named as a link to its source (file, line, and the object as read).
+ */
+import { api } from './api.ts';
+import { clear, el } from './dom.ts';
+
+interface RuleNote {
+  readonly policy: string;
+  readonly rule: number;
+  readonly reason?: string;
+}
+
+interface Direction {
+  readonly direction: string;
+  readonly endpoint: string;
+  readonly allowed: boolean;
+  readonly isolated: boolean;
+  readonly reason: string;
+  readonly policies: readonly string[];
+  readonly matches: readonly RuleNote[];
+  readonly misses: readonly RuleNote[];
+  readonly walk?: readonly { tier: string; outcome: string; policies: readonly string[] }[];
+}
+
+interface CheckAnswer {
+  readonly from: string;
+  readonly to: string;
+  readonly protocol: string;
+  readonly port: number;
+  readonly portName?: string;
+  readonly verdict: { allowed: boolean; egress?: Direction; ingress?: Direction; reason?: string };
+  readonly text: string;
+}
+
+interface ObjectSource {
+  readonly object: string;
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly yaml: string;
+}
+
+/** A policy as explanations name it (`ns/name`, `anp/name`…) → the object name the API takes. */
+export function policyObject(name: string): string {
+  const [prefix, rest] = name.split('/', 2) as [string, string | undefined];
+  const kinds: Record<string, string> = {
+    anp: 'AdminNetworkPolicy',
+    banp: 'BaselineAdminNetworkPolicy',
+    cnp: 'ClusterNetworkPolicy',
+  };
+  if (rest !== undefined && kinds[prefix] && !name.includes(' ')) return `${kinds[prefix]} ${rest}`;
+  return `NetworkPolicy ${name}`;
+}
+
+export class ExplainPanel {
+  readonly root = el('aside', { class: 'details', 'aria-label': 'details', hidden: true });
+
+  constructor(private readonly ports: () => readonly string[]) {}
+
+  close(): void {
+    this.root.hidden = true;
+    clear(this.root);
+  }
+
+  private open(...children: (Node | string)[]): void {
+    clear(this.root);
+    this.root.append(
+      el(
+        'button',
+        { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.close() },
+        '×',
+      ),
+      ...children,
+    );
+    this.root.hidden = false;
+  }
+
+  /** Why `from` may or may not reach `to` on `port` (`80/TCP`); `any` asks for a port first. */
+  async explain(from: string, to: string, port: string): Promise<void> {
+    if (port === 'any') {
+      this.open(
+        el('h2', {}, `${from} → ${to}`),
+        el('p', {}, 'The heatmap shows whether any port is allowed. Pick a port to see why:'),
+        el(
+          'p',
+          { class: 'ports' },
+          ...this.ports().map((p) =>
+            el('button', { type: 'button', onclick: () => void this.explain(from, to, p) }, p),
+          ),
+        ),
+      );
+      return;
+    }
+    const [number, protocol] = port.split('/');
+    this.open(el('h2', {}, `${from} → ${to}`), el('p', {}, 'asking…'));
+    try {
+      const answer = await api<CheckAnswer>('/api/check', {
+        from,
+        to,
+        port: number,
+        protocol: protocol ?? 'TCP',
+      });
+      this.showAnswer(answer);
+    } catch (error) {
+      this.open(el('h2', {}, `${from} → ${to}`), el('p', { class: 'error' }, (error as Error).message));
+    }
+  }
+
+  private showAnswer(answer: CheckAnswer): void {
+    const { verdict } = answer;
+    const port = `${answer.protocol}/${answer.port}${answer.portName ? ` (${answer.portName})` : ''}`;
+    const directions = [verdict.egress, verdict.ingress].filter((d): d is Direction => d !== undefined);
+    this.open(
+      el('h2', {}, `${answer.from} → ${answer.to}`),
+      el(
+        'p',
+        { class: `verdict ${verdict.allowed ? 'allowed' : 'denied'}` },
+        `${verdict.allowed ? 'ALLOWED' : 'DENIED'} on ${port}`,
+      ),
+      ...directions.map((d) => this.direction(d)),
+      el('details', {}, el('summary', {}, 'as palisade check prints it'), el('pre', {}, answer.text)),
+    );
+  }
+
+  private direction(d: Direction): HTMLElement {
+    const rule = (note: RuleNote): HTMLElement =>
+      el(
+        'li',
+        {},
+        this.link(note.policy),
+        note.rule >= 0 ? ` ${d.direction === 'egress' ? 'egress' : 'ingress'}[${note.rule}]` : '',
+        note.reason ? `: ${note.reason}` : '',
+      );
+    return el(
+      'section',
+      { class: `direction ${d.allowed ? 'allowed' : 'denied'}` },
+      el('h3', {}, `${d.direction} of ${d.endpoint}: ${d.allowed ? 'allowed' : 'denied'}`),
+      el('p', {}, d.reason),
+      d.walk?.length
+        ? el(
+            'ol',
+            { class: 'walk' },
+            ...d.walk.map((step) =>
+              el(
+                'li',
+                {},
+                `${step.tier}: ${step.outcome}`,
+                ...step.policies.flatMap((p) => [' ', this.link(p)]),
+              ),
+            ),
+          )
+        : null,
+      d.matches.length ? el('p', {}, 'Rules that match:') : null,
+      d.matches.length ? el('ul', {}, ...d.matches.map(rule)) : null,
+      d.misses.length ? el('p', {}, 'Rules that do not:') : null,
+      d.misses.length ? el('ul', {}, ...d.misses.map(rule)) : null,
+    );
+  }
+
+  /** A policy's name as a button that shows where it is written. */
+  link(policy: string, object = policyObject(policy)): HTMLElement {
+    return el(
+      'button',
+      { type: 'button', class: 'link object', onclick: () => void this.source(object) },
+      policy,
+    );
+  }
+
+  async source(object: string): Promise<void> {
+    try {
+      const found = await api<ObjectSource>('/api/object', { name: object });
+      this.open(
+        el('h2', {}, found.object),
+        el('p', { class: 'location' }, `${found.file}:${found.line}:${found.column}`),
+        el('pre', { class: 'yaml' }, found.yaml),
+      );
+    } catch (error) {
+      this.open(el('h2', {}, object), el('p', { class: 'error' }, (error as Error).message));
+    }
+  }
+}

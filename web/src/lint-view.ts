@@ -1,0 +1,96 @@
+/**
+ * Lint findings and the input's diagnostics (what `palisade lint` reports), each linked to the
+ * object it is about; filtered by the search text.
+ */
+import { api } from './api.ts';
+import { append, clear, count, el } from './dom.ts';
+import type { ExplainPanel } from './explain.ts';
+
+interface Finding {
+  readonly code: string;
+  readonly severity: 'error' | 'warning' | 'info';
+  readonly message: string;
+  readonly hint: string;
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly object?: string;
+  readonly path?: string;
+}
+
+interface LintReport {
+  readonly findings: readonly Finding[];
+  readonly summary: { error: number; warning: number; info: number };
+  readonly skipped: readonly { check: string; reason: string }[];
+}
+
+export class LintView {
+  readonly root = el('section', { class: 'lint', 'aria-label': 'lint findings' });
+  private report: LintReport | undefined;
+
+  constructor(
+    private readonly details: ExplainPanel,
+    private readonly search: () => string,
+  ) {}
+
+  async reload(): Promise<void> {
+    this.report = await api<LintReport>('/api/lint');
+    this.render();
+  }
+
+  render(): void {
+    const report = this.report;
+    clear(this.root);
+    if (!report) return;
+    const text = this.search().trim().toLowerCase();
+    const shown = report.findings.filter(
+      (f) => !text || `${f.code} ${f.object ?? ''} ${f.message} ${f.file}`.toLowerCase().includes(text),
+    );
+    const { error, warning, info } = report.summary;
+    append(
+      this.root,
+      el(
+        'p',
+        { class: 'caption' },
+        `${count(error)} errors, ${count(warning)} warnings, ${count(info)} infos` +
+          (text ? `; ${count(shown.length)} match "${this.search().trim()}"` : ''),
+      ),
+      el(
+        'table',
+        { class: 'findings' },
+        el(
+          'thead',
+          {},
+          el('tr', {}, ...['severity', 'code', 'object', 'where', 'what', 'fix'].map((h) => el('th', {}, h))),
+        ),
+        el(
+          'tbody',
+          {},
+          ...shown
+            .slice(0, 2000)
+            .map((f) =>
+              el(
+                'tr',
+                { class: f.severity },
+                el('td', {}, f.severity),
+                el('td', { class: 'code' }, f.code),
+                el('td', {}, f.object ? this.details.link(f.object, f.object) : ''),
+                el(
+                  'td',
+                  { class: 'location' },
+                  f.line ? `${f.file}:${f.line}:${f.column}` : f.file,
+                  f.path ? ` ${f.path}` : '',
+                ),
+                el('td', {}, f.message),
+                el('td', { class: 'hint' }, f.hint),
+              ),
+            ),
+        ),
+      ),
+      shown.length > 2000
+        ? el('p', {}, `… and ${count(shown.length - 2000)} more (GET /api/lint has them all)`)
+        : null,
+      ...report.skipped.map((s) => el('p', { class: 'skipped' }, `${s.check} not run: ${s.reason}`)),
+    );
+  }
+}
