@@ -105,6 +105,7 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
     await verdict.waitFor();
     assert.equal(await verdict.textContent(), 'DENIED on TCP/5432 (postgres)');
     assert.match((await page.locator('.details').textContent()) ?? '', /no rule allows/);
+    await page.screenshot({ path: join(shots, 'explanation.png') });
     // A policy named in the explanation links to its source.
     await page.locator('.details button.object', { hasText: 'shop/db' }).first().click();
     await page.waitForSelector('.details .location');
@@ -112,7 +113,7 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
       (await page.locator('.details .location').textContent()) ?? '',
       /policies-shop\.yaml:\d+:\d+$/,
     );
-    await page.screenshot({ path: join(shots, 'explanation.png') });
+    await page.screenshot({ path: join(shots, 'source.png') });
   });
 
   it('search filters the rows', async () => {
@@ -128,6 +129,7 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
   });
 
   it('the graph draws workloads in namespaces with cytoscape', async () => {
+    await page.click('.details .close');
     await page.selectOption('select[name=port]', 'any');
     await page.click('.tabs button[data-tab=graph]');
     await page.waitForSelector('.cy canvas');

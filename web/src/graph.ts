@@ -107,7 +107,7 @@ export class GraphView {
       wheelSensitivity: 0.3,
       layout:
         graph.nodes.length <= 250
-          ? { name: 'cose', animate: false, nodeDimensionsIncludeLabels: true, randomize: false }
+          ? { name: 'cose', animate: false, nodeDimensionsIncludeLabels: true, randomize: false, padding: 30 }
           : { name: 'grid', avoidOverlap: true },
       style: [
         {
