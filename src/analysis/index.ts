@@ -36,12 +36,14 @@ export { styleFor, PLAIN, COLOUR, type Style } from './format/style.ts';
 export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';
-export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
-export { checkConnection } from './check.ts';
 export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
+export { GRAPH_FORMATS, isGraphFormat, writeGraph, type GraphFormat } from './format/graph-formats.ts';
+export { portSetJson } from './format/ports-json.ts';
+export { checkExpectations, type AssertionResult, type Expectation } from './assertions.ts';
 export {
   matrixGraph,
   diffGraph,
+  type GroupBy,
   type ConnectivityGraph,
   type GraphNode,
   type GraphEdge,

@@ -4,7 +4,7 @@
  * is reported with its line and column; one bad entry does not hide the others.
  */
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
-import type { Expectation } from '../analysis/assertions.ts';
+import type { Expectation } from '../analysis/index.ts';
 import { PROTOCOLS, type Protocol } from '../model/types.ts';
 import { closest } from '../util/closest.ts';
 

@@ -2,9 +2,7 @@
  * The graph outputs of `matrix` (dot, svg, html): kept here so the matrix command only routes
  * to them.
  */
-import { GRAPH_FORMATS, isGraphFormat, writeGraph } from '../analysis/format/graph-formats.ts';
-import { matrixGraph } from '../analysis/graph/graph.ts';
-import type { Matrix } from '../analysis/types.ts';
+import { GRAPH_FORMATS, isGraphFormat, matrixGraph, writeGraph, type Matrix } from '../analysis/index.ts';
 import type { Cluster, Semantics } from '../model/types.ts';
 import { checkChoice } from './common.ts';
 import type { CliIo } from './io.ts';

@@ -5,9 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
-import { checkExpectations, type AssertionResult } from '../../analysis/assertions.ts';
-import { formatCheckText } from '../../analysis/format/check-text.ts';
-import { styleFor, type Style } from '../../analysis/format/style.ts';
+import {
+  checkExpectations,
+  formatCheckText,
+  styleFor,
+  type AssertionResult,
+  type Style,
+} from '../../analysis/index.ts';
 import {
   checkChoice,
   loadInput,

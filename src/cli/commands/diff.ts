@@ -4,8 +4,7 @@
  */
 import { Command } from 'commander';
 import { diffConnectivity } from '../../analysis/diff/index.ts';
-import { DIFF_FORMATS } from '../../analysis/format/diff-formats.ts';
-import { styleFor } from '../../analysis/format/style.ts';
+import { DIFF_FORMATS, styleFor } from '../../analysis/index.ts';
 import { checkChoice, resolveInputOptions, withInputOptions } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { loadBoth, withSecondInput } from '../two-inputs.ts';

@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import { runQuery, type QueryName, type QueryResult, type Witness } from '../../analysis/diff/index.ts';
-import { portSetJson } from '../../analysis/format/ports-json.ts';
+import { portSetJson } from '../../analysis/index.ts';
 import { formatPortSet } from '../../semantics/index.ts';
 import { checkChoice, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
