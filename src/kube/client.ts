@@ -9,6 +9,7 @@ import type { Watch } from '@kubernetes/client-node/dist/watch.js';
 import type nodeFetch from 'node-fetch';
 import { KubeApiError, networkError, statusError, type RequestDescription } from './errors.ts';
 import { resolveKubeconfig } from './kubeconfig.ts';
+import { parseListBody } from './list.ts';
 import type {
   ClusterTarget,
   KubeApi,
@@ -50,34 +51,15 @@ class FetchKubeApi implements KubeApi {
     options: { limit: number; continue?: string },
     signal?: AbortSignal,
   ): Promise<ListPage> {
-    const query = new URLSearchParams({ limit: String(options.limit) });
-    if (options.continue) query.set('continue', options.continue);
-    const body = (await this.request(`${path}?${query.toString()}`, describe('list', path), signal)) as {
-      items?: unknown;
-      apiVersion?: unknown;
-      kind?: unknown;
-      metadata?: { resourceVersion?: unknown; continue?: unknown; remainingItemCount?: unknown };
-    };
-    if (!Array.isArray(body.items)) {
-      throw new KubeApiError('server', `the API server's answer to list ${path} has no items`);
-    }
-    // Items of a typed list carry no kind or apiVersion; put them back so each object stands alone.
-    const kind =
-      typeof body.kind === 'string' && body.kind.endsWith('List') ? body.kind.slice(0, -4) : undefined;
-    const items = (body.items as RawApiObject[]).map((item) =>
-      kind && item.kind === undefined ? { kind, apiVersion: body.apiVersion, ...item } : item,
-    );
-    const metadata = body.metadata ?? {};
-    return {
-      items,
-      resourceVersion: typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '',
-      ...(typeof metadata.continue === 'string' && metadata.continue !== ''
-        ? { continue: metadata.continue }
-        : {}),
-      ...(typeof metadata.remainingItemCount === 'number'
-        ? { remainingItemCount: metadata.remainingItemCount }
-        : {}),
-    };
+    return parseListBody(await this.request(listPath(path, options), describe('list', path), signal), path);
+  }
+
+  async listText(
+    path: string,
+    options: { limit: number; continue?: string },
+    signal?: AbortSignal,
+  ): Promise<string> {
+    return (await this.request(listPath(path, options), describe('list', path), signal, 'text')) as string;
   }
 
   async watch(
@@ -142,7 +124,13 @@ class FetchKubeApi implements KubeApi {
     };
   }
 
-  private async request(path: string, what: RequestDescription, signal?: AbortSignal): Promise<unknown> {
+  /** A GET; the body parsed (or, with `text`, as the server sent it when the answer is 200). */
+  private async request(
+    path: string,
+    what: RequestDescription,
+    signal?: AbortSignal,
+    as: 'json' | 'text' = 'json',
+  ): Promise<unknown> {
     let init;
     try {
       init = await this.config.applyToFetchOptions({});
@@ -164,9 +152,16 @@ class FetchKubeApi implements KubeApi {
     } catch (error) {
       throw networkError(this.target.server, error);
     }
-    let body: unknown;
+    let text: string;
     try {
-      body = await response.json();
+      text = await response.text();
+    } catch (error) {
+      throw networkError(this.target.server, error);
+    }
+    let body: unknown;
+    if (response.status === 200 && as === 'text') return text;
+    try {
+      body = JSON.parse(text);
     } catch (error) {
       if (response.status === 200) throw networkError(this.target.server, error);
       body = undefined;
@@ -174,6 +169,12 @@ class FetchKubeApi implements KubeApi {
     if (response.status !== 200) throw statusError(this.target.server, response.status, body, what);
     return body;
   }
+}
+
+function listPath(path: string, options: { limit: number; continue?: string }): string {
+  const query = new URLSearchParams({ limit: String(options.limit) });
+  if (options.continue) query.set('continue', options.continue);
+  return `${path}?${query.toString()}`;
 }
 
 /** `list pods at the cluster scope` from a path like `/api/v1/namespaces/shop/pods`. */

@@ -6,7 +6,14 @@ export { connect } from './client.ts';
 export { KubeApiError } from './errors.ts';
 export { kubeconfigAvailable, resolveKubeconfig } from './kubeconfig.ts';
 export { discover } from './discovery.ts';
-export { listAll, DEFAULT_PAGE_SIZE } from './list.ts';
+export {
+  listAll,
+  listPages,
+  parseListBody,
+  DEFAULT_PAGE_SIZE,
+  type ListOptions,
+  type PageFetcher,
+} from './list.ts';
 export { Informer, type InformerHandler, type InformerOptions } from './informer.ts';
 export { readCluster, type ApiObject, type ClusterRead } from './read-cluster.ts';
 export { apiRawObjects, objectLocator } from './raw-objects.ts';

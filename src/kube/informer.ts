@@ -7,7 +7,7 @@
  * client-go's reflector loop, written against KubeApi so the fake API server can drive it.
  */
 import { KubeApiError } from './errors.ts';
-import { listAll } from './list.ts';
+import { listAll, type ListOptions } from './list.ts';
 import { collectionPath } from './resources.ts';
 import type { KubeApi, RawApiObject, ServedResource } from './types.ts';
 
@@ -32,6 +32,13 @@ export interface InformerOptions {
   readonly maxBackoffMs?: number;
   /** Watches are ended by the server after this many seconds, then resumed (default 5–10 min). */
   readonly watchTimeoutSeconds?: () => number;
+  /**
+   * Lists the collection at `path` into the handler itself (listObjects, or a form of its own)
+   * and resolves with the list's resourceVersion; `onRestart` when the list starts again.
+   * Default: `listAll` through the API into `handler.listObjects`. The reflector lists through
+   * its encoding workers this way.
+   */
+  readonly lister?: (path: string, onRestart: () => void, options: ListOptions) => Promise<string>;
 }
 
 export class Informer {
@@ -72,21 +79,22 @@ export class Informer {
           listing = true;
           this.handler.listStart();
           this.listAbort = new AbortController();
-          const rv = await listAll(
-            this.api,
-            path,
-            {
-              onPage: (items) => this.handler.listObjects(items),
-              onRestart: () => {
-                this.handler.listAbort();
-                this.handler.listStart();
-              },
-            },
-            {
-              ...(this.options.pageSize ? { pageSize: this.options.pageSize } : {}),
-              signal: this.listAbort.signal,
-            },
-          );
+          const restart = (): void => {
+            this.handler.listAbort();
+            this.handler.listStart();
+          };
+          const listOptions = {
+            ...(this.options.pageSize ? { pageSize: this.options.pageSize } : {}),
+            signal: this.listAbort.signal,
+          };
+          const rv = this.options.lister
+            ? await this.options.lister(path, restart, listOptions)
+            : await listAll(
+                this.api,
+                path,
+                { onPage: (items) => this.handler.listObjects(items), onRestart: restart },
+                listOptions,
+              );
           if (this.stopped) return this.handler.listAbort();
           listing = false;
           this.resourceVersion = rv;

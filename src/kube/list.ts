@@ -2,9 +2,11 @@
  * A complete list of one kind, page by page (`limit` + `continue`): every page belongs to the
  * snapshot of the first; a continue token that expired (410) restarts the list from the start,
  * as client-go's pager does, after telling the caller to forget the pages it already got.
+ * `listPages` is the pager over any page form (the reflector's pages arrive already encoded by
+ * its workers); `listAll` is that pager over the API's parsed pages.
  */
 import { KubeApiError } from './errors.ts';
-import type { KubeApi, RawApiObject } from './types.ts';
+import type { KubeApi, ListPage, PageCursor, RawApiObject } from './types.ts';
 
 export interface ListCallbacks {
   /** A page of items, in order. */
@@ -16,12 +18,24 @@ export interface ListCallbacks {
 /** Default page size, as client-go's informers use. */
 export const DEFAULT_PAGE_SIZE = 500;
 
-/** Lists everything at `path`; resolves with the snapshot's resourceVersion. */
-export async function listAll(
-  api: KubeApi,
+export interface ListOptions {
+  readonly pageSize?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Fetches one page of a list in some form. */
+export type PageFetcher<P extends PageCursor> = (
   path: string,
-  callbacks: ListCallbacks,
-  options: { pageSize?: number; signal?: AbortSignal } = {},
+  options: { limit: number; continue?: string },
+  signal?: AbortSignal,
+) => Promise<P>;
+
+/** Lists everything at `path` through `fetchPage`; resolves with the snapshot's resourceVersion. */
+export async function listPages<P extends PageCursor>(
+  fetchPage: PageFetcher<P>,
+  path: string,
+  callbacks: { onPage(page: P): void | Promise<void>; onRestart?(): void },
+  options: ListOptions = {},
 ): Promise<string> {
   const limit = options.pageSize ?? DEFAULT_PAGE_SIZE;
   for (let attempt = 0; ; attempt++) {
@@ -29,9 +43,9 @@ export async function listAll(
     let resourceVersion = '';
     try {
       do {
-        const page = await api.list(path, { limit, ...(token ? { continue: token } : {}) }, options.signal);
+        const page = await fetchPage(path, { limit, ...(token ? { continue: token } : {}) }, options.signal);
         if (!token) resourceVersion = page.resourceVersion;
-        await callbacks.onPage(page.items, page.remainingItemCount);
+        await callbacks.onPage(page);
         token = page.continue;
       } while (token);
       return resourceVersion;
@@ -44,4 +58,55 @@ export async function listAll(
       throw error;
     }
   }
+}
+
+/** Lists everything at `path`; resolves with the snapshot's resourceVersion. */
+export function listAll(
+  api: KubeApi,
+  path: string,
+  callbacks: ListCallbacks,
+  options: ListOptions = {},
+): Promise<string> {
+  return listPages<ListPage>(
+    (p, o, signal) => api.list(p, o, signal),
+    path,
+    {
+      onPage: (page) => callbacks.onPage(page.items, page.remainingItemCount),
+      ...(callbacks.onRestart ? { onRestart: () => callbacks.onRestart!() } : {}),
+    },
+    options,
+  );
+}
+
+/**
+ * A list response's body as a page: its items each standing alone (a typed list's items carry no
+ * kind or apiVersion; they are put back), its resourceVersion and continue token. Pure, so the
+ * reflector's worker threads read pages exactly as the client does.
+ */
+export function parseListBody(body: unknown, path: string): ListPage {
+  const list = (body ?? {}) as {
+    items?: unknown;
+    apiVersion?: unknown;
+    kind?: unknown;
+    metadata?: { resourceVersion?: unknown; continue?: unknown; remainingItemCount?: unknown };
+  };
+  if (!Array.isArray(list.items)) {
+    throw new KubeApiError('server', `the API server's answer to list ${path} has no items`);
+  }
+  const kind =
+    typeof list.kind === 'string' && list.kind.endsWith('List') ? list.kind.slice(0, -4) : undefined;
+  const items = (list.items as RawApiObject[]).map((item) =>
+    kind && item.kind === undefined ? { kind, apiVersion: list.apiVersion, ...item } : item,
+  );
+  const metadata = list.metadata ?? {};
+  return {
+    items,
+    resourceVersion: typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '',
+    ...(typeof metadata.continue === 'string' && metadata.continue !== ''
+      ? { continue: metadata.continue }
+      : {}),
+    ...(typeof metadata.remainingItemCount === 'number'
+      ? { remainingItemCount: metadata.remainingItemCount }
+      : {}),
+  };
 }

@@ -50,14 +50,18 @@ export interface ServedResource {
   readonly version: string;
 }
 
-/** One page of a list. */
-export interface ListPage {
-  readonly items: readonly RawApiObject[];
+/** Where a page leaves its list: the snapshot's version and the way on. */
+export interface PageCursor {
   readonly resourceVersion: string;
   /** Absent on the last page. */
   readonly continue?: string;
   /** The server's estimate of items after this page, when it gives one. */
   readonly remainingItemCount?: number;
+}
+
+/** One page of a list. */
+export interface ListPage extends PageCursor {
+  readonly items: readonly RawApiObject[];
 }
 
 /** An event on a watch stream (ERROR events become a rejected watch, 410 as `gone`). */
@@ -96,6 +100,15 @@ export interface KubeApi {
   get(path: string, signal?: AbortSignal): Promise<RawApiObject>;
   /** One page of a list (`limit`, `continue`). */
   list(path: string, options: { limit: number; continue?: string }, signal?: AbortSignal): Promise<ListPage>;
+  /**
+   * One page of a list as the server's JSON text, unparsed (`parseListBody` reads it): for a
+   * caller that parses pages elsewhere, such as the reflector's worker threads.
+   */
+  listText?(
+    path: string,
+    options: { limit: number; continue?: string },
+    signal?: AbortSignal,
+  ): Promise<string>;
   watch(path: string, options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<WatchHandle>;
 }
 

@@ -7,14 +7,16 @@ import {
   discover,
   Informer,
   listAll,
+  listPages,
   KubeApiError,
   POLICY_RESOURCES,
   WORKLOAD_RESOURCES,
   collectionPath,
-  objectPath,
+  type ListOptions,
 } from '../kube/index.ts';
-import type { KubeApi, NamespaceScope, RawApiObject, ServedResource } from '../kube/types.ts';
-import type { SourceSink, StreamId } from './types.ts';
+import type { KubeApi, NamespaceScope, ServedResource } from '../kube/types.ts';
+import type { PageEncoder } from './encode-pool.ts';
+import type { EncodedPage, SourceSink, StreamId } from './types.ts';
 
 export interface ApiSourceOptions {
   readonly scope: NamespaceScope;
@@ -23,24 +25,14 @@ export interface ApiSourceOptions {
   readonly pageSize?: number;
   /** Told about kinds the cluster does not serve, and failures being retried. */
   readonly log: (line: string) => void;
+  /** Parses and encodes list pages off the main thread (when the API gives pages as text). */
+  readonly encoder?: PageEncoder;
 }
 
 export interface RunningSource {
   /** Resolves when every stream holds the whole state once. */
   readonly synced: Promise<void>;
   stop(): void;
-}
-
-/** The object's API path, naming it in diagnostics. */
-export function apiPathOf(served: readonly ServedResource[]): (object: RawApiObject) => string {
-  const byKind = new Map(served.map((s) => [s.resource.kind, s]));
-  return (object) => {
-    const s = byKind.get(String(object.kind));
-    const metadata = (object.metadata ?? {}) as { name?: unknown; namespace?: unknown };
-    const name = typeof metadata.name === 'string' ? metadata.name : '?';
-    const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
-    return s ? objectPath(s, namespace, name) : `${String(object.kind)} ${name}`;
-  };
 }
 
 export async function discoverReflected(
@@ -91,6 +83,7 @@ export function startInformers(
       {
         ...(resumeFrom !== undefined ? { resumeFrom } : {}),
         ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+        ...(encodedLister(api, options.encoder, sink, stream) ?? {}),
       },
     );
     void informer.run();
@@ -107,24 +100,27 @@ export async function listOnce(
   api: KubeApi,
   served: readonly ServedResource[],
   sink: SourceSink,
-  options: Pick<ApiSourceOptions, 'scope' | 'pageSize'>,
+  options: Pick<ApiSourceOptions, 'scope' | 'pageSize' | 'encoder'>,
 ): Promise<void> {
   await Promise.all(
     streamsOf(served, options.scope).map(async ({ served: s, stream }) => {
       sink.listStart(stream);
+      const path = collectionPath(s, stream.namespace);
+      const restart = (): void => {
+        sink.listAbort(stream);
+        sink.listStart(stream);
+      };
+      const listOptions = options.pageSize ? { pageSize: options.pageSize } : {};
+      const encoded = encodedLister(api, options.encoder, sink, stream);
       try {
-        const rv = await listAll(
-          api,
-          collectionPath(s, stream.namespace),
-          {
-            onPage: (items) => sink.listObjects(stream, items),
-            onRestart: () => {
-              sink.listAbort(stream);
-              sink.listStart(stream);
-            },
-          },
-          options.pageSize ? { pageSize: options.pageSize } : {},
-        );
+        const rv = encoded
+          ? await encoded.lister(path, restart, listOptions)
+          : await listAll(
+              api,
+              path,
+              { onPage: (items) => sink.listObjects(stream, items), onRestart: restart },
+              listOptions,
+            );
         sink.listDone(stream, rv);
       } catch (error) {
         sink.listAbort(stream);
@@ -133,6 +129,30 @@ export async function listOnce(
       }
     }),
   );
+}
+
+/**
+ * A lister whose pages are fetched as text and parsed and encoded by the encoder's workers, then
+ * handed to the sink encoded; undefined when the API or the sink cannot take that path.
+ */
+function encodedLister(
+  api: KubeApi,
+  encoder: PageEncoder | undefined,
+  sink: SourceSink,
+  stream: StreamId,
+): { lister: (path: string, onRestart: () => void, options: ListOptions) => Promise<string> } | undefined {
+  const listText = api.listText?.bind(api);
+  const listEncoded = sink.listEncoded?.bind(sink);
+  if (!encoder || !listText || !listEncoded) return undefined;
+  return {
+    lister: (path, onRestart, options) =>
+      listPages<EncodedPage>(
+        async (p, o, signal) => encoder.encode(await listText(p, o, signal), p),
+        path,
+        { onPage: (page) => listEncoded(stream, page.items), onRestart },
+        options,
+      ),
+  };
 }
 
 function describeStream(stream: StreamId): string {

@@ -44,6 +44,8 @@ const BY_SEGMENT = new Map(REFLECTED_KINDS.map((k) => [k.segment, k]));
 
 /** Keys under one root. */
 export class KeyLayout {
+  /** `<root>` without a trailing slash. */
+  readonly root: string;
   /** `<root>/v1/` */
   readonly base: string;
   /** Every reflected object: `<root>/v1/k8s/`. */
@@ -53,6 +55,7 @@ export class KeyLayout {
 
   constructor(root: string = DEFAULT_ROOT) {
     const trimmed = root.replace(/\/+$/, '');
+    this.root = trimmed;
     this.base = `${trimmed}/${LAYOUT_VERSION}/`;
     this.objects = `${this.base}k8s/`;
     this.leader = `${this.base}meta/reflector/leader`;
@@ -62,6 +65,11 @@ export class KeyLayout {
   /** The prefix of one kind's keys. */
   kindPrefix(kind: string): string {
     return `${this.objects}${segmentOf(kind)}/`;
+  }
+
+  /** Whether a reflected kind's keys carry a namespace (undefined: not a reflected kind). */
+  namespaced(kind: string): boolean | undefined {
+    return BY_KIND.get(kind)?.namespaced;
   }
 
   /** The key of one object (namespace ignored for cluster-scoped kinds). */

@@ -10,7 +10,9 @@ import { campaign } from '../etcd/index.ts';
 import type { EtcdStore, Leadership } from '../etcd/types.ts';
 import type { KubeApi, NamespaceScope } from '../kube/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { apiPathOf, discoverReflected, listOnce, startInformers } from './api-source.ts';
+import { apiPathOf } from './api-path.ts';
+import { discoverReflected, listOnce, startInformers } from './api-source.ts';
+import { startPageEncoder, type PageEncoder } from './encode-pool.ts';
 import { loadFiles, watchFiles } from './file-source.ts';
 import type { KeyLayout } from './layout.ts';
 import type { ReflectorStats } from './types.ts';
@@ -22,6 +24,8 @@ export type ReflectorSource =
       readonly api: KubeApi;
       readonly scope: NamespaceScope;
       readonly pageSize?: number;
+      /** Worker threads parsing and encoding list pages (default: one per core, at most four; 0: none). */
+      readonly encodeThreads?: number;
     }
   | {
       readonly type: 'files';
@@ -140,10 +144,23 @@ export class Reflector {
       );
       options.onSynced?.(stats);
     };
+    let encoder: PageEncoder | undefined;
     if (source.type === 'api') {
-      const common = { scope: source.scope, ...(source.pageSize ? { pageSize: source.pageSize } : {}) };
+      encoder = startPageEncoder(options.layout, served, {
+        ...(source.encodeThreads !== undefined ? { threads: source.encodeThreads } : {}),
+        onFallback: (reason) => options.log(`${reason}; pages are encoded on the main thread`),
+      });
+      const common = {
+        scope: source.scope,
+        encoder,
+        ...(source.pageSize ? { pageSize: source.pageSize } : {}),
+      };
       if (options.once) {
-        await listOnce(source.api, served, writer, common);
+        try {
+          await listOnce(source.api, served, writer, common);
+        } finally {
+          await encoder.close();
+        }
         await synced();
         writer.stop();
         return writer.stats;
@@ -178,6 +195,7 @@ export class Reflector {
       deposed.signal.addEventListener('abort', () => resolve());
     });
     stopSource();
+    await encoder?.close();
     if (!deposed.signal.aborted && !this.dropPending) await writer.idle();
     writer.stop();
     return writer.stats;

@@ -4,7 +4,7 @@
  * the changes a source feeds into the writer.
  */
 import type { DecodedObject } from '../ingest/types.ts';
-import type { RawApiObject } from '../kube/types.ts';
+import type { PageCursor, RawApiObject } from '../kube/types.ts';
 import type { Diagnostic } from '../model/types.ts';
 
 /** A kind the reflector writes: its key segment (`pod`) and whether keys carry a namespace. */
@@ -20,6 +20,16 @@ export interface EncodedObject {
   /** The reduced object as JSON; undefined when the object is invalid or left out (a finished pod). */
   readonly value: string | undefined;
   readonly diagnostics: readonly Diagnostic[];
+}
+
+/** An object encoded for the writer, its value's digest computed once where it was encoded. */
+export interface EncodedItem extends EncodedObject {
+  readonly digest: string | undefined;
+}
+
+/** A list page of encoded items (null: an item of a kind that is not reflected). */
+export interface EncodedPage extends PageCursor {
+  readonly items: readonly (EncodedItem | null)[];
 }
 
 /** A value read back from etcd, as a model object (for consumers such as the node agent). */
@@ -45,6 +55,8 @@ export interface SourceSink {
   listStart(stream: StreamId): void;
   /** Objects of the list in progress. */
   listObjects(stream: StreamId, objects: readonly RawApiObject[]): void;
+  /** Objects of the list in progress, already encoded (null: a kind that is not reflected). */
+  listEncoded?(stream: StreamId, items: readonly (EncodedItem | null)[]): void;
   /** The list is complete at `resourceVersion`: keys of the stream not seen since listStart are deleted. */
   listDone(stream: StreamId, resourceVersion: string): void;
   /** The list was abandoned (it restarts): forget what listStart began. */

@@ -8,13 +8,13 @@
  * Each stream's last resourceVersion is recorded in the same transaction as its last pending
  * change, so a restart resumes from a version whose every change is in etcd.
  */
-import { createHash } from 'node:crypto';
 import type { EtcdStore, TxnCompare, TxnOp } from '../etcd/types.ts';
 import type { RawApiObject } from '../kube/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { encodeObject } from './codec.ts';
+import { valueDigest as digest } from './codec.ts';
 import type { KeyLayout } from './layout.ts';
-import type { ReflectorStats, SourceSink, StreamId } from './types.ts';
+import { encodeItem } from './page-encoder.ts';
+import type { EncodedItem, ReflectorStats, SourceSink, StreamId } from './types.ts';
 
 export interface WriterOptions {
   readonly layout: KeyLayout;
@@ -42,8 +42,8 @@ const LONE_VERSION_INTERVAL_MS = 60_000;
 export class EtcdWriter implements SourceSink {
   /** Digest of each value in etcd under `k8s/`. */
   private readonly mirror = new Map<string, string>();
-  /** Changes not yet sent: value, or null for a delete; with the stream that made them. */
-  private readonly pending = new Map<string, { value: string | null; stream: string }>();
+  /** Changes not yet sent: value (and its digest), or null for a delete; with the stream that made them. */
+  private readonly pending = new Map<string, Change>();
   private readonly pendingPerStream = new Map<string, number>();
   /** resourceVersions to record, per stream. */
   private readonly versions = new Map<string, { rv: string; stream: StreamId }>();
@@ -115,6 +115,17 @@ export class EtcdWriter implements SourceSink {
     }
   }
 
+  /** Items of the list in progress, encoded already (by the reflector's workers). */
+  listEncoded(stream: StreamId, items: readonly (EncodedItem | null)[]): void {
+    const seen = this.listing.get(streamKey(stream));
+    for (const item of items) {
+      this.counts.received++;
+      if (item === null) continue;
+      this.applyEncoded(stream, item);
+      seen?.add(item.key);
+    }
+  }
+
   listDone(stream: StreamId, resourceVersion: string): void {
     const id = streamKey(stream);
     const seen = this.listing.get(id) ?? new Set<string>();
@@ -122,7 +133,8 @@ export class EtcdWriter implements SourceSink {
     // Whatever the stream's prefix holds that the list did not: deleted while we were away.
     const prefix = streamPrefix(this.options.layout, stream);
     for (const key of [...this.mirror.keys(), ...this.pending.keys()]) {
-      if (key.startsWith(prefix) && !seen.has(key) && this.present(key)) this.enqueue(key, null, id);
+      if (key.startsWith(prefix) && !seen.has(key) && this.present(key))
+        this.enqueue(key, null, undefined, id);
     }
     this.noteVersion(stream, resourceVersion);
   }
@@ -144,7 +156,7 @@ export class EtcdWriter implements SourceSink {
       typeof metadata.namespace === 'string' ? metadata.namespace : undefined,
       String(metadata.name),
     );
-    if (this.present(key)) this.enqueue(key, null, streamKey(stream));
+    if (this.present(key)) this.enqueue(key, null, undefined, streamKey(stream));
     this.noteVersion(stream, resourceVersion);
   }
 
@@ -155,25 +167,23 @@ export class EtcdWriter implements SourceSink {
   /** Encodes an object and queues its put (or delete, when it is invalid or left out); returns its key. */
   private apply(stream: StreamId, object: RawApiObject): string | undefined {
     this.counts.received++;
-    let encoded;
-    try {
-      encoded = encodeObject(this.options.layout, object, this.options.describe?.(object) ?? '<api>');
-    } catch {
-      return undefined; // not a reflected kind
+    const item = encodeItem(this.options.layout, object, this.options.describe?.(object) ?? '<api>');
+    if (item === null) return undefined;
+    this.applyEncoded(stream, item);
+    return item.key;
+  }
+
+  private applyEncoded(stream: StreamId, item: EncodedItem): void {
+    if (item.diagnostics.length) this.options.onDiagnostics?.(item.diagnostics);
+    if (item.value === undefined || item.digest === undefined) {
+      if (item.diagnostics.some((d) => d.severity === 'error')) this.counts.invalid++;
+      if (this.present(item.key)) this.enqueue(item.key, null, undefined, streamKey(stream));
+      return;
     }
-    if (encoded.diagnostics.length) this.options.onDiagnostics?.(encoded.diagnostics);
-    if (encoded.value === undefined) {
-      if (encoded.diagnostics.some((d) => d.severity === 'error')) this.counts.invalid++;
-      if (this.present(encoded.key)) this.enqueue(encoded.key, null, streamKey(stream));
-      return encoded.key;
-    }
-    const queued = this.pending.get(encoded.key);
-    const same = queued
-      ? queued.value === encoded.value
-      : this.mirror.get(encoded.key) === digest(encoded.value);
+    const queued = this.pending.get(item.key);
+    const same = queued ? queued.value === item.value : this.mirror.get(item.key) === item.digest;
     if (same) this.counts.unchanged++;
-    else this.enqueue(encoded.key, encoded.value, streamKey(stream));
-    return encoded.key;
+    else this.enqueue(item.key, item.value, item.digest, streamKey(stream));
   }
 
   /** Whether etcd holds the key once pending changes are applied. */
@@ -182,15 +192,15 @@ export class EtcdWriter implements SourceSink {
     return queued ? queued.value !== null : this.mirror.has(key);
   }
 
-  private enqueue(key: string, value: string | null, stream: string): void {
+  private enqueue(key: string, value: string | null, valueDigest: string | undefined, stream: string): void {
     if (this.stopped) return;
     const previous = this.pending.get(key);
     if (previous) this.countStream(previous.stream, -1);
     // A change back to what etcd already holds cancels the pending one.
-    if (value === null ? !this.mirror.has(key) : this.mirror.get(key) === digest(value)) {
+    if (value === null ? !this.mirror.has(key) : this.mirror.get(key) === valueDigest) {
       this.pending.delete(key);
     } else {
-      this.pending.set(key, { value, stream });
+      this.pending.set(key, { value, digest: valueDigest, stream });
       this.countStream(stream, 1);
     }
     this.schedule();
@@ -233,31 +243,31 @@ export class EtcdWriter implements SourceSink {
   }
 
   /** Up to maxOps changes, plus the resourceVersions of streams this batch finishes. */
-  private nextBatch():
-    { ops: TxnOp[]; changes: [string, string | null, string][]; versions: string[] } | undefined {
+  private nextBatch(): { ops: TxnOp[]; changes: [string, Change][]; versions: string[] } | undefined {
     const { layout } = this.options;
     const maxOps = this.options.maxOps ?? 128;
     const maxBytes = this.options.maxBytes ?? 1024 * 1024;
     const room = Math.max(1, maxOps - Math.min(this.versions.size, Math.floor(maxOps / 2)));
-    const changes: [string, string | null, string][] = [];
+    const changes: [string, Change][] = [];
     const ops: TxnOp[] = [];
     let bytes = 0;
-    for (const [key, { value, stream }] of this.pending) {
+    for (const [key, change] of this.pending) {
+      const value = change.value;
       if (ops.length >= room || (ops.length > 0 && bytes + (value?.length ?? 0) > maxBytes)) break;
       ops.push(value === null ? { type: 'delete', key } : { type: 'put', key, value });
       bytes += key.length + (value?.length ?? 0);
-      changes.push([key, value, stream]);
+      changes.push([key, change]);
     }
-    for (const [key, , stream] of changes) {
+    for (const [key, change] of changes) {
       this.pending.delete(key);
-      this.countStream(stream, -1);
+      this.countStream(change.stream, -1);
     }
     const versions: string[] = [];
     const now = Date.now();
     for (const [id, { rv, stream }] of this.versions) {
       if (ops.length >= maxOps) break;
       if ((this.pendingPerStream.get(id) ?? 0) > 0) continue; // its changes are not all out yet
-      const touched = changes.some(([, , s]) => s === id);
+      const touched = changes.some(([, change]) => change.stream === id);
       // Alone, a version is written only now and then: churn that changes nothing writes nothing.
       if (!touched && now - (this.recordedAt.get(id) ?? 0) < LONE_VERSION_INTERVAL_MS) continue;
       const key = layout.resourceVersionKey(stream.kind, stream.namespace);
@@ -271,7 +281,7 @@ export class EtcdWriter implements SourceSink {
 
   private async commit(batch: {
     ops: TxnOp[];
-    changes: [string, string | null, string][];
+    changes: [string, Change][];
     versions: string[];
   }): Promise<boolean> {
     const { store, fence } = this.options;
@@ -285,10 +295,10 @@ export class EtcdWriter implements SourceSink {
       this.retryMs = 100;
       this.counts.transactions++;
       this.counts.revision = result.revision;
-      for (const [key, value] of batch.changes) {
+      for (const [key, change] of batch.changes) {
         this.counts.written++;
-        if (value === null) this.mirror.delete(key);
-        else this.mirror.set(key, digest(value));
+        if (change.value === null) this.mirror.delete(key);
+        else this.mirror.set(key, change.digest ?? digest(change.value));
       }
       this.options.onCommitted?.(
         batch.changes.map(([key]) => key),
@@ -306,10 +316,10 @@ export class EtcdWriter implements SourceSink {
       return true;
     } catch (error) {
       // Put the batch back (unless newer changes to the same keys arrived) and try again later.
-      for (const [key, value, stream] of batch.changes) {
+      for (const [key, change] of batch.changes) {
         if (!this.pending.has(key)) {
-          this.pending.set(key, { value, stream });
-          this.countStream(stream, 1);
+          this.pending.set(key, change);
+          this.countStream(change.stream, 1);
         }
       }
       const wait = this.retryMs;
@@ -337,6 +347,9 @@ function streamPrefix(layout: KeyLayout, stream: StreamId): string {
     : `${layout.kindPrefix(stream.kind)}${stream.namespace}/`;
 }
 
-function digest(value: string): string {
-  return createHash('sha1').update(value).digest('base64');
+/** A change waiting to be sent: the value and its digest, or null for a delete. */
+interface Change {
+  readonly value: string | null;
+  readonly digest: string | undefined;
+  readonly stream: string;
 }
