@@ -68,6 +68,11 @@ export interface ClassifierOptions {
    * the store: the Admin tier decides first, NetworkPolicy next, then the Baseline tier.
    */
   readonly tiers?: boolean;
+  /**
+   * Only this node's pods get maps (a node's datapath); pods elsewhere are still group members
+   * and node addresses. Default: every pod.
+   */
+  readonly node?: string;
 }
 
 export class Classifier {
@@ -117,6 +122,7 @@ export class Classifier {
       this.pods.delete(id);
     }
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
+    if (this.options.node !== undefined && pod.node !== this.options.node) return;
     const ingress = this.table(pod, 'ingress');
     const egress = this.table(pod, 'egress');
     const tierKeys: SharedRef[] = [];

@@ -6,4 +6,6 @@ export { DirectionTable, PROTOCOL_INDEX } from './direction-table.ts';
 export { LpmTrie } from './lpm-trie.ts';
 export { TrackedClassifier, type FlowPacket } from './conntrack.ts';
 export type { TierTable } from './tier-table.ts';
+export { ACTION_ALLOW, ACTION_DENY, ACTION_PASS } from './tier-table.ts';
+export { referenceMembers } from './state-group-resolver.ts';
 export type { EndpointMaps } from './classifier.ts';

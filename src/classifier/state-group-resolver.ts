@@ -68,16 +68,25 @@ export class StateGroupResolver implements GroupResolver {
   }
 
   private members(reference: string): IpAddress[] {
-    const separator = reference.indexOf(PARTITION_SEPARATOR);
-    const key = separator < 0 ? reference : reference.slice(0, separator);
-    const port = separator < 0 ? undefined : Number(reference.slice(separator + 1));
-    const group = this.state.group(key);
-    const ips: IpAddress[] = [];
-    for (const member of group?.members.values() ?? []) {
-      if (port !== undefined && member.port !== port) continue;
-      // ipBlock-scoped named-port groups hold pods partly inside: only addresses inside count.
-      for (const ip of member.ips) if (group?.contains(ip, port)) ips.push(ip);
-    }
-    return ips;
+    return referenceMembers(this.state, reference);
   }
+}
+
+/**
+ * The addresses a group reference matches: a group's members' addresses, or for a named-port
+ * partition (`key#n`) those of the members resolving the name to n. Shared with the eBPF
+ * datapath, whose address records hold the same memberships.
+ */
+export function referenceMembers(state: ReadonlyStore, reference: string): IpAddress[] {
+  const separator = reference.indexOf(PARTITION_SEPARATOR);
+  const key = separator < 0 ? reference : reference.slice(0, separator);
+  const port = separator < 0 ? undefined : Number(reference.slice(separator + 1));
+  const group = state.group(key);
+  const ips: IpAddress[] = [];
+  for (const member of group?.members.values() ?? []) {
+    if (port !== undefined && member.port !== port) continue;
+    // ipBlock-scoped named-port groups hold pods partly inside: only addresses inside count.
+    for (const ip of member.ips) if (group?.contains(ip, port)) ips.push(ip);
+  }
+  return ips;
 }
