@@ -1,0 +1,664 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Palisade's eBPF datapath: NetworkPolicy and ordered cluster policy enforced at the node side of
+ * each pod's veth, with the in-process classifier's maps (see palisade.h and
+ * docs/ARCHITECTURE.md). Two programs: `from_pod` on the interface's tc ingress (packets the pod
+ * sends: its egress side) and `to_pod` on its tc egress (packets to the pod: its ingress side).
+ * Each judges the one side of a connection that belongs to its pod, the way the classifier's
+ * verdict splits by side, so a packet between two pods is judged by the source's node for egress
+ * and by the destination's node for ingress.
+ *
+ * Per packet: the epoch (one array element) picks the record side; the local pod's record (none:
+ * dropped — fail closed) gives its tables; a tracked connection follows its remembered verdict,
+ * judged again by its original direction when the epoch moved since (so a connection a new policy
+ * denies is cut at its next packet); a new one is judged by the tables: tier tables by their
+ * lowest matching slot, NetworkPolicy tables by any. Replies of tracked connections pass.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "palisade.h"
+
+#define NO_PREALLOC BPF_F_NO_PREALLOC
+
+#define HASH_MAP(name, k, v, n)                                                                    \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                   \
+		__uint(max_entries, n);                                                            \
+		__uint(map_flags, NO_PREALLOC);                                                    \
+		__type(key, k);                                                                    \
+		__type(value, v);                                                                  \
+	} name SEC(".maps")
+
+#define LPM_MAP(name, k, v, n)                                                                     \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, n);                                                            \
+		__uint(map_flags, NO_PREALLOC);                                                    \
+		__type(key, k);                                                                    \
+		__type(value, v);                                                                  \
+	} name SEC(".maps")
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen);
+} gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+HASH_MAP(records, struct addr_key, struct record, 1 << 20);
+HASH_MAP(record_groups, struct group_chunk_key, struct group_chunk, 1 << 18);
+HASH_MAP(tables, __u32, struct table, 1 << 18);
+HASH_MAP(ports, struct port_key, struct entry, 1 << 20);
+LPM_MAP(ranges, struct range_key, struct entry, 1 << 18);
+LPM_MAP(cidrs, struct cidr_key, struct entry, 1 << 20);
+HASH_MAP(groups, struct group_key, struct entry, 1 << 20);
+HASH_MAP(bits, struct bits_key, __u64, 1 << 22);
+HASH_MAP(actions, struct action_key, __u32, 1 << 20);
+HASH_MAP(group_names, __u32, struct group_name, 1 << 20);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct ct_key);
+	__type(value, struct ct_value);
+} conntrack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct frag_key);
+	__type(value, struct frag_value);
+} frags SEC(".maps");
+
+/* A table lookup's working state (too large for the 512-byte stack): one per CPU. */
+struct side_entry {
+	__u64 w0;
+	__u32 index;
+	__u32 present;
+};
+
+#define P_PORT 0
+#define P_ANY 1
+#define P_L3 2
+#define P_RANGE 3
+#define ALL_WORDS 0xffffffff
+#define MAX_STRIDE 1024
+
+struct match_state {
+	__u32 table;
+	__u32 words;
+	__u32 stride;
+	__u32 first;
+	struct side_entry p[4];
+	struct side_entry prim, supp, except;
+	struct addr_key remote;
+	__u32 group_count;
+	__u32 word; /* the word the group pass computes, or ALL_WORDS for summaries and first words */
+	__u64 gsum;
+	__u64 gacc;
+	__u64 candidates; /* summary bits not visited yet */
+	__u32 base;       /* the first word of the current summary bit */
+	__u32 next;       /* the next word of it, from base */
+	__u64 acc;
+	__u64 ports;
+	__u64 peers;
+	__s32 result;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct match_state);
+} scratch SEC(".maps");
+
+/* De Bruijn: the lowest set bit's index without branches (each branch would double the states
+ * the verifier explores). */
+static const __u8 debruijn64[64] = {
+	0,  1,  48, 2,  57, 49, 28, 3,  61, 58, 50, 42, 38, 29, 17, 4,  62, 55, 59, 36, 53, 51,
+	43, 22, 45, 39, 33, 30, 24, 18, 12, 5,  63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21,
+	44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9,  13, 8,  7,  6,
+};
+
+static __always_inline __u32 ctz64(__u64 x)
+{
+	return debruijn64[((x & -x) * 0x03f79d71b4cb0a89ULL) >> 58];
+}
+
+/* Word `w` of a bitmap (its first word is in the entry; the others in `bits`, absent: zero). */
+static __always_inline __u64 word_of(__u32 table, __u32 index, __u64 w0, __u32 w)
+{
+	if (w == 0)
+		return w0;
+	struct bits_key k = { .table = table, .index = index, .word = w };
+	__u64 *v = bpf_map_lookup_elem(&bits, &k);
+	return v ? *v : 0;
+}
+
+static __always_inline void take(struct side_entry *to, const struct entry *e, __u64 *summary)
+{
+	if (!e || !e->summary) {
+		to->present = 0;
+		to->w0 = 0;
+		return;
+	}
+	to->present = 1;
+	to->w0 = e->w0;
+	to->index = e->index;
+	*summary |= e->summary;
+}
+
+static __always_inline void visit_group(struct match_state *s, __u32 group)
+{
+	struct group_key k = { .table = s->table, .group = group };
+	struct entry *e = bpf_map_lookup_elem(&groups, &k);
+	if (!e)
+		return;
+	if (s->word == ALL_WORDS) {
+		s->gsum |= e->summary;
+		s->gacc |= e->w0;
+	} else {
+		s->gacc |= word_of(s->table, e->index, e->w0, s->word);
+	}
+}
+
+/* The remote address's group i: the record holds the first ones, chunks of `record_groups` the rest. */
+static long group_cb(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct match_state *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	__u32 group;
+	if (i < INLINE_GROUPS) {
+		struct record *r = bpf_map_lookup_elem(&records, &s->remote);
+		if (!r)
+			return 1;
+		__u32 at = i;
+		barrier_var(at); /* keeps the mask below: the verifier needs it, the compiler would drop it */
+		group = r->groups[at & (INLINE_GROUPS - 1)];
+	} else {
+		__u32 j = i - INLINE_GROUPS;
+		struct group_chunk_key k = { .chunk = j / GROUP_CHUNK };
+		__builtin_memcpy(&k.addr, &s->remote, sizeof(k.addr));
+		struct group_chunk *chunk = bpf_map_lookup_elem(&record_groups, &k);
+		if (!chunk)
+			return 1;
+		barrier_var(j);
+		group = chunk->groups[j & (GROUP_CHUNK - 1)];
+	}
+	visit_group(s, group);
+	return 0;
+}
+
+static __always_inline void group_pass(struct match_state *s, __u32 word)
+{
+	s->word = word;
+	s->gsum = 0;
+	s->gacc = 0;
+	__u32 count = s->group_count;
+	if (count > INLINE_GROUPS + MAX_GROUP_CHUNKS * GROUP_CHUNK)
+		count = INLINE_GROUPS + MAX_GROUP_CHUNKS * GROUP_CHUNK;
+	if (count > 0)
+		bpf_loop(count, group_cb, NULL, 0);
+}
+
+/* ORs word `w` of an entry into the accumulator (in map memory, so paths join with equal states). */
+static __always_inline void or_word(struct match_state *s, const struct side_entry *e, __u32 w)
+{
+	if (e->present)
+		s->acc |= word_of(s->table, e->index, e->w0, w);
+}
+
+/*
+ * One candidate word of a wide table, in ascending order: the candidate summary bits are taken
+ * lowest first and each covers `stride` words. Stops at the first word where a slot matches.
+ */
+static long word_cb(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct match_state *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	if (s->next >= s->stride) {
+		if (!s->candidates)
+			return 1;
+		s->base = ctz64(s->candidates) * s->stride;
+		s->candidates &= s->candidates - 1;
+		s->next = 0;
+	}
+	__u32 w = s->base + s->next;
+	s->next++;
+	if (w >= s->words)
+		return 0;
+	s->acc = 0;
+	or_word(s, &s->p[P_PORT], w);
+	or_word(s, &s->p[P_ANY], w);
+	or_word(s, &s->p[P_L3], w);
+	or_word(s, &s->p[P_RANGE], w);
+	s->ports = s->acc;
+	if (!s->ports)
+		return 0;
+	s->acc = 0;
+	or_word(s, &s->except, w);
+	s->peers = s->acc;
+	s->acc = 0;
+	or_word(s, &s->supp, w);
+	s->peers = s->acc & ~s->peers;
+	s->acc = 0;
+	or_word(s, &s->prim, w);
+	s->peers |= s->acc;
+	/* Tier tables need the lowest matching slot, so groups count even when a prefix matched. */
+	if (s->first || !(s->ports & s->peers)) {
+		group_pass(s, w);
+		s->peers |= s->gacc;
+	}
+	__u64 m = s->ports & s->peers;
+	if (!m)
+		return 0;
+	s->result = (__s32)(w * 64 + ctz64(m));
+	return 1;
+}
+
+static __always_inline void fill_addr(__u8 *to, const __u8 *from)
+{
+	__builtin_memcpy(to, from, 16);
+}
+
+/* What a side is judged on: the packet's (original) direction, protocol index and port. */
+struct query {
+	__u32 dir;
+	__u32 proto;
+	__u32 port;
+	__u32 cfg;
+	__u32 group_count; /* the remote address's groups */
+	__u32 node_of;     /* the node the remote address belongs to, 0 none */
+};
+
+/*
+ * The slot of `table` that matches a packet to or from `remote` on (protocol index, port): the
+ * lowest for tier tables (`first`), any for NetworkPolicy tables; -1 when none matches.
+ */
+static __noinline int match(__u32 table, const struct addr_key *remote, const struct query *q, __u32 first)
+{
+	__u32 proto = q->proto;
+	__u32 port = q->port;
+	__u32 zero = 0;
+	struct match_state *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return -1;
+	struct table *t = bpf_map_lookup_elem(&tables, &table);
+	if (!t)
+		return -1; /* a table being written or gone matches nothing: fail closed */
+	s->table = table;
+	s->words = t->words;
+	s->stride = t->stride;
+	s->first = first;
+	s->result = -1;
+	__builtin_memcpy(&s->remote, remote, sizeof(s->remote));
+	s->group_count = q->group_count;
+	s->gsum = 0;
+	s->gacc = 0;
+
+	__u64 psum = 0;
+	take(&s->p[P_L3], &t->l3, &psum);
+	if (proto < PROTO_OTHER) {
+		take(&s->p[P_ANY], &t->any[proto & 3], &psum);
+		struct entry *e = NULL;
+		if (t->flags & HAS_PORTS) {
+			struct port_key pk = { .table = table, .port = port, .proto = proto };
+			e = bpf_map_lookup_elem(&ports, &pk);
+		}
+		take(&s->p[P_PORT], e, &psum);
+		e = NULL;
+		if (t->flags & HAS_RANGES) {
+			struct range_key rk = { .prefixlen = 56, .table = table, .proto = proto };
+			rk.port[0] = port >> 8;
+			rk.port[1] = port & 0xff;
+			e = bpf_map_lookup_elem(&ranges, &rk);
+		}
+		take(&s->p[P_RANGE], e, &psum);
+	} else {
+		take(&s->p[P_ANY], NULL, &psum);
+		take(&s->p[P_PORT], NULL, &psum);
+		take(&s->p[P_RANGE], NULL, &psum);
+	}
+	if (!psum)
+		return -1;
+
+	__u64 qsum = 0;
+	__u64 except_summary = 0;
+	struct entry *prim = NULL, *supp = NULL, *except = NULL;
+	if (t->flags & HAS_CIDRS) {
+		struct cidr_key ck = { .table = table, .family = remote->family };
+		ck.prefixlen = 48 + (remote->family == FAMILY_V4 ? 32 : 128);
+		fill_addr(ck.addr, remote->addr);
+		ck.kind = CIDR_PRIM;
+		prim = bpf_map_lookup_elem(&cidrs, &ck);
+		if (t->flags & HAS_SUPP) {
+			ck.kind = CIDR_SUPP;
+			supp = bpf_map_lookup_elem(&cidrs, &ck);
+		}
+		if (supp && (t->flags & HAS_EXCEPT)) {
+			ck.kind = CIDR_EXCEPT;
+			except = bpf_map_lookup_elem(&cidrs, &ck);
+		}
+	}
+	take(&s->prim, prim, &qsum);
+	take(&s->supp, supp, &qsum);
+	take(&s->except, except, &except_summary);
+	if (t->flags & HAS_GROUPS) {
+		group_pass(s, ALL_WORDS);
+		qsum |= s->gsum;
+	}
+	__u64 candidates = psum & qsum;
+	if (!candidates)
+		return -1;
+
+	if (s->words == 1) {
+		/* Absent entries hold zero words. */
+		__u64 ports = s->p[P_PORT].w0 | s->p[P_ANY].w0 | s->p[P_L3].w0 | s->p[P_RANGE].w0;
+		__u64 peers = s->prim.w0 | s->gacc | (s->supp.w0 & ~s->except.w0);
+		__u64 m = ports & peers;
+		if (!m)
+			return -1;
+		return first ? (int)ctz64(m) : 0;
+	}
+
+	/* Candidate words: each summary bit covers `stride` words (one when the table has <= 64). */
+	__u64 c = candidates;
+	c = c - ((c >> 1) & 0x5555555555555555ULL);
+	c = (c & 0x3333333333333333ULL) + ((c >> 2) & 0x3333333333333333ULL);
+	c = (((c + (c >> 4)) & 0x0f0f0f0f0f0f0f0fULL) * 0x0101010101010101ULL) >> 56;
+	__u32 stride = s->stride;
+	if (stride > MAX_STRIDE)
+		stride = MAX_STRIDE;
+	s->stride = stride;
+	s->candidates = candidates;
+	s->next = stride;
+	bpf_loop((__u32)c * stride, word_cb, NULL, 0);
+	return s->result;
+}
+
+#define UNDECIDED (-1)
+
+/* A tier table's answer: ACTION_ALLOW or ACTION_DENY, or UNDECIDED (nothing matched, or Pass). */
+static __always_inline int tier(__u32 table, const struct addr_key *remote, const struct query *q)
+{
+	int slot = match(table, remote, q, 1);
+	if (slot < 0)
+		return UNDECIDED;
+	struct action_key k = { .table = table, .slot = slot };
+	__u32 *action = bpf_map_lookup_elem(&actions, &k);
+	if (!action)
+		return ACTION_ALLOW;
+	return *action == ACTION_DENY ? ACTION_DENY : UNDECIDED;
+}
+
+/*
+ * The local pod's side of a connection (the classifier's decide, one side): its Admin tier, then
+ * its NetworkPolicy table when isolated (which allows its own node), else its Baseline tier.
+ */
+static __noinline int decide(const struct record *local, const struct addr_key *remote, struct query *q)
+{
+	struct record *r = bpf_map_lookup_elem(&records, remote);
+	q->group_count = r ? r->group_count : 0;
+	q->node_of = r ? r->node_address_of : 0;
+	__u32 egress = q->dir == DIR_EGRESS;
+	__u32 admin = local->tables[egress ? T_ADMIN_EGRESS : T_ADMIN_INGRESS];
+	__u32 np = local->tables[egress ? T_EGRESS : T_INGRESS];
+	__u32 baseline = local->tables[egress ? T_BASELINE_EGRESS : T_BASELINE_INGRESS];
+	__u32 node = local->node;
+	if (admin) {
+		int a = tier(admin, remote, q);
+		if (a == ACTION_ALLOW)
+			return 1;
+		if (a == ACTION_DENY)
+			return 0;
+	}
+	if (np) {
+		if ((q->cfg & CFG_ALLOW_NODE_LOCAL) && node != 0 && q->node_of == node)
+			return 1;
+		return match(np, remote, q, 0) >= 0;
+	}
+	if (baseline)
+		return tier(baseline, remote, q) != ACTION_DENY;
+	return 1;
+}
+
+struct packet {
+	__u8 family;
+	__u8 proto; /* IP protocol number */
+	__u8 tracked; /* has a flow key: TCP, UDP, SCTP, ICMP echo */
+	__u8 nonfirst; /* a fragment after the first: ports come from the first */
+	__u8 first_fragment;
+	__u8 pass; /* neighbour discovery and other traffic no policy speaks of */
+	__u16 sport;
+	__u16 dport;
+	__u32 frag_id;
+	__u8 src[16];
+	__u8 dst[16];
+};
+
+#define IPPROTO_ICMPV6_ 58
+#define NEXTHDR_HOP 0
+#define NEXTHDR_ROUTING 43
+#define NEXTHDR_FRAGMENT 44
+#define NEXTHDR_AUTH 51
+#define NEXTHDR_DEST 60
+#define MAX_EXT_HEADERS 6
+
+static __always_inline int load_ports(struct __sk_buff *skb, __u32 off, struct packet *p)
+{
+	if (p->nonfirst)
+		return 0;
+	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP || p->proto == IPPROTO_SCTP) {
+		__u16 ports[2];
+		if (bpf_skb_load_bytes(skb, off, ports, 4) < 0)
+			return -1;
+		p->sport = bpf_ntohs(ports[0]);
+		p->dport = bpf_ntohs(ports[1]);
+		p->tracked = 1;
+		return 0;
+	}
+	if (p->proto == IPPROTO_ICMP || p->proto == IPPROTO_ICMPV6_) {
+		__u8 head[8];
+		if (bpf_skb_load_bytes(skb, off, head, 8) < 0)
+			return -1;
+		__u8 type = head[0];
+		if (p->proto == IPPROTO_ICMPV6_ && type >= 133 && type <= 137) {
+			p->pass = 1; /* router and neighbour discovery */
+			return 0;
+		}
+		int echo = p->proto == IPPROTO_ICMP ? (type == 8 || type == 0) : (type == 128 || type == 129);
+		if (echo) {
+			/* An echo and its reply are one flow: the identifier stands for both ports. */
+			p->sport = p->dport = ((__u16)head[4] << 8) | head[5];
+			p->tracked = 1;
+		}
+	}
+	return 0;
+}
+
+/* 0: parsed; 1: not IP (passes); -1: malformed IP (dropped). */
+static __always_inline int parse(struct __sk_buff *skb, struct packet *p)
+{
+	__u32 off = ETH_HLEN;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		__u8 h[20];
+		if (bpf_skb_load_bytes(skb, off, h, 20) < 0)
+			return -1;
+		__u32 ihl = (h[0] & 0xf) * 4;
+		if (ihl < 20)
+			return -1;
+		p->family = FAMILY_V4;
+		p->proto = h[9];
+		__u16 frag = ((__u16)h[6] << 8) | h[7];
+		p->nonfirst = (frag & 0x1fff) != 0;
+		p->first_fragment = !p->nonfirst && (frag & 0x2000);
+		p->frag_id = ((__u16)h[4] << 8) | h[5];
+		__builtin_memcpy(p->src, &h[12], 4);
+		__builtin_memcpy(p->dst, &h[16], 4);
+		return load_ports(skb, off + ihl, p);
+	}
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		__u8 h[40];
+		if (bpf_skb_load_bytes(skb, off, h, 40) < 0)
+			return -1;
+		p->family = FAMILY_V6;
+		__builtin_memcpy(p->src, &h[8], 16);
+		__builtin_memcpy(p->dst, &h[24], 16);
+		__u8 next = h[6];
+		off += 40;
+		for (int i = 0; i < MAX_EXT_HEADERS; i++) {
+			__u8 ext[8];
+			if (next == NEXTHDR_HOP || next == NEXTHDR_ROUTING || next == NEXTHDR_DEST) {
+				if (bpf_skb_load_bytes(skb, off, ext, 2) < 0)
+					return -1;
+				next = ext[0];
+				off += ((__u32)ext[1] + 1) * 8;
+			} else if (next == NEXTHDR_AUTH) {
+				if (bpf_skb_load_bytes(skb, off, ext, 2) < 0)
+					return -1;
+				next = ext[0];
+				off += ((__u32)ext[1] + 2) * 4;
+			} else if (next == NEXTHDR_FRAGMENT) {
+				if (bpf_skb_load_bytes(skb, off, ext, 8) < 0)
+					return -1;
+				next = ext[0];
+				__u16 frag = ((__u16)ext[2] << 8) | ext[3];
+				p->nonfirst = (frag & 0xfff8) != 0;
+				p->first_fragment = !p->nonfirst && (frag & 1);
+				p->frag_id = ((__u32)ext[4] << 24) | ((__u32)ext[5] << 16) | ((__u32)ext[6] << 8) | ext[7];
+				off += 8;
+			} else {
+				break;
+			}
+		}
+		p->proto = next;
+		return load_ports(skb, off, p);
+	}
+	return 1;
+}
+
+static __always_inline __u32 proto_index(__u8 proto)
+{
+	if (proto == IPPROTO_TCP)
+		return PROTO_TCP;
+	if (proto == IPPROTO_UDP)
+		return PROTO_UDP;
+	if (proto == IPPROTO_SCTP)
+		return PROTO_SCTP;
+	return PROTO_OTHER;
+}
+
+static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
+{
+	struct packet p = {};
+	int parsed = parse(skb, &p);
+	if (parsed > 0 || p.pass)
+		return TC_ACT_OK;
+	if (parsed < 0)
+		return TC_ACT_SHOT;
+
+	__u32 zero = 0;
+	struct gen *g = bpf_map_lookup_elem(&gen, &zero);
+	struct config *c = bpf_map_lookup_elem(&config, &zero);
+	if (!g || !c)
+		return TC_ACT_SHOT;
+	__u32 epoch = *(volatile __u32 *)&g->epoch;
+	__u32 cfg = c->flags;
+	__u32 side = epoch & 1;
+
+	struct addr_key local_key = { .side = side, .family = p.family };
+	struct addr_key remote_key = { .side = side, .family = p.family };
+	fill_addr(local_key.addr, dir == DIR_EGRESS ? p.src : p.dst);
+	fill_addr(remote_key.addr, dir == DIR_EGRESS ? p.dst : p.src);
+	struct record *local = bpf_map_lookup_elem(&records, &local_key);
+	if (!local || !(local->flags & REC_ENDPOINT))
+		return TC_ACT_SHOT; /* not an address of a pod this node renders: fail closed */
+
+	if (p.nonfirst) {
+		struct frag_key fk = { .dir = dir, .proto = p.proto, .family = p.family, .id = p.frag_id };
+		fill_addr(fk.src, p.src);
+		fill_addr(fk.dst, p.dst);
+		struct frag_value *fv = bpf_map_lookup_elem(&frags, &fk);
+		if (!fv)
+			return TC_ACT_SHOT;
+		p.sport = fv->sport;
+		p.dport = fv->dport;
+		p.tracked = 1;
+	}
+
+	struct query q = { .dir = dir, .proto = proto_index(p.proto), .port = p.dport, .cfg = cfg };
+	if (!p.tracked)
+		return decide(local, &remote_key, &q) ? TC_ACT_OK : TC_ACT_SHOT;
+
+	struct ct_key k = { .dir = dir, .proto = p.proto, .family = p.family, .sport = p.sport, .dport = p.dport };
+	fill_addr(k.src, p.src);
+	fill_addr(k.dst, p.dst);
+	__u32 allowed;
+	struct ct_value *v = bpf_map_lookup_elem(&conntrack, &k);
+	if (v) {
+		allowed = v->allowed;
+		if (v->epoch != epoch && (cfg & CFG_RECHECK_FLOWS)) {
+			allowed = decide(local, &remote_key, &q);
+			v->allowed = allowed;
+			v->epoch = epoch;
+		}
+	} else {
+		/* A reply: the connection the local pod accepted or opened, with ends swapped. */
+		struct ct_key r = { .dir = !dir, .proto = p.proto, .family = p.family, .sport = p.dport, .dport = p.sport };
+		fill_addr(r.src, p.dst);
+		fill_addr(r.dst, p.src);
+		v = bpf_map_lookup_elem(&conntrack, &r);
+		if (v) {
+			allowed = v->allowed;
+			if (v->epoch != epoch && (cfg & CFG_RECHECK_FLOWS)) {
+				/* Judged as its original direction: the remote end's port was the destination. */
+				q.dir = !dir;
+				q.port = p.sport;
+				allowed = decide(local, &remote_key, &q);
+				v->allowed = allowed;
+				v->epoch = epoch;
+			}
+		} else {
+			allowed = decide(local, &remote_key, &q);
+			struct ct_value nv = { .epoch = epoch, .allowed = allowed };
+			bpf_map_update_elem(&conntrack, &k, &nv, BPF_ANY);
+		}
+	}
+	if (allowed && p.first_fragment) {
+		struct frag_key fk = { .dir = dir, .proto = p.proto, .family = p.family, .id = p.frag_id };
+		fill_addr(fk.src, p.src);
+		fill_addr(fk.dst, p.dst);
+		struct frag_value fv = { .sport = p.sport, .dport = p.dport };
+		bpf_map_update_elem(&frags, &fk, &fv, BPF_ANY);
+	}
+	return allowed ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+SEC("tc")
+int from_pod(struct __sk_buff *skb)
+{
+	return handle(skb, DIR_EGRESS);
+}
+
+SEC("tc")
+int to_pod(struct __sk_buff *skb)
+{
+	return handle(skb, DIR_INGRESS);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,216 @@
+/*
+ * The eBPF datapath's maps: the in-process classifier's layout (src/classifier) in BPF map types.
+ * Shared by the program (palisade.bpf.c) and mirrored, field by field, by src/ebpf/layout.ts;
+ * the loader compares every map's key and value size with that file before it writes anything.
+ *
+ * Two kinds of state:
+ * - Tables, immutable once written: a table id is never reused while the maps hold it, so new
+ *   tables are written beside the old ones and old ones deleted after nothing can read them.
+ *   A table is the classifier's DirectionTable (or tier table): a header with the L3 and
+ *   any-port-of-protocol entries, port entries, port-range and CIDR tries (each stored prefix
+ *   carries the union of the bitmaps of every prefix of its map containing it, so one
+ *   longest-prefix lookup gives what the classifier collects along the trie path), group entries,
+ *   the bitmap words beyond the first, and the actions of tier slots.
+ * - Address records, versioned: each record exists once per side (0, 1); the program reads the
+ *   side `epoch & 1` of the epoch in `gen`. An update writes the side no packet reads, switches
+ *   the epoch (one array element), and only after a grace period brings the other side level.
+ *
+ * A bitmap is a list of 64-bit words (one bit per rule slot); an entry carries its summary (bit
+ * k set when any of words [k*stride, (k+1)*stride) is non-zero), its first word, and its number
+ * in the table for the words in `bits`. A lookup ANDs the summaries first and reads only the
+ * words both sides mark: 1,000 policies on an endpoint cost what one does.
+ */
+#ifndef PALISADE_H
+#define PALISADE_H
+
+#include <linux/types.h>
+
+#define PALISADE_LAYOUT_VERSION 1
+
+/* Record sides: the live side is epoch & 1. */
+#define SIDES 2
+
+/* Address families as keys hold them. */
+#define FAMILY_V4 4
+#define FAMILY_V6 6
+
+/* Protocol indexes (the classifier's PROTOCOL_INDEX); anything else has only the L3 entry. */
+#define PROTO_TCP 0
+#define PROTO_UDP 1
+#define PROTO_SCTP 2
+#define PROTO_OTHER 3
+
+/* Table slots in a record. */
+#define T_INGRESS 0
+#define T_EGRESS 1
+#define T_ADMIN_INGRESS 2
+#define T_ADMIN_EGRESS 3
+#define T_BASELINE_INGRESS 4
+#define T_BASELINE_EGRESS 5
+#define TABLE_SLOTS 6
+
+/* record.flags */
+#define REC_ENDPOINT 1 /* a local endpoint: its tables are enforced on its interface */
+
+/* Groups held in the record itself; the rest in chunks of GROUP_CHUNK in `record_groups`. */
+#define INLINE_GROUPS 16 /* a power of two: indexes are masked */
+#define GROUP_CHUNK 32
+/* The most groups one address may be in among this node's tables (the renderer refuses more). */
+#define MAX_GROUP_CHUNKS 64
+
+/* table.flags: which lookups a table needs (the others are skipped). */
+#define HAS_PORTS 1
+#define HAS_RANGES 2
+#define HAS_CIDRS 4
+#define HAS_GROUPS 8
+#define HAS_SUPP 16
+#define HAS_EXCEPT 32
+#define TIER_TABLE 64
+
+/* Tier actions (absent from `actions`: allow). */
+#define ACTION_ALLOW 0
+#define ACTION_DENY 1
+#define ACTION_PASS 2
+
+/* cidr_key.kind */
+#define CIDR_PRIM 0
+#define CIDR_SUPP 1
+#define CIDR_EXCEPT 2
+
+/* config.flags */
+#define CFG_ALLOW_NODE_LOCAL 1 /* NetworkPolicy always allows a pod's own node (the default) */
+#define CFG_RECHECK_FLOWS 2    /* tracked flows are judged again after an update */
+
+/* Flow directions, from the local pod's point of view. */
+#define DIR_EGRESS 0  /* from the pod: tc ingress of its host-side veth */
+#define DIR_INGRESS 1 /* to the pod: tc egress of its host-side veth */
+
+struct addr_key {
+	__u32 side;
+	__u32 family;
+	__u8 addr[16]; /* network order; IPv4 in the first 4 bytes, the rest zero */
+};
+
+struct record {
+	__u32 flags;
+	__u32 node;            /* a local endpoint's node number */
+	__u32 node_address_of; /* the node whose address this is, 0 none */
+	__u32 group_count;
+	__u32 tables[TABLE_SLOTS]; /* table ids, 0 none */
+	__u32 groups[INLINE_GROUPS]; /* the first group ids, ascending */
+};
+
+struct group_chunk_key {
+	struct addr_key addr;
+	__u32 chunk;
+};
+
+struct group_chunk {
+	__u32 groups[GROUP_CHUNK];
+};
+
+struct entry {
+	__u64 summary;
+	__u64 w0;
+	__u32 index; /* the bitmap's number in its table: words >= 1 are bits[table, index, word] */
+	__u32 pad;
+};
+
+struct table {
+	__u32 words;  /* 64-bit words per bitmap */
+	__u32 stride; /* words per summary bit */
+	__u32 flags;
+	__u32 slots;
+	struct entry l3;     /* every protocol, every port (a rule without ports) */
+	struct entry any[3]; /* every port of TCP, UDP, SCTP */
+};
+
+struct port_key {
+	__u32 table;
+	__u16 port;
+	__u8 proto;
+	__u8 pad;
+};
+
+/* LPM: prefixlen = 40 + port prefix; port big-endian. */
+struct range_key {
+	__u32 prefixlen;
+	__u32 table;
+	__u8 proto;
+	__u8 port[2];
+	__u8 pad;
+};
+
+/* LPM: prefixlen = 48 + address prefix. */
+struct cidr_key {
+	__u32 prefixlen;
+	__u32 table;
+	__u8 kind;
+	__u8 family;
+	__u8 addr[16];
+	__u8 pad[2];
+};
+
+struct group_key {
+	__u32 table;
+	__u32 group;
+};
+
+struct bits_key {
+	__u32 table;
+	__u32 index;
+	__u32 word;
+};
+
+struct action_key {
+	__u32 table;
+	__u32 slot;
+};
+
+struct gen {
+	__u32 epoch;
+};
+
+struct config {
+	__u32 flags;
+};
+
+struct ct_key {
+	__u8 dir;
+	__u8 proto; /* IP protocol number */
+	__u8 family;
+	__u8 pad;
+	__u16 sport;
+	__u16 dport;
+	__u8 src[16];
+	__u8 dst[16];
+};
+
+struct ct_value {
+	__u32 epoch;
+	__u32 allowed;
+};
+
+/* A first fragment's ports, for the fragments after it (which carry none). */
+struct frag_key {
+	__u8 dir;
+	__u8 proto;
+	__u8 family;
+	__u8 pad;
+	__u32 id;
+	__u8 src[16];
+	__u8 dst[16];
+};
+
+struct frag_value {
+	__u16 sport;
+	__u16 dport;
+	__u32 pad;
+};
+
+/* What the renderer names a group by (a hash of its reference), for reading maps back. */
+struct group_name {
+	__u8 hash[16];
+};
+
+#endif

@@ -1,0 +1,351 @@
+/**
+ * The eBPF datapath's map layout (bpf/palisade.h), field by field: names, key and value sizes,
+ * flags, and the encoders and decoders of every key and value the renderer writes or reads back.
+ * The loader checks each pinned map's key and value size against `MAP_SHAPES` before anything is
+ * written, so a header and this file that drift apart fail with a message, not with wrong verdicts.
+ */
+
+export const LAYOUT_VERSION = 1;
+
+export const FAMILY_V4 = 4;
+export const FAMILY_V6 = 6;
+
+/** Table slots of a record, in palisade.h's order. */
+export const T_INGRESS = 0;
+export const T_EGRESS = 1;
+export const T_ADMIN_INGRESS = 2;
+export const T_ADMIN_EGRESS = 3;
+export const T_BASELINE_INGRESS = 4;
+export const T_BASELINE_EGRESS = 5;
+export const TABLE_SLOTS = 6;
+
+export const REC_ENDPOINT = 1;
+export const INLINE_GROUPS = 16;
+export const GROUP_CHUNK = 32;
+export const MAX_GROUP_CHUNKS = 64;
+/** The most groups of this node's tables one address may be in. */
+export const MAX_GROUPS = INLINE_GROUPS + MAX_GROUP_CHUNKS * GROUP_CHUNK;
+/** The most 64-bit words per summary bit the program visits (tables up to 4M slots). */
+export const MAX_STRIDE = 1024;
+
+export const HAS_PORTS = 1;
+export const HAS_RANGES = 2;
+export const HAS_CIDRS = 4;
+export const HAS_GROUPS = 8;
+export const HAS_SUPP = 16;
+export const HAS_EXCEPT = 32;
+export const TIER_TABLE = 64;
+
+export const ACTION_ALLOW = 0;
+export const ACTION_DENY = 1;
+export const ACTION_PASS = 2;
+
+export const CIDR_PRIM = 0;
+export const CIDR_SUPP = 1;
+export const CIDR_EXCEPT = 2;
+
+export const CFG_ALLOW_NODE_LOCAL = 1;
+export const CFG_RECHECK_FLOWS = 2;
+
+export const DIR_EGRESS = 0;
+export const DIR_INGRESS = 1;
+
+/** Prefix bits of the LPM keys in front of the port or address. */
+export const RANGE_KEY_BITS = 40;
+export const CIDR_KEY_BITS = 48;
+
+export type MapName =
+  | 'gen'
+  | 'config'
+  | 'records'
+  | 'record_groups'
+  | 'tables'
+  | 'ports'
+  | 'ranges'
+  | 'cidrs'
+  | 'groups'
+  | 'bits'
+  | 'actions'
+  | 'group_names'
+  | 'conntrack'
+  | 'frags';
+
+/** Key and value sizes in bytes, as palisade.h defines them. */
+export const MAP_SHAPES: Readonly<Record<MapName, { readonly key: number; readonly value: number }>> = {
+  gen: { key: 4, value: 4 },
+  config: { key: 4, value: 4 },
+  records: { key: 24, value: 104 },
+  record_groups: { key: 28, value: 128 },
+  tables: { key: 4, value: 112 },
+  ports: { key: 8, value: 24 },
+  ranges: { key: 12, value: 24 },
+  cidrs: { key: 28, value: 24 },
+  groups: { key: 8, value: 24 },
+  bits: { key: 12, value: 8 },
+  actions: { key: 8, value: 4 },
+  group_names: { key: 4, value: 16 },
+  conntrack: { key: 40, value: 8 },
+  frags: { key: 40, value: 8 },
+};
+
+export const MAP_NAMES = Object.keys(MAP_SHAPES) as readonly MapName[];
+
+/** An address as keys hold it: family and 16 bytes (IPv4 in the first four). */
+export interface AddressBytes {
+  readonly family: 4 | 6;
+  readonly bytes: Uint8Array;
+}
+
+/** A bitmap entry's value: summary, first word, and its number in the table (for later words). */
+export interface EntryValue {
+  readonly summary: bigint;
+  readonly w0: bigint;
+  readonly index: number;
+}
+
+export interface RecordValue {
+  readonly flags: number;
+  readonly node: number;
+  readonly nodeAddressOf: number;
+  readonly groupCount: number;
+  /** TABLE_SLOTS table ids (0: none). */
+  readonly tables: readonly number[];
+  /** The first INLINE_GROUPS group ids. */
+  readonly groups: readonly number[];
+}
+
+export interface TableHeader {
+  readonly words: number;
+  readonly stride: number;
+  readonly flags: number;
+  readonly slots: number;
+  readonly l3: EntryValue;
+  readonly any: readonly [EntryValue, EntryValue, EntryValue];
+}
+
+const EMPTY_ENTRY: EntryValue = { summary: 0n, w0: 0n, index: 0 };
+
+export function emptyEntry(): EntryValue {
+  return EMPTY_ENTRY;
+}
+
+function putAddress(buffer: Buffer, at: number, address: AddressBytes): void {
+  buffer.set(address.bytes.subarray(0, 16), at);
+}
+
+export function addressKey(side: number, address: AddressBytes): Buffer {
+  const b = Buffer.alloc(24);
+  b.writeUInt32LE(side, 0);
+  b.writeUInt32LE(address.family, 4);
+  putAddress(b, 8, address);
+  return b;
+}
+
+export function decodeAddressKey(b: Buffer): { side: number; address: AddressBytes } {
+  const family = b.readUInt32LE(4) === FAMILY_V6 ? 6 : 4;
+  return { side: b.readUInt32LE(0), address: { family, bytes: new Uint8Array(b.subarray(8, 24)) } };
+}
+
+export function recordValue(r: RecordValue): Buffer {
+  const b = Buffer.alloc(104);
+  b.writeUInt32LE(r.flags, 0);
+  b.writeUInt32LE(r.node, 4);
+  b.writeUInt32LE(r.nodeAddressOf, 8);
+  b.writeUInt32LE(r.groupCount, 12);
+  for (let i = 0; i < TABLE_SLOTS; i++) b.writeUInt32LE(r.tables[i] ?? 0, 16 + 4 * i);
+  for (let i = 0; i < INLINE_GROUPS; i++) b.writeUInt32LE(r.groups[i] ?? 0, 40 + 4 * i);
+  return b;
+}
+
+export function decodeRecord(b: Buffer): RecordValue {
+  const tables: number[] = [];
+  for (let i = 0; i < TABLE_SLOTS; i++) tables.push(b.readUInt32LE(16 + 4 * i));
+  const groupCount = b.readUInt32LE(12);
+  const groups: number[] = [];
+  for (let i = 0; i < Math.min(groupCount, INLINE_GROUPS); i++) groups.push(b.readUInt32LE(40 + 4 * i));
+  return {
+    flags: b.readUInt32LE(0),
+    node: b.readUInt32LE(4),
+    nodeAddressOf: b.readUInt32LE(8),
+    groupCount,
+    tables,
+    groups,
+  };
+}
+
+export function groupChunkKey(side: number, address: AddressBytes, chunk: number): Buffer {
+  const b = Buffer.alloc(28);
+  addressKey(side, address).copy(b, 0);
+  b.writeUInt32LE(chunk, 24);
+  return b;
+}
+
+export function decodeGroupChunkKey(b: Buffer): { side: number; address: AddressBytes; chunk: number } {
+  return { ...decodeAddressKey(b.subarray(0, 24)), chunk: b.readUInt32LE(24) };
+}
+
+export function groupChunkValue(groups: readonly number[]): Buffer {
+  const b = Buffer.alloc(128);
+  groups.forEach((g, i) => b.writeUInt32LE(g, 4 * i));
+  return b;
+}
+
+export function decodeGroupChunk(b: Buffer, count: number): number[] {
+  const groups: number[] = [];
+  for (let i = 0; i < count; i++) groups.push(b.readUInt32LE(4 * i));
+  return groups;
+}
+
+function writeEntry(b: Buffer, at: number, e: EntryValue): void {
+  b.writeBigUInt64LE(e.summary, at);
+  b.writeBigUInt64LE(e.w0, at + 8);
+  b.writeUInt32LE(e.index, at + 16);
+}
+
+function readEntry(b: Buffer, at: number): EntryValue {
+  return { summary: b.readBigUInt64LE(at), w0: b.readBigUInt64LE(at + 8), index: b.readUInt32LE(at + 16) };
+}
+
+export function entryValue(e: EntryValue): Buffer {
+  const b = Buffer.alloc(24);
+  writeEntry(b, 0, e);
+  return b;
+}
+
+export function decodeEntry(b: Buffer): EntryValue {
+  return readEntry(b, 0);
+}
+
+export function u32(value: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(value >>> 0, 0);
+  return b;
+}
+
+export function tableValue(t: TableHeader): Buffer {
+  const b = Buffer.alloc(112);
+  b.writeUInt32LE(t.words, 0);
+  b.writeUInt32LE(t.stride, 4);
+  b.writeUInt32LE(t.flags, 8);
+  b.writeUInt32LE(t.slots, 12);
+  writeEntry(b, 16, t.l3);
+  t.any.forEach((e, i) => writeEntry(b, 40 + 24 * i, e));
+  return b;
+}
+
+export function decodeTable(b: Buffer): TableHeader {
+  return {
+    words: b.readUInt32LE(0),
+    stride: b.readUInt32LE(4),
+    flags: b.readUInt32LE(8),
+    slots: b.readUInt32LE(12),
+    l3: readEntry(b, 16),
+    any: [readEntry(b, 40), readEntry(b, 64), readEntry(b, 88)],
+  };
+}
+
+export function portKey(table: number, protocol: number, port: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeUInt32LE(table, 0);
+  b.writeUInt16LE(port, 4);
+  b.writeUInt8(protocol, 6);
+  return b;
+}
+
+export function decodePortKey(b: Buffer): { table: number; protocol: number; port: number } {
+  return { table: b.readUInt32LE(0), port: b.readUInt16LE(4), protocol: b.readUInt8(6) };
+}
+
+/** A port-range trie key: `prefix` leading bits of `port` (0–16). */
+export function rangeKey(table: number, protocol: number, port: number, prefix: number): Buffer {
+  const b = Buffer.alloc(12);
+  b.writeUInt32LE(RANGE_KEY_BITS + prefix, 0);
+  b.writeUInt32LE(table, 4);
+  b.writeUInt8(protocol, 8);
+  b.writeUInt16BE(port, 9);
+  return b;
+}
+
+export function decodeRangeKey(b: Buffer): { table: number; protocol: number; port: number; prefix: number } {
+  return {
+    prefix: b.readUInt32LE(0) - RANGE_KEY_BITS,
+    table: b.readUInt32LE(4),
+    protocol: b.readUInt8(8),
+    port: b.readUInt16BE(9),
+  };
+}
+
+/** A CIDR trie key: the table, map kind (prim, supp, except) and prefix. */
+export function cidrKey(table: number, kind: number, address: AddressBytes, prefix: number): Buffer {
+  const b = Buffer.alloc(28);
+  b.writeUInt32LE(CIDR_KEY_BITS + prefix, 0);
+  b.writeUInt32LE(table, 4);
+  b.writeUInt8(kind, 8);
+  b.writeUInt8(address.family, 9);
+  putAddress(b, 10, address);
+  return b;
+}
+
+export function decodeCidrKey(b: Buffer): {
+  table: number;
+  kind: number;
+  address: AddressBytes;
+  prefix: number;
+} {
+  const family = b.readUInt8(9) === FAMILY_V6 ? 6 : 4;
+  return {
+    prefix: b.readUInt32LE(0) - CIDR_KEY_BITS,
+    table: b.readUInt32LE(4),
+    kind: b.readUInt8(8),
+    address: { family, bytes: new Uint8Array(b.subarray(10, 26)) },
+  };
+}
+
+export function pairKey(a: number, b: number): Buffer {
+  const k = Buffer.alloc(8);
+  k.writeUInt32LE(a, 0);
+  k.writeUInt32LE(b, 4);
+  return k;
+}
+
+export function decodePairKey(k: Buffer): [number, number] {
+  return [k.readUInt32LE(0), k.readUInt32LE(4)];
+}
+
+export function bitsKey(table: number, index: number, word: number): Buffer {
+  const b = Buffer.alloc(12);
+  b.writeUInt32LE(table, 0);
+  b.writeUInt32LE(index, 4);
+  b.writeUInt32LE(word, 8);
+  return b;
+}
+
+export function decodeBitsKey(b: Buffer): { table: number; index: number; word: number } {
+  return { table: b.readUInt32LE(0), index: b.readUInt32LE(4), word: b.readUInt32LE(8) };
+}
+
+export function u64(value: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(value, 0);
+  return b;
+}
+
+/** A connection-tracking key, as the program writes it (for tests that look entries up). */
+export function ctKey(
+  direction: number,
+  ipProtocol: number,
+  src: AddressBytes,
+  dst: AddressBytes,
+  sport: number,
+  dport: number,
+): Buffer {
+  const b = Buffer.alloc(40);
+  b.writeUInt8(direction, 0);
+  b.writeUInt8(ipProtocol, 1);
+  b.writeUInt8(src.family, 2);
+  b.writeUInt16LE(sport, 4);
+  b.writeUInt16LE(dport, 6);
+  putAddress(b, 8, src);
+  putAddress(b, 24, dst);
+  return b;
+}

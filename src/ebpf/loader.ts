@@ -1,0 +1,157 @@
+/**
+ * Loading, pinning and attaching the program, with the kernel's own tools: `bpftool prog loadall`
+ * loads both programs and pins them and their maps under a per-node directory of the BPF
+ * filesystem; `tc` attaches them to a pod's host-side veth (clsact: `from_pod` on ingress,
+ * `to_pod` on egress). tc runs through `nsenter --net`, not `ip netns exec`: the latter mounts a
+ * fresh /sys, which hides the BPF filesystem and with it the pinned programs.
+ *
+ * Everything here is idempotent: a node whose pins exist is re-opened, not loaded again (its maps
+ * hold the policy the kernel enforces, which the renderer reads back), attaching replaces a filter,
+ * and removing what is gone is not an error.
+ */
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { compiledObject, requireBpftool } from './toolchain.ts';
+import { MAP_NAMES } from './layout.ts';
+import { EbpfError, type PinLocation } from './types.ts';
+
+export const BPFFS = '/sys/fs/bpf';
+export const PIN_ROOT = `${BPFFS}/palisade`;
+
+/** The program names (sections) in the object. */
+export const PROGRAMS = { fromPod: 'from_pod', toPod: 'to_pod' } as const;
+
+export function pinDir(location: PinLocation): string {
+  return join(location.root ?? PIN_ROOT, location.instance);
+}
+
+function tryTool(argv: readonly string[]): SpawnSyncReturns<string> {
+  return spawnSync(argv[0] as string, argv.slice(1), { encoding: 'utf8' });
+}
+
+function runTool(argv: readonly string[], what: string): string {
+  const result = tryTool(argv);
+  if (result.error || result.status !== 0) {
+    const message = (result.stderr || String(result.error ?? '')).trim().split('\n');
+    const line = message.find((l) => /error|Error|cannot|Cannot|failed/.test(l)) ?? message.at(-1) ?? '';
+    throw new EbpfError(`${what} failed: ${line || `exit ${result.status}`}`);
+  }
+  return result.stdout;
+}
+
+/** Mounts the BPF filesystem at /sys/fs/bpf when it is not (a fresh machine may not have it). */
+export function ensureBpffs(): void {
+  const mounts = readFileSync('/proc/mounts', 'utf8');
+  if (mounts.split('\n').some((line) => line.split(' ')[1] === BPFFS && line.split(' ')[2] === 'bpf')) return;
+  mkdirSync(BPFFS, { recursive: true });
+  runTool(['mount', '-t', 'bpf', 'bpf', BPFFS], 'mounting the BPF filesystem');
+}
+
+/** Whether a node's program and every map are pinned already. */
+export function isLoaded(location: PinLocation): boolean {
+  const dir = pinDir(location);
+  return (
+    existsSync(join(dir, 'progs', PROGRAMS.fromPod)) &&
+    existsSync(join(dir, 'progs', PROGRAMS.toPod)) &&
+    MAP_NAMES.every((name) => existsSync(join(dir, 'maps', name)))
+  );
+}
+
+/**
+ * Loads the program and pins it with fresh maps, unless this node's pins exist (then they are
+ * kept: the maps are the enforced state). Returns whether it loaded anew. Throws an EbpfError
+ * when clang or bpftool is missing or the kernel refuses the program.
+ */
+export function loadProgram(location: PinLocation): boolean {
+  ensureBpffs();
+  if (isLoaded(location)) return false;
+  requireBpftool();
+  const object = compiledObject();
+  const dir = pinDir(location);
+  // A half-done earlier load (some pins missing) is removed first: loadall wants fresh paths.
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  try {
+    runTool(
+      ['bpftool', 'prog', 'loadall', object, join(dir, 'progs'), 'pinmaps', join(dir, 'maps')],
+      'loading the eBPF program (bpftool prog loadall)',
+    );
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return true;
+}
+
+function tc(netns: string | undefined, args: readonly string[]): string[] {
+  return netns ? ['nsenter', `--net=/run/netns/${netns}`, 'tc', ...args] : ['tc', ...args];
+}
+
+/** Attaches the node's programs to an interface (a pod's host-side veth), replacing any earlier. */
+export function attach(location: PinLocation, netns: string | undefined, device: string): void {
+  const dir = pinDir(location);
+  const where = `${device}${netns ? ` in ${netns}` : ''}`;
+  runTool(tc(netns, ['qdisc', 'replace', 'dev', device, 'clsact']), `adding clsact to ${where}`);
+  for (const [hook, program] of [
+    ['ingress', PROGRAMS.fromPod],
+    ['egress', PROGRAMS.toPod],
+  ] as const)
+    runTool(
+      tc(netns, [
+        'filter',
+        'replace',
+        'dev',
+        device,
+        hook,
+        'pref',
+        '1',
+        'handle',
+        '1',
+        'bpf',
+        'direct-action',
+        'pinned',
+        join(dir, 'progs', program),
+      ]),
+      `attaching ${program} to ${where}`,
+    );
+}
+
+/** Removes the programs from an interface (its clsact qdisc); an interface that is gone is fine. */
+export function detach(netns: string | undefined, device: string): void {
+  tryTool(tc(netns, ['qdisc', 'del', 'dev', device, 'clsact']));
+}
+
+/** The interfaces a node's programs are attached to (tc's view), for `down` and for tests. */
+export function attachedDevices(netns: string | undefined): string[] {
+  const ip = ['ip', '-j', 'link', 'show'];
+  const links = tryTool(netns ? ['nsenter', `--net=/run/netns/${netns}`, ...ip] : ip);
+  if (links.status !== 0) return [];
+  const devices = (JSON.parse(links.stdout) as { ifname: string }[]).map((l) => l.ifname);
+  return devices.filter((device) => {
+    const filters = tryTool(tc(netns, ['filter', 'show', 'dev', device, 'ingress']));
+    return filters.status === 0 && filters.stdout.includes(PROGRAMS.fromPod);
+  });
+}
+
+/** Unpins a node's programs and maps (attached programs live on until their interfaces go). */
+export function unload(location: PinLocation): void {
+  rmSync(pinDir(location), { recursive: true, force: true });
+}
+
+/** Instances pinned under the root (for cleaning up after labs). */
+export function pinnedInstances(root = PIN_ROOT): string[] {
+  return existsSync(root) ? readdirSync(root) : [];
+}
+
+/**
+ * The interface a pod address is routed to in a namespace (a routed pod's host-side veth), or
+ * undefined when none is (no route, or the address is the node's own).
+ */
+export function deviceFor(netns: string | undefined, address: string): string | undefined {
+  const args = [...(netns ? ['-n', netns] : []), '-j', 'route', 'get', address];
+  const result = tryTool(['ip', ...args]);
+  if (result.status !== 0) return undefined;
+  const [route] = JSON.parse(result.stdout) as { dev?: string; type?: string }[];
+  return route?.dev === undefined || route.dev === 'lo' || route.type === 'local' ? undefined : route.dev;
+}

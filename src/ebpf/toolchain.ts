@@ -1,0 +1,95 @@
+/**
+ * The BPF program's object file, compiled on first use: the C source (`bpf/` at the package's
+ * root) is compiled by Debian's clang (`-target bpf`) into a cache keyed by the source and the
+ * compiler's version, so nothing but the eBPF datapath ever needs clang — not `npm ci`, not the
+ * README's commands — and a second use costs nothing. Concurrent first uses each compile into a
+ * temporary file and rename it into place.
+ */
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EbpfError } from './types.ts';
+
+/** Where compiled objects are kept (root only; cleared at reboot). */
+export const OBJECT_CACHE = '/run/palisade/bpf-objects';
+
+const SOURCE_FILES = ['palisade.bpf.c', 'palisade.h'];
+
+/** The folder holding the program's C source, found upwards from this module (src/ or dist/). */
+export function sourceDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'bpf', 'palisade.bpf.c'))) return join(dir, 'bpf');
+    const parent = dirname(dir);
+    if (parent === dir) throw new EbpfError('the eBPF program source (bpf/palisade.bpf.c) is missing');
+    dir = parent;
+  }
+}
+
+function toolVersion(tool: string, args: readonly string[]): string | undefined {
+  const result = spawnSync(tool, args, { encoding: 'utf8' });
+  return result.error || result.status !== 0 ? undefined : result.stdout.trim();
+}
+
+/** The directory holding the kernel's `asm/` headers for this architecture (Debian's multiarch). */
+function asmIncludeDir(): string {
+  const triplet = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
+  return `/usr/include/${triplet}`;
+}
+
+/**
+ * The compiled program, compiling it when this source and compiler have not been compiled yet.
+ * Throws an EbpfError (one line) when clang or libbpf's headers are missing or compilation fails.
+ */
+export function compiledObject(cache = OBJECT_CACHE): string {
+  const source = sourceDir();
+  const clang = toolVersion('clang', ['--version']);
+  if (clang === undefined)
+    throw new EbpfError(
+      'the eBPF datapath needs clang to compile its program (Debian: apt-get install clang llvm libbpf-dev)',
+    );
+  const hash = createHash('sha256');
+  for (const file of SOURCE_FILES) hash.update(readFileSync(join(source, file)));
+  hash.update(clang);
+  const object = join(cache, `palisade-${hash.digest('hex').slice(0, 16)}.o`);
+  if (existsSync(object)) return object;
+  if (!existsSync('/usr/include/bpf/bpf_helpers.h'))
+    throw new EbpfError("the eBPF datapath needs libbpf's headers (Debian: apt-get install libbpf-dev)");
+  mkdirSync(cache, { recursive: true });
+  const temporary = `${object}.${process.pid}.tmp`;
+  const result = spawnSync(
+    'clang',
+    [
+      '-O2',
+      '-g',
+      '-Wall',
+      '-Werror',
+      '-target',
+      'bpf',
+      '-I',
+      asmIncludeDir(),
+      '-c',
+      join(source, 'palisade.bpf.c'),
+      '-o',
+      temporary,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (result.status !== 0) {
+    rmSync(temporary, { force: true });
+    const first = (result.stderr || String(result.error ?? '')).split('\n').find((l) => l.includes('error'));
+    throw new EbpfError(`compiling the eBPF program failed: ${first ?? `clang exited ${result.status}`}`);
+  }
+  renameSync(temporary, object);
+  return object;
+}
+
+/** bpftool's version line, or an EbpfError saying it is missing. */
+export function requireBpftool(): void {
+  if (toolVersion('bpftool', ['version']) === undefined)
+    throw new EbpfError(
+      'the eBPF datapath needs bpftool to load its program (Debian: apt-get install bpftool)',
+    );
+}
