@@ -35,6 +35,9 @@ const TARGETS = {
   bitmap: entry("the in-process classifier's Mizar-style maps per endpoint (JSON)", () =>
     import('./bitmap/target.ts').then((m) => m.bitmapTarget),
   ),
+  ebpf: entry("one node's BPF maps for the eBPF datapath (JSON), or loaded and attached to the kernel", () =>
+    import('./ebpf/target.ts').then((m) => m.ebpfTarget),
+  ),
 };
 
 export type TargetName = keyof typeof TARGETS;

@@ -100,6 +100,8 @@ function resolveTargetOptions(raw: Record<string, unknown>, target: RenderTarget
   if (apply && target.capabilities.applies === undefined)
     throw new UsageError(`--apply: --target ${target.name} only prints its output`);
   if (apply && !isRoot()) throw new UsageError('--apply needs root (it changes the kernel ruleset)');
+  if (apply && target.capabilities.scope === 'node' && typeof raw.node !== 'string')
+    throw new UsageError(`--apply: --target ${target.name} applies one node's policy; name it with --node`);
   return {
     podCidrs: parseCidrs((raw.podCidr as string[] | undefined) ?? []),
     allowNodeLocal: raw.nodeLocal !== false,

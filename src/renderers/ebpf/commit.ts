@@ -1,0 +1,265 @@
+/**
+ * The safe update (after the seed's ordering): a commit writes its new tables beside the old
+ * ones, writes the changed address records into the side no packet reads (records exist once
+ * per side; the program reads side `epoch & 1`), then switches the epoch — one array element,
+ * so every packet sees the old records or the new ones, never a mix. Only after a grace period
+ * (every program run that could have read the old side has finished) does the tail bring the
+ * old side level and delete the tables and group names nothing references: no packet ever meets a
+ * half-written side or a deleted table. The grace period is awaited in the background; a commit
+ * that comes before it ends waits for it first.
+ *
+ * The writer remembers what each side holds, so a record is written only where it differs.
+ */
+import { layout, type MapName } from '../../ebpf/index.ts';
+import type { AddressedRecord, CommitPlan, DeadTable, LiveTable, RecordModel } from './node-maps.ts';
+import { sameRecord } from './node-maps.ts';
+import { summaryOf, word } from './bitmaps.ts';
+
+/** Where map operations go: the kernel's pinned maps, or a recorder. */
+export interface MapSink {
+  put(map: MapName, key: Buffer, value: Buffer): void;
+  remove(map: MapName, key: Buffer): void;
+  /** Waits out a grace period (absent: nothing reads the maps concurrently). */
+  graceSync?(): void;
+  graceAsync?(done: (error: Error | undefined) => void): void;
+}
+
+/** The state a writer starts from: fresh maps, or what was read back from the kernel. */
+export interface SideState {
+  readonly epoch: number;
+  /** Per side, address text → what its record holds there. */
+  readonly sides: readonly [ReadonlyMap<string, RecordModel>, ReadonlyMap<string, RecordModel>];
+}
+
+export interface CommitCounts {
+  /** Map operations before the switch (tables, group names, records of the new side). */
+  readonly operations: number;
+  readonly epoch: number;
+}
+
+interface Tail {
+  readonly records: readonly AddressedRecord[];
+  readonly deadTables: readonly DeadTable[];
+  readonly deadGroups: readonly number[];
+  readonly raw: readonly { readonly map: MapName; readonly key: Buffer }[];
+  graceOver: boolean;
+}
+
+const groupChunks = (record: RecordModel | undefined): number =>
+  record ? Math.ceil(Math.max(0, record.groups.length - layout.INLINE_GROUPS) / layout.GROUP_CHUNK) : 0;
+
+export class SidedWriter {
+  private epochValue: number;
+  private readonly sides: [Map<string, RecordModel>, Map<string, RecordModel>];
+  private tail: Tail | undefined;
+  /** Operations of tails run so far (for tests and statistics). */
+  tailOperations = 0;
+
+  constructor(
+    private readonly sink: MapSink,
+    start: SideState = { epoch: 0, sides: [new Map(), new Map()] },
+  ) {
+    this.epochValue = start.epoch;
+    this.sides = [new Map(start.sides[0]), new Map(start.sides[1])];
+  }
+
+  get epoch(): number {
+    return this.epochValue;
+  }
+
+  /** Writes a plan and makes it live; its tail follows after a grace period. */
+  commit(plan: CommitPlan, groupId: (hash: string) => number): CommitCounts {
+    this.finishTail();
+    let operations = 0;
+    const count = (map: MapName, key: Buffer, value: Buffer) => {
+      this.sink.put(map, key, value);
+      operations++;
+    };
+    for (const { id, hash } of plan.newGroups) count('group_names', layout.u32(id), Buffer.from(hash, 'hex'));
+    for (const table of plan.newTables) operations += writeTable(this.sink, table, groupId);
+    const next = 1 - (this.epochValue & 1);
+    for (const r of plan.records) operations += this.writeRecord(next, r);
+    this.epochValue = (this.epochValue + 1) >>> 0;
+    count('gen', layout.u32(0), layout.u32(this.epochValue));
+    const tail: Tail = {
+      records: plan.records,
+      deadTables: plan.deadTables,
+      deadGroups: plan.deadGroups,
+      raw: plan.raw ?? [],
+      graceOver: false,
+    };
+    this.tail = tail;
+    if (!this.sink.graceAsync) this.finishTail();
+    else
+      this.sink.graceAsync((error) => {
+        // A failed wait leaves the tail to the next commit, which waits synchronously.
+        if (error || this.tail !== tail) return;
+        tail.graceOver = true;
+        this.finishTail();
+      });
+    return { operations, epoch: this.epochValue };
+  }
+
+  /** Runs the pending tail now (waiting out the grace period if it has not ended). */
+  finishTail(): void {
+    const tail = this.tail;
+    if (!tail) return;
+    if (!tail.graceOver) this.sink.graceSync?.();
+    this.tail = undefined;
+    const old = this.epochValue & 1 ? 0 : 1;
+    let operations = 0;
+    for (const r of tail.records) operations += this.writeRecord(old, r);
+    for (const table of tail.deadTables) operations += deleteTable(this.sink, table);
+    for (const id of tail.deadGroups) {
+      this.sink.remove('group_names', layout.u32(id));
+      operations++;
+    }
+    for (const { map, key } of tail.raw) {
+      this.sink.remove(map, key);
+      operations++;
+    }
+    this.tailOperations += operations;
+  }
+
+  /** What a side's record of an address holds (tests, readback comparisons). */
+  recordOn(side: number, text: string): RecordModel | undefined {
+    return this.sides[side & 1]?.get(text);
+  }
+
+  private writeRecord(side: number, { text, bytes, record }: AddressedRecord): number {
+    const held = this.sides[side as 0 | 1];
+    const before = held.get(text);
+    if (sameRecord(before, record)) return 0;
+    let operations = 0;
+    const chunks = groupChunks(record);
+    if (record) {
+      for (let c = 0; c < chunks; c++) {
+        const at = layout.INLINE_GROUPS + c * layout.GROUP_CHUNK;
+        this.sink.put(
+          'record_groups',
+          layout.groupChunkKey(side, bytes, c),
+          layout.groupChunkValue(record.groups.slice(at, at + layout.GROUP_CHUNK)),
+        );
+        operations++;
+      }
+      this.sink.put(
+        'records',
+        layout.addressKey(side, bytes),
+        layout.recordValue({
+          flags: record.endpoint ? layout.REC_ENDPOINT : 0,
+          node: record.endpoint ? 1 : 0,
+          nodeAddressOf: record.nodeAddress ? 1 : 0,
+          groupCount: record.groups.length,
+          tables: record.tables,
+          groups: record.groups.slice(0, layout.INLINE_GROUPS),
+        }),
+      );
+      held.set(text, record);
+    } else {
+      this.sink.remove('records', layout.addressKey(side, bytes));
+      held.delete(text);
+    }
+    operations++;
+    for (let c = chunks; c < groupChunks(before); c++) {
+      this.sink.remove('record_groups', layout.groupChunkKey(side, bytes, c));
+      operations++;
+    }
+    return operations;
+  }
+}
+
+/** The bytes of an address given as (family, base) in a CIDR entry. */
+function cidrAddress(family: 4 | 6, base: bigint): layout.AddressBytes {
+  const bytes = new Uint8Array(16);
+  const length = family === 4 ? 4 : 16;
+  let value = base;
+  for (let i = length - 1; i >= 0; i--) {
+    bytes[i] = Number(value & 0xffn);
+    value >>= 8n;
+  }
+  return { family, bytes };
+}
+
+/** Every (map, key, value) of a table; values need the table's bitmap numbering. */
+export function tableOperations(
+  { id, entries }: LiveTable,
+  groupId: (hash: string) => number,
+): { map: MapName; key: Buffer; value: Buffer }[] {
+  const ops: { map: MapName; key: Buffer; value: Buffer }[] = [];
+  // Each entry's bitmap has its own number in the table (for its words beyond the first).
+  let numbered = 0;
+  const entry = (bitmap: Uint32Array | undefined): layout.EntryValue => {
+    if (!bitmap) return layout.emptyEntry();
+    const summary = summaryOf(bitmap, entries.stride);
+    if (summary === 0n) return layout.emptyEntry();
+    let index = 0;
+    if (entries.words > 1) {
+      index = numbered++;
+      for (let k = 1; k < entries.words; k++) {
+        const w = word(bitmap, k);
+        if (w !== 0n) ops.push({ map: 'bits', key: layout.bitsKey(id, index, k), value: layout.u64(w) });
+      }
+    }
+    return { summary, w0: word(bitmap, 0), index };
+  };
+  for (const p of entries.ports)
+    ops.push({
+      map: 'ports',
+      key: layout.portKey(id, p.protocol, p.port),
+      value: layout.entryValue(entry(p.bitmap)),
+    });
+  for (const r of entries.ranges)
+    ops.push({
+      map: 'ranges',
+      key: layout.rangeKey(id, r.protocol, r.port, r.prefix),
+      value: layout.entryValue(entry(r.bitmap)),
+    });
+  for (const c of entries.cidrs)
+    ops.push({
+      map: 'cidrs',
+      key: layout.cidrKey(id, c.kind, cidrAddress(c.family, c.base), c.prefix),
+      value: layout.entryValue(entry(c.bitmap)),
+    });
+  for (const g of entries.groups)
+    ops.push({
+      map: 'groups',
+      key: layout.pairKey(id, groupId(g.hash)),
+      value: layout.entryValue(entry(g.bitmap)),
+    });
+  for (const a of entries.actions)
+    ops.push({ map: 'actions', key: layout.pairKey(id, a.slot), value: layout.u32(a.action) });
+  // The header last: a table is complete before anything can find it.
+  const any = [0, 1, 2].map((p) => entry(entries.any[p])) as [
+    layout.EntryValue,
+    layout.EntryValue,
+    layout.EntryValue,
+  ];
+  ops.push({
+    map: 'tables',
+    key: layout.u32(id),
+    value: layout.tableValue({
+      words: entries.words,
+      stride: entries.stride,
+      flags: entries.flags,
+      slots: entries.slots,
+      l3: entry(entries.l3),
+      any,
+    }),
+  });
+  return ops;
+}
+
+function writeTable(sink: MapSink, table: LiveTable, groupId: (hash: string) => number): number {
+  const ops = tableOperations(table, groupId);
+  for (const op of ops) sink.put(op.map, op.key, op.value);
+  return ops.length;
+}
+
+/** Deletes every entry of a table, the header first (so nothing finds it half gone). */
+function deleteTable(sink: MapSink, table: DeadTable): number {
+  const ids = new Map(table.entries.groups.map((g, i) => [g.hash, table.groupIds[i] ?? 0]));
+  const ops = tableOperations(table, (hash) => ids.get(hash) ?? 0);
+  sink.remove('tables', layout.u32(table.id));
+  for (const op of ops) if (op.map !== 'tables') sink.remove(op.map, op.key);
+  return ops.length;
+}

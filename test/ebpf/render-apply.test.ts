@@ -1,0 +1,149 @@
+/**
+ * `palisade render --target ebpf`: printed without root (one node's maps as JSON), refused with
+ * --apply and no --node, and as root with --apply --netns: the program loaded and pinned under
+ * the namespace's directory, attached to the interface each local pod address is routed to, the
+ * maps holding the policy; a second apply takes over the maps and writes only what changed.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { run } from '../../src/dataplane/index.ts';
+import {
+  attachedDevices,
+  frameOf,
+  PinnedMaps,
+  PinnedProgram,
+  TC_ACT_OK,
+  TC_ACT_SHOT,
+  unload,
+} from '../../src/ebpf/index.ts';
+import { liveContent, readBack } from '../../src/renderers/ebpf/index.ts';
+import { cli } from '../helpers/cli.ts';
+import { ipOf } from '../helpers/builders.ts';
+import { needsEbpf } from '../helpers/ebpf.ts';
+
+const manifests = (dbPort: number): string => `
+apiVersion: v1
+kind: Namespace
+metadata: { name: a }
+---
+apiVersion: v1
+kind: Pod
+metadata: { name: web, namespace: a, labels: { app: web } }
+spec: { nodeName: n1, containers: [{ name: c }] }
+status: { phase: Running, podIP: 10.70.0.1 }
+---
+apiVersion: v1
+kind: Pod
+metadata: { name: db, namespace: a, labels: { app: db } }
+spec: { nodeName: n1, containers: [{ name: c }] }
+status: { phase: Running, podIP: 10.70.0.2 }
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: { name: db, namespace: a }
+spec:
+  podSelector: { matchLabels: { app: db } }
+  ingress: [{ from: [{ podSelector: { matchLabels: { app: web } } }], ports: [{ port: ${dbPort} }] }]
+`;
+
+describe('render --target ebpf', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'palisade-ebpf-render-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+
+  it('prints one node’s maps: records by address, tables with their entries', async () => {
+    const result = await cli([
+      'render',
+      '--target',
+      'ebpf',
+      '-f',
+      file('c.yaml', manifests(80)),
+      '--node',
+      'n1',
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    const doc = JSON.parse(result.stdout) as {
+      node: string;
+      records: { address: string; tables?: Record<string, number> }[];
+      tables: { id: number; ports: { port: number }[]; groups: { group: string }[] }[];
+    };
+    assert.equal(doc.node, 'n1');
+    const db = doc.records.find((r) => r.address === '10.70.0.2');
+    const table = doc.tables.find((t) => t.id === db?.tables?.ingress);
+    assert.deepEqual(
+      table?.ports.map((p) => p.port),
+      [80],
+    );
+    assert.deepEqual(
+      table?.groups.map((g) => g.group),
+      ['ns=a;pod=app=web'],
+    );
+  });
+
+  it('refuses --apply without --node', async () => {
+    const result = await cli(['render', '--target', 'ebpf', '-f', file('d.yaml', manifests(80)), '--apply']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--apply|root/);
+  });
+
+  describe('--apply --netns', { skip: needsEbpf('render --apply of the eBPF datapath') }, () => {
+    const netns = `pe-${process.pid}`;
+    const instance = { instance: `netns-${netns}` };
+    before(async () => {
+      const lines = [
+        `netns add ${netns}`,
+        `link add web0 netns ${netns} type veth peer name web1`,
+        `link add db0 netns ${netns} type veth peer name db1`,
+      ];
+      for (const line of lines) assert.equal((await run('ip', line.split(' '))).code, 0, line);
+      for (const line of [
+        'link set web0 up',
+        'link set db0 up',
+        'route add 10.70.0.1 dev web0',
+        'route add 10.70.0.2 dev db0',
+      ])
+        assert.equal((await run('ip', ['-n', netns, ...line.split(' ')])).code, 0, line);
+    });
+    after(async () => {
+      unload(instance);
+      await run('ip', ['link', 'delete', 'web1']);
+      await run('ip', ['link', 'delete', 'db1']);
+      await run('ip', ['netns', 'delete', netns]);
+    });
+
+    it('loads, pins and attaches the program to each pod’s interface; a second apply writes only the change', async () => {
+      const args = ['render', '--target', 'ebpf', '--node', 'n1', '--apply', '--netns', netns, '-f'];
+      const first = await cli([...args, file('e.yaml', manifests(80))]);
+      assert.equal(first.code, 0, first.stderr);
+      assert.deepEqual(attachedDevices(netns).sort(), ['db0', 'web0']);
+      const to = PinnedProgram.open(instance, 'to_pod');
+      const web = ipOf('10.70.0.1');
+      const db = ipOf('10.70.0.2');
+      try {
+        const packet = (port: number, srcPort: number) =>
+          frameOf({ src: web, dst: db, protocol: 'TCP', srcPort, dstPort: port });
+        assert.equal(to.run(packet(80, 30001)).retval, TC_ACT_OK);
+        assert.equal(to.run(packet(81, 30002)).retval, TC_ACT_SHOT);
+        const maps = PinnedMaps.open(instance);
+        const before = readBack(maps);
+        const second = await cli([...args, file('f.yaml', manifests(81))]);
+        assert.equal(second.code, 0, second.stderr);
+        const after = readBack(maps);
+        maps.close();
+        assert.equal(after.start.epoch, before.start.epoch + 1, 'one switch');
+        assert.equal(liveContent(after).tables.length, 1, 'the old table is gone');
+        assert.equal(to.run(packet(80, 30003)).retval, TC_ACT_SHOT);
+        assert.equal(to.run(packet(81, 30004)).retval, TC_ACT_OK);
+      } finally {
+        to.close();
+      }
+    });
+  });
+});
