@@ -83,6 +83,12 @@ describe(
         );
       });
 
+    it('passes every check on the eBPF maps (read as the program reads them; pod ↔ own node too)', () => {
+      const results = cases.flatMap((kase) => runCase(model as never, kase, undefined, 'ebpf'));
+      assert.equal(results.length, UPSTREAM_CHECKS);
+      assert.deepEqual(failures(results), []);
+    });
+
     it('passes every check with the policies rewritten as ClusterNetworkPolicy', () => {
       const results = cases.flatMap((kase) => runCase(model as never, kase, asClusterNetworkPolicies));
       assert.equal(results.length, UPSTREAM_CHECKS);
