@@ -19,6 +19,7 @@ import { explanationsBenchmark } from './explanations.bench.ts';
 import { lintBenchmark } from './lint.bench.ts';
 import { diffBenchmark } from './diff.bench.ts';
 import { serveBenchmark } from './serve.bench.ts';
+import { ebpfBenchmark } from './ebpf.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -37,6 +38,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   lint: lintBenchmark,
   diff: diffBenchmark,
   serve: serveBenchmark,
+  ebpf: ebpfBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -66,7 +66,7 @@ describe('eBPF maps, read as the program reads them', () => {
       fc.property(clusterArb({ maxPods: 7, maxPolicies: 4 }), (objects) =>
         agreesWithReference(clusterOf(objects)),
       ),
-      { numRuns: RUNS },
+      { numRuns: Math.ceil(RUNS / 3) },
     );
   });
 
@@ -75,7 +75,7 @@ describe('eBPF maps, read as the program reads them', () => {
       fc.property(clusterArb({ maxPods: 6, maxPolicies: 3, maxClusterPolicies: 3 }), (objects) =>
         agreesWithReference(clusterOf(objects)),
       ),
-      { numRuns: Math.ceil(RUNS / 2) },
+      { numRuns: Math.ceil(RUNS / 5) },
     );
   });
 
@@ -103,7 +103,7 @@ describe('eBPF maps, read as the program reads them', () => {
           }
         },
       ),
-      { numRuns: Math.max(10, Math.ceil(RUNS / 3)) },
+      { numRuns: Math.max(10, Math.ceil(RUNS / 8)) },
     );
   });
 });
@@ -142,7 +142,7 @@ describe('eBPF safe update', () => {
           }
         },
       ),
-      { numRuns: Math.max(8, Math.ceil(RUNS / 10)) },
+      { numRuns: Math.max(6, Math.ceil(RUNS / 15)) },
     );
   });
 
@@ -199,7 +199,7 @@ describe('eBPF maps read back', () => {
     }),
   ];
 
-  it('a second renderer over the same maps writes only the epoch for the same cluster, then only what changed', () => {
+  it('a second renderer over the same maps writes nothing for the same cluster, then only what changed', () => {
     const maps = new FakeMaps();
     const first = nodePipeline('n1', maps);
     first.pipeline.apply({ type: 'resync', cluster: clusterOf(objects()) });
@@ -209,7 +209,7 @@ describe('eBPF maps read back', () => {
     const config = maps.operations - written; // the second renderer writes its flags
     const before = maps.operations;
     second.pipeline.apply({ type: 'resync', cluster: clusterOf(objects()) });
-    assert.equal(maps.operations - before, 1, 'only the epoch switch');
+    assert.equal(maps.operations - before, 0, 'nothing written, not even a switch');
     assert.equal(config, 1);
     assert.deepEqual(normalized(liveContent(readBack(maps))), normalized(first.renderer.content()));
 

@@ -69,6 +69,8 @@ export class SidedWriter {
 
   /** Writes a plan and makes it live; its tail follows after a grace period. */
   commit(plan: CommitPlan, groupId: (hash: string) => number): CommitCounts {
+    // Nothing differs on either side: no switch (most events elsewhere in a cluster touch nothing here).
+    if (this.unchanged(plan)) return { operations: 0, epoch: this.epochValue };
     this.finishTail();
     let operations = 0;
     const count = (map: MapName, key: Buffer, value: Buffer) => {
@@ -98,6 +100,20 @@ export class SidedWriter {
         this.finishTail();
       });
     return { operations, epoch: this.epochValue };
+  }
+
+  private unchanged(plan: CommitPlan): boolean {
+    return (
+      plan.newTables.length === 0 &&
+      plan.newGroups.length === 0 &&
+      plan.deadTables.length === 0 &&
+      plan.deadGroups.length === 0 &&
+      (plan.raw?.length ?? 0) === 0 &&
+      plan.records.every(
+        (r) =>
+          sameRecord(this.sides[0].get(r.text), r.record) && sameRecord(this.sides[1].get(r.text), r.record),
+      )
+    );
   }
 
   /** Runs the pending tail now (waiting out the grace period if it has not ended). */

@@ -11,7 +11,7 @@
  * (read back on attach) keeps its id, so re-attaching writes only what differs.
  */
 import { formatIp, type IpAddress } from '../../net/ip.ts';
-import type { ReadonlyStore } from '../../state/index.ts';
+import type { AddressGroup, ReadonlyStore } from '../../state/index.ts';
 import { referenceMembers } from '../../classifier/index.ts';
 import { EbpfError, layout, type AddressBytes, type MapName } from '../../ebpf/index.ts';
 import { PARTITION_SEPARATOR } from '../../configurator/types.ts';
@@ -75,6 +75,8 @@ interface GroupSlot {
   readonly reference: string;
   users: number;
   members: Set<string>;
+  /** The store's group object the members were read from (a group dropped and made again is new). */
+  filledFrom: AddressGroup | undefined;
 }
 
 interface AddressState {
@@ -188,24 +190,37 @@ export class NodeMaps {
 
   /** The store's groups whose members changed: the references to them are read again. */
   refreshGroups(keys: Iterable<string>): void {
-    for (const key of keys)
-      for (const slot of this.groupsByKey.get(key) ?? []) {
-        const next = new Set<string>();
-        for (const ip of referenceMembers(this.state, slot.reference)) {
-          const text = formatIp(ip);
-          next.add(text);
-          if (!slot.members.has(text)) {
-            this.address(ip).groups.add(slot.id);
-            this.dirty.add(text);
-          }
-        }
-        for (const text of slot.members)
-          if (!next.has(text)) {
-            this.addresses.get(text)?.groups.delete(slot.id);
-            this.dirty.add(text);
-          }
-        slot.members = next;
+    for (const key of keys) for (const slot of this.groupsByKey.get(key) ?? []) this.refill(slot);
+  }
+
+  /**
+   * References whose group the store dropped and made again (a policy replaced in the same
+   * batch): their members are read again. An identity check per group this node uses.
+   */
+  refreshReplacedGroups(): void {
+    for (const [key, slots] of this.groupsByKey) {
+      const group = this.state.group(key);
+      for (const slot of slots) if (slot.filledFrom !== group) this.refill(slot);
+    }
+  }
+
+  private refill(slot: GroupSlot): void {
+    const next = new Set<string>();
+    for (const ip of referenceMembers(this.state, slot.reference)) {
+      const text = formatIp(ip);
+      next.add(text);
+      if (!slot.members.has(text)) {
+        this.address(ip).groups.add(slot.id);
+        this.dirty.add(text);
       }
+    }
+    for (const text of slot.members)
+      if (!next.has(text)) {
+        this.addresses.get(text)?.groups.delete(slot.id);
+        this.dirty.add(text);
+      }
+    slot.members = next;
+    slot.filledFrom = this.state.group(groupKeyOf(slot.reference));
   }
 
   /** Ends the commit's changes: what to write, what to delete after the switch. */
@@ -341,7 +356,8 @@ export class NodeMaps {
     let slot = this.groups.get(hash);
     if (!slot) {
       const known = this.known?.groups.get(hash);
-      slot = { id: known ?? this.nextGroup++, hash, reference, users: 0, members: new Set() };
+      const filledFrom = this.state.group(groupKeyOf(reference));
+      slot = { id: known ?? this.nextGroup++, hash, reference, users: 0, members: new Set(), filledFrom };
       this.groups.set(hash, slot);
       const key = groupKeyOf(reference);
       let byKey = this.groupsByKey.get(key);

@@ -198,6 +198,7 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
     this.readback = undefined;
     // Over read-back maps, every record the kernel holds is compared with the model too.
     if (readback) this.maps.touch(readback.addresses);
+    this.maps.refreshReplacedGroups();
     let plan = this.maps.plan();
     if (readback) plan = this.withKernelGarbage(plan, readback);
     const counts = this.writer.commit(plan, (hash) => this.maps.groupId(hash));

@@ -1,0 +1,448 @@
+/**
+ * `npm run bench -- ebpf [--runs N] [--events N] [--scale F] [--skip-traffic]`: the eBPF
+ * datapath's figures (root; clang, bpftool; iperf3 for throughput).
+ *
+ * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
+ *    with the node's policy rendered from the two pods plus a generated shape (a) cluster of about
+ *    1, 100 and 10,000 policies. Configurations take turns within every run (each eBPF
+ *    configuration has its own pinned maps, attached in its turn). TCP throughput (iperf3, 2 s)
+ *    and new connections per second (connect, echo, close; 2,000 from the client's pod agent),
+ *    and the programs' own run time per packet (kernel.bpf_stats_enabled) during the traffic.
+ * 2. Per-packet cost in the kernel for a new connection, by policies selecting one endpoint
+ *    (1, 10, 100, 1,000): BPF_PROG_TEST_RUN on packets of new 5-tuples (the whole lookup), and
+ *    on a tracked one (the fast path), mean ns per packet as the kernel measures it.
+ * 3. Policy change → maps committed at shape (a) node-0 (scale 1: 100,000 pods; node-0 renders
+ *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
+ *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { generateShape } from '../src/generate/shapes.ts';
+import { loadFromObjects } from '../src/ingest/index.ts';
+import type { Cluster, Endpoint, NetworkPolicy } from '../src/model/types.ts';
+import { parseIp, type IpAddress } from '../src/net/ip.ts';
+import { PolicyPipeline } from '../src/pipeline/index.ts';
+import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
+import { EbpfRenderer } from '../src/renderers/ebpf/index.ts';
+import { ClusterState } from '../src/state/index.ts';
+import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
+import {
+  attach,
+  detach,
+  frameOf,
+  loadProgram,
+  pinDir,
+  PinnedMaps,
+  PinnedProgram,
+  unload,
+  type PinLocation,
+} from '../src/ebpf/index.ts';
+import { Lab } from '../src/lab/index.ts';
+import { median } from './stats.ts';
+
+function option(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+const say = (text: string): void => void process.stdout.write(`${text}\n`);
+const load = (): string =>
+  execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ').slice(0, 3).join(' ');
+
+export async function ebpfBenchmark(args: string[]): Promise<void> {
+  if (!isRoot()) return say('the eBPF benchmark needs root (BPF programs, network namespaces); skipped');
+  say(`load average at start: ${load()}`);
+  if (!args.includes('--skip-traffic')) await traffic(option(args, 'runs', 3));
+  perPacket();
+  await updates(option(args, 'scale', 1), option(args, 'events', 200));
+  say(`load average at end: ${load()}`);
+}
+
+const labObjects = [
+  { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench', labels: { team: 'bench' } } },
+  ...['client', 'server'].map((name) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'bench', labels: { app: name } },
+    spec: { nodeName: 'node-0', containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
+    status: { phase: 'Running' },
+  })),
+  {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'server-from-client', namespace: 'bench' },
+    spec: {
+      podSelector: { matchLabels: { app: 'server' } },
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
+          ports: [{ port: 80 }, { port: 5201 }],
+        },
+      ],
+    },
+  },
+];
+
+interface Configuration {
+  readonly label: string;
+  readonly policies: number;
+  /** Makes this configuration the node's datapath. */
+  readonly on: () => void | Promise<void>;
+  /** Removes it again. */
+  readonly off: () => void | Promise<void>;
+  /** The eBPF programs' pinned paths (for their run-time statistics). */
+  readonly programs?: readonly string[];
+}
+
+async function traffic(runs: number): Promise<void> {
+  const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
+  const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
+    stateRoot,
+    nodes: 1,
+  });
+  const node = lab.plan.nodes[0];
+  const server = lab.plan.pods.find((p) => p.name === 'server');
+  const client = lab.plan.pods.find((p) => p.name === 'client');
+  if (!node || !server || !client) throw new Error('lab plan without client and server');
+  const locations: PinLocation[] = [];
+  const iperf = await run('iperf3', ['--version']);
+  if (iperf.code !== 0) say('iperf3 is not installed (apt-get install iperf3): throughput skipped');
+  const stats = await run('sysctl', ['-n', 'kernel.bpf_stats_enabled']);
+  await run('sysctl', ['-q', '-w', 'kernel.bpf_stats_enabled=1']);
+  try {
+    // Before the lab's own policy goes: the lab enforces with nftables; the benchmark swaps datapaths.
+    await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns });
+    const sizes = [
+      { label: '~1 policy', scale: 0 },
+      { label: '~100 policies', scale: 0.00134 },
+      { label: '~10,000 policies', scale: 0.134 },
+    ].map(({ label, scale }) => {
+      const objects: object[] = labPodObjects(lab);
+      if (scale > 0) {
+        const g = generateShape('a', { scale, seed: 3 });
+        for (const o of [...g.namespaces, ...g.pods, ...g.policies]) objects.push(o);
+      }
+      return { label, cluster: loadFromObjects(objects).cluster };
+    });
+    const configurations: Configuration[] = [
+      { label: 'no policy', policies: 0, on: () => undefined, off: () => undefined },
+    ];
+    for (const { label, cluster } of sizes)
+      configurations.push({
+        label: `nftables ${label}`,
+        policies: cluster.policies.length,
+        on: () => {
+          const state = new ClusterState();
+          const renderer = new NftablesRenderer({ state, runner: nftRunner({ netns: node.netns }) });
+          new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] }).apply({
+            type: 'resync',
+            cluster,
+          });
+        },
+        off: async () =>
+          void (await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns })),
+      });
+    for (const [i, { label, cluster }] of sizes.entries()) {
+      const location: PinLocation = { instance: `bench-${process.pid}-${i}` };
+      loadProgram(location);
+      locations.push(location);
+      const maps = PinnedMaps.open(location);
+      const state = new ClusterState();
+      const renderer = new EbpfRenderer({ state, node: 'node-0', kernel: maps });
+      new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] }).apply({ type: 'resync', cluster });
+      renderer.settle();
+      maps.close();
+      configurations.push({
+        label: `eBPF ${label}`,
+        policies: cluster.policies.length,
+        on: () => {
+          for (const pod of [client, server]) attach(location, node.netns, pod.hostInterface);
+        },
+        off: () => {
+          for (const pod of [client, server]) detach(node.netns, pod.hostInterface);
+        },
+        programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(location), 'progs', p)),
+      });
+    }
+    await run('sysctl', ['-q', '-w', 'net.ipv4.tcp_tw_reuse=1', 'net.ipv4.ip_local_port_range=1024 65000'], {
+      netns: client.netns,
+    });
+    const rates = configurations.map(() => [] as number[]);
+    const throughputs = configurations.map(() => [] as number[]);
+    const perPacketNs = configurations.map(() => [] as number[]);
+    const serverIp = server.ips[0] as string;
+    for (let r = 0; r < runs; r++)
+      for (const [c, configuration] of configurations.entries()) {
+        await configuration.on();
+        const before = programStats(configuration.programs);
+        rates[c]?.push(await connectionRate(lab, client.id, serverIp));
+        if (iperf.code === 0) throughputs[c]?.push(await throughput(server.netns, client.netns, serverIp));
+        const after = programStats(configuration.programs);
+        if (after.count > before.count)
+          perPacketNs[c]?.push((after.nanoseconds - before.nanoseconds) / (after.count - before.count));
+        await configuration.off();
+      }
+    say(`\ntraffic: ${runs} runs, configurations in turn within each run; medians (runs)`);
+    say('configuration               policies   TCP throughput   connections/s   ns per packet in BPF');
+    const base = { t: median(throughputs[0] ?? [0]), r: median(rates[0] ?? [0]) };
+    for (const [c, configuration] of configurations.entries()) {
+      const t = throughputs[c] ?? [];
+      const rr = rates[c] ?? [];
+      const ns = perPacketNs[c] ?? [];
+      say(
+        `${configuration.label.padEnd(26)} ${String(configuration.policies).padStart(8)}   ` +
+          `${t.length ? `${(median(t) / 1e9).toFixed(2)} Gbit/s ${((100 * median(t)) / base.t).toFixed(0)}%` : 'n/a'}`.padStart(
+            20,
+          ) +
+          `   ${median(rr).toFixed(0)} ${((100 * median(rr)) / base.r).toFixed(0)}%`.padStart(15) +
+          `   ${ns.length ? median(ns).toFixed(0) : '-'}`.padStart(12) +
+          `   (throughput ${t.map((x) => (x / 1e9).toFixed(1)).join(', ')}; connections/s ${rr.map((x) => x.toFixed(0)).join(', ')})`,
+      );
+    }
+  } finally {
+    await run('sysctl', ['-q', '-w', `kernel.bpf_stats_enabled=${stats.stdout.trim() || '0'}`]);
+    for (const location of locations) unload(location);
+    lab.close();
+    await Lab.down('ebench', { stateRoot });
+    rmSync(stateRoot, { recursive: true, force: true });
+  }
+}
+
+/** Sum of the programs' run time and run count (bpf_stats). */
+function programStats(paths: readonly string[] | undefined): { nanoseconds: number; count: number } {
+  let nanoseconds = 0;
+  let count = 0;
+  for (const path of paths ?? []) {
+    const shown = JSON.parse(
+      execFileSync('bpftool', ['-j', 'prog', 'show', 'pinned', path], { encoding: 'utf8' }),
+    ) as {
+      run_time_ns?: number;
+      run_cnt?: number;
+    };
+    nanoseconds += shown.run_time_ns ?? 0;
+    count += shown.run_cnt ?? 0;
+  }
+  return { nanoseconds, count };
+}
+
+/** The lab's two pods with their addresses, and the policy between them. */
+function labPodObjects(lab: Lab): object[] {
+  return [
+    labObjects[0] as object,
+    ...lab.plan.pods.map((p) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
+      spec: { nodeName: p.node, containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
+      status: { phase: 'Running', podIP: p.ips[0], hostIP: lab.plan.nodes[0]?.addresses[0] },
+    })),
+    labObjects[3] as object,
+  ];
+}
+
+async function connectionRate(lab: Lab, client: string, serverIp: string): Promise<number> {
+  const agent = lab.agent(client);
+  const started = performance.now();
+  let connected = 0;
+  for (let batch = 0; batch < 20; batch++) {
+    const outcomes = await agent.probe(
+      Array.from({ length: 100 }, () => ({ ip: serverIp, port: 80, protocol: 'TCP' as const })),
+      2000,
+    );
+    connected += outcomes.filter((o) => o.connected).length;
+  }
+  if (connected < 2000) throw new Error(`only ${connected} of 2000 connections succeeded`);
+  return connected / ((performance.now() - started) / 1000);
+}
+
+async function throughput(serverNetns: string, clientNetns: string, serverIp: string): Promise<number> {
+  await run('iperf3', ['-s', '-1', '-D', '-p', '5201'], { netns: serverNetns });
+  await new Promise((r) => setTimeout(r, 300));
+  const result = await run('iperf3', ['-c', serverIp, '-p', '5201', '-t', '2', '-J'], { netns: clientNetns });
+  const report = JSON.parse(result.stdout) as { end?: { sum_received?: { bits_per_second?: number } } };
+  return report.end?.sum_received?.bits_per_second ?? 0;
+}
+
+const ip = (text: string): IpAddress => {
+  const parsed = parseIp(text);
+  if (!parsed.ok) throw new Error(text);
+  return parsed.value;
+};
+
+/** A db selected by `n` policies, each letting client c{i} in on port 1000 + i (the classifier benchmark's cluster). */
+function selectedBy(n: number): Cluster {
+  const objects: object[] = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'db', namespace: 'a', labels: { app: 'db' } },
+      spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
+      status: { phase: 'Running', podIP: '10.0.0.1' },
+    },
+  ];
+  for (let i = 0; i < n; i++)
+    objects.push(
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `c${i}`, namespace: 'a', labels: { app: `c${i}` } },
+        spec: { nodeName: 'n2', containers: [{ name: 'c' }] },
+        status: { phase: 'Running', podIP: `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}` },
+      },
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: `p${i}`, namespace: 'a' },
+        spec: {
+          podSelector: { matchLabels: { app: 'db' } },
+          ingress: [
+            { from: [{ podSelector: { matchLabels: { app: `c${i}` } } }], ports: [{ port: 1000 + i }] },
+          ],
+        },
+      },
+    );
+  return loadFromObjects(objects).cluster;
+}
+
+function perPacket(): void {
+  say(
+    '\nper packet in the kernel (BPF_PROG_TEST_RUN, to_pod of the selected endpoint, mean ns as the kernel measures)',
+  );
+  say(
+    'policies on the endpoint   new connection (allowed)   new connection (denied)   same client (allowed)   tracked connection',
+  );
+  const location: PinLocation = { instance: `bench-pp-${process.pid}` };
+  loadProgram(location);
+  const program = PinnedProgram.open(location, 'to_pod');
+  try {
+    for (const n of [1, 10, 100, 1000]) {
+      const maps = PinnedMaps.open(location);
+      const state = new ClusterState();
+      const renderer = new EbpfRenderer({ state, node: 'n1', kernel: maps });
+      new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({
+        type: 'resync',
+        cluster: selectedBy(n),
+      });
+      renderer.settle();
+      maps.close();
+      const db = ip('10.0.0.1');
+      const client = (i: number): IpAddress => ip(`10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`);
+      // Each measurement starts from an empty connection table and uses new 5-tuples only, so
+      // every packet is judged by the tables and inserted without evicting anything.
+      const cost = (allowed: boolean, spread: boolean): number => {
+        const tracking = PinnedMaps.open(location);
+        for (const [key] of tracking.entries('conntrack')) tracking.remove('conntrack', key);
+        tracking.close();
+        const samples: number[] = [];
+        for (let round = 0; round < 5; round++) {
+          let total = 0;
+          const packets = 4000;
+          for (let k = 0; k < packets; k++) {
+            // Clients in turn (every table entry in use), or always the same one (the same entries).
+            const i = spread ? k % n : Math.floor(n / 2);
+            const port = allowed ? 1000 + i : 1000 + ((i + 1) % n) + (n === 1 ? 1 : 0);
+            const srcPort = 1024 + round * packets + k;
+            total += program.run(
+              frameOf({ src: client(i), dst: db, protocol: 'TCP', srcPort, dstPort: port }),
+            ).duration;
+          }
+          samples.push(total / packets);
+        }
+        return median(samples);
+      };
+      const allowed = cost(true, true);
+      const denied = cost(false, true);
+      const same = cost(true, false);
+      const tracked = program.run(
+        frameOf({ src: client(0), dst: db, protocol: 'TCP', srcPort: 1, dstPort: 1000 }),
+        100_000,
+      ).duration;
+      say(
+        `${String(n).padStart(24)}   ${allowed.toFixed(0).padStart(24)}   ${denied.toFixed(0).padStart(23)}   ${same.toFixed(0).padStart(21)}   ${String(tracked).padStart(18)}`,
+      );
+    }
+  } finally {
+    program.close();
+    unload(location);
+  }
+}
+
+async function updates(scale: number, events: number): Promise<void> {
+  const location: PinLocation = { instance: `bench-up-${process.pid}` };
+  loadProgram(location);
+  const maps = PinnedMaps.open(location);
+  try {
+    const generated = generateShape('a', { scale, seed: 1 });
+    const { cluster } = loadFromObjects([...generated.namespaces, ...generated.pods, ...generated.policies]);
+    const state = new ClusterState();
+    const renderer = new EbpfRenderer({ state, node: 'node-0', kernel: maps });
+    const pipeline = new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] });
+    const started = performance.now();
+    pipeline.apply({ type: 'resync', cluster });
+    const resync = performance.now() - started;
+    renderer.settle();
+    const content = renderer.content();
+    say(
+      `\nshape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} policies; node-0 renders ` +
+        `${content.records.filter((r) => r.record?.endpoint).length} endpoint addresses: ${content.tables.length} tables, ` +
+        `${content.records.length} address records, ${content.groups.size} groups; resync and first write ${resync.toFixed(0)} ms`,
+    );
+    const pods = cluster.endpoints;
+    const local = pods.filter((p) => p.node === 'node-0');
+    const measure = async (label: string, change: (i: number) => Parameters<PolicyPipeline['apply']>[0]) => {
+      const all: number[] = [];
+      const committed: number[] = [];
+      const operations: number[] = [];
+      for (let i = 0; i < events; i++) {
+        const epoch = renderer.epoch;
+        const t = performance.now();
+        pipeline.apply(change(i));
+        const ms = performance.now() - t;
+        all.push(ms);
+        if (renderer.epoch !== epoch && renderer.lastCommit && renderer.lastCommit.operations > 1) {
+          committed.push(ms);
+          operations.push(renderer.lastCommit.operations);
+        }
+        // Events a few milliseconds apart: the tail's grace period ends in the background.
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const p99 = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length * 0.99)] ?? 0;
+      say(
+        `${label}: ${committed.length} of ${events} changed node-0's maps; change → maps committed median ` +
+          `${median(committed).toFixed(2)} ms, p99 ${p99(committed).toFixed(2)} ms (${median(operations)} map operations ` +
+          `before the switch, median); every event median ${median(all).toFixed(2)} ms`,
+      );
+    };
+    await measure('pod label changes (half on node-0)', (i) => {
+      const source = (
+        i % 2 === 0 ? local[(i / 2) % local.length] : pods[(i * 7919) % pods.length]
+      ) as Endpoint;
+      const donor = pods[(i * 104729 + 17) % pods.length] as Endpoint;
+      return { type: 'upsert-pod', pod: { ...source, labels: { ...donor.labels } } };
+    });
+    const localNamespaces = [...new Set(local.map((p) => p.namespace))];
+    const policies = cluster.policies.filter(
+      (p) => localNamespaces.includes(p.namespace) && p.name === 'cross-namespace',
+    );
+    await measure('policy changes (a port of a policy selecting a node-0 pod)', (i) => {
+      const policy = policies[i % policies.length] as NetworkPolicy;
+      const rule = policy.ingress[0];
+      const changed: NetworkPolicy = {
+        ...policy,
+        ingress: rule ? [{ ...rule, ports: [{ protocol: 'TCP', port: 8080 + (i % 7) }] }] : [],
+      };
+      return { type: 'upsert-policy', policy: changed };
+    });
+    const before = Date.now();
+    renderer.settle();
+    say(
+      `tail after the last change (grace period and old side): ${Date.now() - before} ms when waited for at once`,
+    );
+  } finally {
+    maps.close();
+    unload(location);
+  }
+}
