@@ -41,6 +41,7 @@ import {
 } from '../src/ebpf/index.ts';
 import { Lab } from '../src/lab/index.ts';
 import { median } from './stats.ts';
+import { reportFigure } from './report.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -187,6 +188,21 @@ async function traffic(runs: number): Promise<void> {
     say(`\ntraffic: ${runs} runs, configurations in turn within each run; medians (runs)`);
     say('configuration               policies   TCP throughput   connections/s   ns per packet in BPF');
     const base = { t: median(throughputs[0] ?? [0]), r: median(rates[0] ?? [0]) };
+    const last = configurations.length - 1;
+    if (iperf.code === 0)
+      reportFigure({
+        name: 'eBPF throughput at ~10,000 policies, % of no policy',
+        value: (100 * median(throughputs[last] ?? [0])) / base.t,
+        unit: '%',
+        target: '≥ 95 %',
+        runs: throughputs[last] ?? [],
+      });
+    reportFigure({
+      name: 'eBPF new connections/s at ~10,000 policies, % of no policy',
+      value: (100 * median(rates[last] ?? [0])) / base.r,
+      unit: '%',
+      target: '≥ 95 %',
+    });
     for (const [c, configuration] of configurations.entries()) {
       const t = throughputs[c] ?? [];
       const rr = rates[c] ?? [];
@@ -354,6 +370,11 @@ function perPacket(): void {
         return median(samples);
       };
       const allowed = cost(true, true);
+      reportFigure({
+        name: `eBPF new connection, ${n} policies on the endpoint`,
+        value: allowed,
+        unit: 'ns',
+      });
       const denied = cost(false, true);
       const same = cost(true, false);
       const tracked = program.run(
@@ -410,6 +431,12 @@ async function updates(scale: number, events: number): Promise<void> {
         await new Promise((r) => setTimeout(r, 25));
       }
       const p99 = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length * 0.99)] ?? 0;
+      reportFigure({
+        name: `eBPF ${label}: change → maps committed, median`,
+        value: median(committed),
+        unit: 'ms',
+        target: '≤ 5 ms',
+      });
       say(
         `${label}: ${committed.length} of ${events} changed node-0's maps; change → maps committed median ` +
           `${median(committed).toFixed(2)} ms, p99 ${p99(committed).toFixed(2)} ms (${median(operations)} map operations ` +

@@ -63,6 +63,12 @@ const STEPS: readonly Step[] = [
   { bench: 'nftables', quick: ['--events', '100'], full: ['--events', '400'], root: true },
   { bench: 'lint', quick: ['--scale', '0.1', '--runs', '1'], full: ['--scale', '0.1', '--runs', '3'] },
   { bench: 'diff', quick: ['--scale', '0.02', '--runs', '1'], full: ['--scale', '0.1', '--runs', '3'] },
+  {
+    bench: 'ebpf',
+    quick: ['--runs', '1', '--scale', '0.1', '--events', '100'],
+    full: ['--runs', '3', '--scale', '1', '--events', '200'],
+    root: true,
+  },
 ];
 
 const option = (args: readonly string[], name: string): string | undefined => {
