@@ -104,6 +104,7 @@ struct match_state {
 	struct side_entry prim, supp, except;
 	struct addr_key remote;
 	__u32 group_count;
+	__u32 restricted; /* the remote's groups are its previous ones (record_groups, RESTRICT_CHUNK) */
 	__u32 word; /* the word the group pass computes, or ALL_WORDS for summaries and first words */
 	__u64 gsum;
 	__u64 gacc;
@@ -181,7 +182,17 @@ static long group_cb(__u32 i, void *unused)
 	if (!s)
 		return 1;
 	__u32 group;
-	if (i < INLINE_GROUPS) {
+	if (s->restricted) {
+		/* The previous policy's groups: all in chunks. */
+		struct group_chunk_key k = { .chunk = RESTRICT_CHUNK | (i / GROUP_CHUNK) };
+		__builtin_memcpy(&k.addr, &s->remote, sizeof(k.addr));
+		struct group_chunk *chunk = bpf_map_lookup_elem(&record_groups, &k);
+		if (!chunk)
+			return 1;
+		__u32 j = i;
+		barrier_var(j);
+		group = chunk->groups[j & (GROUP_CHUNK - 1)];
+	} else if (i < INLINE_GROUPS) {
 		struct record *r = bpf_map_lookup_elem(&records, &s->remote);
 		if (!r)
 			return 1;
@@ -284,6 +295,8 @@ struct query {
 	__u32 cfg;
 	__u32 group_count; /* the remote address's groups */
 	__u32 node_of;     /* the node the remote address belongs to, 0 none */
+	__u32 previous;    /* judge with the previous policy (restrict_tables, previous groups) */
+	__u32 restricted_groups; /* ... and the remote's groups are its previous ones */
 };
 
 /*
@@ -308,6 +321,7 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 	s->result = -1;
 	__builtin_memcpy(&s->remote, remote, sizeof(s->remote));
 	s->group_count = q->group_count;
+	s->restricted = q->restricted_groups;
 	s->gsum = 0;
 	s->gacc = 0;
 
@@ -410,15 +424,18 @@ static __always_inline int tier(__u32 table, const struct addr_key *remote, cons
  * The local pod's side of a connection (the classifier's decide, one side): its Admin tier, then
  * its NetworkPolicy table when isolated (which allows its own node), else its Baseline tier.
  */
-static __noinline int decide(const struct record *local, const struct addr_key *remote, struct query *q)
+static __noinline int side(const struct record *local, const struct addr_key *remote, struct query *q)
 {
 	struct record *r = bpf_map_lookup_elem(&records, remote);
-	q->group_count = r ? r->group_count : 0;
+	__u32 previous_groups = q->previous && r && (r->flags & REC_RESTRICT_GROUPS);
+	q->restricted_groups = previous_groups;
+	q->group_count = r ? (previous_groups ? r->restrict_group_count : r->group_count) : 0;
 	q->node_of = r ? r->node_address_of : 0;
 	__u32 egress = q->dir == DIR_EGRESS;
-	__u32 admin = local->tables[egress ? T_ADMIN_EGRESS : T_ADMIN_INGRESS];
-	__u32 np = local->tables[egress ? T_EGRESS : T_INGRESS];
-	__u32 baseline = local->tables[egress ? T_BASELINE_EGRESS : T_BASELINE_INGRESS];
+	const __u32 *tables = q->previous && (local->flags & REC_RESTRICT) ? local->restrict_tables : local->tables;
+	__u32 admin = tables[egress ? T_ADMIN_EGRESS : T_ADMIN_INGRESS];
+	__u32 np = tables[egress ? T_EGRESS : T_INGRESS];
+	__u32 baseline = tables[egress ? T_BASELINE_EGRESS : T_BASELINE_INGRESS];
 	__u32 node = local->node;
 	if (admin) {
 		int a = tier(admin, remote, q);
@@ -435,6 +452,29 @@ static __noinline int decide(const struct record *local, const struct addr_key *
 	if (baseline)
 		return tier(baseline, remote, q) != ACTION_DENY;
 	return 1;
+}
+
+/*
+ * The side's verdict. Between the two phases of an update across nodes, an endpoint whose tables
+ * changed holds its previous ones too, and an address whose groups changed its previous groups:
+ * then the previous policy must allow the packet as well (old and new, never more than either).
+ */
+static __always_inline int decide(const struct record *local, const struct addr_key *remote, struct query *q)
+{
+	q->previous = 0;
+	int allowed = side(local, remote, q);
+	if (!allowed)
+		return 0;
+	__u32 restricted = local->flags & REC_RESTRICT;
+	if (!restricted) {
+		struct record *r = bpf_map_lookup_elem(&records, remote);
+		restricted = r && (r->flags & REC_RESTRICT_GROUPS);
+	}
+	if (restricted) {
+		q->previous = 1;
+		allowed = side(local, remote, q);
+	}
+	return allowed;
 }
 
 struct packet {

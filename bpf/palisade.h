@@ -51,6 +51,15 @@
 
 /* record.flags */
 #define REC_ENDPOINT 1 /* a local endpoint: its tables are enforced on its interface */
+/*
+ * While several nodes move to a new policy (two phases: every node restricted before any relaxes),
+ * a local endpoint's side must pass both its tables and `restrict_tables` (the previous policy's),
+ * and an address whose groups differ between the two holds the previous ones too, judged with them.
+ */
+#define REC_RESTRICT 2
+#define REC_RESTRICT_GROUPS 4
+/* Chunks of the previous groups (all in chunks) are keyed with this bit in the chunk number. */
+#define RESTRICT_CHUNK 0x80000000
 
 /* Groups held in the record itself; the rest in chunks of GROUP_CHUNK in `record_groups`. */
 #define INLINE_GROUPS 16 /* a power of two: indexes are masked */
@@ -98,6 +107,8 @@ struct record {
 	__u32 group_count;
 	__u32 tables[TABLE_SLOTS]; /* table ids, 0 none */
 	__u32 groups[INLINE_GROUPS]; /* the first group ids, ascending */
+	__u32 restrict_tables[TABLE_SLOTS];
+	__u32 restrict_group_count;
 };
 
 struct group_chunk_key {

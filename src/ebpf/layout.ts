@@ -20,6 +20,11 @@ export const T_BASELINE_EGRESS = 5;
 export const TABLE_SLOTS = 6;
 
 export const REC_ENDPOINT = 1;
+/** Two-phase updates: the side must pass the previous policy's tables too (`restrictTables`). */
+export const REC_RESTRICT = 2;
+/** ... and this address's previous groups differ (held in chunks keyed with RESTRICT_CHUNK). */
+export const REC_RESTRICT_GROUPS = 4;
+export const RESTRICT_CHUNK = 0x80000000;
 export const INLINE_GROUPS = 16;
 export const GROUP_CHUNK = 32;
 export const MAX_GROUP_CHUNKS = 64;
@@ -74,7 +79,7 @@ export type MapName =
 export const MAP_SHAPES: Readonly<Record<MapName, { readonly key: number; readonly value: number }>> = {
   gen: { key: 4, value: 4 },
   config: { key: 4, value: 4 },
-  records: { key: 24, value: 104 },
+  records: { key: 24, value: 132 },
   record_groups: { key: 28, value: 128 },
   tables: { key: 4, value: 112 },
   ports: { key: 8, value: 24 },
@@ -112,6 +117,10 @@ export interface RecordValue {
   readonly tables: readonly number[];
   /** The first INLINE_GROUPS group ids. */
   readonly groups: readonly number[];
+  /** The previous policy's table ids (with REC_RESTRICT). */
+  readonly restrictTables?: readonly number[];
+  /** How many previous groups (with REC_RESTRICT_GROUPS). */
+  readonly restrictGroupCount?: number;
 }
 
 export interface TableHeader {
@@ -147,13 +156,15 @@ export function decodeAddressKey(b: Buffer): { side: number; address: AddressByt
 }
 
 export function recordValue(r: RecordValue): Buffer {
-  const b = Buffer.alloc(104);
+  const b = Buffer.alloc(MAP_SHAPES.records.value);
   b.writeUInt32LE(r.flags, 0);
   b.writeUInt32LE(r.node, 4);
   b.writeUInt32LE(r.nodeAddressOf, 8);
   b.writeUInt32LE(r.groupCount, 12);
   for (let i = 0; i < TABLE_SLOTS; i++) b.writeUInt32LE(r.tables[i] ?? 0, 16 + 4 * i);
   for (let i = 0; i < INLINE_GROUPS; i++) b.writeUInt32LE(r.groups[i] ?? 0, 40 + 4 * i);
+  for (let i = 0; i < TABLE_SLOTS; i++) b.writeUInt32LE(r.restrictTables?.[i] ?? 0, 104 + 4 * i);
+  b.writeUInt32LE(r.restrictGroupCount ?? 0, 128);
   return b;
 }
 
@@ -163,6 +174,8 @@ export function decodeRecord(b: Buffer): RecordValue {
   const groupCount = b.readUInt32LE(12);
   const groups: number[] = [];
   for (let i = 0; i < Math.min(groupCount, INLINE_GROUPS); i++) groups.push(b.readUInt32LE(40 + 4 * i));
+  const restrictTables: number[] = [];
+  for (let i = 0; i < TABLE_SLOTS; i++) restrictTables.push(b.readUInt32LE(104 + 4 * i));
   return {
     flags: b.readUInt32LE(0),
     node: b.readUInt32LE(4),
@@ -170,6 +183,8 @@ export function decodeRecord(b: Buffer): RecordValue {
     groupCount,
     tables,
     groups,
+    restrictTables,
+    restrictGroupCount: b.readUInt32LE(128),
   };
 }
 

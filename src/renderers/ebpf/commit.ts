@@ -48,10 +48,42 @@ interface Tail {
 const groupChunks = (record: RecordModel | undefined): number =>
   record ? Math.ceil(Math.max(0, record.groups.length - layout.INLINE_GROUPS) / layout.GROUP_CHUNK) : 0;
 
+/** Chunks of a restricted record's previous groups (all in chunks, numbered from RESTRICT_CHUNK). */
+const previousChunks = (record: RecordModel | undefined): number =>
+  Math.ceil((record?.previous?.groups?.length ?? 0) / layout.GROUP_CHUNK);
+
+const sameList = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * What an address's record holds between the two phases of an update across nodes: the new
+ * record, with what it held before where that differs (the program then requires the previous
+ * policy to allow a packet too). A new address takes its new record; one that goes keeps its old
+ * record until the second phase.
+ */
+export function restrictedRecord(
+  before: RecordModel | undefined,
+  after: RecordModel | undefined,
+): RecordModel | undefined {
+  if (!before || !after) return after ?? before;
+  const tablesChanged = before.endpoint && after.endpoint && !sameList(before.tables, after.tables);
+  const groupsChanged = !sameList(before.groups, after.groups);
+  if (!tablesChanged && !groupsChanged) return after;
+  return {
+    ...after,
+    previous: {
+      ...(tablesChanged ? { tables: before.tables } : {}),
+      ...(groupsChanged ? { groups: before.groups } : {}),
+    },
+  };
+}
+
 export class SidedWriter {
   private epochValue: number;
   private readonly sides: [Map<string, RecordModel>, Map<string, RecordModel>];
   private tail: Tail | undefined;
+  /** The plan whose first phase is live (its second, `commit`, writes only records). */
+  private restricted: CommitPlan | undefined;
   /** Operations of tails run so far (for tests and statistics). */
   tailOperations = 0;
 
@@ -69,25 +101,54 @@ export class SidedWriter {
 
   /** Writes a plan and makes it live; its tail follows after a grace period. */
   commit(plan: CommitPlan, groupId: (hash: string) => number): CommitCounts {
+    // The second phase of `commitRestricted(plan)`: its tables and group names are there.
+    const written = this.restricted === plan;
+    this.restricted = undefined;
     // Nothing differs on either side: no switch (most events elsewhere in a cluster touch nothing here).
+    if (!written && this.unchanged(plan)) return { operations: 0, epoch: this.epochValue };
+    return this.switchTo(written ? { newGroups: [], newTables: [] } : plan, plan.records, groupId, plan);
+  }
+
+  /**
+   * The first phase of an update across nodes: the plan's new tables and group names, and each
+   * changed record restricted (new and previous policy both required, `restrictedRecord`), made
+   * live by one switch. Nothing is deleted: the previous tables stay in use until `commit` of the
+   * same plan finishes the update (then only records are written).
+   */
+  commitRestricted(plan: CommitPlan, groupId: (hash: string) => number): CommitCounts {
     if (this.unchanged(plan)) return { operations: 0, epoch: this.epochValue };
+    this.finishTail();
+    const live = this.sides[(this.epochValue & 1) as 0 | 1];
+    const records = plan.records.map((r) => ({ ...r, record: restrictedRecord(live.get(r.text), r.record) }));
+    const counts = this.switchTo(plan, records, groupId, { deadTables: [], deadGroups: [] });
+    this.restricted = plan;
+    return counts;
+  }
+
+  private switchTo(
+    writes: Pick<CommitPlan, 'newGroups' | 'newTables'>,
+    records: readonly AddressedRecord[],
+    groupId: (hash: string) => number,
+    deletes: Pick<CommitPlan, 'deadTables' | 'deadGroups' | 'raw'>,
+  ): CommitCounts {
     this.finishTail();
     let operations = 0;
     const count = (map: MapName, key: Buffer, value: Buffer) => {
       this.sink.put(map, key, value);
       operations++;
     };
-    for (const { id, hash } of plan.newGroups) count('group_names', layout.u32(id), Buffer.from(hash, 'hex'));
-    for (const table of plan.newTables) operations += writeTable(this.sink, table, groupId);
+    for (const { id, hash } of writes.newGroups)
+      count('group_names', layout.u32(id), Buffer.from(hash, 'hex'));
+    for (const table of writes.newTables) operations += writeTable(this.sink, table, groupId);
     const next = 1 - (this.epochValue & 1);
-    for (const r of plan.records) operations += this.writeRecord(next, r);
+    for (const r of records) operations += this.writeRecord(next, r);
     this.epochValue = (this.epochValue + 1) >>> 0;
     count('gen', layout.u32(0), layout.u32(this.epochValue));
     const tail: Tail = {
-      records: plan.records,
-      deadTables: plan.deadTables,
-      deadGroups: plan.deadGroups,
-      raw: plan.raw ?? [],
+      records,
+      deadTables: deletes.deadTables,
+      deadGroups: deletes.deadGroups,
+      raw: deletes.raw ?? [],
       graceOver: false,
     };
     this.tail = tail;
@@ -148,6 +209,7 @@ export class SidedWriter {
     if (sameRecord(before, record)) return 0;
     let operations = 0;
     const chunks = groupChunks(record);
+    const previous = previousChunks(record);
     if (record) {
       for (let c = 0; c < chunks; c++) {
         const at = layout.INLINE_GROUPS + c * layout.GROUP_CHUNK;
@@ -158,18 +220,17 @@ export class SidedWriter {
         );
         operations++;
       }
-      this.sink.put(
-        'records',
-        layout.addressKey(side, bytes),
-        layout.recordValue({
-          flags: record.endpoint ? layout.REC_ENDPOINT : 0,
-          node: record.endpoint ? 1 : 0,
-          nodeAddressOf: record.nodeAddress ? 1 : 0,
-          groupCount: record.groups.length,
-          tables: record.tables,
-          groups: record.groups.slice(0, layout.INLINE_GROUPS),
-        }),
-      );
+      const previousGroups = record.previous?.groups ?? [];
+      for (let c = 0; c < previous; c++) {
+        const at = c * layout.GROUP_CHUNK;
+        this.sink.put(
+          'record_groups',
+          layout.groupChunkKey(side, bytes, layout.RESTRICT_CHUNK + c),
+          layout.groupChunkValue(previousGroups.slice(at, at + layout.GROUP_CHUNK)),
+        );
+        operations++;
+      }
+      this.sink.put('records', layout.addressKey(side, bytes), layout.recordValue(recordValueOf(record)));
       held.set(text, record);
     } else {
       this.sink.remove('records', layout.addressKey(side, bytes));
@@ -180,8 +241,30 @@ export class SidedWriter {
       this.sink.remove('record_groups', layout.groupChunkKey(side, bytes, c));
       operations++;
     }
+    for (let c = previous; c < previousChunks(before); c++) {
+      this.sink.remove('record_groups', layout.groupChunkKey(side, bytes, layout.RESTRICT_CHUNK + c));
+      operations++;
+    }
     return operations;
   }
+}
+
+/** A record model as the program's struct holds it. */
+export function recordValueOf(record: RecordModel): layout.RecordValue {
+  const previous = record.previous;
+  return {
+    flags:
+      (record.endpoint ? layout.REC_ENDPOINT : 0) |
+      (previous?.tables ? layout.REC_RESTRICT : 0) |
+      (previous?.groups ? layout.REC_RESTRICT_GROUPS : 0),
+    node: record.endpoint ? 1 : 0,
+    nodeAddressOf: record.nodeAddress ? 1 : 0,
+    groupCount: record.groups.length,
+    tables: record.tables,
+    groups: record.groups.slice(0, layout.INLINE_GROUPS),
+    ...(previous?.tables ? { restrictTables: previous.tables } : {}),
+    ...(previous?.groups ? { restrictGroupCount: previous.groups.length } : {}),
+  };
 }
 
 /** The bytes of an address given as (family, base) in a CIDR entry. */

@@ -25,6 +25,11 @@ export interface RecordModel {
   readonly nodeAddress: boolean;
   /** Group ids, ascending. */
   readonly groups: readonly number[];
+  /**
+   * During the first phase of a two-phase update: the previous policy's tables (the side must
+   * pass them too) and, where they differ, the address's previous groups (judged with them).
+   */
+  readonly previous?: { readonly tables?: readonly number[]; readonly groups?: readonly number[] };
 }
 
 export interface AddressedRecord {
@@ -403,7 +408,13 @@ export function sameRecord(a: RecordModel | undefined, b: RecordModel | undefine
     a.nodeAddress === b.nodeAddress &&
     a.tables.length === b.tables.length &&
     a.tables.every((t, i) => t === b.tables[i]) &&
-    a.groups.length === b.groups.length &&
-    a.groups.every((g, i) => g === b.groups[i])
+    sameList(a.groups, b.groups) &&
+    sameList(a.previous?.tables, b.previous?.tables) &&
+    sameList(a.previous?.groups, b.previous?.groups)
   );
+}
+
+function sameList(a: readonly number[] | undefined, b: readonly number[] | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

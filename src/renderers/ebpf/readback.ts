@@ -144,6 +144,15 @@ export function readBack(maps: BpfMaps): Readback {
       if (!chunk) break;
       for (const g of chunk.slice(0, r.groupCount - groups.length)) groups.push(g);
     }
+    // A restricted record (a process stopped between the two phases of an update): its previous
+    // groups are all in chunks numbered from RESTRICT_CHUNK.
+    const previousGroups: number[] = [];
+    const previousCount = r.flags & layout.REC_RESTRICT_GROUPS ? (r.restrictGroupCount ?? 0) : 0;
+    for (let c = 0; previousGroups.length < previousCount; c++) {
+      const chunk = chunks.get(`${side}|${text}|${layout.RESTRICT_CHUNK + c}`);
+      if (!chunk) break;
+      for (const g of chunk.slice(0, previousCount - previousGroups.length)) previousGroups.push(g);
+    }
     addresses.set(text, address);
     sides[side & 1]?.set(text, {
       endpoint: (r.flags & layout.REC_ENDPOINT) !== 0,
@@ -151,6 +160,14 @@ export function readBack(maps: BpfMaps): Readback {
       nodeAddress: r.nodeAddressOf !== 0,
       // A record whose chunks are missing holds fewer groups than it says: it will differ.
       groups: groups.length === r.groupCount ? groups : [...groups, -1],
+      ...(r.flags & (layout.REC_RESTRICT | layout.REC_RESTRICT_GROUPS)
+        ? {
+            previous: {
+              ...(r.flags & layout.REC_RESTRICT ? { tables: r.restrictTables ?? [] } : {}),
+              ...(r.flags & layout.REC_RESTRICT_GROUPS ? { groups: previousGroups } : {}),
+            },
+          }
+        : {}),
     });
   }
   const knownGroups = new Map([...groupNames].map(([id, hash]) => [hash, id]));

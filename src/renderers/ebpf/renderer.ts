@@ -35,6 +35,21 @@ export interface EbpfRendererOptions {
   readonly onNewPods?: (pods: readonly Endpoint[]) => void;
 }
 
+/** A transaction that can also run the first phase of an update across nodes (`restrict`). */
+export interface EbpfTxn extends RendererTxn<EbpfChanges> {
+  /**
+   * Makes live what the previous and the new policy both allow (new tables beside the old,
+   * records restricted); `commit` then makes the new policy live and deletes the old tables.
+   */
+  restrict(): void;
+}
+
+interface Prepared {
+  readonly plan: CommitPlan;
+  readonly appeared: readonly Endpoint[];
+  readonly started: number;
+}
+
 export interface EbpfChanges {
   /** Pods rendered and groups changed in the transaction. */
   readonly pods: number;
@@ -74,6 +89,8 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
   private built = false;
   /** The last commit's counts and its time from commit() to the epoch switch. */
   lastCommit: (CommitCounts & { readonly millis: number }) | undefined;
+  /** The last first phase's (restrict()). */
+  lastRestrict: (CommitCounts & { readonly millis: number }) | undefined;
 
   constructor(private readonly options: EbpfRendererOptions) {
     const kernel = options.kernel;
@@ -137,9 +154,11 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
     this.writer.finishTail();
   }
 
-  newTxn(options: { readonly resync: boolean }): RendererTxn<EbpfChanges> {
+  newTxn(options: { readonly resync: boolean }): EbpfTxn {
     const pods = new Set<string>();
     const groups = new Set<string>();
+    let prepared: Prepared | undefined;
+    const prepare = (): Prepared => (prepared ??= this.prepare(pods, groups, options.resync));
     return {
       render: (pod: RenderedPod) => {
         pods.add(pod.id);
@@ -148,11 +167,22 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
         for (const group of changed) groups.add(group);
       },
       changes: () => ({ pods: pods.size, groups: groups.size }),
-      commit: () => this.commit(pods, groups, options.resync),
+      restrict: () => {
+        const p = prepare();
+        const counts = this.writer.commitRestricted(p.plan, (hash) => this.maps.groupId(hash));
+        this.lastRestrict = { ...counts, millis: performance.now() - p.started };
+      },
+      commit: () => {
+        const p = prepare();
+        const counts = this.writer.commit(p.plan, (hash) => this.maps.groupId(hash));
+        this.lastCommit = { ...counts, millis: performance.now() - p.started };
+        if (p.appeared.length > 0) this.options.onNewPods?.(p.appeared);
+      },
     };
   }
 
-  private commit(pods: ReadonlySet<string>, groups: ReadonlySet<string>, resync: boolean): void {
+  /** The classifier brought up to date and what the commit writes (nothing written yet). */
+  private prepare(pods: ReadonlySet<string>, groups: ReadonlySet<string>, resync: boolean): Prepared {
     const started = performance.now();
     const state = this.options.state;
     const candidates = new Set(pods);
@@ -201,9 +231,7 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
     this.maps.refreshReplacedGroups();
     let plan = this.maps.plan();
     if (readback) plan = this.withKernelGarbage(plan, readback);
-    const counts = this.writer.commit(plan, (hash) => this.maps.groupId(hash));
-    this.lastCommit = { ...counts, millis: performance.now() - started };
-    if (appeared.length > 0) this.options.onNewPods?.(appeared);
+    return { plan, appeared, started };
   }
 
   /** The first commit over read-back maps: tables and group names it does not take over go in the tail. */
