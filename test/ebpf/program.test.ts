@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
-import type { IpAddress } from '../../src/net/ip.ts';
+import { formatIp, type IpAddress } from '../../src/net/ip.ts';
 import { PROTOCOL_INDEX } from '../../src/classifier/index.ts';
 import { frameOf, PinnedProgram, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from '../../src/ebpf/index.ts';
 import { changesBetween, PolicyPipeline } from '../../src/pipeline/index.ts';
@@ -190,7 +190,11 @@ describe('the BPF program', { skip: SKIP }, () => {
             // Pods that are in both clusters, on the same node with the same addresses.
             const kept = before.endpoints.filter((e) =>
               after.endpoints.some(
-                (f) => f.id === e.id && f.node === e.node && f.ips.join() === e.ips.join() && !e.hostNetwork,
+                (f) =>
+                  f.id === e.id &&
+                  f.node === e.node &&
+                  f.ips.map(formatIp).join() === e.ips.map(formatIp).join() &&
+                  !e.hostNetwork,
               ),
             );
             const pairs = kept.flatMap((a) =>
@@ -202,7 +206,7 @@ describe('the BPF program', { skip: SKIP }, () => {
                 ),
               ),
             );
-            let old: Map<string, boolean> | undefined;
+            const old = new Map<string, boolean>();
             let between: Map<string, boolean> | undefined;
             let viewsNow: NodeView[] = [];
             const fleet = new EbpfFleetRenderer(renderers, {
@@ -213,20 +217,20 @@ describe('the BPF program', { skip: SKIP }, () => {
                 for (const [key, allowed] of between) {
                   if (!allowed) continue;
                   assert.ok(
-                    old?.get(key),
+                    old.get(key),
                     `${key}: allowed between the phases, denied by the previous policy`,
                   );
                   assert.ok(fresh.get(key), `${key}: allowed between the phases, denied by the new policy`);
                 }
                 // Packets the new policy allows and the previous one denies: where restricting bites.
-                newlyAllowed += [...fresh].filter(([key, allowed]) => allowed && !old?.get(key)).length;
+                newlyAllowed += [...fresh].filter(([key, allowed]) => allowed && !old.get(key)).length;
               },
             });
             const pipeline = new PolicyPipeline({ state, renderers: [fleet] });
             pipeline.apply({ type: 'resync', cluster: before });
             for (const r of renderers.values()) r.settle();
             viewsNow = [...renderers.values()].map((r) => new NodeView(r.content()));
-            old = verdicts(pairs, viewSide(viewsNow));
+            for (const [key, allowed] of verdicts(pairs, viewSide(viewsNow))) old.set(key, allowed);
             pipeline.applyBatch(changesBetween(before, after));
             for (const r of renderers.values()) r.settle();
             const views = [...renderers.values()].map((r) => new NodeView(r.content()));
