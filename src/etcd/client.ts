@@ -22,6 +22,9 @@ import type {
 /** etcd's protobuf enums, by number (the client's loader accepts numbers). */
 const TARGET = { version: 0, createRevision: 1, modRevision: 2, value: 3, lease: 4 } as const;
 const EQUAL = 0;
+/** RangeRequest's SortOrder.DESCEND and SortTarget.MOD. */
+const SORT_DESCEND = 2;
+const SORT_BY_MOD = 2;
 
 /** Connects to etcd at `endpoints` (`http://127.0.0.1:2379`, …). */
 export async function connectEtcd(
@@ -62,6 +65,19 @@ class GrpcEtcdStore implements EtcdStore {
     return { kvs, revision };
   }
 
+  async lastModified(prefix: string): Promise<{ modRevision: number; revision: number }> {
+    const response = await this.client.kv.range({
+      key: Buffer.from(prefix),
+      range_end: prefixEnd(Buffer.from(prefix)),
+      limit: 1,
+      sort_order: SORT_DESCEND,
+      sort_target: SORT_BY_MOD,
+      keys_only: true,
+    });
+    const kv = response.kvs[0];
+    return { modRevision: kv ? Number(kv.mod_revision) : 0, revision: Number(response.header.revision) };
+  }
+
   async watch(prefix: string, fromRevision: number, callbacks: WatchCallbacks): Promise<EtcdWatch> {
     const watch = new PrefixWatch(this.client, Buffer.from(prefix), fromRevision, callbacks);
     await watch.start();
@@ -86,6 +102,8 @@ class GrpcEtcdStore implements EtcdStore {
     this.leases.add(lease);
     const id = await lease.grant();
     let lostListener: ((error: Error) => void) | undefined;
+    let aliveListener: (() => void) | undefined;
+    lease.on('keepaliveSucceeded', () => aliveListener?.());
     let lost = false;
     lease.on('lost', (error: Error) => {
       if (lost) return;
@@ -96,6 +114,9 @@ class GrpcEtcdStore implements EtcdStore {
       id,
       onLost: (listener) => {
         lostListener = listener;
+      },
+      onKeepAlive: (listener) => {
+        aliveListener = listener;
       },
       revoke: async () => {
         lost = true;

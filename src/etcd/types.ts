@@ -64,6 +64,8 @@ export interface Lease {
   readonly id: string;
   /** Called once when the lease can no longer be kept alive (expired, or etcd unreachable past its TTL). */
   onLost(listener: (error: Error) => void): void;
+  /** Called after every keepalive etcd answered (a sign of contact; the node agent's staleness). */
+  onKeepAlive(listener: () => void): void;
   revoke(): Promise<void>;
 }
 
@@ -72,6 +74,11 @@ export interface EtcdStore {
   get(key: string): Promise<KeyValue | undefined>;
   /** Every key under `prefix` at one revision (the latest, or `revision`), read in pages. */
   range(prefix: string, options?: { revision?: number; pageSize?: number }): Promise<RangeResult>;
+  /**
+   * The highest modification revision of any key under `prefix` (0 when none), and the store's
+   * revision when read — one key read, sorted by etcd.
+   */
+  lastModified(prefix: string): Promise<{ readonly modRevision: number; readonly revision: number }>;
   /** Watches `prefix` from `fromRevision` (inclusive); reconnects by itself, from where it was. */
   watch(prefix: string, fromRevision: number, callbacks: WatchCallbacks): Promise<EtcdWatch>;
   /** One atomic transaction: `success` if every compare holds, else `failure`. */

@@ -129,8 +129,7 @@ export function assignIds(endpoints: readonly Omit<Endpoint, 'id'>[]): Endpoint[
     count.set(`${e.namespace}/${e.name}`, (count.get(`${e.namespace}/${e.name}`) ?? 0) + 1);
   return endpoints
     .map((e) => {
-      const plain = `${e.namespace}/${e.name}`;
-      const id = e.kind === 'Pod' || count.get(plain) === 1 ? plain : `${plain}[${e.kind}]`;
+      const id = endpointId(e, count.get(`${e.namespace}/${e.name}`) ?? 1);
       return { id, ...e };
     })
     .sort(
@@ -138,6 +137,18 @@ export function assignIds(endpoints: readonly Omit<Endpoint, 'id'>[]): Endpoint[
         compareKeys(a.namespace, a.name, b.namespace, b.name) ||
         (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0),
     );
+}
+
+/**
+ * An endpoint's id, given how many endpoints share its `ns/name`: `ns/name` for a pod or a lone
+ * name, `ns/name[Kind]` for a workload whose name another endpoint uses too.
+ */
+export function endpointId(
+  endpoint: Pick<Endpoint, 'kind' | 'namespace' | 'name'>,
+  sameName: number,
+): string {
+  const plain = `${endpoint.namespace}/${endpoint.name}`;
+  return endpoint.kind === 'Pod' || sameName === 1 ? plain : `${plain}[${endpoint.kind}]`;
 }
 
 function compareKeys(ns1: string, n1: string, ns2: string, n2: string): number {

@@ -119,7 +119,9 @@ export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): Endpoint
  * reference that does not say (hand-written manifests). A Node owns static pods' mirrors, which
  * belong to no workload; a reference without kind or name cannot be followed.
  */
-function controllerOf(references: readonly RawOwnerReference[] | null | undefined): WorkloadRef | undefined {
+export function controllerOf(
+  references: readonly Pick<RawOwnerReference, 'kind' | 'name' | 'controller'>[] | null | undefined,
+): WorkloadRef | undefined {
   if (!references?.length) return undefined;
   const controller =
     references.find((r) => r.controller === true) ??

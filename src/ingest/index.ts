@@ -13,3 +13,6 @@ export { semanticsDiagnostics } from './semantics-diagnostics.ts';
 export { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 export type * from './types.ts';
 export { decodeObject, type DecodeOutcome } from './decode-object.ts';
+export { endpointId } from './build-cluster.ts';
+export { templateStandsAlone, topWorkload, workloadKey, type OwnerLookup } from './workloads.ts';
+export { controllerOf } from './decode-endpoint.ts';

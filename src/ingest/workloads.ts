@@ -25,42 +25,90 @@ const POD_TEMPLATE_HASH = 'pod-template-hash';
 /** Owner chains longer than this are cycles or nonsense; the walk stops there. */
 const MAX_CHAIN = 16;
 
+/**
+ * How a walk up the owner chain sees a workload object of the input: present, with its own
+ * controller (or none); undefined when the input does not hold it.
+ */
+export type OwnerLookup = (key: string) => { readonly owner: WorkloadRef | undefined } | undefined;
+
+/** A workload's key in owner lookups: `namespace/Kind/name`. */
+export function workloadKey(namespace: string, kind: string, name: string): string {
+  return `${namespace}/${kind}/${name}`;
+}
+
+/**
+ * The top-level workload of an object whose controller is `start`: owners are followed while the
+ * input holds them, and a missing ReplicaSet is known as its Deployment by the pod's
+ * `pod-template-hash` label. `visit` sees the key of every workload the walk passes, the last
+ * one included (a consumer that keeps attributions current re-resolves the objects whose walk
+ * passed a workload that changed).
+ */
+export function topWorkload(
+  namespace: string,
+  start: WorkloadRef,
+  labels: Endpoint['labels'],
+  lookup: OwnerLookup,
+  visit?: (key: string) => void,
+): WorkloadRef {
+  let current = start;
+  for (let step = 0; step < MAX_CHAIN; step++) {
+    const here = workloadKey(namespace, current.kind, current.name);
+    visit?.(here);
+    const present = lookup(here);
+    if (present) {
+      if (!present.owner) return current;
+      current = present.owner;
+      continue;
+    }
+    const deployment = deploymentOfReplicaSet(current, labels);
+    if (!deployment) return current;
+    current = deployment;
+  }
+  return current;
+}
+
+/**
+ * Whether a workload's pod template is an endpoint of its own, given its top workload: only
+ * while none of the top workload's pods is in the input, and only for the top workload itself
+ * or when the top workload is not in the input (else the top's own template stands for it).
+ */
+export function templateStandsAlone(
+  endpoint: Pick<Endpoint, 'kind' | 'name'>,
+  top: WorkloadRef,
+  topHasPods: boolean,
+  topPresent: boolean,
+): boolean {
+  if (topHasPods) return false;
+  const isTop = top.kind === endpoint.kind && top.name === endpoint.name;
+  return isTop || !topPresent;
+}
+
 /** Endpoints with their workload set, without the templates that running pods stand for. */
 export function attributeWorkloads(entries: readonly OwnedEndpoint[]): Omit<Endpoint, 'id'>[] {
   // Workload objects in the input and whom they name as their controller.
-  const ownerOf = new Map<string, WorkloadRef | undefined>();
+  const ownerOf = new Map<string, { owner: WorkloadRef | undefined }>();
   for (const { endpoint, owner } of entries)
-    if (endpoint.kind !== 'Pod') ownerOf.set(key(endpoint.namespace, endpoint.kind, endpoint.name), owner);
-
-  const top = (namespace: string, start: WorkloadRef, labels: Endpoint['labels']): WorkloadRef => {
-    let current = start;
-    for (let step = 0; step < MAX_CHAIN; step++) {
-      const here = key(namespace, current.kind, current.name);
-      if (ownerOf.has(here)) {
-        const next = ownerOf.get(here);
-        if (!next) return current;
-        current = next;
-        continue;
-      }
-      const deployment = deploymentOfReplicaSet(current, labels);
-      if (!deployment) return current;
-      current = deployment;
-    }
-    return current;
-  };
+    if (endpoint.kind !== 'Pod')
+      ownerOf.set(workloadKey(endpoint.namespace, endpoint.kind, endpoint.name), { owner });
+  const lookup: OwnerLookup = (key) => ownerOf.get(key);
 
   const resolved = entries.map(({ endpoint, owner }) => {
     if (endpoint.kind === 'Pod') {
-      return owner ? { endpoint, workload: top(endpoint.namespace, owner, endpoint.labels) } : { endpoint };
+      return owner
+        ? { endpoint, workload: topWorkload(endpoint.namespace, owner, endpoint.labels, lookup) }
+        : { endpoint };
     }
     const self = { kind: endpoint.kind, name: endpoint.name };
-    return { endpoint, workload: owner ? top(endpoint.namespace, owner, endpoint.labels) : self };
+    return {
+      endpoint,
+      workload: owner ? topWorkload(endpoint.namespace, owner, endpoint.labels, lookup) : self,
+    };
   });
 
   const withPods = new Set<string>();
   for (const { endpoint, workload } of resolved)
     if (endpoint.kind === 'Pod' && workload)
-      withPods.add(key(endpoint.namespace, workload.kind, workload.name));
+      withPods.add(workloadKey(endpoint.namespace, workload.kind, workload.name));
 
   const result: Omit<Endpoint, 'id'>[] = [];
   for (const { endpoint, workload } of resolved) {
@@ -68,12 +116,12 @@ export function attributeWorkloads(entries: readonly OwnedEndpoint[]): Omit<Endp
       result.push(endpoint);
       continue;
     }
-    const topKey = key(endpoint.namespace, workload.kind, workload.name);
-    if (endpoint.kind !== 'Pod') {
-      if (withPods.has(topKey)) continue; // its running pods stand for it
-      const isTop = workload.kind === endpoint.kind && workload.name === endpoint.name;
-      if (!isTop && ownerOf.has(topKey)) continue; // the top workload's own template stands for it
-    }
+    const topKey = workloadKey(endpoint.namespace, workload.kind, workload.name);
+    if (
+      endpoint.kind !== 'Pod' &&
+      !templateStandsAlone(endpoint, workload, withPods.has(topKey), ownerOf.has(topKey))
+    )
+      continue;
     result.push({ ...endpoint, workload });
   }
   return result;
@@ -86,8 +134,4 @@ function deploymentOfReplicaSet(owner: WorkloadRef, labels: Endpoint['labels']):
   if (!hash || !owner.name.endsWith(`-${hash}`)) return undefined;
   const name = owner.name.slice(0, -hash.length - 1);
   return name ? { kind: 'Deployment', name } : undefined;
-}
-
-function key(namespace: string, kind: string, name: string): string {
-  return `${namespace}/${kind}/${name}`;
 }

@@ -1,0 +1,141 @@
+/**
+ * Contracts of the node agent: how it realizes a node's policy (a datapath built from a render
+ * target), what it reports (status in etcd, metrics, logs), and its options.
+ */
+import type { EtcdStore } from '../etcd/types.ts';
+import type { Renderer } from '../renderers/types.ts';
+import type { KeyLayout } from '../reflector/index.ts';
+import type { ClusterState, CompilingStore } from '../state/index.ts';
+
+/** What a node's datapath holds, for status and metrics. */
+export interface DatapathCounts {
+  /** Rule tables (nftables chains, ACLs, session-rule tables, classifier tables). */
+  readonly tables: number;
+  readonly rules: number;
+  /** Address sets (nftables); 0 where the target has none. */
+  readonly sets: number;
+}
+
+/**
+ * A node's datapath as the agent drives it. Its renderer joins the pipeline; a kernel target
+ * realizes inside the pipeline's commit (which throws when the kernel refused, leaving it as it
+ * was), other targets in `flush`, after the commit.
+ */
+export interface AgentDatapath {
+  /** The agent's name for it (`--datapath`). */
+  readonly name: string;
+  readonly renderer: Renderer;
+  /**
+   * Before the first snapshot: what the node enforces meanwhile, said in one line (a kernel
+   * keeps the table a previous agent left, or fails closed with an empty one).
+   */
+  prepare(): Promise<string>;
+  /** Realizes what the last commit left pending (documents written to etcd); throws if it could not. */
+  flush(): Promise<void>;
+  counts(): DatapathCounts;
+  /** Removes everything this datapath installed on the node; returns what was removed, in one line. */
+  cleanup(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** What builds a datapath: the node, the store its renderer reads, and where documents go. */
+export interface DatapathContext {
+  readonly node: string;
+  readonly state: CompilingStore;
+  /** The etcd the agent watches (document datapaths write their keys there). */
+  readonly store: EtcdStore;
+  /** Kernel targets: apply in this network namespace (default: the agent's own). */
+  readonly netns?: string;
+  /** The node's pod CIDRs: addresses in them without a rendered pod are dropped (fail closed). */
+  readonly podCidrs?: readonly string[];
+  /** Node-to-own-pod traffic bypasses policy, as the reference evaluator says. Default true. */
+  readonly allowNodeLocal?: boolean;
+  /** VPP datapaths: the vpp-agent's microservice label (default: the node name). */
+  readonly vppAgentLabel?: string;
+  /** VPP datapaths: the vpp-agent key prefix (default `/vnf-agent/`). */
+  readonly vppAgentPrefix?: string;
+  /** Most operations in one etcd transaction (etcd's --max-txn-ops, default 128). */
+  readonly maxTxnOps?: number;
+}
+
+/** Log lines, structured (pino's shape, so pino is one implementation). */
+export interface AgentLog {
+  debug(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/** What the agent counts and times (prom-client is one implementation; tests pass none). */
+export interface AgentMetrics {
+  eventsReceived(count: number): void;
+  /** The store's revision as last seen, and the revision realized. */
+  revisions(seen: number, realized: number): void;
+  pipelineSeconds(seconds: number): void;
+  renderSeconds(seconds: number): void;
+  transactionFailed(): void;
+  resynced(): void;
+  counts(counts: DatapathCounts): void;
+  state(ready: boolean, stale: boolean): void;
+}
+
+/** The agent's state as /readyz, the status key and tests see it. */
+export interface AgentState {
+  readonly node: string;
+  readonly datapath: string;
+  /** starting: no snapshot realized yet; ready: realized; failing: the last realization failed; stopping. */
+  readonly phase: 'starting' | 'ready' | 'failing' | 'stopping';
+  /** No contact with etcd for longer than `staleAfterMs`: what is enforced may be out of date. */
+  readonly stale: boolean;
+  /** The etcd revision whose state the datapath holds (0 before the first snapshot). */
+  readonly realizedRevision: number;
+  /** The latest etcd revision the agent has seen. */
+  readonly seenRevision: number;
+  readonly counts: DatapathCounts;
+  readonly lastError?: { readonly message: string; readonly at: string };
+  /** Full resyncs after the first (compaction). */
+  readonly resyncs: number;
+}
+
+/** The value of an agent's status key (`<root>/v1/status/nodes/<node>`, bound to its lease). */
+export interface StatusRecord extends Omit<AgentState, 'lastError'> {
+  readonly version: string;
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly updatedAt: string;
+  readonly lastError?: { readonly message: string; readonly at: string };
+}
+
+/** The persistent registration of an agent (`<root>/v1/status/agents/<node>`): outlives its lease. */
+export interface AgentRegistration {
+  readonly node: string;
+  readonly datapath: string;
+  readonly version: string;
+  readonly startedAt: string;
+  /** Set by a graceful stop: the agent is gone on purpose, not dead. */
+  readonly stoppedAt?: string;
+}
+
+export interface AgentOptions {
+  readonly node: string;
+  readonly store: EtcdStore;
+  readonly layout: KeyLayout;
+  readonly datapath: AgentDatapath;
+  /** The store the datapath's renderer reads (the pipeline applies changes to it). */
+  readonly state: ClusterState;
+  readonly version: string;
+  readonly log?: AgentLog;
+  readonly metrics?: AgentMetrics;
+  /** Status key lease, seconds (default 10): a dead agent's status disappears this long after. */
+  readonly leaseTtlSeconds?: number;
+  /** Least time between two status writes while changes flow, ms (default 1000). */
+  readonly statusIntervalMs?: number;
+  /** No contact with etcd for this long makes the agent stale, ms (default: the lease TTL). */
+  readonly staleAfterMs?: number;
+  /** Retry backoff of failed transactions and etcd reads, ms (default 100 doubling to 5000). */
+  readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** Decode every NetworkPolicy, not only those of namespaces with a pod here (benchmarks). */
+  readonly allPolicies?: boolean;
+  /** Called after every realization (tests, benchmarks): the revision now enforced. */
+  readonly onRealized?: (revision: number) => void;
+}
