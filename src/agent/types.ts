@@ -2,6 +2,7 @@
  * Contracts of the node agent: how it realizes a node's policy (a datapath built from a render
  * target), what it reports (status in etcd, metrics, logs), and its options.
  */
+import type { Cidr } from '../net/ip.ts';
 import type { EtcdStore } from '../etcd/types.ts';
 import type { Renderer } from '../renderers/types.ts';
 import type { KeyLayout } from '../reflector/index.ts';
@@ -19,20 +20,26 @@ export interface DatapathCounts {
 /**
  * A node's datapath as the agent drives it. Its renderer joins the pipeline; a kernel target
  * realizes inside the pipeline's commit (which throws when the kernel refused, leaving it as it
- * was), other targets in `flush`, after the commit.
+ * was), document targets in `realize`, after the commit.
  */
 export interface AgentDatapath {
   /** The agent's name for it (`--datapath`). */
   readonly name: string;
   readonly renderer: Renderer;
   /**
-   * Before the first snapshot: what the node enforces meanwhile, said in one line (a kernel
-   * keeps the table a previous agent left, or fails closed with an empty one).
+   * Before the first snapshot: reads what the node holds and says in one line what it enforces
+   * meanwhile (a kernel keeps the table a previous agent left, or fails closed with an empty one).
+   * Commits are held back until `realize(true)`.
    */
   prepare(): Promise<string>;
-  /** Realizes what the last commit left pending (documents written to etcd); throws if it could not. */
-  flush(): Promise<void>;
+  /**
+   * Realizes what the pipeline's last commit left pending: the first snapshot (`first`), a
+   * retry after a failure, or documents to write. Throws if it could not (nothing half-done).
+   */
+  realize(first: boolean): Promise<void>;
   counts(): DatapathCounts;
+  /** Whether the node still holds what was last realized (false: it was read back, and differs). */
+  verify(): Promise<boolean>;
   /** Removes everything this datapath installed on the node; returns what was removed, in one line. */
   cleanup(): Promise<string>;
   close(): Promise<void>;
@@ -47,7 +54,9 @@ export interface DatapathContext {
   /** Kernel targets: apply in this network namespace (default: the agent's own). */
   readonly netns?: string;
   /** The node's pod CIDRs: addresses in them without a rendered pod are dropped (fail closed). */
-  readonly podCidrs?: readonly string[];
+  readonly podCidrs?: readonly Cidr[];
+  /** Kernel targets: how long to wait for another holder of the datapath's lock, ms (default 0). */
+  readonly lockWaitMs?: number;
   /** Node-to-own-pod traffic bypasses policy, as the reference evaluator says. Default true. */
   readonly allowNodeLocal?: boolean;
   /** VPP datapaths: the vpp-agent's microservice label (default: the node name). */

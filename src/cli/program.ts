@@ -18,6 +18,8 @@ import { diffCommand } from './commands/diff.ts';
 import { assertCommand } from './commands/assert.ts';
 import { containsCommand, equivCommand, interferesCommand } from './commands/queries.ts';
 import { serveCommand } from './commands/serve.ts';
+import { agentCommand } from './commands/agent.ts';
+import { statusCommand } from './commands/status.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { LabError } from '../lab/index.ts';
 import { VERSION } from './version.ts';
@@ -55,6 +57,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     renderCommand,
     labCommand,
     reflectCommand,
+    agentCommand,
+    statusCommand,
   ]) {
     // Subcommands do not inherit output and exit settings added after they were made.
     const command = make(io, done);

@@ -78,8 +78,15 @@ class GrpcEtcdStore implements EtcdStore {
     return { modRevision: kv ? Number(kv.mod_revision) : 0, revision: Number(response.header.revision) };
   }
 
-  async watch(prefix: string, fromRevision: number, callbacks: WatchCallbacks): Promise<EtcdWatch> {
-    const watch = new PrefixWatch(this.client, Buffer.from(prefix), fromRevision, callbacks);
+  async watch(
+    prefix: string,
+    fromRevision: number,
+    callbacks: WatchCallbacks,
+    options: { readonly end?: string } = {},
+  ): Promise<EtcdWatch> {
+    const key = Buffer.from(prefix);
+    const end = options.end !== undefined ? Buffer.from(options.end) : prefixEnd(key);
+    const watch = new PrefixWatch(this.client, key, end, fromRevision, callbacks);
     await watch.start();
     return watch;
   }
@@ -151,6 +158,7 @@ class PrefixWatch implements EtcdWatch {
   constructor(
     private readonly client: Etcd3,
     private readonly prefix: Buffer,
+    private readonly end: Buffer,
     fromRevision: number,
     private readonly callbacks: WatchCallbacks,
   ) {
@@ -207,7 +215,7 @@ class PrefixWatch implements EtcdWatch {
     stream.write({
       create_request: {
         key: this.prefix,
-        range_end: prefixEnd(this.prefix),
+        range_end: this.end,
         start_revision: this.delivered + 1,
         progress_notify: true,
       },

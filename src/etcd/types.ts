@@ -79,8 +79,16 @@ export interface EtcdStore {
    * revision when read — one key read, sorted by etcd.
    */
   lastModified(prefix: string): Promise<{ readonly modRevision: number; readonly revision: number }>;
-  /** Watches `prefix` from `fromRevision` (inclusive); reconnects by itself, from where it was. */
-  watch(prefix: string, fromRevision: number, callbacks: WatchCallbacks): Promise<EtcdWatch>;
+  /**
+   * Watches `prefix` from `fromRevision` (inclusive); reconnects by itself, from where it was.
+   * With `end`, the keys from `prefix` (inclusive) to `end` (exclusive) instead.
+   */
+  watch(
+    prefix: string,
+    fromRevision: number,
+    callbacks: WatchCallbacks,
+    options?: { readonly end?: string },
+  ): Promise<EtcdWatch>;
   /** One atomic transaction: `success` if every compare holds, else `failure`. */
   txn(
     compares: readonly TxnCompare[],

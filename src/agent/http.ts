@@ -1,0 +1,66 @@
+/**
+ * The agent's HTTP endpoints, on loopback by default: `/healthz` (the process answers),
+ * `/readyz` (200 once the first snapshot is realized and the last realization succeeded; 503
+ * with the reason otherwise) and `/metrics` (Prometheus text).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AgentState } from './types.ts';
+
+export interface HealthSource {
+  readonly state: AgentState;
+  metrics?(): Promise<{ text: string; contentType: string }>;
+}
+
+export interface HealthServer {
+  /** `http://host:port` */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Listens on `host:port` (port 0: any free port). */
+export async function serveHealth(source: HealthSource, host: string, port: number): Promise<HealthServer> {
+  const server: Server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    const send = (status: number, body: string, type = 'text/plain; charset=utf-8'): void => {
+      response.writeHead(status, { 'content-type': type });
+      response.end(body);
+    };
+    if (request.method !== 'GET') return send(405, 'GET only\n');
+    if (path === '/healthz') return send(200, 'ok\n');
+    if (path === '/readyz') {
+      const { phase, stale, realizedRevision, lastError } = source.state;
+      if (phase === 'ready')
+        return send(200, `ready: revision ${realizedRevision}${stale ? ' (stale)' : ''}\n`);
+      const why =
+        phase === 'starting'
+          ? 'the first snapshot is not realized yet'
+          : phase === 'failing'
+            ? `the last realization failed: ${lastError?.message.split('\n')[0] ?? ''}`
+            : 'stopping';
+      return send(503, `not ready: ${why}\n`);
+    }
+    if (path === '/metrics' && source.metrics) {
+      source
+        .metrics()
+        .then(({ text, contentType }) => send(200, text, contentType))
+        .catch((error: unknown) => send(500, `${String(error)}\n`));
+      return;
+    }
+    send(404, 'not found: /healthz, /readyz, /metrics\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.port : port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${bound}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * The node agent's public entry: the agent, its datapaths, its status in etcd, and its mirror of
+ * the reflected objects. `run.ts` (etcd client, pino, prom-client) is loaded by the CLI only.
+ */
+export { NodeAgent } from './agent.ts';
+export {
+  createDatapath,
+  isDatapathName,
+  parsePodCidrs,
+  DATAPATH_NAMES,
+  type DatapathName,
+} from './datapaths.ts';
+export { readStatus, formatStatus, StatusKeys, type ClusterStatus, type NodeStatus } from './status.ts';
+export { ClusterMirror, type KeyChange } from './mirror.ts';
+export { serveHealth, type HealthServer } from './http.ts';
+export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './documents.ts';
+export type * from './types.ts';
+
+import type { AgentCommand, AgentIo } from './run.ts';
+import type { ClusterStatus } from './status.ts';
+export type { AgentCommand, AgentIo } from './run.ts';
+
+/** Runs `palisade agent` (loads the etcd client, pino and prom-client on call). */
+export async function runAgent(command: AgentCommand, io: AgentIo): Promise<number> {
+  return (await import('./run.ts')).runAgent(command, io);
+}
+
+/** Reads every agent's status (loads the etcd client on call). */
+export async function readClusterStatus(
+  endpoints: readonly string[],
+  prefix: string,
+): Promise<ClusterStatus> {
+  return (await import('./run.ts')).readClusterStatus(endpoints, prefix);
+}
+
+/** The error for an etcd that does not answer (its class is loaded with the client). */
+export async function isEtcdUnreachable(error: unknown): Promise<boolean> {
+  return error instanceof (await import('./run.ts')).EtcdUnreachableError;
+}

@@ -1,0 +1,120 @@
+/**
+ * The agent's Prometheus metrics through prom-client, in a registry of their own (so several
+ * agents in one process — the fan-out benchmark — never collide). Loaded only by `palisade
+ * agent`: prom-client is imported here and nowhere else.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AgentMetrics, DatapathCounts } from './types.ts';
+
+/** Latency buckets (seconds): 0.5 ms to 10 s. */
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class PromMetrics implements AgentMetrics {
+  readonly registry = new Registry();
+  private readonly events: Counter;
+  private readonly seen: Gauge;
+  private readonly realized: Gauge;
+  private readonly lag: Gauge;
+  private readonly pipeline: Histogram;
+  private readonly render: Histogram;
+  private readonly failures: Counter;
+  private readonly resyncs: Counter;
+  private readonly objects: Gauge;
+  private readonly readyGauge: Gauge;
+  private readonly staleGauge: Gauge;
+
+  constructor(labels: { node: string; datapath: string }, options: { processMetrics?: boolean } = {}) {
+    this.registry.setDefaultLabels(labels);
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+    this.events = new Counter({
+      name: 'palisade_agent_events_received_total',
+      help: 'etcd watch events received',
+      registers,
+    });
+    this.seen = new Gauge({
+      name: 'palisade_agent_seen_revision',
+      help: 'the latest etcd revision the agent has seen',
+      registers,
+    });
+    this.realized = new Gauge({
+      name: 'palisade_agent_realized_revision',
+      help: 'the etcd revision whose state the datapath holds',
+      registers,
+    });
+    this.lag = new Gauge({
+      name: 'palisade_agent_lag_revisions',
+      help: 'revisions seen but not yet realized',
+      registers,
+    });
+    this.pipeline = new Histogram({
+      name: 'palisade_agent_pipeline_seconds',
+      help: 'time to bring the pipeline (mirror, store, compiled tables) to a batch of changes',
+      buckets: BUCKETS,
+      registers,
+    });
+    this.render = new Histogram({
+      name: 'palisade_agent_render_seconds',
+      help: 'time to realize a batch in the datapath after the pipeline (documents, first snapshot, retries)',
+      buckets: BUCKETS,
+      registers,
+    });
+    this.failures = new Counter({
+      name: 'palisade_agent_transaction_failures_total',
+      help: 'realizations that failed (and were retried)',
+      registers,
+    });
+    this.resyncs = new Counter({
+      name: 'palisade_agent_resyncs_total',
+      help: 'full lists after a compacted watch revision',
+      registers,
+    });
+    this.objects = new Gauge({
+      name: 'palisade_agent_datapath_objects',
+      help: 'what the datapath holds, by kind (tables, rules, sets)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.readyGauge = new Gauge({ name: 'palisade_agent_ready', help: '1 when ready', registers });
+    this.staleGauge = new Gauge({
+      name: 'palisade_agent_stale',
+      help: '1 when out of contact with etcd for longer than the stale limit',
+      registers,
+    });
+  }
+
+  eventsReceived(count: number): void {
+    this.events.inc(count);
+  }
+  revisions(seen: number, realized: number): void {
+    this.seen.set(seen);
+    this.realized.set(realized);
+    this.lag.set(Math.max(0, seen - realized));
+  }
+  pipelineSeconds(seconds: number): void {
+    this.pipeline.observe(seconds);
+  }
+  renderSeconds(seconds: number): void {
+    this.render.observe(seconds);
+  }
+  transactionFailed(): void {
+    this.failures.inc();
+  }
+  resynced(): void {
+    this.resyncs.inc();
+  }
+  counts(counts: DatapathCounts): void {
+    this.objects.set({ kind: 'tables' }, counts.tables);
+    this.objects.set({ kind: 'rules' }, counts.rules);
+    this.objects.set({ kind: 'sets' }, counts.sets);
+  }
+  state(ready: boolean, stale: boolean): void {
+    this.readyGauge.set(ready ? 1 : 0);
+    this.staleGauge.set(stale ? 1 : 0);
+  }
+
+  /** The exposition text and its content type. */
+  async expose(): Promise<{ text: string; contentType: string }> {
+    return { text: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}

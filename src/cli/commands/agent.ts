@@ -1,0 +1,115 @@
+/**
+ * `palisade agent`: the node agent — lists and watches the reflected cluster in etcd and keeps
+ * one node's datapath enforcing it (see src/agent/). `--cleanup` removes what an agent installed
+ * and exits. The agent's code (etcd client, pino, prom-client) is loaded only when it runs.
+ */
+import { Command, Option } from 'commander';
+import { DATAPATH_NAMES, isDatapathName, parsePodCidrs, runAgent } from '../../agent/index.ts';
+import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
+import { VERSION } from '../program.ts';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function agentCommand(io: CliIo, done: (code: number) => void): Command {
+  return new Command('agent')
+    .description("enforce the reflected cluster's policy on one node, continuously (node agent)")
+    .requiredOption('--node <name>', 'the node this agent enforces (its pods are those with spec.nodeName)')
+    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (http://127.0.0.1:2379)')
+    .addOption(
+      new Option('--datapath <name>', 'where policy is enforced')
+        .choices([...DATAPATH_NAMES])
+        .makeOptionMandatory(),
+    )
+    .option('--prefix <root>', 'root of the reflected key layout in etcd', '/palisade')
+    .option('--netns <name>', 'nftables: the network namespace whose table the agent owns (default: its own)')
+    .option(
+      '--pod-cidr <cidr...>',
+      "nftables: the node's pod CIDRs (dropped unless a rendered pod owns the address)",
+    )
+    .option('--no-node-local', 'police traffic between the node and its own pods too')
+    .option(
+      '--listen <host:port>',
+      '/healthz, /readyz and /metrics (loopback by default; "off": none)',
+      '127.0.0.1:9464',
+    )
+    .addOption(
+      new Option('--log-level <level>', 'JSON log lines from this level up')
+        .choices(LOG_LEVELS)
+        .default('info'),
+    )
+    .option('--lease-ttl <seconds>', 'status lease: how soon a dead agent shows as dead', '10')
+    .option('--status-interval <ms>', 'least time between two status writes', '1000')
+    .option('--max-txn-ops <n>', "operations per etcd transaction (etcd's --max-txn-ops)", '128')
+    .option(
+      '--vpp-agent-label <label>',
+      "vpp-acl, vpptcp: the vpp-agent's microservice label (default: the node)",
+    )
+    .option('--vpp-agent-prefix <prefix>', 'vpp-acl, vpptcp: the vpp-agent key prefix', '/vnf-agent/')
+    .option(
+      '--cleanup',
+      'remove what an agent installed for this node (table or keys, status) and exit',
+      false,
+    )
+    .action(async (raw: Record<string, unknown>) => {
+      const endpoints = String(raw.etcd)
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+      if (endpoints.length === 0) throw new UsageError('--etcd needs at least one URL');
+      const datapath = String(raw.datapath);
+      if (!isDatapathName(datapath)) throw new UsageError(`--datapath ${datapath} is not known`);
+      const ttl = wholeNumber(raw.leaseTtl, '--lease-ttl', 2);
+      const statusInterval = wholeNumber(raw.statusInterval, '--status-interval', 0);
+      const maxTxnOps = wholeNumber(raw.maxTxnOps, '--max-txn-ops', 2);
+      let podCidrs;
+      try {
+        podCidrs = parsePodCidrs((raw.podCidr as string[] | undefined) ?? []);
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+      const code = await runAgent(
+        {
+          node: String(raw.node),
+          endpoints,
+          datapath,
+          prefix: String(raw.prefix),
+          ...(typeof raw.netns === 'string' ? { netns: raw.netns } : {}),
+          podCidrs,
+          allowNodeLocal: raw.nodeLocal !== false,
+          ...(raw.listen === 'off' ? {} : { listen: listenAddress(String(raw.listen)) }),
+          logLevel: String(raw.logLevel),
+          leaseTtlSeconds: ttl,
+          statusIntervalMs: statusInterval,
+          maxTxnOps,
+          ...(typeof raw.vppAgentLabel === 'string' ? { vppAgentLabel: raw.vppAgentLabel } : {}),
+          vppAgentPrefix: String(raw.vppAgentPrefix),
+          version: VERSION,
+          cleanup: raw.cleanup === true,
+        },
+        { out: io.stdout },
+      ).catch(async (error: unknown) => {
+        const { isEtcdUnreachable } = await import('../../agent/index.ts');
+        if (await isEtcdUnreachable(error)) {
+          io.stderr.write(`palisade: ${(error as Error).message}\n`);
+          return EXIT_FINDINGS;
+        }
+        throw error;
+      });
+      done(code);
+    });
+}
+
+function wholeNumber(value: unknown, flag: string, least: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < least)
+    throw new UsageError(`${flag} must be a whole number, at least ${least}`);
+  return n;
+}
+
+/** `host:port` (IPv6 hosts in brackets) → its parts. */
+function listenAddress(text: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(text);
+  const port = Number(match?.[3]);
+  if (!match || port > 65535) throw new UsageError(`--listen ${text}: expected host:port (or "off")`);
+  return { host: match[1] ?? match[2]!, port };
+}

@@ -1,0 +1,35 @@
+/**
+ * `palisade status`: every node agent's status from etcd — the revision it has realized
+ * against the store's, lag, counts, last error, and agents whose lease expired (dead). Exits 1
+ * when an agent is dead or its last realization failed, so scripts can wait on it.
+ */
+import { Command, Option } from 'commander';
+import { formatStatus, readClusterStatus, isEtcdUnreachable } from '../../agent/index.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+
+export function statusCommand(io: CliIo, done: (code: number) => void): Command {
+  return new Command('status')
+    .description("node agents' status: realized revision against the store's, lag, errors, dead agents")
+    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (http://127.0.0.1:2379)')
+    .option('--prefix <root>', 'root of the key layout in etcd', '/palisade')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .action(async (raw: Record<string, unknown>) => {
+      const endpoints = String(raw.etcd)
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+      if (endpoints.length === 0) throw new UsageError('--etcd needs at least one URL');
+      let status;
+      try {
+        status = await readClusterStatus(endpoints, String(raw.prefix));
+      } catch (error) {
+        if (!(await isEtcdUnreachable(error))) throw error;
+        io.stderr.write(`palisade: ${(error as Error).message}\n`);
+        return done(EXIT_FINDINGS);
+      }
+      if (raw.output === 'json') io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+      else io.stdout.write(formatStatus(status));
+      const trouble = status.nodes.some((n) => n.state === 'dead' || n.record?.phase === 'failing');
+      done(trouble ? EXIT_FINDINGS : EXIT_OK);
+    });
+}
