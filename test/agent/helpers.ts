@@ -1,0 +1,138 @@
+/**
+ * Agent test fixtures: objects written to etcd as the reflector writes them (the codec, the
+ * layout, a resourceVersion record in the same transaction), a small cluster, and an agent
+ * over a datapath built the way `palisade agent` builds it.
+ */
+import type { EtcdStore, TxnOp } from '../../src/etcd/index.ts';
+import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
+import { ClusterState } from '../../src/state/index.ts';
+import { createDatapath, NodeAgent, type AgentOptions, type DatapathName } from '../../src/agent/index.ts';
+import type { AgentDatapath, DatapathContext } from '../../src/agent/types.ts';
+import type { Raw } from '../helpers/builders.ts';
+
+/** Writes objects (or deletes them: `{ delete: raw }`) in one transaction; returns its revision. */
+export async function writeObjects(
+  store: EtcdStore,
+  layout: KeyLayout,
+  objects: readonly (Raw | { readonly delete: Raw })[],
+): Promise<number> {
+  const ops: TxnOp[] = objects.map((o) => {
+    if ('delete' in o) {
+      const encoded = encodeObject(layout, o.delete as never, 'test');
+      return { type: 'delete', key: encoded.key };
+    }
+    const encoded = encodeObject(layout, o as never, 'test');
+    if (!encoded.value) throw new Error(`invalid test object: ${JSON.stringify(encoded.diagnostics)}`);
+    return { type: 'put', key: encoded.key, value: encoded.value };
+  });
+  // The reflector records a resourceVersion with every batch (status compares with it).
+  ops.push({ type: 'put', key: `${layout.resourceVersions}pod`, value: String(Date.now()) });
+  return (await store.txn([], ops)).revision;
+}
+
+export const namespace = (name: string, labels: Record<string, string> = {}): Raw => ({
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  metadata: { name, labels },
+});
+
+export const pod = (
+  ns: string,
+  name: string,
+  ip: string,
+  node: string,
+  labels: Record<string, string>,
+  ports: number[] = [80],
+): Raw => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: ns, labels },
+  spec: { nodeName: node, containers: [{ name: 'c', ports: ports.map((p) => ({ containerPort: p })) }] },
+  status: {
+    phase: 'Running',
+    podIP: ip,
+    podIPs: [{ ip }],
+    hostIP: node === 'n1' ? '172.16.0.1' : '172.16.0.2',
+  },
+});
+
+export const policy = (
+  ns: string,
+  name: string,
+  selected: Record<string, string>,
+  from: Record<string, string>,
+  port = 80,
+): Raw => ({
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'NetworkPolicy',
+  metadata: { name, namespace: ns },
+  spec: {
+    podSelector: { matchLabels: selected },
+    policyTypes: ['Ingress'],
+    ingress: [{ from: [{ podSelector: { matchLabels: from } }], ports: [{ port }] }],
+  },
+});
+
+/** A two-node cluster: web and db pods on n1 and n2, a policy admitting web → db. */
+export function smallCluster(): Raw[] {
+  return [
+    namespace('shop', { team: 'a' }),
+    pod('shop', 'web-1', '10.1.0.2', 'n1', { app: 'web' }),
+    pod('shop', 'db-1', '10.1.0.3', 'n1', { app: 'db' }, [5432]),
+    pod('shop', 'web-2', '10.2.0.2', 'n2', { app: 'web' }),
+    pod('shop', 'db-2', '10.2.0.3', 'n2', { app: 'db' }, [5432]),
+    policy('shop', 'db-from-web', { app: 'db' }, { app: 'web' }, 5432),
+  ];
+}
+
+/** Each layout's own vpp-agent prefix (tests share one etcd). */
+export const vppPrefix = (layout: KeyLayout): string => `${layout.base}vnf-agent/`;
+
+/** A unique layout root per test (parallel suites share nothing). */
+let roots = 0;
+export function uniqueLayout(): KeyLayout {
+  return new KeyLayout(`/agent-test-${process.pid}-${roots++}`);
+}
+
+export interface TestAgent {
+  readonly agent: NodeAgent;
+  readonly datapath: AgentDatapath;
+  readonly state: ClusterState;
+}
+
+/** An agent over a datapath built as the CLI builds it (wrap: to inject faults). */
+export async function startAgent(
+  store: EtcdStore,
+  layout: KeyLayout,
+  datapath: DatapathName,
+  options: Partial<AgentOptions> & {
+    node?: string;
+    context?: Partial<DatapathContext>;
+    wrap?: (d: AgentDatapath) => AgentDatapath;
+  } = {},
+): Promise<TestAgent> {
+  const node = options.node ?? 'n1';
+  const state = new ClusterState();
+  let built = await createDatapath(datapath, {
+    node,
+    state,
+    store,
+    vppAgentPrefix: vppPrefix(layout),
+    ...options.context,
+  });
+  if (options.wrap) built = options.wrap(built);
+  const agent = new NodeAgent({
+    version: 'test',
+    leaseTtlSeconds: 2,
+    statusIntervalMs: 50,
+    backoff: { initialMs: 20, maxMs: 200 },
+    ...options,
+    node,
+    store,
+    layout,
+    datapath: built,
+    state,
+  });
+  await agent.start();
+  return { agent, datapath: built, state };
+}
