@@ -120,7 +120,7 @@ export class NodeAgent {
    * the first snapshot is realized in the background (`whenRealized` waits for a revision).
    */
   async start(): Promise<void> {
-    const { store, layout, datapath, node } = this.options;
+    const { store, layout, datapath } = this.options;
     await this.register();
     this.log.info({ datapath: datapath.name }, await datapath.prepare());
     this.counts = datapath.counts();
@@ -131,7 +131,7 @@ export class NodeAgent {
     this.pending = this.mirror.relist(listed.kvs);
     this.pendingRevision = listed.revision;
     this.log.info(
-      { keys: listed.kvs.length, revision: listed.revision, node },
+      { keys: listed.kvs.length, revision: listed.revision },
       'listed the reflected objects; rendering the first snapshot',
     );
     await this.startWatch(listed.revision + 1);

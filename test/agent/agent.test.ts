@@ -7,7 +7,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { EtcdStore, EtcdWatch, WatchCallbacks } from '../../src/etcd/index.ts';
+import type { EtcdStore, WatchCallbacks } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { renderCluster } from '../../src/pipeline/index.ts';
 import { loadTarget } from '../../src/renderers/index.ts';
@@ -35,7 +35,7 @@ async function expectedAcls(
   objects: readonly Raw[],
   node: string,
 ): Promise<Map<string, string>> {
-  const { cluster } = loadFromObjects(objects as never);
+  const { cluster } = loadFromObjects(objects);
   const [rendered] = renderCluster(await loadTarget('vpp-acl'), cluster, { node });
   return aclDocuments(rendered!.output, vppKeys('vpp-acl', node, vppPrefix(layout)).acl);
 }
@@ -119,7 +119,7 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
       options?: { end?: string },
     ) => {
       if (watches++ === 0) await held;
-      return etcd.store.watch(prefix, from, callbacks, options) as Promise<EtcdWatch>;
+      return etcd.store.watch(prefix, from, callbacks, options);
     };
     const starting = startAgent(store, layout, 'vpp-acl', { node: 'n2' });
     await new Promise((r) => setTimeout(r, 100));

@@ -21,7 +21,7 @@ export async function writeObjects(
       const encoded = encodeObject(layout, o.delete as never, 'test');
       return { type: 'delete', key: encoded.key };
     }
-    const encoded = encodeObject(layout, o as never, 'test');
+    const encoded = encodeObject(layout, o, 'test');
     if (!encoded.value) throw new Error(`invalid test object: ${JSON.stringify(encoded.diagnostics)}`);
     return { type: 'put', key: encoded.key, value: encoded.value };
   });
