@@ -8,7 +8,7 @@ import type { AgentState } from './types.ts';
 
 export interface HealthSource {
   readonly state: AgentState;
-  metrics?(): Promise<{ text: string; contentType: string }>;
+  exposeMetrics?(): Promise<{ text: string; contentType: string }>;
 }
 
 export interface HealthServer {
@@ -39,9 +39,9 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
             : 'stopping';
       return send(503, `not ready: ${why}\n`);
     }
-    if (path === '/metrics' && source.metrics) {
+    if (path === '/metrics' && source.exposeMetrics) {
       source
-        .metrics()
+        .exposeMetrics()
         .then(({ text, contentType }) => send(200, text, contentType))
         .catch((error: unknown) => send(500, `${String(error)}\n`));
       return;

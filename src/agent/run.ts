@@ -4,8 +4,7 @@
  * `palisade --version` never loads etcd, pino or prom-client.
  */
 import { pino } from 'pino';
-import { connectEtcd } from '../etcd/index.ts';
-import type { EtcdStore } from '../etcd/types.ts';
+import { connectEtcd, ensureReachable, EtcdUnreachableError } from '../etcd/index.ts';
 import { KeyLayout } from '../reflector/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
@@ -56,7 +55,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
   const layout = new KeyLayout(command.prefix);
   const state = new ClusterState();
   try {
-    await reachable(store, layout.leader, command.endpoints);
+    await ensureReachable(store, command.endpoints, layout.leader);
     const datapath = await createDatapath(command.datapath, {
       node: command.node,
       state,
@@ -104,7 +103,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
             get state() {
               return agent.state;
             },
-            metrics: () => metrics.expose(),
+            exposeMetrics: () => metrics.expose(),
           },
           command.listen.host,
           command.listen.port,
@@ -143,30 +142,11 @@ export async function readClusterStatus(
   const store = await connectEtcd([...endpoints]);
   try {
     const layout = new KeyLayout(prefix);
-    await reachable(store, layout.leader, endpoints);
+    await ensureReachable(store, endpoints, layout.leader);
     return await readStatus(store, layout);
   } finally {
     store.close();
   }
 }
 
-export { formatStatus };
-
-/** An etcd that does not answer within 5 s is one line, not a hang. */
-export class EtcdUnreachableError extends Error {}
-
-async function reachable(store: EtcdStore, key: string, endpoints: readonly string[]): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5000);
-  });
-  try {
-    await Promise.race([store.get(key), timeout]);
-  } catch (error) {
-    throw new EtcdUnreachableError(
-      `cannot reach etcd at ${endpoints.join(',')}: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]}`,
-    );
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export { formatStatus, EtcdUnreachableError };

@@ -6,6 +6,7 @@
 import { Command, Option } from 'commander';
 import { DATAPATH_NAMES, isDatapathName, parsePodCidrs, runAgent } from '../../agent/index.ts';
 import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
+import { etcdEndpoints } from '../etcd-endpoints.ts';
 import { VERSION } from '../program.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -51,11 +52,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       false,
     )
     .action(async (raw: Record<string, unknown>) => {
-      const endpoints = String(raw.etcd)
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
-      if (endpoints.length === 0) throw new UsageError('--etcd needs at least one URL');
+      const endpoints = etcdEndpoints(raw.etcd);
       const datapath = String(raw.datapath);
       if (!isDatapathName(datapath)) throw new UsageError(`--datapath ${datapath} is not known`);
       const ttl = wholeNumber(raw.leaseTtl, '--lease-ttl', 2);

@@ -15,6 +15,7 @@ import {
   withClusterOptions,
 } from '../cluster-input.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { etcdEndpoints } from '../etcd-endpoints.ts';
 
 export function reflectCommand(io: CliIo, done: (code: number) => void): Command {
   return withClusterOptions(new Command('reflect'))
@@ -34,11 +35,7 @@ export function reflectCommand(io: CliIo, done: (code: number) => void): Command
     .option('--max-txn-ops <n>', "operations per etcd transaction (etcd's --max-txn-ops)", '128')
     .option('-v, --verbose', 'also print info diagnostics', false)
     .action(async (raw: Record<string, unknown>) => {
-      const endpoints = String(raw.etcd)
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
-      if (endpoints.length === 0) throw new UsageError('--etcd needs at least one URL');
+      const endpoints = etcdEndpoints(raw.etcd);
       const ttl = Number(raw.leaseTtl);
       if (!Number.isInteger(ttl) || ttl < 2)
         throw new UsageError('--lease-ttl must be a whole number of seconds, at least 2');
@@ -119,17 +116,11 @@ async function reachable(
   key: string,
   endpoints: readonly string[],
 ): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5000);
-  });
+  const { ensureReachable, EtcdUnreachableError } = await import('../../etcd/index.ts');
   try {
-    await Promise.race([store.get(key), timeout]);
+    await ensureReachable(store as never, endpoints, key);
   } catch (error) {
-    throw new ClusterAccessError(
-      `cannot reach etcd at ${endpoints.join(',')}: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]}`,
-    );
-  } finally {
-    clearTimeout(timer);
+    if (error instanceof EtcdUnreachableError) throw new ClusterAccessError(error.message);
+    throw error;
   }
 }

@@ -5,7 +5,8 @@
  */
 import { Command, Option } from 'commander';
 import { formatStatus, readClusterStatus, isEtcdUnreachable } from '../../agent/index.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+import { etcdEndpoints } from '../etcd-endpoints.ts';
 
 export function statusCommand(io: CliIo, done: (code: number) => void): Command {
   return new Command('status')
@@ -14,11 +15,7 @@ export function statusCommand(io: CliIo, done: (code: number) => void): Command 
     .option('--prefix <root>', 'root of the key layout in etcd', '/palisade')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (raw: Record<string, unknown>) => {
-      const endpoints = String(raw.etcd)
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
-      if (endpoints.length === 0) throw new UsageError('--etcd needs at least one URL');
+      const endpoints = etcdEndpoints(raw.etcd);
       let status;
       try {
         status = await readClusterStatus(endpoints, String(raw.prefix));
