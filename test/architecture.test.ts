@@ -62,7 +62,10 @@ describe('architecture', () => {
       ...(modules.get('model/cluster-policy.ts') ?? []),
       'model/types.ts',
     ]);
-    assert.deepEqual(findCycle(withCycle)?.slice(-1), ['model/types.ts']);
+    // Where the search enters the cycle depends on which module reaches it first.
+    const cycle = findCycle(withCycle) ?? [];
+    for (const module of ['model/types.ts', 'model/cluster-policy.ts'])
+      assert.ok(cycle.includes(module), `${module} not in ${cycle.join(' → ')}`);
   });
 
   it('lints a reach into another layer, and not an import through its index.ts', () => {

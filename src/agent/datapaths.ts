@@ -19,7 +19,6 @@ import {
 } from '../dataplane/index.ts';
 import { loadTarget } from '../renderers/index.ts';
 import { NftablesRenderer, TABLE } from '../renderers/nftables/index.ts';
-import type { ClassifierRenderer } from '../renderers/bitmap/renderer.ts';
 import type { AgentDatapath, DatapathContext, DatapathCounts } from './types.ts';
 import { documentDatapath } from './documents.ts';
 
@@ -127,7 +126,7 @@ async function classifierDatapath(context: DatapathContext): Promise<AgentDatapa
     node: context.node,
     options: { allowNodeLocal: context.allowNodeLocal ?? true },
   });
-  const renderer = instance.renderer as ClassifierRenderer;
+  const renderer = instance.renderer;
   return {
     name: 'classifier',
     renderer,
@@ -137,7 +136,7 @@ async function classifierDatapath(context: DatapathContext): Promise<AgentDatapa
       ),
     realize: () => Promise.resolve(),
     counts() {
-      const classifier = renderer.classifier;
+      const classifier = instance.output();
       return { tables: classifier.tables, rules: classifier.memory.records, sets: 0 };
     },
     verify: () => Promise.resolve(true),

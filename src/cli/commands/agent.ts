@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { DATAPATH_NAMES, isDatapathName, parsePodCidrs, runAgent } from '../../agent/index.ts';
 import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
 import { etcdEndpoints } from '../etcd-endpoints.ts';
-import { VERSION } from '../program.ts';
+import { VERSION } from '../version.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
