@@ -12,7 +12,15 @@ import { loadFromObjects } from '../../src/ingest/index.ts';
 import { renderCluster } from '../../src/pipeline/index.ts';
 import { loadTarget } from '../../src/renderers/index.ts';
 import type { KeyLayout } from '../../src/reflector/index.ts';
-import { aclDocuments, readStatus, serveHealth, vppKeys, type HealthServer } from '../../src/agent/index.ts';
+import {
+  aclDocuments,
+  documentOps,
+  readStatus,
+  serveHealth,
+  sessionDocuments,
+  vppKeys,
+  type HealthServer,
+} from '../../src/agent/index.ts';
 import type { AgentDatapath } from '../../src/agent/types.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import type { Raw } from '../helpers/builders.ts';
@@ -291,3 +299,90 @@ async function waitFor(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+describe('vpp-agent documents', () => {
+  it('ACL values use exactly the field names of vpp-agent’s ligato.vpp.acl.ACL proto', async () => {
+    const { cluster } = loadFromObjects(smallCluster());
+    const [rendered] = renderCluster(await loadTarget('vpp-acl'), cluster, { node: 'n1' });
+    const documents = aclDocuments(rendered!.output, vppKeys('vpp-acl', 'n1').acl);
+    // Field names of ligato/vpp-agent proto/ligato/vpp/acl/acl.proto (message ACL and nested).
+    const PROTO: Record<string, readonly string[]> = {
+      acl: ['name', 'rules', 'interfaces'],
+      rule: ['action', 'ip_rule', 'macip_rule'],
+      ip_rule: ['ip', 'icmp', 'tcp', 'udp'],
+      ip: ['destination_network', 'source_network', 'protocol'],
+      tcp: ['destination_port_range', 'source_port_range', 'tcp_flags_mask', 'tcp_flags_value'],
+      udp: ['destination_port_range', 'source_port_range'],
+      range: ['lower_port', 'upper_port'],
+      interfaces: ['egress', 'ingress'],
+    };
+    const only = (value: object, message: string) =>
+      assert.deepEqual(
+        Object.keys(value).filter((k) => !PROTO[message]!.includes(k)),
+        [],
+        message,
+      );
+    assert.ok(documents.size > 0);
+    for (const [key, text] of documents) {
+      assert.match(key, /^\/vnf-agent\/n1\/config\/vpp\/acls\/v2\/acl\/[^/]+$/);
+      const acl = JSON.parse(text) as Record<string, never>;
+      only(acl, 'acl');
+      assert.equal(key.split('/').at(-1), acl.name);
+      only(acl.interfaces, 'interfaces');
+      for (const rule of acl.rules as Record<string, Record<string, Record<string, object>>>[]) {
+        only(rule, 'rule');
+        assert.ok(['DENY', 'PERMIT', 'REFLECT'].includes(rule.action as unknown as string));
+        only(rule.ip_rule!, 'ip_rule');
+        only(rule.ip_rule!.ip!, 'ip');
+        for (const l4 of ['tcp', 'udp'] as const) {
+          const match = rule.ip_rule![l4];
+          if (!match) continue;
+          only(match, l4);
+          only(match.destination_port_range!, 'range');
+          only(match.source_port_range!, 'range');
+        }
+      }
+    }
+  });
+
+  it('vpptcp: one document for the global table and one per local pod, rules without a shifting index', async () => {
+    const { cluster } = loadFromObjects(smallCluster());
+    const [rendered] = renderCluster(await loadTarget('vpptcp'), cluster, { node: 'n1' });
+    const keys = vppKeys('vpptcp', 'n1');
+    const documents = sessionDocuments(rendered!.output, keys.sessions);
+    assert.deepEqual([...documents.keys()].sort(), [
+      `${keys.sessions}global`,
+      `${keys.sessions}local/shop-db-1`,
+      `${keys.sessions}local/shop-web-1`,
+    ]);
+    const total = [...documents.values()].reduce(
+      (n, text) => n + (JSON.parse(text) as { rules: unknown[] }).rules.length,
+      0,
+    );
+    assert.equal(total, rendered!.output.rules.length);
+    for (const text of documents.values())
+      for (const rule of (JSON.parse(text) as { rules: Record<string, unknown>[] }).rules)
+        assert.deepEqual(Object.keys(rule).sort(), [
+          'action_index',
+          'is_ip4',
+          'lcl',
+          'lcl_port',
+          'rmt',
+          'rmt_port',
+          'scope',
+          'tag',
+          'transport_proto',
+        ]);
+    // A new pod that sorts first shifts every application-namespace index; no other document changes.
+    const more = loadFromObjects([
+      ...smallCluster(),
+      pod('shop', 'aaa', '10.1.0.9', 'n1', { app: 'x' }),
+    ] as never);
+    const [after] = renderCluster(await loadTarget('vpptcp'), more.cluster, { node: 'n1' });
+    const ops = documentOps(documents, sessionDocuments(after!.output, keys.sessions));
+    assert.deepEqual(
+      ops.map((o) => `${o.type} ${o.key.slice(keys.sessions.length)}`),
+      ['put local/shop-aaa'],
+    );
+  });
+});
