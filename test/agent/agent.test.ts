@@ -325,7 +325,7 @@ describe('vpp-agent documents', () => {
     assert.ok(documents.size > 0);
     for (const [key, text] of documents) {
       assert.match(key, /^\/vnf-agent\/n1\/config\/vpp\/acls\/v2\/acl\/[^/]+$/);
-      const acl = JSON.parse(text) as Record<string, never>;
+      const acl = JSON.parse(text) as { name: string; interfaces: object; rules: unknown[] };
       only(acl, 'acl');
       assert.equal(key.split('/').at(-1), acl.name);
       only(acl.interfaces, 'interfaces');
