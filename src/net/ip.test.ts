@@ -121,9 +121,10 @@ describe('parseCidr', () => {
           );
           return;
         }
-        // A leading zero is a fatal problem: reported, octet by octet, and no value.
+        // A leading zero is a fatal problem: reported once, naming every such octet, and no value.
+        assert.ok(parsed.problems.length <= 1, text);
         assert.deepEqual(
-          parsed.problems.map((p) => p.message.match(/"([0-9]+)"/)?.[1]),
+          parsed.problems.flatMap((p) => [...p.message.matchAll(/"([0-9]+)"/g)].map((m) => m[1])),
           expected.problems,
           text,
         );
