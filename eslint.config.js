@@ -35,5 +35,8 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'off',
     },
   },
-  { files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
 );
