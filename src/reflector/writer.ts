@@ -108,11 +108,10 @@ export class EtcdWriter implements SourceSink {
   }
 
   listObjects(stream: StreamId, objects: readonly RawApiObject[]): void {
-    const seen = this.listing.get(streamKey(stream));
-    for (const object of objects) {
-      const key = this.apply(stream, object);
-      if (key !== undefined) seen?.add(key);
-    }
+    this.listEncoded(
+      stream,
+      objects.map((object) => this.encode(object)),
+    );
   }
 
   /** Items of the list in progress, encoded already (by the reflector's workers). */
@@ -164,13 +163,16 @@ export class EtcdWriter implements SourceSink {
     this.noteVersion(stream, resourceVersion);
   }
 
-  /** Encodes an object and queues its put (or delete, when it is invalid or left out); returns its key. */
-  private apply(stream: StreamId, object: RawApiObject): string | undefined {
+  /** Encodes an object and queues its put (or delete, when it is invalid or left out). */
+  private apply(stream: StreamId, object: RawApiObject): void {
     this.counts.received++;
-    const item = encodeItem(this.options.layout, object, this.options.describe?.(object) ?? '<api>');
-    if (item === null) return undefined;
-    this.applyEncoded(stream, item);
-    return item.key;
+    const item = this.encode(object);
+    if (item !== null) this.applyEncoded(stream, item);
+  }
+
+  /** The object encoded as the reflector's workers encode list pages (null: not a reflected kind). */
+  private encode(object: RawApiObject): EncodedItem | null {
+    return encodeItem(this.options.layout, object, this.options.describe?.(object) ?? '<api>');
   }
 
   private applyEncoded(stream: StreamId, item: EncodedItem): void {
