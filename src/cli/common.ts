@@ -76,6 +76,11 @@ export function checkChoice<T extends string>(flag: string, value: unknown, choi
 export interface LoadExtras {
   /** No semantics diagnostics: the command adds them once it knows the semantics (convert). */
   readonly deferSemantics?: boolean;
+  /**
+   * False for commands that read only the cluster: no file's text or parsed documents are kept
+   * once decoded (`rawObjects` is empty). `convert`, `lint`, `serve` and the lab need them.
+   */
+  readonly rawObjects?: boolean;
 }
 
 /**
@@ -94,6 +99,7 @@ export async function loadInput(
     semantics: extras.deferSemantics ? 'deferred' : options.semantics,
     maxFileBytes: options.maxFileSize * 1024 * 1024,
     readStdin: () => io.readStdin(),
+    keepRawObjects: extras.rawObjects ?? true,
     ...(namespaces.length === 1 ? { defaultNamespace: namespaces[0] } : {}),
   });
   const empty = namespaces.filter(

@@ -1,13 +1,18 @@
 /**
  * The manifest pipeline in one call: read paths, parse documents, decode objects, assemble the
  * cluster, and add the diagnostics that depend on the chosen semantics.
+ *
+ * Not in worker threads: tried (each worker reading, parsing and decoding its share of the
+ * files), it cost more than it saved — copying the decoded objects back to the main thread (by
+ * structured clone, or as JSON with the addresses revived) took about as long as decoding them,
+ * and the CPU time of `compile -f` on shape (a) ×1 rose from 21 to 29 s (docs/BENCHMARKS.md).
  */
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
 import type { RejectedPolicy, Semantics } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
 import { decodeObject, type DecodeOptions } from './decode-object.ts';
 import { parseDocuments } from './parse-documents.ts';
-import { readInputs } from './read-inputs.ts';
+import { visitInputs } from './read-inputs.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import { semanticsDiagnostics } from './semantics-diagnostics.ts';
 import type { InputFile, LoadResult, RawObject } from './types.ts';
@@ -17,17 +22,30 @@ export interface LoadClusterOptions extends DecodeOptions {
   readonly semantics?: Semantics | 'deferred';
   readonly maxFileBytes?: number;
   readonly readStdin?: () => Promise<string>;
+  /**
+   * Keep every parsed object in `rawObjects` (default true: `convert`, `lint`, `serve` and the
+   * lab read them). False parses and decodes each file as soon as it is read and drops its text
+   * and parsed documents before the next (`rawObjects` is then empty), with the same cluster and
+   * diagnostics: shape (a) ×1 from files peaks at 1.42 GB instead of 1.84 GB.
+   */
+  readonly keepRawObjects?: boolean;
 }
 
 export async function loadCluster(
   paths: readonly string[],
   options: LoadClusterOptions = {},
 ): Promise<LoadResult> {
-  const { files, diagnostics } = await readInputs(paths, {
-    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
-    ...(options.readStdin ? { readStdin: options.readStdin } : {}),
-  });
-  const result = loadFromTexts(files, options.semantics ?? 'v1', options);
+  const keep = options.keepRawObjects ?? true;
+  const decoding = new Decoding(options);
+  const { diagnostics } = await visitInputs(
+    paths,
+    {
+      ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
+      ...(options.readStdin ? { readStdin: options.readStdin } : {}),
+    },
+    (file) => decoding.addFile(file, keep),
+  );
+  const result = decoding.finish(options.semantics ?? 'v1');
   return { ...result, diagnostics: sortDiagnostics([...diagnostics, ...result.diagnostics]) };
 }
 
@@ -37,16 +55,9 @@ export function loadFromTexts(
   semantics: Semantics | 'deferred' = 'v1',
   options: DecodeOptions = {},
 ): LoadResult {
-  const diagnostics: Diagnostic[] = [];
-  const rawObjects: RawObject[] = [];
-  for (const file of files) {
-    const parsed = parseDocuments(file);
-    // One at a time: a spread into push passes every element as an argument, and a file of
-    // 125,000 objects overflows the stack.
-    for (const d of parsed.diagnostics) diagnostics.push(d);
-    for (const object of parsed.objects) rawObjects.push(object);
-  }
-  return decodeAll(rawObjects, diagnostics, semantics, options);
+  const decoding = new Decoding(options);
+  for (const file of files) decoding.addFile(file, true);
+  return decoding.finish(semantics);
 }
 
 /**
@@ -71,7 +82,10 @@ export function loadFromObjects(
     }
     rawObjects.push({ value, file: source, basePath: [], locator });
   });
-  return decodeAll(rawObjects, diagnostics, semantics);
+  const decoding = new Decoding();
+  decoding.addDiagnostics(diagnostics);
+  for (const raw of rawObjects) decoding.addObject(raw, true);
+  return decoding.finish(semantics);
 }
 
 /**
@@ -82,30 +96,56 @@ export function loadFromRawObjects(
   rawObjects: readonly RawObject[],
   semantics: Semantics = 'v1',
 ): LoadResult {
-  return decodeAll([...rawObjects], [], semantics);
+  const decoding = new Decoding();
+  for (const raw of rawObjects) decoding.addObject(raw, true);
+  return decoding.finish(semantics);
 }
 
-/** Decodes every raw object, assembles the cluster, and adds the semantics' diagnostics. */
-function decodeAll(
-  rawObjects: RawObject[],
-  parsing: Diagnostic[],
-  semantics: Semantics | 'deferred',
-  options: DecodeOptions = {},
-): LoadResult {
-  // Bounded: a List of a million broken items keeps a thousand diagnostics per code, not millions.
-  const diagnostics = new DiagnosticSink();
-  diagnostics.addAll(parsing);
-  const decoded: IdentifiedObject[] = [];
-  const rejected: RejectedPolicy[] = [];
-  for (const raw of rawObjects) {
-    const outcome = decodeObject(raw, options);
-    diagnostics.addAll(outcome.diagnostics);
-    if (outcome.object && outcome.identity)
-      decoded.push({ identity: outcome.identity, object: outcome.object });
-    else if (outcome.rejected) rejected.push(outcome.rejected);
+/**
+ * Objects decoded as they come — whole files or single raw objects — then assembled into the
+ * cluster with the semantics' diagnostics. Each object is decoded when added, so a caller that
+ * does not keep the raw objects holds only what was decoded.
+ */
+class Decoding {
+  // Bounded: a List of a million broken items keeps a thousand diagnostics per code and file,
+  // not millions. The bound is per file and code, so files added one at a time keep the same.
+  private readonly diagnostics = new DiagnosticSink();
+  private readonly decoded: IdentifiedObject[] = [];
+  private readonly rejected: RejectedPolicy[] = [];
+  private readonly rawObjects: RawObject[] = [];
+
+  constructor(private readonly options: DecodeOptions = {}) {}
+
+  addDiagnostics(diagnostics: readonly Diagnostic[]): void {
+    this.diagnostics.addAll(diagnostics);
   }
-  const built = buildCluster(decoded, rejected);
-  diagnostics.addAll(built.diagnostics);
-  if (semantics !== 'deferred') diagnostics.addAll(semanticsDiagnostics(built.cluster, semantics));
-  return { cluster: built.cluster, diagnostics: sortDiagnostics(diagnostics.list()), rawObjects };
+
+  /** Parses and decodes one file; its parsed documents are kept only when `keep`. */
+  addFile(file: InputFile, keep: boolean): void {
+    const parsed = parseDocuments(file);
+    this.diagnostics.addAll(parsed.diagnostics);
+    // One at a time: a spread into push passes every element as an argument, and a file of
+    // 125,000 objects overflows the stack.
+    for (const raw of parsed.objects) this.addObject(raw, keep);
+  }
+
+  addObject(raw: RawObject, keep: boolean): void {
+    if (keep) this.rawObjects.push(raw);
+    const outcome = decodeObject(raw, this.options);
+    this.diagnostics.addAll(outcome.diagnostics);
+    if (outcome.object && outcome.identity)
+      this.decoded.push({ identity: outcome.identity, object: outcome.object });
+    else if (outcome.rejected) this.rejected.push(outcome.rejected);
+  }
+
+  finish(semantics: Semantics | 'deferred'): LoadResult {
+    const built = buildCluster(this.decoded, this.rejected);
+    this.diagnostics.addAll(built.diagnostics);
+    if (semantics !== 'deferred') this.diagnostics.addAll(semanticsDiagnostics(built.cluster, semantics));
+    return {
+      cluster: built.cluster,
+      diagnostics: sortDiagnostics(this.diagnostics.list()),
+      rawObjects: this.rawObjects,
+    };
+  }
 }

@@ -1,6 +1,8 @@
 /**
- * Expands input paths (files, directories searched recursively, `-` for stdin) into file texts.
- * Problems become diagnostics; one unreadable path never stops the others.
+ * Expands input paths (files, directories searched recursively, `-` for stdin) into file texts —
+ * all at once (readInputs), or handed one at a time to a visitor that drops each before the next
+ * is read (visitInputs), so a large input's texts are never all held together. Problems become
+ * diagnostics; one unreadable path never stops the others.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
@@ -21,28 +23,49 @@ export async function readInputs(
   paths: readonly string[],
   options: ReadInputsOptions = {},
 ): Promise<{ files: InputFile[]; diagnostics: Diagnostic[] }> {
-  const maxBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
   const files: InputFile[] = [];
-  const diagnostics: Diagnostic[] = [];
-  for (const path of paths) {
-    if (path === '-') {
-      const text = await (options.readStdin ?? readStdin)();
-      if (Buffer.byteLength(text) > maxBytes) diagnostics.push(tooLarge('<stdin>', maxBytes));
-      else files.push({ name: '<stdin>', text });
-      continue;
-    }
-    await readPath(path, true, maxBytes, files, diagnostics);
-  }
+  const { diagnostics } = await visitInputs(paths, options, (file) => files.push(file));
   return { files, diagnostics };
 }
 
-async function readPath(
-  path: string,
-  explicit: boolean,
-  maxBytes: number,
-  files: InputFile[],
-  diagnostics: Diagnostic[],
-): Promise<void> {
+/**
+ * Same as readInputs, handing each file to `visit` as soon as it is read, in the same order,
+ * instead of keeping it: the file's text is the visitor's to keep or drop.
+ */
+export async function visitInputs(
+  paths: readonly string[],
+  options: ReadInputsOptions,
+  visit: (file: InputFile) => void,
+): Promise<{ diagnostics: Diagnostic[] }> {
+  const maxBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const walk: Walk = { maxBytes, visit, filesRead: 0, diagnostics: [] };
+  for (const path of paths) {
+    if (path === '-') {
+      const text = await (options.readStdin ?? readStdin)();
+      if (Buffer.byteLength(text) > maxBytes) walk.diagnostics.push(tooLarge('<stdin>', maxBytes));
+      else found(walk, { name: '<stdin>', text });
+      continue;
+    }
+    await readPath(path, true, walk);
+  }
+  return { diagnostics: walk.diagnostics };
+}
+
+/** A walk over the inputs: where files go, how many went, and the problems met. */
+interface Walk {
+  readonly maxBytes: number;
+  readonly visit: (file: InputFile) => void;
+  filesRead: number;
+  readonly diagnostics: Diagnostic[];
+}
+
+function found(walk: Walk, file: InputFile): void {
+  walk.filesRead++;
+  walk.visit(file);
+}
+
+async function readPath(path: string, explicit: boolean, walk: Walk): Promise<void> {
+  const { maxBytes, diagnostics } = walk;
   let info;
   try {
     info = await stat(path);
@@ -56,7 +79,7 @@ async function readPath(
     return;
   }
   if (info.isDirectory()) {
-    const before = files.length;
+    const before = walk.filesRead;
     const diagnosticsBefore = diagnostics.length;
     let entries;
     try {
@@ -72,7 +95,7 @@ async function readPath(
       if (entry.name.startsWith('.')) continue; // .git and editor files are never manifests
       const child = join(path, entry.name);
       if (entry.isDirectory()) {
-        if (!skippedDirectory(entry.name)) await readPath(child, false, maxBytes, files, diagnostics);
+        if (!skippedDirectory(entry.name)) await readPath(child, false, walk);
       } else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
         const reason = notManifestReason(entry.name);
         if (reason)
@@ -81,11 +104,11 @@ async function readPath(
               file: child,
             }),
           );
-        else await readPath(child, false, maxBytes, files, diagnostics);
+        else await readPath(child, false, walk);
       }
     }
     const skipped = diagnostics.slice(diagnosticsBefore).some((d) => d.code === 'NOT_KUBERNETES');
-    if (explicit && files.length === before && !skipped) {
+    if (explicit && walk.filesRead === before && !skipped) {
       diagnostics.push(
         makeDiagnostic('NO_INPUT_FILES', `${path} holds no .yaml, .yml or .json files`, { file: path }),
       );
@@ -100,7 +123,8 @@ async function readPath(
     // Bytes, not text: decoding would turn what is not UTF-8 into U+FFFD without a word.
     const decoded = decodeUtf8(path, await readFile(path));
     if ('text' in decoded)
-      files.push(
+      found(
+        walk,
         explicit ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
       );
     else diagnostics.push(decoded.diagnostic);

@@ -42,7 +42,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
-      const loaded = await loadInput(input, io);
+      const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);

@@ -69,7 +69,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const namespaces = raw.namespace as string[] | undefined;
-      const loaded = await loadInput(input, io);
+      const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
         refuseTooWide(io, groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by));

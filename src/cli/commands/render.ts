@@ -69,7 +69,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       if (target.capabilities.nodeRequired && node === undefined)
         throw new UsageError(`--target ${name} needs --node`);
       const options = resolveTargetOptions(raw, target);
-      const loaded = await loadInput(input, io);
+      const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node))
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);

@@ -14,7 +14,7 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions({ ...raw, verbose: true });
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const loaded = await loadInput(input, io);
+      const loaded = await loadInput(input, io, { rawObjects: false });
       const { diagnostics, cluster } = loaded;
       const counts = {
         namespaces: cluster.namespaces.size,
