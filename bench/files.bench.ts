@@ -37,7 +37,7 @@ export async function filesBenchmark(args: string[]): Promise<void> {
       for (let run = 0; run < runs; run++) {
         globalThis.gc?.();
         let t = performance.now();
-        const { cluster } = await loadCluster([dir.path]);
+        const { cluster } = await loadCluster([dir.path], { keepRawObjects: false });
         phases.load.push(performance.now() - t);
         globalThis.gc?.();
         t = performance.now();
