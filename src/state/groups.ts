@@ -122,6 +122,13 @@ export class GroupIndex {
   private readonly addressGroups = new Set<GroupRecord>();
   private readonly entriesByKey = new Map<string, Set<NamespaceSelectorEntry>>();
   private readonly keylessEntries = new Set<NamespaceSelectorEntry>();
+  /**
+   * Per namespace, how many pods expose each named port (`name/protocol`): a new named-port
+   * group skips the namespaces where none does. Egress named ports make one group per protocol,
+   * and most of them (`http` over UDP) have no member anywhere: without this, each such group
+   * tested every pod its selectors admit.
+   */
+  private readonly namedPorts = new Map<string, Map<string, number>>();
 
   constructor(private readonly host: GroupHost) {}
 
@@ -169,6 +176,8 @@ export class GroupIndex {
 
   /** A pod was added, changed or removed: updates memberships, returns the groups that changed. */
   podChanged(before: Endpoint | undefined, after: Endpoint | undefined): Set<string> {
+    if (before) this.countNamedPorts(before, -1);
+    if (after) this.countNamedPorts(after, 1);
     const changed = new Set<string>();
     const candidates = new Set<GroupRecord>();
     for (const pod of [before, after])
@@ -288,16 +297,58 @@ export class GroupIndex {
     for (const namespace of entry?.namespaces ?? []) this.admitNamespace(group, namespace);
   }
 
+  /**
+   * Admits a new group's members in one namespace of its scope (the namespace matches it). The
+   * pod selector is asked once per label set — its members share their labels — and each member
+   * is added without asking again what the scope already answered.
+   */
   private admitNamespace(group: GroupRecord, namespace: string): void {
+    const named = group.spec.namedPort;
+    if (named && !this.namedPorts.get(namespace)?.has(`${named.name}/${named.protocol}`)) return;
     const selector = group.spec.podSelector;
     const sets = selector
       ? this.host.podLabelSets.candidates(namespace, selector)
       : this.host.podLabelSets.all(namespace);
     for (const set of sets) {
+      if (selector && !selectorMatches(selector, set.labels)) continue;
       for (const id of set.members) {
         const pod = this.host.pod(id);
-        if (pod) this.refreshMember(group, pod, id);
+        if (pod) this.addMember(group, pod, id);
       }
+    }
+  }
+
+  /** A new group's member whose namespace and labels match: its addresses and named port decide. */
+  private addMember(group: GroupRecord, pod: Endpoint, id: string): void {
+    if (pod.ips.length === 0 || pod.hostNetwork) return;
+    const named = group.spec.namedPort;
+    let port: number | undefined;
+    if (named) {
+      for (const p of pod.ports)
+        if (p.name === named.name && p.protocol === named.protocol) {
+          port = p.port;
+          break;
+        }
+      if (port === undefined) return;
+    }
+    const member: GroupMember =
+      port === undefined ? { pod: id, ips: pod.ips } : { pod: id, ips: pod.ips, port };
+    group.members.set(id, member);
+    if (countPort(group.ports, port, 1)) this.partitionChanged(group.key);
+    group.countAddresses(member, 1);
+    this.memberChanges.add(id);
+  }
+
+  private countNamedPorts(pod: Endpoint, delta: number): void {
+    for (const port of pod.ports) {
+      if (port.name === undefined) continue;
+      let counts = this.namedPorts.get(pod.namespace);
+      if (!counts) this.namedPorts.set(pod.namespace, (counts = new Map<string, number>()));
+      const key = `${port.name}/${port.protocol}`;
+      const next = (counts.get(key) ?? 0) + delta;
+      if (next > 0) counts.set(key, next);
+      else counts.delete(key);
+      if (counts.size === 0) this.namedPorts.delete(pod.namespace);
     }
   }
 
