@@ -28,13 +28,23 @@ type Direction = 'ingress' | 'egress';
 const MAX_TIER_MEMO = 250_000;
 const ACTION: Record<ClusterRule['action'], RuleAction> = { allow: 'permit', deny: 'deny', pass: 'pass' };
 
+/** What a selection's lists depend on besides the policies themselves (see `variant`). */
+interface Dependencies {
+  readonly relative: boolean;
+  readonly named: boolean;
+  readonly nodes: boolean;
+}
+
 export class TierTables {
   private readonly memo = new Map<string, TieredTable>();
+  /** Per direction and pair of tier selections: computed once, not per pod (130 rules each). */
+  private readonly dependencies = new Map<string, Dependencies>();
 
   constructor(private readonly state: CompilingStore) {}
 
   clear(): void {
     this.memo.clear();
+    this.dependencies.clear();
   }
 
   /** The pod's tiers for a direction, or undefined when no cluster policy selects it there. */
@@ -42,8 +52,14 @@ export class TierTables {
     const admin = this.state.tierSelection(pod, 'Admin', direction);
     const baseline = this.state.tierSelection(pod, 'Baseline', direction);
     if (admin.policies.length === 0 && baseline.policies.length === 0) return undefined;
-    const policies = [...admin.policies, ...baseline.policies];
-    const key = [direction, admin.key, baseline.key, this.variant(pod, direction, policies)].join('|');
+    const selectionKey = `${direction}|${admin.key}|${baseline.key}`;
+    let dependencies = this.dependencies.get(selectionKey);
+    if (!dependencies) {
+      dependencies = dependenciesOf([...admin.policies, ...baseline.policies], direction);
+      if (this.dependencies.size >= MAX_TIER_MEMO) this.dependencies.clear();
+      this.dependencies.set(selectionKey, dependencies);
+    }
+    const key = `${selectionKey}|${this.variant(pod, direction, dependencies)}`;
     const cached = this.memo.get(key);
     if (cached) return cached;
     const adminRules = admin.policies.flatMap((p) => this.policyRules(pod, p, direction));
@@ -65,14 +81,11 @@ export class TierTables {
   }
 
   /** What else the lists depend on: the namespace (relative peers), ports, groups' numbers, nodes. */
-  private variant(pod: Endpoint, direction: Direction, policies: readonly ClusterPolicy[]): string {
-    const named = policies.some((p) => p[direction].some((r) => r.ports?.some((x) => x.type === 'named')));
-    return [
-      policies.some(hasRelativePeers) ? pod.namespace : '',
-      named && direction === 'ingress' ? portsKey(pod) : '',
-      named && direction === 'egress' ? String(this.state.partitionVersion) : '',
-      policies.some(hasNodesPeers) ? String(this.state.nodesVersion) : '',
-    ].join('|');
+  private variant(pod: Endpoint, direction: Direction, dependencies: Dependencies): string {
+    const { relative, named, nodes } = dependencies;
+    return `${relative ? pod.namespace : ''}|${named && direction === 'ingress' ? portsKey(pod) : ''}|${
+      named && direction === 'egress' ? this.state.partitionVersion : ''
+    }|${nodes ? this.state.nodesVersion : ''}`;
   }
 
   /**
@@ -142,6 +155,14 @@ export class TierTables {
     }
     return rules;
   }
+}
+
+function dependenciesOf(policies: readonly ClusterPolicy[], direction: Direction): Dependencies {
+  return {
+    relative: policies.some(hasRelativePeers),
+    named: policies.some((p) => p[direction].some((r) => r.ports?.some((x) => x.type === 'named'))),
+    nodes: policies.some(hasNodesPeers),
+  };
 }
 
 function netRef(net: PeerNet): NetRef {
