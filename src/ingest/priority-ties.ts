@@ -24,16 +24,20 @@ export function priorityTies(cluster: Cluster): Diagnostic[] {
     list.push(e);
     podsByNamespace.set(e.namespace, list);
   }
+  // Once per distinct subject namespace selector: a thousand tied policies share a few dozen.
+  const scopes = new Map<string, Set<string>>();
   const namespacesOf = (policy: ClusterPolicy): Set<string> => {
-    const found = new Set<string>();
+    const selector = policy.subject.namespaceSelector;
+    let found = scopes.get(selector.key);
+    if (found) return found;
+    scopes.set(selector.key, (found = new Set<string>()));
     for (const [name, ns] of cluster.namespaces)
-      if (podsByNamespace.has(name) && selectorMatches(policy.subject.namespaceSelector, ns.labels))
-        found.add(name);
+      if (podsByNamespace.has(name) && selectorMatches(selector, ns.labels)) found.add(name);
     return found;
   };
   const diagnostics: Diagnostic[] = [];
   for (const group of tied) {
-    const scopes = group.map(namespacesOf);
+    const scopeOfPolicy = group.map(namespacesOf);
     for (let i = 0; i < group.length; i++) {
       for (let j = i + 1; j < group.length; j++) {
         const first = group[i] as ClusterPolicy;
@@ -42,8 +46,8 @@ export function priorityTies(cluster: Cluster): Diagnostic[] {
           cluster,
           first,
           second,
-          scopes[i] as Set<string>,
-          scopes[j] as Set<string>,
+          scopeOfPolicy[i] as Set<string>,
+          scopeOfPolicy[j] as Set<string>,
           podsByNamespace,
         );
         if (!shared && cluster.endpoints.length > 0) continue;
