@@ -215,11 +215,21 @@ describe('MapState properties', () => {
         priority: fc.integer({ min: 100, max: 200 }),
       }),
       fc.record({ type: fc.constant('remove' as const), which: fc.nat() }),
+      fc.record({
+        type: fc.constant('addMany' as const),
+        rules: fc.array(fc.record({ rule: ruleArb, priority: fc.integer({ min: 100, max: 200 }) }), {
+          minLength: 2,
+          maxLength: 5,
+        }),
+      }),
     );
     fc.assert(
-      fc.property(rulesArb, fc.array(opArb, { maxLength: 8 }), (initial, ops) => {
+      fc.property(rulesArb, fc.array(opArb, { maxLength: 8 }), fc.boolean(), (initial, ops, recording) => {
         let rules = [...initial];
-        const map = new MapStateRecording(initial);
+        // Without recorded refusals, addRules skips identities whose new rules are all refused.
+        const fresh = (list: readonly MapRule<string>[]) =>
+          recording ? new MapStateRecording(list) : new MapState<string>(list);
+        const map = fresh(initial);
         for (const op of ops) {
           const before = map.entries();
           let changes: MapChange<string>[] = [];
@@ -234,6 +244,16 @@ describe('MapState properties', () => {
             );
             rules.push(added);
             changes = map.addRule(added);
+          } else if (op.type === 'addMany') {
+            // One policy's rules in one transaction (addRules), priorities unique as precedence keys are.
+            const added: MapRule<string>[] = [];
+            for (const { rule: r, priority } of op.rules) {
+              if (rules.some((x) => x.priority === priority) || added.some((x) => x.priority === priority))
+                continue;
+              added.push(rule(priority, r.protocol, r.ports, r.identities, r.verdict));
+            }
+            rules.push(...added);
+            changes = map.addRules(added);
           } else if (rules.length > 0) {
             const target = rules[op.which % rules.length] as MapRule<string>;
             if (op.type === 'remove') {
@@ -248,9 +268,9 @@ describe('MapState properties', () => {
           assert.deepEqual(applyChanges(before, changes), map.entries().map(show).sort());
           assertAgrees(map, rules);
         }
-        assert.deepEqual(entries(map), entries(new MapStateRecording(rules)));
+        assert.deepEqual(entries(map), entries(fresh(rules)));
       }),
-      { numRuns: RUNS },
+      { numRuns: RUNS * 2 },
     );
   });
 });
