@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N] [--runs 3] [--vpp]`: ordered cluster policy at
+ * `npm run bench -- tiers [--scale 1] [--admin 1000] [--lookups N] [--runs 3] [--vpp] [--mapstate-only]`: ordered cluster policy at
  * scale — shape a (scale × 100,000 pods, 75,000 NetworkPolicies) plus `--admin`
  * AdminNetworkPolicies of 25 rules each:
  * - the compiler: every pod's tables, NetworkPolicy and tiered (Admin/Baseline rule lists);
@@ -11,7 +11,8 @@
  *   addresses): build time and entries, then inserting one new 25-rule AdminNetworkPolicy at a
  *   priority between existing ones — latency, changes, and whether any existing entry was
  *   renumbered (it must not be);
- * - with `--vpp`, the VPP stacks for one node (tiers-vpp.bench.ts).
+ * - with `--vpp`, the VPP stacks for one node (tiers-vpp.bench.ts);
+ * - with `--mapstate-only`, the MapState figures alone (no compile or classifier).
  */
 import { Classifier, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
@@ -57,6 +58,13 @@ export function tiersBenchmark(args: string[]): void {
   process.stdout.write(
     `shape a ×${scale}: ${cluster.endpoints.length} pods, ${cluster.policies.length} NetworkPolicies, ${cluster.clusterPolicies.length} AdminNetworkPolicies (${rules} rules); loaded in ${(load / 1000).toFixed(1)} s\n`,
   );
+  if (args.includes('--mapstate-only')) {
+    mapStateFigures(
+      cluster,
+      cluster.endpoints.filter((e) => e.ips.length > 0 && !e.hostNetwork),
+    );
+    return;
+  }
   // The compiler: every pod's NetworkPolicy tables and tiered tables, from the manifests in memory.
   const compiles: number[] = [];
   let tiered = 0;
