@@ -1,0 +1,535 @@
+/**
+ * The world a fault test runs in (root, real etcd): a lab network (a namespace per node and per
+ * pod, echo agents in the pods), a restartable etcd of its own, and one `palisade agent` process
+ * per node enforcing in that node's namespace — the agents, not the lab, own the tables. Checks:
+ * each node's table ≡ a fresh render of what etcd holds (read back, as an agent attaches), real
+ * connections between pods ≡ the reference evaluator, and a concurrent prober that records any
+ * connection which no state of the test's history allows. `close()` removes every process,
+ * namespace, data dir and temp dir, whatever failed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
+import { nftRunner } from '../../src/dataplane/index.ts';
+import { loadFromObjects } from '../../src/ingest/index.ts';
+import type { Lab } from '../../src/lab/index.ts';
+import { referenceVerdict } from '../../src/lab/probe.ts';
+import { podObjects } from '../../src/lab/topology.ts';
+import { parseCidr, type Cidr } from '../../src/net/ip.ts';
+import { PolicyPipeline } from '../../src/pipeline/index.ts';
+import { KeyLayout } from '../../src/reflector/index.ts';
+import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
+import { indexCluster } from '../../src/semantics/index.ts';
+import { ClusterState } from '../../src/state/index.ts';
+import type { Cluster } from '../../src/model/types.ts';
+import { startLab } from '../helpers/kernel.ts';
+import type { Raw } from '../helpers/builders.ts';
+import { writeObjects } from './helpers.ts';
+
+export const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+const PORTS = [
+  { port: 80, protocol: 'TCP' as const },
+  { port: 5432, protocol: 'TCP' as const },
+];
+
+/** Polls `check` until it is true; throws naming `what` (and the last detail) at the deadline. */
+export async function until(
+  what: string,
+  check: () => Promise<boolean | string> | boolean | string,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: boolean | string = false;
+  while (Date.now() < deadline) {
+    last = await check();
+    if (last === true) return;
+    await sleep(50);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${typeof last === 'string' ? ` (${last})` : ''}`);
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** An etcd that can be stopped and started again on the same port and data. */
+export class RestartableEtcd {
+  private server: EtcdServer | undefined;
+  private constructor(
+    readonly dataDir: string,
+    readonly port: number,
+  ) {}
+
+  static async start(): Promise<RestartableEtcd> {
+    const etcd = new RestartableEtcd(
+      mkdtempSync(join(tmpdir(), `palisade-fault-etcd-${process.pid}-`)),
+      await freePort(),
+    );
+    await etcd.up();
+    return etcd;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async up(): Promise<void> {
+    this.server = await startEtcd({ dataDir: this.dataDir, port: this.port, name: `fault-${this.port}` });
+  }
+
+  /** Stops etcd (SIGTERM, then SIGKILL); the data stays for `up`. */
+  async down(): Promise<void> {
+    await this.server?.stop();
+    this.server = undefined;
+  }
+
+  async remove(): Promise<void> {
+    await this.down();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** A TCP relay that can stop moving bytes (a partition: nothing is refused, nothing arrives). */
+export class CuttableRelay {
+  private cut = false;
+  private readonly sockets = new Set<Socket>();
+  private readonly held: (() => void)[] = [];
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(targetPort: number): Promise<CuttableRelay> {
+    const port = await freePort();
+    let relay: CuttableRelay | undefined;
+    const server = createServer((client) => {
+      const link = (): void => {
+        const upstream = connect(targetPort, '127.0.0.1');
+        for (const s of [client, upstream]) {
+          relay!.sockets.add(s);
+          s.on('error', () => s.destroy());
+          s.on('close', () => relay!.sockets.delete(s));
+        }
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+        if (relay!.cut) for (const s of [client, upstream]) s.pause();
+      };
+      if (relay!.cut) {
+        client.pause();
+        relay!.sockets.add(client);
+        relay!.held.push(link);
+      } else link();
+    });
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    relay = new CuttableRelay(server, port);
+    return relay;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Stops every byte both ways (data waits in the kernel's buffers, as behind a lost route). */
+  disconnect(): void {
+    this.cut = true;
+    for (const s of this.sockets) s.pause();
+  }
+
+  reconnect(): void {
+    this.cut = false;
+    for (const s of this.sockets) s.resume();
+    for (const link of this.held.splice(0)) link();
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** One `palisade agent` process for a node. */
+export class AgentProcess {
+  child: ChildProcess | undefined;
+  log = '';
+  constructor(
+    private readonly args: readonly string[],
+    private readonly env: NodeJS.ProcessEnv,
+    readonly listenPort: number,
+  ) {}
+
+  start(): void {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'agent', ...this.args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: this.env,
+    });
+    const keep = (d: Buffer): void => {
+      this.log = (this.log + d.toString()).slice(-20_000);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    this.child = child;
+  }
+
+  get pid(): number {
+    const pid = this.child?.pid;
+    if (pid === undefined) throw new Error('agent not started');
+    return pid;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    this.child?.kill(signal);
+  }
+
+  /** SIGKILL (resumed first if stopped) and wait for the exit, bounded. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await Promise.race([exited, sleep(5000)]);
+  }
+
+  /** `/readyz`: status code and body, or undefined when the agent does not answer. */
+  async readyz(): Promise<{ status: number; body: string } | undefined> {
+    try {
+      const response = await fetch(`http://127.0.0.1:${this.listenPort}/readyz`, {
+        signal: AbortSignal.timeout(1000),
+      });
+      return { status: response.status, body: await response.text() };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The nft processes this agent runs now (exec runner: `ip netns exec … nft -f -`). */
+  nftChildren(): number[] {
+    const pids: number[] = [];
+    try {
+      for (const task of readdirSync(`/proc/${this.pid}/task`)) {
+        const children = readFileSync(`/proc/${this.pid}/task/${task}/children`, 'utf8').trim();
+        for (const child of children.split(' ').filter(Boolean)) {
+          const command = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0');
+          if (command.some((c) => c.endsWith('nft')) && command.includes('-f')) pids.push(Number(child));
+        }
+      }
+    } catch {
+      // the process or a child just went away
+    }
+    return pids;
+  }
+}
+
+export interface WorldOptions {
+  /** Agents reach etcd through a cuttable relay. */
+  readonly relay?: boolean;
+  /** Environment of the agent processes (PATH, PALISADE_NFT). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** The fault tests' cluster: web and db pods on two nodes; db admits web on 5432, web admits db on 80. */
+export function baseObjects(): Raw[] {
+  const pod = (name: string, node: string, app: string, port: number): Raw => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'shop', labels: { app } },
+    spec: { nodeName: node, containers: [{ name: 'c', ports: [{ containerPort: port }] }] },
+  });
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { team: 'a' } } },
+    pod('web-1', 'node-1', 'web', 80),
+    pod('db-1', 'node-1', 'db', 5432),
+    pod('web-2', 'node-2', 'web', 80),
+    pod('db-2', 'node-2', 'db', 5432),
+    ingress('db-from-web', { app: 'db' }, { app: 'web' }, 5432),
+    ingress('web-from-db', { app: 'web' }, { app: 'db' }, 80),
+  ];
+}
+
+export function ingress(
+  name: string,
+  selected: Record<string, string>,
+  from: Record<string, string>,
+  port: number,
+): Raw {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name, namespace: 'shop' },
+    spec: {
+      podSelector: { matchLabels: selected },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: { matchLabels: from } }], ports: [{ port }] }],
+    },
+  };
+}
+
+/** A pod of the cluster in etcd only (no lab namespace): it widens the nodes' address sets. */
+export function extraPod(i: number, labels: Record<string, string>): Raw {
+  const ip = `10.250.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `extra-${i}`, namespace: 'shop', labels },
+    spec: { nodeName: 'node-9', containers: [{ name: 'c' }] },
+    status: { phase: 'Running', podIP: ip, podIPs: [{ ip }], hostIP: '192.168.250.99' },
+  };
+}
+
+const identity = (o: Raw): string => {
+  const m = o.metadata as { namespace?: string; name?: string };
+  return `${String(o.kind)}/${m.namespace ?? ''}/${m.name ?? ''}`;
+};
+
+export class FaultWorld {
+  /** What etcd holds now (objects by identity), and every cluster state the test has written. */
+  objects = new Map<string, Raw>();
+  readonly history: Cluster[] = [];
+  readonly agents = new Map<string, AgentProcess>();
+  private readonly cleanups: (() => Promise<void> | void)[] = [];
+  etcd!: RestartableEtcd;
+  store!: EtcdStore;
+  relay: CuttableRelay | undefined;
+  lab!: Lab;
+  readonly layout: KeyLayout;
+  readonly root: string;
+
+  private constructor(readonly name: string) {
+    this.root = `/fault-${name}-${process.pid}`;
+    this.layout = new KeyLayout(this.root);
+  }
+
+  /** Builds the lab, starts etcd, writes the cluster and starts an agent per node (not waited for). */
+  static async create(name: string, options: WorldOptions = {}): Promise<FaultWorld> {
+    const world = new FaultWorld(name);
+    try {
+      await world.build(options);
+    } catch (error) {
+      await world.close();
+      throw error;
+    }
+    return world;
+  }
+
+  private async build(options: WorldOptions): Promise<void> {
+    const base = baseObjects();
+    const loaded = loadFromObjects(base);
+    const started = await startLab(`f${this.name}`, base, loaded.cluster);
+    this.lab = started.lab;
+    this.cleanups.push(() => started.down());
+    this.etcd = await RestartableEtcd.start();
+    this.cleanups.push(() => this.etcd.remove());
+    this.store = await connectEtcd([this.etcd.endpoint]);
+    this.cleanups.push(() => this.store.close());
+    if (options.relay) {
+      this.relay = await CuttableRelay.start(this.etcd.port);
+      const relay = this.relay;
+      this.cleanups.push(() => relay.close());
+    }
+    // The cluster in etcd: the namespace and policies as given, the pods as the lab runs them.
+    const objects = [
+      ...base.filter((o) => o.kind !== 'Pod'),
+      ...(podObjects(this.lab.plan) as Raw[]),
+    ];
+    await this.write(objects);
+    await Promise.all(this.lab.plan.pods.map((pod) => this.lab.agent(pod.id).listen(PORTS)));
+    for (const node of this.lab.plan.nodes) {
+      const listen = await freePort();
+      const agent = new AgentProcess(
+        [
+          '--node',
+          node.name,
+          '--etcd',
+          this.relay?.endpoint ?? this.etcd.endpoint,
+          '--datapath',
+          'nftables',
+          '--netns',
+          node.netns,
+          '--pod-cidr',
+          `10.244.${node.index + 1}.0/24`,
+          '--prefix',
+          this.root,
+          '--listen',
+          `127.0.0.1:${listen}`,
+          '--lease-ttl',
+          '2',
+          '--status-interval',
+          '100',
+          '--log-level',
+          'info',
+        ],
+        { ...process.env, ...options.env },
+        listen,
+      );
+      this.agents.set(node.name, agent);
+      this.cleanups.push(() => agent.kill());
+      agent.start();
+    }
+  }
+
+  podCidrs(node: string): Cidr[] {
+    const index = this.lab.plan.nodes.find((n) => n.name === node)?.index ?? 0;
+    const parsed = parseCidr(`10.244.${index + 1}.0/24`);
+    if (!parsed.ok) throw new Error('pod cidr');
+    return [parsed.value];
+  }
+
+  /** Puts objects (or deletes `{ delete }`) in one transaction; records the new state. */
+  async write(objects: readonly (Raw | { readonly delete: Raw })[]): Promise<number> {
+    const revision = await writeObjects(this.store, this.layout, objects);
+    for (const o of objects)
+      if ('delete' in o) this.objects.delete(identity((o as { delete: Raw }).delete));
+      else this.objects.set(identity(o as Raw), o as Raw);
+    this.history.push(this.cluster());
+    return revision;
+  }
+
+  /** Records that etcd now holds `objects` (written by someone else: a reflector). */
+  holds(objects: readonly Raw[]): void {
+    this.objects = new Map(objects.map((o) => [identity(o), o]));
+    this.history.push(this.cluster());
+  }
+
+  /** Changes a lab pod's labels (a pod label change, as the reflector writes it). */
+  relabel(name: string, labels: Record<string, string>): Raw {
+    const current = this.objects.get(`Pod/shop/${name}`);
+    if (!current) throw new Error(`no pod ${name}`);
+    return { ...current, metadata: { ...(current.metadata as object), labels } };
+  }
+
+  cluster(objects: readonly Raw[] = [...this.objects.values()]): Cluster {
+    return loadFromObjects(objects).cluster;
+  }
+
+  /** Operations between a node's table and a fresh render of `objects` (0: equal). */
+  distance(node: string, objects: readonly Raw[] = [...this.objects.values()]): number | 'replace' {
+    const netns = this.lab.plan.nodes.find((n) => n.name === node)!.netns;
+    const runner = nftRunner({ netns });
+    try {
+      const state = new ClusterState();
+      const renderer = new NftablesRenderer({
+        state,
+        runner,
+        podCidrs: this.podCidrs(node),
+        allowNodeLocal: true,
+        recheckFlows: true,
+      });
+      renderer.pause();
+      new PolicyPipeline({ state, renderers: [renderer], node }).apply({
+        type: 'resync',
+        cluster: loadFromObjects(objects).cluster,
+      });
+      return renderer.attach();
+    } finally {
+      runner.close();
+    }
+  }
+
+  /** Every node's table ≡ a fresh render of `objects`: '' or what differs. */
+  tablesDiffer(objects?: readonly Raw[]): string {
+    return this.lab.plan.nodes
+      .map((n) => [n.name, this.distance(n.name, objects)] as const)
+      .filter(([, d]) => d !== 0)
+      .map(([n, d]) => `${n}: ${d}`)
+      .join(', ');
+  }
+
+  /** Waits until every agent says ready at ≥ revision and every table equals a fresh render. */
+  async converged(revision: number, timeoutMs = 30_000): Promise<void> {
+    await until(
+      `agents realize revision ${revision} and tables equal a fresh render`,
+      async () => {
+        for (const [node, agent] of this.agents) {
+          const ready = await agent.readyz();
+          const at = Number(/revision (\d+)/.exec(ready?.body ?? '')?.[1] ?? 0);
+          if (ready?.status !== 200 || at < revision)
+            return `${node}: ${ready ? `${ready.status} ${ready.body.trim()}` : 'no answer'}`;
+        }
+        const differ = this.tablesDiffer();
+        return differ === '' ? true : differ;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** One probe of every pod pair on every port; disagreements with the reference of `cluster`. */
+  async probe(timeoutMs = 500): Promise<{ from: string; to: string; port: number; observed: boolean }[]> {
+    const pods = this.lab.plan.pods;
+    const results = await Promise.all(
+      pods.map(async (from) => {
+        const targets = pods
+          .filter((to) => to.id !== from.id)
+          .flatMap((to) => PORTS.map((p) => ({ to: to.id, ip: to.ips[0]!, ...p })));
+        const outcomes = await this.lab.agent(from.id).probe(
+          targets.map((t) => ({ ip: t.ip, port: t.port, protocol: t.protocol })),
+          timeoutMs,
+        );
+        return targets.map((t, i) => ({
+          from: from.id,
+          to: t.to,
+          port: t.port,
+          observed: outcomes[i]?.connected ?? false,
+        }));
+      }),
+    );
+    return results.flat();
+  }
+
+  /** Probed connections that the reference evaluator of `cluster` decides otherwise. */
+  async disagreements(cluster: Cluster = this.cluster()): Promise<string[]> {
+    const verdict = verdicts(cluster);
+    return (await this.probe())
+      .filter((r) => r.observed !== verdict(r.from, r.to, r.port))
+      .map((r) => `${r.from} → ${r.to}:${r.port} ${r.observed ? 'connected' : 'blocked'}`);
+  }
+
+  /**
+   * Probes continuously until the returned stop is called; it resolves to every connection seen
+   * that no state written so far (nor the first state, before any agent ran) allows.
+   */
+  prober(): () => Promise<string[]> {
+    let running = true;
+    const violations = new Set<string>();
+    const loop = (async () => {
+      while (running) {
+        const allowedBy = this.history.map(verdicts);
+        for (const r of await this.probe(300))
+          if (r.observed && !allowedBy.some((allows) => allows(r.from, r.to, r.port)))
+            violations.add(`${r.from} → ${r.to}:${r.port}`);
+      }
+    })();
+    return async () => {
+      running = false;
+      await loop;
+      return [...violations];
+    };
+  }
+
+  /** The agents' logs, for a failing assertion's message. */
+  logs(): string {
+    return [...this.agents].map(([n, a]) => `--- ${n}\n${a.log.slice(-3000)}`).join('\n');
+  }
+
+  async close(): Promise<void> {
+    for (const cleanup of this.cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch {
+        // the rest is removed all the same
+      }
+    }
+  }
+}
+
+function verdicts(cluster: Cluster): (from: string, to: string, port: number) => boolean {
+  const index = indexCluster(cluster);
+  const endpoints = new Map(cluster.endpoints.map((e) => [e.id, e]));
+  return (from, to, port) => {
+    const a = endpoints.get(from);
+    const b = endpoints.get(to);
+    if (!a || !b) return false;
+    return referenceVerdict(index, a, b, 4, { port, protocol: 'TCP' });
+  };
+}

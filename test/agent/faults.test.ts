@@ -1,0 +1,221 @@
+/**
+ * Fault tests of the node agent (issue 17), as root with a real etcd, real agent processes
+ * enforcing nftables in a lab's node namespaces, and real connections between lab pods. After
+ * each fault every node's table ≡ a fresh render of what etcd holds, and the probed matrix ≡ the
+ * reference evaluator; during it, a concurrent prober never gets a connection that no written
+ * state allows. The faults are independent (each its own etcd, lab and agents) and run in
+ * parallel, so the suite takes about its longest fault (the 30 s partition).
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readStatus } from '../../src/agent/index.ts';
+import { run } from '../../src/dataplane/index.ts';
+import { stringify } from 'yaml';
+import { needsEtcd } from '../live/etcd-fixture.ts';
+import { needsRoot } from '../helpers/kernel.ts';
+import { extraPod, FaultWorld, ingress, MAIN, sleep, until } from './fault-world.ts';
+
+const skip = needsEtcd || needsRoot('the agent fault tests');
+
+describe('node agent faults (real etcd, agents, nftables and packets)', { skip, concurrency: true }, () => {
+  const worlds: FaultWorld[] = [];
+  const temps: string[] = [];
+  after(async () => {
+    await Promise.all(worlds.map((w) => w.close()));
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+  });
+  const world = async (name: string, options?: Parameters<typeof FaultWorld.create>[1]) => {
+    const w = await FaultWorld.create(name, options);
+    worlds.push(w);
+    return w;
+  };
+  /** Fails with the agents' logs attached. */
+  const check = (w: FaultWorld, ok: boolean, what: string): void => assert.ok(ok, `${what}\n${w.logs()}`);
+
+  it('1. etcd stopped for 10 s: agents keep enforcing, reconnect and converge', async () => {
+    const w = await world('etcd');
+    await w.converged(await currentRevision(w), 60_000);
+    const stop = w.prober();
+    await w.etcd.down();
+    const during = Date.now();
+    await sleep(10_000);
+    check(w, w.tablesDiffer() === '', 'the tables are kept while etcd is down');
+    await w.etcd.up();
+    assert.ok(Date.now() - during >= 10_000);
+    const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
+    await w.converged(revision, 30_000);
+    assert.deepEqual(await stop(), [], 'no connection outside every written state');
+    assert.deepEqual(await w.disagreements(), []);
+  });
+
+  it('2. agent SIGKILLed inside a large nft transaction, restarted: exactly the right ruleset', async () => {
+    const w = await world('kill', { env: { PALISADE_NFT: 'exec' } });
+    await w.converged(await currentRevision(w), 60_000);
+    const stop = w.prober();
+    const agent = w.agents.get('node-1')!;
+    // 3,000 new web pods elsewhere: db's allowed-source set on node-1 grows in one transaction.
+    const big = Array.from({ length: 3000 }, (_, i) => extraPod(i, { app: 'web' }));
+    const written = w.write(big.concat([w.relabel('web-2', { app: 'batch' })]));
+    await until('the agent runs nft -f for the large change', () => agent.nftChildren().length > 0, 30_000);
+    await agent.kill();
+    await written;
+    // Whole transactions only: the table is the old policy or the new one, nothing between.
+    const old = w.tablesDiffer([...w.objects.values()].filter((o) => !big.includes(o)));
+    const now = w.distance('node-1');
+    check(w, old.split(', ').every((d) => !d.startsWith('node-1')) || now === 0, 'old or new, never between');
+    agent.start();
+    await w.converged(await currentRevision(w), 60_000);
+    assert.deepEqual(await stop(), []);
+    assert.deepEqual(await w.disagreements(), []);
+  });
+
+  it('3. etcd compacted past the revision of an agent paused with SIGSTOP: full resync', async () => {
+    const w = await world('compact');
+    await w.converged(await currentRevision(w), 60_000);
+    const stop = w.prober();
+    const agent = w.agents.get('node-1')!;
+    agent.signal('SIGSTOP');
+    try {
+      // Enough changes that etcd gives up on the stopped watcher's stream, then compaction.
+      for (let i = 0; i < 400; i++) await w.write([extraPod(i % 40, { app: i % 2 ? 'web' : 'other', n: String(i) })]);
+      const revision = await w.write([w.relabel('web-1', { app: 'batch' })]);
+      await w.store.compact(revision);
+    } finally {
+      agent.signal('SIGCONT');
+    }
+    await w.converged(await currentRevision(w), 30_000);
+    const status = await readStatus(w.store, w.layout);
+    const node1 = status.nodes.find((n) => n.node === 'node-1');
+    check(w, (node1?.record?.resyncs ?? 0) >= 1, `node-1 resynced (status: ${JSON.stringify(node1)})`);
+    assert.deepEqual(await stop(), []);
+    assert.deepEqual(await w.disagreements(), []);
+  });
+
+  it('4. reflector killed during a burst, its standby takes over (leader change), restarted', async () => {
+    const w = await world('refl');
+    const dir = mkdtempSync(join(tmpdir(), `palisade-fault-files-${process.pid}-`));
+    temps.push(dir);
+    const file = join(dir, 'cluster.yaml');
+    const writeFile = (objects: readonly object[]): void => {
+      writeFileSync(`${file}.tmp`, objects.map((o) => stringify(o)).join('---\n'));
+      run('mv', [`${file}.tmp`, file]).catch(() => undefined);
+    };
+    writeFile([...w.objects.values()]);
+    await sleep(100);
+    const reflectors: ChildProcess[] = [];
+    const reflector = (id: string): ChildProcess => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', MAIN, 'reflect', '-f', file, '--watch', '--etcd', w.etcd.endpoint]
+          .concat(['--prefix', w.root, '--id', id, '--lease-ttl', '2']),
+        { stdio: 'ignore' },
+      );
+      reflectors.push(child);
+      return child;
+    };
+    try {
+      const a = reflector('a');
+      await until('reflector a leads', async () => (await leader(w)) === 'a', 30_000);
+      reflector('b');
+      await w.converged(await currentRevision(w), 60_000);
+      const stop = w.prober();
+      // A burst through the files; the leader dies in its middle.
+      let objects = [...w.objects.values()];
+      for (let i = 0; i < 20; i++) {
+        if (i === 8) a.kill('SIGKILL');
+        objects = objects
+          .filter((o) => (o.metadata as { name: string }).name !== 'db-from-web')
+          .concat(i % 2 ? [ingress('db-from-web', { app: 'db' }, { app: 'web' }, 5432)] : [])
+          .concat([extraPod(i, { app: 'web' })]);
+        writeFile(objects);
+        w.holds(objects);
+        await sleep(100);
+      }
+      await until('reflector b leads', async () => (await leader(w)) === 'b', 30_000);
+      reflector('a2');
+      await until('the agents hold the files\' last state', () => w.tablesDiffer(objects) === '', 30_000);
+      await w.converged(await currentRevision(w), 30_000);
+      assert.deepEqual(await stop(), []);
+      assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
+    } finally {
+      for (const r of reflectors) r.kill('SIGKILL');
+    }
+  });
+
+  it('5. nft failing (a wrapper on PATH): status shows the error, old ruleset kept, recovery', async () => {
+    const bin = mkdtempSync(join(tmpdir(), `palisade-fault-nft-${process.pid}-`));
+    temps.push(bin);
+    const flag = join(bin, 'failing');
+    const real = (await run('sh', ['-c', 'command -v nft'])).stdout.trim();
+    writeFileSync(
+      join(bin, 'nft'),
+      `#!/bin/sh\nif [ -e ${flag} ]; then echo "nft: injected failure (fault test)" >&2; exit 1; fi\nexec ${real} "$@"\n`,
+    );
+    chmodSync(join(bin, 'nft'), 0o755);
+    const w = await world('nft', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+    await w.converged(await currentRevision(w), 60_000);
+    const before = [...w.objects.values()];
+    const stop = w.prober();
+    writeFileSync(flag, '');
+    const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
+    await until(
+      'status shows the failure',
+      async () => {
+        const status = await readStatus(w.store, w.layout);
+        return status.nodes.every(
+          (n) => n.record?.phase === 'failing' && /injected failure/.test(n.record.lastError?.message ?? ''),
+        );
+      },
+      20_000,
+    );
+    check(w, w.tablesDiffer(before) === '', 'the old ruleset stays intact while nft fails');
+    rmSync(flag);
+    await w.converged(revision, 30_000);
+    assert.deepEqual(await stop(), []);
+    assert.deepEqual(await w.disagreements(), []);
+  });
+
+  it('6. agents cut off from etcd for 30 s: keep the ruleset, report stale, catch up', async () => {
+    const w = await world('part', { relay: true });
+    await w.converged(await currentRevision(w), 60_000);
+    const before = [...w.objects.values()];
+    const stop = w.prober();
+    w.relay!.disconnect();
+    const cut = Date.now();
+    const revision = await w.write([w.relabel('web-1', { app: 'batch' }), extraPod(1, { app: 'web' })]);
+    await until(
+      'every agent reports itself stale',
+      async () => {
+        for (const agent of w.agents.values())
+          if (!/stale/.test((await agent.readyz())?.body ?? '')) return false;
+        return true;
+      },
+      20_000,
+    );
+    await sleep(Math.max(0, 30_000 - (Date.now() - cut)));
+    check(w, w.tablesDiffer(before) === '', 'the last ruleset is kept while cut off');
+    w.relay!.reconnect();
+    await w.converged(revision, 30_000);
+    for (const agent of w.agents.values()) assert.doesNotMatch((await agent.readyz())!.body, /stale/);
+    assert.deepEqual(await stop(), []);
+    assert.deepEqual(await w.disagreements(), []);
+  });
+});
+
+/** The revision of the store's last policy change (objects, or the reflector's records). */
+async function currentRevision(w: FaultWorld): Promise<number> {
+  const [objects, records] = await Promise.all([
+    w.store.lastModified(w.layout.objects),
+    w.store.lastModified(w.layout.resourceVersions),
+  ]);
+  return Math.max(objects.modRevision, records.modRevision);
+}
+
+async function leader(w: FaultWorld): Promise<string | undefined> {
+  const got = await w.store.range(w.layout.leader);
+  return got.kvs[0]?.value;
+}
