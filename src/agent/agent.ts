@@ -68,6 +68,8 @@ export class NodeAgent {
   private stopped = false;
   private failures = 0;
   private lastContact = Date.now();
+  /** When the status lease was last granted or kept alive. */
+  private leaseAliveAt = Date.now();
   private readonly timers = new Set<NodeJS.Timeout>();
   private statusDue: NodeJS.Timeout | undefined;
   private lastStatusWrite = 0;
@@ -357,6 +359,7 @@ export class NodeAgent {
   }
 
   private checkStale(): void {
+    this.checkLease();
     const stale = Date.now() - this.lastContact > this.staleAfterMs;
     if (stale === this.stale) return;
     this.stale = stale;
@@ -368,6 +371,24 @@ export class NodeAgent {
       );
     else this.log.info({}, 'in contact with etcd again');
     this.scheduleStatus();
+  }
+
+  /**
+   * A lease without a keepalive for longer than its TTL has expired in etcd, whatever the
+   * client says (its keepalive loop can stall on a connection that came back): grant another,
+   * so the status key comes back as soon as etcd answers.
+   */
+  private checkLease(): void {
+    const lease = this.lease;
+    const ttlMs = (this.options.leaseTtlSeconds ?? 10) * 1000;
+    if (!lease || this.stopped || Date.now() - this.leaseAliveAt <= ttlMs * 1.5) return;
+    this.lease = undefined;
+    this.log.warn(
+      { sinceMs: Date.now() - this.leaseAliveAt },
+      'status lease not kept alive for longer than its TTL; granting another',
+    );
+    void lease.revoke().catch(() => undefined);
+    this.retryLease(0);
   }
 
   private registration(stopped = false): AgentRegistration {
@@ -393,7 +414,11 @@ export class NodeAgent {
     const lease = await this.options.store.grantLease(ttl);
     if (this.stopped) return void (await lease.revoke().catch(() => undefined));
     this.lease = lease;
-    lease.onKeepAlive(() => this.contact());
+    this.leaseAliveAt = Date.now();
+    lease.onKeepAlive(() => {
+      this.leaseAliveAt = Date.now();
+      this.contact();
+    });
     lease.onLost((error) => {
       if (this.lease !== lease || this.stopped) return;
       this.lease = undefined;
@@ -404,8 +429,13 @@ export class NodeAgent {
   }
 
   private retryLease(delay: number): void {
+    if (this.leaseRetry) clearTimeout(this.leaseRetry);
     this.leaseRetry = setTimeout(() => {
-      this.grantLease().catch(() => this.retryLease(Math.min(delay * 2, 5000)));
+      this.grantLease().catch((error: unknown) => {
+        const next = Math.min(Math.max(delay * 2, 250), 5000);
+        this.log.debug({ error: message(error), retryInMs: next }, 'granting the status lease failed');
+        this.retryLease(next);
+      });
     }, delay);
   }
 

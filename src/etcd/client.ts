@@ -205,10 +205,7 @@ class PrefixWatch implements EtcdWatch {
     });
     const broken = (error: Error): void => {
       if (this.stopped || this.stream !== stream) return;
-      this.stream = undefined;
-      this.callbacks.onRetry?.(error);
-      this.retryTimer = setTimeout(() => void this.start().catch((e: Error) => broken(e)), this.retryMs);
-      this.retryMs = Math.min(this.retryMs * 2, 5000);
+      this.retry(error);
     };
     stream.on('error', broken);
     stream.on('end', () => broken(new Error('etcd closed the watch stream')));
@@ -220,6 +217,18 @@ class PrefixWatch implements EtcdWatch {
         progress_notify: true,
       },
     });
+  }
+
+  /**
+   * Opens the stream again after a delay, doubling up to 5 s; a failed attempt (the client's
+   * circuit breaker still open, etcd away) schedules the next, so a watch never stays dead.
+   */
+  private retry(error: Error): void {
+    if (this.stopped) return;
+    this.stream = undefined;
+    this.callbacks.onRetry?.(error);
+    this.retryTimer = setTimeout(() => void this.start().catch((e: Error) => this.retry(e)), this.retryMs);
+    this.retryMs = Math.min(this.retryMs * 2, 5000);
   }
 
   async cancel(): Promise<void> {

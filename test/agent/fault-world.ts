@@ -75,7 +75,13 @@ export class RestartableEtcd {
   }
 
   async up(): Promise<void> {
-    this.server = await startEtcd({ dataDir: this.dataDir, port: this.port, name: `fault-${this.port}` });
+    // Large transactions (the SIGKILL fault writes thousands of pods at once).
+    this.server = await startEtcd({
+      dataDir: this.dataDir,
+      port: this.port,
+      name: `fault-${this.port}`,
+      maxTxnOps: 10_000,
+    });
   }
 
   /** Stops etcd (SIGTERM, then SIGKILL); the data stays for `up`. */
@@ -142,6 +148,11 @@ export class CuttableRelay {
     this.cut = false;
     for (const s of this.sockets) s.resume();
     for (const link of this.held.splice(0)) link();
+  }
+
+  /** Drops every connection (as a peer's timeout would); new ones go through. */
+  reset(): void {
+    for (const s of this.sockets) s.destroy();
   }
 
   async close(): Promise<void> {
@@ -358,7 +369,7 @@ export class FaultWorld {
           '--status-interval',
           '100',
           '--log-level',
-          'info',
+          process.env.FAULT_LOG_LEVEL ?? 'info',
         ],
         { ...process.env, ...options.env },
         listen,
@@ -451,7 +462,10 @@ export class FaultWorld {
         return differ === '' ? true : differ;
       },
       timeoutMs,
-    );
+    ).catch((error: Error) => {
+      error.message += `\n${this.logs()}`;
+      throw error;
+    });
   }
 
   /** One probe of every pod pair on every port; disagreements with the reference of `cluster`. */
@@ -509,7 +523,7 @@ export class FaultWorld {
 
   /** The agents' logs, for a failing assertion's message. */
   logs(): string {
-    return [...this.agents].map(([n, a]) => `--- ${n}\n${a.log.slice(-3000)}`).join('\n');
+    return [...this.agents].map(([n, a]) => `--- ${n}\n${a.log.slice(process.env.FAULT_LOG_LEVEL ? -20_000 : -3000)}`).join('\n');
   }
 
   async close(): Promise<void> {
