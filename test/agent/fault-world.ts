@@ -108,30 +108,32 @@ export class CuttableRelay {
 
   static async start(targetPort: number): Promise<CuttableRelay> {
     const port = await freePort();
-    let relay: CuttableRelay | undefined;
+    const relayOf: { relay?: CuttableRelay } = {};
     const server = createServer((client) => {
+      const relay = relayOf.relay;
+      if (!relay) return void client.destroy();
       const link = (): void => {
         const upstream = connect(targetPort, '127.0.0.1');
         for (const s of [client, upstream]) {
-          relay!.sockets.add(s);
+          relay.sockets.add(s);
           s.on('error', () => s.destroy());
-          s.on('close', () => relay!.sockets.delete(s));
+          s.on('close', () => relay.sockets.delete(s));
         }
         client.pipe(upstream);
         upstream.pipe(client);
         client.on('close', () => upstream.destroy());
         upstream.on('close', () => client.destroy());
-        if (relay!.cut) for (const s of [client, upstream]) s.pause();
+        if (relay.cut) for (const s of [client, upstream]) s.pause();
       };
-      if (relay!.cut) {
+      if (relay.cut) {
         client.pause();
-        relay!.sockets.add(client);
-        relay!.held.push(link);
+        relay.sockets.add(client);
+        relay.held.push(link);
       } else link();
     });
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    relay = new CuttableRelay(server, port);
-    return relay;
+    relayOf.relay = new CuttableRelay(server, port);
+    return relayOf.relay;
   }
 
   get endpoint(): string {
@@ -179,8 +181,8 @@ export class AgentProcess {
     const keep = (d: Buffer): void => {
       this.log = (this.log + d.toString()).slice(-20_000);
     };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
     this.child = child;
   }
 
@@ -340,10 +342,7 @@ export class FaultWorld {
       this.cleanups.push(() => relay.close());
     }
     // The cluster in etcd: the namespace and policies as given, the pods as the lab runs them.
-    const objects = [
-      ...base.filter((o) => o.kind !== 'Pod'),
-      ...(podObjects(this.lab.plan) as Raw[]),
-    ];
+    const objects = [...base.filter((o) => o.kind !== 'Pod'), ...(podObjects(this.lab.plan) as Raw[])];
     await this.write(objects);
     await Promise.all(this.lab.plan.pods.map((pod) => this.lab.agent(pod.id).listen(PORTS)));
     for (const node of this.lab.plan.nodes) {
@@ -392,7 +391,7 @@ export class FaultWorld {
     const revision = await writeObjects(this.store, this.layout, objects);
     for (const o of objects)
       if ('delete' in o) this.objects.delete(identity((o as { delete: Raw }).delete));
-      else this.objects.set(identity(o as Raw), o as Raw);
+      else this.objects.set(identity(o), o);
     this.history.push(this.cluster());
     return revision;
   }
@@ -523,7 +522,9 @@ export class FaultWorld {
 
   /** The agents' logs, for a failing assertion's message. */
   logs(): string {
-    return [...this.agents].map(([n, a]) => `--- ${n}\n${a.log.slice(process.env.FAULT_LOG_LEVEL ? -20_000 : -3000)}`).join('\n');
+    return [...this.agents]
+      .map(([n, a]) => `--- ${n}\n${a.log.slice(process.env.FAULT_LOG_LEVEL ? -20_000 : -3000)}`)
+      .join('\n');
   }
 
   async close(): Promise<void> {
