@@ -13,21 +13,17 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
-import { nftRunner } from '../../src/dataplane/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import type { Lab } from '../../src/lab/index.ts';
 import { referenceVerdict } from '../../src/lab/probe.ts';
 import { podObjects } from '../../src/lab/topology.ts';
 import { parseCidr, type Cidr } from '../../src/net/ip.ts';
-import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { KeyLayout } from '../../src/reflector/index.ts';
-import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
 import { indexCluster } from '../../src/semantics/index.ts';
-import { ClusterState } from '../../src/state/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { startLab } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
-import { writeObjects } from './helpers.ts';
+import { distanceFromFresh, writeObjects } from './helpers.ts';
 
 export const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const PORTS = [
@@ -416,25 +412,7 @@ export class FaultWorld {
   /** Operations between a node's table and a fresh render of `objects` (0: equal). */
   distance(node: string, objects: readonly Raw[] = [...this.objects.values()]): number | 'replace' {
     const netns = this.lab.plan.nodes.find((n) => n.name === node)!.netns;
-    const runner = nftRunner({ netns });
-    try {
-      const state = new ClusterState();
-      const renderer = new NftablesRenderer({
-        state,
-        runner,
-        podCidrs: this.podCidrs(node),
-        allowNodeLocal: true,
-        recheckFlows: true,
-      });
-      renderer.pause();
-      new PolicyPipeline({ state, renderers: [renderer], node }).apply({
-        type: 'resync',
-        cluster: loadFromObjects(objects).cluster,
-      });
-      return renderer.attach();
-    } finally {
-      runner.close();
-    }
+    return distanceFromFresh(netns, objects, node, this.podCidrs(node));
   }
 
   /** Every node's table ≡ a fresh render of `objects`: '' or what differs. */

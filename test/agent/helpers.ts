@@ -3,7 +3,12 @@
  * layout, a resourceVersion record in the same transaction), a small cluster, and an agent
  * over a datapath built the way `palisade agent` builds it.
  */
+import { nftRunner } from '../../src/dataplane/index.ts';
 import type { EtcdStore, TxnOp } from '../../src/etcd/index.ts';
+import { loadFromObjects } from '../../src/ingest/index.ts';
+import type { Cidr } from '../../src/net/ip.ts';
+import { PolicyPipeline } from '../../src/pipeline/index.ts';
+import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
 import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { createDatapath, NodeAgent, type AgentOptions, type DatapathName } from '../../src/agent/index.ts';
@@ -135,4 +140,35 @@ export async function startAgent(
   });
   await agent.start();
   return { agent, datapath: built, state };
+}
+
+/**
+ * Operations between a namespace's table and a fresh render of `objects` for `node`: 0 when the
+ * kernel holds exactly what a new renderer would install (read back, as an agent attaches).
+ */
+export function distanceFromFresh(
+  netns: string,
+  objects: readonly Raw[],
+  node: string,
+  podCidrs: readonly Cidr[],
+): number | 'replace' {
+  const runner = nftRunner({ netns });
+  try {
+    const state = new ClusterState();
+    const renderer = new NftablesRenderer({
+      state,
+      runner,
+      podCidrs: [...podCidrs],
+      allowNodeLocal: true,
+      recheckFlows: true,
+    });
+    renderer.pause();
+    new PolicyPipeline({ state, renderers: [renderer], node }).apply({
+      type: 'resync',
+      cluster: loadFromObjects(objects).cluster,
+    });
+    return renderer.attach();
+  } finally {
+    runner.close();
+  }
 }

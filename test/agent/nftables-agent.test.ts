@@ -7,47 +7,29 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { nftRunner, type NftRunner } from '../../src/dataplane/index.ts';
-import { loadFromObjects } from '../../src/ingest/index.ts';
+import { nftRunner } from '../../src/dataplane/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
-import { PolicyPipeline } from '../../src/pipeline/index.ts';
-import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import type { KeyLayout } from '../../src/reflector/index.ts';
 import { createDatapath } from '../../src/agent/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
-import { pod, policy, smallCluster, startAgent, uniqueLayout, writeObjects } from './helpers.ts';
+import {
+  distanceFromFresh,
+  pod,
+  policy,
+  smallCluster,
+  startAgent,
+  uniqueLayout,
+  writeObjects,
+} from './helpers.ts';
 
 const skip = needsEtcd || needsRoot('the nftables agent test');
 const POD_CIDRS = [parseCidr('10.1.0.0/24')].map((r) => (r.ok ? r.value : assert.fail('cidr')));
 
-/**
- * Operations between the namespace's table and a fresh render of `objects` for `node`: 0 when
- * the kernel holds exactly what a new renderer would install (read back, as an agent attaches).
- */
-function distanceFromFresh(netns: string, objects: readonly Raw[], node: string): number | 'replace' {
-  const runner: NftRunner = nftRunner({ netns });
-  try {
-    const state = new ClusterState();
-    const renderer = new NftablesRenderer({
-      state,
-      runner,
-      podCidrs: POD_CIDRS,
-      allowNodeLocal: true,
-      recheckFlows: true,
-    });
-    renderer.pause();
-    new PolicyPipeline({ state, renderers: [renderer], node }).apply({
-      type: 'resync',
-      cluster: loadFromObjects(objects).cluster,
-    });
-    return renderer.attach();
-  } finally {
-    runner.close();
-  }
-}
+const distance = (netns: string, objects: readonly Raw[], node: string): number | 'replace' =>
+  distanceFromFresh(netns, objects, node, POD_CIDRS);
 
 function tableExists(netns: string): boolean {
   const runner = nftRunner({ netns });
@@ -88,7 +70,7 @@ describe('node agent on nftables in a network namespace', { skip }, () => {
     assert.equal(one.agent.state.phase, 'starting');
     open();
     await one.agent.whenRealized(first);
-    assert.equal(distanceFromFresh(netns, objects, 'n1'), 0);
+    assert.equal(distance(netns, objects, 'n1'), 0);
     assert.ok(one.agent.state.counts.rules > 0);
 
     objects = objects.filter((o) => (o.metadata as Raw).name !== 'db-from-web');
@@ -98,7 +80,7 @@ describe('node agent on nftables in a network namespace', { skip }, () => {
       objects.at(-1)!,
     ]);
     await one.agent.whenRealized(second);
-    assert.equal(distanceFromFresh(netns, objects, 'n1'), 0);
+    assert.equal(distance(netns, objects, 'n1'), 0);
 
     // A second agent on the same namespace is refused while the first holds the datapath.
     await assert.rejects(
@@ -121,11 +103,11 @@ describe('node agent on nftables in a network namespace', { skip }, () => {
       layout,
       objects.slice(-2).concat(objects.filter((o) => (o.metadata as Raw).name === 'db-1')),
     );
-    assert.notEqual(distanceFromFresh(netns, objects, 'n1'), 0);
+    assert.notEqual(distance(netns, objects, 'n1'), 0);
     const two = await nft(layout);
     stops.push(() => two.agent.stop());
     await two.agent.whenRealized(third);
-    assert.equal(distanceFromFresh(netns, objects, 'n1'), 0);
+    assert.equal(distance(netns, objects, 'n1'), 0);
     await two.agent.stop();
     stops.pop();
 
