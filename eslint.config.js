@@ -11,7 +11,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js', 'web/build.mjs'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js', 'web/build.mjs', 'scripts/*.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -36,7 +36,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs'],
+    files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs', 'scripts/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

@@ -12,6 +12,7 @@ import { renderersBenchmark } from './renderers.bench.ts';
 import { classifierBenchmark } from './classifier.bench.ts';
 import { tiersBenchmark } from './tiers.bench.ts';
 import { suiteBenchmark } from './suite.ts';
+import { startupBenchmark } from './startup.bench.ts';
 import { filesBenchmark } from './files.bench.ts';
 import { matrixFilesBenchmark } from './matrix-files.bench.ts';
 import { reflectBenchmark } from './reflect.bench.ts';
@@ -32,6 +33,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   tiers: tiersBenchmark,
   files: filesBenchmark,
   'matrix-files': matrixFilesBenchmark,
+  startup: startupBenchmark,
   all: suiteBenchmark,
   reflect: reflectBenchmark,
   explanations: explanationsBenchmark,

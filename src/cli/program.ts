@@ -1,31 +1,55 @@
 /**
  * The command-line program: commands registered on one commander instance. Usage errors exit 2,
  * findings in the input exit 1, success 0. Nothing here prints a stack trace for user mistakes.
+ *
+ * Start-up is part of the interface (the CLI runs in loops and hooks), so nothing is loaded
+ * before it is needed: a command's module — and with it the layers it uses — is imported only
+ * when that command runs (all of them only for the help listing), and the error classes of the
+ * dataplane and the lab only when an error has to be told apart. docs/ARCHITECTURE.md, "Start-up".
  */
 import { Command, CommanderError } from 'commander';
-import { checkCommand } from './commands/check.ts';
-import { compileCommand } from './commands/compile.ts';
-import { generateCommand } from './commands/generate.ts';
-import { convertCommand } from './commands/convert.ts';
-import { explainCommand } from './commands/explain.ts';
-import { matrixCommand } from './commands/matrix.ts';
-import { validateCommand } from './commands/validate.ts';
-import { renderCommand } from './commands/render.ts';
-import { labCommand } from './commands/lab.ts';
-import { lintCommand } from './commands/lint.ts';
-import { reflectCommand } from './commands/reflect.ts';
-import { diffCommand } from './commands/diff.ts';
-import { assertCommand } from './commands/assert.ts';
-import { containsCommand, equivCommand, interferesCommand } from './commands/queries.ts';
-import { serveCommand } from './commands/serve.ts';
-import { agentCommand } from './commands/agent.ts';
-import { statusCommand } from './commands/status.ts';
-import { DataplaneError } from '../dataplane/index.ts';
-import { LabError } from '../lab/index.ts';
 import { VERSION } from './version.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UnsupportedInputError, UsageError, type CliIo } from './io.ts';
 
 export { VERSION } from './version.ts';
+
+/** A command's definition: options resolved and validated in its action, which reports its exit code. */
+type CommandDefinition = (io: CliIo, done: (code: number) => void) => Command;
+
+/**
+ * Every command, in help order, by name, with the import of its definition. A new command is one
+ * line here (and its module under commands/); its heavy imports load only when it runs.
+ */
+const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<CommandDefinition> }[] = [
+  { name: 'check', load: async () => (await import('./commands/check.ts')).checkCommand },
+  { name: 'matrix', load: async () => (await import('./commands/matrix.ts')).matrixCommand },
+  { name: 'explain', load: async () => (await import('./commands/explain.ts')).explainCommand },
+  { name: 'validate', load: async () => (await import('./commands/validate.ts')).validateCommand },
+  { name: 'lint', load: async () => (await import('./commands/lint.ts')).lintCommand },
+  { name: 'diff', load: async () => (await import('./commands/diff.ts')).diffCommand },
+  { name: 'equiv', load: async () => (await import('./commands/queries.ts')).equivCommand },
+  { name: 'contains', load: async () => (await import('./commands/queries.ts')).containsCommand },
+  { name: 'interferes', load: async () => (await import('./commands/queries.ts')).interferesCommand },
+  { name: 'assert', load: async () => (await import('./commands/assert.ts')).assertCommand },
+  { name: 'serve', load: async () => (await import('./commands/serve.ts')).serveCommand },
+  { name: 'convert', load: async () => (await import('./commands/convert.ts')).convertCommand },
+  { name: 'compile', load: async () => (await import('./commands/compile.ts')).compileCommand },
+  { name: 'generate', load: async () => (await import('./commands/generate.ts')).generateCommand },
+  { name: 'render', load: async () => (await import('./commands/render.ts')).renderCommand },
+  { name: 'lab', load: async () => (await import('./commands/lab.ts')).labCommand },
+  { name: 'reflect', load: async () => (await import('./commands/reflect.ts')).reflectCommand },
+  { name: 'agent', load: async () => (await import('./commands/agent.ts')).agentCommand },
+  { name: 'status', load: async () => (await import('./commands/status.ts')).statusCommand },
+];
+
+/** The commands an argument list needs defined: the one it names, none for --version, else all. */
+function commandsFor(argv: readonly string[]): typeof COMMANDS {
+  const first = argv[0];
+  const named = COMMANDS.find((c) => c.name === first);
+  if (named) return [named];
+  if (first === '--version' || first === '-V') return [];
+  return COMMANDS;
+}
 
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   let exitCode = EXIT_OK;
@@ -39,27 +63,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput(output)
     .exitOverride();
-  for (const make of [
-    checkCommand,
-    matrixCommand,
-    explainCommand,
-    validateCommand,
-    lintCommand,
-    diffCommand,
-    equivCommand,
-    containsCommand,
-    interferesCommand,
-    assertCommand,
-    serveCommand,
-    convertCommand,
-    compileCommand,
-    generateCommand,
-    renderCommand,
-    labCommand,
-    reflectCommand,
-    agentCommand,
-    statusCommand,
-  ]) {
+  const definitions = await Promise.all(commandsFor(argv).map((c) => c.load()));
+  for (const make of definitions) {
     // Subcommands do not inherit output and exit settings added after they were made.
     const command = make(io, done);
     // Subcommands (lab up, lab probe…) need the same settings: commander does not pass them down.
@@ -80,14 +85,20 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
       return EXIT_USAGE;
     }
     // The kernel or the lab refused: the tool's own message, one line or a few, no stack trace.
-    if (
-      error instanceof LabError ||
-      error instanceof DataplaneError ||
-      error instanceof UnsupportedInputError
-    ) {
-      io.stderr.write(`palisade: ${error.message}\n`);
+    if (error instanceof UnsupportedInputError || (await isToolError(error))) {
+      io.stderr.write(`palisade: ${(error as Error).message}\n`);
       return EXIT_FINDINGS;
     }
     throw error;
   }
+}
+
+/** A refusal by the kernel's tools or the lab (their layers are loaded only to tell). */
+async function isToolError(error: unknown): Promise<boolean> {
+  if (!(error instanceof Error)) return false;
+  const [{ DataplaneError }, { LabError }] = await Promise.all([
+    import('../dataplane/index.ts'),
+    import('../lab/index.ts'),
+  ]);
+  return error instanceof DataplaneError || error instanceof LabError;
 }

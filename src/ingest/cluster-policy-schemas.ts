@@ -4,7 +4,7 @@
  * the API says a peer with no field the implementation knows comes from a newer API version and
  * must fail closed, so an unknown peer field is a decision for the decoder, not a parse error.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { labelSelectorSchema, metadataSchema } from './schemas.ts';
 
 function schemas(strict: boolean) {

@@ -4,7 +4,7 @@
  * kubectl's default strict validation rejects it. Pods and workloads are loose: `kubectl get`
  * output carries many fields Palisade has no use for.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const stringMap = z.record(z.string(), z.string());
 

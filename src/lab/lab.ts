@@ -535,12 +535,16 @@ function readState(dir: string, name: string): LabState {
   return state;
 }
 
-/** The agent's entry point and how to start Node on it (through tsx when running from source). */
+/**
+ * The agent's entry point and how to start Node on it: through tsx when running from source;
+ * compiled (dist/lab/) or bundled (dist/bin/, scripts/bundle-cli.mjs), `pod-agent.js` beside
+ * this code.
+ */
 function agentCommand(): string[] {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.ts'))
     return ['--import', import.meta.resolve('tsx'), here.replace(/lab\.ts$/, 'pod-agent.ts')];
-  return [here.replace(/lab\.js$/, 'pod-agent.js')];
+  return [fileURLToPath(new URL('./pod-agent.js', import.meta.url))];
 }
 
 function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; socket: string }[] {

@@ -1,0 +1,54 @@
+// Bundles the CLI with esbuild into dist/bin/: `palisade.js` (the `palisade` executable) and its
+// chunks, `pod-agent.js` (the process the lab starts in each pod's namespace) and `encode-worker.js`
+// (the reflector's worker threads). Start-up reads
+// a few files instead of resolving ~170 modules one by one, and code splitting keeps each
+// command's code (and a heavy dependency it alone uses) in chunks loaded only when that command
+// runs: cli/program.ts imports commands dynamically. Every file sits in one directory, so code
+// that starts another entry point finds it beside itself (`new URL('./pod-agent.js',
+// import.meta.url)`); a new process or worker entry point is one more line in ENTRY_POINTS.
+//
+// `npm ci` runs this through `prepare`; `node scripts/bundle-cli.mjs [outdir]` bundles elsewhere
+// (test/cli/bundle.test.ts bundles into a temporary directory and runs the result).
+import { build } from 'esbuild';
+import { chmod, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+
+const ENTRY_POINTS = {
+  palisade: 'src/cli/main.ts',
+  'pod-agent': 'src/lab/pod-agent.ts',
+  // The reflector's page encoders: a worker thread runs this file (reflector/encode-pool.ts).
+  'encode-worker': 'src/reflector/encode-worker.ts',
+};
+
+/**
+ * Dependencies left out of the bundle and loaded from node_modules when first imported: for
+ * packages that cannot be bundled (native addons, files read relative to their own location).
+ */
+const EXTERNAL = [];
+
+const root = resolve(import.meta.dirname, '..');
+const outdir = resolve(process.argv[2] ?? join(root, 'dist', 'bin'));
+
+await rm(outdir, { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: ENTRY_POINTS,
+  outdir,
+  chunkNames: '[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external: EXTERNAL,
+  // Bundled CommonJS dependencies (commander) call require() for Node's own modules.
+  banner: {
+    js: "import { createRequire as __palisadeCreateRequire } from 'node:module';\nconst require = __palisadeCreateRequire(import.meta.url);",
+  },
+  minifySyntax: true,
+  minifyWhitespace: true,
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  logLevel: 'warning',
+});
+await chmod(join(outdir, 'palisade.js'), 0o755);
