@@ -11,7 +11,9 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js', 'web/build.mjs', 'scripts/*.mjs'] },
+        projectService: {
+          allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js', 'web/build.mjs', 'scripts/*.mjs'],
+        },
         tsconfigRootDir: import.meta.dirname,
       },
     },

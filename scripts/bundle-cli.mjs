@@ -1,7 +1,7 @@
 // Bundles the CLI with esbuild into dist/bin/: `palisade.js` (the `palisade` executable) and its
-// chunks, `pod-agent.js` (the process the lab starts in each pod's namespace) and `encode-worker.js`
-// (the reflector's worker threads). Start-up reads
-// a few files instead of resolving ~170 modules one by one, and code splitting keeps each
+// chunks, `pod-agent.js` (the process the lab starts in each pod's namespace) and
+// `encode-worker.js` (the reflector's worker threads). Start-up reads a few files instead of
+// resolving ~200 modules one by one, and code splitting keeps each
 // command's code (and a heavy dependency it alone uses) in chunks loaded only when that command
 // runs: cli/program.ts imports commands dynamically. Every file sits in one directory, so code
 // that starts another entry point finds it beside itself (`new URL('./pod-agent.js',
@@ -9,6 +9,7 @@
 //
 // `npm ci` runs this through `prepare`; `node scripts/bundle-cli.mjs [outdir]` bundles elsewhere
 // (test/cli/bundle.test.ts bundles into a temporary directory and runs the result).
+import process from 'node:process';
 import { build } from 'esbuild';
 import { chmod, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

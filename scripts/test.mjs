@@ -7,6 +7,7 @@
 // Knobs: PALISADE_TEST_CONCURRENCY (test files at once; default: cores + 1),
 // PALISADE_PROPERTY_RUNS (fast-check runs of the property tests; test/helpers/property-runs.ts).
 // Extra arguments are test files to run instead of all (the type check and lint still run).
+import process from 'node:process';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { readdirSync, statSync } from 'node:fs';
@@ -59,7 +60,10 @@ function job(name, commands, { stream = false } = {}) {
 
 const node = process.execPath;
 const results = await Promise.all([
-  job('typecheck', [[node, bin('typescript', 'bin/tsc'), '-p', 'tsconfig.json', '--noEmit']]),
+  job('typecheck', [
+    [node, bin('typescript', 'bin/tsc'), '-p', 'tsconfig.json', '--noEmit'],
+    [node, bin('typescript', 'bin/tsc'), '-p', 'web/tsconfig.json'],
+  ]),
   job('lint', [
     [node, bin('eslint', 'bin/eslint.js'), '.'],
     [node, bin('prettier', 'bin/prettier.cjs'), '--check', '--log-level', 'warn', '.'],

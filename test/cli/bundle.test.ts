@@ -52,6 +52,9 @@ describe('the bundled executable', () => {
 
   it("keeps the lab's pod agent beside it, and the agent starts", async () => {
     assert.ok(existsSync(join(bin, 'pod-agent.js')), readdirSync(bin).join(' '));
+    // The reflector's encode pool looks for its worker beside itself and encodes on the main
+    // thread when it is missing: a missing entry point would only show as a slower reflect.
+    assert.ok(existsSync(join(bin, 'encode-worker.js')), readdirSync(bin).join(' '));
     const socket = join(dir, 'agent.sock');
     const agent = spawn(process.execPath, [join(bin, 'pod-agent.js'), socket], { stdio: 'ignore' });
     try {
