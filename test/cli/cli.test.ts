@@ -3,13 +3,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { cli } from '../helpers/cli.ts';
 import { loadCluster } from '../../src/ingest/load.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const EXAMPLE = 'examples/shop';
 const LEGACY = 'test/fixtures/legacy.yaml';
@@ -245,8 +245,8 @@ describe('palisade validate', () => {
     assert.equal(r.code, 0);
     assert.match(r.stdout, /0 errors, 0 warnings, 1 info; 4 namespaces, 6 endpoints, 6 policies/);
   });
-  it('exits 1 on errors and lists them with file, line and column', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'palisade-cli-'));
+  it('exits 1 on errors and lists them with file, line and column', async (t) => {
+    const dir = await tempDir(t, 'palisade-cli-');
     const file = join(dir, 'bad.yaml');
     await writeFile(
       file,
@@ -359,9 +359,9 @@ describe('palisade convert and --semantics', () => {
 });
 
 describe('the installed executable', () => {
-  it('stops quietly when its reader closes the pipe early', async () => {
+  it('stops quietly when its reader closes the pipe early', async (t) => {
     // Enough output to fill the pipe: a generated cluster's compile output as JSON.
-    const dir = await mkdtemp(join(tmpdir(), 'palisade-pipe-'));
+    const dir = await tempDir(t, 'palisade-pipe-');
     await cli(['generate', '--shape', 'c', '--scale', '0.2', '-o', dir]);
     const child = spawn(process.execPath, [
       '--import',

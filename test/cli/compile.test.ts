@@ -4,11 +4,11 @@
  * change, and review the diff.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { cli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const GOLDEN = new URL('../golden/', import.meta.url);
 const SHOP = ['-f', 'examples/shop', '-f', 'examples/shop-running'];
@@ -63,12 +63,12 @@ describe('palisade compile', () => {
 });
 
 describe('palisade generate', () => {
-  it('writes a deterministic shape that compiles', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'palisade-gen-'));
+  it('writes a deterministic shape that compiles', async (t) => {
+    const dir = await tempDir(t, 'palisade-gen-');
     const r = await cli(['generate', '--shape', 'a', '--scale', '0.0004', '--seed', '7', '-o', dir]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /10 namespaces, 40 pods, 30 policies/);
-    const again = await mkdtemp(join(tmpdir(), 'palisade-gen-'));
+    const again = await tempDir(t, 'palisade-gen-');
     await cli(['generate', '--shape', 'a', '--scale', '0.0004', '--seed', '7', '-o', again]);
     assert.equal(
       await readFile(join(dir, 'policies.yaml'), 'utf8'),

@@ -3,11 +3,11 @@
  * destinations, `validate` counts, and `convert --to v1alpha2` giving the same answers.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { cli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const INPUT = [
   '-f',
@@ -172,12 +172,12 @@ describe('cluster policy in the CLI', () => {
     );
   });
 
-  it('convert --to v1alpha2 rewrites ANP and BANP as ClusterNetworkPolicy with the same matrix', async () => {
+  it('convert --to v1alpha2 rewrites ANP and BANP as ClusterNetworkPolicy with the same matrix', async (t) => {
     const converted = await cli(['convert', '--to', 'v1alpha2', '-f', 'examples/tiers']);
     assert.equal(converted.code, 0, converted.stderr);
     assert.doesNotMatch(converted.stdout, /kind: (Admin|BaselineAdmin)NetworkPolicy/);
     assert.match(converted.stderr, /anp\/monitoring became cnp\/monitoring/);
-    const dir = await mkdtemp(join(tmpdir(), 'palisade-cnp-'));
+    const dir = await tempDir(t, 'palisade-cnp-');
     await writeFile(join(dir, 'converted.yaml'), converted.stdout);
     const before = await cli(['matrix', ...INPUT, '-o', 'json']);
     const after = await cli(['matrix', ...INPUT.slice(0, -1), dir, '-o', 'json']);

@@ -2,13 +2,13 @@
  * Manifest ingestion: every input form and every kind the issue lists, end to end.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadCluster, loadFromTexts } from '../../src/ingest/load.ts';
 import { formatIp } from '../../src/net/ip.ts';
 import { load, namespace, pod, policy } from '../helpers/builders.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const WORKLOADS = `
 apiVersion: apps/v1
@@ -203,8 +203,8 @@ describe('ingest', () => {
     );
   });
 
-  it('reads files, directories recursively, and stdin; reports missing paths and oversized files', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'palisade-ingest-'));
+  it('reads files, directories recursively, and stdin; reports missing paths and oversized files', async (t) => {
+    const dir = await tempDir(t, 'palisade-ingest-');
     await mkdir(join(dir, 'nested', 'deeper'), { recursive: true });
     await mkdir(join(dir, '.git'));
     await writeFile(join(dir, 'a.yaml'), JSON.stringify(pod('a', 'one')));
@@ -227,8 +227,8 @@ describe('ingest', () => {
     assert.deepEqual(codes.sort(), ['FILE_NOT_FOUND:/missing.yaml', 'FILE_TOO_LARGE:/big.yaml']);
   });
 
-  it('says when a directory holds no manifests', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'palisade-empty-'));
+  it('says when a directory holds no manifests', async (t) => {
+    const dir = await tempDir(t, 'palisade-empty-');
     await writeFile(join(dir, 'README.md'), '# not a manifest');
     const { diagnostics } = await loadCluster([dir]);
     assert.deepEqual(
