@@ -58,7 +58,7 @@ describe('the bundled executable', () => {
     const socket = join(dir, 'agent.sock');
     const agent = spawn(process.execPath, [join(bin, 'pod-agent.js'), socket], { stdio: 'ignore' });
     try {
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + 30_000;
       while (!existsSync(socket) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       assert.ok(existsSync(socket), 'the agent opened its control socket');
     } finally {
