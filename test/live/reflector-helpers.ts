@@ -37,11 +37,15 @@ export async function etcdContents(store: EtcdStore, keys: KeyLayout = layout): 
   return new Map(kvs.map((kv) => [kv.key, kv.value]));
 }
 
-/** Waits until etcd holds exactly what the fake cluster says; fails with the difference. */
+/**
+ * Waits until etcd holds exactly what the fake cluster says; fails with the difference. The
+ * deadline only bounds a hang (it polls, so a passing test returns as soon as etcd agrees): 15 s
+ * was missed with test files running side by side on a machine at load 30.
+ */
 export async function converged(
   server: FakeApiServer,
   store: EtcdStore,
-  ms = 15_000,
+  ms = 60_000,
   keys: KeyLayout = layout,
 ): Promise<void> {
   const deadline = Date.now() + ms;
