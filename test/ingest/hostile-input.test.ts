@@ -9,11 +9,14 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { loadFromTexts } from '../../src/ingest/load.ts';
 import { MAX_DEPTH, MAX_DOCUMENT_VALUES } from '../../src/ingest/parse-documents.ts';
 import { goYamlNumber } from '../../src/ingest/yaml-schema.ts';
 import { LISTED_PER_CODE } from '../../src/ingest/diagnostic-sink.ts';
 import { cli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 // Control characters, built from code points (the linter refuses them written in a regex).
 const ESC = String.fromCharCode(0x1b);
@@ -113,6 +116,30 @@ describe('depth and size limits', () => {
       ['YAML_DUPLICATE_KEY'],
     );
     assert.match(repeated.diagnostics[0]?.message ?? '', /the key "k5" is repeated/);
+  });
+});
+
+describe('memory bounded by the input', () => {
+  // Issue 22: 10,000 ipBlocks × 1,000 excepts in four files under the size limit ran the heap
+  // out (4.2 GB, SIGABRT). Measured since (docs/BENCHMARKS.md): 2.97 GB peak, exit 0 — about 12×
+  // the 251 MB of input, with one file's parse in memory at a time. Here the same shape at 1/50:
+  // (checked to fail — heap out of memory — when the parsed YAML documents are kept)
+  // 200,000 excepts (4.6 MB in four files) must load with the heap capped at 64 MB (14× the input).
+  it('ipBlocks with 1,000 excepts each load with the heap capped at 14× the input', async (t) => {
+    const dir = await tempDir(t, 'palisade-excepts-');
+    for (let file = 0; file < 4; file++) {
+      let text = '';
+      for (let block = 0; block < 50; block++) {
+        const n = file * 50 + block;
+        const excepts = Array.from({ length: 1000 }, (_, e) => `        - 10.${n}.${e >> 8}.${e & 255}/32\n`);
+        text += `---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p${n}, namespace: default}\nspec:\n  podSelector: {}\n  ingress:\n  - from:\n    - ipBlock:\n        cidr: 10.${n}.0.0/16\n        except:\n${excepts.join('')}`;
+      }
+      await writeFile(join(dir, `f${file}.yaml`), text);
+    }
+    const main = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+    const args = ['--max-old-space-size=64', '--import', 'tsx', main, 'validate', '-f', dir];
+    const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 1 << 20 });
+    assert.match(stdout, /0 errors, 0 warnings, 1 info; 1 namespaces, 0 endpoints, 200 policies/);
   });
 });
 
