@@ -68,9 +68,10 @@ export class CompiledMatrix {
 
   /**
    * Bit (a, b) of the n × n result: class a may open a connection to class b on this port (a
-   * name resolves per destination). Pairs where either class has no address are left 0.
+   * name resolves per destination). Pairs where either class has no address are left 0. With
+   * `only`, over that address family alone (pairs not sharing it are 0): dual-stack answers.
    */
-  portBits(protocol: Protocol, port: number | string): Uint32Array {
+  portBits(protocol: Protocol, port: number | string, only?: IpFamily): Uint32Array {
     const { n, words } = this;
     const dstPort = this.representatives.map((rep) =>
       typeof port === 'number' ? port : resolveNamedPort({ kind: 'endpoint', endpoint: rep }, port, protocol),
@@ -78,7 +79,7 @@ export class CompiledMatrix {
     const ports = [...new Set(dstPort.filter((p): p is number => p !== undefined))];
     const answer = new Uint32Array(n * words);
     const perFamily: { family: IpFamily; both: Uint32Array }[] = [];
-    for (const family of FAMILIES) {
+    for (const family of only === undefined ? FAMILIES : [only]) {
       const has = this.nets.hasFamily(family);
       if (has.every((w) => w === 0)) continue;
       // Egress rows by source: per distinct destination port, the destinations resolving to it.

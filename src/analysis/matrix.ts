@@ -7,11 +7,18 @@
  * Answers are kept compactly: a bit per class pair and port, and for port sets a small number
  * per class pair naming one of the distinct sets (a few dozen in practice) — not an object per
  * pair, which at 2,000 classes was four million of them.
+ *
+ * Dual-stack (`byFamily`): a pair counts as allowed only when every family both ends share
+ * allows it; where the families disagree (an IPv4-only ipBlock), the answers over each family
+ * are computed as well — the same passes restricted to one family — and kept beside.
  */
 import type { Cluster, Endpoint } from '../model/types.ts';
 import {
   allowedPorts,
+  EMPTY_PORTS,
   formatPortSet,
+  intersectPorts,
+  sidePorts,
   indexCluster,
   isAllowed,
   portSetOf,
@@ -20,6 +27,8 @@ import {
   type PortSet,
 } from '../semantics/index.ts';
 import type { Address, EvaluateOptions } from '../semantics/types.ts';
+import type { IpFamily } from '../net/ip.ts';
+import { familyAnswers, familyMasks, sharesFamily, type FamilyAnswers } from './family-answers.ts';
 import { CompiledMatrix } from './compiled-matrix.ts';
 import { hasBit, setBit, wordsFor } from './bit-rows.ts';
 import { endpointClasses } from './equivalence.ts';
@@ -41,6 +50,12 @@ export interface MatrixOptions extends EvaluateOptions {
    * `auto`): compiled for v1 semantics once there are enough classes for it to pay.
    */
   readonly engine?: MatrixEngine | 'auto';
+  /**
+   * Dual-stack: also answer each address family alone (`Matrix.overFamily`, `portsOverFamily`),
+   * so a pair allowed over IPv4 and denied over IPv6 can say so. Only computed when some
+   * endpoint has addresses of both families; it then costs up to three passes instead of one.
+   */
+  readonly byFamily?: boolean;
   /** Called with (done, total) steps, for progress display. */
   readonly onProgress?: (done: number, total: number) => void;
 }
@@ -77,6 +92,18 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
   };
   const queries = options.queries;
   const words = wordsFor(classes);
+  const masks = familyMasks(representatives);
+  const families: FamilyAnswers | undefined =
+    options.byFamily && masks.some((m) => m === 3)
+      ? familyAnswers(classOf, masks, (family) => {
+          // The family passes report no progress: the bar follows the combined pass.
+          const { onProgress: _, ...quietOptions } = options;
+          const quiet = { ...context, options: quietOptions };
+          return queries.length > 0
+            ? { bits: queries.map((query) => queryBits(quiet, query, family)) }
+            : { ports: portSetIds(quiet, family) };
+        })
+      : undefined;
   // Progress: per class row from the reference, per port column (or atom) from the compiled tables.
   if (queries.length > 0) {
     const answers = queries.map((query, q) => {
@@ -85,6 +112,7 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
       return bits;
     });
     return {
+      ...families?.members,
       endpoints,
       rows: endpoints.map(endpointRow),
       queries,
@@ -98,6 +126,7 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
   }
   const { setOf, sets } = portSetIds(context);
   return {
+    ...families?.members,
     endpoints,
     rows: endpoints.map(endpointRow),
     queries,
@@ -118,16 +147,20 @@ interface Context {
 
 const at = (endpoint: Endpoint): Extract<Address, { kind: 'endpoint' }> => ({ kind: 'endpoint', endpoint });
 
-/** One port column as a bit per class pair (row-major). */
-function queryBits(context: Context, query: PortQuery): Uint32Array {
+/** One port column as a bit per class pair (row-major); over one address family when given. */
+function queryBits(context: Context, query: PortQuery, family?: IpFamily): Uint32Array {
   const { representatives, compiled, options } = context;
   const n = representatives.length;
   const words = wordsFor(n);
-  const bits = compiled?.portBits(query.protocol, query.port) ?? new Uint32Array(n * words);
+  const bits = compiled?.portBits(query.protocol, query.port, family) ?? new Uint32Array(n * words);
+  const inFamily = family === undefined ? {} : { family };
   referencePairs(context, (a, b, src, dst) => {
     const port =
       typeof query.port === 'number' ? query.port : resolveNamedPort(dst, query.port, query.protocol);
-    if (port !== undefined && isAllowed(context.index, { src, dst, protocol: query.protocol, port }, options))
+    if (
+      port !== undefined &&
+      isAllowed(context.index, { src, dst, protocol: query.protocol, port, ...inFamily }, options)
+    )
       setBit(bits, a * words, b);
   });
   return bits;
@@ -161,10 +194,11 @@ function referencePairs(
 }
 
 /**
- * Port sets per class pair as ids into a list of distinct sets. From the compiled tables: one
- * verdict pass per port atom, each pair's pattern of allowed atoms interned as it grows.
+ * Port sets per class pair as ids into a list of distinct sets (over one address family when
+ * given). From the compiled tables: one verdict pass per port atom, each pair's pattern of
+ * allowed atoms interned as it grows.
  */
-function portSetIds(context: Context): { setOf: Uint32Array; sets: PortSet[] } {
+function portSetIds(context: Context, family?: IpFamily): { setOf: Uint32Array; sets: PortSet[] } {
   const { representatives, compiled, options } = context;
   const n = representatives.length;
   const sets: PortSet[] = [];
@@ -187,7 +221,7 @@ function portSetIds(context: Context): { setOf: Uint32Array; sets: PortSet[] } {
     const child = new Map<number, number>();
     const words = wordsFor(n);
     atoms.forEach((atom, i) => {
-      const bits = compiled.portBits(atom.protocol, atom.from);
+      const bits = compiled.portBits(atom.protocol, atom.from, family);
       for (let a = 0; a < n; a++)
         for (let b = 0; b < n; b++) {
           if (!hasBit(bits, a * words, b)) continue;
@@ -213,8 +247,18 @@ function portSetIds(context: Context): { setOf: Uint32Array; sets: PortSet[] } {
     });
     for (let i = 0; i < setOf.length; i++) setOf[i] = setIdOfPattern[setOf[i] as number] as number;
   }
+  const masks = family === undefined ? [] : familyMasks(representatives);
   referencePairs(context, (a, b, src, dst) => {
-    setOf[a * n + b] = intern(allowedPorts(context.index, src, dst, options));
+    const ports =
+      family === undefined
+        ? allowedPorts(context.index, src, dst, options)
+        : sharesFamily(masks[a] as number, masks[b] as number, family)
+          ? intersectPorts(
+              sidePorts(context.index, src, dst, 'egress', family, options),
+              sidePorts(context.index, src, dst, 'ingress', family, options),
+            )
+          : EMPTY_PORTS;
+    setOf[a * n + b] = intern(ports);
   });
   return { setOf, sets };
 }

@@ -46,6 +46,14 @@ export interface Matrix {
   partial?(from: number, to: number, query: number): string | undefined;
   /** Port-set mode: ports only some pod pairs of two rows may use (beyond `ports`), and which. */
   partialPorts?(from: number, to: number): { readonly ports: PortSet; readonly where: string } | undefined;
+  /**
+   * Dual-stack (computed when asked, `byFamily`, and some endpoint has both families): the
+   * answer over one address family alone; undefined when the two rows share no such family.
+   * `allowed` is true only when every shared family is.
+   */
+  readonly overFamily?: (from: number, to: number, query: number, family: IpFamily) => boolean | undefined;
+  /** Port-set mode, dual-stack: the ports allowed over one family alone (as `overFamily`). */
+  readonly portsOverFamily?: (from: number, to: number, family: IpFamily) => PortSet | undefined;
   readonly stats: {
     readonly classes: number;
     /** Pairs of classes the reference evaluator answered (the compiled engine answers whole rows). */

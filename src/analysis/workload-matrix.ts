@@ -6,6 +6,7 @@
  * cell says how many (`partial`).
  */
 import type { Cluster, Endpoint } from '../model/types.ts';
+import type { IpFamily } from '../net/ip.ts';
 import {
   intersectPorts,
   isNoPorts,
@@ -82,7 +83,39 @@ export function computeViewMatrix(cluster: Cluster, options: ViewMatrixOptions):
     return { every, some };
   };
 
+  // Dual-stack: a row pair's answer over one family is every pod pair's that shares the family.
+  const overFamily = inner.overFamily;
+  const portsOverFamily = inner.portsOverFamily;
+  const familyMembers: Pick<Matrix, 'overFamily' | 'portsOverFamily'> = {
+    ...(overFamily && {
+      overFamily: (from: number, to: number, q: number, family: IpFamily) => {
+        const { a, b } = pairsOf(from, to);
+        let shared = false;
+        for (const ca of a.classes)
+          for (const cb of b.classes) {
+            const answer = overFamily(ca, cb, q, family);
+            if (answer === false) return false;
+            shared ||= answer === true;
+          }
+        return shared ? true : undefined;
+      },
+    }),
+    ...(portsOverFamily && {
+      portsOverFamily: (from: number, to: number, family: IpFamily) => {
+        const { a, b } = pairsOf(from, to);
+        let every: PortSet | undefined;
+        for (const ca of a.classes)
+          for (const cb of b.classes) {
+            const ports = portsOverFamily(ca, cb, family);
+            if (ports) every = every ? intersectPorts(every, ports) : ports;
+          }
+        return every;
+      },
+    }),
+  };
+
   return {
+    ...familyMembers,
     endpoints: groups.map((g) => g.members[0] as Endpoint),
     rows: groups,
     queries: inner.queries,

@@ -5,7 +5,8 @@
  * pieces reach the output (the CLI batches them and waits while the pipe is full).
  */
 import { PROTOCOLS } from '../../model/types.ts';
-import { formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
+import { containsPorts, formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
+import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
 import type { Style } from './style.ts';
 
@@ -26,11 +27,39 @@ function labelWidth(rows: readonly MatrixRow[]): number {
   return rows.reduce((widest, r) => Math.max(widest, r.label.length), 4);
 }
 
+/**
+ * Dual-stack: the one family a cell is allowed over when the other denies it (the combined
+ * answer is then "denied": every family must allow); undefined when the families agree.
+ */
+function allowedOnlyOver(matrix: Matrix, from: number, to: number, q: number): IpFamily | undefined {
+  if (!matrix.overFamily) return undefined;
+  const v4 = matrix.overFamily(from, to, q, 4);
+  const v6 = matrix.overFamily(from, to, q, 6);
+  if (v4 === undefined || v6 === undefined || v4 === v6) return undefined;
+  return v4 ? 4 : 6;
+}
+
+/** Dual-stack, port-set mode: each family's ports where the two families allow different ones. */
+function portsPerFamily(matrix: Matrix, from: number, to: number): { 4: PortSet; 6: PortSet } | undefined {
+  const v4 = matrix.portsOverFamily?.(from, to, 4);
+  const v6 = matrix.portsOverFamily?.(from, to, 6);
+  if (!v4 || !v6 || (containsPorts(v4, v6) && containsPorts(v6, v4))) return undefined;
+  return { 4: v4, 6: v6 };
+}
+
+const portsText = (ports: PortSet): string => (isNoPorts(ports) ? 'none' : formatPortSet(ports));
+
 function* text(matrix: Matrix, style: Style): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     let connected = 0;
     for (const [from, to, ports, f, t] of portSetLines(matrix)) {
+      const perFamily = portsPerFamily(matrix, f, t);
+      if (perFamily) {
+        connected++;
+        yield `${from} → ${to}: ${portsText(perFamily[4])} over IPv4, ${portsText(perFamily[6])} over IPv6\n`;
+        continue;
+      }
       const partial = matrix.partialPorts?.(f, t);
       if (isNoPorts(ports) && !partial) continue;
       connected++;
@@ -48,7 +77,9 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
   const allowed = style.ok('  .');
   const denied = style.bad('  X');
   const partial = style.warn('  ~');
+  const onlyOver = { 4: style.warn('  4'), 6: style.warn('  6') };
   let anyPartial = false;
+  const anyOnlyOver = new Set<IpFamily>();
   const header = ids.map((_, i) => String(i + 1).padStart(3)).join('');
   for (let q = 0; q < matrix.queries.length; q++) {
     if (q > 0) yield '\n';
@@ -56,8 +87,12 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
     for (let from = 0; from < ids.length; from++) {
       let cells = '';
       for (let to = 0; to < ids.length; to++) {
+        const family = matrix.allowed(from, to, q) ? undefined : allowedOnlyOver(matrix, from, to, q);
         if (matrix.allowed(from, to, q)) cells += allowed;
-        else if (matrix.partial?.(from, to, q) === undefined) cells += denied;
+        else if (family !== undefined) {
+          cells += onlyOver[family];
+          anyOnlyOver.add(family);
+        } else if (matrix.partial?.(from, to, q) === undefined) cells += denied;
         else {
           cells += partial;
           anyPartial = true;
@@ -67,8 +102,12 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
     }
   }
   const partialLegend = anyPartial ? '  ~ some pod pairs only' : '';
+  const familyLegend = [...anyOnlyOver]
+    .sort()
+    .map((f) => `  ${f} allowed over IPv${f} only (denied over IPv${f === 4 ? 6 : 4})`)
+    .join('');
   yield style.dim(
-    `\n. allowed  X denied${partialLegend}; rows are sources, columns destinations (numbered as the rows)\n`,
+    `\n. allowed  X denied${partialLegend}${familyLegend}; rows are sources, columns destinations (numbered as the rows)\n`,
   );
 }
 
@@ -80,6 +119,7 @@ function* json(matrix: Matrix): Iterable<string> {
       const from = matrix.rows[f] as MatrixRow;
       const to = matrix.rows[t] as MatrixRow;
       const partial = matrix.partialPorts?.(f, t);
+      const perFamily = portsPerFamily(matrix, f, t);
       yield (
         separator +
         JSON.stringify({
@@ -90,6 +130,15 @@ function* json(matrix: Matrix): Iterable<string> {
           ...(partial ? { partialPorts: portsJson(partial.ports), partial: partial.where } : {}),
           fromKind: from.kind,
           toKind: to.kind,
+          ...(perFamily
+            ? {
+                byFamily: ([4, 6] as const).map((family) => ({
+                  family,
+                  allowed: !isNoPorts(perFamily[family]),
+                  ports: portsJson(perFamily[family]),
+                })),
+              }
+            : {}),
         })
       );
       separator = ',\n';
@@ -111,7 +160,12 @@ function* json(matrix: Matrix): Iterable<string> {
         for (let q = 0; q < columns.length; q++) {
           const partial = matrix.partial?.(f, t, q);
           const partialField = partial === undefined ? '' : `,"partial":${JSON.stringify(partial)}`;
-          row += `${separator}${from}${ids[t] as string}${columns[q] as string}${matrix.allowed(f, t, q)}${partialField}${fromKind}${kinds[t] as string}}`;
+          const only = matrix.overFamily && allowedOnlyOver(matrix, f, t, q);
+          const familyField =
+            only === undefined
+              ? ''
+              : `,"byFamily":[{"family":4,"allowed":${only === 4}},{"family":6,"allowed":${only === 6}}]`;
+          row += `${separator}${from}${ids[t] as string}${columns[q] as string}${matrix.allowed(f, t, q)}${partialField}${fromKind}${kinds[t] as string}${familyField}}`;
           separator = ',\n';
         }
       yield row;
@@ -127,12 +181,15 @@ function* csv(matrix: Matrix): Iterable<string> {
     for (const [from, to, ports] of portSetLines(matrix)) yield `${from},${to},"${formatPortSet(ports)}"\n`;
     return;
   }
-  yield 'from,to,port,protocol,allowed\n';
+  // Dual-stack matrices gain a column per family (empty where the pair does not share it).
+  const overFamily = matrix.overFamily;
+  yield `from,to,port,protocol,allowed${overFamily ? ',ipv4,ipv6' : ''}\n`;
   for (let f = 0; f < ids.length; f++) {
     let row = '';
     for (let t = 0; t < ids.length; t++)
       matrix.queries.forEach((query, q) => {
-        row += `${ids[f] as string},${ids[t] as string},${query.port},${query.protocol},${matrix.allowed(f, t, q)}\n`;
+        const families = overFamily ? `,${overFamily(f, t, q, 4) ?? ''},${overFamily(f, t, q, 6) ?? ''}` : '';
+        row += `${ids[f] as string},${ids[t] as string},${query.port},${query.protocol},${matrix.allowed(f, t, q)}${families}\n`;
       });
     yield row;
   }
@@ -151,7 +208,10 @@ function* md(matrix: Matrix): Iterable<string> {
     yield `| ${queryLabel(matrix, q)} | ${ids.join(' | ')} |\n|---|${ids.map(() => ':-:').join('|')}|\n`;
     for (let f = 0; f < ids.length; f++) {
       let cells = '';
-      for (let t = 0; t < ids.length; t++) cells += matrix.allowed(f, t, q) ? ' ✓ |' : ' ✗ |';
+      for (let t = 0; t < ids.length; t++) {
+        const only = matrix.allowed(f, t, q) ? undefined : allowedOnlyOver(matrix, f, t, q);
+        cells += matrix.allowed(f, t, q) ? ' ✓ |' : only ? ` IPv${only} only |` : ' ✗ |';
+      }
       yield `| ${ids[f] as string} |${cells}\n`;
     }
   }

@@ -81,6 +81,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         queries,
         semantics: input.semantics,
         engine,
+        byFamily: true,
         ...(namespaces ? { namespaces } : {}),
         ...(progress ? { onProgress: progress.update } : {}),
       });
