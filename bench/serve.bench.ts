@@ -17,10 +17,9 @@ import type { Page } from 'playwright-core';
 import { loadFromTexts } from '../src/ingest/load.ts';
 import { startServer } from '../src/serve/index.ts';
 import { shapeFiles } from './lint.bench.ts';
+import { launchChromium } from '../test/helpers/chromium.ts';
 import { reportFigure } from './report.ts';
 import { median, ms } from './stats.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
@@ -77,19 +76,7 @@ export async function serveBenchmark(args: string[]): Promise<void> {
     buildWeb: (o: { write: boolean }) => Promise<unknown>;
   };
   await buildWeb({ write: true });
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     // 1. The shop example, `palisade serve` as a user starts it.
     const paints: number[] = [];

@@ -3,13 +3,12 @@
  * self-contained HTML file, opened in headless Chromium with nothing but the file loaded.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { CHROMIUM_MISSING, launchChromium } from '../helpers/chromium.ts';
 import { cli } from '../helpers/cli.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
 
 describe('graph outputs', () => {
   it('matrix -o dot: a node per workload in a box per namespace, edges with ports, outside ranges as nodes', async () => {
@@ -69,27 +68,15 @@ describe('graph outputs', () => {
     const html = result.stdout;
     assert.match(html, /^<!doctype html>/);
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|<img|@import|url\(/);
-    if (!existsSync(CHROMIUM)) {
-      t.skip(`${CHROMIUM} is not installed (Debian package chromium): the page was not opened`);
+    if (CHROMIUM_MISSING) {
+      t.skip(CHROMIUM_MISSING);
       return;
     }
     const dir = mkdtempSync(join(tmpdir(), `palisade-graph-${process.pid}-`));
     after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'diff.html');
     writeFileSync(file, html);
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const requests: string[] = [];

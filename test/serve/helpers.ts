@@ -2,17 +2,13 @@
  * A `serve` of a copy of an example in a temp dir (so tests can edit it), and headless
  * Chromium for the page tests — both removed after the test, even when it fails.
  */
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import { loadCluster } from '../../src/ingest/index.ts';
 import { startServer, type RunningServer } from '../../src/serve/index.ts';
 
-export const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_MISSING = existsSync(CHROMIUM)
-  ? undefined
-  : `${CHROMIUM} is not installed (Debian package chromium): the page was not opened`;
+export { CHROMIUM_MISSING, launchChromium } from '../helpers/chromium.ts';
 
 export interface Served {
   readonly server: RunningServer;
@@ -62,20 +58,4 @@ export async function serveCopy(example: string, against?: string, againstOverla
     rmSync(root, { recursive: true, force: true });
     throw error;
   }
-}
-
-export async function launchChromium(): Promise<Browser> {
-  const { chromium } = await import('playwright-core');
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
 }
