@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- diff [--scale 0.1] [--runs 3]`: `palisade diff` between shape (a) and a
+ * `npm run bench -- diff [--scale 0.1] [--runs 3] [--case busy|every]`: `palisade diff` between shape (a) and a
  * changed copy of it — at ×0.1, 10,000 pods and 7,500 policies on each side — from the
  * manifests' text to the connections that differ, and the diff alone on the loaded clusters.
  *
@@ -82,6 +82,8 @@ export function diffBenchmark(args: string[]): void {
   const shape = generateShape('a', { scale, seed: 1 });
   const before = [...shape.namespaces, ...shape.pods, ...shape.policies];
   const oldFiles = [{ name: 'old.yaml', text: text(before) }];
+  // --case busy | every: only one of the two changes (for profiling); default both.
+  const only = args.includes('--case') ? args[args.indexOf('--case') + 1] : undefined;
   for (const [label, everyNamespace, short] of [
     [
       'a busy pull request (1% of namespaces edited, one added, one removed, 5 pods relabelled)',
@@ -94,6 +96,7 @@ export function diffBenchmark(args: string[]): void {
       'every ipBlock policy edited',
     ],
   ] as const) {
+    if (only && only !== (everyNamespace ? 'every' : 'busy')) continue;
     const newFiles = [
       { name: 'new.yaml', text: text(changed(before, shape.namespaces.length, everyNamespace)) },
     ];

@@ -23,8 +23,8 @@ import {
   type PortSet,
 } from '../../src/semantics/index.ts';
 import { groupEndpoints } from '../../src/analysis/workload-view.ts';
-import { clusterArb, EXTERNAL_IPS, policiesArb } from '../helpers/arbitraries.ts';
-import { clusterOf, ipOf, type Raw } from '../helpers/builders.ts';
+import { clusterArb, EXTERNAL_IPS, policiesArb, ruleArb } from '../helpers/arbitraries.ts';
+import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -74,8 +74,68 @@ function ownedByApp(objects: Raw[]): Raw[] {
   });
 }
 
-/** A second version of a cluster: other policies, some pods relabelled or gone, a namespace relabelled. */
-const changedArb = (objects: Raw[]): fc.Arbitrary<Raw[]> =>
+type Edit = {
+  policy: number;
+  direction: 'ingress' | 'egress';
+  rule: number;
+  kind: string;
+  peer: number;
+  with: Raw;
+};
+
+/**
+ * A policy edited in place (its name kept): one rule's peer replaced, dropped or added, its
+ * ports replaced, an ipBlock's except dropped, or its pod selector changed — what the diff
+ * compares rule by rule (where the policy selects the same pods in both versions).
+ */
+function editPolicy(policy: Raw, edit: Edit): Raw {
+  const spec = structuredClone(policy.spec) as Raw;
+  // Which pods it selects: a workload's pods may differ in `tier` (then it selects some of them).
+  if (edit.kind === 'select-all') spec.podSelector = {};
+  if (edit.kind === 'select-tier') spec.podSelector = { matchLabels: { tier: '1' } };
+  const rules = spec[edit.direction] as Raw[] | undefined;
+  const key = edit.direction === 'ingress' ? 'from' : 'to';
+  const rule = rules?.[edit.rule % rules.length];
+  if (!rule) return policy;
+  const peers = rule[key] as Raw[] | undefined;
+  const fresh = (edit.with[key] as Raw[] | undefined)?.[0];
+  if (edit.kind === 'ports') {
+    if (edit.with.ports === undefined) delete rule.ports;
+    else rule.ports = edit.with.ports;
+  } else if (peers && peers.length > 0) {
+    const k = edit.peer % peers.length;
+    const block = (peers[k] as Raw).ipBlock as Raw | undefined;
+    if (edit.kind === 'replace-peer' && fresh) peers[k] = fresh;
+    if (edit.kind === 'drop-peer') peers.splice(k, 1);
+    if (edit.kind === 'add-peer' && fresh) peers.push(fresh);
+    if (edit.kind === 'drop-except' && block) peers[k] = { ipBlock: { cidr: block.cidr } };
+  }
+  return { ...policy, spec };
+}
+
+const editArb = (direction: 'ingress' | 'egress'): fc.Arbitrary<Edit> =>
+  fc.record({
+    policy: fc.nat(5),
+    direction: fc.constant(direction),
+    rule: fc.nat(2),
+    kind: fc.constantFrom(
+      'replace-peer',
+      'drop-peer',
+      'add-peer',
+      'ports',
+      'drop-except',
+      'select-all',
+      'select-tier',
+    ),
+    peer: fc.nat(2),
+    with: ruleArb(direction === 'ingress' ? 'from' : 'to'),
+  });
+
+/**
+ * A second version of a cluster: other policies, old ones edited in place, some pods relabelled
+ * or gone, a namespace relabelled.
+ */
+const changedArb = (objects: Raw[], editsOnly = false): fc.Arbitrary<Raw[]> =>
   fc
     .record({
       policies: policiesArb(4),
@@ -85,8 +145,25 @@ const changedArb = (objects: Raw[]): fc.Arbitrary<Raw[]> =>
       app: fc.constantFrom('web', 'api', 'db'),
       namespaceTeam: fc.option(fc.constantFrom('x', 'y'), { nil: undefined }),
       rollout: fc.boolean(),
+      edits: fc.array(fc.oneof(editArb('ingress'), editArb('egress')), {
+        minLength: editsOnly ? 1 : 0,
+        maxLength: 3,
+      }),
     })
-    .map(({ policies, keepOldPolicies, drop, relabel, app, namespaceTeam, rollout }) => {
+    .map((generated) => {
+      const none = objects.length + 1;
+      const { policies, keepOldPolicies, drop, relabel, app, namespaceTeam, rollout, edits } = editsOnly
+        ? {
+            ...generated,
+            policies: [],
+            keepOldPolicies: true,
+            drop: none,
+            relabel: none,
+            namespaceTeam: undefined,
+            rollout: false,
+          }
+        : generated;
+      const oldPolicies = objects.filter((o) => o.kind === 'NetworkPolicy');
       const pods = objects.filter((o) => o.kind === 'Pod');
       // A rollout renames every pod (in reverse order), as new pods of a workload get new names.
       const renamed = (o: Raw): Raw =>
@@ -97,6 +174,11 @@ const changedArb = (objects: Raw[]): fc.Arbitrary<Raw[]> =>
       for (const original of objects) {
         const o = renamed(original);
         if (o.kind === 'NetworkPolicy' && !keepOldPolicies) continue;
+        if (o.kind === 'NetworkPolicy') {
+          const mine = edits.filter((e) => oldPolicies[e.policy % oldPolicies.length] === original);
+          result.push(mine.reduce(editPolicy, o));
+          continue;
+        }
         if (o.kind === 'Pod' && original === pods[drop % (pods.length + 1)]) continue;
         if (o.kind === 'Pod' && original === pods[relabel % (pods.length + 1)]) {
           const metadata = o.metadata as Raw;
@@ -149,42 +231,83 @@ describe('sided evaluation and the diff', () => {
           .map(ownedByApp)
           .chain((objects) => fc.tuple(fc.constant(objects), changedArb(objects))),
         ([beforeObjects, afterObjects]) => {
-          const before = clusterOf(beforeObjects);
-          const after = clusterOf(afterObjects);
-          const diff = diffConnectivity(before, after);
-          const ranges = addressRanges([before, after]);
-          const got = new Set<string>();
-          for (const c of diff.connections) {
-            // Merged ranges stand for every range they hold.
-            const ends = (p: (typeof c)['from']): string[] =>
-              p.type === 'endpoint'
-                ? [p.label]
-                : ranges
-                    .filter((r) =>
-                      p.intervals.some(
-                        (i) =>
-                          i.family === r.interval.family && i.lo <= r.interval.lo && i.hi >= r.interval.hi,
-                      ),
-                    )
-                    .map((r) => `range ${formatInterval(r.interval)}`);
-            const both = (every: PortSet, partial: PortSet | undefined): string =>
-              `${formatPortSet(every)}|${formatPortSet(partial ? unionPorts(every, partial) : every)}`;
-            for (const from of ends(c.from))
-              for (const to of ends(c.to))
-                got.add(
-                  `${from} > ${to}: ${both(c.before, c.partialBefore)} / ${both(c.after, c.partialAfter)}`,
-                );
-          }
-          const expected = bruteForce(before, after);
-          differences += expected.size;
-          assert.deepEqual([...got].sort(), [...expected].sort());
+          differences += diffIsBruteForce(beforeObjects, afterObjects);
         },
       ),
       { numRuns: RUNS },
     );
     assert.ok(differences > RUNS, `only ${differences} differences in ${RUNS} runs`);
   });
+
+  it('policies edited in place, compared rule by rule: still exactly the brute force', () => {
+    let differences = 0;
+    fc.assert(
+      fc.property(
+        clusterArb({ maxPods: 7, maxPolicies: 5 })
+          .map(ownedByApp)
+          .chain((objects) => fc.tuple(fc.constant(objects), changedArb(objects, true))),
+        ([beforeObjects, afterObjects]) => {
+          differences += diffIsBruteForce(beforeObjects, afterObjects);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+    assert.ok(differences > RUNS / 2, `only ${differences} differences in ${RUNS} runs`);
+  });
+
+  it('a policy that now selects only some of a workload’s pods is not compared rule by rule', () => {
+    // web's two pods differ in tier; `out` selected both and now selects tier 1 only, its ipBlock
+    // narrowed: web's tier-2 pod loses all of it (10.0.0.0/16), not only what the edit removed.
+    const objects = (selector: Raw, cidr: string): Raw[] =>
+      ownedByApp([
+        namespace('a'),
+        pod('a', 'w1', { app: 'web', tier: '1' }, { ips: ['10.0.0.1'] }),
+        pod('a', 'w2', { app: 'web', tier: '2' }, { ips: ['10.0.0.2'] }),
+        pod('a', 'db', { app: 'db' }, { ips: ['10.0.1.1'] }),
+        policy('a', 'deny-egress', { podSelector: {}, policyTypes: ['Egress'] }),
+        policy('a', 'out', {
+          podSelector: selector,
+          policyTypes: ['Egress'],
+          egress: [{ to: [{ ipBlock: { cidr } }] }],
+        }),
+      ]);
+    const differences = diffIsBruteForce(
+      objects({ matchLabels: { app: 'web' } }, '10.0.0.0/16'),
+      objects({ matchLabels: { tier: '1' } }, '10.0.0.0/23'),
+    );
+    assert.ok(differences > 0);
+  });
 });
+
+/** Holds the diff of two versions to the brute force; the number of differences. */
+function diffIsBruteForce(beforeObjects: Raw[], afterObjects: Raw[]): number {
+  const before = clusterOf(beforeObjects);
+  const after = clusterOf(afterObjects);
+  const diff = diffConnectivity(before, after);
+  const ranges = addressRanges([before, after]);
+  const got = new Set<string>();
+  for (const c of diff.connections) {
+    // Merged ranges stand for every range they hold.
+    const ends = (p: (typeof c)['from']): string[] =>
+      p.type === 'endpoint'
+        ? [p.label]
+        : ranges
+            .filter((r) =>
+              p.intervals.some(
+                (i) => i.family === r.interval.family && i.lo <= r.interval.lo && i.hi >= r.interval.hi,
+              ),
+            )
+            .map((r) => `range ${formatInterval(r.interval)}`);
+    const both = (every: PortSet, partial: PortSet | undefined): string =>
+      `${formatPortSet(every)}|${formatPortSet(partial ? unionPorts(every, partial) : every)}`;
+    for (const from of ends(c.from))
+      for (const to of ends(c.to))
+        got.add(`${from} > ${to}: ${both(c.before, c.partialBefore)} / ${both(c.after, c.partialAfter)}`);
+  }
+  const expected = bruteForce(before, after);
+  assert.deepEqual([...got].sort(), [...expected].sort());
+  return expected.size;
+}
 
 /** Every pair of workloads compared pod pair by pod pair; outside ranges expanded to the diff's ranges. */
 function bruteForce(before: Cluster, after: Cluster): Set<string> {

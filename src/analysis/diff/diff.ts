@@ -230,13 +230,20 @@ function unitsOf(before: Cluster, after: Cluster, options: DiffOptions): Unit[] 
   };
   add(before, 'before');
   add(after, 'after');
-  const byFields =
-    (cluster: Cluster) =>
-    (a: Endpoint, b: Endpoint): number => {
-      const x = contentKey(endpointFields(a, cluster));
-      const y = contentKey(endpointFields(b, cluster));
+  // Each member's key computed once (not once per comparison of the sort).
+  const byFields = (cluster: Cluster) => {
+    const keys = new Map<Endpoint, string>();
+    const key = (e: Endpoint): string => {
+      let k = keys.get(e);
+      if (k === undefined) keys.set(e, (k = contentKey(endpointFields(e, cluster))));
+      return k;
+    };
+    return (a: Endpoint, b: Endpoint): number => {
+      const x = key(a);
+      const y = key(b);
       return x < y ? -1 : x > y ? 1 : 0;
     };
+  };
   return [...units].map(([key, u]) => ({
     key,
     peer: u.peer,

@@ -5,10 +5,17 @@
  * rules — the old versions, matched in the old input, and the new ones in the new — are the only
  * ones whose contribution differs, so only the ends some peer of theirs matches can see a
  * different side. Everything else is skipped without an evaluation.
+ *
+ * A policy edited in place (same name on both sides, selecting the same members) is narrower still: rules equal in both
+ * versions contribute alike and are left out; a rule whose ports stayed the same contributes
+ * differently only to the ends its old and new peers match differently — the selector peers
+ * only one version has, and the addresses in exactly one version's ipBlocks (an `except` moved
+ * from one /16 to another reaches those two /16s, not the /8 around them).
  */
-import type { Endpoint, NetworkPolicy, Semantics, Tier } from '../../model/types.ts';
+import type { Endpoint, NetworkPolicy, Peer, PolicyRule, Semantics, Tier } from '../../model/types.ts';
 import type { IpInterval } from '../../net/intervals.ts';
-import { ipBlockIntervals } from '../../net/intervals.ts';
+import { ipBlockIntervals, normalizeIntervals, subtractIntervals } from '../../net/intervals.ts';
+import { contentKey } from './objects.ts';
 import { listMatchesAll, selectingClusterPolicies, selectingPolicies } from '../../semantics/index.ts';
 import type { AddressRange } from '../address-ranges.ts';
 import { EndpointIndex } from '../endpoint-index.ts';
@@ -38,6 +45,7 @@ export class ReachFinder {
     if (before.length !== after.length) return 'all';
     const was = new Map<string, NetworkPolicy>();
     const is = new Map<string, NetworkPolicy>();
+    const selectionChanged = new Set<string>();
     for (let i = 0; i < before.length; i++) {
       const b = before[i] as Endpoint;
       const a = after[i] as Endpoint;
@@ -48,14 +56,94 @@ export class ReachFinder {
       if (this.clusterKey(this.old, b, side) !== this.clusterKey(this.next, a, side)) return 'all';
       for (const p of oldPolicies) was.set(this.keyOf(p), p);
       for (const p of newPolicies) is.set(this.keyOf(p), p);
+      // A policy that selects a member on one side only changes all it contributes to it.
+      const oldNames = new Set(oldPolicies.map(policyName));
+      const newNames = new Set(newPolicies.map(policyName));
+      for (const name of oldNames) if (!newNames.has(name)) selectionChanged.add(name);
+      for (const name of newNames) if (!oldNames.has(name)) selectionChanged.add(name);
     }
-    const endpoints = new Set<Endpoint>();
-    const ranges = new Set<AddressRange>();
-    for (const [key, policy] of was)
-      if (!is.has(key) && this.add(policy, side, this.oldIndex, endpoints, ranges) === 'all') return 'all';
-    for (const [key, policy] of is)
-      if (!was.has(key) && this.add(policy, side, this.newIndex, endpoints, ranges) === 'all') return 'all';
-    return { endpoints, ranges };
+    const reached: Reached = { endpoints: new Set<Endpoint>(), ranges: new Set<AddressRange>() };
+    // Versions of one policy (by name) on both sides are compared rule by rule.
+    const added = new Map<string, NetworkPolicy>();
+    for (const [key, policy] of is) if (!was.has(key)) added.set(policyName(policy), policy);
+    for (const [key, policy] of was) {
+      if (is.has(key)) continue;
+      const edited = selectionChanged.has(policyName(policy)) ? undefined : added.get(policyName(policy));
+      if (edited) added.delete(policyName(policy));
+      const outcome = edited
+        ? this.addEdit(policy, edited, side, reached)
+        : this.addRules(rulesOf(policy, side), policy.namespace, this.oldIndex, reached);
+      if (outcome === 'all') return 'all';
+    }
+    for (const policy of added.values())
+      if (this.addRules(rulesOf(policy, side), policy.namespace, this.newIndex, reached) === 'all')
+        return 'all';
+    return reached;
+  }
+
+  /** What an edit of one policy's rules for the side can reach (old version → new version). */
+  private addEdit(old: NetworkPolicy, next: NetworkPolicy, side: Side, reached: Reached): 'all' | undefined {
+    // Rules equal in both versions cancel out (as a multiset: a rule may appear twice).
+    const remaining = [...rulesOf(next, side)];
+    const gone: PolicyRule[] = [];
+    for (const rule of rulesOf(old, side)) {
+      const i = remaining.findIndex((r) => ruleKey(r) === ruleKey(rule));
+      if (i >= 0) remaining.splice(i, 1);
+      else gone.push(rule);
+    }
+    const { namespace } = old;
+    if (gone.length !== remaining.length) {
+      if (this.addRules(gone, namespace, this.oldIndex, reached) === 'all') return 'all';
+      return this.addRules(remaining, namespace, this.newIndex, reached);
+    }
+    for (let i = 0; i < gone.length; i++) {
+      const was = gone[i] as PolicyRule;
+      const is = remaining[i] as PolicyRule;
+      const outcome =
+        contentKey(was.ports) === contentKey(is.ports)
+          ? this.addPeerChange(was, is, namespace, reached)
+          : (this.addRules([was], namespace, this.oldIndex, reached) ??
+            this.addRules([is], namespace, this.newIndex, reached));
+      if (outcome === 'all') return 'all';
+    }
+    return undefined;
+  }
+
+  /**
+   * Two versions of a rule with the same ports: the ends one version's peers match and the
+   * other's do not — within selector peers only one version has, or addresses in exactly one
+   * version's ipBlocks.
+   */
+  private addPeerChange(
+    was: PolicyRule,
+    is: PolicyRule,
+    namespace: string,
+    reached: Reached,
+  ): 'all' | undefined {
+    const wasAll = listMatchesAll(was.peers, this.semantics);
+    const isAll = listMatchesAll(is.peers, this.semantics);
+    if (wasAll || isAll) return wasAll && isAll ? undefined : 'all';
+    const keys = (peers: readonly Peer[]): Set<string> => new Set(peers.map((p) => contentKey(p)));
+    const wasPeers = was.peers ?? [];
+    const isPeers = is.peers ?? [];
+    const wasKeys = keys(wasPeers);
+    const isKeys = keys(isPeers);
+    const selectors = (peers: readonly Peer[], other: Set<string>) =>
+      peers.filter((p) => p.type === 'selector' && !other.has(contentKey(p)));
+    this.addPeers(selectors(wasPeers, isKeys), namespace, this.oldIndex, reached);
+    this.addPeers(selectors(isPeers, wasKeys), namespace, this.newIndex, reached);
+    const blocks = (peers: readonly Peer[]): IpInterval[] =>
+      normalizeIntervals(
+        peers.flatMap((p) => (p.type === 'ipBlock' ? ipBlockIntervals(p.cidr, p.except) : [])),
+      );
+    const before = blocks(wasPeers);
+    const after = blocks(isPeers);
+    const changed = normalizeIntervals([
+      ...subtractIntervals(before, after),
+      ...subtractIntervals(after, before),
+    ]);
+    if (changed.length > 0) this.addIntervals(changed, reached);
+    return undefined;
   }
 
   private clusterKey(evaluator: SidedEvaluator, endpoint: Endpoint, side: Side): string {
@@ -65,29 +153,52 @@ export class ReachFinder {
       .join('\u0000');
   }
 
-  /** Adds what the policy's rules for the side can match; 'all' when a rule matches anything. */
-  private add(
-    policy: NetworkPolicy,
-    side: Side,
+  /** Adds what the rules can match; 'all' when a rule matches anything. */
+  private addRules(
+    rules: readonly PolicyRule[],
+    namespace: string,
     index: EndpointIndex,
-    endpoints: Set<Endpoint>,
-    ranges: Set<AddressRange>,
+    reached: Reached,
   ): 'all' | undefined {
-    for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {
+    for (const rule of rules) {
       if (listMatchesAll(rule.peers, this.semantics)) return 'all';
-      for (const peer of rule.peers ?? []) {
-        if (peer.type === 'selector') {
-          for (const e of index.selectorPeerEndpoints(peer, policy.namespace)) endpoints.add(e);
-          continue;
-        }
-        const intervals = ipBlockIntervals(peer.cidr, peer.except);
-        for (const e of index.endpointsInIntervals(intervals)) endpoints.add(e);
-        for (const range of this.ranges) if (overlaps(range.interval, intervals)) ranges.add(range);
-      }
+      this.addPeers(rule.peers ?? [], namespace, index, reached);
     }
     return undefined;
   }
+
+  private addPeers(peers: readonly Peer[], namespace: string, index: EndpointIndex, reached: Reached): void {
+    for (const peer of peers) {
+      if (peer.type === 'selector') {
+        for (const e of index.selectorPeerEndpoints(peer, namespace)) reached.endpoints.add(e);
+        continue;
+      }
+      const intervals = ipBlockIntervals(peer.cidr, peer.except);
+      for (const e of index.endpointsInIntervals(intervals)) reached.endpoints.add(e);
+      for (const range of this.ranges) if (overlaps(range.interval, intervals)) reached.ranges.add(range);
+    }
+  }
+
+  /** Addresses whose match changed: the endpoints holding them on either side, and the ranges. */
+  private addIntervals(intervals: readonly IpInterval[], reached: Reached): void {
+    for (const index of [this.oldIndex, this.newIndex])
+      for (const e of index.endpointsInIntervals(intervals)) reached.endpoints.add(e);
+    for (const range of this.ranges) if (overlaps(range.interval, intervals)) reached.ranges.add(range);
+  }
 }
+
+interface Reached {
+  readonly endpoints: Set<Endpoint>;
+  readonly ranges: Set<AddressRange>;
+}
+
+const policyName = (policy: NetworkPolicy): string => `${policy.namespace}/${policy.name}`;
+
+const rulesOf = (policy: NetworkPolicy, side: Side): readonly PolicyRule[] =>
+  side === 'ingress' ? policy.ingress : policy.egress;
+
+/** A rule by content, its position left out (a rule moved within its list contributes alike). */
+const ruleKey = (rule: PolicyRule): string => contentKey({ peers: rule.peers, ports: rule.ports });
 
 function overlaps(interval: IpInterval, intervals: readonly IpInterval[]): boolean {
   return intervals.some((i) => i.family === interval.family && i.lo <= interval.hi && i.hi >= interval.lo);
