@@ -1,6 +1,7 @@
 /**
  * The input `serve` shows, kept current: read at start, read again a moment after any watched
- * file or directory changes, and announced to listeners (the event stream) as a new snapshot.
+ * file or directory changes (or the cluster, through `watchSource`), and announced to listeners
+ * (the event stream) as a new snapshot.
  * Changes arriving while a reading runs make one more reading after it, never a pile of them.
  */
 import { watch, type FSWatcher } from 'node:fs';
@@ -16,6 +17,7 @@ export class LiveInput {
   private version = 0;
   private readonly listeners = new Set<SnapshotListener>();
   private readonly watchers: FSWatcher[] = [];
+  private stopSource: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
   private again = false;
@@ -29,6 +31,9 @@ export class LiveInput {
   async start(): Promise<Snapshot> {
     await this.read();
     for (const path of this.options.watch) this.watchPath(path);
+    const stop = await this.options.watchSource?.(() => this.schedule());
+    if (this.closed) stop?.();
+    else this.stopSource = stop;
     return this.snapshot;
   }
 
@@ -46,6 +51,7 @@ export class LiveInput {
     this.closed = true;
     clearTimeout(this.timer);
     for (const w of this.watchers) w.close();
+    this.stopSource?.();
     this.listeners.clear();
   }
 

@@ -8,6 +8,9 @@ import type { Semantics } from '../model/types.ts';
 /** Reads one input (files or a cluster) again; `serve` calls it at start and on every change. */
 export type InputReader = () => Promise<LoadResult>;
 
+/** Starts watching for changes (`changed` on each); resolves with the function that stops it. */
+export type ChangeSource = (changed: () => void) => Promise<() => void>;
+
 export interface ServeOptions {
   /** The input shown. */
   readonly read: InputReader;
@@ -15,6 +18,11 @@ export interface ServeOptions {
   readonly readAgainst?: InputReader;
   /** Files and directories to watch for changes (the -f and --against paths). */
   readonly watch: readonly string[];
+  /**
+   * Another source of changes — a cluster's watch, when the input is a cluster: started after
+   * the first reading, calls `changed` on every change, resolves with its stop.
+   */
+  readonly watchSource?: ChangeSource;
   readonly semantics: Semantics;
   /** Address to bind; 127.0.0.1 unless asked. */
   readonly address: string;

@@ -1,10 +1,12 @@
 /**
  * `palisade serve`: a local web view of who can talk to whom — heatmap, graph, explanations,
- * lint, diff — kept current as the input files change. Binds to 127.0.0.1 unless asked.
+ * lint, diff — kept current as the input files (or the cluster) change. Binds to 127.0.0.1
+ * unless asked.
  */
 import { Command } from 'commander';
 import { loadInput, reportDiagnostics, resolveInputOptions, withInputOptions } from '../common.ts';
 import { EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { watchClusterChanges } from '../cluster-watch.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -35,11 +37,15 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
         first = false;
         return loaded;
       };
-      const { cluster: _cluster, ...files } = input;
+      const { cluster, ...files } = input;
       const server = await startServer({
         read,
         ...(against ? { readAgainst: () => loadInput({ ...files, file: against }, io) } : {}),
         watch: [...input.file, ...(against ?? [])],
+        // A cluster is watched through its API: the view follows it as it follows files.
+        ...(cluster
+          ? { watchSource: (changed: () => void) => watchClusterChanges(cluster, io, changed) }
+          : {}),
         semantics: input.semantics,
         address,
         port,
