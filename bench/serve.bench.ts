@@ -26,8 +26,12 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 ? String(args[i + 1]) : fallback;
 }
 
-/** Resident memory of a process and all its descendants, MiB (Linux /proc). */
-function treeRss(pid: number, descendants = true): number {
+/**
+ * Memory of a process and all its descendants, MiB (Linux /proc): resident (`VmRSS`, which counts
+ * pages shared between Chromium's processes once per process) or proportional (`Pss`, each
+ * shared page divided among the processes sharing it — what the processes together use).
+ */
+function treeMemory(pid: number, measure: 'rss' | 'pss', descendants = true): number {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -44,8 +48,10 @@ function treeRss(pid: number, descendants = true): number {
   let kib = 0;
   const visit = (p: number): void => {
     try {
-      const status = readFileSync(`/proc/${p}/status`, 'utf8');
-      kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      kib +=
+        measure === 'rss'
+          ? Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0)
+          : Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
     } catch {
       return;
     }
@@ -144,6 +150,7 @@ export async function serveBenchmark(args: string[]): Promise<void> {
       const drills: number[] = [];
       let heap = 0;
       let rss = 0;
+      let pss = 0;
       for (let run = 0; run < runs; run++) {
         const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
         const started = performance.now();
@@ -171,14 +178,15 @@ export async function serveBenchmark(args: string[]): Promise<void> {
           (metrics.metrics.find((m) => m.name === 'JSHeapTotalSize')?.value ?? 0) / (1 << 20),
         );
         // Chromium runs as this process's children: their resident memory, this process's own left out.
-        rss = Math.max(rss, treeRss(process.pid) - treeRss(process.pid, false));
+        rss = Math.max(rss, treeMemory(process.pid, 'rss') - treeMemory(process.pid, 'rss', false));
+        pss = Math.max(pss, treeMemory(process.pid, 'pss') - treeMemory(process.pid, 'pss', false));
         await page.close();
       }
       await server.close();
       process.stdout.write(
         `shape a ×${scale}: page load → namespace heatmap interactive: median ${ms(median(interactive))} (${interactive.map(ms).join(', ')})\n` +
           `  drill-down into a namespace pair: median ${ms(median(drills))} (${drills.map(ms).join(', ')})\n` +
-          `  browser memory: page JS heap ${heap.toFixed(0)} MiB; every Chromium process ${rss ? `${rss.toFixed(0)} MiB` : 'not measured'}\n`,
+          `  browser memory: page JS heap ${heap.toFixed(0)} MiB; every Chromium process: resident ${rss ? `${rss.toFixed(0)} MiB` : 'not measured'} (shared pages counted per process), proportional ${pss ? `${pss.toFixed(0)} MiB` : 'not measured'}\n`,
       );
       reportFigure({
         name: `serve shape a ×${scale}: namespace heatmap interactive`,
@@ -195,8 +203,8 @@ export async function serveBenchmark(args: string[]): Promise<void> {
         runs: drills,
       });
       reportFigure({
-        name: `serve shape a ×${scale}: browser memory (all Chromium processes)`,
-        value: rss,
+        name: `serve shape a ×${scale}: browser memory (all Chromium processes, proportional set size)`,
+        value: pss,
         unit: 'MiB',
         target: '≤ 500 MB',
       });
