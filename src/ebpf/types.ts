@@ -13,7 +13,7 @@ export class EbpfError extends DataplaneError {}
 
 /** Where one node's program and maps are pinned: `<root>/<instance>/{progs,maps}`. */
 export interface PinLocation {
-  /** The per-node directory name (a lab node: `lab-<lab>-<node>`; render --apply: `netns-<ns>`). */
+  /** The per-node directory name (`netns-<node's namespace>`, for render --apply and the lab alike). */
   readonly instance: string;
   /** The bpffs directory pins live under (default /sys/fs/bpf/palisade). */
   readonly root?: string;

@@ -3,11 +3,17 @@
  */
 import type { ProbeReport, ProbeResult } from './probe.ts';
 import type { ApplyReport } from './lab.ts';
+import type { DatapathKind } from './datapath.ts';
 import type { LabPlan } from './topology.ts';
 
-export function formatPlan(plan: LabPlan, policies: number): string {
+/** What each datapath's apply report counts per node. */
+const OPERATIONS: Record<DatapathKind, string> = { nftables: 'nft operations', ebpf: 'map operations' };
+
+export function formatPlan(plan: LabPlan, policies: number, datapath: DatapathKind = 'nftables'): string {
+  // nftables is the default and goes unsaid (the line predates the choice).
+  const by = datapath === 'ebpf' ? ' by eBPF' : '';
   const lines = [
-    `lab ${plan.name}: ${plan.nodes.length} nodes, ${plan.pods.length} pods, ${policies} policies enforced`,
+    `lab ${plan.name}: ${plan.nodes.length} nodes, ${plan.pods.length} pods, ${policies} policies enforced${by}`,
   ];
   for (const node of plan.nodes) {
     lines.push(`  ${node.name} (${node.addresses.join(', ')})`);
@@ -73,7 +79,7 @@ export function formatApplyReport(report: ApplyReport): string {
   const ops = [...report.operations].map(([node, n]) => `${node}: ${n}`).join(', ');
   const lines = [
     ...report.notes.map((n) => `note: ${n}`),
-    `${report.changes} changes applied; nft operations per node: ${ops || 'none'}`,
+    `${report.changes} changes applied; ${OPERATIONS[report.datapath]} per node: ${ops || 'none'}`,
   ];
   return lines.join('\n') + '\n';
 }

@@ -6,3 +6,4 @@ export { probeLab, defaultPorts, type ProbePort, type ProbeReport, type ProbeRes
 export { planLab, LabError, type LabPlan, type LabPod, type LabNode } from './topology.ts';
 export { formatPlan, formatProbeReport, formatApplyReport } from './format.ts';
 export type { Transport } from './agent-protocol.ts';
+export { DATAPATHS, type DatapathKind } from './datapath.ts';

@@ -21,7 +21,6 @@ import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
-import { NftablesRenderer, NodeFleetRenderer } from '../renderers/nftables/index.ts';
 import { ClusterState } from '../state/index.ts';
 import {
   acquireDatapathLock,
@@ -29,14 +28,13 @@ import {
   DataplaneError,
   ensurePrivateDir,
   isRoot,
-  nftRunner,
   readTrustedFile,
   StateFileError,
   writeFileAtomic,
   type HeldLock,
-  type NftRunner,
 } from '../dataplane/index.ts';
 import { AgentClient } from './agent-client.ts';
+import { datapathModule, type DatapathKind, type DatapathModule, type LabDatapath } from './datapath.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
 import { familyOf, LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
 
@@ -53,6 +51,8 @@ export interface LabOptions {
   readonly killDenied?: boolean;
   /** How long to wait for another command holding the lab's lock, in ms. Default 30 s. */
   readonly waitMs?: number;
+  /** What enforces policy on the nodes: nftables (default) or the eBPF programs. */
+  readonly datapath?: DatapathKind;
 }
 
 interface LabState {
@@ -63,9 +63,12 @@ interface LabState {
   readonly agents: readonly { readonly pod: string; readonly pid: number; readonly socket: string }[];
   readonly allowNodeLocal: boolean;
   readonly killDenied: boolean;
+  /** Absent in labs made before the choice existed: nftables. */
+  readonly datapath?: DatapathKind;
 }
 
 export interface ApplyReport {
+  readonly datapath: DatapathKind;
   readonly changes: number;
   /** Operations in the transaction, per node ('whole table' when it was replaced whole). */
   readonly operations: ReadonlyMap<string, number | 'whole table'>;
@@ -150,13 +153,17 @@ export class Lab {
     private readonly options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
     private cluster: Cluster,
     private readonly pipeline: PolicyPipeline,
-    private readonly renderers: ReadonlyMap<string, NftablesRenderer>,
-    private readonly runners: readonly NftRunner[],
+    private readonly datapath: LabDatapath,
     private readonly clients: ReadonlyMap<string, AgentClient>,
   ) {}
 
   get plan(): LabPlan {
     return this.state.plan;
+  }
+
+  /** What enforces the lab's policy. */
+  get datapathKind(): DatapathKind {
+    return this.datapath.kind;
   }
 
   /** The cluster the lab runs (its pods with their lab addresses and nodes). */
@@ -183,6 +190,8 @@ export class Lab {
     requireRoot();
     if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
     const { dir } = paths(name, options.stateRoot);
+    const datapath = options.datapath ?? 'nftables';
+    const module = await datapathModule(datapath);
     const lock = takeLock(name, options);
     const nodeLocks: HeldLock[] = [];
     try {
@@ -206,20 +215,21 @@ export class Lab {
         agents: [],
         allowNodeLocal: options.allowNodeLocal ?? true,
         killDenied: options.killDenied ?? true,
+        ...(datapath !== 'nftables' ? { datapath } : {}),
       };
       ensureDir(dir);
       // Written first, so that `down` can clean up after a failed `up`.
       writeState(dir, state);
       try {
         await createNetwork(plan);
-        const lab = Lab.assemble(state, dir, options, false);
+        const lab = Lab.assemble(state, dir, options, false, module);
         state = { ...state, agents: startAgents(plan, dir) };
         writeState(dir, state);
         lab.state = state;
         await lab.connectAgents();
         return lab;
       } catch (error) {
-        const problems = await Lab.teardown(name, dir);
+        const problems = await Lab.teardown(name, dir, module);
         if (problems.length > 0 && error instanceof Error)
           error.message += `\nwhile removing the half-built lab: ${problems.join('; ')}`;
         throw error;
@@ -238,7 +248,8 @@ export class Lab {
   static async attach(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {}): Promise<Lab> {
     requireRoot();
     const { dir } = paths(name, options.stateRoot);
-    const lab = locked(name, options, () => Lab.assemble(readState(dir, name), dir, options, true));
+    const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
+    const lab = locked(name, options, () => Lab.assemble(readState(dir, name), dir, options, true, module));
     try {
       await lab.connectAgents();
     } catch (error) {
@@ -258,17 +269,23 @@ export class Lab {
   ): Promise<{ namespaces: number }> {
     requireRoot();
     const { dir } = paths(name, options.stateRoot);
+    const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
     return locked(name, options, async () => {
       const state = readState(dir, name);
-      const problems = await Lab.teardown(name, dir, state);
+      const problems = await Lab.teardown(name, dir, module, state);
       if (problems.length > 0)
         throw new LabError(`lab "${name}" is not fully down:\n${problems.map((p) => `  ${p}`).join('\n')}`);
       return { namespaces: namespacesOf(state.plan).length };
     });
   }
 
-  /** Stops agents, deletes namespaces and the state directory; returns what failed. */
-  private static async teardown(name: string, dir: string, known?: LabState): Promise<string[]> {
+  /** Stops agents, deletes namespaces, the datapath's pins and the state directory; returns what failed. */
+  private static async teardown(
+    name: string,
+    dir: string,
+    module: DatapathModule,
+    known?: LabState,
+  ): Promise<string[]> {
     const problems: string[] = [];
     let state = known;
     if (!state)
@@ -287,6 +304,7 @@ export class Lab {
       } catch (error) {
         problems.push(String((error as Error).message));
       }
+      problems.push(...module.remove(state.plan));
     }
     try {
       rmSync(dir, { recursive: true, force: true });
@@ -306,38 +324,28 @@ export class Lab {
     dir: string,
     options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
     attach: boolean,
+    module: DatapathModule,
   ): Lab {
     const loaded = loadFromObjects(state.objects, 'lab');
     const store = new ClusterState();
     const families = state.plan.pods.some((p) => p.ips.some((ip) => familyOf(ip) === 6)) ? [4, 6] : [4];
-    const renderers = new Map<string, NftablesRenderer>();
-    const runners: NftRunner[] = [];
+    const datapath = module.open({
+      plan: state.plan,
+      store,
+      allowNodeLocal: state.allowNodeLocal,
+      killDenied: state.killDenied,
+      families: families as (4 | 6)[],
+    });
     try {
-      for (const node of state.plan.nodes) {
-        const runner = nftRunner({ netns: node.netns, timeoutMs: nftTimeout() });
-        runners.push(runner);
-        const renderer = new NftablesRenderer({
-          state: store,
-          runner,
-          allowNodeLocal: state.allowNodeLocal,
-          recheckFlows: state.killDenied,
-          families: families as (4 | 6)[],
-        });
-        if (attach) renderer.pause();
-        renderers.set(node.name, renderer);
-      }
-      const pipeline = new PolicyPipeline({ state: store, renderers: [new NodeFleetRenderer(renderers)] });
+      if (attach) datapath.pause();
+      const pipeline = new PolicyPipeline({ state: store, renderers: [datapath.renderer] });
       pipeline.apply({ type: 'resync', cluster: loaded.cluster });
       const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
-      const lab = new Lab(state, dir, options, loaded.cluster, pipeline, renderers, runners, clients);
-      if (attach)
-        for (const [node, renderer] of renderers) {
-          const pending = renderer.attach();
-          if (pending !== 0) lab.drift.push({ node, pending });
-        }
+      const lab = new Lab(state, dir, options, loaded.cluster, pipeline, datapath, clients);
+      if (attach) lab.drift.push(...datapath.attach());
       return lab;
     } catch (error) {
-      for (const runner of runners) runner.close();
+      datapath.close();
       throw error;
     }
   }
@@ -357,7 +365,7 @@ export class Lab {
 
   close(): void {
     for (const client of this.clients.values()) client.close();
-    for (const runner of this.runners) runner.close();
+    this.datapath.close();
   }
 
   /**
@@ -429,16 +437,10 @@ export class Lab {
     }
     this.cluster = next;
     this.state = nextState;
-    const fleet = result.changes.get('nftables') as
-      Map<string, { operations: number; full: boolean }> | undefined;
     return {
+      datapath: this.datapath.kind,
       changes: changes.length,
-      operations: new Map(
-        [...(fleet ?? new Map<string, { operations: number; full: boolean }>())].map(([n, c]) => [
-          n,
-          c.full ? ('whole table' as const) : c.operations,
-        ]),
-      ),
+      operations: this.datapath.operations(result.changes.get(this.datapath.renderer.name)),
       millis: performance.now() - started,
       notes,
     };
@@ -449,7 +451,7 @@ export class Lab {
     let outcome: string;
     try {
       this.pipeline.applyBatch(changesBetween(failed, previous.cluster));
-      const unchecked = [...this.renderers].filter(([, r]) => !r.verify()).map(([n]) => n);
+      const unchecked = this.datapath.unchecked();
       outcome =
         unchecked.length === 0
           ? 'every node was returned to the previous policy (checked against each kernel table)'
@@ -477,14 +479,15 @@ export class Lab {
     const recorded = readState(this.dir, this.plan.name);
     if (!isDeepStrictEqual(recorded.objects, this.state.objects)) {
       const next = loadFromObjects(recorded.objects, 'lab').cluster;
-      for (const renderer of this.renderers.values()) renderer.pause();
+      this.datapath.pause();
       this.pipeline.applyBatch(changesBetween(this.cluster, next));
-      for (const renderer of this.renderers.values()) renderer.attach();
+      this.datapath.attach();
       this.cluster = next;
       this.state = recorded;
-      return;
+      // nftables planned its next commit from what each kernel holds; eBPF resyncs below.
+      if (!this.datapath.resyncsAfterAttach) return;
     }
-    for (const renderer of this.renderers.values()) renderer.verify();
+    if (this.datapath.verify()) this.pipeline.apply({ type: 'resync', cluster: this.cluster });
   }
 
   policyKeys(): string[] {
@@ -495,12 +498,6 @@ export class Lab {
 /** The lab changes network namespaces and nftables: root only, said in one line. */
 export function requireRoot(): void {
   if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
-}
-
-/** The exec runner's deadline per nft process (`PALISADE_NFT_TIMEOUT_MS`, default 30 s). */
-function nftTimeout(): number {
-  const value = Number(process.env.PALISADE_NFT_TIMEOUT_MS);
-  return Number.isFinite(value) && value > 0 ? value : 30_000;
 }
 
 const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);

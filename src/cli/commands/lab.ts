@@ -1,6 +1,7 @@
 /**
- * `palisade lab`: a mini cluster in network namespaces, enforced with the nftables renderer and
- * probed with real packets (`up`, `probe`, `apply`, `down`). Root only.
+ * `palisade lab`: a mini cluster in network namespaces, enforced with the nftables renderer (or
+ * the eBPF programs, `up --datapath ebpf`) and probed with real packets (`up`, `probe`, `apply`,
+ * `down`). Root only.
  */
 import { Command } from 'commander';
 import {
@@ -8,6 +9,7 @@ import {
   formatApplyReport,
   formatPlan,
   formatProbeReport,
+  DATAPATHS,
   Lab,
   probeLab,
   requireRoot,
@@ -38,12 +40,13 @@ function labOptions(raw: Record<string, unknown>): { stateRoot: string; waitMs: 
   return { stateRoot: String(raw.stateDir), waitMs: wait * 1000 };
 }
 
-/** Nodes whose table was not what the lab's state says when the command attached. */
+/** Nodes whose table (or maps) was not what the lab's state says when the command attached. */
 function driftNotes(lab: Lab, fixing: boolean): string {
+  const what = lab.datapathKind === 'ebpf' ? 'maps differ' : 'table differs';
   return lab.drift
     .map(
       (d) =>
-        `note: ${d.node}'s table differs from the lab's policy (${d.pending === 'replace' ? 'missing or of another shape' : `${d.pending} operations`}): ` +
+        `note: ${d.node}'s ${what} from the lab's policy (${d.pending === 'replace' ? 'missing or of another shape' : `${d.pending} operations`}): ` +
         (fixing
           ? 'this apply starts from what it holds'
           : `an apply did not finish, or it was changed outside palisade; 'palisade lab apply' corrects it`) +
@@ -54,7 +57,7 @@ function driftNotes(lab: Lab, fixing: boolean): string {
 
 export function labCommand(io: CliIo, done: (code: number) => void): Command {
   const lab = new Command('lab').description(
-    'a mini cluster in network namespaces, enforced by the nftables renderer and probed with real packets (root)',
+    'a mini cluster in network namespaces, enforced by nftables or eBPF and probed with real packets (root)',
   );
 
   lab.addCommand(
@@ -63,6 +66,11 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         'build the lab from manifests: a namespace per node and per pod, policy enforced, listeners on every port',
       )
       .option('--nodes <n>', 'nodes to spread pods over when the manifests name none', '2')
+      .option(
+        '--datapath <kind>',
+        "what enforces policy on the nodes: nftables (a table per node) or ebpf (TC programs on each pod's veth; needs clang and bpftool)",
+        'nftables',
+      )
       .option('--no-node-local', 'police traffic between a node and its own pods too')
       .option(
         '--keep-flows',
@@ -72,6 +80,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       .action(async (raw: Record<string, unknown>) => {
         requireRoot();
         const input = resolveInputOptions(raw);
+        const datapath = checkChoice('--datapath', raw.datapath, DATAPATHS);
         const nodes = Number(raw.nodes);
         if (!Number.isInteger(nodes) || nodes < 1 || nodes > 64)
           throw new UsageError('--nodes must be 1 to 64');
@@ -82,10 +91,11 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const up = await Lab.up(String(raw.name), validObjects(loaded), loaded.cluster, {
           ...labOptions(raw),
           nodes,
+          datapath,
           allowNodeLocal: raw.nodeLocal !== false,
           killDenied: raw.keepFlows !== true,
         });
-        io.stdout.write(formatPlan(up.plan, up.current.policies.length));
+        io.stdout.write(formatPlan(up.plan, up.current.policies.length, up.datapathKind));
         up.close();
         done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }),
