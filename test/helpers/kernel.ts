@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isRoot, run } from '../../src/dataplane/index.ts';
-import { Lab } from '../../src/lab/index.ts';
+import { Lab, type DatapathKind } from '../../src/lab/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 
 /** The skip reason for a suite that needs root, or false as root. */
@@ -30,9 +30,10 @@ export async function startLab(
   prefix: string,
   objects: readonly object[],
   cluster: Cluster,
+  options: { readonly datapath?: DatapathKind } = {},
 ): Promise<{ lab: Lab; stateRoot: string; down: () => Promise<void> }> {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-lab-'));
-  const lab = await Lab.up(`${prefix}${process.pid % 100000}`, objects, cluster, { stateRoot });
+  const lab = await Lab.up(`${prefix}${process.pid % 100000}`, objects, cluster, { stateRoot, ...options });
   return {
     lab,
     stateRoot,
