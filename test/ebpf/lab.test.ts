@@ -142,6 +142,8 @@ describe('lab --datapath ebpf: drift, probes that only look, and a failed up', {
     'examples/shop/policies-shop.yaml',
   ].map((p) => join(ROOT, p));
   const fakes = mkdtempSync(join(tmpdir(), 'palisade-fake-bpftool-'));
+  const probeDns = () =>
+    cli(['lab', 'probe', ...own, '--port', '53', '--protocol', 'UDP', '--timeout', '400']);
   after(async () => {
     await cli(['lab', 'down', ...own]);
     await scrub(name, stateRoot);
@@ -162,17 +164,7 @@ describe('lab --datapath ebpf: drift, probes that only look, and a failed up', {
       assert.ok(records().length > 0, `${coredns} has records on node-1`);
       for (const [key] of records()) maps.remove('records', key);
 
-      const probed = await cli([
-        'lab',
-        'probe',
-        ...own,
-        '--port',
-        '53',
-        '--protocol',
-        'UDP',
-        '--timeout',
-        '400',
-      ]);
+      const probed = await probeDns();
       assert.equal(probed.code, 1, 'the missing records fail closed, unlike the evaluator');
       assert.match(probed.stderr, /^note: node-1's maps differ from the lab's policy \(\d+ operations\)/m);
       assert.match(
@@ -191,17 +183,7 @@ describe('lab --datapath ebpf: drift, probes that only look, and a failed up', {
       assert.equal(applied.code, 0, applied.stderr);
       assert.match(applied.stderr, /note: node-1's maps differ .*this apply starts from what it holds/);
       assert.ok(records().length > 0, 'the apply wrote them back');
-      const again = await cli([
-        'lab',
-        'probe',
-        ...own,
-        '--port',
-        '53',
-        '--protocol',
-        'UDP',
-        '--timeout',
-        '400',
-      ]);
+      const again = await probeDns();
       assert.match(again.stdout, / 0 disagreements with the reference evaluator\n$/);
       assert.equal(again.stderr, '');
     } finally {
@@ -216,17 +198,7 @@ describe('lab --datapath ebpf: drift, probes that only look, and a failed up', {
     const removed = before[0] as string;
     spawnSync('nsenter', [`--net=/run/netns/${netns}`, 'tc', 'qdisc', 'del', 'dev', removed, 'clsact']);
     assert.ok(!attachedDevices(netns).includes(removed));
-    const probed = await cli([
-      'lab',
-      'probe',
-      ...own,
-      '--port',
-      '53',
-      '--protocol',
-      'UDP',
-      '--timeout',
-      '400',
-    ]);
+    const probed = await probeDns();
     assert.equal(probed.code, 0, probed.stdout);
     assert.deepEqual(attachedDevices(netns).sort(), [...before].sort());
   });
