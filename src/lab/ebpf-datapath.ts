@@ -22,7 +22,7 @@ import {
 } from '../ebpf/index.ts';
 import { EbpfFleetRenderer, EbpfRenderer } from '../renderers/ebpf/index.ts';
 import type { Renderer } from '../renderers/types.ts';
-import type { DatapathContext, DatapathModule, LabDatapath } from './datapath.ts';
+import type { DatapathContext, DatapathModule, LabDatapath } from './datapath-types.ts';
 import type { LabPlan } from './topology.ts';
 
 const locationOf = (netns: string): PinLocation => ({ instance: `netns-${netns}` });
