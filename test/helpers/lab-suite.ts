@@ -220,15 +220,16 @@ export function labSuite(datapath: DatapathKind, skip: string | false): void {
       await client.closeStream(stream);
     });
 
-    // Known gap on eBPF (not understood yet): in two runs of two, one TCP probe that started
-    // within ~25 ms after an apply returned connected where that version denies and the one
-    // before allowed. The maps are right at that moment (BPF_PROG_TEST_RUN on fresh tuples agrees
-    // with the evaluator for every pair, before and after the commit's tail) and nftables passes
-    // this test, so the suspect is the program's connection tracking. It runs, and is reported
-    // as a todo, until that is found.
+    // Known gap on eBPF (not understood yet): one TCP probe that started 2-25 ms after an apply
+    // returned connected where that version denies and the one before allowed (4 failing runs of
+    // 4). The maps are right synchronously after each apply and once the commit's tail has run
+    // (BPF_PROG_TEST_RUN on fresh tuples agrees with the evaluator for every pair); it is not
+    // connection tracking (it fails the same with port 80 untracked); it passed (one run) when the lab
+    // waited for the tail (grace period, old side rewritten, dead tables deleted) inside apply —
+    // so the suspect is what the tail does while packets flow. nftables passes this test.
     const gap =
       datapath === 'ebpf'
-        ? 'eBPF: a TCP probe right after an apply can pass where the old policy allowed and the new denies (suspect: connection tracking)'
+        ? 'eBPF: a TCP probe just after an apply can pass where the old policy allowed and the new denies (suspect: the commit tail while packets flow)'
         : false;
     void it(
       'never lets a prober through where neither the old nor the new policy allows, over 100 updates',
