@@ -119,6 +119,10 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
     let watches = 0;
+    // The changes below must come after the agent's list: wait until it asks for its first
+    // watch (a fixed sleep was too short on a loaded machine, and the agent then listed them).
+    let watchAsked: () => void = () => undefined;
+    const asked = new Promise<void>((resolve) => (watchAsked = resolve));
     const store: EtcdStore = Object.create(etcd.store) as EtcdStore;
     store.watch = async (
       prefix: string,
@@ -126,11 +130,14 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
       callbacks: WatchCallbacks,
       options?: { end?: string },
     ) => {
-      if (watches++ === 0) await held;
+      if (watches++ === 0) {
+        watchAsked();
+        await held;
+      }
       return etcd.store.watch(prefix, from, callbacks, options);
     };
     const starting = startAgent(store, layout, 'vpp-acl', { node: 'n2' });
-    await new Promise((r) => setTimeout(r, 100));
+    await asked;
     objects = replace(objects, pod('shop', 'db-2', '10.2.0.3', 'n2', { app: 'db', tier: 'x' }, [5432]));
     objects.push(namespace('other'), pod('other', 'web-9', '10.2.0.9', 'n2', { app: 'web' }));
     await writeObjects(etcd.store, layout, objects.slice(-3));

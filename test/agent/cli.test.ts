@@ -143,7 +143,9 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
   });
 });
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+// A deadline against hangs, not a figure: the agent starts under tsx, which took over 10 s with test
+// files running side by side on a loaded machine.
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
