@@ -77,24 +77,28 @@ export class MapState<V> {
 
   /** Inserts a rule at its priority; other rules keep theirs (nothing is renumbered). */
   addRule(rule: MapRule<V>): MapChange<V>[] {
+    if (rule.identities !== '*' && !this.options.recordRefused) return this.addRules([rule]);
     if (this.byLabel.has(rule.label)) throw new Error(`rule ${rule.label} is already in the map`);
     this.insertSorted(rule);
     return this.afterRuleChange(rule);
   }
 
   /**
-   * Inserts several rules (one policy) in one transaction: the wildcard layer is rebuilt at most
-   * once and each affected identity recomputed once. Each rule goes into its place in the lists
-   * it joins; the other identities' lists are not touched (sorting them all cost ~1 s at 100,000
-   * identities).
+   * Inserts several rules (one policy) in one transaction. Each rule goes into its place in the
+   * lists it joins; the other identities' lists are not touched. Rules for specific identities
+   * are inserted key by key (insertKey): the work is proportional to the identities and keys the
+   * new rules have, not to the rules already there. A wildcard among them (or recorded refusals,
+   * which the keys' neighbours would change) rebuilds the wildcard layer once and recomputes each
+   * affected identity once.
    */
   addRules(rules: readonly MapRule<V>[]): MapChange<V>[] {
     for (const rule of rules) {
       if (this.byLabel.has(rule.label)) throw new Error(`rule ${rule.label} is already in the map`);
       this.insertSorted(rule);
     }
-    const changes: MapChange<V>[] = [];
     const protocols = new Set(rules.filter((r) => r.identities === '*').map((r) => r.protocol));
+    if (protocols.size === 0 && !this.options.recordRefused) return netChanges(this.insertKeys(rules));
+    const changes: MapChange<V>[] = [];
     const identities = new Set<number>();
     for (const rule of rules) if (rule.identities !== '*') for (const i of rule.identities) identities.add(i);
     if (protocols.size > 0) {
@@ -102,33 +106,90 @@ export class MapState<V> {
       for (const [identity, list] of this.rulesOfIdentity)
         if (list.some((r) => protocols.has(r.protocol))) identities.add(identity);
     }
-    for (const identity of identities) {
-      // Without a wildcard among them, new rules whose every key a higher-priority entry already
-      // covers are refused in a fresh build too: nothing of this identity changes.
-      if (protocols.size === 0 && !this.options.recordRefused && this.allRefused(identity, rules)) continue;
-      for (const change of this.recompute(identity)) changes.push(change);
-    }
+    for (const identity of identities) for (const change of this.recompute(identity)) changes.push(change);
     return netChanges(changes);
   }
 
   /**
-   * Does an entry of higher priority already cover every key the new rules have for this
-   * identity? Such an entry was in place when a fresh build, in priority order, reached each new
-   * rule (entries are only added during a build; covering entries, added after, are not asked),
-   * so each is refused, the map is what it was.
+   * New rules for specific identities, key by key in priority order, into a map that equals a
+   * fresh build of the rules before them. A fresh build in priority order would have reached
+   * each new key with exactly the entries of higher priority in place, so the key is refused
+   * when one of those covers it; otherwise it takes its place and the lower-priority entries at
+   * or inside its prefix, refused by it in a fresh build, leave. Nothing else of the identity
+   * moves: no entry it removes had refused a key it does not cover itself. The covering entries
+   * (example 2b) of the wildcard entries inside the prefix are computed again.
    */
-  private allRefused(identity: number, rules: readonly MapRule<V>[]): boolean {
-    const own = this.specific.get(identity);
-    for (const rule of rules) {
-      if (rule.identities === '*' || !rule.identities.has(identity)) continue;
+  private insertKeys(rules: readonly MapRule<V>[]): MapChange<V>[] {
+    const changes: MapChange<V>[] = [];
+    // Stable: rules of equal priority keep their order, as insertSorted placed them.
+    for (const rule of [...rules].sort(byPriority)) {
+      if (rule.identities === '*') continue;
       for (const port of rule.ports) {
-        const cover =
-          (own && coveringEntry(own, rule.protocol, port, rule.priority, true)) ??
-          coveringEntry(this.wildcard, rule.protocol, port, rule.priority);
-        if (!cover) return false;
+        // The wildcard layer refuses a key for every identity alike.
+        if (coveringEntry(this.wildcard, rule.protocol, port, rule.priority)) continue;
+        const inside = [...this.wildcardInside(rule.protocol, port)];
+        for (const identity of rule.identities) this.insertKey(identity, rule, port, inside, changes);
       }
     }
-    return true;
+    return changes;
+  }
+
+  private insertKey(
+    identity: number,
+    rule: MapRule<V>,
+    port: PortPrefix,
+    wildcardsInside: readonly MapEntry<V>[],
+    changes: MapChange<V>[],
+  ): void {
+    const { protocol, priority } = rule;
+    let own = this.specific.get(identity);
+    if (own) {
+      for (let len = 0; len <= port.len; len++) {
+        const entry = own.get(keyNumber(protocol, len, prefixOf(port.value, len)));
+        if (entry && entry.coveredBy === undefined && entry.priority <= priority) return;
+      }
+    } else this.specific.set(identity, (own = new Map<number, MapEntry<V>>()));
+    const key = keyNumber(protocol, port.len, port.value);
+    // The entries the new key covers: lower-priority ones at or inside its prefix (higher ones
+    // inside it stay: they are longer), and a covering entry at its own key.
+    for (const [at, entry] of own) {
+      if (entry.protocol !== protocol || !prefixContains(port, entry.port)) continue;
+      if (at === key || (entry.coveredBy === undefined && entry.priority > priority)) {
+        own.delete(at);
+        changes.push({ op: 'delete', entry });
+      }
+    }
+    const entry = entryOf(rule, port, identity);
+    own.set(key, entry);
+    changes.push({ op: 'add', entry });
+    for (const wild of wildcardsInside) this.coverAgain(own, wild, changes);
+  }
+
+  /**
+   * The covering entry at a wildcard entry's key for one identity, as synthesizeCovering makes
+   * it: the verdict of the longest own entry strictly containing it whose priority is not below
+   * the wildcard's, unless an own entry sits at that very key.
+   */
+  private coverAgain(own: Entries<V>, wild: MapEntry<V>, changes: MapChange<V>[]): void {
+    const { protocol, port } = wild;
+    const key = keyNumber(protocol, port.len, port.value);
+    const current = own.get(key);
+    if (current && current.coveredBy === undefined) return;
+    let next: MapEntry<V> | undefined;
+    for (let len = port.len - 1; len >= 0 && !next; len--) {
+      const outer = own.get(keyNumber(protocol, len, prefixOf(port.value, len)));
+      if (outer && outer.coveredBy === undefined && outer.priority <= wild.priority)
+        next = { ...outer, port, coveredBy: wild.rule };
+    }
+    if (current && next && sameEntry(current, next)) return;
+    if (current) {
+      own.delete(key);
+      changes.push({ op: 'delete', entry: current });
+    }
+    if (next) {
+      own.set(key, next);
+      changes.push({ op: 'add', entry: next });
+    }
   }
 
   removeRule(label: string): MapChange<V>[] {
