@@ -31,6 +31,8 @@ export class MapState<V> {
   private wildcardRefused: RefusedKey[] = [];
   private readonly specific = new Map<number, Entries<V>>();
   private readonly specificRefused = new Map<number, RefusedKey[]>();
+  /** insertKey's scratch list of the keys a new key covers (kept to spare an array per call). */
+  private readonly covered: number[] = [];
 
   /**
    * `recordRefused` keeps every refused key with the entry that covers it (for explanations and
@@ -142,23 +144,27 @@ export class MapState<V> {
     changes: MapChange<V>[],
   ): void {
     const { protocol, priority } = rule;
+    const key = keyNumber(protocol, port.len, port.value);
     let own = this.specific.get(identity);
+    const covered = this.covered;
+    covered.length = 0;
     if (own) {
-      for (let len = 0; len <= port.len; len++) {
-        const entry = own.get(keyNumber(protocol, len, prefixOf(port.value, len)));
-        if (entry && entry.coveredBy === undefined && entry.priority <= priority) return;
+      // One pass over the identity's few entries (seven on average at shape (a) ×1) instead of a
+      // hash probe per prefix length: is the key refused, and which entries would it cover —
+      // lower-priority ones at or inside its prefix (higher ones inside it stay: they are
+      // longer), and a covering entry at its own key.
+      for (const [at, entry] of own) {
+        if (entry.protocol !== protocol) continue;
+        const inserted = entry.coveredBy === undefined;
+        if (inserted && entry.priority <= priority && prefixContains(entry.port, port)) return;
+        if (prefixContains(port, entry.port) && (at === key || (inserted && entry.priority > priority)))
+          covered.push(at);
+      }
+      for (const at of covered) {
+        changes.push({ op: 'delete', entry: own.get(at) as MapEntry<V> });
+        own.delete(at);
       }
     } else this.specific.set(identity, (own = new Map<number, MapEntry<V>>()));
-    const key = keyNumber(protocol, port.len, port.value);
-    // The entries the new key covers: lower-priority ones at or inside its prefix (higher ones
-    // inside it stay: they are longer), and a covering entry at its own key.
-    for (const [at, entry] of own) {
-      if (entry.protocol !== protocol || !prefixContains(port, entry.port)) continue;
-      if (at === key || (entry.coveredBy === undefined && entry.priority > priority)) {
-        own.delete(at);
-        changes.push({ op: 'delete', entry });
-      }
-    }
     const entry = entryOf(rule, port, identity);
     own.set(key, entry);
     changes.push({ op: 'add', entry });
