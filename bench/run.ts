@@ -21,6 +21,7 @@ import { lintBenchmark } from './lint.bench.ts';
 import { diffBenchmark } from './diff.bench.ts';
 import { serveBenchmark } from './serve.bench.ts';
 import { ebpfBenchmark } from './ebpf.bench.ts';
+import { agentBenchmark } from './agent.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -41,6 +42,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   diff: diffBenchmark,
   serve: serveBenchmark,
   ebpf: ebpfBenchmark,
+  agent: agentBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);
