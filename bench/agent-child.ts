@@ -51,6 +51,7 @@ for (const { node, netns } of config.nodes) {
           revision,
           at: clock(),
           maxRssMb: process.resourceUsage().maxRSS / 1024,
+          cpuSeconds: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
         });
       } else send({ type: 'realized', node, revision, at: clock() });
     },

@@ -66,7 +66,7 @@ class Fleet {
   readonly children: ChildProcess[] = [];
   /** Per agent: the latest revision realized, and per revision awaited, when. */
   readonly realized = new Map<string, number>();
-  readonly ready = new Map<string, { at: number; maxRssMb: number }>();
+  readonly ready = new Map<string, { at: number; maxRssMb: number; cpuSeconds: number }>();
   private waiters: { revision: number; resolve: (at: number) => void }[] = [];
   private lastAt = 0;
 
@@ -79,8 +79,16 @@ class Fleet {
     });
     child.on(
       'message',
-      (m: { type: string; node: string; revision: number; at: number; maxRssMb?: number }) => {
-        if (m.type === 'ready') this.ready.set(m.node, { at: m.at, maxRssMb: m.maxRssMb ?? 0 });
+      (m: {
+        type: string;
+        node: string;
+        revision: number;
+        at: number;
+        maxRssMb?: number;
+        cpuSeconds?: number;
+      }) => {
+        if (m.type === 'ready')
+          this.ready.set(m.node, { at: m.at, maxRssMb: m.maxRssMb ?? 0, cpuSeconds: m.cpuSeconds ?? 0 });
         this.realized.set(m.node, Math.max(this.realized.get(m.node) ?? 0, m.revision));
         this.lastAt = Math.max(this.lastAt, m.at);
         this.settle();
@@ -342,7 +350,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
               seconds.push((ready.at - forked) / 1000);
               rss.push(ready.maxRssMb);
               say(
-                `cold start run ${r + 1}, ×${coldScale}: fork → first snapshot committed ${((ready.at - forked) / 1000).toFixed(2)} s, peak RSS ${ready.maxRssMb.toFixed(0)} MB; load ${load()}`,
+                `cold start run ${r + 1}, ×${coldScale}: fork → first snapshot committed ${((ready.at - forked) / 1000).toFixed(2)} s, agent CPU ${ready.cpuSeconds.toFixed(1)} s, peak RSS ${ready.maxRssMb.toFixed(0)} MB; load ${load()}`,
               );
             } finally {
               await fleet.stop();
