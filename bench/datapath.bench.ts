@@ -17,36 +17,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { median } from './stats.ts';
+import { connectionRate, labObjects, podAndPolicyObjects, throughput } from './lab-traffic.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? Number(args[i + 1]) : fallback;
 }
-
-const labObjects = [
-  { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench', labels: { team: 'bench' } } },
-  ...['client', 'server'].map((name) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'bench', labels: { app: name } },
-    spec: { nodeName: 'node-0', containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
-    status: { phase: 'Running' },
-  })),
-  {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: { name: 'server-from-client', namespace: 'bench' },
-    spec: {
-      podSelector: { matchLabels: { app: 'server' } },
-      ingress: [
-        {
-          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
-          ports: [{ port: 80 }, { port: 5201 }],
-        },
-      ],
-    },
-  },
-];
 
 export async function datapathBenchmark(args: string[]): Promise<void> {
   if (!isRoot()) {
@@ -123,44 +99,4 @@ export async function datapathBenchmark(args: string[]): Promise<void> {
     await Lab.down('bench', { stateRoot });
     rmSync(stateRoot, { recursive: true, force: true });
   }
-}
-
-/** The lab's own objects (its two pods with their addresses, and the policy between them). */
-function podAndPolicyObjects(lab: Lab): object[] {
-  return [
-    labObjects[0] as object,
-    ...lab.plan.pods.map((p) => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
-      spec: { nodeName: p.node, containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
-      status: { phase: 'Running', podIP: p.ips[0], hostIP: lab.plan.nodes[0]?.addresses[0] },
-    })),
-    labObjects[3] as object,
-  ];
-}
-
-/** New TCP connections per second (connect, echo, close), 100 at a time, 2,000 in all. */
-async function connectionRate(lab: Lab, client: string, serverIp: string): Promise<number> {
-  const agent = lab.agent(client);
-  const started = performance.now();
-  let connected = 0;
-  for (let batch = 0; batch < 20; batch++) {
-    const outcomes = await agent.probe(
-      Array.from({ length: 100 }, () => ({ ip: serverIp, port: 80, protocol: 'TCP' as const })),
-      2000,
-    );
-    connected += outcomes.filter((o) => o.connected).length;
-  }
-  if (connected < 2000) throw new Error(`only ${connected} of 2000 connections succeeded`);
-  return connected / ((performance.now() - started) / 1000);
-}
-
-/** iperf3 TCP throughput from client to server for 2 s, in bits per second. */
-async function throughput(serverNetns: string, clientNetns: string, serverIp: string): Promise<number> {
-  await run('iperf3', ['-s', '-1', '-D', '-p', '5201'], { netns: serverNetns });
-  await new Promise((r) => setTimeout(r, 300));
-  const result = await run('iperf3', ['-c', serverIp, '-p', '5201', '-t', '2', '-J'], { netns: clientNetns });
-  const report = JSON.parse(result.stdout) as { end?: { sum_received?: { bits_per_second?: number } } };
-  return report.end?.sum_received?.bits_per_second ?? 0;
 }

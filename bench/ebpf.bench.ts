@@ -41,6 +41,7 @@ import {
 } from '../src/ebpf/index.ts';
 import { Lab } from '../src/lab/index.ts';
 import { median } from './stats.ts';
+import { connectionRate, labObjects, podAndPolicyObjects, throughput } from './lab-traffic.ts';
 import { reportFigure } from './report.ts';
 
 function option(args: string[], name: string, fallback: number): number {
@@ -60,31 +61,6 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
   await updates(option(args, 'scale', 1), option(args, 'events', 200));
   say(`load average at end: ${load()}`);
 }
-
-const labObjects = [
-  { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench', labels: { team: 'bench' } } },
-  ...['client', 'server'].map((name) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'bench', labels: { app: name } },
-    spec: { nodeName: 'node-0', containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
-    status: { phase: 'Running' },
-  })),
-  {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: { name: 'server-from-client', namespace: 'bench' },
-    spec: {
-      podSelector: { matchLabels: { app: 'server' } },
-      ingress: [
-        {
-          from: [{ podSelector: { matchLabels: { app: 'client' } } }],
-          ports: [{ port: 80 }, { port: 5201 }],
-        },
-      ],
-    },
-  },
-];
 
 interface Configuration {
   readonly label: string;
@@ -120,7 +96,7 @@ async function traffic(runs: number): Promise<void> {
       { label: '~100 policies', scale: 0.00134 },
       { label: '~10,000 policies', scale: 0.134 },
     ].map(({ label, scale }) => {
-      const objects: object[] = labPodObjects(lab);
+      const objects: object[] = podAndPolicyObjects(lab);
       if (scale > 0) {
         const g = generateShape('a', { scale, seed: 3 });
         for (const o of [...g.namespaces, ...g.pods, ...g.policies]) objects.push(o);
@@ -241,44 +217,6 @@ function programStats(paths: readonly string[] | undefined): { nanoseconds: numb
     count += shown.run_cnt ?? 0;
   }
   return { nanoseconds, count };
-}
-
-/** The lab's two pods with their addresses, and the policy between them. */
-function labPodObjects(lab: Lab): object[] {
-  return [
-    labObjects[0] as object,
-    ...lab.plan.pods.map((p) => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
-      spec: { nodeName: p.node, containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
-      status: { phase: 'Running', podIP: p.ips[0], hostIP: lab.plan.nodes[0]?.addresses[0] },
-    })),
-    labObjects[3] as object,
-  ];
-}
-
-async function connectionRate(lab: Lab, client: string, serverIp: string): Promise<number> {
-  const agent = lab.agent(client);
-  const started = performance.now();
-  let connected = 0;
-  for (let batch = 0; batch < 20; batch++) {
-    const outcomes = await agent.probe(
-      Array.from({ length: 100 }, () => ({ ip: serverIp, port: 80, protocol: 'TCP' as const })),
-      2000,
-    );
-    connected += outcomes.filter((o) => o.connected).length;
-  }
-  if (connected < 2000) throw new Error(`only ${connected} of 2000 connections succeeded`);
-  return connected / ((performance.now() - started) / 1000);
-}
-
-async function throughput(serverNetns: string, clientNetns: string, serverIp: string): Promise<number> {
-  await run('iperf3', ['-s', '-1', '-D', '-p', '5201'], { netns: serverNetns });
-  await new Promise((r) => setTimeout(r, 300));
-  const result = await run('iperf3', ['-c', serverIp, '-p', '5201', '-t', '2', '-J'], { netns: clientNetns });
-  const report = JSON.parse(result.stdout) as { end?: { sum_received?: { bits_per_second?: number } } };
-  return report.end?.sum_received?.bits_per_second ?? 0;
 }
 
 const ip = (text: string): IpAddress => {

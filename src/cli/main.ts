@@ -4,7 +4,7 @@
  * garbage-collection time by about a quarter (docs/BENCHMARKS.md); the flag cannot be set from
  * inside the process, and a shebang with arguments breaks `npx` for the root package.
  */
-import { processIo } from './io.ts';
+import { EXIT_INTERNAL, processIo } from './io.ts';
 import { run } from './program.ts';
 
 // A reader that stops early (`palisade matrix … | head`) closes the pipe: stop quietly, as
@@ -25,6 +25,6 @@ run(process.argv.slice(2), processIo()).then(
     process.stderr.write(
       `palisade: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
     );
-    process.exitCode = 70;
+    process.exitCode = EXIT_INTERNAL;
   },
 );
