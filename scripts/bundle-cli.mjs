@@ -11,7 +11,7 @@
 // (test/cli/bundle.test.ts bundles into a temporary directory and runs the result).
 import process from 'node:process';
 import { build } from 'esbuild';
-import { chmod, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 const ENTRY_POINTS = {
@@ -53,3 +53,14 @@ await build({
   logLevel: 'warning',
 });
 await chmod(join(outdir, 'palisade.js'), 0o755);
+
+// Before the bundle, the `palisade` bin was dist/cli/main.js. `npx` installs the project into its
+// cache once per checkout path and never re-links its bin, so a checkout that ran `npx palisade`
+// before still starts dist/cli/main.js, which tsc emits without the executable bit ("sh:
+// palisade: Permission denied"). That file forwards to the bundle and is executable.
+if (process.argv[2] === undefined) {
+  const legacyBin = join(root, 'dist', 'cli', 'main.js');
+  await mkdir(join(root, 'dist', 'cli'), { recursive: true });
+  await writeFile(legacyBin, "#!/usr/bin/env node\nimport '../bin/palisade.js';\n");
+  await chmod(legacyBin, 0o755);
+}
