@@ -27,7 +27,6 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     const layout = uniqueLayout();
     const root = layout.base.replace(/\/v1\/$/, '');
     const revision = await writeObjects(etcd.store, layout, smallCluster());
-    const port = await freePort();
     const child = spawn(
       process.execPath,
       [
@@ -43,8 +42,10 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
         'classifier',
         '--prefix',
         root,
+        // Port 0, read back from the log: a port chosen free beforehand can be taken by another
+        // test's server before the agent binds it (the test then spoke to that server).
         '--listen',
-        `127.0.0.1:${port}`,
+        '127.0.0.1:0',
         '--lease-ttl',
         '2',
         '--status-interval',
@@ -59,7 +60,11 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 
-    const url = `http://127.0.0.1:${port}`;
+    let url = '';
+    await waitFor(() => {
+      url = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout)?.[1] ?? '';
+      return Promise.resolve(url !== '');
+    }, 'the agent to say where it listens');
     await waitFor(
       async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200,
       'ready',
