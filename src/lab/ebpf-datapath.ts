@@ -58,9 +58,16 @@ function open({ plan, store, allowNodeLocal, killDenied }: DatapathContext): Lab
   }
   const fleetNodes = new Map([...nodes].map(([name, n]) => [name, n.renderer]));
   const fleet = new EbpfFleetRenderer(fleetNodes);
-  const use = (name: string, n: Node, made: EbpfRenderer): void => {
-    n.renderer = made;
-    fleetNodes.set(name, made);
+  /**
+   * A node's renderer replaced by a new one over `maps`. The outgoing one's tail runs first (old
+   * side brought level, dead tables deleted): the new one reads the maps back and must see them
+   * as that tail leaves them, and a tail left pending would later write the side the outgoing
+   * writer believed no packet reads — after the new one's switch, the live side.
+   */
+  const replace = (name: string, n: Node, maps: BpfMaps): void => {
+    n.renderer.settle();
+    n.renderer = renderer(name, maps);
+    fleetNodes.set(name, n.renderer);
   };
   /** Set by attach(): the renderers start again from the kernel, which a resync must correct. */
   let stale = false;
@@ -82,7 +89,7 @@ function open({ plan, store, allowNodeLocal, killDenied }: DatapathContext): Lab
     pause: () => {
       for (const [name, n] of nodes) {
         n.preview = new PreviewMaps(n.maps);
-        use(name, n, renderer(name, n.preview));
+        replace(name, n, n.preview);
       }
     },
     attach: () => {
@@ -91,9 +98,8 @@ function open({ plan, store, allowNodeLocal, killDenied }: DatapathContext): Lab
         const pending = n.preview?.changes ?? 0;
         if (pending !== 0) drift.push({ node: name, pending });
         if (!n.preview) continue;
-        n.renderer.settle();
         n.preview = undefined;
-        use(name, n, renderer(name, n.maps));
+        replace(name, n, n.maps);
         stale = true;
       }
       return drift;
@@ -104,8 +110,7 @@ function open({ plan, store, allowNodeLocal, killDenied }: DatapathContext): Lab
       for (const [name, n] of nodes) {
         if (kernelEpoch(n) !== n.renderer.epoch) {
           // Another process wrote these maps: start again from what they hold.
-          n.renderer.settle();
-          use(name, n, renderer(name, n.maps));
+          replace(name, n, n.maps);
           changed = true;
         }
       }

@@ -432,6 +432,42 @@ describe('the BPF program', { skip: SKIP }, () => {
       }
     });
 
+    // The lab once replaced a node's renderer while the old one's tail still waited for its grace
+    // period; that tail then rewrote "its" old side — by then the live side, switched by the new
+    // renderer — with its own policy, and probes passed for ~10 ms where the live policy denied.
+    it('a writer replaced while its tail waits for a grace period never writes the side packets read', async () => {
+      const maps = n1.maps();
+      const deny = [...base, isolated('db', 'Ingress')];
+      const first = nodePipeline('n1', maps);
+      first.pipeline.apply({ type: 'resync', cluster: clusterOf(deny) });
+      first.renderer.settle();
+      // An update that allows web → db, its tail (the old side brought level) left pending.
+      first.pipeline.applyBatch(changesBetween(clusterOf(deny), clusterOf([...base, dbFromWeb])));
+      const to = PinnedProgram.open(n1.location, 'to_pod');
+      const verdict = () => to.run(tcp(web, db, freshPort(), 80)).retval;
+      try {
+        assert.equal(verdict(), TC_ACT_OK);
+        // Answered right after the first writer's tail, before the second writer's (which deletes
+        // the allowing table and so would hide what the first wrote).
+        const afterStaleTail = new Promise<number>((resolve, reject) =>
+          maps.graceAsync((error) => (error ? reject(error) : resolve(verdict()))),
+        );
+        // A second writer takes the maps over (reads them back) and makes the deny live.
+        const second = nodePipeline('n1', maps);
+        second.pipeline.apply({ type: 'resync', cluster: clusterOf(deny) });
+        assert.equal(verdict(), TC_ACT_SHOT);
+        // The first writer's grace period ends: its tail must not touch the maps.
+        assert.equal(await afterStaleTail, TC_ACT_SHOT, 'the live side still denies after the stale tail');
+        assert.throws(
+          () => first.pipeline.applyBatch(changesBetween(clusterOf([...base, dbFromWeb]), clusterOf(base))),
+          /another writer switched them/,
+        );
+        second.renderer.settle();
+      } finally {
+        to.close();
+      }
+    });
+
     it('lets the fragments after an allowed first fragment through, and no others', () => {
       const n = node([...base, dbFromWeb]);
       try {

@@ -9,8 +9,12 @@
  * that comes before it ends waits for it first.
  *
  * The writer remembers what each side holds, so a record is written only where it differs.
+ * That memory is only true while this writer alone switches the maps: before it writes a side
+ * (a commit, or a tail) it reads the epoch back, and one it did not write means another writer
+ * has taken the maps over — the commit is refused and the tail dropped, because the side this
+ * writer believes no packet reads may be the live one now.
  */
-import { layout, type MapName } from '../../ebpf/index.ts';
+import { EbpfError, layout, type MapName } from '../../ebpf/index.ts';
 import type { AddressedRecord, CommitPlan, DeadTable, LiveTable, RecordModel } from './node-maps.ts';
 import { sameRecord } from './node-maps.ts';
 import { summaryOf, word } from './bitmaps.ts';
@@ -19,6 +23,8 @@ import { summaryOf, word } from './bitmaps.ts';
 export interface MapSink {
   put(map: MapName, key: Buffer, value: Buffer): void;
   remove(map: MapName, key: Buffer): void;
+  /** Reads an entry (absent: a recorder, whose epoch nobody else moves). */
+  get?(map: MapName, key: Buffer): Buffer | undefined;
   /** Waits out a grace period (absent: nothing reads the maps concurrently). */
   graceSync?(): void;
   graceAsync?(done: (error: Error | undefined) => void): void;
@@ -86,6 +92,8 @@ export class SidedWriter {
   private restricted: CommitPlan | undefined;
   /** Operations of tails run so far (for tests and statistics). */
   tailOperations = 0;
+  /** Tails dropped because another writer had switched the maps since (for tests). */
+  tailsDropped = 0;
 
   constructor(
     private readonly sink: MapSink,
@@ -132,6 +140,11 @@ export class SidedWriter {
     deletes: Pick<CommitPlan, 'deadTables' | 'deadGroups' | 'raw'>,
   ): CommitCounts {
     this.finishTail();
+    const held = this.kernelEpoch();
+    if (held !== undefined && held !== this.epochValue)
+      throw new EbpfError(
+        `the node's maps are at epoch ${held}, not ${this.epochValue} as this writer left them: another writer switched them, so nothing was written (read them back and commit again)`,
+      );
     let operations = 0;
     const count = (map: MapName, key: Buffer, value: Buffer) => {
       this.sink.put(map, key, value);
@@ -183,6 +196,12 @@ export class SidedWriter {
     if (!tail) return;
     if (!tail.graceOver) this.sink.graceSync?.();
     this.tail = undefined;
+    const held = this.kernelEpoch();
+    if (held !== undefined && held !== this.epochValue) {
+      // Another writer switched the maps after this one: "the old side" may be live there.
+      this.tailsDropped++;
+      return;
+    }
     const old = this.epochValue & 1 ? 0 : 1;
     let operations = 0;
     for (const r of tail.records) operations += this.writeRecord(old, r);
@@ -196,6 +215,12 @@ export class SidedWriter {
       operations++;
     }
     this.tailOperations += operations;
+  }
+
+  /** The epoch the maps hold (an array element: never written reads as 0); undefined for a recorder. */
+  private kernelEpoch(): number | undefined {
+    if (!this.sink.get) return undefined;
+    return this.sink.get('gen', layout.u32(0))?.readUInt32LE(0) ?? 0;
   }
 
   /** What a side's record of an address holds (tests, readback comparisons). */
