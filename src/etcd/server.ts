@@ -4,10 +4,10 @@
  * another instance, so parallel runs do not collide.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** Where Debian installs etcd; `PALISADE_ETCD` overrides. */
 export function etcdBinary(
@@ -35,6 +35,14 @@ export interface StartEtcdOptions {
   readonly name?: string;
   /** Client port (default: a free one); a restart on the same data keeps its clients' URL this way. */
   readonly port?: number;
+  /**
+   * Also serve clients on this unix socket (an absolute path ending in `:<port>`, as etcd's unix
+   * URLs are host:port — `…/etcd.sock:0`): processes in other network namespaces (the lab's
+   * agents) reach it where loopback is not theirs.
+   */
+  readonly unixSocket?: string;
+  /** Outlive this process (the lab's control plane): etcd's output goes to this file. */
+  readonly detachedLog?: string;
 }
 
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdServer> {
@@ -46,6 +54,9 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
   const endpoint = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const name = options.name ?? `palisade-${process.pid}`;
+  // etcd reads a unix URL's host as a path relative to its working directory.
+  const listen = options.unixSocket ? `${endpoint},unix://${basename(options.unixSocket)}` : endpoint;
+  const log = options.detachedLog !== undefined ? openSync(options.detachedLog, 'a', 0o600) : undefined;
   const child = spawn(
     binary,
     [
@@ -54,7 +65,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
       '--data-dir',
       dataDir,
       '--listen-client-urls',
-      endpoint,
+      listen,
       '--advertise-client-urls',
       endpoint,
       '--listen-peer-urls',
@@ -68,8 +79,16 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
       '--log-level',
       'error',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    {
+      stdio: ['ignore', 'ignore', log ?? 'pipe'],
+      detached: log !== undefined,
+      ...(options.unixSocket ? { cwd: dirname(options.unixSocket) } : {}),
+    },
   );
+  if (log !== undefined) {
+    closeSync(log);
+    child.unref();
+  }
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);

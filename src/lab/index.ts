@@ -7,3 +7,10 @@ export { planLab, LabError, type LabPlan, type LabPod, type LabNode } from './to
 export { formatPlan, formatProbeReport, formatApplyReport } from './format.ts';
 export type { Transport } from './agent-protocol.ts';
 export { DATAPATHS, type DatapathKind } from './datapath.ts';
+// The control plane (etcd, the reflector, agents) loads only for a lab that has one: the CLI
+// imports control-plane-lab.ts itself when hasControlPlane() or `up --control-plane` says so.
+export { hasControlPlane } from './lab.ts';
+export type { ControlPlaneLab, ControlPlaneApplyReport } from './control-plane-lab.ts';
+export type { Realization, ControlPlaneRecord } from './control-plane.ts';
+/** The lab with a control plane, loaded on first use (it brings etcd's client and the reflector). */
+export const loadControlPlaneLab = () => import('./control-plane-lab.ts');

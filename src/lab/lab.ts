@@ -34,6 +34,7 @@ import {
   type HeldLock,
 } from '../dataplane/index.ts';
 import { AgentClient } from './agent-client.ts';
+import { applyObjects } from './apply-objects.ts';
 import { datapathModule, type DatapathKind, type DatapathModule, type LabDatapath } from './datapath.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
 import { familyOf, LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
@@ -76,30 +77,18 @@ export interface ApplyReport {
   readonly notes: readonly string[];
 }
 
-/** Policy kinds `lab apply` changes (and `--prune` removes when the files lack them). */
-const POLICY_KINDS = new Set([
-  'NetworkPolicy',
-  'AdminNetworkPolicy',
-  'BaselineAdminNetworkPolicy',
-  'ClusterNetworkPolicy',
-]);
-const CLUSTER_SCOPED = new Set([
-  'Namespace',
-  'AdminNetworkPolicy',
-  'BaselineAdminNetworkPolicy',
-  'ClusterNetworkPolicy',
-]);
-
-const identity = (o: Record<string, unknown>): string => {
-  const metadata = (o.metadata ?? {}) as { namespace?: string; name?: string };
-  const namespaced = !CLUSTER_SCOPED.has(String(o.kind));
-  return `${String(o.kind)}/${namespaced ? (metadata.namespace ?? 'default') : ''}/${metadata.name ?? ''}`;
-};
-
 /** Where a lab's state lives, and its lock (outside the lab's directory, which `down` removes). */
-function paths(name: string, stateRoot: string | undefined) {
+export function labPaths(name: string, stateRoot: string | undefined) {
   const root = stateRoot ?? DEFAULT_STATE_ROOT;
   return { root, dir: join(root, name), lock: join(root, '.locks', `${name}.lock`) };
+}
+
+/** The state file of a lab with a control plane (control-plane-lab.ts), where a plain lab keeps lab.json. */
+export const CONTROL_PLANE_STATE = 'control-plane.json';
+
+/** Whether the named lab runs with a control plane (its commands go to control-plane-lab.ts). */
+export function hasControlPlane(name: string, stateRoot?: string): boolean {
+  return existsSync(join(labPaths(name, stateRoot).dir, CONTROL_PLANE_STATE));
 }
 
 /**
@@ -129,8 +118,8 @@ function locked<T>(
   }
 }
 
-function takeLock(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'>): HeldLock {
-  const { root, lock } = paths(name, options.stateRoot);
+export function takeLock(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'>): HeldLock {
+  const { root, lock } = labPaths(name, options.stateRoot);
   try {
     ensurePrivateDir(root);
     return acquireLock(lock, {
@@ -189,13 +178,13 @@ export class Lab {
   ): Promise<Lab> {
     requireRoot();
     if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
-    const { dir } = paths(name, options.stateRoot);
+    const { dir } = labPaths(name, options.stateRoot);
     const datapath = options.datapath ?? 'nftables';
     const module = await datapathModule(datapath);
     const lock = takeLock(name, options);
     const nodeLocks: HeldLock[] = [];
     try {
-      if (existsSync(join(dir, 'lab.json')))
+      if (existsSync(join(dir, 'lab.json')) || existsSync(join(dir, CONTROL_PLANE_STATE)))
         throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
       const plan = planLab(name, cluster, {
         ...(options.nodes !== undefined ? { nodes: options.nodes } : {}),
@@ -247,7 +236,7 @@ export class Lab {
    */
   static async attach(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {}): Promise<Lab> {
     requireRoot();
-    const { dir } = paths(name, options.stateRoot);
+    const { dir } = labPaths(name, options.stateRoot);
     const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
     const lab = locked(name, options, () => Lab.assemble(readState(dir, name), dir, options, true, module));
     try {
@@ -268,7 +257,7 @@ export class Lab {
     options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
   ): Promise<{ namespaces: number }> {
     requireRoot();
-    const { dir } = paths(name, options.stateRoot);
+    const { dir } = labPaths(name, options.stateRoot);
     const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
     return locked(name, options, async () => {
       const state = readState(dir, name);
@@ -351,16 +340,7 @@ export class Lab {
   }
 
   private async connectAgents(): Promise<void> {
-    await Promise.all([...this.clients.values()].map((c) => c.connect()));
-    await Promise.all(
-      this.plan.pods.map((pod) =>
-        this.agent(pod.id).listen(
-          pod.ports
-            .filter((p) => p.protocol !== 'SCTP')
-            .map((p) => ({ port: p.port, protocol: p.protocol as 'TCP' | 'UDP' })),
-        ),
-      ),
-    );
+    await connectPodAgents(this.plan, this.clients);
   }
 
   close(): void {
@@ -391,34 +371,9 @@ export class Lab {
   private applyLocked(objects: readonly object[], prune: boolean): ApplyReport {
     const started = performance.now();
     this.catchUp();
-    const notes: string[] = [];
-    const byIdentity = new Map(
-      this.state.objects.map((o) => [identity(o as Record<string, unknown>), o] as const),
-    );
-    const given = new Set<string>();
-    for (const object of objects) {
-      const o = object as Record<string, unknown>;
-      const key = identity(o);
-      given.add(key);
-      if (o.kind === 'Pod') {
-        const existing = byIdentity.get(key) as { metadata: Record<string, unknown> } | undefined;
-        if (!existing) {
-          notes.push(`${key.slice(4)}: not a pod of this lab (pods are created by 'lab up'); ignored`);
-          continue;
-        }
-        const labels = ((o.metadata ?? {}) as { labels?: unknown }).labels ?? {};
-        byIdentity.set(key, { ...existing, metadata: { ...existing.metadata, labels } });
-      } else if (POLICY_KINDS.has(String(o.kind)) || o.kind === 'Namespace') {
-        byIdentity.set(key, object);
-      } else {
-        notes.push(`${String(o.kind)}: not applied in the lab; ignored`);
-      }
-    }
-    if (prune)
-      for (const key of [...byIdentity.keys()])
-        if (POLICY_KINDS.has(key.slice(0, key.indexOf('/'))) && !given.has(key)) byIdentity.delete(key);
+    const { objects: applied, notes } = applyObjects(this.state.objects, objects, prune);
     const previous = { state: this.state, cluster: this.cluster };
-    const nextState: LabState = { ...this.state, objects: [...byIdentity.values()] };
+    const nextState: LabState = { ...this.state, objects: applied };
     const next = loadFromObjects(nextState.objects, 'lab').cluster;
     const changes: PipelineChange[] = changesBetween(this.cluster, next);
     try {
@@ -500,9 +455,31 @@ export function requireRoot(): void {
   if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
 }
 
-const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
+export const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
 
-function ensureDir(dir: string): void {
+/** Connects to every pod's agent and has it listen on the pod's TCP and UDP ports. */
+export async function connectPodAgents(
+  plan: LabPlan,
+  clients: ReadonlyMap<string, AgentClient>,
+): Promise<void> {
+  await Promise.all([...clients.values()].map((c) => c.connect()));
+  await Promise.all(
+    plan.pods.flatMap((pod) => {
+      const client = clients.get(pod.id);
+      return client
+        ? [
+            client.listen(
+              pod.ports
+                .filter((p) => p.protocol !== 'SCTP')
+                .map((p) => ({ port: p.port, protocol: p.protocol as 'TCP' | 'UDP' })),
+            ),
+          ]
+        : [];
+    }),
+  );
+}
+
+export function ensureDir(dir: string): void {
   try {
     ensurePrivateDir(dir);
   } catch (error) {
@@ -544,7 +521,7 @@ function agentCommand(): string[] {
   return [fileURLToPath(new URL('./pod-agent.js', import.meta.url))];
 }
 
-function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; socket: string }[] {
+export function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; socket: string }[] {
   const log = openSync(join(dir, 'agents.log'), 'a', 0o600);
   try {
     return plan.pods.map((pod, index) => {
@@ -566,7 +543,7 @@ function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; so
  * Stops an agent, after checking the pid is still one of ours (pids are reused). Returns what
  * went wrong, or undefined when it was stopped or was already gone.
  */
-function stopAgent(pid: number): string | undefined {
+export function stopAgent(pid: number): string | undefined {
   let command: string;
   try {
     command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');

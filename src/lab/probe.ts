@@ -3,11 +3,19 @@
  * from every pod to every other pod, per port and protocol and per address family they share,
  * next to what the reference evaluator says about the same connection.
  */
-import type { Endpoint } from '../model/types.ts';
+import type { Cluster, Endpoint } from '../model/types.ts';
 import { evaluate, indexCluster } from '../semantics/index.ts';
 import type { Transport } from './agent-protocol.ts';
-import type { Lab } from './lab.ts';
-import { familyOf, type LabPod } from './topology.ts';
+import type { AgentClient } from './agent-client.ts';
+import { familyOf, type LabPlan, type LabPod } from './topology.ts';
+
+/** What probing needs of a lab (the plain lab, or the lab with a control plane). */
+export interface ProbedLab {
+  readonly plan: LabPlan;
+  /** The cluster the reference evaluator judges. */
+  readonly current: Cluster;
+  agent(pod: string): AgentClient;
+}
 
 export interface ProbePort {
   readonly port: number;
@@ -68,7 +76,7 @@ export function referenceVerdict(
 }
 
 export async function probeLab(
-  lab: Lab,
+  lab: ProbedLab,
   ports: readonly ProbePort[],
   options: { readonly timeoutMs?: number; readonly notProbed?: readonly string[] } = {},
 ): Promise<ProbeReport> {

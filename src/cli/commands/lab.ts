@@ -10,6 +10,7 @@ import {
   formatPlan,
   formatProbeReport,
   DATAPATHS,
+  hasControlPlane,
   Lab,
   probeLab,
   requireRoot,
@@ -25,6 +26,14 @@ import {
   writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import {
+  controlPlaneApply,
+  controlPlaneDown,
+  controlPlaneProbe,
+  controlPlaneStatus,
+  controlPlaneUp,
+  realizeTimeout,
+} from './lab-control-plane.ts';
 
 const nameOption = (command: Command): Command =>
   command
@@ -73,6 +82,12 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       )
       .option('--no-node-local', 'police traffic between a node and its own pods too')
       .option(
+        '--control-plane',
+        'run a real etcd, the reflector and one palisade agent per node (in its namespace); later changes go through etcd',
+        false,
+      )
+      .option('--realize-timeout <seconds>', 'with --control-plane: how long to wait for the agents', '60')
+      .option(
         '--keep-flows',
         'keep tracked connections that a later update denies (default: cut them at their next packet)',
         false,
@@ -84,9 +99,22 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const nodes = Number(raw.nodes);
         if (!Number.isInteger(nodes) || nodes < 1 || nodes > 64)
           throw new UsageError('--nodes must be 1 to 64');
+        if (raw.controlPlane === true && datapath !== 'nftables')
+          throw new UsageError(
+            '--control-plane runs nftables agents; it cannot be combined with --datapath ebpf',
+          );
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         if (inputErrors && loaded.cluster.endpoints.length === 0) return done(EXIT_FINDINGS);
+        if (raw.controlPlane === true) {
+          await controlPlaneUp(io, String(raw.name), validObjects(loaded), loaded.cluster, {
+            ...labOptions(raw),
+            nodes,
+            allowNodeLocal: raw.nodeLocal !== false,
+            realizeTimeoutMs: realizeTimeout(raw),
+          });
+          return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+        }
         // Objects that failed validation were reported and are left out, as in `lab apply`.
         const up = await Lab.up(String(raw.name), validObjects(loaded), loaded.cluster, {
           ...labOptions(raw),
@@ -110,12 +138,29 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       .option('--protocol <protocols>', 'with --port: TCP, UDP or both, comma-separated', 'TCP')
       .option('--timeout <ms>', 'how long a blocked attempt waits', '1000')
       .option('-o, --output <format>', 'text or json', 'text')
+      .option(
+        '--realize-timeout <seconds>',
+        'with a control plane: how long to wait until every agent has realized the store',
+        '30',
+      )
       .action(async (raw: Record<string, unknown>) => {
         requireRoot();
         const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
         const timeoutMs = Number(raw.timeout);
         if (!Number.isInteger(timeoutMs) || timeoutMs < 10)
           throw new UsageError('--timeout must be at least 10 (ms)');
+        if (hasControlPlane(String(raw.name), labOptions(raw).stateRoot)) {
+          const probing =
+            typeof raw.port === 'string' ? parsePorts(raw.port, String(raw.protocol)) : undefined;
+          return done(
+            await controlPlaneProbe(io, String(raw.name), labOptions(raw), {
+              ports: probing,
+              timeoutMs,
+              output,
+              realizeTimeoutMs: realizeTimeout(raw),
+            }),
+          );
+        }
         const opened = await Lab.attach(String(raw.name), labOptions(raw));
         try {
           io.stderr.write(driftNotes(opened, false));
@@ -145,6 +190,10 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         const valid = validObjects(loaded);
+        if (hasControlPlane(String(raw.name), labOptions(raw).stateRoot)) {
+          await controlPlaneApply(io, String(raw.name), labOptions(raw), valid, raw.prune === true);
+          return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+        }
         const opened = await Lab.attach(String(raw.name), labOptions(raw));
         try {
           io.stderr.write(driftNotes(opened, true));
@@ -162,6 +211,10 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       .description('remove everything the lab created: agents, network namespaces, state')
       .action(async (raw: Record<string, unknown>) => {
         requireRoot();
+        if (hasControlPlane(String(raw.name), labOptions(raw).stateRoot)) {
+          await controlPlaneDown(io, String(raw.name), labOptions(raw));
+          return done(EXIT_OK);
+        }
         const removed = await Lab.down(String(raw.name), labOptions(raw));
         io.stdout.write(
           `lab ${String(raw.name)} is down (${removed.namespaces} network namespaces removed)\n`,
@@ -169,10 +222,26 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         done(EXIT_OK);
       }),
   );
+  lab.addCommand(
+    nameOption(new Command('status'))
+      .description(
+        "a lab with a control plane: each node agent's realized revision against the store's, lag, errors",
+      )
+      .option('-o, --output <format>', 'text or json', 'text')
+      .action(async (raw: Record<string, unknown>) => {
+        requireRoot();
+        const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+        if (!hasControlPlane(String(raw.name), labOptions(raw).stateRoot))
+          throw new UsageError(
+            `lab ${String(raw.name)} has no control plane (its status is its tables: 'palisade lab probe'); start one with 'lab up --control-plane'`,
+          );
+        done(await controlPlaneStatus(io, String(raw.name), labOptions(raw), output));
+      }),
+  );
   return lab;
 }
 
-function parsePorts(portText: string, protocolText: string): ProbePort[] {
+export function parsePorts(portText: string, protocolText: string): ProbePort[] {
   const protocols = protocolText
     .split(',')
     .map((p) => checkChoice('--protocol', p.trim().toUpperCase(), ['TCP', 'UDP'] as const));
@@ -185,7 +254,7 @@ function parsePorts(portText: string, protocolText: string): ProbePort[] {
 }
 
 /** The raw objects that loaded without errors (a broken policy is reported and left out). */
-function validObjects(loaded: Awaited<ReturnType<typeof loadInput>>): object[] {
+export function validObjects(loaded: Awaited<ReturnType<typeof loadInput>>): object[] {
   const policies = new Set(loaded.cluster.policies.map((p) => `${p.namespace}/${p.name}`));
   const namespaces = new Set(loaded.cluster.namespaces.keys());
   const pods = new Set(loaded.cluster.endpoints.map((e) => `${e.namespace}/${e.name}`));

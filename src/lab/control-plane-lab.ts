@@ -1,0 +1,297 @@
+/**
+ * The lab with a control plane (`lab up --control-plane`): the same network, pods and listeners
+ * as the lab, but nothing in the lab's own process renders policy. The lab's objects go into a
+ * real etcd through the reflector (control-plane.ts), one `palisade agent` per node enforces what
+ * etcd holds in its node's namespace, and every later change (`lab apply`) reaches the kernel only
+ * through etcd: reflector → etcd → agent → nft. `lab probe` first waits until every agent has
+ * realized the store's revision, then probes like the plain lab; `lab status` reads the agents'
+ * status keys; `lab down` stops every process it started by pid and removes the directory (etcd's
+ * data with it).
+ *
+ * The state file (`control-plane.json`, beside where a plain lab keeps `lab.json`) records the plan,
+ * the lab's objects and every pid, written before each process starts so a failed `up` is undone.
+ */
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadFromObjects } from '../ingest/index.ts';
+import type { Cluster } from '../model/types.ts';
+import { StateFileError, readTrustedFile, writeFileAtomic } from '../dataplane/index.ts';
+import type { EtcdStore } from '../etcd/types.ts';
+import { AgentClient } from './agent-client.ts';
+import { applyObjects } from './apply-objects.ts';
+import {
+  connectLabEtcd,
+  realization,
+  reflectObjects,
+  startLabEtcd,
+  startNodeAgents,
+  stopControlPlane,
+  waitRealized,
+  type ControlPlaneRecord,
+  type Realization,
+} from './control-plane.ts';
+import {
+  CONTROL_PLANE_STATE,
+  connectPodAgents,
+  ensureDir,
+  labPaths,
+  requireRoot,
+  socketPath,
+  startAgents,
+  stopAgent,
+  takeLock,
+  type LabOptions,
+} from './lab.ts';
+import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
+import { LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
+
+interface ControlPlaneState {
+  readonly version: 1;
+  readonly plan: LabPlan;
+  /** The lab's cluster as given to the reflector: namespaces and policies, one Pod per lab pod. */
+  readonly objects: readonly object[];
+  readonly podAgents: readonly { readonly pod: string; readonly pid: number; readonly socket: string }[];
+  readonly allowNodeLocal: boolean;
+  /** Absent until etcd runs. */
+  readonly controlPlane?: ControlPlaneRecord;
+}
+
+/** What `lab apply` did through etcd. */
+export interface ControlPlaneApplyReport {
+  readonly keysWritten: number;
+  /** The store's policy revision after the write. */
+  readonly revision: number;
+  readonly notes: readonly string[];
+}
+
+export class ControlPlaneLab {
+  private constructor(
+    private state: ControlPlaneState,
+    private readonly dir: string,
+    private readonly options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    private cluster: Cluster,
+    private readonly store: EtcdStore,
+    private readonly clients: ReadonlyMap<string, AgentClient>,
+  ) {}
+
+  get plan(): LabPlan {
+    return this.state.plan;
+  }
+
+  /** The cluster the lab's objects describe (what the reference evaluator judges). */
+  get current(): Cluster {
+    return this.cluster;
+  }
+
+  get record(): ControlPlaneRecord {
+    return this.state.controlPlane!;
+  }
+
+  agent(pod: string): AgentClient {
+    const client = this.clients.get(pod);
+    if (!client) throw new LabError(`no pod ${pod} in lab ${this.plan.name}`);
+    return client;
+  }
+
+  /**
+   * Builds the network and pods, starts etcd, reflects the objects, starts the node agents and
+   * waits (at most `realizeTimeoutMs`) until each has realized what etcd holds.
+   */
+  static async up(
+    name: string,
+    objects: readonly object[],
+    cluster: Cluster,
+    options: LabOptions & { readonly realizeTimeoutMs?: number } = {},
+  ): Promise<ControlPlaneLab> {
+    requireRoot();
+    if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
+    const { dir } = labPaths(name, options.stateRoot);
+    const lock = takeLock(name, options);
+    try {
+      if (existsSync(join(dir, 'lab.json')) || existsSync(join(dir, CONTROL_PLANE_STATE)))
+        throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
+      const plan = planLab(name, cluster, options.nodes !== undefined ? { nodes: options.nodes } : {});
+      if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
+      const kept = objects.filter((o) =>
+        ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
+      );
+      let state: ControlPlaneState = {
+        version: 1,
+        plan,
+        objects: [...kept, ...podObjects(plan)],
+        podAgents: [],
+        allowNodeLocal: options.allowNodeLocal ?? true,
+      };
+      ensureDir(dir);
+      writeState(dir, state); // first, so that a failed `up` can be undone
+      let store: EtcdStore | undefined;
+      try {
+        await createNetwork(plan);
+        state = { ...state, podAgents: startAgents(plan, dir) };
+        writeState(dir, state);
+        const etcd = await startLabEtcd(dir, name);
+        state = { ...state, controlPlane: { etcd, agents: [], prefix: '/palisade' } };
+        writeState(dir, state);
+        store = await connectLabEtcd(state.controlPlane!);
+        await reflectObjects(store, dir, state.objects);
+        const agents = startNodeAgents(plan, dir, etcd.socket, { allowNodeLocal: state.allowNodeLocal });
+        state = { ...state, controlPlane: { ...state.controlPlane!, agents } };
+        writeState(dir, state);
+        const lab = ControlPlaneLab.open(state, dir, options, store);
+        await connectPodAgents(plan, lab.clients);
+        const reading = await waitRealized(store, plan, options.realizeTimeoutMs ?? 60_000);
+        if (reading.lagging.length > 0) {
+          lab.close();
+          throw new LabError(`the agents did not realize the lab's policy in time:\n${lagLines(reading)}`);
+        }
+        return lab;
+      } catch (error) {
+        store?.close();
+        const problems = await teardown(dir, state);
+        if (problems.length > 0 && error instanceof Error)
+          error.message += `\nwhile removing the half-built lab: ${problems.join('; ')}`;
+        throw error;
+      }
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** Re-opens a running lab with a control plane (its pods' agents and etcd). */
+  static async attach(
+    name: string,
+    options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
+  ): Promise<ControlPlaneLab> {
+    requireRoot();
+    const { dir } = labPaths(name, options.stateRoot);
+    const state = readState(dir, name);
+    if (!state.controlPlane)
+      throw new LabError(`lab "${name}" has no running control plane (palisade lab down)`);
+    const store = await connectLabEtcd(state.controlPlane);
+    const lab = ControlPlaneLab.open(state, dir, options, store);
+    try {
+      await connectPodAgents(state.plan, lab.clients);
+    } catch (error) {
+      lab.close();
+      throw error;
+    }
+    return lab;
+  }
+
+  private static open(
+    state: ControlPlaneState,
+    dir: string,
+    options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    store: EtcdStore,
+  ): ControlPlaneLab {
+    const cluster = loadFromObjects(state.objects, 'lab').cluster;
+    const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
+    return new ControlPlaneLab(state, dir, options, cluster, store, clients);
+  }
+
+  /** Removes everything the lab started and created; what could not be removed is an error. */
+  static async down(
+    name: string,
+    options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
+  ): Promise<{ namespaces: number; processes: number }> {
+    requireRoot();
+    const { dir } = labPaths(name, options.stateRoot);
+    const lock = takeLock(name, options);
+    try {
+      const state = readState(dir, name);
+      const problems = await teardown(dir, state);
+      if (problems.length > 0)
+        throw new LabError(`lab "${name}" is not fully down:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+      const processes =
+        state.podAgents.length + (state.controlPlane ? state.controlPlane.agents.length + 1 : 0);
+      return { namespaces: namespacesOf(state.plan).length, processes };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /**
+   * Changes the cluster like `kubectl apply`, only through etcd: the lab's objects are updated,
+   * recorded, and reflected; the agents take it from there. Returns the store's policy revision
+   * after the write, which `waitRealized` waits for.
+   */
+  async apply(objects: readonly object[], prune = false): Promise<ControlPlaneApplyReport> {
+    const lock = takeLock(this.plan.name, this.options);
+    try {
+      const recorded = readState(this.dir, this.plan.name);
+      const { objects: next, notes } = applyObjects(recorded.objects, objects, prune);
+      const nextState: ControlPlaneState = { ...recorded, objects: next };
+      writeState(this.dir, nextState);
+      const { written } = await reflectObjects(this.store, this.dir, next, this.record.prefix);
+      this.state = nextState;
+      this.cluster = loadFromObjects(next, 'lab').cluster;
+      const { status } = await realization(this.store, this.plan, this.record.prefix);
+      return { keysWritten: written, revision: status.policyRevision, notes };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** The agents' status against the store's policy revision, now. */
+  status(): Promise<Realization> {
+    return realization(this.store, this.plan, this.record.prefix);
+  }
+
+  /** Waits until every agent has realized the store's policy revision (at most `timeoutMs`). */
+  waitRealized(timeoutMs: number): Promise<Realization> {
+    return waitRealized(this.store, this.plan, timeoutMs, this.record.prefix);
+  }
+
+  close(): void {
+    for (const client of this.clients.values()) client.close();
+    this.store.close();
+  }
+}
+
+/** One line per lagging node. */
+export function lagLines(reading: Realization): string {
+  return reading.lagging.map((l) => `  ${l.node}: ${l.why}`).join('\n');
+}
+
+/** Stops the control plane and pod agents, deletes the namespaces and the directory; returns what failed. */
+async function teardown(dir: string, state: ControlPlaneState): Promise<string[]> {
+  const problems: string[] = [];
+  if (state.controlPlane) problems.push(...(await stopControlPlane(state.controlPlane)));
+  for (const agent of state.podAgents) {
+    const problem = stopAgent(agent.pid);
+    if (problem) problems.push(`agent of ${agent.pod}: ${problem}`);
+  }
+  try {
+    await deleteNamespaces(namespacesOf(state.plan));
+  } catch (error) {
+    problems.push(String((error as Error).message));
+  }
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch (error) {
+    problems.push(`cannot remove ${dir}: ${(error as Error).message}`);
+  }
+  return problems;
+}
+
+function writeState(dir: string, state: ControlPlaneState): void {
+  try {
+    writeFileAtomic(join(dir, CONTROL_PLANE_STATE), JSON.stringify(state));
+  } catch (error) {
+    throw new LabError((error as Error).message);
+  }
+}
+
+function readState(dir: string, name: string): ControlPlaneState {
+  const path = join(dir, CONTROL_PLANE_STATE);
+  if (!existsSync(path)) throw new LabError(`no lab "${name}" with a control plane is up (no ${path})`);
+  let state: ControlPlaneState;
+  try {
+    state = JSON.parse(readTrustedFile(path)) as ControlPlaneState;
+  } catch (error) {
+    if (error instanceof StateFileError) throw new LabError(error.message);
+    throw new LabError(`${path}: not a lab state file (${(error as Error).message})`);
+  }
+  if (state.version !== 1) throw new LabError(`${path}: not a lab state this version reads`);
+  return state;
+}
