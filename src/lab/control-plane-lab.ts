@@ -83,6 +83,11 @@ export class ControlPlaneLab {
     return this.cluster;
   }
 
+  /** The lab's objects as the reflector last wrote them. */
+  get objects(): readonly object[] {
+    return this.state.objects;
+  }
+
   get record(): ControlPlaneRecord {
     return this.state.controlPlane!;
   }
