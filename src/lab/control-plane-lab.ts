@@ -15,7 +15,6 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
-import { StateFileError, readTrustedFile, writeFileAtomic } from '../dataplane/index.ts';
 import type { EtcdStore } from '../etcd/types.ts';
 import { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
@@ -32,7 +31,11 @@ import {
 } from './control-plane.ts';
 import {
   CONTROL_PLANE_STATE,
+  checkLabName,
   connectPodAgents,
+  labObjects,
+  readStateFile,
+  writeStateFile,
   ensureDir,
   labPaths,
   requireRoot,
@@ -43,7 +46,7 @@ import {
   type LabOptions,
 } from './lab.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
+import { LabError, planLab, type LabPlan } from './topology.ts';
 
 interface ControlPlaneState {
   readonly version: 1;
@@ -108,8 +111,7 @@ export class ControlPlaneLab {
     cluster: Cluster,
     options: LabOptions & { readonly realizeTimeoutMs?: number } = {},
   ): Promise<ControlPlaneLab> {
-    requireRoot();
-    if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
+    checkLabName(name);
     const { dir } = labPaths(name, options.stateRoot);
     const lock = takeLock(name, options);
     try {
@@ -117,13 +119,10 @@ export class ControlPlaneLab {
         throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
       const plan = planLab(name, cluster, options.nodes !== undefined ? { nodes: options.nodes } : {});
       if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
-      const kept = objects.filter((o) =>
-        ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
-      );
       let state: ControlPlaneState = {
         version: 1,
         plan,
-        objects: [...kept, ...podObjects(plan)],
+        objects: labObjects(objects, plan),
         podAgents: [],
         allowNodeLocal: options.allowNodeLocal ?? true,
       };
@@ -280,23 +279,12 @@ async function teardown(dir: string, state: ControlPlaneState): Promise<string[]
 }
 
 function writeState(dir: string, state: ControlPlaneState): void {
-  try {
-    writeFileAtomic(join(dir, CONTROL_PLANE_STATE), JSON.stringify(state));
-  } catch (error) {
-    throw new LabError((error as Error).message);
-  }
+  writeStateFile(join(dir, CONTROL_PLANE_STATE), state);
 }
 
 function readState(dir: string, name: string): ControlPlaneState {
-  const path = join(dir, CONTROL_PLANE_STATE);
-  if (!existsSync(path)) throw new LabError(`no lab "${name}" with a control plane is up (no ${path})`);
-  let state: ControlPlaneState;
-  try {
-    state = JSON.parse(readTrustedFile(path)) as ControlPlaneState;
-  } catch (error) {
-    if (error instanceof StateFileError) throw new LabError(error.message);
-    throw new LabError(`${path}: not a lab state file (${(error as Error).message})`);
-  }
-  if (state.version !== 1) throw new LabError(`${path}: not a lab state this version reads`);
-  return state;
+  return readStateFile<ControlPlaneState>(
+    join(dir, CONTROL_PLANE_STATE),
+    `no lab "${name}" with a control plane is up`,
+  );
 }

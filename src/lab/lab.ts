@@ -176,8 +176,7 @@ export class Lab {
     cluster: Cluster,
     options: LabOptions = {},
   ): Promise<Lab> {
-    requireRoot();
-    if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
+    checkLabName(name);
     const { dir } = labPaths(name, options.stateRoot);
     const datapath = options.datapath ?? 'nftables';
     const module = await datapathModule(datapath);
@@ -194,13 +193,10 @@ export class Lab {
         nodeLocks.push(
           acquireDatapathLock(node.netns, options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
         );
-      const kept = objects.filter((o) =>
-        ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
-      );
       let state: LabState = {
         version: 1,
         plan,
-        objects: [...kept, ...podObjects(plan)],
+        objects: labObjects(objects, plan),
         agents: [],
         allowNodeLocal: options.allowNodeLocal ?? true,
         killDenied: options.killDenied ?? true,
@@ -450,6 +446,20 @@ export class Lab {
   }
 }
 
+/** Root, and a name usable in namespace and interface names. */
+export function checkLabName(name: string): void {
+  requireRoot();
+  if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
+}
+
+/** The lab's objects: the namespaces and policies given, and one Pod per lab pod (its address and node). */
+export function labObjects(objects: readonly object[], plan: LabPlan): object[] {
+  const kept = objects.filter((o) =>
+    ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
+  );
+  return [...kept, ...podObjects(plan)];
+}
+
 /** The lab changes network namespaces and nftables: root only, said in one line. */
 export function requireRoot(): void {
   if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
@@ -488,19 +498,28 @@ export function ensureDir(dir: string): void {
 }
 
 function writeState(dir: string, state: LabState): void {
+  writeStateFile(join(dir, 'lab.json'), state);
+}
+
+/** Writes a lab's state file atomically (0600); a failure is a LabError. */
+export function writeStateFile(path: string, state: object): void {
   try {
-    writeFileAtomic(join(dir, 'lab.json'), JSON.stringify(state));
+    writeFileAtomic(path, JSON.stringify(state));
   } catch (error) {
     throw new LabError((error as Error).message);
   }
 }
 
 function readState(dir: string, name: string): LabState {
-  const path = join(dir, 'lab.json');
-  if (!existsSync(path)) throw new LabError(`no lab "${name}" is up (no ${path})`);
-  let state: LabState;
+  return readStateFile<LabState>(join(dir, 'lab.json'), `no lab "${name}" is up`);
+}
+
+/** Reads a lab's state file, trusted only when private; `missing` says what its absence means. */
+export function readStateFile<T extends { readonly version: number }>(path: string, missing: string): T {
+  if (!existsSync(path)) throw new LabError(`${missing} (no ${path})`);
+  let state: T;
   try {
-    state = JSON.parse(readTrustedFile(path)) as LabState;
+    state = JSON.parse(readTrustedFile(path)) as T;
   } catch (error) {
     if (error instanceof StateFileError) throw new LabError(error.message);
     throw new LabError(`${path}: not a lab state file (${(error as Error).message})`);
