@@ -18,6 +18,9 @@ import { stringify } from 'yaml';
 import { needsEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot } from '../helpers/kernel.ts';
 import { extraPod, FaultWorld, ingress, MAIN, sleep, until } from './fault-world.ts';
+import { FakeApiServer } from '../fake-apiserver/server.ts';
+import { loadStore, tempDir } from '../fake-apiserver/fixtures.ts';
+import { apiReflector } from '../live/reflector-helpers.ts';
 
 const skip = needsEtcd || needsRoot('the agent fault tests');
 /** Agent processes starting on a loaded machine (tsx loads the sources) may take this long. */
@@ -168,6 +171,60 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
     } finally {
       for (const r of reflectors) r.kill('SIGKILL');
+    }
+  });
+
+  it("4. (continued) a forced 410 Gone on the API reflector's watch during a burst: relist, converge", async () => {
+    const w = await world('gone');
+    const server = new FakeApiServer();
+    await server.start();
+    const temp = tempDir('fault-gone');
+    let objects = [...w.objects.values()];
+    loadStore(server.store, objects);
+    const { reflector, running } = await apiReflector(server, w.store, temp.dir, {
+      layout: w.layout,
+      id: 'api',
+    });
+    try {
+      await w.converged(await currentRevision(w), STARTUP_MS);
+      const stop = w.prober();
+      let relisted = false;
+      for (let i = 0; i < 20; i++) {
+        // At 8 the watch is cut, this change happens meanwhile and the history is compacted
+        // before the reflector can resume (no await in between): the resumed watch is answered
+        // 410 Gone, and the reflector lists again.
+        if (i === 8) {
+          server.dropWatches();
+          server.requests.length = 0;
+        }
+        const policy = ingress('db-from-web', { app: 'db' }, { app: 'web' }, 5432);
+        if (i % 2) server.store.apply(policy);
+        else server.store.remove('NetworkPolicy', 'shop', 'db-from-web');
+        const pod = extraPod(i, { app: 'web' });
+        server.store.apply(pod);
+        objects = objects
+          .filter((o) => (o.metadata as { name: string }).name !== 'db-from-web')
+          .concat(i % 2 ? [policy] : [])
+          .concat([pod]);
+        if (i === 8) server.store.compact();
+        w.holds(objects);
+        await sleep(100);
+      }
+      await until(
+        'the reflector lists again after the 410',
+        () => (relisted = server.requests.some((r) => r.verb === 'list' && r.path === '/api/v1/pods')),
+        30_000,
+      );
+      assert.ok(relisted);
+      await until("the agents hold the API's last state", () => w.tablesDiffer(objects) === '', 30_000);
+      await w.converged(await currentRevision(w), 30_000);
+      assert.deepEqual(await stop(), []);
+      assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
+    } finally {
+      reflector.stop();
+      await running.catch(() => undefined);
+      await server.stop();
+      temp.cleanup();
     }
   });
 
