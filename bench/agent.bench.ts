@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- agent [--scale 0.1] [--agents 10] [--samples 100] [--changes 20000]
- * [--cold-scales 0.1,1] [--fanout 100] [--fanout-samples N] [--runs 3] [--shm] [--only propagation,sustained,cold,fanout]`:
+ * [--cold-scales 0.1,1] [--fanout 100] [--fanout-samples N] [--runs 3] [--shm] [--only propagation,sustained,cold,fanout]
+ * [--cpu-prof DIR]`:
  * node agents (bench/agent-child.ts, one process per agent, or ten per process for the fan-out)
  * over a real etcd loaded with generated shape (a) as the reflector writes it.
  *  1. propagation: one pod label change written to etcd → realized by every agent (nftables in a
@@ -70,11 +71,16 @@ class Fleet {
   private waiters: { revision: number; resolve: (at: number) => void }[] = [];
   private lastAt = 0;
 
-  constructor(readonly agents: number) {}
+  /** `cpuProfileDir`: each agent process writes a V8 CPU profile there (`--cpu-prof`). */
+  constructor(
+    readonly agents: number,
+    private readonly cpuProfileDir?: string,
+  ) {}
 
   spawn(config: object, label: string): ChildProcess {
+    const profile = this.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', this.cpuProfileDir] : [];
     const child = fork(join(HERE, 'agent-child.js'), [JSON.stringify(config)], {
-      execArgv: ['--max-old-space-size=4096'],
+      execArgv: ['--max-old-space-size=4096', ...profile],
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     child.on(
@@ -205,6 +211,8 @@ export async function agentBenchmark(args: string[]): Promise<void> {
   const datapath = isRoot() ? 'nftables' : 'classifier';
   if (!isRoot()) say('not root: the propagation agents use the classifier datapath (no kernel)');
   const fanoutSamples = Number(option(args, 'fanout-samples', String(samples)));
+  // --cpu-prof DIR: every agent process of the sustained and cold-start parts writes a V8 profile.
+  const cpuProfileDir = args.includes('--cpu-prof') ? option(args, 'cpu-prof', '') : undefined;
   // --shm: etcd's data in memory (/dev/shm), so its fsyncs do not measure the shared disk.
   const shm = args.includes('--shm') ? mkdtempSync(`/dev/shm/palisade-etcd-${process.pid}-`) : undefined;
   const etcd: EtcdServer = await startEtcd({ maxTxnOps: 10_000, ...(shm ? { dataDir: shm } : {}) });
@@ -217,7 +225,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
     if (only.has('propagation') || only.has('sustained')) {
       const netns = Array.from({ length: agents }, (_, i) => `pal-bench-${process.pid}-${i}`);
       await withNamespaces(datapath === 'nftables' ? netns : [], async () => {
-        const fleet = new Fleet(agents);
+        const fleet = new Fleet(agents, cpuProfileDir);
         for (let i = 0; i < agents; i++)
           fleet.spawn(
             {
@@ -333,7 +341,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
         for (let r = 0; r < runs; r++) {
           const ns = `pal-cold-${process.pid}-${r}`;
           await withNamespaces(datapath === 'nftables' ? [ns] : [], async () => {
-            const fleet = new Fleet(1);
+            const fleet = new Fleet(1, cpuProfileDir);
             const forked = clock();
             fleet.spawn(
               {

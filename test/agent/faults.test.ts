@@ -185,9 +185,10 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
       layout: w.layout,
       id: 'api',
     });
+    let stop: (() => Promise<string[]>) | undefined;
     try {
       await w.converged(await currentRevision(w), STARTUP_MS);
-      const stop = w.prober();
+      stop = w.prober();
       let relisted = false;
       for (let i = 0; i < 20; i++) {
         // At 8 the watch is cut, this change happens meanwhile and the history is compacted
@@ -213,14 +214,18 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
       await until(
         'the reflector lists again after the 410',
         () => (relisted = server.requests.some((r) => r.verb === 'list' && r.path === '/api/v1/pods')),
-        30_000,
+        // Generous: the informer resumes with backoff, and CI may be loaded.
+        90_000,
       );
       assert.ok(relisted);
-      await until("the agents hold the API's last state", () => w.tablesDiffer(objects) === '', 30_000);
-      await w.converged(await currentRevision(w), 30_000);
-      assert.deepEqual(await stop(), []);
+      await until("the agents hold the API's last state", () => w.tablesDiffer(objects) === '', 60_000);
+      await w.converged(await currentRevision(w), 60_000);
+      const violations = await stop();
+      stop = undefined;
+      assert.deepEqual(violations, []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
     } finally {
+      await stop?.().catch(() => undefined);
       reflector.stop();
       await running.catch(() => undefined);
       await server.stop();
