@@ -147,7 +147,7 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     };
     try {
       const a = reflector('a');
-      await until('reflector a leads', async () => (await leader(w)) === 'a', 30_000);
+      await until('reflector a leads', async () => (await leader(w)) === 'a', STARTUP_MS);
       reflector('b');
       await w.converged(await currentRevision(w), STARTUP_MS);
       const stop = w.prober();
@@ -163,7 +163,7 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
         w.holds(objects);
         await sleep(100);
       }
-      await until('reflector b leads', async () => (await leader(w)) === 'b', 30_000);
+      await until('reflector b leads', async () => (await leader(w)) === 'b', STARTUP_MS);
       reflector('a2');
       await until("the agents hold the files' last state", () => w.tablesDiffer(objects) === '', 30_000);
       await w.converged(await currentRevision(w), 30_000);
