@@ -235,6 +235,10 @@ function mapStateFigures(cluster: Cluster, pods: readonly Endpoint[]): void {
   for (let run = 0; run < 5; run++) {
     // Each run inserts into a fresh copy, so runs measure the same insertion.
     const copy = run === 0 ? map : new MapState(rules);
+    // The copy's garbage is collected first, and the collector's background threads are given
+    // time to finish sweeping: the insertion is billed for its own work only.
+    globalThis.gc?.();
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
     const cpu = process.cpuUsage();
     const started = performance.now();
     const changed = copy.addRules(added);
@@ -263,7 +267,7 @@ function mapStateFigures(cluster: Cluster, pods: readonly Endpoint[]): void {
     target: '≤ 50 ms',
   });
   process.stdout.write(
-    `MapState (${subject.id}, selected by ${selecting.length} Admin policies, ${rules.length} map rules over ${pods.length} identities): built in ${build.toFixed(0)} ms, ${entries.length} entries; lookups ${(rate / 1e6).toFixed(2)} M/s (${hits} hits)\n` +
+    `MapState (${subject.id}, selected by ${selecting.length} Admin policies, ${rules.length} map rules over ${pods.length} identities): built in ${build.toFixed(0)} ms, ${entries.length} entries, ${map.classCount} identity classes; lookups ${(rate / 1e6).toFixed(2)} M/s (${hits} hits)\n` +
       `  inserting a 25-rule policy at priority 500 as one transaction (${added.length} ingress map rules): median ${median(latencies).toFixed(1)} ms of 5 (${latencies.map((l) => l.toFixed(0)).join(', ')}), CPU median ${median(cpuTimes).toFixed(1)} ms (${cpuTimes.map((l) => l.toFixed(0)).join(', ')}), ${changes} entry changes, ${renumbered} existing entries renumbered\n`,
   );
 }

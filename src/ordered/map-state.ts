@@ -12,64 +12,90 @@
  * one another or are disjoint.
  *
  * The wildcard layer depends on the rules only; each identity's entries depend on the rules that
- * select it and on the wildcard layer. So an identity joining or leaving a selector recomputes
- * that identity's entries alone, in priority order (the CFP's incremental updates), and the
- * change is returned as entry additions and deletions for the datapath.
+ * select it and on the wildcard layer. Identities selected by the same rules share one class
+ * (identity-class.ts) whose entries are computed once; an identity joining or leaving a selector
+ * moves to the class of its new rule list (the CFP's incremental updates), and the change is
+ * returned as entry additions and deletions, per identity, for the datapath.
  */
-import { keyNumber, PORT_BITS, prefixContains, prefixOf } from './port-prefix.ts';
-import type { IdentityKey, MapChange, MapEntry, MapRule, PortPrefix, RefusedKey } from './types.ts';
+import {
+  EMPTY_SET_HASH,
+  type IdentityClass,
+  type RuleSetHash,
+  classEntries,
+  insertKeys,
+  ruleSetKey,
+  withRules,
+} from './identity-class.ts';
+import {
+  type Entries,
+  byPriority,
+  compareKeys,
+  diff,
+  insertRuleByPriority,
+  netChanges,
+  withIdentity,
+} from './map-entries.ts';
+import { PORT_BITS, keyNumber, prefixOf } from './port-prefix.ts';
+import type { MapChange, MapEntry, MapRule, RefusedKey } from './types.ts';
+import { WildcardLayer } from './wildcard-layer.ts';
 
-type Entries<V> = Map<number, MapEntry<V>>;
+const NO_ENTRIES: Entries<never> = new Map();
+/** Past this many rules in one transaction, which of them select an identity is a string, not a bit mask. */
+const MASK_BITS = 30;
 
 export class MapState<V> {
   private rules: MapRule<V>[] = [];
   private readonly byLabel = new Map<string, MapRule<V>>();
-  private readonly rulesOfIdentity = new Map<number, MapRule<V>[]>();
-  private wildcard: Entries<V> = new Map();
-  /** Wildcard entries per protocol, sorted by port value, for "entries inside this prefix" queries. */
-  private wildcardSorted = new Map<number, MapEntry<V>[]>();
-  private wildcardRefused: RefusedKey[] = [];
-  private readonly specific = new Map<number, Entries<V>>();
-  private readonly specificRefused = new Map<number, RefusedKey[]>();
-  /** insertKey's scratch list of the keys a new key covers (kept to spare an array per call). */
-  private readonly covered: number[] = [];
+  private readonly wildcard = new WildcardLayer<V>();
+  /** The class of every identity some rule selects. */
+  private readonly classOf = new Map<number, IdentityClass<V>>();
+  /** Classes with members, by signature. */
+  private readonly classes = new Map<string, IdentityClass<V>>();
+  /** A serial number per rule label, for class signatures. */
+  private readonly serials = new Map<string, number>();
+  private readonly recordRefused: boolean;
 
   /**
    * `recordRefused` keeps every refused key with the entry that covers it (for explanations and
    * the goldens); a datapath does not need them, and at scale they outnumber the entries.
    */
-  constructor(
-    rules: readonly MapRule<V>[] = [],
-    private readonly options: { readonly recordRefused?: boolean } = {},
-  ) {
-    for (const rule of rules) this.index(rule);
-    this.sortRules();
-    this.rebuildWildcard();
-    for (const identity of this.rulesOfIdentity.keys()) this.recompute(identity);
+  constructor(rules: readonly MapRule<V>[] = [], options: { readonly recordRefused?: boolean } = {}) {
+    this.recordRefused = options.recordRefused ?? false;
+    for (const rule of rules) {
+      this.rules.push(rule);
+      this.byLabel.set(rule.label, rule);
+    }
+    this.rules.sort(byPriority);
+    this.wildcard.rebuild(this.rules, this.recordRefused);
+    this.buildClasses();
   }
 
   /** The entry the datapath would pick: longest port prefix, then specific before wildcard. */
   lookup(identity: number, protocol: number, port: number): MapEntry<V> | undefined {
-    const own = this.specific.get(identity);
+    const own = this.classOf.get(identity)?.entries;
     for (let len = PORT_BITS; len >= 0; len--) {
       const key = keyNumber(protocol, len, prefixOf(port, len));
-      const entry = own?.get(key) ?? this.wildcard.get(key);
-      if (entry) return entry;
+      const entry = own?.get(key);
+      if (entry) return withIdentity(entry, identity);
+      const wild = this.wildcard.entries.get(key);
+      if (wild) return wild;
     }
     return undefined;
   }
 
   /** Every entry: by protocol, port, prefix length, then wildcard before identities. */
   entries(): MapEntry<V>[] {
-    const all = [...this.wildcard.values()];
-    for (const entries of this.specific.values()) for (const entry of entries.values()) all.push(entry);
-    return all.sort(compareEntries);
+    const all = [...this.wildcard.entries.values()];
+    for (const [identity, { entries }] of this.classOf)
+      for (const entry of entries.values()) all.push(withIdentity(entry, identity));
+    return all.sort(compareKeys);
   }
 
   /** Keys refused because a higher-priority entry covers them (with `recordRefused`). */
   refusedKeys(): RefusedKey[] {
-    const all = [...this.wildcardRefused];
-    for (const refused of this.specificRefused.values()) for (const key of refused) all.push(key);
+    const all = [...this.wildcard.refused];
+    for (const [identity, { refused }] of this.classOf)
+      for (const key of refused) all.push({ ...key, identity });
     return all.sort((a, b) => compareKeys(a, b) || (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   }
 
@@ -77,125 +103,41 @@ export class MapState<V> {
     return this.rules.length;
   }
 
+  /** How many classes of identities (identities selected by the same rules) the map holds. */
+  get classCount(): number {
+    return this.classes.size;
+  }
+
   /** Inserts a rule at its priority; other rules keep theirs (nothing is renumbered). */
   addRule(rule: MapRule<V>): MapChange<V>[] {
-    if (rule.identities !== '*' && !this.options.recordRefused) return this.addRules([rule]);
-    if (this.byLabel.has(rule.label)) throw new Error(`rule ${rule.label} is already in the map`);
-    this.insertSorted(rule);
-    return this.afterRuleChange(rule);
+    return this.addRules([rule]);
   }
 
   /**
-   * Inserts several rules (one policy) in one transaction. Each rule goes into its place in the
-   * lists it joins; the other identities' lists are not touched. Rules for specific identities
-   * are inserted key by key (insertKey): the work is proportional to the identities and keys the
-   * new rules have, not to the rules already there. A wildcard among them (or recorded refusals,
-   * which the keys' neighbours would change) rebuilds the wildcard layer once and recomputes each
-   * affected identity once.
+   * Inserts several rules (one policy) in one transaction. The identities the new rules select
+   * are grouped by their class and by which new rules select them; each group's new class is
+   * computed once — key by key from the old class's entries (insertKeys), so the work grows with
+   * the classes and keys the new rules touch, not with the rules already there — and each member
+   * gets the group's changes. A wildcard among the new rules rebuilds the wildcard layer once and
+   * recomputes each class with rules on its protocols.
    */
   addRules(rules: readonly MapRule<V>[]): MapChange<V>[] {
     for (const rule of rules) {
       if (this.byLabel.has(rule.label)) throw new Error(`rule ${rule.label} is already in the map`);
-      this.insertSorted(rule);
+      insertRuleByPriority(this.rules, rule);
+      this.byLabel.set(rule.label, rule);
     }
     const protocols = new Set(rules.filter((r) => r.identities === '*').map((r) => r.protocol));
-    if (protocols.size === 0 && !this.options.recordRefused) return netChanges(this.insertKeys(rules));
     const changes: MapChange<V>[] = [];
-    const identities = new Set<number>();
-    for (const rule of rules) if (rule.identities !== '*') for (const i of rule.identities) identities.add(i);
     if (protocols.size > 0) {
-      for (const change of this.rebuildWildcard()) changes.push(change);
-      for (const [identity, list] of this.rulesOfIdentity)
-        if (list.some((r) => protocols.has(r.protocol))) identities.add(identity);
+      for (const change of this.wildcard.rebuild(this.rules, this.recordRefused)) changes.push(change);
+      this.recomputeClasses(protocols, changes);
     }
-    for (const identity of identities) for (const change of this.recompute(identity)) changes.push(change);
-    return netChanges(changes);
-  }
-
-  /**
-   * New rules for specific identities, key by key in priority order, into a map that equals a
-   * fresh build of the rules before them. A fresh build in priority order would have reached
-   * each new key with exactly the entries of higher priority in place, so the key is refused
-   * when one of those covers it; otherwise it takes its place and the lower-priority entries at
-   * or inside its prefix, refused by it in a fresh build, leave. Nothing else of the identity
-   * moves: no entry it removes had refused a key it does not cover itself. The covering entries
-   * (example 2b) of the wildcard entries inside the prefix are computed again.
-   */
-  private insertKeys(rules: readonly MapRule<V>[]): MapChange<V>[] {
-    const changes: MapChange<V>[] = [];
-    // Stable: rules of equal priority keep their order, as insertSorted placed them.
-    for (const rule of [...rules].sort(byPriority)) {
-      if (rule.identities === '*') continue;
-      for (const port of rule.ports) {
-        // The wildcard layer refuses a key for every identity alike.
-        if (coveringEntry(this.wildcard, rule.protocol, port, rule.priority)) continue;
-        const inside = [...this.wildcardInside(rule.protocol, port)];
-        for (const identity of rule.identities) this.insertKey(identity, rule, port, inside, changes);
-      }
-    }
-    return changes;
-  }
-
-  private insertKey(
-    identity: number,
-    rule: MapRule<V>,
-    port: PortPrefix,
-    wildcardsInside: readonly MapEntry<V>[],
-    changes: MapChange<V>[],
-  ): void {
-    const { protocol, priority } = rule;
-    const key = keyNumber(protocol, port.len, port.value);
-    let own = this.specific.get(identity);
-    const covered = this.covered;
-    covered.length = 0;
-    if (own) {
-      // One pass over the identity's few entries (seven on average at shape (a) ×1) instead of a
-      // hash probe per prefix length: is the key refused, and which entries would it cover —
-      // lower-priority ones at or inside its prefix (higher ones inside it stay: they are
-      // longer), and a covering entry at its own key.
-      for (const [at, entry] of own) {
-        if (entry.protocol !== protocol) continue;
-        const inserted = entry.coveredBy === undefined;
-        if (inserted && entry.priority <= priority && prefixContains(entry.port, port)) return;
-        if (prefixContains(port, entry.port) && (at === key || (inserted && entry.priority > priority)))
-          covered.push(at);
-      }
-      for (const at of covered) {
-        changes.push({ op: 'delete', entry: own.get(at) as MapEntry<V> });
-        own.delete(at);
-      }
-    } else this.specific.set(identity, (own = new Map<number, MapEntry<V>>()));
-    const entry = entryOf(rule, port, identity);
-    own.set(key, entry);
-    changes.push({ op: 'add', entry });
-    for (const wild of wildcardsInside) this.coverAgain(own, wild, changes);
-  }
-
-  /**
-   * The covering entry at a wildcard entry's key for one identity, as synthesizeCovering makes
-   * it: the verdict of the longest own entry strictly containing it whose priority is not below
-   * the wildcard's, unless an own entry sits at that very key.
-   */
-  private coverAgain(own: Entries<V>, wild: MapEntry<V>, changes: MapChange<V>[]): void {
-    const { protocol, port } = wild;
-    const key = keyNumber(protocol, port.len, port.value);
-    const current = own.get(key);
-    if (current && current.coveredBy === undefined) return;
-    let next: MapEntry<V> | undefined;
-    for (let len = port.len - 1; len >= 0 && !next; len--) {
-      const outer = own.get(keyNumber(protocol, len, prefixOf(port.value, len)));
-      if (outer && outer.coveredBy === undefined && outer.priority <= wild.priority)
-        next = { ...outer, port, coveredBy: wild.rule };
-    }
-    if (current && next && sameEntry(current, next)) return;
-    if (current) {
-      own.delete(key);
-      changes.push({ op: 'delete', entry: current });
-    }
-    if (next) {
-      own.set(key, next);
-      changes.push({ op: 'add', entry: next });
-    }
+    const specific = rules.filter((r) => r.identities !== '*');
+    const keyByKey = protocols.size === 0 && !this.recordRefused;
+    this.regroup([], specific, new Set(), keyByKey, changes);
+    // Per identity, the regrouping's changes are net already; a class recomputed first is not.
+    return protocols.size > 0 ? netChanges(changes) : changes;
   }
 
   removeRule(label: string): MapChange<V>[] {
@@ -203,47 +145,57 @@ export class MapState<V> {
     if (!rule) return [];
     this.byLabel.delete(label);
     this.rules = this.rules.filter((r) => r !== rule);
-    if (rule.identities !== '*') {
-      for (const identity of rule.identities) {
-        const list = (this.rulesOfIdentity.get(identity) ?? []).filter((r) => r !== rule);
-        if (list.length) this.rulesOfIdentity.set(identity, list);
-        else this.rulesOfIdentity.delete(identity);
-      }
-    }
-    return this.afterRuleChange(rule);
+    const changes: MapChange<V>[] = [];
+    if (rule.identities === '*') {
+      for (const change of this.wildcard.rebuild(this.rules, this.recordRefused)) changes.push(change);
+      this.recomputeClasses(new Set([rule.protocol]), changes);
+    } else this.regroup(rule.identities, [], new Set([label]), false, changes);
+    return changes;
   }
 
   /**
    * Several selectors changed in one transaction (an identity arriving is delivered to every
-   * selector first): each identity that joined or left any of them is recomputed once, so the
-   * datapath gets one consistent set of changes.
+   * selector first): each identity that joined or left any of them moves once, so the datapath
+   * gets one consistent set of changes.
    */
   updateIdentities(
     updates: readonly { label: string; identities: ReadonlySet<number> | '*' }[],
   ): MapChange<V>[] {
     const changes: MapChange<V>[] = [];
+    const updated = new Map<string, MapRule<V>>();
     const touched = new Set<number>();
+    const flush = () => {
+      this.regroup(touched, [...updated.values()], new Set(updated.keys()), false, changes);
+      updated.clear();
+      touched.clear();
+    };
     for (const { label, identities } of updates) {
       const rule = this.byLabel.get(label);
       if (!rule) throw new Error(`no rule ${label} in the map`);
       if (rule.identities === '*' || identities === '*') {
+        // In order: what came before it in the transaction is in the classes first.
+        flush();
         for (const change of this.setIdentities(label, identities)) changes.push(change);
         continue;
       }
       for (const identity of this.reindex(rule, identities)) touched.add(identity);
+      updated.set(label, this.byLabel.get(label) as MapRule<V>);
     }
-    for (const identity of touched) for (const change of this.recompute(identity)) changes.push(change);
+    flush();
     return netChanges(changes);
   }
 
-  /** A rule's selector now selects other identities: only those that joined or left are recomputed. */
+  /** A rule's selector now selects other identities: only those that joined or left move. */
   setIdentities(label: string, identities: ReadonlySet<number> | '*'): MapChange<V>[] {
     const rule = this.byLabel.get(label);
     if (!rule) throw new Error(`no rule ${label} in the map`);
     if (rule.identities === '*' || identities === '*') {
       return netChanges([...this.removeRule(label), ...this.addRule({ ...rule, identities })]);
     }
-    return this.reindex(rule, identities).flatMap((identity) => this.recompute(identity));
+    const changes: MapChange<V>[] = [];
+    const changed = this.reindex(rule, identities);
+    this.regroup(changed, [this.byLabel.get(label) as MapRule<V>], new Set([label]), false, changes);
+    return changes;
   }
 
   /** Gives a specific rule new identities; returns the identities that joined or left. */
@@ -254,256 +206,196 @@ export class MapState<V> {
     this.rules = this.rules.map((r) => (r === rule ? updated : r));
     const changed = [...before].filter((i) => !identities.has(i));
     for (const identity of identities) if (!before.has(identity)) changed.push(identity);
-    for (const identity of new Set([...before, ...identities])) {
-      const list = (this.rulesOfIdentity.get(identity) ?? []).filter((r) => r !== rule);
-      if (identities.has(identity)) list.push(updated);
-      list.sort(byPriority);
-      if (list.length) this.rulesOfIdentity.set(identity, list);
-      else this.rulesOfIdentity.delete(identity);
-    }
     return changed;
   }
 
-  private index(rule: MapRule<V>): void {
-    this.rules.push(rule);
-    this.byLabel.set(rule.label, rule);
-    if (rule.identities === '*') return;
-    for (const identity of rule.identities) {
-      const list = this.rulesOfIdentity.get(identity) ?? [];
-      list.push(rule);
-      this.rulesOfIdentity.set(identity, list);
+  /**
+   * The classes of a fresh build: each identity walks the path of the rules selecting it, in
+   * priority order; identities that end on the same step share a class.
+   */
+  private buildClasses(): void {
+    interface Step {
+      readonly parent: Step | undefined;
+      readonly rule: MapRule<V> | undefined;
+      readonly next: Map<MapRule<V>, Step>;
     }
-  }
-
-  /** `index`, keeping the rule lists in priority order without sorting them again. */
-  private insertSorted(rule: MapRule<V>): void {
-    insertByPriority(this.rules, rule);
-    this.byLabel.set(rule.label, rule);
-    if (rule.identities === '*') return;
-    for (const identity of rule.identities) {
-      const list = this.rulesOfIdentity.get(identity);
-      if (list) insertByPriority(list, rule);
-      else this.rulesOfIdentity.set(identity, [rule]);
-    }
-  }
-
-  private sortRules(): void {
-    this.rules.sort(byPriority);
-    for (const list of this.rulesOfIdentity.values()) list.sort(byPriority);
-  }
-
-  private afterRuleChange(rule: MapRule<V>): MapChange<V>[] {
-    if (rule.identities !== '*') return [...rule.identities].flatMap((identity) => this.recompute(identity));
-    const changes = this.rebuildWildcard();
-    // A wildcard change can refuse or allow specific keys and covering entries of any identity
-    // with rules on the same protocol.
-    for (const [identity, rules] of this.rulesOfIdentity) {
-      if (rules.some((r) => r.protocol === rule.protocol))
-        for (const change of this.recompute(identity)) changes.push(change);
-    }
-    return changes;
-  }
-
-  /** The wildcard layer, in priority order; returns what changed in it. */
-  private rebuildWildcard(): MapChange<V>[] {
-    const before = this.wildcard;
-    const entries: Entries<V> = new Map();
-    const refused: RefusedKey[] = [];
+    const root: Step = { parent: undefined, rule: undefined, next: new Map() };
+    const at = new Map<number, Step>();
     for (const rule of this.rules) {
-      if (rule.identities !== '*') continue;
-      for (const port of rule.ports) {
-        const cover = coveringEntry(entries, rule.protocol, port);
-        if (cover) {
-          if (this.options.recordRefused) refused.push(refusal(rule, port, '*', cover));
-          continue;
-        }
-        entries.set(keyNumber(rule.protocol, port.len, port.value), entryOf(rule, port, '*'));
+      if (rule.identities === '*') continue;
+      for (const identity of rule.identities) {
+        const from = at.get(identity) ?? root;
+        let step = from.next.get(rule);
+        if (!step) from.next.set(rule, (step = { parent: from, rule, next: new Map() }));
+        at.set(identity, step);
       }
     }
-    this.wildcard = entries;
-    this.wildcardRefused = refused;
-    this.wildcardSorted = new Map();
-    for (const entry of entries.values()) {
-      const list = this.wildcardSorted.get(entry.protocol) ?? [];
-      list.push(entry);
-      this.wildcardSorted.set(entry.protocol, list);
+    const members = new Map<Step, number[]>();
+    for (const [identity, step] of at) {
+      const list = members.get(step);
+      if (list) list.push(identity);
+      else members.set(step, [identity]);
     }
-    for (const list of this.wildcardSorted.values()) list.sort((a, b) => a.port.value - b.port.value);
-    return diff(before, entries);
-  }
-
-  /** One identity's entries, from the rules selecting it and the wildcard layer. */
-  private recompute(identity: number): MapChange<V>[] {
-    const before = this.specific.get(identity) ?? new Map<number, MapEntry<V>>();
-    const entries: Entries<V> = new Map();
-    const refused: RefusedKey[] = [];
-    for (const rule of this.rulesOfIdentity.get(identity) ?? []) {
-      for (const port of rule.ports) {
-        const cover =
-          coveringEntry(entries, rule.protocol, port) ??
-          coveringEntry(this.wildcard, rule.protocol, port, rule.priority);
-        if (cover) {
-          if (this.options.recordRefused) refused.push(refusal(rule, port, identity, cover));
-          continue;
-        }
-        entries.set(keyNumber(rule.protocol, port.len, port.value), entryOf(rule, port, identity));
+    for (const [step, identities] of members) {
+      const rules: MapRule<V>[] = [];
+      for (let s: Step | undefined = step; s?.rule; s = s.parent) rules.push(s.rule);
+      rules.reverse();
+      const cls = this.classFor(
+        this.hashOf(rules),
+        () => rules,
+        () => classEntries(rules, this.wildcard, this.recordRefused),
+      );
+      for (const identity of identities) {
+        cls.members.add(identity);
+        this.classOf.set(identity, cls);
       }
     }
-    this.synthesizeCovering(entries);
-    if (entries.size) this.specific.set(identity, entries);
-    else this.specific.delete(identity);
-    if (refused.length) this.specificRefused.set(identity, refused);
-    else this.specificRefused.delete(identity);
-    return diff(before, entries);
   }
 
   /**
-   * Example 2b: a lower-priority wildcard entry inside the port prefix of a higher-priority
-   * identity entry would override it there; re-insert that entry's verdict at the wildcard's key
-   * for this identity. The longest entry goes first (of nested entries that were inserted, the
-   * longer has the higher priority), so each covering entry carries the verdict the map gave.
+   * The class of a rule set (its hash; `list` gives the rules in priority order), computed
+   * (`compute`) when no identity has that set yet.
    */
-  private synthesizeCovering(entries: Entries<V>): void {
-    const own = [...entries.values()].sort((a, b) => b.port.len - a.port.len);
-    for (const entry of own) {
-      for (const wild of this.wildcardInside(entry.protocol, entry.port)) {
-        if (wild.priority < entry.priority) continue;
-        const key = keyNumber(wild.protocol, wild.port.len, wild.port.value);
-        if (entries.has(key)) continue;
-        entries.set(key, { ...entry, port: wild.port, coveredBy: wild.rule });
+  private classFor(
+    hashes: RuleSetHash,
+    list: () => MapRule<V>[],
+    compute: (rules: readonly MapRule<V>[]) => { entries: Entries<V>; refused: RefusedKey[] },
+  ): IdentityClass<V> {
+    const signature = ruleSetKey(hashes);
+    const known = this.classes.get(signature);
+    if (known) return known;
+    const rules = list();
+    const cls: IdentityClass<V> = { signature, hashes, rules, ...compute(rules), members: new Set() };
+    this.classes.set(signature, cls);
+    return cls;
+  }
+
+  private serialOf(label: string): number {
+    let serial = this.serials.get(label);
+    if (serial === undefined) this.serials.set(label, (serial = this.serials.size));
+    return serial;
+  }
+
+  private hashOf(rules: readonly MapRule<V>[]): RuleSetHash {
+    return withRules(
+      EMPTY_SET_HASH,
+      rules.map((r) => this.serialOf(r.label)),
+    );
+  }
+
+  /**
+   * Moves identities to the classes of their new rule lists: a list loses the rules named in
+   * `removed` and gains those of `added` that select the identity. The identities `added`
+   * selects and those in `touched` are grouped by class and by which added rules select them;
+   * each group's class is found or computed once (`keyByKey`: by inserting the added rules into
+   * the old class's entries — only when nothing is removed and no refusal is recorded), and its
+   * changes are handed to every member.
+   */
+  private regroup(
+    touched: Iterable<number>,
+    added: readonly MapRule<V>[],
+    removed: ReadonlySet<string>,
+    keyByKey: boolean,
+    changes: MapChange<V>[],
+  ): void {
+    const wide = added.length > MASK_BITS;
+    const selection = new Map<number, number | string>();
+    for (let i = 0; i < added.length; i++) {
+      const identities = (added[i] as MapRule<V>).identities;
+      if (identities === '*') continue;
+      for (const identity of identities) {
+        const was = selection.get(identity);
+        selection.set(
+          identity,
+          wide ? `${(was as string | undefined) ?? ''}${i},` : (was as number) | 0 | (1 << i),
+        );
       }
     }
-  }
-
-  /** Wildcard entries strictly inside a prefix. */
-  private *wildcardInside(protocol: number, port: PortPrefix): Generator<MapEntry<V>> {
-    const list = this.wildcardSorted.get(protocol);
-    if (!list) return;
-    const end = port.value + 2 ** (PORT_BITS - port.len);
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((list[mid] as MapEntry<V>).port.value < port.value) lo = mid + 1;
-      else hi = mid;
+    for (const identity of touched) if (!selection.has(identity)) selection.set(identity, wide ? '' : 0);
+    const groups = new Map<IdentityClass<V> | undefined, Map<number | string, number[]>>();
+    for (const [identity, key] of selection) {
+      const from = this.classOf.get(identity);
+      let byKey = groups.get(from);
+      if (!byKey) groups.set(from, (byKey = new Map<number | string, number[]>()));
+      const members = byKey.get(key);
+      if (members) members.push(identity);
+      else byKey.set(key, [identity]);
     }
-    for (let i = lo; i < list.length; i++) {
-      const entry = list[i] as MapEntry<V>;
-      if (entry.port.value >= end) break;
-      if (entry.port.len > port.len) yield entry;
+    const left = new Set<IdentityClass<V>>();
+    for (const [from, byKey] of groups) {
+      for (const [key, members] of byKey) {
+        const joined = added.filter((_, i) =>
+          wide ? (key as string).split(',').includes(String(i)) : ((key as number) >>> i) & 1,
+        );
+        const listOf = () => {
+          const rules = (from?.rules ?? []).filter((r) => !removed.has(r.label));
+          for (const rule of joined) insertRuleByPriority(rules, rule);
+          return rules;
+        };
+        // Nothing removed: the new set's hash comes from the old one and the joined rules alone,
+        // and the list is built only for a set no identity had.
+        const list = removed.size === 0 ? undefined : listOf();
+        const hashes = list
+          ? this.hashOf(list)
+          : withRules(
+              from?.hashes ?? EMPTY_SET_HASH,
+              joined.map((r) => this.serialOf(r.label)),
+            );
+        const computeEntries = (rules: readonly MapRule<V>[]) => {
+          if (!keyByKey) return classEntries(rules, this.wildcard, this.recordRefused);
+          const entries = new Map(from?.entries ?? NO_ENTRIES);
+          insertKeys(entries, joined, this.wildcard);
+          return { entries, refused: [] };
+        };
+        const signature = ruleSetKey(hashes);
+        if (
+          from &&
+          hashes.length > 0 &&
+          members.length === from.members.size &&
+          !this.classes.has(signature)
+        ) {
+          // The whole class moves to a set no identity has: it becomes that class in place, and
+          // its members stay where they are.
+          const rules = list ?? listOf();
+          const before = from.entries;
+          this.classes.delete(from.signature);
+          Object.assign(from, { signature, hashes, rules, ...computeEntries(rules) });
+          this.classes.set(signature, from);
+          const changed = diff(before, from.entries);
+          for (const identity of members)
+            for (const { op, entry } of changed) changes.push({ op, entry: withIdentity(entry, identity) });
+          continue;
+        }
+        const to =
+          hashes.length === 0 ? undefined : this.classFor(hashes, () => list ?? listOf(), computeEntries);
+        if (to === from) continue;
+        const changed = diff(from?.entries ?? NO_ENTRIES, to?.entries ?? NO_ENTRIES);
+        for (const identity of members) {
+          for (const { op, entry } of changed) changes.push({ op, entry: withIdentity(entry, identity) });
+          from?.members.delete(identity);
+          if (to) {
+            to.members.add(identity);
+            this.classOf.set(identity, to);
+          } else this.classOf.delete(identity);
+        }
+        if (from) left.add(from);
+      }
+    }
+    for (const cls of left)
+      if (cls.members.size === 0 && this.classes.get(cls.signature) === cls)
+        this.classes.delete(cls.signature);
+  }
+
+  /** After the wildcard layer changed: classes with rules on those protocols, from their rules again. */
+  private recomputeClasses(protocols: ReadonlySet<number>, changes: MapChange<V>[]): void {
+    for (const cls of this.classes.values()) {
+      if (!cls.rules.some((r) => protocols.has(r.protocol))) continue;
+      const fresh = classEntries(cls.rules, this.wildcard, this.recordRefused);
+      const changed = diff(cls.entries, fresh.entries);
+      cls.entries = fresh.entries;
+      cls.refused = fresh.refused;
+      for (const identity of cls.members)
+        for (const { op, entry } of changed) changes.push({ op, entry: withIdentity(entry, identity) });
     }
   }
-}
-
-function entryOf<V>(rule: MapRule<V>, port: PortPrefix, identity: IdentityKey): MapEntry<V> {
-  return {
-    protocol: rule.protocol,
-    port,
-    identity,
-    verdict: rule.verdict,
-    priority: rule.priority,
-    rule: rule.label,
-  };
-}
-
-function refusal<V>(
-  rule: MapRule<V>,
-  port: PortPrefix,
-  identity: IdentityKey,
-  cover: MapEntry<V>,
-): RefusedKey {
-  return { rule: rule.label, protocol: rule.protocol, port, identity, coveredBy: cover.rule };
-}
-
-/**
- * An entry at the same or a shorter prefix containing `port` (with a priority below `before`, if
- * given; a rule's own entry, not a synthesized covering one, if `inserted`).
- */
-function coveringEntry<V>(
-  entries: Entries<V>,
-  protocol: number,
-  port: PortPrefix,
-  before = Infinity,
-  inserted = false,
-): MapEntry<V> | undefined {
-  for (let len = 0; len <= port.len; len++) {
-    const entry = entries.get(keyNumber(protocol, len, prefixOf(port.value, len)));
-    if (
-      entry &&
-      entry.priority < before &&
-      !(inserted && entry.coveredBy !== undefined) &&
-      prefixContains(entry.port, port)
-    )
-      return entry;
-  }
-  return undefined;
-}
-
-function diff<V>(before: Entries<V>, after: Entries<V>): MapChange<V>[] {
-  const changes: MapChange<V>[] = [];
-  for (const [key, entry] of before) {
-    const now = after.get(key);
-    if (!now || !sameEntry(now, entry)) changes.push({ op: 'delete', entry });
-  }
-  for (const [key, entry] of after) {
-    const was = before.get(key);
-    if (!was || !sameEntry(was, entry)) changes.push({ op: 'add', entry });
-  }
-  return changes;
-}
-
-/** Several steps' changes as one: a key's first state against its last, nothing in between. */
-function netChanges<V>(changes: readonly MapChange<V>[]): MapChange<V>[] {
-  const byKey = new Map<string, { before: MapEntry<V> | undefined; after: MapEntry<V> | undefined }>();
-  for (const change of changes) {
-    const { protocol, port, identity } = change.entry;
-    const key = `${protocol}/${port.len}/${port.value}/${identity}`;
-    const after = change.op === 'add' ? change.entry : undefined;
-    const seen = byKey.get(key);
-    if (seen) seen.after = after;
-    else byKey.set(key, { before: change.op === 'delete' ? change.entry : undefined, after });
-  }
-  const result: MapChange<V>[] = [];
-  for (const { before, after } of byKey.values()) {
-    if (before && after && sameEntry(before, after)) continue;
-    if (before) result.push({ op: 'delete', entry: before });
-    if (after) result.push({ op: 'add', entry: after });
-  }
-  return result;
-}
-
-function sameEntry<V>(a: MapEntry<V>, b: MapEntry<V>): boolean {
-  return (
-    a.verdict === b.verdict && a.priority === b.priority && a.rule === b.rule && a.coveredBy === b.coveredBy
-  );
-}
-
-/** Inserts a rule into a list sorted by priority, after any of equal priority (as a stable sort would). */
-function insertByPriority<V>(list: MapRule<V>[], rule: MapRule<V>): void {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((list[mid] as MapRule<V>).priority <= rule.priority) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo === list.length) list.push(rule);
-  else list.splice(lo, 0, rule);
-}
-
-function byPriority<V>(a: MapRule<V>, b: MapRule<V>): number {
-  return a.priority - b.priority;
-}
-
-function compareKeys(
-  a: { protocol: number; port: PortPrefix; identity: IdentityKey },
-  b: { protocol: number; port: PortPrefix; identity: IdentityKey },
-): number {
-  const ia = a.identity === '*' ? -1 : a.identity;
-  const ib = b.identity === '*' ? -1 : b.identity;
-  return a.protocol - b.protocol || a.port.value - b.port.value || a.port.len - b.port.len || ia - ib;
-}
-
-function compareEntries<V>(a: MapEntry<V>, b: MapEntry<V>): number {
-  return compareKeys(a, b);
 }
