@@ -299,15 +299,27 @@ export class MapState<V> {
     changes: MapChange<V>[],
   ): void {
     const wide = added.length > MASK_BITS;
+    // Rules of one policy rule (one per protocol) share their identity set: one pass per set.
+    const bySet = new Map<ReadonlySet<number>, number | string>();
+    added.forEach(({ identities }, i) => {
+      if (identities === '*') return;
+      const bits = bySet.get(identities);
+      bySet.set(
+        identities,
+        wide ? `${(bits as string | undefined) ?? ''}${i},` : (bits as number) | 0 | (1 << i),
+      );
+    });
     const selection = new Map<number, number | string>();
-    for (let i = 0; i < added.length; i++) {
-      const identities = (added[i] as MapRule<V>).identities;
-      if (identities === '*') continue;
+    for (const [identities, bits] of bySet) {
       for (const identity of identities) {
         const was = selection.get(identity);
         selection.set(
           identity,
-          wide ? `${(was as string | undefined) ?? ''}${i},` : (was as number) | 0 | (1 << i),
+          was === undefined
+            ? bits
+            : wide
+              ? `${was as string}${bits as string}`
+              : (was as number) | (bits as number),
         );
       }
     }

@@ -202,6 +202,24 @@ describe('MapState properties', () => {
     );
   });
 
+  it('a transaction of more specific rules than a selection bit mask holds ends in a fresh build', () => {
+    // addRules groups identities by which new rules select them: a bit mask up to 30 rules, a
+    // string past that. 31–40 rules of one policy, specific identities only (inserted key by key).
+    const specificArb = ruleArb.filter((r) => r.identities !== '*');
+    fc.assert(
+      fc.property(rulesArb, fc.array(specificArb, { minLength: 31, maxLength: 40 }), (initial, more) => {
+        const map = new MapState<string>(initial);
+        const added = more.map((r, i) => rule(200 + i, r.protocol, r.ports, r.identities, r.verdict));
+        const before = map.entries();
+        const changes = map.addRules(added);
+        assert.deepEqual(applyChanges(before, changes), entries(map).sort());
+        assert.deepEqual(entries(map), entries(new MapState<string>([...initial, ...added])));
+        assertAgrees(map, [...initial, ...added]);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('incremental updates end in a fresh build, and their changes are exact', () => {
     const opArb = fc.oneof(
       fc.record({
