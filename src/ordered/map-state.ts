@@ -20,6 +20,7 @@
 import {
   EMPTY_SET_HASH,
   type IdentityClass,
+  IdentityIndex,
   type RuleSetHash,
   classEntries,
   insertKeys,
@@ -48,7 +49,7 @@ export class MapState<V> {
   private readonly byLabel = new Map<string, MapRule<V>>();
   private readonly wildcard = new WildcardLayer<V>();
   /** The class of every identity some rule selects. */
-  private readonly classOf = new Map<number, IdentityClass<V>>();
+  private readonly classOf = new IdentityIndex<IdentityClass<V>>();
   /** Classes with members, by signature. */
   private readonly classes = new Map<string, IdentityClass<V>>();
   /** A serial number per rule label, for class signatures. */
@@ -86,16 +87,17 @@ export class MapState<V> {
   /** Every entry: by protocol, port, prefix length, then wildcard before identities. */
   entries(): MapEntry<V>[] {
     const all = [...this.wildcard.entries.values()];
-    for (const [identity, { entries }] of this.classOf)
-      for (const entry of entries.values()) all.push(withIdentity(entry, identity));
+    for (const { members, entries } of this.classes.values())
+      for (const identity of members)
+        for (const entry of entries.values()) all.push(withIdentity(entry, identity));
     return all.sort(compareKeys);
   }
 
   /** Keys refused because a higher-priority entry covers them (with `recordRefused`). */
   refusedKeys(): RefusedKey[] {
     const all = [...this.wildcard.refused];
-    for (const [identity, { refused }] of this.classOf)
-      for (const key of refused) all.push({ ...key, identity });
+    for (const { members, refused } of this.classes.values())
+      for (const identity of members) for (const key of refused) all.push({ ...key, identity });
     return all.sort((a, b) => compareKeys(a, b) || (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   }
 

@@ -220,6 +220,31 @@ describe('MapState properties', () => {
     );
   });
 
+  it('identities past the dense index (huge, negative) give the entries small ones do', () => {
+    // The map keeps identities below 2^24 in an array and the rest in a Map.
+    const far = (i: number) => (i % 2 ? -i : i * 2 ** 33);
+    const moved = (rs: readonly MapRule<string>[]) =>
+      rs.map((r) => ({
+        ...r,
+        identities: r.identities === '*' ? r.identities : new Set([...r.identities].map(far)),
+      }));
+    fc.assert(
+      fc.property(rulesArb, rulesArb, (initial, more) => {
+        const added = more.map((r) => ({ ...r, priority: r.priority + 100, label: `added${r.label}` }));
+        const near = new MapState<string>(initial);
+        const away = new MapState<string>(moved(initial));
+        near.addRules(added);
+        away.addRules(moved(added));
+        const back = new Map(IDENTITIES.map((i) => [far(i), i]));
+        const shown = away
+          .entries()
+          .map((e) => show(e.identity === '*' ? e : { ...e, identity: back.get(e.identity) as number }));
+        assert.deepEqual(shown.sort(), entries(near).sort());
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('incremental updates end in a fresh build, and their changes are exact', () => {
     const opArb = fc.oneof(
       fc.record({
