@@ -1,9 +1,11 @@
 /**
  * Bundles the web view (web/src/main.ts and its CSS) with esbuild: `node web/build.mjs` writes
- * dist/web/app.js and app.css (run by `npm run build` and `prepare`); `serve` run from the
- * sources calls buildWeb({ write: false }) and keeps the bundle in memory.
+ * dist/web/app.js, app.css and the chunks app.js imports when a view needs them (run by `npm run
+ * build` and `prepare`); `serve` run from the sources calls buildWeb({ write: false }) and keeps
+ * the bundle in memory.
  */
 import { build } from 'esbuild';
+import { rm } from 'node:fs/promises';
 import process from 'node:process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,10 +14,15 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 
 /** Returns { 'app.js': text, 'app.css': text }; with write, also writes them to dist/web/. */
 export async function buildWeb({ write }) {
+  // Chunk names change with their content: an earlier build's would stay behind.
+  if (write) await rm(join(root, 'dist', 'web'), { recursive: true, force: true });
   const result = await build({
     entryPoints: { app: join(root, 'web', 'src', 'main.ts') },
     bundle: true,
     format: 'esm',
+    // Libraries only one view uses (cytoscape, for the graph) load when that view first opens.
+    splitting: true,
+    chunkNames: 'chunk-[hash]',
     platform: 'browser',
     target: 'es2022',
     minify: true,

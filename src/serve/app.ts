@@ -53,7 +53,9 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
 
   app.get('/api', (c) => c.json({ endpoints: API_ENDPOINTS }));
   const api = (path: string, answer: (snapshot: Snapshot, c: Context) => unknown): void => {
-    app.get(path, (c) => {
+    app.get(path, async (c) => {
+      // The server listens while the input is first read: the page loads meanwhile.
+      await live.first;
       const snapshot = live.snapshot;
       c.header('x-palisade-version', String(snapshot.version));
       const body = answer(snapshot, c);
@@ -124,6 +126,7 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
     streamSSE(c, async (stream) => {
       const send = (version: number): Promise<void> =>
         stream.writeSSE({ event: 'snapshot', data: JSON.stringify({ version }) });
+      await live.first;
       await send(live.snapshot.version);
       let wake: (() => void) | undefined;
       let latest = live.snapshot.version;

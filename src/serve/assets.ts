@@ -4,7 +4,7 @@
  * nothing is fetched from elsewhere. Run from the sources (tests, `tsx`) without a build, the
  * bundle is made in memory by the same build script.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,10 +13,13 @@ export interface WebAssets {
   readonly files: ReadonlyMap<string, { readonly body: string; readonly type: string }>;
 }
 
+/** Content types by extension; the bundle is app.js, app.css and the chunks app.js imports. */
 const TYPES: Record<string, string> = {
-  'app.js': 'text/javascript; charset=utf-8',
-  'app.css': 'text/css; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
 };
+
+const typeOf = (name: string): string | undefined => TYPES[name.slice(name.lastIndexOf('.') + 1)];
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -52,8 +55,10 @@ export async function loadWebAssets(): Promise<WebAssets> {
   // Run from the TypeScript sources, a bundle in dist/ may be older than they are: build anew.
   const fromSources = import.meta.url.endsWith('.ts');
   if (!fromSources && existsSync(join(built, 'app.js')) && existsSync(join(built, 'app.css'))) {
-    for (const name of Object.keys(TYPES))
-      files.set(name, { body: readFileSync(join(built, name), 'utf8'), type: TYPES[name] as string });
+    for (const name of readdirSync(built)) {
+      const type = typeOf(name);
+      if (type) files.set(name, { body: readFileSync(join(built, name), 'utf8'), type });
+    }
   } else {
     // From the sources: the build script, in memory (esbuild is a development dependency).
     const script = join(root, 'web', 'build.mjs');
@@ -61,8 +66,10 @@ export async function loadWebAssets(): Promise<WebAssets> {
       buildWeb: (options: { write: boolean }) => Promise<Record<string, string>>;
     };
     const output = await buildWeb({ write: false });
-    for (const [name, body] of Object.entries(output))
-      if (TYPES[name]) files.set(name, { body, type: TYPES[name] });
+    for (const [name, body] of Object.entries(output)) {
+      const type = typeOf(name);
+      if (type) files.set(name, { body, type });
+    }
   }
   return { html: PAGE, files };
 }

@@ -25,11 +25,25 @@ export class LiveInput {
   /** The last reading's failure (a cluster that could not be read); the previous snapshot stays. */
   lastError: string | undefined;
 
-  constructor(private readonly options: ServeOptions) {}
+  /** Settles when the first reading has: the snapshot, or why there is none. */
+  readonly first: Promise<Snapshot>;
+  private settleFirst!: { resolve(s: Snapshot): void; reject(e: unknown): void };
+
+  constructor(private readonly options: ServeOptions) {
+    this.first = new Promise<Snapshot>((resolve, reject) => (this.settleFirst = { resolve, reject }));
+    // Requests wait on it; a failed first reading is the caller's to report (start rejects).
+    this.first.catch(() => undefined);
+  }
 
   /** Reads the input for the first time and starts watching. */
   async start(): Promise<Snapshot> {
-    await this.read();
+    try {
+      await this.read();
+      this.settleFirst.resolve(this.snapshot);
+    } catch (error) {
+      this.settleFirst.reject(error);
+      throw error;
+    }
     for (const path of this.options.watch) this.watchPath(path);
     const stop = await this.options.watchSource?.(() => this.schedule());
     if (this.closed) stop?.();

@@ -17,9 +17,18 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(options: ServeOptions): Promise<RunningServer> {
+/**
+ * Listens, then reads the input: `onListening` hears the address as soon as requests can be
+ * made, so a browser opens the page and loads its bundle while the input is first read (the API
+ * answers once it has been). Resolves when the input has been read; if that fails, the server is
+ * closed and the promise rejects.
+ */
+export async function startServer(
+  options: ServeOptions,
+  onListening?: (url: string) => void,
+): Promise<RunningServer> {
   const live = new LiveInput(options);
-  const [assets] = await Promise.all([loadWebAssets(), live.start()]);
+  const assets = await loadWebAssets();
   const app = createApp(live, assets, allowedHostNames(options.address, options.allowedHosts));
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = listen({ fetch: app.fetch, hostname: options.address, port: options.port }, () => resolve(s));
@@ -28,15 +37,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const { port } = server.address() as AddressInfo;
   const host = options.address.includes(':') ? `[${options.address}]` : options.address;
   const shown = host === '0.0.0.0' || host === '[::]' ? 'localhost' : host;
-  return {
-    url: `http://${shown}:${port}/`,
-    live,
-    close: () =>
-      new Promise<void>((resolve) => {
-        live.close();
-        // Event streams stay open until their clients go: end them with the server.
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => resolve());
-      }),
-  };
+  const close = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      live.close();
+      // Event streams stay open until their clients go: end them with the server.
+      (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      server.close(() => resolve());
+    });
+  const url = `http://${shown}:${port}/`;
+  onListening?.(url);
+  try {
+    await live.start();
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { url, live, close };
 }

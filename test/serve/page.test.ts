@@ -23,6 +23,8 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
   let shots = '';
   const errors: string[] = [];
   const foreign: string[] = [];
+  /** Paths the page asked this server for, in order. */
+  const assets: string[] = [];
 
   before(async () => {
     // The input is the shop example; --against is its next release (so the diff has both kinds).
@@ -34,6 +36,7 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
     page.on('pageerror', (error) => errors.push(error.message));
     page.on('request', (request) => {
       if (!request.url().startsWith(served.server.url)) foreign.push(request.url());
+      else assets.push(new URL(request.url()).pathname);
     });
   });
   after(async () => {
@@ -82,6 +85,11 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
       /^shop → payments: partly allowed \(\d+ of \d+ pod pairs\) on any$/,
     );
     assert.match(await hover('payments', 'monitoring'), /^payments → monitoring: denied/);
+    // The graph library is not part of the first page: it loads with the graph tab.
+    assert.deepEqual(assets.filter((a) => a.startsWith('/assets/')).sort(), [
+      '/assets/app.css',
+      '/assets/app.js',
+    ]);
     await page.screenshot({ path: join(shots, 'heatmap.png') });
   });
 
@@ -133,6 +141,7 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
     await page.selectOption('select[name=port]', 'any');
     await page.click('.tabs button[data-tab=graph]');
     await page.waitForSelector('.cy canvas');
+    assert.equal(assets.filter((a) => /^\/assets\/chunk-[\w-]+\.js$/.test(a)).length, 1);
     assert.match(
       (await page.locator('.graph .caption').textContent()) ?? '',
       /^\d+ workloads and address ranges, \d+ allowed connections/,

@@ -3,7 +3,7 @@
  * (compound nodes), address ranges outside the cluster as nodes of their own, edges labelled
  * with ports. Clicking an edge asks why it is allowed. Large inputs are drawn by namespace.
  */
-import cytoscape from 'cytoscape';
+import type cytoscape from 'cytoscape';
 import { api } from './api.ts';
 import { clear, count, el } from './dom.ts';
 
@@ -52,8 +52,12 @@ export class GraphView {
   async reload(): Promise<void> {
     this.groupBy = this.workloads() > MAX_WORKLOAD_NODES ? 'namespace' : 'workload';
     const started = performance.now();
-    const graph = await api<Graph>('/api/graph', { port: this.host.port(), 'group-by': this.groupBy });
-    this.draw(graph);
+    // cytoscape is loaded with the first graph, not with the page: the heatmap comes first.
+    const [graph, { default: draw }] = await Promise.all([
+      api<Graph>('/api/graph', { port: this.host.port(), 'group-by': this.groupBy }),
+      import('cytoscape'),
+    ]);
+    this.draw(graph, draw);
     this.host.status(
       `graph: ${graph.nodes.length} nodes, ${graph.edges.length} edges, ${Math.round(performance.now() - started)} ms`,
     );
@@ -71,7 +75,7 @@ export class GraphView {
     });
   }
 
-  private draw(graph: Graph): void {
+  private draw(graph: Graph, cytoscapeOf: typeof cytoscape): void {
     this.cy?.destroy();
     clear(this.canvas);
     this.caption.textContent =
@@ -101,7 +105,7 @@ export class GraphView {
         classes: e.from === e.to ? 'loop' : '',
       })),
     ];
-    this.cy = cytoscape({
+    this.cy = cytoscapeOf({
       container: this.canvas,
       elements,
       wheelSensitivity: 0.3,

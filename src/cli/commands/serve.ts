@@ -38,19 +38,23 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
         return loaded;
       };
       const { cluster, ...files } = input;
-      const server = await startServer({
-        read,
-        ...(against ? { readAgainst: () => loadInput({ ...files, file: against }, io) } : {}),
-        watch: [...input.file, ...(against ?? [])],
-        // A cluster is watched through its API: the view follows it as it follows files.
-        ...(cluster
-          ? { watchSource: (changed: () => void) => watchClusterChanges(cluster, io, changed) }
-          : {}),
-        semantics: input.semantics,
-        address,
-        port,
-        allowedHosts: (raw.allowHost as string[] | undefined) ?? [],
-      }).catch((error: NodeJS.ErrnoException) => {
+      const server = await startServer(
+        {
+          read,
+          ...(against ? { readAgainst: () => loadInput({ ...files, file: against }, io) } : {}),
+          watch: [...input.file, ...(against ?? [])],
+          // A cluster is watched through its API: the view follows it as it follows files.
+          ...(cluster
+            ? { watchSource: (changed: () => void) => watchClusterChanges(cluster, io, changed) }
+            : {}),
+          semantics: input.semantics,
+          address,
+          port,
+          allowedHosts: (raw.allowHost as string[] | undefined) ?? [],
+        },
+        // Said as soon as the page can be opened; the input is read meanwhile.
+        (url) => io.stderr.write(`palisade serve: ${url} (Ctrl-C stops it)\n`),
+      ).catch((error: NodeJS.ErrnoException) => {
         // A port in use or not ours to take: the user's to change, one line.
         if (error.code === 'EADDRINUSE' || error.code === 'EACCES' || error.code === 'EADDRNOTAVAIL')
           throw new UsageError(
@@ -58,7 +62,6 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
           );
         throw error;
       });
-      io.stderr.write(`palisade serve: ${server.url} (Ctrl-C stops it)\n`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGINT', stop);
