@@ -10,7 +10,7 @@
 import process from 'node:process';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
@@ -59,6 +59,14 @@ function job(name, commands, { stream = false } = {}) {
 }
 
 const node = process.execPath;
+// The executable and the lab's pod agent, bundled once for every test that starts them as
+// processes (test/helpers/executable.ts): from the sources, tsx would compile them in each.
+// Inside node_modules, so the bundle finds the packages it leaves external (koffi) as dist/bin does.
+mkdirSync(join(root, 'node_modules', '.cache'), { recursive: true });
+const bundleDir = mkdtempSync(join(root, 'node_modules', '.cache', `palisade-test-bundle-${process.pid}-`));
+const bundled = await job('bundle', [[node, join(root, 'scripts', 'bundle-cli.mjs'), bundleDir]]);
+if (bundled.code !== 0) process.exit(bundled.code);
+process.env.PALISADE_BUNDLE_DIR = bundleDir;
 const results = await Promise.all([
   job('typecheck', [
     [node, bin('typescript', 'bin/tsc'), '-p', 'tsconfig.json', '--noEmit'],
@@ -87,4 +95,5 @@ const results = await Promise.all([
 process.stdout.write(
   `\n${results.map((r) => `${r.name}: ${r.code === 0 ? 'ok' : 'FAILED'} (${r.seconds} s)`).join('; ')}\n`,
 );
+rmSync(bundleDir, { recursive: true, force: true });
 process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { cli } from '../helpers/cli.ts';
 import { loadCluster } from '../../src/ingest/load.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 
 const EXAMPLE = 'examples/shop';
 const LEGACY = 'test/fixtures/legacy.yaml';
@@ -363,16 +364,7 @@ describe('the installed executable', () => {
     // Enough output to fill the pipe: a generated cluster's compile output as JSON.
     const dir = await tempDir(t, 'palisade-pipe-');
     await cli(['generate', '--shape', 'c', '--scale', '0.2', '-o', dir]);
-    const child = spawn(process.execPath, [
-      '--import',
-      'tsx',
-      'src/cli/main.ts',
-      'compile',
-      '-f',
-      dir,
-      '-o',
-      'json',
-    ]);
+    const child = spawn(process.execPath, [...palisadeArgv(), 'compile', '-f', dir, '-o', 'json']);
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.once('data', () => child.stdout.destroy());
@@ -382,19 +374,14 @@ describe('the installed executable', () => {
   });
   it('runs as a real process and prints help and version', async () => {
     const exec = promisify(execFile);
-    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help']);
+    const { stdout } = await exec(process.execPath, [...palisadeArgv(), '--help']);
     for (const command of ['check', 'matrix', 'explain', 'validate', 'convert', 'compile', 'generate'])
       assert.match(stdout, new RegExp(`\\b${command}\\b`));
-    const version = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--version']);
+    const version = await exec(process.execPath, [...palisadeArgv(), '--version']);
     assert.equal(version.stdout.trim(), '0.1.0');
-    const failed = await exec(process.execPath, [
-      '--import',
-      'tsx',
-      'src/cli/main.ts',
-      'validate',
-      '-f',
-      'nope.yaml',
-    ]).catch((e: { code: number; stdout: string }) => e);
+    const failed = await exec(process.execPath, [...palisadeArgv(), 'validate', '-f', 'nope.yaml']).catch(
+      (e: { code: number; stdout: string }) => e,
+    );
     assert.equal((failed as { code: number }).code, 1);
     assert.match((failed as { stdout: string }).stdout, /nope\.yaml: error FILE_NOT_FOUND/);
   });

@@ -17,6 +17,7 @@ import { goYamlNumber } from '../../src/ingest/yaml-schema.ts';
 import { LISTED_PER_CODE } from '../../src/ingest/diagnostic-sink.ts';
 import { cli } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 
 // Control characters, built from code points (the linter refuses them written in a regex).
 const ESC = String.fromCharCode(0x1b);
@@ -136,8 +137,7 @@ describe('memory bounded by the input', () => {
       }
       await writeFile(join(dir, `f${file}.yaml`), text);
     }
-    const main = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
-    const args = ['--max-old-space-size=64', '--import', 'tsx', main, 'validate', '-f', dir];
+    const args = ['--max-old-space-size=64', ...palisadeArgv(), 'validate', '-f', dir];
     const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 1 << 20 });
     assert.match(stdout, /0 errors, 0 warnings, 1 info; 1 namespaces, 0 endpoints, 200 policies/);
   });

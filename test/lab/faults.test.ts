@@ -13,10 +13,10 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync, existsSync, readFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { acquireLock, run } from '../../src/dataplane/index.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 import { needsRoot } from '../helpers/kernel.ts';
 
 const SKIP = needsRoot('the lab fault trials (network namespaces and nftables)');
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const NAME = `f${process.pid % 100000}`;
 
 interface Result {
@@ -25,10 +25,10 @@ interface Result {
   stderr: string;
 }
 
-/** The executable in its own process (from source through tsx), with extra environment. */
+/** The executable in its own process (test/helpers/executable.ts), with extra environment. */
 function palisade(args: readonly string[], env: Record<string, string> = {}): Promise<Result> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    const child = spawn(process.execPath, [...palisadeArgv(), ...args], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -11,6 +11,7 @@ import { readdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { loadStore, readManifests, tempDir, writeKubeconfig } from '../fake-apiserver/fixtures.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 
 const SHOP = [
   ...readdirSync('examples/shop-running').map((f) => `examples/shop-running/${f}`),
@@ -51,7 +52,7 @@ describe('palisade serve --kubeconfig: live', () => {
     const kubeconfig = writeKubeconfig(temp.dir, 'config', { server: api, token: 'live-token' });
     const started = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--kubeconfig', kubeconfig, '--port', '0'],
+      [...palisadeArgv(), 'serve', '--kubeconfig', kubeconfig, '--port', '0'],
       { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: '', NO_COLOR: '1' } },
     );
     child = started;
