@@ -25,7 +25,14 @@ const ENTRY_POINTS = {
  * Dependencies left out of the bundle and loaded from node_modules when first imported: for
  * packages that cannot be bundled (native addons, files read relative to their own location).
  */
-const EXTERNAL = [];
+const EXTERNAL = [
+  // etcd3 and gRPC read their .proto files relative to their own __dirname (which an ES module
+  // bundle does not define): `agent`, `status`, `reflect` and `lab --control-plane` failed with
+  // "ReferenceError: __dirname is not defined". One copy of grpc-js for etcd3 and our code.
+  'etcd3',
+  '@grpc/grpc-js',
+  '@grpc/proto-loader',
+];
 
 const root = resolve(import.meta.dirname, '..');
 const outdir = resolve(process.argv[2] ?? join(root, 'dist', 'bin'));

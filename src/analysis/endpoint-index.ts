@@ -40,7 +40,8 @@ class LabelSetIndex<T> {
     const result: T[] = [];
     for (const id of this.candidates(selector)) {
       const set = this.sets[id];
-      if (set && selectorMatches(selector, set.labels)) result.push(...set.items);
+      // One push per item: spreading a set of 100,000+ pods into push() overflows the stack.
+      if (set && selectorMatches(selector, set.labels)) for (const item of set.items) result.push(item);
     }
     return result;
   }

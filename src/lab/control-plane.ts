@@ -19,6 +19,7 @@ import { readStatus, type ClusterStatus, type NodeStatus } from '../agent/index.
 import type { Diagnostic } from '../model/types.ts';
 import { DEFAULT_ROOT, KeyLayout, Reflector } from '../reflector/index.ts';
 import { familyOf, LabError, type LabPlan } from './topology.ts';
+import { sourceEntryCommand } from './source-entry.ts';
 
 /** What `lab down` needs to stop the control plane, recorded in the lab's state. */
 export interface ControlPlaneRecord {
@@ -79,13 +80,12 @@ export async function reflectObjects(
 }
 
 /**
- * The `palisade` command line: through tsx from source; beside this code when bundled
- * (dist/bin/palisade.js) or compiled (dist/cli/main.js).
+ * The `palisade` command line: beside this code when bundled (dist/bin/palisade.js) or compiled
+ * (dist/cli/main.js); from the sources, see source-entry.ts.
  */
 function palisadeCommand(): string[] {
   const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts'))
-    return ['--import', import.meta.resolve('tsx'), join(dirname(here), '../cli/main.ts')];
+  if (here.endsWith('.ts')) return sourceEntryCommand('palisade.js', join(dirname(here), '../cli/main.ts'));
   const bundled = fileURLToPath(new URL('./palisade.js', import.meta.url));
   return [existsSync(bundled) ? bundled : fileURLToPath(new URL('../cli/main.js', import.meta.url))];
 }

@@ -38,6 +38,7 @@ import { applyObjects } from './apply-objects.ts';
 import { datapathModule, type DatapathKind, type DatapathModule, type LabDatapath } from './datapath.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
 import { familyOf, LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
+import { sourceEntryCommand } from './source-entry.ts';
 
 export const DEFAULT_STATE_ROOT = '/run/palisade/lab';
 
@@ -196,7 +197,7 @@ export class Lab {
       let state: LabState = {
         version: 1,
         plan,
-        objects: labObjects(objects, plan),
+        objects: asRecorded(labObjects(objects, plan)),
         agents: [],
         allowNodeLocal: options.allowNodeLocal ?? true,
         killDenied: options.killDenied ?? true,
@@ -369,7 +370,7 @@ export class Lab {
     this.catchUp();
     const { objects: applied, notes } = applyObjects(this.state.objects, objects, prune);
     const previous = { state: this.state, cluster: this.cluster };
-    const nextState: LabState = { ...this.state, objects: applied };
+    const nextState: LabState = { ...this.state, objects: asRecorded(applied) };
     const next = loadFromObjects(nextState.objects, 'lab').cluster;
     const changes: PipelineChange[] = changesBetween(this.cluster, next);
     try {
@@ -497,6 +498,15 @@ export function ensureDir(dir: string): void {
   }
 }
 
+/**
+ * Objects as the state file gives them back (JSON drops undefined fields, -0 and the like): held
+ * in that form, catchUp's comparison with the file sees only another process's apply — compared
+ * with the objects as given, every apply looked like one and paused, re-rendered and resynced.
+ */
+function asRecorded(objects: readonly object[]): object[] {
+  return JSON.parse(JSON.stringify(objects)) as object[];
+}
+
 function writeState(dir: string, state: LabState): void {
   writeStateFile(join(dir, 'lab.json'), state);
 }
@@ -530,17 +540,13 @@ export function readStateFile<T extends { readonly version: number }>(path: stri
 
 /**
  * The agent's entry point and how to start Node on it: compiled (dist/lab/) or bundled
- * (dist/bin/, scripts/bundle-cli.mjs), `pod-agent.js` beside this code. Running from the sources
- * (the tests), the bundle `npm test` made in PALISADE_BUNDLE_DIR when there is one — through
- * tsx, each pod's agent would spend 0.4 s of CPU compiling itself — else the source through tsx.
+ * (dist/bin/, scripts/bundle-cli.mjs), `pod-agent.js` beside this code; from the sources, see
+ * source-entry.ts.
  */
 function agentCommand(): string[] {
   const here = fileURLToPath(import.meta.url);
-  const bundle = process.env.PALISADE_BUNDLE_DIR;
-  if (here.endsWith('.ts') && bundle && existsSync(join(bundle, 'pod-agent.js')))
-    return [join(bundle, 'pod-agent.js')];
   if (here.endsWith('.ts'))
-    return ['--import', import.meta.resolve('tsx'), here.replace(/lab\.ts$/, 'pod-agent.ts')];
+    return sourceEntryCommand('pod-agent.js', here.replace(/lab\.ts$/, 'pod-agent.ts'));
   return [fileURLToPath(new URL('./pod-agent.js', import.meta.url))];
 }
 

@@ -7,13 +7,11 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { freePort } from '../../src/etcd/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
-
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+import { palisadeArgv } from '../helpers/executable.ts';
 
 describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
   const etcd = suiteEtcd();
@@ -30,9 +28,7 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     const child = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        MAIN,
+        ...palisadeArgv(),
         'agent',
         '--node',
         'n1',

@@ -24,8 +24,8 @@ import type { Cluster } from '../../src/model/types.ts';
 import { startLab } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { distanceFromFresh, writeObjects } from './helpers.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 
-export const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const PORTS = [
   { port: 80, protocol: 'TCP' as const },
   { port: 5432, protocol: 'TCP' as const },
@@ -170,7 +170,7 @@ export class AgentProcess {
   ) {}
 
   start(): void {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'agent', ...this.args], {
+    const child = spawn(process.execPath, [...palisadeArgv(), 'agent', ...this.args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: this.env,
     });

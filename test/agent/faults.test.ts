@@ -17,7 +17,8 @@ import { run } from '../../src/dataplane/index.ts';
 import { stringify } from 'yaml';
 import { needsEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot } from '../helpers/kernel.ts';
-import { extraPod, FaultWorld, ingress, MAIN, sleep, until } from './fault-world.ts';
+import { extraPod, FaultWorld, ingress, sleep, until } from './fault-world.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { loadStore, tempDir } from '../fake-apiserver/fixtures.ts';
 import { apiReflector } from '../live/reflector-helpers.ts';
@@ -132,7 +133,7 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     const reflector = (id: string): ChildProcess => {
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', MAIN, 'reflect', '-f', file, '--watch', '--etcd', w.etcd.endpoint].concat([
+        [...palisadeArgv(), 'reflect', '-f', file, '--watch', '--etcd', w.etcd.endpoint].concat([
           '--prefix',
           w.root,
           '--id',

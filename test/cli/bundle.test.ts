@@ -6,8 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -17,7 +16,9 @@ const exec = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..', '..');
 
 describe('the bundled executable', () => {
-  const dir = mkdtempSync(join(tmpdir(), `palisade-bundle-${process.pid}-`));
+  // Inside node_modules, as dist/bin is: the packages left external (etcd3, gRPC, koffi) resolve.
+  mkdirSync(join(ROOT, 'node_modules', '.cache'), { recursive: true });
+  const dir = mkdtempSync(join(ROOT, 'node_modules', '.cache', `palisade-bundle-${process.pid}-`));
   const bin = join(dir, 'bin');
   const palisade = (args: readonly string[]) =>
     exec(process.execPath, [join(bin, 'palisade.js'), ...args], { cwd: ROOT }).catch(
@@ -41,6 +42,8 @@ describe('the bundled executable', () => {
       ['render', '--target', 'vpp-acl', '-f', 'examples/shop-running', 'examples/shop/namespaces.yaml'],
       ['validate', '-f', 'no-such-file.yaml'],
       ['matrix', '--no-such-option'],
+      // Loads etcd3, whose gRPC definitions are read from its own folder at import.
+      ['status', '--etcd', 'http://127.0.0.1:1'],
     ]) {
       const bundled = await palisade(args);
       const inProcess = await cli(args);
