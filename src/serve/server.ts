@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import { loadWebAssets } from './assets.ts';
 import { LiveInput } from './live-input.ts';
+import type { Snapshot } from './snapshot.ts';
+import { warmFirstView } from './summary.ts';
 import { allowedHostNames } from './security.ts';
 import type { ServeOptions } from './types.ts';
 
@@ -52,5 +54,18 @@ export async function startServer(
     await close();
     throw error;
   }
+  // The page's first view, computed while the browser is still loading the page (each new
+  // snapshot too: the page reloads its view when told of one).
+  const warm = (snapshot: Snapshot): void => {
+    setImmediate(() => {
+      try {
+        warmFirstView(snapshot);
+      } catch {
+        // The page's own request reports what fails.
+      }
+    });
+  };
+  warm(live.snapshot);
+  live.onChange(warm);
   return { url, live, close };
 }

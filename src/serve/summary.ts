@@ -3,7 +3,7 @@
  * policies name (the port selector offers those, most used first).
  */
 import type { Cluster } from '../model/types.ts';
-import type { Snapshot } from './snapshot.ts';
+import { parsePort, type Snapshot } from './snapshot.ts';
 
 export interface InputSummary {
   readonly version: number;
@@ -15,12 +15,21 @@ export interface InputSummary {
   readonly clusterPolicies: number;
   /** `80/TCP`, `dns/UDP`…: ports the policies' rules name, most used first. */
   readonly ports: readonly string[];
+  /**
+   * The port the page opens on: `any`, or for large inputs (allowed port sets cost a port set per
+   * pair of pods) the port the policies name most. The server computes its heatmap ahead.
+   */
+  readonly defaultPort: string;
   /** Whether a diff view exists (`--against`). */
   readonly against: boolean;
 }
 
+/** Pods above which the page opens on one port rather than on any. */
+const ANY_PORT_PODS = 2000;
+
 export function inputSummary(snapshot: Snapshot): InputSummary {
   const cluster = snapshot.input.cluster;
+  const ports = policyPorts(cluster);
   const workloads = new Set(
     cluster.endpoints.map((e) => `${e.namespace}/${e.workload?.name ?? e.name}/${e.workload?.kind ?? 'Pod'}`),
   );
@@ -32,9 +41,18 @@ export function inputSummary(snapshot: Snapshot): InputSummary {
     workloads: workloads.size,
     policies: cluster.policies.length,
     clusterPolicies: cluster.clusterPolicies.length,
-    ports: policyPorts(cluster),
+    ports,
+    defaultPort: cluster.endpoints.length > ANY_PORT_PODS ? (ports[0] ?? 'any') : 'any',
     against: snapshot.against !== undefined,
   };
+}
+
+/**
+ * Computes what the page shows first — the namespace heatmap on the default port — so that it is
+ * ready when the page, loading meanwhile, asks for it.
+ */
+export function warmFirstView(snapshot: Snapshot): void {
+  snapshot.reachability.heatmap(parsePort(inputSummary(snapshot).defaultPort), 'namespace');
 }
 
 function policyPorts(cluster: Cluster): string[] {

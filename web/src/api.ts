@@ -23,6 +23,7 @@ export interface Summary {
   readonly policies: number;
   readonly clusterPolicies: number;
   readonly ports: readonly string[];
+  readonly defaultPort: string;
   readonly against: boolean;
   readonly readError: string | null;
   readonly diagnosticCounts: string;

@@ -91,10 +91,9 @@ class App {
       (summary.clusterPolicies ? ` · ${count(summary.clusterPolicies)} cluster policies` : '') +
       ` · ${summary.diagnosticCounts}`;
     // The first time, the address may choose the port: /?port=8080/TCP.
-    // Allowed port sets (any port) cost a port set per pair of pods: large inputs start on the
-    // port the policies name most.
-    const fallback = summary.pods > 2000 ? (summary.ports[0] ?? 'any') : 'any';
-    const chosen = this.portSelect.value || (new URLSearchParams(location.search).get('port') ?? fallback);
+    // The server's choice otherwise (large inputs start on one port), whose heatmap it computed ahead.
+    const chosen =
+      this.portSelect.value || (new URLSearchParams(location.search).get('port') ?? summary.defaultPort);
     clear(this.portSelect);
     this.portSelect.append(el('option', { value: 'any' }, 'any port'));
     for (const port of summary.ports) this.portSelect.append(el('option', { value: port }, port));
