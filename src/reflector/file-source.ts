@@ -54,9 +54,8 @@ export async function watchFiles(
   sink: SourceSink,
   options: FileSourceOptions & { readonly debounceMs?: number; readonly onError?: (error: Error) => void },
 ): Promise<() => void> {
-  await loadFiles(paths, sink, options);
   let timer: NodeJS.Timeout | undefined;
-  let running = Promise.resolve();
+  let running: Promise<void> = Promise.resolve();
   const reload = (): void => {
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
@@ -68,19 +67,36 @@ export async function watchFiles(
     }, options.debounceMs ?? 100);
   };
   const watchers: FSWatcher[] = [];
-  for (const path of paths) {
-    if (path === '-') continue;
-    const isDirectory = (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
-    if (isDirectory) {
-      watchers.push(watchPath(path, { recursive: true }, reload));
-    } else {
-      // A file's directory: editors save by writing a new file and renaming it over the old one.
-      const name = basename(path);
-      watchers.push(watchPath(dirname(path), (_event, changed) => changed === name && reload()));
-    }
-  }
-  return () => {
+  const stop = (): void => {
     if (timer) clearTimeout(timer);
     for (const w of watchers) w.close();
   };
+  // Watch before the first load, not after it: a file replaced while it is being read is then
+  // read again once that load ends. Watching after the load lost such a change until the next
+  // one (a reflector taking over leadership in the middle of a burst of edits kept the state of
+  // the edit before the last).
+  for (const path of paths) {
+    if (path === '-') continue;
+    const isDirectory = (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+    try {
+      if (isDirectory) {
+        watchers.push(watchPath(path, { recursive: true }, reload));
+      } else {
+        // A file's directory: editors save by writing a new file and renaming it over the old one.
+        const name = basename(path);
+        watchers.push(watchPath(dirname(path), (_event, changed) => changed === name && reload()));
+      }
+    } catch {
+      // Nothing to watch there (no such directory): the load below reports the path.
+    }
+  }
+  const first = loadFiles(paths, sink, options);
+  running = first.catch(() => undefined);
+  try {
+    await first;
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return stop;
 }
