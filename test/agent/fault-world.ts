@@ -483,10 +483,17 @@ export class FaultWorld {
   prober(): () => Promise<string[]> {
     let running = true;
     const violations = new Set<string>();
+    const allowedBy: ((from: string, to: string, port: number) => boolean)[] = [];
     const loop = (async () => {
       while (running) {
-        const allowedBy = this.history.map(verdicts);
-        for (const r of await this.probe(300))
+        const results = await this.probe(300);
+        // Judged after the probe, against every state held so far: a state is recorded before it
+        // is written, so whatever the agents enforced during the probe is in the history by now.
+        // (Judging against the history taken before the probe flagged connections that a state
+        // written during the probe allowed.)
+        for (let i = allowedBy.length; i < this.history.length; i++)
+          allowedBy.push(verdicts(this.history[i]!));
+        for (const r of results)
           if (r.observed && !allowedBy.some((allows) => allows(r.from, r.to, r.port)))
             violations.add(`${r.from} → ${r.to}:${r.port}`);
       }

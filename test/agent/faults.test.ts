@@ -182,9 +182,11 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     const temp = tempDir('fault-gone');
     let objects = [...w.objects.values()];
     loadStore(server.store, objects);
+    const reflectorLog: string[] = [];
     const { reflector, running } = await apiReflector(server, w.store, temp.dir, {
       layout: w.layout,
       id: 'api',
+      log: reflectorLog,
     });
     let stop: (() => Promise<string[]>) | undefined;
     try {
@@ -217,9 +219,42 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
         () => (relisted = server.requests.some((r) => r.verb === 'list' && r.path === '/api/v1/pods')),
         // Generous: the informer resumes with backoff, and CI may be loaded.
         90_000,
-      );
+      ).catch((error: Error) => {
+        const requests = server.requests
+          .map((r) => `${r.verb} ${r.path} ${JSON.stringify(r.query)}`)
+          .join('\n');
+        throw new Error(
+          `${error.message}\nrequests since the cut:\n${requests}\nreflector log:\n${reflectorLog.slice(-40).join('\n')}`,
+        );
+      });
       assert.ok(relisted);
-      await until("the agents hold the API's last state", () => w.tablesDiffer(objects) === '', 60_000);
+      await until(
+        "the agents hold the API's last state",
+        () => {
+          const difference = w.tablesDiffer(objects);
+          return difference === '' || difference;
+        },
+        60_000,
+      ).catch(async (error: Error) => {
+        // What etcd holds against what the API server holds, by key.
+        const inEtcd = new Set(
+          (await w.store.range(w.layout.objects)).kvs.map((kv) => {
+            const key = w.layout.parse(kv.key);
+            return key ? `${key.kind} ${key.namespace ?? ''}/${key.name}` : kv.key;
+          }),
+        );
+        const wanted = new Set(
+          objects.map((o) => {
+            const m = o.metadata as { name: string; namespace?: string };
+            return `${String(o.kind)} ${m.namespace ?? ''}/${m.name}`;
+          }),
+        );
+        const missing = [...wanted].filter((k) => !inEtcd.has(k));
+        const extra = [...inEtcd].filter((k) => !wanted.has(k));
+        throw new Error(
+          `${error.message}\netcd misses: ${missing.join(', ')}\netcd extra: ${extra.join(', ')}\nreflector log:\n${reflectorLog.slice(-60).join('\n')}`,
+        );
+      });
       await w.converged(await currentRevision(w), 60_000);
       const violations = await stop();
       stop = undefined;
