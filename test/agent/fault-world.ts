@@ -384,11 +384,14 @@ export class FaultWorld {
 
   /** Puts objects (or deletes `{ delete }`) in one transaction; records the new state. */
   async write(objects: readonly (Raw | { readonly delete: Raw })[]): Promise<number> {
-    const revision = await writeObjects(this.store, this.layout, objects);
+    const next = new Map(this.objects);
     for (const o of objects)
-      if ('delete' in o) this.objects.delete(identity((o as { delete: Raw }).delete));
-      else this.objects.set(identity(o), o);
-    this.history.push(this.cluster());
+      if ('delete' in o) next.delete(identity((o as { delete: Raw }).delete));
+      else next.set(identity(o), o);
+    // Recorded before the write: the agents may enforce it before the write's answer comes back.
+    this.history.push(this.cluster([...next.values()]));
+    const revision = await writeObjects(this.store, this.layout, objects);
+    this.objects = next;
     return revision;
   }
 
