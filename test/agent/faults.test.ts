@@ -182,6 +182,14 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     const temp = tempDir('fault-gone');
     let objects = [...w.objects.values()];
     loadStore(server.store, objects);
+    // The world's writes recorded a made-up pod resourceVersion (a timestamp, far above this
+    // server's); a reflector would resume from it and never be told 410. A reflector of this
+    // server starts without records, as a new one does: it lists.
+    const records = (await w.store.range(w.layout.resourceVersions)).kvs;
+    await w.store.txn(
+      [],
+      records.map((kv) => ({ type: 'delete' as const, key: kv.key })),
+    );
     const reflectorLog: string[] = [];
     const { reflector, running } = await apiReflector(server, w.store, temp.dir, {
       layout: w.layout,
@@ -190,6 +198,15 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     });
     let stop: (() => Promise<string[]>) | undefined;
     try {
+      // The burst begins once the reflector has synced and watches pods (else the cut at 8 may
+      // come before its first watch, and there is nothing to resume).
+      await until(
+        'the reflector syncs and watches pods',
+        () =>
+          reflectorLog.some((line) => line.startsWith('synced in')) &&
+          server.requests.some((r) => r.verb === 'watch' && r.path === '/api/v1/pods'),
+        STARTUP_MS,
+      );
       await w.converged(await currentRevision(w), STARTUP_MS);
       stop = w.prober();
       let relisted = false;
