@@ -78,7 +78,11 @@ export function statusError(
   body: unknown,
   request: RequestDescription,
 ): KubeApiError {
-  const status = (body ?? {}) as { message?: unknown; reason?: unknown };
+  const status = (body ?? {}) as {
+    message?: unknown;
+    reason?: unknown;
+    details?: { causes?: { reason?: unknown }[] };
+  };
   const serverMessage = typeof status.message === 'string' ? firstLine(status.message) : '';
   const what = `${request.verb} ${request.resource}${request.group ? ` (API group ${request.group})` : ''} ${
     request.namespace !== undefined ? `in namespace ${request.namespace}` : 'at the cluster scope'
@@ -106,14 +110,17 @@ export function statusError(
         `${what}: 410 Gone (${serverMessage || 'resource version too old'})`,
         410,
       );
+    case 504:
+      // A version the server has not reached yet (a record from before an etcd restore, or from
+      // another cluster): waiting will not help, listing again does (client-go does the same).
+      if (
+        status.details?.causes?.some((c) => c.reason === 'ResourceVersionTooLarge') ||
+        /too large resource version/i.test(serverMessage)
+      )
+        return new KubeApiError('gone', `${what}: ${serverMessage || 'resource version too large'}`, 504);
+      return serverError(server, httpStatus, status.reason, what, serverMessage);
     default:
-      return new KubeApiError(
-        'server',
-        `the API server answered ${httpStatus}${typeof status.reason === 'string' ? ` ${status.reason}` : ''} to ${what}${
-          serverMessage ? `: ${serverMessage}` : ''
-        }`,
-        httpStatus,
-      );
+      return serverError(server, httpStatus, status.reason, what, serverMessage);
   }
 }
 
@@ -130,4 +137,20 @@ function errorCode(error: unknown): string | undefined {
 
 function firstLine(text: string): string {
   return text.split('\n')[0]!.trim();
+}
+
+function serverError(
+  server: string,
+  httpStatus: number,
+  reason: unknown,
+  what: string,
+  serverMessage: string,
+): KubeApiError {
+  return new KubeApiError(
+    'server',
+    `the API server answered ${httpStatus}${typeof reason === 'string' ? ` ${reason}` : ''} to ${what}${
+      serverMessage ? `: ${serverMessage}` : ''
+    }`,
+    httpStatus,
+  );
 }

@@ -88,7 +88,7 @@ export type ApiErrorKind =
   | 'unauthorized' // 401
   | 'forbidden' // 403
   | 'not-found' // 404: the resource (a CRD) is not served
-  | 'gone' // 410: the version or continue token was compacted away
+  | 'gone' // 410: the version or continue token was compacted away (or, 504, the server has not reached it)
   | 'unreachable' // connection refused, DNS, timeout, reset
   | 'tls' // the certificate could not be verified
   | 'server'; // any other answer

@@ -276,6 +276,18 @@ export class FakeApiServer {
       // No version: the current state as ADDED events, then changes (the API's own behaviour).
       const { items } = this.store.snapshot(resource, namespace);
       backlog = items.map((s) => event('ADDED', withTypeMeta(resource, s.itemJson)));
+    } else if (Number(fromText) > this.store.resourceVersion) {
+      // A version this server has not reached (a client's record from another cluster or an
+      // etcd restored from a backup): the API server waits a few seconds for it, then ends the
+      // watch with this error; client-go lists again on it.
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      const message = `Too large resource version: ${fromText}, current: ${this.store.resourceVersion}`;
+      const body = statusBody(504, 'Timeout', `Timeout: ${message}`, {
+        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+        retryAfterSeconds: 1,
+      });
+      res.end(`{"type":"ERROR","object":${JSON.stringify(body)}}\n`);
+      return;
     } else {
       const events = this.store.eventsSince(resource, namespace, Number(fromText));
       if (events === 'gone') {

@@ -175,6 +175,27 @@ describe('the reflector', { skip: needsEtcd }, () => {
     }
   });
 
+  it('a recorded resourceVersion the server never reached (etcd restored from elsewhere): the server says too large, it lists again', async () => {
+    const { store } = etcd;
+    // The record says a version far ahead of the server's; meanwhile a pod changed.
+    await store.txn([], [{ type: 'put', key: layout.resourceVersionKey('Pod'), value: '999999999' }]);
+    server.store.apply(pod('shop', 'web-6', { app: 'web', tier: 'ahead' }, '10.0.0.7'));
+    server.requests.length = 0;
+    const { reflector, running } = await apiReflector(server, store, temp.dir, { elect: false });
+    try {
+      await converged(server, store);
+      const pods = server.requests.filter((r) => r.path === '/api/v1/pods');
+      assert.equal(pods[0]?.query.resourceVersion, '999999999', 'resumed from the record first');
+      assert.ok(
+        pods.some((r) => r.verb === 'list'),
+        'listed again after the watch was refused as too large',
+      );
+    } finally {
+      reflector.stop();
+      await running;
+    }
+  });
+
   it('a reflector stopped between its transactions loses nothing: the version is recorded only with its last change', async () => {
     const { store } = etcd;
     const first = await apiReflector(server, store, temp.dir, { elect: false, maxOps: 2 });
