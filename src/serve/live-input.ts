@@ -37,14 +37,17 @@ export class LiveInput {
 
   /** Reads the input for the first time and starts watching. */
   async start(): Promise<Snapshot> {
+    // Files are watched before they are first read: one replaced while it is being read is read
+    // again right after (watching after the reading lost such an edit until the next one).
+    for (const path of this.options.watch) this.watchPath(path);
     try {
-      await this.read();
+      await this.reload();
       this.settleFirst.resolve(this.snapshot);
     } catch (error) {
       this.settleFirst.reject(error);
+      this.close();
       throw error;
     }
-    for (const path of this.options.watch) this.watchPath(path);
     const stop = await this.options.watchSource?.(() => this.schedule());
     if (this.closed) stop?.();
     else this.stopSource = stop;
