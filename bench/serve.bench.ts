@@ -73,10 +73,74 @@ function nextFrame(page: Page): Promise<unknown> {
   );
 }
 
+/**
+ * Where a shop run's time went, ms after the process was spawned: the process listening, the tab
+ * opened, and from the page's own Performance entries (its clock mapped onto this process's)
+ * the document and each resource requested and answered, and the view shown.
+ */
+async function pageTimeline(
+  page: Page,
+  started: number,
+  listening: number,
+  opened: number,
+): Promise<Map<string, number>> {
+  const entries = await page.evaluate(() => {
+    // The page's Performance (the benchmark is compiled without the DOM's types).
+    interface Entry {
+      readonly name: string;
+      readonly startTime: number;
+      readonly requestStart: number;
+      readonly responseStart: number;
+      readonly responseEnd: number;
+      readonly domContentLoadedEventEnd: number;
+    }
+    const p = performance as unknown as {
+      timeOrigin: number;
+      now(): number;
+      getEntriesByType(type: string): Entry[];
+    };
+    const out: [string, number][] = [['timeOrigin', p.timeOrigin]];
+    const nav = p.getEntriesByType('navigation')[0];
+    if (nav) {
+      out.push(['document requested', nav.requestStart], ['document first byte', nav.responseStart]);
+      out.push(['document received', nav.responseEnd], ['DOMContentLoaded', nav.domContentLoadedEventEnd]);
+    }
+    for (const r of p.getEntriesByType('resource')) {
+      const name = new URL(r.name).pathname.replace(/chunk-[^.]+/, 'chunk');
+      out.push([`${name} requested`, r.startTime], [`${name} answered`, r.responseEnd]);
+    }
+    for (const m of p.getEntriesByType('mark')) out.push([`mark ${m.name}`, m.startTime]);
+    out.push(['painted', p.now()]);
+    return out;
+  });
+  // The page's clock starts at its timeOrigin (epoch ms); this process's at performance.timeOrigin.
+  const origin = (entries[0] as [string, number])[1] - performance.timeOrigin - started;
+  const times = new Map<string, number>([
+    ['listening', listening],
+    ['tab opened', opened],
+  ]);
+  for (const [name, at] of entries.slice(1)) if (at > 0) times.set(name, origin + at);
+  return times;
+}
+
+function printTimeline(timelines: readonly Map<string, number>[]): void {
+  const names = new Map<string, number[]>();
+  for (const t of timelines)
+    for (const [name, at] of t) {
+      const list = names.get(name) ?? [];
+      list.push(at);
+      names.set(name, list);
+    }
+  const rows = [...names].map(([name, list]) => [name, median(list)] as const).sort((a, b) => a[1] - b[1]);
+  process.stdout.write('shop timeline (median ms after spawn):\n');
+  for (const [name, at] of rows) process.stdout.write(`  ${at.toFixed(0).padStart(6)}  ${name}\n`);
+}
+
 export async function serveBenchmark(args: string[]): Promise<void> {
   const scale = Number(option(args, 'scale', '0.1'));
   const runs = Number(option(args, 'runs', '3'));
   const port = option(args, 'port', '8080/TCP');
+  const timeline = args.includes('--timeline');
   // The served bundle is the one `npm run build` makes.
   const { buildWeb } = (await import(join(process.cwd(), 'web', 'build.mjs'))) as {
     buildWeb: (o: { write: boolean }) => Promise<unknown>;
@@ -91,6 +155,7 @@ export async function serveBenchmark(args: string[]): Promise<void> {
     // 1. The shop example, `palisade serve` as a user starts it.
     const paints: number[] = [];
     const listening: number[] = [];
+    const timelines: Map<string, number>[] = [];
     for (let run = 0; run < runs; run++) {
       const started = performance.now();
       const child = spawn(
@@ -110,16 +175,19 @@ export async function serveBenchmark(args: string[]): Promise<void> {
         });
         listening.push(performance.now() - started);
         const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+        const opened = performance.now() - started;
         await page.goto(url);
         await page.waitForSelector('body[data-shown="1"]');
         // The frame after the heatmap was drawn.
         await nextFrame(page);
         paints.push(performance.now() - started);
+        if (timeline) timelines.push(await pageTimeline(page, started, listening.at(-1) as number, opened));
         await page.close();
       } finally {
         child.kill('SIGTERM');
       }
     }
+    if (timeline) printTimeline(timelines);
     process.stdout.write(
       `shop: serve started → heatmap painted: median ${ms(median(paints))} over ${runs} runs (${paints.map(ms).join(', ')}); of which started → listening ${ms(median(listening))}\n`,
     );
@@ -131,6 +199,7 @@ export async function serveBenchmark(args: string[]): Promise<void> {
       runs: paints,
     });
 
+    if (args.includes('--shop-only')) return;
     // 2. Shape (a) at the scale, served from its manifests' text.
     const files = shapeFiles(scale);
     const dir = mkdtempSync(join(tmpdir(), `palisade-serve-bench-${process.pid}-`));

@@ -5,18 +5,13 @@
  */
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import {
-  MATRIX_FORMATS,
-  PLAIN,
-  computeViewMatrix,
-  diffJson,
-  summarizeDiagnostics,
-} from '../analysis/index.ts';
+import { MATRIX_FORMATS, PLAIN, computeViewMatrix, diffJson } from '../analysis/index.ts';
 import type { WebAssets } from './assets.ts';
 import type { LiveInput } from './live-input.ts';
 import { guard } from './security.ts';
 import { parsePort, RequestError, type Snapshot } from './snapshot.ts';
-import { inputSummary } from './summary.ts';
+import { firstViewBlock, PAGE_HEAD, PAGE_TAIL, type FirstView } from './page.ts';
+import { summaryAnswer } from './summary.ts';
 import type { HeatmapLevel } from './types.ts';
 
 const LEVELS: readonly HeatmapLevel[] = ['namespace', 'workload', 'pod'];
@@ -36,6 +31,23 @@ export const API_ENDPOINTS: Readonly<Record<string, string>> = {
   '/api/events': 'server-sent events: `snapshot` with {version} whenever the input was read again',
 };
 
+/**
+ * What the page shows first (the document's JSON block, page.ts): the summary, and the namespace heatmap of
+ * the port the page opens on — the address's, else the default, whose heatmap the server computed
+ * as soon as the input was read.
+ */
+function firstView(snapshot: Snapshot, readError: string | undefined, asked: string | undefined): FirstView {
+  const summary = summaryAnswer(snapshot, readError);
+  const port = asked ?? summary.defaultPort;
+  try {
+    const heatmap = snapshot.reachability.heatmap(parsePort(port), 'namespace');
+    return 'error' in heatmap ? { summary, port } : { summary, port, heatmap };
+  } catch (error) {
+    if (error instanceof RequestError) return { summary, port };
+    throw error;
+  }
+}
+
 export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet<string>): Hono {
   const app = new Hono();
   app.use('*', guard(hosts));
@@ -44,7 +56,29 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
     return c.json({ error: `internal error: ${error.message}` }, 500);
   });
 
-  app.get('/', (c) => c.html(assets.html));
+  // The document's head at once; the first view's data when the input has been read.
+  app.get('/', (c) => {
+    const asked = c.req.query('port');
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(encoder.encode(PAGE_HEAD));
+        let block = '';
+        try {
+          block = firstViewBlock(firstView(await live.first, live.lastError, asked));
+        } catch {
+          // No first view: the page asks the API, which says what is wrong.
+        }
+        try {
+          controller.enqueue(encoder.encode(block + PAGE_TAIL));
+          controller.close();
+        } catch {
+          // The browser went away meanwhile.
+        }
+      },
+    });
+    return c.body(body, 200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+  });
   app.get('/assets/:name', (c) => {
     const asset = assets.files.get(c.req.param('name'));
     if (!asset) return c.notFound();
@@ -63,11 +97,7 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
     });
   };
 
-  api('/api/summary', (s) => ({
-    ...inputSummary(s),
-    readError: live.lastError ?? null,
-    diagnosticCounts: summarizeDiagnostics(s.input.diagnostics),
-  }));
+  api('/api/summary', (s) => summaryAnswer(s, live.lastError));
   api('/api/heatmap', (s, c) => {
     const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'namespace'));
     if (!level) throw new RequestError(`level must be one of ${LEVELS.join(', ')}`);

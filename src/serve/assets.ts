@@ -1,5 +1,5 @@
 /**
- * The page and its bundle. `npm run build` (and `prepare`, so a fresh clone has it) bundles
+ * The page's bundle. `npm run build` (and `prepare`, so a fresh clone has it) bundles
  * web/src with esbuild into dist/web/; served from there, nothing is built at run time and
  * nothing is fetched from elsewhere. Run from the sources (tests, `tsx`) without a build, the
  * bundle is made in memory by the same build script.
@@ -9,7 +9,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface WebAssets {
-  readonly html: string;
   readonly files: ReadonlyMap<string, { readonly body: string; readonly type: string }>;
 }
 
@@ -20,21 +19,6 @@ const TYPES: Record<string, string> = {
 };
 
 const typeOf = (name: string): string | undefined => TYPES[name.slice(name.lastIndexOf('.') + 1)];
-
-const PAGE = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Palisade</title>
-<link rel="stylesheet" href="/assets/app.css">
-<script type="module" src="/assets/app.js"></script>
-</head>
-<body>
-<noscript>Palisade's view needs JavaScript; the same data is under /api/.</noscript>
-</body>
-</html>
-`;
 
 /** The package's root: the nearest folder above this module with palisade's package.json. */
 function packageRoot(): string {
@@ -71,5 +55,5 @@ export async function loadWebAssets(): Promise<WebAssets> {
       if (type) files.set(name, { body, type });
     }
   }
-  return { html: PAGE, files };
+  return { files };
 }

@@ -30,6 +30,8 @@ export class Reachability {
   private readonly workloadsByNamespace = new Map<string, Group[]>();
   private readonly workloadById = new Map<string, Group>();
   private readonly matrices = new Map<string, Matrix>();
+  /** Namespace heatmaps by port: the page's first view, asked for by every page opened. */
+  private readonly namespaceHeatmaps = new Map<string, Heatmap>();
 
   constructor(
     readonly cluster: Cluster,
@@ -79,6 +81,21 @@ export class Reachability {
 
   /** The heatmap of one level: namespaces; workloads of two namespaces; pods of two workloads. */
   heatmap(
+    query: PortQuery | undefined,
+    level: HeatmapLevel,
+    from?: string,
+    to?: string,
+  ): Heatmap | { error: string } {
+    if (level === 'namespace') {
+      const key = query ? `${query.protocol}/${query.port}` : 'any';
+      let found = this.namespaceHeatmaps.get(key);
+      if (!found) this.namespaceHeatmaps.set(key, (found = this.aggregate(query, level) as Heatmap));
+      return found;
+    }
+    return this.aggregate(query, level, from, to);
+  }
+
+  private aggregate(
     query: PortQuery | undefined,
     level: HeatmapLevel,
     from?: string,

@@ -2,7 +2,9 @@
  * What the page shows first and needs to build its controls: counts, and the ports the
  * policies name (the port selector offers those, most used first).
  */
+import { summarizeDiagnostics } from '../analysis/index.ts';
 import type { Cluster } from '../model/types.ts';
+import type { SummaryAnswer } from './page.ts';
 import { parsePort, type Snapshot } from './snapshot.ts';
 
 export interface InputSummary {
@@ -44,6 +46,15 @@ export function inputSummary(snapshot: Snapshot): InputSummary {
     ports,
     defaultPort: cluster.endpoints.length > ANY_PORT_PODS ? (ports[0] ?? 'any') : 'any',
     against: snapshot.against !== undefined,
+  };
+}
+
+/** What `/api/summary` answers (and the page's document embeds): the summary, the last reading's error, the diagnostics' counts. */
+export function summaryAnswer(snapshot: Snapshot, readError: string | undefined): SummaryAnswer {
+  return {
+    ...inputSummary(snapshot),
+    readError: readError ?? null,
+    diagnosticCounts: summarizeDiagnostics(snapshot.input.diagnostics),
   };
 }
 

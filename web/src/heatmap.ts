@@ -49,6 +49,9 @@ export class HeatmapView {
   private cell = MAX_CELL;
   private frame = 0;
   private loading = 0;
+  /** The first view's heatmap, embedded in the document: shown by the first reload that wants it. */
+  private preloaded: Heatmap | undefined;
+  private preloadedPort = '';
 
   constructor(private readonly host: HeatmapHost) {
     this.viewport.append(this.canvas, this.rowLabels, this.columnLabels);
@@ -62,19 +65,30 @@ export class HeatmapView {
     new ResizeObserver(() => this.layout()).observe(this.scroller);
   }
 
+  /** The namespace heatmap of `port` that came with the document, for the first reload. */
+  preload(data: Heatmap, port: string): void {
+    this.preloaded = data;
+    this.preloadedPort = port;
+  }
+
   /** Loads the current level again (a new port, a new snapshot of the input). */
   async reload(): Promise<void> {
     const level = this.stack[this.stack.length - 1] as Level;
     const ticket = ++this.loading;
     const started = performance.now();
+    const preloaded = this.preloaded;
+    this.preloaded = undefined;
     this.root.setAttribute('aria-busy', 'true');
     try {
-      const data = await api<Heatmap>('/api/heatmap', {
-        level: level.level,
-        port: this.host.port(),
-        from: level.from,
-        to: level.to,
-      });
+      const data =
+        preloaded && level.level === 'namespace' && this.preloadedPort === this.host.port()
+          ? preloaded
+          : await api<Heatmap>('/api/heatmap', {
+              level: level.level,
+              port: this.host.port(),
+              from: level.from,
+              to: level.to,
+            });
       if (ticket !== this.loading) return;
       this.show(data);
       this.host.status(
