@@ -3,74 +3,18 @@
  * --kubeconfig, --context, -A, -n), loading the cluster, and reporting diagnostics on stderr
  * (errors and warnings always; info with --verbose).
  */
-import type { Command } from 'commander';
 import { hasErrors, makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
-import type { Cluster, Semantics } from '../model/types.ts';
+import type { Cluster } from '../model/types.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostic, styleFor } from '../analysis/index.ts';
-import { UnsupportedInputError, UsageError, type CliIo } from './io.ts';
-import {
-  loadClusterInput,
-  resolveClusterInput,
-  withClusterOptions,
-  type ClusterInput,
-} from './cluster-input.ts';
+import { UnsupportedInputError, type CliIo } from './io.ts';
+import { loadClusterInput } from './cluster-input.ts';
+import type { InputOptions } from './input-options.ts';
 
-export interface InputOptions {
-  /** Manifests (-f); empty when a cluster is the input. */
-  readonly file: readonly string[];
-  /** The cluster to read when no -f is given. */
-  readonly cluster?: ClusterInput;
-  /** -n: namespaces to read from a cluster, or whose endpoints to show from files (matrix, explain). */
-  readonly namespaces?: readonly string[];
-  readonly semantics: Semantics;
-  readonly maxFileSize: number;
-  readonly verbose: boolean;
-}
-
-const SEMANTICS: readonly Semantics[] = ['v1', 'v1beta1-proposal'];
-
-/** Adds -f, --kubeconfig, --context, -A, -n, --semantics, --max-file-size and -v to a command. */
-export function withInputOptions(command: Command): Command {
-  return withClusterOptions(
-    command.option(
-      '-f, --file <paths...>',
-      'manifest files or directories (recursive); - reads stdin (default: the cluster of the kubeconfig)',
-    ),
-  )
-    .option('--semantics <name>', `policy semantics: ${SEMANTICS.join(' or ')}`, 'v1')
-    .option('--max-file-size <MiB>', 'largest input file accepted, in MiB', '128')
-    .option('-v, --verbose', 'also print info diagnostics (skipped kinds, implicit namespaces)', false);
-}
-
-/** Checks the raw commander values and returns typed options; every problem is one line. */
-export function resolveInputOptions(raw: Record<string, unknown>): InputOptions {
-  const problems: string[] = [];
-  const semantics = SEMANTICS.find((s) => s === raw.semantics);
-  if (!semantics)
-    problems.push(`--semantics must be one of ${SEMANTICS.join(', ')}, not "${String(raw.semantics)}"`);
-  const maxFileSize = Number(raw.maxFileSize);
-  if (!Number.isFinite(maxFileSize) || maxFileSize <= 0)
-    problems.push(`--max-file-size must be a positive number of MiB`);
-  if (problems.length) throw new UsageError(problems.join('\n'));
-  const cluster = resolveClusterInput(raw);
-  const namespaces = raw.namespace as string[] | undefined;
-  return {
-    file: (raw.file as string[] | undefined) ?? [],
-    ...(cluster ? { cluster } : {}),
-    ...(namespaces?.length ? { namespaces } : {}),
-    semantics: semantics as Semantics,
-    maxFileSize,
-    verbose: raw.verbose === true,
-  };
-}
-
-export function checkChoice<T extends string>(flag: string, value: unknown, choices: readonly T[]): T {
-  const found = choices.find((c) => c === value);
-  if (!found) throw new UsageError(`${flag} must be one of ${choices.join(', ')}, not "${String(value)}"`);
-  return found;
-}
+// The input options live apart so that a command can define and check them without loading the
+// layers that read input (`serve` listens before it loads them).
+export { checkChoice, resolveInputOptions, withInputOptions, type InputOptions } from './input-options.ts';
 
 /** What a command adds to loading its input. */
 export interface LoadExtras {

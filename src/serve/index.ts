@@ -2,6 +2,7 @@
  * The web view layer (`palisade serve`): a local server of the analysis layer's answers, and
  * the page that shows them. See docs/SERVE.md.
  */
-export { startServer, type RunningServer } from './server.ts';
+export { serveOn, startServer, type RunningServer } from './server.ts';
+export { listen, type Listener } from './socket/index.ts';
 export { API_ENDPOINTS } from './app.ts';
 export type * from './types.ts';

@@ -2,11 +2,11 @@
  * Starting and stopping the web server: the input read and watched, the bundle loaded, hono's
  * app on Node's HTTP server bound to the address asked for (loopback by default).
  */
-import { serve as listen, type ServerType } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
 import { createApp } from './app.ts';
 import { loadWebAssets } from './assets.ts';
 import { LiveInput } from './live-input.ts';
+import { listen, type Listener } from './socket/index.ts';
 import type { Snapshot } from './snapshot.ts';
 import { warmFirstView } from './summary.ts';
 import { allowedHostNames } from './security.ts';
@@ -29,26 +29,25 @@ export async function startServer(
   options: ServeOptions,
   onListening?: (url: string) => void,
 ): Promise<RunningServer> {
+  const listener = await listen(options.address, options.port);
+  onListening?.(listener.url);
+  return serveOn(listener, options);
+}
+
+/**
+ * Serves on a socket already bound (`palisade serve` binds it before loading this layer): the
+ * app answers the requests that waited, then the input is read. As startServer otherwise.
+ */
+export async function serveOn(listener: Listener, options: ServeOptions): Promise<RunningServer> {
   const live = new LiveInput(options);
-  const assets = await loadWebAssets();
-  const app = createApp(live, assets, allowedHostNames(options.address, options.allowedHosts));
-  const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = listen({ fetch: app.fetch, hostname: options.address, port: options.port }, () => resolve(s));
-    s.once('error', reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = options.address.includes(':') ? `[${options.address}]` : options.address;
-  const shown = host === '0.0.0.0' || host === '[::]' ? 'localhost' : host;
-  const close = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      live.close();
-      // Event streams stay open until their clients go: end them with the server.
-      (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-      server.close(() => resolve());
-    });
-  const url = `http://${shown}:${port}/`;
-  onListening?.(url);
+  const close = async (): Promise<void> => {
+    live.close();
+    await listener.close();
+  };
   try {
+    const assets = await loadWebAssets();
+    const app = createApp(live, assets, allowedHostNames(options.address, options.allowedHosts));
+    listener.handle(getRequestListener(app.fetch, { hostname: options.address }));
     await live.start();
   } catch (error) {
     await close();
@@ -67,5 +66,5 @@ export async function startServer(
   };
   warm(live.snapshot);
   live.onChange(warm);
-  return { url, live, close };
+  return { url: listener.url, live, close };
 }

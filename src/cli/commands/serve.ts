@@ -1,12 +1,13 @@
 /**
  * `palisade serve`: a local web view of who can talk to whom — heatmap, graph, explanations,
  * lint, diff — kept current as the input files (or the cluster) change. Binds to 127.0.0.1
- * unless asked.
+ * unless asked. It binds its port before loading anything else (the web framework, the layers
+ * that read and analyse the input): the address is printed while they load, and the browser's
+ * requests wait for them.
  */
 import { Command } from 'commander';
-import { loadInput, reportDiagnostics, resolveInputOptions, withInputOptions } from '../common.ts';
+import { resolveInputOptions, withInputOptions } from '../input-options.ts';
 import { EXIT_OK, UsageError, type CliIo } from '../io.ts';
-import { watchClusterChanges } from '../cluster-watch.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -28,7 +29,22 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError('--port must be a number from 0 to 65535');
       const address = String(raw.address);
       const against = raw.against as string[] | undefined;
-      const { startServer } = await import('../../serve/index.ts');
+      const { listen } = await import('../../serve/socket/index.ts');
+      const listener = await listen(address, port).catch((error: NodeJS.ErrnoException) => {
+        // A port in use or not ours to take: the user's to change, one line.
+        if (error.code === 'EADDRINUSE' || error.code === 'EACCES' || error.code === 'EADDRNOTAVAIL')
+          throw new UsageError(
+            `cannot listen on ${address}:${port}: ${error.code} (choose another --port or --address)`,
+          );
+        throw error;
+      });
+      // Said as soon as the page can be opened; the rest loads and the input is read meanwhile.
+      io.stderr.write(`palisade serve: ${listener.url} (Ctrl-C stops it)\n`);
+      const [{ serveOn }, { loadInput, reportDiagnostics }, { watchClusterChanges }] = await Promise.all([
+        import('../../serve/index.ts'),
+        import('../common.ts'),
+        import('../cluster-watch.ts'),
+      ]);
       // Diagnostics of the first reading go to the terminal; later ones are on the page.
       let first = true;
       const read = async () => {
@@ -38,29 +54,18 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
         return loaded;
       };
       const { cluster, ...files } = input;
-      const server = await startServer(
-        {
-          read,
-          ...(against ? { readAgainst: () => loadInput({ ...files, file: against }, io) } : {}),
-          watch: [...input.file, ...(against ?? [])],
-          // A cluster is watched through its API: the view follows it as it follows files.
-          ...(cluster
-            ? { watchSource: (changed: () => void) => watchClusterChanges(cluster, io, changed) }
-            : {}),
-          semantics: input.semantics,
-          address,
-          port,
-          allowedHosts: (raw.allowHost as string[] | undefined) ?? [],
-        },
-        // Said as soon as the page can be opened; the input is read meanwhile.
-        (url) => io.stderr.write(`palisade serve: ${url} (Ctrl-C stops it)\n`),
-      ).catch((error: NodeJS.ErrnoException) => {
-        // A port in use or not ours to take: the user's to change, one line.
-        if (error.code === 'EADDRINUSE' || error.code === 'EACCES' || error.code === 'EADDRNOTAVAIL')
-          throw new UsageError(
-            `cannot listen on ${address}:${port}: ${error.code} (choose another --port or --address)`,
-          );
-        throw error;
+      const server = await serveOn(listener, {
+        read,
+        ...(against ? { readAgainst: () => loadInput({ ...files, file: against }, io) } : {}),
+        watch: [...input.file, ...(against ?? [])],
+        // A cluster is watched through its API: the view follows it as it follows files.
+        ...(cluster
+          ? { watchSource: (changed: () => void) => watchClusterChanges(cluster, io, changed) }
+          : {}),
+        semantics: input.semantics,
+        address,
+        port,
+        allowedHosts: (raw.allowHost as string[] | undefined) ?? [],
       });
       await new Promise<void>((resolve) => {
         const stop = (): void => {
