@@ -65,6 +65,25 @@ export function intervalContains(interval: IpInterval, ip: IpAddress): boolean {
   return interval.family === ip.family && ip.value >= interval.lo && ip.value <= interval.hi;
 }
 
+/**
+ * Whether `ip` lies in one of `sorted` (normalized: sorted by family and start, disjoint), by
+ * binary search — for address sets of thousands of intervals, where a scan per address would
+ * make every question about them cost their size.
+ */
+export function sortedIntervalsContain(sorted: readonly IpInterval[], ip: IpAddress): boolean {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const interval = sorted[mid] as IpInterval;
+    if (interval.family < ip.family || (interval.family === ip.family && interval.hi < ip.value))
+      lo = mid + 1;
+    else if (interval.family > ip.family || interval.lo > ip.value) hi = mid - 1;
+    else return true;
+  }
+  return false;
+}
+
 /** The fewest prefixes covering exactly the interval (at most 2 × bits of them). */
 export function intervalCidrs(interval: IpInterval): Cidr[] {
   const bits = familyBits(interval.family);

@@ -3,7 +3,13 @@
  * documentation: which policies select a pod, whether a peer matches an address, whether a port
  * entry matches a destination port (named ports resolve against the destination pod).
  */
-import { cidrContains, type IpAddress, type IpFamily } from '../net/ip.ts';
+import { cidrContains, type Cidr, type IpAddress, type IpFamily } from '../net/ip.ts';
+import {
+  cidrInterval,
+  normalizeIntervals,
+  sortedIntervalsContain,
+  type IpInterval,
+} from '../net/intervals.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type {
   Cluster,
@@ -94,6 +100,25 @@ export function addressIp(address: Address, family: IpFamily | undefined): IpAdd
   return address.endpoint.ips.find((ip) => ip.family === family);
 }
 
+/** Up to this many excepts are scanned; more are searched in their sorted intervals. */
+const EXCEPTS_SCANNED = 16;
+const exceptIntervals = new WeakMap<readonly Cidr[], IpInterval[]>();
+
+/**
+ * Whether an ipBlock's `except` list holds `ip`. A list of thousands (hostile input has a
+ * million in a file) is searched in its sorted intervals, made once per list: every range of
+ * addresses an analysis asks about would otherwise cost a scan of the whole list.
+ */
+function excepted(except: readonly Cidr[], ip: IpAddress): boolean {
+  if (except.length <= EXCEPTS_SCANNED) return except.some((cidr) => cidrContains(cidr, ip));
+  let sorted = exceptIntervals.get(except);
+  if (!sorted) {
+    sorted = normalizeIntervals(except.map(cidrInterval));
+    exceptIntervals.set(except, sorted);
+  }
+  return sortedIntervalsContain(sorted, ip);
+}
+
 export function peerMatches(
   index: ClusterIndex,
   peer: Peer,
@@ -105,7 +130,7 @@ export function peerMatches(
     // Pod IPs match ipBlocks too, as the upstream e2e tests expect.
     const ip = addressIp(other, family);
     if (!ip || !cidrContains(peer.cidr, ip)) return false;
-    return !peer.except.some((except) => cidrContains(except, ip));
+    return !excepted(peer.except, ip);
   }
   if (other.kind !== 'endpoint' || other.endpoint.hostNetwork) return false;
   const endpoint = other.endpoint;
