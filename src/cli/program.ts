@@ -10,6 +10,7 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from './version.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UnsupportedInputError, UsageError, type CliIo } from './io.ts';
+import { escapeControls } from '../util/escape.ts';
 
 export { VERSION } from './version.ts';
 
@@ -81,12 +82,13 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
       return benign ? EXIT_OK : EXIT_USAGE;
     }
     if (error instanceof UsageError) {
-      io.stderr.write(`palisade: ${error.message}\n`);
+      // Messages may quote the input (an expectations file, a name): never raw control characters.
+      io.stderr.write(`palisade: ${error.message.split('\n').map(escapeControls).join('\n')}\n`);
       return EXIT_USAGE;
     }
     // The kernel or the lab refused: the tool's own message, one line or a few, no stack trace.
     if (error instanceof UnsupportedInputError || (await isToolError(error))) {
-      io.stderr.write(`palisade: ${(error as Error).message}\n`);
+      io.stderr.write(`palisade: ${(error as Error).message.split('\n').map(escapeControls).join('\n')}\n`);
       return EXIT_FINDINGS;
     }
     throw error;

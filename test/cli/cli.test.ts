@@ -121,6 +121,11 @@ describe('palisade check', () => {
     ]);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /--from: no pod or workload "shop\/nope"/);
+    // What the message quotes is shown with control characters escaped.
+    const colour = `shop/${String.fromCharCode(0x1b)}[31mx`;
+    const escaped = await cli(['check', '-f', EXAMPLE, '--from', colour, '--to', 'shop/api', '--port', '80']);
+    assert.equal(escaped.code, 2);
+    assert.match(escaped.stderr, /no pod or workload "shop\/\\x1b\[31mx"/);
     const port = await cli([
       'check',
       '-f',

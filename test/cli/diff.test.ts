@@ -194,7 +194,7 @@ describe('palisade equiv, contains, interferes', () => {
 });
 
 describe('palisade assert', () => {
-  it('checks every expectation and explains each failure; exit 1 when one fails', async () => {
+  it('checks every expectation and explains each failure; exit 3 when one fails, whatever else the input holds', async () => {
     const ok = await cli([
       'assert',
       '-f',
@@ -210,11 +210,23 @@ describe('palisade assert', () => {
       '--expect',
       'examples/assert/shop-expectations.yaml',
     ]);
-    assert.equal(failing.code, 1);
+    assert.equal(failing.code, 3);
     assert.match(
       failing.stdout,
       /FAIL examples\/assert\/shop-expectations\.yaml:10:3: shop\/frontend → shop\/db TCP\/5432: expected denied, but it is allowed\n {2}egress {2}allow {2}allowed by shop\/frontend egress\[1\]/,
     );
+    // A script tells a failed expectation (3) from an invalid object elsewhere in the input (1).
+    const expectations = ['--expect', 'examples/assert/shop-expectations.yaml'];
+    const broken = await cli(['assert', '-f', 'examples/shop', 'test/fixtures/broken.yaml', ...expectations]);
+    assert.equal(broken.code, 1, broken.stdout);
+    assert.match(broken.stdout, /5 expectations: 5 passed, 0 failed\n$/);
+    const both = await cli([
+      'assert',
+      ...V2.slice(1).flatMap((f, i) => (i === 0 ? ['-f', f] : [f])),
+      'test/fixtures/broken.yaml',
+      ...expectations,
+    ]);
+    assert.equal(both.code, 3);
   });
 
   it('reports a bad expectations file with lines and columns (exit 2), and unknown names as failures', async () => {
@@ -229,10 +241,18 @@ describe('palisade assert', () => {
     const unknown = join(dir, 'unknown.yaml');
     writeFileSync(unknown, '- {from: shop/frontnd, to: shop/api, port: 80, allowed: true}\n');
     const missing = await cli(['assert', '-f', 'examples/shop', '--expect', unknown]);
-    assert.equal(missing.code, 1);
+    assert.equal(missing.code, 3);
     assert.match(
       missing.stdout,
       /FAIL .*unknown\.yaml:1:3: shop\/frontnd → shop\/api TCP\/80: from: no pod or workload "shop\/frontnd"/,
     );
+    // Names from the file are printed with their control characters escaped (no terminal escapes).
+    const escape = String.fromCharCode(0x1b);
+    const hostile = join(dir, 'hostile.yaml');
+    writeFileSync(hostile, '- {from: "shop/\\e[2Jx", to: shop/api, port: 80, allowed: true}\n');
+    const escaped = await cli(['assert', '-f', 'examples/shop', '--expect', hostile]);
+    assert.equal(escaped.code, 3);
+    assert.ok(!escaped.stdout.includes(escape), escaped.stdout);
+    assert.match(escaped.stdout, /shop\/\\x1b\[2Jx → shop\/api/);
   });
 });

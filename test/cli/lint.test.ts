@@ -46,6 +46,19 @@ describe('palisade lint', () => {
     assert.match(result.stdout, /1 error, 4 warnings, 1 info\n$/);
   });
 
+  it('prints names, keys and values from the input with their control characters escaped', async () => {
+    // A manifest must not drive the terminal (colours, clearing the screen, a forged line).
+    const escape = String.fromCharCode(0x1b);
+    const manifest =
+      'apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: a}\n' +
+      'spec:\n  podSelector: {matchLabels: {"k\\e[2J": v}}\n  "\\e]0;title\\a": 1\n';
+    const result = await cli(['lint', '-f', '-'], { stdin: manifest });
+    assert.equal(result.code, 1);
+    assert.ok(!result.stdout.includes(escape), result.stdout);
+    assert.match(result.stdout, /error LABEL_KEY_INVALID: label key "k\\x1b\[2J"/);
+    assert.match(result.stdout, /error SCHEMA_UNKNOWN_FIELD: unknown field "spec\.\\x1b\]0;title\\x07"/);
+  });
+
   it('--fail-on chooses the severity that fails; none never fails', async () => {
     const warningsOnly = ['lint', '-f', 'examples/lint', '--skip', 'NAMED_PORT_WRONG_PROTOCOL'];
     assert.equal((await cli(warningsOnly)).code, 0);

@@ -4,9 +4,11 @@
  */
 import type { Finding, FindingLocation, LintReport } from '../lint/types.ts';
 import type { Style } from './style.ts';
+import { escapeControls } from '../../util/escape.ts';
 
 function place(where: FindingLocation): string {
-  return where.line > 0 ? `${where.file}:${where.line}:${where.column}` : where.file;
+  const file = escapeControls(where.file);
+  return where.line > 0 ? `${file}:${where.line}:${where.column}` : file;
 }
 
 export function formatFinding(finding: Finding, style: Style): string {
@@ -16,9 +18,11 @@ export function formatFinding(finding: Finding, style: Style): string {
       : finding.severity === 'warning'
         ? style.warn('warning')
         : style.dim('info');
-  const lines = [`${place(finding)}: ${severity} ${finding.code}: ${finding.message}`];
-  lines.push(style.dim(`    fix: ${finding.hint}`));
-  for (const r of finding.related) lines.push(style.dim(`    see ${place(r)}: ${r.message}`));
+  // Messages quote the input (names, keys, values): control characters in it are shown escaped,
+  // so a manifest can never drive the terminal.
+  const lines = [`${place(finding)}: ${severity} ${finding.code}: ${escapeControls(finding.message)}`];
+  lines.push(style.dim(`    fix: ${escapeControls(finding.hint)}`));
+  for (const r of finding.related) lines.push(style.dim(`    see ${place(r)}: ${escapeControls(r.message)}`));
   return lines.join('\n');
 }
 

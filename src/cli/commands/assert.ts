@@ -1,7 +1,9 @@
 /**
  * `palisade assert -f … --expect FILE`: connectivity tests as code. Each expected connection is
  * checked against the reference evaluator; every failure is printed with the explanation `check`
- * gives. Exit 1 when one fails (or names something the input lacks), 2 when the file is not valid.
+ * gives. Exit 3 when one fails (or names something the input lacks), whatever else the input
+ * holds — as `check --expect` — 1 when all pass but the input has errors, 2 when the file is not
+ * valid.
  */
 import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
@@ -21,7 +23,8 @@ import {
   writeJson,
 } from '../common.ts';
 import { parseExpectations } from '../expectations-file.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { EXIT_EXPECTATION_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { escapeControls } from '../../util/escape.ts';
 
 export function assertCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('assert'))
@@ -48,13 +51,13 @@ export function assertCommand(io: CliIo, done: (code: number) => void): Command 
       if (output === 'json') writeJson(io, assertJson(results));
       else io.stdout.write(assertText(results, styleFor(io.stdoutIsTty, io.env)));
       const failed = results.some((r) => r.status !== 'passed');
-      done(failed || inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      done(failed ? EXIT_EXPECTATION_FAILED : inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
 
 function place(r: AssertionResult): string {
   const l = r.expectation.location;
-  return l ? `${l.file}:${l.line}:${l.column}: ` : '';
+  return l ? `${escapeControls(l.file)}:${l.line}:${l.column}: ` : '';
 }
 
 function assertText(results: readonly AssertionResult[], style: Style): string {
@@ -63,7 +66,9 @@ function assertText(results: readonly AssertionResult[], style: Style): string {
     const e = r.expectation;
     const want = e.allowed ? 'allowed' : 'denied';
     if (r.status === 'unresolved') {
-      out.push(`${style.bad('FAIL')} ${place(r)}${e.from} → ${e.to} ${e.protocol}/${e.port}: ${r.message}\n`);
+      // The file's own text, shown escaped: it may hold anything.
+      const what = escapeControls(`${e.from} → ${e.to} ${e.protocol}/${e.port}: ${r.message}`);
+      out.push(`${style.bad('FAIL')} ${place(r)}${what}\n`);
       continue;
     }
     const port = r.check.portName ? `${r.check.portName} (${r.check.port})` : String(r.check.port);
