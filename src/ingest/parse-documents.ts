@@ -115,7 +115,7 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
   for (const span of spans) {
     if (span.tooDeepAt !== undefined || span.values > MAX_DOCUMENT_VALUES) {
       parseRun();
-      diagnostics.add(refusal(span, position));
+      diagnostics.add(refusal(span, position, /^\s*[[{]/.test(text.slice(span.start, span.start + 64))));
     } else run.push(span);
   }
   parseRun();
@@ -219,7 +219,11 @@ function judged(
   return { objects, diagnostics: listed };
 }
 
-function refusal(span: DocumentSpan, position: (offset: number) => SourceLocation): Diagnostic {
+function refusal(
+  span: DocumentSpan,
+  position: (offset: number) => SourceLocation,
+  json: boolean,
+): Diagnostic {
   if (span.tooDeepAt !== undefined) {
     return makeDiagnostic(
       'NESTING_TOO_DEEP',
@@ -227,9 +231,11 @@ function refusal(span: DocumentSpan, position: (offset: number) => SourceLocatio
       position(span.tooDeepAt),
     );
   }
+  // The limit holds for JSON too (its documents are read whole), so the way out is to split it.
+  const what = json ? 'JSON document' : 'document';
   return makeDiagnostic(
     'DOCUMENT_TOO_LARGE',
-    `this YAML document holds about ${span.values.toLocaleString('en-US')} values, more than the ${MAX_DOCUMENT_VALUES.toLocaleString('en-US')} Palisade reads from one YAML document; the document is skipped (give it as JSON, e.g. kubectl get -o json, or split it)`,
+    `this ${what} holds about ${span.values.toLocaleString('en-US')} values, more than the ${MAX_DOCUMENT_VALUES.toLocaleString('en-US')} Palisade reads from one document; the document is skipped (split it: several documents, or several files)`,
     position(span.start),
   );
 }

@@ -33,7 +33,7 @@ export const DIAGNOSTIC_CATALOGUE = {
   DOCUMENT_TOO_LARGE: {
     severity: 'error',
     summary:
-      'a YAML document holds more values than Palisade reads from one document (2,000,000); it is skipped',
+      'a document (YAML or JSON) holds more values than Palisade reads from one document (2,000,000); it is skipped',
   },
   INVALID_UTF8: { severity: 'error', summary: 'a file is not valid UTF-8; it is skipped' },
   CONTROL_CHARACTER: {
@@ -226,13 +226,49 @@ export function makeDiagnostic(
   return {
     code,
     severity: DIAGNOSTIC_CATALOGUE[code].severity,
-    message,
+    message: shortenQuoted(message),
     file: where.file,
     line: where.line ?? 0,
     column: where.column ?? 0,
-    ...(where.object !== undefined ? { object: where.object } : {}),
-    ...(where.path !== undefined ? { path: where.path } : {}),
+    ...(where.object !== undefined ? { object: shortened(where.object, IDENTITY_MAX) } : {}),
+    ...(where.path !== undefined ? { path: shortened(where.path, IDENTITY_MAX) } : {}),
   };
+}
+
+/*
+ * Messages quote the input, and hostile input holds megabytes in one name or label value: a
+ * diagnostic shows the start of such a value and its length, never all of it (a 20 MB label
+ * value made a 20 MB line on the terminal).
+ */
+const QUOTED_MAX = 120;
+const QUOTED_SHOWN = 60;
+const MESSAGE_MAX = 2000;
+const IDENTITY_MAX = 300;
+
+/** `text` with every quoted value longer than QUOTED_MAX cut to its start and its length. */
+export function shortenQuoted(text: string): string {
+  if (text.length <= QUOTED_MAX) return text;
+  // A scan, not a regular expression: one over a 20 MB value overflows the regexp stack.
+  let out = '';
+  let from = 0;
+  for (let open = text.indexOf('"'); open >= 0; open = text.indexOf('"', from)) {
+    const close = text.indexOf('"', open + 1);
+    if (close < 0) break;
+    const length = close - open - 1;
+    out += text.slice(from, open + 1);
+    out +=
+      length > QUOTED_MAX
+        ? `${text.slice(open + 1, open + 1 + QUOTED_SHOWN)}…" (${length.toLocaleString('en-US')} characters)`
+        : text.slice(open + 1, close + 1);
+    from = close + 1;
+  }
+  return shortened(out + text.slice(from), MESSAGE_MAX);
+}
+
+function shortened(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}… (${text.length.toLocaleString('en-US')} characters)`;
 }
 
 export function hasErrors(diagnostics: readonly Diagnostic[]): boolean {

@@ -80,6 +80,14 @@ describe('depth and size limits', () => {
     );
     assert.match(diagnostics[0]?.message ?? '', /2,000,000/);
     assert.deepEqual([...cluster.namespaces.keys()], ['after', 'before']);
+    // JSON has the same limit (it is read whole too): the message says so and asks for a split.
+    const json = `{"apiVersion":"v1","kind":"List","items":[${'{},'.repeat(items * 2)}{}]}`;
+    const refused = loadFromTexts([{ name: 'big.json', text: json }]).diagnostics;
+    assert.deepEqual(
+      refused.map((d) => d.code),
+      ['DOCUMENT_TOO_LARGE'],
+    );
+    assert.match(refused[0]?.message ?? '', /^this JSON document holds about .*\(split it/);
   });
 
   it('keeps a thousand diagnostics of one code per file, and counts the rest', () => {
@@ -262,6 +270,22 @@ describe('bytes, characters and names', () => {
     assert.match(r.stdout, /name "x\\x1b\[2J\\x0afake" is invalid/);
     // Nothing but Palisade's own colours: every escape in the output starts a colour code.
     assert.doesNotMatch(r.stdout.replace(COLOUR_CODE, ''), CONTROL);
+  });
+
+  it('a name or label value of megabytes is quoted by its start and its length, not whole', () => {
+    const value = 'x'.repeat(4 << 20);
+    const text = `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${'a'.repeat(1 << 20)}\n  labels: {k: ${value}}\n`;
+    const { diagnostics } = loadFromTexts([{ name: 'big.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.map((d) => d.code),
+      ['NAME_INVALID', 'LABEL_VALUE_INVALID'],
+    );
+    for (const d of diagnostics) {
+      assert.ok(d.message.length < 400, `${d.code}: ${d.message.length} characters`);
+      assert.ok((d.object ?? '').length < 400, `${d.code}'s object: ${(d.object ?? '').length} characters`);
+    }
+    assert.match(diagnostics[0]?.message ?? '', /^name "a{60}…" \(1,048,576 characters\) is invalid/);
+    assert.match(diagnostics[1]?.message ?? '', /^label value "x{60}…" \(4,194,304 characters\) for "k"/);
   });
 
   it('spec.nodeName is validated', () => {
