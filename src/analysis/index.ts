@@ -3,7 +3,13 @@
  */
 export { computeMatrix, matrixEndpoints, type MatrixOptions } from './matrix.ts';
 export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
-export { ENDPOINT_VIEWS, groupEndpoints, type EndpointGroup, type EndpointView } from './workload-view.ts';
+export {
+  ENDPOINT_VIEWS,
+  groupEndpoints,
+  type EndpointGroup,
+  type EndpointView,
+  type RowGrouping,
+} from './workload-view.ts';
 export { checkConnection, type CheckRequest } from './check.ts';
 export { compiledVerdicts } from './compiled-engine.ts';
 export { endpointClasses, type EndpointClasses } from './equivalence.ts';

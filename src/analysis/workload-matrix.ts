@@ -19,11 +19,11 @@ import type { PortSet } from '../model/port-set.ts';
 import { endpointClasses } from './equivalence.ts';
 import { computeMatrix, matrixEndpoints, type MatrixOptions } from './matrix.ts';
 import type { Matrix } from './types.ts';
-import { groupEndpoints, type EndpointView } from './workload-view.ts';
+import { groupEndpoints, type RowGrouping } from './workload-view.ts';
 
 export interface ViewMatrixOptions extends MatrixOptions {
-  /** Rows by workload (default) or by pod. */
-  readonly by?: EndpointView;
+  /** Rows by workload (default), by pod, or by namespace. */
+  readonly by?: RowGrouping;
 }
 
 /** The matrix with rows in the chosen view. */

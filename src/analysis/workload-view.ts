@@ -9,6 +9,12 @@ import type { MatrixRow } from './types.ts';
 /** How endpoints become rows. */
 export type EndpointView = 'workload' | 'pod';
 export const ENDPOINT_VIEWS: readonly EndpointView[] = ['workload', 'pod'];
+/**
+ * Rows of a matrix for people: a view, or one row per namespace (`matrix --group-by namespace`,
+ * `ns[Namespace]`: allowed where every pod pair of the two namespaces is) — for clusters whose
+ * workload table would be wider than any terminal.
+ */
+export type RowGrouping = EndpointView | 'namespace';
 
 /** One row of output and the endpoints it stands for. */
 export interface EndpointGroup extends MatrixRow {
@@ -28,8 +34,9 @@ export function endpointRow(endpoint: Endpoint): MatrixRow {
 }
 
 /** Rows for `endpoints` in the given view, sorted by namespace, name and kind. */
-export function groupEndpoints(endpoints: readonly Endpoint[], view: EndpointView): EndpointGroup[] {
+export function groupEndpoints(endpoints: readonly Endpoint[], view: RowGrouping): EndpointGroup[] {
   if (view === 'pod') return endpoints.map((e) => ({ ...endpointRow(e), members: [e] }));
+  if (view === 'namespace') return namespaceRows(endpoints);
   const groups = new Map<string, { row: MatrixRow; name: string; members: Endpoint[] }>();
   for (const endpoint of endpoints) {
     const { namespace } = endpoint;
@@ -52,6 +59,22 @@ export function groupEndpoints(endpoints: readonly Endpoint[], view: EndpointVie
         compare(a.row.kind, b.row.kind),
     )
     .map(({ row, members }) => ({ ...row, members }));
+}
+
+function namespaceRows(endpoints: readonly Endpoint[]): EndpointGroup[] {
+  const members = new Map<string, Endpoint[]>();
+  for (const endpoint of endpoints) {
+    const list = members.get(endpoint.namespace);
+    if (list) list.push(endpoint);
+    else members.set(endpoint.namespace, [endpoint]);
+  }
+  return [...members.keys()].sort(compare).map((namespace) => ({
+    label: `${namespace}[Namespace]`,
+    id: namespace,
+    kind: 'Namespace',
+    namespace,
+    members: members.get(namespace) as Endpoint[],
+  }));
 }
 
 function compare(a: string, b: string): number {

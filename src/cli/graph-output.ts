@@ -9,7 +9,8 @@ import type { CliIo } from './io.ts';
 
 export { GRAPH_FORMATS, isGraphFormat };
 
-export const GROUP_BY_HELP = 'graph outputs (dot, svg, html): one node per workload, or per namespace';
+export const GROUP_BY_HELP =
+  'workload, or namespace: one row (text, csv, md) or node (dot, svg, html) per namespace';
 
 const LEGEND = 'An arrow: the source may open connections to the destination on the ports it names.';
 

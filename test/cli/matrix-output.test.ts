@@ -69,7 +69,10 @@ describe('matrix output', () => {
     const args = ['matrix', '-f', EXAMPLE, '--port', '80'];
     const narrow = await cli(args, { tty: true, columns: 40 });
     assert.equal(narrow.code, 2);
-    assert.match(narrow.stderr, /characters wide and the terminal 40: use -o csv/);
+    assert.match(
+      narrow.stderr,
+      /characters wide and the terminal 40: use --group-by namespace \(a row per namespace\), -o csv/,
+    );
     assert.equal(narrow.stdout, '');
     const wide = await cli([...args, '--wide'], { tty: true, columns: 40 });
     assert.equal(wide.code, 0);
@@ -79,5 +82,29 @@ describe('matrix output', () => {
     assert.equal((await cli(args, { columns: 40 })).code, 0);
     // Port sets are one line per pair, never a table.
     assert.equal((await cli(['matrix', '-f', EXAMPLE], { tty: true, columns: 40 })).code, 0);
+    // A terminal that does not say its width (0) is not judged.
+    assert.equal((await cli(args, { tty: true, columns: 0 })).code, 0);
+  });
+
+  it('--group-by namespace: a row per namespace, allowed where every pod pair is; not for -o json', async () => {
+    const args = ['matrix', '-f', EXAMPLE, '--port', '8000', '--port', '53/UDP', '--group-by', 'namespace'];
+    const table = await cli(args, { tty: true, columns: 60, env: { NO_COLOR: '1' } });
+    assert.equal(table.code, 0, table.stderr);
+    const rows = table.stdout.split('\n').filter((l) => l.includes('[Namespace]'));
+    assert.deepEqual(
+      rows.slice(0, 4).map((l) => l.replace(/\s+/g, ' ').trim()),
+      [
+        'kube-system[Namespace] . . X X 1',
+        'monitoring[Namespace] . . X X 2',
+        'payments[Namespace] X X X X 3',
+        // shop → shop on 8000: the frontend may reach the api, no other pod pair: partial.
+        'shop[Namespace] X X X ~ 4',
+      ],
+    );
+    const csv = await cli([...args, '-o', 'csv']);
+    assert.match(csv.stdout, /^shop\[Namespace\],kube-system\[Namespace\],53,UDP,true$/m);
+    const json = await cli([...args, '-o', 'json']);
+    assert.equal(json.code, 2);
+    assert.match(json.stderr, /--group-by namespace applies to text, csv, md and the graph formats/);
   });
 });

@@ -13,6 +13,7 @@ import {
   textTableWidth,
   type MatrixRow,
   type PortQuery,
+  type RowGrouping,
 } from '../../analysis/index.ts';
 import {
   checkChoice,
@@ -65,14 +66,26 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         (raw.protocol as string[] | undefined) ?? [],
       );
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
-      const by = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
+      const view = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
+      const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
+      // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
+      if (groupBy === 'namespace' && format === 'json')
+        throw new UsageError(
+          '--group-by namespace applies to text, csv, md and the graph formats; -o json lists workloads (or pods with --by pod)',
+        );
+      const by: RowGrouping = groupBy === 'namespace' && !isGraphFormat(format) ? 'namespace' : view;
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const namespaces = raw.namespace as string[] | undefined;
       const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
-        refuseTooWide(io, groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by));
+        refuseTooWide(
+          io,
+          groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by),
+          by === 'namespace',
+        );
       const progress = io.stderrIsTty
         ? progressBar(io.stderr, 'matrix', { escapes: io.env.NO_COLOR === undefined })
         : undefined;
@@ -87,7 +100,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       });
       progress?.finish();
       if (isGraphFormat(format)) {
-        await writeMatrixGraph(io, matrix, loaded.cluster, format, raw.groupBy, input.semantics);
+        await writeMatrixGraph(io, matrix, loaded.cluster, format, groupBy, input.semantics);
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
       const writer = MATRIX_FORMATS[format];
@@ -101,14 +114,16 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
  * A text table wider than the terminal it is printed on is unreadable (and, at thousands of
  * endpoints, hundreds of megabytes): refused unless `--wide` asks for it, with what to use.
  */
-function refuseTooWide(io: CliIo, rows: readonly MatrixRow[]): void {
+function refuseTooWide(io: CliIo, rows: readonly MatrixRow[], byNamespace: boolean): void {
   const columns = io.stdoutColumns;
-  if (!io.stdoutIsTty || columns === undefined) return;
+  // A terminal of unknown width (0: some pseudo-terminals do not say) is not judged.
+  if (!io.stdoutIsTty || columns === undefined || columns <= 0) return;
   const width = textTableWidth(rows);
   if (width <= columns) return;
+  const grouped = byNamespace ? '' : '--group-by namespace (a row per namespace), ';
   throw new UsageError(
     `the table of ${rows.length} ${rows.length === 1 ? 'row' : 'rows'} is ${width} characters wide and the terminal ${columns}: ` +
-      `use -o csv, -o json or -o md (or narrow it with -n), or --wide to print it anyway`,
+      `use ${grouped}-o csv, -o json or -o md (or narrow it with -n), or --wide to print it anyway`,
   );
 }
 
