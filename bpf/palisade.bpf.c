@@ -56,16 +56,27 @@ struct {
 	__type(value, struct config);
 } config SEC(".maps");
 
-HASH_MAP(records, struct addr_key, struct record, 1 << 20);
+/*
+ * A hash map's bucket array has max_entries buckets whatever it holds (16 bytes each, in 4 KiB
+ * pages), and a lookup of a key not read lately costs a TLB miss and a cache miss in it: per
+ * packet, the entries of the remote's policies (ports, groups) are such keys when every client
+ * has its own. So per-table maps are sized for what a node holds (shape (a) node-0: 300 port
+ * and group entries) with a wide margin, not for the most a machine could: 1<<20 buckets made
+ * each of those lookups cost about what all the program's other work does (docs/BENCHMARKS.md).
+ */
+#define TABLE_ENTRIES (1 << 16)
+#define ADDRESS_ENTRIES (1 << 20)
+
+HASH_MAP(records, struct addr_key, struct record, ADDRESS_ENTRIES);
 HASH_MAP(record_groups, struct group_chunk_key, struct group_chunk, 1 << 18);
-HASH_MAP(tables, __u32, struct table, 1 << 18);
-HASH_MAP(ports, struct port_key, struct entry, 1 << 20);
+HASH_MAP(tables, __u32, struct table, TABLE_ENTRIES);
+HASH_MAP(ports, struct port_key, struct entry, TABLE_ENTRIES);
 LPM_MAP(ranges, struct range_key, struct entry, 1 << 18);
 LPM_MAP(cidrs, struct cidr_key, struct entry, 1 << 20);
-HASH_MAP(groups, struct group_key, struct entry, 1 << 20);
-HASH_MAP(bits, struct bits_key, __u64, 1 << 22);
-HASH_MAP(actions, struct action_key, __u32, 1 << 20);
-HASH_MAP(group_names, __u32, struct group_name, 1 << 20);
+HASH_MAP(groups, struct group_key, struct entry, TABLE_ENTRIES);
+HASH_MAP(bits, struct bits_key, __u64, 1 << 20);
+HASH_MAP(actions, struct action_key, __u32, TABLE_ENTRIES);
+HASH_MAP(group_names, __u32, struct group_name, TABLE_ENTRIES);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -83,8 +94,7 @@ struct {
 
 /* A table lookup's working state (too large for the 512-byte stack): one per CPU. */
 struct side_entry {
-	__u64 w0;
-	__u32 index;
+	struct entry e; /* narrow tables: only e.w[0] (word 0) */
 	__u32 present;
 };
 
@@ -137,26 +147,38 @@ static __always_inline __u32 ctz64(__u64 x)
 	return debruijn64[((x & -x) * 0x03f79d71b4cb0a89ULL) >> 58];
 }
 
-/* Word `w` of a bitmap (its first word is in the entry; the others in `bits`, absent: zero). */
-static __always_inline __u64 word_of(__u32 table, __u32 index, __u64 w0, __u32 w)
+/*
+ * Word `w` of an entry's bitmap: one of the words it holds (unused ones are zero, so they add
+ * nothing whatever their number), else, past the last it holds, from `bits` when it has more.
+ */
+static __always_inline __u64 word_of(__u32 table, const struct entry *e, __u32 w)
 {
-	if (w == 0)
-		return w0;
-	struct bits_key k = { .table = table, .index = index, .word = w };
-	__u64 *v = bpf_map_lookup_elem(&bits, &k);
-	return v ? *v : 0;
+	__u64 v = 0;
+#pragma unroll
+	for (int j = 0; j < ENTRY_WORDS; j++)
+		v |= e->w[j] & -(__u64)(e->at[j] == w);
+	if (e->count > ENTRY_WORDS && w > e->at[ENTRY_WORDS - 1]) {
+		struct bits_key k = { .table = table, .index = e->index, .word = w };
+		__u64 *spilled = bpf_map_lookup_elem(&bits, &k);
+		if (spilled)
+			v = *spilled;
+	}
+	return v;
 }
 
-static __always_inline void take(struct side_entry *to, const struct entry *e, __u64 *summary)
+/* Notes an entry's summary; copies it when the table is wide (a narrow one needs word 0 only). */
+static __always_inline void take(struct side_entry *to, const struct entry *e, __u64 *summary, __u32 wide)
 {
 	if (!e || !e->summary) {
 		to->present = 0;
-		to->w0 = 0;
+		to->e.w[0] = 0;
 		return;
 	}
 	to->present = 1;
-	to->w0 = e->w0;
-	to->index = e->index;
+	if (wide)
+		__builtin_memcpy(&to->e, e, sizeof(to->e));
+	else
+		to->e.w[0] = e->w[0];
 	*summary |= e->summary;
 }
 
@@ -168,9 +190,9 @@ static __always_inline void visit_group(struct match_state *s, __u32 group)
 		return;
 	if (s->word == ALL_WORDS) {
 		s->gsum |= e->summary;
-		s->gacc |= e->w0;
+		s->gacc |= e->w[0]; /* word 0 in a narrow table, the only one read there */
 	} else {
-		s->gacc |= word_of(s->table, e->index, e->w0, s->word);
+		s->gacc |= word_of(s->table, e, s->word);
 	}
 }
 
@@ -229,7 +251,7 @@ static __always_inline void group_pass(struct match_state *s, __u32 word)
 static __always_inline void or_word(struct match_state *s, const struct side_entry *e, __u32 w)
 {
 	if (e->present)
-		s->acc |= word_of(s->table, e->index, e->w0, w);
+		s->acc |= word_of(s->table, &e->e, w);
 }
 
 /*
@@ -325,16 +347,17 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 	s->gsum = 0;
 	s->gacc = 0;
 
+	__u32 wide = s->words > 1;
 	__u64 psum = 0;
-	take(&s->p[P_L3], &t->l3, &psum);
+	take(&s->p[P_L3], &t->l3, &psum, wide);
 	if (proto < PROTO_OTHER) {
-		take(&s->p[P_ANY], &t->any[proto & 3], &psum);
+		take(&s->p[P_ANY], &t->any[proto & 3], &psum, wide);
 		struct entry *e = NULL;
 		if (t->flags & HAS_PORTS) {
 			struct port_key pk = { .table = table, .port = port, .proto = proto };
 			e = bpf_map_lookup_elem(&ports, &pk);
 		}
-		take(&s->p[P_PORT], e, &psum);
+		take(&s->p[P_PORT], e, &psum, wide);
 		e = NULL;
 		if (t->flags & HAS_RANGES) {
 			struct range_key rk = { .prefixlen = 56, .table = table, .proto = proto };
@@ -342,11 +365,11 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 			rk.port[1] = port & 0xff;
 			e = bpf_map_lookup_elem(&ranges, &rk);
 		}
-		take(&s->p[P_RANGE], e, &psum);
+		take(&s->p[P_RANGE], e, &psum, wide);
 	} else {
-		take(&s->p[P_ANY], NULL, &psum);
-		take(&s->p[P_PORT], NULL, &psum);
-		take(&s->p[P_RANGE], NULL, &psum);
+		take(&s->p[P_ANY], NULL, &psum, wide);
+		take(&s->p[P_PORT], NULL, &psum, wide);
+		take(&s->p[P_RANGE], NULL, &psum, wide);
 	}
 	if (!psum)
 		return -1;
@@ -369,9 +392,9 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 			except = bpf_map_lookup_elem(&cidrs, &ck);
 		}
 	}
-	take(&s->prim, prim, &qsum);
-	take(&s->supp, supp, &qsum);
-	take(&s->except, except, &except_summary);
+	take(&s->prim, prim, &qsum, wide);
+	take(&s->supp, supp, &qsum, wide);
+	take(&s->except, except, &except_summary, wide);
 	if (t->flags & HAS_GROUPS) {
 		group_pass(s, ALL_WORDS);
 		qsum |= s->gsum;
@@ -382,8 +405,8 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 
 	if (s->words == 1) {
 		/* Absent entries hold zero words. */
-		__u64 ports = s->p[P_PORT].w0 | s->p[P_ANY].w0 | s->p[P_L3].w0 | s->p[P_RANGE].w0;
-		__u64 peers = s->prim.w0 | s->gacc | (s->supp.w0 & ~s->except.w0);
+		__u64 ports = s->p[P_PORT].e.w[0] | s->p[P_ANY].e.w[0] | s->p[P_L3].e.w[0] | s->p[P_RANGE].e.w[0];
+		__u64 peers = s->prim.e.w[0] | s->gacc | (s->supp.e.w[0] & ~s->except.e.w[0]);
 		__u64 m = ports & peers;
 		if (!m)
 			return -1;

@@ -16,9 +16,12 @@
  *   the epoch (one array element), and only after a grace period brings the other side level.
  *
  * A bitmap is a list of 64-bit words (one bit per rule slot); an entry carries its summary (bit
- * k set when any of words [k*stride, (k+1)*stride) is non-zero), its first word, and its number
- * in the table for the words in `bits`. A lookup ANDs the summaries first and reads only the
- * words both sides mark: 1,000 policies on an endpoint cost what one does.
+ * k set when any of words [k*stride, (k+1)*stride) is non-zero) and its first ENTRY_WORDS
+ * non-zero words with their numbers, so the value a lookup has already read holds the words it
+ * needs: a rule's port or peer is set in few words, whatever the table's width. Only a bitmap
+ * with more non-zero words keeps the rest in `bits` (by its number in the table). A lookup ANDs
+ * the summaries first and reads only the words both sides mark: 1,000 policies on an endpoint
+ * cost what one does.
  */
 #ifndef PALISADE_H
 #define PALISADE_H
@@ -120,11 +123,15 @@ struct group_chunk {
 	__u32 groups[GROUP_CHUNK];
 };
 
+/* Non-zero words an entry holds itself (a 56-byte value); a bitmap with more keeps the rest in `bits`. */
+#define ENTRY_WORDS 4
+
 struct entry {
 	__u64 summary;
-	__u64 w0;
-	__u32 index; /* the bitmap's number in its table: words >= 1 are bits[table, index, word] */
-	__u32 pad;
+	__u64 w[ENTRY_WORDS];  /* the bitmap's first non-zero words, ascending; unused: zero */
+	__u16 at[ENTRY_WORDS]; /* their word numbers (unused: zero) */
+	__u32 count;           /* non-zero words in the bitmap */
+	__u32 index; /* the bitmap's number in its table: words after at[ENTRY_WORDS - 1] are bits[table, index, word] */
 };
 
 struct table {

@@ -32,6 +32,9 @@ export const MAX_GROUP_CHUNKS = 64;
 export const MAX_GROUPS = INLINE_GROUPS + MAX_GROUP_CHUNKS * GROUP_CHUNK;
 /** The most 64-bit words per summary bit the program visits (tables up to 4M slots). */
 export const MAX_STRIDE = 1024;
+/** Non-zero bitmap words an entry holds itself; a bitmap with more keeps the rest in `bits`. */
+export const ENTRY_WORDS = 4;
+const ENTRY_SIZE = 56;
 
 export const HAS_PORTS = 1;
 export const HAS_RANGES = 2;
@@ -81,11 +84,11 @@ export const MAP_SHAPES: Readonly<Record<MapName, { readonly key: number; readon
   config: { key: 4, value: 4 },
   records: { key: 24, value: 132 },
   record_groups: { key: 28, value: 128 },
-  tables: { key: 4, value: 112 },
-  ports: { key: 8, value: 24 },
-  ranges: { key: 12, value: 24 },
-  cidrs: { key: 28, value: 24 },
-  groups: { key: 8, value: 24 },
+  tables: { key: 4, value: 16 + 4 * ENTRY_SIZE },
+  ports: { key: 8, value: ENTRY_SIZE },
+  ranges: { key: 12, value: ENTRY_SIZE },
+  cidrs: { key: 28, value: ENTRY_SIZE },
+  groups: { key: 8, value: ENTRY_SIZE },
   bits: { key: 12, value: 8 },
   actions: { key: 8, value: 4 },
   group_names: { key: 4, value: 16 },
@@ -101,10 +104,21 @@ export interface AddressBytes {
   readonly bytes: Uint8Array;
 }
 
-/** A bitmap entry's value: summary, first word, and its number in the table (for later words). */
+/** One non-zero word of a bitmap: its number and value. */
+export interface BitmapWord {
+  readonly at: number;
+  readonly value: bigint;
+}
+
+/**
+ * A bitmap entry's value: the summary, the first ENTRY_WORDS non-zero words (ascending), how many
+ * non-zero words the bitmap has, and its number in the table (for the words in `bits` when it
+ * has more than the entry holds).
+ */
 export interface EntryValue {
   readonly summary: bigint;
-  readonly w0: bigint;
+  readonly words: readonly BitmapWord[];
+  readonly count: number;
   readonly index: number;
 }
 
@@ -132,7 +146,7 @@ export interface TableHeader {
   readonly any: readonly [EntryValue, EntryValue, EntryValue];
 }
 
-const EMPTY_ENTRY: EntryValue = { summary: 0n, w0: 0n, index: 0 };
+const EMPTY_ENTRY: EntryValue = { summary: 0n, words: [], count: 0, index: 0 };
 
 export function emptyEntry(): EntryValue {
   return EMPTY_ENTRY;
@@ -211,18 +225,31 @@ export function decodeGroupChunk(b: Buffer, count: number): number[] {
   return groups;
 }
 
+// struct entry: summary, w[ENTRY_WORDS], at[ENTRY_WORDS] (u16), count, index.
+const W_AT = 8;
+const AT_AT = W_AT + 8 * ENTRY_WORDS;
+const COUNT_AT = AT_AT + 2 * ENTRY_WORDS;
+
 function writeEntry(b: Buffer, at: number, e: EntryValue): void {
   b.writeBigUInt64LE(e.summary, at);
-  b.writeBigUInt64LE(e.w0, at + 8);
-  b.writeUInt32LE(e.index, at + 16);
+  e.words.slice(0, ENTRY_WORDS).forEach((w, j) => {
+    b.writeBigUInt64LE(w.value, at + W_AT + 8 * j);
+    b.writeUInt16LE(w.at, at + AT_AT + 2 * j);
+  });
+  b.writeUInt32LE(e.count, at + COUNT_AT);
+  b.writeUInt32LE(e.index, at + COUNT_AT + 4);
 }
 
 function readEntry(b: Buffer, at: number): EntryValue {
-  return { summary: b.readBigUInt64LE(at), w0: b.readBigUInt64LE(at + 8), index: b.readUInt32LE(at + 16) };
+  const count = b.readUInt32LE(at + COUNT_AT);
+  const words: BitmapWord[] = [];
+  for (let j = 0; j < Math.min(count, ENTRY_WORDS); j++)
+    words.push({ at: b.readUInt16LE(at + AT_AT + 2 * j), value: b.readBigUInt64LE(at + W_AT + 8 * j) });
+  return { summary: b.readBigUInt64LE(at), words, count, index: b.readUInt32LE(at + COUNT_AT + 4) };
 }
 
 export function entryValue(e: EntryValue): Buffer {
-  const b = Buffer.alloc(24);
+  const b = Buffer.alloc(ENTRY_SIZE);
   writeEntry(b, 0, e);
   return b;
 }
@@ -238,13 +265,13 @@ export function u32(value: number): Buffer {
 }
 
 export function tableValue(t: TableHeader): Buffer {
-  const b = Buffer.alloc(112);
+  const b = Buffer.alloc(MAP_SHAPES.tables.value);
   b.writeUInt32LE(t.words, 0);
   b.writeUInt32LE(t.stride, 4);
   b.writeUInt32LE(t.flags, 8);
   b.writeUInt32LE(t.slots, 12);
   writeEntry(b, 16, t.l3);
-  t.any.forEach((e, i) => writeEntry(b, 40 + 24 * i, e));
+  t.any.forEach((e, i) => writeEntry(b, 16 + ENTRY_SIZE * (i + 1), e));
   return b;
 }
 
@@ -255,7 +282,11 @@ export function decodeTable(b: Buffer): TableHeader {
     flags: b.readUInt32LE(8),
     slots: b.readUInt32LE(12),
     l3: readEntry(b, 16),
-    any: [readEntry(b, 40), readEntry(b, 64), readEntry(b, 88)],
+    any: [
+      readEntry(b, 16 + ENTRY_SIZE),
+      readEntry(b, 16 + 2 * ENTRY_SIZE),
+      readEntry(b, 16 + 3 * ENTRY_SIZE),
+    ],
   };
 }
 

@@ -253,6 +253,145 @@ describe('the BPF program', { skip: SKIP }, () => {
     );
   });
 
+  /**
+   * Tables wider than 64 slots, where a lookup walks the summaries and reads words: a db on n1
+   * with 65–300 NetworkPolicy rules (and up to two ANPs of up to 100 rules each: a wide tier
+   * table, whose lowest matching slot decides) over eight client pods on n2. Few peers and ports
+   * among many rules put an entry's bits in many words — more than an entry holds, so words past
+   * its fourth come from `bits`. A monitor pod is let in by every 64th rule, on that rule's port
+   * and on 8000 + i/64 of its own: its entry has a bit in each of those words, and only word
+   * i/64 lets it in on 8000 + i/64 — on 8004, a word its entry does not hold.
+   */
+  it('gives the interpreter’s and the reference’s verdicts on tables wider than 64 slots (random, words beyond an entry’s four)', () => {
+    const CLIENTS = 8;
+    const peerArb = fc.record({
+      kind: fc.constantFrom('pod', 'pod', 'block', 'except'),
+      k: fc.nat(CLIENTS - 1),
+    });
+    const portArb = fc.nat(5).map((p) => 7000 + p);
+    const wideArb = fc.record({
+      rules: fc.array(
+        fc.record({ peers: fc.array(peerArb, { minLength: 1, maxLength: 3 }), port: portArb }),
+        {
+          minLength: 65,
+          maxLength: 300,
+          size: 'max', // lengths over the whole range: past 256 rules an entry has more than four words
+        },
+      ),
+      anps: fc.array(
+        fc.array(
+          fc.record({
+            action: fc.constantFrom('Allow', 'Deny', 'Pass'),
+            k: fc.nat(CLIENTS - 1),
+            port: portArb,
+          }),
+          { minLength: 1, maxLength: 100, size: 'max' },
+        ),
+        { maxLength: 2 },
+      ),
+    });
+    const clientIp = (k: number) => `10.1.0.${k + 1}`;
+    const MONITOR = '10.2.0.1';
+    const PORTS = [7000, 7001, 7002, 7003, 7004, 7005, 7006, 8000, 8001, 8002, 8003, 8004];
+    const peer = ({ kind, k }: { kind: string; k: number }): Raw =>
+      kind === 'pod'
+        ? { podSelector: { matchLabels: { app: `c${k}` } } }
+        : kind === 'block'
+          ? { ipBlock: { cidr: `${clientIp(k)}/32` } }
+          : { ipBlock: { cidr: '10.1.0.0/24', except: [`${clientIp(k)}/32`] } };
+    const programs = [n1, n2].map((n) => ({
+      from: PinnedProgram.open(n.location, 'from_pod'),
+      to: PinnedProgram.open(n.location, 'to_pod'),
+    }));
+    let wide = 0;
+    let spilled = 0;
+    try {
+      fc.assert(
+        fc.property(wideArb, ({ rules, anps }) => {
+          const objects: Raw[] = [
+            namespace('a'),
+            pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.1'], node: 'n1' }),
+          ];
+          for (let k = 0; k < CLIENTS; k++)
+            objects.push(pod('a', `c${k}`, { app: `c${k}` }, { ips: [clientIp(k)], node: 'n2' }));
+          objects.push(pod('a', 'monitor', { app: 'monitor' }, { ips: [MONITOR], node: 'n2' }));
+          const monitor = { podSelector: { matchLabels: { app: 'monitor' } } };
+          objects.push(
+            policy('a', 'db', {
+              podSelector: { matchLabels: { app: 'db' } },
+              ingress: rules.map((r, i) =>
+                i % 64 === 0
+                  ? {
+                      from: [...r.peers.map(peer), monitor],
+                      ports: [{ port: r.port }, { port: 8000 + i / 64 }],
+                    }
+                  : { from: r.peers.map(peer), ports: [{ port: r.port }] },
+              ),
+            }),
+          );
+          anps.forEach((anp, i) =>
+            objects.push({
+              apiVersion: 'policy.networking.k8s.io/v1alpha1',
+              kind: 'AdminNetworkPolicy',
+              metadata: { name: `anp${i}` },
+              spec: {
+                priority: 10 + i,
+                subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'db' } } } },
+                ingress: anp.map((r, j) => ({
+                  name: `r${j}`,
+                  action: r.action,
+                  from: [
+                    { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: `c${r.k}` } } } },
+                  ],
+                  ports: [{ portNumber: { protocol: 'TCP', port: r.port } }],
+                })),
+              },
+            }),
+          );
+          const cluster = clusterOf(objects);
+          const renderers = [...render(cluster).values()];
+          const views = renderers.map((r) => new NodeView(r.content()));
+          const n1Tables = renderers[0]?.content().tables ?? [];
+          if (n1Tables.some((t) => t.entries.words > 1)) wide++;
+          if (n1.maps().entries('bits').length > 0) spilled++;
+          const db = ipOf('10.0.0.1');
+          for (let k = 0; k <= CLIENTS; k++)
+            for (const port of PORTS) {
+              const src = ipOf(k < CLIENTS ? clientIp(k) : MONITOR);
+              const packet: TestPacket = {
+                src,
+                dst: db,
+                protocol: 'TCP',
+                srcPort: freshPort(),
+                dstPort: port,
+              };
+              const where = `${k < CLIENTS ? `c${k}` : 'monitor'} → db TCP/${port}`;
+              const egress = programs[1]?.from.run(frameOf(packet)).retval === TC_ACT_OK;
+              assert.equal(
+                egress,
+                views[1]?.side('egress', src, db, PROTOCOL_INDEX.TCP, port),
+                `egress: ${where}`,
+              );
+              const ingress = programs[0]?.to.run(frameOf(packet)).retval === TC_ACT_OK;
+              assert.equal(
+                ingress,
+                views[0]?.side('ingress', db, src, PROTOCOL_INDEX.TCP, port),
+                `ingress: ${where}`,
+              );
+              assert.equal(egress && ingress, referenceAllows(cluster, src, db, 'TCP', port), where);
+            }
+        }),
+        { numRuns: Math.max(4, Math.ceil(RUNS / 25)), endOnFailure: true },
+      );
+    } finally {
+      for (const p of programs) {
+        p.from.close();
+        p.to.close();
+      }
+    }
+    assert.ok(wide > 0 && spilled > 0, `wide tables in ${wide} runs, words in bits in ${spilled}`);
+  });
+
   it('passes every check of the upstream AdminNetworkPolicy conformance suite (SCTP and host-networked pods too)', (t) => {
     const { model, cases } = readSuite(CONFORMANCE);
     const programs = [n1, n2].map((n) => ({

@@ -102,7 +102,8 @@ describe('the BPF maps, read back with bpftool', { skip: SKIP }, () => {
         pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2'], node: 'n1' }),
         policy('a', 'db', {
           podSelector: { matchLabels: { app: 'db' } },
-          ingress: Array.from({ length: 70 }, (_, i) => ({
+          // 300 slots: web's group entry has 5 non-zero words, one more than an entry holds.
+          ingress: Array.from({ length: 300 }, (_, i) => ({
             from: [{ podSelector: { matchLabels: { app: 'web' } } }],
             ports: [{ port: 1000 + i }],
           })),
@@ -131,34 +132,55 @@ describe('the BPF maps, read back with bpftool', { skip: SKIP }, () => {
         [value.flags, value.group_count, value.tables],
       );
     }
+    // An entry as BTF shows it and as layout.ts decodes it, in one form (u64s as JSON numbers).
+    type BtfEntry = { summary: number; w: number[]; at: number[]; count: number; index: number };
+    const btfEntry = (v: BtfEntry) => [Number(v.summary), v.w.map(Number), v.at, v.count, v.index];
+    const decodedEntry = (e: layout.EntryValue) => {
+      const w = [0, 0, 0, 0];
+      const at = [0, 0, 0, 0];
+      e.words.forEach((word, j) => {
+        w[j] = Number(word.value);
+        at[j] = word.at;
+      });
+      return [Number(e.summary), w, at, e.count, e.index];
+    };
     for (const e of dump('tables')) {
       const value = e.formatted.value as {
         words: number;
         stride: number;
         flags: number;
         slots: number;
-        l3: { w0: number };
+        l3: BtfEntry;
+        any: BtfEntry[];
       };
       const decoded = layout.decodeTable(e.value);
       assert.deepEqual(
-        [decoded.words, decoded.stride, decoded.flags, decoded.slots, Number(decoded.l3.w0)],
-        [value.words, value.stride, value.flags, value.slots, Number(value.l3.w0)],
+        [decoded.words, decoded.stride, decoded.flags, decoded.slots],
+        [value.words, value.stride, value.flags, value.slots],
+      );
+      assert.deepEqual(
+        [decoded.l3, ...decoded.any].map(decodedEntry),
+        [value.l3, ...value.any].map(btfEntry),
       );
     }
     for (const e of dump('ports')) {
       const key = e.formatted.key as { table: number; port: number; proto: number };
-      const value = e.formatted.value as { index: number };
       assert.deepEqual(layout.decodePortKey(e.key), {
         table: key.table,
         port: key.port,
         protocol: key.proto,
       });
-      assert.equal(layout.decodeEntry(e.value).index, value.index);
+      assert.deepEqual(decodedEntry(layout.decodeEntry(e.value)), btfEntry(e.formatted.value as BtfEntry));
     }
+    let spilled = 0;
     for (const e of dump('groups')) {
       const key = e.formatted.key as { table: number; group: number };
       assert.deepEqual(layout.decodePairKey(e.key), [key.table, key.group]);
+      const entry = layout.decodeEntry(e.value);
+      assert.deepEqual(decodedEntry(entry), btfEntry(e.formatted.value as BtfEntry));
+      if (entry.count > layout.ENTRY_WORDS) spilled++;
     }
+    assert.ok(spilled > 0, 'an entry with more non-zero words than it holds');
     for (const e of dump('bits')) {
       const key = e.formatted.key as { table: number; index: number; word: number };
       assert.deepEqual(layout.decodeBitsKey(e.key), key);

@@ -229,7 +229,11 @@ describe('eBPF maps read back', () => {
   it('deletes what no record uses: tables a crash left half written, unused group names, stale records', () => {
     const maps = new FakeMaps();
     nodePipeline('n1', maps).pipeline.apply({ type: 'resync', cluster: clusterOf(objects()) });
-    maps.put('ports', layout.portKey(999, 0, 80), layout.entryValue({ summary: 1n, w0: 1n, index: 0 }));
+    maps.put(
+      'ports',
+      layout.portKey(999, 0, 80),
+      layout.entryValue({ summary: 1n, words: [{ at: 0, value: 1n }], count: 1, index: 0 }),
+    );
     maps.put('group_names', layout.u32(777), Buffer.alloc(16, 7));
     maps.put(
       'records',
@@ -253,18 +257,26 @@ describe('eBPF maps read back', () => {
 describe('eBPF maps beyond one word', () => {
   /**
    * A db whose `n` rules each let one client in on its own port: c{i} on 1000 + i, the clients
-   * selected by pods (groups) or, with `blocks`, by their /32 (the CIDR trie).
+   * selected by pods (groups) or, with `blocks`, by their /32 (the CIDR trie). A monitor pod is
+   * let in by every 64th rule too: its entry has a word in each of those words of the bitmap,
+   * more than an entry holds once there are over 256 rules.
    */
   const client = (i: number): string => `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+  const MONITOR = '10.2.0.1';
   const manyRules = (n: number, blocks: boolean): Cluster => {
-    const objects: Raw[] = [namespace('a'), pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.1'], node: 'n1' })];
+    const objects: Raw[] = [
+      namespace('a'),
+      pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.1'], node: 'n1' }),
+      pod('a', 'monitor', { app: 'monitor' }, { ips: [MONITOR], node: 'n2' }),
+    ];
     const rules: Raw[] = [];
     for (let i = 0; i < n; i++) {
       if (!blocks) objects.push(pod('a', `c${i}`, { app: `c${i}` }, { ips: [client(i)], node: 'n2' }));
       const peer = blocks
         ? { ipBlock: { cidr: `${client(i)}/32` } }
         : { podSelector: { matchLabels: { app: `c${i}` } } };
-      rules.push({ from: [peer], ports: [{ port: 1000 + i }] });
+      const monitor = i % 64 === 0 ? [{ podSelector: { matchLabels: { app: 'monitor' } } }] : [];
+      rules.push({ from: [peer, ...monitor], ports: [{ port: 1000 + i }] });
     }
     objects.push(policy('a', 'db', { podSelector: { matchLabels: { app: 'db' } }, ingress: rules }));
     return clusterOf(objects);
@@ -272,6 +284,7 @@ describe('eBPF maps beyond one word', () => {
 
   for (const [n, blocks] of [
     [70, false],
+    [300, false],
     [4100, true],
   ] as const) {
     it(`${n} rule slots on one endpoint: every client on its own port only (summary stride ${n > 4096 ? 2 : 1})`, () => {
@@ -288,7 +301,15 @@ describe('eBPF maps beyond one word', () => {
           `c${i} on another`,
         );
       }
-      assert.ok(maps.size('bits') > 0, 'words beyond the first are in the bits map');
+      for (const i of [0, 1, 64, 65, 256, 257, n - 1])
+        if (i < n)
+          assert.equal(
+            view.side('ingress', db, ipOf(MONITOR), tcp, 1000 + i),
+            i % 64 === 0,
+            `the monitor on ${1000 + i}`,
+          );
+      // Only an entry with more non-zero words than it holds (the monitor's, past 256 rules) uses `bits`.
+      assert.equal(maps.size('bits') > 0, n > 64 * layout.ENTRY_WORDS, 'words in the bits map');
     });
   }
 

@@ -310,21 +310,22 @@ export function tableOperations(
   groupId: (hash: string) => number,
 ): { map: MapName; key: Buffer; value: Buffer }[] {
   const ops: { map: MapName; key: Buffer; value: Buffer }[] = [];
-  // Each entry's bitmap has its own number in the table (for its words beyond the first).
+  // An entry holds its first ENTRY_WORDS non-zero words; a bitmap with more has its own number
+  // in the table, under which `bits` holds the rest.
   let numbered = 0;
   const entry = (bitmap: Uint32Array | undefined): layout.EntryValue => {
     if (!bitmap) return layout.emptyEntry();
     const summary = summaryOf(bitmap, entries.stride);
     if (summary === 0n) return layout.emptyEntry();
-    let index = 0;
-    if (entries.words > 1) {
-      index = numbered++;
-      for (let k = 1; k < entries.words; k++) {
-        const w = word(bitmap, k);
-        if (w !== 0n) ops.push({ map: 'bits', key: layout.bitsKey(id, index, k), value: layout.u64(w) });
-      }
+    const words: layout.BitmapWord[] = [];
+    for (let k = 0; k < entries.words; k++) {
+      const w = word(bitmap, k);
+      if (w !== 0n) words.push({ at: k, value: w });
     }
-    return { summary, w0: word(bitmap, 0), index };
+    const index = words.length > layout.ENTRY_WORDS ? numbered++ : 0;
+    for (const w of words.slice(layout.ENTRY_WORDS))
+      ops.push({ map: 'bits', key: layout.bitsKey(id, index, w.at), value: layout.u64(w.value) });
+    return { summary, words: words.slice(0, layout.ENTRY_WORDS), count: words.length, index };
   };
   for (const p of entries.ports)
     ops.push({

@@ -194,13 +194,19 @@ function rebuild(
 ): { entries: TableEntries; groupIds: number[] } | undefined {
   const words = header.words;
   if (words < 1) return undefined;
+  // The words an entry holds, then (when it has more) those in `bits` past the last it holds:
+  // where the program reads them.
+  const marked = (e: layout.EntryValue, k: number): boolean =>
+    k < words && ((e.summary >> BigInt(Math.floor(k / header.stride))) & 1n) === 1n;
   const bitmap = (e: layout.EntryValue): Uint32Array => {
     const b = emptyBitmap(words);
-    setWord(b, 0, e.w0);
-    for (let k = 1; k < words; k++) {
-      const w = p.bits.get(`${e.index}|${k}`);
-      if (w !== undefined && (e.summary >> BigInt(Math.floor(k / header.stride))) & 1n) setWord(b, k, w);
-    }
+    for (const w of e.words) if (marked(e, w.at)) setWord(b, w.at, w.value);
+    const last = e.words.at(-1)?.at ?? 0;
+    if (e.count > layout.ENTRY_WORDS)
+      for (let k = last + 1; k < words; k++) {
+        const w = p.bits.get(`${e.index}|${k}`);
+        if (w !== undefined && marked(e, k)) setWord(b, k, w);
+      }
     return b;
   };
   const optional = (e: layout.EntryValue): Uint32Array | undefined =>
