@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- ebpf [--runs N] [--events N] [--scale F] [--skip-traffic] [--skip-updates]`: the eBPF
- * datapath's figures (root; clang, bpftool; iperf3 for throughput).
+ * `npm run bench -- ebpf [--runs N] [--events N] [--scale F] [--skip-traffic] [--skip-per-packet]
+ * [--skip-updates]`: the eBPF datapath's figures (root; clang, bpftool; iperf3 for throughput).
  *
  * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
  *    with the node's policy rendered from the two pods plus a generated shape (a) cluster of about
@@ -12,7 +12,10 @@
  *    (1, 10, 100, 1,000; always 1,000 client pods): BPF_PROG_TEST_RUN on packets of new
  *    5-tuples (the whole lookup) from the n clients the policies name in turn, from all 1,000 in
  *    turn (the same addresses whatever n), from one client, and on a tracked one (the fast path),
- *    mean ns per packet as the kernel measures it.
+ *    mean ns per packet as the kernel measures it. Two more configurations split what grows with
+ *    n: the same n policies with every client labelled for one of them (the program's work of a
+ *    wide table, but the same entries on every packet), and one policy whose one rule names n
+ *    selectors on n ports (a one-word table, but n different entries in turn).
  * 3. Policy change → maps committed at shape (a) node-0 (scale 1: 100,000 pods; node-0 renders
  *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
  *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
@@ -59,7 +62,7 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
   if (!isRoot()) return say('the eBPF benchmark needs root (BPF programs, network namespaces); skipped');
   say(`load average at start: ${load()}`);
   if (!args.includes('--skip-traffic')) await traffic(option(args, 'runs', 3));
-  perPacket();
+  if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
   say(`load average at end: ${load()}`);
 }
@@ -236,7 +239,7 @@ const clientIp = (i: number): string => `10.1.${Math.floor(i / 250)}.${(i % 250)
  * (the classifier benchmark's cluster). There are always CLIENTS client pods, client i labelled
  * c{i mod n}: only the policies vary between configurations, not the addresses packets come from.
  */
-function selectedBy(n: number): Cluster {
+function selectedBy(n: number, layout: 'own' | 'shared' | 'one-rule' = 'own'): Cluster {
   const objects: object[] = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
     {
@@ -251,10 +254,31 @@ function selectedBy(n: number): Cluster {
     objects.push({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: `c${i}`, namespace: 'a', labels: { app: `c${i % n}` } },
+      metadata: {
+        name: `c${i}`,
+        namespace: 'a',
+        labels: { app: `c${layout === 'shared' ? Math.floor(n / 2) : i % n}` },
+      },
       spec: { nodeName: 'n2', containers: [{ name: 'c' }] },
       status: { phase: 'Running', podIP: clientIp(i) },
     });
+  if (layout === 'one-rule') {
+    objects.push({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'p', namespace: 'a' },
+      spec: {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [
+          {
+            from: Array.from({ length: n }, (_, k) => ({ podSelector: { matchLabels: { app: `c${k}` } } })),
+            ports: Array.from({ length: n }, (_, k) => ({ port: 1000 + k })),
+          },
+        ],
+      },
+    });
+    return loadFromObjects(objects).cluster;
+  }
   for (let k = 0; k < n; k++)
     objects.push({
       apiVersion: 'networking.k8s.io/v1',
@@ -274,69 +298,79 @@ function selectedBy(n: number): Cluster {
  * Per-packet cost by policies on one endpoint. New connections spread two ways: over the n
  * clients the n policies name (what earlier runs measured — the addresses, records and entries a
  * packet touches grow with n too), and over all 1,000 clients in every configuration (the same
- * addresses whatever n: only the policies vary). Only the second isolates the policy count.
+ * addresses whatever n: only the policies vary). Only the second isolates the policy count; the
+ * two configurations after it split that: the program's work (a wide table, shared entries) and
+ * the data a stream of packets touches (n different entries, a one-word table).
  */
 function perPacket(): void {
   say(
     '\nper packet in the kernel (BPF_PROG_TEST_RUN, to_pod of the selected endpoint, mean ns as the kernel measures; median of 5 rounds of 4,000 packets)',
   );
   say(
-    'policies on the endpoint   new conn., n clients in turn   new conn., 1,000 clients (allowed)   (denied)   same client   tracked connection',
+    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   1,000 clients, one policy's entries   one rule, n entries",
   );
   const location: PinLocation = { instance: `bench-pp-${process.pid}` };
   loadProgram(location);
   const program = PinnedProgram.open(location, 'to_pod');
+  const db = ip('10.0.0.1');
+  const clients = Array.from({ length: CLIENTS }, (_, i) => ip(clientIp(i)));
+  /** The node's maps rendered from a cluster (the renderer takes over what the maps held). */
+  const install = (cluster: Cluster): void => {
+    const maps = PinnedMaps.open(location);
+    const state = new ClusterState();
+    const renderer = new EbpfRenderer({ state, node: 'n1', kernel: maps });
+    new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({ type: 'resync', cluster });
+    renderer.settle();
+    maps.close();
+  };
+  // Each measurement starts from an empty connection table and uses new 5-tuples only, so
+  // every packet is judged by the tables and inserted without evicting anything.
+  const cost = (packet: (k: number) => { client: number; port: number }): number => {
+    const tracking = PinnedMaps.open(location);
+    for (const [key] of tracking.entries('conntrack')) tracking.remove('conntrack', key);
+    tracking.close();
+    const samples: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      let total = 0;
+      const packets = 4000;
+      for (let k = 0; k < packets; k++) {
+        const { client, port } = packet(k);
+        const srcPort = 1024 + round * packets + k;
+        total += program.run(
+          frameOf({ src: clients[client] as IpAddress, dst: db, protocol: 'TCP', srcPort, dstPort: port }),
+        ).duration;
+      }
+      samples.push(total / packets);
+    }
+    return median(samples);
+  };
   try {
     for (const n of [1, 10, 100, 1000]) {
-      const maps = PinnedMaps.open(location);
-      const state = new ClusterState();
-      const renderer = new EbpfRenderer({ state, node: 'n1', kernel: maps });
-      new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({
-        type: 'resync',
-        cluster: selectedBy(n),
-      });
-      renderer.settle();
-      maps.close();
-      const db = ip('10.0.0.1');
-      const clients = Array.from({ length: CLIENTS }, (_, i) => ip(clientIp(i)));
-      // Each measurement starts from an empty connection table and uses new 5-tuples only, so
-      // every packet is judged by the tables and inserted without evicting anything.
-      const cost = (client: (k: number) => number, allowed: boolean): number => {
-        const tracking = PinnedMaps.open(location);
-        for (const [key] of tracking.entries('conntrack')) tracking.remove('conntrack', key);
-        tracking.close();
-        const samples: number[] = [];
-        for (let round = 0; round < 5; round++) {
-          let total = 0;
-          const packets = 4000;
-          for (let k = 0; k < packets; k++) {
-            const i = client(k);
-            const policy = i % n;
-            const port = allowed ? 1000 + policy : 1000 + ((policy + 1) % n) + (n === 1 ? 1 : 0);
-            const srcPort = 1024 + round * packets + k;
-            total += program.run(
-              frameOf({ src: clients[i] as IpAddress, dst: db, protocol: 'TCP', srcPort, dstPort: port }),
-            ).duration;
-          }
-          samples.push(total / packets);
-        }
-        return median(samples);
-      };
-      const named = cost((k) => k % n, true);
-      const spread = cost((k) => k % CLIENTS, true);
+      install(selectedBy(n));
+      // Client i is labelled for policy i mod n, which lets it in on 1000 + i mod n.
+      const allowed = (client: number) => ({ client, port: 1000 + (client % n) });
+      const named = cost((k) => allowed(k % n));
+      const spread = cost((k) => allowed(k % CLIENTS));
       reportFigure({
         name: `eBPF new connection, ${n} policies on the endpoint, 1,000 clients in turn`,
         value: spread,
         unit: 'ns',
       });
-      const denied = cost((k) => k % CLIENTS, false);
-      const same = cost(() => Math.floor(n / 2), true);
+      const denied = cost((k) => {
+        const client = k % CLIENTS;
+        return { client, port: 1000 + (((client % n) + 1) % n) + (n === 1 ? 1 : 0) };
+      });
+      const same = cost(() => allowed(Math.floor(n / 2)));
       const tracked = program.run(
         frameOf({ src: clients[0] as IpAddress, dst: db, protocol: 'TCP', srcPort: 1, dstPort: 1000 }),
         100_000,
       ).duration;
+      install(selectedBy(n, 'shared'));
+      const shared = cost((k) => ({ client: k % CLIENTS, port: 1000 + Math.floor(n / 2) }));
+      install(selectedBy(n, 'one-rule'));
+      const oneRule = cost((k) => allowed(k % CLIENTS));
       say(
-        `${String(n).padStart(24)}   ${named.toFixed(0).padStart(28)}   ${spread.toFixed(0).padStart(34)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(18)}`,
+        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${shared.toFixed(0).padStart(34)}   ${oneRule.toFixed(0).padStart(19)}`,
       );
     }
   } finally {

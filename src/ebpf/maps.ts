@@ -48,7 +48,12 @@ export class PinnedMaps implements BpfMaps {
 
   put(map: MapName, key: Buffer, value: Buffer): void {
     const code = this.lib.update(this.fd(map), key, value, BPF_ANY);
-    if (code !== 0) throw new EbpfError(`writing an entry of the BPF map ${map} failed: ${errnoName(code)}`);
+    if (code === 0) return;
+    if (errnoName(code) === 'E2BIG')
+      throw new EbpfError(
+        `the BPF map ${map} is full (${this.lib.mapInfo(this.fd(map)).maxEntries} entries): this node's policy needs more than the program's maps hold (bpf/palisade.bpf.c sizes them)`,
+      );
+    throw new EbpfError(`writing an entry of the BPF map ${map} failed: ${errnoName(code)}`);
   }
 
   /** Deletes an entry; one that is not there is not an error. */

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { formatIp } from '../../src/net/ip.ts';
 import { referenceMembers } from '../../src/classifier/index.ts';
-import { layout, type MapName } from '../../src/ebpf/index.ts';
+import { EbpfError, layout, type MapName } from '../../src/ebpf/index.ts';
 import {
   liveContent,
   readBack,
@@ -187,5 +187,26 @@ describe('the BPF maps, read back with bpftool', { skip: SKIP }, () => {
     }
     for (const e of dump('gen'))
       assert.equal(e.value.readUInt32LE(0), (e.formatted.value as { epoch: number }).epoch);
+  });
+
+  it('refuse a write past their size with a one-line error naming the map', () => {
+    const maps = program.maps();
+    const name = Buffer.alloc(16, 1);
+    const held = maps.entries('group_names').length;
+    const written: number[] = [];
+    let refused: unknown;
+    try {
+      for (let id = 0x7fff0000; written.length <= 1 << 16; id++) {
+        maps.put('group_names', layout.u32(id), name);
+        written.push(id);
+      }
+    } catch (error) {
+      refused = error;
+    } finally {
+      for (const id of written) maps.remove('group_names', layout.u32(id));
+    }
+    assert.equal(held + written.length, 1 << 16, 'every entry up to the size was written');
+    assert.ok(refused instanceof EbpfError);
+    assert.match(refused.message, /^the BPF map group_names is full \(65536 entries\): [^\n]*$/);
   });
 });

@@ -6,13 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../../src/dataplane/index.ts';
 import {
   attachedDevices,
   frameOf,
+  isLoaded,
   PinnedMaps,
   PinnedProgram,
   TC_ACT_OK,
@@ -144,6 +145,41 @@ describe('render --target ebpf', () => {
       } finally {
         to.close();
       }
+    });
+
+    it('says in one line which tool is missing — bpftool, then clang — and pins nothing', async () => {
+      const tools = mkdtempSync(join(tmpdir(), 'palisade-no-clang-'));
+      symlinkSync('/usr/sbin/bpftool', join(tools, 'bpftool'));
+      // A namespace no earlier apply loaded a program for (the tools are checked before loading).
+      const missing = `${netns}-none`;
+      const args = ['render', '--target', 'ebpf', '--node', 'n1', '--apply', '--netns', missing];
+      const path = process.env.PATH;
+      const results = [];
+      try {
+        for (const dir of [join(tools, 'nothing'), tools]) {
+          process.env.PATH = dir;
+          results.push(await cli([...args, '-f', file('g.yaml', manifests(80))]));
+        }
+      } finally {
+        process.env.PATH = path;
+        rmSync(tools, { recursive: true, force: true });
+      }
+      assert.deepEqual(
+        results.map((r) => [r.code, r.stderr]),
+        [
+          [
+            1,
+            'palisade: the eBPF datapath needs bpftool to load its program (Debian: apt-get install bpftool)\n',
+          ],
+          [
+            1,
+            'palisade: the eBPF datapath needs clang to compile its program (Debian: apt-get install clang llvm libbpf-dev)\n',
+          ],
+        ],
+      );
+      assert.ok(
+        !isLoaded({ instance: `netns-${missing}` }) && !existsSync(`/sys/fs/bpf/palisade/netns-${missing}`),
+      );
     });
   });
 });
