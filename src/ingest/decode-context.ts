@@ -81,7 +81,7 @@ export class DecodeContext {
       const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
       if (issue.code === 'unrecognized_keys') {
         for (const key of issue.keys) {
-          const suggestion = closest(key, KNOWN_FIELDS);
+          const suggestion = suggest(key, KNOWN_FIELDS);
           const hint = suggestion ? ` (did you mean "${suggestion}"?)` : '';
           const message = `unknown field "${formatPath([...path, key])}"${hint}`;
           this.report('SCHEMA_UNKNOWN_FIELD', message, [...path, key], true);
@@ -103,6 +103,56 @@ export class DecodeContext {
       }
     }
   }
+}
+
+/** Fields of every object's metadata (ObjectMeta; `clusterName` and `initializers` from older clusters). */
+const OBJECT_META_FIELDS = [
+  'name',
+  'generateName',
+  'namespace',
+  'selfLink',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
+  'managedFields',
+  'clusterName',
+  'initializers',
+];
+
+/**
+ * Reports fields of the metadata at `path` that ObjectMeta does not have — `lables:` would
+ * otherwise leave a pod without labels and every policy's answer about it silently wrong (kubectl
+ * rejects the object). True when there was one.
+ */
+export function reportUnknownMetadata(ctx: DecodeContext, path: FieldPath): boolean {
+  const metadata = valueAt(ctx.raw.value, path);
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return false;
+  let found = false;
+  for (const key of Object.keys(metadata)) {
+    if (OBJECT_META_FIELDS.includes(key)) continue;
+    const suggestion = suggest(key, OBJECT_META_FIELDS);
+    const hint = suggestion ? ` (did you mean "${suggestion}"?)` : '';
+    ctx.report(
+      'SCHEMA_UNKNOWN_FIELD',
+      `unknown field "${formatPath([...path, key])}"${hint}`,
+      [...path, key],
+      true,
+    );
+    found = true;
+  }
+  return found;
+}
+
+/** The closest known field, for keys short enough to be typos (edit distance is quadratic). */
+function suggest(key: string, known: readonly string[]): string | undefined {
+  return key.length <= 64 ? closest(key, known) : undefined;
 }
 
 function valueAt(root: unknown, path: FieldPath): unknown {

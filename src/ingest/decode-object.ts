@@ -5,7 +5,7 @@
  */
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import { WORKLOAD_KINDS, type RejectedPolicy, type WorkloadKind } from '../model/types.ts';
-import { DecodeContext } from './decode-context.ts';
+import { DecodeContext, reportUnknownMetadata } from './decode-context.ts';
 import { decodePod, decodeWorkload } from './decode-endpoint.ts';
 import { decodeNamespace } from './decode-namespace.ts';
 import { decodeNetworkPolicy } from './decode-policy.ts';
@@ -72,6 +72,7 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   }
   const identity = `${kind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
   const decoded = decodeKnownKind(ctx, kind, apiVersion);
+  const unknownMetadata = decoded !== 'unknown-kind' && reportMetadataFields(ctx, kind);
   if (decoded === 'unknown-kind') {
     const where = raw.locator.valueAt(raw.basePath);
     const diagnostic = makeDiagnostic('KIND_SKIPPED', `${apiVersion} ${kind} is not analysed; skipped`, {
@@ -81,7 +82,7 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
     return { diagnostics: [diagnostic] };
   }
   // Two literals rather than a spread, which builds each result the slow way.
-  if (decoded) return { object: decoded, identity, diagnostics: ctx.diagnostics };
+  if (decoded && !unknownMetadata) return { object: decoded, identity, diagnostics: ctx.diagnostics };
   const rejected = kind === 'NetworkPolicy' && ctx.failed ? rejectedPolicy(ctx) : undefined;
   return rejected
     ? { identity, diagnostics: ctx.diagnostics, rejected }
@@ -126,6 +127,16 @@ function decodeKnownKind(
   if (!versions.includes(apiVersion)) return unknownVersion(ctx, kind, apiVersion, versions);
   const result = decodeWorkload(ctx, workload);
   return result === 'skipped' ? undefined : result;
+}
+
+/** Unknown fields in the object's metadata and in its pod template's; true when there were some. */
+function reportMetadataFields(ctx: DecodeContext, kind: string): boolean {
+  const paths: (readonly string[])[] = [['metadata']];
+  if (kind === 'CronJob') paths.push(['spec', 'jobTemplate', 'spec', 'template', 'metadata']);
+  else if (WORKLOAD_KINDS.some((k) => k === kind)) paths.push(['spec', 'template', 'metadata']);
+  let found = false;
+  for (const path of paths) found = reportUnknownMetadata(ctx, path) || found;
+  return found;
 }
 
 function unknownVersion(

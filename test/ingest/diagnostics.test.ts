@@ -276,6 +276,33 @@ describe('diagnostics for bad input', () => {
     assert.match(d?.message ?? '', /did you mean "from"\?/);
   });
 
+  it('rejects unknown metadata fields (a `lables:` typo), with the field meant; the rest is analysed', () => {
+    // kubectl rejects them; read silently, the pod would have no labels and every answer about it
+    // would be wrong without a word.
+    const text = [
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\n  namespace: ns\n  lables: {app: web}\n',
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns}\nspec:\n  template:\n    metadata: {labls: {app: d}}\n',
+      'apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c, namespace: ns}\nspec:\n  jobTemplate: {spec: {template: {metadata: {label: {}}}}}\n',
+      policy('  podSelector: {}\n').replace('name: p', 'name: p\n  annotation: {}'),
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: good\n  namespace: ns\n  uid: "1"\n  generateName: good-\n  resourceVersion: "5"\n  creationTimestamp: null\n  labels: {app: web}\n  annotations: {}\n  finalizers: []\n  managedFields: []\n',
+    ].join('---\n');
+    const { cluster, diagnostics } = loadFromTexts([{ name: 'meta.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity === 'error').map((d) => `${d.line}:${d.column} ${d.message}`),
+      [
+        '6:3 unknown field "metadata.lables" (did you mean "labels"?)',
+        '13:16 unknown field "spec.template.metadata.labls" (did you mean "labels"?)',
+        '19:46 unknown field "spec.jobTemplate.spec.template.metadata.label" (did you mean "labels"?)',
+        '25:3 unknown field "metadata.annotation" (did you mean "annotations"?)',
+      ],
+    );
+    assert.deepEqual(
+      cluster.endpoints.map((e) => e.id),
+      ['ns/good'],
+    );
+    assert.deepEqual(cluster.policies, []);
+  });
+
   it('says when a syntax error comes from tab indentation', () => {
     const text = 'a:\n  b: [\n\t  "x",\n  ]\n';
     const d = loadFromTexts([{ name: 'tab.yaml', text }]).diagnostics[0];
