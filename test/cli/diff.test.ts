@@ -38,6 +38,8 @@ describe('palisade diff', () => {
       /^added +shop\/frontend\[Deployment\] → shop\/db\[StatefulSet\] +TCP 5432 +\(NetworkPolicy shop\/db, NetworkPolicy shop\/frontend\)$/,
     );
     assert.match(result.stdout, /3 connections differ: 2 added, 1 removed, 0 changed\n$/);
+    const one = await cli(['diff', ...V1, '--to', 'examples/shop', 'examples/shop-debug']);
+    assert.match(one.stdout, /\n1 connection differs: 1 added, 0 removed, 0 changed\n$/);
   });
 
   it('--kubeconfig: the cluster against files, the same answer as the files against files', async () => {

@@ -71,7 +71,7 @@ const text: DiffWriter = (diff, write, style) => {
   write(
     total === 0
       ? 'no connection differs\n'
-      : `\n${total} connection${total === 1 ? '' : 's'} differ: ${s.added} added, ${s.removed} removed, ${s.changed} changed\n`,
+      : `\n${total} ${total === 1 ? 'connection differs' : 'connections differ'}: ${s.added} added, ${s.removed} removed, ${s.changed} changed\n`,
   );
 };
 
