@@ -412,6 +412,26 @@ export class FaultWorld {
     return loadFromObjects(objects).cluster;
   }
 
+  /** What etcd holds against `objects`, by key ('' when they agree): for a failing test's message. */
+  async etcdDiffers(objects: readonly Raw[] = [...this.objects.values()]): Promise<string> {
+    const inEtcd = new Set(
+      (await this.store.range(this.layout.objects)).kvs.map((kv) => {
+        const key = this.layout.parse(kv.key);
+        return key ? `${key.kind} ${key.namespace ?? ''}/${key.name}` : kv.key;
+      }),
+    );
+    const wanted = new Set(
+      objects.map((o) => {
+        const m = o.metadata as { name: string; namespace?: string };
+        return `${String(o.kind)} ${m.namespace ?? ''}/${m.name}`;
+      }),
+    );
+    const missing = [...wanted].filter((k) => !inEtcd.has(k));
+    const extra = [...inEtcd].filter((k) => !wanted.has(k));
+    if (missing.length === 0 && extra.length === 0) return '';
+    return `etcd misses: ${missing.join(', ') || 'nothing'}; etcd has besides: ${extra.join(', ') || 'nothing'}`;
+  }
+
   /** Operations between a node's table and a fresh render of `objects` (0: equal). */
   distance(node: string, objects: readonly Raw[] = [...this.objects.values()]): number | 'replace' {
     const netns = this.lab.plan.nodes.find((n) => n.name === node)!.netns;

@@ -8,7 +8,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -26,6 +26,15 @@ import { apiReflector } from '../live/reflector-helpers.ts';
 const skip = needsEtcd || needsRoot('the agent fault tests');
 /** Agent processes starting on a loaded machine (tsx loads the sources) may take this long. */
 const STARTUP_MS = 150_000;
+
+/** The last lines of a process's log file, for a failing test's message. */
+function readLog(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').split('\n').slice(-30).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
 
 describe('node agent faults (real etcd, agents, nftables and packets)', { skip, concurrency: 3 }, () => {
   const worlds: FaultWorld[] = [];
@@ -131,6 +140,7 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     await sleep(100);
     const reflectors: ChildProcess[] = [];
     const reflector = (id: string): ChildProcess => {
+      const log = openSync(join(dir, `reflector-${id}.log`), 'w');
       const child = spawn(
         process.execPath,
         [...palisadeArgv(), 'reflect', '-f', file, '--watch', '--etcd', w.etcd.endpoint].concat([
@@ -141,8 +151,9 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
           '--lease-ttl',
           '2',
         ]),
-        { stdio: 'ignore' },
+        { stdio: ['ignore', log, log] },
       );
+      closeSync(log); // the child has its own copy
       reflectors.push(child);
       return child;
     };
@@ -166,7 +177,19 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
       }
       await until('reflector b leads', async () => (await leader(w)) === 'b', STARTUP_MS);
       reflector('a2');
-      await until("the agents hold the files' last state", () => w.tablesDiffer(objects) === '', 30_000);
+      await until(
+        "the agents hold the files' last state",
+        () => {
+          const difference = w.tablesDiffer(objects);
+          return difference === '' || difference;
+        },
+        30_000,
+      ).catch(async (error: Error) => {
+        const logs = ['a', 'b', 'a2']
+          .map((id) => `--- reflector ${id}\n${readLog(join(dir, `reflector-${id}.log`))}`)
+          .join('\n');
+        throw new Error(`${error.message}\n${await w.etcdDiffers(objects)}\n${logs}`);
+      });
       await w.converged(await currentRevision(w), 30_000);
       assert.deepEqual(await stop(), []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
@@ -253,23 +276,8 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
         },
         60_000,
       ).catch(async (error: Error) => {
-        // What etcd holds against what the API server holds, by key.
-        const inEtcd = new Set(
-          (await w.store.range(w.layout.objects)).kvs.map((kv) => {
-            const key = w.layout.parse(kv.key);
-            return key ? `${key.kind} ${key.namespace ?? ''}/${key.name}` : kv.key;
-          }),
-        );
-        const wanted = new Set(
-          objects.map((o) => {
-            const m = o.metadata as { name: string; namespace?: string };
-            return `${String(o.kind)} ${m.namespace ?? ''}/${m.name}`;
-          }),
-        );
-        const missing = [...wanted].filter((k) => !inEtcd.has(k));
-        const extra = [...inEtcd].filter((k) => !wanted.has(k));
         throw new Error(
-          `${error.message}\netcd misses: ${missing.join(', ')}\netcd extra: ${extra.join(', ')}\nreflector log:\n${reflectorLog.slice(-60).join('\n')}`,
+          `${error.message}\n${await w.etcdDiffers(objects)}\nreflector log:\n${reflectorLog.slice(-60).join('\n')}`,
         );
       });
       await w.converged(await currentRevision(w), 60_000);
