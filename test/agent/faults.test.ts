@@ -157,12 +157,13 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
       reflectors.push(child);
       return child;
     };
+    let stop: (() => Promise<string[]>) | undefined;
     try {
       const a = reflector('a');
       await until('reflector a leads', async () => (await leader(w)) === 'a', STARTUP_MS);
       reflector('b');
       await w.converged(await currentRevision(w), STARTUP_MS);
-      const stop = w.prober();
+      stop = w.prober();
       // A burst through the files; the leader dies in its middle.
       let objects = [...w.objects.values()];
       for (let i = 0; i < 20; i++) {
@@ -191,9 +192,13 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
         throw new Error(`${error.message}\n${await w.etcdDiffers(objects)}\n${logs}`);
       });
       await w.converged(await currentRevision(w), 30_000);
-      assert.deepEqual(await stop(), []);
+      const violations = await stop();
+      stop = undefined;
+      assert.deepEqual(violations, []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
     } finally {
+      // A failed test's prober stops before its world goes (else its probes fail afterwards).
+      await stop?.().catch(() => undefined);
       for (const r of reflectors) r.kill('SIGKILL');
     }
   });
