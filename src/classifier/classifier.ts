@@ -35,7 +35,9 @@ import {
   OVERFLOW_AT,
   INGRESS,
   NODE_ADDRESS_OF,
+  PEER_CLASS,
 } from './address-records.ts';
+import { PeerClasses } from './peer-classes.ts';
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
 import { NO_TABLE, SharedTables, type Shared, type SharedRef } from './shared-tables.ts';
@@ -86,7 +88,9 @@ export class Classifier {
   private readonly nodeNumbers = new Map<string, number>();
   /** What lookups read: per address a record, per table a packed block. */
   private readonly records = new AddressRecords();
-  private readonly packed = new PackedTables((moves) => this.records.remapTables(moves));
+  /** Peer classes for the tier tables (with tiers only). */
+  private readonly classes: PeerClasses | undefined;
+  private readonly packed: PackedTables;
   private readonly srcWords = new Uint32Array(4);
   private readonly allowNodeLocal: boolean;
   private readonly dstWords = new Uint32Array(4);
@@ -101,7 +105,9 @@ export class Classifier {
     private readonly options: ClassifierOptions = {},
   ) {
     this.allowNodeLocal = options.allowNodeLocal ?? true;
-    this.resolver = new StateGroupResolver(state, this.records);
+    if (options.tiers) this.classes = new PeerClasses();
+    this.packed = new PackedTables((moves) => this.records.remapTables(moves), this.classes);
+    this.resolver = new StateGroupResolver(state, this.records, this.classes);
     if (options.tiers) this.tierCompiler = new TierTables(state);
     for (const pod of state.allPods()) {
       if (pod.hostNetwork && pod.node) this.addNodeAddresses(pod.node, pod.ips);
@@ -332,7 +338,8 @@ export class Classifier {
     const inline = count <= INLINE_GROUPS;
     const groups = inline ? data : this.records.overflow;
     const at = inline ? remote + GROUPS : (data[remote + OVERFLOW_AT] as number);
-    return this.packed.match(table, family, words, groups, at, count, protocol, port, first);
+    const peerClass = remote < 0 ? -1 : (data[remote + PEER_CLASS] as number);
+    return this.packed.match(table, family, words, groups, at, count, protocol, port, first, peerClass);
   }
 
   /**
