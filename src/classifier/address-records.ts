@@ -255,8 +255,7 @@ export class AddressRecords {
 
   /** Stores a record's sorted group list: inline when it fits, else in the overflow arena. */
   private writeGroups(data: Int32Array, base: number, list: readonly number[]): void {
-    if (this.classes)
-      data[base + PEER_CLASS] = this.classes.classOf(list, data[base + PEER_CLASS] as number);
+    if (this.classes) data[base + PEER_CLASS] = this.classes.classOf(list, data[base + PEER_CLASS] as number);
     const before = data[base + GROUP_COUNT] as number;
     const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
     data[base + GROUP_COUNT] = list.length;

@@ -68,7 +68,9 @@ export function packTable(
   const bits = HEADER + listLength;
   const bitmap = (offset: number): number => bits + (offset / width) * stride + summaries;
   const ports = [...view.ports].map(([key, offset]) => [key, bitmap(offset)] as const);
-  const groups = groupsElsewhere ? [] : [...view.groups].map(([group, offset]) => [group, bitmap(offset)] as const);
+  const groups = groupsElsewhere
+    ? []
+    : [...view.groups].map(([group, offset]) => [group, bitmap(offset)] as const);
   const hosts = [...view.hostsV4].map(([address, offset]) => [address | 0, bitmap(offset)] as const);
   const optional = (offset: number | undefined): number => (offset === undefined ? NONE : bitmap(offset));
 
@@ -174,7 +176,8 @@ function foldPorts(
     const port = key & 0xffff;
     orInto(offset, view.l3);
     orInto(offset, view.protocolAny[protocol]);
-    for (const r of view.ranges) if (r.protocol === protocol && r.from <= port && port <= r.to) orInto(offset, r.offset);
+    for (const r of view.ranges)
+      if (r.protocol === protocol && r.from <= port && port <= r.to) orInto(offset, r.offset);
   }
   return { bitmaps, protocolAny, segments };
 }

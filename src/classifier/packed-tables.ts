@@ -117,7 +117,7 @@ export class PackedTables {
       const groupBits = new Map<number, Int32Array>();
       for (const [group, offset] of view.groups)
         groupBits.set(group, view.bitmaps.slice(offset, offset + table.width));
-      block[CLASSES] = (this.classes as PeerClasses).register(groupBits, table.width);
+      block[CLASSES] = this.classes.register(groupBits, table.width);
     }
     const handle = this.freeHandles.pop() ?? this.newHandle();
     const at = this.arena.allocate(block.length);

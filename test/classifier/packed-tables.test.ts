@@ -242,7 +242,11 @@ describe('packed tables', () => {
           const handle = packed.add(build(slots), new Uint8Array(slots.length));
           assertMatches(packed, handle, slots, remoteGroups, classOf);
           packed.remove(handle);
-          assert.equal(classes.maps.filter((m) => m !== undefined).length, 0, 'the class map left with its table');
+          assert.equal(
+            classes.maps.filter((m) => m !== undefined).length,
+            0,
+            'the class map left with its table',
+          );
         },
       ),
       { numRuns: Math.max(20, Math.floor(RUNS / 3)) },

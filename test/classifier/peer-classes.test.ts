@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { NO_CLASS, PeerClasses, type ClassMap } from '../../src/classifier/peer-classes.ts';
+import { ClassMap, NO_CLASS, PeerClasses } from '../../src/classifier/peer-classes.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 const GROUPS = 10;
@@ -22,7 +22,14 @@ type Op =
   | { kind: 'unregister'; which: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('groups' as const), address: fc.nat(ADDRESSES - 1), groups: fc.uniqueArray(fc.nat(GROUPS - 1), { maxLength: 5 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('groups' as const),
+      address: fc.nat(ADDRESSES - 1),
+      groups: fc.uniqueArray(fc.nat(GROUPS - 1), { maxLength: 5 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('mark' as const), group: fc.nat(GROUPS - 1) }) },
   {
     weight: 2,
@@ -47,6 +54,40 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe('peer classes', () => {
+  it('class maps find what was added and not deleted, through growth and deletions in probe chains', () => {
+    fc.assert(
+      fc.property(
+        // Ids from a wide range collide in the hash, as sequential ones seldom do.
+        fc.uniqueArray(fc.nat(2 ** 30), { minLength: 1, maxLength: 300 }),
+        fc.array(fc.tuple(fc.boolean(), fc.nat(299)), { minLength: 1, maxLength: 600 }),
+        (pool, picks) => {
+          const ops = picks.map(([add, i]) => [add, pool[i % pool.length] as number] as const);
+          // One group whose bitmap is the class's own number: each entry's bitmap names its class.
+          const bits = new Map<number, Int32Array>();
+          const map = new ClassMap(bits, 1);
+          const model = new Set<number>();
+          for (const [add, id] of ops) {
+            if (add && !model.has(id)) {
+              bits.set(id, Int32Array.of(id + 1));
+              map.add(id, [id]);
+              model.add(id);
+            } else if (!add) {
+              map.delete(id);
+              model.delete(id);
+            }
+          }
+          assert.equal(map.size, model.size);
+          for (const id of pool) {
+            const at = map.find(id);
+            if (!model.has(id)) assert.equal(at, NO_CLASS, `class ${id} was deleted`);
+            else assert.equal(map.bits[at], id + 1, `class ${id}'s bitmap`);
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
   it('keep every address in the class of its tier groups and every table entry the OR of its groups', () => {
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 1, maxLength: 40 }), (ops) => {
@@ -58,7 +99,10 @@ describe('peer classes', () => {
         for (const op of ops) {
           if (op.kind === 'groups') {
             groupsOf[op.address] = [...op.groups].sort((a, b) => a - b);
-            classOf[op.address] = classes.classOf(groupsOf[op.address] as number[], classOf[op.address] as number);
+            classOf[op.address] = classes.classOf(
+              groupsOf[op.address] as number[],
+              classOf[op.address] as number,
+            );
           } else if (op.kind === 'mark') {
             tier.add(op.group);
             if (classes.markTier(op.group))
@@ -115,7 +159,8 @@ function check(
       const expected = new Int32Array(table.width);
       for (const g of groups) {
         const bits = table.bits.get(g);
-        if (bits) for (let w = 0; w < table.width; w++) expected[w] = (expected[w] as number) | (bits[w] as number);
+        if (bits)
+          for (let w = 0; w < table.width; w++) expected[w] = (expected[w] as number) | (bits[w] as number);
       }
       const at = id === NO_CLASS ? NO_CLASS : map.find(id);
       if (expected.every((w) => w === 0)) return assert.equal(at, NO_CLASS, `no entry for address ${a}`);
