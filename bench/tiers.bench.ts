@@ -41,6 +41,7 @@ function option(args: string[], name: string, fallback: number): number {
 }
 
 const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+const kib = (bytes: number): string => `${Math.round(bytes / 1024).toLocaleString('en-US')} KiB`;
 
 export function tiersBenchmark(args: string[]): void {
   const scale = option(args, 'scale', 1);
@@ -210,7 +211,8 @@ function lookupFigures(
     target: '≥ 5 M/s, flat in ANPs',
   });
   process.stdout.write(
-    `×${scale} + ${admins} ANPs: classifier built in ${(median(builds) / 1000).toFixed(2)} s (${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}); lookups ${(median(rates) / 1e6).toFixed(2)} M/s (median of 5: ${rates.map((r) => (r / 1e6).toFixed(2)).join(', ')}; ${allowed} of ${list.length} allowed), per CPU second ${(median(cpuRates) / 1e6).toFixed(2)} M/s; ${disagreements} disagreements with the reference on 2,000 packets\n`,
+    `×${scale} + ${admins} ANPs: classifier built in ${(median(builds) / 1000).toFixed(2)} s (${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}); lookups ${(median(rates) / 1e6).toFixed(2)} M/s (median of 5: ${rates.map((r) => (r / 1e6).toFixed(2)).join(', ')}; ${allowed} of ${list.length} allowed), per CPU second ${(median(cpuRates) / 1e6).toFixed(2)} M/s; ${disagreements} disagreements with the reference on 2,000 packets\n` +
+      `  lookup structures: records ${kib(c.memory.records)}, packed tables ${kib(c.memory.tables)}, class maps ${kib(c.memory.classes)} (${c.memory.peerClasses} peer classes, ${c.memory.classEntries} class entries)\n`,
   );
 }
 

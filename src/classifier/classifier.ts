@@ -183,9 +183,19 @@ export class Classifier {
     return this.packed.compactions;
   }
 
-  /** Bytes of the lookup structures: address records (with group lists) and packed tables. */
-  get memory(): { records: number; tables: number } {
-    return { records: this.records.bytes, tables: this.packed.bytes };
+  /**
+   * Bytes of the lookup structures: address records (with group lists), packed tables, and the
+   * tier tables' class maps (with their class and entry counts).
+   */
+  get memory(): { records: number; tables: number; classes: number; peerClasses: number; classEntries: number } {
+    const footprint = this.classes?.footprint ?? { entries: 0, bytes: 0 };
+    return {
+      records: this.records.bytes,
+      tables: this.packed.bytes,
+      classes: footprint.bytes,
+      peerClasses: this.classes?.size ?? 0,
+      classEntries: footprint.entries,
+    };
   }
 
   /** Distinct direction tables built (shared ones counted once). */

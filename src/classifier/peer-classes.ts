@@ -73,6 +73,11 @@ export class ClassMap {
     return this.count;
   }
 
+  /** Bytes of the hash and the bitmaps. */
+  get bytes(): number {
+    return this.slots.byteLength + this.bits.byteLength;
+  }
+
   /** Adds the class (not yet present) whose tier groups are `groups`: the OR of the table's bitmaps of them. */
   add(peerClass: number, groups: readonly number[]): void {
     const words = new Int32Array(this.width);
@@ -189,6 +194,14 @@ export class PeerClasses {
   /** Classes in use (for tests and figures). */
   get size(): number {
     return this.byKey.size;
+  }
+
+  /** Class entries over all tables, and the bytes of their maps (for figures). */
+  get footprint(): { entries: number; bytes: number } {
+    let entries = 0;
+    let bytes = 0;
+    for (const map of this.maps) if (map) (entries += map.size), (bytes += map.bytes);
+    return { entries, bytes };
   }
 
   /**
