@@ -187,7 +187,13 @@ export class Classifier {
    * Bytes of the lookup structures: address records (with group lists), packed tables, and the
    * tier tables' class maps (with their class and entry counts).
    */
-  get memory(): { records: number; tables: number; classes: number; peerClasses: number; classEntries: number } {
+  get memory(): {
+    records: number;
+    tables: number;
+    classes: number;
+    peerClasses: number;
+    classEntries: number;
+  } {
     const footprint = this.classes?.footprint ?? { entries: 0, bytes: 0 };
     return {
       records: this.records.bytes,

@@ -200,7 +200,11 @@ export class PeerClasses {
   get footprint(): { entries: number; bytes: number } {
     let entries = 0;
     let bytes = 0;
-    for (const map of this.maps) if (map) (entries += map.size), (bytes += map.bytes);
+    for (const map of this.maps) {
+      if (!map) continue;
+      entries += map.size;
+      bytes += map.bytes;
+    }
     return { entries, bytes };
   }
 
