@@ -1,7 +1,10 @@
 /**
- * A `serve` of a copy of an example in a temp dir (so tests can edit it), and headless
- * Chromium for the page tests — both removed after the test, even when it fails.
+ * A `serve` of a copy of an example in a temp dir (so tests can edit it), headless Chromium
+ * for the page tests — both removed after the test, even when it fails — and reading the
+ * heatmap's cells on the page.
  */
+import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,4 +61,38 @@ export async function serveCopy(example: string, against?: string, againstOverla
     rmSync(root, { recursive: true, force: true });
     throw error;
   }
+}
+
+/** The centre of heatmap cell (row label, column label) in page coordinates. */
+export async function heatmapCellPoint(
+  page: Page,
+  row: string,
+  column: string,
+): Promise<{ x: number; y: number }> {
+  const canvas = page.locator('canvas.cells');
+  const box = await canvas.boundingBox();
+  assert.ok(box);
+  const cell = Number(await canvas.getAttribute('data-cell'));
+  const left = Number(await canvas.getAttribute('data-label-width'));
+  const top = Number(await canvas.getAttribute('data-label-height'));
+  const k = Number(
+    await page.locator('.row-label', { hasText: new RegExp(`^${escape(row)}$`) }).getAttribute('data-index'),
+  );
+  const c = Number(
+    await page
+      .locator('.column-label', { hasText: new RegExp(`^${escape(column)}$`) })
+      .getAttribute('data-index'),
+  );
+  return { x: box.x + left + (c + 0.5) * cell, y: box.y + top + (k + 0.5) * cell };
+}
+
+/** The tooltip of a heatmap cell, the mouse over it: `shop → payments: denied (…)`. */
+export async function hoverHeatmapCell(page: Page, row: string, column: string): Promise<string> {
+  const { x, y } = await heatmapCellPoint(page, row, column);
+  await page.mouse.move(x, y);
+  return (await page.locator('.tooltip').textContent()) ?? '';
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

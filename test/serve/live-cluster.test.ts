@@ -2,7 +2,8 @@
  * `palisade serve --kubeconfig`: the view follows the cluster. The real command, as a process,
  * reads the fake API server (the list/watch protocol, the official client unmodified); a
  * NetworkPolicy deleted in the cluster is announced on the event stream the page listens to,
- * and the API answers from the new state — without a restart or a reload. The process, the
+ * and the API answers from the new state — without a restart or a reload; in headless Chromium,
+ * the page open on the heatmap shows the change without a reload. The process, the browser, the
  * fake server and the temp dir are removed even when the test fails.
  */
 import assert from 'node:assert/strict';
@@ -12,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { loadStore, readManifests, tempDir, writeKubeconfig } from '../fake-apiserver/fixtures.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
+import { CHROMIUM_MISSING, hoverHeatmapCell, launchChromium } from './helpers.ts';
 
 const SHOP = [
   ...readdirSync('examples/shop-running').map((f) => `examples/shop-running/${f}`),
@@ -115,6 +117,50 @@ describe('palisade serve --kubeconfig: live', () => {
         }
       } finally {
         controller.abort();
+      }
+    },
+  );
+
+  it(
+    'the page follows the cluster: a policy deleted in the cluster changes the heatmap without a reload',
+    { timeout: 60_000, skip: CHROMIUM_MISSING },
+    async () => {
+      const browser = await launchChromium();
+      try {
+        const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+        const errors: string[] = [];
+        page.on('pageerror', (error) => errors.push(error.message));
+        await page.goto(`${base}?port=5432`);
+        await page.waitForSelector('body[data-shown]', { timeout: 10_000 });
+        const shown = Number(await page.getAttribute('body', 'data-shown'));
+        assert.match(await hoverHeatmapCell(page, 'shop', 'shop'), /^shop → shop: partly allowed/);
+        // A value set on the page now is still there after the update: nothing reloaded it.
+        await page.evaluate(() => ((globalThis as unknown as Record<string, unknown>).marker = 42));
+        const deleted = Date.now();
+        assert.ok(server.store.remove('NetworkPolicy', 'shop', 'db'));
+        // New snapshots follow (the page may skip one); until the page shows api no longer reaching db.
+        let tooltip = '';
+        for (let seen = shown; ;) {
+          const deadline = Date.now() + 10_000;
+          let now = seen;
+          while (now === seen) {
+            assert.ok(Date.now() < deadline, `the page still shows snapshot ${seen}: ${tooltip}`);
+            await new Promise((resolve) => setTimeout(resolve, 25));
+            now = Number(await page.getAttribute('body', 'data-shown'));
+          }
+          seen = now;
+          tooltip = await hoverHeatmapCell(page, 'shop', 'shop');
+          if (/denied/.test(tooltip)) break;
+        }
+        process.stdout.write(`# deleted in the cluster → the page shows it: ${Date.now() - deleted} ms\n`);
+        assert.match(tooltip, /^shop → shop: denied/);
+        assert.equal(
+          await page.evaluate(() => (globalThis as unknown as Record<string, unknown>).marker),
+          42,
+        );
+        assert.deepEqual(errors, []);
+      } finally {
+        await browser.close();
       }
     },
   );

@@ -12,7 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { CHROMIUM_MISSING, launchChromium, serveCopy, type Served } from './helpers.ts';
+import {
+  CHROMIUM_MISSING,
+  heatmapCellPoint,
+  hoverHeatmapCell,
+  launchChromium,
+  serveCopy,
+  type Served,
+} from './helpers.ts';
 
 const SHOTS = process.env.PALISADE_SCREENSHOTS ? 'docs/screenshots' : undefined;
 
@@ -45,32 +52,8 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
     if (!SHOTS && shots) rmSync(shots, { recursive: true, force: true });
   });
 
-  /** The centre of heatmap cell (row label, column label) in page coordinates. */
-  async function cellPoint(row: string, column: string): Promise<{ x: number; y: number }> {
-    const canvas = page.locator('canvas.cells');
-    const box = await canvas.boundingBox();
-    assert.ok(box);
-    const cell = Number(await canvas.getAttribute('data-cell'));
-    const left = Number(await canvas.getAttribute('data-label-width'));
-    const top = Number(await canvas.getAttribute('data-label-height'));
-    const k = Number(
-      await page
-        .locator('.row-label', { hasText: new RegExp(`^${escape(row)}$`) })
-        .getAttribute('data-index'),
-    );
-    const c = Number(
-      await page
-        .locator('.column-label', { hasText: new RegExp(`^${escape(column)}$`) })
-        .getAttribute('data-index'),
-    );
-    return { x: box.x + left + (c + 0.5) * cell, y: box.y + top + (k + 0.5) * cell };
-  }
-
-  async function hover(row: string, column: string): Promise<string> {
-    const { x, y } = await cellPoint(row, column);
-    await page.mouse.move(x, y);
-    return (await page.locator('.tooltip').textContent()) ?? '';
-  }
+  const cellPoint = (row: string, column: string) => heatmapCellPoint(page, row, column);
+  const hover = (row: string, column: string) => hoverHeatmapCell(page, row, column);
 
   async function shown(version: number): Promise<void> {
     await page.waitForSelector(`body[data-shown="${version}"]`, { timeout: 10_000 });
@@ -265,8 +248,4 @@ async function until(check: () => Promise<boolean>, timeout = 10_000): Promise<v
     if (Date.now() > end) throw new Error('timed out waiting for the page');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
