@@ -146,6 +146,10 @@ describe('palisade serve: the API', () => {
     const port = url.port;
     const rebound = await raw(url.href, { headers: { host: `attacker.example:${port}` } });
     assert.equal(rebound.status, 421);
+    // The page's document carries the first view's data: refused the same way.
+    const reboundPage = await raw(base, { headers: { host: `attacker.example:${port}` } });
+    assert.equal(reboundPage.status, 421);
+    assert.doesNotMatch(reboundPage.body, /palisade-first-view/);
     const origin = await raw(url.href, { headers: { origin: 'http://attacker.example' } });
     assert.equal(origin.status, 403);
     const sameOrigin = await raw(url.href, { headers: { origin: `http://127.0.0.1:${port}` } });
