@@ -46,7 +46,7 @@ export function parseJsonDocuments(
   text: string,
   lineCounter: LineCounter,
   position: (offset: number) => SourceLocation,
-  limits: { readonly maxDepth: number; readonly maxValues: number },
+  limits: { readonly maxDepth: number; readonly maxValues: number; readonly maxDocuments?: number },
 ): JsonDocument[] | undefined {
   const first = firstSignificant(text, 0, text.length);
   if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first)))
@@ -58,6 +58,8 @@ export function parseJsonDocuments(
     start = match.index + match[0].length;
   }
   spans.push([start, text.length]);
+  // More documents than a file may hold: the YAML path reads up to the limit and says so.
+  if (spans.length > (limits.maxDocuments ?? Infinity)) return undefined;
   const documents: { value: Record<string, unknown>; start: number }[] = [];
   for (const [from, to] of spans) {
     const begin = firstSignificant(text, from, to);

@@ -47,6 +47,14 @@ export const MAX_DEPTH = 256;
  */
 export const MAX_DOCUMENT_VALUES = 2_000_000;
 
+/**
+ * Most documents read from one file. Each costs about 2 KB while its file is read (its object,
+ * locator and span), so a file of millions of empty documents (`{}` and `---`, 6 bytes each)
+ * would outgrow the heap within the file size limit; real files hold far fewer (a generated
+ * 100,000-pod cluster has 100,000 in its largest file; kubectl dumps are one List document).
+ */
+export const MAX_DOCUMENTS = 500_000;
+
 const YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions & { logLevel: 'error' } = {
   // The parser's warnings would go to process.emitWarning, printed as a Node runtime warning.
   logLevel: 'error',
@@ -57,7 +65,11 @@ const YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions & { logLevel:
   customTags: kubectlTags,
 };
 
-export function parseDocuments(input: InputFile): { objects: RawObject[]; diagnostics: Diagnostic[] } {
+export function parseDocuments(
+  input: InputFile,
+  /** Tests lower the document limit to reach it cheaply. */
+  maxDocuments = MAX_DOCUMENTS,
+): { objects: RawObject[]; diagnostics: Diagnostic[] } {
   const objects: RawObject[] = [];
   const diagnostics = new DiagnosticSink();
   const lineCounter = new LineCounter();
@@ -69,6 +81,7 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
   const json = parseJsonDocuments(input.text, lineCounter, position, {
     maxDepth: MAX_DEPTH,
     maxValues: MAX_DOCUMENT_VALUES,
+    maxDocuments,
   });
   if (json) {
     for (const { value, locator } of json) unrollLists(value, [], input.name, locator, objects, diagnostics);
@@ -90,7 +103,15 @@ export function parseDocuments(input: InputFile): { objects: RawObject[]; diagno
     );
     return { objects, diagnostics: diagnostics.list() };
   }
-  const spans = scanYamlDocuments(text, MAX_DEPTH);
+  const spans = scanYamlDocuments(text, MAX_DEPTH, maxDocuments);
+  if (spans.truncatedAt !== undefined)
+    diagnostics.add(
+      makeDiagnostic(
+        'TOO_MANY_DOCUMENTS',
+        `this file holds more than ${maxDocuments.toLocaleString('en-US')} documents, the most Palisade reads from one file; the documents from here on are skipped (split the file)`,
+        position(spans.truncatedAt),
+      ),
+    );
   const read = (slice: string): Document => parseDocument(slice, YAML_OPTIONS);
   let collectionKey = false;
   const cache = new DocumentCache();

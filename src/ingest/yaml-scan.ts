@@ -75,8 +75,12 @@ class Scan {
 }
 
 /** The documents of `text`, each with its nesting depth and value estimate. */
-export function scanYamlDocuments(text: string, maxDepth: number): DocumentSpan[] {
-  const spans: DocumentSpan[] = [];
+export function scanYamlDocuments(
+  text: string,
+  maxDepth: number,
+  maxDocuments = Infinity,
+): DocumentSpan[] & { truncatedAt?: number } {
+  const spans: DocumentSpan[] & { truncatedAt?: number } = [];
   let scan = new Scan(maxDepth);
   let sawContent = false;
   const length = text.length;
@@ -88,6 +92,11 @@ export function scanYamlDocuments(text: string, maxDepth: number): DocumentSpan[
       // `---` starts a document (ending the one before, if it had anything); `...` ends one.
       if (marker === DASH) {
         if (sawContent) spans.push(scan.span(lineStart));
+        // The documents past the limit are not scanned (their spans alone would outgrow the heap).
+        if (spans.length >= maxDocuments) {
+          spans.truncatedAt = lineStart;
+          return spans;
+        }
         scan = new Scan(maxDepth);
         scan.start = lineStart;
         sawContent = true;

@@ -35,6 +35,10 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary:
       'a document (YAML or JSON) holds more values than Palisade reads from one document (2,000,000); it is skipped',
   },
+  TOO_MANY_DOCUMENTS: {
+    severity: 'error',
+    summary: 'a file holds more documents than Palisade reads from one file (500,000); the rest are skipped',
+  },
   INVALID_UTF8: { severity: 'error', summary: 'a file is not valid UTF-8; it is skipped' },
   CONTROL_CHARACTER: {
     severity: 'error',

@@ -12,7 +12,12 @@ import { after, before, describe, it } from 'node:test';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { loadFromTexts } from '../../src/ingest/load.ts';
-import { MAX_DEPTH, MAX_DOCUMENT_VALUES } from '../../src/ingest/parse-documents.ts';
+import {
+  MAX_DEPTH,
+  MAX_DOCUMENT_VALUES,
+  MAX_DOCUMENTS,
+  parseDocuments,
+} from '../../src/ingest/parse-documents.ts';
 import { goYamlNumber } from '../../src/ingest/yaml-schema.ts';
 import { LISTED_PER_CODE } from '../../src/ingest/diagnostic-sink.ts';
 import { cli } from '../helpers/cli.ts';
@@ -88,6 +93,30 @@ describe('depth and size limits', () => {
       ['DOCUMENT_TOO_LARGE'],
     );
     assert.match(refused[0]?.message ?? '', /^this JSON document holds about .*\(split it/);
+  });
+
+  it('reads at most MAX_DOCUMENTS documents of a file, says where it stopped, in YAML and JSON', () => {
+    // Millions of `{}` documents (6 bytes each) cost about 2 KB each while read: 20 MB of them
+    // took 3.6 GB; a file at the size limit would have run the heap out. The limit, lowered here:
+    const yaml = Array.from({ length: 5 }, (_, i) => NAMESPACE(`n${i}`)).join('---\n');
+    const json = Array.from(
+      { length: 5 },
+      (_, i) => `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n${i}"}}`,
+    ).join('\n---\n');
+    for (const [name, text, line] of [
+      ['many.yaml', yaml, 12],
+      ['many.json', json, 6],
+    ] as const) {
+      const { objects, diagnostics } = parseDocuments({ name, text }, 3);
+      assert.equal(objects.length, 3, name);
+      assert.deepEqual(
+        diagnostics.map((d) => [d.code, d.line]),
+        [['TOO_MANY_DOCUMENTS', line]],
+        name,
+      );
+      assert.match(diagnostics[0]?.message ?? '', /more than 3 documents.*split the file/);
+    }
+    assert.ok(MAX_DOCUMENTS >= 200_000, 'a generated cluster file of 200,000 pods still reads');
   });
 
   it('keeps a thousand diagnostics of one code per file, and counts the rest', () => {
