@@ -133,7 +133,10 @@ export function tableBlock(
     out.push('\t}');
   }
   for (const [name, lines] of [...[...objects.chains].sort(byName), ...baseChains]) {
-    out.push(`\tchain ${name} {`, ...lines.map((line) => `\t\t${line}`), '\t}');
+    out.push(`\tchain ${name} {`);
+    // One by one: a chain's rules spread into push() would overflow the stack at ~125,000.
+    for (const line of lines) out.push(`\t\t${line}`);
+    out.push('\t}');
   }
   out.push('}');
   return out.join('\n') + '\n';

@@ -47,19 +47,20 @@ export function operationsScript(operations: readonly Operation[]): string {
   for (const op of operations) {
     switch (op.type) {
       case 'add-set':
-        lines.push(declareSet(op.name, op.declaration), ...addElements(op.name, op.elements));
+        lines.push(declareSet(op.name, op.declaration));
+        append(lines, addElements(op.name, op.elements));
         break;
       case 'del-set':
         lines.push(deleteSet(op.name));
         break;
       case 'add-elements':
-        lines.push(...addElements(op.set, op.elements));
+        append(lines, addElements(op.set, op.elements));
         break;
       case 'del-elements':
-        lines.push(...deleteElements(op.set, op.elements));
+        append(lines, deleteElements(op.set, op.elements));
         break;
       case 'add-chain':
-        lines.push(...addChain(op.name, op.lines, op.flush));
+        append(lines, addChain(op.name, op.lines, op.flush));
         break;
       case 'del-chain':
         lines.push(deleteChain(op.name));
@@ -75,6 +76,14 @@ export function operationsScript(operations: readonly Operation[]): string {
     }
   }
   return lines.length > 0 ? lines.join('\n') + '\n' : '';
+}
+
+/**
+ * Appends one by one: a spread into push() passes every line as an argument and overflows the
+ * stack at about 125,000 (a chain of that many rules).
+ */
+function append(lines: string[], more: readonly string[]): void {
+  for (const line of more) lines.push(line);
 }
 
 /** Replays accepted operations on the applied copy. */
