@@ -6,18 +6,10 @@
  * The bundle is a module script: it runs once the whole document has arrived, block included.
  */
 import type { Heatmap } from './types.ts';
-import type { InputSummary } from './summary.ts';
+import type { SummaryAnswer } from './summary.ts';
 
 /** The `id` of the first view's JSON block (web/src/first-view.ts reads it). */
 export const FIRST_VIEW_ID = 'palisade-first-view';
-
-/** What `/api/summary` answers. */
-export interface SummaryAnswer extends InputSummary {
-  /** Why the last reading failed (the page shows the previous one), or null. */
-  readonly readError: string | null;
-  /** The diagnostics' counts in words (`2 errors, 1 warning`). */
-  readonly diagnosticCounts: string;
-}
 
 /** The data the page shows first, embedded in its document. */
 export interface FirstView {

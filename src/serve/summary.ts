@@ -4,7 +4,6 @@
  */
 import { summarizeDiagnostics } from '../analysis/index.ts';
 import type { Cluster } from '../model/types.ts';
-import type { SummaryAnswer } from './page.ts';
 import { parsePort, type Snapshot } from './snapshot.ts';
 
 export interface InputSummary {
@@ -24,6 +23,14 @@ export interface InputSummary {
   readonly defaultPort: string;
   /** Whether a diff view exists (`--against`). */
   readonly against: boolean;
+}
+
+/** What `/api/summary` answers. */
+export interface SummaryAnswer extends InputSummary {
+  /** Why the last reading failed (the page shows the previous one), or null. */
+  readonly readError: string | null;
+  /** The diagnostics' counts in words (`2 errors, 1 warning`). */
+  readonly diagnosticCounts: string;
 }
 
 /** Pods above which the page opens on one port rather than on any. */
