@@ -12,10 +12,7 @@
  *   priority between existing ones — latency, changes, and whether any existing entry was
  *   renumbered (it must not be);
  * - with `--vpp`, the VPP stacks for one node (tiers-vpp.bench.ts);
- * - with `--mapstate-only`, the MapState figures alone (no compile or classifier);
- * - with `--lookups-only`, the classifier's build and lookups alone; `--admin` may then list
- *   several counts (`--admin 10,100,1000`): the same packets through each, to show whether
- *   lookups stay flat in the number of AdminNetworkPolicies.
+ * - with `--mapstate-only`, the MapState figures alone (no compile or classifier).
  */
 import { Classifier, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
@@ -41,20 +38,13 @@ function option(args: string[], name: string, fallback: number): number {
 }
 
 const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MB`;
-const kib = (bytes: number): string => `${Math.round(bytes / 1024).toLocaleString('en-US')} KiB`;
 
 export function tiersBenchmark(args: string[]): void {
   const scale = option(args, 'scale', 1);
+  const admins = option(args, 'admin', 1000);
   const lookups = option(args, 'lookups', 1_000_000);
   const runs = option(args, 'runs', 3);
   const generated = generateShape('a', { scale, seed: 1 });
-  if (args.includes('--lookups-only')) {
-    const i = args.indexOf('--admin');
-    const counts = i >= 0 ? (args[i + 1] as string).split(',').map(Number) : [1000];
-    for (const admins of counts) lookupFigures(generated, scale, admins, lookups, runs);
-    return;
-  }
-  const admins = option(args, 'admin', 1000);
   const adminPolicies = generateAdminPolicies(admins, 1);
   let t = performance.now();
   const { cluster } = loadFromObjects([
@@ -138,10 +128,21 @@ export function tiersBenchmark(args: string[]): void {
     for (const p of list) if (c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) allowed++;
     rates.push(list.length / ((performance.now() - started) / 1000));
   }
+  const index = indexCluster(cluster);
+  const byIp = new Map(pods.map((e) => [Number((e.ips[0] as ClassifierPacket['src']).value), e]));
   const sample = list.slice(0, 2_000);
-  const checked = disagreementsWithReference(cluster, pods, sample, c);
-  const disagreements = checked.count;
-  const reference = checked.rate;
+  let disagreements = 0;
+  t = performance.now();
+  for (const p of sample) {
+    const v = evaluate(index, {
+      src: { kind: 'endpoint', endpoint: byIp.get(p.srcV4) as Endpoint },
+      dst: { kind: 'endpoint', endpoint: byIp.get(p.dstV4) as Endpoint },
+      protocol: p.protocol,
+      port: p.port,
+    });
+    if (v.allowed !== c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) disagreements++;
+  }
+  const reference = sample.length / ((performance.now() - t) / 1000);
   reportFigure({
     name: `tiers ×${scale}: classifier lookups (${disagreements} of ${sample.length} disagree with the reference)`,
     value: median(rates) / 1e6,
@@ -155,88 +156,6 @@ export function tiersBenchmark(args: string[]): void {
 
   mapStateFigures(cluster, pods);
   if (args.includes('--vpp')) vppTierFigures(cluster, runs);
-}
-
-/**
- * The classifier alone (build, then lookups) for shape a plus `admins` AdminNetworkPolicies:
- * the same packets whatever the count, so rates at several counts show the lookups' growth.
- */
-function lookupFigures(
-  generated: ReturnType<typeof generateShape>,
-  scale: number,
-  admins: number,
-  lookups: number,
-  runs: number,
-): void {
-  const { cluster } = loadFromObjects([
-    ...generated.namespaces,
-    ...generated.pods,
-    ...generated.policies,
-    ...generateAdminPolicies(admins, 1),
-  ]);
-  globalThis.gc?.();
-  const builds: number[] = [];
-  let classifier: Classifier | undefined;
-  for (let run = 0; run < runs; run++) {
-    classifier = undefined;
-    globalThis.gc?.();
-    const started = performance.now();
-    const state = new ClusterState();
-    state.resync(cluster);
-    classifier = new Classifier(state, { tiers: true });
-    builds.push(performance.now() - started);
-  }
-  const c = classifier as Classifier;
-  const pods = cluster.endpoints.filter((e) => e.ips.length > 0 && !e.hostNetwork);
-  const list = packets(pods, lookups);
-  const rates: number[] = [];
-  // Per CPU second too: on the shared machine the wall clock mostly measures the neighbours.
-  const cpuRates: number[] = [];
-  let allowed = 0;
-  for (let run = 0; run < 5; run++) {
-    allowed = 0;
-    const cpu = process.cpuUsage();
-    const started = performance.now();
-    for (const p of list) if (c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) allowed++;
-    rates.push(list.length / ((performance.now() - started) / 1000));
-    const used = process.cpuUsage(cpu);
-    cpuRates.push(list.length / ((used.user + used.system) / 1e6));
-  }
-  const disagreements = disagreementsWithReference(cluster, pods, list.slice(0, 2_000), c).count;
-  reportFigure({
-    name: `tiers ×${scale} + ${admins} ANPs: classifier lookups (${disagreements} of 2000 disagree)`,
-    value: median(rates) / 1e6,
-    unit: 'M/s',
-    runs: rates.map((r) => r / 1e6),
-    target: '≥ 5 M/s, flat in ANPs',
-  });
-  process.stdout.write(
-    `×${scale} + ${admins} ANPs: classifier built in ${(median(builds) / 1000).toFixed(2)} s (${builds.map((b) => (b / 1000).toFixed(2)).join(', ')}); lookups ${(median(rates) / 1e6).toFixed(2)} M/s (median of 5: ${rates.map((r) => (r / 1e6).toFixed(2)).join(', ')}; ${allowed} of ${list.length} allowed), per CPU second ${(median(cpuRates) / 1e6).toFixed(2)} M/s; ${disagreements} disagreements with the reference on 2,000 packets\n` +
-      `  lookup structures: records ${kib(c.memory.records)}, packed tables ${kib(c.memory.tables)}, class maps ${kib(c.memory.classes)} (${c.memory.peerClasses} peer classes, ${c.memory.classEntries} class entries)\n`,
-  );
-}
-
-/** How many of the sampled packets the classifier and the reference evaluator decide differently. */
-function disagreementsWithReference(
-  cluster: Cluster,
-  pods: readonly Endpoint[],
-  sample: ReturnType<typeof packets>,
-  c: Classifier,
-): { count: number; rate: number } {
-  const index = indexCluster(cluster);
-  const byIp = new Map(pods.map((e) => [Number((e.ips[0] as ClassifierPacket['src']).value), e]));
-  let count = 0;
-  const started = performance.now();
-  for (const p of sample) {
-    const v = evaluate(index, {
-      src: { kind: 'endpoint', endpoint: byIp.get(p.srcV4) as Endpoint },
-      dst: { kind: 'endpoint', endpoint: byIp.get(p.dstV4) as Endpoint },
-      protocol: p.protocol,
-      port: p.port,
-    });
-    if (v.allowed !== c.allowsV4(p.srcV4, p.dstV4, p.protocol, p.port)) count++;
-  }
-  return { count, rate: sample.length / ((performance.now() - started) / 1000) };
 }
 
 /** Packets between random pods, and within a namespace (where most policies apply). */

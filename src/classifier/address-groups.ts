@@ -18,11 +18,6 @@ export class AddressGroupIndex {
     for (const ip of addresses) if (this.records.addGroup(ip, group)) mine.push(ip);
   }
 
-  /** The addresses the group added. */
-  members(group: number): readonly IpAddress[] {
-    return this.contributed.get(group) ?? [];
-  }
-
   clear(group: number): void {
     for (const ip of this.contributed.get(group) ?? []) this.records.removeGroup(ip, group);
     this.contributed.delete(group);

@@ -7,8 +7,6 @@
  * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
  * finding an address is reading its record, not a slot and then a record elsewhere. Up to five
  * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
- * With peer classes (peer-classes.ts), each record also holds its address's class, kept as its
- * group list changes.
  * Cluster-policy tier tables, which most endpoints lack, are in a side array.
  * IPv6 records use the same layout in an array of their own, found through a Map (they are not
  * on the numeric packet path). A record lives while anything is stored in it.
@@ -16,7 +14,6 @@
 import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 import { IntArena } from './int-arena.ts';
-import { NO_CLASS, type PeerClasses } from './peer-classes.ts';
 
 /** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
@@ -40,12 +37,10 @@ const IS_ENDPOINT = 9;
 /** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
 export const GROUP_COUNT = 10;
 export const GROUPS = 11;
-export const INLINE_GROUPS = 4;
+export const INLINE_GROUPS = 5;
 /** With more groups: where the sorted list is in the overflow arena, and its capacity. */
 export const OVERFLOW_AT = 11;
 const OVERFLOW_CAPACITY = 12;
-/** The address's peer class (NO_CLASS: in no tier group, or no classes kept). */
-export const PEER_CLASS = 15;
 const STRIDE = 16;
 
 /** Fields of a `tiers` entry: the Admin and Baseline tables, per direction. */
@@ -80,7 +75,6 @@ export class AddressRecords {
   private tierEntries = 0;
   private readonly freeTiers: number[] = [];
   private readonly words = new Uint32Array(4);
-  private classes: PeerClasses | undefined;
   get overflow(): Int32Array {
     return this.overflowArena.data;
   }
@@ -96,23 +90,6 @@ export class AddressRecords {
     this.v4 = new Int32Array(STRIDE * slots);
     this.mask = slots - 1;
     this.overflowArena = new IntArena(initial.overflowInts ?? 4096, (into) => this.compactOverflow(into));
-  }
-
-  /**
-   * Keeps every record's peer class from now on (records made before keep NO_CLASS until their
-   * groups change or `reclassify` is called).
-   */
-  useClasses(classes: PeerClasses): void {
-    this.classes = classes;
-  }
-
-  /** Computes the address's class again (a group it is in became a tier group). */
-  reclassify(ip: IpAddress): void {
-    const classes = this.classes;
-    const base = this.find(ip);
-    if (!classes || base < 0) return;
-    const data = this.dataOf(ip);
-    data[base + PEER_CLASS] = classes.classOf(this.groupsOf(ip), data[base + PEER_CLASS] as number);
   }
 
   /** The record base of an IPv4 address (as an unsigned number) in `v4`, or -1. */
@@ -255,7 +232,6 @@ export class AddressRecords {
 
   /** Stores a record's sorted group list: inline when it fits, else in the overflow arena. */
   private writeGroups(data: Int32Array, base: number, list: readonly number[]): void {
-    if (this.classes) data[base + PEER_CLASS] = this.classes.classOf(list, data[base + PEER_CLASS] as number);
     const before = data[base + GROUP_COUNT] as number;
     const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
     data[base + GROUP_COUNT] = list.length;
@@ -381,7 +357,6 @@ export class AddressRecords {
 function clearRecord(data: Int32Array, base: number): void {
   data.fill(0, base, base + STRIDE);
   data[base + INGRESS] = data[base + EGRESS] = data[base + TIERS] = -1;
-  data[base + PEER_CLASS] = NO_CLASS;
 }
 
 /**

@@ -35,9 +35,7 @@ import {
   OVERFLOW_AT,
   INGRESS,
   NODE_ADDRESS_OF,
-  PEER_CLASS,
 } from './address-records.ts';
-import { PeerClasses } from './peer-classes.ts';
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
 import { NO_TABLE, SharedTables, type Shared, type SharedRef } from './shared-tables.ts';
@@ -88,9 +86,7 @@ export class Classifier {
   private readonly nodeNumbers = new Map<string, number>();
   /** What lookups read: per address a record, per table a packed block. */
   private readonly records = new AddressRecords();
-  /** Peer classes for the tier tables (with tiers only). */
-  private readonly classes: PeerClasses | undefined;
-  private readonly packed: PackedTables;
+  private readonly packed = new PackedTables((moves) => this.records.remapTables(moves));
   private readonly srcWords = new Uint32Array(4);
   private readonly allowNodeLocal: boolean;
   private readonly dstWords = new Uint32Array(4);
@@ -105,9 +101,7 @@ export class Classifier {
     private readonly options: ClassifierOptions = {},
   ) {
     this.allowNodeLocal = options.allowNodeLocal ?? true;
-    if (options.tiers) this.classes = new PeerClasses();
-    this.packed = new PackedTables((moves) => this.records.remapTables(moves), this.classes);
-    this.resolver = new StateGroupResolver(state, this.records, this.classes);
+    this.resolver = new StateGroupResolver(state, this.records);
     if (options.tiers) this.tierCompiler = new TierTables(state);
     for (const pod of state.allPods()) {
       if (pod.hostNetwork && pod.node) this.addNodeAddresses(pod.node, pod.ips);
@@ -183,25 +177,9 @@ export class Classifier {
     return this.packed.compactions;
   }
 
-  /**
-   * Bytes of the lookup structures: address records (with group lists), packed tables, and the
-   * tier tables' class maps (with their class and entry counts).
-   */
-  get memory(): {
-    records: number;
-    tables: number;
-    classes: number;
-    peerClasses: number;
-    classEntries: number;
-  } {
-    const footprint = this.classes?.footprint ?? { entries: 0, bytes: 0 };
-    return {
-      records: this.records.bytes,
-      tables: this.packed.bytes,
-      classes: footprint.bytes,
-      peerClasses: this.classes?.size ?? 0,
-      classEntries: footprint.entries,
-    };
+  /** Bytes of the lookup structures: address records (with group lists) and packed tables. */
+  get memory(): { records: number; tables: number } {
+    return { records: this.records.bytes, tables: this.packed.bytes };
   }
 
   /** Distinct direction tables built (shared ones counted once). */
@@ -354,8 +332,7 @@ export class Classifier {
     const inline = count <= INLINE_GROUPS;
     const groups = inline ? data : this.records.overflow;
     const at = inline ? remote + GROUPS : (data[remote + OVERFLOW_AT] as number);
-    const peerClass = remote < 0 ? -1 : (data[remote + PEER_CLASS] as number);
-    return this.packed.match(table, family, words, groups, at, count, protocol, port, first, peerClass);
+    return this.packed.match(table, family, words, groups, at, count, protocol, port, first);
   }
 
   /**

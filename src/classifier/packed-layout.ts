@@ -26,12 +26,7 @@ export const ACTION_AT = 25;
 export const BITS = 26;
 /** Summary words in front of each bitmap (0 for one-word bitmaps). */
 export const SUMMARY = 27;
-/**
- * A tier table's class map in the table's PeerClasses (NONE: its groups are probed one by one,
- * as NetworkPolicy tables' are).
- */
-export const CLASSES = 28;
-export const HEADER = 29;
+export const HEADER = 28;
 /** The port entries: always first after the header. */
 export const PORTS = HEADER;
 

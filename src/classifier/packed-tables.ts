@@ -14,19 +14,14 @@
  * lookup first collects the bitmaps that apply, then computes only the words where both the
  * ports' and the peers' summaries have bits: with 1,000 policies on an endpoint (32 words) a
  * lookup still touches one or two words per bitmap, not 32.
- *
- * Tier tables, given PeerClasses, take the remote's groups as one bitmap: the entry of the
- * remote's peer class in the table's class map (peer-classes.ts), instead of one probe per group.
  */
 import type { IpFamily } from '../net/ip.ts';
 import type { DirectionTable } from './direction-table.ts';
 import type { LpmTrie } from './lpm-trie.ts';
 import { IntArena } from './int-arena.ts';
 import { packTable } from './pack-table.ts';
-import { NO_CLASS, type ClassMap, type PeerClasses } from './peer-classes.ts';
 import {
   ACTION_AT,
-  CLASSES,
   ANY,
   BITS,
   FEW_V4,
@@ -76,9 +71,8 @@ export class PackedTables {
   private prim = new Int32Array(LIST_ROOM);
   private supp = new Int32Array(LIST_ROOM);
   private except = new Int32Array(LIST_ROOM);
+  private ports = new Int32Array(64);
   private readonly trieWords = new Uint32Array(4);
-  /** What a lookup reads for a remote without a class entry. */
-  private readonly noBits = new Int32Array(1);
   /** Times the arena was compacted (for tests and figures). */
   get compactions(): number {
     return this.arena.compactions;
@@ -88,37 +82,18 @@ export class PackedTables {
     return this.arena.data;
   }
 
-  /**
-   * `onMove` is told, after each compaction, where every moved block went (old → new offset).
-   * With `classes`, tier tables (those packed with actions) that name groups get a class map.
-   */
-  constructor(
-    private readonly onMove: (moves: ReadonlyMap<number, number>) => void = () => {},
-    private readonly classes?: PeerClasses,
-  ) {}
+  /** `onMove` is told, after each compaction, where every moved block went (old → new offset). */
+  constructor(private readonly onMove: (moves: ReadonlyMap<number, number>) => void = () => {}) {}
 
   /** Packs a built table (with its tier actions, if any); returns its handle. */
   add(table: DirectionTable, actions?: Uint8Array): number {
     const usedTries: number[] = [];
-    const view = table.packView();
-    const byClass = actions !== undefined && this.classes !== undefined && view.groups.size > 0;
-    const block = packTable(
-      table,
-      actions,
-      (trie) => {
-        const index = this.freeTries.pop() ?? this.tries.length;
-        this.tries[index] = trie;
-        usedTries.push(index);
-        return index;
-      },
-      byClass,
-    );
-    if (byClass) {
-      const groupBits = new Map<number, Int32Array>();
-      for (const [group, offset] of view.groups)
-        groupBits.set(group, view.bitmaps.slice(offset, offset + table.width));
-      block[CLASSES] = this.classes.register(groupBits, table.width);
-    }
+    const block = packTable(table, actions, (trie) => {
+      const index = this.freeTries.pop() ?? this.tries.length;
+      this.tries[index] = trie;
+      usedTries.push(index);
+      return index;
+    });
     const handle = this.freeHandles.pop() ?? this.newHandle();
     const at = this.arena.allocate(block.length);
     this.arena.data.set(block, at);
@@ -129,8 +104,6 @@ export class PackedTables {
   }
 
   remove(handle: number): void {
-    const classMap = this.data[(this.offsets[handle] as number) + CLASSES] as number;
-    if (classMap !== NONE) this.classes?.unregister(classMap);
     this.arena.free(this.lengths[handle] as number);
     this.offsets[handle] = NONE;
     this.lengths[handle] = 0;
@@ -177,8 +150,7 @@ export class PackedTables {
   /**
    * The lowest matching rule slot of the table whose block is at `b` (or, when `first` is
    * false, any matching slot), -1 for none. `words` is the remote address (1 word for IPv4,
-   * 4 for IPv6); its groups are `groups[groupsAt … groupsAt + groupCount)`, sorted, and its
-   * peer class `peerClass` (read instead of the groups when the table has a class map).
+   * 4 for IPv6); its groups are `groups[groupsAt … groupsAt + groupCount)`, sorted.
    */
   match(
     b: number,
@@ -190,24 +162,29 @@ export class PackedTables {
     protocol: number,
     port: number,
     first: boolean,
-    peerClass: number = NO_CLASS,
   ): number {
     const data = this.data;
-    // Ports first, folded into one bitmap at packing (pack-table.ts): the exact port's entry,
-    // else the range segment holding the port, else the protocol's any-port entry.
-    let portAt = findEntry(data, b + PORTS, data[b + PORT_COUNT] as number, (protocol << 16) | port);
+    // Ports first: one short scan, and most denied packets end here.
+    let n = 0;
+    const l3 = data[b + L3] as number;
+    if (l3 !== NONE) this.ports[n++] = b + l3;
+    const exact = findEntry(data, b + PORTS, data[b + PORT_COUNT] as number, (protocol << 16) | port);
+    if (exact !== NONE) this.ports[n++] = b + exact;
+    const any = data[b + ANY + protocol] as number;
+    if (any !== NONE) this.ports[n++] = b + any;
     const has = data[b + HAS] as number;
-    if (portAt === NONE && has & HAS_RANGES) {
+    if (has & HAS_RANGES) {
       const rangeCount = data[b + RANGE_COUNT] as number;
-      for (let i = 0, r = b + (data[b + RANGE_AT] as number); i < rangeCount; i++, r += 4)
-        if (data[r] === protocol && port >= (data[r + 1] as number) && port <= (data[r + 2] as number)) {
-          portAt = data[r + 3] as number;
-          break;
-        }
+      for (let i = 0, r = b + (data[b + RANGE_AT] as number); i < rangeCount; i++, r += 4) {
+        if (data[r] !== protocol || port < (data[r + 1] as number) || port > (data[r + 2] as number))
+          continue;
+        // Three entries come before the ranges; a table may hold more ranges than the scratch.
+        if (n === this.ports.length) this.ports = growInts(this.ports);
+        this.ports[n++] = b + (data[r + 3] as number);
+      }
     }
-    if (portAt === NONE) portAt = data[b + ANY + protocol] as number;
-    if (portAt === NONE) return -1;
-    const ports = b + portAt;
+    if (n === 0) return -1;
+    const ports = this.ports;
 
     // Then the bitmaps the remote address selects, by offset (no words read yet).
     if (this.prim.length < LIST_ROOM + groupCount) this.prim = new Int32Array(2 * (LIST_ROOM + groupCount));
@@ -236,39 +213,30 @@ export class PackedTables {
       ns = this.collectTrie(data, b, data[b + TRIE_V6 + 1] as number, words, supp, 0);
       if (ns > 0) ne = this.collectTrie(data, b, data[b + TRIE_V6 + 2] as number, words, except, 0);
     }
-    // The remote's groups: one class entry, or a probe per group.
-    let classBits: Int32Array = this.noBits;
-    let classAt = NO_CLASS;
-    const classMap = data[b + CLASSES] as number;
-    if (classMap !== NONE) {
-      if (peerClass !== NO_CLASS) {
-        const map = (this.classes as PeerClasses).maps[classMap] as ClassMap;
-        classAt = map.find(peerClass);
-        if (classAt !== NO_CLASS) classBits = map.bits;
-      }
-    } else if (groupCount > 0 && has & HAS_GROUPS)
+    if (groupCount > 0 && has & HAS_GROUPS)
       np = collectGroups(data, b, groups, groupsAt, groupCount, prim, np);
-    if (np === 0 && ns === 0 && classAt === NO_CLASS) return -1;
+    if (np === 0 && ns === 0) return -1;
 
     const width = data[b + WIDTH] as number;
     if (width === 1) {
-      const matched = word(data, prim, np, supp, ns, except, ne, ports, 0, classBits, classAt);
+      const matched = word(data, prim, np, supp, ns, except, ne, ports, n, 0);
       if (matched === 0) return -1;
       return first ? lowestBit(matched) : 0;
     }
     // Wide bitmaps: only the words both summaries mark, lowest first.
     const summaries = data[b + SUMMARY] as number;
     for (let j = 0; j < summaries; j++) {
-      const portWords = data[ports - summaries + j] as number;
+      let portWords = 0;
+      for (let i = 0; i < n; i++) portWords |= data[(ports[i] as number) - summaries + j] as number;
       if (portWords === 0) continue;
-      let peerWords = classAt === NO_CLASS ? 0 : (classBits[classAt - summaries + j] as number);
+      let peerWords = 0;
       for (let i = 0; i < np; i++) peerWords |= data[(prim[i] as number) - summaries + j] as number;
       for (let i = 0; i < ns; i++) peerWords |= data[(supp[i] as number) - summaries + j] as number;
       let candidates = portWords & peerWords;
       while (candidates !== 0) {
         const w = j * 32 + lowestBit(candidates);
         candidates &= candidates - 1;
-        const matched = word(data, prim, np, supp, ns, except, ne, ports, w, classBits, classAt);
+        const matched = word(data, prim, np, supp, ns, except, ne, ports, n, w);
         if (matched !== 0) return first ? w * 32 + lowestBit(matched) : w * 32;
       }
     }
@@ -351,7 +319,13 @@ export class PackedTables {
   }
 }
 
-/** `(class | prim | (supp & ~except)) & ports` at word w of the collected bitmaps (`ports`: the one port bitmap). */
+function growInts(ints: Int32Array): Int32Array<ArrayBuffer> {
+  const grown = new Int32Array(ints.length * 2);
+  grown.set(ints);
+  return grown;
+}
+
+/** `(prim | (supp & ~except)) & ports` at word w of the collected bitmaps. */
 function word(
   data: Int32Array,
   prim: Int32Array,
@@ -360,12 +334,11 @@ function word(
   ns: number,
   except: Int32Array,
   ne: number,
-  ports: number,
+  ports: Int32Array,
+  n: number,
   w: number,
-  classBits: Int32Array,
-  classAt: number,
 ): number {
-  let peers = classAt === NO_CLASS ? 0 : (classBits[classAt + w] as number);
+  let peers = 0;
   for (let i = 0; i < np; i++) peers |= data[(prim[i] as number) + w] as number;
   if (ns > 0) {
     let inside = 0;
@@ -375,7 +348,9 @@ function word(
     peers |= inside & ~excepted;
   }
   if (peers === 0) return 0;
-  return peers & (data[ports + w] as number);
+  let allowed = 0;
+  for (let i = 0; i < n; i++) allowed |= data[(ports[i] as number) + w] as number;
+  return peers & allowed;
 }
 
 /** The index of the lowest set bit of a non-zero word. */

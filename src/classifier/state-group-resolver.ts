@@ -12,7 +12,6 @@ import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { AddressGroupIndex } from './address-groups.ts';
 import type { AddressRecords } from './address-records.ts';
-import type { PeerClasses } from './peer-classes.ts';
 
 export class StateGroupResolver implements GroupResolver {
   private readonly ids = new Map<string, number>();
@@ -21,24 +20,11 @@ export class StateGroupResolver implements GroupResolver {
   private readonly filledFrom: (AddressGroup | undefined)[] = [];
   private readonly index: AddressGroupIndex;
 
-  /** With `classes`, groups that tier tables use are marked in them (see tierIdOf). */
   constructor(
     private readonly state: ReadonlyStore,
-    private readonly records: AddressRecords,
-    private readonly classes?: PeerClasses,
+    records: AddressRecords,
   ) {
     this.index = new AddressGroupIndex(records);
-    if (classes) records.useClasses(classes);
-  }
-
-  /**
-   * The number of a group a tier table uses: as idOf, and the group counts in its members'
-   * peer classes from now on (their classes are computed again when it is new to them).
-   */
-  tierIdOf(reference: string): number {
-    const id = this.idOf(reference);
-    if (this.classes?.markTier(id)) for (const ip of this.index.members(id)) this.records.reclassify(ip);
-    return id;
   }
 
   /** The number of a group or partition reference, registering its members on first use. */

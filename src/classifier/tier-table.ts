@@ -47,7 +47,7 @@ export function tierTable(
     if (remote.kind === 'any') for (const cidr of ANYWHERE) table.addCidr('prim', cidr, cidr.text, bit);
     else if (remote.kind === 'cidr') table.addCidr('prim', remote.cidr, remote.cidr.text, bit);
     else {
-      table.addGroup(resolver.tierIdOf(remote.group), bit);
+      table.addGroup(resolver.idOf(remote.group), bit);
       // Named-port partitions change the table's slots when their numbers change: remember the group.
       const separator = remote.group.indexOf(PARTITION_SEPARATOR);
       if (separator >= 0) table.groups.add(remote.group.slice(0, separator));
