@@ -412,6 +412,28 @@ export class FaultWorld {
     return loadFromObjects(objects).cluster;
   }
 
+  /**
+   * Waits until every node's table equals a fresh render of `objects`; on a timeout the error says
+   * what etcd holds against them, then `context()` (logs of the processes feeding etcd).
+   */
+  async tablesReach(
+    what: string,
+    objects: readonly Raw[],
+    timeoutMs: number,
+    context: () => string,
+  ): Promise<void> {
+    await until(
+      what,
+      () => {
+        const difference = this.tablesDiffer(objects);
+        return difference === '' || difference;
+      },
+      timeoutMs,
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await this.etcdDiffers(objects)}\n${context()}`);
+    });
+  }
+
   /** What etcd holds against `objects`, by key ('' when they agree): for a failing test's message. */
   async etcdDiffers(objects: readonly Raw[] = [...this.objects.values()]): Promise<string> {
     const inEtcd = new Set(

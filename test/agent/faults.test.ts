@@ -178,19 +178,11 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
       }
       await until('reflector b leads', async () => (await leader(w)) === 'b', STARTUP_MS);
       reflector('a2');
-      await until(
-        "the agents hold the files' last state",
-        () => {
-          const difference = w.tablesDiffer(objects);
-          return difference === '' || difference;
-        },
-        30_000,
-      ).catch(async (error: Error) => {
-        const logs = ['a', 'b', 'a2']
+      await w.tablesReach("the agents hold the files' last state", objects, 30_000, () =>
+        ['a', 'b', 'a2']
           .map((id) => `--- reflector ${id}\n${readLog(join(dir, `reflector-${id}.log`))}`)
-          .join('\n');
-        throw new Error(`${error.message}\n${await w.etcdDiffers(objects)}\n${logs}`);
-      });
+          .join('\n'),
+      );
       await w.converged(await currentRevision(w), 30_000);
       const violations = await stop();
       stop = undefined;
@@ -273,18 +265,12 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
         );
       });
       assert.ok(relisted);
-      await until(
+      await w.tablesReach(
         "the agents hold the API's last state",
-        () => {
-          const difference = w.tablesDiffer(objects);
-          return difference === '' || difference;
-        },
+        objects,
         60_000,
-      ).catch(async (error: Error) => {
-        throw new Error(
-          `${error.message}\n${await w.etcdDiffers(objects)}\nreflector log:\n${reflectorLog.slice(-60).join('\n')}`,
-        );
-      });
+        () => `reflector log:\n${reflectorLog.slice(-60).join('\n')}`,
+      );
       await w.converged(await currentRevision(w), 60_000);
       const violations = await stop();
       stop = undefined;
