@@ -522,8 +522,9 @@ export class FaultWorld {
   }
 
   /**
-   * Probes continuously until the returned stop is called; it resolves to every connection seen
-   * that no state written so far (nor the first state, before any agent ran) allows.
+   * Probes continuously until the returned stop is called (or the world closes); stop resolves
+   * to every connection seen that no state written so far (nor the first state, before any agent
+   * ran) allows, and may be called again.
    */
   prober(): () => Promise<string[]> {
     let running = true;
@@ -543,11 +544,15 @@ export class FaultWorld {
             violations.add(`${r.from} → ${r.to}:${r.port}`);
       }
     })();
-    return async () => {
+    const stop = async (): Promise<string[]> => {
       running = false;
-      await loop;
+      await loop.catch(() => undefined);
       return [...violations];
     };
+    // A trial that fails before stopping its prober has it stopped with the world, before the
+    // lab goes (cleanups run last first): else its probes fail afterwards, unhandled.
+    this.cleanups.push(() => stop().then(() => undefined));
+    return stop;
   }
 
   /** The agents' logs, for a failing assertion's message. */
