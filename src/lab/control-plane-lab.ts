@@ -32,19 +32,15 @@ import {
 import {
   CONTROL_PLANE_STATE,
   checkLabName,
-  connectPodAgents,
-  labObjects,
-  readStateFile,
-  writeStateFile,
   ensureDir,
   labPaths,
+  readStateFile,
   requireRoot,
-  socketPath,
-  startAgents,
-  stopAgent,
   takeLock,
-  type LabOptions,
-} from './lab.ts';
+  writeStateFile,
+} from './lab-files.ts';
+import { labObjects, type LabOptions } from './lab.ts';
+import { connectPodAgents, socketPath, startAgents, stopAgent } from './pod-agents.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
 import { LabError, planLab, type LabPlan } from './topology.ts';
 

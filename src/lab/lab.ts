@@ -12,47 +12,42 @@
  * touched; the kernel is the truth of what is enforced and is read back, never assumed; a failed
  * apply is rolled back on every node and the rollback checked.
  */
-import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
 import { ClusterState } from '../state/index.ts';
-import {
-  acquireDatapathLock,
-  acquireLock,
-  DataplaneError,
-  ensurePrivateDir,
-  isRoot,
-  readTrustedFile,
-  StateFileError,
-  writeFileAtomic,
-  type HeldLock,
-} from '../dataplane/index.ts';
+import { acquireDatapathLock, DataplaneError, type HeldLock } from '../dataplane/index.ts';
 import { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
 import { datapathModule, type DatapathKind, type DatapathModule, type LabDatapath } from './datapath.ts';
+import {
+  checkLabName,
+  CONTROL_PLANE_STATE,
+  ensureDir,
+  labPaths,
+  locked,
+  readStateFile,
+  requireRoot,
+  takeLock,
+  writeStateFile,
+  type LabLocation,
+} from './lab-files.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { familyOf, LAB_NAME, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
-import { sourceEntryCommand } from './source-entry.ts';
+import { connectPodAgents, socketPath, startAgents, stopAgent } from './pod-agents.ts';
+import { familyOf, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
+export { DEFAULT_STATE_ROOT, hasControlPlane, requireRoot } from './lab-files.ts';
 
-export const DEFAULT_STATE_ROOT = '/run/palisade/lab';
-
-export interface LabOptions {
-  /** Where labs keep their state files, locks and agent sockets. */
-  readonly stateRoot?: string;
+export interface LabOptions extends LabLocation {
   /** Nodes to spread pods over when manifests name none. Default 2. */
   readonly nodes?: number;
   /** Node-to-own-pod traffic bypasses policy (the reference's default). Default true. */
   readonly allowNodeLocal?: boolean;
   /** Cut tracked flows that an update denies (at their next packet). Default true. */
   readonly killDenied?: boolean;
-  /** How long to wait for another command holding the lab's lock, in ms. Default 30 s. */
-  readonly waitMs?: number;
   /** What enforces policy on the nodes: nftables (default) or the eBPF programs. */
   readonly datapath?: DatapathKind;
 }
@@ -78,61 +73,6 @@ export interface ApplyReport {
   readonly notes: readonly string[];
 }
 
-/** Where a lab's state lives, and its lock (outside the lab's directory, which `down` removes). */
-export function labPaths(name: string, stateRoot: string | undefined) {
-  const root = stateRoot ?? DEFAULT_STATE_ROOT;
-  return { root, dir: join(root, name), lock: join(root, '.locks', `${name}.lock`) };
-}
-
-/** The state file of a lab with a control plane (control-plane-lab.ts), where a plain lab keeps lab.json. */
-export const CONTROL_PLANE_STATE = 'control-plane.json';
-
-/** Whether the named lab runs with a control plane (its commands go to control-plane-lab.ts). */
-export function hasControlPlane(name: string, stateRoot?: string): boolean {
-  return existsSync(join(labPaths(name, stateRoot).dir, CONTROL_PLANE_STATE));
-}
-
-/**
- * Runs `body` holding the lab's lock and, when given, the datapath locks of its nodes' network
- * namespaces (taken in a fixed order, so two holders never wait for each other).
- */
-function locked<T>(
-  name: string,
-  options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
-  body: () => T,
-  netns: readonly string[] = [],
-): T {
-  const locks = [takeLock(name, options)];
-  const release = (): void => {
-    for (const lock of locks.reverse()) lock.release();
-  };
-  try {
-    for (const ns of [...netns].sort())
-      locks.push(acquireDatapathLock(ns, options.waitMs !== undefined ? { waitMs: options.waitMs } : {}));
-    const result = body();
-    if (result instanceof Promise) return result.finally(release) as T;
-    release();
-    return result;
-  } catch (error) {
-    release();
-    throw error;
-  }
-}
-
-export function takeLock(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'>): HeldLock {
-  const { root, lock } = labPaths(name, options.stateRoot);
-  try {
-    ensurePrivateDir(root);
-    return acquireLock(lock, {
-      what: `lab "${name}"`,
-      ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
-    });
-  } catch (error) {
-    if (error instanceof StateFileError) throw new LabError(error.message);
-    throw error;
-  }
-}
-
 export class Lab {
   /** Nodes whose kernel table differed from the lab's policy when this process attached. */
   readonly drift: { readonly node: string; readonly pending: number | 'replace' }[] = [];
@@ -140,7 +80,7 @@ export class Lab {
   private constructor(
     private state: LabState,
     private readonly dir: string,
-    private readonly options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    private readonly options: LabLocation,
     private cluster: Cluster,
     private readonly pipeline: PolicyPipeline,
     private readonly datapath: LabDatapath,
@@ -231,7 +171,7 @@ export class Lab {
    * table, so the next apply sends what differs from what the kernel really holds. Nodes whose
    * table differs from the recorded policy are listed in `drift`.
    */
-  static async attach(name: string, options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {}): Promise<Lab> {
+  static async attach(name: string, options: LabLocation = {}): Promise<Lab> {
     requireRoot();
     const { dir } = labPaths(name, options.stateRoot);
     const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
@@ -249,10 +189,7 @@ export class Lab {
    * Removes everything the lab created: agents, namespaces (and their links), state. What could
    * not be removed is reported (after trying the rest); what was already gone is not a problem.
    */
-  static async down(
-    name: string,
-    options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
-  ): Promise<{ namespaces: number }> {
+  static async down(name: string, options: LabLocation = {}): Promise<{ namespaces: number }> {
     requireRoot();
     const { dir } = labPaths(name, options.stateRoot);
     const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
@@ -308,7 +245,7 @@ export class Lab {
   private static assemble(
     state: LabState,
     dir: string,
-    options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    options: LabLocation,
     attach: boolean,
     module: DatapathModule,
   ): Lab {
@@ -447,55 +384,12 @@ export class Lab {
   }
 }
 
-/** Root, and a name usable in namespace and interface names. */
-export function checkLabName(name: string): void {
-  requireRoot();
-  if (!LAB_NAME.test(name)) throw new LabError(`lab name "${name}": 1-16 lowercase letters, digits or '-'`);
-}
-
 /** The lab's objects: the namespaces and policies given, and one Pod per lab pod (its address and node). */
 export function labObjects(objects: readonly object[], plan: LabPlan): object[] {
   const kept = objects.filter((o) =>
     ['Namespace', 'NetworkPolicy'].includes(String((o as { kind?: unknown }).kind)),
   );
   return [...kept, ...podObjects(plan)];
-}
-
-/** The lab changes network namespaces and nftables: root only, said in one line. */
-export function requireRoot(): void {
-  if (!isRoot()) throw new LabError('the lab needs root (network namespaces and nftables); run it as root');
-}
-
-export const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
-
-/** Connects to every pod's agent and has it listen on the pod's TCP and UDP ports. */
-export async function connectPodAgents(
-  plan: LabPlan,
-  clients: ReadonlyMap<string, AgentClient>,
-): Promise<void> {
-  await Promise.all([...clients.values()].map((c) => c.connect()));
-  await Promise.all(
-    plan.pods.flatMap((pod) => {
-      const client = clients.get(pod.id);
-      return client
-        ? [
-            client.listen(
-              pod.ports
-                .filter((p) => p.protocol !== 'SCTP')
-                .map((p) => ({ port: p.port, protocol: p.protocol as 'TCP' | 'UDP' })),
-            ),
-          ]
-        : [];
-    }),
-  );
-}
-
-export function ensureDir(dir: string): void {
-  try {
-    ensurePrivateDir(dir);
-  } catch (error) {
-    throw new LabError((error as Error).message);
-  }
 }
 
 /**
@@ -511,83 +405,6 @@ function writeState(dir: string, state: LabState): void {
   writeStateFile(join(dir, 'lab.json'), state);
 }
 
-/** Writes a lab's state file atomically (0600); a failure is a LabError. */
-export function writeStateFile(path: string, state: object): void {
-  try {
-    writeFileAtomic(path, JSON.stringify(state));
-  } catch (error) {
-    throw new LabError((error as Error).message);
-  }
-}
-
 function readState(dir: string, name: string): LabState {
   return readStateFile<LabState>(join(dir, 'lab.json'), `no lab "${name}" is up`);
-}
-
-/** Reads a lab's state file, trusted only when private; `missing` says what its absence means. */
-export function readStateFile<T extends { readonly version: number }>(path: string, missing: string): T {
-  if (!existsSync(path)) throw new LabError(`${missing} (no ${path})`);
-  let state: T;
-  try {
-    state = JSON.parse(readTrustedFile(path)) as T;
-  } catch (error) {
-    if (error instanceof StateFileError) throw new LabError(error.message);
-    throw new LabError(`${path}: not a lab state file (${(error as Error).message})`);
-  }
-  if (state.version !== 1) throw new LabError(`${path}: not a lab state this version reads`);
-  return state;
-}
-
-/**
- * The agent's entry point and how to start Node on it: compiled (dist/lab/) or bundled
- * (dist/bin/, scripts/bundle-cli.mjs), `pod-agent.js` beside this code; from the sources, see
- * source-entry.ts.
- */
-function agentCommand(): string[] {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts'))
-    return sourceEntryCommand('pod-agent.js', here.replace(/lab\.ts$/, 'pod-agent.ts'));
-  return [fileURLToPath(new URL('./pod-agent.js', import.meta.url))];
-}
-
-export function startAgents(plan: LabPlan, dir: string): { pod: string; pid: number; socket: string }[] {
-  const log = openSync(join(dir, 'agents.log'), 'a', 0o600);
-  try {
-    return plan.pods.map((pod, index) => {
-      const socket = socketPath(dir, index);
-      const child = spawn('ip', ['netns', 'exec', pod.netns, process.execPath, ...agentCommand(), socket], {
-        detached: true,
-        stdio: ['ignore', log, log],
-      });
-      child.unref();
-      if (child.pid === undefined) throw new LabError(`could not start the agent of ${pod.id}`);
-      return { pod: pod.id, pid: child.pid, socket };
-    });
-  } finally {
-    closeSync(log);
-  }
-}
-
-/**
- * Stops an agent, after checking the pid is still one of ours (pids are reused). Returns what
- * went wrong, or undefined when it was stopped or was already gone.
- */
-export function stopAgent(pid: number): string | undefined {
-  let command: string;
-  try {
-    command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' || code === 'ESRCH'
-      ? undefined
-      : `cannot inspect pid ${pid}: ${(error as Error).message}`;
-  }
-  if (!command.includes('pod-agent')) return undefined; // gone, and the pid reused by another process
-  try {
-    process.kill(pid, 'SIGKILL');
-    return undefined;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code === 'ESRCH' ? undefined : `cannot stop pid ${pid}: ${(error as Error).message}`;
-  }
 }
