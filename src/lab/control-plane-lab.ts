@@ -11,12 +11,12 @@
  * The state file (`control-plane.json`, beside where a plain lab keeps `lab.json`) records the plan,
  * the lab's objects and every pid, written before each process starts so a failed `up` is undone.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
 import type { EtcdStore } from '../etcd/types.ts';
-import { AgentClient } from './agent-client.ts';
+import type { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
 import {
   connectLabEtcd,
@@ -32,6 +32,7 @@ import {
 import {
   CONTROL_PLANE_STATE,
   checkLabName,
+  planNewLab,
   ensureDir,
   labPaths,
   readStateFile,
@@ -40,9 +41,9 @@ import {
   writeStateFile,
 } from './lab-files.ts';
 import { labObjects, type LabOptions } from './lab.ts';
-import { connectPodAgents, socketPath, startAgents, stopAgent } from './pod-agents.ts';
+import { connectPodAgents, podClient, podClients, startAgents, stopAgent } from './pod-agents.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { LabError, planLab, type LabPlan } from './topology.ts';
+import { LabError, type LabPlan } from './topology.ts';
 
 interface ControlPlaneState {
   readonly version: 1;
@@ -92,9 +93,7 @@ export class ControlPlaneLab {
   }
 
   agent(pod: string): AgentClient {
-    const client = this.clients.get(pod);
-    if (!client) throw new LabError(`no pod ${pod} in lab ${this.plan.name}`);
-    return client;
+    return podClient(this.clients, pod, this.plan.name);
   }
 
   /**
@@ -111,10 +110,7 @@ export class ControlPlaneLab {
     const { dir } = labPaths(name, options.stateRoot);
     const lock = takeLock(name, options);
     try {
-      if (existsSync(join(dir, 'lab.json')) || existsSync(join(dir, CONTROL_PLANE_STATE)))
-        throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
-      const plan = planLab(name, cluster, options.nodes !== undefined ? { nodes: options.nodes } : {});
-      if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
+      const plan = planNewLab(name, dir, cluster, options.nodes);
       let state: ControlPlaneState = {
         version: 1,
         plan,
@@ -185,7 +181,7 @@ export class ControlPlaneLab {
     store: EtcdStore,
   ): ControlPlaneLab {
     const cluster = loadFromObjects(state.objects, 'lab').cluster;
-    const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
+    const clients = podClients(state.plan, dir);
     return new ControlPlaneLab(state, dir, options, cluster, store, clients);
   }
 

@@ -16,7 +16,8 @@ import {
   writeFileAtomic,
   type HeldLock,
 } from '../dataplane/index.ts';
-import { LAB_NAME, LabError } from './topology.ts';
+import type { Cluster } from '../model/types.ts';
+import { LAB_NAME, LabError, planLab, type LabPlan } from './topology.ts';
 
 export const DEFAULT_STATE_ROOT = '/run/palisade/lab';
 
@@ -123,4 +124,16 @@ export function readStateFile<T extends { readonly version: number }>(path: stri
   }
   if (state.version !== 1) throw new LabError(`${path}: not a lab state this version reads`);
   return state;
+}
+
+/**
+ * The plan of a lab about to be built in `dir`: refused when a lab of that name is up (of
+ * either kind) or when the manifests have no pod to build.
+ */
+export function planNewLab(name: string, dir: string, cluster: Cluster, nodes: number | undefined): LabPlan {
+  if (existsSync(join(dir, 'lab.json')) || existsSync(join(dir, CONTROL_PLANE_STATE)))
+    throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
+  const plan = planLab(name, cluster, nodes !== undefined ? { nodes } : {});
+  if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
+  return plan;
 }

@@ -12,7 +12,7 @@
  * touched; the kernel is the truth of what is enforced and is read back, never assumed; a failed
  * apply is rolled back on every node and the rollback checked.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
@@ -21,12 +21,12 @@ import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { acquireDatapathLock, DataplaneError, type HeldLock } from '../dataplane/index.ts';
-import { AgentClient } from './agent-client.ts';
+import type { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
 import { datapathModule, type DatapathKind, type DatapathModule, type LabDatapath } from './datapath.ts';
 import {
   checkLabName,
-  CONTROL_PLANE_STATE,
+  planNewLab,
   ensureDir,
   labPaths,
   locked,
@@ -37,8 +37,8 @@ import {
   type LabLocation,
 } from './lab-files.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { connectPodAgents, socketPath, startAgents, stopAgent } from './pod-agents.ts';
-import { familyOf, LabError, planLab, podObjects, type LabPlan } from './topology.ts';
+import { connectPodAgents, podClient, podClients, startAgents, stopAgent } from './pod-agents.ts';
+import { familyOf, LabError, podObjects, type LabPlan } from './topology.ts';
 export { DEFAULT_STATE_ROOT, hasControlPlane, requireRoot } from './lab-files.ts';
 
 export interface LabOptions extends LabLocation {
@@ -102,9 +102,7 @@ export class Lab {
   }
 
   agent(pod: string): AgentClient {
-    const client = this.clients.get(pod);
-    if (!client) throw new LabError(`no pod ${pod} in lab ${this.plan.name}`);
-    return client;
+    return podClient(this.clients, pod, this.plan.name);
   }
 
   /**
@@ -124,12 +122,7 @@ export class Lab {
     const lock = takeLock(name, options);
     const nodeLocks: HeldLock[] = [];
     try {
-      if (existsSync(join(dir, 'lab.json')) || existsSync(join(dir, CONTROL_PLANE_STATE)))
-        throw new LabError(`lab "${name}" is already up (palisade lab down first)`);
-      const plan = planLab(name, cluster, {
-        ...(options.nodes !== undefined ? { nodes: options.nodes } : {}),
-      });
-      if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
+      const plan = planNewLab(name, dir, cluster, options.nodes);
       for (const node of plan.nodes)
         nodeLocks.push(
           acquireDatapathLock(node.netns, options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
@@ -263,7 +256,7 @@ export class Lab {
       if (attach) datapath.pause();
       const pipeline = new PolicyPipeline({ state: store, renderers: [datapath.renderer] });
       pipeline.apply({ type: 'resync', cluster: loaded.cluster });
-      const clients = new Map(state.plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
+      const clients = podClients(state.plan, dir);
       const lab = new Lab(state, dir, options, loaded.cluster, pipeline, datapath, clients);
       if (attach) lab.drift.push(...datapath.attach());
       return lab;

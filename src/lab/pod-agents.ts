@@ -7,11 +7,23 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AgentClient } from './agent-client.ts';
+import { AgentClient } from './agent-client.ts';
 import { sourceEntryCommand } from './source-entry.ts';
 import { LabError, type LabPlan } from './topology.ts';
 
 export const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
+
+/** A client per pod of the plan, for its agent's socket in the lab's directory (not yet connected). */
+export function podClients(plan: LabPlan, dir: string): Map<string, AgentClient> {
+  return new Map(plan.pods.map((p, i) => [p.id, new AgentClient(socketPath(dir, i))]));
+}
+
+/** The agent of a pod of the lab; a LabError names the lab when it has no such pod. */
+export function podClient(clients: ReadonlyMap<string, AgentClient>, pod: string, lab: string): AgentClient {
+  const client = clients.get(pod);
+  if (!client) throw new LabError(`no pod ${pod} in lab ${lab}`);
+  return client;
+}
 
 /** Connects to every pod's agent and has it listen on the pod's TCP and UDP ports. */
 export async function connectPodAgents(
