@@ -193,20 +193,27 @@ struct config {
 	__u32 flags;
 };
 
+/*
+ * A connection as its local pod sees it: the local end (the source on from_pod, the destination on
+ * to_pod) and the remote end. A packet and its replies, on either of the pod's two hooks, share
+ * the one entry and find it with one lookup; the entry remembers the direction of the packet that
+ * made it, which is the direction it is judged by again.
+ */
 struct ct_key {
-	__u8 dir;
 	__u8 proto; /* IP protocol number */
 	__u8 family;
-	__u8 pad;
-	__u16 sport;
-	__u16 dport;
-	__u8 src[16];
-	__u8 dst[16];
+	__u16 lport;
+	__u16 rport;
+	__u16 pad;
+	__u8 local[16];
+	__u8 remote[16];
 };
 
 struct ct_value {
-	__u32 epoch;
-	__u32 allowed;
+	__u32 epoch;  /* when it was last judged (its local record was live then too) */
+	__u8 allowed;
+	__u8 dir;     /* the direction of its first packet (DIR_EGRESS: the local pod opened it) */
+	__u16 pad;
 };
 
 /* A first fragment's ports, for the fragments after it (which carry none). */

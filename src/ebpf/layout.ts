@@ -376,22 +376,29 @@ export function u64(value: bigint): Buffer {
   return b;
 }
 
-/** A connection-tracking key, as the program writes it (for tests that look entries up). */
+/**
+ * A connection-tracking key, as the program writes it (for tests that look entries up): the
+ * connection as its local pod sees it — the local end is the source on from_pod, the destination
+ * on to_pod — so a packet and its replies share one key.
+ */
 export function ctKey(
-  direction: number,
   ipProtocol: number,
-  src: AddressBytes,
-  dst: AddressBytes,
-  sport: number,
-  dport: number,
+  local: AddressBytes,
+  remote: AddressBytes,
+  localPort: number,
+  remotePort: number,
 ): Buffer {
   const b = Buffer.alloc(40);
-  b.writeUInt8(direction, 0);
-  b.writeUInt8(ipProtocol, 1);
-  b.writeUInt8(src.family, 2);
-  b.writeUInt16LE(sport, 4);
-  b.writeUInt16LE(dport, 6);
-  putAddress(b, 8, src);
-  putAddress(b, 24, dst);
+  b.writeUInt8(ipProtocol, 0);
+  b.writeUInt8(local.family, 1);
+  b.writeUInt16LE(localPort, 2);
+  b.writeUInt16LE(remotePort, 4);
+  putAddress(b, 8, local);
+  putAddress(b, 24, remote);
   return b;
+}
+
+/** A connection-tracking value: the epoch it was judged in, its verdict, its first packet's direction. */
+export function decodeCtValue(b: Buffer): { epoch: number; allowed: boolean; direction: number } {
+  return { epoch: b.readUInt32LE(0), allowed: b.readUInt8(4) !== 0, direction: b.readUInt8(5) };
 }

@@ -13,7 +13,14 @@ import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
 import { formatIp, type IpAddress } from '../../src/net/ip.ts';
 import { PROTOCOL_INDEX } from '../../src/classifier/index.ts';
-import { frameOf, PinnedProgram, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from '../../src/ebpf/index.ts';
+import {
+  frameOf,
+  layout,
+  PinnedProgram,
+  TC_ACT_OK,
+  TC_ACT_SHOT,
+  type TestPacket,
+} from '../../src/ebpf/index.ts';
 import { changesBetween, PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { EbpfFleetRenderer, EbpfRenderer, NodeView } from '../../src/renderers/ebpf/index.ts';
@@ -31,6 +38,25 @@ const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 let nextPort = 10000;
 /** A source port no earlier packet used, so every packet is a new connection. */
 const freshPort = (): number => (nextPort = nextPort >= 60000 ? 10000 : nextPort + 1);
+
+/**
+ * The same packet with headers the program's in-place read leaves to its copying parser: four
+ * bytes of IPv4 options (NOPs), or an IPv6 hop-by-hop header (PadN) before the ports.
+ */
+function withExtraHeaders(frame: Buffer): Buffer {
+  const eth = frame.subarray(0, 14);
+  if (frame.readUInt16BE(12) === 0x0800) {
+    const ip = Buffer.from(frame.subarray(14, 34));
+    ip[0] = 0x46;
+    ip.writeUInt16BE(ip.readUInt16BE(2) + 4, 2);
+    return Buffer.concat([eth, ip, Buffer.from([1, 1, 1, 1]), frame.subarray(34)]);
+  }
+  const ip = Buffer.from(frame.subarray(14, 54));
+  const hop = Buffer.from([ip[6] as number, 0, 1, 4, 0, 0, 0, 0]);
+  ip[6] = 0; // hop-by-hop options
+  ip.writeUInt16BE(ip.readUInt16BE(4) + 8, 4);
+  return Buffer.concat([eth, ip, hop, frame.subarray(54)]);
+}
 
 describe('the BPF program', { skip: SKIP }, () => {
   const n1 = scratchProgram('pt1');
@@ -104,6 +130,68 @@ describe('the BPF program', { skip: SKIP }, () => {
             }
         }),
         { numRuns: Math.max(6, Math.ceil(RUNS / 10)) },
+      );
+    } finally {
+      for (const p of programs) {
+        p.from.close();
+        p.to.close();
+      }
+    }
+  });
+
+  // Most packets are read in place (parse_direct); IP options and IPv6 extension headers take the
+  // copying parser. Both must give the interpreter's verdict, whichever a packet takes.
+  it('gives the same verdicts to packets read in place and to packets with IP options or extension headers (random clusters)', () => {
+    const programs = [n1, n2].map((n) => ({
+      from: PinnedProgram.open(n.location, 'from_pod'),
+      to: PinnedProgram.open(n.location, 'to_pod'),
+    }));
+    try {
+      fc.assert(
+        fc.property(clusterArb({ maxPods: 5, maxPolicies: 3, maxClusterPolicies: 1 }), (objects) => {
+          const cluster = clusterOf(objects);
+          const views = [...render(cluster).values()].map((r) => new NodeView(r.content()));
+          const addresses = probeAddresses(cluster);
+          for (const src of addresses)
+            for (const dst of addresses) {
+              if (src.ip.family !== dst.ip.family) continue;
+              for (const [port, protocol] of SAMPLE_PORTS) {
+                const index = PROTOCOL_INDEX[protocol];
+                // Each form its own new connection (another source port), so each is judged.
+                const frames = () => {
+                  const packet = { src: src.ip, dst: dst.ip, protocol, dstPort: port };
+                  return [
+                    ['in place', frameOf({ ...packet, srcPort: freshPort() })],
+                    ['with extra headers', withExtraHeaders(frameOf({ ...packet, srcPort: freshPort() }))],
+                  ] as const;
+                };
+                views.forEach((view, node) => {
+                  const program = programs[node];
+                  if (!program) return;
+                  const where = `n${node + 1}: ${src.label} → ${dst.label} ${protocol}/${port}`;
+                  if (view.enforces(src.ip)) {
+                    const expected = view.side('egress', src.ip, dst.ip, index, port);
+                    for (const [form, frame] of frames())
+                      assert.equal(
+                        program.from.run(frame).retval === TC_ACT_OK,
+                        expected,
+                        `egress, ${form}, ${where}`,
+                      );
+                  }
+                  if (view.enforces(dst.ip)) {
+                    const expected = view.side('ingress', dst.ip, src.ip, index, port);
+                    for (const [form, frame] of frames())
+                      assert.equal(
+                        program.to.run(frame).retval === TC_ACT_OK,
+                        expected,
+                        `ingress, ${form}, ${where}`,
+                      );
+                  }
+                });
+              }
+            }
+        }),
+        { numRuns: Math.max(4, Math.ceil(RUNS / 25)) },
       );
     } finally {
       for (const p of programs) {
@@ -506,6 +594,96 @@ describe('the BPF program', { skip: SKIP }, () => {
         assert.equal(n.to(tcp(db, web, 80, sport)), TC_ACT_OK, 'web takes the reply (its ingress is closed)');
         const other = freshPort();
         assert.equal(n.from(tcp(db, web, other, 80)), TC_ACT_SHOT, 'db cannot open a connection to web');
+      } finally {
+        n.close();
+      }
+    });
+
+    // A connection has one entry per local pod, keyed as that pod sees it, which its replies find
+    // with one lookup; after an update, whichever packet comes first judges it again as its first
+    // packet was judged — that packet's direction and destination port, not the reply's.
+    it('judges a connection again by its first packet after an update, whichever end sends first, from one entry per pod', () => {
+      const n = node([...base, dbFromWeb]);
+      try {
+        const sport = freshPort();
+        assert.equal(n.from(tcp(web, db, sport, 80)), TC_ACT_OK, 'web opens');
+        assert.equal(n.to(tcp(web, db, sport, 80)), TC_ACT_OK, 'db accepts');
+        assert.equal(n.from(tcp(db, web, 80, sport)), TC_ACT_OK, 'db replies');
+        assert.equal(n.to(tcp(db, web, 80, sport)), TC_ACT_OK, 'web takes the reply');
+        const bytes = (ip: IpAddress) => {
+          const b = new Uint8Array(16);
+          b.set([
+            Number((ip.value >> 24n) & 0xffn),
+            Number((ip.value >> 16n) & 0xffn),
+            Number((ip.value >> 8n) & 0xffn),
+            Number(ip.value & 0xffn),
+          ]);
+          return { family: 4 as const, bytes: b };
+        };
+        const tracked = n1
+          .maps()
+          .entries('conntrack')
+          .filter(([key]) => key.readUInt16LE(2) === sport || key.readUInt16LE(4) === sport);
+        assert.equal(tracked.length, 2, 'one entry at web, one at db: replies made none');
+        const entry = (local: IpAddress, remote: IpAddress, lport: number, rport: number) => {
+          const value = n1
+            .maps()
+            .get('conntrack', layout.ctKey(6, bytes(local), bytes(remote), lport, rport));
+          return value && layout.decodeCtValue(value);
+        };
+        assert.equal(entry(web, db, sport, 80)?.direction, 0, 'web opened it (egress)');
+        assert.equal(entry(db, web, 80, sport)?.direction, 1, 'db accepted it (ingress)');
+        // Now db lets web in on the connection's source port only, and web may send to db on 80 only.
+        n.update([
+          ...base,
+          policy('a', 'db', {
+            podSelector: { matchLabels: { app: 'db' } },
+            ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: sport }] }],
+          }),
+          policy('a', 'web', {
+            podSelector: { matchLabels: { app: 'web' } },
+            policyTypes: ['Egress'],
+            egress: [{ to: [{ podSelector: { matchLabels: { app: 'db' } } }], ports: [{ port: 80 }] }],
+          }),
+        ]);
+        assert.equal(
+          n.from(tcp(db, web, 80, sport)),
+          TC_ACT_SHOT,
+          'db’s reply first: judged as db’s ingress on 80',
+        );
+        assert.equal(
+          n.to(tcp(db, web, 80, sport)),
+          TC_ACT_OK,
+          'web’s reply first: judged as web’s egress to 80',
+        );
+        assert.equal(n.to(tcp(web, db, sport, 80)), TC_ACT_SHOT, 'the request at db');
+        assert.equal(n.from(tcp(web, db, sport, 80)), TC_ACT_OK, 'the request at web');
+      } finally {
+        n.close();
+      }
+    });
+
+    it('reads ports where they are for IPv4 and IPv6, in place and after options or extension headers', () => {
+      const dual = [
+        namespace('a'),
+        pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
+        pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
+      ];
+      const n = node([...dual, dbFromWeb]);
+      try {
+        for (const [from, to] of [
+          [web, db],
+          [ipOf('fd00::1'), ipOf('fd00::2')],
+        ] as const)
+          for (const extra of [false, true]) {
+            const frame = (dstPort: number) => {
+              const f = tcp(from, to, freshPort(), dstPort);
+              return extra ? withExtraHeaders(f) : f;
+            };
+            const where = `IPv${from.family}${extra ? ' with extra headers' : ''}`;
+            assert.equal(n.to(frame(80)), TC_ACT_OK, `${where}: the allowed port`);
+            assert.equal(n.to(frame(81)), TC_ACT_SHOT, `${where}: another port`);
+          }
       } finally {
         n.close();
       }
