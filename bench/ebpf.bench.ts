@@ -1,17 +1,23 @@
 /**
- * `npm run bench -- ebpf [--runs N] [--events N] [--scale F] [--skip-traffic] [--skip-per-packet]
- * [--skip-updates]`: the eBPF datapath's figures (root; clang, bpftool; iperf3 for throughput).
+ * `npm run bench -- ebpf [--runs N] [--seconds S] [--events N] [--scale F] [--skip-traffic]
+ * [--skip-per-packet] [--skip-updates]`: the eBPF datapath's figures (root; clang, bpftool;
+ * iperf3 for throughput).
  *
  * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
  *    with the node's policy rendered from the two pods plus a generated shape (a) cluster of about
- *    1, 100 and 10,000 policies. Configurations take turns within every run (each eBPF
- *    configuration has its own pinned maps, attached in its turn). TCP throughput (iperf3, 2 s)
- *    and new connections per second (connect, echo, close; 2,000 from the client's pod agent),
- *    and the programs' own run time per packet (kernel.bpf_stats_enabled) during the traffic.
+ *    1, 100 and 10,000 policies. N rounds (5 unless told), each running every configuration once,
+ *    starting at another one each round (each eBPF configuration has its own pinned maps, attached
+ *    in its turn): TCP throughput (iperf3 for S seconds, 1 unless told) and new connections per
+ *    second (connect, echo, close; 2,000 from the client's pod agent). Each figure is a ratio to
+ *    no policy within its round, reported as the median of the rounds with their spread — wall
+ *    rates on a shared machine swing by tens of percent between rounds, less within one — beside
+ *    the programs' own run time per packet (kernel.bpf_stats_enabled), apart for the iperf3 stream
+ *    (established packets) and for the connections (new ones judged).
  * 2. Per-packet cost in the kernel for a new connection, by policies selecting one endpoint
  *    (1, 10, 100, 1,000; always 1,000 client pods): BPF_PROG_TEST_RUN on packets of new
  *    5-tuples (the whole lookup) from the n clients the policies name in turn, from all 1,000 in
- *    turn (the same addresses whatever n), from one client, and on a tracked one (the fast path),
+ *    turn (the same addresses whatever n), from one client, and on a tracked one and its reply (the
+ *    path established traffic takes),
  *    ns per packet as the kernel measures it (the median packet: preempted runs are outliers). Two more configurations split what grows with
  *    n: the same n policies with every client labelled for one of them (the program's work of a
  *    wide table, but the same entries on every packet), and one policy whose one rule names n
@@ -61,7 +67,7 @@ const load = (): string =>
 export async function ebpfBenchmark(args: string[]): Promise<void> {
   if (!isRoot()) return say('the eBPF benchmark needs root (BPF programs, network namespaces); skipped');
   say(`load average at start: ${load()}`);
-  if (!args.includes('--skip-traffic')) await traffic(option(args, 'runs', 3));
+  if (!args.includes('--skip-traffic')) await traffic(option(args, 'runs', 5), option(args, 'seconds', 1));
   if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
   say(`load average at end: ${load()}`);
@@ -78,7 +84,7 @@ interface Configuration {
   readonly programs?: readonly string[];
 }
 
-async function traffic(runs: number): Promise<void> {
+async function traffic(runs: number, seconds: number): Promise<void> {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
     stateRoot,
@@ -151,53 +157,33 @@ async function traffic(runs: number): Promise<void> {
     await run('sysctl', ['-q', '-w', 'net.ipv4.tcp_tw_reuse=1', 'net.ipv4.ip_local_port_range=1024 65000'], {
       netns: client.netns,
     });
+    // Per configuration, one value per round (rounds keep their index: ratios pair a round's values).
     const rates = configurations.map(() => [] as number[]);
     const throughputs = configurations.map(() => [] as number[]);
-    const perPacketNs = configurations.map(() => [] as number[]);
+    const iperfNs = configurations.map(() => [] as number[]);
+    const iperfPackets = configurations.map(() => [] as number[]);
+    const connectNs = configurations.map(() => [] as number[]);
     const serverIp = server.ips[0] as string;
+    const perPacket = (a: ProgramStats, b: ProgramStats) =>
+      b.count > a.count ? (b.nanoseconds - a.nanoseconds) / (b.count - a.count) : NaN;
     for (let r = 0; r < runs; r++)
-      for (const [c, configuration] of configurations.entries()) {
+      // Each round starts at another configuration, so none always follows the same neighbour.
+      for (let k = 0; k < configurations.length; k++) {
+        const c = (k + r) % configurations.length;
+        const configuration = configurations[c] as Configuration;
         await configuration.on();
         const before = programStats(configuration.programs);
         rates[c]?.push(await connectionRate(lab, client.id, serverIp));
-        if (iperf.code === 0) throughputs[c]?.push(await throughput(server.netns, client.netns, serverIp));
+        const connected = programStats(configuration.programs);
+        if (iperf.code === 0)
+          throughputs[c]?.push(await throughput(server.netns, client.netns, serverIp, seconds));
         const after = programStats(configuration.programs);
-        if (after.count > before.count)
-          perPacketNs[c]?.push((after.nanoseconds - before.nanoseconds) / (after.count - before.count));
+        connectNs[c]?.push(perPacket(before, connected));
+        iperfNs[c]?.push(perPacket(connected, after));
+        iperfPackets[c]?.push((after.count - connected.count) / seconds);
         await configuration.off();
       }
-    say(`\ntraffic: ${runs} runs, configurations in turn within each run; medians (runs)`);
-    say('configuration               policies   TCP throughput   connections/s   ns per packet in BPF');
-    const base = { t: median(throughputs[0] ?? [0]), r: median(rates[0] ?? [0]) };
-    const last = configurations.length - 1;
-    if (iperf.code === 0)
-      reportFigure({
-        name: 'eBPF throughput at ~10,000 policies, % of no policy',
-        value: (100 * median(throughputs[last] ?? [0])) / base.t,
-        unit: '%',
-        target: '≥ 95 %',
-        runs: throughputs[last] ?? [],
-      });
-    reportFigure({
-      name: 'eBPF new connections/s at ~10,000 policies, % of no policy',
-      value: (100 * median(rates[last] ?? [0])) / base.r,
-      unit: '%',
-      target: '≥ 95 %',
-    });
-    for (const [c, configuration] of configurations.entries()) {
-      const t = throughputs[c] ?? [];
-      const rr = rates[c] ?? [];
-      const ns = perPacketNs[c] ?? [];
-      say(
-        `${configuration.label.padEnd(26)} ${String(configuration.policies).padStart(8)}   ` +
-          `${t.length ? `${(median(t) / 1e9).toFixed(2)} Gbit/s ${((100 * median(t)) / base.t).toFixed(0)}%` : 'n/a'}`.padStart(
-            20,
-          ) +
-          `   ${median(rr).toFixed(0)} ${((100 * median(rr)) / base.r).toFixed(0)}%`.padStart(15) +
-          `   ${ns.length ? median(ns).toFixed(0) : '-'}`.padStart(12) +
-          `   (throughput ${t.map((x) => (x / 1e9).toFixed(1)).join(', ')}; connections/s ${rr.map((x) => x.toFixed(0)).join(', ')})`,
-      );
-    }
+    reportTraffic(configurations, { throughputs, rates, iperfNs, iperfPackets, connectNs }, runs, seconds);
   } finally {
     await run('sysctl', ['-q', '-w', `kernel.bpf_stats_enabled=${stats.stdout.trim() || '0'}`]);
     for (const location of locations) unload(location);
@@ -207,8 +193,93 @@ async function traffic(runs: number): Promise<void> {
   }
 }
 
+interface ProgramStats {
+  readonly nanoseconds: number;
+  readonly count: number;
+}
+
+interface TrafficRuns {
+  /** Per configuration, per round. */
+  readonly throughputs: number[][];
+  readonly rates: number[][];
+  /** The programs' ns per packet while iperf3 ran, and the packets per second they saw. */
+  readonly iperfNs: number[][];
+  readonly iperfPackets: number[][];
+  /** ns per packet during the connection rate (new connections: judged, not tracked). */
+  readonly connectNs: number[][];
+}
+
+const spread = (values: readonly number[], digits = 0): string =>
+  values.length ? `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}` : '-';
+
+/**
+ * Each configuration against no policy, round by round (a round's configurations ran minutes
+ * apart at most, under the same load): the median of those ratios and their spread, then the
+ * programs' own cost, which load does not move the way it moves wall-clock rates.
+ */
+function reportTraffic(
+  configurations: readonly Configuration[],
+  t: TrafficRuns,
+  runs: number,
+  seconds: number,
+): void {
+  const ratios = (series: number[][], c: number) =>
+    (series[c] ?? [])
+      .map((value, r) => (100 * value) / ((series[0] ?? [])[r] ?? NaN))
+      .filter(Number.isFinite);
+  say(
+    `\ntraffic: ${runs} rounds, each configuration once per round (rotating order); iperf3 ${seconds} s, 2,000 connections`,
+  );
+  say("% of no policy: median of the rounds' ratios (min–max); ns per packet in BPF: median (min–max)");
+  say(
+    'configuration               policies   TCP throughput Gbit/s   % of none          connections/s   % of none          ns/packet iperf   packets/s iperf   ns/packet connections',
+  );
+  for (const [c, configuration] of configurations.entries()) {
+    const tp = (t.throughputs[c] ?? []).map((x) => x / 1e9);
+    const rr = t.rates[c] ?? [];
+    const ns = (t.iperfNs[c] ?? []).filter(Number.isFinite);
+    const pk = (t.iperfPackets[c] ?? []).filter((x) => x > 0);
+    const cn = (t.connectNs[c] ?? []).filter(Number.isFinite);
+    const tr = ratios(t.throughputs, c);
+    const rt = ratios(t.rates, c);
+    say(
+      `${configuration.label.padEnd(26)} ${String(configuration.policies).padStart(8)}   ` +
+        `${tp.length ? `${median(tp).toFixed(2)} (${spread(tp, 1)})` : 'n/a'}`.padEnd(24) +
+        `${tr.length ? `${median(tr).toFixed(0)}% (${spread(tr)})` : '-'}`.padEnd(19) +
+        `${median(rr).toFixed(0)} (${spread(rr)})`.padEnd(16) +
+        `${rt.length ? `${median(rt).toFixed(0)}% (${spread(rt)})` : '-'}`.padEnd(19) +
+        `${ns.length ? `${median(ns).toFixed(0)} (${spread(ns)})` : '-'}`.padEnd(18) +
+        `${pk.length ? median(pk).toFixed(0) : '-'}`.padEnd(18) +
+        `${cn.length ? `${median(cn).toFixed(0)} (${spread(cn)})` : '-'}`,
+    );
+    if (!configuration.label.startsWith('eBPF')) continue;
+    if (tr.length)
+      reportFigure({
+        name: `${configuration.label} throughput, % of no policy (median of rounds)`,
+        value: median(tr),
+        unit: '%',
+        target: '≥ 95 %',
+        runs: tr,
+      });
+    reportFigure({
+      name: `${configuration.label} new connections/s, % of no policy (median of rounds)`,
+      value: median(rt),
+      unit: '%',
+      target: '≥ 95 %',
+      runs: rt,
+    });
+    if (ns.length)
+      reportFigure({
+        name: `${configuration.label} ns per packet in BPF under iperf3`,
+        value: median(ns),
+        unit: 'ns',
+        runs: ns,
+      });
+  }
+}
+
 /** Sum of the programs' run time and run count (bpf_stats). */
-function programStats(paths: readonly string[] | undefined): { nanoseconds: number; count: number } {
+function programStats(paths: readonly string[] | undefined): ProgramStats {
   let nanoseconds = 0;
   let count = 0;
   for (const path of paths ?? []) {
@@ -304,14 +375,15 @@ function selectedBy(n: number, layout: 'own' | 'shared' | 'one-rule' = 'own'): C
  */
 function perPacket(): void {
   say(
-    '\nper packet in the kernel (BPF_PROG_TEST_RUN, to_pod of the selected endpoint, ns as the kernel measures: the median packet, median of 5 rounds of 4,000)',
+    '\nper packet in the kernel (BPF_PROG_TEST_RUN, to_pod of the selected endpoint — the tracked reply: its from_pod —, ns as the kernel measures: the median packet, median of 5 rounds of 4,000)',
   );
   say(
-    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   1,000 clients, one policy's entries   one rule, n entries",
+    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   its reply   1,000 clients, one policy's entries   one rule, n entries",
   );
   const location: PinLocation = { instance: `bench-pp-${process.pid}` };
   loadProgram(location);
   const program = PinnedProgram.open(location, 'to_pod');
+  const replies = PinnedProgram.open(location, 'from_pod');
   const db = ip('10.0.0.1');
   const clients = Array.from({ length: CLIENTS }, (_, i) => ip(clientIp(i)));
   /** The node's maps rendered from a cluster (the renderer takes over what the maps held). */
@@ -370,16 +442,21 @@ function perPacket(): void {
         frameOf({ src: clients[0] as IpAddress, dst: db, protocol: 'TCP', srcPort: 1, dstPort: 1000 }),
         100_000,
       ).duration;
+      const trackedReply = replies.run(
+        frameOf({ src: db, dst: clients[0] as IpAddress, protocol: 'TCP', srcPort: 1000, dstPort: 1 }),
+        100_000,
+      ).duration;
       install(selectedBy(n, 'shared'));
       const shared = cost((k) => ({ client: k % CLIENTS, port: 1000 + Math.floor(n / 2) }));
       install(selectedBy(n, 'one-rule'));
       const oneRule = cost((k) => allowed(k % CLIENTS));
       say(
-        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${shared.toFixed(0).padStart(34)}   ${oneRule.toFixed(0).padStart(19)}`,
+        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${String(trackedReply).padStart(9)}   ${shared.toFixed(0).padStart(34)}   ${oneRule.toFixed(0).padStart(19)}`,
       );
     }
   } finally {
     program.close();
+    replies.close();
     unload(location);
   }
 }

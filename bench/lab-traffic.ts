@@ -62,15 +62,18 @@ export async function connectionRate(lab: Lab, client: string, serverIp: string)
   return connected / ((performance.now() - started) / 1000);
 }
 
-/** iperf3 TCP throughput from client to server for 2 s, in bits per second. */
+/** iperf3 TCP throughput from client to server for `seconds` (2 unless told), in bits per second. */
 export async function throughput(
   serverNetns: string,
   clientNetns: string,
   serverIp: string,
+  seconds = 2,
 ): Promise<number> {
   await run('iperf3', ['-s', '-1', '-D', '-p', '5201'], { netns: serverNetns });
   await new Promise((r) => setTimeout(r, 300));
-  const result = await run('iperf3', ['-c', serverIp, '-p', '5201', '-t', '2', '-J'], { netns: clientNetns });
+  const result = await run('iperf3', ['-c', serverIp, '-p', '5201', '-t', String(seconds), '-J'], {
+    netns: clientNetns,
+  });
   const report = JSON.parse(result.stdout) as { end?: { sum_received?: { bits_per_second?: number } } };
   return report.end?.sum_received?.bits_per_second ?? 0;
 }
