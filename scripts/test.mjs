@@ -4,14 +4,20 @@
 // Test output streams as it comes; the type check's and the lint's are printed when they end.
 // Exits non-zero when any part fails, after all have ended.
 //
+// The test files run compiled (scripts/build-tests.mjs: one esbuild pass over all of them, ~1 s)
+// rather than through tsx, which cost each test process 0.5–1.9 s of CPU before its first test.
+//
 // Knobs: PALISADE_TEST_CONCURRENCY (test files at once; default: cores + 1),
-// PALISADE_PROPERTY_RUNS (fast-check runs of the property tests; test/helpers/property-runs.ts).
+// PALISADE_PROPERTY_RUNS (fast-check runs of the property tests; test/helpers/property-runs.ts),
+// PALISADE_TEST_TSX=1 (run the test files through tsx, as `node --import tsx --test FILE` does),
+// PALISADE_TEST_TIMES=1 (at the end, the CPU seconds of each test file: scripts/test-times.mjs).
 // Extra arguments are test files to run instead of all (the type check and lint still run).
 import process from 'node:process';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { buildTests } from './build-tests.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const bin = (pkg, file) => join(root, 'node_modules', pkg, file);
@@ -24,11 +30,34 @@ function testFiles(dir) {
   });
 }
 
+/**
+ * The test files that take longest (wall time, measured file by file; docs/BENCHMARKS.md), started
+ * first: most of their time is waiting (the verifier loading the eBPF lab's programs, the agent
+ * fault trials' 10 and 30 s outages), which overlaps the type check and the lint; started in
+ * alphabetical order, the eBPF lab suite ran on alone for minutes after everything else ended.
+ */
+const LONGEST_FIRST = [
+  'test/ebpf/lab-suite.test.ts',
+  'test/agent/faults.test.ts',
+  'test/ebpf/lab.test.ts',
+  'test/ebpf/program.test.ts',
+  'test/ingest/hostile-input.test.ts',
+  'test/compiler/renderer-cache.test.ts',
+  'test/classifier/classifier.test.ts',
+  'test/lab/anp-conformance.test.ts',
+  'test/conformance/netpol-analyzer.test.ts',
+  'test/lab/faults.test.ts',
+  'test/lab/lab.test.ts',
+];
+
 const concurrency = Number(process.env.PALISADE_TEST_CONCURRENCY ?? availableParallelism() + 1);
+const rank = (file) => (LONGEST_FIRST.includes(file) ? LONGEST_FIRST.indexOf(file) : LONGEST_FIRST.length);
 const files =
   process.argv.length > 2
-    ? process.argv.slice(2)
-    : [...testFiles(join(root, 'src')), ...testFiles(join(root, 'test'))].sort();
+    ? process.argv.slice(2).map((file) => relative(root, resolve(file)))
+    : [...testFiles(join(root, 'src')), ...testFiles(join(root, 'test'))]
+        .sort()
+        .sort((a, b) => rank(a) - rank(b));
 
 /** Runs commands one after another; resolves with the first failing exit code (or 0) and the time. */
 function job(name, commands, { stream = false } = {}) {
@@ -67,6 +96,25 @@ const bundleDir = mkdtempSync(join(root, 'node_modules', '.cache', `palisade-tes
 const bundled = await job('bundle', [[node, join(root, 'scripts', 'bundle-cli.mjs'), bundleDir]]);
 if (bundled.code !== 0) process.exit(bundled.code);
 process.env.PALISADE_BUNDLE_DIR = bundleDir;
+
+const tsx = process.env.PALISADE_TEST_TSX === '1';
+let testArgv = ['--import', 'tsx', ...files];
+if (!tsx) {
+  const started = Date.now();
+  try {
+    testArgv = ['--enable-source-maps', ...(await buildTests(files, join(bundleDir, 'tests')))];
+  } catch (error) {
+    process.stdout.write(`\n── compiling the test files: failed\n${String(error)}\n`);
+    rmSync(bundleDir, { recursive: true, force: true });
+    process.exit(1);
+  }
+  process.stdout.write(`── test files compiled (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+}
+const timesFile = join(bundleDir, 'times.jsonl');
+if (process.env.PALISADE_TEST_TIMES === '1') {
+  testArgv = ['--import', join(root, 'scripts', 'test-times.mjs'), ...testArgv];
+  process.env.PALISADE_TEST_TIMES_FILE = timesFile;
+}
 const results = await Promise.all([
   job('typecheck', [
     [node, bin('typescript', 'bin/tsc'), '-p', 'tsconfig.json', '--noEmit'],
@@ -76,24 +124,29 @@ const results = await Promise.all([
     [node, bin('eslint', 'bin/eslint.js'), '.'],
     [node, bin('prettier', 'bin/prettier.cjs'), '--check', '--log-level', 'warn', '.'],
   ]),
-  job(
-    'tests',
-    [
-      [
-        node,
-        '--import',
-        'tsx',
-        '--test',
-        `--test-concurrency=${concurrency}`,
-        '--test-reporter=spec',
-        ...files,
-      ],
-    ],
-    { stream: true },
-  ),
+  job('tests', [[node, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...testArgv]], {
+    stream: true,
+  }),
 ]);
 process.stdout.write(
   `\n${results.map((r) => `${r.name}: ${r.code === 0 ? 'ok' : 'FAILED'} (${r.seconds} s)`).join('; ')}\n`,
 );
+if (existsSync(timesFile)) process.stdout.write(timesReport(readFileSync(timesFile, 'utf8')));
 rmSync(bundleDir, { recursive: true, force: true });
 process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;
+
+/** The test files by CPU seconds, most first (PALISADE_TEST_TIMES=1), and their sum. */
+function timesReport(jsonLines) {
+  const rows = jsonLines
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .map((r) => ({ ...r, cpu: r.self + r.children, file: relative(join(bundleDir, 'tests'), r.file) }))
+    .sort((a, b) => b.cpu - a.cpu);
+  const total = rows.reduce((sum, r) => sum + r.cpu, 0);
+  const lines = rows.map(
+    (r) =>
+      `${r.cpu.toFixed(1).padStart(7)} ${r.self.toFixed(1).padStart(7)} ${r.children.toFixed(1).padStart(8)} ${r.wall.toFixed(1).padStart(7)}  ${r.file}`,
+  );
+  return `\n── CPU seconds per test file (${rows.length} files, ${total.toFixed(1)} s in all)\n    cpu    self children    wall  file\n${lines.join('\n')}\n`;
+}

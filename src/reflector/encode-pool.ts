@@ -69,9 +69,17 @@ function inlineEncoder(layout: KeyLayout, served: readonly ServedResource[]): Pa
   };
 }
 
-/** The worker's module beside this one, in the same form (TypeScript under tsx, or compiled). */
+/**
+ * The worker's module beside this one, in the same form (TypeScript under tsx, or compiled). From
+ * the sources with the bundle `npm test` made once (PALISADE_BUNDLE_DIR, scripts/test.mjs), the
+ * bundled worker instead: under tsx each worker spent about a second of CPU registering tsx and
+ * compiling its modules again, and the reflector tests start dozens (as src/lab/source-entry.ts).
+ */
 function workerScript(): string | undefined {
   const here = fileURLToPath(import.meta.url);
+  const bundle = process.env.PALISADE_BUNDLE_DIR;
+  if (extname(here) === '.ts' && bundle && existsSync(join(bundle, 'encode-worker.js')))
+    return join(bundle, 'encode-worker.js');
   const script = join(dirname(here), `encode-worker${extname(here)}`);
   return existsSync(script) ? script : undefined;
 }
