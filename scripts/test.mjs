@@ -141,7 +141,11 @@ function timesReport(jsonLines) {
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line))
-    .map((r) => ({ ...r, cpu: r.self + r.children, file: relative(join(bundleDir, 'tests'), r.file) }))
+    .map((r) => ({
+      ...r,
+      cpu: r.self + r.children,
+      file: relative(join(bundleDir, 'tests'), r.file).replace(/\.mjs$/, '.ts'),
+    }))
     .sort((a, b) => b.cpu - a.cpu);
   const total = rows.reduce((sum, r) => sum + r.cpu, 0);
   const lines = rows.map(
