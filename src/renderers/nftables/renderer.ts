@@ -15,42 +15,22 @@
  * - Fail closed: an address of a local pod (or of the node's pod CIDRs) without a dispatch entry
  *   is dropped.
  *
- * Commits are incremental nft transactions listing only what changed. Between nodes, an update
+ * What the table should hold is kept pod by pod in `desired-table.ts`; this file turns it into
+ * transactions and keeps them in step with the kernel. Commits are incremental nft transactions
+ * listing only what changed. Between nodes, an update
  * can run in two phases (after Mizar's "delete first, insert after"): `restrict` moves every
  * changed pod to what both the old and the new policy permit, `relax` then to the new policy.
  * When every node finishes the first phase before any starts the second, no packet crossing two
  * nodes meets a mix of versions that permits what neither version permits.
  */
-import type { Cidr, IpAddress, IpFamily } from '../../net/ip.ts';
-import { formatIp } from '../../net/ip.ts';
-import type { RuleTable } from '../../model/rule.ts';
-import { parseGroupReference, referenceMembers, type PodTables } from '../../configurator/index.ts';
+import type { Cidr, IpFamily } from '../../net/ip.ts';
 import type { ReadonlyStore } from '../../state/index.ts';
 import { DataplaneError, type NftRunner } from '../../dataplane/index.ts';
-import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
+import type { Renderer, RendererTxn } from '../types.ts';
 import { hash, randomInt } from 'node:crypto';
-import {
-  addressType,
-  continuationChain,
-  dispatchMap,
-  FAMILIES,
-  localDispatchMap,
-  sequenceChain,
-  groupSet,
-  localPodsSet,
-  podCidrSet,
-  replyTwin,
-  replyVerdict,
-  tableChain,
-} from './names.ts';
-import {
-  NftObjects,
-  Dirty,
-  fingerprintScript,
-  replaceTableScript,
-  tableBlock,
-  type SetDeclaration,
-} from './objects.ts';
+import { FAMILIES, podCidrSet } from './names.ts';
+import type { NftObjects, Dirty} from './objects.ts';
+import { fingerprintScript, replaceTableScript, tableBlock } from './objects.ts';
 import {
   fingerprintText,
   readBack,
@@ -61,8 +41,7 @@ import {
 import { applyOperations, operationsScript } from './operations.ts';
 import { baseChains, generationScript, type BaseChainOptions } from './base-chains.ts';
 import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.ts';
-import { renderOrderedChain, renderTableChain, type NetSet } from './table-chain.ts';
-import type { TieredTable } from '../../configurator/index.ts';
+import { DesiredTable } from './desired-table.ts';
 
 export interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
@@ -79,49 +58,12 @@ export interface NftablesChanges {
   readonly operations: number;
 }
 
-interface LocalPod {
-  readonly ips: readonly IpAddress[];
-  readonly tables: PodTables | undefined;
-  readonly verdicts: { readonly ingress: string; readonly egress: string };
-  /** Node-local dispatch (only for directions with cluster policy). */
-  readonly localVerdicts: { readonly ingress?: string; readonly egress?: string };
-  /** Sequence chains (cluster policy) the pod uses. */
-  readonly sequences: readonly Sequence[];
-}
-
-/**
- * One direction's ordered policy as chains: `forward` continues into the NetworkPolicy table,
- * `local` (traffic with the pod's own node) allows what NetworkPolicy isolation would decide.
- */
-interface Sequence {
-  readonly key: string;
-  readonly tiers: TieredTable;
-  readonly np: RuleTable | undefined;
-  readonly context: 'forward' | 'local';
-}
-
-const ALLOW = 'return';
-const addressKey = (ip: IpAddress): string => formatIp(ip);
-
 export class NftablesRenderer implements Renderer<NftablesChanges> {
   readonly name = 'nftables';
-  private readonly desired = new NftObjects();
+  private readonly table: DesiredTable;
+  private readonly desired: NftObjects;
   private applied: NftObjects | undefined;
-  private readonly dirty = new Dirty();
-  private readonly pods = new Map<string, LocalPod>();
-  private readonly tableUse = new Map<
-    string,
-    { count: number; table: RuleTable; groups: readonly string[]; sets: readonly string[] }
-  >();
-  /** Named address-range sets (see `netSet`) and how many table chains use each. */
-  private readonly netSetUse = new Map<string, number>();
-  private readonly sequenceUse = new Map<string, { count: number; groups: readonly string[] }>();
-  private readonly groupUse = new Map<
-    string,
-    { count: number; members: Map<string, readonly IpAddress[]> }
-  >();
-  /** Per set, how many members hold each address (pods may share one, e.g. host network). */
-  private readonly elementCounts = new Map<string, Map<string, number>>();
+  private readonly dirty: Dirty;
   /**
    * The kernel table's fingerprint as of the last commit or read-back. Its generation is bumped by
    * every commit; flows stamped with an older one are re-checked.
@@ -137,21 +79,9 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
 
   constructor(private readonly options: NftablesOptions) {
     this.families = options.families ?? FAMILIES;
-    for (const family of this.families) {
-      for (const direction of ['ingress', 'egress'] as const) {
-        const maps = [dispatchMap(direction, family)];
-        if (options.allowNodeLocal !== false) maps.push(localDispatchMap(direction, family));
-        for (const name of maps.flatMap((m) => [m, replyTwin(m)]))
-          this.desired.maps.set(name, { type: addressType(family), entries: new Map() });
-      }
-      this.declareSet(localPodsSet(family), { type: addressType(family) });
-      const cidrs = (options.podCidrs ?? []).filter((c) => c.family === family);
-      if (cidrs.length > 0) {
-        this.declareSet(podCidrSet(family), { type: addressType(family), interval: true });
-        const set = this.desired.sets.get(podCidrSet(family));
-        for (const cidr of cidrs) set?.elements.add(cidr.text);
-      }
-    }
+    this.table = new DesiredTable(options, this.families);
+    this.desired = this.table.objects;
+    this.dirty = this.table.dirty;
   }
 
   /** The base chains for a generation (see `base-chains.ts`). */
@@ -233,11 +163,11 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     return {
       render: (pod, tables) => {
         planned = undefined;
-        this.renderPod(pod, tables);
+        this.table.renderPod(pod, tables);
       },
       groupsChanged: (groups, pods) => {
         planned = undefined;
-        this.refreshGroups(groups, pods);
+        this.table.refreshGroups(groups, pods);
       },
       changes: () => {
         const { script, full, operations } = plan();
@@ -260,287 +190,8 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   }
 
   private reset(): void {
-    for (const id of [...this.pods.keys()]) this.renderPod({ id, ips: [] }, undefined);
+    this.table.removeAllPods();
     this.applied = undefined;
-  }
-
-  private renderPod(pod: RenderedPod, tables: PodTables | undefined): void {
-    const before = this.pods.get(pod.id);
-    const gone = tables === undefined || pod.ips.length === 0;
-    const after: LocalPod | undefined = gone ? undefined : this.localPod(pod.ips, tables);
-    // Acquire the new tables before releasing the old, so shared chains and sets never churn.
-    if (after) {
-      for (const table of tablesOf(after.tables)) this.acquireTable(table);
-      for (const sequence of after.sequences) this.acquireSequence(sequence);
-    }
-    if (before) {
-      for (const ip of before.ips) {
-        const key = addressKey(ip);
-        for (const direction of ['ingress', 'egress'] as const) {
-          this.setEntry(dispatchMap(direction, ip.family), key);
-          if (this.options.allowNodeLocal !== false)
-            this.setEntry(localDispatchMap(direction, ip.family), key);
-        }
-        this.countElement(localPodsSet(ip.family), key, -1);
-      }
-      // Sequences first: their chains jump to the tables' chains, which must outlive them.
-      for (const sequence of before.sequences) this.releaseSequence(sequence);
-      for (const table of tablesOf(before.tables)) this.releaseTable(table);
-    }
-    if (after) {
-      for (const ip of after.ips) {
-        const key = addressKey(ip);
-        for (const direction of ['ingress', 'egress'] as const) {
-          this.setEntry(dispatchMap(direction, ip.family), key, after.verdicts[direction]);
-          const local = after.localVerdicts[direction];
-          if (local !== undefined) this.setEntry(localDispatchMap(direction, ip.family), key, local);
-        }
-        this.countElement(localPodsSet(ip.family), key, +1);
-      }
-      this.pods.set(pod.id, after);
-    } else {
-      this.pods.delete(pod.id);
-    }
-  }
-
-  /** A pod's dispatch verdicts: its NetworkPolicy table, or the sequence of its ordered tiers. */
-  private localPod(ips: readonly IpAddress[], tables: PodTables): LocalPod {
-    const sequences: Sequence[] = [];
-    const verdicts = { ingress: ALLOW, egress: ALLOW };
-    const localVerdicts: { ingress?: string; egress?: string } = {};
-    for (const direction of ['ingress', 'egress'] as const) {
-      const np = tables[direction];
-      const tiers = direction === 'ingress' ? tables.ingressTiers : tables.egressTiers;
-      if (!tiers) {
-        verdicts[direction] = np ? `goto ${tableChain(np.id)}` : ALLOW;
-        continue;
-      }
-      const forward = sequenceOf(tiers, np, 'forward');
-      sequences.push(forward);
-      verdicts[direction] = `goto ${sequenceChain(forward.key)}`;
-      if (this.options.allowNodeLocal !== false) {
-        const local = sequenceOf(tiers, np, 'local');
-        sequences.push(local);
-        localVerdicts[direction] = `goto ${sequenceChain(local.key)}`;
-      }
-    }
-    return { ips, tables, verdicts, localVerdicts, sequences };
-  }
-
-  /**
-   * The sequence chain runs the Admin rules (pass, or no match: on to the continuation); the
-   * continuation is the NetworkPolicy table when the pod is isolated (for node-local traffic:
-   * allowed), else the Baseline rules and then the default, allowed.
-   */
-  private acquireSequence(sequence: Sequence): void {
-    const use = this.sequenceUse.get(sequence.key);
-    if (use) {
-      use.count++;
-      return;
-    }
-    const next = continuationChain(sequence.key);
-    const admin = renderOrderedChain(
-      sequence.tiers.admin,
-      { pass: `goto ${next}`, replyPass: `goto ${replyTwin(next)}` },
-      [`goto ${next}`],
-      [`goto ${replyTwin(next)}`],
-      this.families,
-    );
-    const np = sequence.np;
-    const continuation = np
-      ? sequence.context === 'local'
-        ? { lines: [ALLOW], replyLines: [ALLOW], groups: [] }
-        : {
-            lines: [`goto ${tableChain(np.id)}`],
-            replyLines: [`goto ${replyTwin(tableChain(np.id))}`],
-            groups: [],
-          }
-      : renderOrderedChain(
-          sequence.tiers.baseline,
-          { pass: ALLOW, replyPass: ALLOW },
-          [ALLOW],
-          [ALLOW],
-          this.families,
-        );
-    const groups = [...new Set([...admin.groups, ...continuation.groups])];
-    for (const group of groups) this.acquireGroup(group);
-    this.sequenceUse.set(sequence.key, { count: 1, groups });
-    // Continuations first: a chain must exist before a rule can jump to it.
-    const chains: [string, readonly string[]][] = [
-      [next, continuation.lines],
-      [replyTwin(next), continuation.replyLines],
-      [sequenceChain(sequence.key), admin.lines],
-      [replyTwin(sequenceChain(sequence.key)), admin.replyLines],
-    ];
-    for (const [name, lines] of chains) {
-      this.desired.chains.set(name, lines);
-      this.dirty.chains.add(name);
-    }
-  }
-
-  private releaseSequence(sequence: Sequence): void {
-    const use = this.sequenceUse.get(sequence.key);
-    if (!use || --use.count > 0) return;
-    this.sequenceUse.delete(sequence.key);
-    const next = continuationChain(sequence.key);
-    for (const name of [
-      sequenceChain(sequence.key),
-      replyTwin(sequenceChain(sequence.key)),
-      next,
-      replyTwin(next),
-    ]) {
-      this.desired.chains.delete(name);
-      this.dirty.chains.add(name);
-    }
-    for (const group of use.groups) this.releaseGroup(group);
-  }
-
-  private acquireTable(table: RuleTable): void {
-    const use = this.tableUse.get(table.id);
-    if (use) {
-      use.count++;
-      return;
-    }
-    const chain = renderTableChain(table, this.families);
-    for (const group of chain.groups) this.acquireGroup(group);
-    for (const set of chain.sets) this.acquireNetSet(set);
-    this.tableUse.set(table.id, {
-      count: 1,
-      table,
-      groups: chain.groups,
-      sets: chain.sets.map((s) => s.name),
-    });
-    this.desired.chains.set(tableChain(table.id), chain.lines);
-    this.desired.chains.set(replyTwin(tableChain(table.id)), chain.replyLines);
-    this.dirty.chains.add(tableChain(table.id));
-    this.dirty.chains.add(replyTwin(tableChain(table.id)));
-  }
-
-  private releaseTable(table: RuleTable): void {
-    const use = this.tableUse.get(table.id);
-    if (!use || --use.count > 0) return;
-    this.tableUse.delete(table.id);
-    for (const name of [tableChain(table.id), replyTwin(tableChain(table.id))]) {
-      this.desired.chains.delete(name);
-      this.dirty.chains.add(name);
-    }
-    for (const group of use.groups) this.releaseGroup(group);
-    for (const set of use.sets) this.releaseNetSet(set);
-  }
-
-  private acquireNetSet(set: NetSet): void {
-    const count = this.netSetUse.get(set.name) ?? 0;
-    this.netSetUse.set(set.name, count + 1);
-    if (count > 0) return;
-    this.declareSet(set.name, { type: addressType(set.family), interval: true });
-    const elements = this.desired.sets.get(set.name)?.elements;
-    for (const element of set.elements) {
-      elements?.add(element);
-      this.dirty.element(set.name, element);
-    }
-  }
-
-  private releaseNetSet(name: string): void {
-    const count = (this.netSetUse.get(name) ?? 0) - 1;
-    if (count > 0) {
-      this.netSetUse.set(name, count);
-      return;
-    }
-    this.netSetUse.delete(name);
-    this.dropSet(name);
-  }
-
-  private acquireGroup(reference: string): void {
-    const use = this.groupUse.get(reference);
-    if (use) {
-      use.count++;
-      return;
-    }
-    const record = { count: 1, members: new Map<string, readonly IpAddress[]>() };
-    this.groupUse.set(reference, record);
-    for (const family of this.families)
-      this.declareSet(groupSet(reference, family), { type: addressType(family), comment: reference });
-    for (const member of referenceMembers(this.options.state, reference))
-      this.setMember(reference, record.members, member.pod, member.ips);
-  }
-
-  private releaseGroup(reference: string): void {
-    const use = this.groupUse.get(reference);
-    if (!use || --use.count > 0) return;
-    this.groupUse.delete(reference);
-    for (const family of this.families) this.dropSet(groupSet(reference, family));
-  }
-
-  private dropSet(name: string): void {
-    // Its elements count as changed: the set may come back within the same transaction.
-    for (const element of this.desired.sets.get(name)?.elements ?? []) this.dirty.element(name, element);
-    this.desired.sets.delete(name);
-    this.elementCounts.delete(name);
-    this.dirty.sets.add(name);
-  }
-
-  /** Re-reads the changed pods' membership in every used group whose members changed. */
-  private refreshGroups(groups: ReadonlySet<string>, pods: ReadonlySet<string>): void {
-    for (const [reference, use] of this.groupUse) {
-      const { key, port } = parseGroupReference(reference);
-      if (!groups.has(key)) continue;
-      const group = this.options.state.group(key);
-      for (const pod of pods) {
-        const member = group?.members.get(pod);
-        const ips = member && (port === undefined || member.port === port) ? member.ips : [];
-        this.setMember(reference, use.members, pod, ips);
-      }
-    }
-  }
-
-  private setMember(
-    reference: string,
-    members: Map<string, readonly IpAddress[]>,
-    pod: string,
-    ips: readonly IpAddress[],
-  ): void {
-    const before = members.get(pod) ?? [];
-    if (sameAddresses(before, ips)) return;
-    // countElement ignores sets that do not exist (a family the node does not carry).
-    for (const ip of before) this.countElement(groupSet(reference, ip.family), addressKey(ip), -1);
-    for (const ip of ips) this.countElement(groupSet(reference, ip.family), addressKey(ip), +1);
-    if (ips.length > 0) members.set(pod, ips);
-    else members.delete(pod);
-  }
-
-  private declareSet(name: string, declaration: SetDeclaration): void {
-    this.desired.sets.set(name, { declaration, elements: new Set() });
-    this.elementCounts.set(name, new Map());
-    this.dirty.sets.add(name);
-  }
-
-  private countElement(set: string, element: string, delta: number): void {
-    const counts = this.elementCounts.get(set);
-    const elements = this.desired.sets.get(set)?.elements;
-    if (!counts || !elements) return;
-    const next = (counts.get(element) ?? 0) + delta;
-    if (next > 0) counts.set(element, next);
-    else counts.delete(element);
-    if (next > 0 !== elements.has(element)) {
-      if (next > 0) elements.add(element);
-      else elements.delete(element);
-      this.dirty.element(set, element);
-    }
-  }
-
-  /** Sets (or with no verdict, removes) a dispatch entry and its reply-direction twin. */
-  private setEntry(map: string, key: string, verdict?: string): void {
-    const twins: [string, string | undefined][] = [
-      [map, verdict],
-      [replyTwin(map), verdict === undefined ? undefined : replyVerdict(verdict)],
-    ];
-    for (const [name, value] of twins) {
-      const entries = this.desired.maps.get(name)?.entries;
-      if (!entries || entries.get(key) === value) continue;
-      if (value === undefined) entries.delete(key);
-      else entries.set(key, value);
-      this.dirty.entry(name, key);
-    }
   }
 
   /**
@@ -690,19 +341,5 @@ const nonceOf = (generation: number, script: string): number =>
 
 const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
   a.generation === b.generation && a.nonce === b.nonce;
-
-/** The chains of a tiered direction, keyed by what they contain. */
-function sequenceOf(tiers: TieredTable, np: RuleTable | undefined, context: Sequence['context']): Sequence {
-  const key = hash('sha256', `${tiers.id}|${np?.id ?? '-'}|${context}`).slice(0, 16);
-  return { key, tiers, np, context };
-}
-
-function tablesOf(tables: PodTables | undefined): RuleTable[] {
-  return [tables?.ingress, tables?.egress].filter((t): t is RuleTable => t !== undefined);
-}
-
-function sameAddresses(a: readonly IpAddress[], b: readonly IpAddress[]): boolean {
-  return a.length === b.length && a.every((ip, i) => ip.family === b[i]?.family && ip.value === b[i]?.value);
-}
 
 export type { IpFamily };
