@@ -18,6 +18,11 @@ export class AddressGroupIndex {
     for (const ip of addresses) if (this.records.addGroup(ip, group)) mine.push(ip);
   }
 
+  /** The addresses the group added (those it holds now). */
+  membersOf(group: number): readonly IpAddress[] {
+    return this.contributed.get(group) ?? [];
+  }
+
   clear(group: number): void {
     for (const ip of this.contributed.get(group) ?? []) this.records.removeGroup(ip, group);
     this.contributed.delete(group);

@@ -7,7 +7,9 @@
  * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
  * finding an address is reading its record, not a slot and then a record elsewhere. Up to five
  * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
- * Cluster-policy tier tables, which most endpoints lack, are in a side array.
+ * Cluster-policy tier tables, which most endpoints lack, are in a side array, one entry per
+ * distinct set of tables: endpoints selected by the same cluster policies share it, so the few
+ * entries stay in cache where one per endpoint cost a cache miss per tier lookup.
  * IPv6 records use the same layout in an array of their own, found through a Map (they are not
  * on the numeric packet path). A record lives while anything is stored in it.
  */
@@ -33,7 +35,12 @@ export const TIERS = 6;
 export const ENDPOINT_NODE = 7;
 /** The node number whose address this is (0: none). */
 export const NODE_ADDRESS_OF = 8;
-const IS_ENDPOINT = 9;
+/**
+ * Bit 0: the address is an endpoint's. The bits above: its tier peer class plus one (0: not
+ * classified yet; see tier-classes.ts) — kept here because a tier lookup has the remote's record
+ * in hand already, and the NetworkPolicy path never reads this field.
+ */
+const ENDPOINT_AND_CLASS = 9;
 /** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
 export const GROUP_COUNT = 10;
 export const GROUPS = 11;
@@ -43,12 +50,15 @@ export const OVERFLOW_AT = 11;
 const OVERFLOW_CAPACITY = 12;
 const STRIDE = 16;
 
-/** Fields of a `tiers` entry: the Admin and Baseline tables, per direction. */
+/** Fields of a `tiers` entry: the Admin and Baseline tables (block offsets), per direction. */
 export const ADMIN_INGRESS = 0;
 export const ADMIN_EGRESS = 1;
 export const BASELINE_INGRESS = 2;
 export const BASELINE_EGRESS = 3;
-const TIER_FIELDS = 4;
+/** Each table's form number for tier decisions (tier-decisions.ts) is this far after its offset. */
+export const TIER_FORM = 4;
+const TIER_TABLES = 4;
+const TIER_FIELDS = 8;
 
 const EMPTY = 0;
 const USED = 1;
@@ -70,10 +80,13 @@ export class AddressRecords {
   private readonly freeV6: number[] = [];
   /** Group lists of more than INLINE_GROUPS (capacity doubles; garbage is compacted). */
   private readonly overflowArena: IntArena;
-  /** Tier table entries (TIER_FIELDS ints each), for endpoints that have tier tables. */
+  /** Tier table entries (TIER_FIELDS ints each), one per distinct set of an endpoint's tier tables. */
   tiers = new Int32Array(TIER_FIELDS * 64);
   private tierEntries = 0;
   private readonly freeTiers: number[] = [];
+  /** Entries by their tables (`a,b,c,d`), and the records using each (by entry). */
+  private tierEntryOf = new Map<string, number>();
+  private readonly tierUsers = new Map<number, number>();
   private readonly words = new Uint32Array(4);
   get overflow(): Int32Array {
     return this.overflowArena.data;
@@ -123,8 +136,8 @@ export class AddressRecords {
 
   /**
    * An endpoint's tables (ingress, egress, Admin ingress, Admin egress, Baseline ingress,
-   * Baseline egress; -1 when absent), the port signatures of its ingress and egress tables, and
-   * its node number.
+   * Baseline egress; -1 when absent) — then, optionally, the four tier tables' form numbers —
+   * the port signatures of its ingress and egress tables, and its node number.
    */
   setEndpoint(
     ip: IpAddress,
@@ -138,16 +151,14 @@ export class AddressRecords {
     data[base + EGRESS] = tables[1] as number;
     data[base + INGRESS_PORTS] = signatures[0];
     data[base + EGRESS_PORTS] = signatures[1];
-    const tiered = tables.slice(2).some((t) => t !== -1);
-    let entry = data[base + TIERS] as number;
-    if (tiered && entry < 0) entry = data[base + TIERS] = this.allocateTiers();
-    if (!tiered && entry >= 0) {
-      this.freeTiers.push(entry);
-      data[base + TIERS] = -1;
-    }
-    if (tiered) for (let i = 0; i < TIER_FIELDS; i++) this.tiers[entry + i] = tables[2 + i] as number;
+    const tierTables = tables.slice(2, 2 + TIER_FIELDS);
+    while (tierTables.length < TIER_FIELDS) tierTables.push(-1);
+    const before = data[base + TIERS] as number;
+    const entry = tierTables.slice(0, TIER_TABLES).some((t) => t !== -1) ? this.acquireTiers(tierTables) : -1;
+    data[base + TIERS] = entry;
+    if (before >= 0) this.releaseTiers(before);
     data[base + ENDPOINT_NODE] = node;
-    data[base + IS_ENDPOINT] = 1;
+    data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) | 1;
   }
 
   /** The endpoint's tables, in setEndpoint's order (-1 when absent). */
@@ -156,7 +167,7 @@ export class AddressRecords {
     if (base < 0) return [-1, -1, -1, -1, -1, -1];
     const data = this.dataOf(ip);
     const entry = data[base + TIERS] as number;
-    const tiers = entry < 0 ? [-1, -1, -1, -1] : [...this.tiers.subarray(entry, entry + TIER_FIELDS)];
+    const tiers = entry < 0 ? [-1, -1, -1, -1] : [...this.tiers.subarray(entry, entry + TIER_TABLES)];
     return [data[base + INGRESS] as number, data[base + EGRESS] as number, ...tiers];
   }
 
@@ -167,21 +178,40 @@ export class AddressRecords {
     data[base + INGRESS] = data[base + EGRESS] = -1;
     data[base + INGRESS_PORTS] = data[base + EGRESS_PORTS] = 0;
     const entry = data[base + TIERS] as number;
-    if (entry >= 0) this.freeTiers.push(entry);
+    if (entry >= 0) this.releaseTiers(entry);
     data[base + TIERS] = -1;
     data[base + ENDPOINT_NODE] = 0;
-    data[base + IS_ENDPOINT] = 0;
+    data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & ~1;
     this.releaseIfEmpty(ip, base);
   }
 
-  private allocateTiers(): number {
-    const entry = this.freeTiers.pop() ?? this.tierEntries++ * TIER_FIELDS;
-    if (entry + TIER_FIELDS > this.tiers.length) {
-      const grown = new Int32Array(this.tiers.length * 2);
-      grown.set(this.tiers);
-      this.tiers = grown;
+  /** The entry holding these tier tables, made when new; one more record uses it. */
+  private acquireTiers(tables: readonly number[]): number {
+    const key = tables.join(',');
+    let entry = this.tierEntryOf.get(key);
+    if (entry === undefined) {
+      entry = this.freeTiers.pop() ?? this.tierEntries++ * TIER_FIELDS;
+      if (entry + TIER_FIELDS > this.tiers.length) {
+        const grown = new Int32Array(this.tiers.length * 2);
+        grown.set(this.tiers);
+        this.tiers = grown;
+      }
+      this.tiers.set(tables, entry);
+      this.tierEntryOf.set(key, entry);
     }
+    this.tierUsers.set(entry, (this.tierUsers.get(entry) ?? 0) + 1);
     return entry;
+  }
+
+  private releaseTiers(entry: number): void {
+    const users = (this.tierUsers.get(entry) ?? 1) - 1;
+    if (users > 0) {
+      this.tierUsers.set(entry, users);
+      return;
+    }
+    this.tierUsers.delete(entry);
+    this.tierEntryOf.delete(this.tiers.subarray(entry, entry + TIER_FIELDS).join(','));
+    this.freeTiers.push(entry);
   }
 
   setNodeAddress(ip: IpAddress, node: number): void {
@@ -191,14 +221,30 @@ export class AddressRecords {
 
   isEndpoint(ip: IpAddress): boolean {
     const base = this.find(ip);
-    return base >= 0 && this.dataOf(ip)[base + IS_ENDPOINT] === 1;
+    return base >= 0 && ((this.dataOf(ip)[base + ENDPOINT_AND_CLASS] as number) & 1) === 1;
+  }
+
+  /** Forgets the address's tier peer class (what it is in changed): the next tier lookup classifies it. */
+  forgetClass(ip: IpAddress): void {
+    const base = this.find(ip);
+    if (base >= 0) forgetClassAt(this.dataOf(ip), base);
+  }
+
+  /** Forgets every address's tier peer class (the classes were renumbered, or a tier CIDR came). */
+  forgetAllClasses(): void {
+    for (let base = 0; base < this.v4.length; base += STRIDE)
+      if (this.v4[base] === USED) forgetClassAt(this.v4, base);
+    for (const base of this.v6Bases.values()) forgetClassAt(this.v6, base);
   }
 
   /** The address's groups, sorted (a copy; lookups read the record). */
   groupsOf(ip: IpAddress): number[] {
     const base = this.find(ip);
-    if (base < 0) return [];
-    const data = this.dataOf(ip);
+    return base < 0 ? [] : this.groupsAt(this.dataOf(ip), base);
+  }
+
+  /** The groups of the record at `base` in `data` (v4 or v6), sorted (a copy). */
+  groupsAt(data: Int32Array, base: number): number[] {
     const count = data[base + GROUP_COUNT] as number;
     if (count <= INLINE_GROUPS) return [...data.subarray(base + GROUPS, base + GROUPS + count)];
     const at = data[base + OVERFLOW_AT] as number;
@@ -232,6 +278,8 @@ export class AddressRecords {
 
   /** Stores a record's sorted group list: inline when it fits, else in the overflow arena. */
   private writeGroups(data: Int32Array, base: number, list: readonly number[]): void {
+    // What the address is in changes: so may its tier peer class.
+    forgetClassAt(data, base);
     const before = data[base + GROUP_COUNT] as number;
     const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
     data[base + GROUP_COUNT] = list.length;
@@ -289,7 +337,7 @@ export class AddressRecords {
 
   private releaseIfEmpty(ip: IpAddress, base: number): void {
     const data = this.dataOf(ip);
-    if (data[base + IS_ENDPOINT] === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
+    if (((data[base + ENDPOINT_AND_CLASS] as number) & 1) === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
     if (data[base + GROUP_COUNT] !== 0) return;
     if (ip.family === 4) {
       data[base + STATE] = TOMBSTONE;
@@ -340,18 +388,41 @@ export class AddressRecords {
     const records = (data: Int32Array, base: number): void => {
       remap(data, base + INGRESS);
       remap(data, base + EGRESS);
-      const entry = data[base + TIERS] as number;
-      if (entry >= 0) for (let i = 0; i < TIER_FIELDS; i++) remap(this.tiers, entry + i);
     };
     for (let base = 0; base < this.v4.length; base += STRIDE)
       if (this.v4[base] === USED) records(this.v4, base);
     for (const base of this.v6Bases.values()) records(this.v6, base);
+    // Tier entries are shared: each is remapped once, and found again by its new tables.
+    this.tierEntryOf = new Map();
+    for (const entry of this.tierUsers.keys()) {
+      for (let i = 0; i < TIER_TABLES; i++) remap(this.tiers, entry + i);
+      this.tierEntryOf.set(this.tiers.subarray(entry, entry + TIER_FIELDS).join(','), entry);
+    }
+  }
+
+  /** Records held (IPv4 and IPv6). */
+  get size(): number {
+    return this.live + this.v6Bases.size;
   }
 
   /** Bytes held by the records, the tier entries and the overflow lists. */
   get bytes(): number {
     return this.v4.byteLength + this.v6.byteLength + this.tiers.byteLength + this.overflow.byteLength;
   }
+}
+
+/** The tier peer class of the record at `base` (-1: not classified yet). */
+export function peerClassAt(data: Int32Array, base: number): number {
+  return ((data[base + ENDPOINT_AND_CLASS] as number) >>> 1) - 1;
+}
+
+export function setPeerClassAt(data: Int32Array, base: number, peerClass: number): void {
+  data[base + ENDPOINT_AND_CLASS] =
+    ((peerClass + 1) << 1) | ((data[base + ENDPOINT_AND_CLASS] as number) & 1) | 0;
+}
+
+function forgetClassAt(data: Int32Array, base: number): void {
+  data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & 1;
 }
 
 function clearRecord(data: Int32Array, base: number): void {

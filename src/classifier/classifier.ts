@@ -29,6 +29,7 @@ import {
   ENDPOINT_NODE,
   INGRESS_PORTS,
   TIERS,
+  TIER_FORM,
   GROUP_COUNT,
   GROUPS,
   INLINE_GROUPS,
@@ -39,11 +40,19 @@ import {
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
 import { NO_TABLE, SharedTables, type Shared, type SharedRef } from './shared-tables.ts';
+import {
+  NO_FORM,
+  TIER_ALLOW,
+  TIER_DENY,
+  TIER_UNDECIDED,
+  TIER_WALK,
+  TierDecisions,
+} from './tier-decisions.ts';
 
-/** Tier answers from a packed tier table's matching slot. */
-const ALLOW = 1;
-const DENY = 0;
-const UNDECIDED = -1;
+/** Tier answers (the fast form's codes; the rule walk answers the same way). */
+const ALLOW = TIER_ALLOW;
+const DENY = TIER_DENY;
+const UNDECIDED = TIER_UNDECIDED;
 
 export interface ClassifierPacket {
   readonly src: IpAddress;
@@ -73,6 +82,11 @@ export interface ClassifierOptions {
    * and node addresses. Default: every pod.
    */
   readonly node?: string;
+  /**
+   * Tier verdicts by walking each tier table's rules (groups and bitmaps) instead of the
+   * decisions kept per peer and port class: the slower form, kept for comparing the two.
+   */
+  readonly tierRuleWalk?: boolean;
 }
 
 export class Classifier {
@@ -95,6 +109,8 @@ export class Classifier {
   /** Address → groups, shared by every NetworkPolicy and tier table. */
   private readonly resolver: StateGroupResolver;
   private readonly tierCompiler: TierTables | undefined;
+  /** Tier verdicts per (table, peer class, port class); undefined without tiers (or when walking). */
+  private readonly decisions: TierDecisions | undefined;
 
   constructor(
     private readonly state: CompilingStore,
@@ -103,6 +119,11 @@ export class Classifier {
     this.allowNodeLocal = options.allowNodeLocal ?? true;
     this.resolver = new StateGroupResolver(state, this.records);
     if (options.tiers) this.tierCompiler = new TierTables(state);
+    const resolver = this.resolver;
+    this.decisions =
+      options.tiers && !options.tierRuleWalk
+        ? new TierDecisions(this.records, (group) => resolver.addressesOf(group))
+        : undefined;
     for (const pod of state.allPods()) {
       if (pod.hostNetwork && pod.node) this.addNodeAddresses(pod.node, pod.ips);
       this.setPod(pod.id, pod);
@@ -118,7 +139,7 @@ export class Classifier {
     if (before) {
       for (const ip of before.maps.endpoint.ips) if (this.mapsOf(ip) === before.maps) this.unindex(ip);
       for (const ref of before.keys) this.shared.release(ref, id, this.free);
-      for (const ref of before.tierKeys) this.tierTables.release(ref, id, this.free);
+      for (const ref of before.tierKeys) this.tierTables.release(ref, id, this.freeTier);
       this.pods.delete(id);
     }
     if (!pod || pod.hostNetwork || pod.ips.length === 0) return;
@@ -138,6 +159,10 @@ export class Classifier {
     const blocks = [ingress.entry.handle, egress.entry.handle, ...tiers.handles].map((handle) =>
       handle === NO_TABLE ? NO_TABLE : this.packed.offsetOf(handle),
     );
+    // The tier tables' form numbers follow their offsets (-1: walk the table's rules).
+    const decisions = this.decisions;
+    for (const handle of tiers.handles)
+      blocks.push(handle === NO_TABLE || !decisions ? NO_FORM : decisions.formOf(handle));
     const signature = (block: number): number => (block === NO_TABLE ? 0 : this.packed.portSignature(block));
     const signatures: [number, number] = [signature(blocks[0] as number), signature(blocks[1] as number)];
     const node = pod.node ? this.nodeNumber(pod.node) : 0;
@@ -177,9 +202,24 @@ export class Classifier {
     return this.packed.compactions;
   }
 
-  /** Bytes of the lookup structures: address records (with group lists) and packed tables. */
-  get memory(): { records: number; tables: number } {
-    return { records: this.records.bytes, tables: this.packed.bytes };
+  /**
+   * Bytes of the lookup structures: address records (with group lists), packed tables, the
+   * tier decisions kept so far (index, rows, port classes) and the tier forms they are computed
+   * from.
+   */
+  get memory(): { records: number; tables: number; tierDecisions: number; tierForms: number } {
+    const tier = this.decisions?.bytes ?? { lookups: 0, forms: 0 };
+    return {
+      records: this.records.bytes,
+      tables: this.packed.bytes,
+      tierDecisions: tier.lookups,
+      tierForms: tier.forms,
+    };
+  }
+
+  /** Tier decision rows held, peer classes and port classes (zeros without the fast form). */
+  get tierDecisionSizes(): { rows: number; peerClasses: number; portClasses: number } {
+    return this.decisions?.sizes ?? { rows: 0, peerClasses: 0, portClasses: 0 };
   }
 
   /** Distinct direction tables built (shared ones counted once). */
@@ -257,7 +297,7 @@ export class Classifier {
       const admin =
         tiered < 0 || tiers[tiered + ADMIN_EGRESS] === NO_TABLE
           ? UNDECIDED
-          : this.tier(tiers[tiered + ADMIN_EGRESS] as number, family, dstWords, data, to, protocol, port);
+          : this.tier(tiers, tiered + ADMIN_EGRESS, family, dstWords, data, to, protocol, port);
       if (admin === DENY) return false;
       if (admin === UNDECIDED) {
         const egress = data[from + EGRESS] as number;
@@ -270,10 +310,10 @@ export class Classifier {
           )
             return false;
         } else {
-          const baseline = tiered < 0 ? NO_TABLE : (tiers[tiered + BASELINE_EGRESS] as number);
           if (
-            baseline !== NO_TABLE &&
-            this.tier(baseline, family, dstWords, data, to, protocol, port) === DENY
+            tiered >= 0 &&
+            tiers[tiered + BASELINE_EGRESS] !== NO_TABLE &&
+            this.tier(tiers, tiered + BASELINE_EGRESS, family, dstWords, data, to, protocol, port) === DENY
           )
             return false;
         }
@@ -281,9 +321,8 @@ export class Classifier {
     }
     if (to < 0) return true;
     const tiered = data[to + TIERS] as number;
-    const adminTable = tiered < 0 ? NO_TABLE : (tiers[tiered + ADMIN_INGRESS] as number);
-    if (adminTable !== NO_TABLE) {
-      const admin = this.tier(adminTable, family, srcWords, data, from, protocol, port);
+    if (tiered >= 0 && tiers[tiered + ADMIN_INGRESS] !== NO_TABLE) {
+      const admin = this.tier(tiers, tiered + ADMIN_INGRESS, family, srcWords, data, from, protocol, port);
       if (admin !== UNDECIDED) return admin === ALLOW;
     }
     const ingress = data[to + INGRESS] as number;
@@ -294,15 +333,21 @@ export class Classifier {
         this.slot(ingress, family, srcWords, data, from, protocol, port, false) >= 0
       );
     }
-    const baseline = tiered < 0 ? NO_TABLE : (tiers[tiered + BASELINE_INGRESS] as number);
     return (
-      baseline === NO_TABLE || this.tier(baseline, family, srcWords, data, from, protocol, port) !== DENY
+      tiered < 0 ||
+      tiers[tiered + BASELINE_INGRESS] === NO_TABLE ||
+      this.tier(tiers, tiered + BASELINE_INGRESS, family, srcWords, data, from, protocol, port) !== DENY
     );
   }
 
-  /** A tier table's answer: ALLOW, DENY, or UNDECIDED (nothing matched, or Pass). */
+  /**
+   * A tier table's answer: ALLOW, DENY, or UNDECIDED (nothing matched, or Pass) — from the
+   * decisions kept per peer and port class when the remote has a record, else by walking the
+   * table's rules.
+   */
   private tier(
-    table: number,
+    tiers: Int32Array,
+    field: number,
     family: IpFamily,
     words: Uint32Array,
     data: Int32Array,
@@ -310,6 +355,13 @@ export class Classifier {
     protocol: number,
     port: number,
   ): number {
+    const decisions = this.decisions;
+    const form = tiers[field + TIER_FORM] as number;
+    if (decisions && remote >= 0 && form !== NO_FORM) {
+      const decided = decisions.decide(form, data, remote, family, words, protocol, port);
+      if (decided !== TIER_WALK) return decided;
+    }
+    const table = tiers[field] as number;
     const slot = this.slot(table, family, words, data, remote, protocol, port, true);
     if (slot < 0) return UNDECIDED;
     const action = this.packed.action(table, slot);
@@ -356,7 +408,11 @@ export class Classifier {
           ref,
           pod.id,
           () => tierTable(tiered[tier], direction, this.resolver),
-          (t) => this.packed.add(t.table, t.actions),
+          (t) => {
+            const handle = this.packed.add(t.table, t.actions);
+            this.decisions?.add(handle, t.form);
+            return handle;
+          },
         );
       };
       return { admin: get('admin'), baseline: get('baseline') };
@@ -397,6 +453,10 @@ export class Classifier {
   }
 
   private readonly free = (handle: number): void => this.packed.remove(handle);
+  private readonly freeTier = (handle: number): void => {
+    this.decisions?.remove(handle);
+    this.packed.remove(handle);
+  };
 }
 
 /** Whether the remote address (its record, or -1) belongs to the endpoint's own node. */

@@ -63,6 +63,11 @@ export class StateGroupResolver implements GroupResolver {
     return this.state.group(separator < 0 ? reference : reference.slice(0, separator));
   }
 
+  /** The addresses a numbered group or partition holds now. */
+  addressesOf(group: number): readonly IpAddress[] {
+    return this.index.membersOf(group);
+  }
+
   groupLabel(group: number): string {
     return this.labels[group] ?? String(group);
   }

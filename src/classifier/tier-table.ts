@@ -12,6 +12,7 @@ import { ruleText, type Rule } from '../model/rule.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import { DirectionTable } from './direction-table.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
+import { tierForm, type TierForm } from './tier-form.ts';
 
 export const ACTION_ALLOW = 0;
 export const ACTION_DENY = 1;
@@ -21,6 +22,8 @@ export interface TierTable {
   readonly table: DirectionTable;
   /** Per slot: ACTION_ALLOW, ACTION_DENY or ACTION_PASS. */
   readonly actions: Uint8Array;
+  /** The same rules as lookups decide them (tier-decisions.ts); `table` is walked for the rest. */
+  readonly form: TierForm;
 }
 
 const ANYWHERE: Cidr[] = [makeCidr(4, 0n, 0), makeCidr(6, 0n, 0)];
@@ -54,7 +57,7 @@ export function tierTable(
     }
     addPorts(table, rule, bit);
   });
-  return { table, actions };
+  return { table, actions, form: tierForm(rules, actions, direction, resolver) };
 }
 
 function addPorts(table: DirectionTable, rule: Rule, bit: number): void {
