@@ -16,7 +16,8 @@
  * - with `--mapstate-only`, the MapState figures alone (no compile or classifier);
  * - with `--lookups-only`, the classifier's build and lookups alone; `--sweep` repeats them for
  *   each number of AdminNetworkPolicies listed (flat or not in the number of ANPs), and `--walk`
- *   takes tier verdicts by walking the rules (the form before tier decisions) to compare.
+ *   takes tier verdicts by walking the rules (the form before tier decisions) to compare;
+ * - with `--compile-only`, the compiler's figures alone (wall and CPU time per run).
  */
 import { Classifier, PROTOCOL_INDEX, type ClassifierPacket } from '../src/classifier/index.ts';
 import { generateAdminPolicies } from '../src/generate/admin-policies.ts';
@@ -81,13 +82,17 @@ function tiersAt(args: string[], admins: number): void {
   }
   // The compiler: every pod's NetworkPolicy tables and tiered tables, from the manifests in memory.
   const compiles: number[] = [];
+  const compileCpu: number[] = [];
   let tiered = 0;
   for (let run = 0; run < runs; run++) {
     globalThis.gc?.();
+    const cpu = process.cpuUsage();
     const started = performance.now();
     const pipeline = new PolicyPipeline();
     pipeline.apply({ type: 'resync', cluster });
     compiles.push(performance.now() - started);
+    const used = process.cpuUsage(cpu);
+    compileCpu.push((used.user + used.system) / 1000);
     tiered = 0;
     for (const [, tables] of pipeline.compiledPods()) if (tables.ingressTiers || tables.egressTiers) tiered++;
   }
@@ -104,8 +109,9 @@ function tiersAt(args: string[], admins: number): void {
     unit: 'MiB',
   });
   process.stdout.write(
-    `compiler (all pods' tables, tiered ones included): ${(median(compiles) / 1000).toFixed(2)} s (median of ${runs}: ${compiles.map((b) => (b / 1000).toFixed(2)).join(', ')}), ${tiered} pods with tiered tables, peak RSS ${mb(process.memoryUsage().rss)}\n`,
+    `compiler (all pods' tables, tiered ones included): ${(median(compiles) / 1000).toFixed(2)} s (median of ${runs}: ${compiles.map((b) => (b / 1000).toFixed(2)).join(', ')}; CPU ${compileCpu.map((b) => (b / 1000).toFixed(2)).join(', ')} s), ${tiered} pods with tiered tables, peak RSS ${mb(process.resourceUsage().maxRSS * 1024)}\n`,
   );
+  if (args.includes('--compile-only')) return;
   const pods = lookupFigures(cluster, scale, admins, lookups, runs, args.includes('--walk'));
   mapStateFigures(cluster, pods);
   if (args.includes('--vpp')) vppTierFigures(cluster, runs);

@@ -20,6 +20,7 @@ import {
   isRelativePeer,
   type CompilingStore,
   type PeerNet,
+  type TierSelection,
 } from '../state/index.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
 
@@ -35,16 +36,30 @@ interface Dependencies {
   readonly nodes: boolean;
 }
 
+/**
+ * Per pair of tier selections (objects the store interns: one per distinct list of policies):
+ * what the pair's lists depend on, and the lists by variant. Pods of 25,000 namespaces fall into
+ * a few hundred pairs; finding a pod's pair is two Map probes by object, with no key built.
+ */
+interface PairMemo {
+  readonly dependencies: Dependencies;
+  readonly byVariant: Map<string, TieredTable>;
+}
+
 export class TierTables {
-  private readonly memo = new Map<string, TieredTable>();
-  /** Per direction and pair of tier selections: computed once, not per pod (130 rules each). */
-  private readonly dependencies = new Map<string, Dependencies>();
+  private readonly memo = {
+    ingress: new Map<TierSelection, Map<TierSelection, PairMemo>>(),
+    egress: new Map<TierSelection, Map<TierSelection, PairMemo>>(),
+  };
+  /** Lists memoized across all pairs (bounds the memo). */
+  private memoSize = 0;
 
   constructor(private readonly state: CompilingStore) {}
 
   clear(): void {
-    this.memo.clear();
-    this.dependencies.clear();
+    this.memo.ingress.clear();
+    this.memo.egress.clear();
+    this.memoSize = 0;
   }
 
   /** The pod's tiers for a direction, or undefined when no cluster policy selects it there. */
@@ -52,15 +67,20 @@ export class TierTables {
     const admin = this.state.tierSelection(pod, 'Admin', direction);
     const baseline = this.state.tierSelection(pod, 'Baseline', direction);
     if (admin.policies.length === 0 && baseline.policies.length === 0) return undefined;
-    const selectionKey = `${direction}|${admin.key}|${baseline.key}`;
-    let dependencies = this.dependencies.get(selectionKey);
-    if (!dependencies) {
-      dependencies = dependenciesOf([...admin.policies, ...baseline.policies], direction);
-      if (this.dependencies.size >= MAX_TIER_MEMO) this.dependencies.clear();
-      this.dependencies.set(selectionKey, dependencies);
+    // Bounded like the NetworkPolicy memo: churn in cluster policy must not grow it forever.
+    if (this.memoSize >= MAX_TIER_MEMO) this.clear();
+    let byBaseline = this.memo[direction].get(admin);
+    if (!byBaseline) this.memo[direction].set(admin, (byBaseline = new Map()));
+    let pair = byBaseline.get(baseline);
+    if (!pair) {
+      pair = {
+        dependencies: dependenciesOf([...admin.policies, ...baseline.policies], direction),
+        byVariant: new Map(),
+      };
+      byBaseline.set(baseline, pair);
     }
-    const key = `${selectionKey}|${this.variant(pod, direction, dependencies)}`;
-    const cached = this.memo.get(key);
+    const variant = this.variant(pod, direction, pair.dependencies);
+    const cached = pair.byVariant.get(variant);
     if (cached) return cached;
     const adminRules = admin.policies.flatMap((p) => this.policyRules(pod, p, direction));
     const baselineRules = baseline.policies.flatMap((p) => this.policyRules(pod, p, direction));
@@ -74,15 +94,15 @@ export class TierTables {
       admin: adminRules.map((r) => r.rule),
       baseline: baselineRules.map((r) => r.rule),
     };
-    // Bounded like the NetworkPolicy memo: churn in cluster policy must not grow it forever.
-    if (this.memo.size >= MAX_TIER_MEMO) this.memo.clear();
-    this.memo.set(key, table);
+    pair.byVariant.set(variant, table);
+    this.memoSize++;
     return table;
   }
 
   /** What else the lists depend on: the namespace (relative peers), ports, groups' numbers, nodes. */
   private variant(pod: Endpoint, direction: Direction, dependencies: Dependencies): string {
     const { relative, named, nodes } = dependencies;
+    if (!relative && !named && !nodes) return '';
     return `${relative ? pod.namespace : ''}|${named && direction === 'ingress' ? portsKey(pod) : ''}|${
       named && direction === 'egress' ? this.state.partitionVersion : ''
     }|${nodes ? this.state.nodesVersion : ''}`;

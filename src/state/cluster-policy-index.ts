@@ -13,13 +13,46 @@ interface SelectorGroup {
   readonly policies: ClusterPolicy[];
 }
 
+/**
+ * A slot's subject selectors by a label they require: a matchLabels pair (`key`, `value`), else
+ * an Exists (`key`); `rest` require no label. A namespace only tests those its labels reach.
+ */
+interface SlotIndex {
+  readonly byValue: Map<string, Map<string, SelectorGroup[]>>;
+  readonly byKey: Map<string, SelectorGroup[]>;
+  readonly rest: SelectorGroup[];
+}
+
+const NO_GROUPS: readonly SelectorGroup[] = [];
+
+function indexSelectors(groups: Iterable<SelectorGroup>): SlotIndex {
+  const index: SlotIndex = { byValue: new Map(), byKey: new Map(), rest: [] };
+  for (const group of groups) {
+    const requirements = group.selector.requirements;
+    const pair = requirements.find((r) => r.operator === 'In' && r.values.length === 1);
+    const exists = requirements.find((r) => r.operator === 'Exists');
+    if (pair) {
+      let byValue = index.byValue.get(pair.key);
+      if (!byValue) index.byValue.set(pair.key, (byValue = new Map()));
+      const list = byValue.get(pair.values[0] as string);
+      if (list) list.push(group);
+      else byValue.set(pair.values[0] as string, [group]);
+    } else if (exists) {
+      const list = index.byKey.get(exists.key);
+      if (list) list.push(group);
+      else index.byKey.set(exists.key, [group]);
+    } else index.rest.push(group);
+  }
+  return index;
+}
+
 export class ClusterPolicyIndex {
   private readonly byKey = new Map<string, ClusterPolicy>();
   private built:
     | {
         readonly ordered: readonly ClusterPolicy[];
         readonly position: ReadonlyMap<ClusterPolicy, number>;
-        readonly groups: ReadonlyMap<string, readonly SelectorGroup[]>;
+        readonly slots: ReadonlyMap<string, SlotIndex>;
       }
     | undefined;
 
@@ -55,11 +88,23 @@ export class ClusterPolicyIndex {
     namespaceLabels: Labels | undefined,
   ): ClusterPolicy[] {
     if (!namespaceLabels) return [];
-    const { groups, position } = this.build();
+    const { slots, position } = this.build();
+    const slot = slots.get(`${tier}|${direction}`);
+    if (!slot) return [];
     const found: ClusterPolicy[] = [];
-    for (const group of groups.get(`${tier}|${direction}`) ?? [])
+    const visit = (group: SelectorGroup): void => {
       if (selectorMatches(group.selector, namespaceLabels))
         for (const policy of group.policies) found.push(policy);
+    };
+    // Only the selectors that can match: those requiring one of the namespace's labels (by
+    // value, or by key for Exists), and those requiring none.
+    for (const label in namespaceLabels) {
+      const byValue = slot.byValue.get(label);
+      const value = namespaceLabels[label] as string;
+      for (const group of byValue?.get(value) ?? NO_GROUPS) visit(group);
+      for (const group of slot.byKey.get(label) ?? NO_GROUPS) visit(group);
+    }
+    for (const group of slot.rest) visit(group);
     return found.sort((a, b) => (position.get(a) as number) - (position.get(b) as number));
   }
 
@@ -80,7 +125,7 @@ export class ClusterPolicyIndex {
         bySlot.set(slot, groups);
       }
     }
-    const groups = new Map([...bySlot].map(([slot, g]) => [slot, [...g.values()]] as const));
-    return (this.built = { ordered, position, groups });
+    const slots = new Map([...bySlot].map(([slot, g]) => [slot, indexSelectors(g.values())] as const));
+    return (this.built = { ordered, position, slots });
   }
 }

@@ -322,7 +322,7 @@ export class ClusterState implements CompilingStore {
   resync(cluster: Cluster): StateDelta {
     this.resyncing = true;
     try {
-      return this.resyncObjects(cluster);
+      return this.groups.batch(() => this.resyncObjects(cluster));
     } finally {
       this.resyncing = false;
     }
