@@ -70,7 +70,7 @@ export class TierTables {
     // Bounded like the NetworkPolicy memo: churn in cluster policy must not grow it forever.
     if (this.memoSize >= MAX_TIER_MEMO) this.clear();
     let byBaseline = this.memo[direction].get(admin);
-    if (!byBaseline) this.memo[direction].set(admin, (byBaseline = new Map()));
+    if (!byBaseline) this.memo[direction].set(admin, (byBaseline = new Map<TierSelection, PairMemo>()));
     let pair = byBaseline.get(baseline);
     if (!pair) {
       pair = {

@@ -33,7 +33,7 @@ function indexSelectors(groups: Iterable<SelectorGroup>): SlotIndex {
     const exists = requirements.find((r) => r.operator === 'Exists');
     if (pair) {
       let byValue = index.byValue.get(pair.key);
-      if (!byValue) index.byValue.set(pair.key, (byValue = new Map()));
+      if (!byValue) index.byValue.set(pair.key, (byValue = new Map<string, SelectorGroup[]>()));
       const list = byValue.get(pair.values[0] as string);
       if (list) list.push(group);
       else byValue.set(pair.values[0] as string, [group]);
