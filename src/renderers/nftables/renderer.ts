@@ -29,7 +29,7 @@ import { DataplaneError, type NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn } from '../types.ts';
 import { hash, randomInt } from 'node:crypto';
 import { FAMILIES, podCidrSet } from './names.ts';
-import type { NftObjects, Dirty} from './objects.ts';
+import type { NftObjects, Dirty } from './objects.ts';
 import { fingerprintScript, replaceTableScript, tableBlock } from './objects.ts';
 import {
   fingerprintText,
