@@ -128,13 +128,17 @@ export class FakeNft implements NftRunner {
 
 function setJson(table: FakeTable, family: string, tableName: string, name: string): object {
   const set = table.sets.get(name)!;
-  const elem = [...set.elements].map((e) => {
+  const interval = set.flags.includes('interval');
+  const value = (e: string): unknown => {
     const slash = e.indexOf('/');
     if (slash > 0) return { prefix: { addr: e.slice(0, slash), len: Number(e.slice(slash + 1)) } };
-    if (set.flags.includes('interval') && e.includes('-')) return { range: e.split('-') };
-    if (e.includes(' . ')) return { concat: e.split(' . ').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) };
+    if (interval && e.includes('-')) return { range: e.split('-') };
     return /^\d+$/.test(e) ? Number(e) : e;
-  });
+  };
+  // A concatenation's fields one by one (an interval concatenation's address field may be a range).
+  const elem = [...set.elements].map((e) =>
+    e.includes(' . ') ? { concat: e.split(' . ').map(value) } : value(e),
+  );
   return {
     set: {
       family,

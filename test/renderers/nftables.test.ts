@@ -92,6 +92,43 @@ describe('nftables table chains', () => {
     );
     assert.ok(chain.lines.includes('ip saddr 192.168.0.0/16 meta l4proto tcp return'));
   });
+
+  it('keeps address ranges in sets keyed by address and family, which nft does not read before each commit', () => {
+    // nft dumps every single-field interval set of the table before any transaction touching an
+    // element; a concatenation with the (constant) family is checked by the kernel instead.
+    const table = canonicalTable([
+      ...['10.0.0.0/16', '10.2.0.0/16'].map((block) => ({
+        action: 'permit' as const,
+        protocol: 'TCP' as const,
+        src: { kind: 'cidr' as const, cidr: cidr(block) },
+        dst: { kind: 'any' as const },
+      })),
+      { action: 'deny', protocol: 'ANY', src: { kind: 'any' }, dst: { kind: 'any' } },
+    ]);
+    const chain = renderTableChain(table, [4]);
+    const [set] = chain.sets;
+    assert.ok(set, 'two separate ranges make one named set');
+    assert.deepEqual(set.elements, ['10.0.0.0/16 . ipv4', '10.2.0.0/16 . ipv4']);
+    assert.ok(chain.lines.includes(`ip saddr . meta nfproto @${set.name} meta l4proto tcp return`));
+    const state = new ClusterState();
+    const runner = recordingRunner();
+    const renderer = new NftablesRenderer({ state, runner, families: [4] });
+    const pipeline = new PolicyPipeline({ state, node: 'n1', renderers: [renderer] });
+    pipeline.apply({
+      type: 'resync',
+      cluster: clusterOf([
+        ...base,
+        policy('shop', 'from-two-blocks', {
+          podSelector: { matchLabels: { app: 'web' } },
+          ingress: [{ from: [{ ipBlock: { cidr: '10.1.0.0/16' } }, { ipBlock: { cidr: '10.3.0.0/16' } }] }],
+        }),
+      ]),
+    });
+    assert.match(
+      runner.scripts[0] ?? '',
+      /set n_\w+_4 \{\n\t\ttype ipv4_addr \. nf_proto;\n\t\tflags interval;/,
+    );
+  });
 });
 
 describe('nftables transactions', () => {

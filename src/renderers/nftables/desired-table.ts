@@ -24,6 +24,7 @@ import {
   groupSet,
   localDispatchMap,
   localPodsSet,
+  netSetType,
   podCidrSet,
   replyTwin,
   replyVerdict,
@@ -282,7 +283,7 @@ export class DesiredTable {
     const count = this.netSetUse.get(set.name) ?? 0;
     this.netSetUse.set(set.name, count + 1);
     if (count > 0) return;
-    this.declareSet(set.name, { type: addressType(set.family), interval: true });
+    this.declareSet(set.name, { type: netSetType(set.family), interval: true });
     const elements = this.objects.sets.get(set.name)?.elements;
     for (const element of set.elements) {
       elements?.add(element);

@@ -72,3 +72,17 @@ export const FINGERPRINT_TYPE = 'mark . mark';
 /** The nft address match of a family: `ip` or `ip6`. */
 export const addressProtocol = (family: IpFamily): string => (family === 4 ? 'ip' : 'ip6');
 export const addressType = (family: IpFamily): string => (family === 4 ? 'ipv4_addr' : 'ipv6_addr');
+
+/**
+ * Address ranges (`netSet`) are kept in sets keyed by the address and the packet's family: nft
+ * reads every element of every single-field interval set of the table before each transaction
+ * that touches any element (to check new ranges for overlaps), one kernel dump per set — at
+ * shape (a) scale ~200 dumps a commit. A concatenation is checked by the kernel instead, so the
+ * family is added as a second, constant field: `ip saddr . meta nfproto @n_…`.
+ */
+export const netSetType = (family: IpFamily): string => `${addressType(family)} . nf_proto`;
+/** A netSet rule's match: the address field and the family beside it. */
+export const netSetMatch = (match: string, name: string): string => `${match} . meta nfproto @${name}`;
+/** A netSet element: the range and the family. */
+export const netSetElement = (family: IpFamily, range: string): string =>
+  `${range} . ${family === 4 ? 'ipv4' : 'ipv6'}`;

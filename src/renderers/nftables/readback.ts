@@ -118,7 +118,8 @@ function elementText(element: unknown, interval: boolean): string {
     const [a, b] = e.range as [unknown, unknown];
     return `${elementText(a, false)}-${elementText(b, false)}`;
   }
-  if (e.concat) return (e.concat as unknown[]).map((x) => elementText(x, false)).join(' . ');
+  // An interval concatenation (address ranges . family): the address field is an interval.
+  if (e.concat) return (e.concat as unknown[]).map((x, i) => elementText(x, interval && i === 0)).join(' . ');
   if (e.elem) return elementText((e.elem as Json).val, interval);
   return JSON.stringify(element);
 }

@@ -11,7 +11,7 @@
  */
 import type { Cidr, IpFamily } from '../../net/ip.ts';
 import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
-import { addressProtocol, FAMILIES, groupSet, netSet } from './names.ts';
+import { addressProtocol, FAMILIES, groupSet, netSet, netSetElement, netSetMatch } from './names.ts';
 import { intervalElements } from './intervals.ts';
 
 export interface RenderedChain {
@@ -222,8 +222,8 @@ function chainLines(
     let addresses = `${match} ${elements[0] ?? ''}`;
     if (elements.length > 1) {
       const name = netSet(family, elements);
-      sets.set(name, { name, family, elements });
-      addresses = `${match} @${name}`;
+      sets.set(name, { name, family, elements: elements.map((e) => netSetElement(family, e)) });
+      addresses = netSetMatch(match, name);
     }
     lines.push([addresses, l4, 'return'].filter(Boolean).join(' '));
   }
