@@ -32,6 +32,7 @@ export { MATRIX_FORMATS, textTableWidth, type MatrixWriter } from './format/matr
 export {
   compileJson,
   formatCompileText,
+  compileTextLines,
   type CompileReport,
   type CompileStats,
 } from './format/compile-output.ts';

@@ -51,7 +51,24 @@ export interface CompileStats {
 }
 
 export function formatCompileText(report: CompileReport, style: Style, withStats: boolean): string {
+  return [...compileTextLines(report, style, withStats)].join('');
+}
+
+/**
+ * The text output line by line (each with its newline), for writing as it is made: at shape a
+ * scale the whole text is over 100 MB, which a single string held at its peak.
+ */
+export function* compileTextLines(
+  report: CompileReport,
+  style: Style,
+  withStats: boolean,
+): Generator<string> {
+  // Lines are gathered per pod, table or group, and handed out (then dropped) after each.
   const lines: string[] = [];
+  function* flush(): Generator<string> {
+    for (const line of lines) yield `${line}\n`;
+    lines.length = 0;
+  }
   lines.push(
     style.bold(
       `pods (${report.pods.length} compiled${report.postponed.length ? `, ${report.postponed.length} postponed: no address` : ''})`,
@@ -62,12 +79,14 @@ export function formatCompileText(report: CompileReport, style: Style, withStats
     lines.push(
       `  ${pod.id}  ingress: ${pod.ingress ?? 'open'}${tiers(pod.ingressTiers)}  egress: ${pod.egress ?? 'open'}${tiers(pod.egressTiers)}`,
     );
+    yield* flush();
   }
   for (const id of report.postponed) lines.push(style.dim(`  ${id}  postponed (no address yet)`));
   lines.push('', style.bold(`tables (${report.tables.length} distinct)`));
   for (const table of report.tables) {
     lines.push(`  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}`);
     table.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
+    yield* flush();
   }
   if (report.tiers.length > 0) {
     lines.push(
@@ -84,6 +103,7 @@ export function formatCompileText(report: CompileReport, style: Style, withStats
         lines.push(`    ${name}:`);
         rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
       }
+      yield* flush();
     }
   }
   lines.push('', style.bold(`address groups (${report.groups.length})`));
@@ -92,6 +112,7 @@ export function formatCompileText(report: CompileReport, style: Style, withStats
       (m) => `${m.pod}${m.port !== undefined ? `:${m.port}` : ''} ${m.ips.join(',')}`,
     );
     lines.push(`  ${group.key}`, `    ${members.length ? members.join('; ') : style.dim('(no members)')}`);
+    yield* flush();
   }
   if (report.node) {
     const { node } = report;
@@ -116,7 +137,7 @@ export function formatCompileText(report: CompileReport, style: Style, withStats
     node.global.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
   }
   if (withStats) lines.push('', formatStats(report.stats));
-  return lines.join('\n') + '\n';
+  yield* flush();
 }
 
 export function formatStats(stats: CompileStats): string {

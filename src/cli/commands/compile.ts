@@ -5,7 +5,7 @@
 import { Command } from 'commander';
 import { formatIp } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import { compileJson, formatCompileText, styleFor, type CompileReport } from '../../analysis/index.ts';
+import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
 import type { TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
@@ -17,7 +17,7 @@ import {
   withInputOptions,
   writeJson,
 } from '../common.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 
 export function compileCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('compile'))
@@ -57,7 +57,11 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const millis = performance.now() - started;
       const report = buildReport(pipeline, cache, node, side, millis);
       if (output === 'json') writeJson(io, compileJson(report));
-      else io.stdout.write(formatCompileText(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true));
+      else
+        await writeStreaming(
+          io.stdout,
+          compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
+        );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
