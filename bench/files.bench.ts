@@ -34,20 +34,33 @@ export async function filesBenchmark(args: string[]): Promise<void> {
         peaks.push(compiled.peakMiB);
       }
       const phases = { load: [] as number[], store: [] as number[], tables: [] as number[] };
+      // CPU time of each phase (every thread of this process): under load, wall time measures
+      // the neighbours as much as the phase.
+      const cpu = { load: [] as number[], store: [] as number[], tables: [] as number[] };
+      const cpuSince = (start: NodeJS.CpuUsage): number => {
+        const used = process.cpuUsage(start);
+        return (used.user + used.system) / 1000;
+      };
       for (let run = 0; run < runs; run++) {
         globalThis.gc?.();
         let t = performance.now();
+        let c = process.cpuUsage();
         const { cluster } = await loadCluster([dir.path], { keepRawObjects: false });
         phases.load.push(performance.now() - t);
+        cpu.load.push(cpuSince(c));
         globalThis.gc?.();
         t = performance.now();
+        c = process.cpuUsage();
         const state = new ClusterState();
         state.resync(cluster);
         phases.store.push(performance.now() - t);
+        cpu.store.push(cpuSince(c));
         t = performance.now();
+        c = process.cpuUsage();
         const configurator = new Configurator(state);
         for (const pod of state.allPods()) configurator.compile(pod);
         phases.tables.push(performance.now() - t);
+        cpu.tables.push(cpuSince(c));
       }
       const seconds = (values: number[]): number[] => values.map((v) => v / 1000);
       const full = scale === 1;
@@ -75,7 +88,8 @@ export async function filesBenchmark(args: string[]): Promise<void> {
       process.stdout.write(
         `shape a ×${scale} from files: compile -f ${median(whole).toFixed(0)} ms (runs ${whole.map((w) => w.toFixed(0)).join(', ')}), ` +
           `peak RSS ${median(peaks).toFixed(0)} MiB; in process: load ${median(phases.load).toFixed(0)} ms, ` +
-          `store ${median(phases.store).toFixed(0)} ms, tables ${median(phases.tables).toFixed(0)} ms\n`,
+          `store ${median(phases.store).toFixed(0)} ms, tables ${median(phases.tables).toFixed(0)} ms; ` +
+          `CPU load ${median(cpu.load).toFixed(0)} ms, store ${median(cpu.store).toFixed(0)} ms, tables ${median(cpu.tables).toFixed(0)} ms\n`,
       );
     } finally {
       dir.remove();
