@@ -26,7 +26,7 @@
  *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
  *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -132,6 +132,22 @@ async function traffic(runs: number, seconds: number): Promise<void> {
         off: async () =>
           void (await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns })),
       });
+    // The hook's own cost: the same attachment with a program that passes everything at once.
+    // What eBPF costs beyond this is the program's work; what this costs is being on tc at all.
+    const empty: PinLocation = { instance: `bench-${process.pid}-empty` };
+    locations.push(empty);
+    loadEmptyProgram(empty, stateRoot);
+    configurations.push({
+      label: 'tc hook, empty program',
+      policies: 0,
+      on: () => {
+        for (const pod of [client, server]) attach(empty, node.netns, pod.hostInterface);
+      },
+      off: () => {
+        for (const pod of [client, server]) detach(node.netns, pod.hostInterface);
+      },
+      programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(empty), 'progs', p)),
+    });
     for (const [i, { label, cluster }] of sizes.entries()) {
       const location: PinLocation = { instance: `bench-${process.pid}-${i}` };
       loadProgram(location);
@@ -276,6 +292,38 @@ function reportTraffic(
         runs: ns,
       });
   }
+}
+
+/** Programs named as the datapath's that pass every packet, pinned where attach() finds them. */
+function loadEmptyProgram(location: PinLocation, scratch: string): void {
+  const source = join(scratch, 'empty.bpf.c');
+  const object = join(scratch, 'empty.bpf.o');
+  writeFileSync(
+    source,
+    [
+      '#include <linux/bpf.h>',
+      '#include <linux/pkt_cls.h>',
+      '#include <bpf/bpf_helpers.h>',
+      'SEC("tc") int from_pod(struct __sk_buff *skb) { return TC_ACT_OK; }',
+      'SEC("tc") int to_pod(struct __sk_buff *skb) { return TC_ACT_OK; }',
+      'char LICENSE[] SEC("license") = "GPL";',
+      '',
+    ].join('\n'),
+  );
+  const triplet = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
+  execFileSync('clang', [
+    '-O2',
+    '-target',
+    'bpf',
+    '-I',
+    `/usr/include/${triplet}`,
+    '-c',
+    source,
+    '-o',
+    object,
+  ]);
+  mkdirSync(pinDir(location), { recursive: true });
+  execFileSync('bpftool', ['prog', 'loadall', object, join(pinDir(location), 'progs')]);
 }
 
 /** Sum of the programs' run time and run count (bpf_stats). */
