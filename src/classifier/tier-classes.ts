@@ -127,7 +127,8 @@ export class TierPortClasses {
   /** (protocol << 17 | port) → ranges starting or ending there. */
   private readonly boundaries = new Map<number, number>();
   private stale = true;
-  classOf = new Uint16Array(3 << 16);
+  /** Made at the first refresh: classifiers that never look up a tier (renderers) do not pay for it. */
+  classOf = new Uint16Array(0);
   representatives: number[] = [];
 
   /** Whether the classes must be computed again (a new boundary came). */
@@ -154,6 +155,7 @@ export class TierPortClasses {
     const starts: boolean[][] = [[], [], []];
     for (const key of this.boundaries.keys()) (starts[key >>> 17] as boolean[])[key & 0x1ffff] = true;
     const representatives: number[] = [];
+    if (this.classOf.length === 0) this.classOf = new Uint16Array(3 << 16);
     for (let protocol = 0; protocol < 3; protocol++) {
       const marks = starts[protocol] as boolean[];
       for (let port = 0; port < 65536; port++) {
