@@ -165,6 +165,7 @@ function report(
 ): void {
   process.stdout.write(
     `${what} → committed nft transaction: median ${f2(median(r.committed))} ms, p99 ${f2(p99(r.committed))} ms ` +
+      `(CPU median ${f2(median(r.cpu))} ms, p99 ${f2(p99(r.cpu))} ms) ` +
       `over the ${r.committed.length} of ${events} events that changed node-0's table` +
       (root
         ? ` (nft alone: median ${f2(median(r.nft))} ms, p99 ${f2(p99(r.nft))} ms)`
