@@ -352,29 +352,32 @@ export class GroupIndex {
 
   /** A scope's pods in one namespace, in the order `admitNamespace` visits them. */
   private scopeOf(selector: LabelSelector | undefined, namespace: string, scope: ScopeMembers): void {
-    const sets = selector
-      ? this.host.podLabelSets.candidates(namespace, selector)
-      : this.host.podLabelSets.all(namespace);
-    for (const set of sets) {
-      if (selector && !selectorMatches(selector, set.labels)) continue;
-      for (const id of set.members) {
-        const pod = this.host.pod(id);
-        if (!pod || pod.ips.length === 0 || pod.hostNetwork) continue;
-        scope.pods.push(pod);
-        scope.members.push({ pod: id, ips: pod.ips });
-      }
-    }
+    this.eachSelected(namespace, selector, (pod) => {
+      if (pod.ips.length === 0 || pod.hostNetwork) return;
+      scope.pods.push(pod);
+      scope.members.push({ pod: pod.id, ips: pod.ips });
+    });
   }
 
   /**
-   * Admits a new group's members in one namespace of its scope (the namespace matches it). The
-   * pod selector is asked once per label set — its members share their labels — and each member
-   * is added without asking again what the scope already answered.
+   * Admits a new group's members in one namespace of its scope (the namespace matches it); each
+   * member is added without asking again what the scope already answered.
    */
   private admitNamespace(group: GroupRecord, namespace: string): void {
     const named = group.spec.namedPort;
     if (named && !this.namedPorts.get(namespace)?.has(`${named.name}/${named.protocol}`)) return;
-    const selector = group.spec.podSelector;
+    this.eachSelected(namespace, group.spec.podSelector, (pod) => this.addMember(group, pod, pod.id));
+  }
+
+  /**
+   * The pods of a namespace the pod selector selects (none: every pod), found through the label
+   * sets: the selector is asked once per set, whose members share their labels.
+   */
+  private eachSelected(
+    namespace: string,
+    selector: LabelSelector | undefined,
+    visit: (pod: Endpoint) => void,
+  ): void {
     const sets = selector
       ? this.host.podLabelSets.candidates(namespace, selector)
       : this.host.podLabelSets.all(namespace);
@@ -382,7 +385,7 @@ export class GroupIndex {
       if (selector && !selectorMatches(selector, set.labels)) continue;
       for (const id of set.members) {
         const pod = this.host.pod(id);
-        if (pod) this.addMember(group, pod, id);
+        if (pod) visit(pod);
       }
     }
   }
