@@ -144,7 +144,8 @@ function timesReport(jsonLines) {
     .map((r) => ({
       ...r,
       cpu: r.self + r.children,
-      file: relative(join(bundleDir, 'tests'), r.file).replace(/\.mjs$/, '.ts'),
+      // Compiled files by their sources' paths (under tsx they are the sources).
+      file: relative(tsx ? root : join(bundleDir, 'tests'), r.file).replace(/\.mjs$/, '.ts'),
     }))
     .sort((a, b) => b.cpu - a.cpu);
   const total = rows.reduce((sum, r) => sum + r.cpu, 0);
