@@ -44,6 +44,12 @@ export class EtcdWriter implements SourceSink {
   private readonly mirror = new Map<string, string>();
   /** Changes not yet sent: value (and its digest), or null for a delete; with the stream that made them. */
   private readonly pending = new Map<string, Change>();
+  /**
+   * Changes sent in the transaction awaiting its answer: what etcd holds once it commits. A change
+   * that arrives meanwhile is compared with these, not with the mirror — compared with the
+   * mirror, a policy deleted in flight and put back as it was looked unchanged, and was lost.
+   */
+  private readonly inflight = new Map<string, Change>();
   private readonly pendingPerStream = new Map<string, number>();
   /** resourceVersions to record, per stream. */
   private readonly versions = new Map<string, { rv: string; stream: StreamId }>();
@@ -131,7 +137,7 @@ export class EtcdWriter implements SourceSink {
     this.listing.delete(id);
     // Whatever the stream's prefix holds that the list did not: deleted while we were away.
     const prefix = streamPrefix(this.options.layout, stream);
-    for (const key of [...this.mirror.keys(), ...this.pending.keys()]) {
+    for (const key of [...this.mirror.keys(), ...this.inflight.keys(), ...this.pending.keys()]) {
       if (key.startsWith(prefix) && !seen.has(key) && this.present(key))
         this.enqueue(key, null, undefined, id);
     }
@@ -182,7 +188,7 @@ export class EtcdWriter implements SourceSink {
       if (this.present(item.key)) this.enqueue(item.key, null, undefined, streamKey(stream));
       return;
     }
-    const queued = this.pending.get(item.key);
+    const queued = this.pending.get(item.key) ?? this.inflight.get(item.key);
     const same = queued ? queued.value === item.value : this.mirror.get(item.key) === item.digest;
     if (same) this.counts.unchanged++;
     else this.enqueue(item.key, item.value, item.digest, streamKey(stream));
@@ -190,16 +196,24 @@ export class EtcdWriter implements SourceSink {
 
   /** Whether etcd holds the key once pending changes are applied. */
   private present(key: string): boolean {
-    const queued = this.pending.get(key);
+    const queued = this.pending.get(key) ?? this.inflight.get(key);
     return queued ? queued.value !== null : this.mirror.has(key);
+  }
+
+  /** Whether etcd holds `value` (null: nothing) at `key` once the transaction in flight commits. */
+  private holds(key: string, value: string | null, valueDigest: string | undefined): boolean {
+    const sent = this.inflight.get(key);
+    if (sent) return value === null ? sent.value === null : sent.value === value;
+    return value === null ? !this.mirror.has(key) : this.mirror.get(key) === valueDigest;
   }
 
   private enqueue(key: string, value: string | null, valueDigest: string | undefined, stream: string): void {
     if (this.stopped) return;
     const previous = this.pending.get(key);
     if (previous) this.countStream(previous.stream, -1);
-    // A change back to what etcd already holds cancels the pending one.
-    if (value === null ? !this.mirror.has(key) : this.mirror.get(key) === valueDigest) {
+    // A change back to what etcd holds (or will, once the transaction in flight commits)
+    // cancels the pending one.
+    if (this.holds(key, value, valueDigest)) {
       this.pending.delete(key);
     } else {
       this.pending.set(key, { value, digest: valueDigest, stream });
@@ -262,6 +276,7 @@ export class EtcdWriter implements SourceSink {
     }
     for (const [key, change] of changes) {
       this.pending.delete(key);
+      this.inflight.set(key, change);
       this.countStream(change.stream, -1);
     }
     const versions: string[] = [];
@@ -299,6 +314,7 @@ export class EtcdWriter implements SourceSink {
       this.counts.revision = result.revision;
       for (const [key, change] of batch.changes) {
         this.counts.written++;
+        this.inflight.delete(key);
         if (change.value === null) this.mirror.delete(key);
         else this.mirror.set(key, change.digest ?? digest(change.value));
       }
@@ -319,6 +335,7 @@ export class EtcdWriter implements SourceSink {
     } catch (error) {
       // Put the batch back (unless newer changes to the same keys arrived) and try again later.
       for (const [key, change] of batch.changes) {
+        this.inflight.delete(key);
         if (!this.pending.has(key)) {
           this.pending.set(key, change);
           this.countStream(change.stream, 1);
