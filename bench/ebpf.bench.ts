@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ebpf [--runs N] [--seconds S] [--events N] [--scale F] [--skip-traffic]
+ * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--events N] [--scale F] [--skip-traffic]
  * [--skip-per-packet] [--skip-updates]`: the eBPF datapath's figures (root; clang, bpftool;
  * iperf3 for throughput).
  *
@@ -8,7 +8,7 @@
  *    1, 100 and 10,000 policies. N rounds (5 unless told), each running every configuration once,
  *    starting at another one each round (each eBPF configuration has its own pinned maps, attached
  *    in its turn): TCP throughput (iperf3 for S seconds, 1 unless told) and new connections per
- *    second (connect, echo, close; 2,000 from the client's pod agent). Each figure is a ratio to
+ *    second (connect, echo, close; C from the client's pod agent, 2,000 unless told). Each figure is a ratio to
  *    no policy within its round, reported as the median of the rounds with their spread — wall
  *    rates on a shared machine swing by tens of percent between rounds, less within one — beside
  *    the programs' own run time per packet (kernel.bpf_stats_enabled), apart for the iperf3 stream
@@ -67,7 +67,8 @@ const load = (): string =>
 export async function ebpfBenchmark(args: string[]): Promise<void> {
   if (!isRoot()) return say('the eBPF benchmark needs root (BPF programs, network namespaces); skipped');
   say(`load average at start: ${load()}`);
-  if (!args.includes('--skip-traffic')) await traffic(option(args, 'runs', 5), option(args, 'seconds', 1));
+  if (!args.includes('--skip-traffic'))
+    await traffic(option(args, 'runs', 5), option(args, 'seconds', 1), option(args, 'connections', 2000));
   if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
   say(`load average at end: ${load()}`);
@@ -84,7 +85,7 @@ interface Configuration {
   readonly programs?: readonly string[];
 }
 
-async function traffic(runs: number, seconds: number): Promise<void> {
+async function traffic(runs: number, seconds: number, connections: number): Promise<void> {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
     stateRoot,
@@ -189,7 +190,7 @@ async function traffic(runs: number, seconds: number): Promise<void> {
         const configuration = configurations[c] as Configuration;
         await configuration.on();
         const before = programStats(configuration.programs);
-        rates[c]?.push(await connectionRate(lab, client.id, serverIp));
+        rates[c]?.push(await connectionRate(lab, client.id, serverIp, connections));
         const connected = programStats(configuration.programs);
         if (iperf.code === 0)
           throughputs[c]?.push(await throughput(server.netns, client.netns, serverIp, seconds));
@@ -199,7 +200,13 @@ async function traffic(runs: number, seconds: number): Promise<void> {
         iperfPackets[c]?.push((after.count - connected.count) / seconds);
         await configuration.off();
       }
-    reportTraffic(configurations, { throughputs, rates, iperfNs, iperfPackets, connectNs }, runs, seconds);
+    reportTraffic(
+      configurations,
+      { throughputs, rates, iperfNs, iperfPackets, connectNs },
+      runs,
+      seconds,
+      connections,
+    );
   } finally {
     await run('sysctl', ['-q', '-w', `kernel.bpf_stats_enabled=${stats.stdout.trim() || '0'}`]);
     for (const location of locations) unload(location);
@@ -238,13 +245,14 @@ function reportTraffic(
   t: TrafficRuns,
   runs: number,
   seconds: number,
+  connections: number,
 ): void {
   const ratios = (series: number[][], c: number) =>
     (series[c] ?? [])
       .map((value, r) => (100 * value) / ((series[0] ?? [])[r] ?? NaN))
       .filter(Number.isFinite);
   say(
-    `\ntraffic: ${runs} rounds, each configuration once per round (rotating order); iperf3 ${seconds} s, 2,000 connections`,
+    `\ntraffic: ${runs} rounds, each configuration once per round (rotating order); iperf3 ${seconds} s, ${connections.toLocaleString('en')} connections`,
   );
   say("% of no policy: median of the rounds' ratios (min–max); ns per packet in BPF: median (min–max)");
   say(
