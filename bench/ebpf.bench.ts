@@ -61,6 +61,16 @@ function option(args: string[], name: string, fallback: number): number {
 }
 
 const say = (text: string): void => void process.stdout.write(`${text}\n`);
+
+/** A node's pinned maps rendered from a cluster (the renderer takes over what the maps held). */
+function renderInto(location: PinLocation, node: string, cluster: Cluster): void {
+  const maps = PinnedMaps.open(location);
+  const state = new ClusterState();
+  const renderer = new EbpfRenderer({ state, node, kernel: maps });
+  new PolicyPipeline({ state, node, renderers: [renderer] }).apply({ type: 'resync', cluster });
+  renderer.settle();
+  maps.close();
+}
 const load = (): string =>
   execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ').slice(0, 3).join(' ');
 
@@ -153,12 +163,7 @@ async function traffic(runs: number, seconds: number, connections: number): Prom
       const location: PinLocation = { instance: `bench-${process.pid}-${i}` };
       loadProgram(location);
       locations.push(location);
-      const maps = PinnedMaps.open(location);
-      const state = new ClusterState();
-      const renderer = new EbpfRenderer({ state, node: 'node-0', kernel: maps });
-      new PolicyPipeline({ state, node: 'node-0', renderers: [renderer] }).apply({ type: 'resync', cluster });
-      renderer.settle();
-      maps.close();
+      renderInto(location, 'node-0', cluster);
       configurations.push({
         label: `eBPF ${label}`,
         policies: cluster.policies.length,
@@ -442,15 +447,7 @@ function perPacket(): void {
   const replies = PinnedProgram.open(location, 'from_pod');
   const db = ip('10.0.0.1');
   const clients = Array.from({ length: CLIENTS }, (_, i) => ip(clientIp(i)));
-  /** The node's maps rendered from a cluster (the renderer takes over what the maps held). */
-  const install = (cluster: Cluster): void => {
-    const maps = PinnedMaps.open(location);
-    const state = new ClusterState();
-    const renderer = new EbpfRenderer({ state, node: 'n1', kernel: maps });
-    new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({ type: 'resync', cluster });
-    renderer.settle();
-    maps.close();
-  };
+  const install = (cluster: Cluster): void => renderInto(location, 'n1', cluster);
   // Each measurement starts from an empty connection table and uses new 5-tuples only, so
   // every packet is judged by the tables and inserted without evicting anything.
   const cost = (packet: (k: number) => { client: number; port: number }): number => {

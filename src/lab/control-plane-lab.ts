@@ -39,6 +39,7 @@ import {
   requireRoot,
   takeLock,
   writeStateFile,
+  type LabLocation,
 } from './lab-files.ts';
 import { labObjects, type LabOptions } from './lab.ts';
 import { connectPodAgents, podClient, podClients, startAgents, stopAgent } from './pod-agents.ts';
@@ -68,7 +69,7 @@ export class ControlPlaneLab {
   private constructor(
     private state: ControlPlaneState,
     private readonly dir: string,
-    private readonly options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    private readonly options: LabLocation,
     private cluster: Cluster,
     private readonly store: EtcdStore,
     private readonly clients: ReadonlyMap<string, AgentClient>,
@@ -154,10 +155,7 @@ export class ControlPlaneLab {
   }
 
   /** Re-opens a running lab with a control plane (its pods' agents and etcd). */
-  static async attach(
-    name: string,
-    options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
-  ): Promise<ControlPlaneLab> {
+  static async attach(name: string, options: LabLocation = {}): Promise<ControlPlaneLab> {
     requireRoot();
     const { dir } = labPaths(name, options.stateRoot);
     const state = readState(dir, name);
@@ -177,7 +175,7 @@ export class ControlPlaneLab {
   private static open(
     state: ControlPlaneState,
     dir: string,
-    options: Pick<LabOptions, 'stateRoot' | 'waitMs'>,
+    options: LabLocation,
     store: EtcdStore,
   ): ControlPlaneLab {
     const cluster = loadFromObjects(state.objects, 'lab').cluster;
@@ -188,7 +186,7 @@ export class ControlPlaneLab {
   /** Removes everything the lab started and created; what could not be removed is an error. */
   static async down(
     name: string,
-    options: Pick<LabOptions, 'stateRoot' | 'waitMs'> = {},
+    options: LabLocation = {},
   ): Promise<{ namespaces: number; processes: number }> {
     requireRoot();
     const { dir } = labPaths(name, options.stateRoot);
