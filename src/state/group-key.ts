@@ -49,6 +49,11 @@ export function groupAdmits(spec: GroupSpec, pod: Endpoint, namespaceLabels: Lab
   }
   const named = spec.namedPort;
   if (!named) return ADMITTED;
+  return namedPortOf(pod, named) ?? NOT_ADMITTED;
+}
+
+/** The number of a pod's port of that name and protocol (undefined: the pod has none). */
+export function namedPortOf(pod: Endpoint, named: NonNullable<GroupSpec['namedPort']>): number | undefined {
   for (const p of pod.ports) if (p.name === named.name && p.protocol === named.protocol) return p.port;
-  return NOT_ADMITTED;
+  return undefined;
 }

@@ -8,7 +8,7 @@
 import { cidrContains, type IpAddress } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Endpoint, LabelSelector, Labels } from '../model/types.ts';
-import { ADMITTED, groupAdmits, groupKey, NOT_ADMITTED } from './group-key.ts';
+import { ADMITTED, groupAdmits, groupKey, namedPortOf, NOT_ADMITTED } from './group-key.ts';
 import type { LabelSetIndex } from './label-sets.ts';
 import type { AddressGroup, GroupMember, GroupSpec } from './types.ts';
 
@@ -342,11 +342,8 @@ export class GroupIndex {
         this.admitMember(group, members[i] as GroupMember, undefined);
         continue;
       }
-      for (const p of pod.ports)
-        if (p.name === named.name && p.protocol === named.protocol) {
-          this.admitMember(group, { pod: pod.id, ips: pod.ips, port: p.port }, p.port);
-          break;
-        }
+      const port = namedPortOf(pod, named);
+      if (port !== undefined) this.admitMember(group, { pod: pod.id, ips: pod.ips, port }, port);
     }
   }
 
@@ -394,15 +391,8 @@ export class GroupIndex {
   private addMember(group: GroupRecord, pod: Endpoint, id: string): void {
     if (pod.ips.length === 0 || pod.hostNetwork) return;
     const named = group.spec.namedPort;
-    let port: number | undefined;
-    if (named) {
-      for (const p of pod.ports)
-        if (p.name === named.name && p.protocol === named.protocol) {
-          port = p.port;
-          break;
-        }
-      if (port === undefined) return;
-    }
+    const port = named ? namedPortOf(pod, named) : undefined;
+    if (named && port === undefined) return;
     const member: GroupMember =
       port === undefined ? { pod: id, ips: pod.ips } : { pod: id, ips: pod.ips, port };
     this.admitMember(group, member, port);
