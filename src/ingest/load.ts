@@ -10,7 +10,7 @@
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
 import type { RejectedPolicy, Semantics } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
-import { decodeObject, type DecodeOptions } from './decode-object.ts';
+import { decodeObject, type DecodeOptions, type DecodeOutcome } from './decode-object.ts';
 import { parseDocuments } from './parse-documents.ts';
 import { visitInputs } from './read-inputs.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
@@ -122,7 +122,15 @@ class Decoding {
 
   /** Parses and decodes one file; its parsed documents are kept only when `keep`. */
   addFile(file: InputFile, keep: boolean): void {
-    const parsed = parseDocuments(file);
+    let parsed: ReturnType<typeof parseDocuments>;
+    try {
+      parsed = parseDocuments(file);
+    } catch (error) {
+      // Parsing reports what is wrong with the input as diagnostics; a throw is a fault of ours.
+      // Said as such, with the file named, and the other files are still read.
+      this.diagnostics.add(processingFailed(`cannot parse ${file.name}`, error, { file: file.name }));
+      return;
+    }
     this.diagnostics.addAll(parsed.diagnostics);
     // One at a time: a spread into push passes every element as an argument, and a file of
     // 125,000 objects overflows the stack.
@@ -131,7 +139,16 @@ class Decoding {
 
   addObject(raw: RawObject, keep: boolean): void {
     if (keep) this.rawObjects.push(raw);
-    const outcome = decodeObject(raw, this.options);
+    let outcome: DecodeOutcome;
+    try {
+      outcome = decodeObject(raw, this.options);
+    } catch (error) {
+      // As for a file: one object that our decoder fails on never stops the others.
+      this.diagnostics.add(
+        processingFailed('cannot decode this object', error, raw.locator.valueAt(raw.basePath)),
+      );
+      return;
+    }
     this.diagnostics.addAll(outcome.diagnostics);
     if (outcome.object && outcome.identity)
       this.decoded.push({ identity: outcome.identity, object: outcome.object });
@@ -148,4 +165,18 @@ class Decoding {
       rawObjects: this.rawObjects,
     };
   }
+}
+
+/** A fault of ours while reading input: what failed, the error's own words, and where. */
+function processingFailed(
+  what: string,
+  error: unknown,
+  where: Parameters<typeof makeDiagnostic>[2],
+): Diagnostic {
+  const reason = error instanceof Error ? error.message : String(error);
+  return makeDiagnostic(
+    'PROCESSING_FAILED',
+    `${what}: ${reason} (a fault in Palisade, not in the input: please report it); skipped`,
+    where,
+  );
 }

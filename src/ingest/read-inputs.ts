@@ -119,20 +119,24 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     diagnostics.push(tooLarge(path, maxBytes, info.size));
     return;
   }
+  let decoded: ReturnType<typeof decodeUtf8>;
   try {
     // Bytes, not text: decoding would turn what is not UTF-8 into U+FFFD without a word.
-    const decoded = decodeUtf8(path, await readFile(path));
-    if ('text' in decoded)
-      found(
-        walk,
-        explicit ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
-      );
-    else diagnostics.push(decoded.diagnostic);
+    decoded = decodeUtf8(path, await readFile(path));
   } catch (error) {
     diagnostics.push(
       makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),
     );
+    return;
   }
+  // Only reading is FILE_UNREADABLE. What the visitor does with the text (parse, decode) is its
+  // own: a fault there is not an unreadable file (loadCluster reports it as PROCESSING_FAILED).
+  if ('text' in decoded)
+    found(
+      walk,
+      explicit ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
+    );
+  else diagnostics.push(decoded.diagnostic);
 }
 
 function tooLarge(file: string, maxBytes: number, size?: number): Diagnostic {

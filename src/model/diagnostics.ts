@@ -40,6 +40,11 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary: 'a file holds more documents than Palisade reads from one file (500,000); the rest are skipped',
   },
   INVALID_UTF8: { severity: 'error', summary: 'a file is not valid UTF-8; it is skipped' },
+  PROCESSING_FAILED: {
+    severity: 'error',
+    summary:
+      "reading a file's documents or decoding an object failed unexpectedly (a fault in Palisade); that file or object is skipped, the rest are read",
+  },
   CONTROL_CHARACTER: {
     severity: 'error',
     summary: 'a file holds a control character YAML does not allow (NUL, escape…); it is skipped',
