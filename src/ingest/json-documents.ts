@@ -46,39 +46,78 @@ export function parseJsonDocuments(
   text: string,
   lineCounter: LineCounter,
   position: (offset: number) => SourceLocation,
-  limits: { readonly maxDepth: number; readonly maxValues: number; readonly maxDocuments?: number },
+  limits: JsonLimits,
 ): JsonDocument[] | undefined {
+  const documents: JsonDocument[] = [];
+  const taken = eachJsonDocument(text, position, limits, (document) => documents.push(document));
+  if (!taken) return undefined;
+  fillLineCounter(text, lineCounter);
+  return documents;
+}
+
+/** How much one file's documents may hold: beyond, the YAML path reads them and says so. */
+export interface JsonLimits {
+  readonly maxDepth: number;
+  readonly maxValues: number;
+  readonly maxDocuments?: number;
+}
+
+/**
+ * Hands each document of a file of JSON documents to `visit` as soon as it is parsed, so the
+ * caller can decode it and drop it while it is young (a 43 MB file's parsed objects all alive at
+ * once were most of the load's garbage collection). True when the file took the fast path;
+ * false when it must be read the YAML way — possibly after some documents were visited (a
+ * syntax error further on), which the caller then forgets. `position` must be usable from the
+ * first visit on: the caller fills its line starts first.
+ */
+export function eachJsonDocument(
+  text: string,
+  position: (offset: number) => SourceLocation,
+  limits: JsonLimits,
+  visit: (document: JsonDocument) => void,
+): boolean {
   const first = firstSignificant(text, 0, text.length);
-  if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first)))
-    return undefined;
-  const spans: [number, number][] = [];
+  if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first))) return false;
+  const spans: number[] = [];
   let start = 0;
   for (const match of text.matchAll(SEPARATOR)) {
-    spans.push([start, match.index]);
+    spans.push(start, match.index);
     start = match.index + match[0].length;
   }
-  spans.push([start, text.length]);
+  spans.push(start, text.length);
   // More documents than a file may hold: the YAML path reads up to the limit and says so.
-  if (spans.length > (limits.maxDocuments ?? Infinity)) return undefined;
-  const documents: { value: Record<string, unknown>; start: number }[] = [];
-  for (const [from, to] of spans) {
+  if (spans.length / 2 > (limits.maxDocuments ?? Infinity)) return false;
+  // Every document is checked before the first is visited: a file the YAML path must read is
+  // then mostly found before any decoding is spent on it (only JSON.parse's own errors are not).
+  const begins: number[] = [];
+  for (let i = 0; i < spans.length; i += 2) {
+    const from = spans[i] as number;
+    const to = spans[i + 1] as number;
     const begin = firstSignificant(text, from, to);
     if (begin < 0) continue; // nothing between two separators
     let end = to;
     while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
-    if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return undefined;
-    if (!readsAsYamlDoes(text, begin, end, limits)) return undefined;
+    if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return false;
+    if (!readsAsYamlDoes(text, begin, end, limits)) return false;
+    begins.push(begin, end);
+  }
+  for (let i = 0; i < begins.length; i += 2) {
+    const begin = begins[i] as number;
     let value: unknown;
     try {
-      value = JSON.parse(text.slice(begin, end));
+      value = JSON.parse(text.slice(begin, begins[i + 1]));
     } catch {
-      return undefined;
+      return false;
     }
-    documents.push({ value: value as Record<string, unknown>, start: begin });
+    visit({ value: value as Record<string, unknown>, locator: new JsonLocator(text, begin, position) });
   }
+  return true;
+}
+
+/** Line starts of `text`, as the YAML parser's LineCounter keeps them. */
+export function fillLineCounter(text: string, lineCounter: LineCounter): void {
   lineCounter.addNewLine(0);
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
-  return documents.map(({ value, start }) => ({ value, locator: new JsonLocator(text, start, position) }));
 }
 
 function isSpace(c: number): boolean {
@@ -204,7 +243,8 @@ interface ContainerIndex {
  * once for where its children start, so a list's thousands of items cost one scan.
  */
 class JsonLocator implements Locator {
-  private readonly indexes = new Map<number, ContainerIndex>();
+  // Made on the first position asked for: most documents never need one.
+  private indexes: Map<number, ContainerIndex> | undefined;
 
   constructor(
     private readonly text: string,
@@ -236,7 +276,8 @@ class JsonLocator implements Locator {
 
   /** The children of the object or array starting at `offset` (undefined for a scalar). */
   private index(offset: number): ContainerIndex | undefined {
-    const known = this.indexes.get(offset);
+    const indexes = (this.indexes ??= new Map<number, ContainerIndex>());
+    const known = indexes.get(offset);
     if (known) return known;
     const open = this.text.charCodeAt(offset);
     if (open !== OPEN_BRACE && open !== OPEN_BRACKET) return undefined;
@@ -281,7 +322,7 @@ class JsonLocator implements Locator {
     // An empty array's "first value" would be its closing bracket.
     if (open === OPEN_BRACKET && text.charCodeAt(index.values.get(0) ?? -1) === CLOSE_BRACKET)
       index.values.delete(0);
-    this.indexes.set(offset, index);
+    indexes.set(offset, index);
     return index;
   }
 }

@@ -11,7 +11,7 @@ import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagn
 import type { RejectedPolicy, Semantics } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
 import { decodeObject, type DecodeOptions, type DecodeOutcome } from './decode-object.ts';
-import { parseDocuments } from './parse-documents.ts';
+import { readDocuments } from './parse-documents.ts';
 import { visitInputs } from './read-inputs.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import { semanticsDiagnostics } from './semantics-diagnostics.ts';
@@ -120,33 +120,52 @@ class Decoding {
     this.diagnostics.addAll(diagnostics);
   }
 
-  /** Parses and decodes one file; its parsed documents are kept only when `keep`. */
+  /**
+   * Parses and decodes one file; its parsed documents are kept only when `keep`. Each object is
+   * decoded as soon as it is parsed, so that without `keep` its parsed document dies young; the
+   * outcomes are held until the file is read whole, since the file may still be read another
+   * way or skipped (readDocuments' `discard`), and then added in the file's order.
+   */
   addFile(file: InputFile, keep: boolean): void {
-    let parsed: ReturnType<typeof parseDocuments>;
+    // The parsed object is staged only when kept: holding it would keep it alive to the end.
+    const staged: { raw: RawObject | undefined; outcome: DecodeOutcome | Diagnostic }[] = [];
+    let diagnostics: Diagnostic[];
     try {
-      parsed = parseDocuments(file);
+      diagnostics = readDocuments(file, {
+        object: (raw) => staged.push({ raw: keep ? raw : undefined, outcome: this.decode(raw) }),
+        discard: () => (staged.length = 0),
+      });
     } catch (error) {
       // Parsing reports what is wrong with the input as diagnostics; a throw is a fault of ours.
       // Said as such, with the file named, and the other files are still read.
       this.diagnostics.add(processingFailed(`cannot parse ${file.name}`, error, { file: file.name }));
       return;
     }
-    this.diagnostics.addAll(parsed.diagnostics);
+    this.diagnostics.addAll(diagnostics);
     // One at a time: a spread into push passes every element as an argument, and a file of
     // 125,000 objects overflows the stack.
-    for (const raw of parsed.objects) this.addObject(raw, keep);
+    for (const { raw, outcome } of staged) this.adopt(raw, outcome);
   }
 
   addObject(raw: RawObject, keep: boolean): void {
-    if (keep) this.rawObjects.push(raw);
-    let outcome: DecodeOutcome;
+    this.adopt(keep ? raw : undefined, this.decode(raw));
+  }
+
+  /** The object decoded, or what says that our decoder failed on it. */
+  private decode(raw: RawObject): DecodeOutcome | Diagnostic {
     try {
-      outcome = decodeObject(raw, this.options);
+      return decodeObject(raw, this.options);
     } catch (error) {
       // As for a file: one object that our decoder fails on never stops the others.
-      this.diagnostics.add(
-        processingFailed('cannot decode this object', error, raw.locator.valueAt(raw.basePath)),
-      );
+      return processingFailed('cannot decode this object', error, raw.locator.valueAt(raw.basePath));
+    }
+  }
+
+  /** Adds a decoded object (and the parsed one, when it is kept). */
+  private adopt(raw: RawObject | undefined, outcome: DecodeOutcome | Diagnostic): void {
+    if (raw) this.rawObjects.push(raw);
+    if ('code' in outcome) {
+      this.diagnostics.add(outcome);
       return;
     }
     this.diagnostics.addAll(outcome.diagnostics);

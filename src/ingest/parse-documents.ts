@@ -27,7 +27,7 @@ import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
-import { parseJsonDocuments } from './json-documents.ts';
+import { eachJsonDocument, fillLineCounter } from './json-documents.ts';
 import { scanYamlDocuments, type DocumentSpan } from './yaml-scan.ts';
 import { kubectlTags } from './yaml-schema.ts';
 import { firstForbiddenCharacter } from './text-checks.ts';
@@ -71,26 +71,68 @@ export function parseDocuments(
   maxDocuments = MAX_DOCUMENTS,
 ): { objects: RawObject[]; diagnostics: Diagnostic[] } {
   const objects: RawObject[] = [];
-  const diagnostics = new DiagnosticSink();
+  const diagnostics = readDocuments(
+    input,
+    {
+      object: (raw) => objects.push(raw),
+      discard: () => (objects.length = 0),
+    },
+    maxDocuments,
+  );
+  return { objects, diagnostics };
+}
+
+/** Where readDocuments puts a file's objects. */
+export interface DocumentVisitor {
+  /** The next object of the file, in order (List items unrolled). */
+  object(raw: RawObject): void;
+  /**
+   * Forget every object given so far from this file: it is read again the YAML way (a JSON
+   * syntax error further on), or skipped whole (an unrendered template, a tool's configuration).
+   */
+  discard(): void;
+}
+
+/**
+ * Same as parseDocuments, handing each object to `visitor` as soon as it is parsed rather than
+ * keeping them all, so that a caller that decodes it at once lets its parsed document die young;
+ * returns the file's diagnostics. Objects are final once this returns.
+ */
+export function readDocuments(
+  input: InputFile,
+  visitor: DocumentVisitor,
+  maxDocuments = MAX_DOCUMENTS,
+): Diagnostic[] {
+  let diagnostics = new DiagnosticSink();
+  let count = 0;
+  let kinds = false;
+  const emit = (raw: RawObject): void => {
+    count++;
+    if (!kinds && typeof (raw.value as { kind?: unknown }).kind === 'string') kinds = true;
+    visitor.object(raw);
+  };
   const lineCounter = new LineCounter();
   const position = (offset: number): SourceLocation => {
     const { line, col } = lineCounter.linePos(offset);
     return { file: input.name, line, column: col };
   };
-  // JSON documents only (generated clusters, `kubectl get -o json`): parsed without syntax trees.
-  const json = parseJsonDocuments(input.text, lineCounter, position, {
-    maxDepth: MAX_DEPTH,
-    maxValues: MAX_DOCUMENT_VALUES,
-    maxDocuments,
-  });
-  if (json) {
-    for (const { value, locator } of json) unrollLists(value, [], input.name, locator, objects, diagnostics);
-    return judged(input, objects, diagnostics, false);
-  }
-
   const text = input.text;
-  lineCounter.addNewLine(0);
-  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
+  fillLineCounter(text, lineCounter);
+  // JSON documents only (generated clusters, `kubectl get -o json`): parsed without syntax trees.
+  const json = eachJsonDocument(
+    text,
+    position,
+    { maxDepth: MAX_DEPTH, maxValues: MAX_DOCUMENT_VALUES, maxDocuments },
+    ({ value, locator }) => unrollLists(value, [], input.name, locator, emit, diagnostics),
+  );
+  if (json) return judged(input, visitor, diagnostics, false, count, kinds);
+  // Not JSON documents after all (a syntax error further on): what was read of them is read
+  // again the YAML way.
+  if (count > 0) visitor.discard();
+  diagnostics = new DiagnosticSink();
+  count = 0;
+  kinds = false;
+
   const forbidden = firstForbiddenCharacter(text);
   if (forbidden >= 0) {
     const code = text.charCodeAt(forbidden).toString(16).toUpperCase().padStart(2, '0');
@@ -101,7 +143,7 @@ export function parseDocuments(
         position(forbidden),
       ),
     );
-    return { objects, diagnostics: diagnostics.list() };
+    return diagnostics.list();
   }
   const spans = scanYamlDocuments(text, MAX_DEPTH, maxDocuments);
   if (spans.truncatedAt !== undefined)
@@ -140,7 +182,7 @@ export function parseDocuments(
     } else run.push(span);
   }
   parseRun();
-  return judged(input, objects, diagnostics, collectionKey);
+  return judged(input, visitor, diagnostics, collectionKey, count, kinds);
 
   /** One document of a run whose text is `segment`, starting at `base` in the file. */
   function readDocument(document: Document, span: DocumentSpan, segment: string, base: number): void {
@@ -192,52 +234,49 @@ export function parseDocuments(
       );
       return;
     }
-    unrollLists(value as Record<string, unknown>, [], input.name, locator, objects, diagnostics);
+    unrollLists(value as Record<string, unknown>, [], input.name, locator, emit, diagnostics);
   }
 }
 
 /**
- * The file's objects and diagnostics, unless the file as a whole is something else: an
- * unrendered template (template actions, and YAML that does not read or reads `{{ x }}` as a
- * mapping key) is one warning; a file found in a directory whose documents all read but none
- * has a `kind` (a tool's configuration) is one info. Either way its objects are not analysed.
+ * The file's diagnostics, unless the file as a whole is something else: an unrendered template
+ * (template actions, and YAML that does not read or reads `{{ x }}` as a mapping key) is one
+ * warning; a file found in a directory whose documents all read but none has a `kind` (a tool's
+ * configuration) is one info. Either way its objects are not analysed: the visitor discards them.
  */
 function judged(
   input: InputFile,
-  objects: RawObject[],
+  visitor: DocumentVisitor,
   diagnostics: DiagnosticSink,
   collectionKey: boolean,
-): { objects: RawObject[]; diagnostics: Diagnostic[] } {
+  objects: number,
+  kinds: boolean,
+): Diagnostic[] {
   const listed = diagnostics.list();
   const broken = listed.some((d) => d.severity === 'error');
   const at = broken || collectionKey ? templateActionAt(input.text) : -1;
   if (at >= 0) {
+    visitor.discard();
     const line = input.text.slice(0, at).split('\n').length;
-    return {
-      objects: [],
-      diagnostics: [
-        makeDiagnostic(
-          'TEMPLATE_NOT_RENDERED',
-          'this file is a template (Helm or Go template actions such as {{ .Values.x }}), not YAML yet; render it first (helm template …) and analyse the result; skipped',
-          { file: input.name, line, column: at - input.text.lastIndexOf('\n', at - 1) },
-        ),
-      ],
-    };
+    return [
+      makeDiagnostic(
+        'TEMPLATE_NOT_RENDERED',
+        'this file is a template (Helm or Go template actions such as {{ .Values.x }}), not YAML yet; render it first (helm template …) and analyse the result; skipped',
+        { file: input.name, line, column: at - input.text.lastIndexOf('\n', at - 1) },
+      ),
+    ];
   }
-  const kinds = objects.some((o) => typeof (o.value as { kind?: unknown }).kind === 'string');
-  if (input.discovered && !broken && objects.length > 0 && !kinds) {
-    return {
-      objects: [],
-      diagnostics: [
-        makeDiagnostic(
-          'NOT_KUBERNETES',
-          `${input.name} holds no Kubernetes object (no document has a kind); skipped`,
-          { file: input.name },
-        ),
-      ],
-    };
+  if (input.discovered && !broken && objects > 0 && !kinds) {
+    visitor.discard();
+    return [
+      makeDiagnostic(
+        'NOT_KUBERNETES',
+        `${input.name} holds no Kubernetes object (no document has a kind); skipped`,
+        { file: input.name },
+      ),
+    ];
   }
-  return { objects, diagnostics: listed };
+  return listed;
 }
 
 function refusal(
@@ -266,7 +305,7 @@ function unrollLists(
   basePath: FieldPath,
   file: string,
   locator: Locator,
-  objects: RawObject[],
+  emit: (raw: RawObject) => void,
   diagnostics: DiagnosticSink,
 ): void {
   const kind = value.kind;
@@ -286,7 +325,7 @@ function unrollLists(
   }
   if (!list || !Array.isArray(items)) {
     if (list && kind === 'List') return; // a List without items: nothing in it
-    objects.push({ value, file, basePath, locator });
+    emit({ value, file, basePath, locator });
     return;
   }
   // Typed lists from the API (PodList, NamespaceList...) omit kind and apiVersion on their items.
@@ -304,7 +343,7 @@ function unrollLists(
       itemKind && object.kind === undefined
         ? { apiVersion: value.apiVersion, kind: itemKind, ...object }
         : object;
-    unrollLists(typed, path, file, locator, objects, diagnostics);
+    unrollLists(typed, path, file, locator, emit, diagnostics);
   });
 }
 

@@ -109,6 +109,26 @@ describe('JSON documents', () => {
     );
   });
 
+  it('a syntax error after decoded documents reads the whole file the YAML way, each object once', () => {
+    // Documents are decoded as they are parsed; a broken one further on sends the file the YAML
+    // way, and what was decoded of it before must be forgotten, not kept twice.
+    const documents = [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'a' }, spec: { containers: [] } },
+    ].map((o) => JSON.stringify(o));
+    const text = [...documents, '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"},}'].join(
+      '\n---\n',
+    );
+    assert.equal(takesFastPath(text), false);
+    const loaded = loadFromTexts([{ name: 'f.json', text }]);
+    const viaYamlOnly = loadFromTexts([{ name: 'f.json', text: viaYaml(text) }]);
+    assert.deepEqual(loaded.diagnostics, viaYamlOnly.diagnostics);
+    assert.ok(!loaded.diagnostics.some((d) => d.code === 'OBJECT_DUPLICATE'));
+    assert.deepEqual([...loaded.cluster.namespaces.keys()], [...viaYamlOnly.cluster.namespaces.keys()]);
+    assert.equal(loaded.cluster.endpoints.length, 1);
+    assert.equal(loaded.rawObjects.length, viaYamlOnly.rawObjects.length);
+  });
+
   it('errors in JSON manifests are located as before: file, line and column', () => {
     const text = [
       JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ok' } }),
