@@ -13,8 +13,16 @@ import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
 import { changesBetween } from '../../src/pipeline/index.ts';
 import { PROTOCOL_INDEX } from '../../src/classifier/index.ts';
-import { layout } from '../../src/ebpf/index.ts';
-import { ebpfVerdicts, liveContent, NodeView, readBack } from '../../src/renderers/ebpf/index.ts';
+import { EbpfError, layout } from '../../src/ebpf/index.ts';
+import { DataplaneError } from '../../src/dataplane/index.ts';
+import type { DirectionTable } from '../../src/classifier/index.ts';
+import {
+  ebpfVerdicts,
+  liveContent,
+  NodeView,
+  readBack,
+  tableEntries,
+} from '../../src/renderers/ebpf/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
@@ -312,6 +320,38 @@ describe('eBPF maps beyond one word', () => {
       assert.equal(maps.size('bits') > 0, n > 64 * layout.ENTRY_WORDS, 'words in the bits map');
     });
   }
+
+  // A table that wide needs millions of rules on one endpoint — far too many to compile in a
+  // test — so the classifier's table is stood in for by one with that many slots and no entries:
+  // the width alone decides, before any bitmap is allocated.
+  it('a table wider than 65,536 words (4,194,304 rule slots) is refused in one line, the widest one is not', () => {
+    const table = (slots: number) =>
+      ({
+        slots,
+        width: 0,
+        store: { words: new Uint32Array(0) },
+        ports: new Map(),
+        ranges: [],
+        prefixes: { prim: new Map(), supp: new Map(), except: new Map() },
+        groupEntries: () => [],
+        l3: undefined,
+        protocolAny: [undefined, undefined, undefined],
+        labels: [],
+      }) as unknown as DirectionTable;
+    const widest = tableEntries(table(65_536 * 64));
+    assert.equal(widest.words, 65_536);
+    assert.equal(widest.stride, 1024, 'the widest stride the program follows (MAX_STRIDE)');
+    assert.throws(
+      () => tableEntries(table(65_536 * 64 + 1)),
+      (error: unknown) =>
+        // The CLI prints a DataplaneError as one line, without a stack trace.
+        error instanceof EbpfError &&
+        error instanceof DataplaneError &&
+        !error.message.includes('\n') &&
+        error.message ===
+          "an endpoint's table on this node has 4,194,305 rule slots (65,537 64-bit words per bitmap); the eBPF datapath encodes at most 4,194,304 (65,536 words)",
+    );
+  });
 
   it('an address in more than 16 of the node’s groups: its record continues in chunks', () => {
     const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);

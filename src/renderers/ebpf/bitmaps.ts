@@ -11,6 +11,15 @@ export const wordsFor = (slots: number): number => Math.max(1, Math.ceil(slots /
 /** Words per summary bit: one while a table has at most 64 words, more beyond. */
 export const strideFor = (words: number): number => Math.max(1, Math.ceil(words / 64));
 
+/**
+ * The widest bitmap the maps encode: an entry numbers its words in 16 bits (`at` in struct
+ * entry), and the program follows a summary bit over at most 1,024 words (MAX_STRIDE in
+ * bpf/palisade.bpf.c) — 64 summary bits × 1,024 = 65,536 words, 4,194,304 rule slots. A wider
+ * table would be written with word numbers wrapped and words the program never reads: wrong
+ * verdicts, so the renderer refuses it instead.
+ */
+export const MAX_WORDS = 65_536;
+
 /** A zeroed bitmap of `words` 64-bit words. */
 export const emptyBitmap = (words: number): Uint32Array => new Uint32Array(2 * words);
 

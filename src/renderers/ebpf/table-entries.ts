@@ -15,8 +15,17 @@
 import { createHash } from 'node:crypto';
 import { parseCidr, type IpFamily } from '../../net/ip.ts';
 import type { DirectionTable } from '../../classifier/index.ts';
-import { layout } from '../../ebpf/index.ts';
-import { bitmapFrom, emptyBitmap, isEmpty, orInto, sameBits, strideFor, wordsFor } from './bitmaps.ts';
+import { EbpfError, layout } from '../../ebpf/index.ts';
+import {
+  bitmapFrom,
+  emptyBitmap,
+  isEmpty,
+  MAX_WORDS,
+  orInto,
+  sameBits,
+  strideFor,
+  wordsFor,
+} from './bitmaps.ts';
 
 export interface PortEntry {
   readonly protocol: number;
@@ -77,6 +86,8 @@ export function referenceHash(reference: string): string {
 /** A classifier table's entries; `actions` (per slot) makes it a tier table. */
 export function tableEntries(table: DirectionTable, actions?: Uint8Array): TableEntries {
   const words = wordsFor(table.slots);
+  // Before any bitmap of that width is allocated.
+  refuseWidth(table.slots, words);
   const bitmap = (offset: number): Uint32Array => bitmapFrom(table.store.words, offset, table.width, words);
   const ports: PortEntry[] = [...table.ports].map(([key, offset]) => ({
     protocol: key >>> 16,
@@ -124,6 +135,7 @@ export function finish(
   entries: Omit<TableEntries, 'key' | 'flags' | 'stride'> & { tier: boolean },
 ): TableEntries {
   const { tier, ...rest } = entries;
+  refuseWidth(rest.slots, rest.words);
   let flags = tier ? layout.TIER_TABLE : 0;
   if (rest.ports.length > 0) flags |= layout.HAS_PORTS;
   if (rest.ranges.length > 0) flags |= layout.HAS_RANGES;
@@ -150,6 +162,14 @@ export function finish(
     actions: [...rest.actions].sort((a, b) => a.slot - b.slot),
   };
   return { ...sorted, key: contentKey(sorted) };
+}
+
+/** A table wider than the maps encode is an error the user sees in one line (EbpfError). */
+function refuseWidth(slots: number, words: number): void {
+  if (words > MAX_WORDS)
+    throw new EbpfError(
+      `an endpoint's table on this node has ${slots.toLocaleString('en')} rule slots (${words.toLocaleString('en')} 64-bit words per bitmap); the eBPF datapath encodes at most ${(MAX_WORDS * 64).toLocaleString('en')} (${MAX_WORDS.toLocaleString('en')} words)`,
+    );
 }
 
 function contentKey(t: Omit<TableEntries, 'key'>): string {
