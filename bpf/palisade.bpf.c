@@ -9,9 +9,9 @@
  * and by the destination's node for ingress.
  *
  * Per packet: the headers, read in place when they are plain (parse_direct); the epoch (one array
- * element); a tracked connection — one entry per local pod, which its replies share — follows its
- * verdict when it was judged in this epoch, with nothing else read (the path established traffic
- * takes). Otherwise the epoch picks the record side, the local pod's record (none: dropped — fail
+ * element); a tracked connection — one entry per connection on the node, which its replies and
+ * both its ends' hooks share, with a side per local end — follows its end's verdict when that was
+ * judged in this epoch, with nothing else read (the path established traffic takes). Otherwise the epoch picks the record side, the local pod's record (none: dropped — fail
  * closed) gives its tables, and a tracked connection is judged again by its first packet's
  * direction and port (so a connection a new policy denies is cut at its next packet); a new one is
  * judged by the tables: tier tables by their lowest matching slot, NetworkPolicy tables by any.
@@ -449,9 +449,9 @@ static __always_inline int tier(__u32 table, const struct addr_key *remote, cons
  * The local pod's side of a connection (the classifier's decide, one side): its Admin tier, then
  * its NetworkPolicy table when isolated (which allows its own node), else its Baseline tier.
  */
-static __noinline int side(const struct record *local, const struct addr_key *remote, struct query *q)
+static __noinline int side(const struct record *local, const struct addr_key *remote, const struct record *r,
+			   struct query *q)
 {
-	struct record *r = bpf_map_lookup_elem(&records, remote);
 	__u32 previous_groups = q->previous && r && (r->flags & REC_RESTRICT_GROUPS);
 	q->restricted_groups = previous_groups;
 	q->group_count = r ? (previous_groups ? r->restrict_group_count : r->group_count) : 0;
@@ -486,18 +486,15 @@ static __noinline int side(const struct record *local, const struct addr_key *re
  */
 static __always_inline int decide(const struct record *local, const struct addr_key *remote, struct query *q)
 {
+	/* The remote's record (its groups, its node), read once for both passes. */
+	struct record *r = bpf_map_lookup_elem(&records, remote);
 	q->previous = 0;
-	int allowed = side(local, remote, q);
+	int allowed = side(local, remote, r, q);
 	if (!allowed)
 		return 0;
-	__u32 restricted = local->flags & REC_RESTRICT;
-	if (!restricted) {
-		struct record *r = bpf_map_lookup_elem(&records, remote);
-		restricted = r && (r->flags & REC_RESTRICT_GROUPS);
-	}
-	if (restricted) {
+	if ((local->flags & REC_RESTRICT) || (r && (r->flags & REC_RESTRICT_GROUPS))) {
 		q->previous = 1;
-		allowed = side(local, remote, q);
+		allowed = side(local, remote, r, q);
 	}
 	return allowed;
 }
@@ -686,6 +683,52 @@ static __always_inline int verdict(const struct packet *p, __u32 dir, __u32 allo
 	return allowed ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
+/* Whether (local, lport) comes before (remote, rport) in the connection key's canonical order
+ * (any fixed total order does: both ends' hooks compute the same one). */
+static __always_inline int local_first(const __u8 *local, __u16 lport, const __u8 *remote, __u16 rport)
+{
+	__u64 l0, l1, r0, r1;
+	__builtin_memcpy(&l0, local, 8);
+	__builtin_memcpy(&l1, local + 8, 8);
+	__builtin_memcpy(&r0, remote, 8);
+	__builtin_memcpy(&r1, remote + 8, 8);
+	if (l0 != r0)
+		return l0 < r0;
+	if (l1 != r1)
+		return l1 < r1;
+	return lport <= rport;
+}
+
+/* One end's side, written with one 8-byte store (see struct ct_side). */
+static __always_inline void write_side(struct ct_side *to, __u32 epoch, __u32 allowed, __u32 dir)
+{
+	struct ct_side s = { .epoch = epoch, .allowed = allowed, .dir = dir, .judged = 1 };
+	__u64 whole;
+	__builtin_memcpy(&whole, &s, sizeof(whole));
+	*(volatile __u64 *)to = whole;
+}
+
+/*
+ * Writes this end's side of the connection: in place when the entry exists (judged again, or this
+ * end's first packet of a connection the other end — a pod of this node too — inserted), else a
+ * new entry with only this side.
+ */
+static __always_inline void record_side(struct ct_key *k, __u32 mine, __u32 epoch, __u32 allowed, __u32 dir)
+{
+	struct ct_value *v = bpf_map_lookup_elem(&conntrack, k);
+	if (!v) {
+		struct ct_value nv = {};
+		nv.end[mine & 1] = (struct ct_side){ .epoch = epoch, .allowed = allowed, .dir = dir, .judged = 1 };
+		if (bpf_map_update_elem(&conntrack, k, &nv, BPF_NOEXIST) == 0)
+			return;
+		/* The other end inserted it meanwhile (on another CPU): keep its side, write ours. */
+		v = bpf_map_lookup_elem(&conntrack, k);
+		if (!v)
+			return;
+	}
+	write_side(&v->end[mine & 1], epoch, allowed, dir);
+}
+
 /*
  * Established traffic takes the shortest path: parse, the epoch, one connection-table lookup.
  * An entry judged in the current epoch was written after its local pod's record was found live
@@ -723,22 +766,36 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 		p.tracked = 1;
 	}
 
+	/* The connection's entry: its ends in canonical order, this hook's local end at `mine`. */
+	__u16 lport = egress ? p.sport : p.dport;
+	__u16 rport = egress ? p.dport : p.sport;
+	const __u8 *laddr = egress ? p.src : p.dst;
+	const __u8 *raddr = egress ? p.dst : p.src;
 	struct ct_key k = { .proto = p.proto, .family = p.family };
-	struct ct_value *v = NULL;
+	__u32 rejudge = 0; /* this end judged the connection in an earlier epoch */
+	__u32 first_dir = dir;
 	if (p.tracked) {
-		k.lport = egress ? p.sport : p.dport;
-		k.rport = egress ? p.dport : p.sport;
-		fill_addr(k.local, egress ? p.src : p.dst);
-		fill_addr(k.remote, egress ? p.dst : p.src);
-		v = bpf_map_lookup_elem(&conntrack, &k);
-		if (v && v->epoch == epoch)
-			return verdict(&p, dir, v->allowed);
+		__u32 mine = !local_first(laddr, lport, raddr, rport);
+		k.port_a = mine ? rport : lport;
+		k.port_b = mine ? lport : rport;
+		fill_addr(k.a, mine ? raddr : laddr);
+		fill_addr(k.b, mine ? laddr : raddr);
+		struct ct_value *v = bpf_map_lookup_elem(&conntrack, &k);
+		if (v) {
+			struct ct_side own = v->end[mine & 1];
+			if (own.judged) {
+				if (own.epoch == epoch)
+					return verdict(&p, dir, own.allowed);
+				rejudge = 1 + own.allowed; /* 1: denied, 2: allowed */
+				first_dir = own.dir;
+			}
+		}
 	}
 
 	struct addr_key local_key = { .side = side, .family = p.family };
 	struct addr_key remote_key = { .side = side, .family = p.family };
-	fill_addr(local_key.addr, egress ? p.src : p.dst);
-	fill_addr(remote_key.addr, egress ? p.dst : p.src);
+	fill_addr(local_key.addr, laddr);
+	fill_addr(remote_key.addr, raddr);
 	struct record *local = bpf_map_lookup_elem(&records, &local_key);
 	if (!local || !(local->flags & REC_ENDPOINT))
 		return TC_ACT_SHOT; /* not an address of a pod this node renders: fail closed */
@@ -748,26 +805,23 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 	__u32 cfg = c->flags;
 
 	struct query q = { .dir = dir, .proto = proto_index(p.proto), .port = p.dport, .cfg = cfg };
-	if (!p.tracked)
-		return decide(local, &remote_key, &q) ? TC_ACT_OK : TC_ACT_SHOT;
-
-	__u32 allowed;
-	if (v) {
-		allowed = v->allowed;
-		if (cfg & CFG_RECHECK_FLOWS) {
-			/* Judged as its first packet was: a reply's original destination port is the remote's
-			 * when the local pod opened the connection, its own when it accepted it. */
-			q.dir = v->dir;
-			q.port = v->dir == DIR_EGRESS ? k.rport : k.lport;
-			allowed = decide(local, &remote_key, &q);
-			v->allowed = allowed;
-			v->epoch = epoch;
-		}
-	} else {
-		allowed = decide(local, &remote_key, &q);
-		struct ct_value nv = { .epoch = epoch, .allowed = allowed, .dir = dir };
-		bpf_map_update_elem(&conntrack, &k, &nv, BPF_ANY);
+	if (rejudge) {
+		if (!(cfg & CFG_RECHECK_FLOWS))
+			return verdict(&p, dir, rejudge == 2);
+		/* Judged as its first packet was: a reply's original destination port is the remote's
+		 * when the local pod opened the connection, its own when it accepted it. */
+		q.dir = first_dir;
+		q.port = first_dir == DIR_EGRESS ? rport : lport;
 	}
+	/*
+	 * One call site for every judgement, and nothing but scalars and the stack live across it (the
+	 * entry is looked up again after): each inlined copy, and each pointer state carried through,
+	 * multiplies what the verifier walks.
+	 */
+	__u32 allowed = decide(local, &remote_key, &q);
+	if (!p.tracked)
+		return allowed ? TC_ACT_OK : TC_ACT_SHOT;
+	record_side(&k, !local_first(laddr, lport, raddr, rport), epoch, allowed, q.dir);
 	return verdict(&p, dir, allowed);
 }
 

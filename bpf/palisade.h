@@ -194,26 +194,40 @@ struct config {
 };
 
 /*
- * A connection as its local pod sees it: the local end (the source on from_pod, the destination on
- * to_pod) and the remote end. A packet and its replies, on either of the pod's two hooks, share
- * the one entry and find it with one lookup; the entry remembers the direction of the packet that
- * made it, which is the direction it is judged by again.
+ * A connection on this node: one entry whichever of its ends are local pods, found with one
+ * lookup by every packet of it in either direction on either end's hooks. Its two ends are in a
+ * canonical order (the lower address, then port, first: `a`), so the key does not depend on the
+ * packet's direction; each end that is a local pod judges its own side in `end[]`. A connection
+ * between two pods of this node is inserted once, by its first packet at the opener's hook; the
+ * acceptor's hook finds the entry and writes its side in place (an LRU insert costs ~300–450 ns,
+ * about as much as judging the packet: docs/BENCHMARKS.md).
  */
 struct ct_key {
 	__u8 proto; /* IP protocol number */
 	__u8 family;
-	__u16 lport;
-	__u16 rport;
+	__u16 port_a;
+	__u16 port_b;
 	__u16 pad;
-	__u8 local[16];
-	__u8 remote[16];
+	__u8 a[16];
+	__u8 b[16];
+};
+
+/*
+ * One end's side of a connection: the epoch it was last judged in (its local record was live then
+ * too), its verdict, and the direction of the first packet it judged (DIR_EGRESS: this end opened
+ * the connection), by which it is judged again. Written whole (one 8-byte store), so a packet on
+ * another CPU reads an old side or a new one, never a mix.
+ */
+struct ct_side {
+	__u32 epoch;
+	__u8 allowed;
+	__u8 dir;
+	__u8 judged; /* 0: this end has not judged the connection (not local, or not reached yet) */
+	__u8 pad;
 };
 
 struct ct_value {
-	__u32 epoch;  /* when it was last judged (its local record was live then too) */
-	__u8 allowed;
-	__u8 dir;     /* the direction of its first packet (DIR_EGRESS: the local pod opened it) */
-	__u16 pad;
+	struct ct_side end[2]; /* end[0]: a's side, end[1]: b's */
 };
 
 /* A first fragment's ports, for the fragments after it (which carry none). */

@@ -92,7 +92,7 @@ export const MAP_SHAPES: Readonly<Record<MapName, { readonly key: number; readon
   bits: { key: 12, value: 8 },
   actions: { key: 8, value: 4 },
   group_names: { key: 4, value: 16 },
-  conntrack: { key: 40, value: 8 },
+  conntrack: { key: 40, value: 16 },
   frags: { key: 40, value: 8 },
 };
 
@@ -378,8 +378,10 @@ export function u64(value: bigint): Buffer {
 
 /**
  * A connection-tracking key, as the program writes it (for tests that look entries up): the
- * connection as its local pod sees it — the local end is the source on from_pod, the destination
- * on to_pod — so a packet and its replies share one key.
+ * connection's two ends in the program's canonical order (local_first in palisade.bpf.c: the
+ * address's two 8-byte halves as little-endian numbers, then the port), so every packet of a
+ * connection, either way and at either end's hooks, shares one key. `end` is the local end's
+ * index in the value's sides.
  */
 export function ctKey(
   ipProtocol: number,
@@ -387,18 +389,37 @@ export function ctKey(
   remote: AddressBytes,
   localPort: number,
   remotePort: number,
-): Buffer {
+): { key: Buffer; end: 0 | 1 } {
+  const l = Buffer.alloc(16);
+  const r = Buffer.alloc(16);
+  l.set(local.bytes.subarray(0, 16));
+  r.set(remote.bytes.subarray(0, 16));
+  const order = (x: Buffer, y: Buffer): number => {
+    for (const at of [0, 8]) {
+      const a = x.readBigUInt64LE(at);
+      const b = y.readBigUInt64LE(at);
+      if (a !== b) return a < b ? -1 : 1;
+    }
+    return 0;
+  };
+  const c = order(l, r);
+  const end = c < 0 || (c === 0 && localPort <= remotePort) ? 0 : 1;
   const b = Buffer.alloc(40);
   b.writeUInt8(ipProtocol, 0);
   b.writeUInt8(local.family, 1);
-  b.writeUInt16LE(localPort, 2);
-  b.writeUInt16LE(remotePort, 4);
-  putAddress(b, 8, local);
-  putAddress(b, 24, remote);
-  return b;
+  b.writeUInt16LE(end === 0 ? localPort : remotePort, 2);
+  b.writeUInt16LE(end === 0 ? remotePort : localPort, 4);
+  b.set(end === 0 ? l : r, 8);
+  b.set(end === 0 ? r : l, 24);
+  return { key: b, end };
 }
 
-/** A connection-tracking value: the epoch it was judged in, its verdict, its first packet's direction. */
-export function decodeCtValue(b: Buffer): { epoch: number; allowed: boolean; direction: number } {
-  return { epoch: b.readUInt32LE(0), allowed: b.readUInt8(4) !== 0, direction: b.readUInt8(5) };
+/** One end's side of a connection-tracking value (undefined: that end has not judged it). */
+export function decodeCtSide(
+  b: Buffer,
+  end: 0 | 1,
+): { epoch: number; allowed: boolean; direction: number } | undefined {
+  const at = 8 * end;
+  if (b.readUInt8(at + 6) === 0) return undefined;
+  return { epoch: b.readUInt32LE(at), allowed: b.readUInt8(at + 4) !== 0, direction: b.readUInt8(at + 5) };
 }

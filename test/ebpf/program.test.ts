@@ -616,10 +616,11 @@ describe('the BPF program', { skip: SKIP }, () => {
       }
     });
 
-    // A connection has one entry per local pod, keyed as that pod sees it, which its replies find
-    // with one lookup; after an update, whichever packet comes first judges it again as its first
-    // packet was judged — that packet's direction and destination port, not the reply's.
-    it('judges a connection again by its first packet after an update, whichever end sends first, from one entry per pod', () => {
+    // A connection has one entry on the node, whose ends are in a canonical order, which every
+    // packet finds with one lookup — its replies, and both ends' hooks when both are local pods,
+    // each judging its own side; after an update, whichever packet comes first judges it again as
+    // its end's first packet was judged — that packet's direction and destination port, not the reply's.
+    it('judges a connection again by its first packet after an update, whichever end sends first, from one entry per connection with a side per local end', () => {
       const n = node([...base, dbFromWeb]);
       try {
         const sport = freshPort();
@@ -641,12 +642,11 @@ describe('the BPF program', { skip: SKIP }, () => {
           .maps()
           .entries('conntrack')
           .filter(([key]) => key.readUInt16LE(2) === sport || key.readUInt16LE(4) === sport);
-        assert.equal(tracked.length, 2, 'one entry at web, one at db: replies made none');
+        assert.equal(tracked.length, 1, 'one entry for both ends: neither db nor the replies made another');
         const entry = (local: IpAddress, remote: IpAddress, lport: number, rport: number) => {
-          const value = n1
-            .maps()
-            .get('conntrack', layout.ctKey(6, bytes(local), bytes(remote), lport, rport));
-          return value && layout.decodeCtValue(value);
+          const { key, end } = layout.ctKey(6, bytes(local), bytes(remote), lport, rport);
+          const value = n1.maps().get('conntrack', key);
+          return value && layout.decodeCtSide(value, end);
         };
         assert.equal(entry(web, db, sport, 80)?.direction, 0, 'web opened it (egress)');
         assert.equal(entry(db, web, 80, sport)?.direction, 1, 'db accepted it (ingress)');
