@@ -1,18 +1,25 @@
 /**
- * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--events N] [--scale F] [--skip-traffic]
- * [--skip-per-packet] [--skip-updates]`: the eBPF datapath's figures (root; clang, bpftool;
- * iperf3 for throughput).
+ * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--agent-client] [--events N]
+ * [--scale F] [--skip-traffic] [--skip-per-packet] [--skip-updates]`: the eBPF datapath's figures
+ * (root; clang, bpftool; iperf3 for throughput).
  *
  * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
  *    with the node's policy rendered from the two pods plus a generated shape (a) cluster of about
- *    1, 100 and 10,000 policies. N rounds (5 unless told), each running every configuration once,
- *    starting at another one each round (each eBPF configuration has its own pinned maps, attached
- *    in its turn): TCP throughput (iperf3 for S seconds, 1 unless told) and new connections per
- *    second (connect, echo, close; C from the client's pod agent, 2,000 unless told). Each figure is a ratio to
- *    no policy within its round, reported as the median of the rounds with their spread — wall
- *    rates on a shared machine swing by tens of percent between rounds, less within one — beside
- *    the programs' own run time per packet (kernel.bpf_stats_enabled), apart for the iperf3 stream
- *    (established packets) and for the connections (new ones judged).
+ *    1, 100 and 10,000 policies, and the tc hook with a program that passes at once. N rounds (5
+ *    unless told), each running every configuration once, starting at another one each round
+ *    (each eBPF configuration has its own pinned maps, attached in its turn): TCP throughput
+ *    (iperf3 for S seconds, 1 unless told) and new connections per second — C connections (5,000
+ *    unless told) in turn, connect, echo, close, by a small C client against a C server
+ *    (bench/ebpf-connrate.c; `--agent-client`: the Node pod agents, 100 at a time, as before
+ *    session 7). Each figure is a ratio to no policy within its round, reported as the median of
+ *    the rounds with their spread. Beside the wall rate, the CPU time the client and server
+ *    spent per connection (their schedstat: for veth traffic the packets' whole path through the
+ *    node, programs included, runs in their system calls): on a shared machine wall rates swing
+ *    by tens of percent between rounds, CPU per connection by a few. The rounds run with
+ *    kernel.bpf_stats_enabled off (it adds two clock reads to every program run, ~3 µs per
+ *    connection here, which no policy does not pay); one more pass with it on then gives the
+ *    programs' own run time per packet and packets per connection, apart for the iperf3 stream
+ *    (established packets) and the connections.
  * 2. Per-packet cost in the kernel for a new connection, by policies selecting one endpoint
  *    (1, 10, 100, 1,000; always 1,000 client pods): BPF_PROG_TEST_RUN on packets of new
  *    5-tuples (the whole lookup) from the n clients the policies name in turn, from all 1,000 in
@@ -26,10 +33,10 @@
  *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
  *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import type { Cluster, Endpoint, NetworkPolicy } from '../src/model/types.ts';
@@ -78,7 +85,12 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
   if (!isRoot()) return say('the eBPF benchmark needs root (BPF programs, network namespaces); skipped');
   say(`load average at start: ${load()}`);
   if (!args.includes('--skip-traffic'))
-    await traffic(option(args, 'runs', 5), option(args, 'seconds', 1), option(args, 'connections', 2000));
+    await traffic(
+      option(args, 'runs', 5),
+      option(args, 'seconds', 1),
+      option(args, 'connections', args.includes('--agent-client') ? 2000 : 5000),
+      args.includes('--agent-client'),
+    );
   if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
   say(`load average at end: ${load()}`);
@@ -95,21 +107,64 @@ interface Configuration {
   readonly programs?: readonly string[];
 }
 
-async function traffic(runs: number, seconds: number, connections: number): Promise<void> {
+/** The connection-rate client and server (bench/ebpf-connrate.c), compiled into `dir`. */
+function connrateTool(dir: string): string {
+  // Found upwards from this module: it runs from bench/ and from its build (.bench-build/bench/).
+  let root = import.meta.dirname;
+  while (!existsSync(join(root, 'bench', 'ebpf-connrate.c'))) {
+    if (dirname(root) === root) throw new Error('bench/ebpf-connrate.c not found');
+    root = dirname(root);
+  }
+  const binary = join(dir, 'ebpf-connrate');
+  execFileSync('clang', ['-O2', '-Wall', '-o', binary, join(root, 'bench', 'ebpf-connrate.c')]);
+  return binary;
+}
+
+/** A process's time on a CPU so far, ns (/proc/PID/schedstat). */
+const cpuNs = (pid: number): number => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+
+/** Connections in turn by the C client: the wall rate and the client's and server's CPU ns per connection. */
+function connectInTurn(
+  tool: string,
+  clientNetns: string,
+  serverPid: number,
+  serverIp: string,
+  count: number,
+): { rate: number; cpu: number } {
+  const before = cpuNs(serverPid);
+  const out = execFileSync(
+    'nsenter',
+    [`--net=/run/netns/${clientNetns}`, tool, 'client', serverIp, String(CONNRATE_PORT), String(count)],
+    { encoding: 'utf8' },
+  );
+  const server = cpuNs(serverPid) - before;
+  const [connected, seconds, clientCpu] = out.trim().split(' ').map(Number) as [number, number, number];
+  return { rate: connected / seconds, cpu: (clientCpu + server) / connected };
+}
+
+const CONNRATE_PORT = 5202;
+
+async function traffic(
+  runs: number,
+  seconds: number,
+  connections: number,
+  agentClient: boolean,
+): Promise<void> {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
     stateRoot,
     nodes: 1,
   });
   const node = lab.plan.nodes[0];
-  const server = lab.plan.pods.find((p) => p.name === 'server');
+  const serverPod = lab.plan.pods.find((p) => p.name === 'server');
   const client = lab.plan.pods.find((p) => p.name === 'client');
-  if (!node || !server || !client) throw new Error('lab plan without client and server');
+  if (!node || !serverPod || !client) throw new Error('lab plan without client and server');
   const locations: PinLocation[] = [];
   const iperf = await run('iperf3', ['--version']);
   if (iperf.code !== 0) say('iperf3 is not installed (apt-get install iperf3): throughput skipped');
   const stats = await run('sysctl', ['-n', 'kernel.bpf_stats_enabled']);
-  await run('sysctl', ['-q', '-w', 'kernel.bpf_stats_enabled=1']);
+  await run('sysctl', ['-q', '-w', 'kernel.bpf_stats_enabled=0']);
+  let server: ChildProcess | undefined;
   try {
     // Before the lab's own policy goes: the lab enforces with nftables; the benchmark swaps datapaths.
     await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns });
@@ -152,10 +207,10 @@ async function traffic(runs: number, seconds: number, connections: number): Prom
       label: 'tc hook, empty program',
       policies: 0,
       on: () => {
-        for (const pod of [client, server]) attach(empty, node.netns, pod.hostInterface);
+        for (const pod of [client, serverPod]) attach(empty, node.netns, pod.hostInterface);
       },
       off: () => {
-        for (const pod of [client, server]) detach(node.netns, pod.hostInterface);
+        for (const pod of [client, serverPod]) detach(node.netns, pod.hostInterface);
       },
       programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(empty), 'progs', p)),
     });
@@ -168,10 +223,10 @@ async function traffic(runs: number, seconds: number, connections: number): Prom
         label: `eBPF ${label}`,
         policies: cluster.policies.length,
         on: () => {
-          for (const pod of [client, server]) attach(location, node.netns, pod.hostInterface);
+          for (const pod of [client, serverPod]) attach(location, node.netns, pod.hostInterface);
         },
         off: () => {
-          for (const pod of [client, server]) detach(node.netns, pod.hostInterface);
+          for (const pod of [client, serverPod]) detach(node.netns, pod.hostInterface);
         },
         programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(location), 'progs', p)),
       });
@@ -179,40 +234,77 @@ async function traffic(runs: number, seconds: number, connections: number): Prom
     await run('sysctl', ['-q', '-w', 'net.ipv4.tcp_tw_reuse=1', 'net.ipv4.ip_local_port_range=1024 65000'], {
       netns: client.netns,
     });
+    const tool = agentClient ? undefined : connrateTool(stateRoot);
+    const serverIp = serverPod.ips[0] as string;
+    if (tool) {
+      const started = spawn(
+        'nsenter',
+        [`--net=/run/netns/${serverPod.netns}`, tool, 'server', String(CONNRATE_PORT)],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      server = started;
+      await new Promise<void>((resolve, reject) => {
+        started.once('error', reject);
+        started.once('exit', (code) => reject(new Error(`the connection-rate server exited (${code})`)));
+        started.stdout?.once('data', () => resolve());
+      });
+    }
+    const serverPid = server?.pid ?? 0;
+    const measureConnections = async (): Promise<{ rate: number; cpu: number }> =>
+      tool
+        ? connectInTurn(tool, client.netns, serverPid, serverIp, connections)
+        : { rate: await connectionRate(lab, client.id, serverIp, connections), cpu: NaN };
     // Per configuration, one value per round (rounds keep their index: ratios pair a round's values).
     const rates = configurations.map(() => [] as number[]);
+    const cpus = configurations.map(() => [] as number[]);
     const throughputs = configurations.map(() => [] as number[]);
-    const iperfNs = configurations.map(() => [] as number[]);
-    const iperfPackets = configurations.map(() => [] as number[]);
-    const connectNs = configurations.map(() => [] as number[]);
-    const serverIp = server.ips[0] as string;
-    const perPacket = (a: ProgramStats, b: ProgramStats) =>
-      b.count > a.count ? (b.nanoseconds - a.nanoseconds) / (b.count - a.count) : NaN;
     for (let r = 0; r < runs; r++)
       // Each round starts at another configuration, so none always follows the same neighbour.
       for (let k = 0; k < configurations.length; k++) {
         const c = (k + r) % configurations.length;
         const configuration = configurations[c] as Configuration;
         await configuration.on();
-        const before = programStats(configuration.programs);
-        rates[c]?.push(await connectionRate(lab, client.id, serverIp, connections));
-        const connected = programStats(configuration.programs);
+        const { rate, cpu } = await measureConnections();
+        rates[c]?.push(rate);
+        cpus[c]?.push(cpu);
         if (iperf.code === 0)
-          throughputs[c]?.push(await throughput(server.netns, client.netns, serverIp, seconds));
-        const after = programStats(configuration.programs);
-        connectNs[c]?.push(perPacket(before, connected));
-        iperfNs[c]?.push(perPacket(connected, after));
-        iperfPackets[c]?.push((after.count - connected.count) / seconds);
+          throughputs[c]?.push(await throughput(serverPod.netns, client.netns, serverIp, seconds));
         await configuration.off();
       }
+    // The programs' own cost, in one pass of its own with run-time statistics on.
+    const iperfNs = configurations.map(() => [] as number[]);
+    const iperfPackets = configurations.map(() => [] as number[]);
+    const connectNs = configurations.map(() => [] as number[]);
+    const connectPackets = configurations.map(() => [] as number[]);
+    const perPacket = (a: ProgramStats, b: ProgramStats) =>
+      b.count > a.count ? (b.nanoseconds - a.nanoseconds) / (b.count - a.count) : NaN;
+    await run('sysctl', ['-q', '-w', 'kernel.bpf_stats_enabled=1']);
+    for (const [c, configuration] of configurations.entries()) {
+      if (!configuration.programs) continue;
+      await configuration.on();
+      const before = programStats(configuration.programs);
+      await measureConnections();
+      const connected = programStats(configuration.programs);
+      if (iperf.code === 0) await throughput(serverPod.netns, client.netns, serverIp, seconds);
+      const after = programStats(configuration.programs);
+      connectNs[c]?.push(perPacket(before, connected));
+      connectPackets[c]?.push((connected.count - before.count) / connections);
+      iperfNs[c]?.push(perPacket(connected, after));
+      iperfPackets[c]?.push((after.count - connected.count) / seconds);
+      await configuration.off();
+    }
     reportTraffic(
       configurations,
-      { throughputs, rates, iperfNs, iperfPackets, connectNs },
+      { throughputs, rates, cpus, iperfNs, iperfPackets, connectNs, connectPackets },
       runs,
       seconds,
       connections,
+      tool ? 'C client and server, in turn' : 'Node pod agents, 100 at a time',
     );
   } finally {
+    server?.kill('SIGKILL');
     await run('sysctl', ['-q', '-w', `kernel.bpf_stats_enabled=${stats.stdout.trim() || '0'}`]);
     for (const location of locations) unload(location);
     lab.close();
@@ -230,11 +322,14 @@ interface TrafficRuns {
   /** Per configuration, per round. */
   readonly throughputs: number[][];
   readonly rates: number[][];
-  /** The programs' ns per packet while iperf3 ran, and the packets per second they saw. */
+  /** CPU ns the client and server spent per connection (NaN with the agent client). */
+  readonly cpus: number[][];
+  /** The programs' ns per packet while iperf3 ran, and the packets per second they saw (statistics pass). */
   readonly iperfNs: number[][];
   readonly iperfPackets: number[][];
-  /** ns per packet during the connection rate (new connections: judged, not tracked). */
+  /** ns per packet during the connections (each one's first packets judged, the rest tracked), and packets per connection. */
   readonly connectNs: number[][];
+  readonly connectPackets: number[][];
 }
 
 const spread = (values: readonly number[], digits = 0): string =>
@@ -251,35 +346,54 @@ function reportTraffic(
   runs: number,
   seconds: number,
   connections: number,
+  client: string,
 ): void {
   const ratios = (series: number[][], c: number) =>
     (series[c] ?? [])
       .map((value, r) => (100 * value) / ((series[0] ?? [])[r] ?? NaN))
       .filter(Number.isFinite);
+  // Connections per CPU-second against no policy: no policy's CPU per connection over this one's.
+  const cpuRatios = (c: number) =>
+    (t.cpus[c] ?? [])
+      .map((value, r) => (100 * ((t.cpus[0] ?? [])[r] ?? NaN)) / value)
+      .filter(Number.isFinite);
   say(
-    `\ntraffic: ${runs} rounds, each configuration once per round (rotating order); iperf3 ${seconds} s, ${connections.toLocaleString('en')} connections`,
+    `\ntraffic: ${runs} rounds, each configuration once per round (rotating order); iperf3 ${seconds} s; ${connections.toLocaleString('en')} connections (${client})`,
   );
-  say("% of no policy: median of the rounds' ratios (min–max); ns per packet in BPF: median (min–max)");
   say(
-    'configuration               policies   TCP throughput Gbit/s   % of none          connections/s   % of none          ns/packet iperf   packets/s iperf   ns/packet connections',
+    "% of none: median of the rounds' ratios to no policy (min–max); CPU: client + server µs per connection, and no policy's over this one's (connections per CPU-second)",
+  );
+  say(
+    'ns/packet, packets: one pass with kernel.bpf_stats_enabled after the rounds (the rounds run without it)',
+  );
+  say(
+    'configuration               policies   TCP Gbit/s        % of none       connections/s        % of none       CPU µs/conn          % of none       ns/packet iperf   ns/packet, packets per connection',
   );
   for (const [c, configuration] of configurations.entries()) {
     const tp = (t.throughputs[c] ?? []).map((x) => x / 1e9);
     const rr = t.rates[c] ?? [];
+    const cpu = (t.cpus[c] ?? []).filter(Number.isFinite).map((x) => x / 1000);
     const ns = (t.iperfNs[c] ?? []).filter(Number.isFinite);
-    const pk = (t.iperfPackets[c] ?? []).filter((x) => x > 0);
     const cn = (t.connectNs[c] ?? []).filter(Number.isFinite);
+    const cp = t.connectPackets[c] ?? [];
     const tr = ratios(t.throughputs, c);
     const rt = ratios(t.rates, c);
+    const cr = cpuRatios(c);
+    const withSpread = (values: number[], digits = 0, unit = '') =>
+      values.length ? `${median(values).toFixed(digits)}${unit} (${spread(values, digits)})` : '-';
     say(
       `${configuration.label.padEnd(26)} ${String(configuration.policies).padStart(8)}   ` +
-        `${tp.length ? `${median(tp).toFixed(2)} (${spread(tp, 1)})` : 'n/a'}`.padEnd(24) +
-        `${tr.length ? `${median(tr).toFixed(0)}% (${spread(tr)})` : '-'}`.padEnd(19) +
-        `${median(rr).toFixed(0)} (${spread(rr)})`.padEnd(16) +
-        `${rt.length ? `${median(rt).toFixed(0)}% (${spread(rt)})` : '-'}`.padEnd(19) +
-        `${ns.length ? `${median(ns).toFixed(0)} (${spread(ns)})` : '-'}`.padEnd(18) +
-        `${pk.length ? median(pk).toFixed(0) : '-'}`.padEnd(18) +
-        `${cn.length ? `${median(cn).toFixed(0)} (${spread(cn)})` : '-'}`,
+        withSpread(tp, 2).padEnd(18) +
+        ' ' +
+        withSpread(tr, 0, '%').padEnd(16) +
+        ' ' +
+        withSpread(rr).padEnd(21) +
+        withSpread(rt, 0, '%').padEnd(16) +
+        withSpread(cpu, 1).padEnd(21) +
+        withSpread(cr, 1, '%').padEnd(16) +
+        ' ' +
+        (ns.length ? median(ns).toFixed(0) : '-').padEnd(18) +
+        (cn.length ? `${median(cn).toFixed(0)}, ${median(cp).toFixed(1)}` : '-'),
     );
     if (!configuration.label.startsWith('eBPF')) continue;
     if (tr.length)
@@ -297,6 +411,14 @@ function reportTraffic(
       target: '≥ 95 %',
       runs: rt,
     });
+    if (cr.length)
+      reportFigure({
+        name: `${configuration.label} new connections per CPU-second, % of no policy (median of rounds)`,
+        value: median(cr),
+        unit: '%',
+        target: '≥ 95 %',
+        runs: cr,
+      });
     if (ns.length)
       reportFigure({
         name: `${configuration.label} ns per packet in BPF under iperf3`,

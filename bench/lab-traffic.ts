@@ -24,7 +24,8 @@ export const labObjects = [
       ingress: [
         {
           from: [{ podSelector: { matchLabels: { app: 'client' } } }],
-          ports: [{ port: 80 }, { port: 5201 }],
+          // 80: the pod agents; 5201: iperf3; 5202: the eBPF benchmark's connection-rate server.
+          ports: [{ port: 80 }, { port: 5201 }, { port: 5202 }],
         },
       ],
     },
