@@ -90,6 +90,7 @@ export function eachJsonDocument(
   // Every document is checked before the first is visited: a file the YAML path must read is
   // then mostly found before any decoding is spent on it (only JSON.parse's own errors are not).
   const begins: number[] = [];
+  const backslashes = new Backslashes(text);
   for (let i = 0; i < spans.length; i += 2) {
     const from = spans[i] as number;
     const to = spans[i + 1] as number;
@@ -98,7 +99,7 @@ export function eachJsonDocument(
     let end = to;
     while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
     if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return false;
-    if (!readsAsYamlDoes(text, begin, end, limits)) return false;
+    if (!readsAsYamlDoes(text, begin, end, limits, backslashes)) return false;
     begins.push(begin, end);
   }
   for (let i = 0; i < begins.length; i += 2) {
@@ -146,6 +147,27 @@ function skipPlainString(text: string, at: number): number {
   return -1;
 }
 
+/**
+ * Where the next backslash of a file is, found once rather than looked for in every string: a
+ * string with none inside is skipped by one `indexOf` of its closing quote, not character by
+ * character (strings are most of a manifest's text). Positions only move forward through the
+ * file, so all searches together read it once.
+ */
+class Backslashes {
+  /** The first backslash at or after where it was last looked for; -1 when none is left. */
+  private next = -2;
+
+  constructor(private readonly text: string) {}
+
+  /** Same as skipPlainString. */
+  skipString(at: number): number {
+    const close = this.text.indexOf('"', at + 1);
+    if (close < 0) return -1;
+    if (this.next !== -1 && this.next <= at) this.next = this.text.indexOf('\\', at + 1);
+    return this.next === -1 || this.next > close ? close + 1 : skipPlainString(this.text, at);
+  }
+}
+
 /** Whether text[a, aEnd) equals text[b, bEnd). */
 function sameText(text: string, a: number, aEnd: number, b: number, bEnd: number): boolean {
   if (aEnd - a !== bEnd - b) return false;
@@ -166,6 +188,7 @@ function readsAsYamlDoes(
   begin: number,
   end: number,
   limits: { readonly maxDepth: number; readonly maxValues: number },
+  backslashes: Backslashes,
 ): boolean {
   let values = 0;
   // Per open object, where its keys start in `keys` (a flat list of [start, end) pairs).
@@ -178,7 +201,7 @@ function readsAsYamlDoes(
   for (let i = begin; i < end; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
-      const after = skipPlainString(text, i);
+      const after = backslashes.skipString(i);
       if (after < 0) return false;
       if (expectKey) {
         const from = objectKeysFrom[objectKeysFrom.length - 1] ?? 0;
