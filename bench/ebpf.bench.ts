@@ -199,21 +199,24 @@ async function traffic(
           void (await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns })),
       });
     // The hook's own cost: the same attachment with a program that passes everything at once.
-    // What eBPF costs beyond this is the program's work; what this costs is being on tc at all.
+    // What eBPF costs beyond this is the program's work; what this costs is being on the hook at
+    // all. The datapath attaches with tcx links where the kernel has them; the same programs on
+    // tc (clsact, cls_bpf) are measured beside, which is what sessions before 7 attached with.
     const empty: PinLocation = { instance: `bench-${process.pid}-empty` };
     locations.push(empty);
     loadEmptyProgram(empty, stateRoot);
-    configurations.push({
-      label: 'tc hook, empty program',
-      policies: 0,
+    const pods = [client, serverPod];
+    const attached = (location: PinLocation, tcOnly: boolean) => ({
       on: () => {
-        for (const pod of [client, serverPod]) attach(empty, node.netns, pod.hostInterface);
+        for (const pod of pods) attach(location, node.netns, pod.hostInterface, { tcOnly });
       },
       off: () => {
-        for (const pod of [client, serverPod]) detach(node.netns, pod.hostInterface);
+        for (const pod of pods) detach(node.netns, pod.hostInterface, location);
       },
-      programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(empty), 'progs', p)),
+      programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(location), 'progs', p)),
     });
+    configurations.push({ label: 'hook, empty program', policies: 0, ...attached(empty, false) });
+    configurations.push({ label: 'tc hook, empty program', policies: 0, ...attached(empty, true) });
     for (const [i, { label, cluster }] of sizes.entries()) {
       const location: PinLocation = { instance: `bench-${process.pid}-${i}` };
       loadProgram(location);
@@ -222,14 +225,14 @@ async function traffic(
       configurations.push({
         label: `eBPF ${label}`,
         policies: cluster.policies.length,
-        on: () => {
-          for (const pod of [client, serverPod]) attach(location, node.netns, pod.hostInterface);
-        },
-        off: () => {
-          for (const pod of [client, serverPod]) detach(node.netns, pod.hostInterface);
-        },
-        programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(location), 'progs', p)),
+        ...attached(location, false),
       });
+      if (i === 0)
+        configurations.push({
+          label: `eBPF ${label}, on tc`,
+          policies: cluster.policies.length,
+          ...attached(location, true),
+        });
     }
     await run('sysctl', ['-q', '-w', 'net.ipv4.tcp_tw_reuse=1', 'net.ipv4.ip_local_port_range=1024 65000'], {
       netns: client.netns,

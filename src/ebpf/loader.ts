@@ -1,8 +1,9 @@
 /**
  * Loading, pinning and attaching the program, with the kernel's own tools: `bpftool prog loadall`
  * loads both programs and pins them and their maps under a per-node directory of the BPF
- * filesystem; `tc` attaches them to a pod's host-side veth (clsact: `from_pod` on ingress,
- * `to_pod` on egress). tc runs through `nsenter --net`, not `ip netns exec`: the latter mounts a
+ * filesystem; they are attached to a pod's host-side veth (`from_pod` on ingress, `to_pod` on
+ * egress) with tcx links pinned beside them (bpf/tcx-link.c) where the kernel has tcx, else
+ * with `tc` (clsact). tc runs through `nsenter --net`, not `ip netns exec`: the latter mounts a
  * fresh /sys, which hides the BPF filesystem and with it the pinned programs.
  *
  * Everything here is idempotent: a node whose pins exist is re-opened, not loaded again (its maps
@@ -12,7 +13,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { compiledObject, requireBpftool } from './toolchain.ts';
+import { compiledObject, requireBpftool, tcxTool } from './toolchain.ts';
 import { MAP_NAMES } from './layout.ts';
 import { EbpfError, type PinLocation } from './types.ts';
 
@@ -88,10 +89,37 @@ function tc(netns: string | undefined, args: readonly string[]): string[] {
   return netns ? ['nsenter', `--net=/run/netns/${netns}`, 'tc', ...args] : ['tc', ...args];
 }
 
-/** Attaches the node's programs to an interface (a pod's host-side veth), replacing any earlier. */
-export function attach(location: PinLocation, netns: string | undefined, device: string): void {
+const HOOKS = [
+  ['ingress', PROGRAMS.fromPod],
+  ['egress', PROGRAMS.toPod],
+] as const;
+
+/** Where a tcx link of a node's programs on an interface is pinned. */
+const linkPin = (location: PinLocation, device: string, hook: string): string =>
+  join(pinDir(location), 'links', `${device}-${hook}`);
+
+const netnsPath = (netns: string | undefined): string => (netns ? `/run/netns/${netns}` : '-');
+
+/**
+ * Attaches the node's programs to an interface (a pod's host-side veth), replacing any earlier:
+ * with tcx links where the kernel has them (6.6+; bpf/tcx-link.c says why), else with tc (clsact,
+ * cls_bpf in direct-action mode). `tcOnly` (for comparing the two): tc whatever the kernel has.
+ */
+export function attach(
+  location: PinLocation,
+  netns: string | undefined,
+  device: string,
+  options: { readonly tcOnly?: boolean } = {},
+): void {
   const dir = pinDir(location);
   const where = `${device}${netns ? ` in ${netns}` : ''}`;
+  const tool = options.tcOnly ? undefined : tcxTool();
+  if (tool !== undefined && attachTcx(tool, location, netns, device, where)) {
+    // A filter an earlier tc attachment left would run after the links: they decide first, so
+    // removing it now leaves no moment without a program.
+    tryTool(tc(netns, ['qdisc', 'del', 'dev', device, 'clsact']));
+    return;
+  }
   runTool(tc(netns, ['qdisc', 'replace', 'dev', device, 'clsact']), `adding clsact to ${where}`);
   for (const [hook, program] of [
     ['ingress', PROGRAMS.fromPod],
@@ -117,9 +145,42 @@ export function attach(location: PinLocation, netns: string | undefined, device:
     );
 }
 
-/** Removes the programs from an interface (its clsact qdisc); an interface that is gone is fine. */
-export function detach(netns: string | undefined, device: string): void {
+/** Both hooks' links; false when the kernel has no tcx links (nothing was attached then). */
+function attachTcx(
+  tool: string,
+  location: PinLocation,
+  netns: string | undefined,
+  device: string,
+  where: string,
+): boolean {
+  mkdirSync(join(pinDir(location), 'links'), { recursive: true });
+  for (const [hook, program] of HOOKS) {
+    const programPin = join(pinDir(location), 'progs', program);
+    const result = tryTool([
+      tool,
+      'attach',
+      netnsPath(netns),
+      device,
+      programPin,
+      hook,
+      linkPin(location, device, hook),
+    ]);
+    if (result.status === 3 && hook === 'ingress') return false;
+    if (result.error || result.status !== 0)
+      throw new EbpfError(
+        `attaching ${program} to ${where} failed: ${(result.stderr || String(result.error ?? '')).trim().split('\n')[0] ?? ''}`,
+      );
+  }
+  return true;
+}
+
+/**
+ * Removes the programs from an interface: its clsact qdisc, and the node's tcx links on it when
+ * the node's pins are named; an interface that is gone is fine.
+ */
+export function detach(netns: string | undefined, device: string, location?: PinLocation): void {
   tryTool(tc(netns, ['qdisc', 'del', 'dev', device, 'clsact']));
+  if (location) for (const [hook] of HOOKS) rmSync(linkPin(location, device, hook), { force: true });
 }
 
 /** The interfaces a node's programs are attached to (tc's view), for `down` and for tests. */
@@ -128,13 +189,22 @@ export function attachedDevices(netns: string | undefined): string[] {
   const links = tryTool(netns ? ['nsenter', `--net=/run/netns/${netns}`, ...ip] : ip);
   if (links.status !== 0) return [];
   const devices = (JSON.parse(links.stdout) as { ifname: string }[]).map((l) => l.ifname);
+  const tool = tcxTool();
   return devices.filter((device) => {
+    if (tool !== undefined) {
+      const links = tryTool([tool, 'query', netnsPath(netns), device, 'ingress']);
+      if (links.status === 0 && links.stdout.split('\n').includes(PROGRAMS.fromPod)) return true;
+    }
     const filters = tryTool(tc(netns, ['filter', 'show', 'dev', device, 'ingress']));
     return filters.status === 0 && filters.stdout.includes(PROGRAMS.fromPod);
   });
 }
 
-/** Unpins a node's programs and maps (attached programs live on until their interfaces go). */
+/**
+ * Unpins a node's programs and maps. Programs attached with tc live on until their interfaces
+ * go; tcx links are pinned here too, and unpinning them detaches their programs — so this is for
+ * after the interfaces are gone (`lab down` deletes the namespaces first).
+ */
 export function unload(location: PinLocation): void {
   rmSync(pinDir(location), { recursive: true, force: true });
 }

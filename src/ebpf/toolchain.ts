@@ -86,6 +86,28 @@ export function compiledObject(cache = OBJECT_CACHE): string {
   return object;
 }
 
+/**
+ * The tcx link tool (bpf/tcx-link.c, a small user-space program), compiled on first use into the
+ * same cache as the program, or undefined when it cannot be (then programs attach with tc).
+ */
+export function tcxTool(cache = OBJECT_CACHE): string | undefined {
+  const source = join(sourceDir(), 'tcx-link.c');
+  const clang = toolVersion('clang', ['--version']);
+  if (clang === undefined || !existsSync(source)) return undefined;
+  const hash = createHash('sha256').update(readFileSync(source)).update(clang);
+  const binary = join(cache, `tcx-link-${hash.digest('hex').slice(0, 16)}`);
+  if (existsSync(binary)) return binary;
+  mkdirSync(cache, { recursive: true });
+  const temporary = `${binary}.${process.pid}.tmp`;
+  const result = spawnSync('clang', ['-O2', '-Wall', '-o', temporary, source], { encoding: 'utf8' });
+  if (result.status !== 0) {
+    rmSync(temporary, { force: true });
+    return undefined;
+  }
+  renameSync(temporary, binary);
+  return binary;
+}
+
 /** bpftool's version line, or an EbpfError saying it is missing. */
 export function requireBpftool(): void {
   if (toolVersion('bpftool', ['version']) === undefined)
