@@ -196,7 +196,10 @@ describe('lab --datapath ebpf: drift, probes that only look, and a failed up', {
     const before = attachedDevices(netns);
     assert.ok(before.length > 1);
     const removed = before[0] as string;
+    // By hand, whichever way the programs are attached: tc's qdisc, and the pinned tcx links.
     spawnSync('nsenter', [`--net=/run/netns/${netns}`, 'tc', 'qdisc', 'del', 'dev', removed, 'clsact']);
+    for (const hook of ['ingress', 'egress'])
+      rmSync(join(pinDir({ instance: `netns-${netns}` }), 'links', `${removed}-${hook}`), { force: true });
     assert.ok(!attachedDevices(netns).includes(removed));
     const probed = await probeDns();
     assert.equal(probed.code, 0, probed.stdout);
