@@ -1,6 +1,6 @@
 /**
- * The `palisade` executable as a user runs it, for end-to-end figures: wall time and the
- * process's peak RSS (reported by a preload at exit, so the figure is the child's own), with
+ * The `palisade` executable as a user runs it, for end-to-end figures: wall time, the process's
+ * peak RSS and CPU time (reported by a preload at exit, so the figures are the child's own), with
  * stdout discarded, or read slowly through a pipe (a reader that is behind, to see that output
  * waits instead of piling up in memory).
  */
@@ -17,6 +17,8 @@ export interface CliRun {
   readonly code: number | null;
   readonly millis: number;
   readonly peakMiB: number;
+  /** The child's CPU time (user + system, every thread), ms; NaN when it died before reporting. */
+  readonly cpuMillis: number;
   readonly stdoutBytes: number;
   readonly stderr: string;
 }
@@ -40,7 +42,7 @@ export function runCli(
   const preload = join(scratch.path, 'peak.cjs');
   writeFileSync(
     preload,
-    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(peakFile)}, String(process.resourceUsage().maxRSS)));\n`,
+    `process.on('exit', () => { const u = process.resourceUsage(); require('node:fs').writeFileSync(${JSON.stringify(peakFile)}, u.maxRSS + ' ' + (u.userCPUTime + u.systemCPUTime)); });\n`,
   );
   const started = performance.now();
   const child = spawn(
@@ -65,13 +67,14 @@ export function runCli(
     child.on('close', (code) => {
       const millis = performance.now() - started;
       let peakKiB = 0;
+      let cpuMicros = NaN;
       try {
-        peakKiB = Number(readFileSync(peakFile, 'utf8'));
+        [peakKiB, cpuMicros] = readFileSync(peakFile, 'utf8').split(' ').map(Number) as [number, number];
       } catch {
         // The process died before its exit handler ran: no figure.
       }
       scratch.remove();
-      resolve({ code, millis, peakMiB: peakKiB / 1024, stdoutBytes, stderr });
+      resolve({ code, millis, peakMiB: peakKiB / 1024, cpuMillis: cpuMicros / 1000, stdoutBytes, stderr });
     });
   });
 }
