@@ -5,9 +5,11 @@
  *
  * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
  *    with the node's policy rendered from the two pods plus a generated shape (a) cluster of about
- *    1, 100 and 10,000 policies, and the tc hook with a program that passes at once. N rounds (5
- *    unless told), each running every configuration once, starting at another one each round
- *    (each eBPF configuration has its own pinned maps, attached in its turn): TCP throughput
+ *    1, 100 and 10,000 policies, and the hook with a program that passes at once — attached as
+ *    the datapath attaches (tcx links where the kernel has them) and on tc (clsact), as eBPF at
+ *    ~1 policy is too. N rounds (5 unless told), each running every configuration once, starting
+ *    at another one each round (each eBPF configuration has its own pinned maps, attached in its
+ *    turn): TCP throughput
  *    (iperf3 for S seconds, 1 unless told) and new connections per second — C connections (5,000
  *    unless told) in turn, connect, echo, close, by a small C client against a C server
  *    (bench/ebpf-connrate.c; `--agent-client`: the Node pod agents, 100 at a time, as before
