@@ -64,6 +64,19 @@ function found(walk: Walk, file: InputFile): void {
   walk.visit(file);
 }
 
+/** Lowercase DNS names, as a namespace and a pod are named: `shop/web`. */
+const NAMESPACED_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * `explain -f examples/shop shop/web` reads `shop/web` as a second path, since -f takes every
+ * word after it; when a missing path reads like namespace/name, say how a pod is given instead.
+ */
+function podNameHint(path: string): string {
+  return NAMESPACED_NAME.test(path) && !/\.(ya?ml|json)$/.test(path)
+    ? ` (if it names a pod, give it with its option, e.g. --pod ${path}: -f takes every word after it as a path)`
+    : '';
+}
+
 async function readPath(path: string, explicit: boolean, walk: Walk): Promise<void> {
   const { maxBytes, diagnostics } = walk;
   let info;
@@ -73,7 +86,9 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     const code = (error as NodeJS.ErrnoException).code;
     diagnostics.push(
       code === 'ENOENT'
-        ? makeDiagnostic('FILE_NOT_FOUND', `no such file or directory: ${path}`, { file: path })
+        ? makeDiagnostic('FILE_NOT_FOUND', `no such file or directory: ${path}${podNameHint(path)}`, {
+            file: path,
+          })
         : makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),
     );
     return;

@@ -227,6 +227,16 @@ describe('ingest', () => {
     assert.deepEqual(codes.sort(), ['FILE_NOT_FOUND:/missing.yaml', 'FILE_TOO_LARGE:/big.yaml']);
   });
 
+  it('says how a pod is named when a missing path after -f reads like namespace/name', async () => {
+    // Relative paths resolve from the working directory; these two exist in no checkout.
+    const result = await loadCluster(['shop/no-such-pod-7f3a', 'no-such-dir-7f3a/pods.yaml']);
+    const messages = result.diagnostics.map((d) => `${d.code}: ${d.message}`);
+    assert.deepEqual(messages, [
+      'FILE_NOT_FOUND: no such file or directory: no-such-dir-7f3a/pods.yaml',
+      'FILE_NOT_FOUND: no such file or directory: shop/no-such-pod-7f3a (if it names a pod, give it with its option, e.g. --pod shop/no-such-pod-7f3a: -f takes every word after it as a path)',
+    ]);
+  });
+
   it('says when a directory holds no manifests', async (t) => {
     const dir = await tempDir(t, 'palisade-empty-');
     await writeFile(join(dir, 'README.md'), '# not a manifest');
