@@ -313,6 +313,14 @@ export class PackedTables {
     return used;
   }
 
+  /** Bytes of the live blocks (what lookups may read; the arena holds free room besides). */
+  get usedBytes(): number {
+    let ints = 0;
+    for (let handle = 0; handle < this.handles; handle++)
+      if (this.offsets[handle] !== NONE) ints += this.lengths[handle] as number;
+    return 4 * ints;
+  }
+
   /** Bytes held by the arena and its handle arrays (tries excluded). */
   get bytes(): number {
     return this.arena.data.byteLength + this.offsets.byteLength + this.lengths.byteLength;
