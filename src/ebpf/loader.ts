@@ -175,12 +175,13 @@ function attachTcx(
 }
 
 /**
- * Removes the programs from an interface: its clsact qdisc, and the node's tcx links on it when
- * the node's pins are named; an interface that is gone is fine.
+ * Removes a node's programs from an interface: its clsact qdisc and the node's tcx links on it
+ * (which only the node's pins name: without them a link would stay attached); an interface that
+ * is gone is fine.
  */
-export function detach(netns: string | undefined, device: string, location?: PinLocation): void {
+export function detach(netns: string | undefined, device: string, location: PinLocation): void {
   tryTool(tc(netns, ['qdisc', 'del', 'dev', device, 'clsact']));
-  if (location) for (const [hook] of HOOKS) rmSync(linkPin(location, device, hook), { force: true });
+  for (const [hook] of HOOKS) rmSync(linkPin(location, device, hook), { force: true });
 }
 
 /** The interfaces a node's programs are attached to (tc's view), for `down` and for tests. */
