@@ -198,17 +198,15 @@ export class Configurator {
     }
     // Egress named port: one rule per partition of the destination group.
     if (net.kind !== 'group') return;
-    for (const n of this.state.group(net.group)?.ports.keys() ?? []) {
-      out.push(
-        this.prepared(template, slots, i, n, direction, {
-          kind: 'group',
-          group: `${net.group}${PARTITION_SEPARATOR}${n}`,
-        }),
-      );
-    }
+    for (const n of this.state.group(net.group)?.ports.keys() ?? [])
+      out.push(this.prepared(template, slots, i, n, direction, net));
   }
 
-  /** The named-port template's rule for a resolved port number. */
+  /**
+   * The named-port template's rule for a resolved port number. On egress the rule's net is the
+   * number's partition of the destination group (`group#n`), made only when the rule is new:
+   * that string used to be built, and hashed, for every pod's table.
+   */
   private prepared(
     template: RuleTemplate,
     slots: PreparedSlots,
@@ -221,7 +219,11 @@ export class Configurator {
     const named = slots.named?.[i];
     const known = named?.port === port ? named.rule : named?.more?.get(port);
     if (known) return known;
-    const rule = this.numbered(permit(direction, net, template.port, [port, port]));
+    const ruleNet: NetRef =
+      direction === 'egress' && net.kind === 'group'
+        ? { kind: 'group', group: `${net.group}${PARTITION_SEPARATOR}${port}` }
+        : net;
+    const rule = this.numbered(permit(direction, ruleNet, template.port, [port, port]));
     if (!named)
       (slots.named ??= new Array<NamedPortRules | undefined>(slots.plain.length))[i] = { port, rule };
     else (named.more ??= new Map<number, NumberedRule>()).set(port, rule);
@@ -302,11 +304,11 @@ function permit(
   const range =
     resolved ??
     (typeof port?.port === 'number' ? ([port.port, port.endPort ?? port.port] as const) : undefined);
-  return {
-    action: 'permit',
-    protocol: port?.protocol ?? 'ANY',
-    src: direction === 'ingress' ? net : ANY_NET,
-    dst: direction === 'egress' ? net : ANY_NET,
-    ...(range ? { dstPorts: range } : {}),
-  };
+  // Two literals, not a conditional spread (the runtime's slow copy, for every new rule).
+  const protocol = port?.protocol ?? 'ANY';
+  const src = direction === 'ingress' ? net : ANY_NET;
+  const dst = direction === 'egress' ? net : ANY_NET;
+  return range
+    ? { action: 'permit', protocol, src, dst, dstPorts: range }
+    : { action: 'permit', protocol, src, dst };
 }

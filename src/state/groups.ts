@@ -207,11 +207,21 @@ export class GroupIndex {
     if (before) this.countNamedPorts(before, -1);
     if (after) this.countNamedPorts(after, 1);
     const changed = new Set<string>();
-    const candidates = new Set<GroupRecord>();
-    for (const pod of [before, after])
-      if (pod) for (const g of this.candidateGroups(pod.namespace)) candidates.add(g);
     const id = (after ?? before)?.id;
     if (!id) return changed;
+    const namespace = (after ?? before)?.namespace as string;
+    if (!before || !after || before.namespace === after.namespace) {
+      // One namespace: its candidate groups are distinct (each group sits in one index), so
+      // they are visited in place — no arrays or sets for each of a resync's pods.
+      this.eachCandidate(namespace, (group) => {
+        if (this.refreshMember(group, after, id)) changed.add(group.key);
+      });
+      return changed;
+    }
+    const candidates = new Set<GroupRecord>();
+    const add = (group: GroupRecord): void => void candidates.add(group);
+    this.eachCandidate(before.namespace, add);
+    this.eachCandidate(after.namespace, add);
     for (const group of candidates) if (this.refreshMember(group, after, id)) changed.add(group.key);
     return changed;
   }
@@ -251,11 +261,13 @@ export class GroupIndex {
     return changed;
   }
 
-  private candidateGroups(namespace: string): Iterable<GroupRecord> {
-    const result: GroupRecord[] = [...(this.byNamespace.get(namespace) ?? []), ...this.addressGroups];
-    for (const entry of this.selectorsOfNamespace.get(namespace) ?? [])
-      for (const group of entry.groups) result.push(group);
-    return result;
+  /** Visits the groups whose scope covers a namespace's pods (each once). */
+  private eachCandidate(namespace: string, visit: (group: GroupRecord) => void): void {
+    const inNamespace = this.byNamespace.get(namespace);
+    if (inNamespace) for (const group of inNamespace) visit(group);
+    for (const group of this.addressGroups) visit(group);
+    const entries = this.selectorsOfNamespace.get(namespace);
+    if (entries) for (const entry of entries) for (const group of entry.groups) visit(group);
   }
 
   /** Brings one pod's membership of one group up to date; true when it changed. */

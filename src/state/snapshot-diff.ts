@@ -36,7 +36,8 @@ export function upsertChanged<T>(
   for (const object of next) {
     const before = held(object);
     if (before === object) continue;
-    touched.push({ ...(before ? { before } : {}), after: object });
+    // By assignment, not a spread of a temporary: this runs for every object of a resync.
+    touched.push(before ? { before, after: object } : { after: object });
     upsert(object);
   }
 }
