@@ -289,8 +289,7 @@ export class AddressRecords {
   groupsAt(data: Int32Array, base: number): number[] {
     const cold = this.coldFor(data);
     const count = cold[base * COLD_SCALE + GROUP_COUNT] as number;
-    if (count <= INLINE_GROUPS)
-      return [...cold.subarray(base * COLD_SCALE + GROUPS, base * COLD_SCALE + GROUPS + count)];
+    if (count <= INLINE_GROUPS) return [...cold.subarray(base * COLD_SCALE + GROUPS, base * COLD_SCALE + GROUPS + count)];
     const at = cold[base * COLD_SCALE + OVERFLOW_AT] as number;
     return [...this.overflow.subarray(at, at + count)];
   }
@@ -385,10 +384,7 @@ export class AddressRecords {
   private releaseIfEmpty(ip: IpAddress, base: number): void {
     const data = this.dataOf(ip);
     const cold = this.coldOf(ip);
-    if (
-      ((data[base + FLAGS_AND_CLASS] as number) & ENDPOINT_FLAG) !== 0 ||
-      cold[base * COLD_SCALE + NODE_ADDRESS_OF] !== 0
-    )
+    if (((data[base + FLAGS_AND_CLASS] as number) & ENDPOINT_FLAG) !== 0 || cold[base * COLD_SCALE + NODE_ADDRESS_OF] !== 0)
       return;
     if (cold[base * COLD_SCALE + GROUP_COUNT] !== 0) return;
     if (ip.family === 4) {
@@ -429,8 +425,7 @@ export class AddressRecords {
       cold[base * COLD_SCALE + OVERFLOW_AT] = used;
       used += cold[base * COLD_SCALE + OVERFLOW_CAPACITY] as number;
     };
-    for (let base = 0; base < this.v4.length; base += STRIDE)
-      if (this.v4[base] === USED) move(this.cold4, base);
+    for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.cold4, base);
     for (const base of this.v6Bases.values()) move(this.cold6, base);
     return used;
   }
@@ -463,13 +458,7 @@ export class AddressRecords {
 
   /** Bytes held by the records (both halves), the tier entries and the overflow lists. */
   get bytes(): number {
-    return (
-      this.hotBytes +
-      this.cold4.byteLength +
-      this.cold6.byteLength +
-      this.tiers.byteLength +
-      this.overflow.byteLength
-    );
+    return this.hotBytes + this.cold4.byteLength + this.cold6.byteLength + this.tiers.byteLength + this.overflow.byteLength;
   }
 
   /** Bytes of the records' hot halves: what every lookup reads from, for both ends. */
