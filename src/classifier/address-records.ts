@@ -13,8 +13,8 @@
  * At 100,000 pods the hot halves are 8 MiB where whole records were 16: a random packet's two
  * records are more often in the L3 cache and within the TLB's reach (measured: a random read of
  * 32-byte records in 8 MiB ran about twice as fast as of 64-byte ones in 16 MiB on this machine's
- * EPYC). Up to 13 groups sit in the cold half (a pod is in a few, or about ten under a thousand
- * cluster policies); longer lists move to an overflow arena.
+ * EPYC). Up to five groups sit in the cold half (a pod is in a few); longer lists move to an
+ * overflow arena.
  * Cluster-policy tier tables, which most endpoints lack, are in a side array, one entry per
  * distinct set of tables: endpoints selected by the same cluster policies share it, so the few
  * entries stay in cache where one per endpoint cost a cache miss per tier lookup.
@@ -54,15 +54,7 @@ const FLAG_BITS = (1 << CLASS_SHIFT) - 1;
 /** Ints per half record: both halves of a record are at the same base in their arrays. */
 const STRIDE = 8;
 
-/**
- * The cold half is 16 ints (a cache line) at COLD_SCALE times the record's base: room for 13
- * groups inline, so a pod under a thousand AdminNetworkPolicies (6 to 11 groups in shape (a))
- * needs no overflow list — a lookup through a table with group entries reads one more line, not
- * a line and then a list elsewhere.
- */
-const COLD_STRIDE = 16;
-export const COLD_SCALE = COLD_STRIDE / STRIDE;
-/** Cold fields (offsets from COLD_SCALE × a record's base in `cold4`/`cold6`). */
+/** Cold fields (offsets from a record's base in `cold4`/`cold6`). */
 /** The endpoint's node number (0: no endpoint or no node). */
 export const ENDPOINT_NODE = 0;
 /** The node number whose address this is (0: none). */
@@ -70,7 +62,7 @@ export const NODE_ADDRESS_OF = 1;
 /** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
 export const GROUP_COUNT = 2;
 export const GROUPS = 3;
-export const INLINE_GROUPS = COLD_STRIDE - GROUPS;
+export const INLINE_GROUPS = 5;
 /** With more groups: where the sorted list is in the overflow arena, and its capacity. */
 export const OVERFLOW_AT = 3;
 const OVERFLOW_CAPACITY = 4;
@@ -94,7 +86,7 @@ const v6Key = (words: Uint32Array): string => `${words[0]},${words[1]},${words[2
 export class AddressRecords {
   /** IPv4: the hash slots, each a record's hot half (a power-of-two number of slots). */
   v4: Int32Array;
-  /** IPv4: the records' cold halves, at COLD_SCALE times their bases in `v4`. */
+  /** IPv4: the records' cold halves, at the same bases as in `v4`. */
   cold4: Int32Array;
   private mask: number;
   /** Slots not EMPTY (live and tombstones): what probing chains run over. */
@@ -102,7 +94,7 @@ export class AddressRecords {
   private live = 0;
   /** IPv6 records (hot and cold halves), by base through `v6Bases`. */
   v6 = new Int32Array(STRIDE * 16);
-  cold6 = new Int32Array(COLD_STRIDE * 16);
+  cold6 = new Int32Array(STRIDE * 16);
   private readonly v6Bases = new Map<string, number>();
   private v6Records = 0;
   private readonly freeV6: number[] = [];
@@ -129,7 +121,7 @@ export class AddressRecords {
   constructor(initial: { hashSlots?: number; overflowInts?: number } = {}) {
     const slots = Math.max(2, initial.hashSlots ?? 4096); // a power of two
     this.v4 = new Int32Array(STRIDE * slots);
-    this.cold4 = new Int32Array(COLD_STRIDE * slots);
+    this.cold4 = new Int32Array(STRIDE * slots);
     this.mask = slots - 1;
     this.overflowArena = new IntArena(initial.overflowInts ?? 4096, (into) => this.compactOverflow(into));
   }
@@ -196,7 +188,7 @@ export class AddressRecords {
     const entry = tierTables.slice(0, TIER_TABLES).some((t) => t !== -1) ? this.acquireTiers(tierTables) : -1;
     data[base + TIERS] = entry;
     if (before >= 0) this.releaseTiers(before);
-    this.coldOf(ip)[base * COLD_SCALE + ENDPOINT_NODE] = node;
+    this.coldOf(ip)[base + ENDPOINT_NODE] = node;
     data[base + FLAGS_AND_CLASS] = (data[base + FLAGS_AND_CLASS] as number) | ENDPOINT_FLAG;
   }
 
@@ -219,7 +211,7 @@ export class AddressRecords {
     const entry = data[base + TIERS] as number;
     if (entry >= 0) this.releaseTiers(entry);
     data[base + TIERS] = -1;
-    this.coldOf(ip)[base * COLD_SCALE + ENDPOINT_NODE] = 0;
+    this.coldOf(ip)[base + ENDPOINT_NODE] = 0;
     data[base + FLAGS_AND_CLASS] = (data[base + FLAGS_AND_CLASS] as number) & ~ENDPOINT_FLAG;
     this.releaseIfEmpty(ip, base);
   }
@@ -255,7 +247,7 @@ export class AddressRecords {
 
   setNodeAddress(ip: IpAddress, node: number): void {
     const base = this.ensure(ip);
-    this.coldOf(ip)[base * COLD_SCALE + NODE_ADDRESS_OF] = node;
+    this.coldOf(ip)[base + NODE_ADDRESS_OF] = node;
     const data = this.dataOf(ip);
     const flags = data[base + FLAGS_AND_CLASS] as number;
     data[base + FLAGS_AND_CLASS] = node !== 0 ? flags | NODE_FLAG : flags & ~NODE_FLAG;
@@ -288,16 +280,16 @@ export class AddressRecords {
   /** The groups of the record at `base` in `data` (v4 or v6: the hot halves), sorted (a copy). */
   groupsAt(data: Int32Array, base: number): number[] {
     const cold = this.coldFor(data);
-    const count = cold[base * COLD_SCALE + GROUP_COUNT] as number;
-    if (count <= INLINE_GROUPS) return [...cold.subarray(base * COLD_SCALE + GROUPS, base * COLD_SCALE + GROUPS + count)];
-    const at = cold[base * COLD_SCALE + OVERFLOW_AT] as number;
+    const count = cold[base + GROUP_COUNT] as number;
+    if (count <= INLINE_GROUPS) return [...cold.subarray(base + GROUPS, base + GROUPS + count)];
+    const at = cold[base + OVERFLOW_AT] as number;
     return [...this.overflow.subarray(at, at + count)];
   }
 
   /** Adds a group to the address's sorted list; false when it was there already. */
   addGroup(ip: IpAddress, group: number): boolean {
     const base = this.ensure(ip);
-    const count = this.coldOf(ip)[base * COLD_SCALE + GROUP_COUNT] as number;
+    const count = this.coldOf(ip)[base + GROUP_COUNT] as number;
     const list = this.groupsOf(ip);
     let position = 0;
     while (position < count && (list[position] as number) < group) position++;
@@ -326,28 +318,27 @@ export class AddressRecords {
     // What the address is in changes: so may its tier peer class.
     forgetClassAt(data, base);
     const cold = this.coldFor(data);
-    const before = cold[base * COLD_SCALE + GROUP_COUNT] as number;
-    const capacity = before > INLINE_GROUPS ? (cold[base * COLD_SCALE + OVERFLOW_CAPACITY] as number) : 0;
-    cold[base * COLD_SCALE + GROUP_COUNT] = list.length;
+    const before = cold[base + GROUP_COUNT] as number;
+    const capacity = before > INLINE_GROUPS ? (cold[base + OVERFLOW_CAPACITY] as number) : 0;
+    cold[base + GROUP_COUNT] = list.length;
     if (list.length <= INLINE_GROUPS) {
       this.overflowArena.free(capacity);
-      cold.fill(0, base * COLD_SCALE + GROUPS, base * COLD_SCALE + GROUPS + INLINE_GROUPS);
-      cold.set(list, base * COLD_SCALE + GROUPS);
+      cold.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
+      cold.set(list, base + GROUPS);
       return;
     }
     if (list.length <= capacity) {
-      this.overflow.set(list, cold[base * COLD_SCALE + OVERFLOW_AT]);
+      this.overflow.set(list, cold[base + OVERFLOW_AT]);
       return;
     }
     this.overflowArena.free(capacity);
-    // A list first leaving the record is longer than 8 (INLINE_GROUPS + 1).
-    const grown = Math.max(8, capacity * 2, 2 * list.length);
+    const grown = Math.max(8, capacity * 2);
     // Compaction may move other lists, never this one (its old space is already garbage).
-    cold[base * COLD_SCALE + GROUP_COUNT] = 0;
+    cold[base + GROUP_COUNT] = 0;
     const at = this.overflowArena.allocate(grown);
-    cold[base * COLD_SCALE + GROUP_COUNT] = list.length;
-    cold[base * COLD_SCALE + OVERFLOW_AT] = at;
-    cold[base * COLD_SCALE + OVERFLOW_CAPACITY] = grown;
+    cold[base + GROUP_COUNT] = list.length;
+    cold[base + OVERFLOW_AT] = at;
+    cold[base + OVERFLOW_CAPACITY] = grown;
     this.overflow.set(list, at);
   }
 
@@ -384,9 +375,9 @@ export class AddressRecords {
   private releaseIfEmpty(ip: IpAddress, base: number): void {
     const data = this.dataOf(ip);
     const cold = this.coldOf(ip);
-    if (((data[base + FLAGS_AND_CLASS] as number) & ENDPOINT_FLAG) !== 0 || cold[base * COLD_SCALE + NODE_ADDRESS_OF] !== 0)
+    if (((data[base + FLAGS_AND_CLASS] as number) & ENDPOINT_FLAG) !== 0 || cold[base + NODE_ADDRESS_OF] !== 0)
       return;
-    if (cold[base * COLD_SCALE + GROUP_COUNT] !== 0) return;
+    if (cold[base + GROUP_COUNT] !== 0) return;
     if (ip.family === 4) {
       data[base + STATE] = TOMBSTONE;
       this.live--;
@@ -401,7 +392,7 @@ export class AddressRecords {
     const old = this.v4;
     const oldCold = this.cold4;
     this.v4 = new Int32Array(STRIDE * size);
-    this.cold4 = new Int32Array(COLD_STRIDE * size);
+    this.cold4 = new Int32Array(STRIDE * size);
     this.mask = size - 1;
     this.occupied = 0;
     for (let base = 0; base < old.length; base += STRIDE) {
@@ -409,7 +400,7 @@ export class AddressRecords {
       let slot = slotOf(old[base + KEY] as number, this.mask);
       while (this.v4[slot * STRIDE] === USED) slot = (slot + 1) & this.mask;
       this.v4.set(old.subarray(base, base + STRIDE), slot * STRIDE);
-      this.cold4.set(oldCold.subarray(base * COLD_SCALE, (base + STRIDE) * COLD_SCALE), slot * COLD_STRIDE);
+      this.cold4.set(oldCold.subarray(base, base + STRIDE), slot * STRIDE);
       this.occupied++;
     }
   }
@@ -419,11 +410,11 @@ export class AddressRecords {
     const overflow = this.overflow;
     let used = 0;
     const move = (cold: Int32Array, base: number): void => {
-      if ((cold[base * COLD_SCALE + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
-      const at = cold[base * COLD_SCALE + OVERFLOW_AT] as number;
-      into.set(overflow.subarray(at, at + (cold[base * COLD_SCALE + GROUP_COUNT] as number)), used);
-      cold[base * COLD_SCALE + OVERFLOW_AT] = used;
-      used += cold[base * COLD_SCALE + OVERFLOW_CAPACITY] as number;
+      if ((cold[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
+      const at = cold[base + OVERFLOW_AT] as number;
+      into.set(overflow.subarray(at, at + (cold[base + GROUP_COUNT] as number)), used);
+      cold[base + OVERFLOW_AT] = used;
+      used += cold[base + OVERFLOW_CAPACITY] as number;
     };
     for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.cold4, base);
     for (const base of this.v6Bases.values()) move(this.cold6, base);
@@ -483,7 +474,7 @@ function forgetClassAt(data: Int32Array, base: number): void {
 
 function clearRecord(data: Int32Array, cold: Int32Array, base: number): void {
   data.fill(0, base, base + STRIDE);
-  cold.fill(0, base * COLD_SCALE, (base + STRIDE) * COLD_SCALE);
+  cold.fill(0, base, base + STRIDE);
   data[base + INGRESS] = data[base + EGRESS] = data[base + TIERS] = -1;
 }
 

@@ -38,7 +38,6 @@ import {
   NODE_ADDRESS_OF,
   FLAGS_AND_CLASS,
   NODE_FLAG,
-  COLD_SCALE,
 } from './address-records.ts';
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
@@ -393,16 +392,16 @@ export class Classifier {
     port: number,
     first: boolean,
   ): number {
-    if (remote < 0) return this.packed.match(table, family, words, data, 0, 0, protocol, port, first);
-    // The remote's groups are in its record's cold half. Its count is loaded before the table's
-    // header is looked at, so the two cache misses overlap instead of following one another.
+    // The remote's groups are in its record's cold half: read only when the table has group
+    // entries (its header, which the match reads anyway, says so).
+    if (remote < 0 || !this.packed.hasGroups(table))
+      return this.packed.match(table, family, words, data, 0, 0, protocol, port, first);
     const cold = this.records.coldFor(data);
-    const base = remote * COLD_SCALE;
-    const count = cold[base + GROUP_COUNT] as number;
+    const count = cold[remote + GROUP_COUNT] as number;
     // Up to INLINE_GROUPS groups sit in the record; more are in the overflow arena.
     const inline = count <= INLINE_GROUPS;
     const groups = inline ? cold : this.records.overflow;
-    const at = inline ? base + GROUPS : (cold[base + OVERFLOW_AT] as number);
+    const at = inline ? remote + GROUPS : (cold[remote + OVERFLOW_AT] as number);
     return this.packed.match(table, family, words, groups, at, count, protocol, port, first);
   }
 
@@ -484,8 +483,8 @@ export class Classifier {
  */
 function nodeLocal(data: Int32Array, cold: Int32Array, endpoint: number, remote: number): boolean {
   if (remote < 0 || ((data[remote + FLAGS_AND_CLASS] as number) & NODE_FLAG) === 0) return false;
-  const node = cold[endpoint * COLD_SCALE + ENDPOINT_NODE] as number;
-  return node !== 0 && cold[remote * COLD_SCALE + NODE_ADDRESS_OF] === node;
+  const node = cold[endpoint + ENDPOINT_NODE] as number;
+  return node !== 0 && cold[remote + NODE_ADDRESS_OF] === node;
 }
 
 function protocolIndex(protocol: Protocol): number {
