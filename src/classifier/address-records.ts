@@ -4,17 +4,9 @@
  * address belongs to a node, and the sorted list of groups it is a member of. A packet lookup
  * then reads one record per end instead of chasing maps and objects.
  *
- * IPv4 records live in the slots of an open-addressing hash: finding an address is reading its
- * record, not a slot and then a record elsewhere. Each record has two halves of 8 ints at the
- * same base in two arrays: the hot half (`v4`: the key, the table handles and port signatures,
- * the tier entry, the peer class and flags) that every packet reads for both ends, and the cold
- * half (`cold4`: nodes and the group list) that only a lookup through a NetworkPolicy or tier
- * table with group entries reads, or a node-local check when the remote is a node's address.
- * At 100,000 pods the hot halves are 8 MiB where whole records were 16: a random packet's two
- * records are more often in the L3 cache and within the TLB's reach (measured: a random read of
- * 32-byte records in 8 MiB ran about twice as fast as of 64-byte ones in 16 MiB on this machine's
- * EPYC). Up to five groups sit in the cold half (a pod is in a few); longer lists move to an
- * overflow arena.
+ * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
+ * finding an address is reading its record, not a slot and then a record elsewhere. Up to five
+ * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
  * Cluster-policy tier tables, which most endpoints lack, are in a side array, one entry per
  * distinct set of tables: endpoints selected by the same cluster policies share it, so the few
  * entries stay in cache where one per endpoint cost a cache miss per tier lookup.
@@ -25,7 +17,7 @@ import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 import { IntArena } from './int-arena.ts';
 
-/** Hot fields (offsets from a record's base in `v4`/`v6`). Tables are block offsets, -1 when absent. */
+/** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
 const KEY = 1;
 export const INGRESS = 2;
@@ -39,33 +31,24 @@ export const INGRESS_PORTS = 4;
 export const EGRESS_PORTS = 5;
 /** Where the endpoint's cluster-policy tier tables are in `tiers` (-1: none). */
 export const TIERS = 6;
-/**
- * Bit 0 (ENDPOINT_FLAG): the address is an endpoint's. Bit 1 (NODE_FLAG): it is a node's
- * address (its node is in the cold half), so a node-local check reads the cold halves only for
- * such remotes. The bits above: its tier peer class plus one (0: not classified yet; see
- * tier-classes.ts) — kept here because a tier lookup has the remote's record in hand already,
- * and the NetworkPolicy path never reads those bits.
- */
-export const FLAGS_AND_CLASS = 7;
-const ENDPOINT_FLAG = 1;
-export const NODE_FLAG = 2;
-const CLASS_SHIFT = 2;
-const FLAG_BITS = (1 << CLASS_SHIFT) - 1;
-/** Ints per half record: both halves of a record are at the same base in their arrays. */
-const STRIDE = 8;
-
-/** Cold fields (offsets from a record's base in `cold4`/`cold6`). */
 /** The endpoint's node number (0: no endpoint or no node). */
-export const ENDPOINT_NODE = 0;
+export const ENDPOINT_NODE = 7;
 /** The node number whose address this is (0: none). */
-export const NODE_ADDRESS_OF = 1;
+export const NODE_ADDRESS_OF = 8;
+/**
+ * Bit 0: the address is an endpoint's. The bits above: its tier peer class plus one (0: not
+ * classified yet; see tier-classes.ts) — kept here because a tier lookup has the remote's record
+ * in hand already, and the NetworkPolicy path never reads this field.
+ */
+const ENDPOINT_AND_CLASS = 9;
 /** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
-export const GROUP_COUNT = 2;
-export const GROUPS = 3;
+export const GROUP_COUNT = 10;
+export const GROUPS = 11;
 export const INLINE_GROUPS = 5;
 /** With more groups: where the sorted list is in the overflow arena, and its capacity. */
-export const OVERFLOW_AT = 3;
-const OVERFLOW_CAPACITY = 4;
+export const OVERFLOW_AT = 11;
+const OVERFLOW_CAPACITY = 12;
+const STRIDE = 16;
 
 /** Fields of a `tiers` entry: the Admin and Baseline tables (block offsets), per direction. */
 export const ADMIN_INGRESS = 0;
@@ -84,17 +67,14 @@ const TOMBSTONE = 2;
 const v6Key = (words: Uint32Array): string => `${words[0]},${words[1]},${words[2]},${words[3]}`;
 
 export class AddressRecords {
-  /** IPv4: the hash slots, each a record's hot half (a power-of-two number of slots). */
+  /** IPv4: the hash slots, each a record (a power-of-two number of slots). */
   v4: Int32Array;
-  /** IPv4: the records' cold halves, at the same bases as in `v4`. */
-  cold4: Int32Array;
   private mask: number;
   /** Slots not EMPTY (live and tombstones): what probing chains run over. */
   private occupied = 0;
   private live = 0;
-  /** IPv6 records (hot and cold halves), by base through `v6Bases`. */
+  /** IPv6 records, by base through `v6Bases`. */
   v6 = new Int32Array(STRIDE * 16);
-  cold6 = new Int32Array(STRIDE * 16);
   private readonly v6Bases = new Map<string, number>();
   private v6Records = 0;
   private readonly freeV6: number[] = [];
@@ -121,7 +101,6 @@ export class AddressRecords {
   constructor(initial: { hashSlots?: number; overflowInts?: number } = {}) {
     const slots = Math.max(2, initial.hashSlots ?? 4096); // a power of two
     this.v4 = new Int32Array(STRIDE * slots);
-    this.cold4 = new Int32Array(STRIDE * slots);
     this.mask = slots - 1;
     this.overflowArena = new IntArena(initial.overflowInts ?? 4096, (into) => this.compactOverflow(into));
   }
@@ -150,19 +129,9 @@ export class AddressRecords {
     return ip.family === 4 ? this.findV4(words[0] as number) : this.findV6(words);
   }
 
-  /** The array holding a family's records' hot halves. */
+  /** The array holding a family's records. */
   dataOf(ip: IpAddress): Int32Array {
     return ip.family === 4 ? this.v4 : this.v6;
-  }
-
-  /** The array holding a family's records' cold halves (nodes, groups). */
-  coldOf(ip: IpAddress): Int32Array {
-    return ip.family === 4 ? this.cold4 : this.cold6;
-  }
-
-  /** The cold halves that go with an array of hot halves (`v4` or `v6`). */
-  coldFor(data: Int32Array): Int32Array {
-    return data === this.v4 ? this.cold4 : this.cold6;
   }
 
   /**
@@ -188,8 +157,8 @@ export class AddressRecords {
     const entry = tierTables.slice(0, TIER_TABLES).some((t) => t !== -1) ? this.acquireTiers(tierTables) : -1;
     data[base + TIERS] = entry;
     if (before >= 0) this.releaseTiers(before);
-    this.coldOf(ip)[base + ENDPOINT_NODE] = node;
-    data[base + FLAGS_AND_CLASS] = (data[base + FLAGS_AND_CLASS] as number) | ENDPOINT_FLAG;
+    data[base + ENDPOINT_NODE] = node;
+    data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) | 1;
   }
 
   /** The endpoint's tables, in setEndpoint's order (-1 when absent). */
@@ -211,8 +180,8 @@ export class AddressRecords {
     const entry = data[base + TIERS] as number;
     if (entry >= 0) this.releaseTiers(entry);
     data[base + TIERS] = -1;
-    this.coldOf(ip)[base + ENDPOINT_NODE] = 0;
-    data[base + FLAGS_AND_CLASS] = (data[base + FLAGS_AND_CLASS] as number) & ~ENDPOINT_FLAG;
+    data[base + ENDPOINT_NODE] = 0;
+    data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & ~1;
     this.releaseIfEmpty(ip, base);
   }
 
@@ -247,15 +216,12 @@ export class AddressRecords {
 
   setNodeAddress(ip: IpAddress, node: number): void {
     const base = this.ensure(ip);
-    this.coldOf(ip)[base + NODE_ADDRESS_OF] = node;
-    const data = this.dataOf(ip);
-    const flags = data[base + FLAGS_AND_CLASS] as number;
-    data[base + FLAGS_AND_CLASS] = node !== 0 ? flags | NODE_FLAG : flags & ~NODE_FLAG;
+    this.dataOf(ip)[base + NODE_ADDRESS_OF] = node;
   }
 
   isEndpoint(ip: IpAddress): boolean {
     const base = this.find(ip);
-    return base >= 0 && ((this.dataOf(ip)[base + FLAGS_AND_CLASS] as number) & ENDPOINT_FLAG) !== 0;
+    return base >= 0 && ((this.dataOf(ip)[base + ENDPOINT_AND_CLASS] as number) & 1) === 1;
   }
 
   /** Forgets the address's tier peer class (what it is in changed): the next tier lookup classifies it. */
@@ -277,25 +243,25 @@ export class AddressRecords {
     return base < 0 ? [] : this.groupsAt(this.dataOf(ip), base);
   }
 
-  /** The groups of the record at `base` in `data` (v4 or v6: the hot halves), sorted (a copy). */
+  /** The groups of the record at `base` in `data` (v4 or v6), sorted (a copy). */
   groupsAt(data: Int32Array, base: number): number[] {
-    const cold = this.coldFor(data);
-    const count = cold[base + GROUP_COUNT] as number;
-    if (count <= INLINE_GROUPS) return [...cold.subarray(base + GROUPS, base + GROUPS + count)];
-    const at = cold[base + OVERFLOW_AT] as number;
+    const count = data[base + GROUP_COUNT] as number;
+    if (count <= INLINE_GROUPS) return [...data.subarray(base + GROUPS, base + GROUPS + count)];
+    const at = data[base + OVERFLOW_AT] as number;
     return [...this.overflow.subarray(at, at + count)];
   }
 
   /** Adds a group to the address's sorted list; false when it was there already. */
   addGroup(ip: IpAddress, group: number): boolean {
     const base = this.ensure(ip);
-    const count = this.coldOf(ip)[base + GROUP_COUNT] as number;
+    const data = this.dataOf(ip);
+    const count = data[base + GROUP_COUNT] as number;
     const list = this.groupsOf(ip);
     let position = 0;
     while (position < count && (list[position] as number) < group) position++;
     if (list[position] === group) return false;
     list.splice(position, 0, group);
-    this.writeGroups(this.dataOf(ip), base, list);
+    this.writeGroups(data, base, list);
     return true;
   }
 
@@ -310,35 +276,31 @@ export class AddressRecords {
     this.releaseIfEmpty(ip, base);
   }
 
-  /**
-   * Stores a record's sorted group list (in its cold half, `data` being the hot halves): inline
-   * when it fits, else in the overflow arena.
-   */
+  /** Stores a record's sorted group list: inline when it fits, else in the overflow arena. */
   private writeGroups(data: Int32Array, base: number, list: readonly number[]): void {
     // What the address is in changes: so may its tier peer class.
     forgetClassAt(data, base);
-    const cold = this.coldFor(data);
-    const before = cold[base + GROUP_COUNT] as number;
-    const capacity = before > INLINE_GROUPS ? (cold[base + OVERFLOW_CAPACITY] as number) : 0;
-    cold[base + GROUP_COUNT] = list.length;
+    const before = data[base + GROUP_COUNT] as number;
+    const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
+    data[base + GROUP_COUNT] = list.length;
     if (list.length <= INLINE_GROUPS) {
       this.overflowArena.free(capacity);
-      cold.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
-      cold.set(list, base + GROUPS);
+      data.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
+      data.set(list, base + GROUPS);
       return;
     }
     if (list.length <= capacity) {
-      this.overflow.set(list, cold[base + OVERFLOW_AT]);
+      this.overflow.set(list, data[base + OVERFLOW_AT]);
       return;
     }
     this.overflowArena.free(capacity);
     const grown = Math.max(8, capacity * 2);
     // Compaction may move other lists, never this one (its old space is already garbage).
-    cold[base + GROUP_COUNT] = 0;
+    data[base + GROUP_COUNT] = 0;
     const at = this.overflowArena.allocate(grown);
-    cold[base + GROUP_COUNT] = list.length;
-    cold[base + OVERFLOW_AT] = at;
-    cold[base + OVERFLOW_CAPACITY] = grown;
+    data[base + GROUP_COUNT] = list.length;
+    data[base + OVERFLOW_AT] = at;
+    data[base + OVERFLOW_CAPACITY] = grown;
     this.overflow.set(list, at);
   }
 
@@ -349,10 +311,11 @@ export class AddressRecords {
     if (ip.family === 6) {
       const base = this.freeV6.pop() ?? this.v6Records++ * STRIDE;
       if (base + STRIDE > this.v6.length) {
-        this.v6 = doubled(this.v6);
-        this.cold6 = doubled(this.cold6);
+        const grown = new Int32Array(this.v6.length * 2);
+        grown.set(this.v6);
+        this.v6 = grown;
       }
-      clearRecord(this.v6, this.cold6, base);
+      clearRecord(this.v6, base);
       this.v6Bases.set(v6Key(this.words), base);
       return base;
     }
@@ -366,7 +329,7 @@ export class AddressRecords {
     const base = slot * STRIDE;
     if (v4[base] === EMPTY) this.occupied++;
     this.live++;
-    clearRecord(v4, this.cold4, base);
+    clearRecord(v4, base);
     v4[base + STATE] = USED;
     v4[base + KEY] = key;
     return base;
@@ -374,10 +337,8 @@ export class AddressRecords {
 
   private releaseIfEmpty(ip: IpAddress, base: number): void {
     const data = this.dataOf(ip);
-    const cold = this.coldOf(ip);
-    if (((data[base + FLAGS_AND_CLASS] as number) & ENDPOINT_FLAG) !== 0 || cold[base + NODE_ADDRESS_OF] !== 0)
-      return;
-    if (cold[base + GROUP_COUNT] !== 0) return;
+    if (((data[base + ENDPOINT_AND_CLASS] as number) & 1) === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
+    if (data[base + GROUP_COUNT] !== 0) return;
     if (ip.family === 4) {
       data[base + STATE] = TOMBSTONE;
       this.live--;
@@ -390,9 +351,7 @@ export class AddressRecords {
   /** A table of `size` slots holding the live records (tombstones are dropped). */
   private rehash(size: number): void {
     const old = this.v4;
-    const oldCold = this.cold4;
     this.v4 = new Int32Array(STRIDE * size);
-    this.cold4 = new Int32Array(STRIDE * size);
     this.mask = size - 1;
     this.occupied = 0;
     for (let base = 0; base < old.length; base += STRIDE) {
@@ -400,7 +359,6 @@ export class AddressRecords {
       let slot = slotOf(old[base + KEY] as number, this.mask);
       while (this.v4[slot * STRIDE] === USED) slot = (slot + 1) & this.mask;
       this.v4.set(old.subarray(base, base + STRIDE), slot * STRIDE);
-      this.cold4.set(oldCold.subarray(base, base + STRIDE), slot * STRIDE);
       this.occupied++;
     }
   }
@@ -409,15 +367,15 @@ export class AddressRecords {
   private compactOverflow(into: Int32Array): number {
     const overflow = this.overflow;
     let used = 0;
-    const move = (cold: Int32Array, base: number): void => {
-      if ((cold[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
-      const at = cold[base + OVERFLOW_AT] as number;
-      into.set(overflow.subarray(at, at + (cold[base + GROUP_COUNT] as number)), used);
-      cold[base + OVERFLOW_AT] = used;
-      used += cold[base + OVERFLOW_CAPACITY] as number;
+    const move = (data: Int32Array, base: number): void => {
+      if ((data[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
+      const at = data[base + OVERFLOW_AT] as number;
+      into.set(overflow.subarray(at, at + (data[base + GROUP_COUNT] as number)), used);
+      data[base + OVERFLOW_AT] = used;
+      used += data[base + OVERFLOW_CAPACITY] as number;
     };
-    for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.cold4, base);
-    for (const base of this.v6Bases.values()) move(this.cold6, base);
+    for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.v4, base);
+    for (const base of this.v6Bases.values()) move(this.v6, base);
     return used;
   }
 
@@ -447,41 +405,29 @@ export class AddressRecords {
     return this.live + this.v6Bases.size;
   }
 
-  /** Bytes held by the records (both halves), the tier entries and the overflow lists. */
+  /** Bytes held by the records, the tier entries and the overflow lists. */
   get bytes(): number {
-    return this.hotBytes + this.cold4.byteLength + this.cold6.byteLength + this.tiers.byteLength + this.overflow.byteLength;
-  }
-
-  /** Bytes of the records' hot halves: what every lookup reads from, for both ends. */
-  get hotBytes(): number {
-    return this.v4.byteLength + this.v6.byteLength;
+    return this.v4.byteLength + this.v6.byteLength + this.tiers.byteLength + this.overflow.byteLength;
   }
 }
 
 /** The tier peer class of the record at `base` (-1: not classified yet). */
 export function peerClassAt(data: Int32Array, base: number): number {
-  return ((data[base + FLAGS_AND_CLASS] as number) >>> CLASS_SHIFT) - 1;
+  return ((data[base + ENDPOINT_AND_CLASS] as number) >>> 1) - 1;
 }
 
 export function setPeerClassAt(data: Int32Array, base: number, peerClass: number): void {
-  data[base + FLAGS_AND_CLASS] =
-    ((peerClass + 1) << CLASS_SHIFT) | ((data[base + FLAGS_AND_CLASS] as number) & FLAG_BITS) | 0;
+  data[base + ENDPOINT_AND_CLASS] =
+    ((peerClass + 1) << 1) | ((data[base + ENDPOINT_AND_CLASS] as number) & 1) | 0;
 }
 
 function forgetClassAt(data: Int32Array, base: number): void {
-  data[base + FLAGS_AND_CLASS] = (data[base + FLAGS_AND_CLASS] as number) & FLAG_BITS;
+  data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & 1;
 }
 
-function clearRecord(data: Int32Array, cold: Int32Array, base: number): void {
+function clearRecord(data: Int32Array, base: number): void {
   data.fill(0, base, base + STRIDE);
-  cold.fill(0, base, base + STRIDE);
   data[base + INGRESS] = data[base + EGRESS] = data[base + TIERS] = -1;
-}
-
-function doubled(ints: Int32Array): Int32Array<ArrayBuffer> {
-  const grown = new Int32Array(ints.length * 2);
-  grown.set(ints);
-  return grown;
 }
 
 /**

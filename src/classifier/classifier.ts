@@ -36,8 +36,6 @@ import {
   OVERFLOW_AT,
   INGRESS,
   NODE_ADDRESS_OF,
-  FLAGS_AND_CLASS,
-  NODE_FLAG,
 } from './address-records.ts';
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
@@ -299,7 +297,6 @@ export class Classifier {
    */
   private decide(from: number, to: number, family: IpFamily, protocol: number, port: number): boolean {
     const data = family === 4 ? this.records.v4 : this.records.v6;
-    const cold = family === 4 ? this.records.cold4 : this.records.cold6;
     const tiers = this.records.tiers;
     const local = this.allowNodeLocal;
     const dstWords = this.dstWords;
@@ -317,7 +314,7 @@ export class Classifier {
         if (egress !== NO_TABLE) {
           // A port the table names nowhere (its signature says so) is denied without reading it.
           if (
-            !(local && nodeLocal(data, cold, from, to)) &&
+            !(local && nodeLocal(data, from, to)) &&
             (((data[from + EGRESS_PORTS] as number) & bit) === 0 ||
               this.slot(egress, family, dstWords, data, to, protocol, port, false) < 0)
           )
@@ -340,7 +337,7 @@ export class Classifier {
     }
     const ingress = data[to + INGRESS] as number;
     if (ingress !== NO_TABLE) {
-      if (local && nodeLocal(data, cold, to, from)) return true;
+      if (local && nodeLocal(data, to, from)) return true;
       return (
         ((data[to + INGRESS_PORTS] as number) & bit) !== 0 &&
         this.slot(ingress, family, srcWords, data, from, protocol, port, false) >= 0
@@ -392,16 +389,11 @@ export class Classifier {
     port: number,
     first: boolean,
   ): number {
-    // The remote's groups are in its record's cold half: read only when the table has group
-    // entries (its header, which the match reads anyway, says so).
-    if (remote < 0 || !this.packed.hasGroups(table))
-      return this.packed.match(table, family, words, data, 0, 0, protocol, port, first);
-    const cold = this.records.coldFor(data);
-    const count = cold[remote + GROUP_COUNT] as number;
+    const count = remote < 0 ? 0 : (data[remote + GROUP_COUNT] as number);
     // Up to INLINE_GROUPS groups sit in the record; more are in the overflow arena.
     const inline = count <= INLINE_GROUPS;
-    const groups = inline ? cold : this.records.overflow;
-    const at = inline ? remote + GROUPS : (cold[remote + OVERFLOW_AT] as number);
+    const groups = inline ? data : this.records.overflow;
+    const at = inline ? remote + GROUPS : (data[remote + OVERFLOW_AT] as number);
     return this.packed.match(table, family, words, groups, at, count, protocol, port, first);
   }
 
@@ -477,14 +469,11 @@ export class Classifier {
   };
 }
 
-/**
- * Whether the remote address (its record, or -1) belongs to the endpoint's own node. The nodes
- * are in the records' cold halves: read only when the remote's hot flags say it is a node's.
- */
-function nodeLocal(data: Int32Array, cold: Int32Array, endpoint: number, remote: number): boolean {
-  if (remote < 0 || ((data[remote + FLAGS_AND_CLASS] as number) & NODE_FLAG) === 0) return false;
-  const node = cold[endpoint + ENDPOINT_NODE] as number;
-  return node !== 0 && cold[remote + NODE_ADDRESS_OF] === node;
+/** Whether the remote address (its record, or -1) belongs to the endpoint's own node. */
+function nodeLocal(data: Int32Array, endpoint: number, remote: number): boolean {
+  if (remote < 0) return false;
+  const node = data[endpoint + ENDPOINT_NODE] as number;
+  return node !== 0 && data[remote + NODE_ADDRESS_OF] === node;
 }
 
 function protocolIndex(protocol: Protocol): number {

@@ -142,11 +142,6 @@ export class PackedTables {
     return signature;
   }
 
-  /** Whether the table at `at` has group entries (a lookup then needs the remote's groups). */
-  hasGroups(at: number): boolean {
-    return ((this.data[at + HAS] as number) & HAS_GROUPS) !== 0;
-  }
-
   /** The tier action of a slot of a packed tier table (its block at `at`). */
   action(at: number, slot: number): number {
     return this.data[at + (this.data[at + ACTION_AT] as number) + slot] as number;

@@ -13,8 +13,6 @@ import {
   NODE_ADDRESS_OF,
   INGRESS_PORTS,
   EGRESS_PORTS,
-  FLAGS_AND_CLASS,
-  NODE_FLAG,
 } from '../../src/classifier/address-records.ts';
 import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 
@@ -123,11 +121,8 @@ describe('address records', () => {
               assert.equal(data[base + INGRESS_PORTS], r.node * 3);
               assert.equal(data[base + EGRESS_PORTS], ~r.node);
             }
-            const cold = records.coldOf(ip);
-            assert.equal(cold[base + ENDPOINT_NODE], r.node);
-            assert.equal(cold[base + NODE_ADDRESS_OF], r.nodeOf);
-            // The hot half says whether the address is a node's (node-local checks read the cold one only then).
-            assert.equal(((data[base + FLAGS_AND_CLASS] as number) & NODE_FLAG) !== 0, r.nodeOf !== 0);
+            assert.equal(data[base + ENDPOINT_NODE], r.node);
+            assert.equal(data[base + NODE_ADDRESS_OF], r.nodeOf);
             assert.deepEqual(
               records.groupsOf(ip),
               [...r.groups].sort((x, y) => x - y),
