@@ -208,8 +208,8 @@ function lookupFigures(
   const perPod = (bytes: number): string => (bytes / pods.length).toFixed(0);
   process.stdout.write(
     `lookups (${form}): ${(median(cpu) / 1e6).toFixed(2)} M per CPU-s, wall ${(median(wall) / 1e6).toFixed(2)} M/s (median of 5 passes over ${count} packets after a first pass at ${((firstCpu as number) / 1e6).toFixed(2)} M per CPU-s, wall ${((firstWall as number) / 1e6).toFixed(2)}; ${allowed} allowed) vs ${(reference / 1e3).toFixed(2)} k/s reference; ${disagreements} disagreements on ${sample.length} sampled packets\n` +
-      `  lookup structures: records ${mb(memory.records)} (hot halves ${mb(memory.hotRecords)}), packed tables ${mb(memory.tables)} (live blocks ${mb(memory.tablesUsed)}), tier decisions ${mb(memory.tierDecisions)} (${sizes.rows} rows, ${sizes.peerClasses} peer classes, ${sizes.portClasses} port classes)\n` +
-      `  per pod: records ${perPod(memory.records)} B (hot ${perPod(memory.hotRecords)} B, what every lookup reads for both ends), live table blocks ${perPod(memory.tablesUsed)} B\n`,
+      `  lookup structures: records ${mb(memory.records)}, packed tables ${mb(memory.tables)} (live blocks ${mb(memory.tablesUsed)}), tier decisions ${mb(memory.tierDecisions)} (${sizes.rows} rows, ${sizes.peerClasses} peer classes, ${sizes.portClasses} port classes)\n` +
+      `  per pod: records ${perPod(memory.records)} B (with the overflowing group lists), live table blocks ${perPod(memory.tablesUsed)} B\n`,
   );
   return pods;
 }

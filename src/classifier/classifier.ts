@@ -203,14 +203,12 @@ export class Classifier {
   }
 
   /**
-   * Bytes of the lookup structures: address records (with group lists; `hotRecords` their hot
-   * halves, which every lookup reads), packed tables (`tablesUsed`: the live blocks, without the
-   * arena's free room), the tier decisions kept so far (index, rows, port classes) and the tier
-   * forms they are computed from.
+   * Bytes of the lookup structures: address records (with group lists), packed tables
+   * (`tablesUsed`: the live blocks, without the arena's free room), the tier decisions kept so
+   * far (index, rows, port classes) and the tier forms they are computed from.
    */
   get memory(): {
     records: number;
-    hotRecords: number;
     tables: number;
     tablesUsed: number;
     tierDecisions: number;
@@ -219,7 +217,6 @@ export class Classifier {
     const tier = this.decisions?.bytes ?? { lookups: 0, forms: 0 };
     return {
       records: this.records.bytes,
-      hotRecords: this.records.hotBytes,
       tables: this.packed.bytes,
       tablesUsed: this.packed.usedBytes,
       tierDecisions: tier.lookups,
