@@ -63,7 +63,8 @@ export function* compileTextLines(
   style: Style,
   withStats: boolean,
 ): Generator<string> {
-  // Lines are gathered per pod, table or group, and handed out (then dropped) after each.
+  // Headings (and the node's part) are gathered in `lines` and handed out by `flush`; each pod,
+  // table and group is handed out as one string as soon as it is made.
   const lines: string[] = [];
   function* flush(): Generator<string> {
     for (const line of lines) yield `${line}\n`;
@@ -74,19 +75,21 @@ export function* compileTextLines(
       `pods (${report.pods.length} compiled${report.postponed.length ? `, ${report.postponed.length} postponed: no address` : ''})`,
     ),
   );
+  yield* flush();
+  // The pods' and tables' lines are handed out as made: no closure, array or generator per pod
+  // or table (there are 100,000 of each at shape a ×1).
   for (const pod of report.pods) {
-    const tiers = (t: string | undefined) => (t ? ` (tiers ${t})` : '');
-    lines.push(
-      `  ${pod.id}  ingress: ${pod.ingress ?? 'open'}${tiers(pod.ingressTiers)}  egress: ${pod.egress ?? 'open'}${tiers(pod.egressTiers)}`,
-    );
-    yield* flush();
+    yield `  ${pod.id}  ingress: ${pod.ingress ?? 'open'}${tiersText(pod.ingressTiers)}  egress: ${pod.egress ?? 'open'}${tiersText(pod.egressTiers)}\n`;
   }
   for (const id of report.postponed) lines.push(style.dim(`  ${id}  postponed (no address yet)`));
   lines.push('', style.bold(`tables (${report.tables.length} distinct)`));
+  yield* flush();
   for (const table of report.tables) {
-    lines.push(`  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}`);
-    table.rules.forEach((rule, i) => lines.push(`    ${String(i + 1).padStart(3)}  ${ruleText(rule)}`));
-    yield* flush();
+    let text = `  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}\n`;
+    const { rules } = table;
+    for (let i = 0; i < rules.length; i++)
+      text += `    ${String(i + 1).padStart(3)}  ${ruleText(rules[i] as Rule)}\n`;
+    yield text;
   }
   if (report.tiers.length > 0) {
     lines.push(
@@ -107,12 +110,14 @@ export function* compileTextLines(
     }
   }
   lines.push('', style.bold(`address groups (${report.groups.length})`));
+  yield* flush();
   for (const group of report.groups) {
-    const members = group.members.map(
-      (m) => `${m.pod}${m.port !== undefined ? `:${m.port}` : ''} ${m.ips.join(',')}`,
-    );
-    lines.push(`  ${group.key}`, `    ${members.length ? members.join('; ') : style.dim('(no members)')}`);
-    yield* flush();
+    let members = '';
+    for (const m of group.members) {
+      if (members !== '') members += '; ';
+      members += `${m.pod}${m.port !== undefined ? `:${m.port}` : ''} ${m.ips.join(',')}`;
+    }
+    yield `  ${group.key}\n    ${members !== '' ? members : style.dim('(no members)')}\n`;
   }
   if (report.node) {
     const { node } = report;
@@ -138,6 +143,10 @@ export function* compileTextLines(
   }
   if (withStats) lines.push('', formatStats(report.stats));
   yield* flush();
+}
+
+function tiersText(id: string | undefined): string {
+  return id ? ` (tiers ${id})` : '';
 }
 
 export function formatStats(stats: CompileStats): string {

@@ -3,7 +3,7 @@
  * address groups and, for a node, the combined local tables and the global table.
  */
 import { Command } from 'commander';
-import { formatIp } from '../../net/ip.ts';
+import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
 import type { TieredTable } from '../../configurator/index.ts';
@@ -66,6 +66,20 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
     });
 }
 
+/** A group member as the store holds it. */
+interface StoreMember {
+  readonly pod: string;
+  readonly ips: readonly IpAddress[];
+  readonly port?: number;
+}
+
+/** A group member as the report shows it (shared between groups: never changed). */
+interface ReportMember {
+  readonly pod: string;
+  readonly ips: readonly string[];
+  readonly port?: number;
+}
+
 function buildReport(
   pipeline: PolicyPipeline,
   cache: RendererCache | undefined,
@@ -87,17 +101,19 @@ function buildReport(
   }
   // Members and pods are built by assignment, not conditional spreads: a spread in a literal
   // copies through the runtime's slow path, and the report makes some 300,000 of these at ×1.
+  // A pod is a member of several groups, and its members share its address list: the list is
+  // formatted once, and a member without a port (the same in every such group) made once.
+  // (By the address list alone: a list belongs to one pod, or is one group's filtered copy.)
+  const plainMembers = new Map<readonly IpAddress[], ReportMember>();
+  const reportMember = (m: StoreMember): ReportMember => {
+    let plain = plainMembers.get(m.ips);
+    if (plain?.pod !== m.pod) plainMembers.set(m.ips, (plain = { pod: m.pod, ips: m.ips.map(formatIp) }));
+    return m.port === undefined ? plain : { pod: m.pod, ips: plain.ips, port: m.port };
+  };
   const groups = [...pipeline.state.groupKeys()].sort().map((key) => ({
     key,
     members: [...(pipeline.state.group(key)?.members.values() ?? [])]
-      .map((m) => {
-        const member: { pod: string; ips: string[]; port?: number } = {
-          pod: m.pod,
-          ips: m.ips.map(formatIp),
-        };
-        if (m.port !== undefined) member.port = m.port;
-        return member;
-      })
+      .map(reportMember)
       .sort((a, b) => (a.pod < b.pod ? -1 : 1)),
   }));
   const distinct = [...tables.values()];
