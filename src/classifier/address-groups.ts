@@ -4,18 +4,22 @@
  * numbers each), and can take them back out when members change.
  */
 import type { IpAddress } from '../net/ip.ts';
-import type { AddressRecords } from './address-records.ts';
+import { TABLE_GROUPS, type AddressRecords, type GroupList } from './address-records.ts';
 
 export class AddressGroupIndex {
   /** Per group number, the addresses it added (to take it back out). */
   private readonly contributed = new Map<number, IpAddress[]>();
 
-  constructor(private readonly records: AddressRecords) {}
+  /** `list`: which of the records' group lists this index fills (see address-records.ts). */
+  constructor(
+    private readonly records: AddressRecords,
+    private readonly list: GroupList = TABLE_GROUPS,
+  ) {}
 
   add(group: number, addresses: Iterable<IpAddress>): void {
     let mine = this.contributed.get(group);
     if (!mine) this.contributed.set(group, (mine = []));
-    for (const ip of addresses) if (this.records.addGroup(ip, group)) mine.push(ip);
+    for (const ip of addresses) if (this.records.addGroup(ip, group, this.list)) mine.push(ip);
   }
 
   /** The addresses the group added (those it holds now). */
@@ -24,7 +28,7 @@ export class AddressGroupIndex {
   }
 
   clear(group: number): void {
-    for (const ip of this.contributed.get(group) ?? []) this.records.removeGroup(ip, group);
+    for (const ip of this.contributed.get(group) ?? []) this.records.removeGroup(ip, group, this.list);
     this.contributed.delete(group);
   }
 }

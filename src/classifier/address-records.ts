@@ -7,6 +7,14 @@
  * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
  * finding an address is reading its record, not a slot and then a record elsewhere. Up to five
  * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
+ *
+ * An address has two group lists: the groups NetworkPolicy tables name (inline, what their
+ * lookups scan) and the groups only cluster-policy tier tables name (in the overflow arena, read
+ * when a tier peer class is computed or a tier table's rules are walked). Kept in one list, a pod
+ * under a thousand AdminNetworkPolicies was in 6–11 groups: every list overflowed, so every
+ * NetworkPolicy lookup through a table with group entries read one more cache line and probed
+ * the table for groups it can never name. The two lists number groups independently (each has
+ * its own group layer).
  * Cluster-policy tier tables, which most endpoints lack, are in a side array, one entry per
  * distinct set of tables: endpoints selected by the same cluster policies share it, so the few
  * entries stay in cache where one per endpoint cost a cache miss per tier lookup.
@@ -18,7 +26,18 @@ import type { IpAddress } from '../net/ip.ts';
 import { IntArena } from './int-arena.ts';
 
 /** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
-const STATE = 0; // IPv4 slots: EMPTY, USED or TOMBSTONE
+/** Which of an address's two group lists a group goes to (see the header). */
+export const TABLE_GROUPS = 0;
+export const TIER_GROUPS = 1;
+export type GroupList = typeof TABLE_GROUPS | typeof TIER_GROUPS;
+/**
+ * Bits 0–1: the IPv4 slot's state (EMPTY, USED or TOMBSTONE); the bits above: where the tier
+ * group list is in the overflow arena, plus one (0: none). The list there: count, capacity, then
+ * the sorted groups.
+ */
+const STATE = 0;
+const STATE_MASK = 3;
+const TIER_LIST_SHIFT = 2;
 const KEY = 1;
 export const INGRESS = 2;
 export const EGRESS = 3;
@@ -112,7 +131,7 @@ export class AddressRecords {
     const mask = this.mask;
     for (let slot = slotOf(key, mask); ; slot = (slot + 1) & mask) {
       const base = slot * STRIDE;
-      const state = v4[base] as number;
+      const state = (v4[base] as number) & STATE_MASK;
       if (state === EMPTY) return -1;
       if (state === USED && v4[base + KEY] === key) return base;
     }
@@ -233,47 +252,82 @@ export class AddressRecords {
   /** Forgets every address's tier peer class (the classes were renumbered, or a tier CIDR came). */
   forgetAllClasses(): void {
     for (let base = 0; base < this.v4.length; base += STRIDE)
-      if (this.v4[base] === USED) forgetClassAt(this.v4, base);
+      if (((this.v4[base] as number) & STATE_MASK) === USED) forgetClassAt(this.v4, base);
     for (const base of this.v6Bases.values()) forgetClassAt(this.v6, base);
   }
 
-  /** The address's groups, sorted (a copy; lookups read the record). */
-  groupsOf(ip: IpAddress): number[] {
+  /** The address's groups in one of its lists, sorted (a copy; lookups read the record). */
+  groupsOf(ip: IpAddress, which: GroupList = TABLE_GROUPS): number[] {
     const base = this.find(ip);
-    return base < 0 ? [] : this.groupsAt(this.dataOf(ip), base);
+    return base < 0 ? [] : this.groupsAt(this.dataOf(ip), base, which);
   }
 
-  /** The groups of the record at `base` in `data` (v4 or v6), sorted (a copy). */
-  groupsAt(data: Int32Array, base: number): number[] {
+  /** The groups of the record at `base` in `data` (v4 or v6) in one list, sorted (a copy). */
+  groupsAt(data: Int32Array, base: number, which: GroupList = TABLE_GROUPS): number[] {
+    if (which === TIER_GROUPS) {
+      const at = this.tierListAt(data, base);
+      return at < 0 ? [] : [...this.overflow.subarray(at + 2, at + 2 + (this.overflow[at] as number))];
+    }
     const count = data[base + GROUP_COUNT] as number;
     if (count <= INLINE_GROUPS) return [...data.subarray(base + GROUPS, base + GROUPS + count)];
     const at = data[base + OVERFLOW_AT] as number;
     return [...this.overflow.subarray(at, at + count)];
   }
 
-  /** Adds a group to the address's sorted list; false when it was there already. */
-  addGroup(ip: IpAddress, group: number): boolean {
+  /**
+   * Where the record's tier group list is in the overflow arena (its count, capacity, then the
+   * groups), or -1 when it has none.
+   */
+  tierListAt(data: Int32Array, base: number): number {
+    return ((data[base + STATE] as number) >>> TIER_LIST_SHIFT) - 1;
+  }
+
+  /** Adds a group to one of the address's sorted lists; false when it was there already. */
+  addGroup(ip: IpAddress, group: number, which: GroupList = TABLE_GROUPS): boolean {
     const base = this.ensure(ip);
     const data = this.dataOf(ip);
-    const count = data[base + GROUP_COUNT] as number;
-    const list = this.groupsOf(ip);
+    const list = this.groupsAt(data, base, which);
     let position = 0;
-    while (position < count && (list[position] as number) < group) position++;
+    while (position < list.length && (list[position] as number) < group) position++;
     if (list[position] === group) return false;
     list.splice(position, 0, group);
-    this.writeGroups(data, base, list);
+    if (which === TIER_GROUPS) this.writeTierGroups(data, base, list);
+    else this.writeGroups(data, base, list);
     return true;
   }
 
-  removeGroup(ip: IpAddress, group: number): void {
+  removeGroup(ip: IpAddress, group: number, which: GroupList = TABLE_GROUPS): void {
     const base = this.find(ip);
     if (base < 0) return;
-    const list = this.groupsOf(ip);
+    const data = this.dataOf(ip);
+    const list = this.groupsAt(data, base, which);
     const position = list.indexOf(group);
     if (position < 0) return;
     list.splice(position, 1);
-    this.writeGroups(this.dataOf(ip), base, list);
+    if (which === TIER_GROUPS) this.writeTierGroups(data, base, list);
+    else this.writeGroups(data, base, list);
     this.releaseIfEmpty(ip, base);
+  }
+
+  /** Stores a record's sorted tier group list in the overflow arena (none when empty). */
+  private writeTierGroups(data: Int32Array, base: number, list: readonly number[]): void {
+    // What the address is in changes: so may its tier peer class.
+    forgetClassAt(data, base);
+    const state = (data[base + STATE] as number) & STATE_MASK;
+    let at = this.tierListAt(data, base);
+    const capacity = at < 0 ? 0 : (this.overflow[at + 1] as number);
+    if (list.length > capacity || list.length === 0) {
+      if (at >= 0) this.overflowArena.free(2 + capacity);
+      data[base + STATE] = state;
+      if (list.length === 0) return;
+      const grown = Math.max(4, 2 * capacity, list.length);
+      // Compaction may move other lists, never this one (its old space is already garbage).
+      at = this.overflowArena.allocate(2 + grown);
+      this.overflow[at + 1] = grown;
+      data[base + STATE] = state | ((at + 1) << TIER_LIST_SHIFT);
+    }
+    this.overflow[at] = list.length;
+    this.overflow.set(list, at + 2);
   }
 
   /** Stores a record's sorted group list: inline when it fits, else in the overflow arena. */
@@ -325,9 +379,9 @@ export class AddressRecords {
     if ((this.occupied + 1) * 2 > size) this.rehash((this.live + 1) * 4 > size ? size * 2 : size);
     const v4 = this.v4;
     let slot = slotOf(key, this.mask);
-    while (v4[slot * STRIDE] === USED) slot = (slot + 1) & this.mask;
+    while (((v4[slot * STRIDE] as number) & STATE_MASK) === USED) slot = (slot + 1) & this.mask;
     const base = slot * STRIDE;
-    if (v4[base] === EMPTY) this.occupied++;
+    if (((v4[base] as number) & STATE_MASK) === EMPTY) this.occupied++;
     this.live++;
     clearRecord(v4, base);
     v4[base + STATE] = USED;
@@ -338,7 +392,7 @@ export class AddressRecords {
   private releaseIfEmpty(ip: IpAddress, base: number): void {
     const data = this.dataOf(ip);
     if (((data[base + ENDPOINT_AND_CLASS] as number) & 1) === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
-    if (data[base + GROUP_COUNT] !== 0) return;
+    if (data[base + GROUP_COUNT] !== 0 || this.tierListAt(data, base) >= 0) return;
     if (ip.family === 4) {
       data[base + STATE] = TOMBSTONE;
       this.live--;
@@ -355,9 +409,9 @@ export class AddressRecords {
     this.mask = size - 1;
     this.occupied = 0;
     for (let base = 0; base < old.length; base += STRIDE) {
-      if (old[base] !== USED) continue;
+      if (((old[base] as number) & STATE_MASK) !== USED) continue;
       let slot = slotOf(old[base + KEY] as number, this.mask);
-      while (this.v4[slot * STRIDE] === USED) slot = (slot + 1) & this.mask;
+      while (((this.v4[slot * STRIDE] as number) & STATE_MASK) === USED) slot = (slot + 1) & this.mask;
       this.v4.set(old.subarray(base, base + STRIDE), slot * STRIDE);
       this.occupied++;
     }
@@ -374,8 +428,23 @@ export class AddressRecords {
       data[base + OVERFLOW_AT] = used;
       used += data[base + OVERFLOW_CAPACITY] as number;
     };
-    for (let base = 0; base < this.v4.length; base += STRIDE) if (this.v4[base] === USED) move(this.v4, base);
-    for (const base of this.v6Bases.values()) move(this.v6, base);
+    const moveTier = (data: Int32Array, base: number): void => {
+      const at = ((data[base + STATE] as number) >>> TIER_LIST_SHIFT) - 1;
+      if (at < 0) return;
+      const capacity = overflow[at + 1] as number;
+      into.set(overflow.subarray(at, at + 2 + (overflow[at] as number)), used);
+      data[base + STATE] = ((data[base + STATE] as number) & STATE_MASK) | ((used + 1) << TIER_LIST_SHIFT);
+      used += 2 + capacity;
+    };
+    for (let base = 0; base < this.v4.length; base += STRIDE)
+      if (((this.v4[base] as number) & STATE_MASK) === USED) {
+        move(this.v4, base);
+        moveTier(this.v4, base);
+      }
+    for (const base of this.v6Bases.values()) {
+      move(this.v6, base);
+      moveTier(this.v6, base);
+    }
     return used;
   }
 
@@ -390,7 +459,7 @@ export class AddressRecords {
       remap(data, base + EGRESS);
     };
     for (let base = 0; base < this.v4.length; base += STRIDE)
-      if (this.v4[base] === USED) records(this.v4, base);
+      if (((this.v4[base] as number) & STATE_MASK) === USED) records(this.v4, base);
     for (const base of this.v6Bases.values()) records(this.v6, base);
     // Tier entries are shared: each is remapped once, and found again by its new tables.
     this.tierEntryOf = new Map();

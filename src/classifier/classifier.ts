@@ -36,6 +36,7 @@ import {
   OVERFLOW_AT,
   INGRESS,
   NODE_ADDRESS_OF,
+  TIER_GROUPS,
 } from './address-records.ts';
 import { PackedTables, portBit } from './packed-tables.ts';
 import { addressWords } from './lpm-trie.ts';
@@ -106,8 +107,9 @@ export class Classifier {
   private readonly dstWords = new Uint32Array(4);
   /** Tier tables by content, with the pods using them (dropped with their last user). */
   private readonly tierTables = new SharedTables<TierTable>();
-  /** Address → groups, shared by every NetworkPolicy and tier table. */
+  /** Address → groups of NetworkPolicy tables, and of tier tables (two lists per record). */
   private readonly resolver: StateGroupResolver;
+  private readonly tierResolver: StateGroupResolver;
   private readonly tierCompiler: TierTables | undefined;
   /** Tier verdicts per (table, peer class, port class); undefined without tiers (or when walking). */
   private readonly decisions: TierDecisions | undefined;
@@ -118,8 +120,9 @@ export class Classifier {
   ) {
     this.allowNodeLocal = options.allowNodeLocal ?? true;
     this.resolver = new StateGroupResolver(state, this.records);
+    this.tierResolver = new StateGroupResolver(state, this.records, TIER_GROUPS);
     if (options.tiers) this.tierCompiler = new TierTables(state);
-    const resolver = this.resolver;
+    const resolver = this.tierResolver;
     this.decisions =
       options.tiers && !options.tierRuleWalk
         ? new TierDecisions(this.records, (group) => resolver.addressesOf(group))
@@ -176,6 +179,7 @@ export class Classifier {
   groupsChanged(groups: ReadonlySet<string>): void {
     // Members live in the group layer: only tables whose slots depend on named-port numbers rebuild.
     this.resolver.groupsChanged(groups);
+    this.tierResolver.groupsChanged(groups);
     const stale = this.shared.evict((table) => [...table.groups].some((g) => groups.has(g)), this.free);
     for (const id of stale) this.setPod(id, this.state.pod(id));
   }
@@ -369,7 +373,11 @@ export class Classifier {
       if (decided !== TIER_WALK) return decided;
     }
     const table = tiers[field] as number;
-    const slot = this.slot(table, family, words, data, remote, protocol, port, true);
+    // Tier tables name the groups of the remote's tier list (in the overflow arena).
+    const at = remote < 0 ? -1 : this.records.tierListAt(data, remote);
+    const overflow = this.records.overflow;
+    const count = at < 0 ? 0 : (overflow[at] as number);
+    const slot = this.packed.match(table, family, words, overflow, at + 2, count, protocol, port, true);
     if (slot < 0) return UNDECIDED;
     const action = this.packed.action(table, slot);
     return action === ACTION_ALLOW ? ALLOW : action === ACTION_DENY ? DENY : UNDECIDED;
@@ -414,7 +422,7 @@ export class Classifier {
         return this.tierTables.acquire(
           ref,
           pod.id,
-          () => tierTable(tiered[tier], direction, this.resolver),
+          () => tierTable(tiered[tier], direction, this.tierResolver),
           (t) => {
             const handle = this.packed.add(t.table, t.actions);
             this.decisions?.add(handle, t.form);

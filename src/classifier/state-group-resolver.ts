@@ -11,7 +11,7 @@ import type { AddressGroup, ReadonlyStore } from '../state/index.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { GroupResolver } from './direction-table.ts';
 import { AddressGroupIndex } from './address-groups.ts';
-import type { AddressRecords } from './address-records.ts';
+import { TABLE_GROUPS, type AddressRecords, type GroupList } from './address-records.ts';
 
 export class StateGroupResolver implements GroupResolver {
   private readonly ids = new Map<string, number>();
@@ -20,11 +20,16 @@ export class StateGroupResolver implements GroupResolver {
   private readonly filledFrom: (AddressGroup | undefined)[] = [];
   private readonly index: AddressGroupIndex;
 
+  /**
+   * `list`: which of the records' group lists the members go to — NetworkPolicy tables' and tier
+   * tables' groups are kept apart (address-records.ts says why), each with its own numbers.
+   */
   constructor(
     private readonly state: ReadonlyStore,
     records: AddressRecords,
+    list: GroupList = TABLE_GROUPS,
   ) {
-    this.index = new AddressGroupIndex(records);
+    this.index = new AddressGroupIndex(records, list);
   }
 
   /** The number of a group or partition reference, registering its members on first use. */

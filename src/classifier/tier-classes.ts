@@ -14,7 +14,7 @@
  * table may still split classes; that is finer than needed, never wrong.
  */
 import { cidrContains, type Cidr, type IpAddress, type IpFamily } from '../net/ip.ts';
-import { peerClassAt, setPeerClassAt, type AddressRecords } from './address-records.ts';
+import { peerClassAt, setPeerClassAt, TIER_GROUPS, type AddressRecords } from './address-records.ts';
 
 /** Classes kept before all are forgotten and numbered afresh (bounds the decisions kept per class). */
 const MIN_CLASS_LIMIT = 1 << 16;
@@ -83,7 +83,7 @@ export class TierPeerClasses {
   classOf(data: Int32Array, base: number, family: IpFamily, words: Uint32Array): number {
     const known = peerClassAt(data, base);
     if (known >= 0) return known;
-    const groups = this.records.groupsAt(data, base).filter((g) => (this.groupUses[g] ?? 0) > 0);
+    const groups = this.records.groupsAt(data, base, TIER_GROUPS).filter((g) => (this.groupUses[g] ?? 0) > 0);
     const address = addressOf(family, words);
     const cidrs: number[] = [];
     for (const { id, cidr } of this.cidrs.values()) if (cidrContains(cidr, address)) cidrs.push(id);

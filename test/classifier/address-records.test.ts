@@ -13,6 +13,9 @@ import {
   NODE_ADDRESS_OF,
   INGRESS_PORTS,
   EGRESS_PORTS,
+  TABLE_GROUPS,
+  TIER_GROUPS,
+  type GroupList,
 } from '../../src/classifier/address-records.ts';
 import { parseIp, type IpAddress } from '../../src/net/ip.ts';
 
@@ -33,10 +36,12 @@ type Op =
   | { kind: 'endpoint'; address: number; tables: number[]; node: number }
   | { kind: 'clear'; address: number }
   | { kind: 'node'; address: number; node: number }
-  | { kind: 'add'; address: number; group: number }
-  | { kind: 'remove'; address: number; group: number };
+  | { kind: 'add'; address: number; group: number; list: GroupList }
+  | { kind: 'remove'; address: number; group: number; list: GroupList };
 
 const address = fc.nat(POOL.length - 1);
+/** Either of an address's group lists: NetworkPolicy tables' (inline first) or tier tables'. */
+const list = fc.constantFrom(TABLE_GROUPS, TIER_GROUPS);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant('endpoint' as const),
@@ -46,8 +51,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('clear' as const), address }),
   fc.record({ kind: fc.constant('node' as const), address, node: fc.integer({ min: 1, max: 5 }) }),
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('add' as const), address, group: fc.nat(6) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('remove' as const), address, group: fc.nat(6) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('add' as const), address, group: fc.nat(6), list }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('remove' as const), address, group: fc.nat(6), list }),
+  },
 );
 
 interface ModelRecord {
@@ -56,6 +67,7 @@ interface ModelRecord {
   endpoint: boolean;
   nodeOf: number;
   groups: Set<number>;
+  tierGroups: Set<number>;
 }
 
 describe('address records', () => {
@@ -76,13 +88,15 @@ describe('address records', () => {
                 endpoint: false,
                 nodeOf: 0,
                 groups: new Set(),
+                tierGroups: new Set(),
               }),
             );
           return r;
         };
         const dropIfEmpty = (a: number): void => {
           const r = model.get(a);
-          if (r && !r.endpoint && r.nodeOf === 0 && r.groups.size === 0) model.delete(a);
+          if (r && !r.endpoint && r.nodeOf === 0 && r.groups.size === 0 && r.tierGroups.size === 0)
+            model.delete(a);
         };
         ops.forEach((op, step) => {
           const ip = POOL[op.address] as IpAddress;
@@ -99,11 +113,13 @@ describe('address records', () => {
             get(op.address).nodeOf = op.node;
           } else if (op.kind === 'add') {
             const r = get(op.address);
-            assert.equal(records.addGroup(ip, op.group), !r.groups.has(op.group));
-            r.groups.add(op.group);
+            const groups = op.list === TIER_GROUPS ? r.tierGroups : r.groups;
+            assert.equal(records.addGroup(ip, op.group, op.list), !groups.has(op.group));
+            groups.add(op.group);
           } else {
-            records.removeGroup(ip, op.group);
-            model.get(op.address)?.groups.delete(op.group);
+            records.removeGroup(ip, op.group, op.list);
+            const r = model.get(op.address);
+            (op.list === TIER_GROUPS ? r?.tierGroups : r?.groups)?.delete(op.group);
             dropIfEmpty(op.address);
           }
           // Check the touched address every step, and all of them now and then.
@@ -127,6 +143,10 @@ describe('address records', () => {
               records.groupsOf(ip),
               [...r.groups].sort((x, y) => x - y),
             );
+            assert.deepEqual(
+              records.groupsOf(ip, TIER_GROUPS),
+              [...r.tierGroups].sort((x, y) => x - y),
+            );
           }
         });
       }),
@@ -137,8 +157,16 @@ describe('address records', () => {
   it('compacts group lists and reuses records under churn', () => {
     const records = new AddressRecords({ hashSlots: 4, overflowInts: 8 });
     for (let round = 0; round < 20; round++) {
-      for (const ip of POOL) for (let g = 0; g < 6; g++) records.addGroup(ip, (g * 7 + round) % 40);
-      for (const ip of POOL) for (let g = 0; g < 40; g++) records.removeGroup(ip, g);
+      for (const ip of POOL)
+        for (let g = 0; g < 6; g++) {
+          records.addGroup(ip, (g * 7 + round) % 40);
+          records.addGroup(ip, (g * 5 + round) % 40, TIER_GROUPS);
+        }
+      for (const ip of POOL)
+        for (let g = 0; g < 40; g++) {
+          records.removeGroup(ip, g);
+          records.removeGroup(ip, g, TIER_GROUPS);
+        }
     }
     assert.ok(records.compactions > 0);
     for (const ip of POOL) assert.equal(records.find(ip), -1, 'every record released');

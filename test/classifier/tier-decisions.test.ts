@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { makeCidr, parseIp, type Cidr, type IpAddress } from '../../src/net/ip.ts';
 import type { Rule } from '../../src/model/rule.ts';
 import { PROTOCOL_INDEX } from '../../src/classifier/direction-table.ts';
-import { AddressRecords } from '../../src/classifier/address-records.ts';
+import { AddressRecords, TIER_GROUPS } from '../../src/classifier/address-records.ts';
 import { AddressGroupIndex } from '../../src/classifier/address-groups.ts';
 import { addressWords } from '../../src/classifier/lpm-trie.ts';
 import { tierForm } from '../../src/classifier/tier-form.ts';
@@ -137,7 +137,7 @@ describe('tier decisions', () => {
         fc.array(stepArb, { minLength: 1, maxLength: 25 }),
         (initial, steps) => {
           const records = new AddressRecords({ hashSlots: 4, overflowInts: 8 });
-          const index = new AddressGroupIndex(records);
+          const index = new AddressGroupIndex(records, TIER_GROUPS);
           const members = GROUPS.map(() => new Set<number>());
           const fill = (group: number): void => {
             index.clear(group);
