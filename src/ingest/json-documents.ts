@@ -6,7 +6,8 @@
  * gigabytes.
  *
  * The path is taken only when it gives exactly what the YAML path gives: every document is one
- * JSON object, `---` lines between them, and nothing in it that YAML 1.1 reads differently or
+ * JSON object, `---` lines between them (or none: objects one after another, JSON lines, which
+ * the YAML path cannot read at all), and nothing in it that YAML 1.1 reads differently or
  * that the YAML path reports (a repeated key; a number with an exponent or a fraction, whose
  * written form the YAML path keeps for the checks of integer fields; `\/` and `\u` escapes;
  * nesting or a size beyond the YAML path's limits, which that path reports). Anything else,
@@ -99,9 +100,20 @@ export function eachJsonDocument(
     let end = to;
     while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
     if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return false;
-    if (!readsAsYamlDoes(text, begin, end, limits, backslashes)) return false;
-    begins.push(begin, end);
+    const objectEnds: number[] = [];
+    if (!readsAsYamlDoes(text, begin, end, limits, backslashes, objectEnds)) return false;
+    // Objects one after another with no `---` between them (JSON lines, as `jq -c '.items[]'`
+    // writes them) are one document each. The YAML path reads no such file (a flow mapping
+    // ends its document), so this adds what it cannot read and changes nothing it can.
+    let part = begin;
+    for (const objectEnd of objectEnds) {
+      if (part < 0 || text.charCodeAt(part) !== OPEN_BRACE) return false;
+      begins.push(part, objectEnd);
+      part = firstSignificant(text, objectEnd, end);
+    }
+    if (part >= 0) return false; // something after the last object that is not one
   }
+  if (begins.length / 2 > (limits.maxDocuments ?? Infinity)) return false;
   for (let i = 0; i < begins.length; i += 2) {
     const begin = begins[i] as number;
     let value: unknown;
@@ -177,7 +189,8 @@ function sameText(text: string, a: number, aEnd: number, b: number, bEnd: number
 
 /**
  * True when the JSON text in [begin, end) has no repeated key in any object and nothing that
- * YAML 1.1 would read differently. Does not validate: JSON.parse does that afterwards.
+ * YAML 1.1 would read differently. Does not validate: JSON.parse does that afterwards. Where each
+ * top-level object ends goes to `objectEnds` (more than one: objects one after another).
  * Repeated keys are found by comparing each key with the earlier keys of its object (raw text:
  * without `\u` escapes, equal text is equal keys); an object with more than a few keys gets a
  * set of them instead, so a mapping of 100,000 labels costs 100,000 look-ups, not 5 billion
@@ -189,6 +202,7 @@ function readsAsYamlDoes(
   end: number,
   limits: { readonly maxDepth: number; readonly maxValues: number },
   backslashes: Backslashes,
+  objectEnds: number[],
 ): boolean {
   let values = 0;
   // Per open object, where its keys start in `keys` (a flat list of [start, end) pairs).
@@ -238,6 +252,7 @@ function readsAsYamlDoes(
       keys.length = objectKeysFrom.pop() ?? 0;
       keySets.pop();
       inObject.pop();
+      if (inObject.length === 0) objectEnds.push(i + 1);
     } else if (c === CLOSE_BRACKET) {
       inObject.pop();
     } else if (c === COMMA) {

@@ -129,6 +129,54 @@ describe('JSON documents', () => {
     assert.equal(loaded.rawObjects.length, viaYamlOnly.rawObjects.length);
   });
 
+  it('JSON lines (objects one after another, no ---) read as the same documents, located on their lines', () => {
+    const objects = [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p', namespace: 'a' },
+        status: { podIP: '10.1.0.5' },
+      },
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'bad', namespace: 'a' },
+        spec: { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] },
+      },
+    ].map((o) => JSON.stringify(o));
+    const lines = objects.join('\n') + '\n';
+    const separated = objects.join('\n---\n');
+    assert.ok(takesFastPath(lines));
+    // The YAML path cannot read such a file at all: a flow mapping ends its document.
+    assert.ok(parseDocuments({ name: 'f.json', text: viaYaml(lines) }).diagnostics.length > 0);
+    const fromLines = parseDocuments({ name: 'f.json', text: lines });
+    const fromSeparated = parseDocuments({ name: 'f.json', text: separated });
+    assert.deepEqual(fromLines.diagnostics, []);
+    assert.deepEqual(
+      fromLines.objects.map((o) => o.value),
+      fromSeparated.objects.map((o) => o.value),
+    );
+    const loaded = loadFromTexts([{ name: 'f.json', text: lines }]);
+    assert.deepEqual(
+      loaded.cluster.endpoints.map((e) => e.id),
+      ['a/p'],
+    );
+    const cidr = loaded.diagnostics.find((d) => d.code === 'CIDR_INVALID');
+    const column = (objects[2] as string).indexOf('"10.0.0.0/33"') + 1;
+    assert.deepEqual(cidr && { line: cidr.line, column: cidr.column }, { line: 3, column });
+    // Anything between or after the objects that is not an object still goes the YAML way.
+    for (const text of [
+      `${objects[0]} x ${objects[1]}`,
+      `${objects[0]},${objects[1]}`,
+      `${objects[0]}}`,
+      `${objects[0]}\n{"kind": "Pod",}`,
+    ]) {
+      assert.equal(takesFastPath(text), false, text);
+      assertSameAsYaml(text);
+    }
+  });
+
   it('errors in JSON manifests are located as before: file, line and column', () => {
     const text = [
       JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ok' } }),
