@@ -709,6 +709,18 @@ static __always_inline void write_side(struct ct_side *to, __u32 epoch, __u32 al
 }
 
 /*
+ * One end's side, read with one 8-byte load: read field by field (as a struct copy compiles), a
+ * side rewritten on another CPU between the loads could pair an old verdict with a new epoch.
+ */
+static __always_inline struct ct_side read_side(const struct ct_side *from)
+{
+	__u64 whole = *(const volatile __u64 *)from;
+	struct ct_side s;
+	__builtin_memcpy(&s, &whole, sizeof(s));
+	return s;
+}
+
+/*
  * Writes this end's side of the connection: in place when the entry exists (judged again, or this
  * end's first packet of a connection the other end — a pod of this node too — inserted), else a
  * new entry with only this side.
@@ -782,7 +794,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 		fill_addr(k.b, mine ? laddr : raddr);
 		struct ct_value *v = bpf_map_lookup_elem(&conntrack, &k);
 		if (v) {
-			struct ct_side own = v->end[mine & 1];
+			struct ct_side own = read_side(&v->end[mine & 1]);
 			if (own.judged) {
 				if (own.epoch == epoch)
 					return verdict(&p, dir, own.allowed);

@@ -215,8 +215,8 @@ struct ct_key {
 /*
  * One end's side of a connection: the epoch it was last judged in (its local record was live then
  * too), its verdict, and the direction of the first packet it judged (DIR_EGRESS: this end opened
- * the connection), by which it is judged again. Written whole (one 8-byte store), so a packet on
- * another CPU reads an old side or a new one, never a mix.
+ * the connection), by which it is judged again. Written and read whole (one 8-byte store, one
+ * 8-byte load), so a packet on another CPU reads an old side or a new one, never a mix.
  */
 struct ct_side {
 	__u32 epoch;
