@@ -15,6 +15,7 @@ export {
   loadProgram,
   pinDir,
   pinnedInstances,
+  pruneLinks,
   unload,
   PIN_ROOT,
   PROGRAMS,

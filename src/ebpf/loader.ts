@@ -71,7 +71,7 @@ export function loadProgram(location: PinLocation): boolean {
   const object = compiledObject();
   const dir = pinDir(location);
   // A half-done earlier load (some pins missing) is removed first: loadall wants fresh paths.
-  rmSync(dir, { recursive: true, force: true });
+  clearLoad(dir);
   mkdirSync(dir, { recursive: true });
   try {
     runTool(
@@ -79,10 +79,22 @@ export function loadProgram(location: PinLocation): boolean {
       'loading the eBPF program (bpftool prog loadall)',
     );
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    clearLoad(dir);
     throw error;
   }
   return true;
+}
+
+/**
+ * Removes a node's program and map pins but keeps its tcx link pins: a link lives only as long
+ * as its pin, so removing it would leave the pod's interface with no program at all (open) until
+ * the next attach. Kept, it runs the earlier program over its earlier maps — the policy enforced
+ * before, as a tc filter does — until attach swaps the new program into it.
+ */
+function clearLoad(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir))
+    if (entry !== 'links') rmSync(join(dir, entry), { recursive: true, force: true });
 }
 
 function tc(netns: string | undefined, args: readonly string[]): string[] {
@@ -115,9 +127,14 @@ export function attach(
   const where = `${device}${netns ? ` in ${netns}` : ''}`;
   const tool = options.tcOnly ? undefined : tcxTool();
   if (tool !== undefined && attachTcx(tool, location, netns, device, where)) {
-    // A filter an earlier tc attachment left would run after the links: they decide first, so
-    // removing it now leaves no moment without a program.
-    tryTool(tc(netns, ['qdisc', 'del', 'dev', device, 'clsact']));
+    // A filter an earlier tc attachment of ours left would run after the links: they decide
+    // first, so removing it now leaves no moment without a program. Only our filters go: the
+    // clsact qdisc may hold other programs (a CNI's), which are not ours to remove.
+    for (const [hook, program] of HOOKS) {
+      const shown = tryTool(tc(netns, ['filter', 'show', 'dev', device, hook]));
+      if (shown.status === 0 && shown.stdout.includes(program))
+        tryTool(tc(netns, ['filter', 'del', 'dev', device, hook, 'pref', '1', 'handle', '1', 'bpf']));
+    }
     return;
   }
   runTool(tc(netns, ['qdisc', 'replace', 'dev', device, 'clsact']), `adding clsact to ${where}`);
@@ -184,12 +201,34 @@ export function detach(netns: string | undefined, device: string, location: PinL
   for (const [hook] of HOOKS) rmSync(linkPin(location, device, hook), { force: true });
 }
 
-/** The interfaces a node's programs are attached to (tc's view), for `down` and for tests. */
-export function attachedDevices(netns: string | undefined): string[] {
+/** The interfaces of a namespace (undefined when they cannot be listed). */
+function interfaces(netns: string | undefined): string[] | undefined {
   const ip = ['ip', '-j', 'link', 'show'];
   const links = tryTool(netns ? ['nsenter', `--net=/run/netns/${netns}`, ...ip] : ip);
-  if (links.status !== 0) return [];
-  const devices = (JSON.parse(links.stdout) as { ifname: string }[]).map((l) => l.ifname);
+  if (links.status !== 0) return undefined;
+  return (JSON.parse(links.stdout) as { ifname: string }[]).map((l) => l.ifname);
+}
+
+/**
+ * Unpins the tcx links of interfaces that are gone (a deleted pod's veth): its link is defunct
+ * but its pin would hold it, and a reference to the program, for as long as the node runs.
+ */
+export function pruneLinks(location: PinLocation, netns: string | undefined): void {
+  const dir = join(pinDir(location), 'links');
+  if (!existsSync(dir)) return;
+  const present = interfaces(netns);
+  if (present === undefined) return;
+  const devices = new Set(present);
+  for (const pin of readdirSync(dir)) {
+    const device = pin.replace(/-(ingress|egress)$/, '');
+    if (!devices.has(device)) rmSync(join(dir, pin), { force: true });
+  }
+}
+
+/** The interfaces a node's programs are attached to (tc's view), for `down` and for tests. */
+export function attachedDevices(netns: string | undefined): string[] {
+  const devices = interfaces(netns);
+  if (devices === undefined) return [];
   const tool = tcxTool();
   return devices.filter((device) => {
     if (tool !== undefined) {

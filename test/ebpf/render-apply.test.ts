@@ -11,9 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../../src/dataplane/index.ts';
 import {
+  attach,
   attachedDevices,
   frameOf,
   isLoaded,
+  loadProgram,
+  pinDir,
+  pruneLinks,
   PinnedMaps,
   PinnedProgram,
   TC_ACT_OK,
@@ -145,6 +149,42 @@ describe('render --target ebpf', () => {
       } finally {
         to.close();
       }
+    });
+
+    it('leaves other programs on the interface, unpins the links of interfaces that are gone, and keeps links through a reload', async () => {
+      // Runs after the apply above: the program is pinned and linked to web0 and db0.
+      const tc = (args: string) => run('nsenter', [`--net=/run/netns/${netns}`, 'tc', ...args.split(' ')]);
+      const links = join(pinDir(instance), 'links');
+      // A program of someone else's (a CNI's; cls_bpf is the one classifier this kernel has, so
+      // it is our to_pod, at another priority) on db0's clsact, and ours there by tc from before.
+      const foreign = join(pinDir(instance), 'progs', 'to_pod');
+      assert.equal((await tc('qdisc replace dev db0 clsact')).code, 0);
+      assert.equal((await tc(`filter add dev db0 ingress pref 5 handle 5 bpf da pinned ${foreign}`)).code, 0);
+      attach(instance, netns, 'db0', { tcOnly: true });
+      assert.match((await tc('filter show dev db0 ingress')).stdout, /from_pod/);
+      attach(instance, netns, 'db0');
+      const left = (await tc('filter show dev db0 ingress')).stdout;
+      assert.match(left, /pref 5 bpf .*to_pod/, 'the other program stays');
+      assert.doesNotMatch(left, /from_pod/, 'our tc filter gives way to the link');
+      assert.ok(existsSync(join(links, 'db0-ingress')));
+
+      // A pod's interface deleted: its links' pins go at the next attach of new pods.
+      assert.equal(
+        (await run('ip', ['-n', netns, 'link', 'add', 'gone0', 'type', 'veth', 'peer', 'gone1'])).code,
+        0,
+      );
+      attach(instance, netns, 'gone0');
+      assert.ok(existsSync(join(links, 'gone0-egress')));
+      assert.equal((await run('ip', ['-n', netns, 'link', 'delete', 'gone0'])).code, 0);
+      pruneLinks(instance, netns);
+      assert.ok(!existsSync(join(links, 'gone0-ingress')) && !existsSync(join(links, 'gone0-egress')));
+      assert.ok(existsSync(join(links, 'web0-ingress')), 'a live interface keeps its links');
+
+      // A reload (some pin missing) replaces programs and maps but not the links: unpinned, a
+      // link would leave its interface with no program at all until the next attach.
+      rmSync(join(pinDir(instance), 'maps', 'records'));
+      assert.equal(loadProgram(instance), true);
+      assert.deepEqual(attachedDevices(netns).sort(), ['db0', 'web0']);
     });
 
     it('says in one line which tool is missing — bpftool, then clang — and pins nothing', async () => {

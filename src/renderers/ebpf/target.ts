@@ -5,7 +5,15 @@
  * are read back), the maps written, and the programs attached to the interface each local pod
  * address is routed to. Its interpreter reads the maps as the program does.
  */
-import { attach, deviceFor, loadProgram, PinnedMaps, pinDir, type PinLocation } from '../../ebpf/index.ts';
+import {
+  attach,
+  deviceFor,
+  loadProgram,
+  PinnedMaps,
+  pinDir,
+  pruneLinks,
+  type PinLocation,
+} from '../../ebpf/index.ts';
 import { formatIp } from '../../net/ip.ts';
 import type { TargetImplementation } from '../types.ts';
 import { EbpfError } from '../../ebpf/index.ts';
@@ -42,6 +50,8 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
             const device = deviceFor(apply.netns, formatIp(ip));
             if (device !== undefined) devices.add(device);
           }
+        // Pods come and go: the links of interfaces that are gone are unpinned first.
+        pruneLinks(location, apply.netns);
         for (const device of devices) attach(location, apply.netns, device);
       };
     }
