@@ -16,14 +16,16 @@
  * the table for groups it can never name. The two lists number groups independently (each has
  * its own group layer).
  * Cluster-policy tier tables, which most endpoints lack, are in a side array, one entry per
- * distinct set of tables: endpoints selected by the same cluster policies share it, so the few
- * entries stay in cache where one per endpoint cost a cache miss per tier lookup.
+ * distinct set of tables (tier-entries.ts).
  * IPv6 records use the same layout in an array of their own, found through a Map (they are not
  * on the numeric packet path). A record lives while anything is stored in it.
  */
 import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 import { IntArena } from './int-arena.ts';
+import { TierEntries, TIER_FIELDS, TIER_TABLES } from './tier-entries.ts';
+
+export { ADMIN_EGRESS, ADMIN_INGRESS, BASELINE_EGRESS, BASELINE_INGRESS, TIER_FORM } from './tier-entries.ts';
 
 /** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 /** Which of an address's two group lists a group goes to (see the header). */
@@ -69,16 +71,6 @@ export const OVERFLOW_AT = 11;
 const OVERFLOW_CAPACITY = 12;
 const STRIDE = 16;
 
-/** Fields of a `tiers` entry: the Admin and Baseline tables (block offsets), per direction. */
-export const ADMIN_INGRESS = 0;
-export const ADMIN_EGRESS = 1;
-export const BASELINE_INGRESS = 2;
-export const BASELINE_EGRESS = 3;
-/** Each table's form number for tier decisions (tier-decisions.ts) is this far after its offset. */
-export const TIER_FORM = 4;
-const TIER_TABLES = 4;
-const TIER_FIELDS = 8;
-
 const EMPTY = 0;
 const USED = 1;
 const TOMBSTONE = 2;
@@ -99,14 +91,14 @@ export class AddressRecords {
   private readonly freeV6: number[] = [];
   /** Group lists of more than INLINE_GROUPS (capacity doubles; garbage is compacted). */
   private readonly overflowArena: IntArena;
-  /** Tier table entries (TIER_FIELDS ints each), one per distinct set of an endpoint's tier tables. */
-  tiers = new Int32Array(TIER_FIELDS * 64);
-  private tierEntries = 0;
-  private readonly freeTiers: number[] = [];
-  /** Entries by their tables (`a,b,c,d`), and the records using each (by entry). */
-  private tierEntryOf = new Map<string, number>();
-  private readonly tierUsers = new Map<number, number>();
+  /** Tier table entries, one per distinct set of an endpoint's tier tables (tier-entries.ts). */
+  private readonly tierEntries = new TierEntries();
   private readonly words = new Uint32Array(4);
+  /** The tier entries' fields, which a record's TIERS field points into. */
+  get tiers(): Int32Array {
+    return this.tierEntries.data;
+  }
+
   get overflow(): Int32Array {
     return this.overflowArena.data;
   }
@@ -173,9 +165,11 @@ export class AddressRecords {
     const tierTables = tables.slice(2, 2 + TIER_FIELDS);
     while (tierTables.length < TIER_FIELDS) tierTables.push(-1);
     const before = data[base + TIERS] as number;
-    const entry = tierTables.slice(0, TIER_TABLES).some((t) => t !== -1) ? this.acquireTiers(tierTables) : -1;
+    const entry = tierTables.slice(0, TIER_TABLES).some((t) => t !== -1)
+      ? this.tierEntries.acquire(tierTables)
+      : -1;
     data[base + TIERS] = entry;
-    if (before >= 0) this.releaseTiers(before);
+    if (before >= 0) this.tierEntries.release(before);
     data[base + ENDPOINT_NODE] = node;
     data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) | 1;
   }
@@ -186,7 +180,7 @@ export class AddressRecords {
     if (base < 0) return [-1, -1, -1, -1, -1, -1];
     const data = this.dataOf(ip);
     const entry = data[base + TIERS] as number;
-    const tiers = entry < 0 ? [-1, -1, -1, -1] : [...this.tiers.subarray(entry, entry + TIER_TABLES)];
+    const tiers = entry < 0 ? [-1, -1, -1, -1] : this.tierEntries.tables(entry);
     return [data[base + INGRESS] as number, data[base + EGRESS] as number, ...tiers];
   }
 
@@ -197,40 +191,11 @@ export class AddressRecords {
     data[base + INGRESS] = data[base + EGRESS] = -1;
     data[base + INGRESS_PORTS] = data[base + EGRESS_PORTS] = 0;
     const entry = data[base + TIERS] as number;
-    if (entry >= 0) this.releaseTiers(entry);
+    if (entry >= 0) this.tierEntries.release(entry);
     data[base + TIERS] = -1;
     data[base + ENDPOINT_NODE] = 0;
     data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & ~1;
     this.releaseIfEmpty(ip, base);
-  }
-
-  /** The entry holding these tier tables, made when new; one more record uses it. */
-  private acquireTiers(tables: readonly number[]): number {
-    const key = tables.join(',');
-    let entry = this.tierEntryOf.get(key);
-    if (entry === undefined) {
-      entry = this.freeTiers.pop() ?? this.tierEntries++ * TIER_FIELDS;
-      if (entry + TIER_FIELDS > this.tiers.length) {
-        const grown = new Int32Array(this.tiers.length * 2);
-        grown.set(this.tiers);
-        this.tiers = grown;
-      }
-      this.tiers.set(tables, entry);
-      this.tierEntryOf.set(key, entry);
-    }
-    this.tierUsers.set(entry, (this.tierUsers.get(entry) ?? 0) + 1);
-    return entry;
-  }
-
-  private releaseTiers(entry: number): void {
-    const users = (this.tierUsers.get(entry) ?? 1) - 1;
-    if (users > 0) {
-      this.tierUsers.set(entry, users);
-      return;
-    }
-    this.tierUsers.delete(entry);
-    this.tierEntryOf.delete(this.tiers.subarray(entry, entry + TIER_FIELDS).join(','));
-    this.freeTiers.push(entry);
   }
 
   setNodeAddress(ip: IpAddress, node: number): void {
@@ -461,12 +426,7 @@ export class AddressRecords {
     for (let base = 0; base < this.v4.length; base += STRIDE)
       if (((this.v4[base] as number) & STATE_MASK) === USED) records(this.v4, base);
     for (const base of this.v6Bases.values()) records(this.v6, base);
-    // Tier entries are shared: each is remapped once, and found again by its new tables.
-    this.tierEntryOf = new Map();
-    for (const entry of this.tierUsers.keys()) {
-      for (let i = 0; i < TIER_TABLES; i++) remap(this.tiers, entry + i);
-      this.tierEntryOf.set(this.tiers.subarray(entry, entry + TIER_FIELDS).join(','), entry);
-    }
+    this.tierEntries.remapTables(remap);
   }
 
   /** Records held (IPv4 and IPv6). */
