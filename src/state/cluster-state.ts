@@ -26,7 +26,7 @@ import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
 import { lazyKeys, removeGone, upsertChanged } from './snapshot-diff.ts';
 import { SubjectIndex } from './subjects.ts';
-import { exactArray } from '../util/exact-array.ts';
+import { EMPTY_SELECTION, PolicySelections } from './policy-selections.ts';
 import type {
   AddressGroup,
   CompilingStore,
@@ -38,14 +38,6 @@ import type {
   TouchedClusterPolicy,
   TouchedPolicy,
 } from './types.ts';
-
-const EMPTY_SELECTION: Selection = {
-  all: [],
-  ingress: [],
-  egress: [],
-  ingressKey: '',
-  egressKey: '',
-};
 
 /** What the per-object operations return while a resync runs (nobody reads it). */
 const RESYNCING: StateDelta = Object.freeze({
@@ -63,16 +55,10 @@ const RESYNCING: StateDelta = Object.freeze({
 
 export class ClusterState implements CompilingStore {
   private revisionCounter = 0;
-  private readonly selections = new WeakMap<readonly string[], Selection>();
-  /**
-   * Per policy key, a number (base 36) unique to the policy object stored under it (a changed
-   * policy is a new object, so a new token): selection keys name exact policy objects.
-   */
-  private readonly policyTokens = new Map<string, string>();
-  private nextObjectId = 0;
   private readonly namespaces = new Map<string, Namespace>();
   private readonly pods = new Map<string, Endpoint>();
   private readonly policies = new Map<string, NetworkPolicy>();
+  private readonly selections = new PolicySelections(this.policies);
   private readonly podsByNamespace = new Map<string, Set<string>>();
   private readonly policiesByNamespace = new Map<string, Set<string>>();
   /** Group keys each policy holds a reference to. */
@@ -150,36 +136,7 @@ export class ClusterState implements CompilingStore {
    */
   selection(pod: Endpoint): Selection {
     if (pod.hostNetwork) return EMPTY_SELECTION;
-    const keys = this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels));
-    const cached = this.selections.get(keys);
-    if (cached) return cached;
-    // One pass for the keys: with a label set per pod this runs for every pod. The lists are kept
-    // per label set, at their exact size; a direction every policy affects shares `all`.
-    const found: NetworkPolicy[] = [];
-    let ingressKey = '';
-    let egressKey = '';
-    let ingressCount = 0;
-    let egressCount = 0;
-    for (const key of keys) {
-      const policy = this.policies.get(key);
-      const token = this.policyTokens.get(key);
-      if (!policy || token === undefined) continue;
-      found.push(policy);
-      if (policy.affectsIngress) {
-        ingressCount++;
-        ingressKey = ingressKey === '' ? token : `${ingressKey}|${token}`;
-      }
-      if (policy.affectsEgress) {
-        egressCount++;
-        egressKey = egressKey === '' ? token : `${egressKey}|${token}`;
-      }
-    }
-    const all = exactArray(found);
-    const ingress = ingressCount === all.length ? all : exactArray(all.filter((p) => p.affectsIngress));
-    const egress = egressCount === all.length ? all : exactArray(all.filter((p) => p.affectsEgress));
-    const selection: Selection = { all, ingress, egress, ingressKey, egressKey };
-    this.selections.set(keys, selection);
-    return selection;
+    return this.selections.of(this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels)));
   }
 
   clusterPolicy(key: string): ClusterPolicy | undefined {
@@ -278,9 +235,7 @@ export class ClusterState implements CompilingStore {
     const groups = this.ensureNamespace(policy.namespace);
     if (before) this.unlinkPolicy(before);
     this.policies.set(key, policy);
-    // A short token (a number in base 36): selection keys join one per selecting policy, and
-    // every pod's table lookup hashes its key.
-    if (before !== policy) this.policyTokens.set(key, (this.nextObjectId++).toString(36));
+    if (before !== policy) this.selections.renew(key);
     addTo(this.policiesByNamespace, policy.namespace, key);
     this.subjects.addPolicy(policy.namespace, policy.podSelector, key);
     this.policyGroups.set(
@@ -304,7 +259,7 @@ export class ClusterState implements CompilingStore {
     const selectedBefore = this.podsSelectedBy(before);
     this.unlinkPolicy(before);
     this.policies.delete(key);
-    this.policyTokens.delete(key);
+    this.selections.forget(key);
     const groups = this.releaseNamespace(before.namespace);
     return this.delta({ policies: [{ before, selectedBefore }], groups });
   }
