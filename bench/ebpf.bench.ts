@@ -49,6 +49,7 @@ import { EbpfRenderer } from '../src/renderers/ebpf/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
 import {
+  asmIncludeDir,
   attach,
   detach,
   frameOf,
@@ -450,18 +451,7 @@ function loadEmptyProgram(location: PinLocation, scratch: string): void {
       '',
     ].join('\n'),
   );
-  const triplet = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
-  execFileSync('clang', [
-    '-O2',
-    '-target',
-    'bpf',
-    '-I',
-    `/usr/include/${triplet}`,
-    '-c',
-    source,
-    '-o',
-    object,
-  ]);
+  execFileSync('clang', ['-O2', '-target', 'bpf', '-I', asmIncludeDir(), '-c', source, '-o', object]);
   mkdirSync(pinDir(location), { recursive: true });
   execFileSync('bpftool', ['prog', 'loadall', object, join(pinDir(location), 'progs')]);
 }

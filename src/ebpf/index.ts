@@ -4,7 +4,7 @@
  */
 export * as layout from './layout.ts';
 export type { AddressBytes, EntryValue, MapName, RecordValue, TableHeader } from './layout.ts';
-export { compiledObject, sourceDir, requireBpftool } from './toolchain.ts';
+export { asmIncludeDir, compiledObject, sourceDir, requireBpftool } from './toolchain.ts';
 export {
   attach,
   attachedDevices,

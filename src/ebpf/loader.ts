@@ -138,10 +138,7 @@ export function attach(
     return;
   }
   runTool(tc(netns, ['qdisc', 'replace', 'dev', device, 'clsact']), `adding clsact to ${where}`);
-  for (const [hook, program] of [
-    ['ingress', PROGRAMS.fromPod],
-    ['egress', PROGRAMS.toPod],
-  ] as const)
+  for (const [hook, program] of HOOKS)
     runTool(
       tc(netns, [
         'filter',

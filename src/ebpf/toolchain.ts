@@ -34,7 +34,8 @@ function toolVersion(tool: string, args: readonly string[]): string | undefined 
 }
 
 /** The directory holding the kernel's `asm/` headers for this architecture (Debian's multiarch). */
-function asmIncludeDir(): string {
+/** Where this machine's <asm/…> headers are, which `-target bpf` does not find by itself. */
+export function asmIncludeDir(): string {
   const triplet = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
   return `/usr/include/${triplet}`;
 }
