@@ -16,8 +16,9 @@ import {
 import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
-import { clusterOf, namespace, pod, type Raw } from '../helpers/builders.ts';
+import { clusterOf } from '../helpers/builders.ts';
 import { assertAgreesWithReference } from '../helpers/compiled.ts';
+import { relativePeerObjects } from '../helpers/relative-peers.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -59,35 +60,7 @@ describe('compiled tables ≡ reference evaluator', () => {
   });
 
   it('with v0.1.1 relative peers (sameLabels, notSameLabels), resolved per subject namespace', () => {
-    const objects: Raw[] = [
-      namespace('a1', { team: 'a', env: 'prod' }),
-      namespace('a2', { team: 'a', env: 'dev' }),
-      namespace('b1', { team: 'b', env: 'prod' }),
-      pod('a1', 'x', {}, { ips: ['10.1.0.1'], ports: [{ name: 'http', containerPort: 8080 }] }),
-      pod('a2', 'y', {}, { ips: ['10.1.0.2'], ports: [{ name: 'http', containerPort: 80 }] }),
-      pod('b1', 'z', {}, { ips: ['10.1.0.3'], ports: [{ name: 'http', containerPort: 80 }] }),
-      {
-        apiVersion: 'policy.networking.k8s.io/v1alpha1',
-        kind: 'AdminNetworkPolicy',
-        metadata: { name: 'teams' },
-        spec: {
-          priority: 1,
-          subject: { namespaces: {} },
-          ingress: [
-            { action: 'Allow', from: [{ namespaces: { sameLabels: ['team'] } }] },
-            { action: 'Deny', from: [{ namespaces: { notSameLabels: ['env'] } }] },
-          ],
-          egress: [
-            {
-              action: 'Allow',
-              to: [{ pods: { namespaces: { sameLabels: ['env'] }, podSelector: {} } }],
-              ports: [{ namedPort: 'http' }],
-            },
-            { action: 'Deny', to: [{ namespaces: { namespaceSelector: {} } }] },
-          ],
-        },
-      },
-    ];
+    const objects = relativePeerObjects();
     const cluster = clusterOf(objects);
     assertAgrees(cluster, compileAll(cluster).view);
   });

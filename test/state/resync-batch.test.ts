@@ -15,7 +15,8 @@ import { ruleText } from '../../src/model/rule.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
-import { clusterOf, namespace, pod, type Raw } from '../helpers/builders.ts';
+import { clusterOf } from '../helpers/builders.ts';
+import { relativePeerObjects } from '../helpers/relative-peers.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 100);
 
@@ -71,33 +72,6 @@ function assertSame(cluster: Cluster): void {
   }
 }
 
-/** v0.1.1 relative peers: equal selections whose lists differ by the subject's namespace. */
-const RELATIVE: Raw[] = [
-  namespace('a1', { team: 'a', env: 'prod' }),
-  namespace('a2', { team: 'a', env: 'dev' }),
-  namespace('b1', { team: 'b', env: 'prod' }),
-  pod('a1', 'x', {}, { ips: ['10.1.0.1'], ports: [{ name: 'http', containerPort: 8080 }] }),
-  pod('a2', 'y', {}, { ips: ['10.1.0.2'], ports: [{ name: 'http', containerPort: 80 }] }),
-  pod('b1', 'z', {}, { ips: ['10.1.0.3'], ports: [{ name: 'http', containerPort: 80 }] }),
-  {
-    apiVersion: 'policy.networking.k8s.io/v1alpha1',
-    kind: 'AdminNetworkPolicy',
-    metadata: { name: 'teams' },
-    spec: {
-      priority: 1,
-      subject: { namespaces: {} },
-      ingress: [{ action: 'Allow', from: [{ namespaces: { sameLabels: ['team'] } }] }],
-      egress: [
-        {
-          action: 'Allow',
-          to: [{ pods: { namespaces: { sameLabels: ['env'] }, podSelector: {} } }],
-          ports: [{ namedPort: 'http' }],
-        },
-      ],
-    },
-  },
-];
-
 describe('resync batch and shared tier lists', () => {
   it("shape a with AdminNetworkPolicies: one peer's plain and named-port groups from one walk", () => {
     const shape = generateShape('a', { scale: 0.002, seed: 3 });
@@ -112,7 +86,8 @@ describe('resync batch and shared tier lists', () => {
   });
 
   it('relative peers: lists shared by selection still differ by namespace and ports', () => {
-    assertSame(clusterOf(RELATIVE));
+    // v0.1.1 relative peers: equal selections whose lists differ by the subject's namespace.
+    assertSame(clusterOf(relativePeerObjects()));
   });
 
   it('on random clusters with tiered cluster policies', () => {
