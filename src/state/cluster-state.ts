@@ -328,23 +328,24 @@ export class ClusterState implements CompilingStore {
     upsertChanged(
       namespaces,
       [...cluster.namespaces.values()].filter((ns) => !ns.implicit),
-      (ns) => this.namespaces.get(ns.name),
-      (ns) => this.upsertNamespace(ns),
+      (ns) => ns.name,
+      (name) => this.namespaces.get(name),
+      (_, ns) => this.upsertNamespace(ns),
     );
     upsertChanged(
       pods,
       cluster.endpoints,
-      (pod) => this.pods.get(pod.id),
-      (pod) => this.upsertPod(pod),
+      (pod) => pod.id,
+      (id) => this.pods.get(id),
+      (_, pod) => this.upsertPod(pod),
     );
-    // As upsertChanged, with each policy's key made once (not once to look up, once to store).
-    for (const policy of cluster.policies) {
-      const key = policyKey(policy);
-      const before = this.policies.get(key);
-      if (before === policy) continue;
-      policies.push(before ? { before, after: policy } : { after: policy });
-      this.upsertPolicyAt(key, policy);
-    }
+    upsertChanged(
+      policies,
+      cluster.policies,
+      policyKey,
+      (key) => this.policies.get(key),
+      (key, policy) => this.upsertPolicyAt(key, policy),
+    );
     const clusterPolicyKeys = lazyKeys(() => cluster.clusterPolicies.map(clusterPolicyKey));
     removeGone(
       clusterPolicies,
@@ -355,8 +356,9 @@ export class ClusterState implements CompilingStore {
     upsertChanged(
       clusterPolicies,
       cluster.clusterPolicies,
-      (policy) => this.cluster.get(clusterPolicyKey(policy)),
-      (policy) => this.upsertClusterPolicy(policy),
+      clusterPolicyKey,
+      (key) => this.cluster.get(key),
+      (_, policy) => this.upsertClusterPolicy(policy),
     );
     removeGone(
       nodes,
@@ -367,8 +369,9 @@ export class ClusterState implements CompilingStore {
     upsertChanged(
       nodes,
       cluster.nodes.values(),
-      (node) => this.cluster.node(node.name),
-      (node) => this.upsertNode(node),
+      (node) => node.name,
+      (name) => this.cluster.node(name),
+      (_, node) => this.upsertNode(node),
     );
     // A resync re-renders everything: no list of pods whose memberships moved (it would be all).
     this.groups.drainPartitionChanges();

@@ -25,20 +25,23 @@ export function removeGone<T>(
 
 /**
  * Upserts the snapshot's objects that the store does not hold as the very same object (a
- * changed object is a new object), recording before and after.
+ * changed object is a new object), recording before and after. Each object's key is made once,
+ * for looking it up and for storing it (a policy's key is built from its namespace and name).
  */
 export function upsertChanged<T>(
   touched: Touched<T>[],
   next: Iterable<T>,
-  held: (object: T) => T | undefined,
-  upsert: (object: T) => unknown,
+  keyOf: (object: T) => string,
+  held: (key: string) => T | undefined,
+  upsert: (key: string, object: T) => unknown,
 ): void {
   for (const object of next) {
-    const before = held(object);
+    const key = keyOf(object);
+    const before = held(key);
     if (before === object) continue;
     // By assignment, not a spread of a temporary: this runs for every object of a resync.
     touched.push(before ? { before, after: object } : { after: object });
-    upsert(object);
+    upsert(key, object);
   }
 }
 
