@@ -94,10 +94,12 @@ export class AddressRecords {
   /** Tier table entries, one per distinct set of an endpoint's tier tables (tier-entries.ts). */
   private readonly tierEntries = new TierEntries();
   private readonly words = new Uint32Array(4);
-  /** The tier entries' fields, which a record's TIERS field points into. */
-  get tiers(): Int32Array {
-    return this.tierEntries.data;
-  }
+  /**
+   * The tier entries' fields, which a record's TIERS field points into: the entries' own array,
+   * kept here as a field (re-read after each acquire, the one place it grows) because every
+   * tiered packet lookup reads it.
+   */
+  tiers: Int32Array = this.tierEntries.data;
 
   get overflow(): Int32Array {
     return this.overflowArena.data;
@@ -169,6 +171,7 @@ export class AddressRecords {
       ? this.tierEntries.acquire(tierTables)
       : -1;
     data[base + TIERS] = entry;
+    this.tiers = this.tierEntries.data;
     if (before >= 0) this.tierEntries.release(before);
     data[base + ENDPOINT_NODE] = node;
     data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) | 1;
