@@ -29,6 +29,7 @@ import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { eachJsonDocument, fillLineCounter } from './json-documents.ts';
 import { scanYamlDocuments, type DocumentSpan } from './yaml-scan.ts';
+import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
 import { firstForbiddenCharacter } from './text-checks.ts';
 import { templateActionAt } from './non-manifests.ts';
@@ -175,11 +176,24 @@ export function readDocuments(
     }
     run = [];
   };
-  for (const span of spans) {
+  const take = (span: DocumentSpan): void => {
     if (span.tooDeepAt !== undefined || span.values > MAX_DOCUMENT_VALUES) {
       parseRun();
       diagnostics.add(refusal(span, position, /^\s*[[{]/.test(text.slice(span.start, span.start + 64))));
     } else run.push(span);
+  };
+  for (const span of spans) {
+    const objectStarts = jsonObjectStarts(text, span);
+    if (!objectStarts) {
+      take(span);
+      continue;
+    }
+    // JSON objects one after another (json-lines.ts): each is parsed as a stream of its own.
+    parseRun();
+    for (const piece of splitJsonObjects(text, span, objectStarts, MAX_DEPTH)) {
+      take(piece);
+      parseRun();
+    }
   }
   parseRun();
   return judged(input, visitor, diagnostics, collectionKey, count, kinds);

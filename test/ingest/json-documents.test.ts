@@ -148,13 +148,18 @@ describe('JSON documents', () => {
     const lines = objects.join('\n') + '\n';
     const separated = objects.join('\n---\n');
     assert.ok(takesFastPath(lines));
-    // The YAML path cannot read such a file at all: a flow mapping ends its document.
-    assert.ok(parseDocuments({ name: 'f.json', text: viaYaml(lines) }).diagnostics.length > 0);
     const fromLines = parseDocuments({ name: 'f.json', text: lines });
     const fromSeparated = parseDocuments({ name: 'f.json', text: separated });
     assert.deepEqual(fromLines.diagnostics, []);
     assert.deepEqual(
       fromLines.objects.map((o) => o.value),
+      fromSeparated.objects.map((o) => o.value),
+    );
+    // The YAML path reads them too, one object at a time (a flow mapping ends its document).
+    const fromYaml = parseDocuments({ name: 'f.json', text: viaYaml(lines) });
+    assert.deepEqual(fromYaml.diagnostics, []);
+    assert.deepEqual(
+      fromYaml.objects.map((o) => o.value),
       fromSeparated.objects.map((o) => o.value),
     );
     const loaded = loadFromTexts([{ name: 'f.json', text: lines }]);
@@ -175,6 +180,53 @@ describe('JSON documents', () => {
       assert.equal(takesFastPath(text), false, text);
       assertSameAsYaml(text);
     }
+  });
+
+  it('a broken object among JSON lines costs its own errors, on its own lines; the others are read', () => {
+    const namespace = (name: string): Record<string, unknown> => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name },
+    });
+    const good = (name: string, pretty: boolean): string =>
+      JSON.stringify(namespace(name), null, pretty ? 2 : 0);
+    for (const pretty of [false, true]) {
+      const missingBrace = good('b', pretty).replace(/}$/, '');
+      const missingComma = good('c', pretty).replace('"v1",', '"v1"');
+      const parts = [good('a', pretty), missingBrace, missingComma, good('d', pretty)];
+      const text = parts.join('\n') + '\n';
+      const firstLine = (k: number): number =>
+        parts.slice(0, k).join('\n').split('\n').length + (k > 0 ? 1 : 0);
+      const lastLine = (k: number): number => firstLine(k) + (parts[k] as string).split('\n').length - 1;
+      const { objects, diagnostics } = parseDocuments({ name: 'f.json', text });
+      assert.deepEqual(
+        objects.map((o) => (o.value as { metadata: { name: string } }).metadata.name),
+        ['a', 'd'],
+        `pretty=${pretty}`,
+      );
+      assert.ok(diagnostics.length >= 2 && diagnostics.length <= 4, JSON.stringify(diagnostics));
+      assert.ok(diagnostics.every((d) => d.code === 'YAML_SYNTAX'));
+      // Each broken object is reported within its own lines (the one without its closing brace
+      // where it ends: the next object's first line).
+      for (const k of [1, 2]) {
+        const within = diagnostics.filter(
+          (d) => (d.line ?? 0) >= firstLine(k) && (d.line ?? 0) <= lastLine(k) + 1,
+        );
+        assert.ok(within.length > 0, `object ${k} reported: ${JSON.stringify(diagnostics)}`);
+      }
+      // Decoding goes on as usual: the two good namespaces are in the cluster.
+      const loaded = loadFromTexts([{ name: 'f.json', text }]);
+      assert.deepEqual([...loaded.cluster.namespaces.keys()].sort(), ['a', 'd']);
+    }
+    // One document written over many lines, with objects at column 0 inside a list, is not cut.
+    const list =
+      '{"apiVersion":"v1","kind":"List","items":[\n{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}},\n{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"y"}}\n]}\n# via YAML\n';
+    const read = parseDocuments({ name: 'f.json', text: list });
+    assert.deepEqual(read.diagnostics, []);
+    assert.deepEqual(
+      read.objects.map((o) => (o.value as { metadata: { name: string } }).metadata.name),
+      ['x', 'y'],
+    );
   });
 
   it('errors in JSON manifests are located as before: file, line and column', () => {
