@@ -25,6 +25,8 @@ export interface LoadExtras {
    * once decoded (`rawObjects` is empty). `convert`, `lint`, `serve` and the lab need them.
    */
   readonly rawObjects?: boolean;
+  /** How the command takes a pod, for a pod's name written after -f by mistake: `--pod shop/web`. */
+  readonly podOption?: (name: string) => string;
 }
 
 /**
@@ -44,6 +46,7 @@ export async function loadInput(
     maxFileBytes: options.maxFileSize * 1024 * 1024,
     readStdin: () => io.readStdin(),
     keepRawObjects: extras.rawObjects ?? true,
+    ...(extras.podOption ? { podOption: extras.podOption } : {}),
     ...(namespaces.length === 1 ? { defaultNamespace: namespaces[0] } : {}),
   });
   const empty = namespaces.filter(

@@ -22,6 +22,8 @@ export interface LoadClusterOptions extends DecodeOptions {
   readonly semantics?: Semantics | 'deferred';
   readonly maxFileBytes?: number;
   readonly readStdin?: () => Promise<string>;
+  /** How the command takes a pod written after -f by mistake (read-inputs.ts). */
+  readonly podOption?: (name: string) => string;
   /**
    * Keep every parsed object in `rawObjects` (default true: `convert`, `lint`, `serve` and the
    * lab read them). False parses and decodes each file as soon as it is read and drops its text
@@ -42,6 +44,7 @@ export async function loadCluster(
     {
       ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
       ...(options.readStdin ? { readStdin: options.readStdin } : {}),
+      ...(options.podOption ? { podOption: options.podOption } : {}),
     },
     (file) => decoding.addFile(file, keep),
   );

@@ -17,6 +17,11 @@ const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 export interface ReadInputsOptions {
   readonly maxFileBytes?: number;
   readonly readStdin?: () => Promise<string>;
+  /**
+   * How the command takes a pod that was written after -f by mistake (`--pod shop/web`), said
+   * when a missing path reads like namespace/name; a command with no such option leaves it out.
+   */
+  readonly podOption?: (name: string) => string;
 }
 
 export async function readInputs(
@@ -38,7 +43,13 @@ export async function visitInputs(
   visit: (file: InputFile) => void,
 ): Promise<{ diagnostics: Diagnostic[] }> {
   const maxBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
-  const walk: Walk = { maxBytes, visit, filesRead: 0, diagnostics: [] };
+  const walk: Walk = {
+    maxBytes,
+    visit,
+    filesRead: 0,
+    diagnostics: [],
+    ...(options.podOption ? { podOption: options.podOption } : {}),
+  };
   for (const path of paths) {
     if (path === '-') {
       const text = await (options.readStdin ?? readStdin)();
@@ -55,6 +66,7 @@ export async function visitInputs(
 interface Walk {
   readonly maxBytes: number;
   readonly visit: (file: InputFile) => void;
+  readonly podOption?: (name: string) => string;
   filesRead: number;
   readonly diagnostics: Diagnostic[];
 }
@@ -69,12 +81,14 @@ const NAMESPACED_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-
 
 /**
  * `explain -f examples/shop shop/web` reads `shop/web` as a second path, since -f takes every
- * word after it; when a missing path reads like namespace/name, say how a pod is given instead.
+ * word after it; when a missing path reads like namespace/name, say so, and how the command
+ * takes a pod when it takes one.
  */
-function podNameHint(path: string): string {
-  return NAMESPACED_NAME.test(path) && !/\.(ya?ml|json)$/.test(path)
-    ? ` (if it names a pod, give it with its option, e.g. --pod ${path}: -f takes every word after it as a path)`
-    : '';
+function podNameHint(path: string, podOption: ((name: string) => string) | undefined): string {
+  if (!NAMESPACED_NAME.test(path) || /\.(ya?ml|json)$/.test(path)) return '';
+  return podOption
+    ? ` (if it names a pod, give it with ${podOption(path)}: -f takes every word after it as a path)`
+    : ' (-f takes every word after it as a path)';
 }
 
 async function readPath(path: string, explicit: boolean, walk: Walk): Promise<void> {
@@ -86,9 +100,13 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     const code = (error as NodeJS.ErrnoException).code;
     diagnostics.push(
       code === 'ENOENT'
-        ? makeDiagnostic('FILE_NOT_FOUND', `no such file or directory: ${path}${podNameHint(path)}`, {
-            file: path,
-          })
+        ? makeDiagnostic(
+            'FILE_NOT_FOUND',
+            `no such file or directory: ${path}${podNameHint(path, walk.podOption)}`,
+            {
+              file: path,
+            },
+          )
         : makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),
     );
     return;

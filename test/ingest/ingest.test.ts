@@ -229,11 +229,19 @@ describe('ingest', () => {
 
   it('says how a pod is named when a missing path after -f reads like namespace/name', async () => {
     // Relative paths resolve from the working directory; these two exist in no checkout.
-    const result = await loadCluster(['shop/no-such-pod-7f3a', 'no-such-dir-7f3a/pods.yaml']);
-    const messages = result.diagnostics.map((d) => `${d.code}: ${d.message}`);
-    assert.deepEqual(messages, [
-      'FILE_NOT_FOUND: no such file or directory: no-such-dir-7f3a/pods.yaml',
-      'FILE_NOT_FOUND: no such file or directory: shop/no-such-pod-7f3a (if it names a pod, give it with its option, e.g. --pod shop/no-such-pod-7f3a: -f takes every word after it as a path)',
+    const paths = ['shop/no-such-pod-7f3a', 'no-such-dir-7f3a/pods.yaml'];
+    const explained = await loadCluster(paths, { podOption: (name) => `--pod ${name}` });
+    assert.deepEqual(
+      explained.diagnostics.map((d) => `${d.code}: ${d.message}`),
+      [
+        'FILE_NOT_FOUND: no such file or directory: no-such-dir-7f3a/pods.yaml',
+        'FILE_NOT_FOUND: no such file or directory: shop/no-such-pod-7f3a (if it names a pod, give it with --pod shop/no-such-pod-7f3a: -f takes every word after it as a path)',
+      ],
+    );
+    // A command that takes no pod (validate, matrix) does not suggest an option it lacks.
+    const validated = await loadCluster(paths);
+    assert.deepEqual(validated.diagnostics.map((d) => d.message).slice(1), [
+      'no such file or directory: shop/no-such-pod-7f3a (-f takes every word after it as a path)',
     ]);
   });
 

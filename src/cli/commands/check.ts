@@ -51,7 +51,10 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
-      const loaded = await loadInput(input, io, { rawObjects: false });
+      const loaded = await loadInput(input, io, {
+        rawObjects: false,
+        podOption: (name) => `--from ${name} or --to ${name}`,
+      });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const from = resolveAddress(loaded.cluster, String(raw.from));
       const to = resolveAddress(loaded.cluster, String(raw.to));

@@ -29,7 +29,10 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const namespaces = raw.namespace as string[] | undefined;
-      const loaded = await loadInput(input, io, { rawObjects: false });
+      const loaded = await loadInput(input, io, {
+        rawObjects: false,
+        podOption: (name) => `--pod ${name}`,
+      });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       let endpoints: readonly Endpoint[] = loaded.cluster.endpoints.filter(
         (e) => !namespaces || namespaces.includes(e.namespace),
