@@ -19,6 +19,8 @@ const ENTRY_POINTS = {
   'pod-agent': 'src/lab/pod-agent.ts',
   // The reflector's page encoders: a worker thread runs this file (reflector/encode-pool.ts).
   'encode-worker': 'src/reflector/encode-worker.ts',
+  // A large input file's pods, decoded beside the main thread (ingest/decode-offload.ts).
+  'decode-worker': 'src/ingest/decode-worker.ts',
 };
 
 /**

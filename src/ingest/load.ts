@@ -2,10 +2,11 @@
  * The manifest pipeline in one call: read paths, parse documents, decode objects, assemble the
  * cluster, and add the diagnostics that depend on the chosen semantics.
  *
- * Not in worker threads: tried (each worker reading, parsing and decoding its share of the
- * files), it cost more than it saved — copying the decoded objects back to the main thread (by
- * structured clone, or as JSON with the addresses revived) took about as long as decoding them,
- * and the CPU time of `compile -f` on shape (a) ×1 rose from 21 to 29 s (docs/BENCHMARKS.md).
+ * Decoded objects are not copied between threads: tried (each worker reading, parsing and decoding
+ * its share of the files), copying them back to the main thread by structured clone took about as
+ * long as decoding them (docs/BENCHMARKS.md). What is done instead, without the parsed objects
+ * kept: one large file at a time is decoded in a worker while this thread decodes the others, and
+ * only a file of pods comes back, in a compact form (decode-offload.ts, compact-pods.ts).
  */
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
 import type { RejectedPolicy, Semantics } from '../model/types.ts';
@@ -14,6 +15,7 @@ import { decodeObject, type DecodeOptions, type DecodeOutcome } from './decode-o
 import { readDocuments } from './parse-documents.ts';
 import { visitInputs } from './read-inputs.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
+import { DecodeOffload, type OffloadResult } from './decode-offload.ts';
 import { semanticsDiagnostics } from './semantics-diagnostics.ts';
 import type { InputFile, LoadResult, RawObject } from './types.ts';
 
@@ -31,6 +33,11 @@ export interface LoadClusterOptions extends DecodeOptions {
    * diagnostics: shape (a) ×1 from files peaks at 1.42 GB instead of 1.84 GB.
    */
   readonly keepRawObjects?: boolean;
+  /**
+   * Without `keepRawObjects`: files from this many characters on may be decoded in a worker
+   * thread while the main thread decodes the others (decode-offload.ts); Infinity never does.
+   */
+  readonly offloadBytes?: number;
 }
 
 export async function loadCluster(
@@ -38,7 +45,7 @@ export async function loadCluster(
   options: LoadClusterOptions = {},
 ): Promise<LoadResult> {
   const keep = options.keepRawObjects ?? true;
-  const decoding = new Decoding(options);
+  const decoding = new Decoding(options, keep ? undefined : DecodeOffload.create(options.offloadBytes));
   const { diagnostics } = await visitInputs(
     paths,
     {
@@ -48,6 +55,7 @@ export async function loadCluster(
     },
     (file) => decoding.addFile(file, keep),
   );
+  await decoding.settle();
   const result = decoding.finish(options.semantics ?? 'v1');
   return { ...result, diagnostics: sortDiagnostics([...diagnostics, ...result.diagnostics]) };
 }
@@ -116,8 +124,18 @@ class Decoding {
   private readonly decoded: IdentifiedObject[] = [];
   private readonly rejected: RejectedPolicy[] = [];
   private readonly rawObjects: RawObject[] = [];
+  /** Files handed to the worker, with where their objects go among the others'. */
+  private readonly offloaded: {
+    file: InputFile | undefined;
+    readonly decodedAt: number;
+    readonly rejectedAt: number;
+    readonly result: Promise<OffloadResult>;
+  }[] = [];
 
-  constructor(private readonly options: DecodeOptions = {}) {}
+  constructor(
+    private readonly options: DecodeOptions = {},
+    private readonly offload?: DecodeOffload,
+  ) {}
 
   addDiagnostics(diagnostics: readonly Diagnostic[]): void {
     this.diagnostics.addAll(diagnostics);
@@ -129,7 +147,16 @@ class Decoding {
    * outcomes are held until the file is read whole, since the file may still be read another
    * way or skipped (readDocuments' `discard`), and then added in the file's order.
    */
-  addFile(file: InputFile, keep: boolean): void {
+  addFile(file: InputFile, keep: boolean, here = false): void {
+    if (!keep && !here && this.offload?.takes(file)) {
+      this.offloaded.push({
+        file,
+        decodedAt: this.decoded.length,
+        rejectedAt: this.rejected.length,
+        result: this.offload.decode(file, this.options),
+      });
+      return;
+    }
     // The parsed object is staged only when kept: holding it would keep it alive to the end.
     const staged: { raw: RawObject | undefined; outcome: DecodeOutcome | Diagnostic }[] = [];
     let diagnostics: Diagnostic[];
@@ -148,6 +175,33 @@ class Decoding {
     // One at a time: a spread into push passes every element as an argument, and a file of
     // 125,000 objects overflows the stack.
     for (const { raw, outcome } of staged) this.adopt(raw, outcome);
+  }
+
+  /**
+   * Waits for the files handed to the worker and puts their objects where the file's order puts
+   * them; a file the worker gave back is decoded here, as any other.
+   */
+  async settle(): Promise<void> {
+    if (this.offloaded.length === 0) {
+      await this.offload?.close();
+      return;
+    }
+    const decoded = this.decoded.splice(0);
+    const rejected = this.rejected.splice(0);
+    let d = 0;
+    let r = 0;
+    for (const entry of this.offloaded) {
+      for (; d < entry.decodedAt; d++) this.decoded.push(decoded[d] as IdentifiedObject);
+      for (; r < entry.rejectedAt; r++) this.rejected.push(rejected[r] as RejectedPolicy);
+      const pods = await entry.result;
+      if (pods) for (const pod of pods) this.decoded.push(pod);
+      else if (entry.file) this.addFile(entry.file, false, true);
+      entry.file = undefined;
+    }
+    for (; d < decoded.length; d++) this.decoded.push(decoded[d] as IdentifiedObject);
+    for (; r < rejected.length; r++) this.rejected.push(rejected[r] as RejectedPolicy);
+    this.offloaded.length = 0;
+    await this.offload?.close();
   }
 
   addObject(raw: RawObject, keep: boolean): void {

@@ -8,11 +8,9 @@
  * Where worker threads cannot start (the worker's module is not beside this one, as in a
  * single-file bundle) pages are encoded on the main thread: the same result, one core.
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { dirname, extname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorker, workerScript } from '../util/worker-thread.ts';
 import { KubeApiError } from '../kube/index.ts';
 import type { ApiErrorKind, ServedResource } from '../kube/types.ts';
 import type { KeyLayout } from './layout.ts';
@@ -54,7 +52,7 @@ export function startPageEncoder(
   } = {},
 ): PageEncoder {
   const threads = options.threads ?? Math.min(MAX_THREADS, availableParallelism());
-  const script = workerScript();
+  const script = workerScript(import.meta.url, 'encode-worker');
   if (threads >= 1 && script === undefined) options.onFallback?.('the encode worker module is not installed');
   if (threads < 1 || script === undefined) return inlineEncoder(layout, served);
   return new WorkerPool(script, layout, served, threads, options.onFallback);
@@ -67,37 +65,6 @@ function inlineEncoder(layout: KeyLayout, served: readonly ServedResource[]): Pa
     encode: (text, path) => Promise.resolve().then(() => encodePage(text, path, layout, served)),
     close: () => Promise.resolve(),
   };
-}
-
-/**
- * The worker's module beside this one, in the same form (TypeScript under tsx, or compiled). From
- * the sources with the bundle `npm test` made once (PALISADE_BUNDLE_DIR, scripts/test.mjs), the
- * bundled worker instead: under tsx each worker spent about a second of CPU registering tsx and
- * compiling its modules again, and the reflector tests start dozens (as src/lab/source-entry.ts).
- */
-function workerScript(): string | undefined {
-  const here = fileURLToPath(import.meta.url);
-  const bundle = process.env.PALISADE_BUNDLE_DIR;
-  if (extname(here) === '.ts' && bundle && existsSync(join(bundle, 'encode-worker.js')))
-    return join(bundle, 'encode-worker.js');
-  const script = join(dirname(here), `encode-worker${extname(here)}`);
-  return existsSync(script) ? script : undefined;
-}
-
-/**
- * A worker running `script`. Under tsx (tests, development) the script is TypeScript and Node 20
- * does not run `--import` hooks in worker threads (an inherited `--import tsx` even stops the
- * worker), so the worker registers tsx itself before importing the script.
- */
-function spawnWorker(script: string, workerData: unknown): Worker {
-  if (!script.endsWith('.ts')) return new Worker(script, { workerData });
-  const url = JSON.stringify(pathToFileURL(script).href);
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${url}); });`;
-  const execArgv = process.execArgv.filter(
-    (arg, i, all) =>
-      !(arg === 'tsx' && all[i - 1] === '--import') && !(arg === '--import' && all[i + 1] === 'tsx'),
-  );
-  return new Worker(bootstrap, { eval: true, execArgv, workerData });
 }
 
 class WorkerPool implements PageEncoder {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateShape } from '../../src/generate/shapes.ts';
@@ -70,6 +70,20 @@ describe('loading without the parsed objects', () => {
     assert.ok((kept.cluster.rejectedPolicies ?? []).length > 0);
     assert.ok(kept.rawObjects.length > 0);
     assert.equal(dropped.rawObjects.length, 0);
+  });
+
+  it('the same with files decoded in a worker thread', async () => {
+    // Every file offered to it (most come back to be decoded here: they are not all pods), and
+    // only the file of pods, which it decodes while this thread reads the others.
+    const podsFile = statSync(join(dir, 'b-pods.yaml')).size;
+    for (const offloadBytes of [0, podsFile]) {
+      for (const options of [{}, { defaultNamespace: 'ns-1', semantics: 'deferred' } as const]) {
+        const kept = await loadCluster([dir], options);
+        const offloaded = await loadCluster([dir], { ...options, keepRawObjects: false, offloadBytes });
+        assert.deepEqual(offloaded.diagnostics, kept.diagnostics);
+        assert.deepEqual(offloaded.cluster, kept.cluster);
+      }
+    }
   });
 
   it('the same with a default namespace and deferred semantics', async () => {

@@ -1,0 +1,139 @@
+/**
+ * Pods decoded in a worker thread come back as the main thread decodes them: the compact form
+ * carries every field of every kind of pod exactly, and a file holding anything else (another
+ * kind, a diagnostic) is handed back to be decoded on the main thread.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { CompactPodWriter, readCompactPods } from '../../src/ingest/compact-pods.ts';
+import { DecodeOffload } from '../../src/ingest/decode-offload.ts';
+import { decodeObject } from '../../src/ingest/decode-object.ts';
+import { readDocuments } from '../../src/ingest/parse-documents.ts';
+import type { IdentifiedObject } from '../../src/ingest/build-cluster.ts';
+import type { InputFile } from '../../src/ingest/types.ts';
+
+const pod = (name: string, extra: { metadata?: object; spec?: object; status?: object } = {}): object => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'shop', labels: { app: 'web', tier: name }, ...extra.metadata },
+  spec: {
+    nodeName: 'node-1',
+    containers: [
+      {
+        name: 'c',
+        ports: [
+          { name: 'http', containerPort: 8080 },
+          { containerPort: 53, protocol: 'UDP' },
+        ],
+      },
+    ],
+    ...extra.spec,
+  },
+  status: {
+    phase: 'Running',
+    podIP: '10.0.0.1',
+    podIPs: [{ ip: '10.0.0.1' }, { ip: 'fd00::1' }],
+    hostIP: '172.16.0.1',
+    ...extra.status,
+  },
+});
+
+const PODS: readonly object[] = [
+  pod('a'),
+  pod('b'),
+  // No node, no labels, no ports; a host-network pod at its node's address; an owned pod; a pod
+  // in the default namespace (its identity names it); the highest IPv4 address.
+  pod('c', { metadata: { labels: {} }, spec: { nodeName: undefined, containers: [{ name: 'c' }] } }),
+  pod('d', {
+    spec: { hostNetwork: true },
+    status: { podIP: undefined, podIPs: [], hostIPs: [{ ip: '172.16.0.9' }] },
+  }),
+  pod('e', { metadata: { ownerReferences: [{ kind: 'ReplicaSet', name: 'web-1', controller: true }] } }),
+  { ...pod('f'), metadata: { name: 'f', labels: { app: 'web' } } },
+  pod('g', { status: { podIP: '255.255.255.255', podIPs: [{ ip: '255.255.255.255' }] } }),
+];
+
+const fileOf = (objects: readonly object[], name = 'pods.yaml'): InputFile => ({
+  name,
+  text: objects.map((o) => JSON.stringify(o)).join('\n---\n'),
+});
+
+/** What the main thread makes of a file: its decoded objects, or its diagnostics. */
+function decodeHere(
+  file: InputFile,
+  defaultNamespace?: string,
+): { objects: IdentifiedObject[]; diagnostics: number } {
+  const objects: IdentifiedObject[] = [];
+  let diagnostics = 0;
+  const options = defaultNamespace === undefined ? {} : { defaultNamespace };
+  diagnostics += readDocuments(file, {
+    object: (raw) => {
+      const outcome = decodeObject(raw, options);
+      diagnostics += outcome.diagnostics.length;
+      if (outcome.object && outcome.identity)
+        objects.push({ identity: outcome.identity, object: outcome.object });
+    },
+    discard: () => (objects.length = 0),
+  }).length;
+  return { objects, diagnostics };
+}
+
+describe('compact pods', () => {
+  it('read back exactly what was decoded, field order included', () => {
+    const { objects, diagnostics } = decodeHere(fileOf(PODS), 'elsewhere');
+    assert.equal(diagnostics, 0);
+    assert.equal(objects.length, PODS.length);
+    const writer = new CompactPodWriter();
+    for (const { identity, object } of objects) assert.ok(writer.add(identity, object));
+    const read = readCompactPods(writer.finish());
+    assert.deepEqual(read, objects);
+    // deepEqual does not see the order of fields: the JSON does.
+    assert.equal(
+      JSON.stringify(read, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)),
+      JSON.stringify(objects, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)),
+    );
+    assert.ok(objects.some((o) => o.identity === 'Pod elsewhere/f'));
+  });
+
+  it('refuse what is not a pod', () => {
+    const [policy] = decodeHere(
+      fileOf([
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: { name: 'p', namespace: 'shop' },
+          spec: { podSelector: {} },
+        },
+      ]),
+    ).objects;
+    assert.ok(policy);
+    assert.equal(new CompactPodWriter().add(policy.identity, policy.object), false);
+  });
+});
+
+describe('the decode offload', () => {
+  const offload = DecodeOffload.create(0);
+  after(() => offload?.close());
+
+  it(
+    'decodes a file of pods in the worker, as the main thread does',
+    { skip: offload ? false : 'one core: no worker is started' },
+    async () => {
+      const file = fileOf(PODS);
+      assert.ok(offload?.takes(file));
+      const result = await offload?.decode(file, {});
+      assert.deepEqual(result, decodeHere(file).objects);
+    },
+  );
+
+  it(
+    'hands back a file with another kind or a diagnostic',
+    { skip: offload ? false : 'one core: no worker is started' },
+    async () => {
+      const mixed = fileOf([...PODS, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } }]);
+      assert.equal(await offload?.decode(mixed, {}), undefined);
+      const broken = fileOf([pod('h', { status: { podIP: '10.0.0.300', podIPs: [{ ip: '10.0.0.300' }] } })]);
+      assert.equal(await offload?.decode(broken, {}), undefined);
+    },
+  );
+});
