@@ -3,6 +3,7 @@
  * address groups and, for a node, the combined local tables and the global table.
  */
 import { Command } from 'commander';
+import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
@@ -42,6 +43,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
+      growHeapFreely(true);
       const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
@@ -55,6 +57,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
       });
       const millis = performance.now() - started;
+      growHeapFreely(false);
       const report = buildReport(pipeline, cache, node, side, millis);
       if (output === 'json') writeJson(io, compileJson(report));
       else
@@ -64,6 +67,19 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/**
+ * While the input is loaded and compiled, the heap grows fivefold between full collections
+ * instead of by V8's own factor: nearly everything those phases allocate stays alive to the end
+ * (the model, the store, the tables), so a full collection there marks hundreds of megabytes to
+ * free little. Shape (a) x1 from files: 1.3 s less CPU (the collector's threads 4.5 -> 3.3 s), no
+ * full collection after the store's (the default made one of 750 MB, 0.85 s of pause), peak RSS
+ * 0.9 -> 1.07 GB. Read by V8 at each full collection, so it can be set here; the report, made
+ * after, goes back to V8's own factor. `compile` is a process of its own: nothing else shares it.
+ */
+function growHeapFreely(freely: boolean): void {
+  setFlagsFromString(`--heap-growing-percent=${freely ? 400 : 0}`);
 }
 
 /** A group member as the store holds it. */
