@@ -49,10 +49,17 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
   }
   const ip = parseIp(text);
   if (ip.ok) {
-    const pod = cluster.endpoints.find(
+    const pods = cluster.endpoints.filter(
       (e) => !e.hostNetwork && e.ips.some((a) => a.family === ip.value.family && a.value === ip.value.value),
     );
     const family = ip.value.family;
+    // Two pods with one address (POD_IP_SHARED): the answer would depend on which one is picked.
+    if (pods.length > 1)
+      return {
+        ok: false,
+        message: `${text} is the address of ${pods.length} pods (${pods.map((e) => e.id).join(', ')}); name the pod instead`,
+      };
+    const pod = pods[0];
     if (pod) return { ok: true, address: { kind: 'endpoint', endpoint: pod }, family };
     for (const node of cluster.nodes.values()) {
       if (node.addresses.some((a) => a.family === ip.value.family && a.value === ip.value.value)) {

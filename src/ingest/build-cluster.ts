@@ -1,8 +1,8 @@
 /**
  * Assembles decoded objects into a Cluster: later definitions of the same object win (with a
  * warning), namespaces that are referenced but not defined are made up from their name, endpoint
- * ids are made unique, pods are attributed to their workloads (`workloads.ts`), and node
- * addresses are gathered from pods' host IPs.
+ * ids are made unique, pods are attributed to their workloads (`workloads.ts`), node
+ * addresses are gathered from pods' host IPs, and pods that share an IP are reported.
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
@@ -21,6 +21,7 @@ import type { DecodedObject } from './types.ts';
 import { comparePolicies } from '../model/precedence.ts';
 import { priorityTies } from './priority-ties.ts';
 import { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
+import { sharedPodAddresses } from './shared-pod-addresses.ts';
 
 export interface IdentifiedObject {
   readonly identity: string;
@@ -107,6 +108,7 @@ export function buildCluster(
     ...rejectedOnly(rejected, policies),
   };
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
+  for (const shared of sharedPodAddresses(cluster.endpoints)) diagnostics.push(shared);
   return { cluster, diagnostics };
 }
 

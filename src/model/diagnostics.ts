@@ -109,6 +109,10 @@ export const DIAGNOSTIC_CATALOGUE = {
   CIDR_NON_CANONICAL: { severity: 'info', summary: 'an IPv6 address is not written in canonical form' },
   EXCEPT_NOT_IN_CIDR: { severity: 'error', summary: 'an except entry is not a strict subset of its cidr' },
   IP_INVALID: { severity: 'error', summary: 'a pod or host IP does not parse' },
+  POD_IP_SHARED: {
+    severity: 'warning',
+    summary: 'two running pods (not hostNetwork) have the same IP; traffic to it cannot be told apart',
+  },
   // Policy types
   POLICY_TYPE_INVALID: {
     severity: 'error',

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadCluster, loadFromTexts } from '../../src/ingest/load.ts';
 import { formatIp } from '../../src/net/ip.ts';
+import { resolveAddress } from '../../src/analysis/resolve-address.ts';
 import { load, namespace, pod, policy } from '../helpers/builders.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
@@ -139,6 +140,35 @@ describe('ingest', () => {
     );
     assert.deepEqual(cluster.nodes.get('n1')?.addresses.map(formatIp), ['192.168.0.10']);
     assert.equal(diagnostics.filter((d) => d.code === 'POD_NOT_RUNNING').length, 2);
+  });
+
+  it('warns when two running pods hold one IP, and check by that IP refuses to pick one', () => {
+    const { cluster, diagnostics } = load([
+      pod('a', 'app', {}, { ips: ['10.0.0.11', '2001:db8::1'] }),
+      pod('a', 'redis', {}, { ips: ['10.0.0.11'] }),
+      pod('b', 'other', {}, { ips: ['2001:db8::1'] }),
+      pod('a', 'alone', {}, { ips: ['10.0.0.12'] }),
+      // hostNetwork pods share their node's address by design; finished pods hold none.
+      pod('a', 'host1', {}, { hostNetwork: true, node: 'n1', hostIp: '192.168.0.10' }),
+      pod('a', 'host2', {}, { hostNetwork: true, node: 'n1', hostIp: '192.168.0.10' }),
+      pod('a', 'done', {}, { ips: ['10.0.0.12'], phase: 'Succeeded' }),
+    ]);
+    const shared = diagnostics.filter((d) => d.code === 'POD_IP_SHARED');
+    assert.deepEqual(
+      shared.map((d) => [d.severity, d.object, d.message.split(';')[0]]),
+      [
+        ['warning', 'Pod a/redis', '10.0.0.11 is the address of a/app (at test.yaml:1) and of a/redis'],
+        ['warning', 'Pod b/other', '2001:db8::1 is the address of a/app (at test.yaml:1) and of b/other'],
+      ],
+    );
+    assert.ok(shared.every((d) => d.line > 1));
+    const byIp = resolveAddress(cluster, '10.0.0.11');
+    assert.deepEqual(byIp, {
+      ok: false,
+      message: '10.0.0.11 is the address of 2 pods (a/app, a/redis); name the pod instead',
+    });
+    const alone = resolveAddress(cluster, '10.0.0.12');
+    assert.ok(alone.ok && alone.address.kind === 'endpoint' && alone.address.endpoint.id === 'a/alone');
   });
 
   it('defaults policyTypes as the API server does', () => {
