@@ -139,6 +139,18 @@ describe('palisade check', () => {
     ]);
     assert.equal(port.code, 2);
     assert.match(port.stderr, /shop\/db has no TCP container port named "http"/);
+    // matrix refuses a port name no pod has, rather than a table of denials that reads as an answer.
+    const matrixPort = await cli(['matrix', '-f', EXAMPLE, '--port', 'postgress']);
+    assert.equal(matrixPort.code, 2);
+    assert.equal(matrixPort.stdout, '');
+    assert.match(
+      matrixPort.stderr,
+      /--port postgress: no pod in the matrix has a TCP container port named "postgress"/,
+    );
+    const udpName = await cli(['matrix', '-f', EXAMPLE, '--port', 'postgres/UDP']);
+    assert.equal(udpName.code, 2);
+    const known = await cli(['matrix', '-f', EXAMPLE, '--port', 'postgres']);
+    assert.equal(known.code, 0);
     const missing = await cli(['check', '-f', EXAMPLE]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /required option '--from <address>' not specified/);

@@ -2,7 +2,7 @@
  * `palisade matrix`: reachability between all endpoints, per port or as allowed port sets.
  */
 import { Command } from 'commander';
-import { PROTOCOLS } from '../../model/types.ts';
+import { PROTOCOLS, type Endpoint } from '../../model/types.ts';
 import {
   computeViewMatrix,
   ENDPOINT_VIEWS,
@@ -80,6 +80,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const namespaces = raw.namespace as string[] | undefined;
       const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+      refuseUnknownPortNames(queries, matrixEndpoints(loaded.cluster, namespaces));
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
         refuseTooWide(
           io,
@@ -108,6 +109,21 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       await writeStreaming(io.stdout, writer(matrix, styleFor(io.stdoutIsTty, io.env)));
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/**
+ * A port name that no destination has (`--port rediss` for `redis`) would make every cell
+ * denied, which reads as an answer; refused as `check` refuses it. A name only some pods have is
+ * a real question: the others have no such port to connect to.
+ */
+function refuseUnknownPortNames(queries: readonly PortQuery[], endpoints: readonly Endpoint[]): void {
+  for (const { port, protocol } of queries) {
+    if (typeof port !== 'string') continue;
+    if (endpoints.some((e) => e.ports.some((p) => p.name === port && p.protocol === protocol))) continue;
+    throw new UsageError(
+      `--port ${port}: no pod in the matrix has a ${protocol} container port named "${port}"`,
+    );
+  }
 }
 
 /**
