@@ -255,6 +255,21 @@ describe('palisade explain', () => {
       [['monitoring/prometheus', false]],
     );
   });
+
+  it("puts NetworkPolicy's rules under a heading of their own after a tier's", async () => {
+    const r = await cli(['explain', '-f', EXAMPLE, join(EXAMPLE, '..', 'tiers'), '--pod', 'shop/db']);
+    assert.equal(r.code, 0, r.stderr);
+    const ingress = r.stdout.split('\n  egress:')[0] as string;
+    const lines = ingress.split('\n').map((line) => line.trim());
+    const admin = lines.indexOf('Admin tier, before NetworkPolicy:');
+    const networkPolicy = lines.indexOf('NetworkPolicy:');
+    const rule = lines.findIndex((line) => line.includes('(shop/db ingress[0]'));
+    assert.ok(admin >= 0 && admin < networkPolicy && networkPolicy < rule, ingress);
+    assert.ok(
+      lines.slice(networkPolicy + 1).every((line) => !line.includes('anp/')),
+      ingress,
+    );
+  });
 });
 
 describe('palisade validate', () => {

@@ -32,6 +32,8 @@ function direction(name: string, d: DirectionExplanation, style: Style): string[
   // arguments for one push.
   if (admin.length) lines.push(`    Admin tier, before NetworkPolicy:`);
   for (const t of admin) lines.push(tierLine(name, t, style));
+  // Under a tier heading, NetworkPolicy's rules need their own, or they read as the tier's.
+  if (d.rules.length > 0 && (admin.length > 0 || baseline.length > 0)) lines.push(`    NetworkPolicy:`);
   for (const rule of d.rules) {
     lines.push(
       `    - ${rule.description} ${style.dim(`(${rule.policy} ${name}[${rule.rule}]; ${listPeers(rule.peers)})`)}`,
