@@ -38,6 +38,26 @@ describe('palisade diff', () => {
       /^added +shop\/frontend\[Deployment\] → shop\/db\[StatefulSet\] +TCP 5432 +\(NetworkPolicy shop\/db, NetworkPolicy shop\/frontend\)$/,
     );
     assert.match(result.stdout, /3 connections differ: 2 added, 1 removed, 0 changed\n$/);
+    // --by pod: each running pod on its own (the frontend's two pods each reach the db).
+    const running = ['-f', 'examples/shop-running', 'examples/shop'];
+    const byPod = await cli([
+      'diff',
+      ...running,
+      ...V2.slice(0, 1),
+      'examples/shop-running',
+      ...V2.slice(1),
+      '--by',
+      'pod',
+    ]);
+    assert.equal(byPod.code, 1, byPod.stderr);
+    assert.equal(
+      byPod.stdout.split('\n').filter((l) => /^added +shop\/frontend-[a-z0-9-]+ → shop\/db-0 /.test(l))
+        .length,
+      2,
+    );
+    assert.match(byPod.stdout, /4 connections differ: 3 added, 1 removed, 0 changed\n$/);
+    const badView = await cli(['diff', ...V1, ...V2, '--by', 'node']);
+    assert.equal(badView.code, 2);
     const one = await cli(['diff', ...V1, '--to', 'examples/shop', 'examples/shop-debug']);
     assert.match(one.stdout, /\n1 connection differs: 1 added, 0 removed, 0 changed\n$/);
   });

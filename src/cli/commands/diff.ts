@@ -4,7 +4,7 @@
  */
 import { Command } from 'commander';
 import { diffConnectivity } from '../../analysis/diff/index.ts';
-import { DIFF_FORMATS, styleFor } from '../../analysis/index.ts';
+import { DIFF_FORMATS, ENDPOINT_VIEWS, styleFor } from '../../analysis/index.ts';
 import { checkChoice, resolveInputOptions, withInputOptions } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { loadBoth, withSecondInput } from '../two-inputs.ts';
@@ -13,6 +13,11 @@ export function diffCommand(io: CliIo, done: (code: number) => void): Command {
   return withSecondInput(withInputOptions(new Command('diff')), 'the new input')
     .description('connections that differ between two inputs (-f the old, --to the new), and why')
     .option('--no-addresses', 'leave out connections with addresses outside the cluster')
+    .option(
+      '--by <view>',
+      "endpoints: workload (a workload's pods together, so a rollout's new pod names change nothing) or pod (every pod)",
+      'workload',
+    )
     .option('-o, --output <format>', Object.keys(DIFF_FORMATS).join(', '), 'text')
     .option(
       '--group-by <what>',
@@ -23,10 +28,12 @@ export function diffCommand(io: CliIo, done: (code: number) => void): Command {
       const input = resolveInputOptions(raw);
       const format = checkChoice('--output', raw.output, Object.keys(DIFF_FORMATS));
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      const by = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
       const { first: before, second: after, inputErrors } = await loadBoth(input, raw.to, io);
       const diff = diffConnectivity(before.cluster, after.cluster, {
         semantics: input.semantics,
         addresses: raw.addresses !== false,
+        by,
         ...(input.namespaces ? { namespaces: input.namespaces } : {}),
       });
       const writer = DIFF_FORMATS[format];
