@@ -203,6 +203,13 @@ describe('lint: rule shapes', () => {
       0,
     );
     assert.equal(codes([...base, block({ cidr: '203.0.113.0/24' })], 'IPBLOCK_MATCHES_PODS').length, 0);
+    // More pods than the message lists: the count and the list agree.
+    const many = [0, 1, 2, 3, 4].map((i) => pod('shop', `extra-${i}`, {}, { ips: [`10.9.0.${i + 1}`] }));
+    const listed = codes([...base, ...many, block({ cidr: '10.0.0.0/8' })], 'IPBLOCK_MATCHES_PODS');
+    assert.match(
+      listed[0]?.message ?? '',
+      /holds the addresses of 7 pods \([^,()]+, [^,()]+, [^,()]+ and 4 more\)/,
+    );
   });
 
   it('IPBLOCK_TOO_BROAD: /0 on every port, not with ports or a narrow block', () => {

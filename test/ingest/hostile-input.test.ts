@@ -176,7 +176,7 @@ describe('memory bounded by the input', () => {
     }
     const args = ['--max-old-space-size=64', ...palisadeArgv(), 'validate', '-f', dir];
     const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 1 << 20 });
-    assert.match(stdout, /0 errors, 0 warnings, 1 info; 1 namespaces, 0 endpoints, 200 policies/);
+    assert.match(stdout, /0 errors, 0 warnings, 1 info; 1 namespace, 0 endpoints, 200 policies/);
   });
 });
 
@@ -284,7 +284,7 @@ describe('bytes, characters and names', () => {
     assert.equal(r.code, 1);
     assert.match(r.stdout, /garbage\.yaml:1:2: error INVALID_UTF8: byte 0xFF/);
     assert.match(r.stdout, /latin1\.yaml:3:21: error INVALID_UTF8: byte 0xE9/);
-    assert.match(r.stdout, /; 1 namespaces,/);
+    assert.match(r.stdout, /; 1 namespace,/);
   });
 
   it('control characters YAML forbids are located errors; escaped ones never reach the terminal raw', async () => {
@@ -377,7 +377,7 @@ spec:
           'info NOT_KUBERNETES', // values.yaml
         ],
       );
-      assert.match(lines.at(-1) ?? '', /0 errors, 2 warnings, 4 infos; 1 namespaces/);
+      assert.match(lines.at(-1) ?? '', /0 errors, 2 warnings, 4 infos; 1 namespace/);
       // Named on the command line, a file is read like any other.
       assert.equal((await cli(['validate', '-f', join(chart, 'values.yaml')])).code, 1);
     } finally {

@@ -108,7 +108,7 @@ export const ipBlocks: LintCheck = {
         findings.push(
           context.finding(
             'IPBLOCK_MATCHES_PODS',
-            `${rule}: ${cidr.text}${except.length ? ` except ${except.map((c) => c.text).join(', ')}` : ''} holds the addresses of ${pods.count} pod${pods.count === 1 ? '' : 's'} (${listSome(pods.examples)}); some network plugins match pod traffic against it, some do not`,
+            `${rule}: ${cidr.text}${except.length ? ` except ${except.map((c) => c.text).join(', ')}` : ''} holds the addresses of ${pods.count} pod${pods.count === 1 ? '' : 's'} (${listSome(pods.examples, 3, pods.count)}); some network plugins match pod traffic against it, some do not`,
             where,
           ),
         );

@@ -168,8 +168,10 @@ export function rowsOf(endpoints: readonly Endpoint[]): { labels: string[]; coun
 }
 
 /** `a, b and c`, or `a, b, c and 4 more` — lists in messages stay one line. */
-export function listSome(items: readonly string[], max = 3): string {
-  if (items.length > max) return `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
+export function listSome(items: readonly string[], max = 3, total = items.length): string {
+  // `total`: how many there are when `items` holds only the first few of them.
+  const shown = Math.min(items.length, max);
+  if (total > shown) return `${items.slice(0, shown).join(', ')} and ${total - shown} more`;
   if (items.length <= 1) return items.join('');
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1] ?? ''}`;
 }

@@ -29,11 +29,18 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         const style = styleFor(io.stdoutIsTty, io.env);
         for (const d of diagnostics) io.stdout.write(formatDiagnostic(d, style) + '\n');
         io.stdout.write(
-          `${summarizeDiagnostics(diagnostics)}; ${counts.namespaces} namespaces, ${counts.endpoints} endpoints, ${counts.policies} policies` +
-            (counts.clusterPolicies ? `, ${counts.clusterPolicies} cluster policies` : '') +
+          `${summarizeDiagnostics(diagnostics)}; ${count(counts.namespaces, 'namespace')}, ${count(counts.endpoints, 'endpoint')}, ${count(counts.policies, 'policy', 'policies')}` +
+            (counts.clusterPolicies
+              ? `, ${count(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
+              : '') +
             '\n',
         );
       }
       done(hasErrors(diagnostics) ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/** `1 namespace`, `2 namespaces`. */
+function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
