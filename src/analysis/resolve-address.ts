@@ -6,6 +6,7 @@
 import { formatIp, parseIp, type IpFamily } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
 import type { Address } from '../semantics/types.ts';
+import { editDistance } from '../util/closest.ts';
 
 export type Resolution =
   | {
@@ -133,10 +134,7 @@ export function findEndpoints(
   if (members.length > 0) {
     return { endpoints: members, workload: `${namespace}/${name}[${[...kinds][0]}]` };
   }
-  const near = endpoints
-    .filter((e) => e.name.includes(text.split('/').pop() ?? text))
-    .slice(0, 5)
-    .map((e) => e.id);
+  const near = nearNames(endpoints, namespace, name);
   const hint = near.length ? ` (did you mean ${near.join(', ')}?)` : '';
   return `no pod or workload "${text}" in the input${hint}; use ns/name, ns/name[Kind] or an IP address`;
 }
@@ -144,4 +142,35 @@ export function findEndpoints(
 export function addressText(address: Address): string {
   if (address.kind === 'endpoint') return address.endpoint.id;
   return address.domain ? `${address.domain}=${formatIp(address.ip)}` : formatIp(address.ip);
+}
+
+/**
+ * Names close to a mistyped one — pods' and templates' ids, and the workloads their pods stand
+ * for: within two edits of the whole `ns/name` (one for a name of three letters or fewer), or in
+ * its namespace and starting with the name typed (`shop/api` for the pods `shop/api-5f6b-…`);
+ * the closest first.
+ */
+function nearNames(endpoints: readonly Endpoint[], namespace: string, name: string): string[] {
+  const typed = `${namespace}/${name}`;
+  const most = name.length <= 3 ? 1 : 2;
+  const near = new Map<string, number>();
+  const consider = (id: string, candidateNamespace: string, candidateName: string): void => {
+    if (near.has(id)) return;
+    // More edits than allowed cannot bridge a longer difference in length: no distance needed.
+    const distance =
+      Math.abs(id.length - typed.length) <= most ? editDistance(id, typed) : Number.POSITIVE_INFINITY;
+    if (
+      distance <= most ||
+      (candidateNamespace === namespace && name.length > 0 && candidateName.startsWith(name))
+    )
+      near.set(id, distance);
+  };
+  for (const e of endpoints) {
+    consider(e.id, e.namespace, e.name);
+    if (e.workload) consider(`${e.namespace}/${e.workload.name}`, e.namespace, e.workload.name);
+  }
+  return [...near]
+    .sort((a, b) => a[1] - b[1])
+    .slice(0, 5)
+    .map(([id]) => id);
 }

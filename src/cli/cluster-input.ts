@@ -34,7 +34,7 @@ export function withClusterOptions(command: Command): Command {
       'read the cluster of this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)',
     )
     .option('--context <name>', 'the kubeconfig context to use (default: its current context)')
-    .option('-A, --all-namespaces', 'read every namespace of the cluster (the default)', false)
+    .option('-A, --all-namespaces', 'read every namespace of the cluster (the default)')
     .option(
       '-n, --namespace <namespace>',
       'only this namespace (a cluster: read only it; files: only its endpoints, and one -n is the namespace of objects that name none, as kubectl); repeatable',

@@ -121,6 +121,9 @@ describe('palisade check', () => {
     ]);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /--from: no pod or workload "shop\/nope"/);
+    // A typo is answered with the names it is close to, not every name sharing two letters.
+    const typo = await cli(['check', '-f', EXAMPLE, '--from', 'shop/ap', '--to', 'shop/db', '--port', '80']);
+    assert.match(typo.stderr, /\(did you mean shop\/api\?\)/);
     // What the message quotes is shown with control characters escaped.
     const colour = `shop/${String.fromCharCode(0x1b)}[31mx`;
     const escaped = await cli(['check', '-f', EXAMPLE, '--from', colour, '--to', 'shop/api', '--port', '80']);

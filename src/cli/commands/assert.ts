@@ -6,6 +6,7 @@
  * valid.
  */
 import { readFile } from 'node:fs/promises';
+import { fileErrorText } from '../file-error.ts';
 import { Command } from 'commander';
 import {
   checkExpectations,
@@ -39,9 +40,7 @@ export function assertCommand(io: CliIo, done: (code: number) => void): Command 
       try {
         text = await readFile(file, 'utf8');
       } catch (error) {
-        throw new UsageError(
-          `--expect: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-        );
+        throw new UsageError(`--expect: cannot read ${file}: ${fileErrorText(error)}`);
       }
       const parsed = parseExpectations(file, text);
       if (parsed.problems.length) throw new UsageError(parsed.problems.join('\n'));

@@ -3,6 +3,7 @@
  * deterministic for a seed.
  */
 import { Command } from 'commander';
+import { fileErrorText } from '../file-error.ts';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { generateAdminPolicies, generateShape, SHAPES, type Json } from '../../generate/index.ts';
@@ -49,9 +50,7 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
         await write('policies.yaml', cluster.policies);
         if (adminPolicies.length) await write('admin-policies.yaml', adminPolicies);
       } catch (error) {
-        io.stderr.write(
-          `palisade: cannot write to ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`,
-        );
+        io.stderr.write(`palisade: cannot write to ${dir}: ${fileErrorText(error)}\n`);
         done(EXIT_FINDINGS);
         return;
       }

@@ -51,7 +51,7 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       '--no-node-local',
       'police traffic between the node and its own pods too (default: it bypasses policy)',
     )
-    .option('--keep-flows', 'keep tracked connections that a later policy denies (default: cut them)', false)
+    .option('--keep-flows', 'keep tracked connections that a later policy denies (default: cut them)')
     .option(
       '--previous <file>',
       'neutron: a previous output; print only the API calls that turn it into this one',
