@@ -58,6 +58,8 @@ export class DecodeOffload {
   decode(file: InputFile, options: DecodeOptions): Promise<OffloadResult> {
     const worker = this.start();
     const id = this.nextId++;
+    // Held while a file is out, so that a caller waiting for nothing else keeps the process alive.
+    worker.ref();
     return new Promise<OffloadResult>((resolve) => {
       this.pending.set(id, resolve);
       // Only the decoding's own options (the load's carry functions, which do not cross).
@@ -80,10 +82,10 @@ export class DecodeOffload {
   private start(): Worker {
     if (this.worker) return this.worker;
     const worker = spawnWorker(this.script);
-    worker.unref();
     worker.on('message', (reply: OffloadReply) => {
       const resolve = this.pending.get(reply.id);
       this.pending.delete(reply.id);
+      if (this.pending.size === 0) worker.unref();
       resolve?.('pods' in reply ? readCompactPods(reply.pods) : undefined);
     });
     // A worker that fails or stops leaves its file to the main thread.
