@@ -12,7 +12,9 @@
  * written form the YAML path keeps for the checks of integer fields; `\/` and `\u` escapes;
  * nesting or a size beyond the YAML path's limits, which that path reports). Anything else,
  * syntax errors included, goes the YAML way, so its messages and positions are the YAML
- * parser's.
+ * parser's — one document at a time when the caller can read one (a broken object in a 40 MB
+ * file no longer sends the whole file through the YAML parser, ten times slower), in its place
+ * among the others so that later definitions still win.
  */
 import type { LineCounter } from 'yaml';
 import type { SourceLocation } from '../model/types.ts';
@@ -64,10 +66,18 @@ export interface JsonLimits {
 }
 
 /**
+ * Reads the text in [from, to) — one document, or JSON objects one after another — the YAML
+ * way, in its place among the file's documents; false when it cannot be read alone (the whole
+ * file must then go the YAML way).
+ */
+export type YamlDocumentReader = (from: number, to: number) => boolean;
+
+/**
  * Hands each document of a file of JSON documents to `visit` as soon as it is parsed, so the
  * caller can decode it and drop it while it is young (a 43 MB file's parsed objects all alive at
- * once were most of the load's garbage collection). True when the file took the fast path;
- * false when it must be read the YAML way — possibly after some documents were visited (a
+ * once were most of the load's garbage collection). A document the fast path cannot take goes
+ * to `yamlDocument`, when given, in its place. True when the file was read this way; false when
+ * it must be read the YAML way as a whole — possibly after some documents were visited (a
  * syntax error further on), which the caller then forgets. `position` must be usable from the
  * first visit on: the caller fills its line starts first.
  */
@@ -76,6 +86,7 @@ export function eachJsonDocument(
   position: (offset: number) => SourceLocation,
   limits: JsonLimits,
   visit: (document: JsonDocument) => void,
+  yamlDocument?: YamlDocumentReader,
 ): boolean {
   const first = firstSignificant(text, 0, text.length);
   if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first))) return false;
@@ -90,41 +101,71 @@ export function eachJsonDocument(
   if (spans.length / 2 > (limits.maxDocuments ?? Infinity)) return false;
   // Every document is checked before the first is visited: a file the YAML path must read is
   // then mostly found before any decoding is spent on it (only JSON.parse's own errors are not).
-  const begins: number[] = [];
+  // `parts` holds [how, from, to] per object to parse (JSON) or text to read the YAML way.
+  const parts: number[] = [];
   const backslashes = new Backslashes(text);
   for (let i = 0; i < spans.length; i += 2) {
     const from = spans[i] as number;
     const to = spans[i + 1] as number;
     const begin = firstSignificant(text, from, to);
     if (begin < 0) continue; // nothing between two separators
-    let end = to;
-    while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
-    if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return false;
-    const objectEnds: number[] = [];
-    if (!readsAsYamlDoes(text, begin, end, limits, backslashes, objectEnds)) return false;
-    // Objects one after another with no `---` between them (JSON lines, as `jq -c '.items[]'`
-    // writes them) are one document each. The YAML path reads no such file (a flow mapping
-    // ends its document), so this adds what it cannot read and changes nothing it can.
-    let part = begin;
-    for (const objectEnd of objectEnds) {
-      if (part < 0 || text.charCodeAt(part) !== OPEN_BRACE) return false;
-      begins.push(part, objectEnd);
-      part = firstSignificant(text, objectEnd, end);
-    }
-    if (part >= 0) return false; // something after the last object that is not one
+    const objects = jsonObjectsOf(text, begin, to, limits, backslashes);
+    if (objects)
+      for (let k = 0; k < objects.length; k += 2)
+        parts.push(AS_JSON, objects[k] as number, objects[k + 1] as number);
+    else if (yamlDocument) parts.push(AS_YAML, from, to);
+    else return false;
   }
-  if (begins.length / 2 > (limits.maxDocuments ?? Infinity)) return false;
-  for (let i = 0; i < begins.length; i += 2) {
-    const begin = begins[i] as number;
+  if (parts.length / 3 > (limits.maxDocuments ?? Infinity)) return false;
+  for (let i = 0; i < parts.length; i += 3) {
+    const from = parts[i + 1] as number;
+    const to = parts[i + 2] as number;
+    if (parts[i] === AS_YAML) {
+      if (!(yamlDocument as YamlDocumentReader)(from, to)) return false;
+      continue;
+    }
     let value: unknown;
     try {
-      value = JSON.parse(text.slice(begin, begins[i + 1]));
+      value = JSON.parse(text.slice(from, to));
     } catch {
-      return false;
+      if (!yamlDocument?.(from, to)) return false;
+      continue;
     }
-    visit({ value: value as Record<string, unknown>, locator: new JsonLocator(text, begin, position) });
+    visit({ value: value as Record<string, unknown>, locator: new JsonLocator(text, from, position) });
   }
   return true;
+}
+
+const AS_JSON = 0;
+const AS_YAML = 1;
+
+/**
+ * Where each object of the document in [begin, to) starts and ends, when the fast path can take
+ * it (see the top of this file); undefined when it must be read the YAML way.
+ */
+function jsonObjectsOf(
+  text: string,
+  begin: number,
+  to: number,
+  limits: JsonLimits,
+  backslashes: Backslashes,
+): number[] | undefined {
+  let end = to;
+  while (end > begin && isSpace(text.charCodeAt(end - 1))) end--;
+  if (text.charCodeAt(begin) !== OPEN_BRACE || text.charCodeAt(end - 1) !== CLOSE_BRACE) return undefined;
+  const objectEnds: number[] = [];
+  if (!readsAsYamlDoes(text, begin, end, limits, backslashes, objectEnds)) return undefined;
+  // Objects one after another with no `---` between them (JSON lines, as `jq -c '.items[]'`
+  // writes them) are one document each. The YAML path reads each of them the same way
+  // (json-lines.ts).
+  const objects: number[] = [];
+  let part = begin;
+  for (const objectEnd of objectEnds) {
+    if (part < 0 || text.charCodeAt(part) !== OPEN_BRACE) return undefined;
+    objects.push(part, objectEnd);
+    part = firstSignificant(text, objectEnd, end);
+  }
+  return part >= 0 ? undefined : objects; // something after the last object that is not one
 }
 
 /** Line starts of `text`, as the YAML parser's LineCounter keeps them. */

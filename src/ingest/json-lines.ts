@@ -10,7 +10,7 @@
  * Valid JSON never has `}` then `{` with only white space between (a list puts a comma there),
  * so a single document written over many lines is never cut.
  */
-import { scanYamlDocuments, type DocumentSpan } from './yaml-scan.ts';
+import { scanYamlPart, type DocumentSpan } from './yaml-scan.ts';
 
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
@@ -57,15 +57,7 @@ export function splitJsonObjects(
   for (let k = 0; k < starts.length; k++) {
     const from = k === 0 ? span.start : (starts[k] as number);
     const to = k + 1 < starts.length ? (starts[k + 1] as number) : span.end;
-    for (const scanned of scanYamlDocuments(text.slice(from, to), maxDepth)) {
-      pieces.push({
-        start: from + scanned.start,
-        end: from + scanned.end,
-        depth: scanned.depth,
-        values: scanned.values,
-        ...(scanned.tooDeepAt !== undefined ? { tooDeepAt: from + scanned.tooDeepAt } : {}),
-      });
-    }
+    for (const scanned of scanYamlPart(text, from, to, maxDepth)) pieces.push(scanned);
   }
   return pieces;
 }

@@ -28,7 +28,7 @@ import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { eachJsonDocument, fillLineCounter } from './json-documents.ts';
-import { scanYamlDocuments, type DocumentSpan } from './yaml-scan.ts';
+import { scanYamlDocuments, scanYamlPart, type DocumentSpan } from './yaml-scan.ts';
 import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
 import { firstForbiddenCharacter } from './text-checks.ts';
@@ -119,42 +119,8 @@ export function readDocuments(
   };
   const text = input.text;
   fillLineCounter(text, lineCounter);
-  // JSON documents only (generated clusters, `kubectl get -o json`): parsed without syntax trees.
-  const json = eachJsonDocument(
-    text,
-    position,
-    { maxDepth: MAX_DEPTH, maxValues: MAX_DOCUMENT_VALUES, maxDocuments },
-    ({ value, locator }) => unrollLists(value, [], input.name, locator, emit, diagnostics),
-  );
-  if (json) return judged(input, visitor, diagnostics, false, count, kinds);
-  // Not JSON documents after all (a syntax error further on): what was read of them is read
-  // again the YAML way.
-  if (count > 0) visitor.discard();
-  diagnostics = new DiagnosticSink();
-  count = 0;
-  kinds = false;
 
-  const forbidden = firstForbiddenCharacter(text);
-  if (forbidden >= 0) {
-    const code = text.charCodeAt(forbidden).toString(16).toUpperCase().padStart(2, '0');
-    diagnostics.add(
-      makeDiagnostic(
-        'CONTROL_CHARACTER',
-        `control character U+${code.padStart(4, '0')} is not allowed in YAML (kubectl rejects the file); the file is skipped`,
-        position(forbidden),
-      ),
-    );
-    return diagnostics.list();
-  }
-  const spans = scanYamlDocuments(text, MAX_DEPTH, maxDocuments);
-  if (spans.truncatedAt !== undefined)
-    diagnostics.add(
-      makeDiagnostic(
-        'TOO_MANY_DOCUMENTS',
-        `this file holds more than ${maxDocuments.toLocaleString('en-US')} documents, the most Palisade reads from one file; the documents from here on are skipped (split the file)`,
-        position(spans.truncatedAt),
-      ),
-    );
+  // The YAML way, for the whole file or for the documents the JSON fast path cannot take.
   const read = (slice: string): Document => parseDocument(slice, YAML_OPTIONS);
   let collectionKey = false;
   const cache = new DocumentCache();
@@ -182,20 +148,67 @@ export function readDocuments(
       diagnostics.add(refusal(span, position, /^\s*[[{]/.test(text.slice(span.start, span.start + 64))));
     } else run.push(span);
   };
-  for (const span of spans) {
-    const objectStarts = jsonObjectStarts(text, span);
-    if (!objectStarts) {
-      take(span);
-      continue;
-    }
-    // JSON objects one after another (json-lines.ts): each is parsed as a stream of its own.
-    parseRun();
-    for (const piece of splitJsonObjects(text, span, objectStarts, MAX_DEPTH)) {
-      take(piece);
+  const readSpans = (spans: readonly DocumentSpan[]): void => {
+    for (const span of spans) {
+      const objectStarts = jsonObjectStarts(text, span);
+      if (!objectStarts) {
+        take(span);
+        continue;
+      }
+      // JSON objects one after another (json-lines.ts): each is parsed as a stream of its own.
       parseRun();
+      for (const piece of splitJsonObjects(text, span, objectStarts, MAX_DEPTH)) {
+        take(piece);
+        parseRun();
+      }
     }
+    parseRun();
+  };
+
+  // JSON documents (generated clusters, `kubectl get -o json`): parsed without syntax trees;
+  // one that must be read the YAML way is read so in its place, unless it holds a character
+  // that makes the whole file unreadable (below).
+  const json = eachJsonDocument(
+    text,
+    position,
+    { maxDepth: MAX_DEPTH, maxValues: MAX_DOCUMENT_VALUES, maxDocuments },
+    ({ value, locator }) => unrollLists(value, [], input.name, locator, emit, diagnostics),
+    (from, to) => {
+      if (firstForbiddenCharacter(text.slice(from, to)) >= 0) return false;
+      readSpans(scanYamlPart(text, from, to, MAX_DEPTH));
+      return true;
+    },
+  );
+  if (json) return judged(input, visitor, diagnostics, collectionKey, count, kinds);
+  // Not JSON documents after all: what was read of them is read again the YAML way.
+  if (count > 0) visitor.discard();
+  diagnostics = new DiagnosticSink();
+  count = 0;
+  kinds = false;
+  collectionKey = false;
+
+  const forbidden = firstForbiddenCharacter(text);
+  if (forbidden >= 0) {
+    const code = text.charCodeAt(forbidden).toString(16).toUpperCase().padStart(2, '0');
+    diagnostics.add(
+      makeDiagnostic(
+        'CONTROL_CHARACTER',
+        `control character U+${code.padStart(4, '0')} is not allowed in YAML (kubectl rejects the file); the file is skipped`,
+        position(forbidden),
+      ),
+    );
+    return diagnostics.list();
   }
-  parseRun();
+  const spans = scanYamlDocuments(text, MAX_DEPTH, maxDocuments);
+  if (spans.truncatedAt !== undefined)
+    diagnostics.add(
+      makeDiagnostic(
+        'TOO_MANY_DOCUMENTS',
+        `this file holds more than ${maxDocuments.toLocaleString('en-US')} documents, the most Palisade reads from one file; the documents from here on are skipped (split the file)`,
+        position(spans.truncatedAt),
+      ),
+    );
+  readSpans(spans);
   return judged(input, visitor, diagnostics, collectionKey, count, kinds);
 
   /** One document of a run whose text is `segment`, starting at `base` in the file. */

@@ -227,3 +227,18 @@ function isBlockScalarHeader(text: string, from: number, end: number): boolean {
   while (i < end && isBlank(text.charCodeAt(i))) i++;
   return i >= end || text.charCodeAt(i) === HASH;
 }
+
+/**
+ * The documents of text[from, to), scanned as if it were a file of its own (a part that is read
+ * apart from the rest: one JSON document the fast path could not take, or one of several JSON
+ * objects on consecutive lines), with offsets in the whole text.
+ */
+export function scanYamlPart(text: string, from: number, to: number, maxDepth: number): DocumentSpan[] {
+  return scanYamlDocuments(text.slice(from, to), maxDepth).map((span) => ({
+    start: from + span.start,
+    end: from + span.end,
+    depth: span.depth,
+    values: span.values,
+    ...(span.tooDeepAt !== undefined ? { tooDeepAt: from + span.tooDeepAt } : {}),
+  }));
+}

@@ -229,6 +229,30 @@ describe('JSON documents', () => {
     );
   });
 
+  it('a document the fast path cannot take is read the YAML way alone, in its place; the rest stay fast', () => {
+    const shape = generateShape('a', { scale: 0.0004, seed: 5 });
+    const documents = [...shape.namespaces, ...shape.pods].map((o) => JSON.stringify(o, null, 1));
+    const middle = Math.floor(documents.length / 2);
+    const variants = [
+      (d: string) => d.replace(/}\s*$/, ''), // a missing closing brace: a syntax error
+      (d: string) => d.replace('"metadata": {', '"metadata": {\n  "x": 1e3,'), // YAML reads 1e3 its own way
+      (d: string) => d.replace('"metadata": {', '"metadata": {"name": "dup",'), // a repeated key
+      (d: string) => `${d}\n${d}`, // two objects on consecutive lines, one of them a repeat
+    ];
+    for (const change of variants) {
+      const text = [
+        ...documents.slice(0, middle),
+        change(documents[middle] as string),
+        ...documents.slice(middle + 1),
+      ].join('\n---\n');
+      assertSameAsYaml(text);
+      // Every other document came through the fast path, in order.
+      const { objects } = parseDocuments({ name: 'f.json', text });
+      const fast = objects.filter((o) => o.locator.constructor.name === 'JsonLocator').length;
+      assert.ok(fast >= documents.length - 2, `${fast} of ${objects.length} objects read fast`);
+    }
+  });
+
   it('errors in JSON manifests are located as before: file, line and column', () => {
     const text = [
       JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ok' } }),
