@@ -1,7 +1,9 @@
 /**
- * Packing a built table into its block (layout in packed-layout.ts): header, entry lists, then
- * the bitmaps, each after its summary words (one bit per non-zero word, for bitmaps wider than
- * one word). Entries point at a bitmap's first word; offsets are relative to the block's start.
+ * Packing a built table into its block (layout in packed-layout.ts): the hot header, the port
+ * and group entries, the cold header, the other entry lists, then the bitmaps, each after its
+ * summary words (one bit per non-zero word, for bitmaps wider than one word). In wide blocks
+ * entries point at a bitmap's first word (offsets relative to the block's start); in narrow
+ * blocks (one-word bitmaps) they hold the word itself, and entries whose word is 0 are left out.
  */
 import type { DirectionTable } from './direction-table.ts';
 import type { LpmTrie } from './lpm-trie.ts';
@@ -9,10 +11,12 @@ import {
   ACTION_AT,
   ANY,
   BITS,
+  COLD_AT,
+  COLD_FIELDS,
   entryListLength,
   FEW_V4,
+  FLAGS,
   GROUP_COUNT,
-  HAS,
   HAS_GROUPS,
   HAS_HOSTS,
   HAS_PRIM_V4,
@@ -20,19 +24,22 @@ import {
   HAS_SUPP_V4,
   HAS_V6,
   HEADER,
+  HOST_AT,
   HOST_COUNT,
   L3,
+  NARROW,
   NONE,
   PORT_COUNT,
   pushEntries,
   RANGE_COUNT,
   SUMMARY,
   TRIE_V6,
-  WIDTH,
+  WIDTH_SHIFT,
 } from './packed-layout.ts';
 
 const MAPS = ['prim', 'supp', 'except'] as const;
-const TRIE_V6_FIELDS = [TRIE_V6, TRIE_V6 + 1, TRIE_V6 + 2];
+
+type Entry = readonly [number, number];
 
 /** The block of one table; `registerTrie` numbers the tries its big prefix maps stay in. */
 export function packTable(
@@ -42,78 +49,99 @@ export function packTable(
 ): Int32Array {
   const view = table.packView();
   const width = table.width;
-  const summaries = width === 1 ? 0 : Math.ceil(width / 32);
+  const narrow = width === 1;
+  const summaries = narrow ? 0 : Math.ceil(width / 32);
   const stride = width + summaries;
   const bitmapCount = view.bitmaps.length / width;
-  const few = MAPS.map((map) => view.fewV4[map]);
+  // What marks "none" in a field or an empty hashed slot: an offset is never -1, a narrow
+  // block's word is never 0 (such entries match nothing and are left out).
+  const missing = narrow ? 0 : NONE;
+  // Entries hold a placeholder (the builder's offset) until the bitmaps' place is known.
+  const kept = (entries: Iterable<Entry>): Entry[] =>
+    [...entries].filter(([, offset]) => !narrow || view.bitmaps[offset] !== 0);
+  const ports = kept(view.ports);
+  const groups = kept(view.groups);
+  const hosts = kept([...view.hostsV4].map(([address, offset]) => [address | 0, offset] as const));
+  const ranges = view.ranges.filter((r) => !narrow || view.bitmaps[r.offset] !== 0);
+  const few = MAPS.map((map) => {
+    const list = view.fewV4[map];
+    return list && list.filter((e) => !narrow || view.bitmaps[e.offset] !== 0);
+  });
   // Bitmap offsets are final once the entry lists' length is known.
+  const cold = HEADER + entryListLength(ports.length) + entryListLength(groups.length);
   const listLength =
-    entryListLength(view.ports.size) +
-    4 * view.ranges.length +
-    entryListLength(view.groups.size) +
-    entryListLength(view.hostsV4.size) +
+    COLD_FIELDS +
+    4 * ranges.length +
+    entryListLength(hosts.length) +
     few.reduce((sum, list) => sum + 3 * (list?.length ?? 0), 0) +
     (actions?.length ?? 0);
-  const bits = HEADER + listLength;
-  const bitmap = (offset: number): number => bits + (offset / width) * stride + summaries;
-  const ports = [...view.ports].map(([key, offset]) => [key, bitmap(offset)] as const);
-  const groups = [...view.groups].map(([group, offset]) => [group, bitmap(offset)] as const);
-  const hosts = [...view.hostsV4].map(([address, offset]) => [address | 0, bitmap(offset)] as const);
-  const optional = (offset: number | undefined): number => (offset === undefined ? NONE : bitmap(offset));
+  const bits = cold + listLength;
+  const value = (offset: number): number =>
+    narrow ? (view.bitmaps[offset] as number) : bits + (offset / width) * stride + summaries;
+  const optional = (offset: number | undefined): number => (offset === undefined ? missing : value(offset));
+  const final = (entries: Entry[]): Entry[] => entries.map(([key, offset]) => [key, value(offset)] as const);
 
-  const ints: number[] = new Array<number>(HEADER).fill(NONE);
-  ints[WIDTH] = width;
-  ints[BITS] = bits;
-  ints[SUMMARY] = summaries;
+  const ints: number[] = new Array<number>(HEADER).fill(missing);
   ints[L3] = optional(view.l3);
   view.protocolAny.forEach((offset, p) => (ints[ANY + p] = optional(offset)));
-  const list = (field: number, count: number): void => {
-    ints[field] = count;
-    ints[field + 1] = ints.length;
-  };
   ints[PORT_COUNT] = ports.length;
-  pushEntries(ints, ports); // at PORTS: nothing was pushed before
-  list(RANGE_COUNT, view.ranges.length);
-  for (const r of view.ranges) ints.push(r.protocol, r.from, r.to, bitmap(r.offset));
-  list(GROUP_COUNT, groups.length);
-  pushEntries(ints, groups);
-  list(HOST_COUNT, hosts.length);
-  pushEntries(ints, hosts);
+  pushEntries(ints, final(ports), missing); // at PORTS: nothing was pushed before
+  ints[GROUP_COUNT] = groups.length;
+  pushEntries(ints, final(groups), missing); // at groupsAt(ports.length)
+  ints[COLD_AT] = cold;
+  const header = new Array<number>(COLD_FIELDS).fill(NONE);
+  ints.push(...header);
+  const field = (f: number, v: number): void => {
+    ints[cold + f] = v;
+  };
+  field(RANGE_COUNT, ranges.length); // the ranges follow the cold header (RANGE_AT)
+  for (const r of ranges) ints.push(r.protocol, r.from, r.to, value(r.offset));
+  field(HOST_COUNT, hosts.length);
+  field(HOST_AT, ints.length);
+  pushEntries(ints, final(hosts), missing);
+  let hasV4 = 0;
   MAPS.forEach((map, m) => {
-    const field = FEW_V4 + m * 3;
+    const at = FEW_V4 + m * 3;
     const entries = few[m];
     const trie4 = view.tries[map][4];
     if (entries) {
-      list(field, entries.length);
-      for (const e of entries) ints.push(e.base | 0, e.mask | 0, bitmap(e.offset));
-      ints[field + 2] = NONE;
+      field(at, entries.length);
+      field(at + 1, ints.length);
+      for (const e of entries) ints.push(e.base | 0, e.mask | 0, value(e.offset));
+      field(at + 2, NONE);
+      if (entries.length > 0) hasV4 |= 1 << m;
     } else {
-      ints[field] = 0;
-      ints[field + 1] = 0;
-      ints[field + 2] = trie4 ? registerTrie(trie4) : NONE;
+      field(at, 0);
+      field(at + 1, 0);
+      field(at + 2, trie4 ? registerTrie(trie4) : NONE);
+      if (trie4) hasV4 |= 1 << m;
     }
     const trie6 = view.tries[map][6];
-    ints[TRIE_V6 + m] = trie6 ? registerTrie(trie6) : NONE;
+    field(TRIE_V6 + m, trie6 ? registerTrie(trie6) : NONE);
   });
-  const hasV4 = (m: number): boolean => (few[m]?.length ?? 0) > 0 || ints[FEW_V4 + m * 3 + 2] !== NONE;
-  ints[HAS] =
-    (view.ranges.length > 0 ? HAS_RANGES : 0) |
-    (hasV4(0) ? HAS_PRIM_V4 : 0) |
-    (hosts.length > 0 ? HAS_HOSTS : 0) |
-    (hasV4(1) ? HAS_SUPP_V4 : 0) |
-    (TRIE_V6_FIELDS.some((f) => ints[f] !== NONE) ? HAS_V6 : 0) |
-    (groups.length > 0 ? HAS_GROUPS : 0);
-  ints[ACTION_AT] = actions ? ints.length : NONE;
+  field(ACTION_AT, actions ? ints.length : NONE);
   if (actions) for (const action of actions) ints.push(action);
+  field(BITS, bits);
+  field(SUMMARY, summaries);
+  const hasV6 = [0, 1, 2].some((m) => ints[cold + TRIE_V6 + m] !== NONE);
+  ints[FLAGS] =
+    (ranges.length > 0 ? HAS_RANGES : 0) |
+    (hasV4 & 1 ? HAS_PRIM_V4 : 0) |
+    (hosts.length > 0 ? HAS_HOSTS : 0) |
+    (hasV4 & 2 ? HAS_SUPP_V4 : 0) |
+    (hasV6 ? HAS_V6 : 0) |
+    (groups.length > 0 ? HAS_GROUPS : 0) |
+    (narrow ? NARROW : 0) |
+    (width << WIDTH_SHIFT);
 
   const block = new Int32Array(bits + bitmapCount * stride);
   block.set(ints);
   for (let k = 0; k < bitmapCount; k++) {
     const at = bits + k * stride;
     for (let w = 0; w < width; w++) {
-      const value = view.bitmaps[k * width + w] as number;
-      block[at + summaries + w] = value;
-      if (summaries > 0 && value !== 0)
+      const word = view.bitmaps[k * width + w] as number;
+      block[at + summaries + w] = word;
+      if (summaries > 0 && word !== 0)
         block[at + (w >>> 5)] = (block[at + (w >>> 5)] as number) | (1 << (w & 31));
     }
   }

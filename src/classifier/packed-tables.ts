@@ -24,11 +24,12 @@ import {
   ACTION_AT,
   ANY,
   BITS,
+  COLD_AT,
   FEW_V4,
   findEntry,
-  GROUP_AT,
+  FLAGS,
   GROUP_COUNT,
-  HAS,
+  groupEntriesAt,
   HAS_GROUPS,
   HAS_HOSTS,
   HAS_PRIM_V4,
@@ -39,6 +40,7 @@ import {
   HOST_AT,
   HOST_COUNT,
   L3,
+  NARROW,
   NONE,
   PORT_COUNT,
   portBitOfKey,
@@ -48,7 +50,7 @@ import {
   SCAN,
   SUMMARY,
   TRIE_V6,
-  WIDTH,
+  WIDTH_SHIFT,
 } from './packed-layout.ts';
 
 export { portBit } from './packed-layout.ts';
@@ -130,21 +132,23 @@ export class PackedTables {
    */
   portSignature(at: number): number {
     const data = this.data;
-    const has = data[at + HAS] as number;
-    if (data[at + L3] !== NONE || has & HAS_RANGES) return -1;
-    for (let p = 0; p < 3; p++) if (data[at + ANY + p] !== NONE) return -1;
+    const flags = data[at + FLAGS] as number;
+    const missing = flags & NARROW ? 0 : NONE;
+    if (data[at + L3] !== missing || flags & HAS_RANGES) return -1;
+    for (let p = 0; p < 3; p++) if (data[at + ANY + p] !== missing) return -1;
     const count = data[at + PORT_COUNT] as number;
     const slots = count <= SCAN ? count : 1 << hashBits(count);
     let signature = 0;
     for (let i = 0; i < slots; i++)
-      if (data[at + PORTS + 2 * i + 1] !== NONE)
+      if (data[at + PORTS + 2 * i + 1] !== missing)
         signature |= portBitOfKey(data[at + PORTS + 2 * i] as number);
     return signature;
   }
 
   /** The tier action of a slot of a packed tier table (its block at `at`). */
   action(at: number, slot: number): number {
-    return this.data[at + (this.data[at + ACTION_AT] as number) + slot] as number;
+    const data = this.data;
+    return data[at + (data[at + (data[at + COLD_AT] as number) + ACTION_AT] as number) + slot] as number;
   }
 
   /**
@@ -163,19 +167,126 @@ export class PackedTables {
     port: number,
     first: boolean,
   ): number {
+    const flags = this.data[b + FLAGS] as number;
+    return flags & NARROW
+      ? this.matchNarrow(b, flags, family, words, groups, groupsAt, groupCount, protocol, port, first)
+      : this.matchWide(b, flags, family, words, groups, groupsAt, groupCount, protocol, port, first);
+  }
+
+  /**
+   * `match` for a narrow block: the entries hold the bitmap words, so the ports' and the peers'
+   * words are OR-ed as they are found — no list of bitmaps collected, no bitmap read.
+   */
+  private matchNarrow(
+    b: number,
+    flags: number,
+    family: IpFamily,
+    words: Uint32Array,
+    groups: Int32Array,
+    groupsAt: number,
+    groupCount: number,
+    protocol: number,
+    port: number,
+    first: boolean,
+  ): number {
     const data = this.data;
+    const portCount = data[b + PORT_COUNT] as number;
+    let ports =
+      (data[b + L3] as number) |
+      (data[b + ANY + protocol] as number) |
+      findEntry(data, b + PORTS, portCount, (protocol << 16) | port, 0);
+    const cold = b + (data[b + COLD_AT] as number);
+    if (flags & HAS_RANGES) {
+      const rangeCount = data[cold + RANGE_COUNT] as number;
+      for (let i = 0, r = cold + RANGE_AT; i < rangeCount; i++, r += 4)
+        if (data[r] === protocol && port >= (data[r + 1] as number) && port <= (data[r + 2] as number))
+          ports |= data[r + 3] as number;
+    }
+    if (ports === 0) return -1;
+    let peers = 0;
+    if (groupCount > 0 && flags & HAS_GROUPS) {
+      const entries = b + groupEntriesAt(portCount);
+      const entryCount = data[b + GROUP_COUNT] as number;
+      for (let i = groupsAt, last = groupsAt + groupCount; i < last; i++)
+        peers |= findEntry(data, entries, entryCount, groups[i] as number, 0);
+    }
+    if (family === 4) {
+      const address = (words[0] as number) | 0;
+      if (flags & HAS_PRIM_V4) peers |= this.narrowV4(data, b, cold, 0, address);
+      if (flags & HAS_HOSTS)
+        peers |= findEntry(
+          data,
+          b + (data[cold + HOST_AT] as number),
+          data[cold + HOST_COUNT] as number,
+          address,
+          0,
+        );
+      if (flags & HAS_SUPP_V4) {
+        const inside = this.narrowV4(data, b, cold, 1, address);
+        if (inside !== 0) peers |= inside & ~this.narrowV4(data, b, cold, 2, address);
+      }
+    } else if (flags & HAS_V6) {
+      peers |= this.narrowTrie(data, b, cold, data[cold + TRIE_V6] as number, words);
+      const inside = this.narrowTrie(data, b, cold, data[cold + TRIE_V6 + 1] as number, words);
+      if (inside !== 0)
+        peers |= inside & ~this.narrowTrie(data, b, cold, data[cold + TRIE_V6 + 2] as number, words);
+    }
+    const matched = peers & ports;
+    if (matched === 0) return -1;
+    return first ? lowestBit(matched) : 0;
+  }
+
+  /** The OR of one IPv4 map's words over the prefixes holding the address (narrow blocks). */
+  private narrowV4(data: Int32Array, b: number, cold: number, map: number, address: number): number {
+    const field = cold + FEW_V4 + map * 3;
+    const trie = data[field + 2] as number;
+    if (trie !== NONE) {
+      this.trieWords[0] = address;
+      return this.narrowTrie(data, b, cold, trie, this.trieWords);
+    }
+    let bits = 0;
+    const count = data[field] as number;
+    for (let i = 0, e = b + (data[field + 1] as number); i < count; i++, e += 3)
+      if ((address & (data[e + 1] as number)) === data[e]) bits |= data[e + 2] as number;
+    return bits;
+  }
+
+  /** The same through a trie (narrow blocks): the words at the bitmaps its values name. */
+  private narrowTrie(data: Int32Array, b: number, cold: number, trie: number, words: Uint32Array): number {
+    if (trie === NONE) return 0;
+    const n = this.collectTrie(data, b, cold, trie, words, this.prim, 0);
+    let bits = 0;
+    for (let i = 0; i < n; i++) bits |= data[this.prim[i] as number] as number;
+    return bits;
+  }
+
+  /** `match` for a wide block: entries hold bitmap offsets, and bitmaps carry summaries. */
+  private matchWide(
+    b: number,
+    flags: number,
+    family: IpFamily,
+    words: Uint32Array,
+    groups: Int32Array,
+    groupsAt: number,
+    groupCount: number,
+    protocol: number,
+    port: number,
+    first: boolean,
+  ): number {
+    const data = this.data;
+    const cold = b + (data[b + COLD_AT] as number);
     // Ports first: one short scan, and most denied packets end here.
     let n = 0;
     const l3 = data[b + L3] as number;
     if (l3 !== NONE) this.ports[n++] = b + l3;
-    const exact = findEntry(data, b + PORTS, data[b + PORT_COUNT] as number, (protocol << 16) | port);
+    const portCount = data[b + PORT_COUNT] as number;
+    const exact = findEntry(data, b + PORTS, portCount, (protocol << 16) | port, NONE);
     if (exact !== NONE) this.ports[n++] = b + exact;
     const any = data[b + ANY + protocol] as number;
     if (any !== NONE) this.ports[n++] = b + any;
-    const has = data[b + HAS] as number;
-    if (has & HAS_RANGES) {
-      const rangeCount = data[b + RANGE_COUNT] as number;
-      for (let i = 0, r = b + (data[b + RANGE_AT] as number); i < rangeCount; i++, r += 4) {
+    if (flags & HAS_RANGES) {
+      const rangeCount = data[cold + RANGE_COUNT] as number;
+      for (let i = 0, r = cold + RANGE_AT; i < rangeCount; i++, r += 4) {
         if (data[r] !== protocol || port < (data[r + 1] as number) || port > (data[r + 2] as number))
           continue;
         // Three entries come before the ranges; a table may hold more ranges than the scratch.
@@ -194,37 +305,32 @@ export class PackedTables {
     let ne = 0;
     if (family === 4) {
       const address = (words[0] as number) | 0;
-      if (has & HAS_PRIM_V4) np = this.collectV4(data, b, 0, address, prim, 0);
-      if (has & HAS_HOSTS) {
+      if (flags & HAS_PRIM_V4) np = this.collectV4(data, b, cold, 0, address, prim, 0);
+      if (flags & HAS_HOSTS) {
         const host = findEntry(
           data,
-          b + (data[b + HOST_AT] as number),
-          data[b + HOST_COUNT] as number,
+          b + (data[cold + HOST_AT] as number),
+          data[cold + HOST_COUNT] as number,
           address,
+          NONE,
         );
         if (host !== NONE) prim[np++] = b + host;
       }
-      if (has & HAS_SUPP_V4) {
-        ns = this.collectV4(data, b, 1, address, supp, 0);
-        if (ns > 0) ne = this.collectV4(data, b, 2, address, except, 0);
+      if (flags & HAS_SUPP_V4) {
+        ns = this.collectV4(data, b, cold, 1, address, supp, 0);
+        if (ns > 0) ne = this.collectV4(data, b, cold, 2, address, except, 0);
       }
-    } else if (has & HAS_V6) {
-      np = this.collectTrie(data, b, data[b + TRIE_V6] as number, words, prim, 0);
-      ns = this.collectTrie(data, b, data[b + TRIE_V6 + 1] as number, words, supp, 0);
-      if (ns > 0) ne = this.collectTrie(data, b, data[b + TRIE_V6 + 2] as number, words, except, 0);
+    } else if (flags & HAS_V6) {
+      np = this.collectTrie(data, b, cold, data[cold + TRIE_V6] as number, words, prim, 0);
+      ns = this.collectTrie(data, b, cold, data[cold + TRIE_V6 + 1] as number, words, supp, 0);
+      if (ns > 0) ne = this.collectTrie(data, b, cold, data[cold + TRIE_V6 + 2] as number, words, except, 0);
     }
-    if (groupCount > 0 && has & HAS_GROUPS)
-      np = collectGroups(data, b, groups, groupsAt, groupCount, prim, np);
+    if (groupCount > 0 && flags & HAS_GROUPS)
+      np = collectGroups(data, b, portCount, groups, groupsAt, groupCount, prim, np);
     if (np === 0 && ns === 0) return -1;
 
-    const width = data[b + WIDTH] as number;
-    if (width === 1) {
-      const matched = word(data, prim, np, supp, ns, except, ne, ports, n, 0);
-      if (matched === 0) return -1;
-      return first ? lowestBit(matched) : 0;
-    }
-    // Wide bitmaps: only the words both summaries mark, lowest first.
-    const summaries = data[b + SUMMARY] as number;
+    // Only the words both summaries mark, lowest first.
+    const summaries = data[cold + SUMMARY] as number;
     for (let j = 0; j < summaries; j++) {
       let portWords = 0;
       for (let i = 0; i < n; i++) portWords |= data[(ports[i] as number) - summaries + j] as number;
@@ -247,16 +353,17 @@ export class PackedTables {
   private collectV4(
     data: Int32Array,
     b: number,
+    cold: number,
     map: number,
     address: number,
     out: Int32Array,
     n: number,
   ): number {
-    const field = b + FEW_V4 + map * 3;
+    const field = cold + FEW_V4 + map * 3;
     const trie = data[field + 2] as number;
     if (trie !== NONE) {
       this.trieWords[0] = address;
-      return this.collectTrie(data, b, trie, this.trieWords, out, n);
+      return this.collectTrie(data, b, cold, trie, this.trieWords, out, n);
     }
     const count = data[field] as number;
     for (let i = 0, e = b + (data[field + 1] as number); i < count; i++, e += 3)
@@ -268,6 +375,7 @@ export class PackedTables {
   private collectTrie(
     data: Int32Array,
     b: number,
+    cold: number,
     trie: number,
     words: Uint32Array,
     out: Int32Array,
@@ -276,9 +384,9 @@ export class PackedTables {
     if (trie === NONE) return n;
     const from = n;
     n = (this.tries[trie] as LpmTrie).collect(words, out, n);
-    const width = data[b + WIDTH] as number;
-    const summaries = data[b + SUMMARY] as number;
-    const start = b + (data[b + BITS] as number) + summaries;
+    const width = (data[b + FLAGS] as number) >>> WIDTH_SHIFT;
+    const summaries = data[cold + SUMMARY] as number;
+    const start = b + (data[cold + BITS] as number) + summaries;
     for (let i = from; i < n; i++) out[i] = start + (((out[i] as number) / width) | 0) * (width + summaries);
     return n;
   }
@@ -374,17 +482,18 @@ function lowestBit(x: number): number {
 function collectGroups(
   data: Int32Array,
   b: number,
+  portCount: number,
   groups: Int32Array,
   at: number,
   count: number,
   out: Int32Array,
   n: number,
 ): number {
-  const entries = b + (data[b + GROUP_AT] as number);
+  const entries = b + groupEntriesAt(portCount);
   const entryCount = data[b + GROUP_COUNT] as number;
   if (entryCount === 0) return n;
   for (let i = at, last = at + count; i < last; i++) {
-    const offset = findEntry(data, entries, entryCount, groups[i] as number);
+    const offset = findEntry(data, entries, entryCount, groups[i] as number, NONE);
     if (offset !== NONE) out[n++] = b + offset;
   }
   return n;
