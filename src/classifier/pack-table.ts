@@ -67,14 +67,29 @@ export function packTable(
     const list = view.fewV4[map];
     return list && list.filter((e) => !narrow || view.bitmaps[e.offset] !== 0);
   });
+  // A prefix map too big for a short list stays in a trie, whose values are builder offsets.
+  const trie4 = MAPS.map((map, m) => (few[m] ? undefined : view.tries[map][4]));
+  const trie6 = MAPS.map((map) => view.tries[map][6]);
+  const usesTries = [...trie4, ...trie6].some((trie) => trie !== undefined);
+  // A narrow block keeps its bitmaps only for its tries, and its cold header only when a
+  // lookup or the tier walk reads something there: most NetworkPolicy blocks are then their
+  // hot header and entries alone.
+  const hasCold =
+    !narrow ||
+    usesTries ||
+    actions !== undefined ||
+    ranges.length > 0 ||
+    hosts.length > 0 ||
+    few.some((list) => (list?.length ?? 0) > 0);
   // Bitmap offsets are final once the entry lists' length is known.
   const cold = HEADER + entryListLength(ports.length) + entryListLength(groups.length);
-  const listLength =
-    COLD_FIELDS +
-    4 * ranges.length +
-    entryListLength(hosts.length) +
-    few.reduce((sum, list) => sum + 3 * (list?.length ?? 0), 0) +
-    (actions?.length ?? 0);
+  const listLength = !hasCold
+    ? 0
+    : COLD_FIELDS +
+      4 * ranges.length +
+      entryListLength(hosts.length) +
+      few.reduce((sum, list) => sum + 3 * (list?.length ?? 0), 0) +
+      (actions?.length ?? 0);
   const bits = cold + listLength;
   const value = (offset: number): number =>
     narrow ? (view.bitmaps[offset] as number) : bits + (offset / width) * stride + summaries;
@@ -87,56 +102,51 @@ export function packTable(
   ints[PORT_COUNT] = ports.length;
   pushEntries(ints, final(ports), missing); // at PORTS: nothing was pushed before
   ints[GROUP_COUNT] = groups.length;
-  pushEntries(ints, final(groups), missing); // at groupsAt(ports.length)
-  ints[COLD_AT] = cold;
-  const header = new Array<number>(COLD_FIELDS).fill(NONE);
-  ints.push(...header);
-  const field = (f: number, v: number): void => {
-    ints[cold + f] = v;
-  };
-  field(RANGE_COUNT, ranges.length); // the ranges follow the cold header (RANGE_AT)
-  for (const r of ranges) ints.push(r.protocol, r.from, r.to, value(r.offset));
-  field(HOST_COUNT, hosts.length);
-  field(HOST_AT, ints.length);
-  pushEntries(ints, final(hosts), missing);
+  pushEntries(ints, final(groups), missing); // at groupEntriesAt(ports.length)
+  ints[COLD_AT] = hasCold ? cold : NONE;
   let hasV4 = 0;
-  MAPS.forEach((map, m) => {
-    const at = FEW_V4 + m * 3;
-    const entries = few[m];
-    const trie4 = view.tries[map][4];
-    if (entries) {
-      field(at, entries.length);
-      field(at + 1, ints.length);
-      for (const e of entries) ints.push(e.base | 0, e.mask | 0, value(e.offset));
-      field(at + 2, NONE);
-      if (entries.length > 0) hasV4 |= 1 << m;
-    } else {
-      field(at, 0);
-      field(at + 1, 0);
-      field(at + 2, trie4 ? registerTrie(trie4) : NONE);
-      if (trie4) hasV4 |= 1 << m;
-    }
-    const trie6 = view.tries[map][6];
-    field(TRIE_V6 + m, trie6 ? registerTrie(trie6) : NONE);
-  });
-  field(ACTION_AT, actions ? ints.length : NONE);
-  if (actions) for (const action of actions) ints.push(action);
-  field(BITS, bits);
-  field(SUMMARY, summaries);
-  const hasV6 = [0, 1, 2].some((m) => ints[cold + TRIE_V6 + m] !== NONE);
+  if (hasCold) {
+    ints.push(...new Array<number>(COLD_FIELDS).fill(NONE));
+    const field = (f: number, v: number): void => {
+      ints[cold + f] = v;
+    };
+    field(RANGE_COUNT, ranges.length); // the ranges follow the cold header (RANGE_AT)
+    for (const r of ranges) ints.push(r.protocol, r.from, r.to, value(r.offset));
+    field(HOST_COUNT, hosts.length);
+    field(HOST_AT, ints.length);
+    pushEntries(ints, final(hosts), missing);
+    MAPS.forEach((_, m) => {
+      const at = FEW_V4 + m * 3;
+      const entries = few[m];
+      const trie = trie4[m];
+      field(at, entries?.length ?? 0);
+      field(at + 1, entries ? ints.length : 0);
+      for (const e of entries ?? []) ints.push(e.base | 0, e.mask | 0, value(e.offset));
+      field(at + 2, trie ? registerTrie(trie) : NONE);
+      if ((entries?.length ?? 0) > 0 || trie) hasV4 |= 1 << m;
+      const six = trie6[m];
+      field(TRIE_V6 + m, six ? registerTrie(six) : NONE);
+    });
+    field(ACTION_AT, actions ? ints.length : NONE);
+    if (actions) for (const action of actions) ints.push(action);
+    field(BITS, bits);
+    field(SUMMARY, summaries);
+  }
   ints[FLAGS] =
     (ranges.length > 0 ? HAS_RANGES : 0) |
     (hasV4 & 1 ? HAS_PRIM_V4 : 0) |
     (hosts.length > 0 ? HAS_HOSTS : 0) |
     (hasV4 & 2 ? HAS_SUPP_V4 : 0) |
-    (hasV6 ? HAS_V6 : 0) |
+    (trie6.some((trie) => trie !== undefined) ? HAS_V6 : 0) |
     (groups.length > 0 ? HAS_GROUPS : 0) |
     (narrow ? NARROW : 0) |
     (width << WIDTH_SHIFT);
 
-  const block = new Int32Array(bits + bitmapCount * stride);
+  // Narrow blocks without tries read no bitmap: they end with their lists.
+  const keptBitmaps = narrow && !usesTries ? 0 : bitmapCount;
+  const block = new Int32Array(bits + keptBitmaps * stride);
   block.set(ints);
-  for (let k = 0; k < bitmapCount; k++) {
+  for (let k = 0; k < keptBitmaps; k++) {
     const at = bits + k * stride;
     for (let w = 0; w < width; w++) {
       const word = view.bitmaps[k * width + w] as number;

@@ -4,7 +4,8 @@
  * prefix entries (few and many: scanned lists and tries), excepts, IPv6 and groups (scanned and
  * hashed entry lists) give the same first matching slot as a direct reading of the rules, and
  * their port signatures never rule out a port that matches; blocks stay right after the arena
- * is compacted under them.
+ * is compacted under them. One-word tables (bitmap words in their entries, sections only where
+ * they have entries) are checked on their own too.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -209,6 +210,41 @@ describe('packed tables', () => {
         },
       ),
       { numRuns: Math.max(20, Math.floor(RUNS / 3)) },
+    );
+  });
+
+  it('give the same slots for one-word tables with short prefix lists only (no cold sections but those)', () => {
+    // Blocks of up to 32 slots hold bitmap words in their entries and keep a cold header only
+    // for what they have: here short IPv4 prefix lists (no hosts, tries or ranges), the case
+    // where the cold header is all that holds the prefixes.
+    const few = [1, 2, 5, 6]; // 10.0.0.0/8, 10.1.0.0/16, 192.168.0.0/16, 192.168.7.0/24
+    const fewSlot: fc.Arbitrary<SlotSpec> = fc.record({
+      prim: fc.array(fc.constantFrom(...few), { maxLength: 1 }),
+      supp: fc.option(
+        fc.record({
+          block: fc.constantFrom(...few),
+          except: fc.array(fc.constantFrom(...few), { maxLength: 1 }),
+        }),
+        { nil: undefined },
+      ),
+      groups: fc.array(fc.nat(11), { maxLength: 2 }),
+      port: fc.record({
+        kind: fc.constant('port' as const),
+        protocol: fc.nat(2),
+        port: fc.constantFrom(...PORTS),
+      }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fewSlot, { minLength: 1, maxLength: 4 }),
+        remoteGroupsArb,
+        (slots, remoteGroups) => {
+          const packed = new PackedTables();
+          const handle = packed.add(build(slots));
+          assertMatches(packed, handle, slots, remoteGroups);
+        },
+      ),
+      { numRuns: RUNS },
     );
   });
 
