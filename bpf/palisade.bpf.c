@@ -94,6 +94,13 @@ struct {
 	__type(value, struct frag_value);
 } frags SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VERDICT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct verdict_slot);
+} verdicts SEC(".maps");
+
 /* A table lookup's working state (too large for the 512-byte stack): one per CPU. */
 struct side_entry {
 	struct entry e; /* narrow tables: only e.w[0] (word 0) */
@@ -499,6 +506,111 @@ static __always_inline int decide(const struct record *local, const struct addr_
 	return allowed;
 }
 
+/* What a judgement is on besides its two addresses, as one word (struct verdict_slot's `query`). */
+static __always_inline __u64 verdict_query(const struct query *q, __u32 family)
+{
+	return (__u64)(q->port & 0xffff) | (__u64)(q->proto & 0xff) << 16 | (__u64)(q->dir & 0xff) << 24 |
+	       (__u64)(family & 0xff) << 32 | (__u64)(q->cfg & 0xffffff) << 40;
+}
+
+/* A judgement's hash: its slot (the low bits) and the bits its slot's check holds (the top 30). */
+static __always_inline __u64 verdict_hash(const __u64 *l, const __u64 *r, __u64 query)
+{
+	__u64 h = l[0] * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ (h >> 31) ^ l[1]) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (h >> 29) ^ r[0]) * 0x94d049bb133111ebULL;
+	h = (h ^ (h >> 32) ^ r[1]) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ (h >> 29) ^ query) * 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 32);
+}
+
+#define VERDICT_MARK (1ULL << 33)
+#define VERDICT_HASH_BITS (~0ULL << 34)
+
+/* The verdict (0 or 1) this CPU's slot holds for the judgement in this epoch, or -1. Few branches:
+ * each would multiply the states the verifier walks on the way to decide(). */
+static __always_inline int verdict_cached(__u64 h, const __u64 *l, const __u64 *r, __u64 query, __u32 epoch)
+{
+	__u32 at = h & (VERDICT_SLOTS - 1);
+	struct verdict_slot *v = bpf_map_lookup_elem(&verdicts, &at);
+	if (!v)
+		return -1;
+	__u64 check = *(volatile __u64 *)&v->check;
+	__u64 expect = (__u64)epoch | VERDICT_MARK | (h & VERDICT_HASH_BITS);
+	__u64 a[2], b[2];
+	__builtin_memcpy(a, v->local, 16);
+	__builtin_memcpy(b, v->remote, 16);
+	__u64 diff = ((check ^ expect) & ~(1ULL << 32)) | (a[0] ^ l[0]) | (a[1] ^ l[1]) | (b[0] ^ r[0]) |
+		     (b[1] ^ r[1]) | (v->query ^ query);
+	if (diff)
+		return -1;
+	return (check >> 32) & 1;
+}
+
+static __always_inline void verdict_store(__u64 h, const __u64 *l, const __u64 *r, __u64 query, __u32 epoch,
+					  __u32 allowed)
+{
+	__u32 at = h & (VERDICT_SLOTS - 1);
+	struct verdict_slot *v = bpf_map_lookup_elem(&verdicts, &at);
+	if (!v)
+		return;
+	/* Emptied first, so a reader between these stores finds no check of this key. */
+	*(volatile __u64 *)&v->check = 0;
+	__builtin_memcpy(v->local, l, 16);
+	__builtin_memcpy(v->remote, r, 16);
+	v->query = query;
+	*(volatile __u64 *)&v->check =
+		(__u64)epoch | (__u64)(allowed & 1) << 32 | VERDICT_MARK | (h & VERDICT_HASH_BITS);
+}
+
+/* A judgement's inputs, which the global function judge() reads: in a per-CPU slot, not on the
+ * caller's stack (the call chain's stacks together may not pass 512 bytes). */
+struct judgement {
+	struct addr_key local;
+	struct addr_key remote;
+	struct query q;
+	__u32 epoch;
+	__u32 family;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct judgement);
+} judging SEC(".maps");
+
+#define JUDGE_NO_POD (-1)
+
+/*
+ * The local side's verdict on a packet (0 or 1), or JUDGE_NO_POD when no pod this node renders
+ * has the local address (fail closed): from the verdict cache when this judgement was made in
+ * this epoch already, else by the tables. A global function, so the verifier walks it once,
+ * not once per path the packet parser leaves (it walks a static function again for each).
+ */
+__noinline int judge(struct judgement *j)
+{
+	if (!j)
+		return JUDGE_NO_POD;
+	/* The addresses as two words each (8-byte aligned in struct judgement). */
+	const __u64 *l = (const __u64 *)j->local.addr, *r = (const __u64 *)j->remote.addr;
+	__u64 query = verdict_query(&j->q, j->family);
+	__u64 h = verdict_hash(l, r, query);
+	/* A cached verdict was written after its local record was found live in its epoch, as a
+	 * connection's side is, and the live side does not change within an epoch. */
+	if (!(j->q.cfg & CFG_NO_VERDICT_CACHE)) {
+		int cached = verdict_cached(h, l, r, query, j->epoch);
+		if (cached >= 0)
+			return cached;
+	}
+	struct record *local = bpf_map_lookup_elem(&records, &j->local);
+	if (!local || !(local->flags & REC_ENDPOINT))
+		return JUDGE_NO_POD; /* not an address of a pod this node renders: fail closed */
+	int allowed = decide(local, &j->remote, &j->q);
+	verdict_store(h, l, r, query, j->epoch, allowed);
+	return allowed;
+}
+
 struct packet {
 	__u8 family;
 	__u8 proto; /* IP protocol number */
@@ -725,9 +837,11 @@ static __always_inline struct ct_side read_side(const struct ct_side *from)
  * end's first packet of a connection the other end — a pod of this node too — inserted), else a
  * new entry with only this side.
  */
-static __always_inline void record_side(struct ct_key *k, __u32 mine, __u32 epoch, __u32 allowed, __u32 dir)
+static __always_inline void record_side(struct ct_key *k, __u32 mine, __u32 epoch, __u32 allowed, __u32 dir,
+					__u32 found)
 {
-	struct ct_value *v = bpf_map_lookup_elem(&conntrack, k);
+	/* An entry the packet's first lookup did not find is inserted at once (no second lookup). */
+	struct ct_value *v = found ? bpf_map_lookup_elem(&conntrack, k) : NULL;
 	if (!v) {
 		struct ct_value nv = {};
 		nv.end[mine & 1] = (struct ct_side){ .epoch = epoch, .allowed = allowed, .dir = dir, .judged = 1 };
@@ -786,6 +900,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 	struct ct_key k = { .proto = p.proto, .family = p.family };
 	__u32 rejudge = 0; /* this end judged the connection in an earlier epoch */
 	__u32 first_dir = dir;
+	__u32 found = 0; /* the connection has an entry (the other end's side, or this end's of an earlier epoch) */
 	if (p.tracked) {
 		__u32 mine = !local_first(laddr, lport, raddr, rport);
 		k.port_a = mine ? rport : lport;
@@ -794,6 +909,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 		fill_addr(k.b, mine ? laddr : raddr);
 		struct ct_value *v = bpf_map_lookup_elem(&conntrack, &k);
 		if (v) {
+			found = 1;
 			struct ct_side own = read_side(&v->end[mine & 1]);
 			if (own.judged) {
 				if (own.epoch == epoch)
@@ -804,36 +920,40 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 		}
 	}
 
-	struct addr_key local_key = { .side = side, .family = p.family };
-	struct addr_key remote_key = { .side = side, .family = p.family };
-	fill_addr(local_key.addr, laddr);
-	fill_addr(remote_key.addr, raddr);
-	struct record *local = bpf_map_lookup_elem(&records, &local_key);
-	if (!local || !(local->flags & REC_ENDPOINT))
-		return TC_ACT_SHOT; /* not an address of a pod this node renders: fail closed */
 	struct config *c = bpf_map_lookup_elem(&config, &zero);
 	if (!c)
 		return TC_ACT_SHOT;
 	__u32 cfg = c->flags;
-
-	struct query q = { .dir = dir, .proto = proto_index(p.proto), .port = p.dport, .cfg = cfg };
+	struct judgement *j = bpf_map_lookup_elem(&judging, &zero);
+	if (!j)
+		return TC_ACT_SHOT;
+	j->epoch = epoch;
+	j->family = p.family;
+	j->local.side = j->remote.side = side;
+	j->local.family = j->remote.family = p.family;
+	fill_addr(j->local.addr, laddr);
+	fill_addr(j->remote.addr, raddr);
+	j->q = (struct query){ .dir = dir, .proto = proto_index(p.proto), .port = p.dport, .cfg = cfg };
 	if (rejudge) {
-		if (!(cfg & CFG_RECHECK_FLOWS))
+		if (!(cfg & CFG_RECHECK_FLOWS)) {
+			struct record *local = bpf_map_lookup_elem(&records, &j->local);
+			if (!local || !(local->flags & REC_ENDPOINT))
+				return TC_ACT_SHOT;
 			return verdict(&p, dir, rejudge == 2);
+		}
 		/* Judged as its first packet was: a reply's original destination port is the remote's
 		 * when the local pod opened the connection, its own when it accepted it. */
-		q.dir = first_dir;
-		q.port = first_dir == DIR_EGRESS ? rport : lport;
+		j->q.dir = first_dir;
+		j->q.port = first_dir == DIR_EGRESS ? rport : lport;
 	}
-	/*
-	 * One call site for every judgement, and nothing but scalars and the stack live across it (the
-	 * entry is looked up again after): each inlined copy, and each pointer state carried through,
-	 * multiplies what the verifier walks.
-	 */
-	__u32 allowed = decide(local, &remote_key, &q);
+	__u32 judged_dir = j->q.dir;
+	int allowed = judge(j);
+	if (allowed < 0)
+		return TC_ACT_SHOT;
+	allowed = allowed > 0;
 	if (!p.tracked)
 		return allowed ? TC_ACT_OK : TC_ACT_SHOT;
-	record_side(&k, !local_first(laddr, lport, raddr, rport), epoch, allowed, q.dir);
+	record_side(&k, !local_first(laddr, lport, raddr, rport), epoch, allowed, judged_dir, found);
 	return verdict(&p, dir, allowed);
 }
 

@@ -92,6 +92,7 @@
 /* config.flags */
 #define CFG_ALLOW_NODE_LOCAL 1 /* NetworkPolicy always allows a pod's own node (the default) */
 #define CFG_RECHECK_FLOWS 2    /* tracked flows are judged again after an update */
+#define CFG_NO_VERDICT_CACHE 4 /* judge every first packet by the tables (benchmarks: the judging cost) */
 
 /* Flow directions, from the local pod's point of view. */
 #define DIR_EGRESS 0  /* from the pod: tc ingress of its host-side veth */
@@ -228,6 +229,26 @@ struct ct_side {
 
 struct ct_value {
 	struct ct_side end[2]; /* end[0]: a's side, end[1]: b's */
+};
+
+/*
+ * A verdict judged in an epoch, by what it was judged on: the local and remote address, the
+ * direction, protocol index and destination port (struct query) — within an epoch the live
+ * records, the tables and so every such verdict are fixed, so a second connection between the
+ * same pods on the same port is decided by one slot instead of the records and tables. One slot
+ * per hash in a per-CPU array (direct-mapped: a collision replaces the slot; no LRU insert, no
+ * lock). `check` is written last, in one 8-byte store: the epoch, the verdict and hash bits of
+ * the key it belongs to, so a slot rewritten halfway (a program interrupting a test run on the
+ * same CPU) cannot lend its verdict to another key.
+ */
+#define VERDICT_SLOTS 8192 /* a power of two */
+
+struct verdict_slot {
+	__u8 local[16];
+	__u8 remote[16];
+	__u64 query; /* port | protocol index << 16 | direction << 24 | family << 32 | config.flags << 40 */
+	__u64 check; /* epoch | allowed << 32 | 1 << 33 | the hash's top 30 bits; 0: empty */
+	__u64 pad[2];
 };
 
 /* A first fragment's ports, for the fragments after it (which carry none). */

@@ -54,6 +54,8 @@ export const CIDR_EXCEPT = 2;
 
 export const CFG_ALLOW_NODE_LOCAL = 1;
 export const CFG_RECHECK_FLOWS = 2;
+/** Judge every first packet by the tables, never from the verdict cache (benchmarks measure judging with it). */
+export const CFG_NO_VERDICT_CACHE = 4;
 
 export const DIR_EGRESS = 0;
 export const DIR_INGRESS = 1;
