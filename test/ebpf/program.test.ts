@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
@@ -16,6 +17,7 @@ import { PROTOCOL_INDEX } from '../../src/classifier/index.ts';
 import {
   frameOf,
   layout,
+  pinDir,
   PinnedProgram,
   TC_ACT_OK,
   TC_ACT_SHOT,
@@ -731,6 +733,84 @@ describe('the BPF program', { skip: SKIP }, () => {
         n.update([...base, isolated('db', 'Ingress')]);
         assert.equal(n.to(tcp(web, db, sport, 80)), TC_ACT_OK);
         assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_SHOT, 'new connections follow the policy');
+      } finally {
+        n.close();
+      }
+    });
+
+    // A judgement made in this epoch decides the same judgement (local, remote, direction,
+    // protocol, port) again from a per-CPU slot, without the records or tables; an update moves the
+    // epoch, and the slot of the earlier one decides nothing. Proved by forging a slot's verdict:
+    // the next new connection follows the forgery in the same epoch, and the policy after an update.
+    it('decides a judgement made in this epoch again from its verdict cache, and never across an update', () => {
+      const n = node([...base, dbFromWeb]);
+      const path = join(pinDir(n1.location), 'maps', 'verdicts');
+      try {
+        assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'judged by the tables');
+        const v4 = (ip: IpAddress) =>
+          Buffer.from([...formatIp(ip).split('.').map(Number), ...new Array<number>(12).fill(0)]);
+        const slots = (
+          JSON.parse(
+            execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', path], {
+              encoding: 'utf8',
+              maxBuffer: 1 << 30,
+            }),
+          ) as {
+            key: string[];
+            values: { value: string[] }[];
+          }[]
+        ).flatMap(({ key, values }) =>
+          values.map(({ value }) => ({ key, value: Buffer.from(value.map((h: string) => parseInt(h, 16))) })),
+        );
+        // struct verdict_slot: local[16], remote[16], query (8 bytes: port, protocol index,
+        // direction, family, config), check (8: the epoch, then the verdict's bit). Earlier tests
+        // left slots of the same pods in earlier epochs: the latest is this judgement's.
+        const query = 80n | (1n << 24n) | (4n << 32n);
+        const mine = slots
+          .filter(
+            ({ value }) =>
+              value.subarray(0, 16).equals(v4(db)) &&
+              value.subarray(16, 32).equals(v4(web)) &&
+              (value.readBigUInt64LE(32) & 0xffffffffffn) === query &&
+              value.readBigUInt64LE(40) !== 0n,
+          )
+          .sort((x, y) => y.value.readUInt32LE(40) - x.value.readUInt32LE(40))[0];
+        assert.ok(mine, 'the judgement is in a slot: db’s ingress from web');
+        assert.equal(mine.value[44]! & 1, 1, 'with its verdict: allowed');
+        mine.value[44]! &= ~1; // forged: denied (bpftool writes it to every CPU's copy)
+        const hex = (bytes: Iterable<number | string>) =>
+          [...bytes].map((b) =>
+            typeof b === 'string' ? b.replace('0x', '') : b.toString(16).padStart(2, '0'),
+          );
+        execFileSync('bpftool', [
+          'map',
+          'update',
+          'pinned',
+          path,
+          'key',
+          'hex',
+          ...hex(mine.key),
+          'value',
+          'hex',
+          ...hex(mine.value),
+        ]);
+        assert.equal(
+          n.to(tcp(web, db, freshPort(), 80)),
+          TC_ACT_SHOT,
+          'the same judgement again: from the slot',
+        );
+        assert.equal(n.to(tcp(web, db, freshPort(), 81)), TC_ACT_SHOT, 'another port: its own judgement');
+        n.update([...base, dbFromWeb, isolated('web', 'Ingress')]);
+        assert.equal(
+          n.to(tcp(web, db, freshPort(), 80)),
+          TC_ACT_OK,
+          'after an unrelated update: judged again',
+        );
+        n.update([...base, isolated('db', 'Ingress')]);
+        assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_SHOT, 'after a denying update: denied');
+        assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_SHOT, 'and from the slot');
+        n.update([...base, dbFromWeb]);
+        assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'allowed again');
       } finally {
         n.close();
       }
