@@ -127,6 +127,15 @@ struct match_state {
 	__u32 word; /* the word the group pass computes, or ALL_WORDS for summaries and first words */
 	__u64 gsum;
 	__u64 gacc;
+	/*
+	 * A wide table's group words by number, gathered by the first group pass from the words the
+	 * group entries hold (gmask: which are set), so the candidate word needs no second pass —
+	 * when every word number fits (at most 64 words) and no group entry keeps words in `bits`.
+	 */
+	__u32 direct;
+	__u64 gmask;
+	__u64 gw[64];
+	__u32 rgroups[INLINE_GROUPS]; /* the remote's first groups (its record's), copied by side() */
 	__u64 candidates; /* summary bits not visited yet */
 	__u32 base;       /* the first word of the current summary bit */
 	__u32 next;       /* the next word of it, from base */
@@ -200,6 +209,18 @@ static __always_inline void visit_group(struct match_state *s, __u32 group)
 	if (s->word == ALL_WORDS) {
 		s->gsum |= e->summary;
 		s->gacc |= e->w[0]; /* word 0 in a narrow table, the only one read there */
+		if (e->count > ENTRY_WORDS)
+			s->direct = 0;
+		/* Without branches (each would double the verifier's states): an unused word is zero at
+		 * number 0, which leaves gw[0] as it was when gmask marks it, else zero (unread). */
+#pragma unroll
+		for (int j = 0; j < ENTRY_WORDS; j++) {
+			__u64 w = e->w[j];
+			__u32 at = e->at[j] & 63;
+			__u64 held = -((s->gmask >> at) & 1);
+			s->gw[at] = (s->gw[at] & held) | w;
+			s->gmask |= ((w | -w) >> 63) << at;
+		}
 	} else {
 		s->gacc |= word_of(s->table, e, s->word);
 	}
@@ -224,12 +245,9 @@ static long group_cb(__u32 i, void *unused)
 		barrier_var(j);
 		group = chunk->groups[j & (GROUP_CHUNK - 1)];
 	} else if (i < INLINE_GROUPS) {
-		struct record *r = bpf_map_lookup_elem(&records, &s->remote);
-		if (!r)
-			return 1;
 		__u32 at = i;
 		barrier_var(at); /* keeps the mask below: the verifier needs it, the compiler would drop it */
-		group = r->groups[at & (INLINE_GROUPS - 1)];
+		group = s->rgroups[at & (INLINE_GROUPS - 1)];
 	} else {
 		__u32 j = i - INLINE_GROUPS;
 		struct group_chunk_key k = { .chunk = j / GROUP_CHUNK };
@@ -303,8 +321,13 @@ static long word_cb(__u32 i, void *unused)
 	s->peers |= s->acc;
 	/* Tier tables need the lowest matching slot, so groups count even when a prefix matched. */
 	if (s->first || !(s->ports & s->peers)) {
-		group_pass(s, w);
-		s->peers |= s->gacc;
+		if (s->direct) {
+			__u32 at = w & 63;
+			s->peers |= (s->gmask >> at) & 1 ? s->gw[at] : 0;
+		} else {
+			group_pass(s, w);
+			s->peers |= s->gacc;
+		}
 	}
 	__u64 m = s->ports & s->peers;
 	if (!m)
@@ -355,6 +378,8 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 	s->restricted = q->restricted_groups;
 	s->gsum = 0;
 	s->gacc = 0;
+	s->gmask = 0;
+	s->direct = s->words <= 64;
 
 	__u32 wide = s->words > 1;
 	__u64 psum = 0;
@@ -460,6 +485,14 @@ static __noinline int side(const struct record *local, const struct addr_key *re
 			   struct query *q)
 {
 	__u32 previous_groups = q->previous && r && (r->flags & REC_RESTRICT_GROUPS);
+	if (r && !previous_groups) {
+		/* The remote's first groups, for every group pass of this side (no record lookup each). */
+		__u32 zero = 0;
+		struct match_state *s = bpf_map_lookup_elem(&scratch, &zero);
+		if (!s)
+			return 0;
+		__builtin_memcpy(s->rgroups, r->groups, sizeof(s->rgroups));
+	}
 	q->restricted_groups = previous_groups;
 	q->group_count = r ? (previous_groups ? r->restrict_group_count : r->group_count) : 0;
 	q->node_of = r ? r->node_address_of : 0;
