@@ -51,6 +51,7 @@ import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
 import {
   asmIncludeDir,
   attach,
+  layout,
   detach,
   frameOf,
   loadProgram,
@@ -81,6 +82,18 @@ function renderInto(location: PinLocation, node: string, cluster: Cluster): void
   renderer.settle();
   maps.close();
 }
+/** Every first packet judged by the tables (on), or a judgement made already this epoch taken from the verdict cache (off: the datapath's way). */
+function setJudgeEvery(location: PinLocation, on: boolean): void {
+  const maps = PinnedMaps.open(location);
+  const flags = (maps.get('config', layout.u32(0)) ?? layout.u32(0)).readUInt32LE(0);
+  maps.put(
+    'config',
+    layout.u32(0),
+    layout.u32(on ? flags | layout.CFG_NO_VERDICT_CACHE : flags & ~layout.CFG_NO_VERDICT_CACHE),
+  );
+  maps.close();
+}
+
 const load = (): string =>
   execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ').slice(0, 3).join(' ');
 
@@ -230,12 +243,24 @@ async function traffic(
         policies: cluster.policies.length,
         ...attached(location, false),
       });
-      if (i === 0)
+      if (i === 0) {
         configurations.push({
           label: `eBPF ${label}, on tc`,
           policies: cluster.policies.length,
           ...attached(location, true),
         });
+        // The same maps with every first packet judged by the tables (no verdict cache).
+        const judged: PinLocation = { instance: `bench-${process.pid}-judged` };
+        loadProgram(judged);
+        locations.push(judged);
+        renderInto(judged, 'node-0', cluster);
+        setJudgeEvery(judged, true);
+        configurations.push({
+          label: `eBPF ${label}, no cache`,
+          policies: cluster.policies.length,
+          ...attached(judged, false),
+        });
+      }
     }
     await run('sysctl', ['-q', '-w', 'net.ipv4.tcp_tw_reuse=1', 'net.ipv4.ip_local_port_range=1024 65000'], {
       netns: client.netns,
@@ -556,7 +581,7 @@ function perPacket(): void {
     '\nper packet in the kernel (BPF_PROG_TEST_RUN, to_pod of the selected endpoint — the tracked reply: its from_pod —, ns as the kernel measures: the median packet, median of 5 rounds of 4,000)',
   );
   say(
-    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   its reply   1,000 clients, one policy's entries   one rule, n entries",
+    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   its reply   judged: 1,000 clients, one policy's entries   one rule, n entries   n clients   1,000 clients",
   );
   const location: PinLocation = { instance: `bench-pp-${process.pid}` };
   loadProgram(location);
@@ -565,6 +590,7 @@ function perPacket(): void {
   const db = ip('10.0.0.1');
   const clients = Array.from({ length: CLIENTS }, (_, i) => ip(clientIp(i)));
   const install = (cluster: Cluster): void => renderInto(location, 'n1', cluster);
+  const judgeEvery = (on: boolean): void => setJudgeEvery(location, on);
   // Each measurement starts from an empty connection table and uses new 5-tuples only, so
   // every packet is judged by the tables and inserted without evicting anything.
   const cost = (packet: (k: number) => { client: number; port: number }): number => {
@@ -616,12 +642,21 @@ function perPacket(): void {
         frameOf({ src: db, dst: clients[0] as IpAddress, protocol: 'TCP', srcPort: 1000, dstPort: 1 }),
         100_000,
       ).duration;
+      // The same streams with every packet judged by the tables: what a judgement costs, which
+      // the verdict cache spares a connection between pods and a port judged already this epoch;
+      // the two splitting configurations are about judging too.
+      judgeEvery(true);
+      const namedJudged = cost((k) => allowed(k % n));
+      const spreadJudged = cost((k) => allowed(k % CLIENTS));
       install(selectedBy(n, 'shared'));
+      judgeEvery(true);
       const shared = cost((k) => ({ client: k % CLIENTS, port: 1000 + Math.floor(n / 2) }));
       install(selectedBy(n, 'one-rule'));
+      judgeEvery(true);
       const oneRule = cost((k) => allowed(k % CLIENTS));
+      judgeEvery(false);
       say(
-        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${String(trackedReply).padStart(9)}   ${shared.toFixed(0).padStart(34)}   ${oneRule.toFixed(0).padStart(19)}`,
+        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${String(trackedReply).padStart(9)}   ${shared.toFixed(0).padStart(42)}   ${oneRule.toFixed(0).padStart(19)}   ${namedJudged.toFixed(0).padStart(9)}   ${spreadJudged.toFixed(0).padStart(13)}`,
       );
     }
   } finally {
