@@ -627,18 +627,20 @@ __noinline int judge(struct judgement *j)
 		return JUDGE_NO_POD;
 	/* The addresses as two words each (8-byte aligned in struct judgement). */
 	const __u64 *l = (const __u64 *)j->local.addr, *r = (const __u64 *)j->remote.addr;
+	/* The local pod's record first, cached verdict or not: a pod without one is isolated at once,
+	 * whatever was judged for its address (fail closed, even when its record goes in place). */
+	struct record *local = bpf_map_lookup_elem(&records, &j->local);
+	if (!local || !(local->flags & REC_ENDPOINT))
+		return JUDGE_NO_POD; /* not an address of a pod this node renders: fail closed */
 	__u64 query = verdict_query(&j->q, j->family);
 	__u64 h = verdict_hash(l, r, query);
-	/* A cached verdict was written after its local record was found live in its epoch, as a
-	 * connection's side is, and the live side does not change within an epoch. */
+	/* A cached verdict was judged in this epoch, on this epoch's live side, which does not change
+	 * within an epoch: the tables and the remote's record are what they were. */
 	if (!(j->q.cfg & CFG_NO_VERDICT_CACHE)) {
 		int cached = verdict_cached(h, l, r, query, j->epoch);
 		if (cached >= 0)
 			return cached;
 	}
-	struct record *local = bpf_map_lookup_elem(&records, &j->local);
-	if (!local || !(local->flags & REC_ENDPOINT))
-		return JUDGE_NO_POD; /* not an address of a pod this node renders: fail closed */
 	int allowed = decide(local, &j->remote, &j->q);
 	verdict_store(h, l, r, query, j->epoch, allowed);
 	return allowed;
