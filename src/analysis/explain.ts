@@ -3,7 +3,14 @@
  * policies, and what each rule lets in or out (with the endpoints each rule's peers match).
  */
 import { cidrContains, formatIp } from '../net/ip.ts';
-import { policyKey, type Cluster, type Endpoint, type Peer, type Semantics } from '../model/types.ts';
+import {
+  policyKey,
+  type Cluster,
+  type Endpoint,
+  type Peer,
+  type PolicyPort,
+  type Semantics,
+} from '../model/types.ts';
 import {
   clusterPeerMatches,
   describeClusterRule,
@@ -23,6 +30,11 @@ export interface RuleExplanation {
   readonly description: string;
   /** Endpoints in the input that the rule's peers match (for "anywhere" rules: all). */
   readonly peers: readonly string[];
+  /**
+   * Why the rule allows nothing, when it names only ports that no destination declares
+   * (`no pod it reaches declares a TCP port named postgres`); absent when it allows something.
+   */
+  readonly allowsNothing?: string;
 }
 
 /** A cluster-policy rule that applies to the endpoint, in the order its tier evaluates it. */
@@ -166,21 +178,31 @@ function explainDirection(
   const rules: RuleExplanation[] = [];
   for (const policy of policies) {
     for (const rule of direction === 'ingress' ? policy.ingress : policy.egress) {
+      const matched = matchingEndpoints(index, rule.peers, policy.namespace);
+      // Ingress ports are the explained pod's own; egress ports the destinations'.
+      const nothing =
+        direction === 'ingress'
+          ? unresolvedPorts(rule.ports, [endpoint], endpoint.id)
+          : unresolvedPorts(rule.ports, matched, undefined);
       rules.push({
         policy: policyKey(policy),
         rule: rule.index,
         description: describeRule(rule, direction, policy.namespace),
-        peers: matchingEndpoints(index, rule.peers, policy.namespace),
+        peers: matched.map((e) => e.id),
+        ...(nothing ? { allowsNothing: nothing } : {}),
       });
     }
   }
   const by = policies.length
     ? `by ${policies.map(policyKey).join(', ')}`
     : `by the namespace's DefaultDeny annotation`;
+  const allowing = rules.filter((r) => r.allowsNothing === undefined).length;
   const summary =
     rules.length === 0
       ? `isolated ${by}; nothing is allowed`
-      : `isolated ${by}; ${rules.length} rule${rules.length === 1 ? '' : 's'} allow${rules.length === 1 ? 's' : ''} traffic`;
+      : allowing === rules.length
+        ? `isolated ${by}; ${rules.length} rule${rules.length === 1 ? '' : 's'} allow${rules.length === 1 ? 's' : ''} traffic`
+        : `isolated ${by}; ${allowing} of ${rules.length} rules allow traffic: ${rules.length - allowing} name${rules.length - allowing === 1 ? 's' : ''} only ports no destination declares`;
   return { isolated: true, policies: policies.map(policyKey), rules, summary };
 }
 
@@ -188,16 +210,33 @@ function matchingEndpoints(
   index: ClusterIndex,
   peers: readonly Peer[] | undefined,
   namespace: string,
-): string[] {
+): readonly Endpoint[] {
   const all = index.cluster.endpoints;
-  if (peers === undefined || peers.length === 0) return all.map((e) => e.id);
-  return all
-    .filter((e) =>
-      peers.some((peer) =>
-        peer.type === 'ipBlock'
-          ? e.ips.some((ip) => cidrContains(peer.cidr, ip) && !peer.except.some((x) => cidrContains(x, ip)))
-          : peerMatches(index, peer, namespace, { kind: 'endpoint', endpoint: e }, undefined),
-      ),
-    )
-    .map((e) => e.id);
+  if (peers === undefined || peers.length === 0) return all;
+  return all.filter((e) =>
+    peers.some((peer) =>
+      peer.type === 'ipBlock'
+        ? e.ips.some((ip) => cidrContains(peer.cidr, ip) && !peer.except.some((x) => cidrContains(x, ip)))
+        : peerMatches(index, peer, namespace, { kind: 'endpoint', endpoint: e }, undefined),
+    ),
+  );
+}
+
+/**
+ * Why a rule allows nothing when every port it names is a named port that none of
+ * `destinations` declares (lint says the same: NAMED_PORT_UNRESOLVED); undefined otherwise.
+ * `self` names the one destination of an ingress rule, the explained pod.
+ */
+function unresolvedPorts(
+  ports: readonly PolicyPort[] | undefined,
+  destinations: readonly Endpoint[],
+  self: string | undefined,
+): string | undefined {
+  if (!ports || ports.length === 0) return undefined;
+  if (ports.some((p) => typeof p.port !== 'string')) return undefined;
+  const declared = (p: PolicyPort): boolean =>
+    destinations.some((e) => e.ports.some((q) => q.name === p.port && q.protocol === p.protocol));
+  if (ports.some(declared)) return undefined;
+  const names = [...new Set(ports.map((p) => `${p.protocol} port named ${String(p.port)}`))].join(' or ');
+  return self ? `${self} declares no ${names}` : `no pod it reaches declares a ${names}`;
 }

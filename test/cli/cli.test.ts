@@ -259,6 +259,45 @@ describe('palisade explain', () => {
     );
   });
 
+  it('says when a rule allows nothing because no destination declares the port it names', async (t) => {
+    const dir = await tempDir(t, 'palisade-explain-ports-');
+    const pod = (name: string, port: string, number: number, ip: string): string =>
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: a, labels: {app: ${name}}}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: ${number}, name: ${port}}]\nstatus: {podIP: ${ip}}\n`;
+    const policy = (name: string, spec: string): string =>
+      `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: ${name}, namespace: a}\nspec:\n${spec}`;
+    await writeFile(
+      join(dir, 'all.yaml'),
+      [
+        pod('web', 'http', 80, '10.1.0.1'),
+        pod('db', 'pg', 5432, '10.1.0.2'),
+        policy(
+          'db',
+          '  podSelector: {matchLabels: {app: db}}\n  ingress:\n  - ports: [{port: postgres}]\n  - ports: [{port: pg}]\n',
+        ),
+        policy(
+          'web',
+          '  podSelector: {matchLabels: {app: web}}\n  policyTypes: [Egress]\n  egress:\n  - to: [{podSelector: {matchLabels: {app: db}}}]\n    ports: [{port: postgres}]\n',
+        ),
+      ].join('---\n'),
+    );
+    const db = await cli(['explain', '-f', dir, '--pod', 'a/db']);
+    assert.equal(db.code, 0, db.stderr);
+    assert.match(
+      db.stdout,
+      /ingress: isolated by a\/db; 1 of 2 rules allow traffic: 1 names only ports no destination declares/,
+    );
+    assert.match(
+      db.stdout,
+      /a\/db ingress\[0\];[^\n]*allows nothing: a\/db declares no TCP port named postgres\n/,
+    );
+    assert.doesNotMatch(db.stdout, /ingress\[1\];[^\n]*allows nothing/);
+    const web = await cli(['explain', '-f', dir, '--pod', 'a/web']);
+    assert.match(
+      web.stdout,
+      /a\/web egress\[0\];[^\n]*allows nothing: no pod it reaches declares a TCP port named postgres/,
+    );
+  });
+
   it("puts NetworkPolicy's rules under a heading of their own after a tier's", async () => {
     const r = await cli(['explain', '-f', EXAMPLE, join(EXAMPLE, '..', 'tiers'), '--pod', 'shop/db']);
     assert.equal(r.code, 0, r.stderr);

@@ -36,7 +36,8 @@ function direction(name: string, d: DirectionExplanation, style: Style): string[
   if (d.rules.length > 0 && (admin.length > 0 || baseline.length > 0)) lines.push(`    NetworkPolicy:`);
   for (const rule of d.rules) {
     lines.push(
-      `    - ${rule.description} ${style.dim(`(${rule.policy} ${name}[${rule.rule}]; ${listPeers(rule.peers)})`)}`,
+      `    - ${rule.description} ${style.dim(`(${rule.policy} ${name}[${rule.rule}]; ${listPeers(rule.peers)})`)}` +
+        (rule.allowsNothing ? style.warn(` — allows nothing: ${rule.allowsNothing}`) : ''),
     );
   }
   if (baseline.length)
