@@ -14,17 +14,21 @@ parentPort!.on('message', (request: OffloadRequest) => {
   parentPort!.postMessage(decodeFile(request));
 });
 
+/** Thrown out of the reader to stop at the first object the compact form cannot carry. */
+const GIVE_BACK = new Error('not a file of clean pods');
+
 function decodeFile({ id, file, options }: OffloadRequest): OffloadReply {
   try {
     let writer = new CompactPodWriter();
     let clean = true;
     const diagnostics = readDocuments(file, {
       object: (raw) => {
-        if (!clean) return;
         const outcome = decodeObject(raw, options);
         if (outcome.diagnostics.length > 0 || !outcome.object || outcome.identity === undefined)
           clean = false;
         else clean = writer.add(outcome.identity, outcome.object);
+        // The main thread reads this file itself: stop now rather than parse the rest for nothing.
+        if (!clean) throw GIVE_BACK;
       },
       // The file is read again another way (see readDocuments): what was written of it goes.
       discard: () => {
@@ -36,7 +40,8 @@ function decodeFile({ id, file, options }: OffloadRequest): OffloadReply {
     const pods = writer.finish();
     return { id, pods };
   } catch {
-    // A fault of ours: the main thread decodes the file and reports it where it always does.
+    // An object the compact form cannot carry (GIVE_BACK), or a fault of ours: the main thread
+    // decodes the file and reports whatever there is to report where it always does.
     return { id, fallback: true };
   }
 }

@@ -124,6 +124,10 @@ class Decoding {
   private readonly decoded: IdentifiedObject[] = [];
   private readonly rejected: RejectedPolicy[] = [];
   private readonly rawObjects: RawObject[] = [];
+  /** A large file waiting to be handed to the worker, and how much has followed it since. */
+  private held:
+    | { readonly file: InputFile; readonly decodedAt: number; readonly rejectedAt: number; since: number }
+    | undefined;
   /** Files handed to the worker, with where their objects go among the others'. */
   private readonly offloaded: {
     file: InputFile | undefined;
@@ -148,14 +152,18 @@ class Decoding {
    * way or skipped (readDocuments' `discard`), and then added in the file's order.
    */
   addFile(file: InputFile, keep: boolean, here = false): void {
-    if (!keep && !here && this.offload?.takes(file)) {
-      this.offloaded.push({
-        file,
-        decodedAt: this.decoded.length,
-        rejectedAt: this.rejected.length,
-        result: this.offload.decode(file, this.options),
-      });
-      return;
+    if (!keep && !here && this.offload) {
+      // A large file is held until files enough for this thread to decode meanwhile follow it
+      // (a quarter of its size); one left held at the end is decoded here, so a lone large
+      // file never waits on a thread.
+      if (this.held) {
+        this.held.since += file.text.length;
+        if (this.held.since >= this.held.file.text.length / 4) this.sendHeld();
+      }
+      if (!this.held && this.offload.takes(file)) {
+        this.held = { file, decodedAt: this.decoded.length, rejectedAt: this.rejected.length, since: 0 };
+        return;
+      }
     }
     // The parsed object is staged only when kept: holding it would keep it alive to the end.
     const staged: { raw: RawObject | undefined; outcome: DecodeOutcome | Diagnostic }[] = [];
@@ -182,6 +190,9 @@ class Decoding {
    * them; a file the worker gave back is decoded here, as any other.
    */
   async settle(): Promise<void> {
+    // A file still held had nothing to overlap with: decoded here, in its place.
+    if (this.held) this.offloaded.push({ ...this.held, result: Promise.resolve(undefined) });
+    this.held = undefined;
     if (this.offloaded.length === 0) {
       await this.offload?.close();
       return;
@@ -202,6 +213,19 @@ class Decoding {
     for (; r < rejected.length; r++) this.rejected.push(rejected[r] as RejectedPolicy);
     this.offloaded.length = 0;
     await this.offload?.close();
+  }
+
+  /** Hands the held file to the worker, keeping its place among the others. */
+  private sendHeld(): void {
+    const held = this.held;
+    if (!held || !this.offload) return;
+    this.held = undefined;
+    this.offloaded.push({
+      file: held.file,
+      decodedAt: held.decodedAt,
+      rejectedAt: held.rejectedAt,
+      result: this.offload.decode(held.file, this.options),
+    });
   }
 
   addObject(raw: RawObject, keep: boolean): void {

@@ -84,6 +84,12 @@ describe('loading without the parsed objects', () => {
         assert.deepEqual(offloaded.cluster, kept.cluster);
       }
     }
+    // A lone large file has nothing to overlap with: it is read here, and read whole.
+    const lone = join(dir, 'b-pods.yaml');
+    const kept = await loadCluster([lone]);
+    const alone = await loadCluster([lone], { keepRawObjects: false, offloadBytes: 0 });
+    assert.deepEqual(alone.cluster, kept.cluster);
+    assert.ok(kept.cluster.endpoints.length > 0);
   });
 
   it('the same with a default namespace and deferred semantics', async () => {
