@@ -30,7 +30,11 @@
  *    ns per packet as the kernel measures it (the median packet: preempted runs are outliers). Two more configurations split what grows with
  *    n: the same n policies with every client labelled for one of them (the program's work of a
  *    wide table, but the same entries on every packet), and one policy whose one rule names n
- *    selectors on n ports (a one-word table, but n different entries in turn).
+ *    selectors on n ports (a one-word table, but n different entries in turn). The datapath's
+ *    columns run with its verdict cache (a judgement made already this epoch comes from one
+ *    slot); the n-client and 1,000-client streams again, and the two splitting configurations,
+ *    run with every packet judged by the tables (CFG_NO_VERDICT_CACHE): what a judgement costs.
+ *    Traffic runs eBPF at ~1 policy without the cache beside it too.
  * 3. Policy change → maps committed at shape (a) node-0 (scale 1: 100,000 pods; node-0 renders
  *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
  *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
