@@ -83,7 +83,10 @@ describe('palisade generate', () => {
   it('says, without a stack trace, when it cannot write', async () => {
     const r = await cli(['generate', '--shape', 'c', '--scale', '0.001', '-o', '/etc/passwd/x']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^palisade: cannot write to \/etc\/passwd\/x: a part of the path is a file, not a directory \(ENOTDIR\)\n$/);
+    assert.match(
+      r.stderr,
+      /^palisade: cannot write to \/etc\/passwd\/x: a part of the path is a file, not a directory \(ENOTDIR\)\n$/,
+    );
   });
   it('validates its options', async () => {
     assert.equal((await cli(['generate', '--shape', 'z', '-o', '/tmp/x'])).code, 2);
