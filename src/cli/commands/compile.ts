@@ -43,21 +43,21 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
-      growHeapFreely(true);
-      const loaded = await loadInput(input, io, { rawObjects: false });
-      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
-        throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
-      }
-      const started = performance.now();
-      let cache: RendererCache | undefined;
-      // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
-      const pipeline = compileCluster(loaded.cluster, {
-        ...(node !== undefined ? { node } : {}),
-        renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
+      const { inputErrors, pipeline, cache, millis } = await withHeapGrowingFreely(async () => {
+        const loaded = await loadInput(input, io, { rawObjects: false });
+        const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+        if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
+          throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+        }
+        const started = performance.now();
+        let cache: RendererCache | undefined;
+        // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
+        const pipeline = compileCluster(loaded.cluster, {
+          ...(node !== undefined ? { node } : {}),
+          renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
+        });
+        return { inputErrors, pipeline, cache, millis: performance.now() - started };
       });
-      const millis = performance.now() - started;
-      growHeapFreely(false);
       const report = buildReport(pipeline, cache, node, side, millis);
       if (output === 'json') writeJson(io, compileJson(report));
       else
@@ -76,10 +76,15 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
  * free little. Shape (a) x1 from files: 1.3 s less CPU (the collector's threads 4.5 -> 3.3 s), no
  * full collection after the store's (the default made one of 750 MB, 0.85 s of pause), peak RSS
  * 0.9 -> 1.07 GB. Read by V8 at each full collection, so it can be set here; the report, made
- * after, goes back to V8's own factor. `compile` is a process of its own: nothing else shares it.
+ * after (or a failure), goes back to V8's own factor.
  */
-function growHeapFreely(freely: boolean): void {
-  setFlagsFromString(`--heap-growing-percent=${freely ? 400 : 0}`);
+async function withHeapGrowingFreely<T>(work: () => Promise<T>): Promise<T> {
+  setFlagsFromString('--heap-growing-percent=400');
+  try {
+    return await work();
+  } finally {
+    setFlagsFromString('--heap-growing-percent=0');
+  }
 }
 
 /** A group member as the store holds it. */
