@@ -6,17 +6,19 @@
  * memory bound below, and for explaining; NetworkPolicy tables never come here.
  *
  * Each tier table gets a small number (its form). Per (form, peer class) a 16-bit index says
- * which of the form's rows decides it (0: not computed yet); a row holds two bits per port
- * class — Allow, Deny, or nothing decided (Pass, or no rule matched: the next tier). Rows are
- * computed on first use, from the form's bitmaps: the remote class's rules (`peers`) against
- * each port class's rules, the lowest common bit deciding (bits are in precedence order). Peer
- * classes that decide alike share a row, so a table has tens of rows (shape (a) with 1,000
- * AdminNetworkPolicies: 34 at the median, 86 at most), and the index, two bytes per table and
- * class, stays in cache where a row per (table, class) did not.
+ * which row decides it (0: not computed yet); a row holds two bits per port class — Allow,
+ * Deny, or nothing decided (Pass, or no rule matched: the next tier). Rows are computed on first
+ * use, from the form's bitmaps: the remote class's rules (`peers`) against each port class's
+ * rules, the lowest common bit deciding (bits are in precedence order). Rows that decide alike
+ * are one row, whichever tables and classes they decide for, all in one array — a lookup reads
+ * the index and then the row, with no per-table array between them (shape (a) with 1,000
+ * AdminNetworkPolicies: a few thousand rows for 256 tables and 1,600 classes); the index, two
+ * bytes per table and class, stays in cache where a row per (table, class) did not.
  *
  * Memory is bounded: the index takes at most MAX_INDEX_BYTES (tables × classes × 2); classes
  * or tables beyond it walk the rules. Rows and index are emptied when the port classes change
- * (a new port boundary) or the peer classes are numbered afresh.
+ * (a new port boundary), when the peer classes are numbered afresh, and when the rows reach
+ * what the index can name (rows of removed tables stay until then).
  */
 import type { IpAddress, IpFamily } from '../net/ip.ts';
 import type { AddressRecords } from './address-records.ts';
@@ -38,7 +40,7 @@ export const NO_FORM = -1;
 const MAX_PORT_CLASSES = 1024;
 /** The (form, peer class) index's largest size. */
 const MAX_INDEX_BYTES = 32 << 20;
-/** Rows per form the 16-bit index can name. */
+/** Rows the 16-bit index can name (row + 1; 0 is "not computed"). */
 const MAX_ROWS = 0xfffe;
 
 interface Form {
@@ -48,21 +50,25 @@ interface Form {
   /** The rules of each port class, for the port classes of `generation`. */
   portRules: Uint32Array | undefined;
   generation: number;
-  /** Rows (`words` ints each), and the row of each content seen (to share rows). */
-  rows: Int32Array;
-  rowCount: number;
-  rowOf: Map<string, number>;
 }
 
 export class TierDecisions {
   readonly peerClasses: TierPeerClasses;
   private readonly portClasses = new TierPortClasses();
+  /**
+   * What a lookup reads of the port classes, held here (one load each, not two): whether they
+   * must be computed again (a table brought a new boundary), and the class of each port.
+   */
+  private stalePorts = true;
+  private portClassOf = new Uint16Array(0);
   private readonly forms: (Form | undefined)[] = [];
   /** Per packed handle: the table's form number (NO_FORM past the bound) and its form. */
   private readonly byHandle = new Map<number, { readonly number: number; readonly form: TierForm }>();
   private readonly freeForms: number[] = [];
-  /** Per form: its rows (the same arrays as in `forms`, for the lookup's one load). */
-  private rowsOf: Int32Array[] = [];
+  /** Every row (`words` ints each), and the row of each content seen (to share rows). */
+  private rows = new Int32Array(64);
+  private rowCount = 0;
+  private readonly rowOf = new Map<string, number>();
   /** (form × classCapacity + peer class) → row + 1, 0 when not computed. */
   private index = new Uint16Array(0);
   private formCapacity = 0;
@@ -93,6 +99,7 @@ export class TierDecisions {
         form.ports[3 * bit + 1] as number,
         form.ports[3 * bit + 2] as number,
       );
+    this.stalePorts = this.portClasses.dirty;
     // A free number is inside the index; a new one may need it grown.
     const number = this.freeForms.pop() ?? this.forms.length;
     if (number >= this.formCapacity && !this.resize(2 * this.formCapacity, this.classCapacity)) {
@@ -100,17 +107,7 @@ export class TierDecisions {
       this.byHandle.set(handle, { number: NO_FORM, form });
       return;
     }
-    const entry: Form = {
-      form,
-      cidrs,
-      portRules: undefined,
-      generation: -1,
-      rows: new Int32Array(4 * this.words),
-      rowCount: 0,
-      rowOf: new Map(),
-    };
-    this.forms[number] = entry;
-    this.rowsOf[number] = entry.rows;
+    this.forms[number] = { form, cidrs, portRules: undefined, generation: -1 };
     this.byHandle.set(handle, { number, form });
   }
 
@@ -135,7 +132,6 @@ export class TierDecisions {
       );
     if (number === NO_FORM) return;
     this.forms[number] = undefined;
-    this.rowsOf[number] = EMPTY_ROWS;
     this.index.fill(0, number * this.classCapacity, (number + 1) * this.classCapacity);
     this.freeForms.push(number);
   }
@@ -154,16 +150,15 @@ export class TierDecisions {
     protocol: number,
     port: number,
   ): number {
-    if (this.portClasses.dirty) this.refreshPorts();
+    if (this.stalePorts) this.refreshPorts();
     let peerClass = peerClassAt(data, remote);
     if (peerClass < 0) peerClass = this.peerClasses.classOf(data, remote, family, words);
     if (peerClass >= this.classCapacity && !this.resize(this.formCapacity, 2 * peerClass + 2))
       return TIER_WALK;
     let row = (this.index[form * this.classCapacity + peerClass] as number) - 1;
     if (row < 0 && (row = this.fill(form, peerClass)) < 0) return TIER_WALK;
-    const portClass = this.portClasses.classOf[(protocol << 16) | port] as number;
-    const rows = this.rowsOf[form] as Int32Array;
-    return ((rows[row * this.words + (portClass >>> 4)] as number) >>> ((portClass & 15) << 1)) & 3;
+    const portClass = this.portClassOf[(protocol << 16) | port] as number;
+    return ((this.rows[row * this.words + (portClass >>> 4)] as number) >>> ((portClass & 15) << 1)) & 3;
   }
 
   /**
@@ -171,11 +166,10 @@ export class TierDecisions {
    * rows are computed from (each table's rule bitmaps per peer and per port class).
    */
   get bytes(): { lookups: number; forms: number } {
-    let rows = 0;
+    const rows = this.rows.byteLength;
     let forms = 0;
     for (const entry of this.forms) {
       if (!entry) continue;
-      rows += entry.rows.byteLength;
       const { form } = entry;
       forms += form.anywhere.byteLength + form.ports.byteLength + (entry.portRules?.byteLength ?? 0);
       for (const bits of form.groups.values()) forms += bits.byteLength;
@@ -186,10 +180,8 @@ export class TierDecisions {
 
   /** Rows held now, and peer and port classes. */
   get sizes(): { rows: number; peerClasses: number; portClasses: number } {
-    let rows = 0;
-    for (const entry of this.forms) if (entry) rows += entry.rowCount;
     return {
-      rows,
+      rows: this.rowCount,
       peerClasses: this.peerClasses.size,
       portClasses: this.portClasses.representatives.length,
     };
@@ -222,18 +214,18 @@ export class TierDecisions {
         row[k >>> 4] = (row[k >>> 4] as number) | (decision << ((k & 15) << 1));
     }
     const key = row.join(',');
-    let at = entry.rowOf.get(key);
+    let at = this.rowOf.get(key);
     if (at === undefined) {
-      if (entry.rowCount >= MAX_ROWS) return -1;
-      at = entry.rowCount++;
-      if (at * this.words + this.words > entry.rows.length) {
-        const grown = new Int32Array(2 * entry.rows.length);
-        grown.set(entry.rows);
-        entry.rows = grown;
-        this.rowsOf[number] = grown;
+      // Full: start again (rows of removed tables go; the others are computed again on use).
+      if (this.rowCount >= MAX_ROWS) this.forgetRows();
+      at = this.rowCount++;
+      if (at * this.words + this.words > this.rows.length) {
+        const grown = new Int32Array(2 * this.rows.length);
+        grown.set(this.rows);
+        this.rows = grown;
       }
-      entry.rows.set(row, at * this.words);
-      entry.rowOf.set(key, at);
+      this.rows.set(row, at * this.words);
+      this.rowOf.set(key, at);
     }
     this.index[number * this.classCapacity + peerClass] = at + 1;
     this.rowsComputed++;
@@ -242,6 +234,8 @@ export class TierDecisions {
 
   private refreshPorts(): void {
     this.portClasses.refresh();
+    this.stalePorts = false;
+    this.portClassOf = this.portClasses.classOf;
     this.generation++;
     const classes = this.portClasses.representatives.length;
     this.usable = classes <= MAX_PORT_CLASSES;
@@ -250,16 +244,12 @@ export class TierDecisions {
     this.forgetRows();
   }
 
-  /** Forgets every row (port or peer classes changed). */
+  /** Forgets every row (port or peer classes changed, or the rows are full). */
   private forgetRows(): void {
     this.index.fill(0);
-    this.forms.forEach((entry, number) => {
-      if (!entry) return;
-      entry.rows = new Int32Array(4 * this.words);
-      entry.rowCount = 0;
-      entry.rowOf.clear();
-      this.rowsOf[number] = entry.rows;
-    });
+    this.rows = new Int32Array(Math.max(64, 4 * this.words));
+    this.rowCount = 0;
+    this.rowOf.clear();
   }
 
   /** The index with room for these many forms and classes; false past the memory bound. */
@@ -277,8 +267,6 @@ export class TierDecisions {
     return true;
   }
 }
-
-const EMPTY_ROWS = new Int32Array(0);
 
 /** The decision of the lowest rule in both bitmaps (peers, and port class rules at `at`). */
 function firstAction(
