@@ -9,7 +9,7 @@
  * (both are immutable once decoded); address lists stay one per pod, as decoding makes them.
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
-import type { ContainerPort, Labels, Protocol } from '../model/types.ts';
+import type { ContainerPort, Endpoint, Labels, Protocol } from '../model/types.ts';
 import type { IdentifiedObject } from './build-cluster.ts';
 import type { DecodedObject } from './types.ts';
 import { exactArray } from '../util/exact-array.ts';
@@ -191,30 +191,18 @@ export function readCompactPods(compact: CompactPods): IdentifiedObject[] {
     for (let i = 0; i < hostIpCount; i++) hostIps.push(str(fields[at++] as number));
     const ownerKind = fields[at++] as number;
     const ownerName = fields[at++] as number;
-    // The literal shapes decodePod makes, in its field order.
-    const endpoint =
-      nodeIndex === NONE
-        ? {
-            kind: 'Pod' as const,
-            namespace,
-            name,
-            labels,
-            ips: exactArray(ips),
-            ports,
-            hostNetwork,
-            location,
-          }
-        : {
-            kind: 'Pod' as const,
-            namespace,
-            name,
-            labels,
-            ips: exactArray(ips),
-            ports,
-            hostNetwork,
-            node: str(nodeIndex),
-            location,
-          };
+    // decodePod's fields in its order: the node, when there is one, goes before the location.
+    const endpoint: { -readonly [K in keyof Omit<Endpoint, 'id'>]: Omit<Endpoint, 'id'>[K] } = {
+      kind: 'Pod',
+      namespace,
+      name,
+      labels,
+      ips: exactArray(ips),
+      ports,
+      hostNetwork,
+    };
+    if (nodeIndex !== NONE) endpoint.node = str(nodeIndex);
+    endpoint.location = location;
     const object: DecodedObject =
       ownerKind === NONE
         ? { kind: 'Endpoint', endpoint, hostIps }
