@@ -16,9 +16,9 @@ import {
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
-  writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
+import { jsonPieces } from '../json-pieces.ts';
 
 export function compileCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('compile'))
@@ -59,7 +59,8 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         return { inputErrors, pipeline, cache, millis: performance.now() - started };
       });
       const report = buildReport(pipeline, cache, node, side, millis);
-      if (output === 'json') writeJson(io, compileJson(report));
+      // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
+      if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
       else
         await writeStreaming(
           io.stdout,
