@@ -15,11 +15,23 @@ export function start(argv: readonly string[]): void {
     });
   }
 
+  let settled = false;
+  // Nothing left to wait for but the command has not finished: a promise it awaits will never
+  // settle (a bug). Say so and fail, rather than exit 0 having printed nothing.
+  process.once('beforeExit', () => {
+    if (settled) return;
+    process.stderr.write(
+      'palisade: internal error: the command stopped before it finished (please report this)\n',
+    );
+    process.exitCode = EXIT_INTERNAL;
+  });
   run(argv, processIo()).then(
     (code) => {
+      settled = true;
       process.exitCode = code;
     },
     (error: unknown) => {
+      settled = true;
       // Only a bug gets here; user mistakes are diagnostics or usage errors.
       process.stderr.write(
         `palisade: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

@@ -56,6 +56,8 @@ export class DecodeOffload {
   }
 
   decode(file: InputFile, options: DecodeOptions): Promise<OffloadResult> {
+    // A worker that died (out of memory, say) is not started again: the main thread decodes.
+    if (this.stopped) return Promise.resolve(undefined);
     const worker = this.start();
     const id = this.nextId++;
     // Held while a file is out, so that a caller waiting for nothing else keeps the process alive.
@@ -88,9 +90,16 @@ export class DecodeOffload {
       if (this.pending.size === 0) worker.unref();
       resolve?.('pods' in reply ? readCompactPods(reply.pods) : undefined);
     });
-    // A worker that fails or stops leaves its file to the main thread.
-    worker.on('error', () => this.failAll());
-    worker.on('exit', () => this.failAll());
+    // A worker that fails or stops leaves its file, and every later one, to the main thread: a
+    // message posted to a dead worker is never answered, and the load would wait for it forever
+    // (with nothing else keeping the process alive, it exited 0 having printed nothing).
+    const gone = (): void => {
+      this.stopped = true;
+      if (this.worker === worker) this.worker = undefined;
+      this.failAll();
+    };
+    worker.on('error', gone);
+    worker.on('exit', gone);
     return (this.worker = worker);
   }
 

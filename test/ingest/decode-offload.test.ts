@@ -136,4 +136,29 @@ describe('the decode offload', () => {
       assert.equal(await offload?.decode(broken, {}), undefined);
     },
   );
+
+  it(
+    'gives every file to the main thread once the worker has died, instead of waiting for it',
+    { skip: offload ? false : 'one core: no worker is started' },
+    async () => {
+      const dying = DecodeOffload.create(0);
+      assert.ok(dying);
+      try {
+        const file = fileOf(PODS);
+        assert.deepEqual(await dying.decode(file, {}), decodeHere(file).objects);
+        // The worker dies between two files (out of memory, say).
+        await (dying as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+        let timer: NodeJS.Timeout | undefined;
+        const next = await Promise.race([
+          dying.decode(file, {}),
+          new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting'), 5000))),
+        ]);
+        clearTimeout(timer);
+        assert.equal(next, undefined);
+        assert.equal(dying.takes(file), false);
+      } finally {
+        await dying.close();
+      }
+    },
+  );
 });
