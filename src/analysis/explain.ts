@@ -202,7 +202,9 @@ function explainDirection(
       ? `isolated ${by}; nothing is allowed`
       : allowing === rules.length
         ? `isolated ${by}; ${rules.length} rule${rules.length === 1 ? '' : 's'} allow${rules.length === 1 ? 's' : ''} traffic`
-        : `isolated ${by}; ${allowing} of ${rules.length} rules allow traffic: ${rules.length - allowing} name${rules.length - allowing === 1 ? 's' : ''} only ports no destination declares`;
+        : allowing === 0
+          ? `isolated ${by}; nothing is allowed: ${rules.length === 1 ? 'its rule names' : `its ${rules.length} rules name`} only ports no destination declares`
+          : `isolated ${by}; ${allowing} of ${rules.length} rules allow traffic: ${rules.length - allowing} name${rules.length - allowing === 1 ? 's' : ''} only ports no destination declares`;
   return { isolated: true, policies: policies.map(policyKey), rules, summary };
 }
 

@@ -4,16 +4,15 @@
  * them is broken, or reads differently in YAML. The YAML parser reads no such text (a flow
  * mapping ends its document), so it reported every token after the first object — dozens of
  * errors per line — and lost the objects that were fine. Cut where a line starts with `{` right
- * after a `}`, so that each object is a document of its own: a broken one gets its own errors and
- * the others are read.
+ * after a value ended (a `}`, or a string, number or word of an object cut short), so that each
+ * object is a document of its own: a broken one gets its own errors and the others are read.
  *
- * Valid JSON never has `}` then `{` with only white space between (a list puts a comma there),
- * so a single document written over many lines is never cut.
+ * In valid JSON a `{` follows only `[`, `,`, `:` or nothing, so a single document written over
+ * many lines is never cut.
  */
-import { scanYamlPart, type DocumentSpan } from './yaml-scan.ts';
+import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 
 const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
 
 function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -21,9 +20,14 @@ function isSpace(c: number): boolean {
 
 /**
  * Where each object of `span` starts, when the span is two or more JSON objects one after
- * another (the first may follow a `---` line); undefined otherwise.
+ * another (the first may follow a `---` line); undefined otherwise. At most `most` starts: the
+ * last object found then runs to the span's end (the file's document limit stops before it).
  */
-export function jsonObjectStarts(text: string, span: { start: number; end: number }): number[] | undefined {
+export function jsonObjectStarts(
+  text: string,
+  span: { start: number; end: number },
+  most = Infinity,
+): number[] | undefined {
   let first = span.start;
   while (first < span.end && isSpace(text.charCodeAt(first))) first++;
   if (text.startsWith('---', first)) {
@@ -34,10 +38,13 @@ export function jsonObjectStarts(text: string, span: { start: number; end: numbe
   }
   if (text.charCodeAt(first) !== OPEN_BRACE) return undefined;
   const starts = [first];
-  for (let newline = text.indexOf('\n{', first); newline >= 0 && newline < span.end;) {
+  for (
+    let newline = text.indexOf('\n{', first);
+    newline >= 0 && newline < span.end && starts.length < most;
+  ) {
     let before = newline;
     while (before > first && isSpace(text.charCodeAt(before - 1))) before--;
-    if (text.charCodeAt(before - 1) === CLOSE_BRACE) starts.push(newline + 1);
+    if (endsValue(text.charCodeAt(before - 1))) starts.push(newline + 1);
     newline = text.indexOf('\n{', newline + 1);
   }
   return starts.length > 1 ? starts : undefined;
@@ -57,7 +64,18 @@ export function splitJsonObjects(
   for (let k = 0; k < starts.length; k++) {
     const from = k === 0 ? span.start : (starts[k] as number);
     const to = k + 1 < starts.length ? (starts[k + 1] as number) : span.end;
-    for (const scanned of scanYamlPart(text, from, to, maxDepth)) pieces.push(scanned);
+    // The last piece may be the rest of a huge span (see jsonObjectStarts): only its first
+    // document is scanned.
+    const last = k === starts.length - 1;
+    const scanned = scanYamlDocuments(text.slice(from, to), maxDepth, last ? 1 : Infinity);
+    for (const piece of shiftSpans(scanned, from)) pieces.push(piece);
   }
   return pieces;
+}
+
+/** Whether a `{` after this character starts another object rather than a value inside one. */
+function endsValue(c: number): boolean {
+  return (
+    !Number.isNaN(c) && c !== 0x2c /* , */ && c !== 0x5b /* [ */ && c !== OPEN_BRACE && c !== 0x3a
+  ); /* : */
 }

@@ -28,7 +28,7 @@ import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { eachJsonDocument, fillLineCounter } from './json-documents.ts';
-import { scanYamlDocuments, scanYamlPart, type DocumentSpan } from './yaml-scan.ts';
+import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
 import { firstForbiddenCharacter } from './text-checks.ts';
@@ -120,6 +120,33 @@ export function readDocuments(
   const text = input.text;
   fillLineCounter(text, lineCounter);
 
+  // At most maxDocuments documents are read from a file, however they are read (fast, the YAML
+  // way, cut from JSON objects one after another): millions of tiny ones would fill the heap.
+  let documents = 0;
+  let said = false; // TOO_MANY_DOCUMENTS is in the diagnostics
+  let full = false; // the file's documents are all read that will be
+  const tooMany = (where: SourceLocation): void => {
+    full = true;
+    if (said) return;
+    said = true;
+    diagnostics.add(
+      makeDiagnostic(
+        'TOO_MANY_DOCUMENTS',
+        `this file holds more than ${maxDocuments.toLocaleString('en-US')} documents, the most Palisade reads from one file; the documents from here on are skipped (split the file)`,
+        where,
+      ),
+    );
+  };
+  /** Counts the document about to be read at `where`; false when the file may hold no more. */
+  const room = (where: () => SourceLocation): boolean => {
+    if (full) return false;
+    if (++documents <= maxDocuments) return true;
+    tooMany(where());
+    return false;
+  };
+  /** How many more documents a part of the file may hold, the one that says "too many" included. */
+  const left = (): number => Math.max(1, maxDocuments - documents + 1);
+
   // The YAML way, for the whole file or for the documents the JSON fast path cannot take.
   const read = (slice: string): Document => parseDocument(slice, YAML_OPTIONS);
   let collectionKey = false;
@@ -143,6 +170,7 @@ export function readDocuments(
     run = [];
   };
   const take = (span: DocumentSpan): void => {
+    if (!room(() => position(span.start))) return;
     if (span.tooDeepAt !== undefined || span.values > MAX_DOCUMENT_VALUES) {
       parseRun();
       diagnostics.add(refusal(span, position, /^\s*[[{]/.test(text.slice(span.start, span.start + 64))));
@@ -150,7 +178,8 @@ export function readDocuments(
   };
   const readSpans = (spans: readonly DocumentSpan[]): void => {
     for (const span of spans) {
-      const objectStarts = jsonObjectStarts(text, span);
+      if (full) break;
+      const objectStarts = jsonObjectStarts(text, span, left());
       if (!objectStarts) {
         take(span);
         continue;
@@ -164,6 +193,13 @@ export function readDocuments(
     }
     parseRun();
   };
+  /** The documents of text[from, to), read the YAML way, within the file's budget. */
+  const readPart = (from: number, to: number): void => {
+    if (full) return;
+    const spans = scanYamlDocuments(text.slice(from, to), MAX_DEPTH, left());
+    readSpans(shiftSpans(spans, from));
+    if (spans.truncatedAt !== undefined) tooMany(position(from + spans.truncatedAt));
+  };
 
   // JSON documents (generated clusters, `kubectl get -o json`): parsed without syntax trees;
   // one that must be read the YAML way is read so in its place, unless it holds a character
@@ -172,10 +208,12 @@ export function readDocuments(
     text,
     position,
     { maxDepth: MAX_DEPTH, maxValues: MAX_DOCUMENT_VALUES, maxDocuments },
-    ({ value, locator }) => unrollLists(value, [], input.name, locator, emit, diagnostics),
+    ({ value, locator }) => {
+      if (room(() => locator.valueAt([]))) unrollLists(value, [], input.name, locator, emit, diagnostics);
+    },
     (from, to) => {
       if (firstForbiddenCharacter(text.slice(from, to)) >= 0) return false;
-      readSpans(scanYamlPart(text, from, to, MAX_DEPTH));
+      readPart(from, to);
       return true;
     },
   );
@@ -186,6 +224,9 @@ export function readDocuments(
   count = 0;
   kinds = false;
   collectionKey = false;
+  documents = 0;
+  said = false;
+  full = false;
 
   const forbidden = firstForbiddenCharacter(text);
   if (forbidden >= 0) {
@@ -199,16 +240,7 @@ export function readDocuments(
     );
     return diagnostics.list();
   }
-  const spans = scanYamlDocuments(text, MAX_DEPTH, maxDocuments);
-  if (spans.truncatedAt !== undefined)
-    diagnostics.add(
-      makeDiagnostic(
-        'TOO_MANY_DOCUMENTS',
-        `this file holds more than ${maxDocuments.toLocaleString('en-US')} documents, the most Palisade reads from one file; the documents from here on are skipped (split the file)`,
-        position(spans.truncatedAt),
-      ),
-    );
-  readSpans(spans);
+  readPart(0, text.length);
   return judged(input, visitor, diagnostics, collectionKey, count, kinds);
 
   /** One document of a run whose text is `segment`, starting at `base` in the file. */

@@ -228,13 +228,10 @@ function isBlockScalarHeader(text: string, from: number, end: number): boolean {
   return i >= end || text.charCodeAt(i) === HASH;
 }
 
-/**
- * The documents of text[from, to), scanned as if it were a file of its own (a part that is read
- * apart from the rest: one JSON document the fast path could not take, or one of several JSON
- * objects on consecutive lines), with offsets in the whole text.
- */
-export function scanYamlPart(text: string, from: number, to: number, maxDepth: number): DocumentSpan[] {
-  return scanYamlDocuments(text.slice(from, to), maxDepth).map((span) => ({
+/** Spans of a part of a text that starts at `from`, with their offsets in the whole text. */
+export function shiftSpans(spans: readonly DocumentSpan[], from: number): DocumentSpan[] {
+  if (from === 0) return spans as DocumentSpan[];
+  return spans.map((span) => ({
     start: from + span.start,
     end: from + span.end,
     depth: span.depth,

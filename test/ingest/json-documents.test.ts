@@ -253,6 +253,42 @@ describe('JSON documents', () => {
     }
   });
 
+  it("the file's document limit holds however its documents are read, and a truncated object loses only itself", () => {
+    const ns = (name: string) => JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    const many = Array.from({ length: 8 }, (_, i) => ns(`n${i}`));
+    for (const [what, text] of [
+      ['YAML documents on their marker lines', `---\n${many.map((d) => `--- ${d}`).join('\n')}\n`],
+      ['JSON lines after a broken first object', `{"kind":\n${many.join('\n')}\n`],
+      [
+        'JSON lines, one of them broken',
+        `${many.slice(0, 2).join('\n')}\n{"kind": x y}\n${many.slice(2).join('\n')}\n`,
+      ],
+      [
+        'a document read the YAML way among JSON ones',
+        `${many[0]}\n---\n${many
+          .slice(1)
+          .map((d) => `--- ${d}`)
+          .join('\n')}\n`,
+      ],
+    ] as const) {
+      const { objects, diagnostics } = parseDocuments({ name: 'f.json', text }, 3);
+      assert.ok(objects.length <= 3, `${what}: ${objects.length} objects`);
+      assert.deepEqual(
+        diagnostics.filter((d) => d.code === 'TOO_MANY_DOCUMENTS').length,
+        1,
+        `${what}: ${JSON.stringify(diagnostics)}`,
+      );
+    }
+    // A truncated object (no closing brace) is cut from the next one: only it is lost.
+    const truncated = `${ns('a')}\n{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"\n${ns('c')}\n`;
+    const read = parseDocuments({ name: 'f.json', text: truncated });
+    assert.deepEqual(
+      read.objects.map((o) => (o.value as { metadata: { name: string } }).metadata.name),
+      ['a', 'c'],
+    );
+    assert.ok(read.diagnostics.length > 0 && read.diagnostics.every((d) => d.line === 2 || d.line === 3));
+  });
+
   it('errors in JSON manifests are located as before: file, line and column', () => {
     const text = [
       JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ok' } }),
