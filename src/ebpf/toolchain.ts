@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EbpfError } from './types.ts';
@@ -15,7 +15,15 @@ import { EbpfError } from './types.ts';
 /** Where compiled objects are kept (root only; cleared at reboot). */
 export const OBJECT_CACHE = '/run/palisade/bpf-objects';
 
-const SOURCE_FILES = ['palisade.bpf.c', 'palisade.h'];
+/** The program and every header it includes (bpf/*.h): all go into the compiled object's key. */
+function sourceFiles(source: string): string[] {
+  return [
+    'palisade.bpf.c',
+    ...readdirSync(source)
+      .filter((f) => f.endsWith('.h'))
+      .sort(),
+  ];
+}
 
 /** The folder holding the program's C source, found upwards from this module (src/ or dist/). */
 export function sourceDir(): string {
@@ -33,8 +41,7 @@ function toolVersion(tool: string, args: readonly string[]): string | undefined 
   return result.error || result.status !== 0 ? undefined : result.stdout.trim();
 }
 
-/** The directory holding the kernel's `asm/` headers for this architecture (Debian's multiarch). */
-/** Where this machine's <asm/…> headers are, which `-target bpf` does not find by itself. */
+/** Where this machine's <asm/…> headers are (Debian's multiarch), which `-target bpf` does not find by itself. */
 export function asmIncludeDir(): string {
   const triplet = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
   return `/usr/include/${triplet}`;
@@ -52,7 +59,7 @@ export function compiledObject(cache = OBJECT_CACHE): string {
       'the eBPF datapath needs clang to compile its program (Debian: apt-get install clang llvm libbpf-dev)',
     );
   const hash = createHash('sha256');
-  for (const file of SOURCE_FILES) hash.update(readFileSync(join(source, file)));
+  for (const file of sourceFiles(source)) hash.update(readFileSync(join(source, file)));
   hash.update(clang);
   const object = join(cache, `palisade-${hash.digest('hex').slice(0, 16)}.o`);
   if (existsSync(object)) return object;
