@@ -293,7 +293,10 @@ function readsAsYamlDoes(
       keys.length = objectKeysFrom.pop() ?? 0;
       keySets.pop();
       inObject.pop();
-      if (inObject.length === 0) objectEnds.push(i + 1);
+      if (inObject.length === 0) {
+        objectEnds.push(i + 1);
+        values = 0; // the limit is per document, and each object one after another is one
+      }
     } else if (c === CLOSE_BRACKET) {
       inObject.pop();
     } else if (c === COMMA) {

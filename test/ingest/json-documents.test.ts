@@ -182,6 +182,28 @@ describe('JSON documents', () => {
     }
   });
 
+  it('JSON lines take the fast path however many values the file holds: the limit is per object', () => {
+    const fast = (text: string, maxValues: number): boolean =>
+      parseJsonDocuments(text, new LineCounter(), () => ({ file: 'f.json', line: 0, column: 0 }), {
+        maxDepth: MAX_DEPTH,
+        maxValues,
+      }) !== undefined;
+    const object = (i: number) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: `n${i}`, labels: { a: 'b' } },
+      });
+    const lines = Array.from({ length: 20 }, (_, i) => object(i)).join('\n');
+    assert.ok(fast(lines, 50), 'twenty small objects, 50 values allowed per document');
+    const big = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: Array.from({ length: 60 }, (_, i) => i),
+    });
+    assert.equal(fast(`${lines}\n${big}`, 50), false, 'one object over the limit');
+  });
+
   it('a broken object among JSON lines costs its own errors, on its own lines; the others are read', () => {
     const namespace = (name: string): Record<string, unknown> => ({
       apiVersion: 'v1',
