@@ -74,6 +74,10 @@ describe('palisade generate', () => {
       await readFile(join(dir, 'policies.yaml'), 'utf8'),
       await readFile(join(again, 'policies.yaml'), 'utf8'),
     );
+    // kubectl reads a file starting with `{` as one JSON stream, which stops at the first `---`:
+    // the files start with `---`, so it reads them as YAML documents.
+    for (const file of ['namespaces.yaml', 'pods.yaml', 'policies.yaml'])
+      assert.match(await readFile(join(dir, file), 'utf8'), /^---\n\{/, file);
     const compiled = await cli(['compile', '-f', dir, '--stats', '-o', 'json']);
     assert.equal(compiled.code, 0, compiled.stderr);
     const stats = (JSON.parse(compiled.stdout) as { stats: { pods: number; tables: number } }).stats;

@@ -40,9 +40,11 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
       const adminPolicies = generateAdminPolicies(admins, seed);
       const cluster = generateShape(shape, { scale, seed });
       const dir = String(raw.output);
-      // One JSON document per object: valid YAML, and fast to write and to read back.
+      // One JSON document per object: valid YAML, and fast to write and to read back. The first
+      // `---` makes kubectl read the file as YAML documents: a file that starts with `{` it reads
+      // as one JSON stream, which stops at the first `---`.
       const write = (name: string, objects: readonly Json[]): Promise<void> =>
-        writeFile(join(dir, name), objects.map((o) => JSON.stringify(o)).join('\n---\n') + '\n');
+        writeFile(join(dir, name), '---\n' + objects.map((o) => JSON.stringify(o)).join('\n---\n') + '\n');
       try {
         await makeDirectory(dir);
         await write('namespaces.yaml', cluster.namespaces);
