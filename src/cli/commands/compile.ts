@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
+import type { GroupMember } from '../../state/index.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
 import type { TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type PolicyPipeline } from '../../pipeline/index.ts';
@@ -88,19 +89,8 @@ async function withHeapGrowingFreely<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A group member as the store holds it. */
-interface StoreMember {
-  readonly pod: string;
-  readonly ips: readonly IpAddress[];
-  readonly port?: number;
-}
-
 /** A group member as the report shows it (shared between groups: never changed). */
-interface ReportMember {
-  readonly pod: string;
-  readonly ips: readonly string[];
-  readonly port?: number;
-}
+type ReportMember = CompileReport['groups'][number]['members'][number];
 
 function buildReport(
   pipeline: PolicyPipeline,
@@ -127,7 +117,7 @@ function buildReport(
   // formatted once, and a member without a port (the same in every such group) made once.
   // (By the address list alone: a list belongs to one pod, or is one group's filtered copy.)
   const plainMembers = new Map<readonly IpAddress[], ReportMember>();
-  const reportMember = (m: StoreMember): ReportMember => {
+  const reportMember = (m: GroupMember): ReportMember => {
     let plain = plainMembers.get(m.ips);
     if (plain?.pod !== m.pod) plainMembers.set(m.ips, (plain = { pod: m.pod, ips: m.ips.map(formatIp) }));
     return m.port === undefined ? plain : { pod: m.pod, ips: plain.ips, port: m.port };
