@@ -16,6 +16,7 @@ import {
   describeClusterRule,
   describeRule,
   indexCluster,
+  namedPortOf,
   peerMatches,
   selectingClusterPolicies,
   selectingPolicies,
@@ -237,7 +238,7 @@ function unresolvedPorts(
   if (!ports || ports.length === 0) return undefined;
   if (ports.some((p) => typeof p.port !== 'string')) return undefined;
   const declared = (p: PolicyPort): boolean =>
-    destinations.some((e) => e.ports.some((q) => q.name === p.port && q.protocol === p.protocol));
+    destinations.some((e) => namedPortOf(e, p.port as string, p.protocol) !== undefined);
   if (ports.some(declared)) return undefined;
   const names = [...new Set(ports.map((p) => `${p.protocol} port named ${String(p.port)}`))].join(' or ');
   return self ? `${self} declares no ${names}` : `no pod it reaches declares a ${names}`;

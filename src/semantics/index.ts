@@ -8,6 +8,7 @@ export {
   indexCluster,
   isOwnNode,
   listMatchesAll,
+  namedPortOf,
   peerMatches,
   resolveNamedPort,
   selectingPolicies,

@@ -145,8 +145,12 @@ export function peerMatches(
 
 /** A named port resolves against the destination's container ports, by name and protocol. */
 export function resolveNamedPort(destination: Address, name: string, protocol: Protocol): number | undefined {
-  if (destination.kind !== 'endpoint') return undefined;
-  return destination.endpoint.ports.find((p) => p.name === name && p.protocol === protocol)?.port;
+  return destination.kind === 'endpoint' ? namedPortOf(destination.endpoint, name, protocol) : undefined;
+}
+
+/** The number an endpoint's container port of this name and protocol has; undefined when none. */
+export function namedPortOf(endpoint: Endpoint, name: string, protocol: Protocol): number | undefined {
+  return endpoint.ports.find((p) => p.name === name && p.protocol === protocol)?.port;
 }
 
 export function portMatches(

@@ -3,6 +3,7 @@
  */
 import { Command } from 'commander';
 import { PROTOCOLS, type Endpoint } from '../../model/types.ts';
+import { namedPortOf } from '../../semantics/index.ts';
 import {
   computeViewMatrix,
   ENDPOINT_VIEWS,
@@ -119,7 +120,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
 function refuseUnknownPortNames(queries: readonly PortQuery[], endpoints: readonly Endpoint[]): void {
   for (const { port, protocol } of queries) {
     if (typeof port !== 'string') continue;
-    if (endpoints.some((e) => e.ports.some((p) => p.name === port && p.protocol === protocol))) continue;
+    if (endpoints.some((e) => namedPortOf(e, port, protocol) !== undefined)) continue;
     throw new UsageError(
       `--port ${port}: no pod in the matrix has a ${protocol} container port named "${port}"`,
     );
