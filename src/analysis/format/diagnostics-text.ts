@@ -2,6 +2,7 @@
  * Diagnostics as compiler-style lines: `file:line:col: severity CODE: message [object]`.
  */
 import type { Diagnostic } from '../../model/diagnostics.ts';
+import { countOf } from '../../util/count-of.ts';
 import type { Style } from './style.ts';
 import { escapeControls } from '../../util/escape.ts';
 
@@ -21,6 +22,5 @@ export function formatDiagnostic(d: Diagnostic, style: Style): string {
 
 export function summarizeDiagnostics(diagnostics: readonly Diagnostic[]): string {
   const count = (s: Diagnostic['severity']): number => diagnostics.filter((d) => d.severity === s).length;
-  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-  return `${plural(count('error'), 'error')}, ${plural(count('warning'), 'warning')}, ${plural(count('info'), 'info')}`;
+  return `${countOf(count('error'), 'error')}, ${countOf(count('warning'), 'warning')}, ${countOf(count('info'), 'info')}`;
 }

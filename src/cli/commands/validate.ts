@@ -2,6 +2,7 @@
  * `palisade validate`: every diagnostic for the input; exit 1 when any is an error.
  */
 import { Command } from 'commander';
+import { countOf } from '../../util/count-of.ts';
 import { formatDiagnostic, styleFor, summarizeDiagnostics } from '../../analysis/index.ts';
 import { hasErrors } from '../../model/diagnostics.ts';
 import { checkChoice, loadInput, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
@@ -29,18 +30,13 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         const style = styleFor(io.stdoutIsTty, io.env);
         for (const d of diagnostics) io.stdout.write(formatDiagnostic(d, style) + '\n');
         io.stdout.write(
-          `${summarizeDiagnostics(diagnostics)}; ${count(counts.namespaces, 'namespace')}, ${count(counts.endpoints, 'endpoint')}, ${count(counts.policies, 'policy', 'policies')}` +
+          `${summarizeDiagnostics(diagnostics)}; ${countOf(counts.namespaces, 'namespace')}, ${countOf(counts.endpoints, 'endpoint')}, ${countOf(counts.policies, 'policy', 'policies')}` +
             (counts.clusterPolicies
-              ? `, ${count(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
+              ? `, ${countOf(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
               : '') +
             '\n',
         );
       }
       done(hasErrors(diagnostics) ? EXIT_FINDINGS : EXIT_OK);
     });
-}
-
-/** `1 namespace`, `2 namespaces`. */
-function count(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
 }
