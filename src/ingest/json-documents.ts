@@ -174,7 +174,8 @@ export function fillLineCounter(text: string, lineCounter: LineCounter): void {
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
 }
 
-function isSpace(c: number): boolean {
+/** JSON's white space: space, line feed, carriage return, tab. */
+export function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 

@@ -10,13 +10,13 @@
  * In valid JSON a `{` follows only `[`, `,`, `:` or nothing, so a single document written over
  * many lines is never cut.
  */
+import { isSpace } from './json-documents.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 
 const OPEN_BRACE = 0x7b;
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
+const OPEN_BRACKET = 0x5b;
+const COMMA = 0x2c;
+const COLON = 0x3a;
 
 /**
  * Where each object of `span` starts, when the span is two or more JSON objects one after
@@ -75,7 +75,5 @@ export function splitJsonObjects(
 
 /** Whether a `{` after this character starts another object rather than a value inside one. */
 function endsValue(c: number): boolean {
-  return (
-    !Number.isNaN(c) && c !== 0x2c /* , */ && c !== 0x5b /* [ */ && c !== OPEN_BRACE && c !== 0x3a
-  ); /* : */
+  return !Number.isNaN(c) && c !== COMMA && c !== OPEN_BRACKET && c !== OPEN_BRACE && c !== COLON;
 }
