@@ -6,10 +6,9 @@ import { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
-import type { GroupMember } from '../../state/index.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
 import type { TieredTable } from '../../configurator/index.ts';
-import { compileCluster, type PolicyPipeline } from '../../pipeline/index.ts';
+import { compileCluster, type GroupMember, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
 import {
   checkChoice,
