@@ -1,21 +1,23 @@
 /**
  * Locks: exclusive between processes, waited for up to a deadline, refused with the holder named,
- * and released by the kernel when the holder is killed (no stale lock after a crash).
+ * and released by the kernel when the holder is killed (no stale lock after a crash). A release
+ * removes the file, and a waiter whose file was removed meanwhile locks the current one.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { acquireLock, LockBusyError } from './lock.ts';
 
 /** A child process that takes the lock, says so, and holds it until killed. */
-function holder(path: string): Promise<{ kill(): Promise<void> }> {
+function holder(path: string, releaseAfterMs?: number): Promise<{ kill(): Promise<void> }> {
   const code = `
     const { acquireLock } = await import(${JSON.stringify(new URL('./lock.ts', import.meta.url).href)});
-    acquireLock(${JSON.stringify(path)});
+    const lock = acquireLock(${JSON.stringify(path)});
     process.stdout.write('held\\n');
+    ${releaseAfterMs === undefined ? '' : `setTimeout(() => lock.release(), ${releaseAfterMs});`}
     setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -58,6 +60,32 @@ describe('locks', () => {
       );
       mine.release();
       acquireLock(path, { waitMs: 0 }).release();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('removes its file on release; a waiter whose file was removed locks the current one, never beside another holder', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-lock-'));
+    try {
+      const path = join(dir, 'x.lock');
+      acquireLock(path, { waitMs: 0 }).release();
+      assert.equal(existsSync(path), false, 'a released lock leaves no file behind');
+
+      // The other process releases (and removes its file) while this one waits on that file.
+      const other = await holder(path, 150);
+      const mine = acquireLock(path, { waitMs: 5_000 });
+      try {
+        assert.equal(existsSync(path), true, 'the waiter holds a file that is at the path');
+        assert.throws(
+          () => acquireLock(path, { waitMs: 0 }),
+          LockBusyError,
+          'and it excludes the next comer',
+        );
+      } finally {
+        mine.release();
+        await other.kill();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

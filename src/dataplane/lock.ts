@@ -3,12 +3,27 @@
  * commit against the same tables at once. A `flock` on a lock file: the kernel releases it when
  * the holder exits or is killed, so a crash never leaves a stale lock behind. A second process
  * waits up to its deadline, then fails with a message naming the holder.
+ *
+ * A release removes the lock file (one per lab and per network namespace would otherwise pile up
+ * in /run). Removing a file others may have opened is safe only with a check on the other side:
+ * a process that gets the lock verifies that its file is still the one at the path, and opens it
+ * again when the holder removed it meanwhile.
  */
-import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { DataplaneError } from './exec.ts';
 import { ensurePrivateDir, StateFileError } from './files.ts';
-import { EWOULDBLOCK, LOCK_EX, LOCK_NB, LOCK_UN, nativeError, nativeLibc } from './native.ts';
+import { EWOULDBLOCK, LOCK_EX, LOCK_NB, LOCK_UN, nativeError, nativeLibc, type Libc } from './native.ts';
 
 /** A held lock; `release` is idempotent. */
 export interface HeldLock {
@@ -34,31 +49,13 @@ export function acquireLock(path: string, options: LockOptions = {}): HeldLock {
   const libc = nativeLibc();
   if (!libc) throw new DataplaneError(`cannot lock ${path}: ${nativeError()}`);
   ensurePrivateDir(dirname(path));
+  const deadline = performance.now() + (options.waitMs ?? 30_000);
   let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-  } catch (error) {
-    throw new StateFileError(`cannot open the lock ${path}: ${String((error as Error).message)}`);
-  }
-  const waitMs = options.waitMs ?? 30_000;
-  const deadline = performance.now() + waitMs;
   for (;;) {
-    if (libc.flock(fd, LOCK_EX | LOCK_NB) === 0) break;
-    const errno = libc.errno();
-    if (errno !== EWOULDBLOCK) {
-      closeSync(fd);
-      throw new DataplaneError(`cannot lock ${path}: flock failed (errno ${errno})`);
-    }
-    if (performance.now() >= deadline) {
-      const holder = readHolder(path);
-      closeSync(fd);
-      const what = options.what ?? path;
-      throw new LockBusyError(
-        `${what} is busy: another palisade process${holder ? ` (${holder})` : ''} holds its lock ${path}` +
-          `${waitMs > 0 ? ` and did not release it within ${(waitMs / 1000).toFixed(1)} s` : ''}; try again when it is done`,
-      );
-    }
-    sleep(Math.min(25, Math.max(1, deadline - performance.now())));
+    fd = openLockFile(path);
+    waitForLock(libc, fd, path, deadline, options);
+    if (isFileAt(fd, path)) break;
+    closeSync(fd); // the previous holder removed this file as it released it: lock the current one
   }
   // Who holds it, for the message another process shows; informative only.
   ftruncateSync(fd, 0);
@@ -69,6 +66,12 @@ export function acquireLock(path: string, options: LockOptions = {}): HeldLock {
     release(): void {
       if (!held) return;
       held = false;
+      // Removed while still locked, so nobody can lock this file and believe it current.
+      try {
+        unlinkSync(path);
+      } catch {
+        // already gone (removed by hand): nothing to tidy
+      }
       libc.flock(fd, LOCK_UN);
       closeSync(fd);
     },
@@ -89,6 +92,47 @@ export function acquireDatapathLock(netns: string | undefined, options: LockOpti
     what: `the datapath of ${netns ? `network namespace ${netns}` : 'the host'}`,
     ...options,
   });
+}
+
+/** Locks the open file `fd`, polling until `deadline`; closes it and throws when it cannot. */
+function waitForLock(libc: Libc, fd: number, path: string, deadline: number, options: LockOptions): void {
+  for (;;) {
+    if (libc.flock(fd, LOCK_EX | LOCK_NB) === 0) return;
+    const errno = libc.errno();
+    if (errno !== EWOULDBLOCK) {
+      closeSync(fd);
+      throw new DataplaneError(`cannot lock ${path}: flock failed (errno ${errno})`);
+    }
+    if (performance.now() >= deadline) {
+      const holder = readHolder(path);
+      closeSync(fd);
+      const waitMs = options.waitMs ?? 30_000;
+      throw new LockBusyError(
+        `${options.what ?? path} is busy: another palisade process${holder ? ` (${holder})` : ''} holds its lock ${path}` +
+          `${waitMs > 0 ? ` and did not release it within ${(waitMs / 1000).toFixed(1)} s` : ''}; try again when it is done`,
+      );
+    }
+    sleep(Math.min(25, Math.max(1, deadline - performance.now())));
+  }
+}
+
+function openLockFile(path: string): number {
+  try {
+    return openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  } catch (error) {
+    throw new StateFileError(`cannot open the lock ${path}: ${String((error as Error).message)}`);
+  }
+}
+
+/** Whether the open file `fd` is still the file at `path` (not removed or replaced since). */
+function isFileAt(fd: number, path: string): boolean {
+  try {
+    const open = fstatSync(fd);
+    const current = statSync(path);
+    return open.ino === current.ino && open.dev === current.dev;
+  } catch {
+    return false;
+  }
 }
 
 function readHolder(path: string): string {
