@@ -42,6 +42,16 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
       family: resolved.address.ip.family,
     };
   }
+  // Digits and dots only (300.1.1.1, 10.1.1): a mistyped IPv4 address, not a domain name.
+  if (/^[0-9.]+$/.test(text) && !parseIp(text).ok) {
+    return { ok: false, message: ipProblem(text) };
+  }
+  if (/^[0-9A-Fa-f.:]+\/[0-9]+$/.test(text)) {
+    return {
+      ok: false,
+      message: `"${text}" is a CIDR; a connection is between two addresses, so give one address of it`,
+    };
+  }
   if (/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\.?$/.test(text) && !parseIp(text).ok) {
     return {
       ok: false,
@@ -173,4 +183,11 @@ function nearNames(endpoints: readonly Endpoint[], namespace: string, name: stri
     .sort((a, b) => a[1] - b[1])
     .slice(0, 5)
     .map(([id]) => id);
+}
+
+/** What is wrong with an address that does not parse, in the parser's words. */
+function ipProblem(text: string): string {
+  const parsed = parseIp(text);
+  const fatal = parsed.ok ? undefined : parsed.problems.find((p) => p.fatal);
+  return fatal?.message ?? `"${text}" is not a valid IP address`;
 }

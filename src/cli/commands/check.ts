@@ -31,7 +31,10 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       '--to <address>',
       'destination: ns/pod, ns/name[Kind], an IP address, or name=IP for a domain name',
     )
-    .requiredOption('--port <port>', 'destination port number, or a named port of the destination')
+    .requiredOption(
+      '--port <port>',
+      'destination port number, a named port of the destination, or either with its protocol (53/UDP)',
+    )
     .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
     .option('--expect <verdict>', 'exit 3 unless the verdict is this (allow or deny)')
     .option('-o, --output <format>', 'text or json', 'text')
@@ -40,10 +43,14 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       'reference, or compiled (the verdict from the classifier, the explanation from the reference)',
       'reference',
     )
-    .action(async (raw: Record<string, unknown>) => {
+    .action(async (raw: Record<string, unknown>, command: Command) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const protocol: Protocol = checkChoice('--protocol', String(raw.protocol).toUpperCase(), PROTOCOLS);
+      const { portText, protocol } = portAndProtocol(
+        String(raw.port),
+        String(raw.protocol),
+        command.getOptionValueSource('protocol') === 'cli',
+      );
       const expect =
         raw.expect === undefined
           ? undefined
@@ -64,7 +71,6 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError(
           `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
         );
-      const portText = String(raw.port);
       let port: number;
       let portName: string | undefined;
       if (/^[0-9]+$/.test(portText)) {
@@ -74,7 +80,13 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         const resolved = resolveNamedPort(to.address, portText, protocol);
         if (resolved === undefined) {
           const where = to.address.kind === 'endpoint' ? to.address.endpoint.id : formatIp(to.address.ip);
-          throw new UsageError(`--port: ${where} has no ${protocol} container port named "${portText}"`);
+          const other = PROTOCOLS.find(
+            (p) => p !== protocol && resolveNamedPort(to.address, portText, p) !== undefined,
+          );
+          const hint = other ? ` (it has one on ${other}: --port ${portText}/${other})` : '';
+          throw new UsageError(
+            `--port: ${where} has no ${protocol} container port named "${portText}"${hint}`,
+          );
         }
         port = resolved;
         portName = portText;
@@ -121,4 +133,24 @@ function verdictWords(verdict: Verdict): string {
   const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
   if (families.every((f) => f.allowed === verdict.allowed)) return verdict.allowed ? 'allowed' : 'denied';
   return families.map((f) => `${f.allowed ? 'allowed' : 'denied'} over IPv${f.family}`).join(' and ');
+}
+
+/**
+ * `--port 53/UDP` names its protocol as `matrix --port` and `assert` do; `--protocol` then may
+ * only agree with it (it defaults to TCP, so only a protocol given on the command line can clash).
+ */
+function portAndProtocol(
+  text: string,
+  protocolOption: string,
+  protocolGiven: boolean,
+): { portText: string; protocol: Protocol } {
+  const inline = /^(.+)\/([A-Za-z]+)$/.exec(text);
+  const portText = inline ? (inline[1] as string) : text;
+  const inlineProtocol = inline
+    ? checkChoice(`--port ${text}`, (inline[2] as string).toUpperCase(), PROTOCOLS)
+    : undefined;
+  const optionProtocol = checkChoice('--protocol', protocolOption.toUpperCase(), PROTOCOLS);
+  if (inlineProtocol && protocolGiven && inlineProtocol !== optionProtocol)
+    throw new UsageError(`--port ${text} says ${inlineProtocol} but --protocol says ${optionProtocol}`);
+  return { portText, protocol: inlineProtocol ?? optionProtocol };
 }
