@@ -8,7 +8,10 @@
  * object is a document of its own: a broken one gets its own errors and the others are read.
  *
  * In valid JSON a `{` follows only `[`, `,`, `:` or nothing, so a single document written over
- * many lines is never cut.
+ * many lines is never cut. One more cut: a line starting with `{` after a `,` that leaves only
+ * the object begun above open (a line whose closing `}` was typed as `,`). In an object a `,`
+ * is followed by a key, never by `{`, so valid JSON is never cut there either; without the cut
+ * the broken line swallowed the next one, a valid object lost without a word.
  */
 import { isSpace } from './json-documents.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
@@ -17,6 +20,10 @@ const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
 const COMMA = 0x2c;
 const COLON = 0x3a;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 
 /**
  * Where each object of `span` starts, when the span is two or more JSON objects one after
@@ -44,7 +51,12 @@ export function jsonObjectStarts(
   ) {
     let before = newline;
     while (before > first && isSpace(text.charCodeAt(before - 1))) before--;
-    if (endsValue(text.charCodeAt(before - 1))) starts.push(newline + 1);
+    const last = text.charCodeAt(before - 1);
+    if (
+      endsValue(last) ||
+      (last === COMMA && openAfter(text, starts[starts.length - 1] as number, before) === 1)
+    )
+      starts.push(newline + 1);
     newline = text.indexOf('\n{', newline + 1);
   }
   return starts.length > 1 ? starts : undefined;
@@ -76,4 +88,22 @@ export function splitJsonObjects(
 /** Whether a `{` after this character starts another object rather than a value inside one. */
 function endsValue(c: number): boolean {
   return !Number.isNaN(c) && c !== COMMA && c !== OPEN_BRACKET && c !== OPEN_BRACE && c !== COLON;
+}
+
+/** How many objects and arrays are open at `to`, counting from `from` (strings skipped). */
+function openAfter(text: string, from: number, to: number): number {
+  let open = 0;
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) open++;
+    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) open--;
+    else if (c === QUOTE) {
+      for (i++; i < to; i++) {
+        const d = text.charCodeAt(i);
+        if (d === BACKSLASH) i++;
+        else if (d === QUOTE) break;
+      }
+    }
+  }
+  return open;
 }

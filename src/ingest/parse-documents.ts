@@ -27,7 +27,8 @@ import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
-import { eachJsonDocument, fillLineCounter } from './json-documents.ts';
+import { eachJsonDocument, fillLineCounter, isSpace } from './json-documents.ts';
+import { unclosedOpener } from './unclosed-flow.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
@@ -246,9 +247,15 @@ export function readDocuments(
   /** One document of a run whose text is `segment`, starting at `base` in the file. */
   function readDocument(document: Document, span: DocumentSpan, segment: string, base: number): void {
     if (document.errors.length > 0) {
+      // An error the parser finds only at the document's end (a flow map never closed) is put
+      // right after its last character, not on the next line (another document's).
+      let contentEnd = span.end;
+      while (contentEnd > span.start && isSpace(text.charCodeAt(contentEnd - 1))) contentEnd--;
       for (const error of document.errors) {
-        const message = explain(error.message.split('\n')[0] ?? error.message);
-        const where = position(base + error.pos[0]);
+        const at = Math.min(base + error.pos[0], contentEnd);
+        const where = position(at);
+        const said = explain(error.message.split('\n')[0] ?? error.message);
+        const message = said + openedAt(text, said, span.start, at, where.line, position);
         diagnostics.add(
           makeDiagnostic('YAML_SYNTAX', message + tabHint(text, lineCounter, where.line), where),
         );
@@ -420,6 +427,27 @@ function tabHint(text: string, lineCounter: LineCounter, line: number): string {
 }
 
 /** Pathologically deep nesting exhausts the parser's stack; say what that means. */
+/**
+ * Where the flow collection the parser says is unclosed began, when on an earlier line than the
+ * error: ` (the { at line 7, column 16 is not closed)`.
+ */
+function openedAt(
+  text: string,
+  message: string,
+  from: number,
+  at: number,
+  line: number,
+  position: (offset: number) => SourceLocation,
+): string {
+  const closer = /end with an? ([}\]])/.exec(message)?.[1] as '}' | ']' | undefined;
+  if (!closer) return '';
+  const opener = unclosedOpener(text, from, at, closer);
+  if (opener === undefined) return '';
+  const where = position(opener);
+  if (where.line === line) return '';
+  return ` (the ${text[opener]} at line ${where.line}, column ${where.column} is not closed)`;
+}
+
 function explain(message: string): string {
   return /call stack/i.test(message) ? `document is nested too deeply to read (${message})` : message;
 }

@@ -251,6 +251,58 @@ describe('JSON documents', () => {
     );
   });
 
+  it('a JSON line whose closing brace was typed as a comma loses only itself, reported at its own end', () => {
+    const pod = (name: string, ip: string): string =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'n' },
+        status: { podIP: ip },
+      });
+    const broken = `${pod('a', '10.0.0.1').slice(0, -1)},`;
+    const text = [broken, pod('b', '10.0.0.2'), pod('c', '10.0.0.3')].join('\n') + '\n';
+    const { objects, diagnostics } = parseDocuments({ name: 'f.json', text });
+    assert.deepEqual(
+      objects.map((o) => (o.value as { metadata: { name: string } }).metadata.name),
+      ['b', 'c'],
+    );
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.line, d.column]),
+      [['YAML_SYNTAX', 1, broken.length + 1]],
+    );
+    // A truncated line is reported at its own end too, not at the start of the next one.
+    const truncated = [pod('a', '10.0.0.1'), pod('b', '10.0.0.2').slice(0, -1), pod('c', '10.0.0.3')].join(
+      '\n',
+    );
+    const cut = parseDocuments({ name: 'f.json', text: truncated });
+    assert.equal(cut.objects.length, 2);
+    assert.deepEqual(
+      cut.diagnostics.map((d) => [d.line, d.column]),
+      [[2, pod('b', '10.0.0.2').length]],
+    );
+    // A comma before a line-starting { inside a list is valid JSON: not cut there.
+    const list =
+      '{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}},\n{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"y"}}]}\n# via YAML\n';
+    const read = parseDocuments({ name: 'f.json', text: list });
+    assert.deepEqual(read.diagnostics, []);
+    assert.equal(read.objects.length, 2);
+  });
+
+  it('a flow collection left open is named where it was opened', () => {
+    const text = [
+      'apiVersion: networking.k8s.io/v1',
+      'kind: NetworkPolicy',
+      'metadata: {name: x, namespace: a}',
+      'spec:',
+      '  podSelector: {matchLabels: {app: "x}"}',
+      '  policyTypes: [Ingress]',
+      '',
+    ].join('\n');
+    const { diagnostics } = parseDocuments({ name: 'f.yaml', text });
+    assert.equal(diagnostics.length, 1);
+    assert.match(diagnostics[0]?.message ?? '', /\(the \{ at line 5, column 16 is not closed\)$/);
+  });
+
   it('a document the fast path cannot take is read the YAML way alone, in its place; the rest stay fast', () => {
     const shape = generateShape('a', { scale: 0.0004, seed: 5 });
     const documents = [...shape.namespaces, ...shape.pods].map((o) => JSON.stringify(o, null, 1));

@@ -1,0 +1,54 @@
+/**
+ * Where a flow collection that was never closed began. The YAML parser notices a missing `}` or
+ * `]` only where the text can no longer belong to the collection — often the next line, or the
+ * next key — so its message points past the mistake; the `{` or `[` left open is where to look.
+ */
+
+const OPENERS: Readonly<Record<string, number>> = { '}': 0x7b, ']': 0x5b };
+const CLOSERS: Readonly<Record<number, number>> = { 0x7b: 0x7d, 0x5b: 0x5d };
+const QUOTE = 0x22;
+const APOSTROPHE = 0x27;
+const BACKSLASH = 0x5c;
+const HASH = 0x23;
+
+/**
+ * The offset of the innermost `{` (for `closer` "}") or `[` (for "]") still open at `at`,
+ * reading from `from` (a document's start); undefined when none is. Quoted strings and comments
+ * are skipped; brackets inside plain scalars are rare enough in manifests to count.
+ */
+export function unclosedOpener(
+  text: string,
+  from: number,
+  at: number,
+  closer: '}' | ']',
+): number | undefined {
+  const wanted = OPENERS[closer] as number;
+  const open: number[] = [];
+  for (let i = from; i < at; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE || c === APOSTROPHE) i = stringEnd(text, i, at);
+    else if (c === HASH && (i === from || /\s/.test(text[i - 1] as string))) {
+      const newline = text.indexOf('\n', i);
+      i = newline < 0 || newline >= at ? at : newline;
+    } else if (c === 0x7b || c === 0x5b) open.push(i);
+    else if (open.length > 0 && c === CLOSERS[text.charCodeAt(open[open.length - 1] as number)]) open.pop();
+  }
+  for (let k = open.length - 1; k >= 0; k--)
+    if (text.charCodeAt(open[k] as number) === wanted) return open[k];
+  return undefined;
+}
+
+/** The offset of the quote closing the string opened at `at` (or `limit` when unclosed). */
+function stringEnd(text: string, at: number, limit: number): number {
+  const quote = text.charCodeAt(at);
+  for (let i = at + 1; i < limit; i++) {
+    const c = text.charCodeAt(i);
+    if (quote === QUOTE && c === BACKSLASH) i++;
+    else if (c === quote) {
+      // '' is an escaped apostrophe inside a single-quoted string.
+      if (quote === APOSTROPHE && text.charCodeAt(i + 1) === APOSTROPHE) i++;
+      else return i;
+    }
+  }
+  return limit;
+}
