@@ -18,20 +18,18 @@ export function decodeLabels(
 ): Labels {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(labels ?? {})) {
+    // Both are checked, as the API server does: one round of fixes, not two.
     const keyProblem = labelKeyProblem(key);
-    if (keyProblem) {
+    if (keyProblem)
       ctx.report('LABEL_KEY_INVALID', `label key "${key}" is invalid: ${keyProblem}`, [...path, key], true);
-      continue;
-    }
     const valueProblem = labelValueProblem(value);
     if (valueProblem) {
       ctx.report('LABEL_VALUE_INVALID', `label value "${value}" for "${key}" is invalid: ${valueProblem}`, [
         ...path,
         key,
       ]);
-      continue;
     }
-    result[key] = value;
+    if (!keyProblem && !valueProblem) result[key] = value;
   }
   return result;
 }

@@ -248,6 +248,19 @@ describe('diagnostics for bad input', () => {
     assert.deepEqual(codes.sort(), ['PORT_OUT_OF_RANGE', 'PROTOCOL_INVALID', 'SCHEMA_UNKNOWN_FIELD']);
   });
 
+  it('reports an invalid label key and its invalid value together, as the API server does', () => {
+    const text = policy('  podSelector:\n    matchLabels:\n      "-bad": "x y"\n');
+    const found = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics.map((d) => [
+      d.code,
+      d.line,
+      d.column,
+    ]);
+    assert.deepEqual(found, [
+      ['LABEL_KEY_INVALID', 9, 7],
+      ['LABEL_VALUE_INVALID', 9, 15],
+    ]);
+  });
+
   it('skips the broken object and analyses the rest', () => {
     const text = [
       policy('  podSelector: {}\n  ingress:\n    - from: [{}]\n'),
