@@ -332,6 +332,17 @@ function judged(
       ),
     ];
   }
+  // Named on purpose, yet nothing in it: most likely not the file meant (an empty file found in
+  // a directory is a placeholder, and says nothing).
+  if (!input.discovered && objects === 0 && listed.length === 0) {
+    return [
+      makeDiagnostic(
+        'FILE_EMPTY',
+        `${input.name} holds no object (it is empty, or only comments and --- lines); is it the file you meant?`,
+        { file: input.name },
+      ),
+    ];
+  }
   if (input.discovered && !broken && objects > 0 && !kinds) {
     visitor.discard();
     return [

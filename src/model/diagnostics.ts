@@ -49,6 +49,11 @@ export const DIAGNOSTIC_CATALOGUE = {
     severity: 'error',
     summary: 'a file holds a control character YAML does not allow (NUL, escape…); it is skipped',
   },
+  FILE_EMPTY: {
+    severity: 'warning',
+    summary:
+      'a file named on the command line (or stdin) holds no object at all: empty, or only comments and separators',
+  },
   NOT_KUBERNETES: {
     severity: 'info',
     summary: 'a file found in a directory is not Kubernetes manifests (Chart.yaml, package.json…); skipped',

@@ -385,6 +385,24 @@ spec:
     }
     assert.deepEqual(warnings, []);
   });
+
+  it('an empty file named on the command line is pointed out; one found in a directory is not', async () => {
+    const folder = join(dir, 'with-empty');
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'empty.yaml'), '# nothing yet\n---\n');
+    await writeFile(join(folder, 'ns.yaml'), NAMESPACE('real'));
+    const named = await cli(['validate', '-f', join(folder, 'empty.yaml')]);
+    assert.equal(named.code, 0);
+    assert.match(named.stdout, /empty\.yaml: warning FILE_EMPTY: .*empty\.yaml holds no object/);
+    const walked = await cli(['validate', '-f', folder]);
+    assert.equal(walked.code, 0);
+    assert.doesNotMatch(walked.stdout, /FILE_EMPTY/);
+    // Nothing to connect is said so, not as "0 of 0 pairs … the others are denied".
+    const matrix = await cli(['matrix', '-f', join(folder, 'empty.yaml')]);
+    assert.match(matrix.stdout, /no pods in the matrix: nothing to connect/);
+    const withObjects = await cli(['validate', '-f', join(folder, 'ns.yaml')]);
+    assert.doesNotMatch(withObjects.stdout, /FILE_EMPTY/);
+  });
 });
 
 describe('-n and NO_COLOR', () => {

@@ -285,12 +285,21 @@ describe('ingest', () => {
     );
   });
 
-  it('treats empty files and empty documents as nothing', () => {
+  it('treats empty documents as nothing, and says when a named file holds nothing at all', () => {
     const { cluster, diagnostics } = loadFromTexts([
       { name: 'empty.yaml', text: '' },
       { name: 'blank.yaml', text: '---\n---\n# only a comment\n' },
+      { name: 'ns.yaml', text: '---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n' },
     ]);
     assert.equal(cluster.endpoints.length, 0);
-    assert.deepEqual(diagnostics, []);
+    assert.equal(cluster.namespaces.size, 1);
+    // Not an error (an empty file is valid YAML), but likely not the file meant.
+    assert.deepEqual(
+      diagnostics.map((d) => [d.file, d.severity, d.code]),
+      [
+        ['blank.yaml', 'warning', 'FILE_EMPTY'],
+        ['empty.yaml', 'warning', 'FILE_EMPTY'],
+      ],
+    );
   });
 });

@@ -69,7 +69,9 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
     }
     const pairs = ids.length * ids.length;
     yield style.dim(
-      `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
+      pairs === 0
+        ? '\nno pods in the matrix: nothing to connect\n'
+        : `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
     );
     return;
   }
