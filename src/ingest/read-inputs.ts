@@ -48,6 +48,7 @@ export async function visitInputs(
     visit,
     filesRead: 0,
     diagnostics: [],
+    seen: new Set(),
     ...(options.podOption ? { podOption: options.podOption } : {}),
   };
   for (const path of paths) {
@@ -69,6 +70,12 @@ interface Walk {
   readonly podOption?: (name: string) => string;
   filesRead: number;
   readonly diagnostics: Diagnostic[];
+  /**
+   * Files read already, by device and inode: one given twice (`-f app -f app`, a directory and
+   * a file in it, a link) is read once, or each of its objects would be "defined more than
+   * once" at its own place.
+   */
+  readonly seen: Set<string>;
 }
 
 function found(walk: Walk, file: InputFile): void {
@@ -148,6 +155,12 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     }
     return;
   }
+  const identity = `${info.dev}:${info.ino}`;
+  if (walk.seen.has(identity)) {
+    walk.filesRead++; // read, once: its directory does hold manifests
+    return;
+  }
+  walk.seen.add(identity);
   if (info.size > maxBytes) {
     diagnostics.push(tooLarge(path, maxBytes, info.size));
     return;

@@ -2,7 +2,7 @@
  * Manifest ingestion: every input form and every kind the issue lists, end to end.
  */
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadCluster, loadFromTexts } from '../../src/ingest/load.ts';
@@ -273,6 +273,16 @@ describe('ingest', () => {
     assert.deepEqual(validated.diagnostics.map((d) => d.message).slice(1), [
       'no such file or directory: shop/no-such-pod-7f3a (-f takes every word after it as a path)',
     ]);
+  });
+
+  it('reads a file given twice (again by name, through its directory, or a link) once', async (t) => {
+    const dir = await tempDir(t, 'palisade-twice-');
+    const file = join(dir, 'ns.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n');
+    await symlink(file, join(dir, 'link.yaml'));
+    const { cluster, diagnostics } = await loadCluster([dir, file, dir, join(dir, 'link.yaml')]);
+    assert.deepEqual(diagnostics, []); // no OBJECT_DUPLICATE, no NO_INPUT_FILES for the second dir
+    assert.deepEqual([...cluster.namespaces.keys()], ['a']);
   });
 
   it('says when a directory holds no manifests', async (t) => {
