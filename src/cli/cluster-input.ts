@@ -37,7 +37,7 @@ export function withClusterOptions(command: Command): Command {
     .option('-A, --all-namespaces', 'read every namespace of the cluster (the default)')
     .option(
       '-n, --namespace <namespace>',
-      'only this namespace (a cluster: read only it; files: only its endpoints, and one -n is the namespace of objects that name none, as kubectl); repeatable',
+      'only this namespace; repeatable. From a cluster, only its objects are read; from files (-f), only its pods are kept, and a single -n is also the namespace of objects that name none, as with kubectl -n',
       collect,
     );
 }

@@ -57,7 +57,12 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const done = (code: number): void => {
     exitCode = code;
   };
-  const output = { writeOut: (s: string) => io.stdout.write(s), writeErr: (s: string) => io.stderr.write(s) };
+  const output = {
+    writeOut: (s: string) => io.stdout.write(s),
+    writeErr: (s: string) => io.stderr.write(s),
+    // Commander's usage errors start "error:"; every other message of the tool "palisade:".
+    outputError: (s: string, write: (text: string) => void) => write(s.replace(/^error: /, 'palisade: ')),
+  };
   const program = new Command('palisade')
     .description('Kubernetes network policy: who can talk to whom, and why')
     .version(VERSION)

@@ -195,7 +195,7 @@ describe('palisade check', () => {
     assert.equal(known.code, 0);
     const missing = await cli(['check', '-f', EXAMPLE]);
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /required option '--from <address>' not specified/);
+    assert.match(missing.stderr, /^palisade: required option '--from <address>' not specified/);
     const bad = await cli(['frobnicate']);
     assert.equal(bad.code, 2);
     assert.doesNotMatch(unknown.stderr + port.stderr + missing.stderr + bad.stderr, /at .*\.ts:\d+/);

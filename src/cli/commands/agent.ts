@@ -3,24 +3,25 @@
  * one node's datapath enforcing it (see src/agent/). `--cleanup` removes what an agent installed
  * and exits. The agent's code (etcd client, pino, prom-client) is loaded only when it runs.
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
+import { checkChoice } from '../input-options.ts';
 import { DATAPATH_NAMES, isDatapathName, parsePodCidrs, runAgent } from '../../agent/index.ts';
 import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
 import { etcdEndpoints } from '../etcd-endpoints.ts';
 import { VERSION } from '../version.ts';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** `a, b or c`, as the other commands list their choices. */
+const orList = (words: readonly string[]): string =>
+  `${words.slice(0, -1).join(', ')} or ${words.at(-1) ?? ''}`;
 
 export function agentCommand(io: CliIo, done: (code: number) => void): Command {
   return new Command('agent')
     .description("enforce the reflected cluster's policy on one node, continuously (node agent)")
     .requiredOption('--node <name>', 'the node this agent enforces (its pods are those with spec.nodeName)')
-    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (http://127.0.0.1:2379)')
-    .addOption(
-      new Option('--datapath <name>', 'where policy is enforced')
-        .choices([...DATAPATH_NAMES])
-        .makeOptionMandatory(),
-    )
+    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (for example http://127.0.0.1:2379)')
+    .requiredOption('--datapath <name>', `where policy is enforced: ${orList(DATAPATH_NAMES)}`)
     .option('--prefix <root>', 'root of the reflected key layout in etcd', '/palisade')
     .option('--netns <name>', 'nftables: the network namespace whose table the agent owns (default: its own)')
     .option(
@@ -33,11 +34,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       '/healthz, /readyz and /metrics (loopback by default; "off": none)',
       '127.0.0.1:9464',
     )
-    .addOption(
-      new Option('--log-level <level>', 'JSON log lines from this level up')
-        .choices(LOG_LEVELS)
-        .default('info'),
-    )
+    .option('--log-level <level>', `JSON log lines from this level up: ${orList(LOG_LEVELS)}`, 'info')
     .option('--lease-ttl <seconds>', 'status lease: how soon a dead agent shows as dead', '10')
     .option('--status-interval <ms>', 'least time between two status writes', '1000')
     .option('--max-txn-ops <n>', "operations per etcd transaction (etcd's --max-txn-ops)", '128')
@@ -54,7 +51,9 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
     .action(async (raw: Record<string, unknown>) => {
       const endpoints = etcdEndpoints(raw.etcd);
       const datapath = String(raw.datapath);
-      if (!isDatapathName(datapath)) throw new UsageError(`--datapath ${datapath} is not known`);
+      if (!isDatapathName(datapath))
+        throw new UsageError(`--datapath must be one of ${DATAPATH_NAMES.join(', ')}, not "${datapath}"`);
+      const logLevel = checkChoice('--log-level', raw.logLevel, LOG_LEVELS);
       const ttl = wholeNumber(raw.leaseTtl, '--lease-ttl', 2);
       const statusInterval = wholeNumber(raw.statusInterval, '--status-interval', 0);
       const maxTxnOps = wholeNumber(raw.maxTxnOps, '--max-txn-ops', 2);
@@ -74,7 +73,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           podCidrs,
           allowNodeLocal: raw.nodeLocal !== false,
           ...(raw.listen === 'off' ? {} : { listen: listenAddress(String(raw.listen)) }),
-          logLevel: String(raw.logLevel),
+          logLevel,
           leaseTtlSeconds: ttl,
           statusIntervalMs: statusInterval,
           maxTxnOps,

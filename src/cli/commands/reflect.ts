@@ -20,7 +20,7 @@ import { etcdEndpoints } from '../etcd-endpoints.ts';
 export function reflectCommand(io: CliIo, done: (code: number) => void): Command {
   return withClusterOptions(new Command('reflect'))
     .description('reflect the cluster (or manifests) into etcd, and keep it current')
-    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (http://127.0.0.1:2379)')
+    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (for example http://127.0.0.1:2379)')
     .option('-f, --file <paths...>', 'reflect these manifests instead of a cluster')
     .option('--watch', 'with -f: reflect the files again whenever they change', false)
     .option('--once', 'reconcile etcd with the source once, then exit', false)

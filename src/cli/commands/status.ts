@@ -3,7 +3,8 @@
  * against the store's, lag, counts, last error, and agents whose lease expired (dead). Exits 1
  * when an agent is dead or its last realization failed, so scripts can wait on it.
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
+import { checkChoice } from '../input-options.ts';
 import { formatStatus, readClusterStatus, isEtcdUnreachable } from '../../agent/index.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { etcdEndpoints } from '../etcd-endpoints.ts';
@@ -11,10 +12,11 @@ import { etcdEndpoints } from '../etcd-endpoints.ts';
 export function statusCommand(io: CliIo, done: (code: number) => void): Command {
   return new Command('status')
     .description("node agents' status: realized revision against the store's, lag, errors, dead agents")
-    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (http://127.0.0.1:2379)')
+    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (for example http://127.0.0.1:2379)')
     .option('--prefix <root>', 'root of the key layout in etcd', '/palisade')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .option('-o, --output <format>', 'text or json', 'text')
     .action(async (raw: Record<string, unknown>) => {
+      const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const endpoints = etcdEndpoints(raw.etcd);
       let status;
       try {
@@ -24,7 +26,7 @@ export function statusCommand(io: CliIo, done: (code: number) => void): Command 
         io.stderr.write(`palisade: ${(error as Error).message}\n`);
         return done(EXIT_FINDINGS);
       }
-      if (raw.output === 'json') io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+      if (output === 'json') io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
       else io.stdout.write(formatStatus(status));
       const trouble = status.nodes.some((n) => n.state === 'dead' || n.record?.phase === 'failing');
       done(trouble ? EXIT_FINDINGS : EXIT_OK);
