@@ -13,11 +13,13 @@ struct packet {
 	__u8 nonfirst; /* a fragment after the first: ports come from the first */
 	__u8 first_fragment;
 	__u8 pass; /* neighbour discovery and other traffic no policy speaks of */
+	__u8 direct; /* read in place, with `ident`: a packet a hand-over (handoff.h) may carry */
 	__u16 sport;
 	__u16 dport;
 	__u32 frag_id;
 	__u8 src[16];
 	__u8 dst[16];
+	__u64 ident; /* the L4 header's bytes 4..12 (TCP: sequence and acknowledgement numbers) */
 };
 
 #define IPPROTO_ICMPV6_ 58
@@ -163,6 +165,11 @@ static __always_inline int parse_direct(struct __sk_buff *skb, struct packet *p)
 	p->sport = bpf_ntohs(ports[0]);
 	p->dport = bpf_ntohs(ports[1]);
 	p->tracked = 1;
+	/* The next 8 bytes name this packet among its connection's (a hand-over is one packet's). */
+	if ((void *)ports + 12 <= data_end) {
+		__builtin_memcpy(&p->ident, (__u8 *)ports + 4, 8);
+		p->direct = 1;
+	}
 	return 1;
 }
 

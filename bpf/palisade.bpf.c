@@ -101,6 +101,14 @@ struct {
 	__type(value, struct verdict_slot);
 } verdicts SEC(".maps");
 
+/* One slot per CPU: a receiver's verdict handed from from_pod to to_pod (struct handoff). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct handoff);
+} handoffs SEC(".maps");
+
 /* A table lookup's working state (too large for the 512-byte stack): one per CPU. */
 struct side_entry {
 	struct entry e; /* narrow tables: only e.w[0] (word 0) */
@@ -592,6 +600,7 @@ __noinline int judge(struct judgement *j)
 }
 
 #include "packet.h"
+#include "handoff.h"
 
 static __always_inline __u32 proto_index(__u8 proto)
 {
@@ -654,19 +663,30 @@ static __always_inline struct ct_side read_side(const struct ct_side *from)
 	return s;
 }
 
+/* A side to write beside the packet's own end's: the other end's, when this hook judged it too. */
+struct other_side {
+	__s32 allowed; /* -1: none */
+	__u32 dir;
+};
+
 /*
- * Writes this end's side of the connection: in place when the entry exists (judged again, or this
- * end's first packet of a connection the other end — a pod of this node too — inserted), else a
- * new entry with only this side.
+ * Writes this end's side of the connection (and the other end's, when from_pod judged it for a
+ * receiver on this node): in place when the entry exists (judged again, or this end's first
+ * packet of a connection the other end — a pod of this node too — inserted), else a new entry
+ * with the sides judged.
  */
 static __always_inline void record_side(struct ct_key *k, __u32 mine, __u32 epoch, __u32 allowed, __u32 dir,
-					__u32 found)
+					__u32 found, struct other_side other)
 {
 	/* An entry the packet's first lookup did not find is inserted at once (no second lookup). */
 	struct ct_value *v = found ? bpf_map_lookup_elem(&conntrack, k) : NULL;
 	if (!v) {
 		struct ct_value nv = {};
 		nv.end[mine & 1] = (struct ct_side){ .epoch = epoch, .allowed = allowed, .dir = dir, .judged = 1 };
+		if (other.allowed >= 0)
+			nv.end[(mine & 1) ^ 1] = (struct ct_side){
+				.epoch = epoch, .allowed = other.allowed, .dir = other.dir, .judged = 1
+			};
 		if (bpf_map_update_elem(&conntrack, k, &nv, BPF_NOEXIST) == 0)
 			return;
 		/* The other end inserted it meanwhile (on another CPU): keep its side, write ours. */
@@ -675,6 +695,35 @@ static __always_inline void record_side(struct ct_key *k, __u32 mine, __u32 epoc
 			return;
 	}
 	write_side(&v->end[mine & 1], epoch, allowed, dir);
+	if (other.allowed >= 0)
+		write_side(&v->end[(mine & 1) ^ 1], epoch, other.allowed, other.dir);
+}
+
+/*
+ * from_pod, a packet its sender's side passes whose receiver may be a pod of this node: the
+ * receiver's side, for its to_pod (the hand-over) and, when judged here, for the entry. Its side
+ * is current in the entry (read by the caller), or judged here as its to_pod would judge it — a
+ * new side as the receiver's ingress on the destination port, an earlier epoch's by its own first
+ * packet's direction and port; none when the destination is not a pod this node renders.
+ */
+static __always_inline struct other_side receiver_side(struct judgement *j, const struct packet *p,
+						       struct ct_side theirs, __u32 cfg)
+{
+	struct other_side out = { .allowed = -1 };
+	if (theirs.judged && !(cfg & CFG_RECHECK_FLOWS))
+		return out; /* its verdict stays, after its to_pod finds its record live: left to it */
+	__u32 dir = theirs.judged ? theirs.dir : DIR_INGRESS;
+	fill_addr(j->local.addr, p->dst);
+	fill_addr(j->remote.addr, p->src);
+	j->q.dir = dir;
+	/* The receiver's remote port is the sender's: its destination port when it opened the connection. */
+	j->q.port = dir == DIR_EGRESS ? p->sport : p->dport;
+	int allowed = judge(j);
+	if (allowed < 0)
+		return out;
+	out.allowed = allowed > 0;
+	out.dir = dir;
+	return out;
 }
 
 /*
@@ -682,6 +731,8 @@ static __always_inline void record_side(struct ct_key *k, __u32 mine, __u32 epoc
  * An entry judged in the current epoch was written after its local pod's record was found live
  * in that epoch, and the live side does not change within an epoch, so neither the record nor the
  * configuration is read again until the epoch moves. Everything policy-related comes after.
+ * Between two pods of this node, to_pod takes shorter still: the verdict from_pod handed over for
+ * this very packet (handoff.h), from the entry's receiver side or judged there.
  */
 static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 {
@@ -701,6 +752,12 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 	__u32 epoch = *(volatile __u32 *)&g->epoch;
 	__u32 side = epoch & 1;
 	__u32 egress = dir == DIR_EGRESS;
+
+	if (!egress && p.direct) {
+		int handed = handoff_take(&p, epoch);
+		if (handed >= 0)
+			return handed ? TC_ACT_OK : TC_ACT_SHOT;
+	}
 
 	if (p.nonfirst) {
 		struct frag_key fk = { .dir = dir, .proto = p.proto, .family = p.family, .id = p.frag_id };
@@ -723,8 +780,10 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 	__u32 rejudge = 0; /* this end judged the connection in an earlier epoch */
 	__u32 first_dir = dir;
 	__u32 found = 0; /* the connection has an entry (the other end's side, or this end's of an earlier epoch) */
+	__u32 mine = 0;
+	struct ct_side theirs = {}; /* the other end's side (from_pod: the receiver's) */
 	if (p.tracked) {
-		__u32 mine = !local_first(laddr, lport, raddr, rport);
+		mine = !local_first(laddr, lport, raddr, rport);
 		k.port_a = mine ? rport : lport;
 		k.port_b = mine ? lport : rport;
 		fill_addr(k.a, mine ? raddr : laddr);
@@ -733,9 +792,18 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 		if (v) {
 			found = 1;
 			struct ct_side own = read_side(&v->end[mine & 1]);
+			if (egress && p.direct)
+				theirs = read_side(&v->end[(mine & 1) ^ 1]);
 			if (own.judged) {
-				if (own.epoch == epoch)
+				if (own.epoch == epoch) {
+					/* Sent to a pod of this node whose side is current: hand it over. */
+					if (own.allowed && theirs.judged && theirs.epoch == epoch) {
+						struct config *c = bpf_map_lookup_elem(&config, &zero);
+						if (c && !(c->flags & CFG_NO_HANDOFF))
+							handoff_give(&p, epoch, theirs.allowed);
+					}
 					return verdict(&p, dir, own.allowed);
+				}
 				rejudge = 1 + own.allowed; /* 1: denied, 2: allowed */
 				first_dir = own.dir;
 			}
@@ -775,7 +843,17 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 	allowed = allowed > 0;
 	if (!p.tracked)
 		return allowed ? TC_ACT_OK : TC_ACT_SHOT;
-	record_side(&k, !local_first(laddr, lport, raddr, rport), epoch, allowed, judged_dir, found);
+	struct other_side other = { .allowed = -1 };
+	if (egress && allowed && p.direct && !(cfg & CFG_NO_HANDOFF)) {
+		if (theirs.judged && theirs.epoch == epoch) {
+			handoff_give(&p, epoch, theirs.allowed);
+		} else {
+			other = receiver_side(j, &p, theirs, cfg);
+			if (other.allowed >= 0)
+				handoff_give(&p, epoch, other.allowed);
+		}
+	}
+	record_side(&k, mine, epoch, allowed, judged_dir, found, other);
 	return verdict(&p, dir, allowed);
 }
 

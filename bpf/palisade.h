@@ -93,6 +93,7 @@
 #define CFG_ALLOW_NODE_LOCAL 1 /* NetworkPolicy always allows a pod's own node (the default) */
 #define CFG_RECHECK_FLOWS 2    /* tracked flows are judged again after an update */
 #define CFG_NO_VERDICT_CACHE 4 /* judge every first packet by the tables (benchmarks: the judging cost) */
+#define CFG_NO_HANDOFF 8       /* from_pod hands no verdict to to_pod (benchmarks: each hook on its own) */
 
 /* Flow directions, from the local pod's point of view. */
 #define DIR_EGRESS 0  /* from the pod: tc ingress of its host-side veth */
@@ -249,6 +250,27 @@ struct verdict_slot {
 	__u64 query; /* port | protocol index << 16 | direction << 24 | family << 32 | config.flags << 40 */
 	__u64 check; /* epoch | allowed << 32 | 1 << 33 | the hash's top 30 bits; 0: empty */
 	__u64 pad[2];
+};
+
+/*
+ * The receiver's verdict on one packet between two pods of this node, handed by the sender's
+ * from_pod to the receiver's to_pod (handoff.h). For a veth pair the receiver's tc egress runs
+ * on the same CPU right after the sender's tc ingress, in the same softirq, so a per-CPU slot
+ * written by the one and compared in full by the other — the packet's addresses, ports,
+ * protocol, its next 8 L4 header bytes (TCP: sequence and acknowledgement), the epoch — carries
+ * the verdict without the receiver's connection lookup or judgement. Anything that does not
+ * match exactly (a rewritten packet, another packet between, an update between) finds no
+ * verdict there and takes the ordinary path. `check` is written last, in one 8-byte store: the
+ * epoch, the verdict, and hash bits of the rest, so a slot rewritten halfway (a test run
+ * interrupted on its CPU) lends nothing; to_pod empties it when it takes it (one packet, one use).
+ */
+struct handoff {
+	__u8 src[16];
+	__u8 dst[16];
+	__u64 ports; /* sport | dport << 16 | protocol << 32 | family << 40 */
+	__u64 ident; /* the L4 header's bytes 4..12 */
+	__u64 check; /* epoch | allowed << 32 | 1 << 33 | hash bits; 0: empty */
+	__u64 pad;
 };
 
 /* A first fragment's ports, for the fragments after it (which carry none). */

@@ -56,6 +56,8 @@ export const CFG_ALLOW_NODE_LOCAL = 1;
 export const CFG_RECHECK_FLOWS = 2;
 /** Judge every first packet by the tables, never from the verdict cache (benchmarks measure judging with it). */
 export const CFG_NO_VERDICT_CACHE = 4;
+/** from_pod hands no verdict to to_pod (benchmarks compare each hook on its own with the hand-over). */
+export const CFG_NO_HANDOFF = 8;
 
 export const DIR_EGRESS = 0;
 export const DIR_INGRESS = 1;

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
@@ -31,6 +32,28 @@ import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/bu
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 import { needsEbpf, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';
 import { modelObjects, readSuite, walkSteps } from '../helpers/policy-conformance.ts';
+
+/**
+ * Pins this thread (Node's main thread, which makes the test runs) to the CPU it is on, so a
+ * from_pod test run and the to_pod after it share per-CPU maps as a packet's two hooks do;
+ * the returned function restores the earlier affinity.
+ */
+function pinToOneCpu(): (() => void) & { cpu: number } {
+  const koffi = createRequire(import.meta.url)('koffi') as {
+    load(path: string): { func(signature: string): (...args: unknown[]) => number };
+  };
+  const libc = koffi.load('libc.so.6');
+  const getAffinity = libc.func('int sched_getaffinity(int pid, size_t size, void *mask)');
+  const setAffinity = libc.func('int sched_setaffinity(int pid, size_t size, void *mask)');
+  const getCpu = libc.func('int sched_getcpu()');
+  const earlier = Buffer.alloc(128);
+  assert.ok(getAffinity(0, earlier.length, earlier) >= 0, 'sched_getaffinity');
+  const cpu = getCpu();
+  const mask = Buffer.alloc(128);
+  mask[cpu >> 3] = 1 << (cpu & 7);
+  assert.equal(setAffinity(0, mask.length, mask), 0, 'sched_setaffinity');
+  return Object.assign(() => void setAffinity(0, earlier.length, earlier), { cpu });
+}
 
 const CONFORMANCE = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
 
@@ -577,6 +600,8 @@ describe('the BPF program', { skip: SKIP }, () => {
       });
     const tcp = (src: IpAddress, dst: IpAddress, srcPort: number, dstPort: number): Buffer =>
       frameOf({ src, dst, protocol: 'TCP', srcPort, dstPort });
+    const v4 = (ip: IpAddress) =>
+      Buffer.from([...formatIp(ip).split('.').map(Number), ...new Array<number>(12).fill(0)]);
 
     /** One node's pipeline over n1's maps, and its two programs. */
     function node(objects: Raw[], recheckFlows = true) {
@@ -747,8 +772,6 @@ describe('the BPF program', { skip: SKIP }, () => {
       const path = join(pinDir(n1.location), 'maps', 'verdicts');
       try {
         assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'judged by the tables');
-        const v4 = (ip: IpAddress) =>
-          Buffer.from([...formatIp(ip).split('.').map(Number), ...new Array<number>(12).fill(0)]);
         const slots = (
           JSON.parse(
             execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', path], {
@@ -812,6 +835,131 @@ describe('the BPF program', { skip: SKIP }, () => {
         n.update([...base, dbFromWeb]);
         assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'allowed again');
       } finally {
+        n.close();
+      }
+    });
+
+    // Between two pods of the node, from_pod judges the receiver's side too, writes it into the
+    // connection's entry, and hands its verdict on this very packet to the to_pod that runs next
+    // on the same CPU (the test pins itself to one CPU so its test runs do the same). Proved by
+    // forging the handed verdict: to_pod follows it once, for exactly that packet in that epoch.
+    it('hands the receiver’s verdict from from_pod to to_pod for exactly one packet between pods of the node', () => {
+      const remote = ipOf('10.0.1.1');
+      const n = node([
+        ...base,
+        pod('a', 'far', { app: 'far' }, { ips: ['10.0.1.1'], node: 'n2' }),
+        dbFromWeb,
+        policy('a', 'far', {
+          podSelector: { matchLabels: { app: 'db' } },
+          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'far' } } }] }],
+        }),
+      ]);
+      const path = join(pinDir(n1.location), 'maps', 'handoffs');
+      const restore = pinToOneCpu();
+      /** This CPU's hand-over slot (struct handoff: src, dst, ports, ident, check at 48). */
+      const slot = (): Buffer => {
+        const [entry] = JSON.parse(
+          execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', path], { encoding: 'utf8' }),
+        ) as { values: { cpu: number; value: string[] }[] }[];
+        const value = entry?.values.find((v) => v.cpu === restore.cpu)?.value;
+        assert.ok(value, 'a slot for this CPU');
+        return Buffer.from(value.map((h) => parseInt(h, 16)));
+      };
+      const write = (value: Buffer) =>
+        execFileSync('bpftool', [
+          'map',
+          'update',
+          'pinned',
+          path,
+          'key',
+          'hex',
+          '00',
+          '00',
+          '00',
+          '00',
+          'value',
+          'hex',
+          ...[...value].map((b) => b.toString(16).padStart(2, '0')),
+        ]);
+      /** The slot's verdict forged to deny (bit 32 of its check: outside the hash it checks). */
+      const forgeDeny = () => {
+        const value = slot();
+        assert.notEqual(value.readBigUInt64LE(48), 0n, 'a verdict was handed over');
+        assert.equal(value[52]! & 1, 1, 'allowed');
+        value[52]! &= ~1;
+        write(value);
+      };
+      const withSeq = (frame: Buffer, seq: number) => {
+        const copy = Buffer.from(frame);
+        copy.writeUInt32BE(seq, 14 + 20 + 4);
+        return copy;
+      };
+      const bytes = (ip: IpAddress) => ({
+        family: 4 as const,
+        bytes: Buffer.concat([v4(ip), Buffer.alloc(12)]),
+      });
+      const side = (local: IpAddress, peer: IpAddress, lport: number, rport: number) => {
+        const { key, end } = layout.ctKey(6, bytes(local), bytes(peer), lport, rport);
+        const value = n1.maps().get('conntrack', key);
+        return value && layout.decodeCtSide(value, end);
+      };
+      try {
+        const sport = freshPort();
+        const syn = tcp(web, db, sport, 80);
+        assert.equal(n.from(syn), TC_ACT_OK, 'web opens');
+        assert.deepEqual(
+          side(db, web, 80, sport) && {
+            allowed: side(db, web, 80, sport)?.allowed,
+            direction: side(db, web, 80, sport)?.direction,
+          },
+          { allowed: true, direction: 1 },
+          'db’s side judged at web’s hook (its ingress), in the one insert',
+        );
+        forgeDeny();
+        assert.equal(n.to(syn), TC_ACT_SHOT, 'db’s hook follows the handed verdict');
+        assert.equal(n.to(syn), TC_ACT_OK, 'once: the same packet again takes the entry');
+
+        // A tracked packet: both sides current in the entry, handed over from it.
+        const next = withSeq(syn, 1);
+        assert.equal(n.from(next), TC_ACT_OK);
+        forgeDeny();
+        assert.equal(n.to(withSeq(syn, 2)), TC_ACT_OK, 'another packet of the connection: not its verdict');
+        assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'another connection: not its verdict');
+        assert.equal(n.to(next), TC_ACT_SHOT, 'the packet it was handed for');
+        assert.equal(n.from(next), TC_ACT_OK);
+        forgeDeny();
+        n.update([...base, dbFromWeb, isolated('web', 'Ingress')]);
+        assert.equal(
+          n.to(next),
+          TC_ACT_OK,
+          'an update between the hooks: the verdict of an old epoch decides nothing',
+        );
+
+        // A receiver whose side denies: handed over as denied, as its own hook judges it.
+        const closed = tcp(web, db, freshPort(), 81);
+        assert.equal(n.from(closed), TC_ACT_OK, 'web may send anywhere');
+        assert.equal(slot()[52]! & 1, 0, 'handed over: denied');
+        assert.equal(n.to(closed), TC_ACT_SHOT);
+
+        // Not to a pod of this node: nothing handed over, no side judged for it.
+        write(Buffer.alloc(64));
+        const out = freshPort();
+        assert.equal(n.from(tcp(db, remote, out, 443)), TC_ACT_OK);
+        assert.equal(slot().readBigUInt64LE(48), 0n, 'no hand-over to another node');
+        assert.ok(side(db, remote, out, 443), 'db’s side tracked');
+        assert.equal(side(remote, db, 443, out), undefined, 'the far end’s side not judged here');
+
+        // Off (the benchmarks' comparison): each hook judges its own side.
+        const flags = n1.maps().get('config', layout.u32(0))!.readUInt32LE(0);
+        n1.maps().put('config', layout.u32(0), layout.u32(flags | layout.CFG_NO_HANDOFF));
+        const alone = freshPort();
+        assert.equal(n.from(tcp(web, db, alone, 80)), TC_ACT_OK);
+        assert.equal(slot().readBigUInt64LE(48), 0n, 'off: nothing handed over');
+        assert.equal(side(db, web, 80, alone), undefined, 'off: db’s side left to its hook');
+        assert.equal(n.to(tcp(web, db, alone, 80)), TC_ACT_OK);
+        n1.maps().put('config', layout.u32(0), layout.u32(flags));
+      } finally {
+        restore();
         n.close();
       }
     });

@@ -1,0 +1,74 @@
+/*
+ * The hand-over of a receiver's verdict from the sender's from_pod to the receiver's to_pod, for
+ * a packet between two pods of this node (struct handoff in palisade.h says why it is sound).
+ * Part of palisade.bpf.c, included after struct packet and the handoffs map; not a header of its
+ * own.
+ */
+#ifndef PALISADE_HANDOFF_H
+#define PALISADE_HANDOFF_H
+
+#define HANDOFF_MARK (1ULL << 33)
+#define HANDOFF_HASH_BITS (~0ULL << 34)
+
+static __always_inline __u64 handoff_ports(const struct packet *p)
+{
+	return (__u64)p->sport | (__u64)p->dport << 16 | (__u64)p->proto << 32 | (__u64)p->family << 40;
+}
+
+/* Hash bits of a hand-over's fields, which its check word carries. */
+static __always_inline __u64 handoff_hash(const __u64 *s, const __u64 *d, __u64 ports, __u64 ident)
+{
+	__u64 h = (s[0] ^ ports) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ (h >> 31) ^ s[1]) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (h >> 29) ^ d[0]) * 0x94d049bb133111ebULL;
+	h = (h ^ (h >> 32) ^ d[1] ^ ident) * 0x9e3779b97f4a7c15ULL;
+	return (h ^ (h >> 29)) & HANDOFF_HASH_BITS;
+}
+
+/* from_pod: this packet's receiver's verdict in this epoch, for the to_pod that runs next. */
+static __always_inline void handoff_give(const struct packet *p, __u32 epoch, __u32 allowed)
+{
+	__u32 zero = 0;
+	struct handoff *h = bpf_map_lookup_elem(&handoffs, &zero);
+	if (!h)
+		return;
+	__u64 s[2], d[2];
+	__builtin_memcpy(s, p->src, 16);
+	__builtin_memcpy(d, p->dst, 16);
+	__u64 ports = handoff_ports(p);
+	/* Emptied first, so a reader between these stores finds no check of these fields. */
+	*(volatile __u64 *)&h->check = 0;
+	__builtin_memcpy(h->src, s, 16);
+	__builtin_memcpy(h->dst, d, 16);
+	h->ports = ports;
+	h->ident = p->ident;
+	*(volatile __u64 *)&h->check =
+		(__u64)epoch | (__u64)(allowed & 1) << 32 | HANDOFF_MARK | handoff_hash(s, d, ports, p->ident);
+}
+
+/* to_pod: the verdict handed over for exactly this packet in this epoch (0 or 1), or -1. */
+static __always_inline int handoff_take(const struct packet *p, __u32 epoch)
+{
+	__u32 zero = 0;
+	struct handoff *h = bpf_map_lookup_elem(&handoffs, &zero);
+	if (!h)
+		return -1;
+	__u64 check = *(volatile __u64 *)&h->check;
+	if (!check)
+		return -1;
+	__u64 s[2], d[2], hs[2], hd[2];
+	__builtin_memcpy(s, p->src, 16);
+	__builtin_memcpy(d, p->dst, 16);
+	__builtin_memcpy(hs, h->src, 16);
+	__builtin_memcpy(hd, h->dst, 16);
+	__u64 ports = handoff_ports(p);
+	if ((hs[0] ^ s[0]) | (hs[1] ^ s[1]) | (hd[0] ^ d[0]) | (hd[1] ^ d[1]) | (h->ports ^ ports) |
+	    (h->ident ^ p->ident) | ((check ^ epoch) & 0xffffffffULL))
+		return -1;
+	if ((check & (HANDOFF_MARK | HANDOFF_HASH_BITS)) != (HANDOFF_MARK | handoff_hash(s, d, ports, p->ident)))
+		return -1;
+	*(volatile __u64 *)&h->check = 0; /* one packet, one use */
+	return (check >> 32) & 1;
+}
+
+#endif /* PALISADE_HANDOFF_H */
