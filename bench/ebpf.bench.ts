@@ -34,7 +34,10 @@
  *    columns run with its verdict cache (a judgement made already this epoch comes from one
  *    slot); the n-client and 1,000-client streams again, and the two splitting configurations,
  *    run with every packet judged by the tables (CFG_NO_VERDICT_CACHE): what a judgement costs.
- *    Traffic runs eBPF at ~1 policy without the cache beside it too.
+ *    "n clients" grows the clients and the policies together; two judged columns hold one of
+ *    them: one client under n policies, and n clients under one policy.
+ *    Traffic runs eBPF at ~1 policy without the cache beside it too, and without the hand-over
+ *    from from_pod to to_pod (CFG_NO_HANDOFF: each hook judging and looking up its own side).
  * 3. Policy change → maps committed at shape (a) node-0 (scale 1: 100,000 pods; node-0 renders
  *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
  *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
@@ -86,17 +89,17 @@ function renderInto(location: PinLocation, node: string, cluster: Cluster): void
   renderer.settle();
   maps.close();
 }
-/** Every first packet judged by the tables (on), or a judgement made already this epoch taken from the verdict cache (off: the datapath's way). */
-function setJudgeEvery(location: PinLocation, on: boolean): void {
+/** Sets or clears configuration flags of a node's pinned maps. */
+function setConfigFlag(location: PinLocation, flag: number, on: boolean): void {
   const maps = PinnedMaps.open(location);
   const flags = (maps.get('config', layout.u32(0)) ?? layout.u32(0)).readUInt32LE(0);
-  maps.put(
-    'config',
-    layout.u32(0),
-    layout.u32(on ? flags | layout.CFG_NO_VERDICT_CACHE : flags & ~layout.CFG_NO_VERDICT_CACHE),
-  );
+  maps.put('config', layout.u32(0), layout.u32(on ? flags | flag : flags & ~flag));
   maps.close();
 }
+
+/** Every first packet judged by the tables (on), or a judgement made already this epoch taken from the verdict cache (off: the datapath's way). */
+const setJudgeEvery = (location: PinLocation, on: boolean): void =>
+  setConfigFlag(location, layout.CFG_NO_VERDICT_CACHE, on);
 
 const load = (): string =>
   execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ').slice(0, 3).join(' ');
@@ -263,6 +266,18 @@ async function traffic(
           label: `eBPF ${label}, no cache`,
           policies: cluster.policies.length,
           ...attached(judged, false),
+        });
+        // The same maps with each hook judging its own side (no hand-over from from_pod to
+        // to_pod): the datapath before session 9.
+        const alone: PinLocation = { instance: `bench-${process.pid}-alone` };
+        loadProgram(alone);
+        locations.push(alone);
+        renderInto(alone, 'node-0', cluster);
+        setConfigFlag(alone, layout.CFG_NO_HANDOFF, true);
+        configurations.push({
+          label: `eBPF ${label}, no hand-over`,
+          policies: cluster.policies.length,
+          ...attached(alone, false),
         });
       }
     }
@@ -585,7 +600,7 @@ function perPacket(): void {
     '\nper packet in the kernel (BPF_PROG_TEST_RUN, to_pod of the selected endpoint — the tracked reply: its from_pod —, ns as the kernel measures: the median packet, median of 5 rounds of 4,000)',
   );
   say(
-    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   its reply   judged: 1,000 clients, one policy's entries   one rule, n entries   n clients   1,000 clients",
+    "policies   new conn., n clients   1,000 clients (allowed)   (denied)   same client   tracked   its reply   judged: 1,000 clients, one policy's entries   one rule, n entries   n clients   1,000 clients   same client   n clients, 1 policy",
   );
   const location: PinLocation = { instance: `bench-pp-${process.pid}` };
   loadProgram(location);
@@ -652,6 +667,12 @@ function perPacket(): void {
       judgeEvery(true);
       const namedJudged = cost((k) => allowed(k % n));
       const spreadJudged = cost((k) => allowed(k % CLIENTS));
+      // The policies alone (one client, its entries read by every packet), and the clients alone
+      // (n different clients under one policy): "n clients" grows both at once.
+      const sameJudged = cost(() => allowed(Math.floor(n / 2)));
+      install(selectedBy(1));
+      judgeEvery(true);
+      const clientsJudged = cost((k) => ({ client: k % n, port: 1000 }));
       install(selectedBy(n, 'shared'));
       judgeEvery(true);
       const shared = cost((k) => ({ client: k % CLIENTS, port: 1000 + Math.floor(n / 2) }));
@@ -660,7 +681,7 @@ function perPacket(): void {
       const oneRule = cost((k) => allowed(k % CLIENTS));
       judgeEvery(false);
       say(
-        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${String(trackedReply).padStart(9)}   ${shared.toFixed(0).padStart(42)}   ${oneRule.toFixed(0).padStart(19)}   ${namedJudged.toFixed(0).padStart(9)}   ${spreadJudged.toFixed(0).padStart(13)}`,
+        `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${String(trackedReply).padStart(9)}   ${shared.toFixed(0).padStart(42)}   ${oneRule.toFixed(0).padStart(19)}   ${namedJudged.toFixed(0).padStart(9)}   ${spreadJudged.toFixed(0).padStart(13)}   ${sameJudged.toFixed(0).padStart(11)}   ${clientsJudged.toFixed(0).padStart(19)}`,
       );
     }
   } finally {
