@@ -21,6 +21,7 @@ export {
   PROGRAMS,
 } from './loader.ts';
 export { PinnedMaps, PinnedProgram } from './maps.ts';
+export { pinToCurrentCpu, type CpuPin } from './cpu.ts';
 export { PreviewMaps } from './preview.ts';
 export { frameOf, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from './frames.ts';
 export { EbpfError, type BpfMaps, type PinLocation } from './types.ts';

@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
@@ -20,6 +19,7 @@ import {
   layout,
   pinDir,
   PinnedProgram,
+  pinToCurrentCpu,
   TC_ACT_OK,
   TC_ACT_SHOT,
   type TestPacket,
@@ -32,28 +32,6 @@ import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/bu
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 import { needsEbpf, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';
 import { modelObjects, readSuite, walkSteps } from '../helpers/policy-conformance.ts';
-
-/**
- * Pins this thread (Node's main thread, which makes the test runs) to the CPU it is on, so a
- * from_pod test run and the to_pod after it share per-CPU maps as a packet's two hooks do;
- * the returned function restores the earlier affinity.
- */
-function pinToOneCpu(): (() => void) & { cpu: number } {
-  const koffi = createRequire(import.meta.url)('koffi') as {
-    load(path: string): { func(signature: string): (...args: unknown[]) => number };
-  };
-  const libc = koffi.load('libc.so.6');
-  const getAffinity = libc.func('int sched_getaffinity(int pid, size_t size, void *mask)');
-  const setAffinity = libc.func('int sched_setaffinity(int pid, size_t size, void *mask)');
-  const getCpu = libc.func('int sched_getcpu()');
-  const earlier = Buffer.alloc(128);
-  assert.ok(getAffinity(0, earlier.length, earlier) >= 0, 'sched_getaffinity');
-  const cpu = getCpu();
-  const mask = Buffer.alloc(128);
-  mask[cpu >> 3] = 1 << (cpu & 7);
-  assert.equal(setAffinity(0, mask.length, mask), 0, 'sched_setaffinity');
-  return Object.assign(() => void setAffinity(0, earlier.length, earlier), { cpu });
-}
 
 const CONFORMANCE = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
 
@@ -855,13 +833,13 @@ describe('the BPF program', { skip: SKIP }, () => {
         }),
       ]);
       const path = join(pinDir(n1.location), 'maps', 'handoffs');
-      const restore = pinToOneCpu();
+      const pin = pinToCurrentCpu();
       /** This CPU's hand-over slot (struct handoff: src, dst, ports, ident, check at 48). */
       const slot = (): Buffer => {
         const [entry] = JSON.parse(
           execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', path], { encoding: 'utf8' }),
         ) as { values: { cpu: number; value: string[] }[] }[];
-        const value = entry?.values.find((v) => v.cpu === restore.cpu)?.value;
+        const value = entry?.values.find((v) => v.cpu === pin.cpu)?.value;
         assert.ok(value, 'a slot for this CPU');
         return Buffer.from(value.map((h) => parseInt(h, 16)));
       };
@@ -959,7 +937,7 @@ describe('the BPF program', { skip: SKIP }, () => {
         assert.equal(n.to(tcp(web, db, alone, 80)), TC_ACT_OK);
         n1.maps().put('config', layout.u32(0), layout.u32(flags));
       } finally {
-        restore();
+        pin.restore();
         n.close();
       }
     });
