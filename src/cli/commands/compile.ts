@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
-import type { TieredTable } from '../../configurator/index.ts';
+import { TableTextOffload, type TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type GroupMember, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
 import {
@@ -19,6 +19,12 @@ import {
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { jsonPieces } from '../json-pieces.ts';
+
+/**
+ * Pods from which `compile` hashes and prints its tables in a worker thread (TableTextOffload):
+ * shape (a) ×0.25 has 25,000. Below, starting a thread costs about what it saves.
+ */
+const TABLE_OFFLOAD_PODS = 20_000;
 
 export function compileCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('compile'))
@@ -43,7 +49,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
-      const { inputErrors, pipeline, cache, millis } = await withHeapGrowingFreely(async () => {
+      const { inputErrors, pipeline, cache, millis, tableLines } = await withHeapGrowingFreely(async () => {
         const loaded = await loadInput(input, io, { rawObjects: false });
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
@@ -51,14 +57,28 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         }
         const started = performance.now();
         let cache: RendererCache | undefined;
-        // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
-        const pipeline = compileCluster(loaded.cluster, {
-          ...(node !== undefined ? { node } : {}),
-          renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
-        });
-        return { inputErrors, pipeline, cache, millis: performance.now() - started };
+        // A whole large cluster's tables are hashed (and printed, for text) in a worker thread
+        // as the configurator makes them; small inputs and one node's pods never start one.
+        const offload =
+          node === undefined && loaded.cluster.endpoints.length >= TABLE_OFFLOAD_PODS
+            ? TableTextOffload.create(output === 'text')
+            : undefined;
+        try {
+          // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
+          const pipeline = compileCluster(loaded.cluster, {
+            ...(node !== undefined ? { node } : {}),
+            renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
+            ...(offload ? { tableObserver: offload } : {}),
+          });
+          const millis = performance.now() - started;
+          const tableLines = await offload?.finish();
+          return { inputErrors, pipeline, cache, millis, tableLines };
+        } catch (error) {
+          await offload?.close();
+          throw error;
+        }
       });
-      const report = buildReport(pipeline, cache, node, side, millis);
+      const report = buildReport(pipeline, cache, node, side, millis, tableLines);
       // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
       if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
       else
@@ -97,6 +117,7 @@ function buildReport(
   node: string | undefined,
   side: 'ingress' | 'egress',
   millis: number,
+  tableLines: ReadonlyMap<RuleTable, string> | undefined,
 ): CompileReport {
   const pods = [...pipeline.compiledPods()].sort(([a], [b]) => (a < b ? -1 : 1));
   const tables = new Map<string, RuleTable>();
@@ -144,6 +165,7 @@ function buildReport(
     }),
     postponed: pipeline.postponed(),
     tables: distinct,
+    ...(tableLines ? { tableLines } : {}),
     tiers: [...tiers.values()],
     usage,
     groups,
