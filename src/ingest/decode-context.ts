@@ -70,6 +70,13 @@ export class DecodeContext {
     this.diagnostics.push(diagnostic);
   }
 
+  /** Forgets the diagnostics reported since `index` that `drop` picks (see prune-mistyped.ts). */
+  dropSince(index: number, drop: (diagnostic: Diagnostic) => boolean): void {
+    const kept = this.diagnostics.slice(index).filter((d) => !drop(d));
+    this.diagnostics.length = index;
+    this.diagnostics.push(...kept);
+  }
+
   /** How the number at `path` inside the object was written, when not as a decimal integer. */
   numberFormAt(path: FieldPath): string | undefined {
     return this.raw.locator.numberFormAt?.([...this.raw.basePath, ...path]);

@@ -13,7 +13,9 @@ import type {
   PolicyRule,
   Protocol,
 } from '../model/types.ts';
+import type { z } from 'zod';
 import type { DecodeContext } from './decode-context.ts';
+import { pruneMistyped } from './prune-mistyped.ts';
 import { decodeSelector } from './decode-labels.ts';
 import {
   lenientNetworkPolicySchema,
@@ -30,14 +32,27 @@ const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1'
 
 export function decodeNetworkPolicy(ctx: DecodeContext): NetworkPolicy | undefined {
   let parsed = networkPolicySchema.safeParse(ctx.raw.value);
+  let mistyped: ReturnType<typeof pruneMistyped>;
   if (!parsed.success) {
     ctx.reportSchemaIssues(parsed.error.issues);
-    // Unknown fields alone leave a usable structure: check the rest too, so all problems show at once.
-    if (!parsed.error.issues.every((issue) => issue.code === 'unrecognized_keys')) return undefined;
-    parsed = lenientNetworkPolicySchema.safeParse(ctx.raw.value);
+    // Unknown fields alone leave a usable structure, and mistyped fields can be left out of a
+    // copy: check the rest too, so all problems show at once (the object is skipped anyway).
+    const unknownOnly = parsed.error.issues.every((issue) => issue.code === 'unrecognized_keys');
+    mistyped = unknownOnly ? undefined : pruneMistyped(ctx.raw.value, parsed.error.issues);
+    if (!unknownOnly && !mistyped) return undefined;
+    parsed = lenientNetworkPolicySchema.safeParse(mistyped ? mistyped.value : ctx.raw.value);
     if (!parsed.success) return undefined;
   }
-  const raw = parsed.data;
+  const before = ctx.diagnostics.length;
+  const policy = decodeParsed(ctx, parsed.data);
+  if (mistyped) ctx.dropSince(before, mistyped.isSibling);
+  return policy;
+}
+
+function decodeParsed(
+  ctx: DecodeContext,
+  raw: z.infer<typeof networkPolicySchema>,
+): NetworkPolicy | undefined {
   const apiVersion = API_VERSIONS.find((v) => v === raw.apiVersion);
   if (!apiVersion) {
     ctx.report(

@@ -248,6 +248,36 @@ describe('diagnostics for bad input', () => {
     assert.deepEqual(codes.sort(), ['PORT_OUT_OF_RANGE', 'PROTOCOL_INVALID', 'SCHEMA_UNKNOWN_FIELD']);
   });
 
+  it("reports a policy's type errors and its other problems in one round, not what leaving a field out implies", () => {
+    const text = policy(
+      [
+        '  podSelector: []',
+        '  policyTypes: Ingress',
+        '  ingress:',
+        '    - from: {podSelector: {}}',
+        '      ports:',
+        '        - port: 70000',
+        '        - {port: 100, endPort: 50}',
+        '        - {port: [80], endPort: 90}',
+        '',
+      ].join('\n'),
+    );
+    const { cluster, diagnostics } = loadFromTexts([{ name: 'bad.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.path]),
+      [
+        ['SCHEMA_TYPE', 'spec.podSelector'],
+        ['SCHEMA_TYPE', 'spec.policyTypes'],
+        ['SCHEMA_TYPE', 'spec.ingress[0].from'],
+        ['PORT_OUT_OF_RANGE', 'spec.ingress[0].ports[0].port'],
+        ['END_PORT_BEFORE_PORT', 'spec.ingress[0].ports[1].endPort'],
+        // ports[2]'s endPort is not said to lack a port: its port is there, of the wrong type.
+        ['SCHEMA_TYPE', 'spec.ingress[0].ports[2].port'],
+      ],
+    );
+    assert.equal(cluster.policies.length, 0, 'the object is still skipped');
+  });
+
   it('reports an invalid label key and its invalid value together, as the API server does', () => {
     const text = policy('  podSelector:\n    matchLabels:\n      "-bad": "x y"\n');
     const found = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics.map((d) => [
