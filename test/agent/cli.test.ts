@@ -114,7 +114,29 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
   it('refuses bad options with a usage error', async () => {
     const bad = await cli(['agent', '--node', 'n1', '--etcd', 'http://127.0.0.1:1', '--datapath', 'nope']);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /argument 'nope' is invalid/);
+    assert.match(
+      bad.stderr,
+      /^palisade: --datapath must be one of nftables, classifier, vpp-acl, vpptcp, not "nope"/,
+    );
+    const level = await cli([
+      'agent',
+      '--node',
+      'n1',
+      '--etcd',
+      'http://127.0.0.1:1',
+      '--datapath',
+      'nftables',
+      '--log-level',
+      'loud',
+    ]);
+    assert.equal(level.code, 2);
+    assert.match(
+      level.stderr,
+      /--log-level must be one of fatal, error, warn, info, debug, trace, silent, not "loud"/,
+    );
+    const output = await cli(['status', '--etcd', 'http://127.0.0.1:1', '-o', 'yaml']);
+    assert.equal(output.code, 2);
+    assert.match(output.stderr, /--output must be one of text, json, not "yaml"/);
     const cidr = await cli([
       'agent',
       '--node',
