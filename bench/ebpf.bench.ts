@@ -329,6 +329,8 @@ async function traffic(
     const iperfPackets = configurations.map(() => [] as number[]);
     const connectNs = configurations.map(() => [] as number[]);
     const connectPackets = configurations.map(() => [] as number[]);
+    // Each program's run time per connection (from_pod, to_pod): the hand-over moves work between them.
+    const connectEach = configurations.map(() => [] as number[]);
     const perPacket = (a: ProgramStats, b: ProgramStats) =>
       b.count > a.count ? (b.nanoseconds - a.nanoseconds) / (b.count - a.count) : NaN;
     await run('sysctl', ['-q', '-w', 'kernel.bpf_stats_enabled=1']);
@@ -342,13 +344,14 @@ async function traffic(
       const after = programStats(configuration.programs);
       connectNs[c]?.push(perPacket(before, connected));
       connectPackets[c]?.push((connected.count - before.count) / connections);
+      connectEach[c] = connected.each.map((ns, i) => (ns - (before.each[i] ?? 0)) / connections);
       iperfNs[c]?.push(perPacket(connected, after));
       iperfPackets[c]?.push((after.count - connected.count) / seconds);
       await configuration.off();
     }
     reportTraffic(
       configurations,
-      { throughputs, rates, cpus, iperfNs, iperfPackets, connectNs, connectPackets },
+      { throughputs, rates, cpus, iperfNs, iperfPackets, connectNs, connectPackets, connectEach },
       runs,
       seconds,
       connections,
@@ -367,6 +370,8 @@ async function traffic(
 interface ProgramStats {
   readonly nanoseconds: number;
   readonly count: number;
+  /** Run time per program (from_pod, to_pod), in the order of the paths given. */
+  readonly each: readonly number[];
 }
 
 interface TrafficRuns {
@@ -381,6 +386,7 @@ interface TrafficRuns {
   /** ns per packet during the connections (each one's first packets judged, the rest tracked), and packets per connection. */
   readonly connectNs: number[][];
   readonly connectPackets: number[][];
+  readonly connectEach: number[][];
 }
 
 const spread = (values: readonly number[], digits = 0): string =>
@@ -444,7 +450,10 @@ function reportTraffic(
         withSpread(cr, 1, '%').padEnd(16) +
         ' ' +
         (ns.length ? median(ns).toFixed(0) : '-').padEnd(18) +
-        (cn.length ? `${median(cn).toFixed(0)}, ${median(cp).toFixed(1)}` : '-'),
+        (cn.length ? `${median(cn).toFixed(0)}, ${median(cp).toFixed(1)}` : '-') +
+        ((t.connectEach[c] ?? []).length === 2
+          ? `; ns per connection: from_pod ${(t.connectEach[c] ?? [])[0]?.toFixed(0)}, to_pod ${(t.connectEach[c] ?? [])[1]?.toFixed(0)}`
+          : ''),
     );
     if (!configuration.label.startsWith('eBPF')) continue;
     if (tr.length)
@@ -505,6 +514,7 @@ function loadEmptyProgram(location: PinLocation, scratch: string): void {
 function programStats(paths: readonly string[] | undefined): ProgramStats {
   let nanoseconds = 0;
   let count = 0;
+  const each: number[] = [];
   for (const path of paths ?? []) {
     const shown = JSON.parse(
       execFileSync('bpftool', ['-j', 'prog', 'show', 'pinned', path], { encoding: 'utf8' }),
@@ -514,8 +524,9 @@ function programStats(paths: readonly string[] | undefined): ProgramStats {
     };
     nanoseconds += shown.run_time_ns ?? 0;
     count += shown.run_cnt ?? 0;
+    each.push(shown.run_time_ns ?? 0);
   }
-  return { nanoseconds, count };
+  return { nanoseconds, count, each };
 }
 
 const ip = (text: string): IpAddress => {
