@@ -15,6 +15,8 @@
  * closed) gives its tables, and a tracked connection is judged again by its first packet's
  * direction and port (so a connection a new policy denies is cut at its next packet); a new one is
  * judged by the tables: tier tables by their lowest matching slot, NetworkPolicy tables by any.
+ * Between two pods of this node the sender's from_pod settles the receiver's side too and hands
+ * its verdict on the packet to the receiver's to_pod, which runs next on the same CPU (handoff.h).
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
