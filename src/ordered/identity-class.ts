@@ -23,7 +23,11 @@ export interface IdentityClass<V> {
   entries: Entries<V>;
   /** Refused keys (when the map records them), with the placeholder identity. */
   refused: RefusedKey[];
-  readonly members: Set<number>;
+  /**
+   * How many identities are in the class (the MapState's index says which): kept as a count, as
+   * a set of members cost a hash insertion and deletion per identity that moves.
+   */
+  size: number;
 }
 
 /**
@@ -165,40 +169,4 @@ function coverAgain<V>(entries: Entries<V>, wild: MapEntry<V>): void {
   if (current && next && sameEntry(current, next)) return;
   if (current) entries.delete(key);
   if (next) entries.set(key, next);
-}
-
-/** Identities below this are kept in an array (pod indexes, Cilium's numeric identities). */
-const DENSE_LIMIT = 1 << 24;
-
-/**
- * Values by identity: an array for small non-negative integers, a Map for the rest. A lookup per
- * selected identity is the insertion's main cost at 100,000 identities, and an array index is a
- * fraction of a hash probe into a Map that size.
- */
-export class IdentityIndex<T> {
-  private readonly dense: (T | undefined)[] = [];
-  private readonly sparse = new Map<number, T>();
-
-  get(identity: number): T | undefined {
-    return isDense(identity) ? this.dense[identity] : this.sparse.get(identity);
-  }
-
-  set(identity: number, value: T): void {
-    if (!isDense(identity)) this.sparse.set(identity, value);
-    else {
-      // Grown in order, so the array stays packed rather than turning into a dictionary.
-      while (this.dense.length < identity) this.dense.push(undefined);
-      this.dense[identity] = value;
-    }
-  }
-
-  delete(identity: number): void {
-    if (isDense(identity)) {
-      if (identity < this.dense.length) this.dense[identity] = undefined;
-    } else this.sparse.delete(identity);
-  }
-}
-
-function isDense(identity: number): boolean {
-  return identity >= 0 && identity < DENSE_LIMIT && Number.isInteger(identity);
 }
