@@ -8,9 +8,10 @@
 import { type Entries, byPriority, coveringEntry, entryOf, refusal, sameEntry } from './map-entries.ts';
 import { keyNumber, prefixContains, prefixOf } from './port-prefix.ts';
 import type { MapEntry, MapRule, RefusedKey } from './types.ts';
+import type { Groupable } from './transaction-groups.ts';
 import type { WildcardLayer } from './wildcard-layer.ts';
 
-export interface IdentityClass<V> {
+export interface IdentityClass<V> extends Groupable {
   /**
    * The rule set's key (ruleSetKey): equal sets, equal keys. Kept as its two halves and the
    * length too, so a class's key with more rules is computed from them without the list. A

@@ -278,7 +278,15 @@ export class MapState<V> {
     const known = this.classes.get(signature);
     if (known) return known;
     const rules = list();
-    const cls: IdentityClass<V> = { signature, hashes, rules, ...compute(rules), size: 0 };
+    const cls: IdentityClass<V> = {
+      signature,
+      hashes,
+      rules,
+      ...compute(rules),
+      size: 0,
+      groupTransaction: -1,
+      groupRoot: -1,
+    };
     this.classes.set(signature, cls);
     return cls;
   }
@@ -330,8 +338,14 @@ export class MapState<V> {
     try {
       for (let i = 0; i < sets.length; i++) groups.addSet(i, sets[i] as ReadonlySet<number>);
       for (const identity of touched) groups.touch(identity);
+      // One per group, in order (a packed array: it is read once per identity).
       const moves: (Move<V> | undefined)[] = [];
-      for (const group of groups.groups()) {
+      for (let group = 0; group < groups.count; group++) {
+        const size = groups.size[group] as number;
+        if (size === 0) {
+          moves.push(undefined);
+          continue;
+        }
         // The added rules selecting the group, in the transaction's order (as the lists place
         // rules of equal priority).
         const joined = groups
@@ -339,8 +353,7 @@ export class MapState<V> {
           .flatMap((set) => rulesOfSet[set] as number[])
           .sort((a, b) => a - b)
           .map((i) => added[i] as MapRule<V>);
-        const from = groups.classOf[group];
-        moves[group] = this.moveGroup(from, groups.size[group] as number, joined, removed, keyByKey);
+        moves.push(this.moveGroup(groups.classOf[group], size, joined, removed, keyByKey));
       }
       this.handOut(groups, moves, changes);
       for (const move of moves) {

@@ -17,22 +17,34 @@
  */
 import { type IdentityIndex, IdentityMarks } from './identity-index.ts';
 
-export class TransactionGroups<C> {
+/**
+ * What a class carries for the grouping: the root of its identities in the transaction under
+ * way, kept on the class itself because identities of different classes alternate (pods are
+ * numbered across namespaces), so a cache of the last class misses and a Map costs a hash probe
+ * per identity.
+ */
+export interface Groupable {
+  /** The transaction `groupRoot` belongs to (TransactionGroups' serial number). */
+  groupTransaction: number;
+  groupRoot: number;
+}
+
+export class TransactionGroups<C extends Groupable> {
   /** Every identity reached, in the order it was first reached. */
   readonly reached: number[] = [];
   /** Per group: the class its identities were in when the transaction began. */
   readonly classOf: (C | undefined)[] = [];
-  /** Per group: how many identities are there now (kept as identities step down). */
+  /** Per group: how many identities end there (kept as identities step down; 0 for a step passed). */
   readonly size: number[] = [];
   /** Per group: the group one step up (-1 at a root) and the set that step added. */
   private readonly parent: number[] = [];
   private readonly set: number[] = [];
   /** (group, set) → the group one step down, keyed by group × sets + set. */
   private readonly steps = new Map<number, number>();
-  private readonly roots = new Map<C | undefined, number>();
-  /** The root last found (runs of identities share a class). */
-  private lastClass: C | undefined = undefined;
-  private lastRoot = -1;
+  /** The root of identities in no class. */
+  private unclassedRoot = -1;
+  /** Numbers the transactions, for Groupable. */
+  private serial = 0;
   /** Each reached identity's group + 1 (0: not reached). */
   private readonly marks = new IdentityMarks();
   /** How many identity sets the transaction has. */
@@ -44,6 +56,12 @@ export class TransactionGroups<C> {
   /** Starts a transaction with this many identity sets. */
   begin(sets: number): void {
     this.sets = sets;
+    this.serial++;
+  }
+
+  /** How many groups there are (some may have ended empty). */
+  get count(): number {
+    return this.size.length;
   }
 
   /** Identity set number `index` (added in increasing order) holds these identities. */
@@ -74,15 +92,6 @@ export class TransactionGroups<C> {
     return this.marks.get(identity) - 1;
   }
 
-  /** The groups identities end in, in the order they were made. */
-  groups(): number[] {
-    const found: number[] = [];
-    this.size.forEach((size, group) => {
-      if (size > 0) found.push(group);
-    });
-    return found;
-  }
-
   /** The sets on a group's path, in increasing order. */
   setsOf(group: number): number[] {
     const sets: number[] = [];
@@ -96,18 +105,21 @@ export class TransactionGroups<C> {
     this.marks.clear(this.reached);
     for (const array of [this.reached, this.classOf, this.size, this.parent, this.set]) array.length = 0;
     this.steps.clear();
-    this.roots.clear();
-    this.lastClass = undefined;
-    this.lastRoot = -1;
+    this.unclassedRoot = -1;
   }
 
   private reach(identity: number): number {
     this.reached.push(identity);
     const cls = this.classes.get(identity);
-    let root = this.lastRoot >= 0 && cls === this.lastClass ? this.lastRoot : this.roots.get(cls);
-    if (root === undefined) this.roots.set(cls, (root = this.node(-1, -1, cls)));
-    this.lastClass = cls;
-    this.lastRoot = root;
+    let root: number;
+    if (cls === undefined) {
+      if (this.unclassedRoot < 0) this.unclassedRoot = this.node(-1, -1, cls);
+      root = this.unclassedRoot;
+    } else if (cls.groupTransaction === this.serial) root = cls.groupRoot;
+    else {
+      root = cls.groupRoot = this.node(-1, -1, cls);
+      cls.groupTransaction = this.serial;
+    }
     this.marks.set(identity, root + 1);
     this.size[root] = (this.size[root] as number) + 1;
     return root;
