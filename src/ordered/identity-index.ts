@@ -75,6 +75,18 @@ export class IdentityMarks {
     }
   }
 
+  /** An identity's mark, unset. */
+  take(identity: number): number {
+    if (identity < this.dense.length && identity >= 0 && (identity | 0) === identity) {
+      const mark = this.dense[identity] as number;
+      this.dense[identity] = 0;
+      return mark;
+    }
+    const mark = this.sparse.get(identity) ?? 0;
+    this.sparse.delete(identity);
+    return mark;
+  }
+
   /** Unsets the marks of these identities (every identity that was set). */
   clear(identities: readonly number[]): void {
     const { dense } = this;

@@ -379,7 +379,7 @@ export class MapState<V> {
     const { reached } = groups;
     for (let i = 0; i < reached.length; i++) {
       const identity = reached[i] as number;
-      const move = moves[groups.groupOf(identity)];
+      const move = moves[groups.leave(identity)];
       if (move === undefined) continue;
       const { changed } = move;
       for (let c = 0; c < changed.length; c++) {
@@ -406,7 +406,8 @@ export class MapState<V> {
     keyByKey: boolean,
   ): Move<V> | undefined {
     const listOf = () => {
-      const rules = (from?.rules ?? []).filter((r) => !removed.has(r.label));
+      const before = from?.rules ?? [];
+      const rules = removed.size === 0 ? before.slice() : before.filter((r) => !removed.has(r.label));
       for (const rule of joined) insertRuleByPriority(rules, rule);
       return rules;
     };
@@ -431,10 +432,15 @@ export class MapState<V> {
       // its members stay where they are.
       const rules = list ?? listOf();
       const before = from.entries;
+      const { entries, refused } = computeEntries(rules);
       this.classes.delete(from.signature);
-      Object.assign(from, { signature, hashes, rules, ...computeEntries(rules) });
+      from.signature = signature;
+      from.hashes = hashes;
+      from.rules = rules;
+      from.entries = entries;
+      from.refused = refused;
       this.classes.set(signature, from);
-      return { from: undefined, to: from, changed: diff(before, from.entries), moves: false };
+      return { from: undefined, to: from, changed: diff(before, entries), moves: false };
     }
     const to =
       hashes.length === 0 ? undefined : this.classFor(hashes, () => list ?? listOf(), computeEntries);
