@@ -318,3 +318,54 @@ describe('MapState properties', () => {
     );
   });
 });
+
+describe('MapState identity classes', () => {
+  it('after insertions, removals and selector changes the map holds the classes of a fresh build', () => {
+    // Classes keep a member count, not their members: a count not kept leaves empty classes
+    // behind (entries stay right, the map grows). Insertions go key by key (no recorded refusals).
+    const opArb = fc.oneof(
+      fc.record({
+        type: fc.constant('add' as const),
+        rules: fc.array(fc.record({ rule: ruleArb, priority: fc.integer({ min: 0, max: 200 }) }), {
+          minLength: 1,
+          maxLength: 5,
+        }),
+      }),
+      fc.record({ type: fc.constant('remove' as const), which: fc.nat() }),
+      fc.record({
+        type: fc.constant('identities' as const),
+        which: fc.nat(),
+        identities: fc.subarray(IDENTITIES.slice(0, 5)),
+      }),
+    );
+    fc.assert(
+      fc.property(rulesArb, fc.array(opArb, { maxLength: 8 }), (initial, ops) => {
+        let rules = [...initial];
+        const map = new MapState<string>(initial);
+        for (const op of ops) {
+          if (op.type === 'add') {
+            const added: MapRule<string>[] = [];
+            for (const { rule: r, priority } of op.rules)
+              if (![...rules, ...added].some((x) => x.priority === priority))
+                added.push(rule(priority, r.protocol, r.ports, r.identities, r.verdict));
+            rules.push(...added);
+            map.addRules(added);
+          } else if (rules.length > 0) {
+            const target = rules[op.which % rules.length] as MapRule<string>;
+            if (op.type === 'remove') {
+              rules = rules.filter((r) => r !== target);
+              map.removeRule(target.label);
+            } else if (target.identities !== '*') {
+              const identities = new Set(op.identities);
+              rules = rules.map((r) => (r === target ? { ...r, identities } : r));
+              map.setIdentities(target.label, identities);
+            }
+          }
+          assert.equal(map.classCount, new MapState<string>(rules).classCount);
+        }
+        assert.deepEqual(entries(map), entries(new MapState<string>(rules)));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
