@@ -7,9 +7,14 @@
  * integers), each distinct rule's text once (107,603 of them), and the worker hashes and formats
  * as the tables come.
  *
+ * Once the tables are made, the worker prints the address groups too (65,791 groups, 231,000
+ * members at ×1), sent as pod indexes and ports, while the main thread lists the pods.
+ *
  * Nothing here decides anything: a table's id is the same function of the same texts
  * (tableIdOfTexts), and a table the worker never answered for (it failed, or the process has
- * one core) computes its own id on the main thread when asked, as every table did before.
+ * one core) computes its own id on the main thread when asked, as every table did before; the
+ * groups are printed by the same rules as compileTextLines', and the caller prints them itself
+ * when the worker does not answer.
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
@@ -37,7 +42,25 @@ export interface TableBatch {
   readonly texts: readonly string[];
 }
 
-export type TableTextRequest = { readonly batch: TableBatch } | { readonly finish: true };
+/**
+ * Address groups to print, as `compile`'s text prints them: each group's key and members, a
+ * member being one of `pods` (its id and its addresses, formatted and joined by commas) with a
+ * named port's number or -1. The worker sorts the groups by key and each group's members by pod.
+ */
+export interface GroupsToPrint {
+  readonly keys: readonly string[];
+  /** Members per group, in the order of `keys`. */
+  readonly sizes: Int32Array<ArrayBuffer>;
+  /** Per member: its index in `pods`, then its port number or -1 (both arrays are handed over). */
+  readonly members: Int32Array<ArrayBuffer>;
+  readonly pods: readonly string[];
+  readonly addresses: readonly string[];
+  /** What a group without members prints instead of its members (styled by the caller). */
+  readonly none: string;
+}
+
+export type TableTextRequest =
+  { readonly batch: TableBatch } | { readonly finish: true } | { readonly groups: GroupsToPrint };
 
 /** The worker's start-up data: whether to format the tables' rule lines (text output) or only hash. */
 export interface TableTextOptions {
@@ -45,12 +68,19 @@ export interface TableTextOptions {
 }
 
 /** Every table's id (16 characters each, in order) and, when asked for, its printed rule lines. */
-export interface TableTextReply {
+export interface TablesReply {
   readonly ids: string;
   /** The tables' rule lines one after the other; table i's are `lines.slice(ends[i-1], ends[i])`. */
   readonly lines?: string;
   readonly ends?: Int32Array;
 }
+
+/** The printed groups, one block per group (`  key\n    members\n`), in key order. */
+export interface GroupsReply {
+  readonly groups: string;
+}
+
+export type TableTextReply = TablesReply | GroupsReply;
 
 /** Tables sent per message: a message every few milliseconds of the main thread's compile. */
 const BATCH_TABLES = 4096;
@@ -58,7 +88,8 @@ const BATCH_TABLES = 4096;
 export class TableTextOffload implements TableObserver {
   private readonly tables: RuleTable[] = [];
   private readonly worker: Worker;
-  private readonly reply: Promise<TableTextReply | undefined>;
+  /** Callers waiting for the worker's answers, in the order it answers (one per request). */
+  private readonly waiting: ((reply: TableTextReply | undefined) => void)[] = [];
   private failed = false;
   /** Serial numbers whose text the worker has (1 = sent). */
   private sent = new Uint8Array(1 << 16);
@@ -73,16 +104,15 @@ export class TableTextOffload implements TableObserver {
     private readonly lines: boolean,
   ) {
     this.worker = spawnWorker(script, { lines } satisfies TableTextOptions);
-    this.reply = new Promise((resolve) => {
-      this.worker.once('message', (reply: TableTextReply) => resolve(reply));
-      // A worker that fails answers nothing: the tables make their own ids, as without it.
-      const gone = (): void => {
-        this.failed = true;
-        resolve(undefined);
-      };
-      this.worker.once('error', gone);
-      this.worker.once('exit', gone);
-    });
+    this.worker.on('message', (reply: TableTextReply) => this.waiting.shift()?.(reply));
+    // A worker that fails answers nothing more: the tables make their own ids, and the caller
+    // prints the groups itself, as without it.
+    const gone = (): void => {
+      this.failed = true;
+      for (const resolve of this.waiting.splice(0)) resolve(undefined);
+    };
+    this.worker.on('error', gone);
+    this.worker.on('exit', gone);
   }
 
   /**
@@ -113,18 +143,14 @@ export class TableTextOffload implements TableObserver {
   }
 
   /**
-   * Waits for the worker's answer, gives every table its id, and stops the worker. Made with
-   * `lines`: the tables' printed rule lines (numbered, as `compile` prints them) by table;
-   * undefined without, or when the worker failed (the caller formats them itself).
+   * Waits for the worker's tables, gives every table its id. Made with `lines`: the tables'
+   * printed rule lines (numbered, as `compile` prints them) by table; undefined without, or when
+   * the worker failed (the caller formats them itself). No table may be made after this.
    */
   async finish(): Promise<ReadonlyMap<RuleTable, string> | undefined> {
-    if (!this.failed) {
-      this.flush();
-      this.worker.postMessage({ finish: true } satisfies TableTextRequest);
-    }
-    const reply = await this.reply;
-    await this.worker.terminate();
-    if (!reply || reply.ids.length !== this.tables.length * 16) return undefined;
+    this.flush();
+    const reply = await this.ask({ finish: true });
+    if (!reply || !('ids' in reply) || reply.ids.length !== this.tables.length * 16) return undefined;
     const byTable =
       this.lines && reply.lines !== undefined && reply.ends ? new Map<RuleTable, string>() : undefined;
     let start = 0;
@@ -139,7 +165,21 @@ export class TableTextOffload implements TableObserver {
     return byTable;
   }
 
-  /** Stops the worker, answered or not (finish does this too; for a compile that failed). */
+  /** The groups as `compile`'s text prints them (see GroupsToPrint); undefined if the worker failed. */
+  async printGroups(groups: GroupsToPrint): Promise<string | undefined> {
+    const reply = await this.ask({ groups }, [groups.sizes.buffer, groups.members.buffer]);
+    return reply && 'groups' in reply ? reply.groups : undefined;
+  }
+
+  private ask(request: TableTextRequest, transfer: ArrayBuffer[] = []): Promise<TableTextReply | undefined> {
+    if (this.failed) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.worker.postMessage(request, transfer);
+    });
+  }
+
+  /** Stops the worker: after the last answer wanted, or when the compile failed. */
   async close(): Promise<void> {
     this.failed = true;
     await this.worker.terminate();

@@ -7,7 +7,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { numberedRuleLine } from '../model/rule.ts';
 import { tableIdOfTexts } from './table-id.ts';
-import type { TableBatch, TableTextOptions, TableTextReply, TableTextRequest } from './table-text-offload.ts';
+import type {
+  GroupsToPrint,
+  TableBatch,
+  TableTextOptions,
+  TableTextReply,
+  TableTextRequest,
+} from './table-text-offload.ts';
 
 const { lines: withLines } = workerData as TableTextOptions;
 
@@ -22,7 +28,9 @@ parentPort!.on('message', (request: TableTextRequest) => {
     take(request.batch);
     return;
   }
-  const reply: TableTextReply = withLines ? { ids, lines, ends: ends.slice(0, count) } : { ids };
+  let reply: TableTextReply;
+  if ('groups' in request) reply = { groups: printGroups(request.groups) };
+  else reply = withLines ? { ids, lines, ends: ends.slice(0, count) } : { ids };
   parentPort!.postMessage(reply);
 });
 
@@ -45,4 +53,41 @@ function take({ tables, serials, texts: newTexts }: TableBatch): void {
     }
     ends[count++] = lines.length;
   }
+}
+
+/**
+ * The groups in key order, each `  key\n    members\n` with its members by pod id, each member
+ * `pod[:port] addresses`, joined by `; ` (compileTextLines' group lines, and its order: the
+ * report sorts keys with the default sort and members by `<` on the pod id).
+ */
+function printGroups({ keys, sizes, members, pods, addresses, none }: GroupsToPrint): string {
+  const starts = new Int32Array(keys.length);
+  for (let g = 0, at = 0; g < keys.length; g++) {
+    starts[g] = at;
+    at += 2 * (sizes[g] as number);
+  }
+  const order = Array.from(keys.keys()).sort((a, b) => {
+    const ka = keys[a] as string;
+    const kb = keys[b] as string;
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+  let text = '';
+  const group: number[] = [];
+  for (const g of order) {
+    group.length = 0;
+    const start = starts[g] as number;
+    for (let m = 0; m < (sizes[g] as number); m++) group.push(start + 2 * m);
+    group.sort((a, b) =>
+      (pods[members[a] as number] as string) < (pods[members[b] as number] as string) ? -1 : 1,
+    );
+    let printed = '';
+    for (const at of group) {
+      const pod = members[at] as number;
+      const port = members[at + 1] as number;
+      if (printed !== '') printed += '; ';
+      printed += `${pods[pod] as string}${port >= 0 ? `:${port}` : ''} ${addresses[pod] as string}`;
+    }
+    text += `  ${keys[g] as string}\n    ${printed !== '' ? printed : none}\n`;
+  }
+  return text;
 }

@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
-import { TableTextOffload, type TieredTable } from '../../configurator/index.ts';
+import { TableTextOffload, type GroupsToPrint, type TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type GroupMember, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
 import {
@@ -49,43 +49,54 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
-      const { inputErrors, pipeline, cache, millis, tableLines } = await withHeapGrowingFreely(async () => {
-        const loaded = await loadInput(input, io, { rawObjects: false });
-        const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-        if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
-          throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
-        }
-        const started = performance.now();
-        let cache: RendererCache | undefined;
-        // A whole large cluster's tables are hashed (and printed, for text) in a worker thread
-        // as the configurator makes them; small inputs and one node's pods never start one.
-        const offload =
-          node === undefined && loaded.cluster.endpoints.length >= TABLE_OFFLOAD_PODS
-            ? TableTextOffload.create(output === 'text')
-            : undefined;
-        try {
-          // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
-          const pipeline = compileCluster(loaded.cluster, {
-            ...(node !== undefined ? { node } : {}),
-            renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
-            ...(offload ? { tableObserver: offload } : {}),
-          });
-          const millis = performance.now() - started;
-          const tableLines = await offload?.finish();
-          return { inputErrors, pipeline, cache, millis, tableLines };
-        } catch (error) {
-          await offload?.close();
-          throw error;
-        }
-      });
-      const report = buildReport(pipeline, cache, node, side, millis, tableLines);
-      // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
-      if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
-      else
-        await writeStreaming(
-          io.stdout,
-          compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
-        );
+      const style = styleFor(io.stdoutIsTty, io.env);
+      const { inputErrors, pipeline, cache, millis, tableLines, offload } = await withHeapGrowingFreely(
+        async () => {
+          const loaded = await loadInput(input, io, { rawObjects: false });
+          const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+          if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
+            throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+          }
+          const started = performance.now();
+          let cache: RendererCache | undefined;
+          // A whole large cluster's tables are hashed (and printed, for text) in a worker thread
+          // as the configurator makes them; small inputs and one node's pods never start one.
+          const offload =
+            node === undefined && loaded.cluster.endpoints.length >= TABLE_OFFLOAD_PODS
+              ? TableTextOffload.create(output === 'text')
+              : undefined;
+          try {
+            // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
+            const pipeline = compileCluster(loaded.cluster, {
+              ...(node !== undefined ? { node } : {}),
+              renderers: (store) =>
+                node !== undefined ? [(cache = RendererCache.forStore(store, side))] : [],
+              ...(offload ? { tableObserver: offload } : {}),
+            });
+            const millis = performance.now() - started;
+            const tableLines = await offload?.finish();
+            return { inputErrors, pipeline, cache, millis, tableLines, offload };
+          } catch (error) {
+            await offload?.close();
+            throw error;
+          }
+        },
+      );
+      try {
+        // The text's groups are printed by the worker while the pods are listed here.
+        const toPrint =
+          offload && output === 'text' ? groupsToPrint(pipeline, style.dim('(no members)')) : undefined;
+        const printing = toPrint && {
+          count: toPrint.keys.length,
+          text: (offload as TableTextOffload).printGroups(toPrint),
+        };
+        const report = await buildReport(pipeline, cache, node, side, millis, tableLines, printing);
+        // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
+        if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
+        else await writeStreaming(io.stdout, compileTextLines(report, style, raw.stats === true));
+      } finally {
+        await offload?.close();
+      }
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
@@ -108,17 +119,70 @@ async function withHeapGrowingFreely<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The groups as the report lists them: by key, each group's members by pod. */
+function reportGroups(pipeline: PolicyPipeline): CompileReport['groups'] {
+  // Members and pods are built by assignment, not conditional spreads: a spread in a literal
+  // copies through the runtime's slow path, and the report makes some 300,000 of these at ×1.
+  // A pod is a member of several groups, and its members share its address list: the list is
+  // formatted once, and a member without a port (the same in every such group) made once.
+  // (By the address list alone: a list belongs to one pod, or is one group's filtered copy.)
+  const plainMembers = new Map<readonly IpAddress[], ReportMember>();
+  const reportMember = (m: GroupMember): ReportMember => {
+    let plain = plainMembers.get(m.ips);
+    if (plain?.pod !== m.pod) plainMembers.set(m.ips, (plain = { pod: m.pod, ips: m.ips.map(formatIp) }));
+    return m.port === undefined ? plain : { pod: m.pod, ips: plain.ips, port: m.port };
+  };
+  return [...pipeline.state.groupKeys()].sort().map((key) => ({
+    key,
+    members: [...(pipeline.state.group(key)?.members.values() ?? [])]
+      .map(reportMember)
+      .sort((a, b) => (a.pod < b.pod ? -1 : 1)),
+  }));
+}
+
+/**
+ * The groups for the worker to print (TableTextOffload.printGroups): a member as the index of
+ * its pod and address list — formatted once, as reportGroups does — and its port.
+ */
+export function groupsToPrint(pipeline: PolicyPipeline, none: string): GroupsToPrint {
+  const keys = [...pipeline.state.groupKeys()];
+  const sizes = new Int32Array(keys.length);
+  const members: number[] = [];
+  const pods: string[] = [];
+  const addresses: string[] = [];
+  // By address list, as reportGroups' plain members: a list belongs to one pod, or is one
+  // group's filtered copy.
+  const indexOf = new Map<readonly IpAddress[], number>();
+  for (let g = 0; g < keys.length; g++) {
+    const group = pipeline.state.group(keys[g] as string);
+    if (!group) continue;
+    sizes[g] = group.members.size;
+    for (const m of group.members.values()) {
+      let index = indexOf.get(m.ips);
+      if (index === undefined || pods[index] !== m.pod) {
+        index = pods.length;
+        pods.push(m.pod);
+        addresses.push(m.ips.map(formatIp).join(','));
+        indexOf.set(m.ips, index);
+      }
+      members.push(index, m.port ?? -1);
+    }
+  }
+  return { keys, sizes, members: Int32Array.from(members), pods, addresses, none };
+}
+
 /** A group member as the report shows it (shared between groups: never changed). */
 type ReportMember = CompileReport['groups'][number]['members'][number];
 
-function buildReport(
+export async function buildReport(
   pipeline: PolicyPipeline,
   cache: RendererCache | undefined,
   node: string | undefined,
   side: 'ingress' | 'egress',
   millis: number,
   tableLines: ReadonlyMap<RuleTable, string> | undefined,
-): CompileReport {
+  printing: { count: number; text: Promise<string | undefined> } | undefined,
+): Promise<CompileReport> {
   const pods = [...pipeline.compiledPods()].sort(([a], [b]) => (a < b ? -1 : 1));
   const tables = new Map<string, RuleTable>();
   const tiers = new Map<string, TieredTable>();
@@ -131,44 +195,30 @@ function buildReport(
       usage.set(table.id, (usage.get(table.id) ?? 0) + 1);
     }
   }
-  // Members and pods are built by assignment, not conditional spreads: a spread in a literal
-  // copies through the runtime's slow path, and the report makes some 300,000 of these at ×1.
-  // A pod is a member of several groups, and its members share its address list: the list is
-  // formatted once, and a member without a port (the same in every such group) made once.
-  // (By the address list alone: a list belongs to one pod, or is one group's filtered copy.)
-  const plainMembers = new Map<readonly IpAddress[], ReportMember>();
-  const reportMember = (m: GroupMember): ReportMember => {
-    let plain = plainMembers.get(m.ips);
-    if (plain?.pod !== m.pod) plainMembers.set(m.ips, (plain = { pod: m.pod, ips: m.ips.map(formatIp) }));
-    return m.port === undefined ? plain : { pod: m.pod, ips: plain.ips, port: m.port };
-  };
-  const groups = [...pipeline.state.groupKeys()].sort().map((key) => ({
-    key,
-    members: [...(pipeline.state.group(key)?.members.values() ?? [])]
-      .map(reportMember)
-      .sort((a, b) => (a.pod < b.pod ? -1 : 1)),
-  }));
+  const podList = pods.map(([id, t]) => {
+    const pod: { -readonly [K in keyof CompileReport['pods'][number]]: CompileReport['pods'][number][K] } = {
+      id,
+    };
+    // In this order: it is the order of the JSON output's fields.
+    if (t.ingress) pod.ingress = t.ingress.id;
+    if (t.egress) pod.egress = t.egress.id;
+    if (t.ingressTiers) pod.ingressTiers = t.ingressTiers.id;
+    if (t.egressTiers) pod.egressTiers = t.egressTiers.id;
+    return pod;
+  });
+  const printed = await printing?.text;
+  const groups = printed !== undefined ? [] : reportGroups(pipeline);
   const distinct = [...tables.values()];
   const bindings = [...usage.values()].reduce((a, b) => a + b, 0);
   return {
-    pods: pods.map(([id, t]) => {
-      const pod: { -readonly [K in keyof CompileReport['pods'][number]]: CompileReport['pods'][number][K] } =
-        {
-          id,
-        };
-      // In this order: it is the order of the JSON output's fields.
-      if (t.ingress) pod.ingress = t.ingress.id;
-      if (t.egress) pod.egress = t.egress.id;
-      if (t.ingressTiers) pod.ingressTiers = t.ingressTiers.id;
-      if (t.egressTiers) pod.egressTiers = t.egressTiers.id;
-      return pod;
-    }),
+    pods: podList,
     postponed: pipeline.postponed(),
     tables: distinct,
     ...(tableLines ? { tableLines } : {}),
     tiers: [...tiers.values()],
     usage,
     groups,
+    ...(printing && printed !== undefined ? { printedGroups: { count: printing.count, text: printed } } : {}),
     ...(cache && node !== undefined
       ? {
           node: {
@@ -187,7 +237,7 @@ function buildReport(
       pods: pods.length,
       tables: distinct.length,
       rules: distinct.reduce((n, t) => n + t.rules.length, 0),
-      groups: groups.length,
+      groups: printing && printed !== undefined ? printing.count : groups.length,
       sharedTableRatio: distinct.length ? bindings / distinct.length : 0,
       millis,
     },
