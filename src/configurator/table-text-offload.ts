@@ -104,7 +104,13 @@ export class TableTextOffload implements TableObserver {
     private readonly lines: boolean,
   ) {
     this.worker = spawnWorker(script, { lines } satisfies TableTextOptions);
-    this.worker.on('message', (reply: TableTextReply) => this.waiting.shift()?.(reply));
+    // Held only while an answer is awaited: a worker left open never keeps the process alive.
+    this.worker.unref();
+    this.worker.on('message', (reply: TableTextReply) => {
+      const resolve = this.waiting.shift();
+      if (this.waiting.length === 0) this.worker.unref();
+      resolve?.(reply);
+    });
     // A worker that fails answers nothing more: the tables make their own ids, and the caller
     // prints the groups itself, as without it.
     const gone = (): void => {
@@ -175,6 +181,7 @@ export class TableTextOffload implements TableObserver {
     if (this.failed) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       this.waiting.push(resolve);
+      this.worker.ref();
       this.worker.postMessage(request, transfer);
     });
   }

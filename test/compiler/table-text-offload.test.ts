@@ -52,6 +52,7 @@ describe('table ids and lines made in a worker thread', () => {
     assert.ok(offload, 'the worker module is found beside the offload');
     const pipeline = compileCluster(cluster(), { tableObserver: offload });
     const lines = await offload.finish();
+    await offload.close();
     assert.ok(lines, 'the worker answered');
     const tables = distinctTables(pipeline);
     assert.ok(tables.length > 100, `a cluster with many tables (${tables.length})`);
@@ -71,6 +72,7 @@ describe('table ids and lines made in a worker thread', () => {
     const offload = TableTextOffload.create(true)!;
     const pipeline = compileCluster(cluster(), { tableObserver: offload });
     const lines = await offload.finish();
+    await offload.close();
     assert.equal(tablesText(distinctTables(pipeline), lines), tablesText(here));
   });
 
@@ -78,7 +80,15 @@ describe('table ids and lines made in a worker thread', () => {
     const offload = TableTextOffload.create(false)!;
     const pipeline = compileCluster(cluster(), { tableObserver: offload });
     assert.equal(await offload.finish(), undefined);
+    await offload.close();
     for (const table of distinctTables(pipeline)) assert.equal(table.id, canonicalTable(table.rules).id);
+  });
+
+  it('never keeps the process alive once answered, even if not closed', async () => {
+    // A worker still referenced would hold this test file's process: node --test would wait.
+    const offload = TableTextOffload.create(false)!;
+    compileCluster(cluster(), { tableObserver: offload });
+    assert.ok((await offload.finish()) === undefined);
   });
 
   it('leaves the tables to make their own ids when the worker is gone', async () => {
