@@ -6,6 +6,18 @@
  * identities) are kept in arrays, the rest in Maps.
  */
 
+/**
+ * An empty array that holds objects from the start. `[]` starts as an array of small integers and
+ * changes kind at its first object; code optimized on a map whose array has changed is thrown
+ * away when it meets a new map's array that has not (each new map's first insertion, and each
+ * of the benchmark's fresh copies).
+ */
+export function objectArray<T>(): T[] {
+  const array: T[] = [undefined as T];
+  array.length = 0;
+  return array;
+}
+
 /** Identities below this are kept in an array. */
 const DENSE_LIMIT = 1 << 24;
 
@@ -15,7 +27,7 @@ function isDense(identity: number): boolean {
 
 /** Values by identity: an array for small non-negative integers, a Map for the rest. */
 export class IdentityIndex<T> {
-  private readonly dense: (T | undefined)[] = [];
+  private readonly dense: (T | undefined)[] = objectArray();
   private readonly sparse = new Map<number, T>();
 
   get(identity: number): T | undefined {

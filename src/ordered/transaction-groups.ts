@@ -15,7 +15,7 @@
  * collection and throw away the optimized code that had embedded it, so each insertion ran
  * unoptimized (measured: steady-state CPU 55–75 ms against 20–25 ms kept).
  */
-import { type IdentityIndex, IdentityMarks } from './identity-index.ts';
+import { type IdentityIndex, IdentityMarks, objectArray } from './identity-index.ts';
 
 /**
  * What a class carries for the grouping: the root of its identities in the transaction under
@@ -33,7 +33,7 @@ export class TransactionGroups<C extends Groupable> {
   /** Every identity reached, in the order it was first reached. */
   readonly reached: number[] = [];
   /** Per group: the class its identities were in when the transaction began. */
-  readonly classOf: (C | undefined)[] = [];
+  readonly classOf: (C | undefined)[] = objectArray();
   /** Per group: how many identities end there (kept as identities step down; 0 for a step passed). */
   readonly size: number[] = [];
   /** Per group: the group one step up (-1 at a root) and the set that step added. */
