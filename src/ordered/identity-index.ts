@@ -5,18 +5,7 @@
  * that size; so identities that are small non-negative integers (pod indexes, Cilium's numeric
  * identities) are kept in arrays, the rest in Maps.
  */
-
-/**
- * An empty array that holds objects from the start. `[]` starts as an array of small integers and
- * changes kind at its first object; code optimized on a map whose array has changed is thrown
- * away when it meets a new map's array that has not (each new map's first insertion, and each
- * of the benchmark's fresh copies).
- */
-export function objectArray<T>(): T[] {
-  const array: T[] = [undefined as T];
-  array.length = 0;
-  return array;
-}
+import { objectArray } from './map-entries.ts';
 
 /** Identities below this are kept in an array. */
 const DENSE_LIMIT = 1 << 24;

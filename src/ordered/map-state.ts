@@ -33,6 +33,7 @@ import {
   diff,
   insertRuleByPriority,
   netChanges,
+  objectArray,
   withIdentity,
 } from './map-entries.ts';
 import { IdentityIndex } from './identity-index.ts';
@@ -143,7 +144,7 @@ export class MapState<V> {
       this.byLabel.set(rule.label, rule);
     }
     const protocols = new Set(rules.filter((r) => r.identities === '*').map((r) => r.protocol));
-    const changes: MapChange<V>[] = [];
+    const changes: MapChange<V>[] = objectArray();
     if (protocols.size > 0) {
       for (const change of this.wildcard.rebuild(this.rules, this.recordRefused)) changes.push(change);
       this.recomputeClasses(protocols, changes);
@@ -355,7 +356,7 @@ export class MapState<V> {
           .map((i) => added[i] as MapRule<V>);
         moves.push(this.moveGroup(groups.classOf[group], size, joined, removed, keyByKey));
       }
-      this.handOut(groups, moves, changes);
+      this.handOut(groups.reached, groups, moves, changes);
       for (const move of moves) {
         const from = move?.from;
         if (from && from.size === 0 && this.classes.get(from.signature) === from)
@@ -372,11 +373,11 @@ export class MapState<V> {
    * times in the ×1 benchmark's insertion, the first time before it is optimized.
    */
   private handOut(
+    reached: readonly number[],
     groups: TransactionGroups<IdentityClass<V>>,
     moves: readonly (Move<V> | undefined)[],
     changes: MapChange<V>[],
   ): void {
-    const { reached } = groups;
     for (let i = 0; i < reached.length; i++) {
       const identity = reached[i] as number;
       const move = moves[groups.leave(identity)];
@@ -440,7 +441,9 @@ export class MapState<V> {
       from.entries = entries;
       from.refused = refused;
       this.classes.set(signature, from);
-      return { from: undefined, to: from, changed: diff(before, entries), moves: false };
+      const changed = diff(before, entries);
+      // Most groups of an insertion: nothing to hand their members.
+      return changed.length === 0 ? undefined : { from: undefined, to: from, changed, moves: false };
     }
     const to =
       hashes.length === 0 ? undefined : this.classFor(hashes, () => list ?? listOf(), computeEntries);

@@ -15,7 +15,8 @@
  * collection and throw away the optimized code that had embedded it, so each insertion ran
  * unoptimized (measured: steady-state CPU 55–75 ms against 20–25 ms kept).
  */
-import { type IdentityIndex, IdentityMarks, objectArray } from './identity-index.ts';
+import { type IdentityIndex, IdentityMarks } from './identity-index.ts';
+import { objectArray } from './map-entries.ts';
 
 /**
  * What a class carries for the grouping: the root of its identities in the transaction under
