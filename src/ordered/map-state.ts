@@ -335,7 +335,7 @@ export class MapState<V> {
       (rulesOfSet[set] as number[]).push(i);
     });
     const groups = this.grouping;
-    groups.begin(sets.length);
+    groups.begin();
     try {
       for (let i = 0; i < sets.length; i++) groups.addSet(i, sets[i] as ReadonlySet<number>);
       for (const identity of touched) groups.touch(identity);

@@ -7,8 +7,10 @@
  *
  * Groups are the nodes of a trie: a root per class, then one step per identity set holding the
  * identity, in the order the sets are added. An identity walks its path as the sets are read,
- * and where it stops is its group. Consecutive identities of a set mostly take the same step
- * (replicas of a workload are numbered together), so the last step taken is tried first.
+ * and where it stops is its group. Each set is read once, so a group has at most one step down
+ * for it, made by the first of its identities in that set and kept on the group for the others
+ * (an array read, not a Map probe keyed by group and set: identities of different groups
+ * alternate, as pods are numbered across namespaces).
  *
  * One object serves every transaction of a map (`begin` … `release`): objects made per
  * transaction and dropped after it let V8 collect their hidden class at the next full
@@ -40,25 +42,23 @@ export class TransactionGroups<C extends Groupable> {
   /** Per group: the group one step up (-1 at a root) and the set that step added. */
   private readonly parent: number[] = [];
   private readonly set: number[] = [];
-  /** (group, set) → the group one step down, keyed by group × sets + set. */
-  private readonly steps = new Map<number, number>();
+  /** Per group: the set of its last step down (-1: none yet) and the group it led to. */
+  private readonly downSet: number[] = [];
+  private readonly downTo: number[] = [];
   /** The root of identities in no class. */
   private unclassedRoot = -1;
   /** Numbers the transactions, for Groupable. */
   private serial = 0;
   /** Each reached identity's group + 1 (0: not reached). */
   private readonly marks = new IdentityMarks();
-  /** How many identity sets the transaction has. */
-  private sets = 0;
   /** How many identities `leave` has forgotten. */
   private left = 0;
 
   /** `classes`: the map's class of each identity, read when an identity is first reached. */
   constructor(private readonly classes: IdentityIndex<C>) {}
 
-  /** Starts a transaction with this many identity sets. */
-  begin(sets: number): void {
-    this.sets = sets;
+  /** Starts a transaction. */
+  begin(): void {
     this.serial++;
   }
 
@@ -67,7 +67,7 @@ export class TransactionGroups<C extends Groupable> {
     return this.size.length;
   }
 
-  /** Identity set number `index` (added in increasing order) holds these identities. */
+  /** Identity set number `index` (each once, in increasing order) holds these identities. */
   addSet(index: number, identities: ReadonlySet<number>): void {
     const { marks, size } = this;
     let lastFrom = -1;
@@ -111,8 +111,8 @@ export class TransactionGroups<C extends Groupable> {
   release(): void {
     if (this.left < this.reached.length) this.marks.clear(this.reached);
     this.left = 0;
-    for (const array of [this.reached, this.classOf, this.size, this.parent, this.set]) array.length = 0;
-    this.steps.clear();
+    const arrays = [this.reached, this.classOf, this.size, this.parent, this.set, this.downSet, this.downTo];
+    for (const array of arrays) array.length = 0;
     this.unclassedRoot = -1;
   }
 
@@ -134,9 +134,10 @@ export class TransactionGroups<C extends Groupable> {
   }
 
   private step(from: number, set: number): number {
-    const key = from * this.sets + set;
-    let to = this.steps.get(key);
-    if (to === undefined) this.steps.set(key, (to = this.node(from, set, this.classOf[from])));
+    if (this.downSet[from] === set) return this.downTo[from] as number;
+    const to = this.node(from, set, this.classOf[from]);
+    this.downSet[from] = set;
+    this.downTo[from] = to;
     return to;
   }
 
@@ -145,6 +146,8 @@ export class TransactionGroups<C extends Groupable> {
     this.set.push(set);
     this.classOf.push(cls);
     this.size.push(0);
+    this.downSet.push(-1);
+    this.downTo.push(-1);
     return this.parent.length - 1;
   }
 }
