@@ -817,6 +817,17 @@ describe('the BPF program', { skip: SKIP }, () => {
       }
     });
 
+    const handoffPath = () => join(pinDir(n1.location), 'maps', 'handoffs');
+    /** A CPU's hand-over slot (struct handoff: src, dst, ports, ident, check at 48). */
+    const handoffSlot = (cpu: number): Buffer => {
+      const [entry] = JSON.parse(
+        execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', handoffPath()], { encoding: 'utf8' }),
+      ) as { values: { cpu: number; value: string[] }[] }[];
+      const value = entry?.values.find((v) => v.cpu === cpu)?.value;
+      assert.ok(value, 'a slot for this CPU');
+      return Buffer.from(value.map((h) => parseInt(h, 16)));
+    };
+
     // Between two pods of the node, from_pod judges the receiver's side too, writes it into the
     // connection's entry, and hands its verdict on this very packet to the to_pod that runs next
     // on the same CPU (the test pins itself to one CPU so its test runs do the same). Proved by
@@ -832,17 +843,9 @@ describe('the BPF program', { skip: SKIP }, () => {
           ingress: [{ from: [{ podSelector: { matchLabels: { app: 'far' } } }] }],
         }),
       ]);
-      const path = join(pinDir(n1.location), 'maps', 'handoffs');
+      const path = handoffPath();
       const pin = pinToCurrentCpu();
-      /** This CPU's hand-over slot (struct handoff: src, dst, ports, ident, check at 48). */
-      const slot = (): Buffer => {
-        const [entry] = JSON.parse(
-          execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', path], { encoding: 'utf8' }),
-        ) as { values: { cpu: number; value: string[] }[] }[];
-        const value = entry?.values.find((v) => v.cpu === pin.cpu)?.value;
-        assert.ok(value, 'a slot for this CPU');
-        return Buffer.from(value.map((h) => parseInt(h, 16)));
-      };
+      const slot = () => handoffSlot(pin.cpu);
       const write = (value: Buffer) =>
         execFileSync('bpftool', [
           'map',
@@ -936,6 +939,68 @@ describe('the BPF program', { skip: SKIP }, () => {
         assert.equal(side(db, web, 80, alone), undefined, 'off: db’s side left to its hook');
         assert.equal(n.to(tcp(web, db, alone, 80)), TC_ACT_OK);
         n1.maps().put('config', layout.u32(0), layout.u32(flags));
+      } finally {
+        pin.restore();
+        n.close();
+      }
+    });
+
+    it('hands over IPv6 and UDP packets too, and to_pod empties the slot it takes', () => {
+      const dual = [
+        namespace('a'),
+        pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
+        pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
+      ];
+      const n = node([
+        ...dual,
+        dbFromWeb,
+        policy('a', 'db-udp', {
+          podSelector: { matchLabels: { app: 'db' } },
+          ingress: [
+            {
+              from: [{ podSelector: { matchLabels: { app: 'web' } } }],
+              ports: [{ port: 53, protocol: 'UDP' }],
+            },
+          ],
+        }),
+      ]);
+      const pin = pinToCurrentCpu();
+      const bytes16 = (ip: IpAddress) => {
+        const b = Buffer.alloc(16);
+        const length = ip.family === 4 ? 4 : 16;
+        for (let i = 0; i < length; i++) b[i] = Number((ip.value >> BigInt(8 * (length - 1 - i))) & 0xffn);
+        return b;
+      };
+      try {
+        for (const [from, to] of [
+          [web, db],
+          [ipOf('fd00::1'), ipOf('fd00::2')],
+        ] as const)
+          for (const protocol of ['TCP', 'UDP'] as const) {
+            const where = `IPv${from.family} ${protocol}`;
+            const packet = {
+              src: from,
+              dst: to,
+              protocol,
+              srcPort: freshPort(),
+              dstPort: protocol === 'TCP' ? 80 : 53,
+            };
+            assert.equal(n.from(frameOf(packet)), TC_ACT_OK, `${where}: sent`);
+            const handed = handoffSlot(pin.cpu);
+            assert.notEqual(handed.readBigUInt64LE(48), 0n, `${where}: handed over`);
+            assert.deepEqual(
+              [handed.subarray(0, 16), handed.subarray(16, 32)],
+              [bytes16(from), bytes16(to)],
+              `${where}: for this packet`,
+            );
+            assert.equal(handed[52]! & 1, 1, `${where}: allowed`);
+            assert.equal(n.to(frameOf(packet)), TC_ACT_OK, `${where}: received`);
+            assert.equal(handoffSlot(pin.cpu).readBigUInt64LE(48), 0n, `${where}: taken`);
+            const closed = { ...packet, srcPort: freshPort(), dstPort: 9 };
+            assert.equal(n.from(frameOf(closed)), TC_ACT_OK, `${where}: sent to a closed port`);
+            assert.equal(handoffSlot(pin.cpu)[52]! & 1, 0, `${where}: handed over denied`);
+            assert.equal(n.to(frameOf(closed)), TC_ACT_SHOT, `${where}: dropped at the receiver`);
+          }
       } finally {
         pin.restore();
         n.close();
