@@ -567,6 +567,12 @@ describe('the BPF program', { skip: SKIP }, () => {
       pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'], node: 'n1' }),
       pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2'], node: 'n1' }),
     ];
+    /** The same two pods with an IPv6 address each too. */
+    const dual: Raw[] = [
+      namespace('a'),
+      pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
+      pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
+    ];
     const dbFromWeb = policy('a', 'db', {
       podSelector: { matchLabels: { app: 'db' } },
       ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 80 }] }],
@@ -580,6 +586,13 @@ describe('the BPF program', { skip: SKIP }, () => {
       frameOf({ src, dst, protocol: 'TCP', srcPort, dstPort });
     const v4 = (ip: IpAddress) =>
       Buffer.from([...formatIp(ip).split('.').map(Number), ...new Array<number>(12).fill(0)]);
+    /** A local end's side of a TCP connection's entry in n1's connection table (undefined: not judged). */
+    const ctSide = (local: IpAddress, remote: IpAddress, localPort: number, remotePort: number) => {
+      const ends = [local, remote].map((ip) => ({ family: 4 as const, bytes: v4(ip) }));
+      const { key, end } = layout.ctKey(6, ends[0]!, ends[1]!, localPort, remotePort);
+      const value = n1.maps().get('conntrack', key);
+      return value && layout.decodeCtSide(value, end);
+    };
 
     /** One node's pipeline over n1's maps, and its two programs. */
     function node(objects: Raw[], recheckFlows = true) {
@@ -633,28 +646,13 @@ describe('the BPF program', { skip: SKIP }, () => {
         assert.equal(n.to(tcp(web, db, sport, 80)), TC_ACT_OK, 'db accepts');
         assert.equal(n.from(tcp(db, web, 80, sport)), TC_ACT_OK, 'db replies');
         assert.equal(n.to(tcp(db, web, 80, sport)), TC_ACT_OK, 'web takes the reply');
-        const bytes = (ip: IpAddress) => {
-          const b = new Uint8Array(16);
-          b.set([
-            Number((ip.value >> 24n) & 0xffn),
-            Number((ip.value >> 16n) & 0xffn),
-            Number((ip.value >> 8n) & 0xffn),
-            Number(ip.value & 0xffn),
-          ]);
-          return { family: 4 as const, bytes: b };
-        };
         const tracked = n1
           .maps()
           .entries('conntrack')
           .filter(([key]) => key.readUInt16LE(2) === sport || key.readUInt16LE(4) === sport);
         assert.equal(tracked.length, 1, 'one entry for both ends: neither db nor the replies made another');
-        const entry = (local: IpAddress, remote: IpAddress, lport: number, rport: number) => {
-          const { key, end } = layout.ctKey(6, bytes(local), bytes(remote), lport, rport);
-          const value = n1.maps().get('conntrack', key);
-          return value && layout.decodeCtSide(value, end);
-        };
-        assert.equal(entry(web, db, sport, 80)?.direction, 0, 'web opened it (egress)');
-        assert.equal(entry(db, web, 80, sport)?.direction, 1, 'db accepted it (ingress)');
+        assert.equal(ctSide(web, db, sport, 80)?.direction, 0, 'web opened it (egress)');
+        assert.equal(ctSide(db, web, 80, sport)?.direction, 1, 'db accepted it (ingress)');
         // Now db lets web in on the connection's source port only, and web may send to db on 80 only.
         n.update([
           ...base,
@@ -686,11 +684,6 @@ describe('the BPF program', { skip: SKIP }, () => {
     });
 
     it('reads ports where they are for IPv4 and IPv6, in place and after options or extension headers', () => {
-      const dual = [
-        namespace('a'),
-        pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
-        pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
-      ];
       const n = node([...dual, dbFromWeb]);
       try {
         for (const [from, to] of [
@@ -875,23 +868,14 @@ describe('the BPF program', { skip: SKIP }, () => {
         copy.writeUInt32BE(seq, 14 + 20 + 4);
         return copy;
       };
-      const bytes = (ip: IpAddress) => ({
-        family: 4 as const,
-        bytes: Buffer.concat([v4(ip), Buffer.alloc(12)]),
-      });
-      const side = (local: IpAddress, peer: IpAddress, lport: number, rport: number) => {
-        const { key, end } = layout.ctKey(6, bytes(local), bytes(peer), lport, rport);
-        const value = n1.maps().get('conntrack', key);
-        return value && layout.decodeCtSide(value, end);
-      };
       try {
         const sport = freshPort();
         const syn = tcp(web, db, sport, 80);
         assert.equal(n.from(syn), TC_ACT_OK, 'web opens');
         assert.deepEqual(
-          side(db, web, 80, sport) && {
-            allowed: side(db, web, 80, sport)?.allowed,
-            direction: side(db, web, 80, sport)?.direction,
+          ctSide(db, web, 80, sport) && {
+            allowed: ctSide(db, web, 80, sport)?.allowed,
+            direction: ctSide(db, web, 80, sport)?.direction,
           },
           { allowed: true, direction: 1 },
           'db’s side judged at web’s hook (its ingress), in the one insert',
@@ -927,8 +911,8 @@ describe('the BPF program', { skip: SKIP }, () => {
         const out = freshPort();
         assert.equal(n.from(tcp(db, remote, out, 443)), TC_ACT_OK);
         assert.equal(slot().readBigUInt64LE(48), 0n, 'no hand-over to another node');
-        assert.ok(side(db, remote, out, 443), 'db’s side tracked');
-        assert.equal(side(remote, db, 443, out), undefined, 'the far end’s side not judged here');
+        assert.ok(ctSide(db, remote, out, 443), 'db’s side tracked');
+        assert.equal(ctSide(remote, db, 443, out), undefined, 'the far end’s side not judged here');
 
         // Off (the benchmarks' comparison): each hook judges its own side.
         const flags = n1.maps().get('config', layout.u32(0))!.readUInt32LE(0);
@@ -936,7 +920,7 @@ describe('the BPF program', { skip: SKIP }, () => {
         const alone = freshPort();
         assert.equal(n.from(tcp(web, db, alone, 80)), TC_ACT_OK);
         assert.equal(slot().readBigUInt64LE(48), 0n, 'off: nothing handed over');
-        assert.equal(side(db, web, 80, alone), undefined, 'off: db’s side left to its hook');
+        assert.equal(ctSide(db, web, 80, alone), undefined, 'off: db’s side left to its hook');
         assert.equal(n.to(tcp(web, db, alone, 80)), TC_ACT_OK);
         n1.maps().put('config', layout.u32(0), layout.u32(flags));
       } finally {
@@ -946,11 +930,6 @@ describe('the BPF program', { skip: SKIP }, () => {
     });
 
     it('hands over IPv6 and UDP packets too, and to_pod empties the slot it takes', () => {
-      const dual = [
-        namespace('a'),
-        pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
-        pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
-      ];
       const n = node([
         ...dual,
         dbFromWeb,
