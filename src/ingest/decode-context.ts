@@ -162,7 +162,8 @@ function suggest(key: string, known: readonly string[]): string | undefined {
   return key.length <= 64 ? closest(key, known) : undefined;
 }
 
-function valueAt(root: unknown, path: FieldPath): unknown {
+/** The value at `path` inside `root`, or undefined when the path leaves the value. */
+export function valueAt(root: unknown, path: FieldPath): unknown {
   let value = root;
   for (const part of path) {
     if (value === null || typeof value !== 'object') return undefined;

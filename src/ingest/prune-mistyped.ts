@@ -7,7 +7,7 @@
  */
 import type { z } from 'zod';
 import type { Diagnostic } from '../model/diagnostics.ts';
-import { formatPath } from './decode-context.ts';
+import { formatPath, valueAt } from './decode-context.ts';
 import type { FieldPath } from './types.ts';
 
 /**
@@ -44,13 +44,4 @@ export function pruneMistyped(
     return false;
   };
   return { value: copy, isSibling };
-}
-
-function valueAt(root: unknown, path: FieldPath): unknown {
-  let value = root;
-  for (const part of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string | number, unknown>)[part];
-  }
-  return value;
 }

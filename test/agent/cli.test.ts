@@ -112,23 +112,14 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
   });
 
   it('refuses bad options with a usage error', async () => {
-    const bad = await cli(['agent', '--node', 'n1', '--etcd', 'http://127.0.0.1:1', '--datapath', 'nope']);
+    const agent = ['agent', '--node', 'n1', '--etcd', 'http://127.0.0.1:1'];
+    const bad = await cli([...agent, '--datapath', 'nope']);
     assert.equal(bad.code, 2);
     assert.match(
       bad.stderr,
       /^palisade: --datapath must be one of nftables, classifier, vpp-acl, vpptcp, not "nope"/,
     );
-    const level = await cli([
-      'agent',
-      '--node',
-      'n1',
-      '--etcd',
-      'http://127.0.0.1:1',
-      '--datapath',
-      'nftables',
-      '--log-level',
-      'loud',
-    ]);
+    const level = await cli([...agent, '--datapath', 'nftables', '--log-level', 'loud']);
     assert.equal(level.code, 2);
     assert.match(
       level.stderr,
@@ -137,17 +128,7 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     const output = await cli(['status', '--etcd', 'http://127.0.0.1:1', '-o', 'yaml']);
     assert.equal(output.code, 2);
     assert.match(output.stderr, /--output must be one of text, json, not "yaml"/);
-    const cidr = await cli([
-      'agent',
-      '--node',
-      'n1',
-      '--etcd',
-      'http://127.0.0.1:1',
-      '--datapath',
-      'nftables',
-      '--pod-cidr',
-      '10.0.0.0/33',
-    ]);
+    const cidr = await cli([...agent, '--datapath', 'nftables', '--pod-cidr', '10.0.0.0/33']);
     assert.equal(cidr.code, 2);
     assert.match(cidr.stderr, /--pod-cidr 10\.0\.0\.0\/33 is not a CIDR/);
     const listen = await cli([

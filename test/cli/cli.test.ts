@@ -129,21 +129,12 @@ describe('palisade check', () => {
     const escaped = await cli(['check', '-f', EXAMPLE, '--from', colour, '--to', 'shop/api', '--port', '80']);
     assert.equal(escaped.code, 2);
     assert.match(escaped.stderr, /no pod or workload "shop\/\\x1b\[31mx"/);
-    const port = await cli([
-      'check',
-      '-f',
-      EXAMPLE,
-      '--from',
-      'shop/api',
-      '--to',
-      'shop/db',
-      '--port',
-      'http',
-    ]);
+    const fromApi = ['check', '-f', EXAMPLE, '--from', 'shop/api'];
+    const port = await cli([...fromApi, '--to', 'shop/db', '--port', 'http']);
     assert.equal(port.code, 2);
     assert.match(port.stderr, /shop\/db has no TCP container port named "http"/);
     // A port with its protocol, as matrix and assert take it; a named port on another protocol is pointed at.
-    const from = ['check', '-f', EXAMPLE, '--from', 'shop/api', '--to', 'kube-system/coredns'];
+    const from = [...fromApi, '--to', 'kube-system/coredns'];
     const inlineUdp = await cli([...from, '--port', '53/UDP', '-o', 'json']);
     assert.equal(inlineUdp.code, 0, inlineUdp.stderr);
     assert.equal((JSON.parse(inlineUdp.stdout) as { protocol: string }).protocol, 'UDP');
@@ -156,30 +147,10 @@ describe('palisade check', () => {
       /no TCP container port named "dns" \(it has one on UDP: --port dns\/UDP\)/,
     );
     // A mistyped address is called one, not a domain name; a CIDR is not an address.
-    const badIp = await cli([
-      'check',
-      '-f',
-      EXAMPLE,
-      '--from',
-      'shop/api',
-      '--to',
-      '300.1.1.1',
-      '--port',
-      '80',
-    ]);
+    const badIp = await cli([...fromApi, '--to', '300.1.1.1', '--port', '80']);
     assert.equal(badIp.code, 2);
     assert.match(badIp.stderr, /--to: "300\.1\.1\.1" is not a valid IP address/);
-    const cidr = await cli([
-      'check',
-      '-f',
-      EXAMPLE,
-      '--from',
-      'shop/api',
-      '--to',
-      '10.0.0.0/8',
-      '--port',
-      '80',
-    ]);
+    const cidr = await cli([...fromApi, '--to', '10.0.0.0/8', '--port', '80']);
     assert.match(cidr.stderr, /--to: "10\.0\.0\.0\/8" is a CIDR/);
     // matrix refuses a port name no pod has, rather than a table of denials that reads as an answer.
     const matrixPort = await cli(['matrix', '-f', EXAMPLE, '--port', 'postgress']);
