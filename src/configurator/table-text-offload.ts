@@ -67,20 +67,27 @@ export interface TableTextOptions {
   readonly lines: boolean;
 }
 
-/** Every table's id (16 characters each, in order) and, when asked for, its printed rule lines. */
+/**
+ * Every table's id (16 characters each, in order) and, when asked for, its printed rule lines as
+ * UTF-8 bytes (handed over, not copied: the text is ~36 MB at ×1 and is decoded table by table
+ * as it is written); table i's are bytes `ends[i-1]` to `ends[i]`.
+ */
 export interface TablesReply {
   readonly ids: string;
-  /** The tables' rule lines one after the other; table i's are `lines.slice(ends[i-1], ends[i])`. */
-  readonly lines?: string;
-  readonly ends?: Int32Array;
+  readonly lines?: Uint8Array<ArrayBuffer>;
+  readonly ends?: Int32Array<ArrayBuffer>;
 }
 
-/** The printed groups, one block per group (`  key\n    members\n`), in key order. */
+/** The printed groups, one block per group (`  key\n    members\n`) in key order, as UTF-8 bytes; group i's end at `ends[i]`. */
 export interface GroupsReply {
-  readonly groups: string;
+  readonly groups: Uint8Array<ArrayBuffer>;
+  readonly ends: Int32Array<ArrayBuffer>;
 }
 
 export type TableTextReply = TablesReply | GroupsReply;
+
+/** Printed groups are decoded in pieces of at least this many bytes (whole groups). */
+const PIECE_BYTES = 64 * 1024;
 
 /** Tables sent per message: a message every few milliseconds of the main thread's compile. */
 const BATCH_TABLES = 4096;
@@ -149,32 +156,48 @@ export class TableTextOffload implements TableObserver {
   }
 
   /**
-   * Waits for the worker's tables, gives every table its id. Made with `lines`: the tables'
-   * printed rule lines (numbered, as `compile` prints them) by table; undefined without, or when
-   * the worker failed (the caller formats them itself). No table may be made after this.
+   * Waits for the worker's tables, gives every table its id. Made with `lines`: each table's
+   * printed rule lines (numbered, as `compile` prints them), decoded when asked for; undefined
+   * without, or when the worker failed (the caller formats them itself). No table may be made
+   * after this.
    */
-  async finish(): Promise<ReadonlyMap<RuleTable, string> | undefined> {
+  async finish(): Promise<((table: RuleTable) => string | undefined) | undefined> {
     this.flush();
     const reply = await this.ask({ finish: true });
     if (!reply || !('ids' in reply) || reply.ids.length !== this.tables.length * 16) return undefined;
-    const byTable =
-      this.lines && reply.lines !== undefined && reply.ends ? new Map<RuleTable, string>() : undefined;
-    let start = 0;
+    const { lines, ends } = reply;
+    const indexOf = this.lines && lines && ends ? new Map<RuleTable, number>() : undefined;
     for (let i = 0; i < this.tables.length; i++) {
       const table = this.tables[i] as RuleTable;
       adoptTableId(table, reply.ids.slice(i * 16, i * 16 + 16));
-      if (!byTable || !reply.lines || !reply.ends) continue;
-      const end = reply.ends[i] as number;
-      byTable.set(table, reply.lines.slice(start, end));
-      start = end;
+      indexOf?.set(table, i);
     }
-    return byTable;
+    if (!indexOf || !lines || !ends) return undefined;
+    const bytes = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
+    return (table) => {
+      const i = indexOf.get(table);
+      return i === undefined ? undefined : bytes.toString('utf8', i > 0 ? ends[i - 1] : 0, ends[i]);
+    };
   }
 
-  /** The groups as `compile`'s text prints them (see GroupsToPrint); undefined if the worker failed. */
-  async printGroups(groups: GroupsToPrint): Promise<string | undefined> {
+  /**
+   * The groups as `compile`'s text prints them (see GroupsToPrint), decoded in pieces of about
+   * 64 KiB as they are read; undefined if the worker failed.
+   */
+  async printGroups(groups: GroupsToPrint): Promise<(() => Iterable<string>) | undefined> {
     const reply = await this.ask({ groups }, [groups.sizes.buffer, groups.members.buffer]);
-    return reply && 'groups' in reply ? reply.groups : undefined;
+    if (!reply || !('groups' in reply)) return undefined;
+    const bytes = Buffer.from(reply.groups.buffer, reply.groups.byteOffset, reply.groups.byteLength);
+    const { ends } = reply;
+    return function* pieces() {
+      let start = 0;
+      for (let i = 0; i < ends.length; i++) {
+        const end = ends[i] as number;
+        if (end - start < PIECE_BYTES && i < ends.length - 1) continue;
+        yield bytes.toString('utf8', start, end);
+        start = end;
+      }
+    };
   }
 
   private ask(request: TableTextRequest, transfer: ArrayBuffer[] = []): Promise<TableTextReply | undefined> {

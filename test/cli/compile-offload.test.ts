@@ -22,7 +22,8 @@ async function text(cluster: Cluster, style: Style, offloaded: boolean): Promise
     const pipeline = compileCluster(cluster, offload ? { tableObserver: offload } : {});
     const tableLines = await offload?.finish();
     const toPrint = offload ? groupsToPrint(pipeline, style.dim('(no members)')) : undefined;
-    const printing = toPrint && offload && { count: toPrint.keys.length, text: offload.printGroups(toPrint) };
+    const printing = toPrint &&
+      offload && { count: toPrint.keys.length, pieces: offload.printGroups(toPrint) };
     const report = await buildReport(pipeline, undefined, undefined, 'ingress', 0, tableLines, printing);
     if (offloaded) {
       assert.ok(report.printedGroups, 'the worker printed the groups');

@@ -32,7 +32,10 @@ function distinctTables(pipeline: ReturnType<typeof compileCluster>): RuleTable[
 }
 
 /** The text the report prints for these tables (only the tables section matters here). */
-function tablesText(tables: readonly RuleTable[], tableLines?: ReadonlyMap<RuleTable, string>): string {
+function tablesText(
+  tables: readonly RuleTable[],
+  tableLines?: (table: RuleTable) => string | undefined,
+): string {
   const report: CompileReport = {
     pods: [],
     postponed: [],
@@ -56,14 +59,10 @@ describe('table ids and lines made in a worker thread', () => {
     assert.ok(lines, 'the worker answered');
     const tables = distinctTables(pipeline);
     assert.ok(tables.length > 100, `a cluster with many tables (${tables.length})`);
-    assert.equal(lines.size, tables.length, 'one entry per distinct table');
     for (const table of tables) {
       // A fresh table of the same rules hashes its own text on this thread.
       assert.equal(table.id, canonicalTable(table.rules).id);
-      assert.equal(
-        lines.get(table),
-        table.rules.map((rule, i) => numberedRuleLine(i, ruleText(rule))).join(''),
-      );
+      assert.equal(lines(table), table.rules.map((rule, i) => numberedRuleLine(i, ruleText(rule))).join(''));
     }
   });
 

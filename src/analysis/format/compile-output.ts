@@ -28,7 +28,7 @@ export interface CompileReport {
    * made elsewhere already (`compile` makes a large cluster's in a worker thread); a table not
    * in it is formatted here.
    */
-  readonly tableLines?: ReadonlyMap<RuleTable, string>;
+  readonly tableLines?: (table: RuleTable) => string | undefined;
   /** Ordered cluster policy: distinct Admin/Baseline rule lists (precedence order). */
   readonly tiers: readonly TieredTable[];
   /** How many pod-directions use each table. */
@@ -38,7 +38,7 @@ export interface CompileReport {
    * when printed elsewhere already (`compile` prints a large cluster's in a worker thread);
    * `groups` is then empty and `count` says how many there are.
    */
-  readonly printedGroups?: { readonly count: number; readonly text: string };
+  readonly printedGroups?: { readonly count: number; readonly pieces: () => Iterable<string> };
   readonly groups: readonly {
     readonly key: string;
     readonly members: readonly {
@@ -105,7 +105,7 @@ export function* compileTextLines(
   yield* flush();
   for (const table of report.tables) {
     let text = `  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}\n`;
-    const made = report.tableLines?.get(table);
+    const made = report.tableLines?.(table);
     if (made !== undefined) {
       yield text + made;
       continue;
@@ -134,7 +134,7 @@ export function* compileTextLines(
   }
   lines.push('', style.bold(`address groups (${report.printedGroups?.count ?? report.groups.length})`));
   yield* flush();
-  if (report.printedGroups) yield report.printedGroups.text;
+  if (report.printedGroups) yield* report.printedGroups.pieces();
   for (const group of report.groups) {
     let members = '';
     for (const m of group.members) {

@@ -88,7 +88,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
           offload && output === 'text' ? groupsToPrint(pipeline, style.dim('(no members)')) : undefined;
         const printing = toPrint && {
           count: toPrint.keys.length,
-          text: (offload as TableTextOffload).printGroups(toPrint),
+          pieces: (offload as TableTextOffload).printGroups(toPrint),
         };
         const report = await buildReport(pipeline, cache, node, side, millis, tableLines, printing);
         // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
@@ -180,8 +180,8 @@ export async function buildReport(
   node: string | undefined,
   side: 'ingress' | 'egress',
   millis: number,
-  tableLines: ReadonlyMap<RuleTable, string> | undefined,
-  printing: { count: number; text: Promise<string | undefined> } | undefined,
+  tableLines: ((table: RuleTable) => string | undefined) | undefined,
+  printing: { count: number; pieces: Promise<(() => Iterable<string>) | undefined> } | undefined,
 ): Promise<CompileReport> {
   const pods = [...pipeline.compiledPods()].sort(([a], [b]) => (a < b ? -1 : 1));
   const tables = new Map<string, RuleTable>();
@@ -206,7 +206,7 @@ export async function buildReport(
     if (t.egressTiers) pod.egressTiers = t.egressTiers.id;
     return pod;
   });
-  const printed = await printing?.text;
+  const printed = await printing?.pieces;
   const groups = printed !== undefined ? [] : reportGroups(pipeline);
   const distinct = [...tables.values()];
   const bindings = [...usage.values()].reduce((a, b) => a + b, 0);
@@ -218,7 +218,9 @@ export async function buildReport(
     tiers: [...tiers.values()],
     usage,
     groups,
-    ...(printing && printed !== undefined ? { printedGroups: { count: printing.count, text: printed } } : {}),
+    ...(printing && printed !== undefined
+      ? { printedGroups: { count: printing.count, pieces: printed } }
+      : {}),
     ...(cache && node !== undefined
       ? {
           node: {
