@@ -7,14 +7,9 @@
  * integers), each distinct rule's text once (107,603 of them), and the worker hashes and formats
  * as the tables come.
  *
- * Once the tables are made, the worker prints the address groups too (65,791 groups, 231,000
- * members at ×1), sent as pod indexes and ports, while the main thread lists the pods.
- *
  * Nothing here decides anything: a table's id is the same function of the same texts
  * (tableIdOfTexts), and a table the worker never answered for (it failed, or the process has
- * one core) computes its own id on the main thread when asked, as every table did before; the
- * groups are printed by the same rules as compileTextLines', and the caller prints them itself
- * when the worker does not answer.
+ * one core) computes its own id on the main thread when asked, as every table did before.
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
@@ -42,25 +37,7 @@ export interface TableBatch {
   readonly texts: readonly string[];
 }
 
-/**
- * Address groups to print, as `compile`'s text prints them: each group's key and members, a
- * member being one of `pods` (its id and its addresses, formatted and joined by commas) with a
- * named port's number or -1. The worker sorts the groups by key and each group's members by pod.
- */
-export interface GroupsToPrint {
-  readonly keys: readonly string[];
-  /** Members per group, in the order of `keys`. */
-  readonly sizes: Int32Array<ArrayBuffer>;
-  /** Per member: its index in `pods`, then its port number or -1 (both arrays are handed over). */
-  readonly members: Int32Array<ArrayBuffer>;
-  readonly pods: readonly string[];
-  readonly addresses: readonly string[];
-  /** What a group without members prints instead of its members (styled by the caller). */
-  readonly none: string;
-}
-
-export type TableTextRequest =
-  { readonly batch: TableBatch } | { readonly finish: true } | { readonly groups: GroupsToPrint };
+export type TableTextRequest = { readonly batch: TableBatch } | { readonly finish: true };
 
 /** The worker's start-up data: whether to format the tables' rule lines (text output) or only hash. */
 export interface TableTextOptions {
@@ -78,16 +55,7 @@ export interface TablesReply {
   readonly ends?: Int32Array<ArrayBuffer>;
 }
 
-/** The printed groups, one block per group (`  key\n    members\n`) in key order, as UTF-8 bytes; group i's end at `ends[i]`. */
-export interface GroupsReply {
-  readonly groups: Uint8Array<ArrayBuffer>;
-  readonly ends: Int32Array<ArrayBuffer>;
-}
-
-export type TableTextReply = TablesReply | GroupsReply;
-
-/** Printed groups are decoded in pieces of at least this many bytes (whole groups). */
-const PIECE_BYTES = 64 * 1024;
+export type TableTextReply = TablesReply;
 
 /** Tables sent per message: a message every few milliseconds of the main thread's compile. */
 const BATCH_TABLES = 4096;
@@ -118,8 +86,7 @@ export class TableTextOffload implements TableObserver {
       if (this.waiting.length === 0) this.worker.unref();
       resolve?.(reply);
     });
-    // A worker that fails answers nothing more: the tables make their own ids, and the caller
-    // prints the groups itself, as without it.
+    // A worker that fails answers nothing more: the tables make their own ids, as without it.
     const gone = (): void => {
       this.failed = true;
       for (const resolve of this.waiting.splice(0)) resolve(undefined);
@@ -177,26 +144,6 @@ export class TableTextOffload implements TableObserver {
     return (table) => {
       const i = indexOf.get(table);
       return i === undefined ? undefined : bytes.toString('utf8', i > 0 ? ends[i - 1] : 0, ends[i]);
-    };
-  }
-
-  /**
-   * The groups as `compile`'s text prints them (see GroupsToPrint), decoded in pieces of about
-   * 64 KiB as they are read; undefined if the worker failed.
-   */
-  async printGroups(groups: GroupsToPrint): Promise<(() => Iterable<string>) | undefined> {
-    const reply = await this.ask({ groups }, [groups.sizes.buffer, groups.members.buffer]);
-    if (!reply || !('groups' in reply)) return undefined;
-    const bytes = Buffer.from(reply.groups.buffer, reply.groups.byteOffset, reply.groups.byteLength);
-    const { ends } = reply;
-    return function* pieces() {
-      let start = 0;
-      for (let i = 0; i < ends.length; i++) {
-        const end = ends[i] as number;
-        if (end - start < PIECE_BYTES && i < ends.length - 1) continue;
-        yield bytes.toString('utf8', start, end);
-        start = end;
-      }
     };
   }
 

@@ -7,13 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { numberedRuleLine } from '../model/rule.ts';
 import { tableIdOfTexts } from './table-id.ts';
-import type {
-  GroupsToPrint,
-  TableBatch,
-  TableTextOptions,
-  TableTextReply,
-  TableTextRequest,
-} from './table-text-offload.ts';
+import type { TableBatch, TableTextOptions, TableTextReply, TableTextRequest } from './table-text-offload.ts';
 
 const { lines: withLines } = workerData as TableTextOptions;
 
@@ -54,12 +48,6 @@ parentPort!.on('message', (request: TableTextRequest) => {
     take(request.batch);
     return;
   }
-  if ('groups' in request) {
-    const { bytes, ends: groupEnds } = printGroups(request.groups);
-    const reply: TableTextReply = { groups: bytes, ends: groupEnds };
-    parentPort!.postMessage(reply, [bytes.buffer, groupEnds.buffer]);
-    return;
-  }
   if (!withLines) {
     parentPort!.postMessage({ ids } satisfies TableTextReply);
     return;
@@ -89,47 +77,4 @@ function take({ tables, serials, texts: newTexts }: TableBatch): void {
     }
     ends[count++] = lines.length;
   }
-}
-
-/**
- * The groups in key order, each `  key\n    members\n` with its members by pod id, each member
- * `pod[:port] addresses`, joined by `; ` (compileTextLines' group lines, and its order: the
- * report sorts keys with the default sort and members by `<` on the pod id).
- */
-function printGroups({ keys, sizes, members, pods, addresses, none }: GroupsToPrint): {
-  bytes: Uint8Array<ArrayBuffer>;
-  ends: Int32Array<ArrayBuffer>;
-} {
-  const starts = new Int32Array(keys.length);
-  for (let g = 0, at = 0; g < keys.length; g++) {
-    starts[g] = at;
-    at += 2 * (sizes[g] as number);
-  }
-  const order = Array.from(keys.keys()).sort((a, b) => {
-    const ka = keys[a] as string;
-    const kb = keys[b] as string;
-    return ka < kb ? -1 : ka > kb ? 1 : 0;
-  });
-  const text = new Bytes();
-  const groupEnds = new Int32Array(keys.length);
-  let printedGroups = 0;
-  const group: number[] = [];
-  for (const g of order) {
-    group.length = 0;
-    const start = starts[g] as number;
-    for (let m = 0; m < (sizes[g] as number); m++) group.push(start + 2 * m);
-    group.sort((a, b) =>
-      (pods[members[a] as number] as string) < (pods[members[b] as number] as string) ? -1 : 1,
-    );
-    let printed = '';
-    for (const at of group) {
-      const pod = members[at] as number;
-      const port = members[at + 1] as number;
-      if (printed !== '') printed += '; ';
-      printed += `${pods[pod] as string}${port >= 0 ? `:${port}` : ''} ${addresses[pod] as string}`;
-    }
-    text.add(`  ${keys[g] as string}\n    ${printed !== '' ? printed : none}\n`);
-    groupEnds[printedGroups++] = text.length;
-  }
-  return { bytes: text.take(), ends: groupEnds };
 }

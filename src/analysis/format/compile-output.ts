@@ -33,12 +33,6 @@ export interface CompileReport {
   readonly tiers: readonly TieredTable[];
   /** How many pod-directions use each table. */
   readonly usage: ReadonlyMap<string, number>;
-  /**
-   * The address groups' lines as the text prints them (key order, `  key\n    members\n` each),
-   * when printed elsewhere already (`compile` prints a large cluster's in a worker thread);
-   * `groups` is then empty and `count` says how many there are.
-   */
-  readonly printedGroups?: { readonly count: number; readonly pieces: () => Iterable<string> };
   readonly groups: readonly {
     readonly key: string;
     readonly members: readonly {
@@ -132,9 +126,8 @@ export function* compileTextLines(
       yield* flush();
     }
   }
-  lines.push('', style.bold(`address groups (${report.printedGroups?.count ?? report.groups.length})`));
+  lines.push('', style.bold(`address groups (${report.groups.length})`));
   yield* flush();
-  if (report.printedGroups) yield* report.printedGroups.pieces();
   for (const group of report.groups) {
     let members = '';
     for (const m of group.members) {

@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
-import { TableTextOffload, type GroupsToPrint, type TieredTable } from '../../configurator/index.ts';
+import { TableTextOffload, type TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type GroupMember, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
 import {
@@ -83,14 +83,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         },
       );
       try {
-        // The text's groups are printed by the worker while the pods are listed here.
-        const toPrint =
-          offload && output === 'text' ? groupsToPrint(pipeline, style.dim('(no members)')) : undefined;
-        const printing = toPrint && {
-          count: toPrint.keys.length,
-          pieces: (offload as TableTextOffload).printGroups(toPrint),
-        };
-        const report = await buildReport(pipeline, cache, node, side, millis, tableLines, printing);
+        const report = buildReport(pipeline, cache, node, side, millis, tableLines);
         // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
         if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
         else await writeStreaming(io.stdout, compileTextLines(report, style, raw.stats === true));
@@ -140,49 +133,17 @@ function reportGroups(pipeline: PolicyPipeline): CompileReport['groups'] {
   }));
 }
 
-/**
- * The groups for the worker to print (TableTextOffload.printGroups): a member as the index of
- * its pod and address list — formatted once, as reportGroups does — and its port.
- */
-export function groupsToPrint(pipeline: PolicyPipeline, none: string): GroupsToPrint {
-  const keys = [...pipeline.state.groupKeys()];
-  const sizes = new Int32Array(keys.length);
-  const members: number[] = [];
-  const pods: string[] = [];
-  const addresses: string[] = [];
-  // By address list, as reportGroups' plain members: a list belongs to one pod, or is one
-  // group's filtered copy.
-  const indexOf = new Map<readonly IpAddress[], number>();
-  for (let g = 0; g < keys.length; g++) {
-    const group = pipeline.state.group(keys[g] as string);
-    if (!group) continue;
-    sizes[g] = group.members.size;
-    for (const m of group.members.values()) {
-      let index = indexOf.get(m.ips);
-      if (index === undefined || pods[index] !== m.pod) {
-        index = pods.length;
-        pods.push(m.pod);
-        addresses.push(m.ips.map(formatIp).join(','));
-        indexOf.set(m.ips, index);
-      }
-      members.push(index, m.port ?? -1);
-    }
-  }
-  return { keys, sizes, members: Int32Array.from(members), pods, addresses, none };
-}
-
 /** A group member as the report shows it (shared between groups: never changed). */
 type ReportMember = CompileReport['groups'][number]['members'][number];
 
-export async function buildReport(
+export function buildReport(
   pipeline: PolicyPipeline,
   cache: RendererCache | undefined,
   node: string | undefined,
   side: 'ingress' | 'egress',
   millis: number,
   tableLines: ((table: RuleTable) => string | undefined) | undefined,
-  printing: { count: number; pieces: Promise<(() => Iterable<string>) | undefined> } | undefined,
-): Promise<CompileReport> {
+): CompileReport {
   const pods = [...pipeline.compiledPods()].sort(([a], [b]) => (a < b ? -1 : 1));
   const tables = new Map<string, RuleTable>();
   const tiers = new Map<string, TieredTable>();
@@ -206,8 +167,7 @@ export async function buildReport(
     if (t.egressTiers) pod.egressTiers = t.egressTiers.id;
     return pod;
   });
-  const printed = await printing?.pieces;
-  const groups = printed !== undefined ? [] : reportGroups(pipeline);
+  const groups = reportGroups(pipeline);
   const distinct = [...tables.values()];
   const bindings = [...usage.values()].reduce((a, b) => a + b, 0);
   return {
@@ -218,9 +178,6 @@ export async function buildReport(
     tiers: [...tiers.values()],
     usage,
     groups,
-    ...(printing && printed !== undefined
-      ? { printedGroups: { count: printing.count, pieces: printed } }
-      : {}),
     ...(cache && node !== undefined
       ? {
           node: {
@@ -239,7 +196,7 @@ export async function buildReport(
       pods: pods.length,
       tables: distinct.length,
       rules: distinct.reduce((n, t) => n + t.rules.length, 0),
-      groups: printing && printed !== undefined ? printing.count : groups.length,
+      groups: groups.length,
       sharedTableRatio: distinct.length ? bindings / distinct.length : 0,
       millis,
     },
