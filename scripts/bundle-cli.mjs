@@ -21,8 +21,6 @@ const ENTRY_POINTS = {
   'encode-worker': 'src/reflector/encode-worker.ts',
   // A large input file's pods, decoded beside the main thread (ingest/decode-offload.ts).
   'decode-worker': 'src/ingest/decode-worker.ts',
-  // A large compile's table ids and rule lines, made beside the main thread (configurator/table-text-offload.ts).
-  'table-text-worker': 'src/configurator/table-text-worker.ts',
 };
 
 /**

@@ -23,7 +23,6 @@ import { policyTemplates, type CompilingStore, type RuleTemplate } from '../stat
 import { canonicalRules, tableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, portsKey, type PodTables } from './types.ts';
 import { TierTables } from './tier-tables.ts';
-import type { TableObserver } from './table-text-offload.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -68,14 +67,7 @@ export class Configurator {
 
   private readonly tierTables: TierTables;
 
-  /**
-   * @param observer told of each new distinct table with its rules' serial numbers (a large
-   *   compile hashes and prints its tables in a worker thread: table-text-offload.ts).
-   */
-  constructor(
-    private readonly state: CompilingStore,
-    private readonly observer?: TableObserver,
-  ) {
+  constructor(private readonly state: CompilingStore) {
     this.tierTables = new TierTables(state);
   }
 
@@ -173,7 +165,6 @@ export class Configurator {
       if (found) return found;
     }
     const table = tableOf(rules.map((r) => r.rule));
-    this.observer?.observe(table, rules);
     if (!known) this.interned.set(hash, table);
     else if (Array.isArray(known)) known.push(table);
     else this.interned.set(hash, [known, table]);

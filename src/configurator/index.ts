@@ -4,7 +4,6 @@
 export { Configurator } from './configurator.ts';
 export { TierTables } from './tier-tables.ts';
 export { canonicalTable } from './table-id.ts';
-export { TableTextOffload, type TableObserver } from './table-text-offload.ts';
 export {
   firstMatch,
   longestPrefixMatch,

@@ -3,7 +3,7 @@
  * by a hash of their text, so equal policy sets give byte-identical tables that pods share.
  */
 import { hash } from 'node:crypto';
-import { prepareRule, sharedRuleText, type PreparedRule, type Rule, type RuleTable } from '../model/rule.ts';
+import { prepareRule, ruleText, type PreparedRule, type Rule, type RuleTable } from '../model/rule.ts';
 
 /** Sorts a fresh array, so callers' arrays are never reordered. */
 export function canonicalTable(rules: readonly Rule[]): RuleTable {
@@ -56,23 +56,9 @@ class CanonicalTable implements RuleTable {
   constructor(readonly rules: readonly Rule[]) {}
 
   get id(): string {
-    return (this.#hashed ??= tableIdOfTexts(this.rules.map(sharedRuleText)));
+    return (this.#hashed ??= hash('sha256', this.rules.map((rule) => ruleText(rule) + '\n').join('')).slice(
+      0,
+      16,
+    ));
   }
-
-  /** Takes an id computed elsewhere (table-text-offload.ts) from this table's rule texts. */
-  static adoptId(table: RuleTable, id: string): void {
-    if (table instanceof CanonicalTable) table.#hashed ??= id;
-  }
-}
-
-/** A table's id from its rules' texts, in order: the start of the sha256 of their lines. */
-export function tableIdOfTexts(texts: readonly string[]): string {
-  let text = '';
-  for (const t of texts) text += t + '\n';
-  return hash('sha256', text).slice(0, 16);
-}
-
-/** Gives a table the id computed for it elsewhere (tableIdOfTexts of its rules' texts). */
-export function adoptTableId(table: RuleTable, id: string): void {
-  CanonicalTable.adoptId(table, id);
 }

@@ -64,26 +64,6 @@ export function ruleText(rule: Rule): string {
 }
 
 /**
- * Texts of rules that tables share, made once per rule object. Distinct tables share their rule
- * objects (the configurator makes one per distinct rule: at shape a ×1, 107,603 objects fill the
- * 604,595 places of 100,511 tables), and `compile` needs each table's text twice, for its id (a
- * hash of the text) and for the report. Weak: a rule's text goes with the rule.
- */
-const sharedRuleTexts = new WeakMap<Rule, string>();
-
-/** `ruleText`, made once per rule object: for rules kept in tables, not for one-off rules. */
-export function sharedRuleText(rule: Rule): string {
-  let text = sharedRuleTexts.get(rule);
-  if (text === undefined) sharedRuleTexts.set(rule, (text = ruleText(rule)));
-  return text;
-}
-
-/** A table's rule as `compile` prints it: its 1-based number, right-aligned, then its text. */
-export function numberedRuleLine(index: number, text: string): string {
-  return `    ${String(index + 1).padStart(3)}  ${text}\n`;
-}
-
-/**
  * How many addresses a net stands for, as a rank for ordering: a CIDR by its host bits, a group
  * as a set of host addresses (each member is a /32 or /128), "any" as everything.
  */

@@ -7,7 +7,6 @@
  * long-running agent builds the same three pieces and keeps feeding the pipeline.
  */
 import type { Cluster } from '../model/types.ts';
-import type { TableObserver } from '../configurator/index.ts';
 import { ClusterState, type CompilingStore } from '../state/index.ts';
 import type {
   Renderer,
@@ -23,8 +22,6 @@ export interface CompileRequest {
   readonly node?: string;
   /** The renderers, made over the store the pipeline will use. */
   readonly renderers?: (store: CompilingStore) => readonly Renderer[];
-  /** Told of each new distinct table (a large compile's worker: TableTextOffload). */
-  readonly tableObserver?: TableObserver;
 }
 
 /** A pipeline over a fresh store, resynced to `cluster`. */
@@ -35,7 +32,6 @@ export function compileCluster(cluster: Cluster, request: CompileRequest = {}): 
     state,
     renderers,
     ...(request.node !== undefined ? { node: request.node } : {}),
-    ...(request.tableObserver ? { tableObserver: request.tableObserver } : {}),
   });
   pipeline.apply({ type: 'resync', cluster });
   return pipeline;

@@ -5,7 +5,7 @@
  * compiled and rendered. This is wiring shared by the CLI, the agent and the benchmarks.
  */
 import type { Endpoint } from '../model/types.ts';
-import { Configurator, type PodTables, type TableObserver } from '../configurator/index.ts';
+import { Configurator, type PodTables } from '../configurator/index.ts';
 import { affectedPods } from '../processor/index.ts';
 import { ClusterState, type StateDelta } from '../state/index.ts';
 import type { Renderer } from '../renderers/index.ts';
@@ -17,8 +17,6 @@ export interface PipelineOptions {
   readonly renderers?: readonly Renderer[];
   /** The store to use (renderers that resolve groups need it before the pipeline exists). */
   readonly state?: ClusterState;
-  /** Told of each new distinct table the configurator makes (see Configurator). */
-  readonly tableObserver?: TableObserver;
 }
 
 export class PolicyPipeline {
@@ -33,7 +31,7 @@ export class PolicyPipeline {
 
   constructor(private readonly options: PipelineOptions = {}) {
     this.state = options.state ?? new ClusterState();
-    this.configurator = new Configurator(this.state, options.tableObserver);
+    this.configurator = new Configurator(this.state);
     this.renderers = options.renderers ?? [];
     this.compiles = this.renderers.length === 0 || this.renderers.some((r) => r.usesTables !== false);
   }

@@ -2,14 +2,7 @@
  * `compile` output: per-pod table bindings, the distinct (shared) tables, address groups, and —
  * for a node — the renderer cache's combined local tables and global table; as text or JSON.
  */
-import {
-  netText,
-  numberedRuleLine,
-  ruleText,
-  sharedRuleText,
-  type Rule,
-  type RuleTable,
-} from '../../model/rule.ts';
+import { netText, ruleText, type Rule, type RuleTable } from '../../model/rule.ts';
 import type { TieredTable } from '../../configurator/types.ts';
 import type { Style } from './style.ts';
 
@@ -23,12 +16,6 @@ export interface CompileReport {
   }[];
   readonly postponed: readonly string[];
   readonly tables: readonly RuleTable[];
-  /**
-   * The tables' rule lines as the text prints them (numberedRuleLine of each rule's text), when
-   * made elsewhere already (`compile` makes a large cluster's in a worker thread); a table not
-   * in it is formatted here.
-   */
-  readonly tableLines?: (table: RuleTable) => string | undefined;
   /** Ordered cluster policy: distinct Admin/Baseline rule lists (precedence order). */
   readonly tiers: readonly TieredTable[];
   /** How many pod-directions use each table. */
@@ -99,13 +86,9 @@ export function* compileTextLines(
   yield* flush();
   for (const table of report.tables) {
     let text = `  ${table.id}  ${style.dim(`used ${report.usage.get(table.id) ?? 0}×`)}\n`;
-    const made = report.tableLines?.(table);
-    if (made !== undefined) {
-      yield text + made;
-      continue;
-    }
     const { rules } = table;
-    for (let i = 0; i < rules.length; i++) text += numberedRuleLine(i, sharedRuleText(rules[i] as Rule));
+    for (let i = 0; i < rules.length; i++)
+      text += `    ${String(i + 1).padStart(3)}  ${ruleText(rules[i] as Rule)}\n`;
     yield text;
   }
   if (report.tiers.length > 0) {

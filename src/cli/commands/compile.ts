@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
-import { TableTextOffload, type TieredTable } from '../../configurator/index.ts';
+import type { TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type GroupMember, type PolicyPipeline } from '../../pipeline/index.ts';
 import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
 import {
@@ -19,12 +19,6 @@ import {
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { jsonPieces } from '../json-pieces.ts';
-
-/**
- * Pods from which `compile` hashes and prints its tables in a worker thread (TableTextOffload):
- * shape (a) ×0.25 has 25,000. Below, starting a thread costs about what it saves.
- */
-const TABLE_OFFLOAD_PODS = 20_000;
 
 export function compileCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('compile'))
@@ -49,47 +43,29 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
-      const style = styleFor(io.stdoutIsTty, io.env);
-      const { inputErrors, pipeline, cache, millis, tableLines, offload } = await withHeapGrowingFreely(
-        async () => {
-          const loaded = await loadInput(input, io, { rawObjects: false });
-          const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-          if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
-            throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
-          }
-          const started = performance.now();
-          let cache: RendererCache | undefined;
-          // A whole large cluster's tables are hashed (and printed, for text) in a worker thread
-          // as the configurator makes them; small inputs and one node's pods never start one.
-          const offload =
-            node === undefined && loaded.cluster.endpoints.length >= TABLE_OFFLOAD_PODS
-              ? TableTextOffload.create(output === 'text')
-              : undefined;
-          try {
-            // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
-            const pipeline = compileCluster(loaded.cluster, {
-              ...(node !== undefined ? { node } : {}),
-              renderers: (store) =>
-                node !== undefined ? [(cache = RendererCache.forStore(store, side))] : [],
-              ...(offload ? { tableObserver: offload } : {}),
-            });
-            const millis = performance.now() - started;
-            const tableLines = await offload?.finish();
-            return { inputErrors, pipeline, cache, millis, tableLines, offload };
-          } catch (error) {
-            await offload?.close();
-            throw error;
-          }
-        },
-      );
-      try {
-        const report = buildReport(pipeline, cache, node, side, millis, tableLines);
-        // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
-        if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
-        else await writeStreaming(io.stdout, compileTextLines(report, style, raw.stats === true));
-      } finally {
-        await offload?.close();
-      }
+      const { inputErrors, pipeline, cache, millis } = await withHeapGrowingFreely(async () => {
+        const loaded = await loadInput(input, io, { rawObjects: false });
+        const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+        if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
+          throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
+        }
+        const started = performance.now();
+        let cache: RendererCache | undefined;
+        // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
+        const pipeline = compileCluster(loaded.cluster, {
+          ...(node !== undefined ? { node } : {}),
+          renderers: (store) => (node !== undefined ? [(cache = RendererCache.forStore(store, side))] : []),
+        });
+        return { inputErrors, pipeline, cache, millis: performance.now() - started };
+      });
+      const report = buildReport(pipeline, cache, node, side, millis);
+      // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
+      if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
+      else
+        await writeStreaming(
+          io.stdout,
+          compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
+        );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
@@ -112,37 +88,15 @@ async function withHeapGrowingFreely<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The groups as the report lists them: by key, each group's members by pod. */
-function reportGroups(pipeline: PolicyPipeline): CompileReport['groups'] {
-  // Members and pods are built by assignment, not conditional spreads: a spread in a literal
-  // copies through the runtime's slow path, and the report makes some 300,000 of these at ×1.
-  // A pod is a member of several groups, and its members share its address list: the list is
-  // formatted once, and a member without a port (the same in every such group) made once.
-  // (By the address list alone: a list belongs to one pod, or is one group's filtered copy.)
-  const plainMembers = new Map<readonly IpAddress[], ReportMember>();
-  const reportMember = (m: GroupMember): ReportMember => {
-    let plain = plainMembers.get(m.ips);
-    if (plain?.pod !== m.pod) plainMembers.set(m.ips, (plain = { pod: m.pod, ips: m.ips.map(formatIp) }));
-    return m.port === undefined ? plain : { pod: m.pod, ips: plain.ips, port: m.port };
-  };
-  return [...pipeline.state.groupKeys()].sort().map((key) => ({
-    key,
-    members: [...(pipeline.state.group(key)?.members.values() ?? [])]
-      .map(reportMember)
-      .sort((a, b) => (a.pod < b.pod ? -1 : 1)),
-  }));
-}
-
 /** A group member as the report shows it (shared between groups: never changed). */
 type ReportMember = CompileReport['groups'][number]['members'][number];
 
-export function buildReport(
+function buildReport(
   pipeline: PolicyPipeline,
   cache: RendererCache | undefined,
   node: string | undefined,
   side: 'ingress' | 'egress',
   millis: number,
-  tableLines: ((table: RuleTable) => string | undefined) | undefined,
 ): CompileReport {
   const pods = [...pipeline.compiledPods()].sort(([a], [b]) => (a < b ? -1 : 1));
   const tables = new Map<string, RuleTable>();
@@ -156,25 +110,40 @@ export function buildReport(
       usage.set(table.id, (usage.get(table.id) ?? 0) + 1);
     }
   }
-  const podList = pods.map(([id, t]) => {
-    const pod: { -readonly [K in keyof CompileReport['pods'][number]]: CompileReport['pods'][number][K] } = {
-      id,
-    };
-    // In this order: it is the order of the JSON output's fields.
-    if (t.ingress) pod.ingress = t.ingress.id;
-    if (t.egress) pod.egress = t.egress.id;
-    if (t.ingressTiers) pod.ingressTiers = t.ingressTiers.id;
-    if (t.egressTiers) pod.egressTiers = t.egressTiers.id;
-    return pod;
-  });
-  const groups = reportGroups(pipeline);
+  // Members and pods are built by assignment, not conditional spreads: a spread in a literal
+  // copies through the runtime's slow path, and the report makes some 300,000 of these at ×1.
+  // A pod is a member of several groups, and its members share its address list: the list is
+  // formatted once, and a member without a port (the same in every such group) made once.
+  // (By the address list alone: a list belongs to one pod, or is one group's filtered copy.)
+  const plainMembers = new Map<readonly IpAddress[], ReportMember>();
+  const reportMember = (m: GroupMember): ReportMember => {
+    let plain = plainMembers.get(m.ips);
+    if (plain?.pod !== m.pod) plainMembers.set(m.ips, (plain = { pod: m.pod, ips: m.ips.map(formatIp) }));
+    return m.port === undefined ? plain : { pod: m.pod, ips: plain.ips, port: m.port };
+  };
+  const groups = [...pipeline.state.groupKeys()].sort().map((key) => ({
+    key,
+    members: [...(pipeline.state.group(key)?.members.values() ?? [])]
+      .map(reportMember)
+      .sort((a, b) => (a.pod < b.pod ? -1 : 1)),
+  }));
   const distinct = [...tables.values()];
   const bindings = [...usage.values()].reduce((a, b) => a + b, 0);
   return {
-    pods: podList,
+    pods: pods.map(([id, t]) => {
+      const pod: { -readonly [K in keyof CompileReport['pods'][number]]: CompileReport['pods'][number][K] } =
+        {
+          id,
+        };
+      // In this order: it is the order of the JSON output's fields.
+      if (t.ingress) pod.ingress = t.ingress.id;
+      if (t.egress) pod.egress = t.egress.id;
+      if (t.ingressTiers) pod.ingressTiers = t.ingressTiers.id;
+      if (t.egressTiers) pod.egressTiers = t.egressTiers.id;
+      return pod;
+    }),
     postponed: pipeline.postponed(),
     tables: distinct,
-    ...(tableLines ? { tableLines } : {}),
     tiers: [...tiers.values()],
     usage,
     groups,
