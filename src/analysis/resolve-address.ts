@@ -46,7 +46,8 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
   if (/^[0-9.]+$/.test(text) && !parseIp(text).ok) {
     return { ok: false, message: ipProblem(text) };
   }
-  if (/^[0-9A-Fa-f.:]+\/[0-9]+$/.test(text)) {
+  // An address with a prefix length (not `cafe/1`, a pod named 1 in namespace cafe).
+  if (/^[0-9A-Fa-f.:]+\/[0-9]+$/.test(text) && parseIp(text.slice(0, text.indexOf('/'))).ok) {
     return {
       ok: false,
       message: `"${text}" is a CIDR; a connection is between two addresses, so give one address of it`,

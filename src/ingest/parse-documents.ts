@@ -28,7 +28,7 @@ import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { eachJsonDocument, fillLineCounter, isSpace } from './json-documents.ts';
-import { unclosedOpener } from './unclosed-flow.ts';
+import { unclosedNote } from './unclosed-flow.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
@@ -255,7 +255,7 @@ export function readDocuments(
         const at = Math.min(base + error.pos[0], contentEnd);
         const where = position(at);
         const said = explain(error.message.split('\n')[0] ?? error.message);
-        const message = said + openedAt(text, said, span.start, at, where.line, position);
+        const message = said + unclosedNote(text, said, span.start, at, where.line, position);
         diagnostics.add(
           makeDiagnostic('YAML_SYNTAX', message + tabHint(text, lineCounter, where.line), where),
         );
@@ -334,7 +334,7 @@ function judged(
   }
   // Named on purpose, yet nothing in it: most likely not the file meant (an empty file found in
   // a directory is a placeholder, and says nothing).
-  if (!input.discovered && objects === 0 && listed.length === 0) {
+  if (!input.discovered && objects === 0 && listed.length === 0 && !holdsDocument(input.text)) {
     return [
       makeDiagnostic(
         'FILE_EMPTY',
@@ -354,6 +354,15 @@ function judged(
     ];
   }
   return listed;
+}
+
+/**
+ * Whether any line is more than white space, a comment or a document separator: an empty List
+ * (what `kubectl get -o yaml` writes when there is nothing) or a `null` is a document, not an
+ * empty file.
+ */
+function holdsDocument(text: string): boolean {
+  return /^(?![ \t]*(?:#.*)?\r?$)(?!(?:---|\.\.\.)[ \t]*(?:#.*)?\r?$)./m.test(text);
 }
 
 function refusal(
@@ -438,27 +447,6 @@ function tabHint(text: string, lineCounter: LineCounter, line: number): string {
 }
 
 /** Pathologically deep nesting exhausts the parser's stack; say what that means. */
-/**
- * Where the flow collection the parser says is unclosed began, when on an earlier line than the
- * error: ` (the { at line 7, column 16 is not closed)`.
- */
-function openedAt(
-  text: string,
-  message: string,
-  from: number,
-  at: number,
-  line: number,
-  position: (offset: number) => SourceLocation,
-): string {
-  const closer = /end with an? ([}\]])/.exec(message)?.[1] as '}' | ']' | undefined;
-  if (!closer) return '';
-  const opener = unclosedOpener(text, from, at, closer);
-  if (opener === undefined) return '';
-  const where = position(opener);
-  if (where.line === line) return '';
-  return ` (the ${text[opener]} at line ${where.line}, column ${where.column} is not closed)`;
-}
-
 function explain(message: string): string {
   return /call stack/i.test(message) ? `document is nested too deeply to read (${message})` : message;
 }

@@ -38,6 +38,9 @@ export function pruneMistyped(
   const isSibling = (diagnostic: Diagnostic): boolean => {
     const at = diagnostic.path ?? '';
     for (const parent of parents) {
+      // The parent itself ("a peer must set podSelector…" once its only selector is gone) or
+      // one of its direct fields.
+      if (at === parent) return true;
       const rest = parent === '' ? at : at.startsWith(`${parent}.`) ? at.slice(parent.length + 1) : undefined;
       if (rest !== undefined && !/[.[]/.test(rest)) return true;
     }

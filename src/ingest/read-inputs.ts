@@ -4,6 +4,7 @@
  * is read (visitInputs), so a large input's texts are never all held together. Problems become
  * diagnostics; one unreadable path never stops the others.
  */
+import { fstatSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
@@ -53,6 +54,8 @@ export async function visitInputs(
   };
   for (const path of paths) {
     if (path === '-') {
+      // Redirected from a file that is also named (`-f - -f x.yaml < x.yaml`): read it once.
+      if (alreadyRead(walk, stdinIdentity())) continue;
       const text = await (options.readStdin ?? readStdin)();
       if (Buffer.byteLength(text) > maxBytes) walk.diagnostics.push(tooLarge('<stdin>', maxBytes));
       else found(walk, { name: '<stdin>', text });
@@ -155,12 +158,10 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     }
     return;
   }
-  const identity = `${info.dev}:${info.ino}`;
-  if (walk.seen.has(identity)) {
+  if (alreadyRead(walk, `${info.dev}:${info.ino}`)) {
     walk.filesRead++; // read, once: its directory does hold manifests
     return;
   }
-  walk.seen.add(identity);
   if (info.size > maxBytes) {
     diagnostics.push(tooLarge(path, maxBytes, info.size));
     return;
@@ -183,6 +184,24 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
       explicit ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
     );
   else diagnostics.push(decoded.diagnostic);
+}
+
+/** Whether the file of this identity was read already; if not, it is now taken as read. */
+function alreadyRead(walk: Walk, identity: string | undefined): boolean {
+  if (identity === undefined) return false;
+  if (walk.seen.has(identity)) return true;
+  walk.seen.add(identity);
+  return false;
+}
+
+/** Standard input's device and inode when it is a regular file (a pipe or a terminal: none). */
+function stdinIdentity(): string | undefined {
+  try {
+    const info = fstatSync(0);
+    return info.isFile() ? `${info.dev}:${info.ino}` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function tooLarge(file: string, maxBytes: number, size?: number): Diagnostic {

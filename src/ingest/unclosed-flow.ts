@@ -4,6 +4,8 @@
  * next key — so its message points past the mistake; the `{` or `[` left open is where to look.
  */
 
+import type { SourceLocation } from '../model/types.ts';
+
 const OPENERS: Readonly<Record<string, number>> = { '}': 0x7b, ']': 0x5b };
 const CLOSERS: Readonly<Record<number, number>> = { 0x7b: 0x7d, 0x5b: 0x5d };
 const QUOTE = 0x22;
@@ -26,7 +28,7 @@ export function unclosedOpener(
   const open: number[] = [];
   for (let i = from; i < at; i++) {
     const c = text.charCodeAt(i);
-    if (c === QUOTE || c === APOSTROPHE) i = stringEnd(text, i, at);
+    if ((c === QUOTE || c === APOSTROPHE) && startsScalar(text, from, i)) i = stringEnd(text, i, at);
     else if (c === HASH && (i === from || /\s/.test(text[i - 1] as string))) {
       const newline = text.indexOf('\n', i);
       i = newline < 0 || newline >= at ? at : newline;
@@ -36,6 +38,38 @@ export function unclosedOpener(
   for (let k = open.length - 1; k >= 0; k--)
     if (text.charCodeAt(open[k] as number) === wanted) return open[k];
   return undefined;
+}
+
+/**
+ * Where the flow collection the parser says is unclosed began, when on an earlier line than the
+ * error: ` (the { at line 7, column 16 is not closed)`.
+ */
+export function unclosedNote(
+  text: string,
+  message: string,
+  from: number,
+  at: number,
+  line: number,
+  position: (offset: number) => SourceLocation,
+): string {
+  const closer = /end with an? ([}\]])/.exec(message)?.[1] as '}' | ']' | undefined;
+  if (!closer) return '';
+  const opener = unclosedOpener(text, from, at, closer);
+  if (opener === undefined) return '';
+  const where = position(opener);
+  if (where.line === line) return '';
+  return ` (the ${text[opener]} at line ${where.line}, column ${where.column} is not closed)`;
+}
+
+/**
+ * Whether a quote at `at` opens a quoted scalar: only at a scalar's start (after a line's
+ * indentation, or `[`, `{`, `,`, `:`, `-`, `?` and spaces); inside a plain scalar (`don't`) it
+ * is a character like any other.
+ */
+function startsScalar(text: string, from: number, at: number): boolean {
+  let i = at - 1;
+  while (i >= from && (text[i] === ' ' || text[i] === '\t')) i--;
+  return i < from || '\n[{,:-?'.includes(text[i] as string);
 }
 
 /** The offset of the quote closing the string opened at `at` (or `limit` when unclosed). */

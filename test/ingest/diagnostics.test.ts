@@ -276,6 +276,12 @@ describe('diagnostics for bad input', () => {
       ],
     );
     assert.equal(cluster.policies.length, 0, 'the object is still skipped');
+    // A peer whose only selector is mistyped is not said to name none.
+    const peer = policy('  podSelector: {}\n  ingress:\n    - from:\n        - podSelector: "app=web"\n');
+    assert.deepEqual(
+      loadFromTexts([{ name: 'bad.yaml', text: peer }]).diagnostics.map((d) => d.code),
+      ['SCHEMA_TYPE'],
+    );
   });
 
   it('reports an invalid label key and its invalid value together, as the API server does', () => {

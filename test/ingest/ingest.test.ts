@@ -2,6 +2,8 @@
  * Manifest ingestion: every input form and every kind the issue lists, end to end.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -142,6 +144,14 @@ describe('ingest', () => {
     assert.equal(diagnostics.filter((d) => d.code === 'POD_NOT_RUNNING').length, 2);
   });
 
+  it('takes ns/name for a pod even when it reads like an address with a prefix length', () => {
+    const { cluster } = load([pod('cafe', '1', {}, { ips: ['10.0.0.7'] })]);
+    const named = resolveAddress(cluster, 'cafe/1');
+    assert.ok(named.ok && named.address.kind === 'endpoint', named.ok ? named.address.kind : named.message);
+    const cidr = resolveAddress(cluster, '10.0.0.0/8');
+    assert.ok(!cidr.ok && /is a CIDR/.test(cidr.message));
+  });
+
   it('warns when two running pods hold one IP, and check by that IP refuses to pick one', () => {
     const { cluster, diagnostics } = load([
       pod('a', 'app', {}, { ips: ['10.0.0.11', '2001:db8::1'] }),
@@ -275,6 +285,26 @@ describe('ingest', () => {
     ]);
   });
 
+  it('reads a file given on stdin and by name once, when stdin is that file', async (t) => {
+    const dir = await tempDir(t, 'palisade-stdin-');
+    const file = join(dir, 'ns.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n');
+    const start = new URL('../../src/cli/start.ts', import.meta.url).href;
+    const code = `const { start } = await import(${JSON.stringify(start)}); start(['validate', '-f', '-', '-f', ${JSON.stringify(file)}]);`;
+    const stdin = openSync(file, 'r');
+    try {
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+        stdio: [stdin, 'pipe', 'pipe'],
+        encoding: 'utf8',
+      });
+      assert.equal(run.status, 0, run.stdout + run.stderr);
+      assert.doesNotMatch(run.stdout, /OBJECT_DUPLICATE/);
+      assert.match(run.stdout, /1 namespace/);
+    } finally {
+      closeSync(stdin);
+    }
+  });
+
   it('reads a file given twice (again by name, through its directory, or a link) once', async (t) => {
     const dir = await tempDir(t, 'palisade-twice-');
     const file = join(dir, 'ns.yaml');
@@ -300,6 +330,8 @@ describe('ingest', () => {
       { name: 'empty.yaml', text: '' },
       { name: 'blank.yaml', text: '---\n---\n# only a comment\n' },
       { name: 'ns.yaml', text: '---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n' },
+      // What kubectl writes when there is nothing is a document: no warning.
+      { name: 'none.yaml', text: 'apiVersion: v1\nitems: []\nkind: List\n' },
     ]);
     assert.equal(cluster.endpoints.length, 0);
     assert.equal(cluster.namespaces.size, 1);

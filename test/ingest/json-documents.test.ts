@@ -292,7 +292,7 @@ describe('JSON documents', () => {
     const text = [
       'apiVersion: networking.k8s.io/v1',
       'kind: NetworkPolicy',
-      'metadata: {name: x, namespace: a}',
+      "metadata: {name: x, namespace: a, annotations: {note: it's}}",
       'spec:',
       '  podSelector: {matchLabels: {app: "x}"}',
       '  policyTypes: [Ingress]',
