@@ -56,6 +56,11 @@ static __always_inline int handoff_take(const struct packet *p, __u32 epoch)
 	__u64 check = *(volatile __u64 *)&h->check;
 	if (!check)
 		return -1;
+	/* Emptied whether it matches or not: a to_pod between a give and its take runs for another
+	 * packet, which means the packet it was given for went elsewhere or comes later (dropped,
+	 * queued, redirected); that hand-over is lost either way, and a slot lives no longer than the
+	 * next to_pod on its CPU. */
+	*(volatile __u64 *)&h->check = 0;
 	__u64 s[2], d[2], hs[2], hd[2];
 	__builtin_memcpy(s, p->src, 16);
 	__builtin_memcpy(d, p->dst, 16);
@@ -67,7 +72,6 @@ static __always_inline int handoff_take(const struct packet *p, __u32 epoch)
 		return -1;
 	if ((check & (HANDOFF_MARK | HANDOFF_HASH_BITS)) != (HANDOFF_MARK | handoff_hash(s, d, ports, p->ident)))
 		return -1;
-	*(volatile __u64 *)&h->check = 0; /* one packet, one use */
 	return (check >> 32) & 1;
 }
 

@@ -19,7 +19,6 @@ import {
   layout,
   pinDir,
   PinnedProgram,
-  pinToCurrentCpu,
   TC_ACT_OK,
   TC_ACT_SHOT,
   type TestPacket,
@@ -30,7 +29,7 @@ import { EbpfFleetRenderer, EbpfRenderer, NodeView } from '../../src/renderers/e
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
-import { needsEbpf, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';
+import { needsEbpf, nodeHooks, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';
 import { modelObjects, readSuite, walkSteps } from '../helpers/policy-conformance.ts';
 
 const CONFORMANCE = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
@@ -595,29 +594,7 @@ describe('the BPF program', { skip: SKIP }, () => {
     };
 
     /** One node's pipeline over n1's maps, and its two programs. */
-    function node(objects: Raw[], recheckFlows = true) {
-      const state = new ClusterState();
-      const renderer = new EbpfRenderer({ state, node: 'n1', kernel: n1.maps(), recheckFlows });
-      const pipeline = new PolicyPipeline({ state, node: 'n1', renderers: [renderer] });
-      let current = clusterOf(objects);
-      pipeline.apply({ type: 'resync', cluster: current });
-      const from = PinnedProgram.open(n1.location, 'from_pod');
-      const to = PinnedProgram.open(n1.location, 'to_pod');
-      return {
-        from: (frame: Buffer) => from.run(frame).retval,
-        to: (frame: Buffer) => to.run(frame).retval,
-        update(next: Raw[]) {
-          const cluster = clusterOf(next);
-          pipeline.applyBatch(changesBetween(current, cluster));
-          current = cluster;
-        },
-        close() {
-          renderer.settle();
-          from.close();
-          to.close();
-        },
-      };
-    }
+    const node = (objects: Raw[], recheckFlows = true) => nodeHooks(n1, objects, recheckFlows);
 
     it('passes replies where the reverse direction is denied, both ends on the node', () => {
       const n = node([...base, dbFromWeb, isolated('web', 'Ingress'), isolated('db', 'Egress')]);
@@ -806,182 +783,6 @@ describe('the BPF program', { skip: SKIP }, () => {
         n.update([...base, dbFromWeb]);
         assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'allowed again');
       } finally {
-        n.close();
-      }
-    });
-
-    const handoffPath = () => join(pinDir(n1.location), 'maps', 'handoffs');
-    /** A CPU's hand-over slot (struct handoff: src, dst, ports, ident, check at 48). */
-    const handoffSlot = (cpu: number): Buffer => {
-      const [entry] = JSON.parse(
-        execFileSync('bpftool', ['-j', 'map', 'dump', 'pinned', handoffPath()], { encoding: 'utf8' }),
-      ) as { values: { cpu: number; value: string[] }[] }[];
-      const value = entry?.values.find((v) => v.cpu === cpu)?.value;
-      assert.ok(value, 'a slot for this CPU');
-      return Buffer.from(value.map((h) => parseInt(h, 16)));
-    };
-
-    // Between two pods of the node, from_pod judges the receiver's side too, writes it into the
-    // connection's entry, and hands its verdict on this very packet to the to_pod that runs next
-    // on the same CPU (the test pins itself to one CPU so its test runs do the same). Proved by
-    // forging the handed verdict: to_pod follows it once, for exactly that packet in that epoch.
-    it('hands the receiver’s verdict from from_pod to to_pod for exactly one packet between pods of the node', () => {
-      const remote = ipOf('10.0.1.1');
-      const n = node([
-        ...base,
-        pod('a', 'far', { app: 'far' }, { ips: ['10.0.1.1'], node: 'n2' }),
-        dbFromWeb,
-        policy('a', 'far', {
-          podSelector: { matchLabels: { app: 'db' } },
-          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'far' } } }] }],
-        }),
-      ]);
-      const path = handoffPath();
-      const pin = pinToCurrentCpu();
-      const slot = () => handoffSlot(pin.cpu);
-      const write = (value: Buffer) =>
-        execFileSync('bpftool', [
-          'map',
-          'update',
-          'pinned',
-          path,
-          'key',
-          'hex',
-          '00',
-          '00',
-          '00',
-          '00',
-          'value',
-          'hex',
-          ...[...value].map((b) => b.toString(16).padStart(2, '0')),
-        ]);
-      /** The slot's verdict forged to deny (bit 32 of its check: outside the hash it checks). */
-      const forgeDeny = () => {
-        const value = slot();
-        assert.notEqual(value.readBigUInt64LE(48), 0n, 'a verdict was handed over');
-        assert.equal(value[52]! & 1, 1, 'allowed');
-        value[52]! &= ~1;
-        write(value);
-      };
-      const withSeq = (frame: Buffer, seq: number) => {
-        const copy = Buffer.from(frame);
-        copy.writeUInt32BE(seq, 14 + 20 + 4);
-        return copy;
-      };
-      try {
-        const sport = freshPort();
-        const syn = tcp(web, db, sport, 80);
-        assert.equal(n.from(syn), TC_ACT_OK, 'web opens');
-        assert.deepEqual(
-          ctSide(db, web, 80, sport) && {
-            allowed: ctSide(db, web, 80, sport)?.allowed,
-            direction: ctSide(db, web, 80, sport)?.direction,
-          },
-          { allowed: true, direction: 1 },
-          'db’s side judged at web’s hook (its ingress), in the one insert',
-        );
-        forgeDeny();
-        assert.equal(n.to(syn), TC_ACT_SHOT, 'db’s hook follows the handed verdict');
-        assert.equal(n.to(syn), TC_ACT_OK, 'once: the same packet again takes the entry');
-
-        // A tracked packet: both sides current in the entry, handed over from it.
-        const next = withSeq(syn, 1);
-        assert.equal(n.from(next), TC_ACT_OK);
-        forgeDeny();
-        assert.equal(n.to(withSeq(syn, 2)), TC_ACT_OK, 'another packet of the connection: not its verdict');
-        assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'another connection: not its verdict');
-        assert.equal(n.to(next), TC_ACT_SHOT, 'the packet it was handed for');
-        assert.equal(n.from(next), TC_ACT_OK);
-        forgeDeny();
-        n.update([...base, dbFromWeb, isolated('web', 'Ingress')]);
-        assert.equal(
-          n.to(next),
-          TC_ACT_OK,
-          'an update between the hooks: the verdict of an old epoch decides nothing',
-        );
-
-        // A receiver whose side denies: handed over as denied, as its own hook judges it.
-        const closed = tcp(web, db, freshPort(), 81);
-        assert.equal(n.from(closed), TC_ACT_OK, 'web may send anywhere');
-        assert.equal(slot()[52]! & 1, 0, 'handed over: denied');
-        assert.equal(n.to(closed), TC_ACT_SHOT);
-
-        // Not to a pod of this node: nothing handed over, no side judged for it.
-        write(Buffer.alloc(64));
-        const out = freshPort();
-        assert.equal(n.from(tcp(db, remote, out, 443)), TC_ACT_OK);
-        assert.equal(slot().readBigUInt64LE(48), 0n, 'no hand-over to another node');
-        assert.ok(ctSide(db, remote, out, 443), 'db’s side tracked');
-        assert.equal(ctSide(remote, db, 443, out), undefined, 'the far end’s side not judged here');
-
-        // Off (the benchmarks' comparison): each hook judges its own side.
-        const flags = n1.maps().get('config', layout.u32(0))!.readUInt32LE(0);
-        n1.maps().put('config', layout.u32(0), layout.u32(flags | layout.CFG_NO_HANDOFF));
-        const alone = freshPort();
-        assert.equal(n.from(tcp(web, db, alone, 80)), TC_ACT_OK);
-        assert.equal(slot().readBigUInt64LE(48), 0n, 'off: nothing handed over');
-        assert.equal(ctSide(db, web, 80, alone), undefined, 'off: db’s side left to its hook');
-        assert.equal(n.to(tcp(web, db, alone, 80)), TC_ACT_OK);
-        n1.maps().put('config', layout.u32(0), layout.u32(flags));
-      } finally {
-        pin.restore();
-        n.close();
-      }
-    });
-
-    it('hands over IPv6 and UDP packets too, and to_pod empties the slot it takes', () => {
-      const n = node([
-        ...dual,
-        dbFromWeb,
-        policy('a', 'db-udp', {
-          podSelector: { matchLabels: { app: 'db' } },
-          ingress: [
-            {
-              from: [{ podSelector: { matchLabels: { app: 'web' } } }],
-              ports: [{ port: 53, protocol: 'UDP' }],
-            },
-          ],
-        }),
-      ]);
-      const pin = pinToCurrentCpu();
-      const bytes16 = (ip: IpAddress) => {
-        const b = Buffer.alloc(16);
-        const length = ip.family === 4 ? 4 : 16;
-        for (let i = 0; i < length; i++) b[i] = Number((ip.value >> BigInt(8 * (length - 1 - i))) & 0xffn);
-        return b;
-      };
-      try {
-        for (const [from, to] of [
-          [web, db],
-          [ipOf('fd00::1'), ipOf('fd00::2')],
-        ] as const)
-          for (const protocol of ['TCP', 'UDP'] as const) {
-            const where = `IPv${from.family} ${protocol}`;
-            const packet = {
-              src: from,
-              dst: to,
-              protocol,
-              srcPort: freshPort(),
-              dstPort: protocol === 'TCP' ? 80 : 53,
-            };
-            assert.equal(n.from(frameOf(packet)), TC_ACT_OK, `${where}: sent`);
-            const handed = handoffSlot(pin.cpu);
-            assert.notEqual(handed.readBigUInt64LE(48), 0n, `${where}: handed over`);
-            assert.deepEqual(
-              [handed.subarray(0, 16), handed.subarray(16, 32)],
-              [bytes16(from), bytes16(to)],
-              `${where}: for this packet`,
-            );
-            assert.equal(handed[52]! & 1, 1, `${where}: allowed`);
-            assert.equal(n.to(frameOf(packet)), TC_ACT_OK, `${where}: received`);
-            assert.equal(handoffSlot(pin.cpu).readBigUInt64LE(48), 0n, `${where}: taken`);
-            const closed = { ...packet, srcPort: freshPort(), dstPort: 9 };
-            assert.equal(n.from(frameOf(closed)), TC_ACT_OK, `${where}: sent to a closed port`);
-            assert.equal(handoffSlot(pin.cpu)[52]! & 1, 0, `${where}: handed over denied`);
-            assert.equal(n.to(frameOf(closed)), TC_ACT_SHOT, `${where}: dropped at the receiver`);
-          }
-      } finally {
-        pin.restore();
         n.close();
       }
     });

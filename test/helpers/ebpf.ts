@@ -5,7 +5,7 @@
  */
 import type { Cluster } from '../../src/model/types.ts';
 import type { IpAddress } from '../../src/net/ip.ts';
-import { PolicyPipeline } from '../../src/pipeline/index.ts';
+import { changesBetween, PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -16,6 +16,7 @@ import {
   loadProgram,
   pinDir,
   PinnedMaps,
+  PinnedProgram,
   unload,
   type BpfMaps,
   type MapName,
@@ -23,6 +24,7 @@ import {
 } from '../../src/ebpf/index.ts';
 import { EbpfRenderer, type EbpfContent } from '../../src/renderers/ebpf/index.ts';
 import { nodesWithPods } from '../../src/pipeline/index.ts';
+import { clusterOf, type Raw } from './builders.ts';
 
 /** A node's maps in memory: each map a Map from key hex to value. */
 export class FakeMaps implements BpfMaps {
@@ -170,5 +172,43 @@ export function bpftoolMaps(location: PinLocation): BpfMaps {
     remove: () => assert.fail('read only'),
     get: (map, key) => bpftoolDump(location, map).find((e) => e.key.equals(key))?.value,
     entries: (map) => bpftoolDump(location, map).map((e) => [e.key, e.value]),
+  };
+}
+
+/** A node's two hooks as test runs over a loaded program, and its pipeline's updates. */
+export interface NodeHooks {
+  from(frame: Buffer): number;
+  to(frame: Buffer): number;
+  /** Applies the change from the current objects to `next` (an update: the epoch moves). */
+  update(next: Raw[]): void;
+  close(): void;
+}
+
+/** Node n1's pipeline over a scratch program's maps, resynced to `objects`, and its two programs. */
+export function nodeHooks(
+  program: { readonly location: PinLocation; maps: () => PinnedMaps },
+  objects: Raw[],
+  recheckFlows = true,
+): NodeHooks {
+  const state = new ClusterState();
+  const renderer = new EbpfRenderer({ state, node: 'n1', kernel: program.maps(), recheckFlows });
+  const pipeline = new PolicyPipeline({ state, node: 'n1', renderers: [renderer] });
+  let current = clusterOf(objects);
+  pipeline.apply({ type: 'resync', cluster: current });
+  const from = PinnedProgram.open(program.location, 'from_pod');
+  const to = PinnedProgram.open(program.location, 'to_pod');
+  return {
+    from: (frame) => from.run(frame).retval,
+    to: (frame) => to.run(frame).retval,
+    update(next) {
+      const cluster = clusterOf(next);
+      pipeline.applyBatch(changesBetween(current, cluster));
+      current = cluster;
+    },
+    close() {
+      renderer.settle();
+      from.close();
+      to.close();
+    },
   };
 }
