@@ -17,6 +17,7 @@ export {
   pinnedInstances,
   pruneLinks,
   unload,
+  verifierReason,
   PIN_ROOT,
   PROGRAMS,
 } from './loader.ts';

@@ -36,9 +36,29 @@ function runTool(argv: readonly string[], what: string): string {
   if (result.error || result.status !== 0) {
     const message = (result.stderr || String(result.error ?? '')).trim().split('\n');
     const line = message.find((l) => /error|Error|cannot|Cannot|failed/.test(l)) ?? message.at(-1) ?? '';
-    throw new EbpfError(`${what} failed: ${line || `exit ${result.status}`}`);
+    const reason = verifierReason(result.stderr ?? '');
+    throw new EbpfError(
+      `${what} failed: ${line || `exit ${result.status}`}` +
+        (reason ? `\nthe verifier's log ends:\n${reason.replace(/^/gm, '  ')}` : ''),
+    );
   }
   return result.stdout;
+}
+
+/**
+ * Why the kernel's verifier refused a program: the last lines of the load log libbpf prints
+ * (between its BEGIN and END PROG LOAD LOG markers) on bpftool's stderr — the refused
+ * instruction, the verifier's complaint and its count of processed instructions — or '' when
+ * there is no log (a failure before the verifier, or another tool). A developer sees the reason
+ * rather than only "Permission denied".
+ */
+export function verifierReason(stderr: string, count = 8): string {
+  const lines = stderr.split('\n');
+  const begin = lines.findIndex((l) => l.includes('-- BEGIN PROG LOAD LOG --'));
+  if (begin < 0) return '';
+  const end = lines.findIndex((l, i) => i > begin && l.includes('-- END PROG LOAD LOG --'));
+  const log = lines.slice(begin + 1, end < 0 ? undefined : end).filter((l) => l.trim() !== '');
+  return log.slice(-count).join('\n');
 }
 
 /** Mounts the BPF filesystem at /sys/fs/bpf when it is not (a fresh machine may not have it). */
