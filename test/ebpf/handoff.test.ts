@@ -11,10 +11,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { formatIp, type IpAddress } from '../../src/net/ip.ts';
+import type { IpAddress } from '../../src/net/ip.ts';
 import { frameOf, layout, pinDir, pinToCurrentCpu, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
-import { ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
-import { needsEbpf, nodeHooks, scratchProgram } from '../helpers/ebpf.ts';
+import { ipOf, pod, policy, type Raw } from '../helpers/builders.ts';
+import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
+import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
 
 const SKIP = needsEbpf('the BPF hand-over tests');
 
@@ -24,40 +25,21 @@ const freshPort = (): number => (nextPort = nextPort >= 60000 ? 20000 : nextPort
 
 describe('the hand-over between two pods of a node', { skip: SKIP }, () => {
   const n1 = scratchProgram('ph1');
-  const web = ipOf('10.0.0.1');
-  const db = ipOf('10.0.0.2');
-  const base: Raw[] = [
-    namespace('a'),
-    pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'], node: 'n1' }),
-    pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2'], node: 'n1' }),
-  ];
-  /** The same two pods with an IPv6 address each too. */
-  const dual: Raw[] = [
-    namespace('a'),
-    pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
-    pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
-  ];
-  const dbFromWeb = policy('a', 'db', {
-    podSelector: { matchLabels: { app: 'db' } },
-    ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 80 }] }],
-  });
-  const isolated = (app: string, type: string) =>
-    policy('a', `${app}-${type.toLowerCase()}`, {
-      podSelector: { matchLabels: { app } },
-      policyTypes: [type],
-    });
-  const tcp = (src: IpAddress, dst: IpAddress, srcPort: number, dstPort: number): Buffer =>
-    frameOf({ src, dst, protocol: 'TCP', srcPort, dstPort });
-  const v4 = (ip: IpAddress) =>
-    Buffer.from([...formatIp(ip).split('.').map(Number), ...new Array<number>(12).fill(0)]);
   /** A local end's side of a TCP connection's entry in n1's connection table (undefined: not judged). */
-  const ctSide = (local: IpAddress, remote: IpAddress, localPort: number, remotePort: number) => {
-    const ends = [local, remote].map((ip) => ({ family: 4 as const, bytes: v4(ip) }));
-    const { key, end } = layout.ctKey(6, ends[0]!, ends[1]!, localPort, remotePort);
-    const value = n1.maps().get('conntrack', key);
-    return value && layout.decodeCtSide(value, end);
-  };
+  const ctSide = (local: IpAddress, remote: IpAddress, localPort: number, remotePort: number) =>
+    ctSideIn(n1.maps(), local, remote, localPort, remotePort);
   const node = (objects: Raw[]) => nodeHooks(n1, objects);
+  /** Runs `body` over n1's hooks for `objects`, pinned to one CPU; both undone after. */
+  const pinned = (objects: Raw[], body: (n: NodeHooks, cpu: number) => void) => {
+    const n = node(objects);
+    const pin = pinToCurrentCpu();
+    try {
+      body(n, pin.cpu);
+    } finally {
+      pin.restore();
+      n.close();
+    }
+  };
   /** The same frame with another TCP sequence number: another packet of its connection. */
   const withSeq = (frame: Buffer, seq: number) => {
     const copy = Buffer.from(frame);
@@ -246,64 +228,40 @@ describe('the hand-over between two pods of a node', { skip: SKIP }, () => {
   // A packet that passed from_pod and never reached its to_pod (dropped, queued or redirected in
   // between) must not leave its verdict for a later identical packet: the next to_pod on the CPU,
   // whichever packet it runs for, empties the slot. Proved by forging the left verdict.
-  it('empties a slot at the next to_pod on its CPU, matched or not: a later identical packet takes the ordinary path', () => {
-    const n = node([...base, dbFromWeb]);
-    const pin = pinToCurrentCpu();
-    try {
+  it('empties a slot at the next to_pod on its CPU, matched or not: a later identical packet takes the ordinary path', () =>
+    pinned([...base, dbFromWeb], (n, cpu) => {
       const lost = tcp(web, db, freshPort(), 80);
       assert.equal(n.from(lost), TC_ACT_OK, 'web sends; its to_pod does not run');
-      forgeDenyAt(pin.cpu);
+      forgeDenyAt(cpu);
       assert.equal(n.to(tcp(web, db, freshPort(), 80)), TC_ACT_OK, 'another packet’s to_pod runs');
-      assert.equal(handoffSlot(pin.cpu).readBigUInt64LE(48), 0n, 'and empties the slot');
+      assert.equal(handoffSlot(cpu).readBigUInt64LE(48), 0n, 'and empties the slot');
       assert.equal(n.to(lost), TC_ACT_OK, 'the packet handed for comes later: judged from the entry');
-    } finally {
-      pin.restore();
-      n.close();
-    }
-  });
+    }));
 
   // After an update, the receiver's side in the entry is an earlier epoch's: from_pod judges it
   // again in the new epoch (as the receiver's to_pod would: by its first packet's direction and
   // port) before handing it over, whether the sender's own side is judged again on this packet or
   // was made current by an earlier one.
   describe('after an update, hands over the receiver’s side judged in the new epoch', () => {
-    it('a request whose receiver’s ingress the update closes is dropped at the receiver', () => {
-      const n = node([...base, dbFromWeb]);
-      const pin = pinToCurrentCpu();
-      try {
-        const sport = freshPort();
-        const syn = tcp(web, db, sport, 80);
-        assert.equal(n.from(syn), TC_ACT_OK, 'web opens');
-        assert.equal(n.to(syn), TC_ACT_OK, 'db accepts');
-        n.update([...base, isolated('db', 'Ingress')]);
-        const next = withSeq(syn, 1);
-        assert.equal(n.from(next), TC_ACT_OK, 'web may still send (its side judged again)');
-        assert.equal(n.to(next), TC_ACT_SHOT, 'db’s ingress is closed now');
-      } finally {
-        pin.restore();
-        n.close();
-      }
-    });
-
-    it('the same when the sender’s side was made current by an earlier packet', () => {
-      const n = node([...base, dbFromWeb]);
-      const pin = pinToCurrentCpu();
-      try {
-        const sport = freshPort();
-        const syn = tcp(web, db, sport, 80);
-        assert.equal(n.from(syn), TC_ACT_OK, 'web opens');
-        assert.equal(n.to(syn), TC_ACT_OK, 'db accepts');
-        n.update([...base, isolated('db', 'Ingress')]);
-        assert.equal(n.to(tcp(db, web, 80, sport)), TC_ACT_OK, 'a reply makes web’s side current');
-        assert.equal(ctSide(web, db, sport, 80)?.allowed, true, 'web’s side: allowed');
-        const next = withSeq(syn, 1);
-        assert.equal(n.from(next), TC_ACT_OK, 'web sends (its side current)');
-        assert.equal(n.to(next), TC_ACT_SHOT, 'db’s ingress is closed now');
-      } finally {
-        pin.restore();
-        n.close();
-      }
-    });
+    for (const senderCurrent of [false, true])
+      it(`a request whose receiver’s ingress the update closes is dropped at the receiver (the sender’s side ${senderCurrent ? 'made current by a reply' : 'judged again on it'})`, () =>
+        pinned([...base, dbFromWeb], (n) => {
+          const sport = freshPort();
+          const syn = tcp(web, db, sport, 80);
+          assert.equal(n.from(syn), TC_ACT_OK, 'web opens');
+          assert.equal(n.to(syn), TC_ACT_OK, 'db accepts');
+          n.update([...base, isolated('db', 'Ingress')]);
+          if (senderCurrent) {
+            assert.equal(n.to(tcp(db, web, 80, sport)), TC_ACT_OK, 'a reply makes web’s side current');
+            assert.ok(
+              ctSide(web, db, sport, 80)!.epoch > ctSide(db, web, 80, sport)!.epoch,
+              'web’s side in the new epoch, db’s in the earlier',
+            );
+          }
+          const next = withSeq(syn, 1);
+          assert.equal(n.from(next), TC_ACT_OK, 'web may still send');
+          assert.equal(n.to(next), TC_ACT_SHOT, 'db’s ingress is closed now');
+        }));
 
     // web opened the connection: a reply to it is judged as web's egress to db's port, not as
     // web's ingress on its own source port. Each policy pair opens one of the two and closes the other.
@@ -320,11 +278,9 @@ describe('the hand-over between two pods of a node', { skip: SKIP }, () => {
           policyTypes: ['Ingress'],
           ingress: [{ from: [{ podSelector: { matchLabels: { app: 'db' } } }], ports: [{ port }] }],
         });
-      for (const egressOpen of [false, true]) {
-        const where = egressOpen ? 'web’s egress to 80 open' : 'web’s egress to 80 closed';
-        const n = node([...base, dbFromWeb]);
-        const pin = pinToCurrentCpu();
-        try {
+      for (const egressOpen of [false, true])
+        pinned([...base, dbFromWeb], (n) => {
+          const where = egressOpen ? 'web’s egress to 80 open' : 'web’s egress to 80 closed';
           const sport = freshPort();
           const syn = tcp(web, db, sport, 80);
           assert.equal(n.from(syn), TC_ACT_OK, `${where}: web opens`);
@@ -337,11 +293,7 @@ describe('the hand-over between two pods of a node', { skip: SKIP }, () => {
           const reply = tcp(db, web, 80, sport);
           assert.equal(n.from(reply), TC_ACT_OK, `${where}: db replies (its side judged again: allowed)`);
           assert.equal(n.to(reply), egressOpen ? TC_ACT_OK : TC_ACT_SHOT, `${where}: web takes the reply`);
-        } finally {
-          pin.restore();
-          n.close();
-        }
-      }
+        });
     });
   });
 });

@@ -16,7 +16,6 @@ import { formatIp, type IpAddress } from '../../src/net/ip.ts';
 import { PROTOCOL_INDEX } from '../../src/classifier/index.ts';
 import {
   frameOf,
-  layout,
   pinDir,
   PinnedProgram,
   TC_ACT_OK,
@@ -30,6 +29,7 @@ import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 import { needsEbpf, nodeHooks, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';
+import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, v4, web } from '../helpers/ebpf-pods.ts';
 import { modelObjects, readSuite, walkSteps } from '../helpers/policy-conformance.ts';
 
 const CONFORMANCE = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
@@ -559,39 +559,9 @@ describe('the BPF program', { skip: SKIP }, () => {
   });
 
   describe('connections', () => {
-    const web = ipOf('10.0.0.1');
-    const db = ipOf('10.0.0.2');
-    const base: Raw[] = [
-      namespace('a'),
-      pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'], node: 'n1' }),
-      pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2'], node: 'n1' }),
-    ];
-    /** The same two pods with an IPv6 address each too. */
-    const dual: Raw[] = [
-      namespace('a'),
-      pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1', 'fd00::1'], node: 'n1' }),
-      pod('a', 'db', { app: 'db' }, { ips: ['10.0.0.2', 'fd00::2'], node: 'n1' }),
-    ];
-    const dbFromWeb = policy('a', 'db', {
-      podSelector: { matchLabels: { app: 'db' } },
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 80 }] }],
-    });
-    const isolated = (app: string, type: string) =>
-      policy('a', `${app}-${type.toLowerCase()}`, {
-        podSelector: { matchLabels: { app } },
-        policyTypes: [type],
-      });
-    const tcp = (src: IpAddress, dst: IpAddress, srcPort: number, dstPort: number): Buffer =>
-      frameOf({ src, dst, protocol: 'TCP', srcPort, dstPort });
-    const v4 = (ip: IpAddress) =>
-      Buffer.from([...formatIp(ip).split('.').map(Number), ...new Array<number>(12).fill(0)]);
     /** A local end's side of a TCP connection's entry in n1's connection table (undefined: not judged). */
-    const ctSide = (local: IpAddress, remote: IpAddress, localPort: number, remotePort: number) => {
-      const ends = [local, remote].map((ip) => ({ family: 4 as const, bytes: v4(ip) }));
-      const { key, end } = layout.ctKey(6, ends[0]!, ends[1]!, localPort, remotePort);
-      const value = n1.maps().get('conntrack', key);
-      return value && layout.decodeCtSide(value, end);
-    };
+    const ctSide = (local: IpAddress, remote: IpAddress, localPort: number, remotePort: number) =>
+      ctSideIn(n1.maps(), local, remote, localPort, remotePort);
 
     /** One node's pipeline over n1's maps, and its two programs. */
     const node = (objects: Raw[], recheckFlows = true) => nodeHooks(n1, objects, recheckFlows);
