@@ -17,7 +17,7 @@ import { ipOf, pod, policy, type Raw } from '../helpers/builders.ts';
 import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
 import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
 
-const SKIP = needsEbpf('the BPF hand-over tests');
+const SKIP = needsEbpf('testing the BPF hand-over');
 
 let nextPort = 20000;
 /** A source port no earlier packet used, so every packet is a new connection. */

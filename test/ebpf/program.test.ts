@@ -34,7 +34,7 @@ import { modelObjects, readSuite, walkSteps } from '../helpers/policy-conformanc
 
 const CONFORMANCE = join(import.meta.dirname, '../fixtures/conformance/anp-v1alpha1');
 
-const SKIP = needsEbpf('the BPF program tests');
+const SKIP = needsEbpf('testing the BPF program');
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
 let nextPort = 10000;
