@@ -150,10 +150,9 @@ function displacement(key: number, slot: number, slots: number): number {
 }
 
 /**
- * Fibonacci hashing scaled to the table's size: the 32-bit product as a fraction of 2^32, times
- * the size (the fraction is exact in a double, the product's rounding far below one slot, so the
- * slot is below the size; consecutive pod addresses spread over every slot).
+ * Fibonacci hashing scaled to the table's size: the product's top 21 bits times the size, over
+ * 2^21 (exact in a double; consecutive pod addresses spread over every slot).
  */
 function slotOf(key: number, slots: number): number {
-  return ((Math.imul(key, 0x9e3779b1) >>> 0) * (1 / 4294967296) * slots) | 0;
+  return ((Math.imul(key, 0x9e3779b1) >>> 11) * slots * (1 / 2097152)) | 0;
 }
