@@ -4,11 +4,9 @@
  * address belongs to a node, and the sorted list of groups it is a member of. A packet lookup
  * then reads one record per end instead of chasing maps and objects.
  *
- * A record is two halves at the same base in two arrays (record-layout.ts): the hot half, what
- * every lookup reads for both ends, and the cold half (groups, node address), read by lookups
- * through tables with group entries. IPv4 records are the slots of a hash (record-hash.ts).
- * Up to five groups sit in the cold half (a pod is in a few); longer lists move to an overflow
- * arena.
+ * IPv4 records live in the slots of an open-addressing hash (16 ints, one cache line's worth):
+ * finding an address is reading its record, not a slot and then a record elsewhere. Up to five
+ * groups sit in the record itself (a pod is in a few); longer lists move to an overflow arena.
  *
  * An address has two group lists: the groups NetworkPolicy tables name (inline, what their
  * lookups scan) and the groups only cluster-policy tier tables name (in the overflow arena, read
@@ -26,60 +24,68 @@ import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 import { IntArena } from './int-arena.ts';
 import { TierEntries, TIER_FIELDS, TIER_TABLES } from './tier-entries.ts';
-import { V4RecordHash } from './record-hash.ts';
-import {
-  clearRecord,
-  EGRESS,
-  EGRESS_PORTS,
-  ENDPOINT_FLAG,
-  ENDPOINT_NODE,
-  forgetClassAt,
-  GROUP_COUNT,
-  GROUPS,
-  INGRESS,
-  INGRESS_PORTS,
-  INLINE_GROUPS,
-  NODE_ADDRESS_FLAG,
-  NODE_ADDRESS_OF,
-  OVERFLOW_AT,
-  OVERFLOW_CAPACITY,
-  STATE,
-  STRIDE,
-  TIER_LIST,
-  TIERS,
-} from './record-layout.ts';
 
 export { ADMIN_EGRESS, ADMIN_INGRESS, BASELINE_EGRESS, BASELINE_INGRESS, TIER_FORM } from './tier-entries.ts';
-export {
-  EGRESS,
-  EGRESS_PORTS,
-  ENDPOINT_NODE,
-  GROUP_COUNT,
-  GROUPS,
-  INGRESS,
-  INGRESS_PORTS,
-  INLINE_GROUPS,
-  isNodeAddressAt,
-  NODE_ADDRESS_OF,
-  OVERFLOW_AT,
-  peerClassAt,
-  setPeerClassAt,
-  TIERS,
-} from './record-layout.ts';
 
+/** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 /** Which of an address's two group lists a group goes to (see the header). */
 export const TABLE_GROUPS = 0;
 export const TIER_GROUPS = 1;
 export type GroupList = typeof TABLE_GROUPS | typeof TIER_GROUPS;
+/**
+ * Bits 0–1: the IPv4 slot's state (EMPTY, USED or TOMBSTONE); the bits above: where the tier
+ * group list is in the overflow arena, plus one (0: none). The list there: count, capacity, then
+ * the sorted groups.
+ */
+const STATE = 0;
+const STATE_MASK = 3;
+const TIER_LIST_SHIFT = 2;
+const KEY = 1;
+export const INGRESS = 2;
+export const EGRESS = 3;
+/**
+ * Port signatures of the ingress and egress tables (see packed-tables.ts `portSignature`): a
+ * port whose bit is clear is named by no rule of the table, so the packet is decided without
+ * reading the table at all.
+ */
+export const INGRESS_PORTS = 4;
+export const EGRESS_PORTS = 5;
+/** Where the endpoint's cluster-policy tier tables are in `tiers` (-1: none). */
+export const TIERS = 6;
+/** The endpoint's node number (0: no endpoint or no node). */
+export const ENDPOINT_NODE = 7;
+/** The node number whose address this is (0: none). */
+export const NODE_ADDRESS_OF = 8;
+/**
+ * Bit 0: the address is an endpoint's. The bits above: its tier peer class plus one (0: not
+ * classified yet; see tier-classes.ts) — kept here because a tier lookup has the remote's record
+ * in hand already, and the NetworkPolicy path never reads this field.
+ */
+const ENDPOINT_AND_CLASS = 9;
+/** How many groups the address is in; up to INLINE_GROUPS are at GROUPS, sorted. */
+export const GROUP_COUNT = 10;
+export const GROUPS = 11;
+export const INLINE_GROUPS = 5;
+/** With more groups: where the sorted list is in the overflow arena, and its capacity. */
+export const OVERFLOW_AT = 11;
+const OVERFLOW_CAPACITY = 12;
+const STRIDE = 16;
+
+const EMPTY = 0;
+const USED = 1;
+const TOMBSTONE = 2;
 
 const v6Key = (words: Uint32Array): string => `${words[0]},${words[1]},${words[2]},${words[3]}`;
 
 export class AddressRecords {
-  /** IPv4 records: the hash whose slots are their hot halves, the cold halves beside. */
-  private readonly hash: V4RecordHash;
+  /** IPv4: the hash slots, each a record (a power-of-two number of slots). */
+  v4: Int32Array;
+  private mask: number;
+  /** Slots not EMPTY (live and tombstones): what probing chains run over. */
+  private occupied = 0;
+  private live = 0;
   /** IPv6 records, by base through `v6Bases`. */
   v6 = new Int32Array(STRIDE * 16);
-  v6Cold = new Int32Array(STRIDE * 16);
   private readonly v6Bases = new Map<string, number>();
   private v6Records = 0;
   private readonly freeV6: number[] = [];
@@ -106,23 +112,23 @@ export class AddressRecords {
 
   /** Initial sizes (they grow as needed); tests start small to exercise growth and compaction. */
   constructor(initial: { hashSlots?: number; overflowInts?: number } = {}) {
-    this.hash = new V4RecordHash(initial.hashSlots ?? 4096);
+    const slots = Math.max(2, initial.hashSlots ?? 4096); // a power of two
+    this.v4 = new Int32Array(STRIDE * slots);
+    this.mask = slots - 1;
     this.overflowArena = new IntArena(initial.overflowInts ?? 4096, (into) => this.compactOverflow(into));
-  }
-
-  /** IPv4 records' hot halves (the hash's slots; a new array when it grows). */
-  get v4(): Int32Array {
-    return this.hash.hot;
-  }
-
-  /** IPv4 records' cold halves, at the same bases. */
-  get v4Cold(): Int32Array {
-    return this.hash.cold;
   }
 
   /** The record base of an IPv4 address (as an unsigned number) in `v4`, or -1. */
   findV4(address: number): number {
-    return this.hash.find(address | 0);
+    const key = address | 0;
+    const v4 = this.v4;
+    const mask = this.mask;
+    for (let slot = slotOf(key, mask); ; slot = (slot + 1) & mask) {
+      const base = slot * STRIDE;
+      const state = (v4[base] as number) & STATE_MASK;
+      if (state === EMPTY) return -1;
+      if (state === USED && v4[base + KEY] === key) return base;
+    }
   }
 
   /** The record base of an IPv6 address given as four words in `v6`, or -1. */
@@ -136,20 +142,9 @@ export class AddressRecords {
     return ip.family === 4 ? this.findV4(words[0] as number) : this.findV6(words);
   }
 
-  /** The array holding a family's records (their hot halves). */
+  /** The array holding a family's records. */
   dataOf(ip: IpAddress): Int32Array {
     return ip.family === 4 ? this.v4 : this.v6;
-  }
-
-  /** The cold halves beside the hot halves in `data` (v4 or v6). */
-  coldOf(data: Int32Array): Int32Array {
-    return data === this.v6 ? this.v6Cold : this.v4Cold;
-  }
-
-  /** The node number whose address this is (0: none). */
-  nodeAddressOf(ip: IpAddress): number {
-    const base = this.find(ip);
-    return base < 0 ? 0 : (this.coldOf(this.dataOf(ip))[base + NODE_ADDRESS_OF] as number);
   }
 
   /**
@@ -179,7 +174,7 @@ export class AddressRecords {
     this.tiers = this.tierEntries.data;
     if (before >= 0) this.tierEntries.release(before);
     data[base + ENDPOINT_NODE] = node;
-    data[base + STATE] = (data[base + STATE] as number) | ENDPOINT_FLAG;
+    data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) | 1;
   }
 
   /** The endpoint's tables, in setEndpoint's order (-1 when absent). */
@@ -202,21 +197,18 @@ export class AddressRecords {
     if (entry >= 0) this.tierEntries.release(entry);
     data[base + TIERS] = -1;
     data[base + ENDPOINT_NODE] = 0;
-    data[base + STATE] = (data[base + STATE] as number) & ~ENDPOINT_FLAG;
+    data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & ~1;
     this.releaseIfEmpty(ip, base);
   }
 
   setNodeAddress(ip: IpAddress, node: number): void {
     const base = this.ensure(ip);
-    const data = this.dataOf(ip);
-    this.coldOf(data)[base + NODE_ADDRESS_OF] = node;
-    const state = data[base + STATE] as number;
-    data[base + STATE] = node !== 0 ? state | NODE_ADDRESS_FLAG : state & ~NODE_ADDRESS_FLAG;
+    this.dataOf(ip)[base + NODE_ADDRESS_OF] = node;
   }
 
   isEndpoint(ip: IpAddress): boolean {
     const base = this.find(ip);
-    return base >= 0 && ((this.dataOf(ip)[base + STATE] as number) & ENDPOINT_FLAG) !== 0;
+    return base >= 0 && ((this.dataOf(ip)[base + ENDPOINT_AND_CLASS] as number) & 1) === 1;
   }
 
   /** Forgets the address's tier peer class (what it is in changed): the next tier lookup classifies it. */
@@ -227,8 +219,8 @@ export class AddressRecords {
 
   /** Forgets every address's tier peer class (the classes were renumbered, or a tier CIDR came). */
   forgetAllClasses(): void {
-    const v4 = this.v4;
-    this.hash.forEach((base) => forgetClassAt(v4, base));
+    for (let base = 0; base < this.v4.length; base += STRIDE)
+      if (((this.v4[base] as number) & STATE_MASK) === USED) forgetClassAt(this.v4, base);
     for (const base of this.v6Bases.values()) forgetClassAt(this.v6, base);
   }
 
@@ -244,10 +236,9 @@ export class AddressRecords {
       const at = this.tierListAt(data, base);
       return at < 0 ? [] : [...this.overflow.subarray(at + 2, at + 2 + (this.overflow[at] as number))];
     }
-    const cold = this.coldOf(data);
-    const count = cold[base + GROUP_COUNT] as number;
-    if (count <= INLINE_GROUPS) return [...cold.subarray(base + GROUPS, base + GROUPS + count)];
-    const at = cold[base + OVERFLOW_AT] as number;
+    const count = data[base + GROUP_COUNT] as number;
+    if (count <= INLINE_GROUPS) return [...data.subarray(base + GROUPS, base + GROUPS + count)];
+    const at = data[base + OVERFLOW_AT] as number;
     return [...this.overflow.subarray(at, at + count)];
   }
 
@@ -256,7 +247,7 @@ export class AddressRecords {
    * groups), or -1 when it has none.
    */
   tierListAt(data: Int32Array, base: number): number {
-    return (this.coldOf(data)[base + TIER_LIST] as number) - 1;
+    return ((data[base + STATE] as number) >>> TIER_LIST_SHIFT) - 1;
   }
 
   /** Adds a group to one of the address's sorted lists; false when it was there already. */
@@ -290,18 +281,18 @@ export class AddressRecords {
   private writeTierGroups(data: Int32Array, base: number, list: readonly number[]): void {
     // What the address is in changes: so may its tier peer class.
     forgetClassAt(data, base);
-    const cold = this.coldOf(data);
+    const state = (data[base + STATE] as number) & STATE_MASK;
     let at = this.tierListAt(data, base);
     const capacity = at < 0 ? 0 : (this.overflow[at + 1] as number);
     if (list.length > capacity || list.length === 0) {
       if (at >= 0) this.overflowArena.free(2 + capacity);
-      cold[base + TIER_LIST] = 0;
+      data[base + STATE] = state;
       if (list.length === 0) return;
       const grown = Math.max(4, 2 * capacity, list.length);
       // Compaction may move other lists, never this one (its old space is already garbage).
       at = this.overflowArena.allocate(2 + grown);
       this.overflow[at + 1] = grown;
-      cold[base + TIER_LIST] = at + 1;
+      data[base + STATE] = state | ((at + 1) << TIER_LIST_SHIFT);
     }
     this.overflow[at] = list.length;
     this.overflow.set(list, at + 2);
@@ -311,28 +302,27 @@ export class AddressRecords {
   private writeGroups(data: Int32Array, base: number, list: readonly number[]): void {
     // What the address is in changes: so may its tier peer class.
     forgetClassAt(data, base);
-    const cold = this.coldOf(data);
-    const before = cold[base + GROUP_COUNT] as number;
-    const capacity = before > INLINE_GROUPS ? (cold[base + OVERFLOW_CAPACITY] as number) : 0;
-    cold[base + GROUP_COUNT] = list.length;
+    const before = data[base + GROUP_COUNT] as number;
+    const capacity = before > INLINE_GROUPS ? (data[base + OVERFLOW_CAPACITY] as number) : 0;
+    data[base + GROUP_COUNT] = list.length;
     if (list.length <= INLINE_GROUPS) {
       this.overflowArena.free(capacity);
-      cold.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
-      cold.set(list, base + GROUPS);
+      data.fill(0, base + GROUPS, base + GROUPS + INLINE_GROUPS);
+      data.set(list, base + GROUPS);
       return;
     }
     if (list.length <= capacity) {
-      this.overflow.set(list, cold[base + OVERFLOW_AT]);
+      this.overflow.set(list, data[base + OVERFLOW_AT]);
       return;
     }
     this.overflowArena.free(capacity);
     const grown = Math.max(8, capacity * 2);
     // Compaction may move other lists, never this one (its old space is already garbage).
-    cold[base + GROUP_COUNT] = 0;
+    data[base + GROUP_COUNT] = 0;
     const at = this.overflowArena.allocate(grown);
-    cold[base + GROUP_COUNT] = list.length;
-    cold[base + OVERFLOW_AT] = at;
-    cold[base + OVERFLOW_CAPACITY] = grown;
+    data[base + GROUP_COUNT] = list.length;
+    data[base + OVERFLOW_AT] = at;
+    data[base + OVERFLOW_CAPACITY] = grown;
     this.overflow.set(list, at);
   }
 
@@ -346,27 +336,52 @@ export class AddressRecords {
         const grown = new Int32Array(this.v6.length * 2);
         grown.set(this.v6);
         this.v6 = grown;
-        const grownCold = new Int32Array(this.v6Cold.length * 2);
-        grownCold.set(this.v6Cold);
-        this.v6Cold = grownCold;
       }
-      clearRecord(this.v6, this.v6Cold, base);
+      clearRecord(this.v6, base);
       this.v6Bases.set(v6Key(this.words), base);
       return base;
     }
-    return this.hash.insert((this.words[0] as number) | 0);
+    const key = (this.words[0] as number) | 0;
+    const size = this.mask + 1;
+    // Tombstones count against the load; a rehash drops them, growing only if live entries need it.
+    if ((this.occupied + 1) * 2 > size) this.rehash((this.live + 1) * 4 > size ? size * 2 : size);
+    const v4 = this.v4;
+    let slot = slotOf(key, this.mask);
+    while (((v4[slot * STRIDE] as number) & STATE_MASK) === USED) slot = (slot + 1) & this.mask;
+    const base = slot * STRIDE;
+    if (((v4[base] as number) & STATE_MASK) === EMPTY) this.occupied++;
+    this.live++;
+    clearRecord(v4, base);
+    v4[base + STATE] = USED;
+    v4[base + KEY] = key;
+    return base;
   }
 
   private releaseIfEmpty(ip: IpAddress, base: number): void {
     const data = this.dataOf(ip);
-    const cold = this.coldOf(data);
-    if (((data[base + STATE] as number) & (ENDPOINT_FLAG | NODE_ADDRESS_FLAG)) !== 0) return;
-    if (cold[base + GROUP_COUNT] !== 0 || this.tierListAt(data, base) >= 0) return;
+    if (((data[base + ENDPOINT_AND_CLASS] as number) & 1) === 1 || data[base + NODE_ADDRESS_OF] !== 0) return;
+    if (data[base + GROUP_COUNT] !== 0 || this.tierListAt(data, base) >= 0) return;
     if (ip.family === 4) {
-      this.hash.remove(base);
+      data[base + STATE] = TOMBSTONE;
+      this.live--;
     } else {
       this.v6Bases.delete(v6Key(addressWords(6, ip.value, this.words)));
       this.freeV6.push(base);
+    }
+  }
+
+  /** A table of `size` slots holding the live records (tombstones are dropped). */
+  private rehash(size: number): void {
+    const old = this.v4;
+    this.v4 = new Int32Array(STRIDE * size);
+    this.mask = size - 1;
+    this.occupied = 0;
+    for (let base = 0; base < old.length; base += STRIDE) {
+      if (((old[base] as number) & STATE_MASK) !== USED) continue;
+      let slot = slotOf(old[base + KEY] as number, this.mask);
+      while (((this.v4[slot * STRIDE] as number) & STATE_MASK) === USED) slot = (slot + 1) & this.mask;
+      this.v4.set(old.subarray(base, base + STRIDE), slot * STRIDE);
+      this.occupied++;
     }
   }
 
@@ -374,30 +389,29 @@ export class AddressRecords {
   private compactOverflow(into: Int32Array): number {
     const overflow = this.overflow;
     let used = 0;
-    // `cold`: a family's cold halves.
-    const move = (cold: Int32Array, base: number): void => {
-      if ((cold[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
-      const at = cold[base + OVERFLOW_AT] as number;
-      into.set(overflow.subarray(at, at + (cold[base + GROUP_COUNT] as number)), used);
-      cold[base + OVERFLOW_AT] = used;
-      used += cold[base + OVERFLOW_CAPACITY] as number;
+    const move = (data: Int32Array, base: number): void => {
+      if ((data[base + GROUP_COUNT] as number) <= INLINE_GROUPS) return;
+      const at = data[base + OVERFLOW_AT] as number;
+      into.set(overflow.subarray(at, at + (data[base + GROUP_COUNT] as number)), used);
+      data[base + OVERFLOW_AT] = used;
+      used += data[base + OVERFLOW_CAPACITY] as number;
     };
-    const moveTier = (cold: Int32Array, base: number): void => {
-      const at = (cold[base + TIER_LIST] as number) - 1;
+    const moveTier = (data: Int32Array, base: number): void => {
+      const at = ((data[base + STATE] as number) >>> TIER_LIST_SHIFT) - 1;
       if (at < 0) return;
       const capacity = overflow[at + 1] as number;
       into.set(overflow.subarray(at, at + 2 + (overflow[at] as number)), used);
-      cold[base + TIER_LIST] = used + 1;
+      data[base + STATE] = ((data[base + STATE] as number) & STATE_MASK) | ((used + 1) << TIER_LIST_SHIFT);
       used += 2 + capacity;
     };
-    const v4Cold = this.v4Cold;
-    this.hash.forEach((base) => {
-      move(v4Cold, base);
-      moveTier(v4Cold, base);
-    });
+    for (let base = 0; base < this.v4.length; base += STRIDE)
+      if (((this.v4[base] as number) & STATE_MASK) === USED) {
+        move(this.v4, base);
+        moveTier(this.v4, base);
+      }
     for (const base of this.v6Bases.values()) {
-      move(this.v6Cold, base);
-      moveTier(this.v6Cold, base);
+      move(this.v6, base);
+      moveTier(this.v6, base);
     }
     return used;
   }
@@ -412,25 +426,46 @@ export class AddressRecords {
       remap(data, base + INGRESS);
       remap(data, base + EGRESS);
     };
-    const v4 = this.v4;
-    this.hash.forEach((base) => records(v4, base));
+    for (let base = 0; base < this.v4.length; base += STRIDE)
+      if (((this.v4[base] as number) & STATE_MASK) === USED) records(this.v4, base);
     for (const base of this.v6Bases.values()) records(this.v6, base);
     this.tierEntries.remapTables(remap);
   }
 
   /** Records held (IPv4 and IPv6). */
   get size(): number {
-    return this.hash.live + this.v6Bases.size;
+    return this.live + this.v6Bases.size;
   }
 
-  /** Bytes held by the records (both halves), the tier entries and the overflow lists. */
+  /** Bytes held by the records, the tier entries and the overflow lists. */
   get bytes(): number {
-    const halves = this.v4.byteLength + this.v4Cold.byteLength + this.v6.byteLength + this.v6Cold.byteLength;
-    return halves + this.tiers.byteLength + this.overflow.byteLength;
+    return this.v4.byteLength + this.v6.byteLength + this.tiers.byteLength + this.overflow.byteLength;
   }
+}
 
-  /** The IPv4 hash's slots and live records (for figures). */
-  get v4Fill(): { slots: number; live: number } {
-    return { slots: this.hash.size, live: this.hash.live };
-  }
+/** The tier peer class of the record at `base` (-1: not classified yet). */
+export function peerClassAt(data: Int32Array, base: number): number {
+  return ((data[base + ENDPOINT_AND_CLASS] as number) >>> 1) - 1;
+}
+
+export function setPeerClassAt(data: Int32Array, base: number, peerClass: number): void {
+  data[base + ENDPOINT_AND_CLASS] =
+    ((peerClass + 1) << 1) | ((data[base + ENDPOINT_AND_CLASS] as number) & 1) | 0;
+}
+
+function forgetClassAt(data: Int32Array, base: number): void {
+  data[base + ENDPOINT_AND_CLASS] = (data[base + ENDPOINT_AND_CLASS] as number) & 1;
+}
+
+function clearRecord(data: Int32Array, base: number): void {
+  data.fill(0, base, base + STRIDE);
+  data[base + INGRESS] = data[base + EGRESS] = data[base + TIERS] = -1;
+}
+
+/**
+ * Fibonacci hashing: the top bits of the product, as many as the table has (consecutive pod
+ * addresses spread over every slot, however large the table).
+ */
+function slotOf(key: number, mask: number): number {
+  return Math.imul(key, 0x9e3779b1) >>> Math.clz32(mask);
 }

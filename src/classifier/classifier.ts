@@ -7,8 +7,8 @@
  * the datapaths.
  *
  * Lookups run on flat copies: each built table packed into one shared typed array, and per
- * address one record of table handles, node and groups (address-records.ts; its hot half is
- * what every lookup reads). The objects stay for rendering and for knowing what to rebuild.
+ * address one record of table handles, node and groups (address-records.ts). The objects stay
+ * for rendering and for knowing what to rebuild.
  */
 import { formatIp, type IpAddress, type IpFamily } from '../net/ip.ts';
 import type { Endpoint, Protocol } from '../model/types.ts';
@@ -35,7 +35,6 @@ import {
   INLINE_GROUPS,
   OVERFLOW_AT,
   INGRESS,
-  isNodeAddressAt,
   NODE_ADDRESS_OF,
   TIER_GROUPS,
 } from './address-records.ts';
@@ -299,7 +298,6 @@ export class Classifier {
    */
   private decide(from: number, to: number, family: IpFamily, protocol: number, port: number): boolean {
     const data = family === 4 ? this.records.v4 : this.records.v6;
-    const cold = family === 4 ? this.records.v4Cold : this.records.v6Cold;
     const tiers = this.records.tiers;
     const local = this.allowNodeLocal;
     const dstWords = this.dstWords;
@@ -317,9 +315,9 @@ export class Classifier {
         if (egress !== NO_TABLE) {
           // A port the table names nowhere (its signature says so) is denied without reading it.
           if (
-            !(local && nodeLocal(data, cold, from, to)) &&
+            !(local && nodeLocal(data, from, to)) &&
             (((data[from + EGRESS_PORTS] as number) & bit) === 0 ||
-              this.slot(egress, family, dstWords, cold, to, protocol, port, false) < 0)
+              this.slot(egress, family, dstWords, data, to, protocol, port, false) < 0)
           )
             return false;
         } else {
@@ -340,10 +338,10 @@ export class Classifier {
     }
     const ingress = data[to + INGRESS] as number;
     if (ingress !== NO_TABLE) {
-      if (local && nodeLocal(data, cold, to, from)) return true;
+      if (local && nodeLocal(data, to, from)) return true;
       return (
         ((data[to + INGRESS_PORTS] as number) & bit) !== 0 &&
-        this.slot(ingress, family, srcWords, cold, from, protocol, port, false) >= 0
+        this.slot(ingress, family, srcWords, data, from, protocol, port, false) >= 0
       );
     }
     return (
@@ -385,22 +383,22 @@ export class Classifier {
     return action === ACTION_ALLOW ? ALLOW : action === ACTION_DENY ? DENY : UNDECIDED;
   }
 
-  /** The table's matching slot for the remote address (its record's cold half in `cold`, or -1). */
+  /** The table's matching slot for the remote address (its record in `data`, or -1). */
   private slot(
     table: number,
     family: IpFamily,
     words: Uint32Array,
-    cold: Int32Array,
+    data: Int32Array,
     remote: number,
     protocol: number,
     port: number,
     first: boolean,
   ): number {
-    const count = remote < 0 ? 0 : (cold[remote + GROUP_COUNT] as number);
-    // Up to INLINE_GROUPS groups sit in the record's cold half; more are in the overflow arena.
+    const count = remote < 0 ? 0 : (data[remote + GROUP_COUNT] as number);
+    // Up to INLINE_GROUPS groups sit in the record; more are in the overflow arena.
     const inline = count <= INLINE_GROUPS;
-    const groups = inline ? cold : this.records.overflow;
-    const at = inline ? remote + GROUPS : (cold[remote + OVERFLOW_AT] as number);
+    const groups = inline ? data : this.records.overflow;
+    const at = inline ? remote + GROUPS : (data[remote + OVERFLOW_AT] as number);
     return this.packed.match(table, family, words, groups, at, count, protocol, port, first);
   }
 
@@ -476,11 +474,11 @@ export class Classifier {
   };
 }
 
-/** Whether the remote (its record, or -1) is the endpoint's node's address (cold half read only for one). */
-function nodeLocal(data: Int32Array, cold: Int32Array, endpoint: number, remote: number): boolean {
-  if (remote < 0 || !isNodeAddressAt(data, remote)) return false;
+/** Whether the remote address (its record, or -1) belongs to the endpoint's own node. */
+function nodeLocal(data: Int32Array, endpoint: number, remote: number): boolean {
+  if (remote < 0) return false;
   const node = data[endpoint + ENDPOINT_NODE] as number;
-  return node !== 0 && cold[remote + NODE_ADDRESS_OF] === node;
+  return node !== 0 && data[remote + NODE_ADDRESS_OF] === node;
 }
 
 function protocolIndex(protocol: Protocol): number {
