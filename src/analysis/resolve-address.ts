@@ -42,9 +42,11 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
       family: resolved.address.ip.family,
     };
   }
+  const ip = parseIp(text);
   // Digits and dots only (300.1.1.1, 10.1.1): a mistyped IPv4 address, not a domain name.
-  if (/^[0-9.]+$/.test(text) && !parseIp(text).ok) {
-    return { ok: false, message: ipProblem(text) };
+  if (!ip.ok && /^[0-9.]+$/.test(text)) {
+    const fatal = ip.problems.find((p) => p.fatal);
+    return { ok: false, message: fatal?.message ?? `"${text}" is not a valid IP address` };
   }
   // An address with a prefix length (not `cafe/1`, a pod named 1 in namespace cafe).
   if (/^[0-9A-Fa-f.:]+\/[0-9]+$/.test(text) && parseIp(text.slice(0, text.indexOf('/'))).ok) {
@@ -53,13 +55,12 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
       message: `"${text}" is a CIDR; a connection is between two addresses, so give one address of it`,
     };
   }
-  if (/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\.?$/.test(text) && !parseIp(text).ok) {
+  if (!ip.ok && /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\.?$/.test(text)) {
     return {
       ok: false,
       message: `"${text}" looks like a domain name; give the address it resolves to as ${text}=IP (Palisade does not query DNS)`,
     };
   }
-  const ip = parseIp(text);
   if (ip.ok) {
     const pods = cluster.endpoints.filter(
       (e) => !e.hostNetwork && e.ips.some((a) => a.family === ip.value.family && a.value === ip.value.value),
@@ -184,11 +185,4 @@ function nearNames(endpoints: readonly Endpoint[], namespace: string, name: stri
     .sort((a, b) => a[1] - b[1])
     .slice(0, 5)
     .map(([id]) => id);
-}
-
-/** What is wrong with an address that does not parse, in the parser's words. */
-function ipProblem(text: string): string {
-  const parsed = parseIp(text);
-  const fatal = parsed.ok ? undefined : parsed.problems.find((p) => p.fatal);
-  return fatal?.message ?? `"${text}" is not a valid IP address`;
 }

@@ -13,17 +13,18 @@
  * is followed by a key, never by `{`, so valid JSON is never cut there either; without the cut
  * the broken line swallowed the next one, a valid object lost without a word.
  */
-import { isSpace } from './json-documents.ts';
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  isSpace,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+} from './json-documents.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
-
-const OPEN_BRACE = 0x7b;
-const OPEN_BRACKET = 0x5b;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const CLOSE_BRACE = 0x7d;
-const CLOSE_BRACKET = 0x5d;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 /**
  * Where each object of `span` starts, when the span is two or more JSON objects one after

@@ -5,12 +5,14 @@
  */
 
 import type { SourceLocation } from '../model/types.ts';
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-documents.ts';
 
-const OPENERS: Readonly<Record<string, number>> = { '}': 0x7b, ']': 0x5b };
-const CLOSERS: Readonly<Record<number, number>> = { 0x7b: 0x7d, 0x5b: 0x5d };
-const QUOTE = 0x22;
+const OPENERS: Readonly<Record<string, number>> = { '}': OPEN_BRACE, ']': OPEN_BRACKET };
+const CLOSERS: Readonly<Record<number, number>> = {
+  [OPEN_BRACE]: CLOSE_BRACE,
+  [OPEN_BRACKET]: CLOSE_BRACKET,
+};
 const APOSTROPHE = 0x27;
-const BACKSLASH = 0x5c;
 const HASH = 0x23;
 
 /**
@@ -32,7 +34,7 @@ export function unclosedOpener(
     else if (c === HASH && (i === from || /\s/.test(text[i - 1] as string))) {
       const newline = text.indexOf('\n', i);
       i = newline < 0 || newline >= at ? at : newline;
-    } else if (c === 0x7b || c === 0x5b) open.push(i);
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) open.push(i);
     else if (open.length > 0 && c === CLOSERS[text.charCodeAt(open[open.length - 1] as number)]) open.pop();
   }
   for (let k = open.length - 1; k >= 0; k--)
