@@ -234,8 +234,15 @@ async function traffic(
       on: () => {
         for (const pod of pods) attach(location, node.netns, pod.hostInterface, { tcOnly });
       },
-      off: () => {
-        for (const pod of pods) detach(node.netns, pod.hostInterface, location);
+      off: async () => {
+        for (const pod of pods) {
+          detach(node.netns, pod.hostInterface, location);
+          // detach leaves the clsact qdisc (other components' filters may be on it); this lab's
+          // veths are the benchmark's own, and an empty qdisc left behind would still put every
+          // later configuration's packets through tc's hook check, no policy's too.
+          if (tcOnly)
+            await run('tc', ['qdisc', 'del', 'dev', pod.hostInterface, 'clsact'], { netns: node.netns });
+        }
       },
       programs: ['from_pod', 'to_pod'].map((p) => join(pinDir(location), 'progs', p)),
     });

@@ -80,10 +80,22 @@ export type MapName =
   | 'actions'
   | 'group_names'
   | 'conntrack'
-  | 'frags';
+  | 'frags'
+  | 'verdicts'
+  | 'handoffs'
+  | 'judging'
+  | 'scratch';
 
-/** Key and value sizes in bytes, as palisade.h defines them. */
-export const MAP_SHAPES: Readonly<Record<MapName, { readonly key: number; readonly value: number }>> = {
+/**
+ * Key and value sizes in bytes, as palisade.h and palisade.bpf.c define them. Every map the
+ * program has is here, its own per-CPU working state too (`perCpu`: the verdict cache, the
+ * hand-over slot, a judgement's inputs, a table lookup's state), which nothing outside the
+ * program writes: a pinned node whose program came from another header differs there as well,
+ * and is refused whole rather than half run.
+ */
+export const MAP_SHAPES: Readonly<
+  Record<MapName, { readonly key: number; readonly value: number; readonly perCpu?: true }>
+> = {
   gen: { key: 4, value: 4 },
   config: { key: 4, value: 4 },
   records: { key: 24, value: 132 },
@@ -98,6 +110,10 @@ export const MAP_SHAPES: Readonly<Record<MapName, { readonly key: number; readon
   group_names: { key: 4, value: 16 },
   conntrack: { key: 40, value: 16 },
   frags: { key: 40, value: 8 },
+  verdicts: { key: 4, value: 64, perCpu: true },
+  handoffs: { key: 4, value: 64, perCpu: true },
+  judging: { key: 4, value: 88, perCpu: true },
+  scratch: { key: 4, value: 1160, perCpu: true },
 };
 
 export const MAP_NAMES = Object.keys(MAP_SHAPES) as readonly MapName[];

@@ -10,7 +10,7 @@
  * hold the policy the kernel enforces, which the renderer reads back), attaching replaces a filter,
  * and removing what is gone is not an error.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { compiledObject, requireBpftool, tcxTool } from './toolchain.ts';
@@ -100,6 +100,9 @@ export function loadProgram(location: PinLocation): boolean {
     );
   } catch (error) {
     clearLoad(dir);
+    // Nothing of this node is left (no links of an earlier load): its directory goes too, so a
+    // failed load leaves no trace under the pin root.
+    if (readdirSync(dir).length === 0) rmdirSync(dir);
     throw error;
   }
   return true;
@@ -150,11 +153,9 @@ export function attach(
     // A filter an earlier tc attachment of ours left would run after the links: they decide
     // first, so removing it now leaves no moment without a program. Only our filters go: the
     // clsact qdisc may hold other programs (a CNI's), which are not ours to remove.
-    for (const [hook, program] of HOOKS) {
-      const shown = tryTool(tc(netns, ['filter', 'show', 'dev', device, hook]));
-      if (shown.status === 0 && shown.stdout.includes(program))
+    for (const [hook, program] of HOOKS)
+      if (ourTcFilter(netns, device, hook, program))
         tryTool(tc(netns, ['filter', 'del', 'dev', device, hook, 'pref', '1', 'handle', '1', 'bpf']));
-    }
     return;
   }
   runTool(tc(netns, ['qdisc', 'replace', 'dev', device, 'clsact']), `adding clsact to ${where}`);
@@ -209,13 +210,27 @@ function attachTcx(
 }
 
 /**
- * Removes a node's programs from an interface: its clsact qdisc and the node's tcx links on it
- * (which only the node's pins name: without them a link would stay attached); an interface that
- * is gone is fine.
+ * Removes a node's programs from an interface, and nothing else: the node's tcx links on it
+ * (which only the node's pins name: without them a link would stay attached) and the tc filters
+ * attach() adds (pref 1, handle 1, naming our program), where it used tc. The clsact qdisc stays:
+ * on a real node it may hold other components' filters (a CNI's, kube-proxy's), which deleting it
+ * would remove with ours. An interface that is gone is fine.
  */
 export function detach(netns: string | undefined, device: string, location: PinLocation): void {
-  tryTool(tc(netns, ['qdisc', 'del', 'dev', device, 'clsact']));
-  for (const [hook] of HOOKS) rmSync(linkPin(location, device, hook), { force: true });
+  for (const [hook, program] of HOOKS) {
+    rmSync(linkPin(location, device, hook), { force: true });
+    if (ourTcFilter(netns, device, hook, program))
+      tryTool(tc(netns, ['filter', 'del', 'dev', device, hook, 'pref', '1', 'handle', '1', 'bpf']));
+  }
+}
+
+/** Whether the tc filter at attach()'s place on a hook (pref 1, handle 1) runs our program. */
+function ourTcFilter(netns: string | undefined, device: string, hook: string, program: string): boolean {
+  const shown = tryTool(tc(netns, ['filter', 'show', 'dev', device, hook, 'pref', '1']));
+  if (shown.status !== 0) return false;
+  return shown.stdout
+    .split('\n')
+    .some((line) => / bpf /.test(line) && /handle 0x1 /.test(line) && line.includes(` name ${program} `));
 }
 
 /** The interfaces of a namespace (undefined when they cannot be listed). */

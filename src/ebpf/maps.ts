@@ -46,7 +46,19 @@ export class PinnedMaps implements BpfMaps {
     return this.fds.get(map) as number;
   }
 
+  /**
+   * Refuses a per-CPU map: its lookups and updates move a value per possible CPU, more than the
+   * one-value buffers here hold (libbpf would read or write past them).
+   */
+  private shared(map: MapName): void {
+    if (MAP_SHAPES[map].perCpu)
+      throw new EbpfError(
+        `the BPF map ${map} is the program's per-CPU working state: not read or written here`,
+      );
+  }
+
   put(map: MapName, key: Buffer, value: Buffer): void {
+    this.shared(map);
     const code = this.lib.update(this.fd(map), key, value, BPF_ANY);
     if (code === 0) return;
     if (errnoName(code) === 'E2BIG')
@@ -64,6 +76,7 @@ export class PinnedMaps implements BpfMaps {
   }
 
   get(map: MapName, key: Buffer): Buffer | undefined {
+    this.shared(map);
     const value = Buffer.alloc(MAP_SHAPES[map].value);
     const code = this.lib.lookup(this.fd(map), key, value);
     if (code === ENOENT) return undefined;
