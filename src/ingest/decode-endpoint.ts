@@ -21,16 +21,19 @@ import {
 import type { DecodedObject, FieldPath } from './types.ts';
 import { dnsSubdomainProblem, portNameProblem } from './validate-names.ts';
 import { exactArray } from '../util/exact-array.ts';
+import { decodeReportingAll } from './prune-mistyped.ts';
+import type { z } from 'zod';
 
 type EndpointDecode = DecodedObject | 'skipped' | undefined;
+const POD_SCHEMAS = { strict: podSchema };
+const WORKLOAD_SCHEMAS = { strict: workloadSchema };
+const CRON_JOB_SCHEMAS = { strict: cronJobSchema };
 
 export function decodePod(ctx: DecodeContext): EndpointDecode {
-  const parsed = podSchema.safeParse(ctx.raw.value);
-  if (!parsed.success) {
-    ctx.reportSchemaIssues(parsed.error.issues);
-    return undefined;
-  }
-  const raw = parsed.data;
+  return decodeReportingAll(ctx, ctx.raw.value, POD_SCHEMAS, (raw) => decodeParsedPod(ctx, raw));
+}
+
+function decodeParsedPod(ctx: DecodeContext, raw: z.output<typeof podSchema>): EndpointDecode {
   const { name, namespace } = decodeMetadataName(ctx, raw.metadata, true);
   const phase = raw.status?.phase;
   if (phase === 'Succeeded' || phase === 'Failed') {
@@ -90,9 +93,29 @@ export function decodePod(ctx: DecodeContext): EndpointDecode {
 }
 
 export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): EndpointDecode {
-  const parsed = parseWorkload(ctx, kind);
-  if (!parsed) return undefined;
-  const { metadata, template, templatePath } = parsed;
+  // The pod template: `spec.template`, or `spec.jobTemplate.spec.template` for a CronJob.
+  if (kind === 'CronJob') {
+    return decodeReportingAll(ctx, ctx.raw.value, CRON_JOB_SCHEMAS, (raw) =>
+      decodeTemplate(ctx, kind, raw.metadata, raw.spec?.jobTemplate?.spec?.template, [
+        'spec',
+        'jobTemplate',
+        'spec',
+        'template',
+      ]),
+    );
+  }
+  return decodeReportingAll(ctx, ctx.raw.value, WORKLOAD_SCHEMAS, (raw) =>
+    decodeTemplate(ctx, kind, raw.metadata, raw.spec?.template, ['spec', 'template']),
+  );
+}
+
+function decodeTemplate(
+  ctx: DecodeContext,
+  kind: WorkloadKind,
+  metadata: RawMetadata,
+  template: RawPodTemplate | null | undefined,
+  templatePath: FieldPath,
+): EndpointDecode {
   const { name, namespace } = decodeMetadataName(ctx, metadata, true);
   const labels = decodeLabels(ctx, template?.metadata?.labels, [...templatePath, 'metadata', 'labels']);
   const ports = decodeContainerPorts(ctx, template?.spec, [...templatePath, 'spec']);
@@ -128,31 +151,6 @@ export function controllerOf(
     (references.length === 1 && references[0]?.controller == null ? references[0] : undefined);
   if (!controller?.kind || !controller.name || controller.kind === 'Node') return undefined;
   return { kind: controller.kind, name: controller.name };
-}
-
-/** Finds the pod template: `spec.template`, or `spec.jobTemplate.spec.template` for a CronJob. */
-function parseWorkload(
-  ctx: DecodeContext,
-  kind: WorkloadKind,
-):
-  | { metadata: RawMetadata; template: RawPodTemplate | null | undefined; templatePath: FieldPath }
-  | undefined {
-  if (kind === 'CronJob') {
-    const parsed = cronJobSchema.safeParse(ctx.raw.value);
-    if (!parsed.success) return void ctx.reportSchemaIssues(parsed.error.issues);
-    return {
-      metadata: parsed.data.metadata,
-      template: parsed.data.spec?.jobTemplate?.spec?.template,
-      templatePath: ['spec', 'jobTemplate', 'spec', 'template'],
-    };
-  }
-  const parsed = workloadSchema.safeParse(ctx.raw.value);
-  if (!parsed.success) return void ctx.reportSchemaIssues(parsed.error.issues);
-  return {
-    metadata: parsed.data.metadata,
-    template: parsed.data.spec?.template,
-    templatePath: ['spec', 'template'],
-  };
 }
 
 function decodeContainerPorts(

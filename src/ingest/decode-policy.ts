@@ -15,7 +15,7 @@ import type {
 } from '../model/types.ts';
 import type { z } from 'zod';
 import type { DecodeContext } from './decode-context.ts';
-import { pruneMistyped } from './prune-mistyped.ts';
+import { decodeReportingAll } from './prune-mistyped.ts';
 import { decodeSelector } from './decode-labels.ts';
 import {
   lenientNetworkPolicySchema,
@@ -29,24 +29,10 @@ import { decodeMetadataName } from './decode-metadata.ts';
 import { exactArray } from '../util/exact-array.ts';
 
 const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1', 'extensions/v1beta1'];
+const POLICY_SCHEMAS = { strict: networkPolicySchema, lenient: lenientNetworkPolicySchema };
 
 export function decodeNetworkPolicy(ctx: DecodeContext): NetworkPolicy | undefined {
-  let parsed = networkPolicySchema.safeParse(ctx.raw.value);
-  let mistyped: ReturnType<typeof pruneMistyped>;
-  if (!parsed.success) {
-    ctx.reportSchemaIssues(parsed.error.issues);
-    // Unknown fields alone leave a usable structure, and mistyped fields can be left out of a
-    // copy: check the rest too, so all problems show at once (the object is skipped anyway).
-    const unknownOnly = parsed.error.issues.every((issue) => issue.code === 'unrecognized_keys');
-    mistyped = unknownOnly ? undefined : pruneMistyped(ctx.raw.value, parsed.error.issues);
-    if (!unknownOnly && !mistyped) return undefined;
-    parsed = lenientNetworkPolicySchema.safeParse(mistyped ? mistyped.value : ctx.raw.value);
-    if (!parsed.success) return undefined;
-  }
-  const before = ctx.diagnostics.length;
-  const policy = decodeParsed(ctx, parsed.data);
-  if (mistyped) ctx.dropSince(before, mistyped.isSibling);
-  return policy;
+  return decodeReportingAll(ctx, ctx.raw.value, POLICY_SCHEMAS, (raw) => decodeParsed(ctx, raw));
 }
 
 function decodeParsed(

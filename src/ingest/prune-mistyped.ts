@@ -1,50 +1,145 @@
 /**
  * An object with a field of the wrong type cannot be decoded, so the API server (and Palisade)
  * stopped at its type errors, and the user fixed them only to meet the object's other problems
- * in a second round. To report those too, the mistyped fields are left out of a copy, which is
- * then checked as usual; what that check says about a removed field's siblings is dropped, since
- * it may only be the removal speaking (an `endPort` "without a port" whose port was mistyped).
+ * in a second round. To report those too, every kind's decoder parses through
+ * `decodeReportingAll`: the mistyped fields are left out of a copy (a required one is stood in
+ * for by an empty value of its type, as is a missing required field), which is then checked as
+ * usual; what that check says about such a field or its parent, and what it says of a sibling
+ * for the field's absence, is dropped, since it may only be the removal speaking (an `endPort`
+ * "without a port" whose port was mistyped, a peer "naming no selector" whose only one was).
  */
 import type { z } from 'zod';
-import type { Diagnostic } from '../model/diagnostics.ts';
-import { formatPath, valueAt } from './decode-context.ts';
+import type { Diagnostic, DiagnosticCode } from '../model/diagnostics.ts';
+import { formatPath, valueAt, type DecodeContext } from './decode-context.ts';
 import type { FieldPath } from './types.ts';
 
+/** The schemas a value is read with: `lenient` (default `strict`) must accept what `strict` does, and drop unknown fields. */
+export interface ReadingSchemas<S extends z.ZodType> {
+  readonly strict: S;
+  readonly lenient?: z.ZodType;
+}
+
 /**
- * A copy of `value` without the fields at the issues' paths, and the sibling test; undefined
- * when an issue is not a field's type (a list element's type, a missing field: nothing to leave
- * out without changing what the other paths name).
+ * `decode` of `value` (found at `at` inside the context's object) parsed with `schemas.strict`.
+ * When that parse fails, its issues are reported; then the value is read again leniently — as
+ * it is when only unknown fields were wrong, or without its mistyped fields — and decoded for
+ * the diagnostics alone: the result is undefined, as the value is invalid either way.
  */
-export function pruneMistyped(
+export function decodeReportingAll<S extends z.ZodType, R>(
+  ctx: DecodeContext,
+  value: unknown,
+  schemas: ReadingSchemas<S>,
+  decode: (data: z.output<S>) => R,
+  at: FieldPath = [],
+): R | undefined {
+  const parsed = schemas.strict.safeParse(value);
+  if (parsed.success) return decode(parsed.data);
+  const issues = parsed.error.issues;
+  ctx.reportSchemaIssues(at.length === 0 ? issues : issues.map((i) => ({ ...i, path: [...at, ...i.path] })));
+  const lenient = schemas.lenient ?? schemas.strict;
+  const unknownOnly = issues.every((issue) => issue.code === 'unrecognized_keys');
+  const reread = unknownOnly ? readAsIs(lenient, value) : readWithoutMistyped(lenient, value, issues, at);
+  if (!reread) return undefined;
+  const before = ctx.diagnostics.length;
+  // The lenient schema has the strict one's shape; only unknown fields and stand-ins differ.
+  decode(reread.data as z.output<S>);
+  if (reread.causedByRemoval) ctx.dropSince(before, reread.causedByRemoval);
+  return undefined;
+}
+
+interface Reread {
+  readonly data: unknown;
+  /** Whether a diagnostic may only be the removal of a field speaking; absent when none was removed. */
+  readonly causedByRemoval?: (diagnostic: Diagnostic) => boolean;
+}
+
+function readAsIs(lenient: z.ZodType, value: unknown): Reread | undefined {
+  const parsed = lenient.safeParse(value);
+  return parsed.success ? { data: parsed.data } : undefined;
+}
+
+/**
+ * A copy of `value` without the fields at the issues' paths, read with `lenient`; undefined when
+ * an issue is not about a field's type or presence (a list element's type: nothing to leave out
+ * without changing what the other paths name), or the copy still does not read.
+ */
+function readWithoutMistyped(
+  lenient: z.ZodType,
   value: unknown,
   issues: readonly z.core.$ZodIssue[],
-): { value: unknown; isSibling: (diagnostic: Diagnostic) => boolean } | undefined {
+  at: FieldPath,
+): Reread | undefined {
   const paths: FieldPath[] = [];
   for (const issue of issues) {
-    if (issue.code === 'unrecognized_keys') continue; // the lenient schema takes those
+    if (issue.code === 'unrecognized_keys') continue; // the lenient schema drops those
     if (issue.code !== 'invalid_type' && issue.code !== 'invalid_union') return undefined;
     const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
-    const last = path[path.length - 1];
-    if (typeof last !== 'string' || valueAt(value, path) === undefined) return undefined;
+    if (typeof path[path.length - 1] !== 'string' || !isMapping(valueAt(value, path.slice(0, -1))))
+      return undefined;
     paths.push(path);
   }
   if (paths.length === 0) return undefined;
   const copy = structuredClone(value);
-  for (const path of paths) {
-    const parent = valueAt(copy, path.slice(0, -1)) as Record<string, unknown>;
-    delete parent[path[path.length - 1] as string];
-  }
-  const parents = new Set(paths.map((p) => formatPath(p.slice(0, -1))));
-  const isSibling = (diagnostic: Diagnostic): boolean => {
-    const at = diagnostic.path ?? '';
-    for (const parent of parents) {
-      // The parent itself ("a peer must set podSelector…" once its only selector is gone) or
-      // one of its direct fields.
-      if (at === parent) return true;
-      const rest = parent === '' ? at : at.startsWith(`${parent}.`) ? at.slice(parent.length + 1) : undefined;
-      if (rest !== undefined && !/[.[]/.test(rest)) return true;
+  for (const path of paths) delete fieldsAt(copy, path)[path[path.length - 1] as string];
+  let parsed = lenient.safeParse(copy);
+  if (!parsed.success) {
+    // Required fields (a missing one, or one just left out) get an empty value of their type.
+    for (const issue of parsed.error.issues) {
+      const stand = issue.code === 'invalid_type' ? STAND_INS[issue.expected] : undefined;
+      const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+      if (!stand || !paths.some((p) => formatPath(p) === formatPath(path))) return undefined;
+      fieldsAt(copy, path)[path[path.length - 1] as string] = stand();
     }
-    return false;
+    parsed = lenient.safeParse(copy);
+    if (!parsed.success) return undefined;
+  }
+  return { data: parsed.data, causedByRemoval: removalTest(paths.map((p) => [...at, ...p])) };
+}
+
+/** Empty values by the type zod expected, to stand in for a required field. */
+const STAND_INS: Readonly<Record<string, () => unknown>> = {
+  string: () => '',
+  number: () => 0,
+  boolean: () => false,
+  object: () => ({}),
+  record: () => ({}),
+  array: () => [],
+};
+
+function isMapping(value: unknown): boolean {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The mapping that holds the field at `path` (its parent was checked to be one). */
+function fieldsAt(root: unknown, path: FieldPath): Record<string, unknown> {
+  return valueAt(root, path.slice(0, -1)) as Record<string, unknown>;
+}
+
+/**
+ * Codes reported at one field for what a sibling holds or lacks (`endPort` without a numeric
+ * `port`, a range's end not above its start): next to a removed field they may only be the
+ * removal speaking. Other codes at a sibling judge the sibling alone and are kept.
+ */
+const JUDGED_BY_SIBLINGS: ReadonlySet<DiagnosticCode> = new Set<DiagnosticCode>([
+  'END_PORT_WITHOUT_NUMERIC_PORT',
+  'END_PORT_BEFORE_PORT',
+  'CLUSTER_PORT_INVALID',
+]);
+
+/**
+ * True for a diagnostic the removal may have caused: at a removed field (about its stand-in), at
+ * its parent (which judges its fields together: "a peer must set podSelector…" once its only
+ * selector is gone), or at a sibling with a code that judges fields together.
+ */
+function removalTest(paths: readonly FieldPath[]): (diagnostic: Diagnostic) => boolean {
+  const removed = new Set(paths.map((p) => formatPath(p)));
+  const parents = new Set(paths.map((p) => formatPath(p.slice(0, -1))));
+  return (diagnostic) => {
+    const where = diagnostic.path ?? '';
+    if (removed.has(where) || parents.has(where)) return true;
+    if (!JUDGED_BY_SIBLINGS.has(diagnostic.code)) return false;
+    const cut = Math.max(where.lastIndexOf('.'), where.lastIndexOf('['));
+    // A direct field's parent: what comes before its last `.name`; a top-level field's is ''.
+    return where[cut] === '.' ? parents.has(where.slice(0, cut)) : cut === -1 && parents.has('');
   };
-  return { value: copy, isSibling };
 }
