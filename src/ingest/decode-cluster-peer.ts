@@ -18,6 +18,7 @@ import {
 import { labelSelectorSchema } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem } from './validate-names.ts';
+import { decodeReportingAll } from './prune-mistyped.ts';
 
 const INGRESS_FIELDS = ['namespaces', 'pods'] as const;
 const EGRESS_FIELDS = ['namespaces', 'pods', 'nodes', 'networks', 'domainNames'] as const;
@@ -70,11 +71,11 @@ export function decodeClusterPeer(
       return decodeNamespacesPeer(ctx, value, at, options);
     case 'pods':
       return decodePodsPeer(ctx, value, at, options);
-    case 'nodes': {
-      const selector = parse(ctx, labelSelectorSchema, value, at);
-      const decoded = selector && decodeSelector(ctx, selector, at);
-      return decoded ? { type: 'nodes', selector: decoded } : undefined;
-    }
+    case 'nodes':
+      return parse(ctx, labelSelectorSchema, value, at, (selector) => {
+        const decoded = decodeSelector(ctx, selector, at);
+        return decoded ? { type: 'nodes', selector: decoded } : undefined;
+      });
     case 'networks':
       return decodeNetworks(ctx, value, at);
     case 'domainNames':
@@ -94,9 +95,10 @@ function decodeNamespacesPeer(
     const namespaces = decodeNamespaceSet(ctx, value, at);
     return namespaces ? { type: 'pods', namespaces } : undefined;
   }
-  const selector = parse(ctx, labelSelectorSchema, value, at);
-  const decoded = selector && decodeSelector(ctx, selector, at);
-  return decoded ? { type: 'pods', namespaces: { selector: decoded } } : undefined;
+  return parse(ctx, labelSelectorSchema, value, at, (selector) => {
+    const decoded = decodeSelector(ctx, selector, at);
+    return decoded ? { type: 'pods', namespaces: { selector: decoded } } : undefined;
+  });
 }
 
 function decodePodsPeer(
@@ -107,23 +109,29 @@ function decodePodsPeer(
 ): ClusterPeer | undefined {
   if (options.legacyShapes && hasAnyKey(value, ['namespaces'])) {
     deprecated(ctx, at);
-    const raw = parse(ctx, legacyNamespacedPodSchema, value, at);
-    if (!raw) return undefined;
-    const namespaces = decodeNamespaceSet(ctx, raw.namespaces, [...at, 'namespaces']);
-    const podSelector = decodeSelector(ctx, raw.podSelector, [...at, 'podSelector']);
-    return namespaces && podSelector ? { type: 'pods', namespaces, podSelector } : undefined;
+    return parse(ctx, legacyNamespacedPodSchema, value, at, (raw) => {
+      const namespaces = decodeNamespaceSet(ctx, raw.namespaces, [...at, 'namespaces']);
+      const podSelector = decodeSelector(ctx, raw.podSelector, [...at, 'podSelector']);
+      return namespaces && podSelector ? { type: 'pods', namespaces, podSelector } : undefined;
+    });
   }
-  const raw = parse(ctx, namespacedPodSchema, value, at);
-  if (!raw) return undefined;
-  const selector = decodeSelector(ctx, raw.namespaceSelector, [...at, 'namespaceSelector']);
-  const podSelector = decodeSelector(ctx, raw.podSelector, [...at, 'podSelector']);
-  return selector && podSelector ? { type: 'pods', namespaces: { selector }, podSelector } : undefined;
+  return parse(ctx, namespacedPodSchema, value, at, (raw) => {
+    const selector = decodeSelector(ctx, raw.namespaceSelector, [...at, 'namespaceSelector']);
+    const podSelector = decodeSelector(ctx, raw.podSelector, [...at, 'podSelector']);
+    return selector && podSelector ? { type: 'pods', namespaces: { selector }, podSelector } : undefined;
+  });
 }
 
 /** v0.1.1: exactly one of namespaceSelector, sameLabels, notSameLabels. */
 function decodeNamespaceSet(ctx: DecodeContext, value: unknown, at: FieldPath): NamespaceMatch | undefined {
-  const raw = parse(ctx, namespaceSetSchema, value, at);
-  if (!raw) return undefined;
+  return parse(ctx, namespaceSetSchema, value, at, (raw) => decodeParsedNamespaceSet(ctx, raw, at));
+}
+
+function decodeParsedNamespaceSet(
+  ctx: DecodeContext,
+  raw: z.output<typeof namespaceSetSchema>,
+  at: FieldPath,
+): NamespaceMatch | undefined {
   const set = LEGACY_NAMESPACE_FIELDS.filter((k) => (raw as Record<string, unknown>)[k] != null);
   if (set.length !== 1) {
     ctx.report(
@@ -152,7 +160,7 @@ function decodeNamespaceSet(ctx: DecodeContext, value: unknown, at: FieldPath): 
 }
 
 function decodeNetworks(ctx: DecodeContext, value: unknown, at: FieldPath): ClusterPeer | undefined {
-  const texts = parse(ctx, stringListSchema, value, at);
+  const texts = parse(ctx, stringListSchema, value, at, (list) => list);
   if (!texts) return undefined;
   if (!checkCount(ctx, texts.length, MAX_NETWORKS, 'networks', at)) return undefined;
   const cidrs: Cidr[] = [];
@@ -171,7 +179,7 @@ function decodeNetworks(ctx: DecodeContext, value: unknown, at: FieldPath): Clus
 }
 
 function decodeDomainNames(ctx: DecodeContext, value: unknown, at: FieldPath): ClusterPeer | undefined {
-  const names = parse(ctx, stringListSchema, value, at);
+  const names = parse(ctx, stringListSchema, value, at, (list) => list);
   if (!names) return undefined;
   if (!checkCount(ctx, names.length, MAX_DOMAIN_NAMES, 'domainNames', at)) return undefined;
   let ok = true;
@@ -210,16 +218,15 @@ export function checkCount(
   return true;
 }
 
-function parse<S extends z.ZodType>(
+/** `decode` of the value at `at` read with `schema`; after a type error, the rest is still checked (see prune-mistyped.ts). */
+function parse<S extends z.ZodType, R>(
   ctx: DecodeContext,
   schema: S,
   value: unknown,
   at: FieldPath,
-): z.infer<S> | undefined {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  ctx.reportSchemaIssues(parsed.error.issues.map((issue) => ({ ...issue, path: [...at, ...issue.path] })));
-  return undefined;
+  decode: (data: z.output<S>) => R,
+): R | undefined {
+  return decodeReportingAll(ctx, value, { strict: schema }, decode, at);
 }
 
 function hasAnyKey(value: unknown, keys: readonly string[]): boolean {

@@ -28,6 +28,7 @@ import {
 } from './cluster-policy-schemas.ts';
 import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
+import { decodeReportingAll, type ReadingSchemas } from './prune-mistyped.ts';
 
 export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<ClusterPolicyKind, string>> = {
   AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
@@ -47,6 +48,14 @@ const KIND_RULES: Readonly<
   ClusterNetworkPolicy: { maxRules: 25, maxPeers: 25, maxPorts: 25, actions: ['Accept', 'Deny', 'Pass'] },
 };
 const MAX_RULE_NAME = 100;
+const SCHEMAS: Readonly<Record<ClusterPolicyKind, ReadingSchemas<z.ZodType>>> = {
+  AdminNetworkPolicy: { strict: strictClusterPolicySchemas.anp, lenient: lenientClusterPolicySchemas.anp },
+  BaselineAdminNetworkPolicy: {
+    strict: strictClusterPolicySchemas.banp,
+    lenient: lenientClusterPolicySchemas.banp,
+  },
+  ClusterNetworkPolicy: { strict: strictClusterPolicySchemas.cnp, lenient: lenientClusterPolicySchemas.cnp },
+};
 
 interface RawRule {
   readonly name?: string | null | undefined;
@@ -55,6 +64,12 @@ interface RawRule {
   readonly to?: Record<string, unknown>[];
   readonly ports?: readonly RawAnpPort[] | null | undefined;
   readonly protocols?: readonly RawCnpProtocol[] | null | undefined;
+}
+
+/** What the decoder reads of any of the three kinds (the schemas tell them apart). */
+interface RawClusterPolicy {
+  readonly metadata: { readonly name: string };
+  readonly spec: RawSpec;
 }
 
 interface RawSpec {
@@ -77,8 +92,17 @@ export function decodeClusterPolicy(
     ]);
     return undefined;
   }
-  const raw = parseObject(ctx, kind);
-  if (!raw) return undefined;
+  return decodeReportingAll(ctx, ctx.raw.value, SCHEMAS[kind], (raw) =>
+    decodeParsed(ctx, kind, apiVersion, raw as RawClusterPolicy),
+  );
+}
+
+function decodeParsed(
+  ctx: DecodeContext,
+  kind: ClusterPolicyKind,
+  apiVersion: string,
+  raw: RawClusterPolicy,
+): ClusterPolicy | undefined {
   const name = raw.metadata.name;
   const nameProblem = dnsSubdomainProblem(name);
   if (nameProblem)
@@ -90,7 +114,7 @@ export function decodeClusterPolicy(
       ['metadata', 'name'],
     );
   }
-  const spec = raw.spec as RawSpec;
+  const spec = raw.spec;
   const tier = decodeTier(ctx, kind, spec.tier);
   const priority = kind === 'BaselineAdminNetworkPolicy' ? BANP_PRIORITY : decodePriority(ctx, spec.priority);
   const subject = decodeSubject(ctx, spec.subject, ['spec', 'subject']);
@@ -108,18 +132,6 @@ export function decodeClusterPolicy(
     egress,
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
-}
-
-/** Strict first; when only unknown fields were wrong, re-read leniently so every other problem shows too. */
-function parseObject(ctx: DecodeContext, kind: ClusterPolicyKind) {
-  const pick = (set: typeof strictClusterPolicySchemas) =>
-    kind === 'AdminNetworkPolicy' ? set.anp : kind === 'BaselineAdminNetworkPolicy' ? set.banp : set.cnp;
-  const strict = (pick(strictClusterPolicySchemas) as z.ZodType).safeParse(ctx.raw.value);
-  if (strict.success) return strict.data as { metadata: { name: string }; spec: unknown };
-  ctx.reportSchemaIssues(strict.error.issues);
-  if (!strict.error.issues.every((issue) => issue.code === 'unrecognized_keys')) return undefined;
-  const lenient = (pick(lenientClusterPolicySchemas) as z.ZodType).safeParse(ctx.raw.value);
-  return lenient.success ? (lenient.data as { metadata: { name: string }; spec: unknown }) : undefined;
 }
 
 function decodeTier(ctx: DecodeContext, kind: ClusterPolicyKind, raw: string | undefined): Tier | undefined {

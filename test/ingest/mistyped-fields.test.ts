@@ -1,0 +1,201 @@
+/**
+ * A field of the wrong type (or a missing required one) does not hide an object's other
+ * problems, whatever its kind: the field is reported, the rest of the object is still checked
+ * (one round of fixes meets every problem), what the removal alone implies is not reported, and
+ * the object is still skipped. NetworkPolicy's cases are in diagnostics.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadFromTexts } from '../../src/ingest/load.ts';
+
+function problems(text: string): { found: [string, string | undefined, number][]; objects: number } {
+  const { cluster, diagnostics } = loadFromTexts([{ name: 'bad.yaml', text }]);
+  return {
+    found: diagnostics.map((d) => [d.code, d.path, d.line]),
+    objects: cluster.clusterPolicies.length + cluster.endpoints.length,
+  };
+}
+
+const header = (apiVersion: string, kind: string, name: string): string =>
+  `apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata:\n  name: ${name}\n`;
+const ANP = header('policy.networking.k8s.io/v1alpha1', 'AdminNetworkPolicy', 'anp');
+const BANP = header('policy.networking.k8s.io/v1alpha1', 'BaselineAdminNetworkPolicy', 'default');
+const CNP = header('policy.networking.k8s.io/v1alpha2', 'ClusterNetworkPolicy', 'cnp');
+
+describe('a mistyped field does not hide the rest of the object', () => {
+  it('AdminNetworkPolicy: a mistyped priority and an invalid CIDR in a peer are both reported', () => {
+    const text = `${ANP}spec:
+  priority: "high"
+  subject: {namespaces: {}}
+  egress:
+    - action: Deny
+      to:
+        - networks: ["10.0.0.0/33"]
+`;
+    assert.deepEqual(problems(text), {
+      found: [
+        ['SCHEMA_TYPE', 'spec.priority', 6],
+        ['CIDR_INVALID', 'spec.egress[0].to[0].networks[0]', 11],
+      ],
+      objects: 0,
+    });
+  });
+
+  it('AdminNetworkPolicy: required fields stood in for are not judged, their siblings are', () => {
+    // No priority, a subject and an action of the wrong type, a rule's `to` that is not a list.
+    const text = `${ANP}spec:
+  subject: "everything"
+  ingress:
+    - action: 7
+      from: [{namespaces: {}}]
+      ports:
+        - portNumber: {port: "80", protocol: tcp}
+        - portRange: {start: 90, end: 80}
+  egress:
+    - {action: Allow, to: "nowhere"}
+    - {action: Bogus, to: [{namespaces: {}}]}
+`;
+    assert.deepEqual(problems(text).found, [
+      ['SCHEMA_REQUIRED', 'spec.priority', 6],
+      ['SCHEMA_TYPE', 'spec.subject', 6],
+      ['SCHEMA_TYPE', 'spec.ingress[0].action', 8],
+      ['SCHEMA_TYPE', 'spec.ingress[0].ports[0].portNumber.port', 11],
+      // The protocol beside the mistyped port is judged on its own.
+      ['PROTOCOL_INVALID', 'spec.ingress[0].ports[0].portNumber.protocol', 11],
+      ['CLUSTER_PORT_INVALID', 'spec.ingress[0].ports[1].portRange.end', 12],
+      ['SCHEMA_TYPE', 'spec.egress[0].to', 14],
+      ['ACTION_INVALID', 'spec.egress[1].action', 15],
+    ]);
+  });
+
+  it('BaselineAdminNetworkPolicy: a mistyped label in the subject and a bad CIDR', () => {
+    const text = `${BANP}spec:
+  subject:
+    namespaces: {matchLabels: {app: 3, "-bad": x}}
+  egress:
+    - action: Deny
+      to: [{networks: ["not-a-cidr"]}]
+`;
+    assert.deepEqual(problems(text).found, [
+      ['SCHEMA_TYPE', 'spec.subject.namespaces.matchLabels.app', 7],
+      ['LABEL_KEY_INVALID', 'spec.subject.namespaces.matchLabels.-bad', 7],
+      ['CIDR_INVALID', 'spec.egress[0].to[0].networks[0]', 10],
+    ]);
+  });
+
+  it('ClusterNetworkPolicy: a mistyped tier does not hide an out-of-range priority', () => {
+    const text = `${CNP}spec:
+  tier: 5
+  priority: 2000
+  subject: {namespaces: {}}
+  ingress:
+    - action: Accept
+      from: [{namespaces: {}}]
+      protocols:
+        - tcp: {destinationPort: {number: "eighty"}}
+        - udp: {destinationPort: {number: 0}}
+`;
+    assert.deepEqual(problems(text), {
+      found: [
+        ['SCHEMA_TYPE', 'spec.tier', 6],
+        ['PRIORITY_INVALID', 'spec.priority', 7],
+        ['SCHEMA_TYPE', 'spec.ingress[0].protocols[0].tcp.destinationPort.number', 13],
+        ['PORT_OUT_OF_RANGE', 'spec.ingress[0].protocols[1].udp.destinationPort.number', 14],
+      ],
+      objects: 0,
+    });
+  });
+
+  it('a cluster policy peer: a mistyped selector does not hide the other selector', () => {
+    const text = `${ANP}spec:
+  priority: 1
+  subject: {namespaces: {}}
+  ingress:
+    - action: Allow
+      from:
+        - pods:
+            namespaceSelector: "all"
+            podSelector: {matchLabels: {"-bad": x}}
+`;
+    assert.deepEqual(problems(text).found, [
+      ['SCHEMA_TYPE', 'spec.ingress[0].from[0].pods.namespaceSelector', 12],
+      ['LABEL_KEY_INVALID', 'spec.ingress[0].from[0].pods.podSelector.matchLabels.-bad', 13],
+    ]);
+  });
+
+  it('Pod: mistyped fields do not hide bad labels, ports and addresses', () => {
+    const text = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: ns
+  labels: {app: "-bad"}
+spec:
+  hostNetwork: "yes please"
+  containers:
+    - name: c
+      ports:
+        - containerPort: "http"
+          protocol: tcp
+        - containerPort: 70000
+status:
+  podIP: 10.0.0.300
+`;
+    assert.deepEqual(problems(text), {
+      found: [
+        ['LABEL_VALUE_INVALID', 'metadata.labels.app', 6],
+        ['SCHEMA_TYPE', 'spec.hostNetwork', 8],
+        ['SCHEMA_TYPE', 'spec.containers[0].ports[0].containerPort', 12],
+        ['PROTOCOL_INVALID', 'spec.containers[0].ports[0].protocol', 13],
+        ['PORT_OUT_OF_RANGE', 'spec.containers[0].ports[1].containerPort', 14],
+        ['IP_INVALID', 'status.podIP', 16],
+      ],
+      objects: 0,
+    });
+  });
+
+  it("Deployment: a mistyped template field does not hide the template's bad label", () => {
+    const text = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: ns}
+spec:
+  template:
+    metadata: {labels: {app: "-x"}}
+    spec:
+      hostNetwork: "no"
+`;
+    assert.deepEqual(problems(text).found, [
+      ['LABEL_VALUE_INVALID', 'spec.template.metadata.labels.app', 6],
+      ['SCHEMA_TYPE', 'spec.template.spec.hostNetwork', 8],
+    ]);
+  });
+
+  it("NetworkPolicy: a mistyped port's protocol is still judged, its endPort is not said to lack a port", () => {
+    const text = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: p, namespace: ns}
+spec:
+  podSelector: {}
+  ingress:
+    - ports:
+        - {port: [80], protocol: tcp, endPort: 90}
+`;
+    assert.deepEqual(problems(text).found, [
+      ['SCHEMA_TYPE', 'spec.ingress[0].ports[0].port', 8],
+      ['PROTOCOL_INVALID', 'spec.ingress[0].ports[0].protocol', 8],
+    ]);
+  });
+
+  it('the other objects of the file are still read', () => {
+    const text = [
+      `${ANP}spec:\n  priority: "high"\n  subject: {namespaces: {}}\n`,
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: good, namespace: ns}\n`,
+      `${CNP}spec:\n  tier: Admin\n  priority: 3\n  subject: {namespaces: {}}\n`,
+    ].join('---\n');
+    const { cluster } = loadFromTexts([{ name: 'bad.yaml', text }]);
+    assert.deepEqual(
+      [...cluster.endpoints.map((e) => e.name), ...cluster.clusterPolicies.map((p) => p.name)],
+      ['good', 'cnp'],
+    );
+  });
+});
