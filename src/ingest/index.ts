@@ -16,3 +16,4 @@ export { decodeObject, type DecodeOutcome } from './decode-object.ts';
 export { endpointId } from './build-cluster.ts';
 export { templateStandsAlone, topWorkload, workloadKey, type OwnerLookup } from './workloads.ts';
 export { controllerOf } from './decode-endpoint.ts';
+export { portNameProblem } from './validate-names.ts';

@@ -1,0 +1,80 @@
+/**
+ * Turns what a user types for a port — `80`, `http`, `53/UDP` (protocols in any case), with or
+ * without a protocol given on its own — into a PortQuery. `check --port`, `matrix --port` and the
+ * expectations file of `assert` all read ports through here, so they take the same forms and say
+ * the same things about a bad one; each names its own fields (`--port` or `port`) in the messages.
+ */
+import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { portNameProblem } from '../ingest/index.ts';
+import type { PortQuery } from './types.ts';
+
+export type PortQueryParse =
+  | { ok: true; query: PortQuery }
+  /** `field`: which of the two inputs is wrong (for a file, where to point). */
+  | { ok: false; message: string; field: 'port' | 'protocol' };
+
+export interface PortQueryOptions {
+  /** The protocol given apart from the port (`--protocol`, `protocol:`), when one was. */
+  readonly protocol?: string;
+  /**
+   * True when that protocol was given for this port alone, so that a port naming another one
+   * (`53/UDP` with `--protocol TCP`) contradicts it; false when it is a default for many ports,
+   * which a port naming its own protocol overrides. Default true.
+   */
+  readonly protocolIsForThisPort?: boolean;
+  /** How the messages name the two fields. Default `--port` and `--protocol`. */
+  readonly labels?: { readonly port: string; readonly protocol: string };
+}
+
+const CLI_LABELS = { port: '--port', protocol: '--protocol' };
+
+/** `text` as a port query; TCP unless a protocol is named. */
+export function parsePortQuery(text: string, options: PortQueryOptions = {}): PortQueryParse {
+  const labels = options.labels ?? CLI_LABELS;
+  const fail = (field: 'port' | 'protocol', message: string): PortQueryParse => ({
+    ok: false,
+    message,
+    field,
+  });
+  const slash = text.lastIndexOf('/');
+  const portText = slash < 0 ? text : text.slice(0, slash);
+  const inline = slash < 0 ? undefined : protocolNamed(text.slice(slash + 1));
+  if (inline?.ok === false) return fail('port', `${labels.port} ${text}: ${inline.message}`);
+  const given = options.protocol === undefined ? undefined : protocolNamed(options.protocol);
+  if (given?.ok === false) return fail('protocol', `${labels.protocol} ${given.message}`);
+  const inlineProtocol = inline?.ok ? inline.protocol : undefined;
+  const givenProtocol = given?.ok ? given.protocol : undefined;
+  if (
+    inlineProtocol &&
+    givenProtocol &&
+    inlineProtocol !== givenProtocol &&
+    options.protocolIsForThisPort !== false
+  )
+    return fail(
+      'protocol',
+      `${labels.port} ${text} says ${inlineProtocol} but ${labels.protocol} says ${givenProtocol}`,
+    );
+  const protocol = inlineProtocol ?? givenProtocol ?? 'TCP';
+  if (/^[0-9]+$/.test(portText)) {
+    const port = Number(portText);
+    if (port < 1 || port > 65535)
+      return fail('port', `${labels.port} ${portText} is not between 1 and 65535`);
+    return { ok: true, query: { port, protocol } };
+  }
+  if (portText === '') return fail('port', `${labels.port} "${text}": give a port number or name`);
+  const problem = portNameProblem(portText);
+  if (problem === undefined) return { ok: true, query: { port: portText, protocol } };
+  const hint =
+    portNameProblem(portText.toLowerCase()) === undefined
+      ? `port names are lower case: "${portText.toLowerCase()}"`
+      : `a port name ${problem}`;
+  return fail('port', `${labels.port} "${portText}" is neither a port number nor a port name (${hint})`);
+}
+
+function protocolNamed(text: string): { ok: true; protocol: Protocol } | { ok: false; message: string } {
+  const protocol = PROTOCOLS.find((p) => p === text.toUpperCase());
+  if (protocol) return { ok: true, protocol };
+  const message =
+    text === '' ? 'no protocol after "/" (TCP, UDP or SCTP)' : `"${text}" is not TCP, UDP or SCTP`;
+  return { ok: false, message };
+}
