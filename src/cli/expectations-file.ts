@@ -4,8 +4,7 @@
  * is reported with its line and column; one bad entry does not hide the others.
  */
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
-import type { Expectation } from '../analysis/index.ts';
-import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
 import { closest } from '../util/closest.ts';
 
 const FIELDS = ['from', 'to', 'port', 'protocol', 'allowed'];
@@ -84,38 +83,24 @@ export function parseExpectations(file: string, text: string): ExpectationsFile 
   return { expectations, problems };
 }
 
+/** Fields as the file names them, for the shared port parser's messages. */
+const FILE_LABELS = { port: 'port', protocol: 'protocol' };
+
 function parsePort(
   port: { value: unknown; node: Node } | undefined,
   protocol: { value: unknown; node: Node } | undefined,
   problem: (node: Node | undefined, message: string) => void,
-): { port: number | string; protocol: Protocol } | undefined {
+): PortQuery | undefined {
   if (!port) {
     problem(undefined, 'every entry needs "port" (a number, a named port, or 53/UDP)');
     return undefined;
   }
-  let text = String(port.value);
-  let protocolText = protocol === undefined ? undefined : String(protocol.value).toUpperCase();
-  const slash = /^(.+)\/([A-Za-z]+)$/.exec(text);
-  if (slash) {
-    text = slash[1] as string;
-    protocolText ??= (slash[2] as string).toUpperCase();
-  }
-  const found = PROTOCOLS.find((p) => p === (protocolText ?? 'TCP'));
-  if (!found) {
-    problem(protocol?.node ?? port.node, `protocol must be TCP, UDP or SCTP, not "${protocolText ?? ''}"`);
-    return undefined;
-  }
-  if (/^[0-9]+$/.test(text)) {
-    const number = Number(text);
-    if (number < 1 || number > 65535) {
-      problem(port.node, `port ${number} is not between 1 and 65535`);
-      return undefined;
-    }
-    return { port: number, protocol: found };
-  }
-  if (!/^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/.test(text)) {
-    problem(port.node, `"${text}" is neither a port number nor a port name`);
-    return undefined;
-  }
-  return { port: text, protocol: found };
+  const protocolText = protocol === undefined ? undefined : String(protocol.value);
+  const parsed = parsePortQuery(String(port.value), {
+    ...(protocolText !== undefined ? { protocol: protocolText } : {}),
+    labels: FILE_LABELS,
+  });
+  if (parsed.ok) return parsed.query;
+  problem(parsed.field === 'protocol' && protocol ? protocol.node : port.node, parsed.message);
+  return undefined;
 }

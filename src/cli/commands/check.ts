@@ -3,11 +3,12 @@
  */
 import { Command } from 'commander';
 import { formatIp } from '../../net/ip.ts';
-import { PROTOCOLS, type Protocol } from '../../model/types.ts';
+import { PROTOCOLS } from '../../model/types.ts';
 import {
   checkConnection,
   compiledVerdicts,
   formatCheckText,
+  parsePortQuery,
   resolveAddress,
   styleFor,
 } from '../../analysis/index.ts';
@@ -46,11 +47,13 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     .action(async (raw: Record<string, unknown>, command: Command) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const { portText, protocol } = portAndProtocol(
+      // --protocol defaults to TCP; only one given on the command line can contradict `--port 53/UDP`.
+      const query = parsePortQuery(
         String(raw.port),
-        String(raw.protocol),
-        command.getOptionValueSource('protocol') === 'cli',
+        command.getOptionValueSource('protocol') === 'cli' ? { protocol: String(raw.protocol) } : {},
       );
+      if (!query.ok) throw new UsageError(query.message);
+      const { protocol } = query.query;
       const expect =
         raw.expect === undefined
           ? undefined
@@ -73,10 +76,9 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         );
       let port: number;
       let portName: string | undefined;
-      if (/^[0-9]+$/.test(portText)) {
-        port = Number(portText);
-        if (port < 1 || port > 65535) throw new UsageError(`--port must be between 1 and 65535`);
-      } else {
+      if (typeof query.query.port === 'number') port = query.query.port;
+      else {
+        const portText = query.query.port;
         const resolved = resolveNamedPort(to.address, portText, protocol);
         if (resolved === undefined) {
           const where = to.address.kind === 'endpoint' ? to.address.endpoint.id : formatIp(to.address.ip);
@@ -133,24 +135,4 @@ function verdictWords(verdict: Verdict): string {
   const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
   if (families.every((f) => f.allowed === verdict.allowed)) return verdict.allowed ? 'allowed' : 'denied';
   return families.map((f) => `${f.allowed ? 'allowed' : 'denied'} over IPv${f.family}`).join(' and ');
-}
-
-/**
- * `--port 53/UDP` names its protocol as `matrix --port` and `assert` do; `--protocol` then may
- * only agree with it (it defaults to TCP, so only a protocol given on the command line can clash).
- */
-function portAndProtocol(
-  text: string,
-  protocolOption: string,
-  protocolGiven: boolean,
-): { portText: string; protocol: Protocol } {
-  const inline = /^(.+)\/([A-Za-z]+)$/.exec(text);
-  const portText = inline ? (inline[1] as string) : text;
-  const inlineProtocol = inline
-    ? checkChoice(`--port ${text}`, (inline[2] as string).toUpperCase(), PROTOCOLS)
-    : undefined;
-  const optionProtocol = checkChoice('--protocol', protocolOption.toUpperCase(), PROTOCOLS);
-  if (inlineProtocol && protocolGiven && inlineProtocol !== optionProtocol)
-    throw new UsageError(`--port ${text} says ${inlineProtocol} but --protocol says ${optionProtocol}`);
-  return { portText, protocol: inlineProtocol ?? optionProtocol };
 }

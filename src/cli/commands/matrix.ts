@@ -2,7 +2,7 @@
  * `palisade matrix`: reachability between all endpoints, per port or as allowed port sets.
  */
 import { Command } from 'commander';
-import { PROTOCOLS, type Endpoint } from '../../model/types.ts';
+import { PROTOCOLS, type Endpoint, type Protocol } from '../../model/types.ts';
 import { namedPortOf } from '../../semantics/index.ts';
 import {
   computeViewMatrix,
@@ -10,6 +10,7 @@ import {
   groupEndpoints,
   MATRIX_FORMATS,
   matrixEndpoints,
+  parsePortQuery,
   styleFor,
   textTableWidth,
   type MatrixRow,
@@ -120,9 +121,13 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
 function refuseUnknownPortNames(queries: readonly PortQuery[], endpoints: readonly Endpoint[]): void {
   for (const { port, protocol } of queries) {
     if (typeof port !== 'string') continue;
-    if (endpoints.some((e) => namedPortOf(e, port, protocol) !== undefined)) continue;
+    const hasPort = (p: Protocol): boolean => endpoints.some((e) => namedPortOf(e, port, p) !== undefined);
+    if (hasPort(protocol)) continue;
+    // As check says it: the name exists, on another protocol.
+    const other = PROTOCOLS.find((p) => p !== protocol && hasPort(p));
+    const hint = other ? ` (some have one on ${other}: --port ${port}/${other})` : '';
     throw new UsageError(
-      `--port ${port}: no pod in the matrix has a ${protocol} container port named "${port}"`,
+      `--port ${port}: no pod in the matrix has a ${protocol} container port named "${port}"${hint}`,
     );
   }
 }
@@ -153,18 +158,16 @@ export function parseQueries(ports: readonly string[], protocols: readonly strin
   }
   if (ports.length === 0 && protocols.length > 0)
     throw new UsageError('--protocol needs at least one --port');
+  // One --protocol is a default for every --port (one naming its own protocol overrides it);
+  // one per --port belongs to that port, which may not name another.
+  const perPort = protocols.length === ports.length;
   return ports.map((text, i) => {
-    const [portText, inlineProtocol] = text.split('/') as [string, string | undefined];
-    const protocolText = (inlineProtocol ?? protocols[protocols.length === 1 ? 0 : i] ?? 'TCP').toUpperCase();
-    const protocol = PROTOCOLS.find((p) => p === protocolText);
-    if (!protocol) throw new UsageError(`protocol must be TCP, UDP or SCTP, not "${protocolText}"`);
-    if (/^[0-9]+$/.test(portText)) {
-      const port = Number(portText);
-      if (port < 1 || port > 65535) throw new UsageError(`--port ${portText} is not between 1 and 65535`);
-      return { port, protocol: protocol };
-    }
-    if (!/^[a-z0-9-]{1,15}$/.test(portText))
-      throw new UsageError(`--port "${portText}" is neither a number nor a port name`);
-    return { port: portText, protocol: protocol };
+    const protocol = protocols[perPort ? i : 0];
+    const parsed = parsePortQuery(text, {
+      ...(protocol !== undefined ? { protocol } : {}),
+      protocolIsForThisPort: perPort,
+    });
+    if (!parsed.ok) throw new UsageError(parsed.message);
+    return parsed.query;
   });
 }
