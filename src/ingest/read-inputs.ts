@@ -50,6 +50,7 @@ export async function visitInputs(
     filesRead: 0,
     diagnostics: [],
     seen: new Set(),
+    named: await namedFiles(paths),
     ...(options.podOption ? { podOption: options.podOption } : {}),
   };
   for (const path of paths) {
@@ -79,6 +80,34 @@ interface Walk {
    * once" at its own place.
    */
   readonly seen: Set<string>;
+  /**
+   * The files named on the command line, by device and inode: one met first inside a named
+   * directory (`-f app -f app/x.yaml`) is still read as named — its problems reported, not
+   * skipped quietly as a directory's stray file — whichever order the two come in.
+   */
+  readonly named: ReadonlySet<string>;
+}
+
+/** Identities of the paths that are files (a path that cannot be read is reported when it is read). */
+async function namedFiles(paths: readonly string[]): Promise<Set<string>> {
+  const identities = new Set<string>();
+  for (const path of paths) {
+    if (path === '-') continue;
+    const info = await stat(path).catch(() => undefined);
+    if (info?.isFile()) identities.add(identity(info));
+  }
+  return identities;
+}
+
+function identity(info: { dev: number; ino: number }): string {
+  return `${info.dev}:${info.ino}`;
+}
+
+/** Whether `path` is a file named on the command line (stat only when some file was named). */
+async function isNamed(walk: Walk, path: string): Promise<boolean> {
+  if (walk.named.size === 0) return false;
+  const info = await stat(path).catch(() => undefined);
+  return info !== undefined && walk.named.has(identity(info));
 }
 
 function found(walk: Walk, file: InputFile): void {
@@ -141,7 +170,7 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
         if (!skippedDirectory(entry.name)) await readPath(child, false, walk);
       } else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
         const reason = notManifestReason(entry.name);
-        if (reason)
+        if (reason && !(await isNamed(walk, child)))
           diagnostics.push(
             makeDiagnostic('NOT_KUBERNETES', `${child} is ${reason}, not Kubernetes manifests; skipped`, {
               file: child,
@@ -158,7 +187,7 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     }
     return;
   }
-  if (alreadyRead(walk, `${info.dev}:${info.ino}`)) {
+  if (alreadyRead(walk, identity(info))) {
     walk.filesRead++; // read, once: its directory does hold manifests
     return;
   }
@@ -178,10 +207,11 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
   }
   // Only reading is FILE_UNREADABLE. What the visitor does with the text (parse, decode) is its
   // own: a fault there is not an unreadable file (loadCluster reports it as PROCESSING_FAILED).
+  const named = explicit || walk.named.has(identity(info));
   if ('text' in decoded)
     found(
       walk,
-      explicit ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
+      named ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
     );
   else diagnostics.push(decoded.diagnostic);
 }
