@@ -13,8 +13,8 @@ import type {
   PolicyRule,
   Protocol,
 } from '../model/types.ts';
-import type { z } from 'zod';
 import type { DecodeContext } from './decode-context.ts';
+import { plainNetworkPolicy, type RawNetworkPolicy } from './decode-policy-shape.ts';
 import { decodeReportingAll } from './prune-mistyped.ts';
 import { decodeSelector } from './decode-labels.ts';
 import {
@@ -32,13 +32,13 @@ const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1'
 const POLICY_SCHEMAS = { strict: networkPolicySchema, lenient: lenientNetworkPolicySchema };
 
 export function decodeNetworkPolicy(ctx: DecodeContext): NetworkPolicy | undefined {
+  // A well-formed policy is read as it is: the strict schema would give back an equal copy.
+  const plain = plainNetworkPolicy(ctx.raw.value);
+  if (plain) return decodeParsed(ctx, plain);
   return decodeReportingAll(ctx, ctx.raw.value, POLICY_SCHEMAS, (raw) => decodeParsed(ctx, raw));
 }
 
-function decodeParsed(
-  ctx: DecodeContext,
-  raw: z.infer<typeof networkPolicySchema>,
-): NetworkPolicy | undefined {
+function decodeParsed(ctx: DecodeContext, raw: RawNetworkPolicy): NetworkPolicy | undefined {
   const apiVersion = API_VERSIONS.find((v) => v === raw.apiVersion);
   if (!apiVersion) {
     ctx.report(

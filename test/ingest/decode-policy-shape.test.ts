@@ -1,0 +1,194 @@
+/**
+ * The hand-written NetworkPolicy check (decode-policy-shape.ts) vouches only for what the strict
+ * zod schema accepts, and for those the object read as it is equals what zod gives back: random
+ * policy-like objects (well-formed parts mixed with any JSON value, unknown keys, missing fields)
+ * are held to zod, and a generated cluster's policies all take the fast path.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { generateShape } from '../../src/generate/shapes.ts';
+import { plainNetworkPolicy } from '../../src/ingest/decode-policy-shape.ts';
+import { networkPolicySchema } from '../../src/ingest/schemas.ts';
+
+const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 300);
+
+/** Mostly the schema's own kind of value; now and then any JSON value, or null. */
+function field<T>(proper: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.oneof(
+    { weight: 150, arbitrary: proper },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    { weight: 1, arbitrary: fc.constant(null) },
+  );
+}
+
+/**
+ * An object of these fields (the optional ones maybe absent), now and then with a key the schema
+ * does not have or without one it requires.
+ */
+function objectOf(
+  fields: Record<string, fc.Arbitrary<unknown>>,
+  required: string[] = [],
+): fc.Arbitrary<unknown> {
+  const mutation = fc.oneof(
+    { weight: 150, arbitrary: fc.constant(null) },
+    {
+      weight: 1,
+      arbitrary: fc.oneof(
+        fc.tuple(fc.constantFrom('extra', 'podselector', 'toString'), fc.jsonValue({ maxDepth: 1 })),
+        fc.tuple(fc.constantFrom(...required, 'absent'), fc.constant(undefined)),
+      ),
+    },
+  );
+  return fc.tuple(fc.record(fields, { requiredKeys: required }), mutation).map(([object, change]) => {
+    if (!change) return object;
+    const [key, value] = change;
+    const changed: Record<string, unknown> = { ...object };
+    if (value === undefined) delete changed[key];
+    else changed[key] = value;
+    return changed;
+  });
+}
+
+const text = fc.constantFrom('app', 'tier', 'web', 'db', 'TCP', 'UDP', 'http', '10.0.0.0/8', '');
+const labels = fc.dictionary(text, field(text), { maxKeys: 3 });
+const selector = objectOf({
+  matchLabels: field(labels),
+  matchExpressions: field(
+    fc.array(
+      objectOf({ key: field(text), operator: field(text), values: field(fc.array(field(text))) }, [
+        'key',
+        'operator',
+      ]),
+      {
+        maxLength: 2,
+      },
+    ),
+  ),
+});
+const peer = objectOf({
+  podSelector: field(selector),
+  namespaceSelector: field(selector),
+  ipBlock: field(
+    objectOf({ cidr: field(text), except: field(fc.array(field(text), { maxLength: 2 })) }, ['cidr']),
+  ),
+});
+const numberish = fc.oneof(fc.integer({ min: -5, max: 70000 }), fc.double(), fc.constant(Infinity));
+const ports = fc.array(
+  objectOf({ protocol: field(text), port: field(fc.oneof(numberish, text)), endPort: field(numberish) }),
+  { maxLength: 2 },
+);
+const metadata = fc
+  .tuple(
+    objectOf(
+      {
+        name: field(text),
+        namespace: field(text),
+        labels: field(labels),
+        annotations: field(labels),
+        ownerReferences: field(
+          fc.array(objectOf({ kind: field(text), name: field(text), controller: field(fc.boolean()) }), {
+            maxLength: 1,
+          }),
+        ),
+      },
+      ['name'],
+    ),
+    fc.option(fc.jsonValue({ maxDepth: 1 }), { freq: 3 }),
+  )
+  .map(([object, loose]) =>
+    // The metadata is loose: any other key is kept, as zod keeps it.
+    loose !== null && object !== null && typeof object === 'object' ? { ...object, uid: loose } : object,
+  );
+const policy = objectOf(
+  {
+    apiVersion: field(fc.constantFrom('networking.k8s.io/v1', 'extensions/v1beta1')),
+    kind: field(fc.constantFrom('NetworkPolicy', 'NetworkPolicy', 'NetworkPolicy', 'Pod')),
+    metadata: field(metadata),
+    spec: field(
+      objectOf({
+        podSelector: field(selector),
+        policyTypes: field(fc.array(field(fc.constantFrom('Ingress', 'Egress')), { maxLength: 2 })),
+        ingress: field(
+          fc.array(objectOf({ from: field(fc.array(peer, { maxLength: 2 })), ports: field(ports) })),
+        ),
+        egress: field(
+          fc.array(objectOf({ to: field(fc.array(peer, { maxLength: 2 })), ports: field(ports) })),
+        ),
+      }),
+    ),
+    status: field(fc.jsonValue({ maxDepth: 1 })),
+  },
+  ['apiVersion', 'kind', 'metadata'],
+);
+
+describe('NetworkPolicy shape check', () => {
+  it('vouches only for objects zod accepts, and for those equals what zod gives back', () => {
+    let vouched = 0;
+    let tried = 0;
+    fc.assert(
+      fc.property(policy, (generated) => {
+        // As JSON.parse gives it (1e400 reads as Infinity there, which zod rejects).
+        const json = JSON.stringify(generated, (_, v: unknown) => (v === Infinity ? 'INFINITY' : v));
+        const value: unknown = JSON.parse(json.replace(/"INFINITY"/g, '1e400'));
+        tried++;
+        const plain = plainNetworkPolicy(value);
+        const parsed = networkPolicySchema.safeParse(value);
+        // For what JSON gives, exactly zod's answer: no well-formed policy misses the fast path.
+        assert.equal(plain !== undefined, parsed.success);
+        if (!plain) return;
+        vouched++;
+        assert.ok(parsed.success);
+        assert.deepStrictEqual(parsed.data, plain);
+        assert.equal(plain, value, 'the object is read as it is');
+      }),
+      { numRuns: RUNS },
+    );
+    // Not vacuous: a fair share of the random objects is well-formed.
+    assert.ok(vouched > tried / 20, `only ${vouched} of ${tried} vouched for`);
+  });
+
+  it('leaves to zod what it does not vouch for', () => {
+    const base = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'p', namespace: 'n' },
+      spec: { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 80 }] }] },
+    };
+    assert.equal(plainNetworkPolicy(base), base);
+    const variants: unknown[] = [
+      { ...base, spec: { ...base.spec, ingres: [] } },
+      { ...base, extra: 1 },
+      { ...base, spec: { ...base.spec, ingress: [{ ports: [{ port: 80, name: 'x' }] }] } },
+      { ...base, spec: { ...base.spec, ingress: [{ ports: [], form: [] }] } },
+      {
+        ...base,
+        spec: { ...base.spec, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/8', expect: [] } }] }] },
+      },
+      { ...base, spec: { ...base.spec, egress: [{ to: [{ podselector: {} }] }] } },
+      { ...base, spec: { ...base.spec, egress: [{ to: [{ podSelector: { matchLabel: {} } }] }] } },
+      {
+        ...base,
+        spec: { podSelector: { matchExpressions: [{ key: 'a', operator: 'Exists', value: ['b'] }] } },
+      },
+      { ...base, spec: { podSelector: { matchExpressions: [{ key: 'a', values: ['b'] }] } } },
+      { ...base, spec: { ...base.spec, ingress: [{ ports: [{ port: JSON.parse('1e400') as number }] }] } },
+      { ...base, spec: { podSelector: { matchLabels: JSON.parse('{"__proto__": "x"}') as unknown } } },
+      { ...base, metadata: { namespace: 'n' } },
+      { ...base, kind: 'Pod' },
+      { ...base, spec: { podSelector: { matchLabels: { app: 1 } } } },
+      { ...base, spec: { podSelector: new Map() } },
+    ];
+    for (const variant of variants)
+      assert.equal(plainNetworkPolicy(variant), undefined, JSON.stringify(variant));
+  });
+
+  it('takes every policy of a generated cluster as it is', () => {
+    const objects = generateShape('a', { scale: 0.01, seed: 3 }).policies;
+    assert.ok(objects.length > 0);
+    for (const object of objects) {
+      const value: unknown = JSON.parse(JSON.stringify(object));
+      assert.equal(plainNetworkPolicy(value), value);
+    }
+  });
+});
