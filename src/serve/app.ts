@@ -130,7 +130,7 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
       if (!value) throw new RequestError(`${name} is required`);
       return value;
     };
-    return s.check(need('from'), need('to'), need('port'), c.req.query('protocol') ?? 'TCP');
+    return s.check(need('from'), need('to'), need('port'), c.req.query('protocol'));
   });
   api('/api/graph', (s, c) => {
     const groupBy = c.req.query('group-by') ?? 'workload';

@@ -12,6 +12,7 @@ import {
   lintCluster,
   matrixGraph,
   objectLocator,
+  parsePortQuery,
   PLAIN,
   resolveAddress,
   type CheckResult,
@@ -20,7 +21,7 @@ import {
   type LintReport,
 } from '../analysis/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
-import { PROTOCOLS, type Protocol, type Semantics } from '../model/types.ts';
+import type { Semantics } from '../model/types.ts';
 import type { PortQuery } from '../analysis/types.ts';
 import { resolveNamedPort } from '../semantics/index.ts';
 import { Reachability } from './reachability.ts';
@@ -81,25 +82,28 @@ export class Snapshot {
     return graph;
   }
 
-  /** What `palisade check -o json` answers, and its text. */
-  check(from: string, to: string, portText: string, protocolText: string): CheckResult & { text: string } {
+  /** What `palisade check -o json` answers, and its text; `protocolText` when the request gave one. */
+  check(from: string, to: string, portText: string, protocolText?: string): CheckResult & { text: string } {
     const cluster = this.input.cluster;
-    const protocol = PROTOCOLS.find((p) => p === protocolText.toUpperCase());
-    if (!protocol) throw new RequestError(`protocol must be one of ${PROTOCOLS.join(', ')}`);
+    const query = parsePortQuery(portText, {
+      ...(protocolText !== undefined ? { protocol: protocolText } : {}),
+      labels: QUERY_LABELS,
+    });
+    if (!query.ok) throw new RequestError(query.message);
+    const { protocol } = query.query;
     const source = resolveAddress(cluster, from);
     const destination = resolveAddress(cluster, to);
     if (!source.ok) throw new RequestError(`from: ${source.message}`);
     if (!destination.ok) throw new RequestError(`to: ${destination.message}`);
     let port: number;
     let portName: string | undefined;
-    if (/^[0-9]+$/.test(portText)) {
-      port = Number(portText);
-      if (port < 1 || port > 65535) throw new RequestError('port must be between 1 and 65535');
-    } else {
-      const resolved = resolveNamedPort(destination.address, portText, protocol);
-      if (resolved === undefined) throw new RequestError(`${to} has no ${protocol} port named "${portText}"`);
+    if (typeof query.query.port === 'number') port = query.query.port;
+    else {
+      const name = query.query.port;
+      const resolved = resolveNamedPort(destination.address, name, protocol);
+      if (resolved === undefined) throw new RequestError(`${to} has no ${protocol} port named "${name}"`);
       port = resolved;
-      portName = portText;
+      portName = name;
     }
     const result = checkConnection(
       cluster,
@@ -117,15 +121,13 @@ export class Snapshot {
   }
 }
 
-/** `80`, `80/TCP`, `http/UDP`, `any` (or nothing) → a port query, or undefined for any port. */
+/** The API's query parameters, as port messages name them. */
+const QUERY_LABELS = { port: 'port', protocol: 'protocol' };
+
+/** `80`, `80/TCP`, `http/udp`, `any` (or nothing) → a port query, or undefined for any port. */
 export function parsePort(text: string | undefined): PortQuery | undefined {
   if (!text || text === 'any') return undefined;
-  const match = /^([0-9]+|[a-z0-9]([-a-z0-9]*[a-z0-9])?)(?:\/(TCP|UDP|SCTP))?$/i.exec(text);
-  if (!match)
-    throw new RequestError(`port must be a number or a port name, with /TCP, /UDP or /SCTP: "${text}"`);
-  const port = /^[0-9]+$/.test(match[1] as string) ? Number(match[1]) : (match[1] as string);
-  if (typeof port === 'number' && (port < 1 || port > 65535))
-    throw new RequestError('port must be between 1 and 65535');
-  const protocol = (match[3] ?? 'TCP').toUpperCase() as Protocol;
-  return { port, protocol };
+  const parsed = parsePortQuery(text, { labels: QUERY_LABELS });
+  if (!parsed.ok) throw new RequestError(parsed.message);
+  return parsed.query;
 }

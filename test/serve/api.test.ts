@@ -137,6 +137,16 @@ describe('palisade serve: the API', () => {
     const bad = await fetch(new URL('/api/heatmap?port=99999', base));
     assert.equal(bad.status, 400);
     assert.match(((await bad.json()) as { error: string }).error, /between 1 and 65535/);
+    // Ports read as the CLI reads them (analysis/port-query.ts): 53/UDP names its protocol.
+    const check = `/api/check?from=${encodeURIComponent('shop/api[Deployment]')}&to=kube-system/coredns`;
+    const udp = await get<{ protocol: string }>(`${check}&port=53/UDP`);
+    assert.equal(udp.protocol, 'UDP');
+    const clash = await fetch(new URL(`${check}&port=53/UDP&protocol=TCP`, base));
+    assert.equal(clash.status, 400);
+    assert.equal(
+      ((await clash.json()) as { error: string }).error,
+      'port 53/UDP says UDP but protocol says TCP',
+    );
     const noDiff = await fetch(new URL('/api/diff', base));
     assert.equal(noDiff.status, 404);
   });
