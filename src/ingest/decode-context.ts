@@ -82,13 +82,16 @@ export class DecodeContext {
     return this.raw.locator.numberFormAt?.([...this.raw.basePath, ...path]);
   }
 
-  /** Turns zod's structural issues into located diagnostics. */
-  reportSchemaIssues(issues: readonly z.core.$ZodIssue[]): void {
+  /** Turns zod's structural issues into located diagnostics; `knownFields` are the schema's, for typo hints. */
+  reportSchemaIssues(
+    issues: readonly z.core.$ZodIssue[],
+    knownFields: readonly string[] = KNOWN_FIELDS,
+  ): void {
     for (const issue of issues) {
       const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
       if (issue.code === 'unrecognized_keys') {
         for (const key of issue.keys) {
-          const suggestion = suggest(key, KNOWN_FIELDS);
+          const suggestion = suggest(key, knownFields);
           const hint = suggestion ? ` (did you mean "${suggestion}"?)` : '';
           const message = `unknown field "${formatPath([...path, key])}"${hint}`;
           this.report('SCHEMA_UNKNOWN_FIELD', message, [...path, key], true);
@@ -176,6 +179,9 @@ function describeType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
+  // As YAML writes them: JSON has no spelling for these (it would say null).
+  if (typeof value === 'number' && !Number.isFinite(value))
+    return Number.isNaN(value) ? '.nan' : value > 0 ? '.inf' : '-.inf';
   return `the ${typeof value} ${JSON.stringify(value)}`;
 }
 
