@@ -18,7 +18,7 @@ import {
 import { labelSelectorSchema } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem } from './validate-names.ts';
-import { decodeReportingAll } from './prune-mistyped.ts';
+import { decodeReportingAll, fieldNamesOf } from './prune-mistyped.ts';
 
 const INGRESS_FIELDS = ['namespaces', 'pods'] as const;
 const EGRESS_FIELDS = ['namespaces', 'pods', 'nodes', 'networks', 'domainNames'] as const;
@@ -226,7 +226,7 @@ function parse<S extends z.ZodType, R>(
   at: FieldPath,
   decode: (data: z.output<S>) => R,
 ): R | undefined {
-  return decodeReportingAll(ctx, value, { strict: schema }, decode, at);
+  return decodeReportingAll(ctx, value, { strict: schema, knownFields: fieldNamesOf(schema) }, decode, at);
 }
 
 function hasAnyKey(value: unknown, keys: readonly string[]): boolean {

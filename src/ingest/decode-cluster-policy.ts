@@ -28,7 +28,7 @@ import {
 } from './cluster-policy-schemas.ts';
 import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
-import { decodeReportingAll, type ReadingSchemas } from './prune-mistyped.ts';
+import { decodeReportingAll, fieldNamesOf, type ReadingSchemas } from './prune-mistyped.ts';
 
 export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<ClusterPolicyKind, string>> = {
   AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
@@ -49,13 +49,15 @@ const KIND_RULES: Readonly<
 };
 const MAX_RULE_NAME = 100;
 const SCHEMAS: Readonly<Record<ClusterPolicyKind, ReadingSchemas<z.ZodType>>> = {
-  AdminNetworkPolicy: { strict: strictClusterPolicySchemas.anp, lenient: lenientClusterPolicySchemas.anp },
-  BaselineAdminNetworkPolicy: {
-    strict: strictClusterPolicySchemas.banp,
-    lenient: lenientClusterPolicySchemas.banp,
-  },
-  ClusterNetworkPolicy: { strict: strictClusterPolicySchemas.cnp, lenient: lenientClusterPolicySchemas.cnp },
+  AdminNetworkPolicy: readingSchemas('anp'),
+  BaselineAdminNetworkPolicy: readingSchemas('banp'),
+  ClusterNetworkPolicy: readingSchemas('cnp'),
 };
+
+function readingSchemas(kind: keyof typeof strictClusterPolicySchemas): ReadingSchemas<z.ZodType> {
+  const strict = strictClusterPolicySchemas[kind];
+  return { strict, lenient: lenientClusterPolicySchemas[kind], knownFields: fieldNamesOf(strict) };
+}
 
 interface RawRule {
   readonly name?: string | null | undefined;

@@ -17,6 +17,8 @@ import type { FieldPath } from './types.ts';
 export interface ReadingSchemas<S extends z.ZodType> {
   readonly strict: S;
   readonly lenient?: z.ZodType;
+  /** The schemas' field names, for "did you mean" hints on unknown fields (default NetworkPolicy's). */
+  readonly knownFields?: readonly string[];
 }
 
 /**
@@ -35,7 +37,10 @@ export function decodeReportingAll<S extends z.ZodType, R>(
   const parsed = schemas.strict.safeParse(value);
   if (parsed.success) return decode(parsed.data);
   const issues = parsed.error.issues;
-  ctx.reportSchemaIssues(at.length === 0 ? issues : issues.map((i) => ({ ...i, path: [...at, ...i.path] })));
+  ctx.reportSchemaIssues(
+    at.length === 0 ? issues : issues.map((i) => ({ ...i, path: [...at, ...i.path] })),
+    schemas.knownFields,
+  );
   const lenient = schemas.lenient ?? schemas.strict;
   const unknownOnly = issues.every((issue) => issue.code === 'unrecognized_keys');
   const reread = unknownOnly ? readAsIs(lenient, value) : readWithoutMistyped(lenient, value, issues, at);
@@ -45,6 +50,44 @@ export function decodeReportingAll<S extends z.ZodType, R>(
   decode(reread.data as z.output<S>);
   if (reread.causedByRemoval) ctx.dropSince(before, reread.causedByRemoval);
   return undefined;
+}
+
+const FIELD_NAMES = new WeakMap<z.ZodType, readonly string[]>();
+
+/** Every field name a schema knows, at any depth: what an unknown field may be a typo of. */
+export function fieldNamesOf(schema: z.ZodType): readonly string[] {
+  let names = FIELD_NAMES.get(schema);
+  if (!names) {
+    const found = new Set<string>();
+    collectFieldNames(schema, found, new Set());
+    names = [...found];
+    FIELD_NAMES.set(schema, names);
+  }
+  return names;
+}
+
+function collectFieldNames(schema: z.ZodType, found: Set<string>, visited: Set<z.ZodType>): void {
+  if (visited.has(schema)) return;
+  visited.add(schema);
+  const def = schema.def as { type: string } & Record<string, unknown>;
+  const inner = (key: string): void => collectFieldNames(def[key] as z.ZodType, found, visited);
+  switch (def.type) {
+    case 'object':
+      for (const [name, field] of Object.entries(def.shape as Record<string, z.ZodType>)) {
+        found.add(name);
+        collectFieldNames(field, found, visited);
+      }
+      return;
+    case 'optional':
+    case 'nullable':
+      return inner('innerType');
+    case 'array':
+      return inner('element');
+    case 'record':
+      return inner('valueType');
+    case 'union':
+      for (const option of def.options as z.ZodType[]) collectFieldNames(option, found, visited);
+  }
 }
 
 interface Reread {

@@ -186,6 +186,29 @@ spec:
     ]);
   });
 
+  it("hints at the kind's own field names, and names .nan as YAML writes it", () => {
+    const text = `${CNP}spec:
+  tier: Admin
+  priorty: 5
+  subject: {namespaces: {}}
+  ingress:
+    - action: Accept
+      from: [{pods: {namespaceSelecter: {}}}]
+      protocols: [{tcp: {destinationPort: {number: .nan}}}]
+`;
+    const { diagnostics } = loadFromTexts([{ name: 'bad.yaml', text }]);
+    // Tests assert on codes; these two are about the wording itself.
+    assert.deepEqual(
+      diagnostics.map((d) => d.message),
+      [
+        'missing required field "spec.priority"',
+        'unknown field "spec.priorty" (did you mean "priority"?)',
+        'unknown field "spec.ingress[0].from[0].pods.namespaceSelecter" (did you mean "namespaceSelector"?)',
+        '"spec.ingress[0].protocols[0].tcp.destinationPort.number" must be a number, not .nan',
+      ],
+    );
+  });
+
   it('the other objects of the file are still read', () => {
     const text = [
       `${ANP}spec:\n  priority: "high"\n  subject: {namespaces: {}}\n`,
