@@ -22,6 +22,7 @@ import type { DecodedObject, FieldPath } from './types.ts';
 import { dnsSubdomainProblem, portNameProblem } from './validate-names.ts';
 import { exactArray } from '../util/exact-array.ts';
 import { decodeReportingAll } from './prune-mistyped.ts';
+import { plainPod } from './decode-shapes.ts';
 import type { z } from 'zod';
 
 type EndpointDecode = DecodedObject | 'skipped' | undefined;
@@ -30,6 +31,9 @@ const WORKLOAD_SCHEMAS = { strict: workloadSchema };
 const CRON_JOB_SCHEMAS = { strict: cronJobSchema };
 
 export function decodePod(ctx: DecodeContext): EndpointDecode {
+  // A well-formed pod is read as it is: the schema would give back an equal copy.
+  const plain = plainPod(ctx.raw.value);
+  if (plain) return decodeParsedPod(ctx, plain);
   return decodeReportingAll(ctx, ctx.raw.value, POD_SCHEMAS, (raw) => decodeParsedPod(ctx, raw));
 }
 

@@ -7,9 +7,12 @@ import type { DecodeContext } from './decode-context.ts';
 import { decodeLabels } from './decode-labels.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
 import { namespaceSchema } from './schemas.ts';
+import { plainNamespace } from './decode-shapes.ts';
 
 export function decodeNamespace(ctx: DecodeContext): Namespace | undefined {
-  const parsed = namespaceSchema.safeParse(ctx.raw.value);
+  // A well-formed namespace is read as it is: the schema would give back an equal copy.
+  const plain = plainNamespace(ctx.raw.value);
+  const parsed = plain ? { success: true as const, data: plain } : namespaceSchema.safeParse(ctx.raw.value);
   if (!parsed.success) {
     ctx.reportSchemaIssues(parsed.error.issues);
     return undefined;

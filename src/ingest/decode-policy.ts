@@ -14,7 +14,7 @@ import type {
   Protocol,
 } from '../model/types.ts';
 import type { DecodeContext } from './decode-context.ts';
-import { plainNetworkPolicy, type RawNetworkPolicy } from './decode-policy-shape.ts';
+import { plainNetworkPolicy, type RawNetworkPolicy } from './decode-shapes.ts';
 import { decodeReportingAll } from './prune-mistyped.ts';
 import { decodeSelector } from './decode-labels.ts';
 import {

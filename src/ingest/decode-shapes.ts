@@ -1,24 +1,37 @@
 /**
- * A hand-written check that a raw NetworkPolicy has exactly the structure the strict zod schema
- * (`networkPolicySchema`, schemas.ts) accepts, for the common case of a well-formed object: then
- * the object itself is what the schema would give back (the strict schema has no defaults and no
- * transforms, so its output is a copy equal to its input), and zod's parse — about a third of
- * decoding a policy, 75,000 of them in a generated shape (a) — is skipped. Anything this check
- * does not vouch for (an unknown field, a wrong type, an object that is not a plain one, a
+ * Hand-written checks that a raw NetworkPolicy, Pod or Namespace has a structure its zod schema
+ * (schemas.ts) accepts, for the common case of a well-formed object: then the object itself is
+ * what the schema would give back (these schemas have no defaults and no transforms, so their
+ * output is a copy equal to their input, loose objects keeping their other keys), and zod's parse
+ * is skipped — for the strict NetworkPolicy schema about a third of decoding a policy, and a
+ * generated shape (a) has 75,000 policies and 100,000 pods. Anything a check does not vouch for
+ * (an unknown field of a strict object, a wrong type, an object that is not a plain one, a
  * `__proto__` key) goes through zod as before, so every diagnostic comes from where it always did.
  *
- * It only ever answers "certainly accepted": a false answer costs the zod parse, never a result.
- * test/ingest/decode-policy-shape.test.ts holds it to zod on random objects.
+ * A check only ever answers "certainly accepted": a false answer costs the zod parse, never a
+ * result. test/ingest/decode-shapes.test.ts holds them to zod on random objects.
  */
 import type { z } from 'zod';
-import type { networkPolicySchema } from './schemas.ts';
+import type { namespaceSchema, networkPolicySchema, podSchema } from './schemas.ts';
 
 /** The strict schema's output type: what decodeNetworkPolicy reads. */
 export type RawNetworkPolicy = z.infer<typeof networkPolicySchema>;
+export type RawPod = z.infer<typeof podSchema>;
+export type RawNamespace = z.infer<typeof namespaceSchema>;
 
 /** `value` itself when the strict NetworkPolicy schema certainly accepts it; undefined otherwise. */
 export function plainNetworkPolicy(value: unknown): RawNetworkPolicy | undefined {
   return isNetworkPolicy(value) ? (value as RawNetworkPolicy) : undefined;
+}
+
+/** `value` itself when the Pod schema certainly accepts it; undefined otherwise. */
+export function plainPod(value: unknown): RawPod | undefined {
+  return isPod(value) ? (value as RawPod) : undefined;
+}
+
+/** `value` itself when the Namespace schema certainly accepts it; undefined otherwise. */
+export function plainNamespace(value: unknown): RawNamespace | undefined {
+  return isPlainObject(value) && isMetadata(value.metadata) ? (value as RawNamespace) : undefined;
 }
 
 /** A plain object (as JSON and YAML give) with no `__proto__` key. */
@@ -185,5 +198,70 @@ function isNetworkPolicy(value: unknown): boolean {
     isSpec(spec) &&
     // `status` is `z.unknown().optional()`: anything.
     keyCount(value) === 3 + present(spec) + present(status)
+  );
+}
+
+/** `.nullish()` of a string. */
+function isOptionalString(value: unknown): boolean {
+  return isAbsent(value) || typeof value === 'string';
+}
+
+/** `.nullish()` of `z.array(item)`. */
+function isOptionalList(value: unknown, item: (value: unknown) => boolean): boolean {
+  if (isAbsent(value)) return true;
+  if (!Array.isArray(value)) return false;
+  for (let i = 0; i < value.length; i++) if (!item(value[i])) return false;
+  return true;
+}
+
+function isContainerPort(value: unknown): boolean {
+  return (
+    isPlainObject(value) &&
+    isOptionalString(value.name) &&
+    isNumber(value.containerPort) &&
+    isOptionalString(value.protocol)
+  );
+}
+
+function isContainer(value: unknown): boolean {
+  return (
+    isPlainObject(value) &&
+    isOptionalList(value.ports, isContainerPort) &&
+    isOptionalString(value.restartPolicy)
+  );
+}
+
+function isPodSpec(value: unknown): boolean {
+  if (isAbsent(value)) return true;
+  if (!isPlainObject(value)) return false;
+  const { containers, initContainers, hostNetwork, nodeName } = value;
+  return (
+    isOptionalList(containers, isContainer) &&
+    isOptionalList(initContainers, isContainer) &&
+    (isAbsent(hostNetwork) || typeof hostNetwork === 'boolean') &&
+    isOptionalString(nodeName)
+  );
+}
+
+function isIpEntry(value: unknown): boolean {
+  return isPlainObject(value) && typeof value.ip === 'string';
+}
+
+function isPodStatus(value: unknown): boolean {
+  if (isAbsent(value)) return true;
+  if (!isPlainObject(value)) return false;
+  return (
+    isOptionalString(value.phase) &&
+    isOptionalString(value.podIP) &&
+    isOptionalList(value.podIPs, isIpEntry) &&
+    isOptionalString(value.hostIP) &&
+    isOptionalList(value.hostIPs, isIpEntry)
+  );
+}
+
+/** The Pod schema and everything in it are loose: keys beyond their own are kept. */
+function isPod(value: unknown): boolean {
+  return (
+    isPlainObject(value) && isMetadata(value.metadata) && isPodSpec(value.spec) && isPodStatus(value.status)
   );
 }

@@ -1,15 +1,15 @@
 /**
- * The hand-written NetworkPolicy check (decode-policy-shape.ts) vouches only for what the strict
- * zod schema accepts, and for those the object read as it is equals what zod gives back: random
- * policy-like objects (well-formed parts mixed with any JSON value, unknown keys, missing fields)
- * are held to zod, and a generated cluster's policies all take the fast path.
+ * The hand-written NetworkPolicy, Pod and Namespace checks (decode-shapes.ts) vouch for exactly
+ * what their zod schemas accept from JSON, and for those the object read as it is equals what zod
+ * gives back: random objects of each kind (well-formed parts mixed with any JSON value, unknown
+ * keys, missing fields) are held to zod, and a generated cluster's objects all take the fast path.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { generateShape } from '../../src/generate/shapes.ts';
-import { plainNetworkPolicy } from '../../src/ingest/decode-policy-shape.ts';
-import { networkPolicySchema } from '../../src/ingest/schemas.ts';
+import { plainNamespace, plainNetworkPolicy, plainPod } from '../../src/ingest/decode-shapes.ts';
+import { namespaceSchema, networkPolicySchema, podSchema } from '../../src/ingest/schemas.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 300);
 
@@ -122,30 +122,99 @@ const policy = objectOf(
   ['apiVersion', 'kind', 'metadata'],
 );
 
-describe('NetworkPolicy shape check', () => {
-  it('vouches only for objects zod accepts, and for those equals what zod gives back', () => {
-    let vouched = 0;
-    let tried = 0;
-    fc.assert(
-      fc.property(policy, (generated) => {
-        // As JSON.parse gives it (1e400 reads as Infinity there, which zod rejects).
-        const json = JSON.stringify(generated, (_, v: unknown) => (v === Infinity ? 'INFINITY' : v));
-        const value: unknown = JSON.parse(json.replace(/"INFINITY"/g, '1e400'));
-        tried++;
-        const plain = plainNetworkPolicy(value);
-        const parsed = networkPolicySchema.safeParse(value);
-        // For what JSON gives, exactly zod's answer: no well-formed policy misses the fast path.
-        assert.equal(plain !== undefined, parsed.success);
-        if (!plain) return;
-        vouched++;
-        assert.ok(parsed.success);
-        assert.deepStrictEqual(parsed.data, plain);
-        assert.equal(plain, value, 'the object is read as it is');
+const containerPort = objectOf(
+  { name: field(text), containerPort: field(numberish), protocol: field(text), hostPort: field(numberish) },
+  ['containerPort'],
+);
+const container = objectOf({
+  name: field(text),
+  ports: field(fc.array(containerPort, { maxLength: 2 })),
+  restartPolicy: field(text),
+});
+const ipEntry = objectOf({ ip: field(text) }, ['ip']);
+const pod = objectOf(
+  {
+    apiVersion: field(fc.constant('v1')),
+    kind: field(fc.constant('Pod')),
+    metadata: field(metadata),
+    spec: field(
+      objectOf({
+        containers: field(fc.array(container, { maxLength: 2 })),
+        initContainers: field(fc.array(container, { maxLength: 1 })),
+        hostNetwork: field(fc.boolean()),
+        nodeName: field(text),
       }),
-      { numRuns: RUNS },
-    );
-    // Not vacuous: a fair share of the random objects is well-formed.
-    assert.ok(vouched > tried / 20, `only ${vouched} of ${tried} vouched for`);
+    ),
+    status: field(
+      objectOf({
+        phase: field(text),
+        podIP: field(text),
+        podIPs: field(fc.array(ipEntry, { maxLength: 2 })),
+        hostIP: field(text),
+        hostIPs: field(fc.array(ipEntry, { maxLength: 1 })),
+      }),
+    ),
+  },
+  ['metadata'],
+);
+const namespace = objectOf({ apiVersion: field(fc.constant('v1')), metadata: field(metadata) }, ['metadata']);
+
+/** As JSON.parse gives a generated value (1e400 reads as Infinity there, which zod rejects). */
+function asParsed(generated: unknown): unknown {
+  const json = JSON.stringify(generated, (_, v: unknown) => (v === Infinity ? 'INFINITY' : v));
+  return JSON.parse(json.replace(/"INFINITY"/g, '1e400'));
+}
+
+/** Holds a check to its schema on random objects of its kind; returns how many it vouched for. */
+function holdsToZod(
+  arbitrary: fc.Arbitrary<unknown>,
+  check: (value: unknown) => unknown,
+  schema: { safeParse(value: unknown): { success: boolean; data?: unknown } },
+): void {
+  let vouched = 0;
+  let tried = 0;
+  fc.assert(
+    fc.property(arbitrary, (generated) => {
+      const value = asParsed(generated);
+      tried++;
+      const plain = check(value);
+      const parsed = schema.safeParse(value);
+      // For what JSON gives, exactly zod's answer: no well-formed object misses the fast path.
+      assert.equal(plain !== undefined, parsed.success);
+      if (plain === undefined) return;
+      vouched++;
+      assert.deepStrictEqual(parsed.data, plain);
+      assert.equal(plain, value, 'the object is read as it is');
+    }),
+    { numRuns: RUNS },
+  );
+  // Not vacuous: a fair share of the random objects is well-formed.
+  assert.ok(vouched > tried / 20, `only ${vouched} of ${tried} vouched for`);
+}
+
+describe('Pod and Namespace shape checks', () => {
+  it('the Pod check vouches for exactly what zod accepts, and reads it as it is', () => {
+    holdsToZod(pod, plainPod, podSchema);
+  });
+  it('the Namespace check vouches for exactly what zod accepts, and reads it as it is', () => {
+    holdsToZod(namespace, plainNamespace, namespaceSchema);
+  });
+  it('takes every pod and namespace of a generated cluster as it is', () => {
+    const { pods, namespaces } = generateShape('a', { scale: 0.01, seed: 3 });
+    for (const object of pods) {
+      const value: unknown = JSON.parse(JSON.stringify(object));
+      assert.equal(plainPod(value), value);
+    }
+    for (const object of namespaces) {
+      const value: unknown = JSON.parse(JSON.stringify(object));
+      assert.equal(plainNamespace(value), value);
+    }
+  });
+});
+
+describe('NetworkPolicy shape check', () => {
+  it('vouches for exactly what zod accepts, and reads it as it is', () => {
+    holdsToZod(policy, plainNetworkPolicy, networkPolicySchema);
   });
 
   it('leaves to zod what it does not vouch for', () => {
