@@ -87,7 +87,7 @@ export type MapName =
   | 'scratch';
 
 /**
- * Key and value sizes in bytes, as palisade.h and palisade.bpf.c define them. Every map the
+ * Key and value sizes in bytes, as bpf/palisade.h and bpf/maps.h define them. Every map the
  * program has is here, its own per-CPU working state too (`perCpu`: the verdict cache, the
  * hand-over slot, a judgement's inputs, a table lookup's state), which nothing outside the
  * program writes: a pinned node whose program came from another header differs there as well,
@@ -398,7 +398,7 @@ export function u64(value: bigint): Buffer {
 
 /**
  * A connection-tracking key, as the program writes it (for tests that look entries up): the
- * connection's two ends in the program's canonical order (local_first in palisade.bpf.c: the
+ * connection's two ends in the program's canonical order (local_first in bpf/conntrack.h: the
  * address's two 8-byte halves as little-endian numbers, then the port), so every packet of a
  * connection, either way and at either end's hooks, shares one key. `end` is the local end's
  * index in the value's sides.

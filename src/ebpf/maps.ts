@@ -63,7 +63,7 @@ export class PinnedMaps implements BpfMaps {
     if (code === 0) return;
     if (errnoName(code) === 'E2BIG')
       throw new EbpfError(
-        `the BPF map ${map} is full (${this.lib.mapInfo(this.fd(map)).maxEntries} entries): this node's policy needs more than the program's maps hold (bpf/palisade.bpf.c sizes them)`,
+        `the BPF map ${map} is full (${this.lib.mapInfo(this.fd(map)).maxEntries} entries): this node's policy needs more than the program's maps hold (bpf/maps.h sizes them)`,
       );
     throw new EbpfError(`writing an entry of the BPF map ${map} failed: ${errnoName(code)}`);
   }

@@ -14,7 +14,7 @@ export const strideFor = (words: number): number => Math.max(1, Math.ceil(words 
 /**
  * The widest bitmap the maps encode: an entry numbers its words in 16 bits (`at` in struct
  * entry), and the program follows a summary bit over at most 1,024 words (MAX_STRIDE in
- * bpf/palisade.bpf.c) — 64 summary bits × 1,024 = 65,536 words, 4,194,304 rule slots. A wider
+ * bpf/match.h) — 64 summary bits × 1,024 = 65,536 words, 4,194,304 rule slots. A wider
  * table would be written with word numbers wrapped and words the program never reads: wrong
  * verdicts, so the renderer refuses it instead.
  */

@@ -1,0 +1,94 @@
+/*
+ * The program's maps: the policy maps the renderer writes (palisade.h's layout), the connection
+ * table, fragments, and the per-CPU verdict cache and hand-over slot. Part of palisade.bpf.c,
+ * included after palisade.h; not a header of its own.
+ */
+#ifndef PALISADE_MAPS_H
+#define PALISADE_MAPS_H
+
+#define NO_PREALLOC BPF_F_NO_PREALLOC
+
+#define HASH_MAP(name, k, v, n)                                                                    \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                   \
+		__uint(max_entries, n);                                                            \
+		__uint(map_flags, NO_PREALLOC);                                                    \
+		__type(key, k);                                                                    \
+		__type(value, v);                                                                  \
+	} name SEC(".maps")
+
+#define LPM_MAP(name, k, v, n)                                                                     \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, n);                                                            \
+		__uint(map_flags, NO_PREALLOC);                                                    \
+		__type(key, k);                                                                    \
+		__type(value, v);                                                                  \
+	} name SEC(".maps")
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen);
+} gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+/*
+ * A hash map's bucket array has max_entries buckets whatever it holds (16 bytes each, in 4 KiB
+ * pages), and a lookup of a key not read lately costs a TLB miss and a cache miss in it: per
+ * packet, the entries of the remote's policies (ports, groups) are such keys when every client
+ * has its own. So per-table maps are sized for what a node holds (shape (a) node-0: 300 port
+ * and group entries) with a wide margin, not for the most a machine could: 1<<20 buckets made
+ * each of those lookups cost about what all the program's other work does (docs/BENCHMARKS.md).
+ */
+#define TABLE_ENTRIES (1 << 16)
+#define ADDRESS_ENTRIES (1 << 20)
+
+HASH_MAP(records, struct addr_key, struct record, ADDRESS_ENTRIES);
+HASH_MAP(record_groups, struct group_chunk_key, struct group_chunk, 1 << 18);
+HASH_MAP(tables, __u32, struct table, TABLE_ENTRIES);
+HASH_MAP(ports, struct port_key, struct entry, TABLE_ENTRIES);
+LPM_MAP(ranges, struct range_key, struct entry, 1 << 18);
+LPM_MAP(cidrs, struct cidr_key, struct entry, 1 << 20);
+HASH_MAP(groups, struct group_key, struct entry, TABLE_ENTRIES);
+HASH_MAP(bits, struct bits_key, __u64, 1 << 20);
+HASH_MAP(actions, struct action_key, __u32, TABLE_ENTRIES);
+HASH_MAP(group_names, __u32, struct group_name, TABLE_ENTRIES);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct ct_key);
+	__type(value, struct ct_value);
+} conntrack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct frag_key);
+	__type(value, struct frag_value);
+} frags SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VERDICT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct verdict_slot);
+} verdicts SEC(".maps");
+
+/* One slot per CPU: a receiver's verdict handed from from_pod to to_pod (struct handoff). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct handoff);
+} handoffs SEC(".maps");
+
+#endif /* PALISADE_MAPS_H */
