@@ -62,6 +62,8 @@ export function parsePortQuery(text: string, options: PortQueryOptions = {}): Po
     return { ok: true, query: { port, protocol } };
   }
   if (portText === '') return fail('port', `${labels.port} "${text}": give a port number or name`);
+  if (/^[0-9]*\.[0-9]*$/.test(portText) && portText !== '.')
+    return fail('port', `${labels.port} ${portText} is not a whole number between 1 and 65535`);
   const problem = portNameProblem(portText);
   if (problem === undefined) return { ok: true, query: { port: portText, protocol } };
   const hint =

@@ -18,25 +18,31 @@ export interface ExpectationsFile {
 export function parseExpectations(file: string, text: string): ExpectationsFile {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true });
-  const problems: string[] = [];
+  const found: { line: number; column: number; message: string }[] = [];
+  // In the file's order, whichever check found them first.
+  const problems = (): string[] =>
+    found
+      .sort((a, b) => a.line - b.line || a.column - b.column)
+      .map((p) => `${file}:${p.line}:${p.column}: ${p.message}`);
   const at = (node: Node | null | undefined): { line: number; column: number } => {
     const offset = node?.range?.[0] ?? 0;
     const pos = lineCounter.linePos(offset);
     return { line: pos.line, column: pos.col };
   };
   const problem = (node: Node | null | undefined, message: string): void => {
-    const { line, column } = at(node);
-    problems.push(`${file}:${line}:${column}: ${message}`);
+    found.push({ ...at(node), message });
   };
   for (const error of doc.errors) {
     const pos = lineCounter.linePos(error.pos[0]);
-    problems.push(`${file}:${pos.line}:${pos.col}: ${error.message.split('\n')[0] ?? 'YAML error'}`);
+    // The parser's first line repeats the place ("… at line 1, column 5:"), which the prefix gives.
+    const message = (error.message.split('\n')[0] ?? 'YAML error').replace(/ at line \d+, column \d+:?$/, '');
+    found.push({ line: pos.line, column: pos.col, message });
   }
-  if (doc.errors.length) return { expectations: [], problems };
+  if (doc.errors.length) return { expectations: [], problems: problems() };
   const root = doc.contents;
   if (!isSeq(root)) {
     problem(root, 'expected a list of expected connections (- from: …, to: …, port: …, allowed: true|false)');
-    return { expectations: [], problems };
+    return { expectations: [], problems: problems() };
   }
   const expectations: Expectation[] = [];
   root.items.forEach((item, i) => {
@@ -80,7 +86,7 @@ export function parseExpectations(file: string, text: string): ExpectationsFile 
       expectations.push({ from, to, ...port, allowed: allowedEntry.value, location: { file, line, column } });
     }
   });
-  return { expectations, problems };
+  return { expectations, problems: problems() };
 }
 
 /** Fields as the file names them, for the shared port parser's messages. */
@@ -93,6 +99,19 @@ function parsePort(
 ): PortQuery | undefined {
   if (!port) {
     problem(undefined, 'every entry needs "port" (a number, a named port, or 53/UDP)');
+    return undefined;
+  }
+  // A mapping or a list is not a port; a scalar is read as written (`port: 80`, `port: dns`).
+  const shape = (entry: { value: unknown }): string | undefined =>
+    isMap(entry.value) ? 'a mapping' : isSeq(entry.value) ? 'a list' : undefined;
+  const portShape = shape(port);
+  if (portShape) {
+    problem(port.node, `"port" must be a number, a port name or 53/UDP, not ${portShape}`);
+    return undefined;
+  }
+  const protocolShape = protocol && shape(protocol);
+  if (protocol && protocolShape) {
+    problem(protocol.node, `"protocol" must be TCP, UDP or SCTP, not ${protocolShape}`);
     return undefined;
   }
   const protocolText = protocol === undefined ? undefined : String(protocol.value);
