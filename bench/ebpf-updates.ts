@@ -16,8 +16,9 @@ import { say } from './ebpf-common.ts';
 export async function updates(scale: number, events: number): Promise<void> {
   const location: PinLocation = { instance: `bench-up-${process.pid}` };
   loadProgram(location);
-  const maps = PinnedMaps.open(location);
+  let maps: PinnedMaps | undefined;
   try {
+    maps = PinnedMaps.open(location);
     const generated = generateShape('a', { scale, seed: 1 });
     const { cluster } = loadFromObjects([...generated.namespaces, ...generated.pods, ...generated.policies]);
     const state = new ClusterState();
@@ -96,7 +97,7 @@ export async function updates(scale: number, events: number): Promise<void> {
       `tail after the last change (grace period and old side): ${Date.now() - before} ms when waited for at once`,
     );
   } finally {
-    maps.close();
+    maps?.close();
     unload(location);
   }
 }

@@ -42,6 +42,10 @@ struct match_state {
 	__u64 gmask;
 	__u64 gw[64];
 	__u32 rgroups[INLINE_GROUPS]; /* the remote's first groups (its record's), copied by side() */
+	/* The key of a chunk of the remote's groups, here rather than on group_cb's stack: the deepest
+	 * call chain (from_pod, judge, side, match, word_cb, group_cb) has 512 bytes of stack in all. */
+	struct group_chunk_key chunk_key;
+	struct cidr_key cidr_key; /* match()'s CIDR lookups' key, for the same reason */
 	__u64 candidates; /* summary bits not visited yet */
 	__u32 base;       /* the first word of the current summary bit */
 	__u32 next;       /* the next word of it, from base */
@@ -142,9 +146,9 @@ static long group_cb(__u32 i, void *unused)
 	__u32 group;
 	if (s->restricted) {
 		/* The previous policy's groups: all in chunks. */
-		struct group_chunk_key k = { .chunk = RESTRICT_CHUNK | (i / GROUP_CHUNK) };
-		__builtin_memcpy(&k.addr, &s->remote, sizeof(k.addr));
-		struct group_chunk *chunk = bpf_map_lookup_elem(&record_groups, &k);
+		s->chunk_key.chunk = RESTRICT_CHUNK | (i / GROUP_CHUNK);
+		__builtin_memcpy(&s->chunk_key.addr, &s->remote, sizeof(s->chunk_key.addr));
+		struct group_chunk *chunk = bpf_map_lookup_elem(&record_groups, &s->chunk_key);
 		if (!chunk)
 			return 1;
 		__u32 j = i;
@@ -156,9 +160,9 @@ static long group_cb(__u32 i, void *unused)
 		group = s->rgroups[at & (INLINE_GROUPS - 1)];
 	} else {
 		__u32 j = i - INLINE_GROUPS;
-		struct group_chunk_key k = { .chunk = j / GROUP_CHUNK };
-		__builtin_memcpy(&k.addr, &s->remote, sizeof(k.addr));
-		struct group_chunk *chunk = bpf_map_lookup_elem(&record_groups, &k);
+		s->chunk_key.chunk = j / GROUP_CHUNK;
+		__builtin_memcpy(&s->chunk_key.addr, &s->remote, sizeof(s->chunk_key.addr));
+		struct group_chunk *chunk = bpf_map_lookup_elem(&record_groups, &s->chunk_key);
 		if (!chunk)
 			return 1;
 		barrier_var(j);
@@ -318,18 +322,22 @@ static __noinline int match(__u32 table, const struct addr_key *remote, const st
 	__u64 except_summary = 0;
 	struct entry *prim = NULL, *supp = NULL, *except = NULL;
 	if (t->flags & HAS_CIDRS) {
-		struct cidr_key ck = { .table = table, .family = remote->family };
-		ck.prefixlen = 48 + (remote->family == FAMILY_V4 ? 32 : 128);
-		fill_addr(ck.addr, remote->addr);
-		ck.kind = CIDR_PRIM;
-		prim = bpf_map_lookup_elem(&cidrs, &ck);
+		/* In the scratch slot, not on the stack (the deepest call chain's 512 bytes). */
+		struct cidr_key *ck = &s->cidr_key;
+		__builtin_memset(ck, 0, sizeof(*ck));
+		ck->table = table;
+		ck->family = remote->family;
+		ck->prefixlen = 48 + (remote->family == FAMILY_V4 ? 32 : 128);
+		fill_addr(ck->addr, remote->addr);
+		ck->kind = CIDR_PRIM;
+		prim = bpf_map_lookup_elem(&cidrs, ck);
 		if (t->flags & HAS_SUPP) {
-			ck.kind = CIDR_SUPP;
-			supp = bpf_map_lookup_elem(&cidrs, &ck);
+			ck->kind = CIDR_SUPP;
+			supp = bpf_map_lookup_elem(&cidrs, ck);
 		}
 		if (supp && (t->flags & HAS_EXCEPT)) {
-			ck.kind = CIDR_EXCEPT;
-			except = bpf_map_lookup_elem(&cidrs, &ck);
+			ck->kind = CIDR_EXCEPT;
+			except = bpf_map_lookup_elem(&cidrs, ck);
 		}
 	}
 	take(&s->prim, prim, &qsum, wide);

@@ -17,7 +17,7 @@ struct packet {
 	__u16 sport;
 	__u16 dport;
 	__u32 frag_id;
-	__u8 src[16];
+	__u8 src[16] __attribute__((aligned(8))); /* read as two words each (handoff.h) */
 	__u8 dst[16];
 	__u64 ident; /* the L4 header's bytes 4..12 (TCP: sequence and acknowledgement numbers) */
 };
@@ -62,9 +62,16 @@ static __always_inline int load_ports(struct __sk_buff *skb, __u32 off, struct p
 	return 0;
 }
 
-/* 0: parsed; 1: not IP (passes); -1: malformed IP (dropped). */
-static __always_inline int parse(struct __sk_buff *skb, struct packet *p)
+/*
+ * 0: parsed; 1: not IP (passes); -1: malformed IP (dropped). A global function: its header copies
+ * (up to 40 bytes) live on its own stack, not on the hooks', whose frame is part of the deepest
+ * call chain (the hooks, judge, side, match, the loops' callbacks: 512 bytes in all); and the
+ * verifier walks it once. Only what parse_direct leaves comes here.
+ */
+__noinline int parse(struct __sk_buff *skb, struct packet *p)
 {
+	if (!p)
+		return -1;
 	__u32 off = ETH_HLEN;
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		__u8 h[20];

@@ -113,7 +113,7 @@ export const MAP_SHAPES: Readonly<
   verdicts: { key: 4, value: 64, perCpu: true },
   handoffs: { key: 4, value: 64, perCpu: true },
   judging: { key: 4, value: 88, perCpu: true },
-  scratch: { key: 4, value: 1160, perCpu: true },
+  scratch: { key: 4, value: 1216, perCpu: true },
 };
 
 export const MAP_NAMES = Object.keys(MAP_SHAPES) as readonly MapName[];
