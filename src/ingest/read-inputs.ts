@@ -4,7 +4,7 @@
  * is read (visitInputs), so a large input's texts are never all held together. Problems become
  * diagnostics; one unreadable path never stops the others.
  */
-import { fstatSync } from 'node:fs';
+import { createReadStream, fstatSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
@@ -187,6 +187,15 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     }
     return;
   }
+  if (!explicit && !info.isFile()) {
+    // A pipe or a socket found in a directory would wait for a writer forever: not a manifest.
+    diagnostics.push(
+      makeDiagnostic('NOT_KUBERNETES', `${path} is not a regular file (a pipe, socket or device); skipped`, {
+        file: path,
+      }),
+    );
+    return;
+  }
   if (alreadyRead(walk, identity(info))) {
     walk.filesRead++; // read, once: its directory does hold manifests
     return;
@@ -197,8 +206,14 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
   }
   let decoded: ReturnType<typeof decodeUtf8>;
   try {
+    // A named pipe, `-f <(kubectl get …)` or a device has no size beforehand: read up to the limit.
+    const bytes = info.isFile() ? await readFile(path) : await readUpTo(path, maxBytes);
+    if (bytes === undefined) {
+      diagnostics.push(tooLarge(path, maxBytes));
+      return;
+    }
     // Bytes, not text: decoding would turn what is not UTF-8 into U+FFFD without a word.
-    decoded = decodeUtf8(path, await readFile(path));
+    decoded = decodeUtf8(path, bytes);
   } catch (error) {
     diagnostics.push(
       makeDiagnostic('FILE_UNREADABLE', `cannot read ${path}: ${errorText(error)}`, { file: path }),
@@ -214,6 +229,19 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
       named ? { name: path, text: decoded.text } : { name: path, text: decoded.text, discovered: true },
     );
   else diagnostics.push(decoded.diagnostic);
+}
+
+/** The bytes of a file of unknown size, or undefined once they pass `maxBytes` (reading stops there). */
+async function readUpTo(path: string, maxBytes: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  // Leaving the loop early closes the stream.
+  for await (const chunk of createReadStream(path)) {
+    total += (chunk as Buffer).length;
+    if (total > maxBytes) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
 }
 
 /** Whether the file of this identity was read already; if not, it is now taken as read. */

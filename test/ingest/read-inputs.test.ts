@@ -4,6 +4,8 @@
  * directory is skipped quietly when it is not Kubernetes manifests.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
 import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -63,4 +65,42 @@ describe('a file named both alone and inside a named directory', () => {
       ['SCHEMA_REQUIRED', 'SCHEMA_REQUIRED'],
     );
   });
+});
+
+describe('files that are not regular files', () => {
+  it(
+    'skips a named pipe found in a directory instead of waiting for a writer',
+    { timeout: 10_000 },
+    async (t) => {
+      const dir = await directory(t);
+      const pipe = join(dir, 'pipe.yaml');
+      assert.equal(spawnSync('mkfifo', [pipe]).status, 0);
+      // Should a reader wait on the pipe anyway, open it for writing and close it: the reader
+      // then sees its end and the test process can exit.
+      t.after(() => {
+        try {
+          closeSync(openSync(pipe, constants.O_WRONLY | constants.O_NONBLOCK));
+        } catch {
+          // ENXIO: nobody is reading it.
+        }
+      });
+      const { diagnostics } = await loadCluster([dir]);
+      assert.deepEqual(
+        diagnostics.filter((d) => d.file === pipe).map((d) => [d.severity, d.code]),
+        [['info', 'NOT_KUBERNETES']],
+      );
+    },
+  );
+
+  it(
+    'reads a device or a pipe named on the command line up to --max-file-size, no further',
+    { timeout: 10_000 },
+    async () => {
+      const { diagnostics } = await loadCluster(['/dev/zero'], { maxFileBytes: 64 * 1024 });
+      assert.deepEqual(
+        diagnostics.map((d) => [d.file, d.code]),
+        [['/dev/zero', 'FILE_TOO_LARGE']],
+      );
+    },
+  );
 });
