@@ -4,7 +4,7 @@
  * ids are made unique, pods are attributed to their workloads (`workloads.ts`), node
  * addresses are gathered from pods' host IPs, and pods that share an IP are reported.
  */
-import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
+import { parseIp, type IpAddress } from '../net/ip.ts';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import {
   NAMESPACE_NAME_LABEL,
@@ -79,25 +79,9 @@ export function buildCluster(
   }
 
   const endpoints = attributeWorkloads(owned);
-  const referenced: { namespace: string; location: SourceLocation | undefined }[] = [
-    ...endpoints.map((e) => ({ namespace: e.namespace, location: e.location })),
-    ...policies.map((p) => ({ namespace: p.namespace, location: p.location })),
-  ];
-  for (const { namespace, location } of referenced) {
-    if (namespaces.has(namespace)) continue;
-    namespaces.set(namespace, {
-      name: namespace,
-      labels: { [NAMESPACE_NAME_LABEL]: namespace },
-      implicit: true,
-    });
-    diagnostics.push(
-      makeDiagnostic(
-        'NAMESPACE_IMPLICIT',
-        `namespace "${namespace}" is referenced but not defined; assuming it exists with only the label ${NAMESPACE_NAME_LABEL}=${namespace}`,
-        { ...(location ?? { file: '<input>' }), object: `Namespace ${namespace}` },
-      ),
-    );
-  }
+  // Pods' namespaces, then policies': visited in place (175,000 objects at shape a ×1).
+  for (const e of endpoints) implicitNamespace(namespaces, diagnostics, e.namespace, e.location);
+  for (const p of policies) implicitNamespace(namespaces, diagnostics, p.namespace, p.location);
 
   const cluster: Cluster = {
     namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
@@ -110,6 +94,28 @@ export function buildCluster(
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   for (const shared of sharedPodAddresses(cluster.endpoints)) diagnostics.push(shared);
   return { cluster, diagnostics };
+}
+
+/** A namespace referenced but not defined: made up from its name, with a diagnostic saying so. */
+function implicitNamespace(
+  namespaces: Map<string, Namespace>,
+  diagnostics: Diagnostic[],
+  namespace: string,
+  location: SourceLocation | undefined,
+): void {
+  if (namespaces.has(namespace)) return;
+  namespaces.set(namespace, {
+    name: namespace,
+    labels: { [NAMESPACE_NAME_LABEL]: namespace },
+    implicit: true,
+  });
+  diagnostics.push(
+    makeDiagnostic(
+      'NAMESPACE_IMPLICIT',
+      `namespace "${namespace}" is referenced but not defined; assuming it exists with only the label ${NAMESPACE_NAME_LABEL}=${namespace}`,
+      { ...(location ?? { file: '<input>' }), object: `Namespace ${namespace}` },
+    ),
+  );
 }
 
 function rejectedOnly(
@@ -182,7 +188,10 @@ function addNodeAddresses(nodes: Map<string, IpAddress[]>, node: string, texts: 
   const list = nodes.get(node) ?? [];
   for (const text of texts) {
     const parsed = parseIp(text);
-    if (parsed.ok && !list.some((ip) => formatIp(ip) === formatIp(parsed.value))) list.push(parsed.value);
+    // Compared by family and value (as mergeNodes does), not by formatting both for every pod.
+    if (!parsed.ok) continue;
+    const { family, value } = parsed.value;
+    if (!list.some((ip) => ip.family === family && ip.value === value)) list.push(parsed.value);
   }
   nodes.set(node, list);
 }

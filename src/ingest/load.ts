@@ -162,6 +162,7 @@ class Decoding {
       }
       if (!this.held && this.offload.takes(file)) {
         this.held = { file, decodedAt: this.decoded.length, rejectedAt: this.rejected.length, since: 0 };
+        this.offload.warm();
         return;
       }
     }
