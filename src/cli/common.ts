@@ -44,7 +44,7 @@ export async function loadInput(
   const loaded = await loadCluster(options.file, {
     semantics: extras.deferSemantics ? 'deferred' : options.semantics,
     maxFileBytes: options.maxFileSize * 1024 * 1024,
-    readStdin: () => io.readStdin(),
+    readStdin: (maxBytes) => io.readStdin(maxBytes),
     keepRawObjects: extras.rawObjects ?? true,
     ...(extras.podOption ? { podOption: extras.podOption } : {}),
     ...(namespaces.length === 1 ? { defaultNamespace: namespaces[0] } : {}),

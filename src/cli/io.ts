@@ -15,7 +15,8 @@ export interface CliIo {
   /** Width of the terminal stdout is, when it is one. */
   readonly stdoutColumns?: number;
   readonly env: NodeJS.ProcessEnv;
-  readStdin(): Promise<string>;
+  /** Standard input's text; undefined once it passes `maxBytes` (reading stops there). */
+  readStdin(maxBytes?: number): Promise<string | undefined>;
 }
 
 /*
@@ -50,9 +51,15 @@ export function processIo(): CliIo {
     stderrIsTty: process.stderr.isTTY === true,
     ...(process.stdout.isTTY ? { stdoutColumns: process.stdout.columns } : {}),
     env: process.env,
-    async readStdin() {
+    async readStdin(maxBytes = Infinity) {
       const chunks: Buffer[] = [];
-      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      let total = 0;
+      for await (const chunk of process.stdin) {
+        total += (chunk as Buffer).length;
+        // A pipe larger than the limit is refused, not held (nor turned into a string too long for V8).
+        if (total > maxBytes) return undefined;
+        chunks.push(chunk as Buffer);
+      }
       return Buffer.concat(chunks).toString('utf8');
     },
   };

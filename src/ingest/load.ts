@@ -23,7 +23,8 @@ export interface LoadClusterOptions extends DecodeOptions {
   /** Default v1; `deferred` adds no semantics diagnostics (the caller decides, see `semanticsDiagnostics`). */
   readonly semantics?: Semantics | 'deferred';
   readonly maxFileBytes?: number;
-  readonly readStdin?: () => Promise<string>;
+  /** See read-inputs.ts: undefined when standard input holds more than `maxBytes`. */
+  readonly readStdin?: (maxBytes: number) => Promise<string | undefined>;
   /** How the command takes a pod written after -f by mistake (read-inputs.ts). */
   readonly podOption?: (name: string) => string;
   /**

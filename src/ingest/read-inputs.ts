@@ -17,7 +17,11 @@ const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
 export interface ReadInputsOptions {
   readonly maxFileBytes?: number;
-  readonly readStdin?: () => Promise<string>;
+  /**
+   * Standard input's text, or undefined when it holds more than `maxBytes` (then reading
+   * stops there: a huge pipe must not fill memory). Default: the process's standard input.
+   */
+  readonly readStdin?: (maxBytes: number) => Promise<string | undefined>;
   /**
    * How the command takes a pod that was written after -f by mistake (`--pod shop/web`), said
    * when a missing path reads like namespace/name; a command with no such option leaves it out.
@@ -57,8 +61,9 @@ export async function visitInputs(
     if (path === '-') {
       // Redirected from a file that is also named (`-f - -f x.yaml < x.yaml`): read it once.
       if (alreadyRead(walk, stdinIdentity())) continue;
-      const text = await (options.readStdin ?? readStdin)();
-      if (Buffer.byteLength(text) > maxBytes) walk.diagnostics.push(tooLarge('<stdin>', maxBytes));
+      const text = await (options.readStdin ?? readStdin)(maxBytes);
+      if (text === undefined || Buffer.byteLength(text) > maxBytes)
+        walk.diagnostics.push(tooLarge('<stdin>', maxBytes));
       else found(walk, { name: '<stdin>', text });
       continue;
     }
@@ -232,11 +237,15 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
 }
 
 /** The bytes of a file of unknown size, or undefined once they pass `maxBytes` (reading stops there). */
-async function readUpTo(path: string, maxBytes: number): Promise<Buffer | undefined> {
+function readUpTo(path: string, maxBytes: number): Promise<Buffer | undefined> {
+  return readStreamUpTo(createReadStream(path), maxBytes);
+}
+
+async function readStreamUpTo(stream: AsyncIterable<unknown>, maxBytes: number): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let total = 0;
   // Leaving the loop early closes the stream.
-  for await (const chunk of createReadStream(path)) {
+  for await (const chunk of stream) {
     total += (chunk as Buffer).length;
     if (total > maxBytes) return undefined;
     chunks.push(chunk as Buffer);
@@ -278,8 +287,6 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+async function readStdin(maxBytes: number): Promise<string | undefined> {
+  return (await readStreamUpTo(process.stdin, maxBytes))?.toString('utf8');
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadCluster } from '../../src/ingest/load.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 
 async function directory(t: Parameters<typeof tempDir>[0]): Promise<string> {
   const dir = await tempDir(t, 'palisade-named-');
@@ -103,4 +104,27 @@ describe('files that are not regular files', () => {
       );
     },
   );
+});
+
+describe('standard input', () => {
+  it('is read up to --max-file-size, no further: an endless one is refused, not held', () => {
+    const endless = openSync('/dev/zero', 'r');
+    try {
+      const run = spawnSync(
+        process.execPath,
+        [...palisadeArgv(), 'validate', '-f', '-', '--max-file-size', '1'],
+        {
+          stdio: [endless, 'pipe', 'pipe'],
+          timeout: 30_000,
+          encoding: 'utf8',
+        },
+      );
+      assert.equal(run.signal, null, 'it ended on its own');
+      assert.equal(run.status, 1, run.stderr);
+      assert.match(run.stdout, /^<stdin>: error FILE_TOO_LARGE: /m);
+      assert.equal(run.stderr, '');
+    } finally {
+      closeSync(endless);
+    }
+  });
 });
