@@ -80,9 +80,9 @@ interface Walk {
   filesRead: number;
   readonly diagnostics: Diagnostic[];
   /**
-   * Files read already, by device and inode: one given twice (`-f app -f app`, a directory and
-   * a file in it, a link) is read once, or each of its objects would be "defined more than
-   * once" at its own place.
+   * Files read and directories walked already, by device and inode: one given twice (`-f app
+   * -f app`, a directory and a file in it, a link) is read once, or each of its objects would be
+   * "defined more than once" at its own place.
    */
   readonly seen: Set<string>;
   /**
@@ -156,6 +156,9 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
     return;
   }
   if (info.isDirectory()) {
+    // Met again — named twice, or through a link to itself or a parent (`loop.yaml -> .`): one
+    // walk, not one per level until the path is too long to open.
+    if (alreadyRead(walk, `directory ${identity(info)}`)) return;
     const before = walk.filesRead;
     const diagnosticsBefore = diagnostics.length;
     let entries;

@@ -68,6 +68,18 @@ describe('a file named both alone and inside a named directory', () => {
   });
 });
 
+describe('directories', () => {
+  it('walks a directory once, even through a link to itself', async (t) => {
+    const dir = await tempDir(t, 'palisade-loop-');
+    await writeFile(join(dir, 'ns.yaml'), 'apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n');
+    await symlink('.', join(dir, 'loop.yaml'));
+    await symlink('.', join(dir, 'again'));
+    const { cluster, diagnostics } = await loadCluster([dir, join(dir, 'again')]);
+    assert.deepEqual(diagnostics, []);
+    assert.deepEqual([...cluster.namespaces.keys()], ['a']);
+  });
+});
+
 describe('files that are not regular files', () => {
   it(
     'skips a named pipe found in a directory instead of waiting for a writer',
