@@ -18,14 +18,7 @@ import {
 } from '../src/ebpf/index.ts';
 import { median } from './stats.ts';
 import { reportFigure } from './report.ts';
-import {
-  emptyConnectionTable,
-  fillConnectionTable,
-  renderInto,
-  say,
-  setConfigFlag,
-  setJudgeEvery,
-} from './ebpf-common.ts';
+import { fillConnectionTable, renderInto, say, setConfigFlag, setJudgeEvery } from './ebpf-common.ts';
 
 const ip = (text: string): IpAddress => {
   const parsed = parseIp(text);
@@ -194,7 +187,7 @@ export function perPacket(): void {
         `${String(n).padStart(8)}   ${named.toFixed(0).padStart(20)}   ${spread.toFixed(0).padStart(23)}   ${denied.toFixed(0).padStart(8)}   ${same.toFixed(0).padStart(11)}   ${String(tracked).padStart(7)}   ${String(trackedReply).padStart(9)}   ${shared.toFixed(0).padStart(42)}   ${oneRule.toFixed(0).padStart(19)}   ${namedJudged.toFixed(0).padStart(9)}   ${spreadJudged.toFixed(0).padStart(13)}   ${sameJudged.toFixed(0).padStart(11)}   ${clientsJudged.toFixed(0).padStart(19)}`,
       );
     }
-    sameNodeConnections(location, program, replies);
+    sameNodeConnections();
   } finally {
     program.close();
     replies.close();
@@ -209,35 +202,34 @@ export function perPacket(): void {
  * its own sequence number. The programs' run time per connection with the hand-over from
  * from_pod to to_pod and without it (CFG_NO_HANDOFF), alternating by round.
  */
-function sameNodeConnections(location: PinLocation, to: PinnedProgram, from: PinnedProgram): void {
+function sameNodeConnections(): void {
   const web = ip('10.0.0.2');
   const db = ip('10.0.0.1');
-  renderInto(
-    location,
-    'n1',
-    loadFromObjects([
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
-      ...[
-        ['db', '10.0.0.1'],
-        ['web', '10.0.0.2'],
-      ].map(([name, address]) => ({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: 'a', labels: { app: name } },
-        spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
-        status: { phase: 'Running', podIP: address },
-      })),
-      {
-        apiVersion: 'networking.k8s.io/v1',
-        kind: 'NetworkPolicy',
-        metadata: { name: 'db', namespace: 'a' },
-        spec: {
-          podSelector: { matchLabels: { app: 'db' } },
-          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 80 }] }],
-        },
+  const cluster = loadFromObjects([
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
+    ...[
+      ['db', '10.0.0.1'],
+      ['web', '10.0.0.2'],
+    ].map(([name, address]) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'a', labels: { app: name } },
+      spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
+      status: { phase: 'Running', podIP: address },
+    })),
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'db', namespace: 'a' },
+      spec: {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 80 }] }],
       },
-    ]).cluster,
-  );
+    },
+  ]).cluster;
+  // Loaded afresh for every round: the same object runs 5-10 % faster or slower from one load to
+  // the next (where the JIT places it), which one load would keep for every round.
+  const location: PinLocation = { instance: `bench-sn-${process.pid}` };
   const pin = pinToCurrentCpu();
   // With the hand-over and an empty table, without it, and with it in a full table (every
   // insert evicts: a long-lived node's steady state); each round starts from its table's state.
@@ -253,9 +245,13 @@ function sameNodeConnections(location: PinLocation, to: PinnedProgram, from: Pin
   try {
     for (let round = 0; round < 15; round++) {
       const mode = modes[round % modes.length] as Mode;
+      unload(location);
+      loadProgram(location);
+      renderInto(location, 'n1', cluster);
       setConfigFlag(location, layout.CFG_NO_HANDOFF, mode === 'off');
       if (mode === 'full') fillConnectionTable(location);
-      else emptyConnectionTable(location);
+      const from = PinnedProgram.open(location, 'from_pod');
+      const to = PinnedProgram.open(location, 'to_pod');
       const totals: number[] = [];
       const froms: number[] = [];
       const tos: number[] = [];
@@ -279,17 +275,19 @@ function sameNodeConnections(location: PinLocation, to: PinnedProgram, from: Pin
         tos.push(toTime);
         totals.push(fromTime + toTime);
       }
+      from.close();
+      to.close();
       sums[mode].push(median(totals));
       parts[mode].from.push(median(froms));
       parts[mode].to.push(median(tos));
     }
   } finally {
     pin.restore();
-    setConfigFlag(location, layout.CFG_NO_HANDOFF, false);
+    unload(location);
   }
   const show = (mode: Mode) =>
     `${median(sums[mode]).toFixed(0)} ns (from_pod ${median(parts[mode].from).toFixed(0)}, to_pod ${median(parts[mode].to).toFixed(0)}; rounds ${sums[mode].map((v) => v.toFixed(0)).join(' / ')})`;
   say(
-    `\na connection between two pods of the node, 10 packets through both hooks on one CPU (test runs, median connection of 1,000 per round, 5 rounds each, alternating): programs' time per connection with the hand-over ${show('on')}; without ${show('off')}; with the hand-over, the table full ${show('full')}`,
+    `\na connection between two pods of the node, 10 packets through both hooks on one CPU (test runs, median connection of 1,000 per round, 5 rounds each, alternating, the program loaded afresh for each): programs' time per connection with the hand-over ${show('on')}; without ${show('off')}; with the hand-over, the table full ${show('full')}`,
   );
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--chunks K] [--agent-client] [--events N]
+ * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--chunks K] [--load-once] [--agent-client] [--events N]
  * [--scale F] [--skip-traffic] [--skip-per-packet] [--skip-updates]`: the eBPF datapath's figures
  * (root; clang, bpftool; iperf3 for throughput).
  *
@@ -9,8 +9,9 @@
  *    the datapath attaches (tcx links where the kernel has them) and on tc (clsact), as eBPF at
  *    ~1 policy is too. N rounds (5 unless told), each running every configuration once, starting
  *    at another one each round (each eBPF configuration has its own pinned maps, attached in its
- *    turn, its connection table emptied first — or filled, for "table full": every insert evicts,
- *    as on a node that has made more connections than the table holds): TCP throughput
+ *    turn, loaded afresh for it unless `--load-once`, its connection table emptied first — or
+ *    filled, for "table full": every insert evicts, as on a node that has made more connections
+ *    than the table holds): TCP throughput
  *    (iperf3 for S seconds, 1 unless told) and new connections per second — C connections (20,000
  *    unless told; 5,000 before session 10) in turn, connect, echo, close, by a small C client
  *    against a C server (bench/ebpf-connrate.c; `--agent-client`: the Node pod agents, 100 at a
@@ -50,6 +51,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { generateShape } from '../src/generate/shapes.ts';
+import type { Cluster } from '../src/model/types.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
@@ -67,7 +69,6 @@ import {
   renderInto,
   say,
   setConfigFlag,
-  setJudgeEvery,
   type ProgramStats,
 } from './ebpf-common.ts';
 import { reportTraffic } from './ebpf-traffic-report.ts';
@@ -89,6 +90,7 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
       option(args, 'connections', args.includes('--agent-client') ? 2000 : 20_000),
       option(args, 'chunks', 4),
       args.includes('--agent-client'),
+      args.includes('--load-once'),
     );
   if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
@@ -171,6 +173,7 @@ async function traffic(
   connections: number,
   chunks: number,
   agentClient: boolean,
+  loadOnce: boolean,
 ): Promise<void> {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
@@ -232,12 +235,28 @@ async function traffic(
     // round's connections are inserted without evicting any, as on a fresh node: rounds would
     // otherwise fill it after 65,536 connections and differ), or full (every insert evicts: a
     // long-lived node's steady state; "table full").
+    // An eBPF configuration's program loaded afresh for each of its turns (unless --load-once):
+    // the same object runs 5-10 % faster or slower from one load to the next (where the JIT places
+    // it; docs/BENCHMARKS.md, session 10), which a configuration loaded once keeps for every round.
+    const reloads = new Map<string, () => void>();
+    const installed = (location: PinLocation, cluster: Cluster, flags: number): void => {
+      const install = () => {
+        unload(location);
+        loadProgram(location);
+        renderInto(location, 'node-0', cluster);
+        if (flags) setConfigFlag(location, flags, true);
+      };
+      install();
+      locations.push(location);
+      if (!loadOnce) reloads.set(location.instance, install);
+    };
     const attached = (
       location: PinLocation,
       tcOnly: boolean,
       table: 'empty' | 'full' | 'none' = 'empty',
     ) => ({
       on: () => {
+        reloads.get(location.instance)?.();
         if (table === 'empty') emptyConnectionTable(location);
         if (table === 'full') fillConnectionTable(location);
         for (const pod of pods) attach(location, node.netns, pod.hostInterface, { tcOnly });
@@ -258,9 +277,7 @@ async function traffic(
     configurations.push({ label: 'tc hook, empty program', policies: 0, ...attached(empty, true, 'none') });
     for (const [i, { label, cluster }] of sizes.entries()) {
       const location: PinLocation = { instance: `bench-${process.pid}-${i}` };
-      loadProgram(location);
-      locations.push(location);
-      renderInto(location, 'node-0', cluster);
+      installed(location, cluster, 0);
       configurations.push({
         label: `eBPF ${label}`,
         policies: cluster.policies.length,
@@ -279,10 +296,7 @@ async function traffic(
         });
         // The same maps with every first packet judged by the tables (no verdict cache).
         const judged: PinLocation = { instance: `bench-${process.pid}-judged` };
-        loadProgram(judged);
-        locations.push(judged);
-        renderInto(judged, 'node-0', cluster);
-        setJudgeEvery(judged, true);
+        installed(judged, cluster, layout.CFG_NO_VERDICT_CACHE);
         configurations.push({
           label: `eBPF ${label}, no cache`,
           policies: cluster.policies.length,
@@ -291,10 +305,7 @@ async function traffic(
         // The same maps with each hook judging its own side (no hand-over from from_pod to
         // to_pod): the datapath before session 9.
         const alone: PinLocation = { instance: `bench-${process.pid}-alone` };
-        loadProgram(alone);
-        locations.push(alone);
-        renderInto(alone, 'node-0', cluster);
-        setConfigFlag(alone, layout.CFG_NO_HANDOFF, true);
+        installed(alone, cluster, layout.CFG_NO_HANDOFF);
         configurations.push({
           label: `eBPF ${label}, no hand-over`,
           policies: cluster.policies.length,
