@@ -160,8 +160,10 @@ function decodeParsedNamespaceSet(
 }
 
 function decodeNetworks(ctx: DecodeContext, value: unknown, at: FieldPath): ClusterPeer | undefined {
-  const texts = parse(ctx, stringListSchema, value, at, (list) => list);
-  if (!texts) return undefined;
+  return parse(ctx, stringListSchema, value, at, (texts) => decodeCidrs(ctx, texts, at));
+}
+
+function decodeCidrs(ctx: DecodeContext, texts: readonly string[], at: FieldPath): ClusterPeer | undefined {
   if (!checkCount(ctx, texts.length, MAX_NETWORKS, 'networks', at)) return undefined;
   const cidrs: Cidr[] = [];
   let ok = true;
@@ -179,8 +181,10 @@ function decodeNetworks(ctx: DecodeContext, value: unknown, at: FieldPath): Clus
 }
 
 function decodeDomainNames(ctx: DecodeContext, value: unknown, at: FieldPath): ClusterPeer | undefined {
-  const names = parse(ctx, stringListSchema, value, at, (list) => list);
-  if (!names) return undefined;
+  return parse(ctx, stringListSchema, value, at, (names) => decodeNames(ctx, names, at));
+}
+
+function decodeNames(ctx: DecodeContext, names: readonly string[], at: FieldPath): ClusterPeer | undefined {
   if (!checkCount(ctx, names.length, MAX_DOMAIN_NAMES, 'domainNames', at)) return undefined;
   let ok = true;
   names.forEach((name, i) => {

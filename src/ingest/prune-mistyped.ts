@@ -3,8 +3,9 @@
  * stopped at its type errors, and the user fixed them only to meet the object's other problems
  * in a second round. To report those too, every kind's decoder parses through
  * `decodeReportingAll`: the mistyped fields are left out of a copy (a required one is stood in
- * for by an empty value of its type, as is a missing required field), which is then checked as
- * usual; what that check says about such a field or its parent, and what it says of a sibling
+ * for by an empty value of its type, as is a missing required field, and a mistyped list element
+ * in its place), which is then checked as usual; what that check says about such a field or
+ * element (the stand-in speaking) or its parent, and what it says of a sibling
  * for the field's absence, is dropped, since it may only be the removal speaking (an `endPort`
  * "without a port" whose port was mistyped, a peer "naming no selector" whose only one was).
  */
@@ -102,9 +103,10 @@ function readAsIs(lenient: z.ZodType, value: unknown): Reread | undefined {
 }
 
 /**
- * A copy of `value` without the fields at the issues' paths, read with `lenient`; undefined when
- * an issue is not about a field's type or presence (a list element's type: nothing to leave out
- * without changing what the other paths name), or the copy still does not read.
+ * A copy of `value` without its mistyped fields, and with an empty stand-in for each mistyped
+ * list element (left in place, so the other elements keep their index), read with `lenient`;
+ * undefined when an issue is of another kind (a value out of a literal's set), or the copy still
+ * does not read.
  */
 function readWithoutMistyped(
   lenient: z.ZodType,
@@ -112,31 +114,53 @@ function readWithoutMistyped(
   issues: readonly z.core.$ZodIssue[],
   at: FieldPath,
 ): Reread | undefined {
-  const paths: FieldPath[] = [];
+  const fields: FieldPath[] = [];
+  const elements: FieldPath[] = [];
+  const copy = structuredClone(value);
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') continue; // the lenient schema drops those
     if (issue.code !== 'invalid_type' && issue.code !== 'invalid_union') return undefined;
-    const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
-    if (typeof path[path.length - 1] !== 'string' || !isMapping(valueAt(value, path.slice(0, -1))))
-      return undefined;
-    paths.push(path);
+    const path = pathOf(issue);
+    const last = path[path.length - 1];
+    const parent = valueAt(copy, path.slice(0, -1));
+    const stand = issue.code === 'invalid_type' ? STAND_INS[issue.expected] : undefined;
+    if (typeof last === 'string' && isMapping(parent)) {
+      fields.push(path);
+      delete (parent as Record<string, unknown>)[last];
+    } else if (typeof last === 'number' && Array.isArray(parent) && stand) {
+      elements.push(path);
+      parent[last] = stand();
+    } else return undefined;
   }
-  if (paths.length === 0) return undefined;
-  const copy = structuredClone(value);
-  for (const path of paths) delete fieldsAt(copy, path)[path[path.length - 1] as string];
+  if (fields.length + elements.length === 0) return undefined;
   let parsed = lenient.safeParse(copy);
   if (!parsed.success) {
-    // Required fields (a missing one, or one just left out) get an empty value of their type.
+    // Required fields get an empty value of their type: one missing, one just left out, or one
+    // of an element's stand-in.
     for (const issue of parsed.error.issues) {
       const stand = issue.code === 'invalid_type' ? STAND_INS[issue.expected] : undefined;
-      const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
-      if (!stand || !paths.some((p) => formatPath(p) === formatPath(path))) return undefined;
-      fieldsAt(copy, path)[path[path.length - 1] as string] = stand();
+      const path = pathOf(issue);
+      const field = path[path.length - 1];
+      const standingIn =
+        fields.some((p) => formatPath(p) === formatPath(path)) || elements.some((e) => isWithin(path, e));
+      const parent = valueAt(copy, path.slice(0, -1));
+      if (!stand || !standingIn || typeof field !== 'string' || !isMapping(parent)) return undefined;
+      (parent as Record<string, unknown>)[field] = stand();
     }
     parsed = lenient.safeParse(copy);
     if (!parsed.success) return undefined;
   }
-  return { data: parsed.data, causedByRemoval: removalTest(paths.map((p) => [...at, ...p])) };
+  const inObject = (paths: FieldPath[]): FieldPath[] => paths.map((p) => [...at, ...p]);
+  return { data: parsed.data, causedByRemoval: removalTest(inObject(fields), inObject(elements)) };
+}
+
+function pathOf(issue: z.core.$ZodIssue): FieldPath {
+  return issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+}
+
+/** Whether `path` is `outer` or lies inside it. */
+function isWithin(path: FieldPath, outer: FieldPath): boolean {
+  return outer.length <= path.length && outer.every((part, i) => path[i] === part);
 }
 
 /** Empty values by the type zod expected, to stand in for a required field. */
@@ -153,11 +177,6 @@ function isMapping(value: unknown): boolean {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** The mapping that holds the field at `path` (its parent was checked to be one). */
-function fieldsAt(root: unknown, path: FieldPath): Record<string, unknown> {
-  return valueAt(root, path.slice(0, -1)) as Record<string, unknown>;
-}
-
 /**
  * Codes reported at one field for what a sibling holds or lacks (`endPort` without a numeric
  * `port`, a range's end not above its start): next to a removed field they may only be the
@@ -172,14 +191,21 @@ const JUDGED_BY_SIBLINGS: ReadonlySet<DiagnosticCode> = new Set<DiagnosticCode>(
 /**
  * True for a diagnostic the removal may have caused: at a removed field (about its stand-in), at
  * its parent (which judges its fields together: "a peer must set podSelector…" once its only
- * selector is gone), or at a sibling with a code that judges fields together.
+ * selector is gone), at a sibling with a code that judges fields together, or at or inside a
+ * list element's stand-in.
  */
-function removalTest(paths: readonly FieldPath[]): (diagnostic: Diagnostic) => boolean {
-  const removed = new Set(paths.map((p) => formatPath(p)));
-  const parents = new Set(paths.map((p) => formatPath(p.slice(0, -1))));
+function removalTest(
+  fields: readonly FieldPath[],
+  elements: readonly FieldPath[],
+): (diagnostic: Diagnostic) => boolean {
+  const removed = new Set(fields.map((p) => formatPath(p)));
+  const parents = new Set(fields.map((p) => formatPath(p.slice(0, -1))));
+  const stoodIn = elements.map((p) => formatPath(p));
   return (diagnostic) => {
     const where = diagnostic.path ?? '';
     if (removed.has(where) || parents.has(where)) return true;
+    if (stoodIn.some((e) => where === e || where.startsWith(`${e}.`) || where.startsWith(`${e}[`)))
+      return true;
     if (!JUDGED_BY_SIBLINGS.has(diagnostic.code)) return false;
     const cut = Math.max(where.lastIndexOf('.'), where.lastIndexOf('['));
     // A direct field's parent: what comes before its last `.name`; a top-level field's is ''.

@@ -186,6 +186,42 @@ spec:
     ]);
   });
 
+  it('a mistyped list element is stood in for in place: the other elements are still judged', () => {
+    const anp = `${ANP}spec:
+  priority: 1
+  subject: {namespaces: {}}
+  ingress: [5]
+  egress:
+    - action: Deny
+      to: [{networks: [5, "300.0.0.0/8"]}]
+`;
+    assert.deepEqual(problems(anp).found, [
+      // The rule standing in for 5 is not said to lack an action or peers.
+      ['SCHEMA_TYPE', 'spec.ingress[0]', 8],
+      ['SCHEMA_TYPE', 'spec.egress[0].to[0].networks[0]', 11],
+      ['CIDR_INVALID', 'spec.egress[0].to[0].networks[1]', 11],
+    ]);
+    const policy = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: p, namespace: ns}
+spec:
+  podSelector: {matchExpressions: [{key: a, operator: In, values: [1, "-x"]}]}
+  policyTypes: [5, Bogus]
+  ingress:
+    - from: [5, {ipBlock: {cidr: 10.0.0.0/8, except: [7, 11.0.0.0/8]}}]
+`;
+    assert.deepEqual(problems(policy).found, [
+      ['SCHEMA_TYPE', 'spec.podSelector.matchExpressions[0].values[0]', 5],
+      ['LABEL_VALUE_INVALID', 'spec.podSelector.matchExpressions[0].values[1]', 5],
+      ['SCHEMA_TYPE', 'spec.policyTypes[0]', 6],
+      ['POLICY_TYPE_INVALID', 'spec.policyTypes[1]', 6],
+      // The peer standing in for 5 is not said to name no selector.
+      ['SCHEMA_TYPE', 'spec.ingress[0].from[0]', 8],
+      ['SCHEMA_TYPE', 'spec.ingress[0].from[1].ipBlock.except[0]', 8],
+      ['EXCEPT_NOT_IN_CIDR', 'spec.ingress[0].from[1].ipBlock.except[1]', 8],
+    ]);
+  });
+
   it("hints at the kind's own field names, and names .nan as YAML writes it", () => {
     const text = `${CNP}spec:
   tier: Admin
