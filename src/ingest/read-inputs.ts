@@ -146,7 +146,9 @@ async function readPath(path: string, explicit: boolean, walk: Walk): Promise<vo
       code === 'ENOENT'
         ? makeDiagnostic(
             'FILE_NOT_FOUND',
-            `no such file or directory: ${path}${podNameHint(path, walk.podOption)}`,
+            path === ''
+              ? 'an empty path names no file (was a shell variable after -f unset?)'
+              : `no such file or directory: ${path}${podNameHint(path, walk.podOption)}`,
             {
               file: path,
             },

@@ -80,6 +80,16 @@ describe('directories', () => {
   });
 });
 
+describe('paths', () => {
+  it('says an empty path is empty, not a file that is missing', async () => {
+    const { diagnostics } = await loadCluster(['']);
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.message]),
+      [['FILE_NOT_FOUND', 'an empty path names no file (was a shell variable after -f unset?)']],
+    );
+  });
+});
+
 describe('files that are not regular files', () => {
   it(
     'skips a named pipe found in a directory instead of waiting for a writer',
