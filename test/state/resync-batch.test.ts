@@ -2,8 +2,9 @@
  * A resync builds its groups in one batch (a scope's pods walked once for every group of that
  * scope, member objects shared) and the configurator memoizes tier lists per pair of interned
  * tier selections. Both must be invisible: a store built by one upsert at a time has the same
- * groups, members in the same order and named-port numbers, and a fresh configurator per pod
- * (nothing shared between pods) gives every pod the same tables as the shared one.
+ * groups, members in the same order and named-port numbers, a fresh configurator per pod
+ * (nothing shared between pods) gives every pod the same tables as the shared one, and the next
+ * change reports the same member and partition changes.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -69,6 +70,17 @@ function assertSame(cluster: Cluster): void {
   for (const pod of batched.allPods()) {
     const own = new Configurator(single).compile(single.pod(pod.id) ?? pod);
     assert.equal(tableText(shared.compile(pod)), tableText(own), pod.id);
+  }
+  // The change after a resync reports only what it changed: the resync's own member and
+  // partition changes (not recorded inside the batch) are not carried into it.
+  const first = cluster.endpoints[0];
+  if (first) {
+    const sorted = (set: ReadonlySet<string>): string[] => [...set].sort();
+    const after = batched.deletePod(first.id);
+    const expected = single.deletePod(first.id);
+    assert.deepEqual(sorted(after.members), sorted(expected.members));
+    assert.deepEqual(sorted(after.partitions), sorted(expected.partitions));
+    assert.deepEqual(sorted(after.groups), sorted(expected.groups));
   }
 }
 
