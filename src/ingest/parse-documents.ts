@@ -22,6 +22,8 @@ import {
   type DocumentOptions,
   type ParseOptions,
   type SchemaOptions,
+  isAlias,
+  visit,
 } from 'yaml';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
@@ -285,7 +287,9 @@ export function readDocuments(
         /alias/i.test(message) && /count|exceed|excessive/i.test(message)
           ? 'YAML_ALIAS_LIMIT'
           : 'YAML_SYNTAX';
-      diagnostics.add(makeDiagnostic(code, message, position(base + (document.range?.[0] ?? 0))));
+      // The parser names an unresolved alias but does not place it: find it.
+      const alias = /unresolved alias/i.test(message) ? unresolvedAliasOffset(document) : undefined;
+      diagnostics.add(makeDiagnostic(code, message, position(base + (alias ?? document.range?.[0] ?? 0))));
       return;
     }
     if (value === null || value === undefined) return; // empty document between `---` lines
@@ -449,4 +453,25 @@ function tabHint(text: string, lineCounter: LineCounter, line: number): string {
 /** Pathologically deep nesting exhausts the parser's stack; say what that means. */
 function explain(message: string): string {
   return /call stack/i.test(message) ? `document is nested too deeply to read (${message})` : message;
+}
+
+/**
+ * Where the first alias with no anchor before it is, in one pass (the parser's own lookup
+ * visits the document once per alias).
+ */
+function unresolvedAliasOffset(document: Document): number | undefined {
+  const anchors = new Set<string>();
+  let offset: number | undefined;
+  visit(document, {
+    Node(_key, node) {
+      if (isAlias(node)) {
+        if (anchors.has(node.source)) return undefined;
+        offset = node.range?.[0];
+        return visit.BREAK;
+      }
+      if (node.anchor) anchors.add(node.anchor);
+      return undefined;
+    },
+  });
+  return offset;
 }
