@@ -40,7 +40,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option(
       '--protocol <protocol>',
-      'protocol for the --port columns (one for all, or one per --port)',
+      'protocol for the --port columns: one for every port that names none (53/UDP does), or one per --port',
       collect,
     )
     .option(
