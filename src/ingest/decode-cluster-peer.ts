@@ -18,7 +18,7 @@ import {
 import { labelSelectorSchema } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem } from './validate-names.ts';
-import { decodeReportingAll, fieldNamesOf } from './prune-mistyped.ts';
+import { decodeReportingAll, fieldNamesOf, type ReadingSchemas } from './prune-mistyped.ts';
 
 const INGRESS_FIELDS = ['namespaces', 'pods'] as const;
 const EGRESS_FIELDS = ['namespaces', 'pods', 'nodes', 'networks', 'domainNames'] as const;
@@ -27,6 +27,12 @@ export const MAX_DOMAIN_NAMES = 25;
 const LEGACY_NAMESPACE_FIELDS = ['namespaceSelector', 'sameLabels', 'notSameLabels'];
 const DOMAIN_NAME =
   /^(\*\.)?([a-zA-Z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.?$/;
+
+const SELECTOR = reading(labelSelectorSchema);
+const NAMESPACED_POD = reading(namespacedPodSchema);
+const LEGACY_NAMESPACED_POD = reading(legacyNamespacedPodSchema);
+const NAMESPACE_SET = reading(namespaceSetSchema);
+const STRING_LIST = reading(stringListSchema);
 
 export interface PeerOptions {
   readonly direction: 'ingress' | 'egress';
@@ -72,7 +78,7 @@ export function decodeClusterPeer(
     case 'pods':
       return decodePodsPeer(ctx, value, at, options);
     case 'nodes':
-      return parse(ctx, labelSelectorSchema, value, at, (selector) => {
+      return parse(ctx, SELECTOR, value, at, (selector) => {
         const decoded = decodeSelector(ctx, selector, at);
         return decoded ? { type: 'nodes', selector: decoded } : undefined;
       });
@@ -95,7 +101,7 @@ function decodeNamespacesPeer(
     const namespaces = decodeNamespaceSet(ctx, value, at);
     return namespaces ? { type: 'pods', namespaces } : undefined;
   }
-  return parse(ctx, labelSelectorSchema, value, at, (selector) => {
+  return parse(ctx, SELECTOR, value, at, (selector) => {
     const decoded = decodeSelector(ctx, selector, at);
     return decoded ? { type: 'pods', namespaces: { selector: decoded } } : undefined;
   });
@@ -109,13 +115,13 @@ function decodePodsPeer(
 ): ClusterPeer | undefined {
   if (options.legacyShapes && hasAnyKey(value, ['namespaces'])) {
     deprecated(ctx, at);
-    return parse(ctx, legacyNamespacedPodSchema, value, at, (raw) => {
+    return parse(ctx, LEGACY_NAMESPACED_POD, value, at, (raw) => {
       const namespaces = decodeNamespaceSet(ctx, raw.namespaces, [...at, 'namespaces']);
       const podSelector = decodeSelector(ctx, raw.podSelector, [...at, 'podSelector']);
       return namespaces && podSelector ? { type: 'pods', namespaces, podSelector } : undefined;
     });
   }
-  return parse(ctx, namespacedPodSchema, value, at, (raw) => {
+  return parse(ctx, NAMESPACED_POD, value, at, (raw) => {
     const selector = decodeSelector(ctx, raw.namespaceSelector, [...at, 'namespaceSelector']);
     const podSelector = decodeSelector(ctx, raw.podSelector, [...at, 'podSelector']);
     return selector && podSelector ? { type: 'pods', namespaces: { selector }, podSelector } : undefined;
@@ -124,7 +130,7 @@ function decodePodsPeer(
 
 /** v0.1.1: exactly one of namespaceSelector, sameLabels, notSameLabels. */
 function decodeNamespaceSet(ctx: DecodeContext, value: unknown, at: FieldPath): NamespaceMatch | undefined {
-  return parse(ctx, namespaceSetSchema, value, at, (raw) => decodeParsedNamespaceSet(ctx, raw, at));
+  return parse(ctx, NAMESPACE_SET, value, at, (raw) => decodeParsedNamespaceSet(ctx, raw, at));
 }
 
 function decodeParsedNamespaceSet(
@@ -160,7 +166,7 @@ function decodeParsedNamespaceSet(
 }
 
 function decodeNetworks(ctx: DecodeContext, value: unknown, at: FieldPath): ClusterPeer | undefined {
-  return parse(ctx, stringListSchema, value, at, (texts) => decodeCidrs(ctx, texts, at));
+  return parse(ctx, STRING_LIST, value, at, (texts) => decodeCidrs(ctx, texts, at));
 }
 
 function decodeCidrs(ctx: DecodeContext, texts: readonly string[], at: FieldPath): ClusterPeer | undefined {
@@ -181,7 +187,7 @@ function decodeCidrs(ctx: DecodeContext, texts: readonly string[], at: FieldPath
 }
 
 function decodeDomainNames(ctx: DecodeContext, value: unknown, at: FieldPath): ClusterPeer | undefined {
-  return parse(ctx, stringListSchema, value, at, (names) => decodeNames(ctx, names, at));
+  return parse(ctx, STRING_LIST, value, at, (names) => decodeNames(ctx, names, at));
 }
 
 function decodeNames(ctx: DecodeContext, names: readonly string[], at: FieldPath): ClusterPeer | undefined {
@@ -225,12 +231,17 @@ export function checkCount(
 /** `decode` of the value at `at` read with `schema`; after a type error, the rest is still checked (see prune-mistyped.ts). */
 function parse<S extends z.ZodType, R>(
   ctx: DecodeContext,
-  schema: S,
+  schemas: ReadingSchemas<S>,
   value: unknown,
   at: FieldPath,
   decode: (data: z.output<S>) => R,
 ): R | undefined {
-  return decodeReportingAll(ctx, value, { strict: schema, knownFields: fieldNamesOf(schema) }, decode, at);
+  return decodeReportingAll(ctx, value, schemas, decode, at);
+}
+
+/** A peer field's schema, with its field names for typo hints. */
+function reading<S extends z.ZodType>(strict: S): ReadingSchemas<S> {
+  return { strict, knownFields: fieldNamesOf(strict) };
 }
 
 function hasAnyKey(value: unknown, keys: readonly string[]): boolean {

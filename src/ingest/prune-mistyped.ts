@@ -4,10 +4,10 @@
  * in a second round. To report those too, every kind's decoder parses through
  * `decodeReportingAll`: the mistyped fields are left out of a copy (a required one is stood in
  * for by an empty value of its type, as is a missing required field, and a mistyped list element
- * in its place), which is then checked as usual; what that check says about such a field or
- * element (the stand-in speaking) or its parent, and what it says of a sibling
- * for the field's absence, is dropped, since it may only be the removal speaking (an `endPort`
- * "without a port" whose port was mistyped, a peer "naming no selector" whose only one was).
+ * in its place), which is then checked as usual. What that check says about such a field or
+ * element (the stand-in speaking) or its parent, and what it says of a sibling for the field's
+ * absence, is dropped, since it may only be the removal speaking (an `endPort` "without a port"
+ * whose port was mistyped, a peer "naming no selector" whose only one was).
  */
 import type { z } from 'zod';
 import type { Diagnostic, DiagnosticCode } from '../model/diagnostics.ts';
@@ -53,18 +53,11 @@ export function decodeReportingAll<S extends z.ZodType, R>(
   return undefined;
 }
 
-const FIELD_NAMES = new WeakMap<z.ZodType, readonly string[]>();
-
 /** Every field name a schema knows, at any depth: what an unknown field may be a typo of. */
 export function fieldNamesOf(schema: z.ZodType): readonly string[] {
-  let names = FIELD_NAMES.get(schema);
-  if (!names) {
-    const found = new Set<string>();
-    collectFieldNames(schema, found, new Set());
-    names = [...found];
-    FIELD_NAMES.set(schema, names);
-  }
-  return names;
+  const found = new Set<string>();
+  collectFieldNames(schema, found, new Set());
+  return [...found];
 }
 
 function collectFieldNames(schema: z.ZodType, found: Set<string>, visited: Set<z.ZodType>): void {
