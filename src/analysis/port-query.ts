@@ -1,8 +1,9 @@
 /**
  * Turns what a user types for a port — `80`, `http`, `53/UDP` (protocols in any case), with or
- * without a protocol given on its own — into a PortQuery. `check --port`, `matrix --port` and the
- * expectations file of `assert` all read ports through here, so they take the same forms and say
- * the same things about a bad one; each names its own fields (`--port` or `port`) in the messages.
+ * without a protocol given on its own — into a PortQuery. `check --port`, `matrix --port`, the
+ * expectations file of `assert` and serve's API all read ports through here, so they take the
+ * same forms and say the same things about a bad one; each names its own fields (`--port` or
+ * `port`) in the messages.
  */
 import { PROTOCOLS, type Protocol } from '../model/types.ts';
 import { portNameProblem } from '../ingest/index.ts';
