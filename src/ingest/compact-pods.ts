@@ -27,10 +27,28 @@ const LABELS = 0;
 const PORTS = 1;
 
 /** The fields of a decoded pod, in decodePod's order (with and without a node). */
-const POD_FIELDS = new Set([
-  'kind,namespace,name,labels,ips,ports,hostNetwork,location',
-  'kind,namespace,name,labels,ips,ports,hostNetwork,node,location',
-]);
+const POD_FIELDS = ['kind', 'namespace', 'name', 'labels', 'ips', 'ports', 'hostNetwork', 'location'];
+const POD_FIELDS_WITH_NODE = [
+  'kind',
+  'namespace',
+  'name',
+  'labels',
+  'ips',
+  'ports',
+  'hostNetwork',
+  'node',
+  'location',
+];
+
+/** Whether the object's own keys are exactly these, in this order (no list of them is made). */
+function keysAre(object: object, expected: readonly string[]): boolean {
+  let i = 0;
+  for (const key in object) {
+    if (!Object.hasOwn(object, key) || key !== expected[i]) return false;
+    i++;
+  }
+  return i === expected.length;
+}
 
 /** Collects decoded pods field by field; `finish` hands out the compact form. */
 export class CompactPodWriter {
@@ -50,7 +68,8 @@ export class CompactPodWriter {
     if (object.kind !== 'Endpoint' || object.endpoint.kind !== 'Pod') return false;
     const { endpoint, hostIps, owner } = object;
     const location = endpoint.location;
-    if (!location || !plainLocation(location) || !POD_FIELDS.has(Object.keys(endpoint).join())) return false;
+    const fields = endpoint.node === undefined ? POD_FIELDS : POD_FIELDS_WITH_NODE;
+    if (!location || !keysAre(location, LOCATION_FIELDS) || !keysAre(endpoint, fields)) return false;
     // Shapes first: one this pod is the first to use is written before its fields.
     const ports = this.ports(endpoint.ports);
     if (ports === undefined) return false;
@@ -113,23 +132,36 @@ export class CompactPodWriter {
     return this.shape(key, LABELS, ids);
   }
 
-  /** A port list as a shape; undefined for a port this form does not carry. */
+  /**
+   * A port list as a shape; undefined for a port this form does not carry. Pods of one workload
+   * follow one another with equal lists: a list equal to the previous pod's (same names, numbers
+   * and protocols, no other fields) is its shape without a key being built and looked up.
+   */
   private ports(ports: readonly ContainerPort[]): number | undefined {
+    const last = this.lastPorts;
+    if (last && samePorts(last.ports, ports)) return last.shape;
+    const shape = this.portsShape(ports);
+    this.lastPorts = shape === undefined ? undefined : { ports, shape };
+    return shape;
+  }
+
+  /** The previous pod's port list and its shape. */
+  private lastPorts: { readonly ports: readonly ContainerPort[]; readonly shape: number } | undefined;
+
+  private portsShape(ports: readonly ContainerPort[]): number | undefined {
+    // Every port plain first: a list equal to a known one but for an extra field is not that shape.
+    for (const port of ports) if (!plainPort(port)) return undefined;
     let key = 'p';
     for (const port of ports) key += `${port.name ?? ''}\u0000${port.port}\u0000${port.protocol}\u0000`;
     const known = this.shapes.get(key);
     if (known !== undefined) return known;
     const ids: number[] = [];
-    for (const port of ports) {
-      const keys = Object.keys(port);
-      const plain = port.name === undefined ? keys.length === 2 : keys.length === 3 && keys[0] === 'name';
-      if (!plain) return undefined;
+    for (const port of ports)
       ids.push(
         port.name === undefined ? NONE : this.string(port.name),
         port.port,
         this.string(port.protocol),
       );
-    }
     return this.shape(key, PORTS, ids);
   }
 
@@ -229,11 +261,28 @@ export function readCompactPods(compact: CompactPods): IdentifiedObject[] {
   }
 }
 
-/** A location of exactly the three fields this form carries (as files' locators make them). */
-function plainLocation(location: object): boolean {
-  const keys = Object.keys(location);
-  return keys.length === 3 && keys[0] === 'file' && keys[1] === 'line' && keys[2] === 'column';
+/** Equal port lists of plain ports (the fields a carried port has: name when named, port, protocol). */
+function samePorts(known: readonly ContainerPort[], ports: readonly ContainerPort[]): boolean {
+  if (known === ports) return true;
+  if (known.length !== ports.length) return false;
+  for (let i = 0; i < ports.length; i++) {
+    const a = known[i] as ContainerPort;
+    const b = ports[i] as ContainerPort;
+    if (a.name !== b.name || a.port !== b.port || a.protocol !== b.protocol || !plainPort(b)) return false;
+  }
+  return true;
 }
+
+const NAMED_PORT_FIELDS = ['name', 'port', 'protocol'];
+const UNNAMED_PORT_FIELDS = ['port', 'protocol'];
+
+/** A port of exactly the fields this form carries, in decodeContainerPorts' order. */
+function plainPort(port: ContainerPort): boolean {
+  return keysAre(port, port.name === undefined ? UNNAMED_PORT_FIELDS : NAMED_PORT_FIELDS);
+}
+
+/** A location of exactly the three fields this form carries (as files' locators make them). */
+const LOCATION_FIELDS = ['file', 'line', 'column'];
 
 function parsedIp(text: string): IpAddress {
   const parsed = parseIp(text);

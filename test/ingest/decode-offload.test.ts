@@ -51,6 +51,40 @@ const PODS: readonly object[] = [
   pod('e', { metadata: { ownerReferences: [{ kind: 'ReplicaSet', name: 'web-1', controller: true }] } }),
   { ...pod('f'), metadata: { name: 'f', labels: { app: 'web' } } },
   pod('g', { status: { podIP: '255.255.255.255', podIPs: [{ ip: '255.255.255.255' }] } }),
+  // Port lists like the previous pod's but for a number, a protocol, a name, one more port.
+  pod('h', {
+    spec: {
+      containers: [
+        {
+          name: 'c',
+          ports: [
+            { name: 'http', containerPort: 8081 },
+            { containerPort: 53, protocol: 'UDP' },
+          ],
+        },
+      ],
+    },
+  }),
+  pod('i', {
+    spec: {
+      containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8081 }, { containerPort: 53 }] }],
+    },
+  }),
+  pod('j', {
+    spec: {
+      containers: [{ name: 'c', ports: [{ name: 'web', containerPort: 8081 }, { containerPort: 53 }] }],
+    },
+  }),
+  pod('k', {
+    spec: {
+      containers: [
+        {
+          name: 'c',
+          ports: [{ name: 'web', containerPort: 8081 }, { containerPort: 53 }, { containerPort: 54 }],
+        },
+      ],
+    },
+  }),
 ];
 
 const fileOf = (objects: readonly object[], name = 'pods.yaml'): InputFile => ({
@@ -93,6 +127,23 @@ describe('compact pods', () => {
       JSON.stringify(objects, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)),
     );
     assert.ok(objects.some((o) => o.identity === 'Pod elsewhere/f'));
+  });
+
+  it("refuse a pod with a field the form does not carry, in it or in a port like the last pod's", () => {
+    const { objects } = decodeHere(fileOf(PODS.slice(0, 2)));
+    const [first, second] = objects;
+    assert.ok(first && second && first.object.kind === 'Endpoint' && second.object.kind === 'Endpoint');
+    const { endpoint } = second.object;
+    const withExtraPortField = {
+      ...second.object,
+      endpoint: { ...endpoint, ports: endpoint.ports.map((p, i) => (i === 0 ? { ...p, hostPort: 1 } : p)) },
+    };
+    const withExtraField = { ...second.object, endpoint: { ...endpoint, extra: true } };
+    for (const odd of [withExtraPortField, withExtraField]) {
+      const writer = new CompactPodWriter();
+      assert.ok(writer.add(first.identity, first.object));
+      assert.equal(writer.add(second.identity, odd), false);
+    }
   });
 
   it('refuse what is not a pod', () => {
