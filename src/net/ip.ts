@@ -127,7 +127,9 @@ export function parseIp(text: string): ParseResult<IpAddress> {
     const value = parseV6(text, problems);
     if (value === undefined) return invalid(`"${text}" is not a valid IP address`);
     const canonical = formatIp({ family: 6, value });
-    if (canonical !== text) {
+    // A refused form (IPv4-mapped) is fixed by writing IPv4, not by the IPv6 canonical form, so
+    // naming that form beside the error would only point the user the wrong way.
+    if (canonical !== text && !problems.some((p) => p.fatal)) {
       problems.push({
         kind: 'non-canonical',
         fatal: false,

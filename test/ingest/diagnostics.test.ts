@@ -297,6 +297,14 @@ describe('diagnostics for bad input', () => {
     ]);
   });
 
+  it('refuses an IPv4-mapped IPv6 CIDR once, without a canonical-form note that points elsewhere', () => {
+    const text = policy(
+      '  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: "::ffff:10.0.0.0/104"}\n',
+    );
+    const codes = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics.map((d) => d.code);
+    assert.deepEqual(codes, ['CIDR_INVALID']);
+  });
+
   it('skips the broken object and analyses the rest', () => {
     const text = [
       policy('  podSelector: {}\n  ingress:\n    - from: [{}]\n'),
