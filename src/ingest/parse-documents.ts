@@ -30,7 +30,7 @@ import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { eachJsonDocument, fillLineCounter, isSpace } from './json-documents.ts';
-import { unclosedNote } from './unclosed-flow.ts';
+import { unclosedNote, unclosedQuote } from './unclosed-flow.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
@@ -255,6 +255,16 @@ export function readDocuments(
       while (contentEnd > span.start && isSpace(text.charCodeAt(contentEnd - 1))) contentEnd--;
       for (const error of document.errors) {
         const at = Math.min(base + error.pos[0], contentEnd);
+        if (/^Missing closing ["']quote/.test(error.message)) {
+          const opener = unclosedQuote(text, span.start, at);
+          if (opener !== undefined) {
+            // The rest of the document is inside the string, so what the parser says after
+            // this (flow maps and sequences never ended) only repeats it: one error, at the quote.
+            const message = `the quoted string that starts here is never closed (its closing ${text[opener]} is missing)`;
+            diagnostics.add(makeDiagnostic('YAML_SYNTAX', message, position(opener)));
+            break;
+          }
+        }
         const where = position(at);
         const said = explain(error.message.split('\n')[0] ?? error.message);
         const message = said + unclosedNote(text, said, span.start, at, where.line, position);

@@ -64,6 +64,27 @@ export function unclosedNote(
 }
 
 /**
+ * The offset of a quoted string opened before `at` (reading from `from`, a document's start)
+ * and not closed by `at`; undefined when every string is closed. The parser reports a missing
+ * closing quote at the end of what it swallowed (the document's end), and then, as consequences,
+ * every collection the string left open: the quote that opened it is the one place to look.
+ */
+export function unclosedQuote(text: string, from: number, at: number): number | undefined {
+  for (let i = from; i < at; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === QUOTE || c === APOSTROPHE) && startsScalar(text, from, i)) {
+      const end = stringEnd(text, i, at);
+      if (end >= at) return i;
+      i = end;
+    } else if (c === HASH && (i === from || /\s/.test(text[i - 1] as string))) {
+      const newline = text.indexOf('\n', i);
+      i = newline < 0 || newline >= at ? at : newline;
+    }
+  }
+  return undefined;
+}
+
+/**
  * Whether a quote at `at` opens a quoted scalar: only at a scalar's start (after a line's
  * indentation, or `[`, `{`, `,`, `:`, `-`, `?` and spaces); inside a plain scalar (`don't`) it
  * is a character like any other.

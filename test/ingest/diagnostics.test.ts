@@ -297,6 +297,22 @@ describe('diagnostics for bad input', () => {
     ]);
   });
 
+  it('places a string never closed at its opening quote, once, in YAML and in JSON', () => {
+    for (const [text, line, column] of [
+      ['apiVersion: v1\nkind: Pod\nmetadata:\n  name: "a\n  namespace: default\n', 4, 9],
+      ["kind: Pod\nmetadata:\n  name: 'don''t\n", 3, 9],
+      ['{"kind": "Pod", "metadata": {"name": "a}\n', 1, 38],
+    ] as const) {
+      const diagnostics = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics;
+      assert.deepEqual(
+        diagnostics.map((d) => [d.code, d.line, d.column]),
+        [['YAML_SYNTAX', line, column]],
+        text,
+      );
+      assert.match(diagnostics[0]?.message ?? '', /never closed/);
+    }
+  });
+
   it('refuses an IPv4-mapped IPv6 CIDR once, without a canonical-form note that points elsewhere', () => {
     const text = policy(
       '  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: "::ffff:10.0.0.0/104"}\n',
