@@ -57,8 +57,18 @@ import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
-import { attach, layout, detach, loadProgram, pinDir, unload, type PinLocation } from '../src/ebpf/index.ts';
+import {
+  attach,
+  layout,
+  detach,
+  loadProgram,
+  pinDir,
+  PinnedMaps,
+  unload,
+  type PinLocation,
+} from '../src/ebpf/index.ts';
 import { Lab } from '../src/lab/index.ts';
+import { deliverDirectly } from '../src/lab/ebpf-datapath.ts';
 import { connectionRate, labObjects, podAndPolicyObjects, throughput } from './lab-traffic.ts';
 import {
   emptyConnectionTable,
@@ -250,16 +260,25 @@ async function traffic(
       locations.push(location);
       if (!loadOnce) reloads.set(location.instance, install);
     };
+    // An eBPF configuration names the lab's pods for direct delivery as the lab does (`peers`:
+    // a packet between them whose two sides are current and allowed skips the host's path and
+    // the receiver's hook), except "no direct delivery" and the empty programs ('none').
     const attached = (
       location: PinLocation,
       tcOnly: boolean,
       table: 'empty' | 'full' | 'none' = 'empty',
+      direct = true,
     ) => ({
       on: () => {
         reloads.get(location.instance)?.();
         if (table === 'empty') emptyConnectionTable(location);
         if (table === 'full') fillConnectionTable(location);
         for (const pod of pods) attach(location, node.netns, pod.hostInterface, { tcOnly });
+        if (direct && table !== 'none') {
+          const maps = PinnedMaps.open(location);
+          deliverDirectly(maps, node.netns, pods);
+          maps.close();
+        }
       },
       off: async () => {
         for (const pod of pods) {
@@ -288,6 +307,11 @@ async function traffic(
           label: `eBPF ${label}, on tc`,
           policies: cluster.policies.length,
           ...attached(location, true),
+        });
+        configurations.push({
+          label: `eBPF ${label}, no direct delivery`,
+          policies: cluster.policies.length,
+          ...attached(location, false, 'empty', false),
         });
         configurations.push({
           label: `eBPF ${label}, table full`,

@@ -1,8 +1,9 @@
 /*
  * The hand-over of a receiver's verdict from the sender's from_pod to the receiver's to_pod, for
- * a packet between two pods of this node (struct handoff in palisade.h says why it is sound).
- * Part of palisade.bpf.c, included after struct packet and the handoffs map; not a header of its
- * own.
+ * a packet between two pods of this node (struct handoff in palisade.h says why it is sound), and
+ * the delivery of such a packet straight into the receiver's namespace where `peers` names it
+ * (struct peer says when that is sound). Part of palisade.bpf.c, included after struct packet
+ * and the maps; not a header of its own.
  */
 #ifndef PALISADE_HANDOFF_H
 #define PALISADE_HANDOFF_H
@@ -70,6 +71,29 @@ static __always_inline int handoff_take(const struct packet *p, __u32 epoch)
 	if ((check & (HANDOFF_MARK | HANDOFF_HASH_BITS)) != (HANDOFF_MARK | handoff_hash(s, d, ports, p->ident)))
 		return -1;
 	return (check >> 32) & 1;
+}
+
+/*
+ * from_pod, a packet both of whose sides are current and allowed: delivered into the receiver's
+ * namespace when `peers` names it (struct peer), else -1 (the hand-over and the host's path). A
+ * global function: its key and addresses on its own stack, off the hooks' frame.
+ */
+__noinline int deliver_to_peer(struct __sk_buff *skb, __u32 family, __u64 d0, __u64 d1)
+{
+	if (!skb)
+		return -1;
+	struct peer_key k = { .family = family };
+	__builtin_memcpy(k.addr, &d0, 8);
+	__builtin_memcpy(k.addr + 8, &d1, 8);
+	struct peer *peer = bpf_map_lookup_elem(&peers, &k);
+	if (!peer)
+		return -1;
+	__u8 macs[12];
+	__builtin_memcpy(macs, peer->dst_mac, 6);
+	__builtin_memcpy(macs + 6, peer->src_mac, 6);
+	if (bpf_skb_store_bytes(skb, 0, macs, 12, 0) < 0)
+		return -1;
+	return bpf_redirect_peer(peer->ifindex, 0);
 }
 
 #endif /* PALISADE_HANDOFF_H */

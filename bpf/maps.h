@@ -91,4 +91,7 @@ struct {
 	__type(value, struct handoff);
 } handoffs SEC(".maps");
 
+/* Local pods a packet may be delivered to directly (struct peer). */
+HASH_MAP(peers, struct peer_key, struct peer, 1 << 12);
+
 #endif /* PALISADE_MAPS_H */

@@ -134,8 +134,15 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 					/* Sent to a pod of this node whose side is current: hand it over. */
 					if (own.allowed && theirs.judged && theirs.epoch == epoch) {
 						struct config *c = bpf_map_lookup_elem(&config, &zero);
-						if (c && !(c->flags & CFG_NO_HANDOFF))
+						if (c && !(c->flags & CFG_NO_HANDOFF)) {
+							if (theirs.allowed) {
+								const __u64 *d = (const __u64 *)p.dst;
+								int delivered = deliver_to_peer(skb, p.family, d[0], d[1]);
+								if (delivered >= 0)
+									return delivered;
+							}
 							handoff_give(&p, epoch, theirs.allowed);
+						}
 					}
 					return verdict(&p, dir, own.allowed);
 				}

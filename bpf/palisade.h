@@ -273,6 +273,27 @@ struct handoff {
 	__u64 pad;
 };
 
+/*
+ * A local pod the node may deliver to directly (`peers`, written by whoever attaches the programs
+ * and knows the node has no address translation between its pods, as the lab does; never by the
+ * renderer): its host-side veth and the two addresses a frame to it carries. A packet between two
+ * pods of this node whose both sides are current and allowed goes from the sender's from_pod
+ * straight into the receiver's namespace (bpf_redirect_peer): one hook instead of two, and none of
+ * the host's routing and queueing. A node whose host translates addresses between pods (a
+ * Service's replies, which kube-proxy translates back in the host's conntrack) must not have
+ * entries: a redirected packet bypasses the host's netfilter.
+ */
+struct peer_key {
+	__u32 family;
+	__u8 addr[16];
+};
+
+struct peer {
+	__u32 ifindex; /* the pod's host-side veth, in the node's namespace */
+	__u8 dst_mac[6]; /* the pod's own interface */
+	__u8 src_mac[6]; /* its host-side veth (the pod's gateway) */
+};
+
 /* A first fragment's ports, for the fragments after it (which carry none). */
 struct frag_key {
 	__u8 dir;

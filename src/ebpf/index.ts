@@ -12,6 +12,7 @@ export {
   detach,
   ensureBpffs,
   isLoaded,
+  linkOf,
   loadProgram,
   pinDir,
   pinnedInstances,

@@ -81,6 +81,7 @@ export type MapName =
   | 'group_names'
   | 'conntrack'
   | 'frags'
+  | 'peers'
   | 'verdicts'
   | 'handoffs'
   | 'judging'
@@ -110,6 +111,7 @@ export const MAP_SHAPES: Readonly<
   group_names: { key: 4, value: 16 },
   conntrack: { key: 40, value: 16 },
   frags: { key: 40, value: 8 },
+  peers: { key: 20, value: 16 },
   verdicts: { key: 4, value: 64, perCpu: true },
   handoffs: { key: 4, value: 64, perCpu: true },
   judging: { key: 4, value: 88, perCpu: true },
@@ -187,6 +189,26 @@ export function addressKey(side: number, address: AddressBytes): Buffer {
 export function decodeAddressKey(b: Buffer): { side: number; address: AddressBytes } {
   const family = b.readUInt32LE(4) === FAMILY_V6 ? 6 : 4;
   return { side: b.readUInt32LE(0), address: { family, bytes: new Uint8Array(b.subarray(8, 24)) } };
+}
+
+/** A local pod's address in `peers` (struct peer_key). */
+export function peerKey(address: AddressBytes): Buffer {
+  const b = Buffer.alloc(20);
+  b.writeUInt32LE(address.family, 0);
+  putAddress(b, 4, address);
+  return b;
+}
+
+/**
+ * A local pod the node delivers to directly (struct peer): its host-side veth's ifindex, its own
+ * interface's MAC address and its host-side veth's (the destination and source of a frame to it).
+ */
+export function peerValue(ifindex: number, podMac: Uint8Array, hostMac: Uint8Array): Buffer {
+  const b = Buffer.alloc(16);
+  b.writeUInt32LE(ifindex, 0);
+  b.set(podMac.subarray(0, 6), 4);
+  b.set(hostMac.subarray(0, 6), 10);
+  return b;
 }
 
 export function recordValue(r: RecordValue): Buffer {

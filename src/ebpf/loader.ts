@@ -233,6 +233,19 @@ function ourTcFilter(netns: string | undefined, device: string, hook: string, pr
     .some((line) => / bpf /.test(line) && /handle 0x1 /.test(line) && line.includes(` name ${program} `));
 }
 
+/** An interface's index and MAC address in a namespace (undefined when it is not there). */
+export function linkOf(
+  netns: string | undefined,
+  device: string,
+): { ifindex: number; mac: Uint8Array } | undefined {
+  const ip = ['ip', '-j', 'link', 'show', 'dev', device];
+  const shown = tryTool(netns ? ['nsenter', `--net=/run/netns/${netns}`, ...ip] : ip);
+  if (shown.status !== 0) return undefined;
+  const [link] = JSON.parse(shown.stdout) as { ifindex: number; address?: string }[];
+  if (!link?.address) return undefined;
+  return { ifindex: link.ifindex, mac: Uint8Array.from(link.address.split(':').map((h) => parseInt(h, 16))) };
+}
+
 /** The interfaces of a namespace (undefined when they cannot be listed). */
 function interfaces(netns: string | undefined): string[] | undefined {
   const ip = ['ip', '-j', 'link', 'show'];

@@ -111,12 +111,24 @@ describe('lab --datapath ebpf: the README example', { skip: SKIP }, () => {
       assert.equal(result.code, 0, result.stderr);
       if (args[1] === 'up') {
         const state = JSON.parse(readFileSync(join(stateRoot, name, 'lab.json'), 'utf8')) as {
-          plan: { nodes: { name: string; netns: string }[]; pods: { node: string; hostInterface: string }[] };
+          plan: {
+            nodes: { name: string; netns: string }[];
+            pods: { node: string; hostInterface: string; ips: string[] }[];
+          };
         };
         for (const node of state.plan.nodes) {
           assert.ok(
             isLoaded({ instance: `netns-${node.netns}` }),
             `${node.name}'s program and maps are pinned`,
+          );
+          // Every local pod's address names its veth for direct delivery (the lab has no NAT).
+          const maps = PinnedMaps.open({ instance: `netns-${node.netns}` });
+          const peers = maps.entries('peers').length;
+          maps.close();
+          assert.equal(
+            peers,
+            state.plan.pods.filter((p) => p.node === node.name).flatMap((p) => p.ips).length,
+            `${node.name}: a peers entry per local pod address`,
           );
           const veths = state.plan.pods.filter((p) => p.node === node.name).map((p) => p.hostInterface);
           assert.deepEqual(

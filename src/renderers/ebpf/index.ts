@@ -9,5 +9,6 @@ export { ebpfDocument } from './print.ts';
 export { NodeView, ebpfVerdicts } from './interpreter.ts';
 export { readBack, liveContent, type Readback } from './readback.ts';
 export { tableEntries, referenceHash, type TableEntries } from './table-entries.ts';
+export { addressOf } from './node-maps.ts';
 export type { EbpfContent, EbpfOutput } from './output.ts';
 export type { RecordModel, AddressedRecord, LiveTable } from './node-maps.ts';
