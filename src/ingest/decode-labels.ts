@@ -3,7 +3,7 @@
  */
 import { makeSelector, type LabelSelector, type SelectorOperator } from '../model/selector.ts';
 import type { Labels } from '../model/types.ts';
-import type { DecodeContext } from './decode-context.ts';
+import { valueAt, type DecodeContext } from './decode-context.ts';
 import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem, labelValueProblem } from './validate-names.ts';
@@ -18,20 +18,44 @@ export function decodeLabels(
 ): Labels {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(labels ?? {})) {
-    // Both are checked, as the API server does: one round of fixes, not two.
-    const keyProblem = labelKeyProblem(key);
-    if (keyProblem)
-      ctx.report('LABEL_KEY_INVALID', `label key "${key}" is invalid: ${keyProblem}`, [...path, key], true);
-    const valueProblem = labelValueProblem(value);
-    if (valueProblem) {
-      ctx.report('LABEL_VALUE_INVALID', `label value "${value}" for "${key}" is invalid: ${valueProblem}`, [
-        ...path,
-        key,
-      ]);
-    }
-    if (!keyProblem && !valueProblem) result[key] = value;
+    if (labelIsValid(ctx, key, value, path)) result[key] = value;
   }
+  reportProtoKey(ctx, labels, path);
   return result;
+}
+
+/**
+ * Reports a label's key and value problems; true when it has none. A value that is not a string
+ * (only a `__proto__` key's, which zod never looked at) has only its key judged: that is refused.
+ */
+function labelIsValid(ctx: DecodeContext, key: string, value: unknown, path: FieldPath): boolean {
+  // Both are checked, as the API server does: one round of fixes, not two.
+  const keyProblem = labelKeyProblem(key);
+  if (keyProblem)
+    ctx.report('LABEL_KEY_INVALID', `label key "${key}" is invalid: ${keyProblem}`, [...path, key], true);
+  const text = typeof value === 'string' ? value : undefined;
+  const valueProblem = text === undefined ? undefined : labelValueProblem(text);
+  if (valueProblem) {
+    ctx.report('LABEL_VALUE_INVALID', `label value "${text}" for "${key}" is invalid: ${valueProblem}`, [
+      ...path,
+      key,
+    ]);
+  }
+  return !keyProblem && !valueProblem;
+}
+
+/**
+ * zod's record leaves a `__proto__` key out of what it gives back (assigning it would set the
+ * prototype), unchecked, so `matchLabels: {__proto__: x}` read through zod came out empty — a
+ * selector of every pod, silently. The raw map still has the key as its own: judge it there (it
+ * is never a valid label key, so the object is refused). A map read as it is (decode-shapes.ts)
+ * is the raw one and never has such a key.
+ */
+function reportProtoKey(ctx: DecodeContext, labels: object | null | undefined, path: FieldPath): void {
+  if (labels === null || labels === undefined) return;
+  const raw = valueAt(ctx.raw.value, path);
+  if (raw === labels || raw === null || typeof raw !== 'object' || !Object.hasOwn(raw, '__proto__')) return;
+  labelIsValid(ctx, '__proto__', (raw as Record<string, unknown>)['__proto__'], path);
 }
 
 /** Validates a selector; returns it in canonical form, or undefined after reporting errors. */
