@@ -39,9 +39,9 @@ export function parsePortQuery(text: string, options: PortQueryOptions = {}): Po
   });
   const slash = text.lastIndexOf('/');
   const portText = slash < 0 ? text : text.slice(0, slash);
-  const inline = slash < 0 ? undefined : protocolNamed(text.slice(slash + 1));
+  const inline = slash < 0 ? undefined : protocolNamed(text.slice(slash + 1), 'no protocol after "/"');
   if (inline?.ok === false) return fail('port', `${labels.port} ${text}: ${inline.message}`);
-  const given = options.protocol === undefined ? undefined : protocolNamed(options.protocol);
+  const given = options.protocol === undefined ? undefined : protocolNamed(options.protocol, 'is empty');
   if (given?.ok === false) return fail('protocol', `${labels.protocol} ${given.message}`);
   const inlineProtocol = inline?.ok ? inline.protocol : undefined;
   const givenProtocol = given?.ok ? given.protocol : undefined;
@@ -74,10 +74,13 @@ export function parsePortQuery(text: string, options: PortQueryOptions = {}): Po
   return fail('port', `${labels.port} "${portText}" is neither a port number nor a port name (${hint})`);
 }
 
-function protocolNamed(text: string): { ok: true; protocol: Protocol } | { ok: false; message: string } {
+/** `whenEmpty` says what an empty protocol is where it was given (after a "/", or on its own). */
+function protocolNamed(
+  text: string,
+  whenEmpty: string,
+): { ok: true; protocol: Protocol } | { ok: false; message: string } {
   const protocol = PROTOCOLS.find((p) => p === text.toUpperCase());
   if (protocol) return { ok: true, protocol };
-  const message =
-    text === '' ? 'no protocol after "/" (TCP, UDP or SCTP)' : `"${text}" is not TCP, UDP or SCTP`;
+  const message = text === '' ? `${whenEmpty} (TCP, UDP or SCTP)` : `"${text}" is not TCP, UDP or SCTP`;
   return { ok: false, message };
 }

@@ -67,6 +67,8 @@ describe('parsePortQuery', () => {
       'protocol',
       '--protocol "icmp" is not TCP, UDP or SCTP',
     ]);
+    // An empty protocol given apart (`--protocol ''`, `protocol: ""`) has no "/" to speak of.
+    assert.deepEqual(bad('80', { protocol: '' }), ['protocol', '--protocol is empty (TCP, UDP or SCTP)']);
     const file = { labels: { port: 'port', protocol: 'protocol' } };
     assert.deepEqual(bad('53/UDP', { ...file, protocol: 'TCP' }), [
       'protocol',
