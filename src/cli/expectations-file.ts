@@ -101,9 +101,18 @@ function parsePort(
     problem(undefined, 'every entry needs "port" (a number, a named port, or 53/UDP)');
     return undefined;
   }
-  // A mapping or a list is not a port; a scalar is read as written (`port: 80`, `port: dns`).
-  const shape = (entry: { value: unknown }): string | undefined =>
-    isMap(entry.value) ? 'a mapping' : isSeq(entry.value) ? 'a list' : undefined;
+  // A number or a string is read as written (`port: 80`, `port: dns`); anything else is named,
+  // not turned into text (an empty `port:` was read as a port named "null", `true` as "true").
+  const shape = ({ value }: { value: unknown }): string | undefined =>
+    isMap(value)
+      ? 'a mapping'
+      : isSeq(value)
+        ? 'a list'
+        : value === null || value === undefined
+          ? 'empty'
+          : typeof value === 'boolean'
+            ? `the boolean ${value}`
+            : undefined;
   const portShape = shape(port);
   if (portShape) {
     problem(port.node, `"port" must be a number, a port name or 53/UDP, not ${portShape}`);

@@ -35,6 +35,9 @@ describe('parseExpectations', () => {
       '- {from: a/b, to: c/d, port: {n: 1}, allowed: true}',
       '- {from: a/b, to: c/d, port: 80.5, allowed: true}',
       '- {from: a/b, to: c/d, port: 53/UDP, protocol: TCP, allowed: true}',
+      '- {from: a/b, to: c/d, port: , allowed: true}',
+      '- {from: a/b, to: c/d, port: true, allowed: true}',
+      '- {from: a/b, to: c/d, port: 53, protocol: ~, allowed: true}',
       '',
     ].join('\n');
     assert.deepEqual(parseExpectations('e.yaml', text).problems, [
@@ -45,6 +48,10 @@ describe('parseExpectations', () => {
       'e.yaml:3:30: "port" must be a number, a port name or 53/UDP, not a mapping',
       'e.yaml:4:30: port 80.5 is not a whole number between 1 and 65535',
       'e.yaml:5:48: port 53/UDP says UDP but protocol says TCP',
+      // Not read as ports named "null" and "true", nor as a protocol "NULL".
+      'e.yaml:6:30: "port" must be a number, a port name or 53/UDP, not empty',
+      'e.yaml:7:30: "port" must be a number, a port name or 53/UDP, not the boolean true',
+      'e.yaml:8:44: "protocol" must be TCP, UDP or SCTP, not empty',
     ]);
   });
 
