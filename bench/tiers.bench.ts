@@ -173,12 +173,14 @@ function lookupFigures(
     port[i] = p.port;
   });
   let allowed = 0;
+  const memoryBefore = randomReadNs();
   const passes = timeRunsWithCpu(6, () => {
     allowed = 0;
     for (let i = 0; i < count; i++)
       if (c.allowsV4Indexed(src[i] as number, dst[i] as number, protocol[i] as number, port[i] as number))
         allowed++;
   });
+  const memoryAfter = randomReadNs();
   const rate = (ms: number): number => count / (ms / 1000);
   const [firstWall, ...wall] = passes.millis.map(rate);
   const [firstCpu, ...cpu] = passes.cpuMillis.map(rate);
@@ -209,6 +211,7 @@ function lookupFigures(
   const perPod = (bytes: number): string => (bytes / pods.length).toFixed(0);
   process.stdout.write(
     `lookups (${form}): ${(median(cpu) / 1e6).toFixed(2)} M per CPU-s, wall ${(median(wall) / 1e6).toFixed(2)} M/s (median of 5 passes over ${count} packets after a first pass at ${((firstCpu as number) / 1e6).toFixed(2)} M per CPU-s, wall ${((firstWall as number) / 1e6).toFixed(2)}; ${allowed} allowed) vs ${(reference / 1e3).toFixed(2)} k/s reference; ${disagreements} disagreements on ${sample.length} sampled packets\n` +
+      `  passes: ${cpu.map((r) => (r / 1e6).toFixed(2)).join(', ')} M per CPU-s; a random read from 16 MiB (the host's memory, not this code): ${memoryBefore.toFixed(0)} ns before the passes, ${memoryAfter.toFixed(0)} ns after (main thread's CPU time)\n` +
       `  lookup structures: records ${mb(memory.records)}, packed tables ${mb(memory.tables)} (live blocks ${mb(memory.tablesUsed)}), tier decisions ${mb(memory.tierDecisions)} (${sizes.rows} rows, ${sizes.peerClasses} peer classes, ${sizes.portClasses} port classes)\n` +
       `  per pod: records ${perPod(memory.records)} B (with the overflowing group lists), live table blocks ${perPod(memory.tablesUsed)} B\n`,
   );
@@ -256,6 +259,34 @@ function mainThreadCpuMs(): number {
     return Number.NaN;
   }
 }
+
+/**
+ * What one dependent random read from a 16 MiB region costs this process now, ns of the main
+ * thread's CPU time (a pointer chase over random 64-byte lines; ~40 ms). A ×1 lookup waits for
+ * one or two such reads (its records and blocks are tens of MiB), so printed beside the lookups
+ * it tells a slow process that met slow memory (the neighbours' traffic, the host) from slow
+ * code: in session 10 the figure moved with it, not with V8's compilation.
+ */
+function randomReadNs(): number {
+  const lines = (16 << 20) / 64;
+  const order = Int32Array.from({ length: lines }, (_, i) => i);
+  const random = seededRandom(11);
+  for (let i = lines - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j] as number, order[i] as number];
+  }
+  const next = new Int32Array(lines * 16);
+  for (let i = 0; i < lines; i++) next[(order[i] as number) * 16] = (order[(i + 1) % lines] as number) * 16;
+  const reads = 1_000_000;
+  let at = 0;
+  for (let i = 0; i < reads / 4; i++) at = next[at] as number;
+  const started = mainThreadCpuMs();
+  for (let i = 0; i < reads; i++) at = next[at] as number;
+  const ns = ((mainThreadCpuMs() - started) * 1e6) / reads;
+  // The chase's end keeps the loop from being optimized away.
+  return at < 0 ? Number.NaN : ns;
+}
+
 const ACTION = { allow: 'allow', deny: 'deny', pass: 'pass' } as const;
 
 /** The CFP's map for one pod's Admin ingress rules, with pod addresses as identities. */
