@@ -186,7 +186,8 @@ function describeType(value: unknown): string {
 }
 
 function article(expected: string): string {
-  if (expected === 'object') return 'a mapping';
+  // A label map is zod's `record`: to the user it is a mapping like any other.
+  if (expected === 'object' || expected === 'record') return 'a mapping';
   if (expected === 'array') return 'a list';
   return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
 }

@@ -376,6 +376,21 @@ describe('diagnostics for bad input', () => {
     assert.deepEqual(cluster.policies, []);
   });
 
+  it('calls a label map of the wrong type a mapping, as every other one (not zod\'s "record")', () => {
+    const text = [
+      policy('  podSelector: {matchLabels: [app]}\n'),
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, labels: 5}\n',
+    ].join('---\n');
+    const { diagnostics } = loadFromTexts([{ name: 'labels.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.map((d) => `${d.line}:${d.column} ${d.message}`),
+      [
+        '7:30 "spec.podSelector.matchLabels" must be a mapping, not a list',
+        '11:44 "metadata.labels" must be a mapping, not the number 5',
+      ],
+    );
+  });
+
   it('says when a syntax error comes from tab indentation', () => {
     const text = 'a:\n  b: [\n\t  "x",\n  ]\n';
     const d = loadFromTexts([{ name: 'tab.yaml', text }]).diagnostics[0];
