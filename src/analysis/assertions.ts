@@ -3,9 +3,9 @@
  * reference evaluator, each failure with the verdict that explains it.
  */
 import type { Cluster, Protocol, Semantics, SourceLocation } from '../model/types.ts';
-import { resolveNamedPort } from '../semantics/index.ts';
 import { checkConnection } from './check.ts';
-import { addressText, resolveAddress } from './resolve-address.ts';
+import { portAtDestination } from './port-query.ts';
+import { resolveAddress } from './resolve-address.ts';
 import type { CheckResult } from './types.ts';
 
 /** One expected connection, as written in an expectations file. */
@@ -43,16 +43,9 @@ export function checkExpectations(
     if (!from.ok) return { expectation, status: 'unresolved', message: `from: ${from.message}` };
     if (!to.ok) return { expectation, status: 'unresolved', message: `to: ${to.message}` };
     const { protocol } = expectation;
-    const port =
-      typeof expectation.port === 'number'
-        ? expectation.port
-        : resolveNamedPort(to.address, expectation.port, protocol);
-    if (port === undefined)
-      return {
-        expectation,
-        status: 'unresolved',
-        message: `${addressText(to.address)} has no ${protocol} container port named "${expectation.port}"`,
-      };
+    const destinationPort = portAtDestination(to.address, { port: expectation.port, protocol }, 'port: ');
+    if (!destinationPort.ok) return { expectation, status: 'unresolved', message: destinationPort.message };
+    const { port } = destinationPort;
     // A workload is allowed only when every pair of pods is (as `check` decides).
     const check: CheckResult = checkConnection(
       cluster,

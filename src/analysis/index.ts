@@ -28,7 +28,13 @@ export {
   addressText,
   type Resolution,
 } from './resolve-address.ts';
-export { parsePortQuery, type PortQueryOptions, type PortQueryParse } from './port-query.ts';
+export {
+  parsePortQuery,
+  portAtDestination,
+  type PortAtDestination,
+  type PortQueryOptions,
+  type PortQueryParse,
+} from './port-query.ts';
 export { MATRIX_FORMATS, textTableWidth, type MatrixWriter } from './format/matrix-formats.ts';
 export {
   compileJson,

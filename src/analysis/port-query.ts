@@ -7,6 +7,9 @@
  */
 import { PROTOCOLS, type Protocol } from '../model/types.ts';
 import { portNameProblem } from '../ingest/index.ts';
+import { resolveNamedPort } from '../semantics/index.ts';
+import type { Address } from '../semantics/types.ts';
+import { addressText } from './resolve-address.ts';
 import type { PortQuery } from './types.ts';
 
 export type PortQueryParse =
@@ -83,4 +86,27 @@ function protocolNamed(
   if (protocol) return { ok: true, protocol };
   const message = text === '' ? `${whenEmpty} (TCP, UDP or SCTP)` : `"${text}" is not TCP, UDP or SCTP`;
   return { ok: false, message };
+}
+
+export type PortAtDestination =
+  { ok: true; port: number; portName?: string } | { ok: false; message: string };
+
+/**
+ * The number a port query stands for at `destination`: its own, or the one its name has there.
+ * A name the destination lacks is refused (naming the protocol it has one on, if any, as
+ * `asked` — `--port `, `port: ` — would ask for it) by check, assert and serve alike.
+ */
+export function portAtDestination(destination: Address, query: PortQuery, asked: string): PortAtDestination {
+  if (typeof query.port === 'number') return { ok: true, port: query.port };
+  const name = query.port;
+  const port = resolveNamedPort(destination, name, query.protocol);
+  if (port !== undefined) return { ok: true, port, portName: name };
+  const other = PROTOCOLS.find(
+    (p) => p !== query.protocol && resolveNamedPort(destination, name, p) !== undefined,
+  );
+  const hint = other ? ` (it has one on ${other}: ${asked}${name}/${other})` : '';
+  return {
+    ok: false,
+    message: `${addressText(destination)} has no ${query.protocol} container port named "${name}"${hint}`,
+  };
 }

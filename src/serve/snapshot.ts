@@ -13,6 +13,7 @@ import {
   matrixGraph,
   objectLocator,
   parsePortQuery,
+  portAtDestination,
   PLAIN,
   resolveAddress,
   type CheckResult,
@@ -23,7 +24,6 @@ import {
 import type { LoadResult } from '../ingest/types.ts';
 import type { Semantics } from '../model/types.ts';
 import type { PortQuery } from '../analysis/types.ts';
-import { resolveNamedPort } from '../semantics/index.ts';
 import { Reachability } from './reachability.ts';
 import { objectSource, type ObjectSource } from './sources.ts';
 
@@ -95,16 +95,9 @@ export class Snapshot {
     const destination = resolveAddress(cluster, to);
     if (!source.ok) throw new RequestError(`from: ${source.message}`);
     if (!destination.ok) throw new RequestError(`to: ${destination.message}`);
-    let port: number;
-    let portName: string | undefined;
-    if (typeof query.query.port === 'number') port = query.query.port;
-    else {
-      const name = query.query.port;
-      const resolved = resolveNamedPort(destination.address, name, protocol);
-      if (resolved === undefined) throw new RequestError(`${to} has no ${protocol} port named "${name}"`);
-      port = resolved;
-      portName = name;
-    }
+    const destinationPort = portAtDestination(destination.address, query.query, 'port=');
+    if (!destinationPort.ok) throw new RequestError(`to: ${destinationPort.message}`);
+    const { port, portName } = destinationPort;
     const result = checkConnection(
       cluster,
       { from: source, to: destination, protocol, port, ...(portName ? { portName } : {}) },

@@ -12,7 +12,10 @@ import { tempDir } from '../helpers/temp-dir.ts';
 const INPUT = ['-f', 'examples/shop'];
 const CHECK = ['check', ...INPUT, '--from', 'shop/api', '--to', 'kube-system/coredns'];
 
-async function assertWith(dir: string, entry: string): Promise<{ code: number; stderr: string }> {
+async function assertWith(
+  dir: string,
+  entry: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const file = join(dir, 'expect.yaml');
   await writeFile(file, `- {from: shop/api, to: kube-system/coredns, ${entry}, allowed: true}\n`);
   return cli(['assert', ...INPUT, '--expect', file]);
@@ -95,6 +98,16 @@ describe('port queries', () => {
     const file = await assertWith(await tempDir(t, 'palisade-ports-'), 'port: 53/UDP, protocol: TCP');
     assert.equal(file.code, 2);
     assert.match(file.stderr, /expect\.yaml:1:69: port 53\/UDP says UDP but protocol says TCP/);
+  });
+
+  it('check and assert say alike that the destination has no such port, and on which protocol it has one', async (t) => {
+    const check = await cli([...CHECK, '--port', 'dns']);
+    assert.equal(check.code, 2);
+    const said = 'kube-system/coredns has no TCP container port named "dns" (it has one on UDP: ';
+    assert.equal(check.stderr.trim(), `palisade: --port: ${said}--port dns/UDP)`);
+    const file = await assertWith(await tempDir(t, 'palisade-ports-'), 'port: dns');
+    assert.equal(file.code, 3);
+    assert.ok(file.stdout.includes(`${said}port: dns/UDP)`), file.stdout);
   });
 
   it('matrix points at the protocol a port name has, as check does', async () => {

@@ -147,6 +147,13 @@ describe('palisade serve: the API', () => {
       ((await clash.json()) as { error: string }).error,
       'port 53/UDP says UDP but protocol says TCP',
     );
+    // A name the destination has only on another protocol is refused as check refuses it.
+    const named = await fetch(new URL(`${check}&port=dns`, base));
+    assert.equal(named.status, 400);
+    assert.equal(
+      ((await named.json()) as { error: string }).error,
+      'to: kube-system/coredns has no TCP container port named "dns" (it has one on UDP: port=dns/UDP)',
+    );
     const noDiff = await fetch(new URL('/api/diff', base));
     assert.equal(noDiff.status, 404);
   });

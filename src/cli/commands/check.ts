@@ -2,17 +2,15 @@
  * `palisade check`: the verdict for one connection, with its explanation.
  */
 import { Command } from 'commander';
-import { formatIp } from '../../net/ip.ts';
-import { PROTOCOLS } from '../../model/types.ts';
 import {
   checkConnection,
   compiledVerdicts,
   formatCheckText,
   parsePortQuery,
+  portAtDestination,
   resolveAddress,
   styleFor,
 } from '../../analysis/index.ts';
-import { resolveNamedPort } from '../../semantics/index.ts';
 import type { Verdict } from '../../semantics/index.ts';
 import {
   checkChoice,
@@ -74,25 +72,9 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError(
           `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
         );
-      let port: number;
-      let portName: string | undefined;
-      if (typeof query.query.port === 'number') port = query.query.port;
-      else {
-        const portText = query.query.port;
-        const resolved = resolveNamedPort(to.address, portText, protocol);
-        if (resolved === undefined) {
-          const where = to.address.kind === 'endpoint' ? to.address.endpoint.id : formatIp(to.address.ip);
-          const other = PROTOCOLS.find(
-            (p) => p !== protocol && resolveNamedPort(to.address, portText, p) !== undefined,
-          );
-          const hint = other ? ` (it has one on ${other}: --port ${portText}/${other})` : '';
-          throw new UsageError(
-            `--port: ${where} has no ${protocol} container port named "${portText}"${hint}`,
-          );
-        }
-        port = resolved;
-        portName = portText;
-      }
+      const destinationPort = portAtDestination(to.address, query.query, '--port ');
+      if (!destinationPort.ok) throw new UsageError(`--port: ${destinationPort.message}`);
+      const { port, portName } = destinationPort;
       const result = checkConnection(
         loaded.cluster,
         { from, to, protocol, port, ...(portName ? { portName } : {}) },
