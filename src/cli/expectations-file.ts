@@ -35,7 +35,12 @@ export function parseExpectations(file: string, text: string): ExpectationsFile 
   for (const error of doc.errors) {
     const pos = lineCounter.linePos(error.pos[0]);
     // The parser's first line repeats the place ("… at line 1, column 5:"), which the prefix gives.
-    const message = (error.message.split('\n')[0] ?? 'YAML error').replace(/ at line \d+, column \d+:?$/, '');
+    const said = (error.message.split('\n')[0] ?? 'YAML error').replace(/ at line \d+, column \d+:?$/, '');
+    // The parser's own wording for a second document names its API, not the user's fix.
+    const message =
+      error.code === 'MULTIPLE_DOCS'
+        ? 'a second YAML document (after ---): give every expectation in one list'
+        : said;
     found.push({ line: pos.line, column: pos.col, message });
   }
   if (doc.errors.length) return { expectations: [], problems: problems() };

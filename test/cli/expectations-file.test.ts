@@ -55,6 +55,14 @@ describe('parseExpectations', () => {
     ]);
   });
 
+  it("asks for one list when the file holds a second document, in its words, not the parser's", () => {
+    const text =
+      '---\n- {from: a/b, to: c/d, port: 80, allowed: true}\n---\n- {from: a/b, to: c/d, port: 81, allowed: true}\n';
+    assert.deepEqual(parseExpectations('e.yaml', text).problems, [
+      'e.yaml:3:1: a second YAML document (after ---): give every expectation in one list',
+    ]);
+  });
+
   it('says where YAML breaks, once', () => {
     assert.deepEqual(parseExpectations('e.yaml', '- {from: a/b, port: [80, allowed: true}\n').problems, [
       'e.yaml:1:39: Flow sequence in block collection must be sufficiently indented and end with a ]',
