@@ -4,7 +4,7 @@
  */
 import type { Cluster, Protocol, Semantics, SourceLocation } from '../model/types.ts';
 import { checkConnection } from './check.ts';
-import { portAtDestination } from './port-query.ts';
+import { FILE_SPELLING, portAtDestination } from './port-query.ts';
 import { resolveAddress } from './resolve-address.ts';
 import type { CheckResult } from './types.ts';
 
@@ -15,6 +15,8 @@ export interface Expectation {
   /** A number, or a named container port of the destination. */
   readonly port: number | string;
   readonly protocol: Protocol;
+  /** Whether the protocol was given apart from the port (`protocol: UDP`), not in it or by default. */
+  readonly protocolApart?: boolean;
   readonly allowed: boolean;
   readonly location?: SourceLocation;
 }
@@ -43,7 +45,12 @@ export function checkExpectations(
     if (!from.ok) return { expectation, status: 'unresolved', message: `from: ${from.message}` };
     if (!to.ok) return { expectation, status: 'unresolved', message: `to: ${to.message}` };
     const { protocol } = expectation;
-    const destinationPort = portAtDestination(to.address, { port: expectation.port, protocol }, 'port: ');
+    const destinationPort = portAtDestination(
+      to.address,
+      { port: expectation.port, protocol },
+      FILE_SPELLING,
+      expectation.protocolApart === true,
+    );
     if (!destinationPort.ok) return { expectation, status: 'unresolved', message: destinationPort.message };
     const { port } = destinationPort;
     // A workload is allowed only when every pair of pods is (as `check` decides).

@@ -29,9 +29,14 @@ export {
   type Resolution,
 } from './resolve-address.ts';
 export {
+  askForPort,
+  CLI_SPELLING,
+  FILE_SPELLING,
   parsePortQuery,
   portAtDestination,
+  QUERY_SPELLING,
   type PortAtDestination,
+  type PortSpelling,
   type PortQueryOptions,
   type PortQueryParse,
 } from './port-query.ts';

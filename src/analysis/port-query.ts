@@ -91,12 +91,43 @@ function protocolNamed(
 export type PortAtDestination =
   { ok: true; port: number; portName?: string } | { ok: false; message: string };
 
+/** How a caller's users write a port and a protocol: `--port `/`--protocol ` and a space, … */
+export interface PortSpelling {
+  readonly port: string;
+  readonly protocol: string;
+  readonly between: string;
+}
+
+export const CLI_SPELLING: PortSpelling = { port: '--port ', protocol: '--protocol ', between: ' ' };
+export const FILE_SPELLING: PortSpelling = { port: 'port: ', protocol: 'protocol: ', between: ', ' };
+export const QUERY_SPELLING: PortSpelling = { port: 'port=', protocol: 'protocol=', between: '&' };
+
+/**
+ * How to ask for port `name` on `protocol`: `--port dns/UDP`, or — when the protocol was given
+ * apart, which `dns/UDP` would contradict — `--port dns --protocol UDP`.
+ */
+export function askForPort(
+  spelling: PortSpelling,
+  name: string,
+  protocol: Protocol,
+  protocolApart: boolean,
+): string {
+  return protocolApart
+    ? `${spelling.port}${name}${spelling.between}${spelling.protocol}${protocol}`
+    : `${spelling.port}${name}/${protocol}`;
+}
+
 /**
  * The number a port query stands for at `destination`: its own, or the one its name has there.
- * A name the destination lacks is refused (naming the protocol it has one on, if any, as
- * `asked` — `--port `, `port: ` — would ask for it) by check, assert and serve alike.
+ * A name the destination lacks is refused, naming the protocol it has one on (if any) and how to
+ * ask for it, by check, assert and serve alike.
  */
-export function portAtDestination(destination: Address, query: PortQuery, asked: string): PortAtDestination {
+export function portAtDestination(
+  destination: Address,
+  query: PortQuery,
+  spelling: PortSpelling,
+  protocolApart: boolean,
+): PortAtDestination {
   if (typeof query.port === 'number') return { ok: true, port: query.port };
   const name = query.port;
   const port = resolveNamedPort(destination, name, query.protocol);
@@ -104,7 +135,7 @@ export function portAtDestination(destination: Address, query: PortQuery, asked:
   const other = PROTOCOLS.find(
     (p) => p !== query.protocol && resolveNamedPort(destination, name, p) !== undefined,
   );
-  const hint = other ? ` (it has one on ${other}: ${asked}${name}/${other})` : '';
+  const hint = other ? ` (it has one on ${other}: ${askForPort(spelling, name, other, protocolApart)})` : '';
   return {
     ok: false,
     message: `${addressText(destination)} has no ${query.protocol} container port named "${name}"${hint}`,

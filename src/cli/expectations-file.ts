@@ -101,7 +101,7 @@ function parsePort(
   port: { value: unknown; node: Node } | undefined,
   protocol: { value: unknown; node: Node } | undefined,
   problem: (node: Node | undefined, message: string) => void,
-): PortQuery | undefined {
+): (PortQuery & { protocolApart?: true }) | undefined {
   if (!port) {
     problem(undefined, 'every entry needs "port" (a number, a named port, or 53/UDP)');
     return undefined;
@@ -133,7 +133,7 @@ function parsePort(
     ...(protocolText !== undefined ? { protocol: protocolText } : {}),
     labels: FILE_LABELS,
   });
-  if (parsed.ok) return parsed.query;
+  if (parsed.ok) return { ...parsed.query, ...(protocol ? { protocolApart: true } : {}) };
   problem(parsed.field === 'protocol' && protocol ? protocol.node : port.node, parsed.message);
   return undefined;
 }

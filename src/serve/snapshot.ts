@@ -14,6 +14,7 @@ import {
   objectLocator,
   parsePortQuery,
   portAtDestination,
+  QUERY_SPELLING,
   PLAIN,
   resolveAddress,
   type CheckResult,
@@ -95,7 +96,12 @@ export class Snapshot {
     const destination = resolveAddress(cluster, to);
     if (!source.ok) throw new RequestError(`from: ${source.message}`);
     if (!destination.ok) throw new RequestError(`to: ${destination.message}`);
-    const destinationPort = portAtDestination(destination.address, query.query, 'port=');
+    const destinationPort = portAtDestination(
+      destination.address,
+      query.query,
+      QUERY_SPELLING,
+      protocolText !== undefined,
+    );
     if (!destinationPort.ok) throw new RequestError(`to: ${destinationPort.message}`);
     const { port, portName } = destinationPort;
     const result = checkConnection(

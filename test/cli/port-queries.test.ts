@@ -110,6 +110,45 @@ describe('port queries', () => {
     assert.ok(file.stdout.includes(`${said}port: dns/UDP)`), file.stdout);
   });
 
+  it('the protocol hint, followed, is accepted — also when a protocol was given apart', async (t) => {
+    const dir = await tempDir(t, 'palisade-ports-');
+    const hinted = (text: string): string => /one on UDP: (.*)\)$/m.exec(text)?.[1] ?? '';
+    // check: `--port dns --protocol TCP` → `--port dns --protocol UDP` (dns/UDP would contradict TCP).
+    for (const given of [
+      ['--port', 'dns'],
+      ['--port', 'dns', '--protocol', 'TCP'],
+    ]) {
+      const refused = await cli([...CHECK, ...given]);
+      assert.equal(refused.code, 2);
+      const hint = hinted(refused.stderr);
+      const followed = await cli([...CHECK, ...hint.split(' ')]);
+      assert.equal(followed.code, 0, `${hint}: ${followed.stderr}`);
+    }
+    // matrix: one --protocol per --port belongs to it; one for many ports is a default.
+    for (const given of [
+      ['--port', 'dns', '--protocol', 'TCP'],
+      ['--port', 'dns', '--port', '80', '--protocol', 'TCP'],
+    ]) {
+      const refused = await cli(['matrix', ...INPUT, ...given]);
+      assert.equal(refused.code, 2);
+      const hint = hinted(refused.stderr).split(' ');
+      const rest = given
+        .slice(2)
+        .filter((word, i, all) => word !== '--protocol' && all[i - 1] !== '--protocol');
+      const protocols = hint.includes('--protocol') ? [] : given.slice(given.indexOf('--protocol'));
+      const followed = await cli(['matrix', ...INPUT, ...hint, ...rest, ...protocols, '-o', 'json']);
+      assert.equal(followed.code, 0, `${hint.join(' ')}: ${followed.stderr}`);
+    }
+    // assert: `port: dns, protocol: TCP` → `port: dns, protocol: UDP`.
+    for (const given of ['port: dns', 'port: dns, protocol: TCP']) {
+      const refused = await assertWith(dir, given);
+      assert.equal(refused.code, 3);
+      const hint = hinted(refused.stdout);
+      const followed = await assertWith(dir, hint);
+      assert.equal(followed.code, 0, `${hint}: ${followed.stdout}${followed.stderr}`);
+    }
+  });
+
   it('matrix points at the protocol a port name has, as check does', async () => {
     const matrix = await cli(['matrix', ...INPUT, '--port', 'dns']);
     assert.equal(matrix.code, 2);

@@ -154,6 +154,14 @@ describe('palisade serve: the API', () => {
       ((await named.json()) as { error: string }).error,
       'to: kube-system/coredns has no TCP container port named "dns" (it has one on UDP: port=dns/UDP)',
     );
+    // With the protocol given apart, dns/UDP would contradict it: the hint changes the protocol.
+    const namedTcp = await fetch(new URL(`${check}&port=dns&protocol=TCP`, base));
+    assert.match(
+      ((await namedTcp.json()) as { error: string }).error,
+      /\(it has one on UDP: port=dns&protocol=UDP\)$/,
+    );
+    const followed = await get<{ protocol: string }>(`${check}&port=dns&protocol=UDP`);
+    assert.equal(followed.protocol, 'UDP');
     const noDiff = await fetch(new URL('/api/diff', base));
     assert.equal(noDiff.status, 404);
   });

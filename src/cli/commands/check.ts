@@ -3,6 +3,7 @@
  */
 import { Command } from 'commander';
 import {
+  CLI_SPELLING,
   checkConnection,
   compiledVerdicts,
   formatCheckText,
@@ -46,10 +47,8 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       // --protocol defaults to TCP; only one given on the command line can contradict `--port 53/UDP`.
-      const query = parsePortQuery(
-        String(raw.port),
-        command.getOptionValueSource('protocol') === 'cli' ? { protocol: String(raw.protocol) } : {},
-      );
+      const protocolApart = command.getOptionValueSource('protocol') === 'cli';
+      const query = parsePortQuery(String(raw.port), protocolApart ? { protocol: String(raw.protocol) } : {});
       if (!query.ok) throw new UsageError(query.message);
       const { protocol } = query.query;
       const expect =
@@ -72,7 +71,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError(
           `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
         );
-      const destinationPort = portAtDestination(to.address, query.query, '--port ');
+      const destinationPort = portAtDestination(to.address, query.query, CLI_SPELLING, protocolApart);
       if (!destinationPort.ok) throw new UsageError(`--port: ${destinationPort.message}`);
       const { port, portName } = destinationPort;
       const result = checkConnection(

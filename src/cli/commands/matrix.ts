@@ -5,6 +5,8 @@ import { Command } from 'commander';
 import { PROTOCOLS, type Endpoint, type Protocol } from '../../model/types.ts';
 import { namedPortOf } from '../../semantics/index.ts';
 import {
+  askForPort,
+  CLI_SPELLING,
   computeViewMatrix,
   ENDPOINT_VIEWS,
   groupEndpoints,
@@ -63,10 +65,9 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const format = checkChoice('--output', raw.output, [...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS]);
-      const queries = parseQueries(
-        (raw.port as string[] | undefined) ?? [],
-        (raw.protocol as string[] | undefined) ?? [],
-      );
+      const ports = (raw.port as string[] | undefined) ?? [];
+      const protocols = (raw.protocol as string[] | undefined) ?? [];
+      const queries = parseQueries(ports, protocols);
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
       const view = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
@@ -82,7 +83,11 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const namespaces = raw.namespace as string[] | undefined;
       const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      refuseUnknownPortNames(queries, matrixEndpoints(loaded.cluster, namespaces));
+      refuseUnknownPortNames(
+        queries,
+        matrixEndpoints(loaded.cluster, namespaces),
+        protocols.length > 0 && protocols.length === ports.length,
+      );
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
         refuseTooWide(
           io,
@@ -118,14 +123,20 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
  * denied, which reads as an answer; refused as `check` refuses it. A name only some pods have is
  * a real question: the others have no such port to connect to.
  */
-function refuseUnknownPortNames(queries: readonly PortQuery[], endpoints: readonly Endpoint[]): void {
+function refuseUnknownPortNames(
+  queries: readonly PortQuery[],
+  endpoints: readonly Endpoint[],
+  protocolsPerPort: boolean,
+): void {
   for (const { port, protocol } of queries) {
     if (typeof port !== 'string') continue;
     const hasPort = (p: Protocol): boolean => endpoints.some((e) => namedPortOf(e, port, p) !== undefined);
     if (hasPort(protocol)) continue;
     // As check says it: the name exists, on another protocol.
     const other = PROTOCOLS.find((p) => p !== protocol && hasPort(p));
-    const hint = other ? ` (some have one on ${other}: --port ${port}/${other})` : '';
+    const hint = other
+      ? ` (some have one on ${other}: ${askForPort(CLI_SPELLING, port, other, protocolsPerPort)})`
+      : '';
     throw new UsageError(
       `--port ${port}: no pod in the matrix has a ${protocol} container port named "${port}"${hint}`,
     );
