@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
+import { DATAPATH_LOCK_ROOT } from '../../src/dataplane/index.ts';
 import type { Lab } from '../../src/lab/index.ts';
 import { referenceVerdict } from '../../src/lab/probe.ts';
 import { podObjects } from '../../src/lab/topology.ts';
@@ -370,7 +371,13 @@ export class FaultWorld {
         listen,
       );
       this.agents.set(node.name, agent);
-      this.cleanups.push(() => agent.kill());
+      // A killed agent cannot release its datapath lock, so its file stays (by design: a lock
+      // file proves nothing); the test removes what its own agents leave.
+      const lockFile = join(DATAPATH_LOCK_ROOT, `${node.netns}.lock`);
+      this.cleanups.push(async () => {
+        await agent.kill();
+        rmSync(lockFile, { force: true });
+      });
       agent.start();
     }
   }
