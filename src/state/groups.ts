@@ -5,11 +5,12 @@
  * whose scope covers it: groups of its namespace, groups whose namespaceSelector matches its
  * namespace, and address-based (ipBlock) groups.
  */
-import { cidrContains, type IpAddress } from '../net/ip.ts';
+import { cidrContains } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Endpoint, LabelSelector, Labels } from '../model/types.ts';
 import { ADMITTED, groupAdmits, groupKey, namedPortOf, NOT_ADMITTED } from './group-key.ts';
 import type { LabelSetIndex } from './label-sets.ts';
+import { countPort, GroupRecord } from './group-record.ts';
 import type { AddressGroup, GroupMember, GroupSpec } from './types.ts';
 
 /** The store, as the group index sees it. */
@@ -20,72 +21,6 @@ export interface GroupHost {
   readonly podLabelSets: LabelSetIndex;
   /** Namespaces as label sets in partition "", members are namespace names. */
   readonly namespaceLabelSets: LabelSetIndex;
-}
-
-const addressKey = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
-
-/** Groups without a named port never count port numbers: they share this empty map. */
-const NO_PORTS: Map<number, number> = new Map();
-
-/**
- * A group and its members. The address index behind `contains` (member count per address, and
- * per named-port number and address) is built on the first `contains` and kept up to date from
- * then on: a full compile makes tens of thousands of groups that only renderers and analysis
- * ask about addresses in, and two Maps per group were a tenth of the store's memory.
- */
-class GroupRecord implements AddressGroup {
-  readonly members = new Map<string, GroupMember>();
-  readonly ports: Map<number, number>;
-  readonly policies = new Set<string>();
-  private index: AddressIndex | undefined;
-
-  constructor(
-    readonly key: string,
-    readonly spec: GroupSpec,
-  ) {
-    this.ports = spec.namedPort ? new Map<number, number>() : NO_PORTS;
-  }
-
-  contains(ip: IpAddress, port?: number): boolean {
-    const index = (this.index ??= this.buildIndex());
-    const where = port === undefined ? index.addresses : index.portAddresses.get(port);
-    return (where?.get(addressKey(ip)) ?? 0) > 0;
-  }
-
-  /** Adds (+1) or removes (-1) a member's addresses from the address index, if it is built. */
-  countAddresses(member: GroupMember | undefined, delta: number): void {
-    if (member && this.index) countMember(this.index, member, delta);
-  }
-
-  private buildIndex(): AddressIndex {
-    const index: AddressIndex = { addresses: new Map(), portAddresses: new Map() };
-    for (const member of this.members.values()) countMember(index, member, 1);
-    return index;
-  }
-}
-
-interface AddressIndex {
-  readonly addresses: Map<string, number>;
-  readonly portAddresses: Map<number, Map<string, number>>;
-}
-
-function countMember(index: AddressIndex, member: GroupMember, delta: number): void {
-  const maps = [index.addresses];
-  if (member.port !== undefined) {
-    let byPort = index.portAddresses.get(member.port);
-    if (!byPort) index.portAddresses.set(member.port, (byPort = new Map<string, number>()));
-    maps.push(byPort);
-  }
-  for (const map of maps) {
-    for (const ip of member.ips) {
-      const key = addressKey(ip);
-      const next = (map.get(key) ?? 0) + delta;
-      if (next > 0) map.set(key, next);
-      else map.delete(key);
-    }
-  }
-  if (member.port !== undefined && index.portAddresses.get(member.port)?.size === 0)
-    index.portAddresses.delete(member.port);
 }
 
 /** The pods a scope admits (see GroupIndex.scopes), and a plain member object for each. */
@@ -480,16 +415,6 @@ export class GroupIndex {
       for (const namespace of entry.namespaces) this.selectorsOfNamespace.get(namespace)?.delete(entry);
     }
   }
-}
-
-/** Keeps, per group, how many members resolve its named port to each number. */
-function countPort(ports: Map<number, number>, port: number | undefined, delta: number): boolean {
-  if (port === undefined) return false;
-  const before = ports.get(port) ?? 0;
-  const next = before + delta;
-  if (next > 0) ports.set(port, next);
-  else ports.delete(port);
-  return (before === 0) !== next <= 0;
 }
 
 function sameMember(a: GroupMember, b: GroupMember): boolean {
