@@ -56,9 +56,13 @@ class CanonicalTable implements RuleTable {
   constructor(readonly rules: readonly Rule[]) {}
 
   get id(): string {
-    return (this.#hashed ??= hash('sha256', this.rules.map((rule) => ruleText(rule) + '\n').join('')).slice(
-      0,
-      16,
-    ));
+    return (this.#hashed ??= tableIdOf(this.rules));
   }
+}
+
+/** The start of the sha256 of a table's text, one rule per line. */
+function tableIdOf(rules: readonly Rule[]): string {
+  let text = '';
+  for (const rule of rules) text += ruleText(rule) + '\n';
+  return hash('sha256', text).slice(0, 16);
 }
