@@ -63,34 +63,14 @@ describe('port queries', () => {
   it('refuses a protocol that contradicts the port, where it is given for that port', async (t) => {
     const check = await cli([...CHECK, '--port', '53/UDP', '--protocol', 'TCP']);
     assert.match(check.stderr, /--port 53\/UDP says UDP but --protocol says TCP/);
+    // The two matrices below share their ports and their first --protocol.
+    const matrixOf53And80 = ['matrix', ...INPUT, '--port', '53/UDP', '--port', '80', '--protocol', 'TCP'];
     // One --protocol per --port belongs to that port…
-    const matrix = await cli([
-      'matrix',
-      ...INPUT,
-      '--port',
-      '53/UDP',
-      '--port',
-      '80',
-      '--protocol',
-      'TCP',
-      '--protocol',
-      'TCP',
-    ]);
+    const matrix = await cli([...matrixOf53And80, '--protocol', 'TCP']);
     assert.equal(matrix.code, 2);
     assert.match(matrix.stderr, /--port 53\/UDP says UDP but --protocol says TCP/);
     // …one for several ports is their default, which a port naming its own overrides.
-    const columns = await cli([
-      'matrix',
-      ...INPUT,
-      '--port',
-      '53/UDP',
-      '--port',
-      '80',
-      '--protocol',
-      'TCP',
-      '-o',
-      'csv',
-    ]);
+    const columns = await cli([...matrixOf53And80, '-o', 'csv']);
     assert.equal(columns.code, 0, columns.stderr);
     assert.match(columns.stdout, /,53,UDP,/);
     assert.match(columns.stdout, /,80,TCP,/);
