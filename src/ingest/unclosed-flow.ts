@@ -20,12 +20,7 @@ const HASH = 0x23;
  * reading from `from` (a document's start); undefined when none is. Quoted strings and comments
  * are skipped; brackets inside plain scalars are rare enough in manifests to count.
  */
-export function unclosedOpener(
-  text: string,
-  from: number,
-  at: number,
-  closer: '}' | ']',
-): number | undefined {
+function unclosedOpener(text: string, from: number, at: number, closer: '}' | ']'): number | undefined {
   const wanted = OPENERS[closer] as number;
   const open: number[] = [];
   for (let i = from; i < at; i++) {
