@@ -86,7 +86,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       refuseUnknownPortNames(
         queries,
         matrixEndpoints(loaded.cluster, namespaces),
-        protocols.length > 0 && protocols.length === ports.length,
+        protocolsArePerPort(ports, protocols),
       );
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
         refuseTooWide(
@@ -160,8 +160,16 @@ function refuseTooWide(io: CliIo, rows: readonly MatrixRow[], byNamespace: boole
   );
 }
 
+/**
+ * One --protocol per --port belongs to that port, which may not name another; one for several
+ * ports is a default for them all, which a port naming its own protocol overrides.
+ */
+function protocolsArePerPort(ports: readonly string[], protocols: readonly string[]): boolean {
+  return protocols.length === ports.length;
+}
+
 /** `--port 80 --port 53/UDP --protocol TCP` → queries; protocols pair with ports or apply to all. */
-export function parseQueries(ports: readonly string[], protocols: readonly string[]): PortQuery[] {
+function parseQueries(ports: readonly string[], protocols: readonly string[]): PortQuery[] {
   if (protocols.length > 1 && protocols.length !== ports.length) {
     throw new UsageError(
       `give one --protocol for all ports, or one per --port (got ${protocols.length} for ${ports.length})`,
@@ -169,9 +177,7 @@ export function parseQueries(ports: readonly string[], protocols: readonly strin
   }
   if (ports.length === 0 && protocols.length > 0)
     throw new UsageError('--protocol needs at least one --port');
-  // One --protocol is a default for every --port (one naming its own protocol overrides it);
-  // one per --port belongs to that port, which may not name another.
-  const perPort = protocols.length === ports.length;
+  const perPort = protocolsArePerPort(ports, protocols);
   return ports.map((text, i) => {
     const protocol = protocols[perPort ? i : 0];
     const parsed = parsePortQuery(text, {
