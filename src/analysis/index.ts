@@ -31,6 +31,7 @@ export {
 export {
   askForPort,
   CLI_SPELLING,
+  FIELD_LABELS,
   FILE_SPELLING,
   parsePortQuery,
   portAtDestination,

@@ -31,6 +31,8 @@ export interface PortQueryOptions {
 }
 
 const CLI_LABELS = { port: '--port', protocol: '--protocol' };
+/** The fields' bare names, as an expectations file's keys and serve's query parameters spell them. */
+export const FIELD_LABELS = { port: 'port', protocol: 'protocol' } as const;
 
 /** `text` as a port query; TCP unless a protocol is named. */
 export function parsePortQuery(text: string, options: PortQueryOptions = {}): PortQueryParse {

@@ -4,7 +4,7 @@
  * is reported with its line and column; one bad entry does not hide the others.
  */
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
-import { parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
+import { FIELD_LABELS, parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
 import { closest } from '../util/closest.ts';
 
 const FIELDS = ['from', 'to', 'port', 'protocol', 'allowed'];
@@ -94,9 +94,6 @@ export function parseExpectations(file: string, text: string): ExpectationsFile 
   return { expectations, problems: problems() };
 }
 
-/** Fields as the file names them, for the shared port parser's messages. */
-const FILE_LABELS = { port: 'port', protocol: 'protocol' };
-
 function parsePort(
   port: { value: unknown; node: Node } | undefined,
   protocol: { value: unknown; node: Node } | undefined,
@@ -131,7 +128,7 @@ function parsePort(
   const protocolText = protocol === undefined ? undefined : String(protocol.value);
   const parsed = parsePortQuery(String(port.value), {
     ...(protocolText !== undefined ? { protocol: protocolText } : {}),
-    labels: FILE_LABELS,
+    labels: FIELD_LABELS,
   });
   if (parsed.ok) return { ...parsed.query, ...(protocol ? { protocolApart: true } : {}) };
   problem(parsed.field === 'protocol' && protocol ? protocol.node : port.node, parsed.message);

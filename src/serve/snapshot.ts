@@ -12,6 +12,7 @@ import {
   lintCluster,
   matrixGraph,
   objectLocator,
+  FIELD_LABELS,
   parsePortQuery,
   portAtDestination,
   QUERY_SPELLING,
@@ -88,7 +89,7 @@ export class Snapshot {
     const cluster = this.input.cluster;
     const query = parsePortQuery(portText, {
       ...(protocolText !== undefined ? { protocol: protocolText } : {}),
-      labels: QUERY_LABELS,
+      labels: FIELD_LABELS,
     });
     if (!query.ok) throw new RequestError(query.message);
     const { protocol } = query.query;
@@ -120,13 +121,10 @@ export class Snapshot {
   }
 }
 
-/** The API's query parameters, as port messages name them. */
-const QUERY_LABELS = { port: 'port', protocol: 'protocol' };
-
 /** `80`, `80/TCP`, `http/udp`, `any` (or nothing) → a port query, or undefined for any port. */
 export function parsePort(text: string | undefined): PortQuery | undefined {
   if (!text || text === 'any') return undefined;
-  const parsed = parsePortQuery(text, { labels: QUERY_LABELS });
+  const parsed = parsePortQuery(text, { labels: FIELD_LABELS });
   if (!parsed.ok) throw new RequestError(parsed.message);
   return parsed.query;
 }
