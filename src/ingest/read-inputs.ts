@@ -270,7 +270,7 @@ function alreadyRead(walk: Walk, identity: string | undefined): boolean {
 function stdinIdentity(): string | undefined {
   try {
     const info = fstatSync(0);
-    return info.isFile() ? `${info.dev}:${info.ino}` : undefined;
+    return info.isFile() ? identity(info) : undefined;
   } catch {
     return undefined;
   }
