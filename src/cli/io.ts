@@ -2,6 +2,8 @@
  * The CLI's view of the outside world, injected so tests run commands in-process.
  */
 import { once } from 'node:events';
+import { readStdin as readStdinUpTo } from '../ingest/index.ts';
+
 export interface CliIo {
   /**
    * `write` returns false when the output is full (a pipe whose reader is behind); then
@@ -51,17 +53,8 @@ export function processIo(): CliIo {
     stderrIsTty: process.stderr.isTTY === true,
     ...(process.stdout.isTTY ? { stdoutColumns: process.stdout.columns } : {}),
     env: process.env,
-    async readStdin(maxBytes = Infinity) {
-      const chunks: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of process.stdin) {
-        total += (chunk as Buffer).length;
-        // A pipe larger than the limit is refused, not held (nor turned into a string too long for V8).
-        if (total > maxBytes) return undefined;
-        chunks.push(chunk as Buffer);
-      }
-      return Buffer.concat(chunks).toString('utf8');
-    },
+    // A pipe larger than the limit is refused, not held (nor turned into a string too long for V8).
+    readStdin: (maxBytes = Infinity) => readStdinUpTo(maxBytes),
   };
 }
 

@@ -8,7 +8,7 @@ export {
   loadFromTexts,
   type LoadClusterOptions,
 } from './load.ts';
-export { DEFAULT_MAX_FILE_BYTES } from './read-inputs.ts';
+export { DEFAULT_MAX_FILE_BYTES, readStdin } from './read-inputs.ts';
 export { semanticsDiagnostics } from './semantics-diagnostics.ts';
 export { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 export type * from './types.ts';

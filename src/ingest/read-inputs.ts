@@ -292,6 +292,7 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-async function readStdin(maxBytes: number): Promise<string | undefined> {
+/** The process's standard input as text, or undefined once it passes `maxBytes` (reading stops there). */
+export async function readStdin(maxBytes: number): Promise<string | undefined> {
   return (await readStreamUpTo(process.stdin, maxBytes))?.toString('utf8');
 }
