@@ -158,19 +158,36 @@ export function readDocuments(
   // shown to the parser (even blanked out, its lines would cost the lexer time).
   let run: DocumentSpan[] = [];
   const parseRun = (): void => {
-    const first = run[0];
-    const last = run[run.length - 1];
-    if (!first || !last) return;
+    let spans: readonly DocumentSpan[] = run;
+    run = [];
+    while (spans.length > 0) spans = parseSpans(spans);
+  };
+  /**
+   * Reads `spans` as one stream; returns the spans still to read when a document ran on into the
+   * next one. The parser lets a quoted string never closed run to the end of the stream, across
+   * `---` lines (YAML does not allow a document marker inside a string, and no one means one
+   * there), so the documents after it would be lost: that document is read again on its own
+   * and the spans after it as a run of their own.
+   */
+  const parseSpans = (spans: readonly DocumentSpan[]): readonly DocumentSpan[] => {
+    const first = spans[0] as DocumentSpan;
+    const last = spans[spans.length - 1] as DocumentSpan;
     const base = first.start;
     const segment = base === 0 && last.end === text.length ? text : text.slice(base, last.end);
     const composer = new Composer(YAML_OPTIONS);
     let next = 0;
     for (const document of composer.compose(new Parser().parse(segment))) {
       const offset = base + (document.range?.[0] ?? 0);
-      while (next < run.length - 1 && (run[next + 1] as DocumentSpan).start <= offset) next++;
-      readDocument(document, run[next] as DocumentSpan, segment, base);
+      while (next < spans.length - 1 && (spans[next + 1] as DocumentSpan).start <= offset) next++;
+      const span = spans[next] as DocumentSpan;
+      const following = spans[next + 1];
+      if (following && base + (document.range?.[2] ?? 0) > following.start) {
+        parseSpans([span]); // alone, it has no other document to run into
+        return spans.slice(next + 1);
+      }
+      readDocument(document, span, segment, base);
     }
-    run = [];
+    return [];
   };
   const take = (span: DocumentSpan): void => {
     if (!room(() => position(span.start))) return;

@@ -313,6 +313,26 @@ describe('diagnostics for bad input', () => {
     }
   });
 
+  it('reads the documents after a string never closed (the parser would run it on across ---)', () => {
+    const namespace = (name: string): string =>
+      `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${name}}\n`;
+    const text = [
+      'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "a\n',
+      namespace('after-double'),
+      "kind: Pod\nmetadata:\n  name: 'b\n",
+      namespace('after-single'),
+    ].join('---\n');
+    const { cluster, diagnostics } = loadFromTexts([{ name: 'bad.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.line, d.column]),
+      [
+        ['YAML_SYNTAX', 4, 9],
+        ['YAML_SYNTAX', 12, 9],
+      ],
+    );
+    assert.deepEqual([...cluster.namespaces.keys()], ['after-double', 'after-single']);
+  });
+
   it('refuses an IPv4-mapped IPv6 CIDR once, without a canonical-form note that points elsewhere', () => {
     const text = policy(
       '  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: "::ffff:10.0.0.0/104"}\n',
