@@ -29,8 +29,8 @@ import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { FieldPath, InputFile, Locator, RawObject } from './types.ts';
 import type { SourceLocation } from '../model/types.ts';
-import { eachJsonDocument, fillLineCounter, isSpace } from './json-documents.ts';
-import { unclosedNote, unclosedQuote } from './unclosed-flow.ts';
+import { eachJsonDocument, fillLineCounter } from './json-documents.ts';
+import { explainParserError, syntaxErrors } from './yaml-syntax-errors.ts';
 import { scanYamlDocuments, shiftSpans, type DocumentSpan } from './yaml-scan.ts';
 import { jsonObjectStarts, splitJsonObjects } from './json-lines.ts';
 import { kubectlTags } from './yaml-schema.ts';
@@ -266,50 +266,34 @@ export function readDocuments(
   /** One document of a run whose text is `segment`, starting at `base` in the file. */
   function readDocument(document: Document, span: DocumentSpan, segment: string, base: number): void {
     if (document.errors.length > 0) {
-      // An error the parser finds only at the document's end (a flow map never closed) is put
-      // right after its last character, not on the next line (another document's).
-      let contentEnd = span.end;
-      while (contentEnd > span.start && isSpace(text.charCodeAt(contentEnd - 1))) contentEnd--;
-      for (const error of document.errors) {
-        const at = Math.min(base + error.pos[0], contentEnd);
-        if (/^Missing closing ["']quote/.test(error.message)) {
-          const opener = unclosedQuote(text, span.start, at);
-          if (opener !== undefined) {
-            // The rest of the document is inside the string, so what the parser says after
-            // this (flow maps and sequences never ended) only repeats it: one error, at the quote.
-            const message = `the quoted string that starts here is never closed (its closing ${text[opener]} is missing)`;
-            diagnostics.add(makeDiagnostic('YAML_SYNTAX', message, position(opener)));
-            break;
-          }
-        }
-        const where = position(at);
-        const said = explain(error.message.split('\n')[0] ?? error.message);
-        const message = said + unclosedNote(text, said, span.start, at, where.line, position);
-        diagnostics.add(
-          makeDiagnostic('YAML_SYNTAX', message + tabHint(text, lineCounter, where.line), where),
-        );
-      }
+      const where = {
+        text,
+        start: span.start,
+        end: span.end,
+        base,
+        lineStarts: lineCounter.lineStarts,
+        position,
+      };
+      const { diagnostics: errors, readUntil } = syntaxErrors(where, document.errors);
+      diagnostics.addAll(errors);
+      // What the parser read before the first mistake has the structure it seems to have, so a
+      // key repeated there is a mistake of its own, reported too (fixing the syntax error alone
+      // would only reveal it); past the mistake the parser only guesses.
+      for (const duplicate of noteDocument(document, segment, base).duplicates)
+        if (duplicate.offset < readUntil) reportDuplicate(duplicate);
       return; // a broken document is skipped whole; the others in the file still count
     }
     const notes = noteDocument(document, segment, base);
     if (notes.collectionKey) collectionKey = true;
     if (notes.duplicates.length > 0) {
-      for (const duplicate of notes.duplicates) {
-        diagnostics.add(
-          makeDiagnostic(
-            'YAML_DUPLICATE_KEY',
-            `the key "${duplicate.key}" is repeated in this mapping (first at line ${position(duplicate.first).line}); kubectl rejects it`,
-            position(duplicate.offset),
-          ),
-        );
-      }
+      for (const duplicate of notes.duplicates) reportDuplicate(duplicate);
       return;
     }
     let value: unknown;
     try {
       value = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (error) {
-      const message = explain(error instanceof Error ? error.message : String(error));
+      const message = explainParserError(error instanceof Error ? error.message : String(error));
       const code =
         /alias/i.test(message) && /count|exceed|excessive/i.test(message)
           ? 'YAML_ALIAS_LIMIT'
@@ -332,6 +316,16 @@ export function readDocuments(
       return;
     }
     unrollLists(value as Record<string, unknown>, [], input.name, locator, emit, diagnostics);
+  }
+
+  function reportDuplicate(duplicate: { key: string; offset: number; first: number }): void {
+    diagnostics.add(
+      makeDiagnostic(
+        'YAML_DUPLICATE_KEY',
+        `the key "${duplicate.key}" is repeated in this mapping (first at line ${position(duplicate.first).line}); kubectl rejects it`,
+        position(duplicate.offset),
+      ),
+    );
   }
 }
 
@@ -462,24 +456,6 @@ function unrollLists(
         : object;
     unrollLists(typed, path, file, locator, emit, diagnostics);
   });
-}
-
-/** YAML forbids tabs in indentation, but many editors insert them; say so when that is the cause. */
-function tabHint(text: string, lineCounter: LineCounter, line: number): string {
-  for (const candidate of [line, line - 1]) {
-    const start = lineCounter.lineStarts[candidate - 1];
-    if (start === undefined) continue;
-    const end = text.indexOf('\n', start);
-    const content = text.slice(start, end < 0 ? undefined : end);
-    if (/^[ ]*\t/.test(content))
-      return ` (line ${candidate} is indented with a tab; YAML allows only spaces)`;
-  }
-  return '';
-}
-
-/** Pathologically deep nesting exhausts the parser's stack; say what that means. */
-function explain(message: string): string {
-  return /call stack/i.test(message) ? `document is nested too deeply to read (${message})` : message;
 }
 
 /**

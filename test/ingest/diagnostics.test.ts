@@ -333,6 +333,42 @@ describe('diagnostics for bad input', () => {
     assert.deepEqual([...cluster.namespaces.keys()], ['after-double', 'after-single']);
   });
 
+  it('reports a key repeated before a syntax error too, and none the parser only guessed at after it', () => {
+    for (const [text, expected] of [
+      // before an unclosed flow map, a never-closed string, a plain syntax error: both reported
+      [
+        'kind: Pod\nmetadata:\n  name: a\n  name: b\n  labels: {x: 1\nspec: {}\n',
+        [
+          ['YAML_DUPLICATE_KEY', 4, 3],
+          ['YAML_SYNTAX', 6, 1],
+        ],
+      ],
+      [
+        'kind: Pod\nmetadata:\n  name: a\n  name: b\n  labels:\n    x: "open\n',
+        [
+          ['YAML_DUPLICATE_KEY', 4, 3],
+          ['YAML_SYNTAX', 6, 8],
+        ],
+      ],
+      [
+        'kind: Pod\nkind: Pod\nmetadata: a: b\n',
+        [
+          ['YAML_DUPLICATE_KEY', 2, 1],
+          ['YAML_SYNTAX', 3, 11],
+        ],
+      ],
+      // after the { left open the parser reads `name: b` into the flow map: not a finding
+      ['kind: Pod\nmetadata:\n  name: a\n  labels: {x: 1\n  name: b\nspec: {}\n', [['YAML_SYNTAX', 5, 3]]],
+    ] as const) {
+      const diagnostics = loadFromTexts([{ name: 'bad.yaml', text }]).diagnostics;
+      assert.deepEqual(
+        diagnostics.map((d) => [d.code, d.line, d.column]),
+        expected,
+        text,
+      );
+    }
+  });
+
   it('refuses an IPv4-mapped IPv6 CIDR once, without a canonical-form note that points elsewhere', () => {
     const text = policy(
       '  podSelector: {}\n  egress:\n    - to:\n        - ipBlock: {cidr: "::ffff:10.0.0.0/104"}\n',
