@@ -57,18 +57,8 @@ import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
-import {
-  attach,
-  layout,
-  detach,
-  loadProgram,
-  pinDir,
-  PinnedMaps,
-  unload,
-  type PinLocation,
-} from '../src/ebpf/index.ts';
+import { attach, layout, detach, loadProgram, pinDir, unload, type PinLocation } from '../src/ebpf/index.ts';
 import { Lab } from '../src/lab/index.ts';
-import { deliverDirectly } from '../src/lab/ebpf-datapath.ts';
 import { connectionRate, labObjects, podAndPolicyObjects, throughput } from './lab-traffic.ts';
 import {
   emptyConnectionTable,
@@ -260,9 +250,9 @@ async function traffic(
       locations.push(location);
       if (!loadOnce) reloads.set(location.instance, install);
     };
-    // An eBPF configuration names the lab's pods for direct delivery as the lab does (`peers`:
-    // a packet between them whose two sides are current and allowed skips the host's path and
-    // the receiver's hook), except "no direct delivery" and the empty programs ('none').
+    // An eBPF configuration delivers directly as a node does (a packet between two pods whose
+    // two sides are current and allowed, in a connection the host does not translate, skips the
+    // host's path and the receiver's hook), except "no direct delivery" and the empty programs.
     const attached = (
       location: PinLocation,
       tcOnly: boolean,
@@ -274,11 +264,9 @@ async function traffic(
         if (table === 'empty') emptyConnectionTable(location);
         if (table === 'full') fillConnectionTable(location);
         for (const pod of pods) attach(location, node.netns, pod.hostInterface, { tcOnly });
-        if (direct && table !== 'none') {
-          const maps = PinnedMaps.open(location);
-          deliverDirectly(maps, node.netns, pods);
-          maps.close();
-        }
+        // The program learns where to deliver from the host's own frames (bpf/handoff.h);
+        // "no direct delivery" turns that path off as `render --no-direct-delivery` does.
+        if (table !== 'none') setConfigFlag(location, layout.CFG_NO_DIRECT, !direct);
       },
       off: async () => {
         for (const pod of pods) {

@@ -44,6 +44,19 @@ static __always_inline struct ct_side read_side(const struct ct_side *from)
 	return s;
 }
 
+/*
+ * What the host's conntrack said of the packets this end sends (ct_side.host): one byte written
+ * alone, so the side's epoch and verdict are never touched. A side rewritten whole on another CPU
+ * between this hook's read and this store gets this note instead of its zero: at worst a note of
+ * HOST_BYPASSED leaves the host entry its packet made (picked up mid-stream: liberal, never
+ * INVALID) to its own timeout, and HOST_TRANSLATED keeps it on the host's path until it is judged
+ * again.
+ */
+static __always_inline void mark_host(struct ct_side *side, __u8 host)
+{
+	*(volatile __u8 *)&side->host = host;
+}
+
 /* A side to write beside the packet's own end's: the other end's, when this hook judged it too. */
 struct other_side {
 	__s32 allowed; /* -1: none */

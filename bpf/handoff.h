@@ -2,8 +2,9 @@
  * The hand-over of a receiver's verdict from the sender's from_pod to the receiver's to_pod, for
  * a packet between two pods of this node (struct handoff in palisade.h says why it is sound), and
  * the delivery of such a packet straight into the receiver's namespace where `peers` names it
- * (struct peer says when that is sound). Part of palisade.bpf.c, included after struct packet
- * and the maps; not a header of its own.
+ * (struct peer says when that is sound), with where to deliver learned from the host's own frames.
+ * Part of palisade.bpf.c, included after struct packet, the maps and host-ct.h; not a header of
+ * its own.
  */
 #ifndef PALISADE_HANDOFF_H
 #define PALISADE_HANDOFF_H
@@ -73,27 +74,78 @@ static __always_inline int handoff_take(const struct packet *p, __u32 epoch)
 	return (check >> 32) & 1;
 }
 
+/* What deliver_directly returns when it does not deliver (it returns a tc action when it does). */
+#define NOT_DELIVERED -1
+#define HOST_TRANSLATES -2 /* the host's conntrack translates the connection: never deliver it */
+
 /*
  * from_pod, a packet both of whose sides are current and allowed: delivered into the receiver's
- * namespace when `peers` names it (struct peer), else -1 (the hand-over and the host's path). A
- * global function: its key and addresses on its own stack, off the hooks' frame.
+ * namespace when `peers` holds where the host forwarded to it in this epoch (struct peer) and the
+ * host does not translate the connection (host-ct.h, asked unless `bypassed`: asked since this
+ * side was last judged), framed as the host would have framed it. Only TCP and UDP: the host's
+ * conntrack answers for no other protocol. A global function: its key, frame bytes and the
+ * conntrack query on its own stack, off the hooks' frame.
  */
-__noinline int deliver_to_peer(struct __sk_buff *skb, __u32 family, __u64 d0, __u64 d1)
+__noinline int deliver_directly(struct __sk_buff *skb, const struct packet *p, __u32 epoch, __u32 bypassed)
 {
-	if (!skb)
-		return -1;
-	struct peer_key k = { .family = family };
-	__builtin_memcpy(k.addr, &d0, 8);
-	__builtin_memcpy(k.addr + 8, &d1, 8);
+	if (!skb || !p)
+		return NOT_DELIVERED;
+	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)
+		return NOT_DELIVERED;
+	struct peer_key k = { .family = p->family };
+	__builtin_memcpy(k.addr, p->dst, 16);
 	struct peer *peer = bpf_map_lookup_elem(&peers, &k);
-	if (!peer)
-		return -1;
+	if (!peer || peer->epoch != epoch)
+		return NOT_DELIVERED;
+	if (!bypassed) {
+		int host = host_bypass(skb, p);
+		if (host <= 0)
+			return host == 0 ? HOST_TRANSLATES : NOT_DELIVERED;
+	}
 	__u8 macs[12];
 	__builtin_memcpy(macs, peer->dst_mac, 6);
 	__builtin_memcpy(macs + 6, peer->src_mac, 6);
 	if (bpf_skb_store_bytes(skb, 0, macs, 12, 0) < 0)
-		return -1;
+		return NOT_DELIVERED;
 	return bpf_redirect_peer(peer->ifindex, 0);
+}
+
+/*
+ * to_pod, a packet from a pod of this node that the host forwarded (a taken hand-over): where the
+ * host sends the destination's packets — this interface, this frame's MAC addresses — noted in
+ * `peers` for this epoch, written only when it differs from what is there. Learned from the host's
+ * own forwarding rather than written by user space: the host's routes and neighbours are what a
+ * directly delivered packet must agree with, and a frame the host built says exactly that.
+ */
+__noinline int learn_peer(struct __sk_buff *skb, __u32 family, __u64 d0, __u64 d1, __u32 epoch)
+{
+	if (!skb)
+		return 0;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	if (data + 12 > data_end)
+		return 0;
+	struct peer_key k = { .family = family };
+	__builtin_memcpy(k.addr, &d0, 8);
+	__builtin_memcpy(k.addr + 8, &d1, 8);
+	__u32 ifindex = skb->ifindex;
+	struct peer learned = { .ifindex = ifindex, .epoch = epoch };
+	__builtin_memcpy(learned.dst_mac, data, 6);
+	__builtin_memcpy(learned.src_mac, data + 6, 6);
+	struct peer *known = bpf_map_lookup_elem(&peers, &k);
+	if (known && known->epoch == epoch && known->ifindex == ifindex) {
+		/* The two MAC addresses as one 8-byte and one 4-byte word (struct peer keeps them adjacent). */
+		__u64 was0, now0;
+		__u32 was1, now1;
+		__builtin_memcpy(&was0, known->dst_mac, 8);
+		__builtin_memcpy(&was1, known->src_mac + 2, 4);
+		__builtin_memcpy(&now0, learned.dst_mac, 8);
+		__builtin_memcpy(&now1, learned.src_mac + 2, 4);
+		if (was0 == now0 && was1 == now1)
+			return 0;
+	}
+	bpf_map_update_elem(&peers, &k, &learned, BPF_ANY);
+	return 1;
 }
 
 #endif /* PALISADE_HANDOFF_H */

@@ -33,6 +33,7 @@
 #include "match.h"
 #include "judge.h"
 #include "packet.h"
+#include "host-ct.h"
 #include "handoff.h"
 
 static __always_inline __u32 proto_index(__u8 proto)
@@ -90,6 +91,14 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 
 	if (!egress && p.direct) {
 		int handed = handoff_take(&p, epoch);
+		if (handed > 0 && (p.proto == IPPROTO_TCP || p.proto == IPPROTO_UDP)) {
+			/* A frame the host forwarded from a pod of this node: where it sends to this one. */
+			struct config *c = bpf_map_lookup_elem(&config, &zero);
+			if (c && !(c->flags & CFG_NO_DIRECT)) {
+				const __u64 *d = (const __u64 *)p.dst;
+				learn_peer(skb, p.family, d[0], d[1], epoch);
+			}
+		}
 		if (handed >= 0)
 			return handed ? TC_ACT_OK : TC_ACT_SHOT;
 	}
@@ -131,19 +140,30 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 				theirs = read_side(&v->end[(mine & 1) ^ 1]);
 			if (own.judged) {
 				if (own.epoch == epoch) {
-					/* Sent to a pod of this node whose side is current: hand it over. */
+					/* Sent to a pod of this node whose side is current: delivered into its
+					 * namespace, or handed over to its to_pod. */
 					if (own.allowed && theirs.judged && theirs.epoch == epoch) {
 						struct config *c = bpf_map_lookup_elem(&config, &zero);
 						if (c && !(c->flags & CFG_NO_HANDOFF)) {
-							if (theirs.allowed) {
-								const __u64 *d = (const __u64 *)p.dst;
-								int delivered = deliver_to_peer(skb, p.family, d[0], d[1]);
-								if (delivered >= 0)
+							if (theirs.allowed && !(c->flags & CFG_NO_DIRECT) &&
+							    !(own.host & HOST_TRANSLATED)) {
+								__u32 bypassed = own.host & HOST_BYPASSED;
+								int delivered = deliver_directly(skb, &p, epoch, bypassed);
+								if (delivered >= 0) {
+									if (!bypassed)
+										mark_host(&v->end[mine & 1], HOST_BYPASSED);
 									return delivered;
+								}
+								if (delivered == HOST_TRANSLATES)
+									mark_host(&v->end[mine & 1], HOST_TRANSLATED);
 							}
 							handoff_give(&p, epoch, theirs.allowed);
 						}
 					}
+					/* This packet takes the host's path: ask its conntrack again before the next
+					 * direct delivery (host-ct.h). */
+					if (egress && (own.host & HOST_BYPASSED))
+						mark_host(&v->end[mine & 1], 0);
 					return verdict(&p, dir, own.allowed);
 				}
 				rejudge = 1 + own.allowed; /* 1: denied, 2: allowed */

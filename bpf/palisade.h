@@ -94,6 +94,7 @@
 #define CFG_RECHECK_FLOWS 2    /* tracked flows are judged again after an update */
 #define CFG_NO_VERDICT_CACHE 4 /* judge every first packet by the tables (benchmarks: the judging cost) */
 #define CFG_NO_HANDOFF 8       /* from_pod hands no verdict to to_pod (benchmarks: each hook on its own) */
+#define CFG_NO_DIRECT 16       /* nothing is delivered directly (struct peer): every packet takes the host's path */
 
 /* Flow directions, from the local pod's point of view. */
 #define DIR_EGRESS 0  /* from the pod: tc ingress of its host-side veth */
@@ -225,8 +226,15 @@ struct ct_side {
 	__u8 allowed;
 	__u8 dir;
 	__u8 judged; /* 0: this end has not judged the connection (not local, or not reached yet) */
-	__u8 pad;
+	__u8 host;   /* HOST_*: what the host's conntrack said of the packets this end sends (host-ct.h) */
 };
+
+/*
+ * ct_side.host. Zero whenever the side is written whole (judged again): the packets since may have
+ * taken the host's path, so the host's conntrack is asked again before the next direct delivery.
+ */
+#define HOST_BYPASSED 1   /* asked: no translation, and the host's entry expired (delivered since) */
+#define HOST_TRANSLATED 2 /* asked: the host translates the connection: never delivered directly */
 
 struct ct_value {
 	struct ct_side end[2]; /* end[0]: a's side, end[1]: b's */
@@ -274,14 +282,15 @@ struct handoff {
 };
 
 /*
- * A local pod the node may deliver to directly (`peers`, written by whoever attaches the programs
- * and knows the node has no address translation between its pods, as the lab does; never by the
- * renderer): its host-side veth and the two addresses a frame to it carries. A packet between two
- * pods of this node whose both sides are current and allowed goes from the sender's from_pod
- * straight into the receiver's namespace (bpf_redirect_peer): one hook instead of two, and none of
- * the host's routing and queueing. A node whose host translates addresses between pods (a
- * Service's replies, which kube-proxy translates back in the host's conntrack) must not have
- * entries: a redirected packet bypasses the host's netfilter.
+ * Where the host forwards packets to a local pod's address (`peers`), as the program learned it
+ * from a frame the host itself sent to the pod (to_pod, on a taken hand-over: handoff.h): the
+ * host-side veth and the frame's two MAC addresses, in the epoch it was learned in. A packet
+ * between two pods of this node whose both sides are current and allowed goes from the sender's
+ * from_pod straight into the receiver's namespace (bpf_redirect_peer), exactly as the host would
+ * have framed it, when the entry is of the current epoch — every update moves the epoch, and
+ * each connection's next packet takes the host's path, so an entry is learned again from the
+ * host's current forwarding — and when the host's conntrack does not translate the connection
+ * (host-ct.h). One hook instead of two, and none of the host's routing, netfilter and queueing.
  */
 struct peer_key {
 	__u32 family;
@@ -290,8 +299,9 @@ struct peer_key {
 
 struct peer {
 	__u32 ifindex; /* the pod's host-side veth, in the node's namespace */
-	__u8 dst_mac[6]; /* the pod's own interface */
-	__u8 src_mac[6]; /* its host-side veth (the pod's gateway) */
+	__u8 dst_mac[6]; /* the frame's destination: the pod's own interface */
+	__u8 src_mac[6]; /* its source: the host-side veth (the pod's gateway) */
+	__u32 epoch;     /* learned in this epoch; used in no other */
 };
 
 /* A first fragment's ports, for the fragments after it (which carry none). */

@@ -58,6 +58,8 @@ export const CFG_RECHECK_FLOWS = 2;
 export const CFG_NO_VERDICT_CACHE = 4;
 /** from_pod hands no verdict to to_pod (benchmarks compare each hook on its own with the hand-over). */
 export const CFG_NO_HANDOFF = 8;
+/** Nothing is delivered directly into a receiver's namespace (struct peer): every packet takes the host's path. */
+export const CFG_NO_DIRECT = 16;
 
 export const DIR_EGRESS = 0;
 export const DIR_INGRESS = 1;
@@ -111,7 +113,7 @@ export const MAP_SHAPES: Readonly<
   group_names: { key: 4, value: 16 },
   conntrack: { key: 40, value: 16 },
   frags: { key: 40, value: 8 },
-  peers: { key: 20, value: 16 },
+  peers: { key: 20, value: 20 },
   verdicts: { key: 4, value: 64, perCpu: true },
   handoffs: { key: 4, value: 64, perCpu: true },
   judging: { key: 4, value: 88, perCpu: true },
@@ -200,15 +202,27 @@ export function peerKey(address: AddressBytes): Buffer {
 }
 
 /**
- * A local pod the node delivers to directly (struct peer): its host-side veth's ifindex, its own
- * interface's MAC address and its host-side veth's (the destination and source of a frame to it).
+ * Where the host forwards to a local pod (struct peer), as the program learns it: the host-side
+ * veth's ifindex, the frame's destination MAC (the pod's own interface) and source MAC (the
+ * host-side veth), and the epoch it was learned in (used in no other).
  */
-export function peerValue(ifindex: number, podMac: Uint8Array, hostMac: Uint8Array): Buffer {
-  const b = Buffer.alloc(16);
+export function peerValue(ifindex: number, podMac: Uint8Array, hostMac: Uint8Array, epoch: number): Buffer {
+  const b = Buffer.alloc(MAP_SHAPES.peers.value);
   b.writeUInt32LE(ifindex, 0);
   b.set(podMac.subarray(0, 6), 4);
   b.set(hostMac.subarray(0, 6), 10);
+  b.writeUInt32LE(epoch, 16);
   return b;
+}
+
+/** A `peers` value read back (struct peer). */
+export function decodePeer(b: Buffer): { ifindex: number; podMac: Buffer; hostMac: Buffer; epoch: number } {
+  return {
+    ifindex: b.readUInt32LE(0),
+    podMac: Buffer.from(b.subarray(4, 10)),
+    hostMac: Buffer.from(b.subarray(10, 16)),
+    epoch: b.readUInt32LE(16),
+  };
 }
 
 export function recordValue(r: RecordValue): Buffer {
@@ -460,8 +474,13 @@ export function ctKey(
 export function decodeCtSide(
   b: Buffer,
   end: 0 | 1,
-): { epoch: number; allowed: boolean; direction: number } | undefined {
+): { epoch: number; allowed: boolean; direction: number; host: number } | undefined {
   const at = 8 * end;
   if (b.readUInt8(at + 6) === 0) return undefined;
-  return { epoch: b.readUInt32LE(at), allowed: b.readUInt8(at + 4) !== 0, direction: b.readUInt8(at + 5) };
+  return {
+    epoch: b.readUInt32LE(at),
+    allowed: b.readUInt8(at + 4) !== 0,
+    direction: b.readUInt8(at + 5),
+    host: b.readUInt8(at + 7),
+  };
 }

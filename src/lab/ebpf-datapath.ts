@@ -13,7 +13,6 @@ import {
   attach,
   EbpfError,
   layout,
-  linkOf,
   loadProgram,
   PinnedMaps,
   PreviewMaps,
@@ -21,8 +20,7 @@ import {
   type BpfMaps,
   type PinLocation,
 } from '../ebpf/index.ts';
-import { addressOf, EbpfFleetRenderer, EbpfRenderer } from '../renderers/ebpf/index.ts';
-import { parseIp } from '../net/ip.ts';
+import { EbpfFleetRenderer, EbpfRenderer } from '../renderers/ebpf/index.ts';
 import type { Renderer } from '../renderers/types.ts';
 import type { DatapathContext, DatapathModule, LabDatapath } from './datapath-types.ts';
 import type { LabPlan } from './topology.ts';
@@ -53,11 +51,6 @@ function open({ plan, store, allowNodeLocal, killDenied }: DatapathContext): Lab
       // again (a re-opened lab) replaces the filter in place, and restores one removed by hand.
       for (const pod of plan.pods)
         if (pod.node === node.name) attach(location, node.netns, pod.hostInterface);
-      deliverDirectly(
-        maps,
-        node.netns,
-        plan.pods.filter((pod) => pod.node === node.name),
-      );
     }
   } catch (error) {
     for (const { maps } of nodes.values()) maps.close();
@@ -143,39 +136,6 @@ function open({ plan, store, allowNodeLocal, killDenied }: DatapathContext): Lab
       }
     },
   };
-}
-
-/**
- * Names a node's pods in `peers` (bpf/palisade.h, struct peer), and nothing else: a packet to one
- * of them from another pod of the node whose two sides are current and allowed goes from the
- * sender's hook straight into its namespace, without the host's forwarding or its own hook
- * (docs/ARCHITECTURE.md, "Delivered directly"). Entries of interfaces gone are removed first (an
- * ifindex is reused by the next interface made). The lab's host translates no addresses between
- * pods (no Services), which is what makes this sound here; `render --target ebpf --apply` on a
- * real node writes no entry. A pod whose interfaces cannot be read gets none: its packets take
- * the host's path, as before.
- */
-export function deliverDirectly(
-  maps: BpfMaps,
-  netns: string,
-  pods: readonly {
-    readonly hostInterface: string;
-    readonly netns: string;
-    readonly ips: readonly string[];
-  }[],
-): void {
-  for (const [key] of maps.entries('peers')) maps.remove('peers', key);
-  for (const pod of pods) {
-    const host = linkOf(netns, pod.hostInterface);
-    const own = linkOf(pod.netns, 'eth0');
-    if (!host || !own) continue;
-    for (const text of pod.ips) {
-      const parsed = parseIp(text);
-      if (!parsed.ok) continue;
-      const { bytes } = addressOf(parsed.value);
-      maps.put('peers', layout.peerKey(bytes), layout.peerValue(host.ifindex, own.mac, host.mac));
-    }
-  }
 }
 
 function remove(plan: LabPlan): string[] {

@@ -83,6 +83,11 @@ export interface TargetOptions {
   readonly allowNodeLocal?: boolean;
   /** Tracked connections a later policy denies are cut at their next packet. Default true. */
   readonly recheckFlows?: boolean;
+  /**
+   * eBPF: packets between two pods of the node, in connections the host's conntrack does not
+   * translate, go straight into the receiver's namespace once both sides allow them. Default true.
+   */
+  readonly directDelivery?: boolean;
   /** Targets that apply: realize the output (undefined: record it for printing only). */
   readonly apply?: { readonly netns?: string };
 }

@@ -1,22 +1,37 @@
 /**
- * Direct delivery between two pods of one node against the kernel (root, clang, bpftool): when
- * `peers` names the receiver (bpf/palisade.h, struct peer), from_pod sends a packet whose two
- * sides are current and allowed straight into the receiver's namespace (TC_ACT_REDIRECT), and
- * anything else — a connection's first packet, a receiver whose side denies it, a side of an
- * earlier epoch, a receiver `peers` does not name — takes the host's path to the receiver's own
- * to_pod as before. The lab's suite runs on it end to end (the lab writes `peers`).
+ * Direct delivery between two pods of one node against the kernel (root, clang, bpftool,
+ * conntrack): from_pod sends a packet whose two sides are current and allowed straight into the
+ * receiver's namespace (TC_ACT_REDIRECT) when the program has learned, in this epoch, where the
+ * host forwards to the receiver (`peers`, from a frame the host sent it: bpf/handoff.h) and the
+ * host's conntrack does not translate the connection (bpf/host-ct.h); the host's entry of a
+ * connection delivered directly is expired. Anything else — a connection's first packet, a
+ * receiver not learned yet or learned in an earlier epoch, a side that denies, a connection the
+ * host translates, `--no-direct-delivery` — takes the host's path to the receiver's own to_pod.
+ * Each test pins itself to one CPU: learning happens on a taken hand-over, which is per CPU.
+ * The host's conntrack here is the test process's namespace's (a test run's packet is on its
+ * loopback device); its entries are made with the conntrack tool and removed after.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { IpAddress } from '../../src/net/ip.ts';
-import { layout, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
+import { formatIp } from '../../src/net/ip.ts';
+import { layout, pinToCurrentCpu, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
 import { addressOf } from '../../src/renderers/ebpf/index.ts';
-import { needsEbpf, nodeHooks, scratchProgram } from '../helpers/ebpf.ts';
-import { base, db, dbFromWeb, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
+import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
+import { base, ctSideIn, db, dbFromWeb, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
+import { frameOf } from '../../src/ebpf/index.ts';
+import { policy, type Raw } from '../helpers/builders.ts';
 
-const SKIP = needsEbpf('testing direct delivery');
+const hasConntrack = spawnSync('conntrack', ['--version']).status === 0;
+const SKIP =
+  needsEbpf('testing direct delivery') ||
+  (hasConntrack ? false : 'skipped: testing direct delivery needs conntrack (apt-get install conntrack)');
 /** What a tc program returns for a packet it redirected (linux/pkt_cls.h). */
 const TC_ACT_REDIRECT = 7;
+/** ct_side.host (bpf/palisade.h). */
+const HOST_BYPASSED = 1;
+const HOST_TRANSLATED = 2;
 
 let nextPort = 30000;
 const freshPort = (): number => (nextPort = nextPort >= 60000 ? 30000 : nextPort + 1);
@@ -28,60 +43,225 @@ const withSeq = (frame: Buffer, seq: number): Buffer => {
   return copy;
 };
 
+/** A frame as the host forwards it to a pod: its own MAC addresses (destination, source). */
+const POD_MAC = Buffer.from([0x0a, 0, 0, 0, 0, 0x02]);
+const HOST_MAC = Buffer.from([0x0a, 0, 0, 0, 0, 0xfe]);
+const framedByHost = (frame: Buffer): Buffer => {
+  const copy = Buffer.from(frame);
+  POD_MAC.copy(copy, 0);
+  HOST_MAC.copy(copy, 6);
+  return copy;
+};
+
+/** The host's conntrack in this namespace, through the conntrack tool. */
+const conntrack = (args: string[]) => spawnSync('conntrack', args, { encoding: 'utf8' });
+/** A TCP entry web:sport → db:80 the host holds, as if it had forwarded the connection's first packet. */
+const hostEntry = (sport: number, translatedTo?: number): void => {
+  const made = conntrack([
+    '-I',
+    ...['-p', 'tcp', '-s', formatIp(web), '-d', formatIp(db), '--sport', String(sport), '--dport', '80'],
+    ...['--state', 'ESTABLISHED', '--timeout', '600'],
+    ...(translatedTo !== undefined ? ['--dst-nat', `${formatIp(db)}:${translatedTo}`] : []),
+  ]);
+  assert.equal(made.status, 0, `conntrack -I: ${made.stderr}`);
+};
+/** Whether the host still holds a live entry of web:sport → db. */
+const hostHolds = (sport: number): boolean =>
+  conntrack([
+    '-L',
+    '-p',
+    'tcp',
+    '-s',
+    formatIp(web),
+    '-d',
+    formatIp(db),
+    '--sport',
+    String(sport),
+  ]).stdout.includes(`sport=${sport}`);
+const forgetHost = (sport: number): void => {
+  conntrack(['-D', '-p', 'tcp', '-s', formatIp(web), '-d', formatIp(db), '--sport', String(sport)]);
+};
+
 describe('direct delivery between two pods of a node', { skip: SKIP }, () => {
   const n1 = scratchProgram('pd1');
-  const mac = Uint8Array.from([2, 0, 0, 0, 0, 1]);
-  const name = (ip: IpAddress, ifindex: number) =>
-    n1.maps().put('peers', layout.peerKey(addressOf(ip).bytes), layout.peerValue(ifindex, mac, mac));
-  const forget = (ip: IpAddress) => n1.maps().remove('peers', layout.peerKey(addressOf(ip).bytes));
-
-  it('delivers a connection’s later packets both ways, never its first, and only to a pod `peers` names', () => {
-    const n = nodeHooks(n1, [...base, dbFromWeb]);
+  const peerOf = (ip: IpAddress) => {
+    const value = n1.maps().get('peers', layout.peerKey(addressOf(ip).bytes));
+    return value && layout.decodePeer(value);
+  };
+  const epoch = () => n1.maps().get('gen', layout.u32(0))!.readUInt32LE(0);
+  const forgetPeers = () => {
+    for (const [key] of n1.maps().entries('peers')) n1.maps().remove('peers', key);
+  };
+  /** Runs `body` over n1's hooks for `objects` on one CPU, with no receiver learned before. */
+  const pinned = (objects: Raw[], body: (n: NodeHooks) => void) => {
+    forgetPeers();
+    const n = nodeHooks(n1, objects);
+    const pin = pinToCurrentCpu();
     try {
-      name(db, 1);
-      name(web, 1);
-      const sport = freshPort();
-      const syn = tcp(web, db, sport, 80);
-      assert.equal(n.from(syn), TC_ACT_OK, 'the first packet takes the host’s path');
-      assert.equal(n.to(syn), TC_ACT_OK, 'and db’s own hook');
-      assert.equal(n.from(tcp(db, web, 80, sport)), TC_ACT_REDIRECT, 'db’s reply goes straight to web');
-      assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT, 'web’s next packet straight to db');
-      forget(db);
-      assert.equal(n.from(withSeq(syn, 3)), TC_ACT_OK, 'db no longer named: the host’s path');
-      assert.equal(n.to(withSeq(syn, 3)), TC_ACT_OK, 'with the hand-over to db’s hook');
+      body(n);
     } finally {
-      forget(db);
-      forget(web);
+      pin.restore();
       n.close();
+    }
+  };
+  /** web opens a connection to db:80 and db answers, each packet on the host's path. */
+  const opened = (n: NodeHooks, sport: number) => {
+    const syn = tcp(web, db, sport, 80);
+    assert.equal(n.from(syn), TC_ACT_OK, 'the first packet takes the host’s path');
+    assert.equal(n.to(framedByHost(syn)), TC_ACT_OK, 'and db’s own hook');
+    const reply = tcp(db, web, 80, sport);
+    assert.equal(n.from(reply), TC_ACT_OK, 'web not learned yet: the reply takes the host’s path');
+    assert.equal(n.to(framedByHost(reply)), TC_ACT_OK, 'to web’s own hook');
+    return { syn, reply };
+  };
+  const webSide = (sport: number) => ctSideIn(n1.maps(), web, db, sport, 80);
+
+  it('learns where the host forwards to a pod from a frame the host sent it, in this epoch', () => {
+    pinned([...base, dbFromWeb], (n) => {
+      const syn = tcp(web, db, freshPort(), 80);
+      assert.equal(n.from(syn), TC_ACT_OK);
+      assert.equal(peerOf(db), undefined, 'nothing learned from the sender’s own frame');
+      assert.equal(n.to(framedByHost(syn)), TC_ACT_OK);
+      const learned = peerOf(db);
+      assert.ok(learned, 'db learned from the frame the host sent it');
+      assert.equal(learned.ifindex, 1, 'the interface the frame left by (a test run’s: loopback)');
+      assert.deepEqual([learned.podMac, learned.hostMac], [POD_MAC, HOST_MAC]);
+      assert.equal(learned.epoch, epoch());
+      assert.equal(peerOf(web), undefined, 'web has received nothing');
+    });
+  });
+
+  it('delivers a connection’s later packets both ways, never its first, once each receiver is learned', () => {
+    pinned([...base, dbFromWeb], (n) => {
+      const sport = freshPort();
+      const { syn, reply } = opened(n, sport);
+      assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT, 'web’s next packet goes straight to db');
+      assert.equal(n.from(withSeq(reply, 2)), TC_ACT_REDIRECT, 'db’s next packet straight to web');
+      assert.equal(n.from(withSeq(syn, 3)), TC_ACT_REDIRECT);
+    });
+  });
+
+  it('never delivers what the receiver’s side denies, nor by where it learned in an earlier epoch', () => {
+    pinned([...base, dbFromWeb], (n) => {
+      const denied = tcp(web, db, freshPort(), 81);
+      assert.equal(n.from(denied), TC_ACT_OK, 'web may send to 81');
+      assert.equal(n.to(framedByHost(denied)), TC_ACT_SHOT, 'db’s ingress is closed on 81');
+      const again = withSeq(denied, 2);
+      assert.equal(n.from(again), TC_ACT_OK, 'not delivered: db’s side denies it');
+      assert.equal(n.to(framedByHost(again)), TC_ACT_SHOT, 'db’s hook drops it');
+
+      const sport = freshPort();
+      const { syn } = opened(n, sport);
+      assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT, 'allowed both ways: delivered');
+      n.update([...base, dbFromWeb, isolated('web', 'Ingress')]);
+      assert.equal(n.from(withSeq(syn, 30)), TC_ACT_OK, 'after an update: judged again, on the host’s path');
+      assert.notEqual(peerOf(db)?.epoch, epoch(), 'what was learned is of the earlier epoch');
+      // That packet's hand-over is not taken (say another packet's to_pod ran first): both
+      // sides are current now, but where the host sends db's packets is not known in this epoch.
+      const next = withSeq(syn, 3);
+      assert.equal(n.from(next), TC_ACT_OK, 'not delivered by where it learned in an earlier epoch');
+      assert.equal(n.to(framedByHost(next)), TC_ACT_OK, 'db’s hook takes the hand-over and learns again');
+      assert.equal(peerOf(db)?.epoch, epoch());
+      assert.equal(n.from(withSeq(syn, 4)), TC_ACT_REDIRECT, 'delivered again');
+      n.update([...base, isolated('db', 'Ingress')]);
+      const cut = withSeq(syn, 5);
+      assert.equal(n.from(cut), TC_ACT_OK, 'judged again');
+      assert.equal(n.to(framedByHost(cut)), TC_ACT_SHOT, 'db’s ingress is closed now');
+      assert.equal(n.from(withSeq(syn, 6)), TC_ACT_OK, 'never delivered: db’s current side denies it');
+    });
+  });
+
+  it('delivers nothing, and learns nothing, with direct delivery off', () => {
+    pinned([...base, dbFromWeb], (n) => {
+      const flags = n1.maps().get('config', layout.u32(0))!.readUInt32LE(0);
+      n1.maps().put('config', layout.u32(0), layout.u32(flags | layout.CFG_NO_DIRECT));
+      try {
+        const { syn, reply } = opened(n, freshPort());
+        assert.equal(peerOf(db), undefined, 'nothing learned');
+        assert.equal(n.from(withSeq(syn, 2)), TC_ACT_OK, 'the host’s path');
+        assert.equal(n.from(withSeq(reply, 2)), TC_ACT_OK);
+      } finally {
+        n1.maps().put('config', layout.u32(0), layout.u32(flags));
+      }
+    });
+  });
+
+  it('expires the host’s entry of a connection it delivers, asking once until the host’s path is taken again', () => {
+    const sport = freshPort();
+    try {
+      pinned([...base, dbFromWeb], (n) => {
+        hostEntry(sport);
+        const { syn } = opened(n, sport);
+        assert.ok(hostHolds(sport), 'the host tracks the connection');
+        assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT, 'untranslated: delivered');
+        assert.equal(hostHolds(sport), false, 'and the host’s entry expired');
+        assert.equal(webSide(sport)?.host, HOST_BYPASSED);
+
+        hostEntry(sport);
+        assert.equal(n.from(withSeq(syn, 3)), TC_ACT_REDIRECT);
+        assert.ok(hostHolds(sport), 'not asked again while every packet is delivered');
+
+        n.update([...base, dbFromWeb, isolated('web', 'Ingress')]);
+        const judged = withSeq(syn, 4);
+        assert.equal(n.from(judged), TC_ACT_OK, 'judged again: the host’s path');
+        assert.equal(webSide(sport)?.host, 0, 'so the host is asked again');
+        assert.equal(n.to(framedByHost(judged)), TC_ACT_OK);
+        assert.equal(n.from(withSeq(syn, 5)), TC_ACT_REDIRECT);
+        assert.equal(hostHolds(sport), false, 'the entry the host made meanwhile expired too');
+
+        forgetPeers();
+        const around = withSeq(syn, 6);
+        assert.equal(n.from(around), TC_ACT_OK, 'db not known: the host’s path, in the same epoch');
+        assert.equal(webSide(sport)?.host, 0, 'so the host is asked again');
+        assert.equal(n.to(framedByHost(around)), TC_ACT_OK);
+        hostEntry(sport);
+        assert.equal(n.from(withSeq(syn, 7)), TC_ACT_REDIRECT);
+        assert.equal(hostHolds(sport), false, 'and the entry it made expired');
+      });
+    } finally {
+      forgetHost(sport);
     }
   });
 
-  it('never delivers what the receiver’s side denies, nor a side judged in an earlier epoch', () => {
-    const n = nodeHooks(n1, [...base, dbFromWeb]);
+  it('keeps a connection the host translates on the host’s path', () => {
+    const sport = freshPort();
     try {
-      name(db, 1);
-      name(web, 1);
-      const denied = tcp(web, db, freshPort(), 81);
-      assert.equal(n.from(denied), TC_ACT_OK, 'web may send to 81');
-      assert.equal(n.to(denied), TC_ACT_SHOT, 'db’s ingress is closed on 81');
-      const again = withSeq(denied, 2);
-      assert.equal(n.from(again), TC_ACT_OK, 'not delivered: db’s side denies it');
-      assert.equal(n.to(again), TC_ACT_SHOT, 'db’s hook drops it');
-
-      const sport = freshPort();
-      const syn = tcp(web, db, sport, 80);
-      assert.equal(n.from(syn), TC_ACT_OK);
-      assert.equal(n.to(syn), TC_ACT_OK);
-      assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT, 'allowed both ways: delivered');
-      n.update([...base, isolated('db', 'Ingress')]);
-      const next = withSeq(syn, 3);
-      assert.equal(n.from(next), TC_ACT_OK, 'after the update: judged again, not delivered');
-      assert.equal(n.to(next), TC_ACT_SHOT, 'db’s ingress is closed now');
-      assert.equal(n.from(withSeq(syn, 4)), TC_ACT_OK, 'nor later: db’s current side denies it');
+      pinned([...base, dbFromWeb], (n) => {
+        hostEntry(sport, 8080);
+        const { syn } = opened(n, sport);
+        assert.equal(n.from(withSeq(syn, 2)), TC_ACT_OK, 'the host maps db:80 to db:8080: its path');
+        assert.equal(webSide(sport)?.host, HOST_TRANSLATED);
+        assert.ok(hostHolds(sport), 'and its entry stays');
+        assert.equal(n.from(withSeq(syn, 3)), TC_ACT_OK, 'nor later');
+      });
     } finally {
-      forget(db);
-      forget(web);
-      n.close();
+      forgetHost(sport);
     }
+  });
+
+  it('delivers UDP too, but never a protocol the host’s conntrack cannot be asked about', () => {
+    const anyProtocol = policy('a', 'db', {
+      podSelector: { matchLabels: { app: 'db' } },
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: { app: 'web' } } }],
+          ports: ['TCP', 'UDP', 'SCTP'].map((protocol) => ({ protocol, port: 80 })),
+        },
+      ],
+    });
+    pinned([...base, anyProtocol], (n) => {
+      const sport = freshPort();
+      const udp = frameOf({ src: web, dst: db, protocol: 'UDP', srcPort: sport, dstPort: 80 });
+      const reply = frameOf({ src: db, dst: web, protocol: 'UDP', srcPort: 80, dstPort: sport });
+      assert.equal(n.from(udp), TC_ACT_OK);
+      assert.equal(n.to(framedByHost(udp)), TC_ACT_OK);
+      assert.equal(n.from(reply), TC_ACT_OK);
+      assert.equal(n.to(framedByHost(reply)), TC_ACT_OK);
+      assert.equal(n.from(udp), TC_ACT_REDIRECT, 'UDP: delivered');
+      const sctp = frameOf({ src: web, dst: db, protocol: 'SCTP', srcPort: sport, dstPort: 80 });
+      assert.equal(n.from(sctp), TC_ACT_OK);
+      assert.equal(n.to(framedByHost(sctp)), TC_ACT_OK);
+      assert.equal(n.from(sctp), TC_ACT_OK, 'SCTP: the host’s path, always');
+    });
   });
 });

@@ -14,6 +14,7 @@ import {
   attach,
   attachedDevices,
   frameOf,
+  layout,
   isLoaded,
   loadProgram,
   pinDir,
@@ -149,6 +150,24 @@ describe('render --target ebpf', () => {
       } finally {
         to.close();
       }
+    });
+
+    it('--no-direct-delivery keeps every packet on the host’s path; applying without it delivers again', async () => {
+      const args = ['render', '--target', 'ebpf', '--node', 'n1', '--apply', '--netns', netns, '-f'];
+      const flags = () => {
+        const maps = PinnedMaps.open(instance);
+        try {
+          return maps.get('config', layout.u32(0))!.readUInt32LE(0);
+        } finally {
+          maps.close();
+        }
+      };
+      const off = await cli([...args, file('h.yaml', manifests(80)), '--no-direct-delivery']);
+      assert.equal(off.code, 0, off.stderr);
+      assert.equal(flags() & layout.CFG_NO_DIRECT, layout.CFG_NO_DIRECT);
+      const on = await cli([...args, file('h.yaml', manifests(80))]);
+      assert.equal(on.code, 0, on.stderr);
+      assert.equal(flags() & layout.CFG_NO_DIRECT, 0);
     });
 
     it('leaves other programs on the interface, unpins the links of interfaces that are gone, and keeps links through a reload', async () => {

@@ -53,6 +53,10 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option('--keep-flows', 'keep tracked connections that a later policy denies (default: cut them)')
     .option(
+      '--no-direct-delivery',
+      "ebpf: every packet takes the host's path (default: packets between two pods of the node that the host does not translate go straight into the receiver)",
+    )
+    .option(
       '--previous <file>',
       'neutron: a previous output; print only the API calls that turn it into this one',
     )
@@ -106,6 +110,7 @@ function resolveTargetOptions(raw: Record<string, unknown>, target: RenderTarget
     podCidrs: parseCidrs((raw.podCidr as string[] | undefined) ?? []),
     allowNodeLocal: raw.nodeLocal !== false,
     recheckFlows: raw.keepFlows !== true,
+    directDelivery: raw.directDelivery !== false,
     ...(apply ? { apply: typeof raw.netns === 'string' ? { netns: raw.netns } : {} } : {}),
   };
 }

@@ -29,6 +29,12 @@ export interface EbpfRendererOptions {
   readonly allowNodeLocal?: boolean;
   /** Tracked connections are judged again after each update (a newly denied one is cut). */
   readonly recheckFlows?: boolean;
+  /**
+   * Packets between two pods of the node whose both sides are current and allowed, in
+   * connections the host does not translate, go straight into the receiver's namespace
+   * (bpf/palisade.h, struct peer). Default true.
+   */
+  readonly directDelivery?: boolean;
   /** The node's pinned maps; without them the renderer only records what it would write. */
   readonly kernel?: BpfMaps;
   /** Told, after each commit, of local pods that appeared (to attach their interfaces). */
@@ -102,7 +108,8 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
         layout.u32(0),
         layout.u32(
           ((options.allowNodeLocal ?? true) ? layout.CFG_ALLOW_NODE_LOCAL : 0) |
-            ((options.recheckFlows ?? true) ? layout.CFG_RECHECK_FLOWS : 0),
+            ((options.recheckFlows ?? true) ? layout.CFG_RECHECK_FLOWS : 0) |
+            ((options.directDelivery ?? true) ? 0 : layout.CFG_NO_DIRECT),
         ),
       );
       sink = kernel;

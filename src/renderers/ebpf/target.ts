@@ -60,6 +60,7 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
       node,
       allowNodeLocal,
       recheckFlows: options.recheckFlows ?? true,
+      directDelivery: options.directDelivery ?? true,
       ...(kernel ? { kernel } : {}),
       ...(onNewPods ? { onNewPods } : {}),
     });
