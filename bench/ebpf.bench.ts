@@ -1,7 +1,7 @@
 /**
- * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--chunks K] [--load-once] [--agent-client] [--events N]
- * [--scale F] [--skip-traffic] [--skip-per-packet] [--skip-updates]`: the eBPF datapath's figures
- * (root; clang, bpftool; iperf3 for throughput).
+ * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--chunks K] [--load-once] [--agent-client]
+ * [--host-conntrack] [--events N] [--scale F] [--skip-traffic] [--skip-per-packet] [--skip-updates]`: the eBPF
+ * datapath's figures (root; clang, bpftool; iperf3 for throughput; conntrack for --host-conntrack).
  *
  * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
  *    with the node's policy rendered from the two pods plus a generated shape (a) cluster of about
@@ -25,7 +25,9 @@
  *    kernel.bpf_stats_enabled off (it adds two clock reads to every program run, ~3 µs per
  *    connection here, which no policy does not pay); one more pass with it on then gives the
  *    programs' own run time per packet and packets per connection, apart for the iperf3 stream
- *    (established packets) and the connections.
+ *    (established packets) and the connections. `--host-conntrack`: every configuration, no
+ *    policy included, on a node with kube-proxy-like rules of its own, so the host tracks every
+ *    connection as a real node's does (bench/ebpf-host-conntrack.ts).
  * 2. Per-packet cost in the kernel for a new connection, by policies selecting one endpoint
  *    (1, 10, 100, 1,000; always 1,000 client pods): BPF_PROG_TEST_RUN on packets of new
  *    5-tuples (the whole lookup) from the n clients the policies name in turn, from all 1,000 in
@@ -72,6 +74,7 @@ import {
   type ProgramStats,
 } from './ebpf-common.ts';
 import { reportTraffic } from './ebpf-traffic-report.ts';
+import { flushHostConntrack, hostConntrackOn } from './ebpf-host-conntrack.ts';
 import { perPacket } from './ebpf-per-packet.ts';
 import { updates } from './ebpf-updates.ts';
 
@@ -91,6 +94,7 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
       option(args, 'chunks', 4),
       args.includes('--agent-client'),
       args.includes('--load-once'),
+      args.includes('--host-conntrack'),
     );
   if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
@@ -174,6 +178,7 @@ async function traffic(
   chunks: number,
   agentClient: boolean,
   loadOnce: boolean,
+  hostConntrack: boolean,
 ): Promise<void> {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
@@ -193,6 +198,12 @@ async function traffic(
   try {
     // Before the lab's own policy goes: the lab enforces with nftables; the benchmark swaps datapaths.
     await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: node.netns });
+    if (hostConntrack) await hostConntrackOn(node.netns);
+    // Each turn starts from an empty host connection table (bench/ebpf-host-conntrack.ts says why).
+    const turn = async (configuration: Configuration) => {
+      if (hostConntrack) await flushHostConntrack(node.netns);
+      await configuration.on();
+    };
     const sizes = [
       { label: '~1 policy', scale: 0 },
       { label: '~100 policies', scale: 0.00134 },
@@ -359,7 +370,7 @@ async function traffic(
       for (let k = 0; k < configurations.length; k++) {
         const c = (k + r) % configurations.length;
         const configuration = configurations[c] as Configuration;
-        await configuration.on();
+        await turn(configuration);
         const { rate, cpu } = await measureConnections();
         rates[c]?.push(rate);
         cpus[c]?.push(cpu);
@@ -379,7 +390,7 @@ async function traffic(
     await run('sysctl', ['-q', '-w', 'kernel.bpf_stats_enabled=1']);
     for (const [c, configuration] of configurations.entries()) {
       if (!configuration.programs) continue;
-      await configuration.on();
+      await turn(configuration);
       const before = programStats(configuration.programs);
       await measureConnections();
       const connected = programStats(configuration.programs);
@@ -398,7 +409,7 @@ async function traffic(
       runs,
       seconds,
       connections,
-      tool ? 'C client and server, in turn' : 'Node pod agents, 100 at a time',
+      `${tool ? 'C client and server, in turn' : 'Node pod agents, 100 at a time'}${hostConntrack ? '; host conntrack active (kube-proxy-like rules) in every configuration' : ''}`,
     );
   } finally {
     server?.kill('SIGKILL');
