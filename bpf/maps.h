@@ -26,6 +26,15 @@
 		__type(value, v);                                                                  \
 	} name SEC(".maps")
 
+/* The connection table and fragments: the least recently used entry makes room for a new one. */
+#define LRU_MAP(name, k, v, n)                                                                     \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                               \
+		__uint(max_entries, n);                                                            \
+		__type(key, k);                                                                    \
+		__type(value, v);                                                                  \
+	} name SEC(".maps")
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -62,19 +71,8 @@ HASH_MAP(bits, struct bits_key, __u64, 1 << 20);
 HASH_MAP(actions, struct action_key, __u32, TABLE_ENTRIES);
 HASH_MAP(group_names, __u32, struct group_name, TABLE_ENTRIES);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct ct_key);
-	__type(value, struct ct_value);
-} conntrack SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct frag_key);
-	__type(value, struct frag_value);
-} frags SEC(".maps");
+LRU_MAP(conntrack, struct ct_key, struct ct_value, 65536);
+LRU_MAP(frags, struct frag_key, struct frag_value, 4096);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
