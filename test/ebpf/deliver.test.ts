@@ -19,9 +19,9 @@ import { formatIp } from '../../src/net/ip.ts';
 import { layout, pinToCurrentCpu, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
 import { addressOf } from '../../src/renderers/ebpf/index.ts';
 import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
-import { base, ctSideIn, db, dbFromWeb, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
+import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
 import { frameOf } from '../../src/ebpf/index.ts';
-import { policy, type Raw } from '../helpers/builders.ts';
+import { ipOf, policy, type Raw } from '../helpers/builders.ts';
 
 const hasConntrack = spawnSync('conntrack', ['--version']).status === 0;
 const SKIP =
@@ -168,6 +168,24 @@ describe('direct delivery between two pods of a node', { skip: SKIP }, () => {
       assert.equal(n.from(cut), TC_ACT_OK, 'judged again');
       assert.equal(n.to(framedByHost(cut)), TC_ACT_SHOT, 'db’s ingress is closed now');
       assert.equal(n.from(withSeq(syn, 6)), TC_ACT_OK, 'never delivered: db’s current side denies it');
+    });
+  });
+
+  it('learns and delivers IPv6 connections as IPv4 ones, each family on its own', () => {
+    pinned([...dual, dbFromWeb], (n) => {
+      const [web6, db6] = [ipOf('fd00::1'), ipOf('fd00::2')];
+      const sport = freshPort();
+      const syn = tcp(web6, db6, sport, 80);
+      const reply = tcp(db6, web6, 80, sport);
+      assert.equal(n.from(syn), TC_ACT_OK);
+      assert.equal(n.to(framedByHost(syn)), TC_ACT_OK);
+      assert.equal(n.from(reply), TC_ACT_OK);
+      assert.equal(n.to(framedByHost(reply)), TC_ACT_OK);
+      assert.equal(peerOf(db6)?.epoch, epoch(), 'db’s IPv6 address learned');
+      assert.equal(peerOf(db), undefined, 'not its IPv4 address: no IPv4 frame was forwarded');
+      const next = Buffer.from(syn);
+      next.writeUInt32BE(2, 14 + 40 + 4);
+      assert.equal(n.from(next), TC_ACT_REDIRECT, 'delivered');
     });
   });
 
