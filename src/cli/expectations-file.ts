@@ -3,8 +3,9 @@
  * `{from, to, port, protocol?, allowed}` (port a number, a named port, or `53/UDP`). Every problem
  * is reported with its line and column; one bad entry does not hide the others.
  */
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { FIELD_LABELS, parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
+import { misplacedTab, tabMessage, type DocumentText } from '../ingest/index.ts';
 import { closest } from '../util/closest.ts';
 
 const FIELDS = ['from', 'to', 'port', 'protocol', 'allowed'];
@@ -32,6 +33,16 @@ export function parseExpectations(file: string, text: string): ExpectationsFile 
   const problem = (node: Node | null | undefined, message: string): void => {
     found.push({ ...at(node), message });
   };
+  const tab =
+    doc.errors.length > 0
+      ? misplacedTab(wholeFile(file, text, lineCounter), doc, firstError(doc))
+      : undefined;
+  if (tab !== undefined) {
+    // The parser's errors are what follows from the tab (three or more for one tab).
+    const { line, col } = lineCounter.linePos(tab);
+    found.push({ line, column: col, message: tabMessage(line) });
+    return { expectations: [], problems: problems() };
+  }
   for (const error of doc.errors) {
     const pos = lineCounter.linePos(error.pos[0]);
     // The parser's first line repeats the place ("… at line 1, column 5:"), which the prefix gives.
@@ -92,6 +103,21 @@ export function parseExpectations(file: string, text: string): ExpectationsFile 
     }
   });
   return { expectations, problems: problems() };
+}
+
+/** The file as the YAML syntax checks see a document: the whole of it. */
+function wholeFile(file: string, text: string, lineCounter: LineCounter): DocumentText {
+  const position = (offset: number): { file: string; line: number; column: number } => {
+    const { line, col } = lineCounter.linePos(offset);
+    return { file, line, column: col };
+  };
+  return { text, start: 0, end: text.length, base: 0, lineStarts: lineCounter.lineStarts, position };
+}
+
+function firstError(doc: Document): number {
+  let first = Infinity;
+  for (const error of doc.errors) first = Math.min(first, error.pos[0]);
+  return first;
 }
 
 function parsePort(

@@ -17,3 +17,4 @@ export { endpointId } from './build-cluster.ts';
 export { templateStandsAlone, topWorkload, workloadKey, type OwnerLookup } from './workloads.ts';
 export { controllerOf } from './decode-endpoint.ts';
 export { portNameProblem } from './validate-names.ts';
+export { misplacedTab, tabMessage, type DocumentText } from './yaml-syntax-errors.ts';

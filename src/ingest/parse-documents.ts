@@ -274,7 +274,7 @@ export function readDocuments(
         lineStarts: lineCounter.lineStarts,
         position,
       };
-      const { diagnostics: errors, readUntil } = syntaxErrors(where, document.errors);
+      const { diagnostics: errors, readUntil } = syntaxErrors(where, document);
       diagnostics.addAll(errors);
       // What the parser read before the first mistake has the structure it seems to have, so a
       // key repeated there is a mistake of its own, reported too (fixing the syntax error alone

@@ -2,9 +2,9 @@
  * What to tell the user about a YAML document the parser could not read. The parser reports
  * where it noticed a mistake, often past it and several times over; these diagnostics point
  * at the mistake itself where it can be found: the quote of a string never closed, the `{` or
- * `[` left open.
+ * `[` left open, the tab that indents a line.
  */
-import type { YAMLError } from 'yaml';
+import { visit, type Document, type YAMLError } from 'yaml';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { isSpace } from './json-documents.ts';
@@ -29,18 +29,29 @@ export interface DocumentText {
  * mistake (the parser read the text as meant up to there).
  */
 export function syntaxErrors(
-  document: DocumentText,
-  errors: readonly YAMLError[],
+  where: DocumentText,
+  document: Document,
 ): { diagnostics: Diagnostic[]; readUntil: number } {
-  const { text, start, base, position } = document;
+  const { text, start, base, position } = where;
+  const errors = document.errors;
   // An error the parser finds only at the document's end (a flow map never closed) is put
   // right after its last character, not on the next line (another document's).
-  let contentEnd = document.end;
+  let contentEnd = where.end;
   while (contentEnd > start && isSpace(text.charCodeAt(contentEnd - 1))) contentEnd--;
   const offsetOf = (error: YAMLError): number => Math.min(base + error.pos[0], contentEnd);
 
+  let first = contentEnd;
+  for (const error of errors) first = Math.min(first, offsetOf(error));
+  const tab = misplacedTab(where, document, first);
+  // What the parser says from there on follows from the tab (a line it cannot place, then
+  // every line after it in the same collection): one error, at the tab.
+  if (tab !== undefined) {
+    const at = position(tab);
+    return { diagnostics: [makeDiagnostic('YAML_SYNTAX', tabMessage(at.line), at)], readUntil: tab };
+  }
+
   const diagnostics: Diagnostic[] = [];
-  let readUntil = document.end;
+  let readUntil = where.end;
   for (const error of errors) {
     const at = offsetOf(error);
     if (/^Missing closing ["']quote/.test(error.message)) {
@@ -56,23 +67,53 @@ export function syntaxErrors(
     const where = position(at);
     const said = explainParserError(error.message.split('\n')[0] ?? error.message);
     const message = said + unclosedNote(text, said, start, at, where.line, position);
-    diagnostics.push(makeDiagnostic('YAML_SYNTAX', message + tabHint(document, where.line), where));
+    diagnostics.push(makeDiagnostic('YAML_SYNTAX', message, where));
     readUntil = Math.min(readUntil, at);
   }
   return { diagnostics, readUntil };
 }
 
-/** YAML forbids tabs in indentation, but many editors insert them; say so when that is the cause. */
-function tabHint({ text, lineStarts }: DocumentText, line: number): string {
-  for (const candidate of [line, line - 1]) {
-    const start = lineStarts[candidate - 1];
-    if (start === undefined) continue;
-    const end = text.indexOf('\n', start);
-    const content = text.slice(start, end < 0 ? undefined : end);
-    if (/^[ ]*\t/.test(content))
-      return ` (line ${candidate} is indented with a tab; YAML allows only spaces)`;
+/**
+ * The tab that indents the line where the parser first went wrong (at offset `firstError`), or
+ * the line before it (the parser may notice only on the next line), when one does and it is
+ * not text: YAML indents with spaces only, and the parser's errors then name what follows from
+ * it (an unexpected scalar, items not in line), not the tab. A tab after a block indicator
+ * (`- `, `? `, `: `) indents too; a tab in a block scalar's or a quoted string's text is text.
+ */
+export function misplacedTab(
+  where: DocumentText,
+  document: Document,
+  firstError: number,
+): number | undefined {
+  const line = where.position(firstError).line;
+  for (const candidate of [line - 1, line]) {
+    const lineStart = where.lineStarts[candidate - 1];
+    if (lineStart === undefined || lineStart < where.start) continue;
+    const indentation = /^(?: |[-?:](?=[ \t]))*\t/.exec(where.text.slice(lineStart, lineStart + 256));
+    if (!indentation) continue;
+    const tab = lineStart + indentation[0].length - 1;
+    if (unclosedQuote(where.text, where.start, tab) === undefined && !inScalar(document, tab - where.base))
+      return tab;
   }
-  return '';
+  return undefined;
+}
+
+/** Whether a scalar the parser read (a block scalar's lines, say) holds `offset`. */
+function inScalar(document: Document, offset: number): boolean {
+  let found = false;
+  visit(document, {
+    Scalar(_key, node) {
+      if (!node.range || node.range[0] > offset || offset >= node.range[1]) return undefined;
+      found = true;
+      return visit.BREAK;
+    },
+  });
+  return found;
+}
+
+/** The one error for a line indented with a tab. */
+export function tabMessage(line: number): string {
+  return `line ${line} is indented with a tab; YAML allows only spaces`;
 }
 
 /** Pathologically deep nesting exhausts the parser's stack; say what that means. */

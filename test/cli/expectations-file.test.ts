@@ -69,4 +69,17 @@ describe('parseExpectations', () => {
       'e.yaml:1:40: Flow map in block collection must be sufficiently indented and end with a }',
     ]);
   });
+
+  it('says a tab that indents a line once, at the tab (the parser says three things after it)', () => {
+    const entry = (indent: string, dash = '- '): string =>
+      `${dash}from: a/b\n${indent}to: c/d\n  port: 80\n  allowed: true\n`;
+    assert.deepEqual(parseExpectations('e.yaml', entry('\t')).problems, [
+      'e.yaml:2:1: line 2 is indented with a tab; YAML allows only spaces',
+    ]);
+    assert.deepEqual(parseExpectations('e.yaml', entry('  ', '-\t')).problems, [
+      'e.yaml:1:2: line 1 is indented with a tab; YAML allows only spaces',
+    ]);
+    // A tab that separates a value is not indentation.
+    assert.deepEqual(parseExpectations('e.yaml', entry('  ').replace('port: 80', 'port:\t80')).problems, []);
+  });
 });
