@@ -26,7 +26,7 @@
 		__type(value, v);                                                                  \
 	} name SEC(".maps")
 
-/* The connection table and fragments: the least recently used entry makes room for a new one. */
+/* A map whose least recently used entry makes room for a new one (connections, fragments, peers). */
 #define LRU_MAP(name, k, v, n)                                                                     \
 	struct {                                                                                   \
 		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                               \
@@ -89,7 +89,8 @@ struct {
 	__type(value, struct handoff);
 } handoffs SEC(".maps");
 
-/* Local pods a packet may be delivered to directly (struct peer). */
-HASH_MAP(peers, struct peer_key, struct peer, 1 << 12);
+/* Where the host forwards to local pods (struct peer), as learned: nothing deletes an entry, so the
+ * least recently used (a pod gone long ago) makes room when the node has had more addresses. */
+LRU_MAP(peers, struct peer_key, struct peer, 1 << 12);
 
 #endif /* PALISADE_MAPS_H */
