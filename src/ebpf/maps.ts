@@ -32,7 +32,7 @@ export class PinnedMaps implements BpfMaps {
         const shape = MAP_SHAPES[name];
         if (info.keySize !== shape.key || info.valueSize !== shape.value)
           throw new EbpfError(
-            `the pinned map ${path} has ${info.keySize}-byte keys and ${info.valueSize}-byte values, this version writes ${shape.key} and ${shape.value}: unload it (lab down) and load again`,
+            `the pinned map ${path} has ${info.keySize}-byte keys and ${info.valueSize}-byte values, this version writes ${shape.key} and ${shape.value}: another version pinned it; remove it (\`lab down\`, or \`rm -r ${pinDir(location)}\`) and apply again`,
           );
       }
     } catch (error) {

@@ -128,7 +128,9 @@ describe('pinned maps of another shape', { skip: SKIP }, () => {
           (error: Error) =>
             error instanceof EbpfError &&
             error.message.includes(`maps/${map} has 4-byte keys and 32-byte values`) &&
-            /unload it \(lab down\) and load again/.test(error.message),
+            /another version pinned it; remove it \(`lab down`, or `rm -r \/sys\/fs\/bpf\/palisade\/[^`]+`\) and apply again/.test(
+              error.message,
+            ),
         );
       } finally {
         unload(location);
