@@ -97,6 +97,16 @@ export class Snapshot {
     const destination = resolveAddress(cluster, to);
     if (!source.ok) throw new RequestError(`from: ${source.message}`);
     if (!destination.ok) throw new RequestError(`to: ${destination.message}`);
+    // Refused as `palisade check` refuses it (its message, with the API's names of the fields):
+    // no connection goes from one address family to the other, so a verdict would mislead.
+    if (
+      source.family !== undefined &&
+      destination.family !== undefined &&
+      source.family !== destination.family
+    )
+      throw new RequestError(
+        `from is an IPv${source.family} address and to an IPv${destination.family} one: a connection has one address family`,
+      );
     const destinationPort = portAtDestination(
       destination.address,
       query.query,

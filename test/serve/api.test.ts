@@ -162,6 +162,31 @@ describe('palisade serve: the API', () => {
     );
     const followed = await get<{ protocol: string }>(`${check}&port=dns&protocol=UDP`);
     assert.equal(followed.protocol, 'UDP');
+    // Two addresses of different families: refused as check refuses them, not answered DENIED.
+    const families = ['10.0.0.1', 'fd00::1'] as const;
+    const mixed = await fetch(
+      new URL(`/api/check?from=${families[0]}&to=${encodeURIComponent(families[1])}&port=80`, base),
+    );
+    assert.equal(mixed.status, 400);
+    const refused = await cli([
+      'check',
+      '-f',
+      'examples/shop',
+      '--from',
+      families[0],
+      '--to',
+      families[1],
+      '--port',
+      '80',
+    ]);
+    assert.equal(refused.code, 2);
+    assert.equal(
+      ((await mixed.json()) as { error: string }).error,
+      refused.stderr
+        .trim()
+        .replace(/^palisade: /, '')
+        .replaceAll('--', ''),
+    );
     const noDiff = await fetch(new URL('/api/diff', base));
     assert.equal(noDiff.status, 404);
   });
