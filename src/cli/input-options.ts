@@ -45,11 +45,14 @@ export function resolveInputOptions(raw: Record<string, unknown>): InputOptions 
   const maxFileSize = Number(raw.maxFileSize);
   if (!Number.isFinite(maxFileSize) || maxFileSize <= 0)
     problems.push(`--max-file-size must be a positive number of MiB`);
+  const file = (raw.file as string[] | undefined) ?? [];
+  const stdin = stdinNamedTwice(['-f', file]);
+  if (stdin) problems.push(stdin);
   if (problems.length) throw new UsageError(problems.join('\n'));
   const cluster = resolveClusterInput(raw);
   const namespaces = raw.namespace as string[] | undefined;
   return {
-    file: (raw.file as string[] | undefined) ?? [],
+    file,
     ...(cluster ? { cluster } : {}),
     ...(namespaces?.length ? { namespaces } : {}),
     semantics: semantics as Semantics,
@@ -62,4 +65,20 @@ export function checkChoice<T extends string>(flag: string, value: unknown, choi
   const found = choices.find((c) => c === value);
   if (!found) throw new UsageError(`${flag} must be one of ${choices.join(', ')}, not "${String(value)}"`);
   return found;
+}
+
+/**
+ * Standard input (`-`) named more than once among the options that take paths (`-f`, `--to`,
+ * `--against`), as a problem to refuse; undefined when it is named once or not at all. It can be
+ * read only once: the second would read as an empty file.
+ */
+export function stdinNamedTwice(
+  ...options: readonly (readonly [flag: string, paths: readonly string[]])[]
+): string | undefined {
+  const flags = options.flatMap(([flag, paths]) => paths.filter((path) => path === '-').map(() => flag));
+  if (flags.length < 2) return undefined;
+  const distinct = [...new Set(flags)];
+  return distinct.length === 1
+    ? `${distinct[0]} names - (standard input) ${flags.length === 2 ? 'twice' : `${flags.length} times`}; it can be read only once (name it once)`
+    : `${distinct.join(' and ')} both name - (standard input); it can be read only once (save it to a file for one of them)`;
 }

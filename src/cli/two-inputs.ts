@@ -6,7 +6,8 @@
 import type { Command } from 'commander';
 import type { LoadResult } from '../ingest/types.ts';
 import { loadInput, reportDiagnostics, type InputOptions } from './common.ts';
-import type { CliIo } from './io.ts';
+import { stdinNamedTwice } from './input-options.ts';
+import { UsageError, type CliIo } from './io.ts';
 
 export function withSecondInput(command: Command, what: string): Command {
   return command.requiredOption('--to <paths...>', `${what}: manifest files or directories`);
@@ -18,6 +19,8 @@ export async function loadBoth(
   second: unknown,
   io: CliIo,
 ): Promise<{ first: LoadResult; second: LoadResult; inputErrors: boolean }> {
+  const stdin = stdinNamedTwice(['-f', input.file], ['--to', second as string[]]);
+  if (stdin) throw new UsageError(stdin);
   const first = await loadInput(input, io);
   // The second input is files even when the first is a cluster (a change checked before applying it).
   const { cluster: _first, ...files } = input;

@@ -360,6 +360,21 @@ describe('palisade validate', () => {
     assert.equal(r.code, 0);
     assert.match(r.stdout, /<stdin>:1:1: info NAMESPACE_IMPLICIT/);
   });
+  it('refuses stdin named twice, in one option or two (the second read as an empty file)', async () => {
+    const stdin = 'kind: Namespace\napiVersion: v1\nmetadata: {name: a}\n';
+    for (const [args, flags] of [
+      [['validate', '-f', '-', '-f', '-'], '-f names - (standard input) twice'],
+      [['diff', '-f', '-', '--to', '-'], '-f and --to both name - (standard input)'],
+    ] as const) {
+      const r = await cli(args, { stdin });
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stdout, '');
+      assert.match(
+        r.stderr,
+        new RegExp(`^palisade: ${flags.replace(/[()]/g, '\\$&')}; it can be read only once`),
+      );
+    }
+  });
   it('analysis commands still answer, and exit 1, when part of the input is broken', async () => {
     const r = await cli([
       'matrix',

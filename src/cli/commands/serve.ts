@@ -6,7 +6,7 @@
  * requests wait for them.
  */
 import { Command } from 'commander';
-import { resolveInputOptions, withInputOptions } from '../input-options.ts';
+import { resolveInputOptions, stdinNamedTwice, withInputOptions } from '../input-options.ts';
 import { EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -29,6 +29,8 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError('--port must be a number from 0 to 65535');
       const address = String(raw.address);
       const against = raw.against as string[] | undefined;
+      const stdin = stdinNamedTwice(['-f', input.file], ['--against', against ?? []]);
+      if (stdin) throw new UsageError(stdin);
       const { listen } = await import('../../serve/socket/index.ts');
       const listener = await listen(address, port).catch((error: NodeJS.ErrnoException) => {
         // A port in use or not ours to take: the user's to change, one line.
