@@ -168,6 +168,36 @@ describe('render --target ebpf', () => {
       const on = await cli([...args, file('h.yaml', manifests(80))]);
       assert.equal(on.code, 0, on.stderr);
       assert.equal(flags() & layout.CFG_NO_DIRECT, 0);
+      assert.equal((JSON.parse(on.stdout) as { directDelivery: boolean }).directDelivery, true);
+    });
+
+    it('turns direct delivery off, and says why, where the host would not pick a connection up mid-stream', async () => {
+      const args = ['render', '--target', 'ebpf', '--node', 'n1', '--apply', '--netns', netns, '-f'];
+      const loose = (value: number) =>
+        run('nsenter', [
+          `--net=/run/netns/${netns}`,
+          'sysctl',
+          '-qw',
+          `net.netfilter.nf_conntrack_tcp_loose=${value}`,
+        ]);
+      assert.equal((await loose(0)).code, 0);
+      try {
+        const applied = await cli([...args, file('i.yaml', manifests(80))]);
+        assert.equal(applied.code, 0, applied.stderr);
+        assert.match(
+          applied.stderr,
+          /^palisade: warning: direct delivery is off: net.netfilter.nf_conntrack_tcp_loose is 0 in network namespace pe-\d+, /m,
+        );
+        assert.equal((JSON.parse(applied.stdout) as { directDelivery: boolean }).directDelivery, false);
+        const maps = PinnedMaps.open(instance);
+        const flags = maps.get('config', layout.u32(0))!.readUInt32LE(0);
+        maps.close();
+        assert.equal(flags & layout.CFG_NO_DIRECT, layout.CFG_NO_DIRECT);
+      } finally {
+        await loose(1);
+      }
+      const again = await cli([...args, file('i.yaml', manifests(80))]);
+      assert.equal(again.stderr, '', 'on again: nothing to say');
     });
 
     it('leaves other programs on the interface, unpins the links of interfaces that are gone, and keeps links through a reload', async () => {

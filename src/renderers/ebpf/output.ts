@@ -20,6 +20,10 @@ export interface EbpfOutput {
   readonly allowNodeLocal: boolean;
   /** The per-node pin directory when applied to the kernel. */
   readonly pinned: string | undefined;
+  /** Whether packets between two pods of the node may be delivered directly (bpf/palisade.h, struct peer). */
+  readonly directDelivery: boolean;
+  /** What the user should know about how it was applied (printed on stderr). */
+  readonly warnings: readonly string[];
   /** Map operations written (or recorded) so far, and by the last commit before its switch. */
   readonly operations: number;
 }

@@ -20,7 +20,9 @@ export function ebpfDocument(output: EbpfOutput): unknown {
   const { content } = output;
   return {
     node: output.node,
-    ...(output.pinned !== undefined ? { applied: true, pinned: output.pinned } : {}),
+    ...(output.pinned !== undefined
+      ? { applied: true, pinned: output.pinned, directDelivery: output.directDelivery }
+      : {}),
     epoch: content.epoch,
     records: content.records
       .filter((r) => r.record)

@@ -20,6 +20,7 @@ import { EbpfError } from '../../ebpf/index.ts';
 import { EbpfRenderer } from './renderer.ts';
 import { ebpfDocument } from './print.ts';
 import { ebpfVerdicts } from './interpreter.ts';
+import { directDeliveryRefusal } from './host-conntrack.ts';
 import type { EbpfOutput } from './output.ts';
 
 export const ebpfTarget: TargetImplementation<EbpfOutput> = {
@@ -35,6 +36,9 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
     if (node === undefined) throw new EbpfError('the ebpf target renders one node at a time: name it');
     const allowNodeLocal = options.allowNodeLocal ?? true;
     const apply = options.apply;
+    let directDelivery = options.directDelivery ?? true;
+    const refusal = apply && directDelivery ? directDeliveryRefusal(apply.netns) : undefined;
+    if (refusal !== undefined) directDelivery = false;
     let pinned: string | undefined;
     let kernel: PinnedMaps | undefined;
     let onNewPods: ConstructorParameters<typeof EbpfRenderer>[0]['onNewPods'];
@@ -60,7 +64,7 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
       node,
       allowNodeLocal,
       recheckFlows: options.recheckFlows ?? true,
-      directDelivery: options.directDelivery ?? true,
+      directDelivery,
       ...(kernel ? { kernel } : {}),
       ...(onNewPods ? { onNewPods } : {}),
     });
@@ -74,6 +78,8 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
           content: renderer.content(),
           allowNodeLocal,
           pinned,
+          directDelivery,
+          warnings: refusal !== undefined ? [refusal] : [],
           operations: renderer.recorded.operations,
         };
       },
@@ -86,7 +92,7 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
           ? ebpfDocument(rendered[0]!.output)
           : { nodes: rendered.map((r) => ebpfDocument(r.output)) },
     },
-    warnings: [],
+    warnings: [...new Set(rendered.flatMap((r) => r.output.warnings))],
   }),
   interpreter: {
     verdicts: (rendered) => ebpfVerdicts(rendered),
