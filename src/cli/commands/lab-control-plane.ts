@@ -5,16 +5,10 @@
  */
 import { formatStatus } from '../../agent/index.ts';
 import type { Cluster } from '../../model/types.ts';
-import {
-  defaultPorts,
-  formatPlan,
-  formatProbeReport,
-  loadControlPlaneLab,
-  probeLab,
-  type ProbePort,
-} from '../../lab/index.ts';
+import { formatPlan, formatProbeReport, loadControlPlaneLab, probeLab } from '../../lab/index.ts';
 import { writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { probePorts, type ProbeQueries } from '../probe-ports.ts';
 
 type Options = { readonly stateRoot: string; readonly waitMs: number };
 
@@ -53,7 +47,8 @@ export async function controlPlaneProbe(
   name: string,
   options: Options,
   probe: {
-    ports: ProbePort[] | undefined;
+    /** What --port asked for; undefined: every container port. */
+    asked: ProbeQueries | undefined;
     timeoutMs: number;
     output: 'text' | 'json';
     realizeTimeoutMs: number;
@@ -68,9 +63,7 @@ export async function controlPlaneProbe(
       io.stderr.write(
         `note: after ${probe.realizeTimeoutMs / 1000} s these agents have not realized revision ${revision}; probing what the kernels hold now:\n${lagLines(reading)}\n`,
       );
-    const { ports, notProbed } = probe.ports
-      ? { ports: probe.ports, notProbed: [] }
-      : defaultPorts(lab.plan.pods);
+    const { ports, notProbed } = probePorts(probe.asked, lab.plan.pods);
     const report = await probeLab(lab, ports, { timeoutMs: probe.timeoutMs, notProbed });
     if (probe.output === 'json') writeJson(io, { ...report, revision, lagging: reading.lagging });
     else io.stdout.write(formatProbeReport(report));

@@ -5,7 +5,6 @@
  */
 import { Command } from 'commander';
 import {
-  defaultPorts,
   formatApplyReport,
   formatPlan,
   formatProbeReport,
@@ -14,8 +13,6 @@ import {
   Lab,
   probeLab,
   requireRoot,
-  type ProbePort,
-  type Transport,
 } from '../../lab/index.ts';
 import {
   checkChoice,
@@ -26,6 +23,7 @@ import {
   writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { parseProbePorts, probePorts } from '../probe-ports.ts';
 import {
   controlPlaneApply,
   controlPlaneDown,
@@ -134,8 +132,15 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       .description(
         'connect from every pod to every other pod and compare with the reference evaluator (exit 1 on any disagreement)',
       )
-      .option('--port <ports>', 'ports to probe, comma-separated (default: every container port in the lab)')
-      .option('--protocol <protocols>', 'with --port: TCP, UDP or both, comma-separated', 'TCP')
+      .option(
+        '--port <ports>',
+        'ports to probe, comma-separated: numbers, names (the numbers the pods give them), either with its protocol (53/UDP) (default: every container port in the lab)',
+      )
+      .option(
+        '--protocol <protocols>',
+        'with --port: TCP, UDP or both, comma-separated, for the ports that name none',
+        'TCP',
+      )
       .option('--timeout <ms>', 'how long a blocked attempt waits', '1000')
       .option('-o, --output <format>', 'text or json', 'text')
       .option(
@@ -143,18 +148,21 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         'with a control plane: how long to wait until every agent has realized the store',
         '30',
       )
-      .action(async (raw: Record<string, unknown>) => {
+      .action(async (raw: Record<string, unknown>, command: Command) => {
         requireRoot();
         const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
         const timeoutMs = Number(raw.timeout);
         if (!Number.isInteger(timeoutMs) || timeoutMs < 10)
           throw new UsageError('--timeout must be at least 10 (ms)');
+        const asked = parseProbePorts(
+          typeof raw.port === 'string' ? raw.port : undefined,
+          String(raw.protocol),
+          command.getOptionValueSource('protocol') === 'cli',
+        );
         if (hasControlPlane(String(raw.name), labOptions(raw).stateRoot)) {
-          const probing =
-            typeof raw.port === 'string' ? parsePorts(raw.port, String(raw.protocol)) : undefined;
           return done(
             await controlPlaneProbe(io, String(raw.name), labOptions(raw), {
-              ports: probing,
+              asked,
               timeoutMs,
               output,
               realizeTimeoutMs: realizeTimeout(raw),
@@ -164,10 +172,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const opened = await Lab.attach(String(raw.name), labOptions(raw));
         try {
           io.stderr.write(driftNotes(opened, false));
-          const { ports, notProbed } =
-            typeof raw.port === 'string'
-              ? { ports: parsePorts(raw.port, String(raw.protocol)), notProbed: [] }
-              : defaultPorts(opened.plan.pods);
+          const { ports, notProbed } = probePorts(asked, opened.plan.pods);
           const report = await probeLab(opened, ports, { timeoutMs, notProbed });
           if (output === 'json') writeJson(io, report);
           else io.stdout.write(formatProbeReport(report));
@@ -239,18 +244,6 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       }),
   );
   return lab;
-}
-
-export function parsePorts(portText: string, protocolText: string): ProbePort[] {
-  const protocols = protocolText
-    .split(',')
-    .map((p) => checkChoice('--protocol', p.trim().toUpperCase(), ['TCP', 'UDP'] as const));
-  return portText.split(',').flatMap((text) => {
-    const port = Number(text.trim());
-    if (!Number.isInteger(port) || port < 1 || port > 65535)
-      throw new UsageError(`--port ${text}: not a port number (1-65535)`);
-    return protocols.map((protocol: Transport) => ({ port, protocol }));
-  });
 }
 
 /** The raw objects that loaded without errors (a broken policy is reported and left out). */
