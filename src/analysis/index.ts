@@ -31,7 +31,6 @@ export {
 export {
   askForPort,
   CLI_SPELLING,
-  FIELD_LABELS,
   FILE_SPELLING,
   parsePortQuery,
   portAtDestination,

@@ -26,17 +26,44 @@ export interface PortQueryOptions {
    * which a port naming its own protocol overrides. Default true.
    */
   readonly protocolIsForThisPort?: boolean;
-  /** How the messages name the two fields. Default `--port` and `--protocol`. */
-  readonly labels?: { readonly port: string; readonly protocol: string };
+  /** How the caller's users write the two fields, named so in the messages. Default CLI_SPELLING. */
+  readonly spelling?: PortSpelling;
 }
 
-const CLI_LABELS = { port: '--port', protocol: '--protocol' };
-/** The fields' bare names, as an expectations file's keys and serve's query parameters spell them. */
-export const FIELD_LABELS = { port: 'port', protocol: 'protocol' } as const;
+/**
+ * How a caller's users write a port and a protocol: the fields' names (what messages call them)
+ * and how a value is given to one and the two are put together, to say how to ask for a port.
+ */
+export interface PortSpelling {
+  /** `--port`, `port`. */
+  readonly port: string;
+  readonly protocol: string;
+  /** Between a field and its value: `--port 80`, `port: 80`, `port=80`. */
+  readonly assign: string;
+  /** Between the two fields: `--port dns --protocol UDP`, `port: dns, protocol: UDP`. */
+  readonly between: string;
+}
+
+/** Command-line options: `--port dns --protocol UDP`. */
+export const CLI_SPELLING: PortSpelling = {
+  port: '--port',
+  protocol: '--protocol',
+  assign: ' ',
+  between: ' ',
+};
+/** An expectations file's keys: `port: dns, protocol: UDP`. */
+export const FILE_SPELLING: PortSpelling = {
+  port: 'port',
+  protocol: 'protocol',
+  assign: ': ',
+  between: ', ',
+};
+/** serve's query parameters: `port=dns&protocol=UDP`. */
+export const QUERY_SPELLING: PortSpelling = { port: 'port', protocol: 'protocol', assign: '=', between: '&' };
 
 /** `text` as a port query; TCP unless a protocol is named. */
 export function parsePortQuery(text: string, options: PortQueryOptions = {}): PortQueryParse {
-  const labels = options.labels ?? CLI_LABELS;
+  const spelling = options.spelling ?? CLI_SPELLING;
   const fail = (field: 'port' | 'protocol', message: string): PortQueryParse => ({
     ok: false,
     message,
@@ -45,9 +72,9 @@ export function parsePortQuery(text: string, options: PortQueryOptions = {}): Po
   const slash = text.lastIndexOf('/');
   const portText = slash < 0 ? text : text.slice(0, slash);
   const inline = slash < 0 ? undefined : protocolNamed(text.slice(slash + 1), 'no protocol after "/"');
-  if (inline?.ok === false) return fail('port', `${labels.port} ${text}: ${inline.message}`);
+  if (inline?.ok === false) return fail('port', `${spelling.port} ${text}: ${inline.message}`);
   const given = options.protocol === undefined ? undefined : protocolNamed(options.protocol, 'is empty');
-  if (given?.ok === false) return fail('protocol', `${labels.protocol} ${given.message}`);
+  if (given?.ok === false) return fail('protocol', `${spelling.protocol} ${given.message}`);
   const inlineProtocol = inline?.ok ? inline.protocol : undefined;
   const givenProtocol = given?.ok ? given.protocol : undefined;
   if (
@@ -58,25 +85,25 @@ export function parsePortQuery(text: string, options: PortQueryOptions = {}): Po
   )
     return fail(
       'protocol',
-      `${labels.port} ${text} says ${inlineProtocol} but ${labels.protocol} says ${givenProtocol}`,
+      `${spelling.port} ${text} says ${inlineProtocol} but ${spelling.protocol} says ${givenProtocol}`,
     );
   const protocol = inlineProtocol ?? givenProtocol ?? 'TCP';
   if (/^[0-9]+$/.test(portText)) {
     const port = Number(portText);
     if (port < 1 || port > 65535)
-      return fail('port', `${labels.port} ${portText} is not between 1 and 65535`);
+      return fail('port', `${spelling.port} ${portText} is not between 1 and 65535`);
     return { ok: true, query: { port, protocol } };
   }
-  if (portText === '') return fail('port', `${labels.port} "${text}": give a port number or name`);
+  if (portText === '') return fail('port', `${spelling.port} "${text}": give a port number or name`);
   if (/^[0-9]*\.[0-9]*$/.test(portText) && portText !== '.')
-    return fail('port', `${labels.port} ${portText} is not a whole number between 1 and 65535`);
+    return fail('port', `${spelling.port} ${portText} is not a whole number between 1 and 65535`);
   const problem = portNameProblem(portText);
   if (problem === undefined) return { ok: true, query: { port: portText, protocol } };
   const hint =
     portNameProblem(portText.toLowerCase()) === undefined
       ? `port names are lower case: "${portText.toLowerCase()}"`
       : `a port name ${problem}`;
-  return fail('port', `${labels.port} "${portText}" is neither a port number nor a port name (${hint})`);
+  return fail('port', `${spelling.port} "${portText}" is neither a port number nor a port name (${hint})`);
 }
 
 /** `whenEmpty` says what an empty protocol is where it was given (after a "/", or on its own). */
@@ -93,17 +120,6 @@ function protocolNamed(
 export type PortAtDestination =
   { ok: true; port: number; portName?: string } | { ok: false; message: string };
 
-/** How a caller's users write a port and a protocol: `--port `/`--protocol ` and a space, … */
-export interface PortSpelling {
-  readonly port: string;
-  readonly protocol: string;
-  readonly between: string;
-}
-
-export const CLI_SPELLING: PortSpelling = { port: '--port ', protocol: '--protocol ', between: ' ' };
-export const FILE_SPELLING: PortSpelling = { port: 'port: ', protocol: 'protocol: ', between: ', ' };
-export const QUERY_SPELLING: PortSpelling = { port: 'port=', protocol: 'protocol=', between: '&' };
-
 /**
  * How to ask for port `name` on `protocol`: `--port dns/UDP`, or — when the protocol was given
  * apart, which `dns/UDP` would contradict — `--port dns --protocol UDP`.
@@ -114,9 +130,10 @@ export function askForPort(
   protocol: Protocol,
   protocolApart: boolean,
 ): string {
+  const { port, protocol: protocolField, assign, between } = spelling;
   return protocolApart
-    ? `${spelling.port}${name}${spelling.between}${spelling.protocol}${protocol}`
-    : `${spelling.port}${name}/${protocol}`;
+    ? `${port}${assign}${name}${between}${protocolField}${assign}${protocol}`
+    : `${port}${assign}${name}/${protocol}`;
 }
 
 /**

@@ -4,7 +4,7 @@
  * is reported with its line and column; one bad entry does not hide the others.
  */
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
-import { FIELD_LABELS, parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
+import { FILE_SPELLING, parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
 import { misplacedTab, tabMessage, type DocumentText } from '../ingest/index.ts';
 import { closest } from '../util/closest.ts';
 
@@ -154,7 +154,7 @@ function parsePort(
   const protocolText = protocol === undefined ? undefined : String(protocol.value);
   const parsed = parsePortQuery(String(port.value), {
     ...(protocolText !== undefined ? { protocol: protocolText } : {}),
-    labels: FIELD_LABELS,
+    spelling: FILE_SPELLING,
   });
   if (parsed.ok) return { ...parsed.query, ...(protocol ? { protocolApart: true } : {}) };
   problem(parsed.field === 'protocol' && protocol ? protocol.node : port.node, parsed.message);

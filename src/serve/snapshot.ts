@@ -12,7 +12,6 @@ import {
   lintCluster,
   matrixGraph,
   objectLocator,
-  FIELD_LABELS,
   parsePortQuery,
   portAtDestination,
   QUERY_SPELLING,
@@ -89,7 +88,7 @@ export class Snapshot {
     const cluster = this.input.cluster;
     const query = parsePortQuery(portText, {
       ...(protocolText !== undefined ? { protocol: protocolText } : {}),
-      labels: FIELD_LABELS,
+      spelling: QUERY_SPELLING,
     });
     if (!query.ok) throw new RequestError(query.message);
     const { protocol } = query.query;
@@ -134,7 +133,7 @@ export class Snapshot {
 /** `80`, `80/TCP`, `http/udp`, `any` (or nothing) → a port query, or undefined for any port. */
 export function parsePort(text: string | undefined): PortQuery | undefined {
   if (!text || text === 'any') return undefined;
-  const parsed = parsePortQuery(text, { labels: FIELD_LABELS });
+  const parsed = parsePortQuery(text, { spelling: QUERY_SPELLING });
   if (!parsed.ok) throw new RequestError(parsed.message);
   return parsed.query;
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parsePortQuery, type PortQueryOptions } from '../../src/analysis/port-query.ts';
+import { FILE_SPELLING, parsePortQuery, type PortQueryOptions } from '../../src/analysis/port-query.ts';
 
 const ok = (text: string, options?: PortQueryOptions) => {
   const parsed = parsePortQuery(text, options);
@@ -69,7 +69,7 @@ describe('parsePortQuery', () => {
     ]);
     // An empty protocol given apart (`--protocol ''`, `protocol: ""`) has no "/" to speak of.
     assert.deepEqual(bad('80', { protocol: '' }), ['protocol', '--protocol is empty (TCP, UDP or SCTP)']);
-    const file = { labels: { port: 'port', protocol: 'protocol' } };
+    const file = { spelling: FILE_SPELLING };
     assert.deepEqual(bad('53/UDP', { ...file, protocol: 'TCP' }), [
       'protocol',
       'port 53/UDP says UDP but protocol says TCP',
