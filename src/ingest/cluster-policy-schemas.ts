@@ -7,16 +7,9 @@
 import * as z from 'zod';
 import { labelSelectorSchema, metadataSchema } from './schemas.ts';
 
-function schemas(strict: boolean) {
-  const object = strict ? z.strictObject : z.object;
-  const selector = strict
-    ? labelSelectorSchema
-    : z.object({
-        matchLabels: z.record(z.string(), z.string()).nullish(),
-        matchExpressions: z
-          .array(z.object({ key: z.string(), operator: z.string(), values: z.array(z.string()).nullish() }))
-          .nullish(),
-      });
+function schemas() {
+  const object = z.strictObject;
+  const selector = labelSelectorSchema;
   const subject = object({
     namespaces: selector.nullish(),
     pods: object({ namespaceSelector: selector.nullish(), podSelector: selector.nullish() }).nullish(),
@@ -96,8 +89,7 @@ function schemas(strict: boolean) {
   };
 }
 
-export const strictClusterPolicySchemas = schemas(true);
-export const lenientClusterPolicySchemas = schemas(false);
+export const strictClusterPolicySchemas = schemas();
 
 /** Peer field shapes, parsed by the decoder once it knows which API version's shape it has. */
 const selector = labelSelectorSchema;

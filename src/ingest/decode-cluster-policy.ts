@@ -20,7 +20,6 @@ import { checkCount, decodeClusterPeer } from './decode-cluster-peer.ts';
 import { decodeAnpPort, decodeCnpProtocol } from './decode-cluster-ports.ts';
 import { decodeSelector } from './decode-labels.ts';
 import {
-  lenientClusterPolicySchemas,
   strictClusterPolicySchemas,
   type RawAnpPort,
   type RawCnpProtocol,
@@ -56,7 +55,7 @@ const SCHEMAS: Readonly<Record<ClusterPolicyKind, ReadingSchemas<z.ZodType>>> = 
 
 function readingSchemas(kind: keyof typeof strictClusterPolicySchemas): ReadingSchemas<z.ZodType> {
   const strict = strictClusterPolicySchemas[kind];
-  return { strict, lenient: lenientClusterPolicySchemas[kind], knownFields: fieldNamesOf(strict) };
+  return { strict, knownFields: fieldNamesOf(strict) };
 }
 
 interface RawRule {

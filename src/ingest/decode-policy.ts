@@ -17,19 +17,14 @@ import type { DecodeContext } from './decode-context.ts';
 import { plainNetworkPolicy, type RawNetworkPolicy } from './decode-shapes.ts';
 import { decodeReportingAll } from './prune-mistyped.ts';
 import { decodeSelector } from './decode-labels.ts';
-import {
-  lenientNetworkPolicySchema,
-  networkPolicySchema,
-  type RawPeer,
-  type RawPolicyPort,
-} from './schemas.ts';
+import { networkPolicySchema, type RawPeer, type RawPolicyPort } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
 import { exactArray } from '../util/exact-array.ts';
 
 const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1', 'extensions/v1beta1'];
-const POLICY_SCHEMAS = { strict: networkPolicySchema, lenient: lenientNetworkPolicySchema };
+const POLICY_SCHEMAS = { strict: networkPolicySchema };
 
 export function decodeNetworkPolicy(ctx: DecodeContext): NetworkPolicy | undefined {
   // A well-formed policy is read as it is: the strict schema would give back an equal copy.

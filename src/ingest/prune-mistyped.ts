@@ -14,19 +14,18 @@ import type { Diagnostic, DiagnosticCode } from '../model/diagnostics.ts';
 import { formatPath, valueAt, type DecodeContext } from './decode-context.ts';
 import type { FieldPath } from './types.ts';
 
-/** The schemas a value is read with: `lenient` (default `strict`) must accept what `strict` does, and drop unknown fields. */
+/** The schema a value is read with, and the field names for its "did you mean" hints. */
 export interface ReadingSchemas<S extends z.ZodType> {
   readonly strict: S;
-  readonly lenient?: z.ZodType;
-  /** The schemas' field names, for "did you mean" hints on unknown fields (default NetworkPolicy's). */
+  /** The schema's field names, for "did you mean" hints on unknown fields (default NetworkPolicy's). */
   readonly knownFields?: readonly string[];
 }
 
 /**
  * `decode` of `value` (found at `at` inside the context's object) parsed with `schemas.strict`.
- * When that parse fails, its issues are reported; then the value is read again leniently — as
- * it is when only unknown fields were wrong, or without its mistyped fields — and decoded for
- * the diagnostics alone: the result is undefined, as the value is invalid either way.
+ * When that parse fails, its issues are reported; then a copy of the value without its unknown
+ * fields — and without its mistyped ones, stood in for where required — is read again and
+ * decoded for the diagnostics alone: the result is undefined, as the value is invalid either way.
  */
 export function decodeReportingAll<S extends z.ZodType, R>(
   ctx: DecodeContext,
@@ -42,15 +41,30 @@ export function decodeReportingAll<S extends z.ZodType, R>(
     at.length === 0 ? issues : issues.map((i) => ({ ...i, path: [...at, ...i.path] })),
     schemas.knownFields,
   );
-  const lenient = schemas.lenient ?? schemas.strict;
+  const copy = structuredClone(value);
+  removeUnknownFields(copy, issues);
   const unknownOnly = issues.every((issue) => issue.code === 'unrecognized_keys');
-  const reread = unknownOnly ? readAsIs(lenient, value) : readWithoutMistyped(lenient, value, issues, at);
+  const reread = unknownOnly
+    ? readAsIs(schemas.strict, copy)
+    : readWithoutMistyped(schemas.strict, copy, issues, at);
   if (!reread) return undefined;
   const before = ctx.diagnostics.length;
-  // The lenient schema has the strict one's shape; only unknown fields and stand-ins differ.
   decode(reread.data as z.output<S>);
   if (reread.causedByRemoval) ctx.dropSince(before, reread.causedByRemoval);
   return undefined;
+}
+
+/**
+ * Deletes the fields the issues call unknown (reported already), so that the strict schema reads
+ * what is left: what they held is not checked, as the API server would not read it either.
+ */
+function removeUnknownFields(copy: unknown, issues: readonly z.core.$ZodIssue[]): void {
+  for (const issue of issues) {
+    if (issue.code !== 'unrecognized_keys') continue;
+    const parent = valueAt(copy, pathOf(issue));
+    if (!isMapping(parent)) continue;
+    for (const key of issue.keys) delete (parent as Record<string, unknown>)[key];
+  }
 }
 
 /** Every field name a schema knows, at any depth: what an unknown field may be a typo of. */
@@ -90,28 +104,27 @@ interface Reread {
   readonly causedByRemoval?: (diagnostic: Diagnostic) => boolean;
 }
 
-function readAsIs(lenient: z.ZodType, value: unknown): Reread | undefined {
-  const parsed = lenient.safeParse(value);
+function readAsIs(schema: z.ZodType, value: unknown): Reread | undefined {
+  const parsed = schema.safeParse(value);
   return parsed.success ? { data: parsed.data } : undefined;
 }
 
 /**
- * A copy of `value` without its mistyped fields, and with an empty stand-in for each mistyped
- * list element (left in place, so the other elements keep their index), read with `lenient`;
- * undefined when an issue is of another kind (a value out of a literal's set), or the copy still
- * does not read.
+ * `copy` (the value without its unknown fields; changed here) without its mistyped fields too,
+ * and with an empty stand-in for each mistyped list element (left in place, so the other
+ * elements keep their index), read with `schema`; undefined when an issue is of another kind (a
+ * value out of a literal's set), or the copy still does not read.
  */
 function readWithoutMistyped(
-  lenient: z.ZodType,
-  value: unknown,
+  schema: z.ZodType,
+  copy: unknown,
   issues: readonly z.core.$ZodIssue[],
   at: FieldPath,
 ): Reread | undefined {
   const fields: FieldPath[] = [];
   const elements: FieldPath[] = [];
-  const copy = structuredClone(value);
   for (const issue of issues) {
-    if (issue.code === 'unrecognized_keys') continue; // the lenient schema drops those
+    if (issue.code === 'unrecognized_keys') continue; // removed already
     if (issue.code !== 'invalid_type' && issue.code !== 'invalid_union') return undefined;
     const path = pathOf(issue);
     const last = path[path.length - 1];
@@ -126,7 +139,7 @@ function readWithoutMistyped(
     } else return undefined;
   }
   if (fields.length + elements.length === 0) return undefined;
-  let parsed = lenient.safeParse(copy);
+  let parsed = schema.safeParse(copy);
   if (!parsed.success) {
     // Required fields get an empty value of their type: one missing, one just left out, or one
     // of an element's stand-in.
@@ -140,7 +153,7 @@ function readWithoutMistyped(
       if (!stand || !standingIn || typeof field !== 'string' || !isMapping(parent)) return undefined;
       (parent as Record<string, unknown>)[field] = stand();
     }
-    parsed = lenient.safeParse(copy);
+    parsed = schema.safeParse(copy);
     if (!parsed.success) return undefined;
   }
   const inObject = (paths: FieldPath[]): FieldPath[] => paths.map((p) => [...at, ...p]);

@@ -26,12 +26,11 @@ export const metadataSchema = z.looseObject({
 export type RawMetadata = z.infer<typeof metadataSchema>;
 
 /**
- * NetworkPolicy schemas come in two variants: strict (unknown fields are issues) and stripping
- * (unknown fields dropped), so that after reporting unknown fields the semantic checks can still
- * run and every problem in the object is reported at once.
+ * NetworkPolicy schemas are strict: an unknown field is an issue (decodeReportingAll reports it,
+ * then checks the rest without it, so every problem in the object is reported at once).
  */
-function networkPolicySchemas(strict: boolean) {
-  const object = strict ? z.strictObject : z.object;
+function networkPolicySchemas() {
+  const object = z.strictObject;
   const labelSelector = object({
     matchLabels: stringMap.nullish(),
     matchExpressions: z
@@ -67,10 +66,9 @@ function networkPolicySchemas(strict: boolean) {
   return { labelSelector, peer, ports, networkPolicy };
 }
 
-const strictSchemas = networkPolicySchemas(true);
+const strictSchemas = networkPolicySchemas();
 export const labelSelectorSchema = strictSchemas.labelSelector;
 export const networkPolicySchema = strictSchemas.networkPolicy;
-export const lenientNetworkPolicySchema = networkPolicySchemas(false).networkPolicy;
 
 export type RawLabelSelector = z.infer<typeof labelSelectorSchema>;
 export type RawPeer = z.infer<typeof strictSchemas.peer>;

@@ -123,6 +123,25 @@ describe('a mistyped field does not hide the rest of the object', () => {
     ]);
   });
 
+  it('a cluster policy peer: an unknown field does not hide a bad label beside it', () => {
+    // The peer shapes have no schema that drops unknown fields: they are removed before the rest is read.
+    const text = `${ANP}spec:
+  priority: 1
+  subject: {namespaces: {}}
+  ingress:
+    - action: Allow
+      from:
+        - pods:
+            namespaceSelector: {}
+            podSelecter: {}
+            podSelector: {matchLabels: {"-bad": x}}
+`;
+    assert.deepEqual(problems(text).found, [
+      ['SCHEMA_UNKNOWN_FIELD', 'spec.ingress[0].from[0].pods.podSelecter', 13],
+      ['LABEL_KEY_INVALID', 'spec.ingress[0].from[0].pods.podSelector.matchLabels.-bad', 14],
+    ]);
+  });
+
   it('Pod: mistyped fields do not hide bad labels, ports and addresses', () => {
     const text = `apiVersion: v1
 kind: Pod
