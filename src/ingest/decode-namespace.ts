@@ -8,16 +8,23 @@ import { decodeLabels } from './decode-labels.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
 import { namespaceSchema } from './schemas.ts';
 import { plainNamespace } from './decode-shapes.ts';
+import { decodeReportingAll } from './prune-mistyped.ts';
+import type { z } from 'zod';
+
+const NAMESPACE_SCHEMAS = { strict: namespaceSchema };
 
 export function decodeNamespace(ctx: DecodeContext): Namespace | undefined {
   // A well-formed namespace is read as it is: the schema would give back an equal copy.
   const plain = plainNamespace(ctx.raw.value);
-  const parsed = plain ? { success: true as const, data: plain } : namespaceSchema.safeParse(ctx.raw.value);
-  if (!parsed.success) {
-    ctx.reportSchemaIssues(parsed.error.issues);
-    return undefined;
-  }
-  const { metadata } = parsed.data;
+  if (plain) return decodeParsed(ctx, plain);
+  // A mistyped field does not hide the rest (a bad name beside labels that are not a mapping).
+  return decodeReportingAll(ctx, ctx.raw.value, NAMESPACE_SCHEMAS, (raw) => decodeParsed(ctx, raw));
+}
+
+function decodeParsed(
+  ctx: DecodeContext,
+  { metadata }: z.output<typeof namespaceSchema>,
+): Namespace | undefined {
   const { name } = decodeMetadataName(ctx, metadata, false);
   const labels = decodeLabels(ctx, metadata.labels, ['metadata', 'labels']);
   const annotation = metadata.annotations?.[LEGACY_ISOLATION_ANNOTATION];

@@ -9,16 +9,22 @@ import type { DecodeContext } from './decode-context.ts';
 import { decodeLabels } from './decode-labels.ts';
 import { nodeSchema } from './schemas.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
+import { decodeReportingAll } from './prune-mistyped.ts';
+import type { z } from 'zod';
 
 const IP_ADDRESS_TYPES = new Set(['InternalIP', 'ExternalIP']);
 
+const NODE_SCHEMAS = { strict: nodeSchema };
+
 export function decodeNode(ctx: DecodeContext): NodeInfo | undefined {
-  const parsed = nodeSchema.safeParse(ctx.raw.value);
-  if (!parsed.success) {
-    ctx.reportSchemaIssues(parsed.error.issues);
-    return undefined;
-  }
-  const { metadata, status } = parsed.data;
+  // A mistyped field does not hide the rest (a bad address beside labels that are not a mapping).
+  return decodeReportingAll(ctx, ctx.raw.value, NODE_SCHEMAS, (raw) => decodeParsed(ctx, raw));
+}
+
+function decodeParsed(
+  ctx: DecodeContext,
+  { metadata, status }: z.output<typeof nodeSchema>,
+): NodeInfo | undefined {
   const problem = dnsSubdomainProblem(metadata.name);
   if (problem)
     ctx.report('NAME_INVALID', `name "${metadata.name}" is invalid: ${problem}`, ['metadata', 'name']);

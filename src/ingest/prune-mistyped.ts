@@ -2,9 +2,9 @@
  * An object with a field of the wrong type cannot be decoded, so the API server (and Palisade)
  * stopped at its type errors, and the user fixed them only to meet the object's other problems
  * in a second round. To report those too, every kind's decoder parses through
- * `decodeReportingAll`: the mistyped fields are left out of a copy (a required one is stood in
- * for by an empty value of its type, as is a missing required field, and a mistyped list element
- * in its place), which is then checked as usual. What that check says about such a field or
+ * `decodeReportingAll`: the unknown and mistyped fields are left out of a copy (a required one is
+ * stood in for by an empty value of its type, as is a missing required field, and a mistyped list
+ * element in its place), which is then checked as usual. What that check says about such a field or
  * element (the stand-in speaking) or its parent, and what it says of a sibling for the field's
  * absence, is dropped, since it may only be the removal speaking (an `endPort` "without a port"
  * whose port was mistyped, a peer "naming no selector" whose only one was).

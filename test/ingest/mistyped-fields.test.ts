@@ -142,6 +142,31 @@ describe('a mistyped field does not hide the rest of the object', () => {
     ]);
   });
 
+  it('Namespace and Node: mistyped labels do not hide a bad name or address; a stand-in is not judged', () => {
+    const text = [
+      'apiVersion: v1\nkind: Namespace\nmetadata: {name: Bad_Name, labels: 5}\n',
+      'apiVersion: v1\nkind: Node\nmetadata: {name: Bad_Node, labels: 5}\nstatus: {addresses: [{type: InternalIP, address: 300.1.1.1}]}\n',
+      // The name stood in for (empty) is not said to be invalid.
+      'apiVersion: v1\nkind: Namespace\nmetadata: {labels: {a: 5}}\n',
+    ].join('---\n');
+    const { cluster, diagnostics } = loadFromTexts([{ name: 'bad.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.path, d.line]),
+      [
+        ['NAME_INVALID', 'metadata.name', 3],
+        ['SCHEMA_TYPE', 'metadata.labels', 3],
+        ['NAME_INVALID', 'metadata.name', 7],
+        ['SCHEMA_TYPE', 'metadata.labels', 7],
+        ['IP_INVALID', 'status.addresses[0].address', 8],
+        ['SCHEMA_REQUIRED', 'metadata.name', 12],
+        ['SCHEMA_TYPE', 'metadata.labels.a', 12],
+      ],
+    );
+    // Still skipped, as every object with an error is.
+    assert.equal(cluster.namespaces.size, 0);
+    assert.equal(cluster.nodes.size, 0);
+  });
+
   it('Pod: mistyped fields do not hide bad labels, ports and addresses', () => {
     const text = `apiVersion: v1
 kind: Pod
