@@ -89,7 +89,7 @@ function schemas() {
   };
 }
 
-export const strictClusterPolicySchemas = schemas();
+export const clusterPolicySchemas = schemas();
 
 /** Peer field shapes, parsed by the decoder once it knows which API version's shape it has. */
 const selector = labelSelectorSchema;
@@ -109,8 +109,8 @@ export const legacyNamespacedPodSchema = z.strictObject({
 export const stringListSchema = z.array(z.string());
 
 type Parsed<S extends z.ZodType> = z.infer<S>;
-export type RawAnp = Parsed<typeof strictClusterPolicySchemas.anp>;
-export type RawCnp = Parsed<typeof strictClusterPolicySchemas.cnp>;
+export type RawAnp = Parsed<typeof clusterPolicySchemas.anp>;
+export type RawCnp = Parsed<typeof clusterPolicySchemas.cnp>;
 export type RawSubject = RawAnp['spec']['subject'];
 export type RawAnpPort = NonNullable<NonNullable<RawAnp['spec']['ingress']>[number]['ports']>[number];
 export type RawCnpProtocol = NonNullable<NonNullable<RawCnp['spec']['ingress']>[number]['protocols']>[number];

@@ -18,7 +18,7 @@ import {
 import { labelSelectorSchema } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem } from './validate-names.ts';
-import { decodeReportingAll, fieldNamesOf, type ReadingSchemas } from './prune-mistyped.ts';
+import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
 
 const INGRESS_FIELDS = ['namespaces', 'pods'] as const;
 const EGRESS_FIELDS = ['namespaces', 'pods', 'nodes', 'networks', 'domainNames'] as const;
@@ -231,17 +231,17 @@ export function checkCount(
 /** `decode` of the value at `at` read with `schema`; after a type error, the rest is still checked (see prune-mistyped.ts). */
 function parse<S extends z.ZodType, R>(
   ctx: DecodeContext,
-  schemas: ReadingSchemas<S>,
+  reading: Reading<S>,
   value: unknown,
   at: FieldPath,
   decode: (data: z.output<S>) => R,
 ): R | undefined {
-  return decodeReportingAll(ctx, value, schemas, decode, at);
+  return decodeReportingAll(ctx, value, reading, decode, at);
 }
 
 /** A peer field's schema, with its field names for typo hints. */
-function reading<S extends z.ZodType>(strict: S): ReadingSchemas<S> {
-  return { strict, knownFields: fieldNamesOf(strict) };
+function reading<S extends z.ZodType>(schema: S): Reading<S> {
+  return { schema, knownFields: fieldNamesOf(schema) };
 }
 
 function hasAnyKey(value: unknown, keys: readonly string[]): boolean {

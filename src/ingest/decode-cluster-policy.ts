@@ -20,14 +20,14 @@ import { checkCount, decodeClusterPeer } from './decode-cluster-peer.ts';
 import { decodeAnpPort, decodeCnpProtocol } from './decode-cluster-ports.ts';
 import { decodeSelector } from './decode-labels.ts';
 import {
-  strictClusterPolicySchemas,
+  clusterPolicySchemas,
   type RawAnpPort,
   type RawCnpProtocol,
   type RawSubject,
 } from './cluster-policy-schemas.ts';
 import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
-import { decodeReportingAll, fieldNamesOf, type ReadingSchemas } from './prune-mistyped.ts';
+import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
 
 export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<ClusterPolicyKind, string>> = {
   AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
@@ -47,15 +47,15 @@ const KIND_RULES: Readonly<
   ClusterNetworkPolicy: { maxRules: 25, maxPeers: 25, maxPorts: 25, actions: ['Accept', 'Deny', 'Pass'] },
 };
 const MAX_RULE_NAME = 100;
-const SCHEMAS: Readonly<Record<ClusterPolicyKind, ReadingSchemas<z.ZodType>>> = {
-  AdminNetworkPolicy: readingSchemas('anp'),
-  BaselineAdminNetworkPolicy: readingSchemas('banp'),
-  ClusterNetworkPolicy: readingSchemas('cnp'),
+const READINGS: Readonly<Record<ClusterPolicyKind, Reading<z.ZodType>>> = {
+  AdminNetworkPolicy: reading('anp'),
+  BaselineAdminNetworkPolicy: reading('banp'),
+  ClusterNetworkPolicy: reading('cnp'),
 };
 
-function readingSchemas(kind: keyof typeof strictClusterPolicySchemas): ReadingSchemas<z.ZodType> {
-  const strict = strictClusterPolicySchemas[kind];
-  return { strict, knownFields: fieldNamesOf(strict) };
+function reading(kind: keyof typeof clusterPolicySchemas): Reading<z.ZodType> {
+  const schema = clusterPolicySchemas[kind];
+  return { schema, knownFields: fieldNamesOf(schema) };
 }
 
 interface RawRule {
@@ -93,7 +93,7 @@ export function decodeClusterPolicy(
     ]);
     return undefined;
   }
-  return decodeReportingAll(ctx, ctx.raw.value, SCHEMAS[kind], (raw) =>
+  return decodeReportingAll(ctx, ctx.raw.value, READINGS[kind], (raw) =>
     decodeParsed(ctx, kind, apiVersion, raw as RawClusterPolicy),
   );
 }

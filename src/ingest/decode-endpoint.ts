@@ -26,15 +26,15 @@ import { plainPod } from './decode-shapes.ts';
 import type { z } from 'zod';
 
 type EndpointDecode = DecodedObject | 'skipped' | undefined;
-const POD_SCHEMAS = { strict: podSchema };
-const WORKLOAD_SCHEMAS = { strict: workloadSchema };
-const CRON_JOB_SCHEMAS = { strict: cronJobSchema };
+const POD_READING = { schema: podSchema };
+const WORKLOAD_READING = { schema: workloadSchema };
+const CRON_JOB_READING = { schema: cronJobSchema };
 
 export function decodePod(ctx: DecodeContext): EndpointDecode {
   // A well-formed pod is read as it is: the schema would give back an equal copy.
   const plain = plainPod(ctx.raw.value);
   if (plain) return decodeParsedPod(ctx, plain);
-  return decodeReportingAll(ctx, ctx.raw.value, POD_SCHEMAS, (raw) => decodeParsedPod(ctx, raw));
+  return decodeReportingAll(ctx, ctx.raw.value, POD_READING, (raw) => decodeParsedPod(ctx, raw));
 }
 
 function decodeParsedPod(ctx: DecodeContext, raw: z.output<typeof podSchema>): EndpointDecode {
@@ -99,7 +99,7 @@ function decodeParsedPod(ctx: DecodeContext, raw: z.output<typeof podSchema>): E
 export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): EndpointDecode {
   // The pod template: `spec.template`, or `spec.jobTemplate.spec.template` for a CronJob.
   if (kind === 'CronJob') {
-    return decodeReportingAll(ctx, ctx.raw.value, CRON_JOB_SCHEMAS, (raw) =>
+    return decodeReportingAll(ctx, ctx.raw.value, CRON_JOB_READING, (raw) =>
       decodeTemplate(ctx, kind, raw.metadata, raw.spec?.jobTemplate?.spec?.template, [
         'spec',
         'jobTemplate',
@@ -108,7 +108,7 @@ export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): Endpoint
       ]),
     );
   }
-  return decodeReportingAll(ctx, ctx.raw.value, WORKLOAD_SCHEMAS, (raw) =>
+  return decodeReportingAll(ctx, ctx.raw.value, WORKLOAD_READING, (raw) =>
     decodeTemplate(ctx, kind, raw.metadata, raw.spec?.template, ['spec', 'template']),
   );
 }

@@ -11,14 +11,14 @@ import { plainNamespace } from './decode-shapes.ts';
 import { decodeReportingAll } from './prune-mistyped.ts';
 import type { z } from 'zod';
 
-const NAMESPACE_SCHEMAS = { strict: namespaceSchema };
+const NAMESPACE_READING = { schema: namespaceSchema };
 
 export function decodeNamespace(ctx: DecodeContext): Namespace | undefined {
   // A well-formed namespace is read as it is: the schema would give back an equal copy.
   const plain = plainNamespace(ctx.raw.value);
   if (plain) return decodeParsed(ctx, plain);
   // A mistyped field does not hide the rest (a bad name beside labels that are not a mapping).
-  return decodeReportingAll(ctx, ctx.raw.value, NAMESPACE_SCHEMAS, (raw) => decodeParsed(ctx, raw));
+  return decodeReportingAll(ctx, ctx.raw.value, NAMESPACE_READING, (raw) => decodeParsed(ctx, raw));
 }
 
 function decodeParsed(

@@ -14,11 +14,11 @@ import type { z } from 'zod';
 
 const IP_ADDRESS_TYPES = new Set(['InternalIP', 'ExternalIP']);
 
-const NODE_SCHEMAS = { strict: nodeSchema };
+const NODE_READING = { schema: nodeSchema };
 
 export function decodeNode(ctx: DecodeContext): NodeInfo | undefined {
   // A mistyped field does not hide the rest (a bad address beside labels that are not a mapping).
-  return decodeReportingAll(ctx, ctx.raw.value, NODE_SCHEMAS, (raw) => decodeParsed(ctx, raw));
+  return decodeReportingAll(ctx, ctx.raw.value, NODE_READING, (raw) => decodeParsed(ctx, raw));
 }
 
 function decodeParsed(

@@ -24,13 +24,13 @@ import { decodeMetadataName } from './decode-metadata.ts';
 import { exactArray } from '../util/exact-array.ts';
 
 const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1', 'extensions/v1beta1'];
-const POLICY_SCHEMAS = { strict: networkPolicySchema };
+const POLICY_READING = { schema: networkPolicySchema };
 
 export function decodeNetworkPolicy(ctx: DecodeContext): NetworkPolicy | undefined {
   // A well-formed policy is read as it is: the strict schema would give back an equal copy.
   const plain = plainNetworkPolicy(ctx.raw.value);
   if (plain) return decodeParsed(ctx, plain);
-  return decodeReportingAll(ctx, ctx.raw.value, POLICY_SCHEMAS, (raw) => decodeParsed(ctx, raw));
+  return decodeReportingAll(ctx, ctx.raw.value, POLICY_READING, (raw) => decodeParsed(ctx, raw));
 }
 
 function decodeParsed(ctx: DecodeContext, raw: RawNetworkPolicy): NetworkPolicy | undefined {

@@ -15,14 +15,14 @@ import { formatPath, valueAt, type DecodeContext } from './decode-context.ts';
 import type { FieldPath } from './types.ts';
 
 /** The schema a value is read with, and the field names for its "did you mean" hints. */
-export interface ReadingSchemas<S extends z.ZodType> {
-  readonly strict: S;
+export interface Reading<S extends z.ZodType> {
+  readonly schema: S;
   /** The schema's field names, for "did you mean" hints on unknown fields (default NetworkPolicy's). */
   readonly knownFields?: readonly string[];
 }
 
 /**
- * `decode` of `value` (found at `at` inside the context's object) parsed with `schemas.strict`.
+ * `decode` of `value` (found at `at` inside the context's object) parsed with `reading.schema`.
  * When that parse fails, its issues are reported; then a copy of the value without its unknown
  * fields — and without its mistyped ones, stood in for where required — is read again and
  * decoded for the diagnostics alone: the result is undefined, as the value is invalid either way.
@@ -30,23 +30,23 @@ export interface ReadingSchemas<S extends z.ZodType> {
 export function decodeReportingAll<S extends z.ZodType, R>(
   ctx: DecodeContext,
   value: unknown,
-  schemas: ReadingSchemas<S>,
+  reading: Reading<S>,
   decode: (data: z.output<S>) => R,
   at: FieldPath = [],
 ): R | undefined {
-  const parsed = schemas.strict.safeParse(value);
+  const parsed = reading.schema.safeParse(value);
   if (parsed.success) return decode(parsed.data);
   const issues = parsed.error.issues;
   ctx.reportSchemaIssues(
     at.length === 0 ? issues : issues.map((i) => ({ ...i, path: [...at, ...i.path] })),
-    schemas.knownFields,
+    reading.knownFields,
   );
   const copy = structuredClone(value);
   removeUnknownFields(copy, issues);
   const unknownOnly = issues.every((issue) => issue.code === 'unrecognized_keys');
   const reread = unknownOnly
-    ? readAsIs(schemas.strict, copy)
-    : readWithoutMistyped(schemas.strict, copy, issues, at);
+    ? readAsIs(reading.schema, copy)
+    : readWithoutMistyped(reading.schema, copy, issues, at);
   if (!reread) return undefined;
   const before = ctx.diagnostics.length;
   decode(reread.data as z.output<S>);
@@ -142,7 +142,8 @@ function readWithoutMistyped(
   let parsed = schema.safeParse(copy);
   if (!parsed.success) {
     // Required fields get an empty value of their type: one missing, one just left out, or one
-    // of an element's stand-in.
+    // of an element's stand-in. One round only: a stand-in that needs fields of its own (an
+    // empty `spec`) would have them judged, so the copy is given up instead.
     for (const issue of parsed.error.issues) {
       const stand = issue.code === 'invalid_type' ? STAND_INS[issue.expected] : undefined;
       const path = pathOf(issue);
