@@ -167,9 +167,9 @@ export function readDocuments(
    * next one. The parser lets a quoted string never closed run to the end of the stream, across
    * `---` lines (YAML does not allow a document marker inside a string, and no one means one
    * there), so the documents after it would be lost: that document is read again on its own
-   * and the spans after it as a run of their own. That costs a file's size at most twice: the
-   * parser runs on only when that quote character occurs nowhere after the string (but doubled
-   * or escaped), so the spans after it cannot run on so again.
+   * and the spans after it as a run of their own. That reads a run again at most once per kind
+   * of quote: the parser runs on only when that quote character occurs nowhere after the string
+   * (but doubled or escaped), so the spans after it cannot run on with it again.
    */
   const parseSpans = (spans: readonly DocumentSpan[]): readonly DocumentSpan[] => {
     const first = spans[0] as DocumentSpan;
