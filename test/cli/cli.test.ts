@@ -365,6 +365,11 @@ describe('palisade validate', () => {
     for (const [args, flags] of [
       [['validate', '-f', '-', '-f', '-'], '-f names - (standard input) twice'],
       [['diff', '-f', '-', '--to', '-'], '-f and --to both name - (standard input)'],
+      // (a bad --port, so that serve, unfixed, stops before it listens)
+      [
+        ['serve', '-f', '-', '--against', '-', '--port', 'x'],
+        '-f and --against both name - (standard input)',
+      ],
     ] as const) {
       const r = await cli(args, { stdin });
       assert.equal(r.code, 2, args.join(' '));

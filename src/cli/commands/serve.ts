@@ -24,13 +24,13 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
     .option('--allow-host <name>', 'another host name the page may be reached by (repeatable)', collect)
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
+      const against = raw.against as string[] | undefined;
+      const stdin = stdinNamedTwice(['-f', input.file], ['--against', against ?? []]);
+      if (stdin) throw new UsageError(stdin);
       const port = Number(raw.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535)
         throw new UsageError('--port must be a number from 0 to 65535');
       const address = String(raw.address);
-      const against = raw.against as string[] | undefined;
-      const stdin = stdinNamedTwice(['-f', input.file], ['--against', against ?? []]);
-      if (stdin) throw new UsageError(stdin);
       const { listen } = await import('../../serve/socket/index.ts');
       const listener = await listen(address, port).catch((error: NodeJS.ErrnoException) => {
         // A port in use or not ours to take: the user's to change, one line.
