@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- ebpf [--runs N] [--seconds S] [--connections C] [--chunks K] [--load-once] [--agent-client]
- * [--host-conntrack] [--events N] [--scale F] [--skip-traffic] [--skip-per-packet] [--skip-updates]`: the eBPF
+ * [--host-conntrack] [--pin-cpu CPU] [--events N] [--scale F] [--skip-traffic] [--skip-per-packet] [--skip-updates]`: the eBPF
  * datapath's figures (root; clang, bpftool; iperf3 for throughput; conntrack for --host-conntrack).
  *
  * 1. Traffic through a one-node lab (client and server pods): no policy, nftables and eBPF, each
@@ -27,7 +27,9 @@
  *    programs' own run time per packet and packets per connection, apart for the iperf3 stream
  *    (established packets) and the connections. `--host-conntrack`: every configuration, no
  *    policy included, on a node with kube-proxy-like rules of its own, so the host tracks every
- *    connection as a real node's does (bench/ebpf-host-conntrack.ts).
+ *    connection as a real node's does (bench/ebpf-host-conntrack.ts). `--pin-cpu`: the C client and
+ *    server both on that CPU (taskset): unpinned, the scheduler places them on one CPU or on two
+ *    from one round to the next, and a connection's CPU doubles on two (session 11).
  * 2. Per-packet cost in the kernel for a new connection, by policies selecting one endpoint
  *    (1, 10, 100, 1,000; always 1,000 client pods): BPF_PROG_TEST_RUN on packets of new
  *    5-tuples (the whole lookup) from the n clients the policies name in turn, from all 1,000 in
@@ -87,15 +89,16 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
   if (!isRoot()) return say('the eBPF benchmark needs root (BPF programs, network namespaces); skipped');
   say(`load average at start: ${load()}`);
   if (!args.includes('--skip-traffic'))
-    await traffic(
-      option(args, 'runs', 5),
-      option(args, 'seconds', 1),
-      option(args, 'connections', args.includes('--agent-client') ? 2000 : 20_000),
-      option(args, 'chunks', 4),
-      args.includes('--agent-client'),
-      args.includes('--load-once'),
-      args.includes('--host-conntrack'),
-    );
+    await traffic({
+      runs: option(args, 'runs', 5),
+      seconds: option(args, 'seconds', 1),
+      connections: option(args, 'connections', args.includes('--agent-client') ? 2000 : 20_000),
+      chunks: option(args, 'chunks', 4),
+      agentClient: args.includes('--agent-client'),
+      loadOnce: args.includes('--load-once'),
+      hostConntrack: args.includes('--host-conntrack'),
+      ...(args.includes('--pin-cpu') ? { pinCpu: option(args, 'pin-cpu', 0) } : {}),
+    });
   if (!args.includes('--skip-per-packet')) perPacket();
   if (!args.includes('--skip-updates')) await updates(option(args, 'scale', 1), option(args, 'events', 200));
   say(`load average at end: ${load()}`);
@@ -142,6 +145,7 @@ function connectInTurn(
   serverIp: string,
   count: number,
   chunks: number,
+  cpu: number | undefined,
 ): { rate: number; cpu: number } {
   let connections = 0;
   let wall = 0;
@@ -149,15 +153,14 @@ function connectInTurn(
   for (let k = 0; k < chunks; k++) {
     const before = cpuNs(serverPid);
     const out = execFileSync(
-      'nsenter',
-      [
+      ...onCpu(cpu, 'nsenter', [
         `--net=/run/netns/${clientNetns}`,
         tool,
         'client',
         serverIp,
         String(CONNRATE_PORT),
         String(Math.ceil(count / chunks)),
-      ],
+      ]),
       { encoding: 'utf8' },
     );
     const server = cpuNs(serverPid) - before;
@@ -171,15 +174,30 @@ function connectInTurn(
 
 const CONNRATE_PORT = 5202;
 
-async function traffic(
-  runs: number,
-  seconds: number,
-  connections: number,
-  chunks: number,
-  agentClient: boolean,
-  loadOnce: boolean,
-  hostConntrack: boolean,
-): Promise<void> {
+/** The traffic part's options (the command line's, resolved). */
+interface TrafficOptions {
+  readonly runs: number;
+  /** iperf3's seconds per configuration and round. */
+  readonly seconds: number;
+  /** Connections per configuration and round, in `chunks` runs. */
+  readonly connections: number;
+  readonly chunks: number;
+  /** The Node pod agents as the connection-rate client (before session 7), not the C client. */
+  readonly agentClient: boolean;
+  /** Each eBPF configuration loaded once for the whole run (not afresh for each turn). */
+  readonly loadOnce: boolean;
+  /** Kube-proxy-like rules on the node in every configuration (bench/ebpf-host-conntrack.ts). */
+  readonly hostConntrack: boolean;
+  /** The CPU the connection-rate client and server are pinned to (both on one; unpinned unless given). */
+  readonly pinCpu?: number;
+}
+
+/** A command line run on the pinned CPU, when one is given (taskset execs it: the same pid). */
+const onCpu = (cpu: number | undefined, command: string, args: readonly string[]): [string, string[]] =>
+  cpu === undefined ? [command, [...args]] : ['taskset', ['-c', String(cpu), command, ...args]];
+
+async function traffic(options: TrafficOptions): Promise<void> {
+  const { runs, seconds, connections, chunks, agentClient, loadOnce, hostConntrack } = options;
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
     stateRoot,
@@ -343,11 +361,13 @@ async function traffic(
     const serverIp = serverPod.ips[0] as string;
     if (tool) {
       const started = spawn(
-        'nsenter',
-        [`--net=/run/netns/${serverPod.netns}`, tool, 'server', String(CONNRATE_PORT)],
-        {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
+        ...onCpu(options.pinCpu, 'nsenter', [
+          `--net=/run/netns/${serverPod.netns}`,
+          tool,
+          'server',
+          String(CONNRATE_PORT),
+        ]),
+        { stdio: ['ignore', 'pipe', 'inherit'] },
       );
       server = started;
       await new Promise<void>((resolve, reject) => {
@@ -359,7 +379,7 @@ async function traffic(
     const serverPid = server?.pid ?? 0;
     const measureConnections = async (): Promise<{ rate: number; cpu: number }> =>
       tool
-        ? connectInTurn(tool, client.netns, serverPid, serverIp, connections, chunks)
+        ? connectInTurn(tool, client.netns, serverPid, serverIp, connections, chunks, options.pinCpu)
         : { rate: await connectionRate(lab, client.id, serverIp, connections), cpu: NaN };
     // Per configuration, one value per round (rounds keep their index: ratios pair a round's values).
     const rates = configurations.map(() => [] as number[]);
@@ -409,7 +429,11 @@ async function traffic(
       runs,
       seconds,
       connections,
-      `${tool ? 'C client and server, in turn' : 'Node pod agents, 100 at a time'}${hostConntrack ? '; host conntrack active (kube-proxy-like rules) in every configuration' : ''}`,
+      [
+        tool ? 'C client and server, in turn' : 'Node pod agents, 100 at a time',
+        ...(options.pinCpu !== undefined ? [`both on CPU ${options.pinCpu}`] : []),
+        ...(hostConntrack ? ['host conntrack active (kube-proxy-like rules) in every configuration'] : []),
+      ].join('; '),
     );
   } finally {
     server?.kill('SIGKILL');
