@@ -57,6 +57,14 @@ static __always_inline void mark_host(struct ct_side *side, __u8 host)
 	*(volatile __u8 *)&side->host = host;
 }
 
+/* Both sides' notes: what the host's conntrack said holds for the connection's two directions
+ * (its entry is one for both: host-ct.h asks for both tuples). */
+static __always_inline void mark_connection(struct ct_value *v, __u8 host)
+{
+	mark_host(&v->end[0], host);
+	mark_host(&v->end[1], host);
+}
+
 /* A side to write beside the packet's own end's: the other end's, when this hook judged it too. */
 struct other_side {
 	__s32 allowed; /* -1: none */

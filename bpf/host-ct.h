@@ -43,31 +43,59 @@ extern struct nf_conn___palisade *bpf_skb_ct_lookup(struct __sk_buff *skb, struc
 extern int bpf_ct_change_timeout(struct nf_conn___palisade *ct, __u32 timeout_ms) __ksym;
 extern void bpf_ct_release(struct nf_conn___palisade *ct) __ksym;
 
+/* The packet's addresses and ports as the host's conntrack is asked for them, in either order. */
+static __always_inline __u32 host_tuple(struct bpf_sock_tuple *t, const struct packet *p, __u32 reverse)
+{
+	const __u8 *src = reverse ? p->dst : p->src, *dst = reverse ? p->src : p->dst;
+	__u16 sport = reverse ? p->dport : p->sport, dport = reverse ? p->sport : p->dport;
+	if (p->family == FAMILY_V4) {
+		__builtin_memcpy(&t->ipv4.saddr, src, 4);
+		__builtin_memcpy(&t->ipv4.daddr, dst, 4);
+		t->ipv4.sport = bpf_htons(sport);
+		t->ipv4.dport = bpf_htons(dport);
+		return sizeof(t->ipv4);
+	}
+	__builtin_memcpy(t->ipv6.saddr, src, 16);
+	__builtin_memcpy(t->ipv6.daddr, dst, 16);
+	t->ipv6.sport = bpf_htons(sport);
+	t->ipv6.dport = bpf_htons(dport);
+	return sizeof(t->ipv6);
+}
+
+/* The host's entry holding the packet's tuple, or its reverse, in either of its directions. */
+static __always_inline struct nf_conn___palisade *host_entry(struct __sk_buff *skb, const struct packet *p,
+							     __u32 reverse, __s32 *error)
+{
+	struct bpf_sock_tuple t = {};
+	__u32 size = host_tuple(&t, p, reverse);
+	struct bpf_ct_opts___palisade opts = { .netns_id = BPF_F_CURRENT_NETNS, .l4proto = p->proto };
+	struct nf_conn___palisade *ct = bpf_skb_ct_lookup(skb, &t, size, &opts, sizeof(opts));
+	*error = opts.error;
+	return ct;
+}
+
 /*
  * 1: the host does not translate the packet's connection (no entry, or one without NAT, expired
- * now); 0: it does; -1: cannot tell (only TCP and UDP can be asked).
+ * now); 0: it does; -1: cannot tell (only TCP and UDP can be asked). With no entry for the
+ * packet's own tuple, its reverse is asked too: an entry that holds it as its reply direction
+ * translates (a Service's connection from the same port, to the backend's address and port), and
+ * the host would have remapped this packet's port to keep the two apart — so it must see it.
  */
 static __always_inline int host_bypass(struct __sk_buff *skb, const struct packet *p)
 {
-	struct bpf_sock_tuple t = {};
-	__u32 size;
-	if (p->family == FAMILY_V4) {
-		__builtin_memcpy(&t.ipv4.saddr, p->src, 4);
-		__builtin_memcpy(&t.ipv4.daddr, p->dst, 4);
-		t.ipv4.sport = bpf_htons(p->sport);
-		t.ipv4.dport = bpf_htons(p->dport);
-		size = sizeof(t.ipv4);
-	} else {
-		__builtin_memcpy(t.ipv6.saddr, p->src, 16);
-		__builtin_memcpy(t.ipv6.daddr, p->dst, 16);
-		t.ipv6.sport = bpf_htons(p->sport);
-		t.ipv6.dport = bpf_htons(p->dport);
-		size = sizeof(t.ipv6);
+	__s32 error = 0;
+	struct nf_conn___palisade *ct = host_entry(skb, p, 0, &error);
+	if (!ct) {
+		if (error != -ENOENT_)
+			return -1;
+		ct = host_entry(skb, p, 1, &error);
+		if (!ct)
+			return error == -ENOENT_ ? 1 : -1;
+		/* Only its reverse: some entry holds this packet's reply tuple (an untranslated one
+		 * would have held this tuple too), so the host must keep the two apart. */
+		bpf_ct_release(ct);
+		return 0;
 	}
-	struct bpf_ct_opts___palisade opts = { .netns_id = BPF_F_CURRENT_NETNS, .l4proto = p->proto };
-	struct nf_conn___palisade *ct = bpf_skb_ct_lookup(skb, &t, size, &opts, sizeof(opts));
-	if (!ct)
-		return opts.error == -ENOENT_ ? 1 : -1;
 	int untranslated = !(ct->status & (IPS_SRC_NAT_ | IPS_DST_NAT_));
 	if (untranslated)
 		bpf_ct_change_timeout(ct, 0);

@@ -136,13 +136,12 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 		if (v) {
 			found = 1;
 			struct ct_side own = read_side(&v->end[mine & 1]);
-			if (egress && p.direct)
-				theirs = read_side(&v->end[(mine & 1) ^ 1]);
+			theirs = read_side(&v->end[(mine & 1) ^ 1]);
 			if (own.judged) {
 				if (own.epoch == epoch) {
 					/* Sent to a pod of this node whose side is current: delivered into its
 					 * namespace, or handed over to its to_pod. */
-					if (own.allowed && theirs.judged && theirs.epoch == epoch) {
+					if (egress && p.direct && own.allowed && theirs.judged && theirs.epoch == epoch) {
 						struct config *c = bpf_map_lookup_elem(&config, &zero);
 						if (c && !(c->flags & CFG_NO_HANDOFF)) {
 							if (theirs.allowed && !(c->flags & CFG_NO_DIRECT) &&
@@ -151,7 +150,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 								int delivered = deliver_directly(skb, &p, epoch, bypassed);
 								if (delivered >= 0) {
 									if (!bypassed)
-										mark_host(&v->end[mine & 1], HOST_BYPASSED);
+										mark_connection(v, HOST_BYPASSED);
 									return delivered;
 								}
 								if (delivered == HOST_TRANSLATES)
@@ -160,10 +159,13 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 							handoff_give(&p, epoch, theirs.allowed);
 						}
 					}
-					/* This packet takes the host's path: ask its conntrack again before the next
-					 * direct delivery (host-ct.h). */
-					if (egress && (own.host & HOST_BYPASSED))
-						mark_host(&v->end[mine & 1], 0);
+					/* This packet takes the host's path (from_pod), or came by it unmatched by a
+					 * hand-over (to_pod: the host forwarded this tuple itself, maybe translated —
+					 * a Service's connection reusing a delivered one's ports): the host may track
+					 * the connection again, so it is asked again before the next direct delivery
+					 * either way (host-ct.h). */
+					if ((own.host | theirs.host) & HOST_BYPASSED)
+						mark_connection(v, 0);
 					return verdict(&p, dir, own.allowed);
 				}
 				rejudge = 1 + own.allowed; /* 1: denied, 2: allowed */

@@ -56,10 +56,10 @@ const framedByHost = (frame: Buffer): Buffer => {
 /** The host's conntrack in this namespace, through the conntrack tool. */
 const conntrack = (args: string[]) => spawnSync('conntrack', args, { encoding: 'utf8' });
 /** A TCP entry web:sport → db:80 the host holds, as if it had forwarded the connection's first packet. */
-const hostEntry = (sport: number, translatedTo?: number): void => {
+const hostEntry = (sport: number, translatedTo?: number, to = formatIp(db)): void => {
   const made = conntrack([
     '-I',
-    ...['-p', 'tcp', '-s', formatIp(web), '-d', formatIp(db), '--sport', String(sport), '--dport', '80'],
+    ...['-p', 'tcp', '-s', formatIp(web), '-d', to, '--sport', String(sport), '--dport', '80'],
     ...['--state', 'ESTABLISHED', '--timeout', '600'],
     ...(translatedTo !== undefined ? ['--dst-nat', `${formatIp(db)}:${translatedTo}`] : []),
   ]);
@@ -78,9 +78,11 @@ const hostHolds = (sport: number): boolean =>
     '--sport',
     String(sport),
   ]).stdout.includes(`sport=${sport}`);
-const forgetHost = (sport: number): void => {
-  conntrack(['-D', '-p', 'tcp', '-s', formatIp(web), '-d', formatIp(db), '--sport', String(sport)]);
+const forgetHost = (sport: number, to = formatIp(db)): void => {
+  conntrack(['-D', '-p', 'tcp', '-s', formatIp(web), '-d', to, '--sport', String(sport)]);
 };
+/** A Service's virtual address the host translates to db. */
+const SERVICE = '10.96.0.10';
 
 describe('direct delivery between two pods of a node', { skip: SKIP }, () => {
   const n1 = scratchProgram('pd1');
@@ -115,6 +117,7 @@ describe('direct delivery between two pods of a node', { skip: SKIP }, () => {
     return { syn, reply };
   };
   const webSide = (sport: number) => ctSideIn(n1.maps(), web, db, sport, 80);
+  const dbSide = (sport: number) => ctSideIn(n1.maps(), db, web, 80, sport);
 
   it('learns where the host forwards to a pod from a frame the host sent it, in this epoch', () => {
     pinned([...base, dbFromWeb], (n) => {
@@ -254,6 +257,64 @@ describe('direct delivery between two pods of a node', { skip: SKIP }, () => {
       });
     } finally {
       forgetHost(sport);
+    }
+  });
+
+  it('asks once for both directions: the host’s entry is one for the connection', () => {
+    const sport = freshPort();
+    try {
+      pinned([...base, dbFromWeb], (n) => {
+        const { syn, reply } = opened(n, sport);
+        assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT);
+        assert.deepEqual([webSide(sport)?.host, dbSide(sport)?.host], [HOST_BYPASSED, HOST_BYPASSED]);
+        hostEntry(sport);
+        assert.equal(n.from(withSeq(reply, 2)), TC_ACT_REDIRECT, 'db’s packets too');
+        assert.ok(hostHolds(sport), 'without asking again');
+      });
+    } finally {
+      forgetHost(sport);
+    }
+  });
+
+  it('asks again after a packet of the connection came by the host without a hand-over', () => {
+    const sport = freshPort();
+    try {
+      pinned([...base, dbFromWeb], (n) => {
+        const { syn, reply } = opened(n, sport);
+        assert.equal(n.from(withSeq(syn, 2)), TC_ACT_REDIRECT);
+        // The same ports again, through a Service the host translates to db: at db's hook the
+        // same tuple, but no from_pod handed it over (web's hook saw the Service's address).
+        hostEntry(sport, 80, SERVICE);
+        assert.equal(n.to(framedByHost(withSeq(syn, 100))), TC_ACT_OK, 'db’s hook: still allowed');
+        assert.deepEqual([webSide(sport)?.host, dbSide(sport)?.host], [0, 0], 'both directions ask again');
+        assert.equal(
+          n.from(withSeq(reply, 100)),
+          TC_ACT_OK,
+          'db’s answer takes the host’s path, to be untranslated',
+        );
+        assert.equal(dbSide(sport)?.host, HOST_TRANSLATED);
+      });
+    } finally {
+      forgetHost(sport, SERVICE);
+    }
+  });
+
+  it('keeps a packet on the host’s path whose reply tuple a translated entry holds', () => {
+    const sport = freshPort();
+    try {
+      pinned([...base, dbFromWeb], (n) => {
+        // A Service's connection from web's port, translated to db:80: its reply is db:80 → web.
+        hostEntry(sport, 80, SERVICE);
+        const { syn } = opened(n, sport);
+        assert.equal(
+          n.from(withSeq(syn, 2)),
+          TC_ACT_OK,
+          'web → db:80 from that port: the host must remap it',
+        );
+        assert.equal(webSide(sport)?.host, HOST_TRANSLATED);
+      });
+    } finally {
+      forgetHost(sport, SERVICE);
     }
   });
 

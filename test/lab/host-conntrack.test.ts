@@ -44,14 +44,6 @@ import {
 
 const SKIP = needsEbpf('the host-conntrack tests') || needsConntrackTool('the host-conntrack tests');
 
-/**
- * The two port-reuse cases fail on the program as it is (main at 69e917c): a side noted
- * HOST_BYPASSED keeps its note when the host starts translating the same tuple, so the
- * translated connection's replies are delivered straight, un-NATed. Run, reported, not yet
- * required; drop the mark when the program clears the note on a packet the host forwarded.
- */
-const REUSE_TODO = 'the HOST_BYPASSED note outlives a translation of the same tuple (bpf/host-ct.h)';
-
 describe(
   'direct delivery next to the host’s netfilter (kube-proxy’s NAT and conntrack)',
   { skip: SKIP },
@@ -124,7 +116,7 @@ describe(
 
     it(
       'one UDP socket to a pod directly and to its Service: every reply from where its datagram went',
-      { timeout: 120_000, todo: REUSE_TODO },
+      { timeout: 120_000 },
       async (t) => {
         const pods = await twoPods(t);
         await nftLoad(
@@ -144,7 +136,7 @@ describe(
 
     it(
       'a source port reused for a Service after a direct connection to its backend',
-      { timeout: 120_000, todo: REUSE_TODO },
+      { timeout: 120_000 },
       async (t) => {
         const pods = await twoPods(t);
         await nftLoad(
