@@ -230,10 +230,11 @@ struct ct_side {
 };
 
 /*
- * ct_side.host. Zero whenever the side is written whole (judged again): the packets since may have
- * taken the host's path, so the host's conntrack is asked again before the next direct delivery.
+ * ct_side.host. Zero whenever the side is written whole (judged again), and both sides' zeroed
+ * whenever a packet of the connection passes the host (palisade.bpf.c): the host may track it
+ * again, so its conntrack is asked again before the next direct delivery.
  */
-#define HOST_BYPASSED 1   /* asked: no translation, and the host's entry expired (delivered since) */
+#define HOST_BYPASSED 1   /* asked (by either end: both are noted): no translation, the host's entry expired */
 #define HOST_TRANSLATED 2 /* asked: the host translates the connection: never delivered directly */
 
 struct ct_value {
