@@ -79,6 +79,8 @@ export function syntaxErrors(
  * not text: YAML indents with spaces only, and the parser's errors then name what follows from
  * it (an unexpected scalar, items not in line), not the tab. A tab after a block indicator
  * (`- `, `? `, `: `) indents too; a tab in a block scalar's or a quoted string's text is text.
+ * A line with nothing but blanks or a comment after its tab is not blamed: YAML allows a tab
+ * there, and blaming it would hide the real mistake on the next line.
  */
 export function misplacedTab(
   where: DocumentText,
@@ -89,7 +91,9 @@ export function misplacedTab(
   for (const candidate of [line - 1, line]) {
     const lineStart = where.lineStarts[candidate - 1];
     if (lineStart === undefined || lineStart < where.start) continue;
-    const indentation = /^(?: |[-?:](?=[ \t]))*\t/.exec(where.text.slice(lineStart, lineStart + 256));
+    const indentation = /^(?: |[-?:](?=[ \t]))*\t(?=[ \t]*[^\s#])/.exec(
+      where.text.slice(lineStart, lineStart + 256),
+    );
     if (!indentation) continue;
     const tab = lineStart + indentation[0].length - 1;
     if (unclosedQuote(where.text, where.start, tab) === undefined && !inScalar(document, tab - where.base))

@@ -79,6 +79,10 @@ describe('parseExpectations', () => {
     assert.deepEqual(parseExpectations('e.yaml', entry('  ', '-\t')).problems, [
       'e.yaml:1:2: line 1 is indented with a tab; YAML allows only spaces',
     ]);
+    // A tab on a blank or comment line is allowed: the mistake after it is reported, not the tab.
+    assert.deepEqual(parseExpectations('e.yaml', `- from: a/b\n\t# note\n  to: c: d\n`).problems, [
+      'e.yaml:3:7: Nested mappings are not allowed in compact mappings',
+    ]);
     // A tab that separates a value is not indentation.
     assert.deepEqual(parseExpectations('e.yaml', entry('  ').replace('port: 80', 'port:\t80')).problems, []);
   });

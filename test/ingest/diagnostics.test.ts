@@ -463,6 +463,11 @@ describe('diagnostics for bad input', () => {
     assert.deepEqual(found('data: |\n  \tfoo\nbad: [\n'), [
       'YAML_SYNTAX 3:7 Flow sequence in block collection must be sufficiently indented and end with a ]',
     ]);
+    // A tab on a blank or comment line is allowed; the mistake is the brace on the next line.
+    for (const blank of ['\t', '\t# a note', ' \t  '])
+      assert.deepEqual(found(`kind: Namespace\nmetadata:\n  name: a\n${blank}\n  labels: {a: b\n`), [
+        'YAML_SYNTAX 5:16 Flow map in block collection must be sufficiently indented and end with a }',
+      ]);
   });
 
   it('reports documents nested too deeply instead of crashing', () => {
