@@ -79,7 +79,7 @@ export function probePorts(
     pods.flatMap((pod) =>
       pod.ports.filter((p) => p.name === name && p.protocol === protocol).map((p) => p.port),
     );
-  for (const { port: name, protocol } of asked.queries) {
+  for (const { port: name } of asked.queries) {
     if (typeof name !== 'string') continue;
     const askedOn = asked.queries.filter((q) => q.port === name).map((q) => q.protocol);
     if (askedOn.some((p) => numbersNamed(name, p).length > 0)) continue;
@@ -88,7 +88,8 @@ export function probePorts(
       ? ` (some have one on ${other}: ${askForPort(CLI_SPELLING, name, other, asked.protocolGiven)})`
       : '';
     throw new UsageError(
-      `--port ${name}: no pod in the lab has a ${protocol} container port named "${name}"${hint}`,
+      // Every protocol it was asked on (`--protocol TCP,UDP`), not just the first.
+      `--port ${name}: no pod in the lab has a ${askedOn.join(' or ')} container port named "${name}"${hint}`,
     );
   }
   const ports = new Map<string, ProbePort>();

@@ -87,6 +87,10 @@ describe('lab probe --port', () => {
       '--port dns: no pod in the lab has a TCP container port named "dns" (some have one on UDP: --port dns --protocol UDP)',
     );
     assert.equal(refusal('redis'), '--port redis: no pod in the lab has a TCP container port named "redis"');
+    assert.equal(
+      refusal('redis', 'TCP,UDP'),
+      '--port redis: no pod in the lab has a TCP or UDP container port named "redis"',
+    );
   });
 
   it('probes every container port without --port', () => {
