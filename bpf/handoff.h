@@ -81,16 +81,16 @@ static __always_inline int handoff_take(const struct packet *p, __u32 epoch)
 /*
  * from_pod, a packet both of whose sides are current and allowed: delivered into the receiver's
  * namespace when `peers` holds where the host forwarded to it in this epoch (struct peer) and the
- * host does not translate the connection (host-ct.h, asked unless `bypassed`: asked since this
- * side was last judged), framed as the host would have framed it. Only TCP and UDP: the host's
- * conntrack answers for no other protocol. A global function: its key, frame bytes and the
+ * host does not translate the connection (host-ct.h, asked unless `bypassed`: asked since the
+ * connection last passed the host), framed as the host would have framed it. Only TCP and UDP:
+ * the host's conntrack answers for no other protocol. A global function: its key, frame bytes and the
  * conntrack query on its own stack, off the hooks' frame.
  */
 __noinline int deliver_directly(struct __sk_buff *skb, const struct packet *p, __u32 epoch, __u32 bypassed)
 {
 	if (!skb || !p)
 		return NOT_DELIVERED;
-	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)
+	if (!host_answers_for(p->proto))
 		return NOT_DELIVERED;
 	struct peer_key k = { .family = p->family };
 	__builtin_memcpy(k.addr, p->dst, 16);

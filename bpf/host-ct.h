@@ -43,6 +43,13 @@ extern struct nf_conn___palisade *bpf_skb_ct_lookup(struct __sk_buff *skb, struc
 extern int bpf_ct_change_timeout(struct nf_conn___palisade *ct, __u32 timeout_ms) __ksym;
 extern void bpf_ct_release(struct nf_conn___palisade *ct) __ksym;
 
+/* Whether the host's conntrack can be asked about a protocol's connections (bpf_skb_ct_lookup
+ * answers for TCP and UDP only): the only ones delivered directly, so the only ones learned for. */
+static __always_inline int host_answers_for(__u8 proto)
+{
+	return proto == IPPROTO_TCP || proto == IPPROTO_UDP;
+}
+
 /* The packet's addresses and ports as the host's conntrack is asked for them, in either order. */
 static __always_inline __u32 host_tuple(struct bpf_sock_tuple *t, const struct packet *p, __u32 reverse)
 {

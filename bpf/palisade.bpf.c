@@ -91,7 +91,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 
 	if (!egress && p.direct) {
 		int handed = handoff_take(&p, epoch);
-		if (handed > 0 && (p.proto == IPPROTO_TCP || p.proto == IPPROTO_UDP)) {
+		if (handed > 0 && host_answers_for(p.proto)) {
 			/* A frame the host forwarded from a pod of this node: where it sends to this one. */
 			struct config *c = bpf_map_lookup_elem(&config, &zero);
 			if (c && !(c->flags & CFG_NO_DIRECT)) {
