@@ -10,7 +10,14 @@ import type { Cluster } from '../src/model/types.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { EbpfRenderer } from '../src/renderers/ebpf/index.ts';
 import { ClusterState } from '../src/state/index.ts';
-import { asmIncludeDir, layout, pinDir, PinnedMaps, type PinLocation } from '../src/ebpf/index.ts';
+import {
+  asmIncludeDir,
+  layout,
+  pinDir,
+  PinnedMaps,
+  setConfigFlag as setFlag,
+  type PinLocation,
+} from '../src/ebpf/index.ts';
 
 export const say = (text: string): void => void process.stdout.write(`${text}\n`);
 
@@ -23,12 +30,14 @@ export function renderInto(location: PinLocation, node: string, cluster: Cluster
   renderer.settle();
   maps.close();
 }
-/** Sets or clears configuration flags of a node's pinned maps. */
+/** Sets or clears a configuration flag of a node's pinned maps. */
 export function setConfigFlag(location: PinLocation, flag: number, on: boolean): void {
   const maps = PinnedMaps.open(location);
-  const flags = (maps.get('config', layout.u32(0)) ?? layout.u32(0)).readUInt32LE(0);
-  maps.put('config', layout.u32(0), layout.u32(on ? flags | flag : flags & ~flag));
-  maps.close();
+  try {
+    setFlag(maps, flag, on);
+  } finally {
+    maps.close();
+  }
 }
 
 /** Every first packet judged by the tables (on), or a judgement made already this epoch taken from the verdict cache (off: the datapath's way). */

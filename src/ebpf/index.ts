@@ -23,6 +23,7 @@ export {
   PROGRAMS,
 } from './loader.ts';
 export { PinnedMaps, PinnedProgram } from './maps.ts';
+export { configFlags, setConfigFlag } from './config-flags.ts';
 export { pinToCurrentCpu, type CpuPin } from './cpu.ts';
 export { PreviewMaps } from './preview.ts';
 export { frameOf, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from './frames.ts';

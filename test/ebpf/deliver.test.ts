@@ -16,17 +16,15 @@ import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { IpAddress } from '../../src/net/ip.ts';
 import { formatIp } from '../../src/net/ip.ts';
-import { layout, pinToCurrentCpu, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
+import { layout, pinToCurrentCpu, setConfigFlag, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
 import { addressOf } from '../../src/renderers/ebpf/index.ts';
 import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
+import { needsConntrackTool } from '../helpers/node-netfilter.ts';
 import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
 import { frameOf } from '../../src/ebpf/index.ts';
 import { ipOf, policy, type Raw } from '../helpers/builders.ts';
 
-const hasConntrack = spawnSync('conntrack', ['--version']).status === 0;
-const SKIP =
-  needsEbpf('testing direct delivery') ||
-  (hasConntrack ? false : 'skipped: testing direct delivery needs conntrack (apt-get install conntrack)');
+const SKIP = needsEbpf('testing direct delivery') || needsConntrackTool('testing direct delivery');
 /** What a tc program returns for a packet it redirected (linux/pkt_cls.h). */
 const TC_ACT_REDIRECT = 7;
 /** ct_side.host (bpf/palisade.h). */
@@ -194,15 +192,14 @@ describe('direct delivery between two pods of a node', { skip: SKIP }, () => {
 
   it('delivers nothing, and learns nothing, with direct delivery off', () => {
     pinned([...base, dbFromWeb], (n) => {
-      const flags = n1.maps().get('config', layout.u32(0))!.readUInt32LE(0);
-      n1.maps().put('config', layout.u32(0), layout.u32(flags | layout.CFG_NO_DIRECT));
+      setConfigFlag(n1.maps(), layout.CFG_NO_DIRECT, true);
       try {
         const { syn, reply } = opened(n, freshPort());
         assert.equal(peerOf(db), undefined, 'nothing learned');
         assert.equal(n.from(withSeq(syn, 2)), TC_ACT_OK, 'the host’s path');
         assert.equal(n.from(withSeq(reply, 2)), TC_ACT_OK);
       } finally {
-        n1.maps().put('config', layout.u32(0), layout.u32(flags));
+        setConfigFlag(n1.maps(), layout.CFG_NO_DIRECT, false);
       }
     });
   });

@@ -12,7 +12,15 @@ import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { IpAddress } from '../../src/net/ip.ts';
-import { frameOf, layout, pinDir, pinToCurrentCpu, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
+import {
+  frameOf,
+  layout,
+  pinDir,
+  pinToCurrentCpu,
+  setConfigFlag,
+  TC_ACT_OK,
+  TC_ACT_SHOT,
+} from '../../src/ebpf/index.ts';
 import { ipOf, pod, policy, type Raw } from '../helpers/builders.ts';
 import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
 import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
@@ -154,14 +162,13 @@ describe('the hand-over between two pods of a node', { skip: SKIP }, () => {
       assert.equal(ctSide(remote, db, 443, out), undefined, 'the far end’s side not judged here');
 
       // Off (the benchmarks' comparison): each hook judges its own side.
-      const flags = n1.maps().get('config', layout.u32(0))!.readUInt32LE(0);
-      n1.maps().put('config', layout.u32(0), layout.u32(flags | layout.CFG_NO_HANDOFF));
+      setConfigFlag(n1.maps(), layout.CFG_NO_HANDOFF, true);
       const alone = freshPort();
       assert.equal(n.from(tcp(web, db, alone, 80)), TC_ACT_OK);
       assert.equal(slot().readBigUInt64LE(48), 0n, 'off: nothing handed over');
       assert.equal(ctSide(db, web, 80, alone), undefined, 'off: db’s side left to its hook');
       assert.equal(n.to(tcp(web, db, alone, 80)), TC_ACT_OK);
-      n1.maps().put('config', layout.u32(0), layout.u32(flags));
+      setConfigFlag(n1.maps(), layout.CFG_NO_HANDOFF, false);
     } finally {
       pin.restore();
       n.close();

@@ -13,6 +13,7 @@ import { run } from '../../src/dataplane/index.ts';
 import {
   attach,
   attachedDevices,
+  configFlags,
   frameOf,
   layout,
   isLoaded,
@@ -157,7 +158,7 @@ describe('render --target ebpf', () => {
       const flags = () => {
         const maps = PinnedMaps.open(instance);
         try {
-          return maps.get('config', layout.u32(0))!.readUInt32LE(0);
+          return configFlags(maps);
         } finally {
           maps.close();
         }
@@ -190,7 +191,7 @@ describe('render --target ebpf', () => {
         );
         assert.equal((JSON.parse(applied.stdout) as { directDelivery: boolean }).directDelivery, false);
         const maps = PinnedMaps.open(instance);
-        const flags = maps.get('config', layout.u32(0))!.readUInt32LE(0);
+        const flags = configFlags(maps);
         maps.close();
         assert.equal(flags & layout.CFG_NO_DIRECT, layout.CFG_NO_DIRECT);
       } finally {

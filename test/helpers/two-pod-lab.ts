@@ -11,7 +11,7 @@ import type { TestContext } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { layout, PinnedMaps } from '../../src/ebpf/index.ts';
+import { layout, PinnedMaps, setConfigFlag } from '../../src/ebpf/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { Lab, type LabPod } from '../../src/lab/index.ts';
 import { parseIp } from '../../src/net/ip.ts';
@@ -199,9 +199,7 @@ function epochOf(node: string): number {
 export function setDirectDelivery(node: string, on: boolean): void {
   const maps = PinnedMaps.open({ instance: `netns-${node}` });
   try {
-    const flags = maps.get('config', layout.u32(0))?.readUInt32LE(0) ?? 0;
-    const next = on ? flags & ~layout.CFG_NO_DIRECT : flags | layout.CFG_NO_DIRECT;
-    maps.put('config', layout.u32(0), layout.u32(next));
+    setConfigFlag(maps, layout.CFG_NO_DIRECT, !on);
   } finally {
     maps.close();
   }
