@@ -3,7 +3,7 @@
  * is run and its output compared, so the README cannot drift from what the tool prints.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { cli } from './helpers/cli.ts';
 
@@ -22,7 +22,16 @@ describe('README examples', () => {
       // `… 2>&1 >/dev/null` shows what a command says on stderr (diagnostics, notes).
       const stderrOnly = line.endsWith(STDERR_ONLY);
       const args = stderrOnly ? line.slice(0, -STDERR_ONLY.length) : line;
-      const result = await cli(args.split(/\s+/));
+      const argv = args.split(/\s+/);
+      // An example that writes a directory (`generate -o DIR`) leaves nothing behind it made.
+      const out = argv[0] === 'generate' ? argv[argv.indexOf('-o') + 1] : undefined;
+      const made = out !== undefined && !existsSync(out) ? out : undefined;
+      let result;
+      try {
+        result = await cli(argv);
+      } finally {
+        if (made !== undefined) rmSync(made, { recursive: true, force: true });
+      }
       // Timings differ run to run; everything else must be exactly as printed in the README.
       const untimed = (text: string): string => text.replace(/, [0-9.]+ ms$/gm, ', <time> ms');
       assert.equal(untimed(stderrOnly ? result.stderr : result.stdout), untimed(expected));
