@@ -1,6 +1,8 @@
 /**
  * Values read from etcd into model objects. The reflector validated every value with ingest's
- * decoders before writing it, so the agent trusts them: pods and namespaces — nine in ten values
+ * decoders before writing it, but whoever else could write to etcd may have left anything there,
+ * so `readValue` takes nothing on trust: a value that cannot be read is a reason, never an
+ * exception or a deletion. For what the reflector writes it is fast: pods and namespaces — nine in ten values
  * of a large cluster — take a fast path that maps the reduced JSON straight onto the model
  * (about a tenth of the full decoder's cost: no schema, no name and label syntax checks), and
  * anything that is not exactly the reduced form the reflector writes (another kind, an
@@ -11,9 +13,77 @@ import { controllerOf } from '../ingest/index.ts';
 import type { DecodedObject } from '../ingest/types.ts';
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { NAMESPACE_NAME_LABEL, type ContainerPort, type Endpoint } from '../model/types.ts';
-import { decodeValue, type DecodedValue } from '../reflector/index.ts';
+import type { Diagnostic } from '../model/types.ts';
+import { decodeParsed, decodeValue, type DecodedValue } from '../reflector/index.ts';
 
 type Json = Record<string, unknown>;
+
+/**
+ * Largest value the agent reads, in characters: twice etcd's default request limit (1.5 MiB). The
+ * reflector's reduced objects are a few hundred bytes; anything near this was not written by it.
+ */
+export const MAX_VALUE_CHARS = 3 * 1024 * 1024;
+/** Deepest nesting the agent decodes: Kubernetes objects are a dozen levels deep at most. */
+export const MAX_VALUE_DEPTH = 64;
+
+/** A value as the agent reads it: a model object, or why it cannot be read (never a throw). */
+export type ValueRead =
+  | { readonly ok: true; readonly object: DecodedObject; readonly diagnostics: readonly Diagnostic[] }
+  | { readonly ok: false; readonly reason: string; readonly diagnostics: readonly Diagnostic[] };
+
+/**
+ * Reads one value for the agent, whatever it holds: too large, not JSON, not an object, nested
+ * deeper than any object (the decoders recurse: 200,000 levels overflowed the stack), an object
+ * the decoders reject, or one that throws in them — each is a reason, never an exception, so one
+ * hostile value can neither stop its batch nor be mistaken for a deletion.
+ */
+export function readValue(key: string, value: string): ValueRead {
+  if (value.length > MAX_VALUE_CHARS)
+    return unreadable(
+      `the value has ${value.length} characters, more than the ${MAX_VALUE_CHARS} an object may have`,
+    );
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    return unreadable(`the value is not valid JSON (${(error as Error).message})`);
+  }
+  if (!isObject(parsed)) return unreadable('the value is not a JSON object');
+  const fast = fastDecode(key, parsed);
+  if (fast) return { ok: true, object: fast, diagnostics: [] };
+  if (deeperThan(parsed, MAX_VALUE_DEPTH))
+    return unreadable(`the value is nested deeper than ${MAX_VALUE_DEPTH} levels`);
+  let decoded: DecodedValue;
+  try {
+    decoded = decodeParsed(key, parsed);
+  } catch (error) {
+    return unreadable(`the decoder failed on the value (${(error as Error).message})`);
+  }
+  if (decoded.object) return { ok: true, object: decoded.object, diagnostics: decoded.diagnostics };
+  const first = decoded.diagnostics.find((d) => d.severity === 'error') ?? decoded.diagnostics[0];
+  return unreadable(
+    first ? `${first.code}: ${first.message}` : 'not an object Palisade reads',
+    decoded.diagnostics,
+  );
+}
+
+function unreadable(reason: string, diagnostics: readonly Diagnostic[] = []): ValueRead {
+  return { ok: false, reason, diagnostics };
+}
+
+/** Whether any value in `root` lies more than `limit` levels down (iteratively: no recursion to overflow). */
+function deeperThan(root: object, limit: number): boolean {
+  const stack: [object, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    for (const child of Object.values(value))
+      if (child !== null && typeof child === 'object') {
+        if (depth + 1 > limit) return true;
+        stack.push([child as object, depth + 1]);
+      }
+  }
+  return false;
+}
 
 /** A value as a model object: the fast path when it applies, else `decodeValue`. */
 export function decodeEntry(key: string, value: string): DecodedValue {

@@ -12,9 +12,19 @@
  *
  * Keys are compared by modification revision, so a relist after compaction turns into exactly
  * the changes that happened in between.
+ *
+ * A value that cannot be read (decode.ts `readValue`: not JSON, too large or deep, rejected by the
+ * decoders, or naming another object than its key) never stops its batch and is never taken for
+ * a deletion, which would widen what is allowed: the key keeps its last good version. A new
+ * NetworkPolicy key that cannot be read stands for a policy isolating every pod of its namespace
+ * both ways with no rule (it could have selected any of them; isolating is the narrowest guess);
+ * a new key of another kind cannot be guessed and is left out. Either way the key is listed in
+ * `unreadable()` until a readable value or a delete replaces it — the agent's degraded phase.
  */
 import { comparePolicies } from '../model/precedence.ts';
 import { clusterPolicyKey } from '../model/cluster-policy.ts';
+import { MATCH_ALL } from '../model/selector.ts';
+import type { DecodedObject } from '../ingest/types.ts';
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import {
   policyKey,
@@ -29,7 +39,7 @@ import {
 import type { PipelineChange } from '../pipeline/index.ts';
 import type { KeyLayout } from '../reflector/index.ts';
 import { NamespaceEndpoints, type EndpointSource } from './attribution.ts';
-import { decodeEntry } from './decode.ts';
+import { readValue } from './decode.ts';
 
 /** One key's change: its new value, or undefined when deleted. */
 export interface KeyChange {
@@ -43,14 +53,41 @@ export interface MirrorOptions {
   readonly layout: KeyLayout;
   /** Decode NetworkPolicies only for namespaces with a pod on this node (default: all of them). */
   readonly node?: string;
-  /** Values that do not decode (they are left out, as the loader leaves out a bad object). */
+  /** The decoders' diagnostics of values read (warnings of readable ones, errors of unreadable ones). */
   readonly onDiagnostics?: (diagnostics: readonly Diagnostic[]) => void;
+  /** A value that cannot be read, with what the key keeps meanwhile. */
+  readonly onUnreadable?: (key: UnreadableKey) => void;
 }
+
+/** A key whose value cannot be read, and what the mirror holds for it instead. */
+export interface UnreadableKey {
+  readonly key: string;
+  readonly reason: string;
+  /** The revision that wrote the value. */
+  readonly modRevision: number;
+  /**
+   * last-good: the key's previous value stays in force; fail-closed: a new NetworkPolicy key
+   * stands for isolating its whole namespace; left-out: a new key of another kind is ignored.
+   */
+  readonly kept: 'last-good' | 'fail-closed' | 'left-out';
+}
+
+/** The model kind each reflected kind's values must decode to. */
+const DECODED_KIND: Record<string, DecodedObject['kind']> = {
+  Namespace: 'Namespace',
+  Node: 'Node',
+  NetworkPolicy: 'NetworkPolicy',
+  AdminNetworkPolicy: 'ClusterPolicy',
+  BaselineAdminNetworkPolicy: 'ClusterPolicy',
+  ClusterNetworkPolicy: 'ClusterPolicy',
+};
 
 interface PolicyEntry {
   readonly namespace: string;
   /** The value, until decoded. */
   text: string | undefined;
+  /** The revision that wrote the value. */
+  modRevision: number;
   /** The policy's key in the pipeline, once there. */
   emitted: NetworkPolicy | undefined;
 }
@@ -88,6 +125,8 @@ export class ClusterMirror {
   private readonly emittedNodes = new Map<string, NodeInfo>();
   /** Pods on this node, per namespace (node scope). */
   private readonly localPods = new Map<string, number>();
+  /** Keys whose value cannot be read. */
+  private readonly unreadableKeys = new Map<string, UnreadableKey>();
 
   constructor(private readonly options: MirrorOptions) {}
 
@@ -103,12 +142,18 @@ export class ClusterMirror {
     return count;
   }
 
+  /** Keys whose value cannot be read, in key order. */
+  unreadable(): UnreadableKey[] {
+    return [...this.unreadableKeys.values()].sort((a, b) => compare(a.key, b.key));
+  }
+
   /** The changes a relist at some revision brings: deletes of keys gone, puts of keys written since. */
-  relist(kvs: readonly { key: string; value: string; modRevision: number }[]): KeyChange[] {
+  relist(kvs: readonly KeyChange[]): KeyChange[] {
     const listed = new Set<string>();
     const changes: KeyChange[] = [];
     let latest = 0;
     for (const kv of kvs) {
+      if (kv.value === undefined) continue;
       listed.add(kv.key);
       latest = Math.max(latest, kv.modRevision);
       if (this.revisions.get(kv.key) !== kv.modRevision) changes.push(kv);
@@ -128,17 +173,25 @@ export class ClusterMirror {
     for (const change of changes) {
       const at = this.options.layout.parse(change.key);
       if (!at) continue;
-      if (change.value !== undefined && this.revisions.get(change.key) === change.modRevision) continue;
+      // A put the mirror holds already (given again after a failed realization), or an older one.
+      if (change.value !== undefined && (this.revisions.get(change.key) ?? 0) >= change.modRevision) continue;
+      const existed = this.revisions.has(change.key);
       if (change.value === undefined) {
-        if (!this.revisions.has(change.key)) continue;
+        if (!existed) continue;
         this.revisions.delete(change.key);
+        this.unreadableKeys.delete(change.key);
       } else this.revisions.set(change.key, change.modRevision);
       if (at.kind === 'NetworkPolicy') {
-        this.setPolicyText(change.key, at.namespace!, change.value);
+        this.setPolicyText(change.key, at.namespace!, change.value, change.modRevision);
         policyKeys.push(change.key);
         continue;
       }
-      const decoded = change.value === undefined ? undefined : this.decode(change.key, change.value);
+      let decoded: DecodedObject | undefined;
+      if (change.value !== undefined) {
+        decoded = this.read(change.key, change.value, change.modRevision, at);
+        // Unreadable: the key keeps what it held (nothing, for a new key).
+        if (!decoded) continue;
+      }
       if (ENDPOINT_KINDS.has(at.kind)) {
         const namespace = at.namespace!;
         const entryKey = `${at.kind}/${at.name}`;
@@ -202,10 +255,37 @@ export class ClusterMirror {
     };
   }
 
-  private decode(key: string, value: string) {
-    const decoded = decodeEntry(key, value);
-    if (decoded.diagnostics.length > 0) this.options.onDiagnostics?.(decoded.diagnostics);
-    return decoded.object;
+  /**
+   * The value of `key` as the model object its kind must be, or undefined when it cannot be read
+   * (recorded in `unreadable()`, with what the key keeps). A readable value clears the record.
+   */
+  private read(
+    key: string,
+    value: string,
+    modRevision: number,
+    at: { readonly kind: string; readonly namespace?: string; readonly name: string },
+    kept: UnreadableKey['kept'] = this.heldBefore(key, at) ? 'last-good' : 'left-out',
+  ): DecodedObject | undefined {
+    const read = readValue(key, value);
+    if (read.diagnostics.length > 0) this.options.onDiagnostics?.(read.diagnostics);
+    const reason = read.ok ? mismatch(read.object, at) : read.reason;
+    if (reason === undefined && read.ok) {
+      this.unreadableKeys.delete(key);
+      return read.object;
+    }
+    const record: UnreadableKey = { key, reason: reason ?? 'unreadable', modRevision, kept };
+    this.unreadableKeys.set(key, record);
+    this.options.onUnreadable?.(record);
+    return undefined;
+  }
+
+  /** Whether the pipeline holds something for a key (its last good version). */
+  private heldBefore(key: string, at: { readonly kind: string; readonly name: string }): boolean {
+    if (ENDPOINT_KINDS.has(at.kind)) return this.sources.has(key);
+    if (at.kind === 'Namespace') return this.namespaces.has(at.name);
+    if (at.kind === 'Node') return this.declaredNodes.has(at.name);
+    if (at.kind === 'NetworkPolicy') return this.policies.get(key)?.emitted !== undefined;
+    return this.clusterPolicies.has(key);
   }
 
   private setNamespace(name: string, namespace: Namespace | undefined, out: PipelineChange[]): void {
@@ -227,15 +307,17 @@ export class ClusterMirror {
     } else this.clusterPolicies.delete(key);
   }
 
-  private setPolicyText(key: string, namespace: string, text: string | undefined): void {
+  private setPolicyText(key: string, namespace: string, text: string | undefined, modRevision: number): void {
     const entry = this.policies.get(key);
     if (text === undefined) {
       if (entry) entry.text = undefined;
       return;
     }
-    if (entry) entry.text = text;
-    else {
-      this.policies.set(key, { namespace, text, emitted: undefined });
+    if (entry) {
+      entry.text = text;
+      entry.modRevision = modRevision;
+    } else {
+      this.policies.set(key, { namespace, text, modRevision, emitted: undefined });
       let keys = this.policiesByNamespace.get(namespace);
       if (!keys) this.policiesByNamespace.set(namespace, (keys = new Set()));
       keys.add(key);
@@ -250,9 +332,15 @@ export class ClusterMirror {
     if (!gone && !this.wants(entry.namespace)) return;
     let policy: NetworkPolicy | undefined;
     if (!gone && entry.text !== undefined) {
-      const decoded = this.decode(key, entry.text);
-      policy = decoded?.kind === 'NetworkPolicy' ? decoded.policy : undefined;
+      const name = key.slice(key.lastIndexOf('/') + 1);
+      const at = { kind: 'NetworkPolicy', namespace: entry.namespace, name };
+      const held = entry.emitted !== undefined;
+      const decoded = this.read(key, entry.text, entry.modRevision, at, held ? 'last-good' : 'fail-closed');
       entry.text = undefined;
+      if (decoded?.kind === 'NetworkPolicy') policy = decoded.policy;
+      else if (held)
+        return; // unreadable: its last good version stays
+      else policy = isolatingPolicy(entry.namespace, name, key);
     } else if (!gone) {
       return; // decoded before and unchanged
     }
@@ -348,6 +436,55 @@ export class ClusterMirror {
     this.emittedNodes.set(name, node);
     out.push({ type: 'upsert-node', node });
   }
+}
+
+/**
+ * What an unreadable new NetworkPolicy stands for: every pod of its namespace isolated both ways
+ * with nothing allowed by it — what the policy might have selected, fail closed. It has the
+ * policy's name, so the first readable value replaces it.
+ */
+function isolatingPolicy(namespace: string, name: string, key: string): NetworkPolicy {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    namespace,
+    name,
+    podSelector: MATCH_ALL,
+    affectsIngress: true,
+    affectsEgress: true,
+    policyTypesExplicit: true,
+    ingress: [],
+    egress: [],
+    location: { file: key, line: 0, column: 0 },
+  };
+}
+
+/** Why a readable object cannot stand at its key (another kind, namespace or name), if it cannot. */
+function mismatch(
+  object: DecodedObject,
+  at: { readonly kind: string; readonly namespace?: string; readonly name: string },
+): string | undefined {
+  const expected = DECODED_KIND[at.kind] ?? 'Endpoint';
+  if (object.kind !== expected) return `the value is a ${object.kind}, not a ${at.kind}`;
+  const [namespace, name] =
+    object.kind === 'Endpoint'
+      ? [object.endpoint.namespace, object.endpoint.name]
+      : object.kind === 'NetworkPolicy'
+        ? [object.policy.namespace, object.policy.name]
+        : object.kind === 'Namespace'
+          ? [undefined, object.namespace.name]
+          : object.kind === 'Node'
+            ? [undefined, object.node.name]
+            : [undefined, object.policy.name];
+  if (namespace !== at.namespace || name !== at.name)
+    return `the value names ${namespace ? `${namespace}/` : ''}${name}, not the key's ${at.namespace ? `${at.namespace}/` : ''}${at.name}`;
+  const kind =
+    object.kind === 'Endpoint'
+      ? object.endpoint.kind
+      : object.kind === 'ClusterPolicy'
+        ? object.policy.kind
+        : at.kind;
+  if (kind !== at.kind) return `the value is a ${kind}, not a ${at.kind}`;
+  return undefined;
 }
 
 function sameNode(a: NodeInfo, b: NodeInfo): boolean {

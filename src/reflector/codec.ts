@@ -38,6 +38,11 @@ export function decodeValue(key: string, value: string): DecodedValue {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { key, object: undefined, diagnostics: [] };
   }
+  return decodeParsed(key, parsed);
+}
+
+/** A value already parsed from JSON (an object) as a model object, as `decodeValue` reads it. */
+export function decodeParsed(key: string, parsed: object): DecodedValue {
   const outcome = decodeObject({ value: parsed, file: key, basePath: [], locator: objectLocator(key) });
   return { key, object: outcome.object, diagnostics: outcome.diagnostics };
 }

@@ -5,6 +5,6 @@
 export { Reflector, type ReflectorOptions, type ReflectorSource } from './reflector.ts';
 export { EtcdWriter, type WriterOptions } from './writer.ts';
 export { KeyLayout, LAYOUT_VERSION, DEFAULT_ROOT, REFLECTED_KINDS } from './layout.ts';
-export { encodeObject, decodeValue } from './codec.ts';
+export { encodeObject, decodeValue, decodeParsed } from './codec.ts';
 export { pruneObject } from './prune.ts';
 export type * from './types.ts';
