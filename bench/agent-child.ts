@@ -7,7 +7,7 @@
  * argv[2]: JSON `{ endpoint, prefix, datapath, nodes: [{ node, netns? }] }`.
  */
 import { connectEtcd } from '../src/etcd/index.ts';
-import { createDatapath, NodeAgent, type DatapathName } from '../src/agent/index.ts';
+import { createDatapath, NodeAgent, NodeRealizer, type DatapathName } from '../src/agent/index.ts';
 import { KeyLayout } from '../src/reflector/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 
@@ -38,8 +38,7 @@ for (const { node, netns } of config.nodes) {
     node,
     store,
     layout,
-    datapath,
-    state,
+    realizer: new NodeRealizer({ node, layout, datapath, state }),
     version: 'bench',
     statusIntervalMs: 1000,
     onRealized: (revision) => {

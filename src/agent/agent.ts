@@ -12,18 +12,27 @@
  *   (its mirror compares modification revisions), then watches from the new list's revision.
  * - Failures: a realization that throws (nft refused, the namespace vanished, etcd refused a
  *   document write) is retried with exponential backoff; the datapath's own guarantees keep
- *   the node at the old state or the new one, never between.
+ *   the node at the old state or the new one, never between. A batch's changes stay pending
+ *   until a realization of them succeeded: nothing is marked realized that was not applied.
+ * - Unreadable values: the realizer keeps each such key's last good version (or a fail-closed
+ *   stand-in) and lists it; the agent is `degraded` while any is listed, and says so in its
+ *   log, status, metrics and /readyz.
+ * - Drift: the datapath is verified against what was realized on a timer (`verifyIntervalMs`)
+ *   and whenever its notifications suspect another writer; a difference is logged, counted and
+ *   repaired in one transaction.
  * - Status: a key bound to the agent's lease (status.ts), rewritten at most every
  *   `statusIntervalMs` while things change; a lost lease is granted again.
  * - Stop: the running realization finishes, the lease is revoked (the status key goes), the
  *   registration says it stopped, and the datapath keeps enforcing what it holds.
  *
- * One pump runs at a time (`pump`), so the pipeline and the datapath are never entered twice.
+ * One pump runs at a time (`pump`), so the realizer is never entered twice. The realizer (the
+ * mirror, pipeline and datapath) may run in a worker thread: this loop keeps etcd, the lease and
+ * health answering whatever it computes.
  */
-import type { EtcdWatch, EtcdEvent, Lease } from '../etcd/types.ts';
-import { PolicyPipeline } from '../pipeline/index.ts';
-import { ClusterMirror, type KeyChange } from './mirror.ts';
+import type { EtcdWatch, EtcdEvent } from '../etcd/types.ts';
+import type { KeyChange, UnreadableKey } from './mirror.ts';
 import { StatusKeys } from './status.ts';
+import { StatusLease } from './status-lease.ts';
 import type {
   AgentLog,
   AgentMetrics,
@@ -31,6 +40,7 @@ import type {
   AgentRegistration,
   AgentState,
   DatapathCounts,
+  RealizeResult,
   StatusRecord,
 } from './types.ts';
 
@@ -39,12 +49,11 @@ const NO_COUNTS: DatapathCounts = { tables: 0, rules: 0, sets: 0 };
 const silent: AgentLog = { debug() {}, info() {}, warn() {}, error() {} };
 
 export class NodeAgent {
-  private readonly mirror: ClusterMirror;
-  private readonly pipeline: PolicyPipeline;
   private readonly keys: StatusKeys;
   private readonly log: AgentLog;
   private readonly metrics: AgentMetrics | undefined;
   private readonly startedAt = new Date().toISOString();
+  private readonly status: StatusLease;
 
   private phase: AgentState['phase'] = 'starting';
   private stale = false;
@@ -53,8 +62,15 @@ export class NodeAgent {
   private counts: DatapathCounts = NO_COUNTS;
   private lastError: { message: string; at: string } | undefined;
   private resyncs = 0;
+  private unreadable: readonly UnreadableKey[] = [];
+  private unreadableCount = 0;
+  private driftRepairs = 0;
+  private lastDrift: { what: string; at: string } | undefined;
 
-  /** Key changes received and not yet applied, and the revision they bring the agent to. */
+  /**
+   * Key changes received and not yet realized, and the revision they bring the agent to. They
+   * stay here until a realization of them succeeds (given again, they are applied once).
+   */
   private pending: KeyChange[] = [];
   private pendingRevision = 0;
   /** The first snapshot has not been realized yet. */
@@ -62,38 +78,38 @@ export class NodeAgent {
   /** A realization failed: the datapath must be brought to the pipeline's state again. */
   private unrealized = false;
   private needsRelist = false;
+  /** The datapath is to be verified against what was realized (timer, or a suspected writer). */
+  private verifyDue = false;
   private watch: EtcdWatch | undefined;
-  private lease: Lease | undefined;
   private pumping: Promise<void> | undefined;
+  /** The first listing is pending (start): nothing may be realized before it. */
+  private listing = true;
   private stopped = false;
   private failures = 0;
   private lastContact = Date.now();
-  /** When the status lease was last granted or kept alive. */
-  private leaseAliveAt = Date.now();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private statusDue: NodeJS.Timeout | undefined;
-  private lastStatusWrite = 0;
   private staleTimer: NodeJS.Timeout | undefined;
-  private leaseRetry: NodeJS.Timeout | undefined;
+  private verifyTimer: NodeJS.Timeout | undefined;
   private readonly stoppedWaiters: (() => void)[] = [];
 
   constructor(private readonly options: AgentOptions) {
     this.keys = new StatusKeys(options.layout);
     this.log = options.log ?? silent;
     this.metrics = options.metrics;
-    this.mirror = new ClusterMirror({
-      layout: options.layout,
-      ...(options.allPolicies ? {} : { node: options.node }),
-      onDiagnostics: (diagnostics) => {
-        for (const d of diagnostics)
-          if (d.severity === 'error')
-            this.log.warn({ code: d.code, key: d.file, object: d.object }, `left out: ${d.message}`);
-      },
+    this.status = new StatusLease({
+      store: options.store,
+      key: this.keys.node(options.node),
+      ttlSeconds: options.leaseTtlSeconds ?? 10,
+      intervalMs: options.statusIntervalMs ?? 1000,
+      log: this.log,
+      record: () => this.record(),
+      onContact: () => this.contact(),
     });
-    this.pipeline = new PolicyPipeline({
-      state: options.state,
-      renderers: [options.datapath.renderer],
-      node: options.node,
+    options.realizer.onSuspect((why) => {
+      if (this.stopped) return;
+      this.log.debug({ why }, 'the datapath may have been changed by another writer: verifying');
+      this.verifyDue = true;
+      this.kick();
     });
   }
 
@@ -101,7 +117,7 @@ export class NodeAgent {
   get state(): AgentState {
     return {
       node: this.options.node,
-      datapath: this.options.datapath.name,
+      datapath: this.options.realizer.datapath,
       phase: this.phase,
       stale: this.stale,
       realizedRevision: this.realizedRevision,
@@ -109,10 +125,14 @@ export class NodeAgent {
       counts: this.counts,
       ...(this.lastError ? { lastError: this.lastError } : {}),
       resyncs: this.resyncs,
+      unreadable: this.unreadable,
+      unreadableCount: this.unreadableCount,
+      driftRepairs: this.driftRepairs,
+      ...(this.lastDrift ? { lastDrift: this.lastDrift } : {}),
     };
   }
 
-  /** Ready: the first snapshot is realized and the last realization succeeded. */
+  /** Ready: the first snapshot is realized, the last realization succeeded and every key was read. */
   get ready(): boolean {
     return this.phase === 'ready';
   }
@@ -122,29 +142,39 @@ export class NodeAgent {
    * the first snapshot is realized in the background (`whenRealized` waits for a revision).
    */
   async start(): Promise<void> {
-    const { store, layout, datapath } = this.options;
+    const { store, layout, realizer } = this.options;
     await this.register();
-    this.log.info({ datapath: datapath.name }, await datapath.prepare());
-    this.counts = datapath.counts();
-    await this.grantLease();
+    this.log.info({ datapath: realizer.datapath }, await realizer.prepare());
+    await this.status.grant();
     const listed = await store.range(layout.objects);
     this.contact();
     this.seenRevision = listed.revision;
-    this.pending = this.mirror.relist(listed.kvs);
+    this.pending = listed.kvs.map((kv) => ({ key: kv.key, value: kv.value, modRevision: kv.modRevision }));
+    this.needsRelist = false;
     this.pendingRevision = listed.revision;
     this.log.info(
       { keys: listed.kvs.length, revision: listed.revision },
       'listed the reflected objects; rendering the first snapshot',
     );
     await this.startWatch(listed.revision + 1);
+    this.listing = false;
     this.staleTimer = setInterval(() => this.checkStale(), Math.min(1000, this.staleAfterMs / 2));
+    const interval = this.options.verifyIntervalMs ?? 5000;
+    if (interval > 0)
+      this.verifyTimer = setInterval(() => {
+        this.verifyDue = true;
+        this.kick();
+      }, interval);
     this.kick();
   }
 
-  /** Resolves when the datapath holds a revision at least `revision` (tests, the lab). */
+  /**
+   * Resolves when the datapath holds a revision at least `revision` (tests, the lab) — ready, or
+   * degraded (realized, with unreadable keys kept at their last good version).
+   */
   async whenRealized(revision: number, timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.realizedRevision < revision || this.phase !== 'ready') {
+    while (this.realizedRevision < revision || (this.phase !== 'ready' && this.phase !== 'degraded')) {
       if (Date.now() > deadline)
         throw new Error(
           `${this.options.node}: revision ${revision} not realized within ${timeoutMs} ms (at ${this.realizedRevision}, ${this.phase}${this.lastError ? `: ${this.lastError.message}` : ''})`,
@@ -171,15 +201,12 @@ export class NodeAgent {
     this.phase = 'stopping';
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    if (this.statusDue) clearTimeout(this.statusDue);
     if (this.staleTimer) clearInterval(this.staleTimer);
-    if (this.leaseRetry) clearTimeout(this.leaseRetry);
+    if (this.verifyTimer) clearInterval(this.verifyTimer);
     await this.watch?.cancel().catch(() => undefined);
     await this.pumping;
-    const lease = this.lease;
-    this.lease = undefined;
     try {
-      await withTimeout(lease?.revoke() ?? Promise.resolve(), 2000);
+      await withTimeout(this.status.stop(), 2000);
       await withTimeout(
         this.options.store.txn(
           [],
@@ -199,7 +226,7 @@ export class NodeAgent {
         'could not record the stop in etcd (the lease expires by itself)',
       );
     }
-    await this.options.datapath.close();
+    await this.options.realizer.close();
     this.log.info({ revision: this.realizedRevision }, 'stopped; the datapath keeps enforcing what it holds');
     for (const resolve of this.stoppedWaiters.splice(0)) resolve();
   }
@@ -253,7 +280,7 @@ export class NodeAgent {
 
   /** Runs the pump unless it runs already (it picks up whatever arrived meanwhile). */
   private kick(): void {
-    if (this.pumping || this.stopped) return;
+    if (this.pumping || this.stopped || this.listing) return;
     this.pumping = this.pump().finally(() => {
       this.pumping = undefined;
       if (this.stopped) for (const resolve of this.stoppedWaiters.splice(0)) resolve();
@@ -264,7 +291,8 @@ export class NodeAgent {
     try {
       while (!this.stopped) {
         if (this.needsRelist) await this.relist();
-        else if (this.pending.length > 0 || this.unrealized || this.first) await this.realizeBatch();
+        else if (this.pending.length > 0 || this.unrealized || this.first) await this.realizeBatch(false);
+        else if (this.verifyDue) await this.reconcile();
         else if (this.pendingRevision > this.realizedRevision) this.realized(this.pendingRevision);
         else break;
       }
@@ -273,64 +301,102 @@ export class NodeAgent {
     }
   }
 
-  /** Lists again after compaction: only what differs from the mirror goes through the pipeline. */
+  /** Lists again (compaction, or the realizer asked for it): the listing goes to the realizer whole. */
   private async relist(): Promise<void> {
     const listed = await this.options.store.range(this.options.layout.objects);
     this.contact();
-    this.pending = this.mirror.relist(listed.kvs);
+    this.pending = listed.kvs.map((kv) => ({ key: kv.key, value: kv.value, modRevision: kv.modRevision }));
     this.pendingRevision = listed.revision;
     this.seenRevision = Math.max(this.seenRevision, listed.revision);
     this.needsRelist = false;
     this.resyncs++;
     this.metrics?.resynced();
-    this.log.info(
-      { revision: listed.revision, changes: this.pending.length },
-      'listed again after compaction',
-    );
+    this.log.info({ revision: listed.revision, keys: listed.kvs.length }, 'listed again');
+    // Watch from the listing on: events the old watch still had in flight predate it.
+    await this.watch?.cancel().catch(() => undefined);
     await this.startWatch(listed.revision + 1);
+    await this.realizeBatch(true);
   }
 
-  private async realizeBatch(): Promise<void> {
+  /**
+   * Realizes what is pending (a whole listing when `relist`). The changes and their revision are
+   * taken as realized only once the realizer says the datapath holds them; events that arrive
+   * meanwhile stay pending for the next round.
+   */
+  private async realizeBatch(relist: boolean): Promise<void> {
     const changes = this.pending;
     const revision = this.pendingRevision;
-    this.pending = [];
-    const started = performance.now();
-    const pipelineChanges = this.mirror.apply(changes);
-    const first = this.first;
-    // Whatever happens below, the pipeline now holds the new state: a failure leaves only the
-    // datapath to bring there (`unrealized`), from what it reads back.
-    this.unrealized = true;
-    if (first) this.pipeline.apply({ type: 'resync', cluster: this.mirror.snapshot() });
-    else if (pipelineChanges.length > 0) this.pipeline.applyBatch(pipelineChanges);
-    const rendered = performance.now();
-    await this.options.datapath.realize(first);
-    const done = performance.now();
+    const count = changes.length;
+    let result: RealizeResult;
+    try {
+      result = await this.options.realizer.realize(changes, relist || this.first);
+    } catch (error) {
+      this.unrealized = true;
+      if ((error as { relist?: unknown }).relist === true) this.needsRelist = true;
+      throw error;
+    }
+    // What arrived while the realizer worked stays pending; what it realized goes.
+    this.pending = this.pending.slice(count);
+    const wasFirst = this.first;
     this.unrealized = false;
     this.first = false;
     this.failures = 0;
-    this.metrics?.pipelineSeconds((rendered - started) / 1000);
-    this.metrics?.renderSeconds((done - rendered) / 1000);
-    this.counts = this.options.datapath.counts();
+    this.lastError = undefined;
+    this.metrics?.pipelineSeconds(result.pipelineMs / 1000);
+    this.metrics?.renderSeconds(result.realizeMs / 1000);
+    this.counts = result.counts;
     this.metrics?.counts(this.counts);
-    if (first || this.phase !== 'ready')
-      this.log.info(
-        { revision, ms: Math.round(done - started), ...this.counts },
-        first ? 'first snapshot realized: ready' : 'realized again: ready',
+    this.noteUnreadable(result);
+    const phase = result.unreadableCount > 0 ? 'degraded' : 'ready';
+    const ms = Math.round(result.pipelineMs + result.realizeMs);
+    if (wasFirst || result.first || this.phase !== phase)
+      this.log[phase === 'ready' ? 'info' : 'warn'](
+        { revision, ms, ...this.counts, unreadable: result.unreadableCount },
+        `${wasFirst ? 'first snapshot realized' : result.first ? 'rebuilt and realized' : 'realized again'}: ${phase === 'ready' ? 'ready' : `degraded (${result.unreadableCount} keys cannot be read)`}`,
       );
-    else this.log.debug({ revision, changes: changes.length, ms: Math.round(done - started) }, 'realized');
-    this.phase = 'ready';
+    else this.log.debug({ revision, changes: count, ms }, 'realized');
+    this.phase = phase;
     this.realized(revision);
+  }
+
+  /** Logs the values found unreadable and keeps the list the status shows. */
+  private noteUnreadable(result: RealizeResult): void {
+    for (const key of result.found)
+      this.log.error(
+        { key: key.key, modRevision: key.modRevision, kept: key.kept },
+        `cannot read ${key.key}: ${key.reason}; ${KEPT[key.kept]}`,
+      );
+    if (result.unreadableCount === 0 && this.unreadableCount > 0)
+      this.log.info({}, 'every key can be read again');
+    this.unreadable = result.unreadable;
+    this.unreadableCount = result.unreadableCount;
+    this.metrics?.unreadable(result.unreadableCount);
+  }
+
+  /** Verifies the datapath against what was realized and repairs a difference. */
+  private async reconcile(): Promise<void> {
+    this.verifyDue = false;
+    const differences = await this.options.realizer.reconcile();
+    if (differences.length === 0) return;
+    this.driftRepairs++;
+    this.lastDrift = { what: differences.join('; '), at: new Date().toISOString() };
+    this.metrics?.driftRepaired();
+    this.log.warn(
+      { differences, repairs: this.driftRepairs },
+      `the datapath differed from what was realized (${differences[0]}${differences.length > 1 ? `, and ${differences.length - 1} more` : ''}): repaired`,
+    );
+    this.status.schedule();
   }
 
   private realized(revision: number): void {
     this.realizedRevision = Math.max(this.realizedRevision, revision);
     this.metrics?.revisions(this.seenRevision, this.realizedRevision);
     this.metrics?.state(this.ready, this.stale);
-    this.scheduleStatus();
+    this.status.schedule();
     this.options.onRealized?.(this.realizedRevision);
   }
 
-  /** A failed realization or read: recorded, reported, and retried with backoff. */
+  /** A failed realization, verification or read: recorded, reported, and retried with backoff. */
   private failed(error: unknown): void {
     this.failures++;
     const text = message(error);
@@ -341,7 +407,7 @@ export class NodeAgent {
     const { initialMs, maxMs } = this.options.backoff ?? { initialMs: 100, maxMs: 5000 };
     const delay = Math.min(maxMs, initialMs * 2 ** Math.min(this.failures - 1, 20));
     this.log.error({ error: text, retryInMs: delay, failures: this.failures }, 'realization failed');
-    this.scheduleStatus();
+    this.status.schedule();
     this.later(delay, () => this.kick());
   }
 
@@ -359,7 +425,7 @@ export class NodeAgent {
   }
 
   private checkStale(): void {
-    this.checkLease();
+    this.status.check();
     const stale = Date.now() - this.lastContact > this.staleAfterMs;
     if (stale === this.stale) return;
     this.stale = stale;
@@ -370,31 +436,23 @@ export class NodeAgent {
         'no contact with etcd: what is enforced may be stale',
       );
     else this.log.info({}, 'in contact with etcd again');
-    this.scheduleStatus();
+    this.status.schedule();
   }
 
-  /**
-   * A lease without a keepalive for longer than its TTL has expired in etcd, whatever the
-   * client says (its keepalive loop can stall on a connection that came back): grant another,
-   * so the status key comes back as soon as etcd answers.
-   */
-  private checkLease(): void {
-    const lease = this.lease;
-    const ttlMs = (this.options.leaseTtlSeconds ?? 10) * 1000;
-    if (!lease || this.stopped || Date.now() - this.leaseAliveAt <= ttlMs * 1.5) return;
-    this.lease = undefined;
-    this.log.warn(
-      { sinceMs: Date.now() - this.leaseAliveAt },
-      'status lease not kept alive for longer than its TTL; granting another',
-    );
-    void lease.revoke().catch(() => undefined);
-    this.retryLease(0);
+  private record(): StatusRecord {
+    return {
+      ...this.state,
+      version: this.options.version,
+      pid: process.pid,
+      startedAt: this.startedAt,
+      updatedAt: new Date().toISOString(),
+    };
   }
 
   private registration(stopped = false): AgentRegistration {
     return {
       node: this.options.node,
-      datapath: this.options.datapath.name,
+      datapath: this.options.realizer.datapath,
       version: this.options.version,
       startedAt: this.startedAt,
       ...(stopped ? { stoppedAt: new Date().toISOString() } : {}),
@@ -407,76 +465,14 @@ export class NodeAgent {
       [{ type: 'put', key: this.keys.agent(this.options.node), value: JSON.stringify(this.registration()) }],
     );
   }
-
-  /** Grants the status lease (again, after losing it), retrying with backoff until it holds. */
-  private async grantLease(): Promise<void> {
-    const ttl = this.options.leaseTtlSeconds ?? 10;
-    const lease = await this.options.store.grantLease(ttl);
-    if (this.stopped) return void (await lease.revoke().catch(() => undefined));
-    this.lease = lease;
-    this.leaseAliveAt = Date.now();
-    lease.onKeepAlive(() => {
-      this.leaseAliveAt = Date.now();
-      this.contact();
-    });
-    lease.onLost((error) => {
-      if (this.lease !== lease || this.stopped) return;
-      this.lease = undefined;
-      this.log.warn({ error: message(error) }, 'status lease lost; granting another');
-      this.retryLease(500);
-    });
-    await this.writeStatus();
-  }
-
-  private retryLease(delay: number): void {
-    if (this.leaseRetry) clearTimeout(this.leaseRetry);
-    this.leaseRetry = setTimeout(() => {
-      this.grantLease().catch((error: unknown) => {
-        const next = Math.min(Math.max(delay * 2, 250), 5000);
-        this.log.debug({ error: message(error), retryInMs: next }, 'granting the status lease failed');
-        this.retryLease(next);
-      });
-    }, delay);
-  }
-
-  /** Writes the status key now, or as soon as `statusIntervalMs` has passed since the last write. */
-  private scheduleStatus(): void {
-    if (this.statusDue || this.stopped) return;
-    const interval = this.options.statusIntervalMs ?? 1000;
-    const wait = Math.max(0, this.lastStatusWrite + interval - Date.now());
-    this.statusDue = setTimeout(() => {
-      this.statusDue = undefined;
-      this.writeStatus().catch((error: unknown) => {
-        this.log.debug({ error: message(error) }, 'status write failed; retrying');
-        this.later(interval, () => this.scheduleStatus());
-      });
-    }, wait);
-  }
-
-  private async writeStatus(): Promise<void> {
-    const lease = this.lease;
-    if (!lease || this.stopped) return;
-    this.lastStatusWrite = Date.now();
-    const record: StatusRecord = {
-      ...this.state,
-      version: this.options.version,
-      pid: process.pid,
-      startedAt: this.startedAt,
-      updatedAt: new Date().toISOString(),
-    };
-    await this.options.store.txn(
-      [],
-      [
-        {
-          type: 'put',
-          key: this.keys.node(this.options.node),
-          value: JSON.stringify(record),
-          lease: lease.id,
-        },
-      ],
-    );
-  }
 }
+
+/** What an unreadable key's entry in the log says the node enforces for it. */
+const KEPT: Record<UnreadableKey['kept'], string> = {
+  'last-good': 'its last good version stays in force',
+  'fail-closed': 'every pod of its namespace is isolated both ways until it can be read (fail closed)',
+  'left-out': 'it is left out until it can be read',
+};
 
 /** The smallest key after every key starting with `prefix` (etcd's prefix range end). */
 function prefixEnd(prefix: string): string {

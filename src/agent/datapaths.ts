@@ -4,7 +4,10 @@
  * - `nftables`: the node's `inet palisade` table, through the nftables renderer's recovery
  *   guarantees (docs/ARCHITECTURE.md): whole transactions only, the table read back on attach
  *   and after any failed or unanswered commit, a fingerprint to notice other writers, and a
- *   flock per network namespace so two agents never plan against the same table.
+ *   flock per network namespace so two agents never plan against the same table. Verified by
+ *   auditing the whole table (renderers/nftables/audit.ts), repaired by replacing it in one
+ *   transaction; `nft monitor` reports every transaction that touches it, and one that does not
+ *   carry this renderer's fingerprint is another writer's.
  * - `classifier`: the in-process classifier (nothing to install; it answers lookups).
  * - `vpp-acl`, `vpptcp`: documents for a ligato vpp-agent, written to etcd (documents.ts).
  */
@@ -13,12 +16,14 @@ import { parseCidr } from '../net/ip.ts';
 import {
   acquireDatapathLock,
   DataplaneError,
+  monitorTable,
   nftRunner,
   type HeldLock,
+  type NftMonitor,
   type NftRunner,
 } from '../dataplane/index.ts';
 import { loadTarget } from '../renderers/index.ts';
-import { NftablesRenderer, TABLE } from '../renderers/nftables/index.ts';
+import { FINGERPRINT_SET, NftablesRenderer, TABLE } from '../renderers/nftables/index.ts';
 import type { AgentDatapath, DatapathContext, DatapathCounts } from './types.ts';
 import { documentDatapath } from './documents.ts';
 
@@ -74,6 +79,11 @@ function nftablesDatapath(context: DatapathContext): AgentDatapath {
     throw error;
   }
   const pods = context.podCidrs?.length ?? 0;
+  /** Another writer may have touched the table since the last audit found it right. */
+  let foreign = false;
+  let monitor: NftMonitor | undefined;
+  let restart: NodeJS.Timeout | undefined;
+  let closed = false;
   return {
     name: 'nftables',
     renderer,
@@ -91,12 +101,48 @@ function nftablesDatapath(context: DatapathContext): AgentDatapath {
       const s = renderer.stats();
       return { tables: s.chains, rules: s.rules, sets: s.sets };
     },
-    verify: () => Promise.resolve(renderer.verify()),
+    verify() {
+      const differences = renderer.audit(!foreign);
+      if (differences.length === 0) foreign = false;
+      return Promise.resolve(differences);
+    },
+    repair() {
+      renderer.replaceAll();
+      foreign = false;
+      return Promise.resolve();
+    },
+    watch(suspect) {
+      const start = (): void => {
+        monitor = monitorTable({
+          table: TABLE,
+          fingerprintSet: FINGERPRINT_SET,
+          ...(context.netns !== undefined ? { netns: context.netns } : {}),
+          onTransaction: (txn) => {
+            if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) return;
+            foreign = true;
+            suspect(`another writer changed the table (generation ${txn.generation}: ${txn.example})`);
+          },
+          onStopped: (why) => {
+            if (closed) return;
+            // Events may have been missed: verify, and listen again (at most once a second).
+            foreign = true;
+            suspect(`${why}; restarting it`);
+            monitor?.close();
+            monitor = undefined;
+            restart = setTimeout(start, 1000);
+          },
+        });
+      };
+      start();
+    },
     cleanup() {
       runner.apply(`table ${TABLE}\ndelete table ${TABLE}\n`);
       return Promise.resolve(`deleted table ${TABLE}${where}`);
     },
     close() {
+      closed = true;
+      if (restart) clearTimeout(restart);
+      monitor?.close();
       runner.close();
       lock?.release();
       lock = undefined;
@@ -139,7 +185,9 @@ async function classifierDatapath(context: DatapathContext): Promise<AgentDatapa
       const classifier = instance.output();
       return { tables: classifier.tables, rules: classifier.memory.records, sets: 0 };
     },
-    verify: () => Promise.resolve(true),
+    // Nothing outside this process to drift.
+    verify: () => Promise.resolve([]),
+    repair: () => Promise.resolve(),
     cleanup: () => Promise.resolve('the classifier holds nothing outside this process'),
     close: () => Promise.resolve(),
   };

@@ -125,6 +125,8 @@ export async function documentDatapath(
   const keys = vppKeys(name, context.vppAgentLabel ?? context.node, context.vppAgentPrefix);
   const maxOps = context.maxTxnOps ?? 128;
   const held = new Map<string, string>();
+  /** What the last verification found should be there (what was written). */
+  let wanted = new Map<string, string>();
   let counts: DatapathCounts = { tables: 0, rules: 0, sets: 0 };
   let documents: () => Map<string, string>;
   let renderer: Renderer;
@@ -166,9 +168,22 @@ export async function documentDatapath(
     },
     counts: () => counts,
     async verify() {
-      const before = new Map(held);
+      // What etcd holds under this datapath's prefixes against what was last written.
+      const written = new Map(held);
       await readHeld();
-      return before.size === held.size && [...before].every(([k, v]) => held.get(k) === v);
+      const differences: string[] = [];
+      for (const [key, value] of written)
+        if (!held.has(key)) differences.push(`${key} is missing`);
+        else if (held.get(key) !== value) differences.push(`${key} was rewritten`);
+      for (const key of held.keys()) if (!written.has(key)) differences.push(`${key} is not this agent's`);
+      // `held` now says what etcd holds: a repair writes the difference to what was written.
+      wanted = written;
+      return differences.length > 12
+        ? [...differences.slice(0, 12), `and ${differences.length - 12} more`]
+        : differences;
+    },
+    async repair() {
+      await writeDocuments(context.store, held, documentOps(held, wanted), maxOps);
     },
     async cleanup() {
       await readHeld();

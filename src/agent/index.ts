@@ -3,6 +3,7 @@
  * the reflected objects. `run.ts` (etcd client, pino, prom-client) is loaded by the CLI only.
  */
 export { NodeAgent } from './agent.ts';
+export { NodeRealizer, RelistNeeded, type RealizerOptions } from './realizer.ts';
 export {
   createDatapath,
   isDatapathName,
@@ -11,7 +12,7 @@ export {
   type DatapathName,
 } from './datapaths.ts';
 export { readStatus, formatStatus, StatusKeys, type ClusterStatus, type NodeStatus } from './status.ts';
-export { ClusterMirror, type KeyChange } from './mirror.ts';
+export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';
 export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './documents.ts';
 export type * from './types.ts';

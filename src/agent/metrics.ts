@@ -22,6 +22,8 @@ export class PromMetrics implements AgentMetrics {
   private readonly objects: Gauge;
   private readonly readyGauge: Gauge;
   private readonly staleGauge: Gauge;
+  private readonly driftRepairs: Counter;
+  private readonly unreadableGauge: Gauge;
 
   constructor(labels: { node: string; datapath: string }, options: { processMetrics?: boolean } = {}) {
     this.registry.setDefaultLabels(labels);
@@ -81,6 +83,16 @@ export class PromMetrics implements AgentMetrics {
       help: '1 when out of contact with etcd for longer than the stale limit',
       registers,
     });
+    this.driftRepairs = new Counter({
+      name: 'palisade_agent_drift_repairs_total',
+      help: 'differences between the datapath and what was realized (edits by other writers), found and repaired',
+      registers,
+    });
+    this.unreadableGauge = new Gauge({
+      name: 'palisade_agent_unreadable_keys',
+      help: 'keys whose value cannot be read (their last good version is enforced; the agent is degraded)',
+      registers,
+    });
   }
 
   eventsReceived(count: number): void {
@@ -111,6 +123,12 @@ export class PromMetrics implements AgentMetrics {
   state(ready: boolean, stale: boolean): void {
     this.readyGauge.set(ready ? 1 : 0);
     this.staleGauge.set(stale ? 1 : 0);
+  }
+  driftRepaired(): void {
+    this.driftRepairs.inc();
+  }
+  unreadable(count: number): void {
+    this.unreadableGauge.set(count);
   }
 
   /** The exposition text and its content type. */

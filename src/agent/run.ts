@@ -8,6 +8,7 @@ import { connectEtcd, ensureReachable, EtcdUnreachableError } from '../etcd/inde
 import { KeyLayout } from '../reflector/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
+import { NodeRealizer } from './realizer.ts';
 import { createDatapath, type DatapathName } from './datapaths.ts';
 import { serveHealth } from './http.ts';
 import { PromMetrics } from './metrics.ts';
@@ -89,8 +90,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       node: command.node,
       store,
       layout,
-      datapath,
-      state,
+      realizer: new NodeRealizer({ node: command.node, layout, datapath, state }),
       version: command.version,
       log,
       metrics,

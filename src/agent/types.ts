@@ -6,7 +6,7 @@ import type { Cidr } from '../net/ip.ts';
 import type { EtcdStore } from '../etcd/types.ts';
 import type { Renderer } from '../renderers/types.ts';
 import type { KeyLayout } from '../reflector/index.ts';
-import type { ClusterState, CompilingStore } from '../state/index.ts';
+import type { CompilingStore } from '../state/index.ts';
 
 /** What a node's datapath holds, for status and metrics. */
 export interface DatapathCounts {
@@ -20,7 +20,9 @@ export interface DatapathCounts {
 /**
  * A node's datapath as the agent drives it. Its renderer joins the pipeline; a kernel target
  * realizes inside the pipeline's commit (which throws when the kernel refused, leaving it as it
- * was), document targets in `realize`, after the commit.
+ * was), document targets in `realize`, after the commit. The world drifts: what the datapath
+ * holds is verified against what was last realized, and repaired, on the agent's timer and when
+ * the datapath's own notifications (`watch`) say something changed it.
  */
 export interface AgentDatapath {
   /** The agent's name for it (`--datapath`). */
@@ -38,8 +40,18 @@ export interface AgentDatapath {
    */
   realize(first: boolean): Promise<void>;
   counts(): DatapathCounts;
-  /** Whether the node still holds what was last realized (false: it was read back, and differs). */
-  verify(): Promise<boolean>;
+  /**
+   * What the node holds that differs from what was last realized, one line per difference
+   * (empty: it holds exactly that). Throws when it cannot be read.
+   */
+  verify(): Promise<readonly string[]>;
+  /** Brings the node back to what was last realized, in one transaction. Throws if it could not. */
+  repair(): Promise<void>;
+  /**
+   * Starts watching for changes made by others (kernel notifications), calling `suspect` when one
+   * may have touched what this datapath holds. Optional: without it only the timer verifies.
+   */
+  watch?(suspect: (why: string) => void): void;
   /** Removes everything this datapath installed on the node; returns what was removed, in one line. */
   cleanup(): Promise<string>;
   close(): Promise<void>;
@@ -75,6 +87,54 @@ export interface AgentLog {
   error(fields: object, message: string): void;
 }
 
+/** A key whose value cannot be read (the mirror's record), as the agent reports it. */
+export type { UnreadableKey } from './mirror.ts';
+import type { KeyChange, UnreadableKey } from './mirror.ts';
+
+/** What one realization did. */
+export interface RealizeResult {
+  readonly counts: DatapathCounts;
+  /** Keys whose value cannot be read (the agent is degraded while any is): the first 20. */
+  readonly unreadable: readonly UnreadableKey[];
+  readonly unreadableCount: number;
+  /** Values found unreadable by this batch, to log (the first 100). */
+  readonly found: readonly UnreadableKey[];
+  /** Bringing the mirror, store and compiled tables to the batch, ms. */
+  readonly pipelineMs: number;
+  /** Realizing the batch in the datapath after that, ms. */
+  readonly realizeMs: number;
+  /** Whether this was the first snapshot (or a rebuild after an internal error). */
+  readonly first: boolean;
+}
+
+/**
+ * The agent's heavy side: its mirror of the reflected objects, the node-scoped pipeline and the
+ * datapath (realizer.ts). The agent keeps etcd, health and status on its own event loop and hands
+ * batches to a realizer, in this thread (tests) or a worker thread (`palisade agent`), so a large
+ * change never starves /healthz or the status lease.
+ */
+export interface Realizer {
+  /** The datapath's `--datapath` name. */
+  readonly datapath: string;
+  /** What the node enforces until the first snapshot is realized, in one line. */
+  prepare(): Promise<string>;
+  /**
+   * Brings the datapath to the key changes (or, with `relist`, to a whole listing). Throws when
+   * it could not; the same changes may be given again (they are applied once). A thrown error
+   * with `relist: true` says the realizer must be given a whole listing next.
+   */
+  realize(changes: readonly KeyChange[], relist: boolean): Promise<RealizeResult>;
+  /**
+   * Verifies the datapath against what was last realized and repairs any difference in one
+   * transaction; returns what differed (empty: nothing). Throws when it could not.
+   */
+  reconcile(): Promise<readonly string[]>;
+  /** Told when the datapath's notifications say others may have changed it. */
+  onSuspect(listener: (why: string) => void): void;
+  cleanup(): Promise<string>;
+  close(): Promise<void>;
+}
+
 /** What the agent counts and times (prom-client is one implementation; tests pass none). */
 export interface AgentMetrics {
   eventsReceived(count: number): void;
@@ -86,14 +146,22 @@ export interface AgentMetrics {
   resynced(): void;
   counts(counts: DatapathCounts): void;
   state(ready: boolean, stale: boolean): void;
+  /** A difference between the datapath and what was realized was found and repaired. */
+  driftRepaired(): void;
+  /** Keys whose value cannot be read, now. */
+  unreadable(count: number): void;
 }
 
 /** The agent's state as /readyz, the status key and tests see it. */
 export interface AgentState {
   readonly node: string;
   readonly datapath: string;
-  /** starting: no snapshot realized yet; ready: realized; failing: the last realization failed; stopping. */
-  readonly phase: 'starting' | 'ready' | 'failing' | 'stopping';
+  /**
+   * starting: no snapshot realized yet; ready: realized; degraded: realized, but some keys cannot
+   * be read (their last good version, or a fail-closed stand-in, is enforced — `unreadable`);
+   * failing: the last realization (or verification) failed; stopping.
+   */
+  readonly phase: 'starting' | 'ready' | 'degraded' | 'failing' | 'stopping';
   /** No contact with etcd for longer than `staleAfterMs`: what is enforced may be out of date. */
   readonly stale: boolean;
   /** The etcd revision whose state the datapath holds (0 before the first snapshot). */
@@ -101,9 +169,17 @@ export interface AgentState {
   /** The latest etcd revision the agent has seen. */
   readonly seenRevision: number;
   readonly counts: DatapathCounts;
+  /** The last failure, while failing (cleared when a realization succeeds again). */
   readonly lastError?: { readonly message: string; readonly at: string };
   /** Full resyncs after the first (compaction). */
   readonly resyncs: number;
+  /** Keys whose value cannot be read (at most 20 listed; `unreadableCount` counts all). */
+  readonly unreadable: readonly UnreadableKey[];
+  readonly unreadableCount: number;
+  /** Differences between the datapath and what was realized, found and repaired since start. */
+  readonly driftRepairs: number;
+  /** The last such repair: what differed. */
+  readonly lastDrift?: { readonly what: string; readonly at: string };
 }
 
 /** The value of an agent's status key (`<root>/v1/status/nodes/<node>`, bound to its lease). */
@@ -129,9 +205,8 @@ export interface AgentOptions {
   readonly node: string;
   readonly store: EtcdStore;
   readonly layout: KeyLayout;
-  readonly datapath: AgentDatapath;
-  /** The store the datapath's renderer reads (the pipeline applies changes to it). */
-  readonly state: ClusterState;
+  /** The mirror, pipeline and datapath (in this thread or a worker). */
+  readonly realizer: Realizer;
   readonly version: string;
   readonly log?: AgentLog;
   readonly metrics?: AgentMetrics;
@@ -143,8 +218,8 @@ export interface AgentOptions {
   readonly staleAfterMs?: number;
   /** Retry backoff of failed transactions and etcd reads, ms (default 100 doubling to 5000). */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
-  /** Decode every NetworkPolicy, not only those of namespaces with a pod here (benchmarks). */
-  readonly allPolicies?: boolean;
+  /** How often the datapath is verified against what was realized, ms (default 5000; 0: never). */
+  readonly verifyIntervalMs?: number;
   /** Called after every realization (tests, benchmarks): the revision now enforced. */
   readonly onRealized?: (revision: number) => void;
 }

@@ -22,6 +22,7 @@ export {
   type NftRunner,
   type NftRunnerOptions,
 } from './nft.ts';
+export { monitorTable, type NftMonitor, type TableTransaction } from './nft-monitor.ts';
 export { FakeNft, type FakeFault, type FakeTable } from './fake-nft.ts';
 export {
   acquireLock,

@@ -11,7 +11,13 @@ import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
 import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { createDatapath, NodeAgent, type AgentOptions, type DatapathName } from '../../src/agent/index.ts';
+import {
+  createDatapath,
+  NodeAgent,
+  NodeRealizer,
+  type AgentOptions,
+  type DatapathName,
+} from '../../src/agent/index.ts';
 import type { AgentDatapath, DatapathContext } from '../../src/agent/types.ts';
 import type { Raw } from '../helpers/builders.ts';
 
@@ -135,8 +141,7 @@ export async function startAgent(
     node,
     store,
     layout,
-    datapath: built,
-    state,
+    realizer: new NodeRealizer({ node, layout, datapath: built, state }),
   });
   await agent.start();
   return { agent, datapath: built, state };

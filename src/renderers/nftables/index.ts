@@ -4,4 +4,4 @@
 export { NftablesRenderer, type NftablesOptions, type NftablesChanges } from './renderer.ts';
 export { NodeFleetRenderer } from './fleet.ts';
 export { renderTableChain } from './table-chain.ts';
-export { TABLE, TABLE_FAMILY, TABLE_NAME } from './names.ts';
+export { FINGERPRINT_SET, TABLE, TABLE_FAMILY, TABLE_NAME } from './names.ts';

@@ -41,14 +41,15 @@ export function readBack(runner: NftRunner): KernelTable | undefined {
 export function readFingerprint(runner: NftRunner): Fingerprint | undefined {
   const text = runner.query(`list set ${TABLE} ${FINGERPRINT_SET}`);
   if (text === undefined) return undefined;
-  for (const item of items(text)) {
+  for (const item of listingItems(text)) {
     const set = item.set as Json | undefined;
     if (set?.name === FINGERPRINT_SET) return fingerprintOf(set);
   }
   return undefined;
 }
 
-function items(text: string): Json[] {
+/** The objects of nft's JSON output, in order. */
+export function listingItems(text: string): Json[] {
   const parsed = JSON.parse(text) as { nftables?: Json[] };
   return parsed.nftables ?? [];
 }
@@ -57,7 +58,7 @@ export function parseTable(text: string): KernelTable {
   const objects = new NftObjects();
   const ruleCounts = new Map<string, number>();
   let fingerprint: Fingerprint | undefined;
-  for (const item of items(text)) {
+  for (const item of listingItems(text)) {
     if (item.set) {
       const set = item.set as Json;
       const name = String(set.name);
@@ -93,7 +94,7 @@ export function parseTable(text: string): KernelTable {
   return { objects, ruleCounts, fingerprint };
 }
 
-function fingerprintOf(set: Json): Fingerprint | undefined {
+export function fingerprintOf(set: Json): Fingerprint | undefined {
   const [element] = (set.elem as unknown[] | undefined) ?? [];
   const parts = ((element as Json | undefined)?.concat as unknown[] | undefined) ?? [];
   const [generation, nonce] = parts.map(Number);
@@ -106,7 +107,7 @@ function fingerprintOf(set: Json): Fingerprint | undefined {
 }
 
 /** An element as the renderer writes it: addresses as text, prefixes `a/len`, ranges `a-b`. */
-function elementText(element: unknown, interval: boolean): string {
+export function elementText(element: unknown, interval: boolean): string {
   if (typeof element === 'string') return interval ? hostPrefix(element) : element;
   if (typeof element === 'number') return String(element);
   const e = element as Json;
@@ -127,7 +128,7 @@ function elementText(element: unknown, interval: boolean): string {
 /** nft prints a one-address interval as the address; the renderer writes it as a /32 or /128. */
 const hostPrefix = (address: string): string => `${address}/${address.includes(':') ? 128 : 32}`;
 
-function verdictText(verdict: unknown): string {
+export function verdictText(verdict: unknown): string {
   const v = verdict as Json;
   const [kind] = Object.keys(v);
   if (kind === undefined) return JSON.stringify(verdict);

@@ -28,7 +28,7 @@ import type { ReadonlyStore } from '../../state/index.ts';
 import { DataplaneError, type NftRunner } from '../../dataplane/index.ts';
 import type { Renderer, RendererTxn } from '../types.ts';
 import { hash, randomInt } from 'node:crypto';
-import { FAMILIES, podCidrSet } from './names.ts';
+import { FAMILIES, podCidrSet, TABLE } from './names.ts';
 import type { NftObjects, Dirty } from './objects.ts';
 import { fingerprintScript, replaceTableScript, tableBlock } from './objects.ts';
 import {
@@ -42,6 +42,7 @@ import { applyOperations, operationsScript } from './operations.ts';
 import { baseChains, generationScript, type BaseChainOptions } from './base-chains.ts';
 import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.ts';
 import { DesiredTable } from './desired-table.ts';
+import { auditTable } from './audit.ts';
 
 export interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
@@ -76,6 +77,12 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   private readonly families: readonly IpFamily[];
   /** Bumped whenever the applied copy may have moved (plans made before are stale). */
   private appliedVersion = 0;
+  /** Chains' rules as the kernel printed them when first audited (audit.ts). */
+  private readonly learned = new Map<string, string>();
+  /** The digest of the last listing found to hold exactly the committed table. */
+  private lastAudited: string | undefined;
+  /** Fingerprints of the latest commits, newest last (to tell this renderer's transactions from others'). */
+  private readonly committed: string[] = [];
 
   constructor(private readonly options: NftablesOptions) {
     this.families = options.families ?? FAMILIES;
@@ -123,6 +130,40 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     if (seen && sameFingerprint(seen, this.fingerprint)) return true;
     this.adopt(readBack(this.options.runner));
     return false;
+  }
+
+  /**
+   * Compares the kernel's table with what the last commit left (audit.ts): one line per
+   * difference, none when it holds exactly that or nothing was committed yet. One read of the
+   * table; a listing equal to the last one found right is not compared again. `learn`: chains
+   * not audited since their commit are learned as the kernel prints them (pass false when
+   * another writer may have touched the table since). Throws DataplaneError when nft fails.
+   */
+  audit(learn: boolean): readonly string[] {
+    if (!this.applied || this.paused) return [];
+    const listing = this.options.runner.query(`list table ${TABLE}`);
+    const digest = listing === undefined ? undefined : hash('sha1', listing);
+    if (digest !== undefined && digest === this.lastAudited) return [];
+    const committed = { fingerprint: this.fingerprint, objects: this.applied, baseChains: this.baseChains() };
+    const { differences } = auditTable(listing, committed, this.learned, learn);
+    if (differences.length === 0) this.lastAudited = digest;
+    return differences;
+  }
+
+  /**
+   * Replaces the kernel's table with the committed one, whole, in one transaction (the repair of
+   * whatever another writer did to it). Throws DataplaneError when nft refused.
+   */
+  replaceAll(): void {
+    this.applied = undefined;
+    this.lastAudited = undefined;
+    this.learned.clear();
+    this.applyPlan(this.plan('all'));
+  }
+
+  /** Whether `fingerprint` (`generation . nonce`) is one of this renderer's latest commits. */
+  committedFingerprint(fingerprint: string): boolean {
+    return this.committed.includes(fingerprint);
   }
 
   /** Operations the next commit sends (0: the kernel holds the desired table). */
@@ -224,6 +265,9 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
   private applyPlan(planned: Plan, complete = true): void {
     this.appliedVersion++;
     if (planned.script !== '' && planned.fingerprint) {
+      // Noted before sending: the kernel's notification of the commit may come before nft returns.
+      this.committed.push(fingerprintText(planned.fingerprint));
+      if (this.committed.length > 64) this.committed.shift();
       this.send(planned.script, planned.fingerprint);
       this.fingerprint = planned.fingerprint;
     }

@@ -1,0 +1,250 @@
+/**
+ * The nftables agent repairs what others do to its table (issue 34, finding 1), as root in a
+ * network namespace with a real etcd: a deleted or dormant table, a replaced rule, an extra rule,
+ * a flushed chain, a deleted set element, a hook chain recreated without its hook. Each is
+ * noticed from the kernel's notifications (`nft monitor`) with the timer far off, repaired in one
+ * transaction, counted and described; without notifications the timer finds it. The agent's own
+ * commits are never taken for drift. After each repair the kernel holds exactly a fresh render.
+ */
+import { after, afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { run } from '../../src/dataplane/index.ts';
+import { parseCidr } from '../../src/net/ip.ts';
+import type { KeyLayout } from '../../src/reflector/index.ts';
+import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
+import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
+import type { Raw } from '../helpers/builders.ts';
+import {
+  distanceFromFresh,
+  pod,
+  policy,
+  smallCluster,
+  startAgent,
+  uniqueLayout,
+  writeObjects,
+  type TestAgent,
+} from './helpers.ts';
+
+const skip = needsEtcd || needsRoot('the drift repair tests');
+const POD_CIDRS = [parseCidr('10.1.0.0/24')].map((r) => (r.ok ? r.value : assert.fail('cidr')));
+
+/** Runs nft in the namespace (the other writer). */
+async function nft(netns: string, ...args: string[]): Promise<string> {
+  const result = await run('ip', ['netns', 'exec', netns, 'nft', ...args]);
+  assert.equal(result.code, 0, `nft ${args.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** The handle of the first rule of `chain`. */
+async function firstRuleHandle(netns: string, chain: string): Promise<number> {
+  const listed = JSON.parse(await nft(netns, '-j', 'list', 'chain', 'inet', 'palisade', chain)) as {
+    nftables: { rule?: { handle: number } }[];
+  };
+  const rule = listed.nftables.find((i) => i.rule)?.rule;
+  assert.ok(rule, `chain ${chain} has a rule`);
+  return rule.handle;
+}
+
+/** A rule-table chain (`t_…`) of the table. */
+async function tableChain(netns: string): Promise<string> {
+  const text = await nft(netns, 'list', 'chains', 'inet');
+  const name = /chain (t_\w+)/.exec(text)?.[1];
+  assert.ok(name, 'the table has a rule-table chain');
+  return name;
+}
+
+/** Waits for the repair after `before` repairs; returns ms since `started`. */
+async function untilRepaired(
+  one: TestAgent,
+  before: number,
+  started: number,
+  timeoutMs = 10_000,
+): Promise<number> {
+  while (one.agent.state.driftRepairs === before) {
+    if (performance.now() - started > timeoutMs) assert.fail(`not repaired within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return performance.now() - started;
+}
+
+describe('the nftables agent repairs its table when others change it', { skip, concurrency: false }, () => {
+  const etcd = suiteEtcd();
+  const netns = skip ? 'unused' : scratchNetns('pal-drift');
+  let running: TestAgent | undefined;
+  const stop = async (): Promise<void> => {
+    await running?.agent.stop().catch(() => undefined);
+    running = undefined;
+  };
+  after(stop);
+  afterEach(stop);
+  const start = async (layout: KeyLayout, options: Parameters<typeof startAgent>[3] = {}) => {
+    running = await startAgent(etcd.store, layout, 'nftables', {
+      ...options,
+      context: { netns, podCidrs: POD_CIDRS },
+    });
+    return running;
+  };
+  const objects = smallCluster();
+  const exact = async (one: TestAgent): Promise<void> => {
+    assert.equal(distanceFromFresh(netns, objects, 'n1', POD_CIDRS), 0, 'the kernel holds a fresh render');
+    assert.deepEqual(await one.datapath.verify(), [], 'an audit finds nothing');
+  };
+
+  it('from the kernel notifications, each within a second, and never for its own commits', async () => {
+    const layout = uniqueLayout();
+    const revision = await writeObjects(etcd.store, layout, objects);
+    // The timer is far off: only the notifications can trigger a repair.
+    const one = await start(layout, { verifyIntervalMs: 600_000 });
+    await one.agent.whenRealized(revision);
+    // The agent's own commits are not drift.
+    for (let i = 0; i < 5; i++) {
+      const changed = await writeObjects(etcd.store, layout, [
+        pod('shop', `web-${i + 10}`, `10.1.0.${i + 10}`, 'n1', { app: 'web' }),
+      ]);
+      objects.push(pod('shop', `web-${i + 10}`, `10.1.0.${i + 10}`, 'n1', { app: 'web' }));
+      await one.agent.whenRealized(changed);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(
+      one.agent.state.driftRepairs,
+      0,
+      `its own commits are not drift: ${one.agent.state.lastDrift?.what}`,
+    );
+    await exact(one);
+
+    const chain = await tableChain(netns);
+    const edits: [string, () => Promise<unknown>, RegExp][] = [
+      [
+        'the table deleted',
+        () => nft(netns, 'delete', 'table', 'inet', 'palisade'),
+        /table inet palisade is missing/,
+      ],
+      [
+        'the table made dormant',
+        () => nft(netns, 'add', 'table', 'inet', 'palisade', '{ flags dormant; }'),
+        /has flags \(dormant/,
+      ],
+      [
+        'a rule replaced by accept',
+        async () =>
+          nft(
+            netns,
+            'replace',
+            'rule',
+            'inet',
+            'palisade',
+            chain,
+            'handle',
+            String(await firstRuleHandle(netns, chain)),
+            'accept',
+          ),
+        /rules were edited/,
+      ],
+      [
+        'an accept inserted in the forward hook',
+        () => nft(netns, 'insert', 'rule', 'inet', 'palisade', 'forward', 'accept'),
+        /chain forward has \d+ rules/,
+      ],
+      [
+        'a chain flushed',
+        () => nft(netns, 'flush', 'chain', 'inet', 'palisade', chain),
+        new RegExp(`chain ${chain} has 0 rules`),
+      ],
+      [
+        'an element deleted from the pods set',
+        () => nft(netns, 'delete', 'element', 'inet', 'palisade', 'pods_4', '{ 10.1.0.3 }'),
+        /set pods_4: 1 missing \(e\.g\. 10\.1\.0\.3/,
+      ],
+      [
+        'the forward hook chain recreated without its hook',
+        () =>
+          run('ip', ['netns', 'exec', netns, 'nft', '-f', '-'], {
+            input:
+              'flush chain inet palisade forward\ndelete chain inet palisade forward\nadd chain inet palisade forward\n',
+          }),
+        /chain forward is not hooked/,
+      ],
+    ];
+    for (const [what, edit, said] of edits) {
+      const before = one.agent.state.driftRepairs;
+      const started = performance.now();
+      await edit();
+      const ms = await untilRepaired(one, before, started);
+      process.stdout.write(`# ${what}: repaired ${ms.toFixed(0)} ms after the edit\n`);
+      assert.match(one.agent.state.lastDrift?.what ?? '', said, what);
+      assert.equal(one.agent.state.phase, 'ready');
+      await exact(one);
+    }
+  });
+
+  it('without notifications, the timer finds and repairs it', async () => {
+    const layout = uniqueLayout();
+    const revision = await writeObjects(etcd.store, layout, objects);
+    const one = await start(layout, {
+      verifyIntervalMs: 200,
+      wrap: (d) => ({ ...d, watch: undefined }),
+    });
+    await one.agent.whenRealized(revision);
+    await exact(one);
+    const before = one.agent.state.driftRepairs;
+    const started = performance.now();
+    await nft(netns, 'delete', 'table', 'inet', 'palisade');
+    const ms = await untilRepaired(one, before, started);
+    process.stdout.write(`# the table deleted (timer of 200 ms): repaired ${ms.toFixed(0)} ms after\n`);
+    await exact(one);
+  });
+
+  it('a batch with an unreadable value: the rest is enforced, the node degraded, then ready again', async () => {
+    const layout = uniqueLayout();
+    const cluster = smallCluster();
+    const revision = await writeObjects(etcd.store, layout, cluster);
+    const one = await start(layout);
+    await one.agent.whenRealized(revision);
+    // One transaction: a restrictive policy change, and a pod nested 200,000 levels deep.
+    const narrower = policy('shop', 'db-from-web', { app: 'db' }, { app: 'nobody' }, 5432);
+    const deepKey = `${layout.objects}pod/shop/deep`;
+    const deepValue = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
+    const { encodeObject } = await import('../../src/reflector/index.ts');
+    const encoded = encodeObject(layout, narrower, 'test');
+    const mixed = await etcd.store.txn(
+      [],
+      [
+        { type: 'put', key: encoded.key, value: encoded.value! },
+        { type: 'put', key: deepKey, value: deepValue },
+        { type: 'put', key: `${layout.resourceVersions}pod`, value: 'x' },
+      ],
+    );
+    await one.agent.whenRealized(mixed.revision);
+    const narrowed = cluster.map((o) => ((o.metadata as Raw).name === 'db-from-web' ? narrower : o));
+    assert.equal(
+      distanceFromFresh(netns, narrowed, 'n1', POD_CIDRS),
+      0,
+      'the restrictive change is enforced',
+    );
+    assert.equal(one.agent.state.phase, 'degraded');
+    assert.deepEqual(
+      one.agent.state.unreadable.map((u) => [u.key, u.kept]),
+      [[deepKey, 'left-out']],
+    );
+    assert.match(one.agent.state.unreadable[0]!.reason, /nested deeper than 64 levels/);
+    // The policy's value truncated: its last good version (the narrower one) stays.
+    const truncated = await etcd.store.txn(
+      [],
+      [{ type: 'put', key: encoded.key, value: encoded.value!.slice(0, 40) }],
+    );
+    await one.agent.whenRealized(truncated.revision);
+    assert.equal(distanceFromFresh(netns, narrowed, 'n1', POD_CIDRS), 0, 'a truncated policy opens nothing');
+    assert.equal(one.agent.state.unreadableCount, 2);
+    // Both fixed: ready again, with nothing listed.
+    const fixed = await etcd.store.txn(
+      [],
+      [
+        { type: 'delete', key: deepKey },
+        { type: 'put', key: encoded.key, value: encoded.value! },
+      ],
+    );
+    await one.agent.whenRealized(fixed.revision);
+    assert.equal(one.agent.state.phase, 'ready');
+    assert.equal(one.agent.state.unreadableCount, 0);
+  });
+});
