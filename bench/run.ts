@@ -22,6 +22,7 @@ import { diffBenchmark } from './diff.bench.ts';
 import { serveBenchmark } from './serve.bench.ts';
 import { ebpfBenchmark } from './ebpf.bench.ts';
 import { agentBenchmark } from './agent.bench.ts';
+import { agentHealthBenchmark } from './agent-health.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -43,6 +44,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   serve: serveBenchmark,
   ebpf: ebpfBenchmark,
   agent: agentBenchmark,
+  'agent-health': agentHealthBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -1,6 +1,7 @@
 // Bundles the CLI with esbuild into dist/bin/: `palisade.js` (the `palisade` executable) and its
-// chunks, `pod-agent.js` (the process the lab starts in each pod's namespace) and
-// `encode-worker.js` (the reflector's worker threads). Start-up reads a few files instead of
+// chunks, `pod-agent.js` (the process the lab starts in each pod's namespace), and the worker
+// threads: `encode-worker.js` (the reflector's), `decode-worker.js` (large input files) and
+// `realizer-worker.js` (the node agent's). Start-up reads a few files instead of
 // resolving ~200 modules one by one, and code splitting keeps each
 // command's code (and a heavy dependency it alone uses) in chunks loaded only when that command
 // runs: cli/program.ts imports commands dynamically. Every file sits in one directory, so code
@@ -21,6 +22,8 @@ const ENTRY_POINTS = {
   'encode-worker': 'src/reflector/encode-worker.ts',
   // A large input file's pods, decoded beside the main thread (ingest/decode-offload.ts).
   'decode-worker': 'src/ingest/decode-worker.ts',
+  // The node agent's mirror, pipeline and datapath, beside its event loop (agent/worker-realizer.ts).
+  'realizer-worker': 'src/agent/realizer-worker.ts',
 };
 
 /**

@@ -57,12 +57,30 @@ export function parsePodCidrs(texts: readonly string[]): Cidr[] {
   });
 }
 
-function nftablesDatapath(context: DatapathContext): AgentDatapath {
+/** The default `--run-dir`. */
+export const DEFAULT_RUN_DIR = '/run/palisade';
+
+/**
+ * Takes the lock of a kernel datapath for this process (undefined for datapaths without one), so
+ * a datapath built in a worker thread (`lockHeld`) is still this process's alone — and a worker
+ * that dies cannot leave its lock held by a file descriptor nobody will close.
+ */
+export function lockDatapath(
+  name: DatapathName,
+  context: Pick<DatapathContext, 'netns' | 'lockWaitMs' | 'runDir'>,
+): HeldLock | undefined {
+  if (name !== 'nftables') return undefined;
   const where = context.netns ? ` in network namespace ${context.netns}` : '';
-  let lock: HeldLock | undefined = acquireDatapathLock(context.netns, {
+  return acquireDatapathLock(context.netns, {
     waitMs: context.lockWaitMs ?? 0,
     what: `the nftables datapath${where}`,
+    root: `${context.runDir ?? DEFAULT_RUN_DIR}/datapath`,
   });
+}
+
+function nftablesDatapath(context: DatapathContext): AgentDatapath {
+  const where = context.netns ? ` in network namespace ${context.netns}` : '';
+  let lock: HeldLock | undefined = context.lockHeld ? undefined : lockDatapath('nftables', context);
   let runner: NftRunner;
   let renderer: NftablesRenderer;
   try {
@@ -75,7 +93,7 @@ function nftablesDatapath(context: DatapathContext): AgentDatapath {
       recheckFlows: true,
     });
   } catch (error) {
-    lock.release();
+    lock?.release();
     throw error;
   }
   const pods = context.podCidrs?.length ?? 0;

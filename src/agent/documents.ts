@@ -122,6 +122,8 @@ export async function documentDatapath(
   name: 'vpp-acl' | 'vpptcp',
   context: DatapathContext,
 ): Promise<AgentDatapath> {
+  const store = context.store;
+  if (!store) throw new Error(`the ${name} datapath writes to etcd and was given no connection`);
   const keys = vppKeys(name, context.vppAgentLabel ?? context.node, context.vppAgentPrefix);
   const maxOps = context.maxTxnOps ?? 128;
   const held = new Map<string, string>();
@@ -154,7 +156,7 @@ export async function documentDatapath(
   const readHeld = async (): Promise<void> => {
     held.clear();
     for (const prefix of keys.owned)
-      for (const kv of (await context.store.range(prefix)).kvs) held.set(kv.key, kv.value);
+      for (const kv of (await store.range(prefix)).kvs) held.set(kv.key, kv.value);
   };
   return {
     name,
@@ -164,7 +166,7 @@ export async function documentDatapath(
       return `${held.size} vpp-agent keys under ${keys.owned.join(', ')} kept until the first snapshot is rendered`;
     },
     async realize() {
-      await writeDocuments(context.store, held, documentOps(held, documents()), maxOps);
+      await writeDocuments(store, held, documentOps(held, documents()), maxOps);
     },
     counts: () => counts,
     async verify() {
@@ -183,12 +185,12 @@ export async function documentDatapath(
         : differences;
     },
     async repair() {
-      await writeDocuments(context.store, held, documentOps(held, wanted), maxOps);
+      await writeDocuments(store, held, documentOps(held, wanted), maxOps);
     },
     async cleanup() {
       await readHeld();
       const ops: TxnOp[] = [...held.keys()].map((key) => ({ type: 'delete', key }));
-      await writeDocuments(context.store, held, ops, maxOps);
+      await writeDocuments(store, held, ops, maxOps);
       return `deleted ${ops.length} vpp-agent keys under ${keys.owned.join(', ')}`;
     },
     async close() {},

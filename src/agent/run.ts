@@ -9,11 +9,13 @@ import { KeyLayout } from '../reflector/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
 import { NodeRealizer } from './realizer.ts';
-import { createDatapath, type DatapathName } from './datapaths.ts';
+import { createDatapath, lockDatapath, parsePodCidrs, type DatapathName } from './datapaths.ts';
+import type { HeldLock } from '../dataplane/index.ts';
+import type { Realizer } from './types.ts';
+import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
 import { serveHealth } from './http.ts';
 import { PromMetrics } from './metrics.ts';
 import { formatStatus, readStatus, StatusKeys, type ClusterStatus } from './status.ts';
-import type { Cidr } from '../net/ip.ts';
 
 export interface AgentCommand {
   readonly node: string;
@@ -21,7 +23,14 @@ export interface AgentCommand {
   readonly datapath: DatapathName;
   readonly prefix: string;
   readonly netns?: string;
-  readonly podCidrs: readonly Cidr[];
+  /** The node's pod CIDRs, as given (checked by `parsePodCidrs`). */
+  readonly podCidrs: readonly string[];
+  /** Where locks and state live (default /run/palisade). */
+  readonly runDir: string;
+  /** How often the datapath is verified against what was realized, ms (0: only on notifications). */
+  readonly verifyIntervalMs: number;
+  /** Realize in the agent's own thread instead of a worker (tests, debugging). */
+  readonly inProcess?: boolean;
   readonly allowNodeLocal: boolean;
   /** `host:port` for /healthz, /readyz, /metrics; undefined: none. */
   readonly listen?: { readonly host: string; readonly port: number };
@@ -54,21 +63,30 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
   );
   const store = await connectEtcd([...command.endpoints]);
   const layout = new KeyLayout(command.prefix);
-  const state = new ClusterState();
-  try {
-    await ensureReachable(store, command.endpoints, layout.leader);
-    const datapath = await createDatapath(command.datapath, {
-      node: command.node,
+  const context = {
+    node: command.node,
+    ...(command.netns !== undefined ? { netns: command.netns } : {}),
+    podCidrs: command.podCidrs,
+    allowNodeLocal: command.allowNodeLocal,
+    runDir: command.runDir,
+    ...(command.vppAgentLabel !== undefined ? { vppAgentLabel: command.vppAgentLabel } : {}),
+    ...(command.vppAgentPrefix !== undefined ? { vppAgentPrefix: command.vppAgentPrefix } : {}),
+    maxTxnOps: command.maxTxnOps,
+  };
+  /** The datapath in this thread (cleanup, or no worker module beside this one). */
+  const local = (state: ClusterState, lockHeld: boolean) =>
+    createDatapath(command.datapath, {
+      ...context,
+      podCidrs: parsePodCidrs(command.podCidrs),
       state,
       store,
-      ...(command.netns !== undefined ? { netns: command.netns } : {}),
-      podCidrs: command.podCidrs,
-      allowNodeLocal: command.allowNodeLocal,
-      ...(command.vppAgentLabel !== undefined ? { vppAgentLabel: command.vppAgentLabel } : {}),
-      ...(command.vppAgentPrefix !== undefined ? { vppAgentPrefix: command.vppAgentPrefix } : {}),
-      maxTxnOps: command.maxTxnOps,
+      lockHeld,
     });
+  let lock: HeldLock | undefined;
+  try {
+    await ensureReachable(store, command.endpoints, layout.leader);
     if (command.cleanup) {
+      const datapath = await local(new ClusterState(), false);
       try {
         const removed = await datapath.cleanup();
         const keys = new StatusKeys(layout);
@@ -85,12 +103,31 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       }
       return 0;
     }
+    // The process holds the datapath's lock; its realizer (mirror, pipeline, datapath) runs in a
+    // worker thread, so that heavy work never holds this thread's etcd, lease and health.
+    lock = lockDatapath(command.datapath, context);
+    const script = command.inProcess ? undefined : realizerWorkerScript();
+    let realizer: Realizer;
+    if (script) {
+      realizer = new WorkerRealizer(script, {
+        datapath: command.datapath,
+        prefix: command.prefix,
+        etcd: command.endpoints,
+        context,
+      });
+    } else {
+      if (!command.inProcess)
+        log.warn({}, "the realizer's worker module is not installed: realizing in the agent's own thread");
+      const state = new ClusterState();
+      realizer = new NodeRealizer({ node: command.node, layout, datapath: await local(state, true), state });
+    }
     const metrics = new PromMetrics({ node: command.node, datapath: command.datapath });
     const agent = new NodeAgent({
       node: command.node,
       store,
       layout,
-      realizer: new NodeRealizer({ node: command.node, layout, datapath, state }),
+      realizer,
+      verifyIntervalMs: command.verifyIntervalMs,
       version: command.version,
       log,
       metrics,
@@ -130,6 +167,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     }
     return 0;
   } finally {
+    lock?.release();
     store.close();
   }
 }

@@ -61,14 +61,18 @@ export interface AgentDatapath {
 export interface DatapathContext {
   readonly node: string;
   readonly state: CompilingStore;
-  /** The etcd the agent watches (document datapaths write their keys there). */
-  readonly store: EtcdStore;
+  /** The etcd the agent watches: document datapaths write their keys there (required by them). */
+  readonly store?: EtcdStore;
   /** Kernel targets: apply in this network namespace (default: the agent's own). */
   readonly netns?: string;
   /** The node's pod CIDRs: addresses in them without a rendered pod are dropped (fail closed). */
   readonly podCidrs?: readonly Cidr[];
   /** Kernel targets: how long to wait for another holder of the datapath's lock, ms (default 0). */
   readonly lockWaitMs?: number;
+  /** Where locks and state live (`--run-dir`, default /run/palisade): locks in `<runDir>/datapath`. */
+  readonly runDir?: string;
+  /** The caller holds the datapath's lock for the process (`lockDatapath`): do not take it again. */
+  readonly lockHeld?: boolean;
   /** Node-to-own-pod traffic bypasses policy, as the reference evaluator says. Default true. */
   readonly allowNodeLocal?: boolean;
   /** VPP datapaths: the vpp-agent's microservice label (default: the node name). */

@@ -21,9 +21,13 @@ import {
   chmodSync,
 } from 'node:fs';
 import { dirname, join, basename } from 'node:path';
+import { DataplaneError } from './exec.ts';
 
-/** A state file or directory that is missing, unsafe or unwritable; the message names the path. */
-export class StateFileError extends Error {}
+/**
+ * A state file or directory that is missing, unsafe or unwritable; the message names the path
+ * (a tool's refusal like any other: one line for the user, never an internal error).
+ */
+export class StateFileError extends DataplaneError {}
 
 const uid = (): number => (typeof process.getuid === 'function' ? process.getuid() : 0);
 

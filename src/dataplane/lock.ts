@@ -84,11 +84,15 @@ export const DATAPATH_LOCK_ROOT = '/run/palisade/datapath';
 /**
  * Takes the lock of the datapath instance for a network namespace (or the host's, without one):
  * whoever commits to that namespace's tables — a lab command, a node agent — holds it meanwhile.
+ * `root`: the directory of such locks (default DATAPATH_LOCK_ROOT; an agent's `--run-dir`/datapath).
  */
-export function acquireDatapathLock(netns: string | undefined, options: LockOptions = {}): HeldLock {
+export function acquireDatapathLock(
+  netns: string | undefined,
+  options: LockOptions & { readonly root?: string } = {},
+): HeldLock {
   const name = netns ?? 'host';
   if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new DataplaneError(`not a network namespace name: ${name}`);
-  return acquireLock(`${DATAPATH_LOCK_ROOT}/${name}.lock`, {
+  return acquireLock(`${options.root ?? DATAPATH_LOCK_ROOT}/${name}.lock`, {
     what: `the datapath of ${netns ? `network namespace ${netns}` : 'the host'}`,
     ...options,
   });

@@ -30,6 +30,12 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
     )
     .option('--no-node-local', 'police traffic between the node and its own pods too')
     .option(
+      '--verify-interval <ms>',
+      'how often the datapath is checked against what was realized, and repaired (0: only on kernel notifications)',
+      '5000',
+    )
+    .option('--run-dir <path>', 'where the agent keeps its locks (a directory it may write)', '/run/palisade')
+    .option(
       '--listen <host:port>',
       '/healthz, /readyz and /metrics (loopback by default; "off": none)',
       '127.0.0.1:9464',
@@ -57,12 +63,13 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       const ttl = wholeNumber(raw.leaseTtl, '--lease-ttl', 2);
       const statusInterval = wholeNumber(raw.statusInterval, '--status-interval', 0);
       const maxTxnOps = wholeNumber(raw.maxTxnOps, '--max-txn-ops', 2);
-      let podCidrs;
+      const podCidrs = (raw.podCidr as string[] | undefined) ?? [];
       try {
-        podCidrs = parsePodCidrs((raw.podCidr as string[] | undefined) ?? []);
+        parsePodCidrs(podCidrs);
       } catch (error) {
         throw new UsageError((error as Error).message);
       }
+      const verifyInterval = wholeNumber(raw.verifyInterval, '--verify-interval', 0);
       const code = await runAgent(
         {
           node: String(raw.node),
@@ -72,6 +79,8 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           ...(typeof raw.netns === 'string' ? { netns: raw.netns } : {}),
           podCidrs,
           allowNodeLocal: raw.nodeLocal !== false,
+          runDir: String(raw.runDir),
+          verifyIntervalMs: verifyInterval,
           ...(raw.listen === 'off' ? {} : { listen: listenAddress(String(raw.listen)) }),
           logLevel,
           leaseTtlSeconds: ttl,
