@@ -1,7 +1,8 @@
 /**
  * The agent's HTTP endpoints, on loopback by default: `/healthz` (the process answers),
- * `/readyz` (200 once the first snapshot is realized and the last realization succeeded; 503
- * with the reason otherwise) and `/metrics` (Prometheus text).
+ * `/readyz` (200 once the first snapshot is realized, the last realization succeeded and every
+ * key could be read; 503 with the reason otherwise) and `/metrics` (Prometheus text). They are
+ * served from the agent's event loop, which its realizer's work does not hold (worker-realizer.ts).
  */
 import { createServer, type Server } from 'node:http';
 import type { AgentState } from './types.ts';
@@ -28,7 +29,7 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
     if (request.method !== 'GET') return send(405, 'GET only\n');
     if (path === '/healthz') return send(200, 'ok\n');
     if (path === '/readyz') {
-      const { phase, stale, realizedRevision, lastError } = source.state;
+      const { phase, stale, realizedRevision, lastError, unreadable, unreadableCount } = source.state;
       if (phase === 'ready')
         return send(200, `ready: revision ${realizedRevision}${stale ? ' (stale)' : ''}\n`);
       const why =
@@ -36,7 +37,9 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
           ? 'the first snapshot is not realized yet'
           : phase === 'failing'
             ? `the last realization failed: ${lastError?.message.split('\n')[0] ?? ''}`
-            : 'stopping';
+            : phase === 'degraded'
+              ? `degraded: ${unreadableCount} key${unreadableCount === 1 ? '' : 's'} cannot be read (${unreadable[0]?.key ?? ''}: ${unreadable[0]?.reason ?? ''}); revision ${realizedRevision} is realized with their last good versions`
+              : 'stopping';
       return send(503, `not ready: ${why}\n`);
     }
     if (path === '/metrics' && source.exposeMetrics) {

@@ -11,7 +11,14 @@ export {
   DATAPATH_NAMES,
   type DatapathName,
 } from './datapaths.ts';
-export { readStatus, formatStatus, StatusKeys, type ClusterStatus, type NodeStatus } from './status.ts';
+export {
+  readStatus,
+  formatStatus,
+  inTrouble,
+  StatusKeys,
+  type ClusterStatus,
+  type NodeStatus,
+} from './status.ts';
 export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';
 export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './documents.ts';

@@ -109,6 +109,7 @@ export function formatStatus(status: ClusterStatus): string {
     'TABLES',
     'RULES',
     'SETS',
+    'REPAIRS',
     'ERROR',
   ];
   const rows = status.nodes.map((n) => {
@@ -124,7 +125,8 @@ export function formatStatus(status: ClusterStatus): string {
       r ? String(r.counts.tables) : '-',
       r ? String(r.counts.rules) : '-',
       r ? String(r.counts.sets) : '-',
-      r?.lastError ? oneLine(r.lastError.message) : '',
+      r ? String(r.driftRepairs ?? 0) : '-',
+      r ? problem(r) : '',
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
@@ -133,18 +135,36 @@ export function formatStatus(status: ClusterStatus): string {
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
+  const degraded = status.nodes.filter((n) => n.record?.phase === 'degraded').length;
   const summary =
     `store revision ${status.storeRevision}, policy revision ${status.policyRevision}; ` +
     `${status.nodes.filter((n) => n.state === 'alive').length} alive, ` +
     `${status.nodes.filter((n) => n.state === 'dead').length} dead, ` +
-    `${status.nodes.filter((n) => n.lag !== undefined && n.lag > 0).length} behind`;
+    `${status.nodes.filter((n) => n.lag !== undefined && n.lag > 0).length} behind` +
+    (degraded > 0 ? `, ${degraded} degraded` : '');
   if (status.nodes.length === 0) return `${summary}\nno agent has registered\n`;
   return `${summary}\n${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
+/** What is wrong with a node, in one line: its last error, or the keys it cannot read. */
+function problem(record: StatusRecord): string {
+  if (record.lastError) return oneLine(record.lastError.message);
+  const first = record.unreadable?.[0];
+  if (!first) return '';
+  const count = record.unreadableCount ?? record.unreadable.length;
+  // The key without the layout's root: `pod/shop/web`.
+  const key = first.key.replace(/^.*\/v1\/k8s\//, '');
+  return oneLine(`${count} key${count === 1 ? '' : 's'} unreadable: ${key}: ${first.reason}`);
+}
+
+/** Whether a node needs attention: dead, failing, or degraded (`palisade status` exits 1). */
+export function inTrouble(node: NodeStatus): boolean {
+  return node.state === 'dead' || node.record?.phase === 'failing' || node.record?.phase === 'degraded';
+}
+
 function oneLine(text: string): string {
   const first = text.split('\n')[0]!;
-  return first.length > 80 ? `${first.slice(0, 77)}...` : first;
+  return first.length > 100 ? `${first.slice(0, 97)}...` : first;
 }
 
 function parseJson<T>(text: string): T | undefined {

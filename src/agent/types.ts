@@ -187,12 +187,19 @@ export interface AgentState {
 }
 
 /** The value of an agent's status key (`<root>/v1/status/nodes/<node>`, bound to its lease). */
-export interface StatusRecord extends Omit<AgentState, 'lastError'> {
+export interface StatusRecord extends Omit<
+  AgentState,
+  'lastError' | 'unreadable' | 'unreadableCount' | 'driftRepairs'
+> {
   readonly version: string;
   readonly pid: number;
   readonly startedAt: string;
   readonly updatedAt: string;
   readonly lastError?: { readonly message: string; readonly at: string };
+  /** Absent in records an agent older than these fields wrote. */
+  readonly unreadable?: AgentState['unreadable'];
+  readonly unreadableCount?: number;
+  readonly driftRepairs?: number;
 }
 
 /** The persistent registration of an agent (`<root>/v1/status/agents/<node>`): outlives its lease. */

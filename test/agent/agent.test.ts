@@ -194,6 +194,11 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
     }, 'the status key to carry the error');
     await agent.whenRealized(next);
     assert.equal(failuresLeft, 0);
+    assert.equal(agent.state.lastError, undefined, 'a recovered error is cleared');
+    await waitFor(async () => {
+      const status = await readStatus(etcd.store, layout);
+      return status.nodes[0]?.record?.phase === 'ready' && status.nodes[0].record.lastError === undefined;
+    }, 'the status key to drop the error');
     assert.deepEqual(
       sorted(await heldAcls(etcd.store, layout, 'n1')),
       sorted(

@@ -14,6 +14,7 @@ import type { KeyLayout } from '../../src/reflector/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
+import { formatStatus, inTrouble, readStatus, serveHealth } from '../../src/agent/index.ts';
 import {
   distanceFromFresh,
   pod,
@@ -51,6 +52,17 @@ async function tableChain(netns: string): Promise<string> {
   const name = /chain (t_\w+)/.exec(text)?.[1];
   assert.ok(name, 'the table has a rule-table chain');
   return name;
+}
+
+/** Polls `probe` until it gives a value (10 s at most). */
+async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail('not within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** Waits for the repair after `before` repairs; returns ms since `started`. */
@@ -227,6 +239,28 @@ describe('the nftables agent repairs its table when others change it', { skip, c
       [[deepKey, 'left-out']],
     );
     assert.match(one.agent.state.unreadable[0]!.reason, /nested deeper than 64 levels/);
+    // Said in /readyz, the status key and `palisade status`.
+    const health = await serveHealth(one.agent, '127.0.0.1', 0);
+    try {
+      const readyz = await fetch(`${health.url}/readyz`);
+      assert.equal(readyz.status, 503);
+      assert.match(
+        await readyz.text(),
+        /^not ready: degraded: 1 key cannot be read \(.*pod\/shop\/deep: the value is nested deeper than 64 levels\)/,
+      );
+      const shown = await until(async () => {
+        const status = await readStatus(etcd.store, layout);
+        return status.nodes[0]?.record?.phase === 'degraded' ? status : undefined;
+      });
+      assert.ok(inTrouble(shown.nodes[0]!), 'palisade status exits 1');
+      assert.match(formatStatus(shown), /, 1 degraded\n/);
+      assert.match(
+        formatStatus(shown),
+        /\nn1 +alive +degraded +nftables .* 1 key unreadable: pod\/shop\/deep: the value is nested deeper than 64 levels/,
+      );
+    } finally {
+      await health.close();
+    }
     // The policy's value truncated: its last good version (the narrower one) stays.
     const truncated = await etcd.store.txn(
       [],

@@ -1,11 +1,11 @@
 /**
  * `palisade status`: every node agent's status from etcd — the revision it has realized
- * against the store's, lag, counts, last error, and agents whose lease expired (dead). Exits 1
- * when an agent is dead or its last realization failed, so scripts can wait on it.
+ * against the store's, lag, counts, repairs, last error or unreadable keys, and agents whose
+ * lease expired (dead). Exits 1 when an agent is dead, failing or degraded, so scripts can wait on it.
  */
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
-import { formatStatus, readClusterStatus, isEtcdUnreachable } from '../../agent/index.ts';
+import { formatStatus, inTrouble, readClusterStatus, isEtcdUnreachable } from '../../agent/index.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { etcdEndpoints } from '../etcd-endpoints.ts';
 
@@ -28,7 +28,7 @@ export function statusCommand(io: CliIo, done: (code: number) => void): Command 
       }
       if (output === 'json') io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
       else io.stdout.write(formatStatus(status));
-      const trouble = status.nodes.some((n) => n.state === 'dead' || n.record?.phase === 'failing');
+      const trouble = status.nodes.some(inTrouble);
       done(trouble ? EXIT_FINDINGS : EXIT_OK);
     });
 }
