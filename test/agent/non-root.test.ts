@@ -68,8 +68,8 @@ function startAgent(
       env: { ...process.env, HOME: home },
     },
   );
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return { child, output: () => output };
 }
 
@@ -255,7 +255,7 @@ describe('the agent as an unprivileged user', { skip }, () => {
         { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: temp } },
       );
       let stderr = '';
-      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.once('exit', (code) => resolve({ code, stderr }));
     });
     assert.equal(result.code, 1, result.stderr);
