@@ -31,7 +31,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.test.ts'],
+    // Test files, and the modules that register tests into a suite (fault trials).
+    files: ['**/*.test.ts', 'test/**/fault-trials/*.ts'],
     rules: {
       // node:test's describe/it return promises that the runner itself awaits.
       '@typescript-eslint/no-floating-promises': 'off',

@@ -14,12 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
-import { DATAPATH_LOCK_ROOT } from '../../src/dataplane/index.ts';
+import { DATAPATH_LOCK_ROOT, run } from '../../src/dataplane/index.ts';
 import type { Lab } from '../../src/lab/index.ts';
 import { referenceVerdict } from '../../src/lab/probe.ts';
 import { podObjects } from '../../src/lab/topology.ts';
 import { parseCidr, type Cidr } from '../../src/net/ip.ts';
-import { KeyLayout } from '../../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
 import { indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { startLab } from '../helpers/kernel.ts';
@@ -84,6 +84,15 @@ export class RestartableEtcd {
   /** Stops etcd (SIGTERM, then SIGKILL); the data stays for `up`. */
   async down(): Promise<void> {
     await this.server?.stop();
+    this.server = undefined;
+  }
+
+  /** Kills etcd with SIGKILL (no shutdown of its own); the data stays for `up`. */
+  async crash(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    process.kill(server.pid, 'SIGKILL');
+    await server.stop(); // reaps it and waits for the exit
     this.server = undefined;
   }
 
@@ -402,6 +411,47 @@ export class FaultWorld {
     return revision;
   }
 
+  /**
+   * Puts raw values (hostile ones: what no reflector writes) in one transaction with `objects`;
+   * records the state of `objects` only (a value that cannot be read changes nothing).
+   */
+  async writeRaw(
+    values: readonly { key: string; value: string }[],
+    objects: readonly Raw[] = [],
+  ): Promise<number> {
+    const next = new Map(this.objects);
+    for (const o of objects) next.set(identity(o), o);
+    this.history.push(this.cluster([...next.values()]));
+    const ops = [
+      ...objects.map((o) => {
+        const encoded = encodeObject(this.layout, o, 'test');
+        return { type: 'put' as const, key: encoded.key, value: encoded.value! };
+      }),
+      ...values.map((v) => ({ type: 'put' as const, key: v.key, value: v.value })),
+      { type: 'put' as const, key: `${this.layout.resourceVersions}pod`, value: String(Date.now()) },
+    ];
+    const revision = (await this.store.txn([], ops)).revision;
+    this.objects = next;
+    return revision;
+  }
+
+  /** The etcd key of an object. */
+  key(object: Raw): string {
+    const m = object.metadata as { namespace?: string; name: string };
+    return this.layout.key(String(object.kind), m.namespace ?? 'default', m.name);
+  }
+
+  /** Runs nft in a node's namespace, as another writer would. */
+  async nft(node: string, args: readonly string[], input?: string): Promise<void> {
+    const netns = this.lab.plan.nodes.find((n) => n.name === node)!.netns;
+    const result = await run(
+      'ip',
+      ['netns', 'exec', netns, 'nft', ...args],
+      input !== undefined ? { input } : {},
+    );
+    if (result.code !== 0) throw new Error(`nft ${args.join(' ')} in ${netns}: ${result.stderr}`);
+  }
+
   /** Records that etcd now holds `objects` (written by someone else: a reflector). */
   holds(objects: readonly Raw[]): void {
     this.objects = new Map(objects.map((o) => [identity(o), o]));
@@ -476,8 +526,12 @@ export class FaultWorld {
       .join(', ');
   }
 
-  /** Waits until every agent says ready at ≥ revision and every table equals a fresh render. */
-  async converged(revision: number, timeoutMs = 30_000): Promise<void> {
+  /**
+   * Waits until every agent says ready at ≥ revision and every table equals a fresh render;
+   * returns how long that took, ms.
+   */
+  async converged(revision: number, timeoutMs = 30_000): Promise<number> {
+    const started = performance.now();
     await until(
       `agents realize revision ${revision} and tables equal a fresh render`,
       async () => {
@@ -495,6 +549,7 @@ export class FaultWorld {
       error.message += `\n${this.logs()}`;
       throw error;
     });
+    return performance.now() - started;
   }
 
   /** One probe of every pod pair on every port; disagreements with the reference of `cluster`. */

@@ -1,56 +1,37 @@
 /**
- * Fault tests of the node agent (issue 17), as root with a real etcd, real agent processes
- * enforcing nftables in a lab's node namespaces, and real connections between lab pods. After
- * each fault every node's table ≡ a fresh render of what etcd holds, and the probed matrix ≡ the
- * reference evaluator; during it, a concurrent prober never gets a connection that no written
- * state allows. The faults are independent (each its own etcd, lab and agents) and run in
- * parallel, so the suite takes about its longest fault (the 30 s partition).
+ * Faults of the control plane around a node's agents (issue 17): etcd stopped, an agent killed
+ * inside a large transaction, compaction past a paused agent, the reflector killed and a 410 Gone
+ * on its API watch, the datapath's tool failing, a partition. After each, every node's table ≡ a
+ * fresh render of what etcd holds and the probed matrix ≡ the reference evaluator; during it, a
+ * concurrent prober never gets a connection that no written state allows.
  */
-import { after, describe, it } from 'node:test';
+import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readStatus } from '../../src/agent/index.ts';
-import { run } from '../../src/dataplane/index.ts';
 import { stringify } from 'yaml';
-import { needsEtcd } from '../live/etcd-fixture.ts';
-import { needsRoot } from '../helpers/kernel.ts';
-import { extraPod, FaultWorld, ingress, sleep, until } from './fault-world.ts';
-import { palisadeArgv } from '../helpers/executable.ts';
-import { FakeApiServer } from '../fake-apiserver/server.ts';
-import { loadStore, tempDir } from '../fake-apiserver/fixtures.ts';
-import { apiReflector } from '../live/reflector-helpers.ts';
+import { readStatus } from '../../../src/agent/index.ts';
+import { run } from '../../../src/dataplane/index.ts';
+import { extraPod, ingress, sleep, until } from '../fault-world.ts';
+import { palisadeArgv } from '../../helpers/executable.ts';
+import { FakeApiServer } from '../../fake-apiserver/server.ts';
+import { loadStore, tempDir } from '../../fake-apiserver/fixtures.ts';
+import { apiReflector } from '../../live/reflector-helpers.ts';
+import {
+  check,
+  currentRevision,
+  leader,
+  nftWrapper,
+  readLog,
+  STARTUP_MS,
+  type FaultSuite,
+} from './shared.ts';
 
-const skip = needsEtcd || needsRoot('the agent fault tests');
-/** Agent processes starting on a loaded machine (tsx loads the sources) may take this long. */
-const STARTUP_MS = 150_000;
-
-/** The last lines of a process's log file, for a failing test's message. */
-function readLog(path: string): string {
-  try {
-    return readFileSync(path, 'utf8').split('\n').slice(-30).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-describe('node agent faults (real etcd, agents, nftables and packets)', { skip, concurrency: 3 }, () => {
-  const worlds: FaultWorld[] = [];
-  const temps: string[] = [];
-  after(async () => {
-    await Promise.all(worlds.map((w) => w.close()));
-    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-  });
-  const world = async (name: string, options?: Parameters<typeof FaultWorld.create>[1]) => {
-    const w = await FaultWorld.create(name, options);
-    worlds.push(w);
-    return w;
-  };
-  /** Fails with the agents' logs attached. */
-  const check = (w: FaultWorld, ok: boolean, what: string): void => assert.ok(ok, `${what}\n${w.logs()}`);
-
+/** Registers the control-plane trials in the current suite. */
+export function controlPlaneTrials(suite: FaultSuite): void {
+  const { world, temps } = suite;
   it('1. etcd stopped for 10 s: agents keep enforcing, reconnect and converge', async () => {
     const w = await world('etcd');
     await w.converged(await currentRevision(w), STARTUP_MS);
@@ -62,7 +43,7 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     await w.etcd.up();
     assert.ok(Date.now() - during >= 10_000);
     const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
-    await w.converged(revision, 30_000);
+    suite.converged('etcd stopped for 10 s, then a change', await w.converged(revision, 30_000));
     assert.deepEqual(await stop(), [], 'no connection outside every written state');
     assert.deepEqual(await w.disagreements(), []);
   });
@@ -87,7 +68,10 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     const now = w.distance('node-1');
     check(w, old === 0 || now === 0, `node-1 holds the old or the new policy (old: ${old}, new: ${now})`);
     agent.start();
-    await w.converged(await currentRevision(w), STARTUP_MS);
+    suite.converged(
+      'agent SIGKILLed inside a large nft transaction, restarted',
+      await w.converged(await currentRevision(w), STARTUP_MS),
+    );
     assert.deepEqual(await stop(), []);
     assert.deepEqual(await w.disagreements(), []);
   });
@@ -112,7 +96,10 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     } finally {
       agent.signal('SIGCONT');
     }
-    await w.converged(await currentRevision(w), 30_000);
+    suite.converged(
+      'compaction past an agent paused with SIGSTOP',
+      await w.converged(await currentRevision(w), 30_000),
+    );
     let seen = '';
     await until(
       'node-1 reports a full resync in its status',
@@ -182,7 +169,10 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
           .map((id) => `--- reflector ${id}\n${readLog(join(dir, `reflector-${id}.log`))}`)
           .join('\n'),
       );
-      await w.converged(await currentRevision(w), 30_000);
+      suite.converged(
+        'reflector killed during a burst (leader change)',
+        await w.converged(await currentRevision(w), 30_000),
+      );
       assert.deepEqual(await stop(), []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
     } finally {
@@ -265,7 +255,10 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
         60_000,
         () => `reflector log:\n${reflectorLog.slice(-60).join('\n')}`,
       );
-      await w.converged(await currentRevision(w), 60_000);
+      suite.converged(
+        "a forced 410 Gone on the API reflector's watch",
+        await w.converged(await currentRevision(w), 60_000),
+      );
       assert.deepEqual(await stop(), []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
     } finally {
@@ -299,7 +292,7 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     );
     check(w, w.tablesDiffer(before) === '', 'the old ruleset stays intact while nft fails');
     rmSync(flag);
-    await w.converged(revision, 30_000);
+    suite.converged('nft failing, then working again', await w.converged(revision, 30_000));
     assert.deepEqual(await stop(), []);
     assert.deepEqual(await w.disagreements(), []);
   });
@@ -324,34 +317,9 @@ describe('node agent faults (real etcd, agents, nftables and packets)', { skip, 
     await sleep(Math.max(0, 30_000 - (Date.now() - cut)));
     check(w, w.tablesDiffer(before) === '', 'the last ruleset is kept while cut off');
     w.relay!.reconnect();
-    await w.converged(revision, 30_000);
+    suite.converged('agents cut off from etcd for 30 s', await w.converged(revision, 30_000));
     for (const agent of w.agents.values()) assert.doesNotMatch((await agent.readyz())!.body, /stale/);
     assert.deepEqual(await stop(), []);
     assert.deepEqual(await w.disagreements(), []);
   });
-});
-
-/** An `nft` on PATH running `body` (sh; $FLAG names a file in its directory) before the real one. */
-async function nftWrapper(temps: string[], body: string): Promise<{ bin: string; flag: string }> {
-  const bin = mkdtempSync(join(tmpdir(), `palisade-fault-nft-${process.pid}-`));
-  temps.push(bin);
-  const flag = join(bin, 'failing');
-  const real = (await run('sh', ['-c', 'command -v nft'])).stdout.trim();
-  writeFileSync(join(bin, 'nft'), `#!/bin/sh\nFLAG=${flag}\n${body}\nexec ${real} "$@"\n`);
-  chmodSync(join(bin, 'nft'), 0o755);
-  return { bin, flag };
-}
-
-/** The revision of the store's last policy change (objects, or the reflector's records). */
-async function currentRevision(w: FaultWorld): Promise<number> {
-  const [objects, records] = await Promise.all([
-    w.store.lastModified(w.layout.objects),
-    w.store.lastModified(w.layout.resourceVersions),
-  ]);
-  return Math.max(objects.modRevision, records.modRevision);
-}
-
-async function leader(w: FaultWorld): Promise<string | undefined> {
-  const got = await w.store.range(w.layout.leader);
-  return got.kvs[0]?.value;
 }

@@ -1,0 +1,63 @@
+/**
+ * What the fault trials share: the suite they run in (its worlds, temp dirs and the times to
+ * converge it reports), and small helpers over a FaultWorld.
+ */
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { run } from '../../../src/dataplane/index.ts';
+import type { FaultWorld } from '../fault-world.ts';
+import { type WorldOptions } from '../fault-world.ts';
+
+/** Agent processes starting on a loaded machine (tsx loads the sources) may take this long. */
+export const STARTUP_MS = 150_000;
+
+/** The suite a datapath's fault trials run in. */
+export interface FaultSuite {
+  /** A new world of its own (closed with the suite). */
+  readonly world: (name: string, options?: WorldOptions) => Promise<FaultWorld>;
+  /** Temporary directories removed with the suite. */
+  readonly temps: string[];
+  /** Notes how long the agents took to converge after a fault (printed at the end). */
+  readonly converged: (fault: string, ms: number) => void;
+}
+
+/** Fails with the agents' logs attached. */
+export function check(w: FaultWorld, ok: boolean, what: string): void {
+  assert.ok(ok, `${what}\n${w.logs()}`);
+}
+
+/** The last lines of a process's log file, for a failing test's message. */
+export function readLog(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').split('\n').slice(-30).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** An `nft` on PATH running `body` (sh; $FLAG names a file in its directory) before the real one. */
+export async function nftWrapper(temps: string[], body: string): Promise<{ bin: string; flag: string }> {
+  const bin = mkdtempSync(join(tmpdir(), `palisade-fault-nft-${process.pid}-`));
+  temps.push(bin);
+  const flag = join(bin, 'failing');
+  const real = (await run('sh', ['-c', 'command -v nft'])).stdout.trim();
+  writeFileSync(join(bin, 'nft'), `#!/bin/sh\nFLAG=${flag}\n${body}\nexec ${real} "$@"\n`);
+  chmodSync(join(bin, 'nft'), 0o755);
+  return { bin, flag };
+}
+
+/** The revision of the store's last policy change (objects, or the reflector's records). */
+export async function currentRevision(w: FaultWorld): Promise<number> {
+  const [objects, records] = await Promise.all([
+    w.store.lastModified(w.layout.objects),
+    w.store.lastModified(w.layout.resourceVersions),
+  ]);
+  return Math.max(objects.modRevision, records.modRevision);
+}
+
+export async function leader(w: FaultWorld): Promise<string | undefined> {
+  const got = await w.store.range(w.layout.leader);
+  return got.kvs[0]?.value;
+}
