@@ -352,7 +352,7 @@ export class NodeAgent {
     if (wasFirst || result.first || this.phase !== phase)
       this.log[phase === 'ready' ? 'info' : 'warn'](
         { revision, ms, ...this.counts, unreadable: result.unreadableCount },
-        `${wasFirst ? 'first snapshot realized' : result.first ? 'rebuilt and realized' : 'realized again'}: ${phase === 'ready' ? 'ready' : `degraded (${result.unreadableCount} keys cannot be read)`}`,
+        `${wasFirst ? 'first snapshot realized' : result.first ? 'rebuilt and realized' : 'realized again'}: ${phase === 'ready' ? 'ready' : `degraded (${result.unreadableCount} ${result.unreadableCount === 1 ? 'key cannot' : 'keys cannot'} be read)`}`,
       );
     else this.log.debug({ revision, changes: count, ms }, 'realized');
     this.phase = phase;
