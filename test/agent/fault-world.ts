@@ -8,7 +8,7 @@
  * namespace, data dir and temp dir, whatever failed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -622,6 +622,32 @@ export class FaultWorld {
     return [...this.agents]
       .map(([n, a]) => `--- ${n}\n${a.log.slice(process.env.FAULT_LOG_LEVEL ? -20_000 : -3000)}`)
       .join('\n');
+  }
+
+  /**
+   * What the world left behind after `close()`: namespaces of its lab, agent processes still
+   * running (not zombies), etcd's data directory. Empty when it cleaned up after itself.
+   */
+  async leftovers(): Promise<string[]> {
+    const left: string[] = [];
+    const prefix = this.lab ? `pl-${this.lab.plan.name}-` : undefined;
+    if (prefix) {
+      const namespaces = (await run('ip', ['netns', 'list'])).stdout;
+      for (const line of namespaces.split('\n'))
+        if (line.startsWith(prefix)) left.push(`netns ${line.split(' ')[0]}`);
+    }
+    for (const [node, agent] of this.agents) {
+      const pid = agent.child?.pid;
+      if (pid === undefined) continue;
+      try {
+        const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+        if (state !== 'Z') left.push(`agent of ${node} (pid ${pid}, state ${state})`);
+      } catch {
+        // gone
+      }
+    }
+    if (this.etcd && existsSync(this.etcd.dataDir)) left.push(`etcd data ${this.etcd.dataDir}`);
+    return left;
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@
  * agents) and run three at a time; each one's time to converge is printed at the end.
  */
 import { after, describe } from 'node:test';
+import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { needsEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot } from '../helpers/kernel.ts';
@@ -28,6 +29,9 @@ describe(
       for (const dir of temps) rmSync(dir, { recursive: true, force: true });
       for (const [fault, ms] of times)
         process.stdout.write(`# converged after "${fault}": ${ms.toFixed(0)} ms\n`);
+      // Nothing left behind: no namespace, agent process or etcd data of any world.
+      const left = (await Promise.all(worlds.map((w) => w.leftovers()))).flat();
+      assert.deepEqual(left, [], 'the fault worlds left nothing behind');
     });
     const suite: FaultSuite = {
       world: async (name, options) => {
