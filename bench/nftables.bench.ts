@@ -151,10 +151,40 @@ async function measure(
         : [{ type: 'upsert-policy', policy }];
     });
     report('policy change', policies, events, root);
+    if (root) auditCost(renderer, pipeline, localPolicies[0]);
   } finally {
     real.close();
     if (root) await run('ip', ['netns', 'delete', netns]);
   }
+}
+
+/**
+ * What the agent's verification costs on this table (renderers/nftables/audit.ts): a whole audit
+ * after a commit changed the table (one listing, parsed and compared), and one of a table that
+ * did not change since the last audit found it right (one listing and its digest).
+ */
+function auditCost(
+  renderer: NftablesRenderer,
+  pipeline: PolicyPipeline,
+  policy: NetworkPolicy | undefined,
+): void {
+  if (!policy) return;
+  const full: number[] = [];
+  const unchanged: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    pipeline.applyBatch([{ type: 'delete-policy', key: policyKey(policy) }]);
+    pipeline.applyBatch([{ type: 'upsert-policy', policy }]);
+    let t = performance.now();
+    const differences = renderer.audit(true);
+    full.push(performance.now() - t);
+    if (differences.length > 0) throw new Error(`the audit found differences: ${differences.join('; ')}`);
+    t = performance.now();
+    renderer.audit(true);
+    unchanged.push(performance.now() - t);
+  }
+  process.stdout.write(
+    `verify (audit) of the whole table: after a commit median ${f2(median(full))} ms; unchanged since the last audit median ${f2(median(unchanged))} ms\n`,
+  );
 }
 
 function report(
