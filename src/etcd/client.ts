@@ -22,9 +22,12 @@ import type {
 /** etcd's protobuf enums, by number (the client's loader accepts numbers). */
 const TARGET = { version: 0, createRevision: 1, modRevision: 2, value: 3, lease: 4 } as const;
 const EQUAL = 0;
-/** RangeRequest's SortOrder.DESCEND and SortTarget.MOD. */
+/**
+ * RangeRequest's SortOrder.DESCEND and SortTarget.MOD (etcd's rpc.proto: KEY 0, VERSION 1,
+ * CREATE 2, MOD 3, VALUE 4 — 2 sorted by creation, and status under-reported lag).
+ */
 const SORT_DESCEND = 2;
-const SORT_BY_MOD = 2;
+const SORT_BY_MOD = 3;
 
 /** Connects to etcd at `endpoints` (`http://127.0.0.1:2379`, …). */
 export async function connectEtcd(

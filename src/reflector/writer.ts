@@ -36,6 +36,12 @@ export interface WriterOptions {
   readonly onCommitted?: (keys: readonly string[], revision: number) => void;
 }
 
+/**
+ * Marks a recorded version that is a digest of a list's content (manifests have no
+ * resourceVersion), not a Kubernetes resourceVersion to resume a watch from.
+ */
+export const CONTENT_VERSION = 'content:';
+
 /** A resourceVersion is written alone (without object changes) at most this often per stream. */
 const LONE_VERSION_INTERVAL_MS = 60_000;
 
@@ -87,9 +93,13 @@ export class EtcdWriter implements SourceSink {
     this.counts.revision = objects.revision;
   }
 
-  /** The resourceVersion recorded for a stream, to resume its watch from. */
+  /**
+   * The resourceVersion recorded for a stream, to resume its watch from (none when manifests
+   * wrote the record: their content digest means nothing to the API server — list instead).
+   */
   resourceVersion(stream: StreamId): string | undefined {
-    return this.recorded.get(this.options.layout.resourceVersionKey(stream.kind, stream.namespace));
+    const recorded = this.recorded.get(this.options.layout.resourceVersionKey(stream.kind, stream.namespace));
+    return recorded?.startsWith(CONTENT_VERSION) ? undefined : recorded;
   }
 
   /** Keys etcd holds under `k8s/` (as this writer knows them). */
@@ -141,7 +151,7 @@ export class EtcdWriter implements SourceSink {
       if (key.startsWith(prefix) && !seen.has(key) && this.present(key))
         this.enqueue(key, null, undefined, id);
     }
-    this.noteVersion(stream, resourceVersion);
+    this.noteVersion(stream, resourceVersion === '' ? this.contentVersion(prefix) : resourceVersion);
   }
 
   listAbort(stream: StreamId): void {
@@ -192,6 +202,27 @@ export class EtcdWriter implements SourceSink {
     const same = queued ? queued.value === item.value : this.mirror.get(item.key) === item.digest;
     if (same) this.counts.unchanged++;
     else this.enqueue(item.key, item.value, item.digest, streamKey(stream));
+  }
+
+  /**
+   * The version of a list without a resourceVersion (manifests): a digest of what the stream's
+   * keys hold once its changes are applied. Recorded like a resourceVersion, in the transaction of
+   * the stream's last change, it moves the store's policy revision for deletions too (a delete
+   * leaves no key whose revision `palisade status` could read); unchanged content writes nothing.
+   */
+  private contentVersion(prefix: string): string {
+    const held: string[] = [];
+    for (const key of new Set([...this.mirror.keys(), ...this.inflight.keys(), ...this.pending.keys()])) {
+      if (!key.startsWith(prefix)) continue;
+      const queued = this.pending.get(key) ?? this.inflight.get(key);
+      const value = queued
+        ? queued.value === null
+          ? undefined
+          : (queued.digest ?? digest(queued.value))
+        : this.mirror.get(key);
+      if (value !== undefined) held.push(`${key}\0${value}`);
+    }
+    return `${CONTENT_VERSION}${digest(held.sort().join('\n'))}`;
   }
 
   /** Whether etcd holds the key once pending changes are applied. */

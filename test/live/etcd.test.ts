@@ -54,6 +54,19 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
     assert.equal((await store.range('/t/range/')).kvs.length, 24);
   });
 
+  it('lastModified is the latest modification under a prefix, not the latest creation', async () => {
+    const { store } = etcd;
+    await store.txn([], [{ type: 'put', key: '/t/mod/a', value: '1' }]);
+    await store.txn([], [{ type: 'put', key: '/t/mod/b', value: '1' }]);
+    // `a` was created first and modified last: sorted by creation, `b` would win.
+    const changed = await store.txn([], [{ type: 'put', key: '/t/mod/a', value: '2' }]);
+    await store.txn([], [{ type: 'put', key: '/t/modX', value: 'outside' }]);
+    const last = await store.lastModified('/t/mod/');
+    assert.equal(last.modRevision, changed.revision);
+    assert.ok(last.revision > changed.revision);
+    assert.deepEqual(await store.lastModified('/t/none/'), { modRevision: 0, revision: last.revision });
+  });
+
   it('watches from a revision: replays history, then live events, in order', async () => {
     const { store } = etcd;
     const start = (await store.txn([], [{ type: 'put', key: '/t/watch/a', value: '1' }])).revision;

@@ -318,6 +318,50 @@ describe('the reflector', { skip: needsEtcd }, () => {
     }
   });
 
+  it('manifests record a digest of each kind as its version: moved by deletions, unchanged by a no-op, never resumed from', async () => {
+    const dir = join(temp.dir, 'content');
+    mkdirSync(dir);
+    const file = join(dir, 'cluster.yaml');
+    const root = '/content';
+    const versionKey = `${root}/v1/meta/reflector/resource-versions/networkpolicy`;
+    const reflectFile = async (objects: readonly Record<string, unknown>[]): Promise<void> => {
+      writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+      const result = await cli([
+        'reflect',
+        '--etcd',
+        etcd.server.endpoint,
+        '--prefix',
+        root,
+        '-f',
+        file,
+        '--once',
+      ]);
+      assert.equal(result.code, 0, result.stderr);
+    };
+    await reflectFile([namespace('shop'), policy('shop', 'a', 'web'), policy('shop', 'b', 'db')]);
+    const first = await etcd.store.get(versionKey);
+    assert.match(first?.value ?? '', /^content:/);
+    await reflectFile([namespace('shop'), policy('shop', 'a', 'web')]);
+    const deleted = await etcd.store.get(versionKey);
+    assert.notEqual(deleted?.value, first?.value);
+    // Recorded in the deletion's own transaction: the policy revision moved with it.
+    assert.equal(
+      (await etcd.store.lastModified(`${root}/v1/meta/reflector/`)).modRevision,
+      deleted?.modRevision,
+    );
+    await reflectFile([namespace('shop'), policy('shop', 'a', 'web')]);
+    assert.equal(
+      (await etcd.store.get(versionKey))?.modRevision,
+      deleted?.modRevision,
+      'a no-op writes nothing',
+    );
+    // A reflector of the API taking over that prefix lists: a digest is no resourceVersion.
+    const { EtcdWriter, KeyLayout } = await import('../../src/reflector/index.ts');
+    const writer = new EtcdWriter({ layout: new KeyLayout(root), store: etcd.store });
+    await writer.load();
+    assert.equal(writer.resourceVersion({ kind: 'NetworkPolicy' }), undefined);
+  });
+
   it('expected contents skip nothing by accident', () => {
     assert.ok(expectedContents(server).size > 30);
   });

@@ -1,7 +1,8 @@
 /**
  * `palisade status`: every node agent's status from etcd — the revision it has realized
  * against the store's, lag, counts, repairs, last error or unreadable keys, and agents whose
- * lease expired (dead). Exits 1 when an agent is dead, failing or degraded, so scripts can wait on it.
+ * lease expired (dead). Exits 1 when an agent is dead, failing, degraded or behind the store's
+ * policy revision, so scripts can wait on it.
  */
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
@@ -28,7 +29,8 @@ export function statusCommand(io: CliIo, done: (code: number) => void): Command 
       }
       if (output === 'json') io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
       else io.stdout.write(formatStatus(status));
-      const trouble = status.nodes.some(inTrouble);
+      // Behind counts too: `until palisade status; do sleep 1; done` waits for convergence.
+      const trouble = status.nodes.some((n) => inTrouble(n) || (n.lag ?? 0) > 0);
       done(trouble ? EXIT_FINDINGS : EXIT_OK);
     });
 }
