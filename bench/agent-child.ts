@@ -22,7 +22,7 @@ const clock = (): number => performance.timeOrigin + performance.now();
 const send = (message: object): void => void process.send?.(message);
 
 const config = JSON.parse(process.argv[2] ?? '{}') as ChildConfig;
-const store = await connectEtcd([config.endpoint]);
+const store = await connectEtcd({ endpoints: [config.endpoint] });
 const layout = new KeyLayout(config.prefix);
 const agents: NodeAgent[] = [];
 for (const { node, netns } of config.nodes) {

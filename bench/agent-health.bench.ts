@@ -133,7 +133,7 @@ async function oneRun(palisade: string, pods: number): Promise<{ a: Phase; b: Ph
   const netns = `pal-health-${process.pid}`;
   const dir = mkdtempSync(join(tmpdir(), 'palisade-health-'));
   const server = await startEtcd({ maxTxnOps: 2100 });
-  const store = await connectEtcd([server.endpoint]);
+  const store = await connectEtcd({ endpoints: [server.endpoint] });
   const layout = new KeyLayout('/palisade');
   let agent: ChildProcess | undefined;
   try {

@@ -216,7 +216,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
   // --shm: etcd's data in memory (/dev/shm), so its fsyncs do not measure the shared disk.
   const shm = args.includes('--shm') ? mkdtempSync(`/dev/shm/palisade-etcd-${process.pid}-`) : undefined;
   const etcd: EtcdServer = await startEtcd({ maxTxnOps: 10_000, ...(shm ? { dataDir: shm } : {}) });
-  const store = await connectEtcd([etcd.endpoint]);
+  const store = await connectEtcd({ endpoints: [etcd.endpoint] });
   try {
     say(`etcd ${etcd.endpoint} (pid ${etcd.pid}), data in ${etcd.dataDir}; load ${load()}`);
     const small = await loadShape(store, '/bench-small', scale);

@@ -8,7 +8,7 @@ import { KeyLayout, Reflector } from '../src/reflector/index.ts';
 
 const [kubeconfig, endpoint, mode] = process.argv.slice(2) as [string, string, string];
 const started = performance.now();
-const store = await connectEtcd([endpoint]);
+const store = await connectEtcd({ endpoints: [endpoint] });
 const api = await connect({ kubeconfig, env: {} });
 const reflector = new Reflector({
   store,

@@ -112,7 +112,7 @@ export async function reflectBenchmark(args: string[]): Promise<void> {
     // 2. Steady state: many pods relabelled at once, followed by a reflector that resumes.
     const follower = spawnReflector(kubeconfig, etcd.endpoint);
     await follower.synced;
-    const store = await connectEtcd([etcd.endpoint]);
+    const store = await connectEtcd({ endpoints: [etcd.endpoint] });
     const layout = new KeyLayout('/palisade');
     let puts = 0;
     let lastPut = 0;

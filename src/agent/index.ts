@@ -19,11 +19,13 @@ export {
   type ClusterStatus,
   type NodeStatus,
 } from './status.ts';
+export { palisadeAuthPlan, agentUser, AGENT_ROLE, READER_USER, REFLECTOR_USER } from './etcd-roles.ts';
 export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';
 export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './documents.ts';
 export type * from './types.ts';
 
+import type { EtcdConnection } from '../etcd/types.ts';
 import type { AgentCommand, AgentIo } from './run.ts';
 import type { ClusterStatus } from './status.ts';
 export type { AgentCommand, AgentIo } from './run.ts';
@@ -34,14 +36,15 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
 }
 
 /** Reads every agent's status (loads the etcd client on call). */
-export async function readClusterStatus(
-  endpoints: readonly string[],
-  prefix: string,
-): Promise<ClusterStatus> {
-  return (await import('./run.ts')).readClusterStatus(endpoints, prefix);
+export async function readClusterStatus(etcd: EtcdConnection, prefix: string): Promise<ClusterStatus> {
+  return (await import('./run.ts')).readClusterStatus(etcd, prefix);
 }
 
-/** The error for an etcd that does not answer (its class is loaded with the client). */
-export async function isEtcdUnreachable(error: unknown): Promise<boolean> {
-  return error instanceof (await import('./run.ts')).EtcdUnreachableError;
+/**
+ * Whether an error is etcd's, as one line for the user: not there, a TLS handshake or
+ * credentials refused, a permission denied, an unreadable certificate (its class is loaded with
+ * the client).
+ */
+export async function isEtcdAccessError(error: unknown): Promise<boolean> {
+  return error instanceof (await import('./run.ts')).EtcdAccessError;
 }

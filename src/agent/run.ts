@@ -4,7 +4,8 @@
  * `palisade --version` never loads etcd, pino or prom-client.
  */
 import { pino } from 'pino';
-import { connectEtcd, ensureReachable, EtcdUnreachableError } from '../etcd/index.ts';
+import { connectEtcd, ensureReachable, EtcdAccessError } from '../etcd/index.ts';
+import type { EtcdConnection } from '../etcd/types.ts';
 import { KeyLayout } from '../reflector/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
@@ -19,7 +20,8 @@ import { formatStatus, readStatus, StatusKeys, type ClusterStatus } from './stat
 
 export interface AgentCommand {
   readonly node: string;
-  readonly endpoints: readonly string[];
+  /** etcd's endpoints, TLS files and user (the CLI's --etcd… options). */
+  readonly etcd: EtcdConnection;
   readonly datapath: DatapathName;
   readonly prefix: string;
   readonly netns?: string;
@@ -61,7 +63,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     },
     { write: (line: string) => void io.out.write(line) },
   );
-  const store = await connectEtcd([...command.endpoints]);
+  const store = await connectEtcd(command.etcd);
   const layout = new KeyLayout(command.prefix);
   const context = {
     node: command.node,
@@ -84,7 +86,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     });
   let lock: HeldLock | undefined;
   try {
-    await ensureReachable(store, command.endpoints, layout.leader);
+    await ensureReachable(store, command.etcd.endpoints, layout.leader);
     if (command.cleanup) {
       const datapath = await local(new ClusterState(), false);
       try {
@@ -112,7 +114,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       realizer = new WorkerRealizer(script, {
         datapath: command.datapath,
         prefix: command.prefix,
-        etcd: command.endpoints,
+        etcd: command.etcd,
         context,
       });
     } else {
@@ -173,18 +175,15 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
 }
 
 /** Reads every agent's status once. */
-export async function readClusterStatus(
-  endpoints: readonly string[],
-  prefix: string,
-): Promise<ClusterStatus> {
-  const store = await connectEtcd([...endpoints]);
+export async function readClusterStatus(etcd: EtcdConnection, prefix: string): Promise<ClusterStatus> {
+  const store = await connectEtcd(etcd);
   try {
     const layout = new KeyLayout(prefix);
-    await ensureReachable(store, endpoints, layout.leader);
+    await ensureReachable(store, etcd.endpoints, layout.leader);
     return await readStatus(store, layout);
   } finally {
     store.close();
   }
 }
 
-export { formatStatus, EtcdUnreachableError };
+export { formatStatus, EtcdAccessError };

@@ -2,6 +2,7 @@
  * The messages between the agent and its realizer's worker thread (worker-realizer.ts on the
  * agent's side, realizer-worker.ts in the worker): structured-cloneable data only.
  */
+import type { EtcdConnection } from '../etcd/types.ts';
 import type { DatapathName } from './datapaths.ts';
 import type { KeyChange } from './mirror.ts';
 import type { RealizeResult } from './types.ts';
@@ -11,8 +12,8 @@ export interface RealizerWorkerData {
   readonly datapath: DatapathName;
   /** The key layout's root (`/palisade`). */
   readonly prefix: string;
-  /** etcd's client URLs, for the datapaths that write documents there. */
-  readonly etcd: readonly string[];
+  /** How to reach etcd (URLs, TLS files, user), for the datapaths that write documents there. */
+  readonly etcd: EtcdConnection;
   /** The datapath's context, as text (pod CIDRs as `--pod-cidr` gives them). */
   readonly context: {
     readonly node: string;

@@ -5,8 +5,11 @@
  * (a compacted watch means list again), so watches here are our own, on its raw watch stream.
  * The client is imported lazily: only `reflect` (and later the agent) load gRPC.
  */
-import type { Etcd3, IKeyValue, IWatchResponse } from 'etcd3';
+import type { Etcd3, IKeyValue, IOptions, IWatchResponse } from 'etcd3';
+import { clientOptions } from './connection.ts';
+import { EtcdAccessError } from './errors.ts';
 import type {
+  EtcdConnection,
   EtcdEvent,
   EtcdStore,
   EtcdWatch,
@@ -29,13 +32,24 @@ const EQUAL = 0;
 const SORT_DESCEND = 2;
 const SORT_BY_MOD = 3;
 
-/** Connects to etcd at `endpoints` (`http://127.0.0.1:2379`, …). */
-export async function connectEtcd(
-  endpoints: readonly string[],
-  options: { dialTimeoutMs?: number } = {},
-): Promise<EtcdStore> {
+/**
+ * Connects to etcd as `connection` says. Throws EtcdAccessError (one line) when its settings are
+ * inconsistent, a file cannot be read, or the certificate and key do not make a TLS identity;
+ * etcd itself is first asked by the first call (see `ensureReachable`).
+ */
+export async function connectEtcd(connection: EtcdConnection): Promise<EtcdStore> {
+  const options = clientOptions(connection);
   const { Etcd3 } = await import('etcd3');
-  const client = new Etcd3({ hosts: [...endpoints], dialTimeout: options.dialTimeoutMs ?? 3000 });
+  let client: Etcd3;
+  try {
+    client = new Etcd3(options as IOptions);
+  } catch (error) {
+    // Node's TLS refused the files (a key that is not the certificate's, a file that is no PEM).
+    const files = [connection.caFile, connection.certFile, connection.keyFile].filter((f) => f !== undefined);
+    throw new EtcdAccessError(
+      `cannot use ${files.join(', ')} for TLS: ${(error as Error).message.split('\n')[0]}`,
+    );
+  }
   return new GrpcEtcdStore(client);
 }
 

@@ -1,13 +1,14 @@
 /**
  * A first read with a deadline: a client for an etcd that is not there retries quietly forever,
- * so commands check once, at start, and say so in one line.
+ * so commands check once, at start, and say so in one line — etcd away, a TLS handshake refused,
+ * credentials refused, or a read this identity may not make.
  */
+import { describeEtcdError, EtcdAccessError, EtcdUnreachableError } from './errors.ts';
 import type { EtcdStore } from './types.ts';
 
-/** etcd did not answer the first read in time (the message is one line, for the user). */
-export class EtcdUnreachableError extends Error {}
+export { EtcdAccessError, EtcdUnreachableError };
 
-/** Reads `key` once; throws EtcdUnreachableError when etcd does not answer within `timeoutMs`. */
+/** Reads `key` once; throws an EtcdAccessError (EtcdUnreachableError when etcd does not answer within `timeoutMs`). */
 export async function ensureReachable(
   store: Pick<EtcdStore, 'get'>,
   endpoints: readonly string[],
@@ -21,9 +22,30 @@ export async function ensureReachable(
   try {
     await Promise.race([store.get(key), timeout]);
   } catch (error) {
-    const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
-    throw new EtcdUnreachableError(`cannot reach etcd at ${endpoints.join(',')}: ${reason}`);
+    throw etcdAccessError(error, endpoints, `reading ${key}`);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** An error of the etcd client as the one line a user reads; `doing` says what was asked ("reading /k"). */
+export function etcdAccessError(
+  error: unknown,
+  endpoints: readonly string[],
+  doing: string,
+): EtcdAccessError {
+  if (error instanceof EtcdAccessError) return error;
+  const where = endpoints.join(',');
+  const { kind, detail } = describeEtcdError(error);
+  switch (kind) {
+    case 'permission':
+      return new EtcdAccessError(`etcd at ${where} denied ${doing} to this identity (${detail})`);
+    case 'auth':
+      return new EtcdAccessError(`etcd at ${where} refused the user name or password (${detail})`);
+    case 'tls':
+      return new EtcdAccessError(`cannot talk to etcd at ${where}: ${detail}`);
+    case 'unreachable':
+    case 'other':
+      return new EtcdUnreachableError(`cannot reach etcd at ${where}: ${detail}`);
   }
 }

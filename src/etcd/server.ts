@@ -1,11 +1,14 @@
 /**
  * A real etcd (Debian's `etcd-server`) started on loopback for tests, benchmarks and the lab:
  * free ports, data in a temp dir, stopped by pid and the dir removed. Nothing is shared with
- * another instance, so parallel runs do not collide.
+ * another instance, so parallel runs do not collide. With `tls`, clients must present a
+ * certificate signed by its CA (`--client-cert-auth`; the CN is their etcd user once auth is
+ * enabled, see rbac.ts) and its peer port speaks TLS too; health is then read on a plain
+ * metrics port, which serves /health and /metrics only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { closeSync, existsSync, lstatSync, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
@@ -18,8 +21,10 @@ export function etcdBinary(
 }
 
 export interface EtcdServer {
-  /** Client URL (`http://127.0.0.1:PORT`). */
+  /** Client URL (`http://127.0.0.1:PORT`; `https://` with TLS). */
   readonly endpoint: string;
+  /** The unix socket's client URL (`unix:///…/etcd.sock:0`; `unixs://` with TLS), when one was asked for. */
+  readonly unixEndpoint?: string;
   readonly pid: number;
   readonly dataDir: string;
   /** Stops etcd (SIGTERM, then SIGKILL) and removes its data dir. */
@@ -43,6 +48,8 @@ export interface StartEtcdOptions {
   readonly unixSocket?: string;
   /** Outlive this process (the lab's control plane): etcd's output goes to this file. */
   readonly detachedLog?: string;
+  /** Serve clients and peers over TLS with this certificate, and require client certificates signed by `caFile`. */
+  readonly tls?: { readonly caFile: string; readonly certFile: string; readonly keyFile: string };
 }
 
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdServer> {
@@ -51,11 +58,15 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `palisade-etcd-${process.pid}-`));
   const [clientPort, peerPort] = [options.port ?? (await freePort()), await freePort()];
-  const endpoint = `http://127.0.0.1:${clientPort}`;
-  const peer = `http://127.0.0.1:${peerPort}`;
+  const tls = options.tls;
+  const [http, unix] = tls ? ['https', 'unixs'] : ['http', 'unix'];
+  const endpoint = `${http}://127.0.0.1:${clientPort}`;
+  const peer = `${http}://127.0.0.1:${peerPort}`;
+  const health = tls ? `http://127.0.0.1:${await freePort()}` : endpoint;
   const name = options.name ?? `palisade-${process.pid}`;
+  if (options.unixSocket) await removeStaleSocket(options.unixSocket);
   // etcd reads a unix URL's host as a path relative to its working directory.
-  const listen = options.unixSocket ? `${endpoint},unix://${basename(options.unixSocket)}` : endpoint;
+  const listen = options.unixSocket ? `${endpoint},${unix}://${basename(options.unixSocket)}` : endpoint;
   const log = options.detachedLog !== undefined ? openSync(options.detachedLog, 'a', 0o600) : undefined;
   const child = spawn(
     binary,
@@ -76,6 +87,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
       `${name}=${peer}`,
       '--max-txn-ops',
       String(options.maxTxnOps ?? 128),
+      ...(tls ? tlsArguments(tls, health) : []),
       '--log-level',
       'error',
     ],
@@ -97,7 +109,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
     if (ownDir) rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    await waitHealthy(endpoint, child, () => stderr);
+    await waitHealthy(health, child, () => stderr);
   } catch (error) {
     await stopChild(child);
     removeDir();
@@ -105,6 +117,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
   }
   return {
     endpoint,
+    ...(options.unixSocket ? { unixEndpoint: `${unix}://${options.unixSocket}` } : {}),
     pid: child.pid!,
     dataDir,
     stop: async () => {
@@ -112,6 +125,53 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
       removeDir();
     },
   };
+}
+
+/** etcd's flags for client and peer TLS with client certificates, and a plain port for /health. */
+function tlsArguments(tls: NonNullable<StartEtcdOptions['tls']>, health: string): string[] {
+  return [
+    '--client-cert-auth',
+    '--trusted-ca-file',
+    tls.caFile,
+    '--cert-file',
+    tls.certFile,
+    '--key-file',
+    tls.keyFile,
+    '--peer-client-cert-auth',
+    '--peer-trusted-ca-file',
+    tls.caFile,
+    '--peer-cert-file',
+    tls.certFile,
+    '--peer-key-file',
+    tls.keyFile,
+    '--listen-metrics-urls',
+    health,
+  ];
+}
+
+/**
+ * Removes a unix socket nobody serves any more (etcd killed with SIGKILL leaves it behind, and
+ * will not bind over it); refuses to touch one a live process still serves, or a file that is
+ * not a socket.
+ */
+async function removeStaleSocket(path: string): Promise<void> {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return; // nothing there
+  }
+  if (!isSocket) throw new Error(`${path} exists and is not a unix socket: not removing it`);
+  const served = await new Promise<boolean>((resolve) => {
+    const socket = connect({ path });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+  if (served) throw new Error(`another process serves ${path}: is an etcd still running there?`);
+  unlinkSync(path);
 }
 
 async function waitHealthy(endpoint: string, child: ChildProcess, stderr: () => string): Promise<void> {

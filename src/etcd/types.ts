@@ -5,6 +5,29 @@
  * comparisons, leases, and leadership. Keys and values are UTF-8 strings.
  */
 
+/**
+ * How to reach etcd and who to be there: etcdctl's `--endpoints`, `--cacert`, `--cert`, `--key`
+ * and `--user`, with the same meaning. Files are PEM, read when connecting.
+ */
+export interface EtcdConnection {
+  /** Client URLs: `http://`, `https://`, `unix:///path`, `unixs:///path` (TLS over a unix socket). */
+  readonly endpoints: readonly string[];
+  /** The CA bundle etcd's certificate must verify against (default: the system's CAs). */
+  readonly caFile?: string;
+  /**
+   * This client's certificate and key. With etcd's `--client-cert-auth`, the certificate's CN is
+   * the etcd user this client acts as (unless a user name and password are given too).
+   */
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  /** etcd's password authentication. */
+  readonly user?: { readonly name: string; readonly password: string };
+  /** How long to wait for a connection (default 3 s). */
+  readonly dialTimeoutMs?: number;
+  /** Deadline of each request — reads, transactions, lease grants; not watches (default 30 s). */
+  readonly requestTimeoutMs?: number;
+}
+
 /** One key as etcd stores it. */
 export interface KeyValue {
   readonly key: string;

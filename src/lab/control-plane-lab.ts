@@ -3,10 +3,12 @@
  * as the lab, but nothing in the lab's own process renders policy. The lab's objects go into a
  * real etcd through the reflector (control-plane.ts), one `palisade agent` per node enforces what
  * etcd holds in its node's namespace, and every later change (`lab apply`) reaches the kernel only
- * through etcd: reflector → etcd → agent → nft. `lab probe` first waits until every agent has
- * realized the store's revision, then probes like the plain lab; `lab status` reads the agents'
- * status keys; `lab down` stops every process it started by pid and removes the directory (etcd's
- * data with it).
+ * through etcd: reflector → etcd → agent → nft. etcd is authenticated (control-plane-etcd.ts):
+ * the lab writes as the reflector and reads as a read-only identity. `lab apply` writes etcd
+ * first and records the change only once etcd took it; every wait on etcd has a deadline.
+ * `lab probe` first waits until every agent has realized the store's revision, then probes like
+ * the plain lab; `lab status` reads the agents' status keys; `lab down` stops every process it
+ * started by pid and removes the directory (etcd's data and the certificates with it).
  *
  * The state file (`control-plane.json`, beside where a plain lab keeps `lab.json`) records the plan,
  * the lab's objects and every pid, written before each process starts so a failed `up` is undone.
@@ -15,20 +17,20 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
+import { etcdAccessError, isEtcdClientError } from '../etcd/index.ts';
 import type { EtcdStore } from '../etcd/types.ts';
+import { DEFAULT_ROOT } from '../reflector/index.ts';
 import type { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
 import {
-  connectLabEtcd,
   realization,
-  reflectObjects,
-  startLabEtcd,
   startNodeAgents,
   stopControlPlane,
   waitRealized,
-  type ControlPlaneRecord,
   type Realization,
 } from './control-plane.ts';
+import { connectLabEtcd, reflectObjects, restartLabEtcd, startLabEtcd } from './control-plane-etcd.ts';
+import type { ControlPlaneRecord } from './control-plane-record.ts';
 import {
   CONTROL_PLANE_STATE,
   checkLabName,
@@ -56,6 +58,9 @@ interface ControlPlaneState {
   /** Absent until etcd runs. */
   readonly controlPlane?: ControlPlaneRecord;
 }
+
+/** How long a write to the lab's etcd may wait (a leader to step down, etcd to answer) by default. */
+export const DEFAULT_ETCD_TIMEOUT_MS = 30_000;
 
 /** What `lab apply` did through etcd. */
 export interface ControlPlaneApplyReport {
@@ -126,12 +131,13 @@ export class ControlPlaneLab {
         await createNetwork(plan);
         state = { ...state, podAgents: startAgents(plan, dir) };
         writeState(dir, state);
-        const etcd = await startLabEtcd(dir, name);
-        state = { ...state, controlPlane: { etcd, agents: [], prefix: '/palisade' } };
+        const nodes = plan.nodes.map((n) => n.name);
+        const etcd = await startLabEtcd(dir, name, nodes, DEFAULT_ROOT);
+        state = { ...state, controlPlane: { etcd, agents: [], prefix: DEFAULT_ROOT } };
         writeState(dir, state);
         store = await connectLabEtcd(state.controlPlane!);
-        await reflectObjects(store, dir, state.objects);
-        const agents = startNodeAgents(plan, dir, etcd.socket, { allowNodeLocal: state.allowNodeLocal });
+        await reflectObjects(state.controlPlane!, dir, state.objects, DEFAULT_ETCD_TIMEOUT_MS);
+        const agents = startNodeAgents(plan, dir, etcd, { allowNodeLocal: state.allowNodeLocal });
         state = { ...state, controlPlane: { ...state.controlPlane!, agents } };
         writeState(dir, state);
         const lab = ControlPlaneLab.open(state, dir, options, store);
@@ -205,41 +211,81 @@ export class ControlPlaneLab {
   }
 
   /**
-   * Changes the cluster like `kubectl apply`, only through etcd: the lab's objects are updated,
-   * recorded, and reflected; the agents take it from there. Returns the store's policy revision
-   * after the write, which `waitRealized` waits for.
+   * Changes the cluster like `kubectl apply`, only through etcd: the lab's objects are reflected
+   * into etcd, then recorded (what the reference evaluator judges is what etcd took); the agents
+   * take it from there. Waiting on etcd longer than `etcdTimeoutMs` (a reflector that holds
+   * leadership, an etcd that does not answer) fails with one line and records nothing. Returns
+   * the store's policy revision after the write, which `waitRealized` waits for.
    */
-  async apply(objects: readonly object[], prune = false): Promise<ControlPlaneApplyReport> {
+  async apply(
+    objects: readonly object[],
+    prune = false,
+    options: { readonly etcdTimeoutMs?: number } = {},
+  ): Promise<ControlPlaneApplyReport> {
     const lock = takeLock(this.plan.name, this.options);
     try {
       const recorded = readState(this.dir, this.plan.name);
       const { objects: next, notes } = applyObjects(recorded.objects, objects, prune);
+      const timeout = options.etcdTimeoutMs ?? DEFAULT_ETCD_TIMEOUT_MS;
+      const { written } = await reflectObjects(this.record, this.dir, next, timeout);
       const nextState: ControlPlaneState = { ...recorded, objects: next };
       writeState(this.dir, nextState);
-      const { written } = await reflectObjects(this.store, this.dir, next, this.record.prefix);
       this.state = nextState;
       this.cluster = loadFromObjects(next, 'lab').cluster;
-      const { status } = await realization(this.store, this.plan, this.record.prefix);
+      const { status } = await this.status();
       return { keysWritten: written, revision: status.policyRevision, notes };
     } finally {
       lock.release();
     }
   }
 
+  /**
+   * Starts the lab's etcd again on its data after it died (killed, crashed): the same port, unix
+   * socket and certificates, so the agents' watches resume by themselves. Refuses while it runs.
+   */
+  async restartEtcd(): Promise<void> {
+    const lock = takeLock(this.plan.name, this.options);
+    try {
+      const recorded = readState(this.dir, this.plan.name);
+      const etcd = await restartLabEtcd(this.dir, this.plan.name, recorded.controlPlane!.etcd);
+      const nextState: ControlPlaneState = { ...recorded, controlPlane: { ...recorded.controlPlane!, etcd } };
+      writeState(this.dir, nextState);
+      this.state = nextState;
+    } finally {
+      lock.release();
+    }
+  }
+
   /** The agents' status against the store's policy revision, now. */
-  status(): Promise<Realization> {
-    return realization(this.store, this.plan, this.record.prefix);
+  async status(): Promise<Realization> {
+    try {
+      return await realization(this.store, this.plan, this.record.prefix);
+    } catch (error) {
+      throw labEtcdError(error, this.record, "reading the agents' status");
+    }
   }
 
   /** Waits until every agent has realized the store's policy revision (at most `timeoutMs`). */
-  waitRealized(timeoutMs: number): Promise<Realization> {
-    return waitRealized(this.store, this.plan, timeoutMs, this.record.prefix);
+  async waitRealized(timeoutMs: number): Promise<Realization> {
+    try {
+      return await waitRealized(this.store, this.plan, timeoutMs, this.record.prefix);
+    } catch (error) {
+      throw labEtcdError(error, this.record, 'waiting for the agents');
+    }
   }
 
   close(): void {
     for (const client of this.clients.values()) client.close();
     this.store.close();
   }
+}
+
+/** An etcd client error while the lab reads etcd, as one line (others unchanged). */
+function labEtcdError(error: unknown, record: ControlPlaneRecord, doing: string): Error {
+  if (!isEtcdClientError(error)) return error instanceof Error ? error : new Error(String(error));
+  return new LabError(
+    `the lab's etcd, ${doing}: ${etcdAccessError(error, [record.etcd.endpoint], doing).message}`,
+  );
 }
 
 /** One line per lagging node. */

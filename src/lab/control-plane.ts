@@ -1,83 +1,25 @@
 /**
  * The lab's control plane (`lab up --control-plane`): the processes a real cluster runs to
- * enforce policy, on the lab's network — a real etcd (loopback, a free port, its data in the lab's
- * directory), the reflector writing the lab's objects into it exactly as `palisade reflect -f
- * FILE --once` does (the same writer, codec and key layout), and one `palisade agent` per node,
- * started inside its node's network namespace. Loopback is not the agents' there, so etcd also
- * serves a unix socket in the lab's directory, which every namespace reaches.
+ * enforce policy, on the lab's network — a real etcd (control-plane-etcd.ts: TLS, client
+ * certificates, RBAC; its data in the lab's directory), the reflector writing the lab's objects
+ * into it exactly as `palisade reflect -f FILE --once` does, and one `palisade agent` per node,
+ * started inside its node's network namespace with its own certificate. Loopback is not the
+ * agents' there, so they reach etcd through its unix socket in the lab's directory.
  *
  * Processes outlive the command that starts them (detached, output to a log file each) and are
  * stopped by pid — checked against /proc first, since pids are reused.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectEtcd, startEtcd } from '../etcd/index.ts';
 import type { EtcdStore } from '../etcd/types.ts';
-import { readStatus, type ClusterStatus, type NodeStatus } from '../agent/index.ts';
-import type { Diagnostic } from '../model/types.ts';
-import { DEFAULT_ROOT, KeyLayout, Reflector } from '../reflector/index.ts';
+import { agentUser, readStatus, type ClusterStatus, type NodeStatus } from '../agent/index.ts';
+import { DEFAULT_ROOT, KeyLayout } from '../reflector/index.ts';
+import { labEtcdConnection } from './control-plane-etcd.ts';
+import type { ControlPlaneRecord } from './control-plane-record.ts';
 import { familyOf, LabError, type LabPlan } from './topology.ts';
 import { sourceEntryCommand } from './source-entry.ts';
-
-/** What `lab down` needs to stop the control plane, recorded in the lab's state. */
-export interface ControlPlaneRecord {
-  /** etcd's client URL on loopback (the lab's own commands) and its unix socket (the agents). */
-  readonly etcd: {
-    readonly pid: number;
-    readonly endpoint: string;
-    readonly socket: string;
-    readonly dataDir: string;
-  };
-  readonly agents: readonly { readonly node: string; readonly pid: number; readonly log: string }[];
-  /** Root of the key layout (`/palisade`). */
-  readonly prefix: string;
-}
-
-/** The unix-socket URL the agents use (grpc's `unix:///absolute/path`). */
-export const socketUrl = (socket: string): string => `unix://${socket}`;
-
-/** Starts etcd for the lab: data under `dir`/etcd, a unix socket beside it; outlives this process. */
-export async function startLabEtcd(dir: string, name: string): Promise<ControlPlaneRecord['etcd']> {
-  // etcd wants a unix URL in host:port form and names the file after both.
-  const socket = join(dir, 'etcd.sock:0');
-  const server = await startEtcd({
-    dataDir: join(dir, 'etcd'),
-    unixSocket: socket,
-    detachedLog: join(dir, 'etcd.log'),
-    name: `lab-${name}`,
-  });
-  return { pid: server.pid, endpoint: server.endpoint, socket, dataDir: server.dataDir };
-}
-
-/**
- * Writes `objects` into etcd as the reflector does from manifests (`reflect -f FILE --once`): the
- * file is the whole truth, so keys of objects no longer in it are deleted and unchanged ones are
- * not written. Returns the keys written and the diagnostics of objects left out.
- */
-export async function reflectObjects(
-  store: EtcdStore,
-  dir: string,
-  objects: readonly object[],
-  prefix = DEFAULT_ROOT,
-): Promise<{ written: number; keys: number; diagnostics: Diagnostic[] }> {
-  const file = join(dir, 'cluster.yaml');
-  // JSON documents are YAML documents; the reflector reads the file like any manifest.
-  writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n') + '\n', { mode: 0o600 });
-  const diagnostics: Diagnostic[] = [];
-  const reflector = new Reflector({
-    store,
-    layout: new KeyLayout(prefix),
-    source: { type: 'files', paths: [file], watch: false },
-    once: true,
-    id: `lab-${process.pid}`,
-    log: () => undefined,
-    onDiagnostics: (found) => diagnostics.push(...found),
-  });
-  const stats = await reflector.run();
-  return { written: stats?.written ?? 0, keys: stats?.received ?? 0, diagnostics };
-}
 
 /**
  * The `palisade` command line: beside this code when bundled (dist/bin/palisade.js) or compiled
@@ -92,13 +34,13 @@ function palisadeCommand(): string[] {
 
 /**
  * Starts one `palisade agent` per node inside the node's network namespace (`ip netns exec`),
- * enforcing with nftables in that namespace; each node's pod addresses fail closed until its
- * first snapshot is realized.
+ * enforcing with nftables in that namespace, reaching etcd through its unix socket as the node's
+ * own identity; each node's pod addresses fail closed until its first snapshot is realized.
  */
 export function startNodeAgents(
   plan: LabPlan,
   dir: string,
-  etcdSocket: string,
+  etcd: ControlPlaneRecord['etcd'],
   options: { readonly allowNodeLocal: boolean; readonly prefix?: string },
 ): ControlPlaneRecord['agents'] {
   return plan.nodes.map((node) => {
@@ -106,12 +48,17 @@ export function startNodeAgents(
     const podCidrs = plan.pods
       .filter((p) => p.node === node.name)
       .flatMap((p) => p.ips.map((ip) => `${ip}/${familyOf(ip) === 4 ? 32 : 128}`));
+    const connection = labEtcdConnection(etcd, agentUser(node.name), 'socket');
     const args = [
       'agent',
       '--node',
       node.name,
       '--etcd',
-      socketUrl(etcdSocket),
+      connection.endpoints.join(','),
+      ...(connection.caFile ? ['--etcd-cacert', connection.caFile] : []),
+      ...(connection.certFile && connection.keyFile
+        ? ['--etcd-cert', connection.certFile, '--etcd-key', connection.keyFile]
+        : []),
       '--datapath',
       'nftables',
       '--netns',
@@ -140,11 +87,6 @@ export function startNodeAgents(
       closeSync(out);
     }
   });
-}
-
-/** Connects to the lab's etcd (loopback). */
-export async function connectLabEtcd(record: ControlPlaneRecord): Promise<EtcdStore> {
-  return connectEtcd([record.etcd.endpoint]);
 }
 
 /** Every node's agent against the store's policy revision, and the nodes not yet there. */

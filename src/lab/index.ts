@@ -11,6 +11,7 @@ export { DATAPATHS, type DatapathKind } from './datapath.ts';
 // imports control-plane-lab.ts itself when hasControlPlane() or `up --control-plane` says so.
 export { hasControlPlane } from './lab.ts';
 export type { ControlPlaneLab, ControlPlaneApplyReport } from './control-plane-lab.ts';
-export type { Realization, ControlPlaneRecord } from './control-plane.ts';
+export type { Realization } from './control-plane.ts';
+export type { ControlPlaneRecord } from './control-plane-record.ts';
 /** The lab with a control plane, loaded on first use (it brings etcd's client and the reflector). */
 export const loadControlPlaneLab = () => import('./control-plane-lab.ts');

@@ -8,6 +8,7 @@
  * Each stream's last resourceVersion is recorded in the same transaction as its last pending
  * change, so a restart resumes from a version whose every change is in etcd.
  */
+import { describeEtcdError } from '../etcd/index.ts';
 import type { EtcdStore, TxnCompare, TxnOp } from '../etcd/types.ts';
 import type { RawApiObject } from '../kube/types.ts';
 import type { Diagnostic } from '../model/types.ts';
@@ -32,6 +33,12 @@ export interface WriterOptions {
   readonly onFenceLost?: () => void;
   /** etcd failed a transaction; it is retried after `retryInMs`. */
   readonly onError?: (error: Error, retryInMs: number) => void;
+  /**
+   * etcd refused a transaction for who this writer is (permission denied by its RBAC, credentials
+   * refused): retrying cannot help, so the writer stops, as when deposed. Default: retried like
+   * any other failure.
+   */
+  readonly onRefused?: (error: Error) => void;
   /** A transaction committed these object keys at `revision` (metrics, benchmarks). */
   readonly onCommitted?: (keys: readonly string[], revision: number) => void;
 }
@@ -364,6 +371,12 @@ export class EtcdWriter implements SourceSink {
       }
       return true;
     } catch (error) {
+      const kind = describeEtcdError(error).kind;
+      if (this.options.onRefused && (kind === 'permission' || kind === 'auth')) {
+        this.stopped = true;
+        this.options.onRefused(error instanceof Error ? error : new Error(String(error)));
+        return false;
+      }
       // Put the batch back (unless newer changes to the same keys arrived) and try again later.
       for (const [key, change] of batch.changes) {
         this.inflight.delete(key);

@@ -264,7 +264,7 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
 
     // A crash: the agent's client goes away without revoking; the lease expires.
     const { connectEtcd } = await import('../../src/etcd/index.ts');
-    const own = await connectEtcd([etcd.server.endpoint]);
+    const own = await connectEtcd({ endpoints: [etcd.server.endpoint] });
     const crashed = await startAgent(own, layout, 'vpp-acl', { node: 'n2' });
     await crashed.agent.whenRealized(revision);
     own.close();

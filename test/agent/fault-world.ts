@@ -340,7 +340,7 @@ export class FaultWorld {
     this.cleanups.push(() => started.down());
     this.etcd = await RestartableEtcd.start();
     this.cleanups.push(() => this.etcd.remove());
-    this.store = await connectEtcd([this.etcd.endpoint]);
+    this.store = await connectEtcd({ endpoints: [this.etcd.endpoint] });
     this.cleanups.push(() => this.store.close());
     if (options.relay) {
       this.relay = await CuttableRelay.start(this.etcd.port);

@@ -102,7 +102,7 @@ describe('lab up --control-plane (real etcd, reflector, agents, nftables and pac
       assert.equal(own, netns, `the agent of ${agent.node} runs in its node's namespace`);
     }
     // The keys are the reflector's: the pod's reduced value under the v1 layout.
-    const store = await (await import('../../src/etcd/index.ts')).connectEtcd([etcd.endpoint]);
+    const store = await (await import('../../src/etcd/index.ts')).connectEtcd({ endpoints: [etcd.endpoint] });
     try {
       const db = await store.get('/palisade/v1/k8s/pod/shop/db-0');
       assert.match(db?.value ?? '', /"nodeName":"node-2"/);

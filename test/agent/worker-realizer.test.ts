@@ -21,7 +21,7 @@ const layout = new KeyLayout('/w');
 const data: RealizerWorkerData = {
   datapath: 'classifier',
   prefix: '/w',
-  etcd: [],
+  etcd: { endpoints: [] },
   context: { node: 'n1', podCidrs: [], allowNodeLocal: true },
 };
 let revision = 1;

@@ -16,7 +16,7 @@ export function suiteEtcd(options: { maxTxnOps?: number } = {}): { server: EtcdS
   before(async () => {
     if (needsEtcd) return;
     ctx.server = await startEtcd(options);
-    ctx.store = await connectEtcd([ctx.server.endpoint]);
+    ctx.store = await connectEtcd({ endpoints: [ctx.server.endpoint] });
   });
   after(async () => {
     ctx.store?.close();

@@ -4,7 +4,7 @@
  * transactions, and leader election that fails over when a leader resigns or its lease expires.
  */
 import { describe, it } from 'node:test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -113,7 +113,7 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
     const dataDir = mkdtempSync(join(tmpdir(), `palisade-etcd-restart-${process.pid}-`));
     let server = await startEtcd({ dataDir });
     try {
-      let store = await connectEtcd([server.endpoint]);
+      let store = await connectEtcd({ endpoints: [server.endpoint] });
       const from = (await store.txn([], [{ type: 'put', key: '/r/a', value: '1' }])).revision;
       const seen: string[] = [];
       let retries = 0;
@@ -130,7 +130,7 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
       await until(() => retries > 0);
       server = await startEtcd({ dataDir, port: Number(new URL(endpoint).port) });
       store.close();
-      store = await connectEtcd([server.endpoint]);
+      store = await connectEtcd({ endpoints: [server.endpoint] });
       await store.txn([], [{ type: 'put', key: '/r/b', value: '2' }]);
       await until(() => seen.length === 2, 20_000);
       assert.deepEqual(seen, ['put /r/a', 'put /r/b']);
@@ -139,6 +139,35 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
     } finally {
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts again after SIGKILL on the unix socket it left behind; refuses one a live etcd serves', async () => {
+    const dir = mkdtempSync(join(tmpdir(), `palisade-etcd-socket-${process.pid}-`));
+    const socket = join(dir, 'etcd.sock:0');
+    const dataDir = join(dir, 'data');
+    let server = await startEtcd({ dataDir, unixSocket: socket });
+    try {
+      assert.equal(server.unixEndpoint, `unix://${socket}`);
+      process.kill(server.pid, 'SIGKILL');
+      // Gone, not only a zombie: Go's other threads may still hold the socket open behind a zombie leader.
+      await until(() => !existsSync(`/proc/${server.pid}`));
+      assert.ok(lstatSync(socket).isSocket(), 'SIGKILL leaves the socket behind');
+      server = await startEtcd({ dataDir, unixSocket: socket });
+      const store = await connectEtcd({ endpoints: [server.unixEndpoint!] });
+      try {
+        await store.txn([], [{ type: 'put', key: '/sock/a', value: '1' }]);
+        assert.equal((await store.get('/sock/a'))?.value, '1');
+      } finally {
+        store.close();
+      }
+      await assert.rejects(
+        startEtcd({ dataDir: join(dir, 'other'), unixSocket: socket }),
+        /another process serves .*etcd\.sock:0/,
+      );
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -171,7 +200,10 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
 
   it('elects one leader; the follower takes over when the leader resigns, and when its lease expires', async () => {
     const { server } = etcd;
-    const [a, b] = [await connectEtcd([server.endpoint]), await connectEtcd([server.endpoint])];
+    const [a, b] = [
+      await connectEtcd({ endpoints: [server.endpoint] }),
+      await connectEtcd({ endpoints: [server.endpoint] }),
+    ];
     try {
       const leaderA = await campaign(a, '/t/leader', 'a', { ttlSeconds: 2 });
       assert.ok(leaderA);

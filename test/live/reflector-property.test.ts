@@ -85,7 +85,7 @@ describe('reflected etcd ≡ cluster after random histories', { skip: needsEtcd 
         }[] = [];
         let next = 0;
         const start = async (): Promise<void> => {
-          const store = await connectEtcd([etcd.server.endpoint]);
+          const store = await connectEtcd({ endpoints: [etcd.server.endpoint] });
           stores.push(store);
           const id = `r${next++}`;
           const log: string[] = [];

@@ -245,8 +245,8 @@ describe('the reflector', { skip: needsEtcd }, () => {
   it('two reflectors: one leads; when it dies the other takes over within a few seconds', async () => {
     const { server: etcdServer } = etcd;
     const [storeA, storeB] = [
-      await connectEtcd([etcdServer.endpoint]),
-      await connectEtcd([etcdServer.endpoint]),
+      await connectEtcd({ endpoints: [etcdServer.endpoint] }),
+      await connectEtcd({ endpoints: [etcdServer.endpoint] }),
     ];
     const logA: string[] = [];
     const logB: string[] = [];

@@ -7,7 +7,7 @@ import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
 import { DATAPATH_NAMES, isDatapathName, parsePodCidrs, runAgent } from '../../agent/index.ts';
 import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
-import { etcdEndpoints } from '../etcd-endpoints.ts';
+import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 import { VERSION } from '../version.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -17,10 +17,14 @@ const orList = (words: readonly string[]): string =>
   `${words.slice(0, -1).join(', ')} or ${words.at(-1) ?? ''}`;
 
 export function agentCommand(io: CliIo, done: (code: number) => void): Command {
-  return new Command('agent')
-    .description("enforce the reflected cluster's policy on one node, continuously (node agent)")
-    .requiredOption('--node <name>', 'the node this agent enforces (its pods are those with spec.nodeName)')
-    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (for example http://127.0.0.1:2379)')
+  return withEtcdOptions(
+    new Command('agent')
+      .description("enforce the reflected cluster's policy on one node, continuously (node agent)")
+      .requiredOption(
+        '--node <name>',
+        'the node this agent enforces (its pods are those with spec.nodeName)',
+      ),
+  )
     .requiredOption('--datapath <name>', `where policy is enforced: ${orList(DATAPATH_NAMES)}`)
     .option('--prefix <root>', 'root of the reflected key layout in etcd', '/palisade')
     .option('--netns <name>', 'nftables: the network namespace whose table the agent owns (default: its own)')
@@ -55,7 +59,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       false,
     )
     .action(async (raw: Record<string, unknown>) => {
-      const endpoints = etcdEndpoints(raw.etcd);
+      const etcd = etcdConnection(raw, io.env);
       const datapath = String(raw.datapath);
       if (!isDatapathName(datapath))
         throw new UsageError(`--datapath must be one of ${DATAPATH_NAMES.join(', ')}, not "${datapath}"`);
@@ -73,7 +77,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       const code = await runAgent(
         {
           node: String(raw.node),
-          endpoints,
+          etcd,
           datapath,
           prefix: String(raw.prefix),
           ...(typeof raw.netns === 'string' ? { netns: raw.netns } : {}),
@@ -93,8 +97,8 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
         },
         { out: io.stdout },
       ).catch(async (error: unknown) => {
-        const { isEtcdUnreachable } = await import('../../agent/index.ts');
-        if (await isEtcdUnreachable(error)) {
+        const { isEtcdAccessError } = await import('../../agent/index.ts');
+        if (await isEtcdAccessError(error)) {
           io.stderr.write(`palisade: ${(error as Error).message}\n`);
           return EXIT_FINDINGS;
         }

@@ -12,6 +12,14 @@ import { probePorts, type ProbeQueries } from '../probe-ports.ts';
 
 type Options = { readonly stateRoot: string; readonly waitMs: number };
 
+/** `--etcd-timeout` in ms. */
+export function etcdTimeout(raw: Record<string, unknown>): number {
+  const seconds = Number(raw.etcdTimeout);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new UsageError('--etcd-timeout must be a number of seconds, more than 0');
+  return seconds * 1000;
+}
+
 /** `--realize-timeout` in ms. */
 export function realizeTimeout(raw: Record<string, unknown>): number {
   const seconds = Number(raw.realizeTimeout);
@@ -78,12 +86,12 @@ export async function controlPlaneApply(
   name: string,
   options: Options,
   objects: readonly object[],
-  prune: boolean,
+  change: { readonly prune: boolean; readonly etcdTimeoutMs: number },
 ): Promise<void> {
   const { ControlPlaneLab } = await loadControlPlaneLab();
   const lab = await ControlPlaneLab.attach(name, options);
   try {
-    const report = await lab.apply(objects, prune);
+    const report = await lab.apply(objects, change.prune, { etcdTimeoutMs: change.etcdTimeoutMs });
     for (const note of report.notes) io.stderr.write(`note: ${note}\n`);
     io.stdout.write(
       `${report.keysWritten} keys written to etcd; policy revision ${report.revision} (the agents realize it; 'lab probe' waits for them)\n`,

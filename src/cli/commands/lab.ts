@@ -31,6 +31,7 @@ import {
   controlPlaneStatus,
   controlPlaneUp,
   realizeTimeout,
+  etcdTimeout,
 } from './lab-control-plane.ts';
 
 const nameOption = (command: Command): Command =>
@@ -189,14 +190,23 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         'change policy in the running lab (like kubectl apply): one incremental transaction per node',
       )
       .option('--prune', 'also delete the lab policies that the files do not contain', false)
+      .option(
+        '--etcd-timeout <seconds>',
+        'with a control plane: give up (recording nothing) when etcd takes longer to take the change',
+        '30',
+      )
       .action(async (raw: Record<string, unknown>) => {
         requireRoot();
+        const etcdTimeoutMs = etcdTimeout(raw);
         const input = resolveInputOptions(raw);
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         const valid = validObjects(loaded);
         if (hasControlPlane(String(raw.name), labOptions(raw).stateRoot)) {
-          await controlPlaneApply(io, String(raw.name), labOptions(raw), valid, raw.prune === true);
+          await controlPlaneApply(io, String(raw.name), labOptions(raw), valid, {
+            prune: raw.prune === true,
+            etcdTimeoutMs,
+          });
           return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
         }
         const opened = await Lab.attach(String(raw.name), labOptions(raw));

@@ -1,7 +1,8 @@
 /**
  * `palisade reflect`: the cluster (or manifests) reflected into etcd under the documented key
  * layout, kept current by informers (or by watching the files), with leader election so two
- * reflectors can run. `--once` reconciles and exits. The Kubernetes and etcd clients are loaded
+ * reflectors can run. `--once` reconciles and exits, as `-f` does without `--watch` (files that
+ * are not watched cannot change). The Kubernetes and etcd clients are loaded
  * only here.
  */
 import { Command } from 'commander';
@@ -15,14 +16,20 @@ import {
   withClusterOptions,
 } from '../cluster-input.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
-import { etcdEndpoints } from '../etcd-endpoints.ts';
+import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 
 export function reflectCommand(io: CliIo, done: (code: number) => void): Command {
-  return withClusterOptions(new Command('reflect'))
-    .description('reflect the cluster (or manifests) into etcd, and keep it current')
-    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (for example http://127.0.0.1:2379)')
+  return withEtcdOptions(
+    withClusterOptions(new Command('reflect')).description(
+      'reflect the cluster (or manifests) into etcd, and keep it current',
+    ),
+  )
     .option('-f, --file <paths...>', 'reflect these manifests instead of a cluster')
-    .option('--watch', 'with -f: reflect the files again whenever they change', false)
+    .option(
+      '--watch',
+      'with -f: reflect the files again whenever they change (without it: once, then exit)',
+      false,
+    )
     .option('--once', 'reconcile etcd with the source once, then exit', false)
     .option('--prefix <root>', 'root of the key layout in etcd', '/palisade')
     .option('--id <name>', 'this reflector in the leader key (default: host-pid)')
@@ -35,7 +42,8 @@ export function reflectCommand(io: CliIo, done: (code: number) => void): Command
     .option('--max-txn-ops <n>', "operations per etcd transaction (etcd's --max-txn-ops)", '128')
     .option('-v, --verbose', 'also print info diagnostics', false)
     .action(async (raw: Record<string, unknown>) => {
-      const endpoints = etcdEndpoints(raw.etcd);
+      const etcd = etcdConnection(raw, io.env);
+      const endpoints = etcd.endpoints;
       const ttl = Number(raw.leaseTtl);
       if (!Number.isInteger(ttl) || ttl < 2)
         throw new UsageError('--lease-ttl must be a whole number of seconds, at least 2');
@@ -58,7 +66,10 @@ export function reflectCommand(io: CliIo, done: (code: number) => void): Command
         import('../../reflector/index.ts'),
       ]);
       const layout = new reflector.KeyLayout(String(raw.prefix));
-      const store = await connectEtcd(endpoints);
+      const store = await connectEtcd(etcd).catch(async (error: unknown) => {
+        const { EtcdAccessError } = await import('../../etcd/index.ts');
+        throw error instanceof EtcdAccessError ? new ClusterAccessError(error.message) : error;
+      });
       try {
         await reachable(store, layout.leader, endpoints);
         let source: ReflectorSource;
@@ -96,8 +107,12 @@ export function reflectCommand(io: CliIo, done: (code: number) => void): Command
         try {
           await running.run();
         } catch (error) {
-          const kube = await import('../../kube/index.ts');
-          if (error instanceof kube.KubeApiError) throw new ClusterAccessError(error.message);
+          const [kube, etcdLayer] = await Promise.all([
+            import('../../kube/index.ts'),
+            import('../../etcd/index.ts'),
+          ]);
+          if (error instanceof kube.KubeApiError || error instanceof etcdLayer.EtcdAccessError)
+            throw new ClusterAccessError(error.message);
           throw error;
         } finally {
           process.off('SIGTERM', stop);
@@ -116,11 +131,11 @@ async function reachable(
   key: string,
   endpoints: readonly string[],
 ): Promise<void> {
-  const { ensureReachable, EtcdUnreachableError } = await import('../../etcd/index.ts');
+  const { ensureReachable, EtcdAccessError } = await import('../../etcd/index.ts');
   try {
     await ensureReachable(store as never, endpoints, key);
   } catch (error) {
-    if (error instanceof EtcdUnreachableError) throw new ClusterAccessError(error.message);
+    if (error instanceof EtcdAccessError) throw new ClusterAccessError(error.message);
     throw error;
   }
 }

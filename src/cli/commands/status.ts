@@ -6,24 +6,26 @@
  */
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
-import { formatStatus, inTrouble, readClusterStatus, isEtcdUnreachable } from '../../agent/index.ts';
+import { formatStatus, inTrouble, readClusterStatus, isEtcdAccessError } from '../../agent/index.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
-import { etcdEndpoints } from '../etcd-endpoints.ts';
+import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 
 export function statusCommand(io: CliIo, done: (code: number) => void): Command {
-  return new Command('status')
-    .description("node agents' status: realized revision against the store's, lag, errors, dead agents")
-    .requiredOption('--etcd <urls>', 'etcd client URLs, comma-separated (for example http://127.0.0.1:2379)')
+  return withEtcdOptions(
+    new Command('status').description(
+      "node agents' status: realized revision against the store's, lag, errors, dead agents",
+    ),
+  )
     .option('--prefix <root>', 'root of the key layout in etcd', '/palisade')
     .option('-o, --output <format>', 'text or json', 'text')
     .action(async (raw: Record<string, unknown>) => {
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const endpoints = etcdEndpoints(raw.etcd);
+      const etcd = etcdConnection(raw, io.env);
       let status;
       try {
-        status = await readClusterStatus(endpoints, String(raw.prefix));
+        status = await readClusterStatus(etcd, String(raw.prefix));
       } catch (error) {
-        if (!(await isEtcdUnreachable(error))) throw error;
+        if (!(await isEtcdAccessError(error))) throw error;
         io.stderr.write(`palisade: ${(error as Error).message}\n`);
         return done(EXIT_FINDINGS);
       }
