@@ -240,17 +240,22 @@ export class ControlPlaneLab {
   }
 
   /**
-   * Starts the lab's etcd again on its data after it died (killed, crashed): the same port, unix
-   * socket and certificates, so the agents' watches resume by themselves. Refuses while it runs.
+   * Starts a lab's etcd again on its data after it died (killed, crashed): the same port, unix
+   * socket (the one SIGKILL left is removed) and certificates, so the agents' watches resume by
+   * themselves; records its new pid. Refuses while it still serves the socket.
    */
-  async restartEtcd(): Promise<void> {
-    const lock = takeLock(this.plan.name, this.options);
+  static async restartEtcd(name: string, options: LabLocation = {}): Promise<void> {
+    requireRoot();
+    const { dir } = labPaths(name, options.stateRoot);
+    const lock = takeLock(name, options);
     try {
-      const recorded = readState(this.dir, this.plan.name);
-      const etcd = await restartLabEtcd(this.dir, this.plan.name, recorded.controlPlane!.etcd);
-      const nextState: ControlPlaneState = { ...recorded, controlPlane: { ...recorded.controlPlane!, etcd } };
-      writeState(this.dir, nextState);
-      this.state = nextState;
+      const recorded = readState(dir, name);
+      if (!recorded.controlPlane) throw new LabError(`lab "${name}" has no control plane`);
+      const etcd = await restartLabEtcd(dir, name, recorded.controlPlane.etcd);
+      writeState(dir, { ...recorded, controlPlane: { ...recorded.controlPlane, etcd } });
+    } catch (error) {
+      if (error instanceof LabError) throw error;
+      throw new LabError(`could not restart the lab's etcd: ${(error as Error).message.split('\n')[0]}`);
     } finally {
       lock.release();
     }

@@ -6,6 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectEtcd } from '../../src/etcd/index.ts';
@@ -13,6 +14,7 @@ import { decodeValue } from '../../src/reflector/index.ts';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { tempDir } from '../fake-apiserver/fixtures.ts';
 import { cli } from '../helpers/cli.ts';
+import { palisadeArgv } from '../helpers/executable.ts';
 import { needsEtcd, suiteEtcd } from './etcd-fixture.ts';
 import {
   apiReflector,
@@ -360,6 +362,90 @@ describe('the reflector', { skip: needsEtcd }, () => {
     const writer = new EtcdWriter({ layout: new KeyLayout(root), store: etcd.store });
     await writer.load();
     assert.equal(writer.resourceVersion({ kind: 'NetworkPolicy' }), undefined);
+  });
+
+  it('reflect -f PATH without --once or --watch syncs once and exits, never following itself', async () => {
+    const dir = join(temp.dir, 'plain-f');
+    mkdirSync(dir);
+    copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+    const child = spawn(
+      process.execPath,
+      [...palisadeArgv(), 'reflect', '--etcd', etcd.server.endpoint, '--prefix', '/plain-f', '-f', dir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    // It used to re-campaign after syncing and print "following <itself>" every 3 s, forever.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    clearTimeout(timer);
+    assert.equal(code, 0, output);
+    assert.match(output, /synced in .*: 4 keys, 4 written/);
+    assert.doesNotMatch(output, /following/);
+    assert.equal(await etcd.store.get('/plain-f/v1/meta/reflector/leader'), undefined, 'it resigned');
+  });
+
+  it('a one-shot reflector gives up at its deadline, naming the leader that did not step down', async () => {
+    const { Reflector, KeyLayout, ReflectorTimeoutError } = await import('../../src/reflector/index.ts');
+    const { campaign } = await import('../../src/etcd/index.ts');
+    const keys = new KeyLayout('/deadline');
+    const holder = await campaign(etcd.store, keys.leader, 'gitops-reflector', { ttlSeconds: 30 });
+    try {
+      const dir = join(temp.dir, 'deadline');
+      mkdirSync(dir);
+      copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+      const logs: string[] = [];
+      const reflector = new Reflector({
+        store: etcd.store,
+        layout: keys,
+        source: { type: 'files', paths: [dir], watch: false },
+        timeoutMs: 1500,
+        log: (line) => logs.push(line),
+        onDiagnostics: () => undefined,
+      });
+      const started = Date.now();
+      await assert.rejects(reflector.run(), (error: Error) => {
+        assert.ok(error instanceof ReflectorTimeoutError);
+        assert.equal(
+          error.message,
+          'reflector gitops-reflector leads under /deadline/v1/meta/reflector/leader and did not step down within 1.5 s (stop it, or let it write the change)',
+        );
+        return true;
+      });
+      assert.ok(Date.now() - started < 10_000);
+      assert.ok(logs.includes('following gitops-reflector'));
+      assert.equal((await etcd.store.range(keys.objects)).kvs.length, 0, 'nothing written');
+    } finally {
+      await holder?.resign();
+    }
+  });
+
+  it('a reflector finding its own id in the leader key waits for that lease, and does not say it follows itself', async () => {
+    const { Reflector, KeyLayout } = await import('../../src/reflector/index.ts');
+    const { campaign } = await import('../../src/etcd/index.ts');
+    const keys = new KeyLayout('/self');
+    // An earlier run with the same id, its lease not expired yet.
+    const earlier = await campaign(etcd.store, keys.leader, 'same-id', { ttlSeconds: 2 });
+    const dir = join(temp.dir, 'self');
+    mkdirSync(dir);
+    copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+    const logs: string[] = [];
+    const running = new Reflector({
+      store: etcd.store,
+      layout: keys,
+      id: 'same-id',
+      source: { type: 'files', paths: [dir], watch: false },
+      timeoutMs: 30_000,
+      log: (line) => logs.push(line),
+      onDiagnostics: () => undefined,
+    }).run();
+    await until(() => logs.some((l) => l.startsWith('the leader key holds')));
+    // The earlier run's lease goes (revoked here; when a process died, it expires): this one leads.
+    await earlier?.lease.revoke();
+    await running;
+    assert.ok(!logs.some((l) => l.startsWith('following')), logs.join('\n'));
+    assert.ok(logs.some((l) => l.startsWith('synced')));
   });
 
   it('expected contents skip nothing by accident', () => {
