@@ -244,7 +244,7 @@ export class ControlPlaneLab {
    * socket (the one SIGKILL left is removed) and certificates, so the agents' watches resume by
    * themselves; records its new pid. Refuses while it still serves the socket.
    */
-  static async restartEtcd(name: string, options: LabLocation = {}): Promise<void> {
+  static async restartEtcd(name: string, options: LabLocation = {}): Promise<ControlPlaneRecord['etcd']> {
     requireRoot();
     const { dir } = labPaths(name, options.stateRoot);
     const lock = takeLock(name, options);
@@ -253,6 +253,7 @@ export class ControlPlaneLab {
       if (!recorded.controlPlane) throw new LabError(`lab "${name}" has no control plane`);
       const etcd = await restartLabEtcd(dir, name, recorded.controlPlane.etcd);
       writeState(dir, { ...recorded, controlPlane: { ...recorded.controlPlane, etcd } });
+      return etcd;
     } catch (error) {
       if (error instanceof LabError) throw error;
       throw new LabError(`could not restart the lab's etcd: ${(error as Error).message.split('\n')[0]}`);

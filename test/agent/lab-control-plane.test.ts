@@ -303,7 +303,12 @@ describe('lab up --control-plane (real etcd, reflector, agents, nftables and pac
     lab.close();
     lab = await ControlPlaneLab.attach(name, { stateRoot }).catch(() => undefined);
     assert.equal(lab, undefined, 'attach fails while etcd is down');
-    await ControlPlaneLab.restartEtcd(name, { stateRoot });
+    const restarted = await cli(['lab', 'restart-etcd', '--name', name, '--state-dir', stateRoot]);
+    assert.equal(restarted.code, 0, restarted.stderr);
+    assert.match(
+      restarted.stdout,
+      /^etcd of lab \S+ runs again: https:\/\/127\.0\.0\.1:\d+ \(pid \d+, .*etcd\.sock:0\)\n$/,
+    );
     lab = await ControlPlaneLab.attach(name, { stateRoot });
     assert.notEqual(lab.record.etcd.pid, etcdPid);
     const report = await lab.apply(change);

@@ -126,6 +126,12 @@ export async function controlPlaneStatus(
   }
 }
 
+export async function controlPlaneRestartEtcd(io: CliIo, name: string, options: Options): Promise<void> {
+  const { ControlPlaneLab } = await loadControlPlaneLab();
+  const etcd = await ControlPlaneLab.restartEtcd(name, options);
+  io.stdout.write(`etcd of lab ${name} runs again: ${etcd.endpoint} (pid ${etcd.pid}, ${etcd.socket})\n`);
+}
+
 export async function controlPlaneDown(io: CliIo, name: string, options: Options): Promise<void> {
   const { ControlPlaneLab } = await loadControlPlaneLab();
   const removed = await ControlPlaneLab.down(name, options);

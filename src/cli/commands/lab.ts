@@ -27,6 +27,7 @@ import { parseProbePorts, probePorts } from '../probe-ports.ts';
 import {
   controlPlaneApply,
   controlPlaneDown,
+  controlPlaneRestartEtcd,
   controlPlaneProbe,
   controlPlaneStatus,
   controlPlaneUp,
@@ -218,6 +219,18 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         } finally {
           opened.close();
         }
+      }),
+  );
+
+  lab.addCommand(
+    nameOption(new Command('restart-etcd'))
+      .description('a lab with a control plane: start its etcd again on its data after it died')
+      .action(async (raw: Record<string, unknown>) => {
+        requireRoot();
+        if (!hasControlPlane(String(raw.name), labOptions(raw).stateRoot))
+          throw new UsageError(`lab "${String(raw.name)}" has no control plane (lab up --control-plane)`);
+        await controlPlaneRestartEtcd(io, String(raw.name), labOptions(raw));
+        done(EXIT_OK);
       }),
   );
 
