@@ -25,6 +25,7 @@ export { serveHealth, type HealthServer } from './http.ts';
 export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './documents.ts';
 export type * from './types.ts';
 
+import { etcdAccessError, EtcdAccessError, isEtcdClientError } from '../etcd/index.ts';
 import type { EtcdConnection } from '../etcd/types.ts';
 import type { AgentCommand, AgentIo } from './run.ts';
 import type { ClusterStatus } from './status.ts';
@@ -41,10 +42,12 @@ export async function readClusterStatus(etcd: EtcdConnection, prefix: string): P
 }
 
 /**
- * Whether an error is etcd's, as one line for the user: not there, a TLS handshake or
- * credentials refused, a permission denied, an unreadable certificate (its class is loaded with
- * the client).
+ * An etcd failure as the one line a user reads — etcd not there, a TLS handshake or credentials
+ * refused, a request this identity's role does not allow (an agent given another node's
+ * certificate), an unreadable certificate — or undefined when the error is not etcd's.
  */
-export async function isEtcdAccessError(error: unknown): Promise<boolean> {
-  return error instanceof (await import('./run.ts')).EtcdAccessError;
+export function etcdFailureLine(error: unknown, endpoints: readonly string[]): string | undefined {
+  if (error instanceof EtcdAccessError) return error.message;
+  if (!isEtcdClientError(error)) return undefined;
+  return etcdAccessError(error, endpoints, 'a request').message;
 }

@@ -4,7 +4,7 @@
  * `palisade --version` never loads etcd, pino or prom-client.
  */
 import { pino } from 'pino';
-import { connectEtcd, ensureReachable, EtcdAccessError } from '../etcd/index.ts';
+import { connectEtcd, ensureReachable, EtcdUnreachableError } from '../etcd/index.ts';
 import type { EtcdConnection } from '../etcd/types.ts';
 import { KeyLayout } from '../reflector/index.ts';
 import { ClusterState } from '../state/index.ts';
@@ -186,4 +186,4 @@ export async function readClusterStatus(etcd: EtcdConnection, prefix: string): P
   }
 }
 
-export { formatStatus, EtcdAccessError };
+export { formatStatus, EtcdUnreachableError };

@@ -249,6 +249,24 @@ describe('authenticated etcd: TLS client certificates and Palisade roles (RBAC)'
       agentMissing.stderr,
       /^palisade: cannot read the etcd CA bundle .*nope\.crt: no such file\n$/,
     );
+    // node-1's certificate on node-2's agent: its first write (its registration) is refused.
+    const wrongNode = await cli([
+      'agent',
+      '--node',
+      'n2',
+      '--datapath',
+      'classifier',
+      '--listen',
+      'off',
+      '--log-level',
+      'silent',
+      ...flags(as(agentUser('n1'))),
+    ]);
+    assert.equal(wrongNode.code, 1);
+    assert.match(
+      wrongNode.stderr,
+      /^palisade: etcd at \S+ denied a request to this identity \(etcdserver: permission denied\)\n$/,
+    );
   });
 
   it('a user and password from a file or the environment (never the command line)', async () => {

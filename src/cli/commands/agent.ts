@@ -5,7 +5,13 @@
  */
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
-import { DATAPATH_NAMES, isDatapathName, parsePodCidrs, runAgent } from '../../agent/index.ts';
+import {
+  DATAPATH_NAMES,
+  etcdFailureLine,
+  isDatapathName,
+  parsePodCidrs,
+  runAgent,
+} from '../../agent/index.ts';
 import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
 import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 import { VERSION } from '../version.ts';
@@ -96,13 +102,11 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           cleanup: raw.cleanup === true,
         },
         { out: io.stdout },
-      ).catch(async (error: unknown) => {
-        const { isEtcdAccessError } = await import('../../agent/index.ts');
-        if (await isEtcdAccessError(error)) {
-          io.stderr.write(`palisade: ${(error as Error).message}\n`);
-          return EXIT_FINDINGS;
-        }
-        throw error;
+      ).catch((error: unknown) => {
+        const line = etcdFailureLine(error, etcd.endpoints);
+        if (line === undefined) throw error;
+        io.stderr.write(`palisade: ${line}\n`);
+        return EXIT_FINDINGS;
       });
       done(code);
     });

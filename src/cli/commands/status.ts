@@ -6,7 +6,7 @@
  */
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
-import { formatStatus, inTrouble, readClusterStatus, isEtcdAccessError } from '../../agent/index.ts';
+import { etcdFailureLine, formatStatus, inTrouble, readClusterStatus } from '../../agent/index.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 
@@ -25,8 +25,9 @@ export function statusCommand(io: CliIo, done: (code: number) => void): Command 
       try {
         status = await readClusterStatus(etcd, String(raw.prefix));
       } catch (error) {
-        if (!(await isEtcdAccessError(error))) throw error;
-        io.stderr.write(`palisade: ${(error as Error).message}\n`);
+        const line = etcdFailureLine(error, etcd.endpoints);
+        if (line === undefined) throw error;
+        io.stderr.write(`palisade: ${line}\n`);
         return done(EXIT_FINDINGS);
       }
       if (output === 'json') io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
