@@ -100,12 +100,13 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   }
 }
 
-/** A refusal by the kernel's tools or the lab (their layers are loaded only to tell). */
+/** A refusal by the kernel's tools, the lab or etcd (their layers are loaded only to tell). */
 async function isToolError(error: unknown): Promise<boolean> {
   if (!(error instanceof Error)) return false;
-  const [{ DataplaneError }, { LabError }] = await Promise.all([
+  const [{ DataplaneError }, { LabError }, { EtcdAccessError }] = await Promise.all([
     import('../dataplane/index.ts'),
     import('../lab/index.ts'),
+    import('../etcd/index.ts'),
   ]);
-  return error instanceof DataplaneError || error instanceof LabError;
+  return error instanceof DataplaneError || error instanceof LabError || error instanceof EtcdAccessError;
 }
