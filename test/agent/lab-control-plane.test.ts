@@ -23,13 +23,13 @@ import { labEtcdConnection } from '../../src/lab/control-plane-etcd.ts';
 import { loadControlPlaneLab, probeLab, type ControlPlaneLab, type ProbePort } from '../../src/lab/index.ts';
 import { run } from '../../src/dataplane/index.ts';
 import { parseCidr, type Cidr } from '../../src/net/ip.ts';
-import { needsEtcd } from '../live/etcd-fixture.ts';
+import { needsEtcd, needsOpenssl } from '../live/etcd-fixture.ts';
 import { needsRoot } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 import { distanceFromFresh } from './helpers.ts';
 
-const skip = needsEtcd || needsRoot('the lab with a control plane');
+const skip = needsEtcd || needsOpenssl || needsRoot('the lab with a control plane');
 const ROOT = join(import.meta.dirname, '..', '..');
 const SHOP = [
   'examples/shop-running',
