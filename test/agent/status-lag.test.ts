@@ -9,12 +9,13 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli } from '../helpers/cli.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
+import { reflectManifests } from '../live/reflector-helpers.ts';
 import { policy, smallCluster, uniqueLayout } from './helpers.ts';
 import type { Raw } from '../helpers/builders.ts';
 
@@ -42,20 +43,8 @@ describe(
     const layout = uniqueLayout();
     const root = layout.root;
     const file = join(dir, 'cluster.yaml');
-    const reflect = async (objects: readonly Raw[]): Promise<void> => {
-      writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
-      const result = await cli([
-        'reflect',
-        '--etcd',
-        etcd.server.endpoint,
-        '--prefix',
-        root,
-        '-f',
-        file,
-        '--once',
-      ]);
-      assert.equal(result.code, 0, result.stderr);
-    };
+    const reflect = (objects: readonly Raw[]): Promise<void> =>
+      reflectManifests(etcd.server.endpoint, root, file, objects);
     const status = async (): Promise<{ code: number; json: StatusJson; text: string }> => {
       const args = ['status', '--etcd', etcd.server.endpoint, '--prefix', root];
       const [json, text] = [await cli([...args, '-o', 'json']), await cli(args)];

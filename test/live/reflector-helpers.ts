@@ -3,12 +3,15 @@
  * (each object through the codec), what it does hold, waiting for the two to agree, and a
  * reflector wired to the fake server and a store.
  */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { connect } from '../../src/kube/index.ts';
 import type { EtcdStore } from '../../src/etcd/index.ts';
 import { KeyLayout, Reflector, encodeObject, type ReflectorOptions } from '../../src/reflector/index.ts';
 import type { FakeApiServer } from '../fake-apiserver/server.ts';
 import { withTypeMeta } from '../fake-apiserver/store.ts';
 import { writeKubeconfig } from '../fake-apiserver/fixtures.ts';
+import { cli } from '../helpers/cli.ts';
 
 export const layout = new KeyLayout('/palisade');
 
@@ -123,4 +126,16 @@ export async function settled(store: EtcdStore, quietMs = 1_000): Promise<number
       return revision;
     }
   }
+}
+
+/** Writes `objects` to `file` as manifests and reflects them (`reflect -f FILE --once`) under `root`. */
+export async function reflectManifests(
+  endpoint: string,
+  root: string,
+  file: string,
+  objects: readonly object[],
+): Promise<void> {
+  writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+  const result = await cli(['reflect', '--etcd', endpoint, '--prefix', root, '-f', file, '--once']);
+  assert.equal(result.code, 0, result.stderr);
 }

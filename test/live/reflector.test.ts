@@ -22,6 +22,7 @@ import {
   etcdContents,
   expectedContents,
   layout,
+  reflectManifests,
   settled,
   until,
 } from './reflector-helpers.ts';
@@ -80,6 +81,13 @@ describe('the reflector', { skip: needsEtcd }, () => {
     await server.stop();
     temp.cleanup();
   });
+  /** A directory of its own holding the shop's namespaces as manifests. */
+  const namespacesDir = (name: string): string => {
+    const dir = join(temp.dir, name);
+    mkdirSync(dir);
+    copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+    return dir;
+  };
 
   it('reflects the cluster, then follows it; churn policy cannot see writes nothing', async () => {
     const { store } = etcd;
@@ -326,20 +334,8 @@ describe('the reflector', { skip: needsEtcd }, () => {
     const file = join(dir, 'cluster.yaml');
     const root = '/content';
     const versionKey = `${root}/v1/meta/reflector/resource-versions/networkpolicy`;
-    const reflectFile = async (objects: readonly Record<string, unknown>[]): Promise<void> => {
-      writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
-      const result = await cli([
-        'reflect',
-        '--etcd',
-        etcd.server.endpoint,
-        '--prefix',
-        root,
-        '-f',
-        file,
-        '--once',
-      ]);
-      assert.equal(result.code, 0, result.stderr);
-    };
+    const reflectFile = (objects: readonly object[]): Promise<void> =>
+      reflectManifests(etcd.server.endpoint, root, file, objects);
     await reflectFile([namespace('shop'), policy('shop', 'a', 'web'), policy('shop', 'b', 'db')]);
     const first = await etcd.store.get(versionKey);
     assert.match(first?.value ?? '', /^content:/);
@@ -365,9 +361,7 @@ describe('the reflector', { skip: needsEtcd }, () => {
   });
 
   it('reflect -f PATH without --once or --watch syncs once and exits, never following itself', async () => {
-    const dir = join(temp.dir, 'plain-f');
-    mkdirSync(dir);
-    copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+    const dir = namespacesDir('plain-f');
     const child = spawn(
       process.execPath,
       [...palisadeArgv(), 'reflect', '--etcd', etcd.server.endpoint, '--prefix', '/plain-f', '-f', dir],
@@ -392,9 +386,7 @@ describe('the reflector', { skip: needsEtcd }, () => {
     const keys = new KeyLayout('/deadline');
     const holder = await campaign(etcd.store, keys.leader, 'gitops-reflector', { ttlSeconds: 30 });
     try {
-      const dir = join(temp.dir, 'deadline');
-      mkdirSync(dir);
-      copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+      const dir = namespacesDir('deadline');
       const logs: string[] = [];
       const reflector = new Reflector({
         store: etcd.store,
@@ -427,9 +419,7 @@ describe('the reflector', { skip: needsEtcd }, () => {
     const keys = new KeyLayout('/self');
     // An earlier run with the same id, its lease not expired yet.
     const earlier = await campaign(etcd.store, keys.leader, 'same-id', { ttlSeconds: 2 });
-    const dir = join(temp.dir, 'self');
-    mkdirSync(dir);
-    copyFileSync('examples/shop/namespaces.yaml', join(dir, 'namespaces.yaml'));
+    const dir = namespacesDir('self');
     const logs: string[] = [];
     const running = new Reflector({
       store: etcd.store,
