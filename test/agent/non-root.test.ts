@@ -185,7 +185,7 @@ describe('the agent as an unprivileged user', { skip }, () => {
     const dir = mkdtempSync(join(temp, 'etcd-'));
     chmodSync(dir, 0o755);
     const server = await startEtcd({ unixSocket: join(dir, 'etcd.sock:0') });
-    const store = await connectEtcd([server.endpoint]);
+    const store = await connectEtcd({ endpoints: [server.endpoint] });
     after(async () => {
       store.close();
       await server.stop();
