@@ -145,14 +145,16 @@ export function enforcementTrials(suite: FaultSuite): void {
     await w.converged(await currentRevision(w), STARTUP_MS);
     const latencies: number[] = [];
     let dead = 0;
+    let unanswered = 0;
     let watching = true;
     const watch = (async () => {
       while (watching) {
         for (const agent of w.agents.values()) {
           const started = performance.now();
-          await fetch(`http://127.0.0.1:${agent.listenPort}/healthz`, {
+          const answer = await fetch(`http://127.0.0.1:${agent.listenPort}/healthz`, {
             signal: AbortSignal.timeout(5000),
           }).catch(() => undefined);
+          if (answer?.status !== 200) unanswered++;
           latencies.push(performance.now() - started);
         }
         const status = await readStatus(w.store, w.layout);
@@ -180,8 +182,9 @@ export function enforcementTrials(suite: FaultSuite): void {
     process.stdout.write(
       `# 6,000-pod change realized in ${(performance.now() - started).toFixed(0)} ms; /healthz p99 ${p99.toFixed(0)} ms, max ${latencies.at(-1)?.toFixed(0)} ms over ${latencies.length} asks\n`,
     );
-    // Generous bounds for a loaded CI machine; the benchmark (agent-health) holds the target.
-    assert.ok(p99 < 2000, `/healthz p99 ${p99} ms`);
+    // Latency is printed, not asserted: on a loaded machine it measures this test process as much
+    // as the agents (the benchmark agent-health holds the target). Every ask is answered.
+    assert.equal(unanswered, 0, '/healthz answered every ask within 5 s');
     assert.equal(dead, 0, 'the status lease never lapsed');
   });
 }
