@@ -39,6 +39,7 @@ function testFiles(dir) {
 const LONGEST_FIRST = [
   'test/ebpf/lab-suite.test.ts',
   'test/agent/faults-nftables.test.ts',
+  'test/agent/faults-ebpf.test.ts',
   'test/ebpf/lab.test.ts',
   'test/ebpf/program.test.ts',
   'test/ingest/hostile-input.test.ts',

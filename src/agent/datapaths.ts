@@ -8,6 +8,7 @@
  *   auditing the whole table (renderers/nftables/audit.ts), repaired by replacing it in one
  *   transaction; `nft monitor` reports every transaction that touches it, and one that does not
  *   carry this renderer's fingerprint is another writer's.
+ * - `ebpf`: the node's BPF program and maps (ebpf-datapath.ts).
  * - `classifier`: the in-process classifier (nothing to install; it answers lookups).
  * - `vpp-acl`, `vpptcp`: documents for a ligato vpp-agent, written to etcd (documents.ts).
  */
@@ -28,7 +29,7 @@ import type { AgentDatapath, DatapathContext, DatapathCounts } from './types.ts'
 import { documentDatapath } from './documents.ts';
 
 /** The datapaths an agent can drive. */
-export const DATAPATH_NAMES = ['nftables', 'classifier', 'vpp-acl', 'vpptcp'] as const;
+export const DATAPATH_NAMES = ['nftables', 'ebpf', 'classifier', 'vpp-acl', 'vpptcp'] as const;
 export type DatapathName = (typeof DATAPATH_NAMES)[number];
 
 export function isDatapathName(name: string): name is DatapathName {
@@ -40,6 +41,12 @@ export async function createDatapath(name: DatapathName, context: DatapathContex
   switch (name) {
     case 'nftables':
       return nftablesDatapath(context);
+    case 'ebpf':
+      // The eBPF layer is loaded only for an eBPF agent.
+      return (await import('./ebpf-datapath.ts')).ebpfDatapath(
+        context,
+        context.lockHeld ? undefined : lockDatapath('ebpf', context),
+      );
     case 'classifier':
       return classifierDatapath(context);
     case 'vpp-acl':
@@ -69,11 +76,11 @@ export function lockDatapath(
   name: DatapathName,
   context: Pick<DatapathContext, 'netns' | 'lockWaitMs' | 'runDir'>,
 ): HeldLock | undefined {
-  if (name !== 'nftables') return undefined;
+  if (name !== 'nftables' && name !== 'ebpf') return undefined;
   const where = context.netns ? ` in network namespace ${context.netns}` : '';
   return acquireDatapathLock(context.netns, {
     waitMs: context.lockWaitMs ?? 0,
-    what: `the nftables datapath${where}`,
+    what: `the ${name} datapath${where}`,
     root: `${context.runDir ?? DEFAULT_RUN_DIR}/datapath`,
   });
 }

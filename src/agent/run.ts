@@ -34,6 +34,8 @@ export interface AgentCommand {
   /** Realize in the agent's own thread instead of a worker (tests, debugging). */
   readonly inProcess?: boolean;
   readonly allowNodeLocal: boolean;
+  /** eBPF: deliver packets between two pods of the node directly (default true). */
+  readonly directDelivery?: boolean;
   /** `host:port` for /healthz, /readyz, /metrics; undefined: none. */
   readonly listen?: { readonly host: string; readonly port: number };
   readonly logLevel: string;
@@ -70,6 +72,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     ...(command.netns !== undefined ? { netns: command.netns } : {}),
     podCidrs: command.podCidrs,
     allowNodeLocal: command.allowNodeLocal,
+    ...(command.directDelivery === false ? { directDelivery: false } : {}),
     runDir: command.runDir,
     ...(command.vppAgentLabel !== undefined ? { vppAgentLabel: command.vppAgentLabel } : {}),
     ...(command.vppAgentPrefix !== undefined ? { vppAgentPrefix: command.vppAgentPrefix } : {}),

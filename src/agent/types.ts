@@ -75,6 +75,12 @@ export interface DatapathContext {
   readonly lockHeld?: boolean;
   /** Node-to-own-pod traffic bypasses policy, as the reference evaluator says. Default true. */
   readonly allowNodeLocal?: boolean;
+  /**
+   * eBPF: packets between two pods of the node, in connections the host's conntrack does not
+   * translate, go straight into the receiver's namespace. Default true (off, with a note, where
+   * the node's conntrack could not take such a connection back: host-conntrack.ts).
+   */
+  readonly directDelivery?: boolean;
   /** VPP datapaths: the vpp-agent's microservice label (default: the node name). */
   readonly vppAgentLabel?: string;
   /** VPP datapaths: the vpp-agent key prefix (default `/vnf-agent/`). */

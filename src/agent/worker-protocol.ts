@@ -20,6 +20,7 @@ export interface RealizerWorkerData {
     readonly netns?: string;
     readonly podCidrs: readonly string[];
     readonly allowNodeLocal: boolean;
+    readonly directDelivery?: boolean;
     readonly runDir?: string;
     readonly vppAgentLabel?: string;
     readonly vppAgentPrefix?: string;

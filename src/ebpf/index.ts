@@ -11,6 +11,7 @@ export {
   deviceFor,
   detach,
   ensureBpffs,
+  interfaceNames,
   isLoaded,
   linkOf,
   loadProgram,
@@ -26,5 +27,7 @@ export { PinnedMaps, PinnedProgram } from './maps.ts';
 export { configFlags, setConfigFlag } from './config-flags.ts';
 export { pinToCurrentCpu, type CpuPin } from './cpu.ts';
 export { PreviewMaps } from './preview.ts';
+export { ShadowMaps, POLICY_MAPS } from './shadow-maps.ts';
+export { attachmentProblems, routedDevices } from './attachments.ts';
 export { frameOf, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from './frames.ts';
 export { EbpfError, type BpfMaps, type PinLocation } from './types.ts';

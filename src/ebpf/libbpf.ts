@@ -12,11 +12,17 @@ import { EbpfError } from './types.ts';
 /** The calls the datapath makes; errors are negative errno values, as libbpf 1.x returns them. */
 export interface Libbpf {
   objGet(path: string): number;
+  /** Pins an open map or program at `path` (bpf_obj_pin): a pin someone removed, put back. */
+  objPin(fd: number, path: string): number;
   update(fd: number, key: Buffer, value: Buffer, flags: bigint): number;
   remove(fd: number, key: Buffer): number;
   lookup(fd: number, key: Buffer, value: Buffer): number;
   /** The key after `key` (the first with null) into `next`; -ENOENT at the end. */
   nextKey(fd: number, key: Buffer | null, next: Buffer): number;
+  /** bpf_obj_get_info_by_fd for a program: its id. */
+  programId(fd: number): number;
+  /** bpf_obj_get_info_by_fd for a tcx link: the program it runs and the interface it is on (0: gone). */
+  linkInfo(fd: number): { programId: number; ifindex: number };
   /** bpf_obj_get_info_by_fd for a map: its type, key size, value size, max entries, flags, name. */
   mapInfo(fd: number): { type: number; keySize: number; valueSize: number; maxEntries: number; name: string };
   close(fd: number): void;
@@ -67,6 +73,7 @@ export function libbpf(): Libbpf {
     throw new EbpfError('the eBPF datapath needs libbpf.so.1 (Debian: apt-get install libbpf1)');
   }
   const objGet = lib.func('int bpf_obj_get(const char *path)');
+  const objPin = lib.func('int bpf_obj_pin(int fd, const char *path)');
   const update = lib.func(
     'int bpf_map_update_elem(int fd, const void *key, const void *value, uint64_t flags)',
   );
@@ -111,10 +118,28 @@ export function libbpf(): Libbpf {
   };
   loaded = {
     objGet: (path) => objGet(path) as number,
+    objPin: (fd, path) => objPin(fd, path) as number,
     update: (fd, key, value, flags) => update(fd, key, value, flags) as number,
     remove: (fd, key) => remove(fd, key) as number,
     lookup: (fd, key, value) => lookup(fd, key, value) as number,
     nextKey: (fd, key, next) => nextKey(fd, key, next) as number,
+    programId(fd) {
+      const buffer = Buffer.alloc(256);
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(buffer.length, 0);
+      const code = info(fd, buffer, length) as number;
+      if (code !== 0) throw new EbpfError(`reading a BPF program's info failed: ${errnoName(code)}`);
+      return buffer.readUInt32LE(4);
+    },
+    linkInfo(fd) {
+      // struct bpf_link_info: type, id, prog_id, then a union aligned to 8 (tcx: ifindex, attach_type).
+      const buffer = Buffer.alloc(64);
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(buffer.length, 0);
+      const code = info(fd, buffer, length) as number;
+      if (code !== 0) throw new EbpfError(`reading a BPF link's info failed: ${errnoName(code)}`);
+      return { programId: buffer.readUInt32LE(8), ifindex: buffer.readUInt32LE(16) };
+    },
     mapInfo(fd) {
       const buffer = Buffer.alloc(96);
       const length = Buffer.alloc(4);

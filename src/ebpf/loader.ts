@@ -124,13 +124,13 @@ function tc(netns: string | undefined, args: readonly string[]): string[] {
   return netns ? ['nsenter', `--net=/run/netns/${netns}`, 'tc', ...args] : ['tc', ...args];
 }
 
-const HOOKS = [
+export const HOOKS = [
   ['ingress', PROGRAMS.fromPod],
   ['egress', PROGRAMS.toPod],
 ] as const;
 
 /** Where a tcx link of a node's programs on an interface is pinned. */
-const linkPin = (location: PinLocation, device: string, hook: string): string =>
+export const linkPin = (location: PinLocation, device: string, hook: string): string =>
   join(pinDir(location), 'links', `${device}-${hook}`);
 
 const netnsPath = (netns: string | undefined): string => (netns ? `/run/netns/${netns}` : '-');
@@ -247,7 +247,7 @@ export function linkOf(
 }
 
 /** The interfaces of a namespace (undefined when they cannot be listed). */
-function interfaces(netns: string | undefined): string[] | undefined {
+export function interfaceNames(netns: string | undefined): string[] | undefined {
   const ip = ['ip', '-j', 'link', 'show'];
   const links = tryTool(netns ? ['nsenter', `--net=/run/netns/${netns}`, ...ip] : ip);
   if (links.status !== 0) return undefined;
@@ -261,7 +261,7 @@ function interfaces(netns: string | undefined): string[] | undefined {
 export function pruneLinks(location: PinLocation, netns: string | undefined): void {
   const dir = join(pinDir(location), 'links');
   if (!existsSync(dir)) return;
-  const present = interfaces(netns);
+  const present = interfaceNames(netns);
   if (present === undefined) return;
   const devices = new Set(present);
   for (const pin of readdirSync(dir)) {
@@ -272,7 +272,7 @@ export function pruneLinks(location: PinLocation, netns: string | undefined): vo
 
 /** The interfaces a node's programs are attached to (tc's view), for `down` and for tests. */
 export function attachedDevices(netns: string | undefined): string[] {
-  const devices = interfaces(netns);
+  const devices = interfaceNames(netns);
   if (devices === undefined) return [];
   const tool = tcxTool();
   return devices.filter((device) => {

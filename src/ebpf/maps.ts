@@ -3,7 +3,8 @@
  * checks every map's key and value size against layout.ts, so an object compiled from another
  * header is refused before a byte is written.
  */
-import { join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { libbpf, errnoName, ENOENT, type Libbpf } from './libbpf.ts';
 import { MAP_NAMES, MAP_SHAPES, type MapName } from './layout.ts';
 import { pinDir } from './loader.ts';
@@ -100,6 +101,23 @@ export class PinnedMaps implements BpfMaps {
     }
   }
 
+  /**
+   * Pins again every map whose pin is gone (someone removed it: the map lives on through this
+   * process's descriptor and the programs using it). Returns the maps re-pinned.
+   */
+  repin(): MapName[] {
+    const repinned: MapName[] = [];
+    for (const [name, fd] of this.fds) {
+      const path = join(pinDir(this.location), 'maps', name);
+      if (existsSync(path)) continue;
+      mkdirSync(dirname(path), { recursive: true });
+      const code = this.lib.objPin(fd, path);
+      if (code !== 0) throw new EbpfError(`pinning the map ${path} again failed: ${errnoName(code)}`);
+      repinned.push(name);
+    }
+    return repinned;
+  }
+
   /** Waits until every program run that started before now has finished (an RCU grace period). */
   graceSync(): void {
     this.lib.graceSync();
@@ -127,6 +145,15 @@ export class PinnedProgram {
     const fd = lib.objGet(path);
     if (fd < 0) throw new EbpfError(`opening the pinned program ${path} failed: ${errnoName(fd)}`);
     return new PinnedProgram(lib, fd);
+  }
+
+  /** Pins the program at `path` again when its pin is gone; whether it had to. */
+  repinAt(path: string): boolean {
+    if (existsSync(path)) return false;
+    mkdirSync(dirname(path), { recursive: true });
+    const code = this.lib.objPin(this.fd, path);
+    if (code !== 0) throw new EbpfError(`pinning the program ${path} again failed: ${errnoName(code)}`);
+    return true;
   }
 
   /** The program's verdict on a frame (TC_ACT_OK 0, TC_ACT_SHOT 2) and its mean run time in ns. */

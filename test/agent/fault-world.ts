@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { DATAPATH_LOCK_ROOT, run } from '../../src/dataplane/index.ts';
+import { attachmentProblems, routedDevices } from '../../src/ebpf/attachments.ts';
 import type { Lab } from '../../src/lab/index.ts';
 import { referenceVerdict } from '../../src/lab/probe.ts';
 import { podObjects } from '../../src/lab/topology.ts';
@@ -24,7 +25,7 @@ import { indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { startLab } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
-import { distanceFromFresh, writeObjects } from './helpers.ts';
+import { distanceFromFresh, ebpfDistanceFromFresh, writeObjects } from './helpers.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 
 const PORTS = [
@@ -242,6 +243,8 @@ export class AgentProcess {
 }
 
 export interface WorldOptions {
+  /** What the agents enforce with (default nftables). */
+  readonly datapath?: 'nftables' | 'ebpf';
   /** Agents reach etcd through a cuttable relay. */
   readonly relay?: boolean;
   /** Environment of the agent processes (PATH, PALISADE_NFT). */
@@ -314,6 +317,7 @@ export class FaultWorld {
   lab!: Lab;
   readonly layout: KeyLayout;
   readonly root: string;
+  datapath: 'nftables' | 'ebpf' = 'nftables';
 
   private constructor(readonly name: string) {
     this.root = `/fault-${name}-${process.pid}`;
@@ -335,7 +339,8 @@ export class FaultWorld {
   private async build(options: WorldOptions): Promise<void> {
     const base = baseObjects();
     const loaded = loadFromObjects(base);
-    const started = await startLab(`f${this.name}`, base, loaded.cluster);
+    this.datapath = options.datapath ?? 'nftables';
+    const started = await startLab(`f${this.name}`, base, loaded.cluster, { datapath: this.datapath });
     this.lab = started.lab;
     this.cleanups.push(() => started.down());
     this.etcd = await RestartableEtcd.start();
@@ -360,7 +365,7 @@ export class FaultWorld {
           '--etcd',
           this.relay?.endpoint ?? this.etcd.endpoint,
           '--datapath',
-          'nftables',
+          this.datapath,
           '--netns',
           node.netns,
           '--pod-cidr',
@@ -371,6 +376,10 @@ export class FaultWorld {
           `127.0.0.1:${listen}`,
           '--lease-ttl',
           '2',
+          // Verified every second: the eBPF datapath has no notification for a removed link or a
+          // map entry written by another process.
+          '--verify-interval',
+          '1000',
           '--status-interval',
           '100',
           '--log-level',
@@ -511,18 +520,40 @@ export class FaultWorld {
     return `etcd misses: ${missing.join(', ') || 'nothing'}; etcd has besides: ${extra.join(', ') || 'nothing'}`;
   }
 
-  /** Operations between a node's table and a fresh render of `objects` (0: equal). */
+  /** Operations between a node's datapath and a fresh render of `objects` (0: equal). */
   distance(node: string, objects: readonly Raw[] = [...this.objects.values()]): number | 'replace' {
     const netns = this.lab.plan.nodes.find((n) => n.name === node)!.netns;
-    return distanceFromFresh(netns, objects, node, this.podCidrs(node));
+    return this.datapath === 'ebpf'
+      ? ebpfDistanceFromFresh(netns, objects, node)
+      : distanceFromFresh(netns, objects, node, this.podCidrs(node));
   }
 
-  /** Every node's table ≡ a fresh render of `objects`: '' or what differs. */
+  /**
+   * Every node's datapath ≡ a fresh render of `objects` — and, for eBPF, its programs on every
+   * interface routed into the node's pod CIDRs: '' or what differs (a datapath that cannot be
+   * read, pins removed, says so rather than throwing).
+   */
   tablesDiffer(objects?: readonly Raw[]): string {
     return this.lab.plan.nodes
-      .map((n) => [n.name, this.distance(n.name, objects)] as const)
-      .filter(([, d]) => d !== 0)
-      .map(([n, d]) => `${n}: ${d}`)
+      .map((n) => {
+        try {
+          const distance = this.distance(n.name, objects);
+          const attachments =
+            this.datapath === 'ebpf'
+              ? attachmentProblems(
+                  { instance: `netns-${n.netns}` },
+                  n.netns,
+                  routedDevices(n.netns, this.podCidrs(n.name)),
+                )
+              : [];
+          return distance === 0 && attachments.length === 0
+            ? ''
+            : `${n.name}: ${distance}${attachments.length > 0 ? ` (${attachments.join('; ')})` : ''}`;
+        } catch (error) {
+          return `${n.name}: ${(error as Error).message}`;
+        }
+      })
+      .filter((line) => line !== '')
       .join(', ');
   }
 

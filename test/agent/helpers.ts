@@ -9,6 +9,8 @@ import { loadFromObjects } from '../../src/ingest/index.ts';
 import type { Cidr } from '../../src/net/ip.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
+import { EbpfRenderer } from '../../src/renderers/ebpf/index.ts';
+import { PinnedMaps, PreviewMaps } from '../../src/ebpf/index.ts';
 import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import {
@@ -145,6 +147,40 @@ export async function startAgent(
   });
   await agent.start();
   return { agent, datapath: built, state };
+}
+
+/**
+ * Map writes between a namespace's pinned eBPF maps and a fresh render of `objects` for `node`
+ * over them (a renderer reading the maps back, writing to a preview): 0 when the kernel holds
+ * exactly what a new agent would write.
+ */
+export function ebpfDistanceFromFresh(netns: string, objects: readonly Raw[], node: string): number {
+  const kernel = PinnedMaps.open({ instance: `netns-${netns}` });
+  try {
+    const preview = new PreviewMaps(kernel);
+    const state = new ClusterState();
+    const renderer = new EbpfRenderer({
+      state,
+      node,
+      kernel: preview,
+      allowNodeLocal: true,
+      recheckFlows: true,
+    });
+    try {
+      new PolicyPipeline({ state, renderers: [renderer], node }).apply({
+        type: 'resync',
+        cluster: loadFromObjects(objects).cluster,
+      });
+      renderer.settle();
+    } catch (error) {
+      // The agent committed while this render read the maps: not settled yet, ask again.
+      if (/another writer switched them/.test(String(error))) return Number.POSITIVE_INFINITY;
+      throw error;
+    }
+    return preview.changes;
+  } finally {
+    kernel.close();
+  }
 }
 
 /**

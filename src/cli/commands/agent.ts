@@ -33,12 +33,19 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
   )
     .requiredOption('--datapath <name>', `where policy is enforced: ${orList(DATAPATH_NAMES)}`)
     .option('--prefix <root>', 'root of the reflected key layout in etcd', '/palisade')
-    .option('--netns <name>', 'nftables: the network namespace whose table the agent owns (default: its own)')
+    .option(
+      '--netns <name>',
+      'nftables, ebpf: the network namespace whose datapath the agent owns (default: its own)',
+    )
     .option(
       '--pod-cidr <cidr...>',
       "nftables: the node's pod CIDRs (dropped unless a rendered pod owns the address)",
     )
     .option('--no-node-local', 'police traffic between the node and its own pods too')
+    .option(
+      '--no-direct-delivery',
+      "ebpf: packets between two pods of the node always take the host's path (default: delivered directly when both sides allow them)",
+    )
     .option(
       '--verify-interval <ms>',
       'how often the datapath is checked against what was realized, and repaired (0: only on kernel notifications)',
@@ -89,6 +96,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           ...(typeof raw.netns === 'string' ? { netns: raw.netns } : {}),
           podCidrs,
           allowNodeLocal: raw.nodeLocal !== false,
+          directDelivery: raw.directDelivery !== false,
           runDir: String(raw.runDir),
           verifyIntervalMs: verifyInterval,
           ...(raw.listen === 'off' ? {} : { listen: listenAddress(String(raw.listen)) }),

@@ -10,5 +10,6 @@ export { NodeView, ebpfVerdicts } from './interpreter.ts';
 export { readBack, liveContent, type Readback } from './readback.ts';
 export { tableEntries, referenceHash, type TableEntries } from './table-entries.ts';
 export { addressOf } from './node-maps.ts';
+export { directDeliveryRefusal } from './host-conntrack.ts';
 export type { EbpfContent, EbpfOutput } from './output.ts';
 export type { RecordModel, AddressedRecord, LiveTable } from './node-maps.ts';

@@ -48,33 +48,56 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     assert.deepEqual(await w.disagreements(), []);
   });
 
-  it('2. agent SIGKILLed inside a large nft transaction, restarted: exactly the right ruleset', async () => {
-    // nft waits 1 s before it reads its transaction, so the kill lands while one is under way.
-    const { bin } = await nftWrapper(temps, 'if [ "$1" = "-f" ]; then sleep 1; fi');
-    const w = await world('kill', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
-    await w.converged(await currentRevision(w), STARTUP_MS);
-    const stop = w.prober();
-    const agent = w.agents.get('node-1')!;
-    // 3,000 new web pods elsewhere: db's allowed-source set on node-1 grows in one transaction.
-    const big = Array.from({ length: 3000 }, (_, i) => extraPod(i, { app: 'web' }));
-    const previous = [...w.objects.values()];
-    const written = w.write(big.concat([w.relabel('web-2', { app: 'batch' })]));
-    await written;
-    await until('the agent runs nft -f for the large change', () => agent.nftChildren().length > 0, 60_000);
-    await agent.kill();
-    await sleep(1500); // the orphaned nft commits what it read, or nothing
-    // Whole transactions only: node-1's table is the old policy or the new one, nothing between.
-    const old = w.distance('node-1', previous);
-    const now = w.distance('node-1');
-    check(w, old === 0 || now === 0, `node-1 holds the old or the new policy (old: ${old}, new: ${now})`);
-    agent.start();
-    suite.converged(
-      'agent SIGKILLed inside a large nft transaction, restarted',
-      await w.converged(await currentRevision(w), STARTUP_MS),
-    );
-    assert.deepEqual(await stop(), []);
-    assert.deepEqual(await w.disagreements(), []);
-  });
+  // nft itself (the exec runner's process, a wrapper on PATH): the nftables datapath's own faults.
+  if (suite.datapath === 'nftables')
+    it('2. agent SIGKILLed inside a large nft transaction, restarted: exactly the right ruleset', async () => {
+      // nft waits 1 s before it reads its transaction, so the kill lands while one is under way.
+      const { bin } = await nftWrapper(temps, 'if [ "$1" = "-f" ]; then sleep 1; fi');
+      const w = await world('kill', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+      await w.converged(await currentRevision(w), STARTUP_MS);
+      const stop = w.prober();
+      const agent = w.agents.get('node-1')!;
+      // 3,000 new web pods elsewhere: db's allowed-source set on node-1 grows in one transaction.
+      const big = Array.from({ length: 3000 }, (_, i) => extraPod(i, { app: 'web' }));
+      const previous = [...w.objects.values()];
+      const written = w.write(big.concat([w.relabel('web-2', { app: 'batch' })]));
+      await written;
+      await until('the agent runs nft -f for the large change', () => agent.nftChildren().length > 0, 60_000);
+      await agent.kill();
+      await sleep(1500); // the orphaned nft commits what it read, or nothing
+      // Whole transactions only: node-1's table is the old policy or the new one, nothing between.
+      const old = w.distance('node-1', previous);
+      const now = w.distance('node-1');
+      check(w, old === 0 || now === 0, `node-1 holds the old or the new policy (old: ${old}, new: ${now})`);
+      agent.start();
+      suite.converged(
+        'agent SIGKILLed inside a large nft transaction, restarted',
+        await w.converged(await currentRevision(w), STARTUP_MS),
+      );
+      assert.deepEqual(await stop(), []);
+      assert.deepEqual(await w.disagreements(), []);
+    });
+
+  // The eBPF agent writes its maps in-process: it is killed in the middle of writing them.
+  if (suite.datapath === 'ebpf')
+    it('2. agent SIGKILLed while it writes a large change to its maps, restarted: exactly the right maps', async () => {
+      const w = await world('kill');
+      await w.converged(await currentRevision(w), STARTUP_MS);
+      const stop = w.prober();
+      const agent = w.agents.get('node-1')!;
+      // 3,000 new web pods elsewhere: db's allowed sources on node-1 grow in one commit.
+      const big = Array.from({ length: 3000 }, (_, i) => extraPod(i, { app: 'web' }));
+      await w.write(big.concat([w.relabel('web-2', { app: 'batch' })]));
+      await sleep(100);
+      await agent.kill();
+      agent.start();
+      suite.converged(
+        'agent SIGKILLed while writing a large change, restarted',
+        await w.converged(await currentRevision(w), STARTUP_MS),
+      );
+      assert.deepEqual(await stop(), []);
+      assert.deepEqual(await w.disagreements(), []);
+    });
 
   it('3. etcd compacted past the revision of an agent paused with SIGSTOP: full resync', async () => {
     const w = await world('compact', { relay: true });
@@ -269,33 +292,36 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     }
   });
 
-  it('5. nft failing (a wrapper on PATH): status shows the error, old ruleset kept, recovery', async () => {
-    const { bin, flag } = await nftWrapper(
-      temps,
-      'if [ -e "$FLAG" ]; then echo "nft: injected failure (fault test)" >&2; exit 1; fi',
-    );
-    const w = await world('nft', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
-    await w.converged(await currentRevision(w), STARTUP_MS);
-    const before = [...w.objects.values()];
-    const stop = w.prober();
-    writeFileSync(flag, '');
-    const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
-    await until(
-      'status shows the failure',
-      async () => {
-        const status = await readStatus(w.store, w.layout);
-        return status.nodes.every(
-          (n) => n.record?.phase === 'failing' && /injected failure/.test(n.record.lastError?.message ?? ''),
-        );
-      },
-      20_000,
-    );
-    check(w, w.tablesDiffer(before) === '', 'the old ruleset stays intact while nft fails');
-    rmSync(flag);
-    suite.converged('nft failing, then working again', await w.converged(revision, 30_000));
-    assert.deepEqual(await stop(), []);
-    assert.deepEqual(await w.disagreements(), []);
-  });
+  // nft itself (the exec runner's process, a wrapper on PATH): the nftables datapath's own faults.
+  if (suite.datapath === 'nftables')
+    it('5. nft failing (a wrapper on PATH): status shows the error, old ruleset kept, recovery', async () => {
+      const { bin, flag } = await nftWrapper(
+        temps,
+        'if [ -e "$FLAG" ]; then echo "nft: injected failure (fault test)" >&2; exit 1; fi',
+      );
+      const w = await world('nft', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+      await w.converged(await currentRevision(w), STARTUP_MS);
+      const before = [...w.objects.values()];
+      const stop = w.prober();
+      writeFileSync(flag, '');
+      const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
+      await until(
+        'status shows the failure',
+        async () => {
+          const status = await readStatus(w.store, w.layout);
+          return status.nodes.every(
+            (n) =>
+              n.record?.phase === 'failing' && /injected failure/.test(n.record.lastError?.message ?? ''),
+          );
+        },
+        20_000,
+      );
+      check(w, w.tablesDiffer(before) === '', 'the old ruleset stays intact while nft fails');
+      rmSync(flag);
+      suite.converged('nft failing, then working again', await w.converged(revision, 30_000));
+      assert.deepEqual(await stop(), []);
+      assert.deepEqual(await w.disagreements(), []);
+    });
 
   it('6. agents cut off from etcd for 30 s: keep the ruleset, report stale, catch up', async () => {
     const w = await world('part', { relay: true });

@@ -9,12 +9,36 @@
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { readStatus } from '../../../src/agent/index.ts';
+import { run } from '../../../src/dataplane/index.ts';
+import { pinDir } from '../../../src/ebpf/index.ts';
+import { routedDevices } from '../../../src/ebpf/attachments.ts';
 import { extraPod, ingress, sleep, until, type FaultWorld } from '../fault-world.ts';
 import { check, currentRevision, STARTUP_MS, type FaultSuite } from './shared.ts';
 
 /** A value 200,000 levels deep: it overflowed the decoders' stack. */
 const DEEP = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
+
+/** Deletes the first entry of a pinned map with bpftool (another writer's edit). */
+async function deleteFirstEntry(map: string): Promise<void> {
+  const dump = JSON.parse((await run('bpftool', ['-j', 'map', 'dump', 'pinned', map])).stdout) as {
+    key: string[];
+  }[];
+  const key = dump[0]?.key;
+  assert.ok(key, `${map} has an entry`);
+  const deleted = await run('bpftool', [
+    'map',
+    'delete',
+    'pinned',
+    map,
+    'key',
+    'hex',
+    ...key.map((b) => b.replace(/^0x/, '')),
+  ]);
+  assert.equal(deleted.code, 0, deleted.stderr);
+}
 
 /** Every agent's /readyz body matches `pattern` (with status `status`). */
 async function everyReadyz(w: FaultWorld, status: number, pattern: RegExp): Promise<boolean | string> {
@@ -30,36 +54,81 @@ async function everyReadyz(w: FaultWorld, status: number, pattern: RegExp): Prom
 export function enforcementTrials(suite: FaultSuite): void {
   const { world } = suite;
 
-  it('7. the table deleted, made dormant, a rule replaced and a chain flushed by hand: repaired at once', async () => {
-    const w = await world('oob');
-    await w.converged(await currentRevision(w), STARTUP_MS);
-    let stop = w.prober();
-    const edits: [string, string[]][] = [
-      ['the table deleted', ['delete', 'table', 'inet', 'palisade']],
-      ['the table made dormant', ['add', 'table', 'inet', 'palisade', '{ flags dormant; }']],
-      ['an accept inserted in the forward hook', ['insert', 'rule', 'inet', 'palisade', 'forward', 'accept']],
-      ['the pod dispatch flushed', ['flush', 'chain', 'inet', 'palisade', 'pod_ingress']],
-    ];
-    const violations: string[] = [];
-    for (const [what, args] of edits) {
-      // An edit by root opens the node until the agent repairs it — that window is what is
-      // measured, and the prober rests over it; before and after, nothing may get through.
+  if (suite.datapath === 'nftables')
+    it('7. the table deleted, made dormant, a rule replaced and a chain flushed by hand: repaired at once', async () => {
+      const w = await world('oob');
+      await w.converged(await currentRevision(w), STARTUP_MS);
+      let stop = w.prober();
+      const edits: [string, string[]][] = [
+        ['the table deleted', ['delete', 'table', 'inet', 'palisade']],
+        ['the table made dormant', ['add', 'table', 'inet', 'palisade', '{ flags dormant; }']],
+        [
+          'an accept inserted in the forward hook',
+          ['insert', 'rule', 'inet', 'palisade', 'forward', 'accept'],
+        ],
+        ['the pod dispatch flushed', ['flush', 'chain', 'inet', 'palisade', 'pod_ingress']],
+      ];
+      const violations: string[] = [];
+      for (const [what, args] of edits) {
+        // An edit by root opens the node until the agent repairs it — that window is what is
+        // measured, and the prober rests over it; before and after, nothing may get through.
+        violations.push(...(await stop()));
+        const started = performance.now();
+        await w.nft('node-1', args);
+        await until(`${what}: repaired`, () => w.tablesDiffer() === '' || w.tablesDiffer(), 10_000);
+        suite.converged(`out-of-band edit: ${what} (from the edit)`, performance.now() - started);
+        stop = w.prober();
+        // A round of probes against the repaired table.
+        await sleep(400);
+      }
       violations.push(...(await stop()));
-      const started = performance.now();
-      await w.nft('node-1', args);
-      await until(`${what}: repaired`, () => w.tablesDiffer() === '' || w.tablesDiffer(), 10_000);
-      suite.converged(`out-of-band edit: ${what} (from the edit)`, performance.now() - started);
-      stop = w.prober();
-      // A round of probes against the repaired table.
-      await sleep(400);
-    }
-    violations.push(...(await stop()));
-    const status = await readStatus(w.store, w.layout);
-    const node1 = status.nodes.find((n) => n.node === 'node-1')!;
-    assert.ok((node1.record?.driftRepairs ?? 0) >= edits.length, JSON.stringify(node1.record));
-    assert.deepEqual(violations, [], 'no connection outside the windows the edits opened');
-    assert.deepEqual(await w.disagreements(), []);
-  });
+      const status = await readStatus(w.store, w.layout);
+      const node1 = status.nodes.find((n) => n.node === 'node-1')!;
+      assert.ok((node1.record?.driftRepairs ?? 0) >= edits.length, JSON.stringify(node1.record));
+      assert.deepEqual(violations, [], 'no connection outside the windows the edits opened');
+      assert.deepEqual(await w.disagreements(), []);
+    });
+
+  if (suite.datapath === 'ebpf')
+    it("7. a pod's link removed, a record deleted, the maps' and the programs' pins removed by hand: repaired", async () => {
+      const w = await world('oob');
+      await w.converged(await currentRevision(w), STARTUP_MS);
+      const node = w.lab.plan.nodes.find((n) => n.name === 'node-1')!;
+      const dir = pinDir({ instance: `netns-${node.netns}` });
+      const [device] = routedDevices(node.netns, w.podCidrs('node-1'));
+      assert.ok(device, 'node-1 has a pod interface');
+      const edits: [string, () => Promise<unknown>][] = [
+        [
+          "a pod's ingress link removed (its program is off the interface)",
+          () => rm(join(dir, 'links', `${device}-ingress`)),
+        ],
+        [
+          'an address record deleted from the records map',
+          () => deleteFirstEntry(join(dir, 'maps', 'records')),
+        ],
+        ["the maps' pins removed", () => rm(join(dir, 'maps'), { recursive: true })],
+        ["the programs' pins removed", () => rm(join(dir, 'progs'), { recursive: true })],
+      ];
+      let stop = w.prober();
+      const violations: string[] = [];
+      for (const [what, edit] of edits) {
+        // An edit by root opens (or closes) a pod until the agent repairs it — that window is what
+        // is measured, and the prober rests over it; before and after, nothing may get through.
+        violations.push(...(await stop()));
+        const started = performance.now();
+        await edit();
+        await until(`${what}: repaired`, () => w.tablesDiffer() === '' || w.tablesDiffer(), 15_000);
+        suite.converged(`out-of-band edit: ${what} (from the edit)`, performance.now() - started);
+        stop = w.prober();
+        await sleep(400);
+      }
+      violations.push(...(await stop()));
+      const status = await readStatus(w.store, w.layout);
+      const node1 = status.nodes.find((n) => n.node === 'node-1')!;
+      assert.ok((node1.record?.driftRepairs ?? 0) >= edits.length, JSON.stringify(node1.record));
+      assert.deepEqual(violations, [], 'no connection outside the windows the edits opened');
+      assert.deepEqual(await w.disagreements(), []);
+    });
 
   it('8. a poison pod in one transaction with a restrictive change: the change is enforced, the node degraded', async () => {
     const w = await world('poison');

@@ -15,6 +15,8 @@ export const STARTUP_MS = 150_000;
 
 /** The suite a datapath's fault trials run in. */
 export interface FaultSuite {
+  /** The datapath the suite's agents enforce with. */
+  readonly datapath: 'nftables' | 'ebpf';
   /** A new world of its own (closed with the suite). */
   readonly world: (name: string, options?: WorldOptions) => Promise<FaultWorld>;
   /** Temporary directories removed with the suite. */
