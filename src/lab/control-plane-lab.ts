@@ -47,6 +47,7 @@ import { labObjects, type LabOptions } from './lab.ts';
 import { connectPodAgents, podClient, podClients, startAgents, stopAgent } from './pod-agents.ts';
 import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
 import { LabError, type LabPlan } from './topology.ts';
+import { datapathModule, type DatapathKind } from './datapath.ts';
 
 interface ControlPlaneState {
   readonly version: 1;
@@ -55,6 +56,8 @@ interface ControlPlaneState {
   readonly objects: readonly object[];
   readonly podAgents: readonly { readonly pod: string; readonly pid: number; readonly socket: string }[];
   readonly allowNodeLocal: boolean;
+  /** What the agents enforce with; absent in labs made before the choice existed: nftables. */
+  readonly datapath?: DatapathKind;
   /** Absent until etcd runs. */
   readonly controlPlane?: ControlPlaneRecord;
 }
@@ -123,6 +126,7 @@ export class ControlPlaneLab {
         objects: labObjects(objects, plan),
         podAgents: [],
         allowNodeLocal: options.allowNodeLocal ?? true,
+        ...(options.datapath && options.datapath !== 'nftables' ? { datapath: options.datapath } : {}),
       };
       ensureDir(dir);
       writeState(dir, state); // first, so that a failed `up` can be undone
@@ -137,7 +141,10 @@ export class ControlPlaneLab {
         writeState(dir, state);
         store = await connectLabEtcd(state.controlPlane!);
         await reflectObjects(state.controlPlane!, dir, state.objects, DEFAULT_ETCD_TIMEOUT_MS);
-        const agents = startNodeAgents(plan, dir, etcd, { allowNodeLocal: state.allowNodeLocal });
+        const agents = startNodeAgents(plan, dir, etcd, {
+          allowNodeLocal: state.allowNodeLocal,
+          datapath: state.datapath ?? 'nftables',
+        });
         state = { ...state, controlPlane: { ...state.controlPlane!, agents } };
         writeState(dir, state);
         const lab = ControlPlaneLab.open(state, dir, options, store);
@@ -312,6 +319,8 @@ async function teardown(dir: string, state: ControlPlaneState): Promise<string[]
   } catch (error) {
     problems.push(String((error as Error).message));
   }
+  // The agents leave their datapath enforcing when they stop: eBPF's pins outlive the namespaces.
+  if (state.datapath === 'ebpf') problems.push(...(await datapathModule('ebpf')).remove(state.plan));
   try {
     rmSync(dir, { recursive: true, force: true });
   } catch (error) {

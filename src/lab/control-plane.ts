@@ -33,15 +33,21 @@ function palisadeCommand(): string[] {
 }
 
 /**
- * Starts one `palisade agent` per node inside the node's network namespace (`ip netns exec`),
- * enforcing with nftables in that namespace, reaching etcd through its unix socket as the node's
- * own identity; each node's pod addresses fail closed until its first snapshot is realized.
+ * Starts one `palisade agent` per node inside the node's network namespace, enforcing with
+ * nftables or eBPF in that namespace, reaching etcd through its unix socket as the node's own
+ * identity; each node's pod addresses fail closed until its first snapshot is realized. eBPF
+ * agents enter the namespace with `nsenter --net` (`ip netns exec` mounts a fresh /sys, which
+ * hides the BPF filesystem and the pins there).
  */
 export function startNodeAgents(
   plan: LabPlan,
   dir: string,
   etcd: ControlPlaneRecord['etcd'],
-  options: { readonly allowNodeLocal: boolean; readonly prefix?: string },
+  options: {
+    readonly allowNodeLocal: boolean;
+    readonly datapath: 'nftables' | 'ebpf';
+    readonly prefix?: string;
+  },
 ): ControlPlaneRecord['agents'] {
   return plan.nodes.map((node) => {
     const log = join(dir, `agent-${node.name}.log`);
@@ -60,7 +66,7 @@ export function startNodeAgents(
         ? ['--etcd-cert', connection.certFile, '--etcd-key', connection.keyFile]
         : []),
       '--datapath',
-      'nftables',
+      options.datapath,
       '--netns',
       node.netns,
       '--prefix',
@@ -75,11 +81,14 @@ export function startNodeAgents(
     ];
     const out = openSync(log, 'a', 0o600);
     try {
-      const child = spawn(
-        'ip',
-        ['netns', 'exec', node.netns, process.execPath, ...palisadeCommand(), ...args],
-        { detached: true, stdio: ['ignore', out, out] },
-      );
+      const enter =
+        options.datapath === 'ebpf'
+          ? ['nsenter', `--net=/run/netns/${node.netns}`]
+          : ['ip', 'netns', 'exec', node.netns];
+      const child = spawn(enter[0]!, [...enter.slice(1), process.execPath, ...palisadeCommand(), ...args], {
+        detached: true,
+        stdio: ['ignore', out, out],
+      });
       child.unref();
       if (child.pid === undefined) throw new LabError(`could not start the agent of ${node.name}`);
       return { node: node.name, pid: child.pid, log };

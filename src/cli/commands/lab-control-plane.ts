@@ -5,7 +5,13 @@
  */
 import { formatStatus } from '../../agent/index.ts';
 import type { Cluster } from '../../model/types.ts';
-import { formatPlan, formatProbeReport, loadControlPlaneLab, probeLab } from '../../lab/index.ts';
+import {
+  formatPlan,
+  formatProbeReport,
+  loadControlPlaneLab,
+  probeLab,
+  type DatapathKind,
+} from '../../lab/index.ts';
 import { writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 import { probePorts, type ProbeQueries } from '../probe-ports.ts';
@@ -33,7 +39,12 @@ export async function controlPlaneUp(
   name: string,
   objects: readonly object[],
   cluster: Cluster,
-  options: Options & { nodes: number; allowNodeLocal: boolean; realizeTimeoutMs: number },
+  options: Options & {
+    nodes: number;
+    datapath: DatapathKind;
+    allowNodeLocal: boolean;
+    realizeTimeoutMs: number;
+  },
 ): Promise<void> {
   const { ControlPlaneLab } = await loadControlPlaneLab();
   const lab = await ControlPlaneLab.up(name, objects, cluster, options);
@@ -41,7 +52,10 @@ export async function controlPlaneUp(
     const { status } = await lab.status();
     const { etcd, agents } = lab.record;
     io.stdout.write(
-      formatPlan(lab.plan, lab.current.policies.length).replace(' enforced', ' enforced by node agents') +
+      formatPlan(lab.plan, lab.current.policies.length).replace(
+        ' enforced',
+        ` enforced by node agents${options.datapath === 'ebpf' ? ' on eBPF' : ''}`,
+      ) +
         `control plane: etcd ${etcd.endpoint} (pid ${etcd.pid}, ${etcd.socket}), reflected at revision ${status.policyRevision}\n` +
         agents.map((a) => `  palisade agent --node ${a.node} (pid ${a.pid}): realized\n`).join(''),
     );

@@ -99,10 +99,6 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
         const nodes = Number(raw.nodes);
         if (!Number.isInteger(nodes) || nodes < 1 || nodes > 64)
           throw new UsageError('--nodes must be 1 to 64');
-        if (raw.controlPlane === true && datapath !== 'nftables')
-          throw new UsageError(
-            '--control-plane runs nftables agents; it cannot be combined with --datapath ebpf',
-          );
         const loaded = await loadInput(input, io);
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         if (inputErrors && loaded.cluster.endpoints.length === 0) return done(EXIT_FINDINGS);
@@ -110,6 +106,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
           await controlPlaneUp(io, String(raw.name), validObjects(loaded), loaded.cluster, {
             ...labOptions(raw),
             nodes,
+            datapath,
             allowNodeLocal: raw.nodeLocal !== false,
             realizeTimeoutMs: realizeTimeout(raw),
           });
