@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- agent [--scale 0.1] [--agents 10] [--samples 100] [--changes 20000]
+ * `npm run bench -- agent [--scale 0.1] [--agents 10] [--samples 100] [--changes 20000] [--datapath nftables|ebpf|classifier]
  * [--cold-scales 0.1,1] [--fanout 100] [--fanout-samples N] [--runs 3] [--shm] [--only propagation,sustained,cold,fanout]
  * [--cpu-prof DIR]`:
  * node agents (bench/agent-child.ts, one process per agent, or ten per process for the fan-out)
@@ -15,6 +15,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { pinDir } from '../src/ebpf/index.ts';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { isRoot, run } from '../src/dataplane/index.ts';
@@ -177,7 +178,11 @@ async function withNamespaces<T>(names: readonly string[], body: () => Promise<T
     for (const name of names) await run('ip', ['netns', 'add', name]);
     return await body();
   } finally {
-    for (const name of names) await run('ip', ['netns', 'delete', name]);
+    for (const name of names) {
+      await run('ip', ['netns', 'delete', name]);
+      // An eBPF agent leaves its program and maps pinned (enforcing) when it stops.
+      rmSync(pinDir({ instance: `netns-${name}` }), { recursive: true, force: true });
+    }
   }
 }
 
@@ -208,8 +213,11 @@ export async function agentBenchmark(args: string[]): Promise<void> {
   const fanout = Number(option(args, 'fanout', '100'));
   const coldScales = option(args, 'cold-scales', '0.1,1').split(',').map(Number);
   const only = new Set(option(args, 'only', 'propagation,sustained,cold,fanout').split(','));
-  const datapath = isRoot() ? 'nftables' : 'classifier';
+  // --datapath nftables|ebpf|classifier (default nftables as root, else the classifier).
+  const asked = option(args, 'datapath', isRoot() ? 'nftables' : 'classifier');
+  const datapath = isRoot() || asked === 'classifier' ? asked : 'classifier';
   if (!isRoot()) say('not root: the propagation agents use the classifier datapath (no kernel)');
+  const kernel = datapath === 'nftables' || datapath === 'ebpf';
   const fanoutSamples = Number(option(args, 'fanout-samples', String(samples)));
   // --cpu-prof DIR: every agent process of the sustained and cold-start parts writes a V8 profile.
   const cpuProfileDir = args.includes('--cpu-prof') ? option(args, 'cpu-prof', '') : undefined;
@@ -224,7 +232,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
 
     if (only.has('propagation') || only.has('sustained')) {
       const netns = Array.from({ length: agents }, (_, i) => `pal-bench-${process.pid}-${i}`);
-      await withNamespaces(datapath === 'nftables' ? netns : [], async () => {
+      await withNamespaces(kernel ? netns : [], async () => {
         const fleet = new Fleet(agents, cpuProfileDir);
         for (let i = 0; i < agents; i++)
           fleet.spawn(
@@ -232,7 +240,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
               endpoint: etcd.endpoint,
               prefix: '/bench-small',
               datapath,
-              nodes: [{ node: `node-${i}`, ...(datapath === 'nftables' ? { netns: netns[i] } : {}) }],
+              nodes: [{ node: `node-${i}`, ...(kernel ? { netns: netns[i] } : {}) }],
             },
             `node-${i}`,
           );

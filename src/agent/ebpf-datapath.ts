@@ -18,8 +18,8 @@
 import {
   attach,
   attachedDevices,
-  deviceFor,
   detach,
+  devicesFor,
   interfaceNames,
   isLoaded,
   loadProgram,
@@ -73,11 +73,11 @@ export function ebpfDatapath(context: DatapathContext, lock: HeldLock | undefine
       recheckFlows: true,
       directDelivery: directDelivery && refusal === undefined,
       onNewPods: (pods) => {
-        for (const pod of pods)
-          for (const ip of pod.ips) {
-            const device = deviceFor(netns, formatIp(ip));
-            if (device !== undefined) attachTo(device);
-          }
+        const devices = devicesFor(
+          netns,
+          pods.flatMap((pod) => pod.ips.map(formatIp)),
+        );
+        for (const device of new Set(devices.values())) if (device !== undefined) attachTo(device);
       },
     });
   } catch (error) {

@@ -429,7 +429,7 @@ export class ClusterMirror {
     const node: NodeInfo = {
       name,
       addresses,
-      labels: declared?.labels ?? {},
+      labels: declared?.labels ?? NO_LABELS,
       declared: declared !== undefined,
     };
     if (before && sameNode(before, node)) return;
@@ -486,6 +486,13 @@ function mismatch(
   if (kind !== at.kind) return `the value is a ${kind}, not a ${at.kind}`;
   return undefined;
 }
+
+/**
+ * The labels of a node no Node object declares: one object, so a node a pod change leaves as it
+ * was compares equal (a fresh `{}` each time made every pod change re-emit its node, and the eBPF
+ * renderer rebuild its classifier).
+ */
+const NO_LABELS: NodeInfo['labels'] = Object.freeze({});
 
 function sameNode(a: NodeInfo, b: NodeInfo): boolean {
   return (

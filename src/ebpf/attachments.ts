@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { cidrContains, parseIp, type Cidr } from '../net/ip.ts';
 import { libbpf } from './libbpf.ts';
-import { attachedDevices, HOOKS, linkPin, pinDir } from './loader.ts';
+import { attachedDevices, deviceFor, HOOKS, linkPin, pinDir } from './loader.ts';
 import { tcxTool } from './toolchain.ts';
 import type { PinLocation } from './types.ts';
 
@@ -19,6 +19,23 @@ function ipJson(netns: string | undefined, args: readonly string[]): unknown[] |
   const result = spawnSync('ip', [...(netns ? ['-n', netns] : []), '-j', ...args], { encoding: 'utf8' });
   if (result.status !== 0) return undefined;
   return JSON.parse(result.stdout || '[]') as unknown[];
+}
+
+/**
+ * The interface each address is routed to in a namespace, from one listing of the routing
+ * table (a pod's host route to its veth); an address without a host route is asked of the
+ * kernel on its own (`ip route get`). Undefined where none is (no route, the node's own).
+ */
+export function devicesFor(
+  netns: string | undefined,
+  addresses: readonly string[],
+): Map<string, string | undefined> {
+  const host = new Map<string, string>();
+  for (const family of ['-4', '-6'])
+    for (const route of (ipJson(netns, [family, 'route', 'show']) ?? []) as { dst?: string; dev?: string }[])
+      if (route.dev && route.dst && route.dev !== 'lo')
+        host.set(route.dst.replace(/\/(32|128)$/, ''), route.dev);
+  return new Map(addresses.map((address) => [address, host.get(address) ?? deviceFor(netns, address)]));
 }
 
 /** The interfaces routes into the pod CIDRs lead to, in a namespace (sorted). */

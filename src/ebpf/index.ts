@@ -28,6 +28,6 @@ export { configFlags, setConfigFlag } from './config-flags.ts';
 export { pinToCurrentCpu, type CpuPin } from './cpu.ts';
 export { PreviewMaps } from './preview.ts';
 export { ShadowMaps, POLICY_MAPS } from './shadow-maps.ts';
-export { attachmentProblems, routedDevices } from './attachments.ts';
+export { attachmentProblems, devicesFor, routedDevices } from './attachments.ts';
 export { frameOf, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from './frames.ts';
 export { EbpfError, type BpfMaps, type PinLocation } from './types.ts';

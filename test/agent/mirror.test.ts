@@ -294,6 +294,25 @@ describe('agent mirror', () => {
     );
   });
 
+  it("changes a pod without changing its node when the node's addresses stay (no Node object)", () => {
+    const etcd = new FakeEtcd();
+    const mirror = new ClusterMirror({ layout, node: 'n1' });
+    const podWith = (labels: Record<string, string>): Raw => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'x', namespace: 'a', labels },
+      spec: { nodeName: 'n1' },
+      status: { podIP: '10.0.0.9' },
+    });
+    const first = mirror.apply([etcd.apply({ put: podWith({ app: 'web' }) })!]);
+    assert.ok(first.some((c) => c.type === 'upsert-node'), 'the node appears with its first pod');
+    const relabelled = mirror.apply([etcd.apply({ put: podWith({ app: 'db' }) })!]);
+    assert.deepEqual(
+      relabelled.map((c) => c.type),
+      ['upsert-pod'],
+    );
+  });
+
   it('decodes policies only for namespaces with a pod on its node, and catches up when one arrives', () => {
     const etcd = new FakeEtcd();
     const mirror = new ClusterMirror({ layout, node: 'n1' });
