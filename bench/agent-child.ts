@@ -8,7 +8,7 @@
  */
 import { connectEtcd } from '../src/etcd/index.ts';
 import { createDatapath, NodeAgent, NodeRealizer, type DatapathName } from '../src/agent/index.ts';
-import { KeyLayout } from '../src/reflector/index.ts';
+import { KeyLayout } from '../src/reflected/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 
 interface ChildConfig {

@@ -17,7 +17,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isRoot, run } from '../src/dataplane/index.ts';
 import { connectEtcd, freePort, startEtcd, type EtcdStore, type TxnOp } from '../src/etcd/index.ts';
-import { encodeObject, KeyLayout } from '../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../src/reflected/index.ts';
 import { reportFigure } from './report.ts';
 import { median } from './stats.ts';
 

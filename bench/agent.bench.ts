@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { isRoot, run } from '../src/dataplane/index.ts';
 import { connectEtcd, startEtcd, type EtcdServer, type EtcdStore, type TxnOp } from '../src/etcd/index.ts';
 import { generateShape } from '../src/generate/shapes.ts';
-import { encodeObject, KeyLayout } from '../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../src/reflected/index.ts';
 import { reportFigure } from './report.ts';
 import { median } from './stats.ts';
 

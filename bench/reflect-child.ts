@@ -4,7 +4,8 @@
  */
 import { connectEtcd } from '../src/etcd/index.ts';
 import { connect } from '../src/kube/index.ts';
-import { KeyLayout, Reflector } from '../src/reflector/index.ts';
+import { Reflector } from '../src/reflector/index.ts';
+import { KeyLayout } from '../src/reflected/index.ts';
 
 const [kubeconfig, endpoint, mode] = process.argv.slice(2) as [string, string, string];
 const started = performance.now();

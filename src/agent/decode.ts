@@ -14,7 +14,7 @@ import type { DecodedObject } from '../ingest/types.ts';
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { NAMESPACE_NAME_LABEL, type ContainerPort, type Endpoint } from '../model/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { decodeParsed, decodeValue, type DecodedValue } from '../reflector/index.ts';
+import { decodeParsed, decodeValue, type DecodedValue } from '../reflected/index.ts';
 
 type Json = Record<string, unknown>;
 

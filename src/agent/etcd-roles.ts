@@ -16,7 +16,7 @@
  * or keep alive; revoking one needs write on the keys bound to it (etcd 3.4).
  */
 import { prefixEnd, type EtcdAuthPlan, type EtcdRole, type EtcdUser } from '../etcd/index.ts';
-import type { KeyLayout } from '../reflector/index.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import { StatusKeys } from './status.ts';
 
 export const REFLECTOR_USER = 'palisade-reflector';

@@ -37,7 +37,7 @@ import {
   type NodeInfo,
 } from '../model/types.ts';
 import type { PipelineChange } from '../pipeline/index.ts';
-import type { KeyLayout } from '../reflector/index.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import { NamespaceEndpoints, type EndpointSource } from './attribution.ts';
 import { readValue } from './decode.ts';
 

@@ -11,7 +11,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { connectEtcd } from '../etcd/index.ts';
 import type { EtcdStore } from '../etcd/types.ts';
 import { DataplaneError } from '../dataplane/index.ts';
-import { KeyLayout } from '../reflector/index.ts';
+import { KeyLayout } from '../reflected/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { createDatapath, parsePodCidrs } from './datapaths.ts';
 import type { KeyChange } from './mirror.ts';

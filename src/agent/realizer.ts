@@ -16,7 +16,7 @@
  */
 import { DataplaneError } from '../dataplane/index.ts';
 import { PolicyPipeline } from '../pipeline/index.ts';
-import type { KeyLayout } from '../reflector/index.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import type { ClusterState } from '../state/index.ts';
 import { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 import type { AgentDatapath, RealizeResult, Realizer } from './types.ts';

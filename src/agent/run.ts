@@ -6,7 +6,7 @@
 import { pino } from 'pino';
 import { connectEtcd, ensureReachable, EtcdUnreachableError } from '../etcd/index.ts';
 import type { EtcdConnection } from '../etcd/types.ts';
-import { KeyLayout } from '../reflector/index.ts';
+import { KeyLayout } from '../reflected/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
 import { NodeRealizer } from './realizer.ts';

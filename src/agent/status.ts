@@ -12,7 +12,7 @@
  * which it records in the transaction of every batch — deletes included).
  */
 import type { EtcdStore } from '../etcd/types.ts';
-import type { KeyLayout } from '../reflector/index.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import type { AgentRegistration, StatusRecord } from './types.ts';
 
 /** The status keys under one layout's root. */

@@ -5,7 +5,7 @@
 import type { Cidr } from '../net/ip.ts';
 import type { EtcdStore } from '../etcd/types.ts';
 import type { Renderer } from '../renderers/types.ts';
-import type { KeyLayout } from '../reflector/index.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import type { CompilingStore } from '../state/index.ts';
 
 /** What a node's datapath holds, for status and metrics. */

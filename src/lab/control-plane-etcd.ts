@@ -27,7 +27,8 @@ import {
 } from '../etcd/index.ts';
 import type { EtcdConnection, EtcdStore } from '../etcd/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { DEFAULT_ROOT, KeyLayout, Reflector, ReflectorTimeoutError } from '../reflector/index.ts';
+import { Reflector, ReflectorTimeoutError } from '../reflector/index.ts';
+import { DEFAULT_ROOT, KeyLayout } from '../reflected/index.ts';
 import type { ControlPlaneRecord } from './control-plane-record.ts';
 import { LabError } from './topology.ts';
 

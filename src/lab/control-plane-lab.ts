@@ -19,7 +19,7 @@ import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
 import { etcdAccessError, isEtcdClientError } from '../etcd/index.ts';
 import type { EtcdStore } from '../etcd/types.ts';
-import { DEFAULT_ROOT } from '../reflector/index.ts';
+import { DEFAULT_ROOT } from '../reflected/index.ts';
 import type { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
 import {

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EtcdStore } from '../etcd/types.ts';
 import { agentUser, readStatus, type ClusterStatus, type NodeStatus } from '../agent/index.ts';
-import { DEFAULT_ROOT, KeyLayout } from '../reflector/index.ts';
+import { DEFAULT_ROOT, KeyLayout } from '../reflected/index.ts';
 import { labEtcdConnection } from './control-plane-etcd.ts';
 import type { ControlPlaneRecord } from './control-plane-record.ts';
 import { familyOf, LabError, type LabPlan } from './topology.ts';

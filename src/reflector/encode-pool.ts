@@ -13,7 +13,7 @@ import type { Worker } from 'node:worker_threads';
 import { spawnWorker, workerScript } from '../util/worker-thread.ts';
 import { KubeApiError } from '../kube/index.ts';
 import type { ApiErrorKind, ServedResource } from '../kube/types.ts';
-import type { KeyLayout } from './layout.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import { encodePage } from './page-encoder.ts';
 import type { EncodedPage } from './types.ts';
 

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { KubeApiError } from '../kube/index.ts';
 import type { ServedResource } from '../kube/types.ts';
-import { KeyLayout } from './layout.ts';
+import { KeyLayout } from '../reflected/index.ts';
 import { encodePage } from './page-encoder.ts';
 
 const { root, served } = workerData as { root: string; served: ServedResource[] };

@@ -10,7 +10,7 @@ import { basename, dirname } from 'node:path';
 import { loadCluster } from '../ingest/index.ts';
 import type { RawApiObject } from '../kube/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { REFLECTED_KINDS } from './layout.ts';
+import { REFLECTED_KINDS } from '../reflected/index.ts';
 import type { SourceSink } from './types.ts';
 
 export interface FileSourceOptions {

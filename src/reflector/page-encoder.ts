@@ -7,9 +7,9 @@
 import { apiPathOf } from './api-path.ts';
 import { KubeApiError, parseListBody } from '../kube/index.ts';
 import type { RawApiObject, ServedResource } from '../kube/types.ts';
-import { encodeObject, valueDigest } from './codec.ts';
-import type { KeyLayout } from './layout.ts';
-import type { EncodedItem, EncodedObject, EncodedPage } from './types.ts';
+import { encodeObject, valueDigest } from '../reflected/index.ts';
+import type { EncodedObject, KeyLayout } from '../reflected/index.ts';
+import type { EncodedItem, EncodedPage } from './types.ts';
 
 /** Encodes one object as the writer would (null when its kind is not reflected). */
 export function encodeItem(layout: KeyLayout, object: RawApiObject, where: string): EncodedItem | null {

@@ -23,7 +23,7 @@ import { apiPathOf } from './api-path.ts';
 import { discoverReflected, listOnce, startInformers } from './api-source.ts';
 import { startPageEncoder, type PageEncoder } from './encode-pool.ts';
 import { loadFiles, watchFiles } from './file-source.ts';
-import type { KeyLayout } from './layout.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import type { ReflectorStats } from './types.ts';
 import { EtcdWriter } from './writer.ts';
 

@@ -1,26 +1,10 @@
 /**
- * Contracts of the reflector (Contiv's KSR: the cluster reflected into etcd) and of what it
- * writes, for the node agent and other consumers: the kinds and their keys, the value codec, and
- * the changes a source feeds into the writer.
+ * Contracts of the reflector (Contiv's KSR: the cluster reflected into etcd): the items and pages
+ * it encodes, the changes a source feeds into the writer, and its figures. What it writes — the
+ * key layout and the value codec its consumers share — is the reflected layer's (src/reflected/).
  */
-import type { DecodedObject } from '../ingest/types.ts';
 import type { PageCursor, RawApiObject } from '../kube/types.ts';
-import type { Diagnostic } from '../model/types.ts';
-
-/** A kind the reflector writes: its key segment (`pod`) and whether keys carry a namespace. */
-export interface ReflectedKind {
-  readonly kind: string;
-  readonly segment: string;
-  readonly namespaced: boolean;
-}
-
-/** An object ready for etcd: its key and reduced value, or nothing when it must not be there. */
-export interface EncodedObject {
-  readonly key: string;
-  /** The reduced object as JSON; undefined when the object is invalid or left out (a finished pod). */
-  readonly value: string | undefined;
-  readonly diagnostics: readonly Diagnostic[];
-}
+import type { EncodedObject } from '../reflected/index.ts';
 
 /** An object encoded for the writer, its value's digest computed once where it was encoded. */
 export interface EncodedItem extends EncodedObject {
@@ -30,13 +14,6 @@ export interface EncodedItem extends EncodedObject {
 /** A list page of encoded items (null: an item of a kind that is not reflected). */
 export interface EncodedPage extends PageCursor {
   readonly items: readonly (EncodedItem | null)[];
-}
-
-/** A value read back from etcd, as a model object (for consumers such as the node agent). */
-export interface DecodedValue {
-  readonly key: string;
-  readonly object: DecodedObject | undefined;
-  readonly diagnostics: readonly Diagnostic[];
 }
 
 /**

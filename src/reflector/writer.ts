@@ -12,8 +12,8 @@ import { describeEtcdError } from '../etcd/index.ts';
 import type { EtcdStore, TxnCompare, TxnOp } from '../etcd/types.ts';
 import type { RawApiObject } from '../kube/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { valueDigest as digest } from './codec.ts';
-import type { KeyLayout } from './layout.ts';
+import { valueDigest as digest } from '../reflected/index.ts';
+import type { KeyLayout } from '../reflected/index.ts';
 import { encodeItem } from './page-encoder.ts';
 import type { EncodedItem, ReflectorStats, SourceSink, StreamId } from './types.ts';
 

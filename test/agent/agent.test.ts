@@ -11,7 +11,7 @@ import type { EtcdStore, WatchCallbacks } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { renderCluster } from '../../src/pipeline/index.ts';
 import { loadTarget } from '../../src/renderers/index.ts';
-import type { KeyLayout } from '../../src/reflector/index.ts';
+import type { KeyLayout } from '../../src/reflected/index.ts';
 import {
   aclDocuments,
   documentOps,

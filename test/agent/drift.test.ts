@@ -10,7 +10,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { run } from '../../src/dataplane/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
-import type { KeyLayout } from '../../src/reflector/index.ts';
+import type { KeyLayout } from '../../src/reflected/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
@@ -216,7 +216,7 @@ describe('the nftables agent repairs its table when others change it', { skip, c
     const narrower = policy('shop', 'db-from-web', { app: 'db' }, { app: 'nobody' }, 5432);
     const deepKey = `${layout.objects}pod/shop/deep`;
     const deepValue = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
-    const { encodeObject } = await import('../../src/reflector/index.ts');
+    const { encodeObject } = await import('../../src/reflected/index.ts');
     const encoded = encodeObject(layout, narrower, 'test');
     const mixed = await etcd.store.txn(
       [],

@@ -20,7 +20,7 @@ import type { Lab } from '../../src/lab/index.ts';
 import { referenceVerdict } from '../../src/lab/probe.ts';
 import { podObjects } from '../../src/lab/topology.ts';
 import { parseCidr, type Cidr } from '../../src/net/ip.ts';
-import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { startLab } from '../helpers/kernel.ts';

@@ -11,7 +11,7 @@ import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
 import { EbpfRenderer } from '../../src/renderers/ebpf/index.ts';
 import { PinnedMaps, PreviewMaps } from '../../src/ebpf/index.ts';
-import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import {
   createDatapath,

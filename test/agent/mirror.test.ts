@@ -17,7 +17,7 @@ import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, renderCluster } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { loadTarget, type RenderTarget } from '../../src/renderers/index.ts';
-import { decodeValue, encodeObject, KeyLayout } from '../../src/reflector/index.ts';
+import { decodeValue, encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { generateShape } from '../../src/generate/shapes.ts';
 import { ruleArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import type { Raw } from '../helpers/builders.ts';
@@ -305,7 +305,10 @@ describe('agent mirror', () => {
       status: { podIP: '10.0.0.9' },
     });
     const first = mirror.apply([etcd.apply({ put: podWith({ app: 'web' }) })!]);
-    assert.ok(first.some((c) => c.type === 'upsert-node'), 'the node appears with its first pod');
+    assert.ok(
+      first.some((c) => c.type === 'upsert-node'),
+      'the node appears with its first pod',
+    );
     const relabelled = mirror.apply([etcd.apply({ put: podWith({ app: 'db' }) })!]);
     assert.deepEqual(
       relabelled.map((c) => c.type),

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { nftRunner } from '../../src/dataplane/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import type { KeyLayout } from '../../src/reflector/index.ts';
+import type { KeyLayout } from '../../src/reflected/index.ts';
 import { createDatapath } from '../../src/agent/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';

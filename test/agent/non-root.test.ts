@@ -18,7 +18,7 @@ import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 import { distanceFromFresh, smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
 import { connectEtcd, startEtcd, type EtcdStore } from '../../src/etcd/index.ts';
-import type { KeyLayout } from '../../src/reflector/index.ts';
+import type { KeyLayout } from '../../src/reflected/index.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { parseCidr } from '../../src/net/ip.ts';
 

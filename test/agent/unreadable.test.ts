@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterMirror, type KeyChange } from '../../src/agent/mirror.ts';
 import { MAX_VALUE_CHARS, readValue } from '../../src/agent/decode.ts';
-import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { namespace, pod, policy } from './helpers.ts';
 import type { Raw } from '../helpers/builders.ts';
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { realizerWorkerScript, WorkerRealizer } from '../../src/agent/worker-realizer.ts';
 import type { RealizerWorkerData } from '../../src/agent/worker-protocol.ts';
 import type { KeyChange } from '../../src/agent/mirror.ts';
-import { encodeObject, KeyLayout } from '../../src/reflector/index.ts';
+import { encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { pod, smallCluster } from './helpers.ts';
 import type { Raw } from '../helpers/builders.ts';
 

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { generateShape } from '../../src/generate/shapes.ts';
 import { decodeObject } from '../../src/ingest/index.ts';
 import { objectLocator } from '../../src/kube/index.ts';
-import { KeyLayout, decodeValue, encodeObject, REFLECTED_KINDS } from '../../src/reflector/index.ts';
+import { KeyLayout, decodeValue, encodeObject, REFLECTED_KINDS } from '../../src/reflected/index.ts';
 import { readManifests } from '../fake-apiserver/fixtures.ts';
 
 const layout = new KeyLayout('/palisade');

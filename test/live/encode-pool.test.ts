@@ -12,7 +12,7 @@ import type { ServedResource } from '../../src/kube/types.ts';
 import { startPageEncoder, type PageEncoder } from '../../src/reflector/encode-pool.ts';
 import { encodeItem } from '../../src/reflector/page-encoder.ts';
 import { apiPathOf } from '../../src/reflector/api-path.ts';
-import { KeyLayout } from '../../src/reflector/index.ts';
+import { KeyLayout } from '../../src/reflected/index.ts';
 
 const layout = new KeyLayout('/palisade');
 const served: ServedResource[] = [

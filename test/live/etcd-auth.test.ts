@@ -34,7 +34,7 @@ import {
   type EtcdServer,
   type EtcdStore,
 } from '../../src/etcd/index.ts';
-import { KeyLayout } from '../../src/reflector/index.ts';
+import { KeyLayout } from '../../src/reflected/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 import { policy, smallCluster } from '../agent/helpers.ts';

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectEtcd } from '../../src/etcd/index.ts';
-import { decodeValue } from '../../src/reflector/index.ts';
+import { decodeValue } from '../../src/reflected/index.ts';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { tempDir } from '../fake-apiserver/fixtures.ts';
 import { cli } from '../helpers/cli.ts';
@@ -305,7 +305,10 @@ describe('the reflector', { skip: needsEtcd }, () => {
       (await etcd.store.range(`${root}/v1/k8s/`)).kvs.map((kv) => kv.key);
     assert.equal((await keys()).length, 11);
     // --watch in-process: the Reflector with a file source.
-    const { Reflector, KeyLayout } = await import('../../src/reflector/index.ts');
+    const [{ Reflector }, { KeyLayout }] = await Promise.all([
+      import('../../src/reflector/index.ts'),
+      import('../../src/reflected/index.ts'),
+    ]);
     const reflector = new Reflector({
       store: etcd.store,
       layout: new KeyLayout(root),
@@ -354,7 +357,8 @@ describe('the reflector', { skip: needsEtcd }, () => {
       'a no-op writes nothing',
     );
     // A reflector of the API taking over that prefix lists: a digest is no resourceVersion.
-    const { EtcdWriter, KeyLayout } = await import('../../src/reflector/index.ts');
+    const { EtcdWriter } = await import('../../src/reflector/index.ts');
+    const { KeyLayout } = await import('../../src/reflected/index.ts');
     const writer = new EtcdWriter({ layout: new KeyLayout(root), store: etcd.store });
     await writer.load();
     assert.equal(writer.resourceVersion({ kind: 'NetworkPolicy' }), undefined);
@@ -381,7 +385,8 @@ describe('the reflector', { skip: needsEtcd }, () => {
   });
 
   it('a one-shot reflector gives up at its deadline, naming the leader that did not step down', async () => {
-    const { Reflector, KeyLayout, ReflectorTimeoutError } = await import('../../src/reflector/index.ts');
+    const { Reflector, ReflectorTimeoutError } = await import('../../src/reflector/index.ts');
+    const { KeyLayout } = await import('../../src/reflected/index.ts');
     const { campaign } = await import('../../src/etcd/index.ts');
     const keys = new KeyLayout('/deadline');
     const holder = await campaign(etcd.store, keys.leader, 'gitops-reflector', { ttlSeconds: 30 });
@@ -414,7 +419,10 @@ describe('the reflector', { skip: needsEtcd }, () => {
   });
 
   it('a reflector finding its own id in the leader key waits for that lease, and does not say it follows itself', async () => {
-    const { Reflector, KeyLayout } = await import('../../src/reflector/index.ts');
+    const [{ Reflector }, { KeyLayout }] = await Promise.all([
+      import('../../src/reflector/index.ts'),
+      import('../../src/reflected/index.ts'),
+    ]);
     const { campaign } = await import('../../src/etcd/index.ts');
     const keys = new KeyLayout('/self');
     // An earlier run with the same id, its lease not expired yet.

@@ -8,7 +8,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EtcdStore, TxnCompare, TxnOp, TxnResult } from '../../src/etcd/index.ts';
-import { EtcdWriter, KeyLayout } from '../../src/reflector/index.ts';
+import { EtcdWriter } from '../../src/reflector/index.ts';
+import { KeyLayout } from '../../src/reflected/index.ts';
 import type { RawApiObject } from '../../src/kube/index.ts';
 import { needsEtcd, suiteEtcd } from './etcd-fixture.ts';
 

@@ -61,11 +61,12 @@ export function reflectCommand(io: CliIo, done: (code: number) => void): Command
         if (reportDiagnostics(diagnostics, io, verbose)) inputErrors = true;
       };
 
-      const [{ connectEtcd }, reflector] = await Promise.all([
+      const [{ connectEtcd }, reflector, { KeyLayout }] = await Promise.all([
         import('../../etcd/index.ts'),
         import('../../reflector/index.ts'),
+        import('../../reflected/index.ts'),
       ]);
-      const layout = new reflector.KeyLayout(String(raw.prefix));
+      const layout = new KeyLayout(String(raw.prefix));
       const store = await connectEtcd(etcd).catch(async (error: unknown) => {
         const { EtcdAccessError } = await import('../../etcd/index.ts');
         throw error instanceof EtcdAccessError ? new ClusterAccessError(error.message) : error;
