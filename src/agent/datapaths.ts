@@ -20,7 +20,8 @@ import {
   monitorTable,
   nftRunner,
   type HeldLock,
-  type NftMonitor,
+  keepRunning,
+  type TiedProcess,
   type NftRunner,
 } from '../dataplane/index.ts';
 import { loadTarget } from '../renderers/index.ts';
@@ -106,9 +107,7 @@ function nftablesDatapath(context: DatapathContext): AgentDatapath {
   const pods = context.podCidrs?.length ?? 0;
   /** Another writer may have touched the table since the last audit found it right. */
   let foreign = false;
-  let monitor: NftMonitor | undefined;
-  let restart: NodeJS.Timeout | undefined;
-  let closed = false;
+  let monitor: TiedProcess | undefined;
   return {
     name: 'nftables',
     renderer,
@@ -137,36 +136,31 @@ function nftablesDatapath(context: DatapathContext): AgentDatapath {
       return Promise.resolve();
     },
     watch(suspect) {
-      const start = (): void => {
-        monitor = monitorTable({
-          table: TABLE,
-          fingerprintSet: FINGERPRINT_SET,
-          ...(context.netns !== undefined ? { netns: context.netns } : {}),
-          onTransaction: (txn) => {
-            if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) return;
-            foreign = true;
-            suspect(`another writer changed the table (generation ${txn.generation}: ${txn.example})`);
-          },
-          onStopped: (why) => {
-            if (closed) return;
-            // Events may have been missed: verify, and listen again (at most once a second).
-            foreign = true;
-            suspect(`${why}; restarting it`);
-            monitor?.close();
-            monitor = undefined;
-            restart = setTimeout(start, 1000);
-          },
-        });
-      };
-      start();
+      monitor = keepRunning(
+        (stopped) =>
+          monitorTable({
+            table: TABLE,
+            fingerprintSet: FINGERPRINT_SET,
+            ...(context.netns !== undefined ? { netns: context.netns } : {}),
+            onTransaction: (txn) => {
+              if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) return;
+              foreign = true;
+              suspect(`another writer changed the table (generation ${txn.generation}: ${txn.example})`);
+            },
+            onStopped: stopped,
+          }),
+        (why) => {
+          // Events may have been missed: verify as if another writer had been.
+          foreign = true;
+          suspect(`${why}; restarting it`);
+        },
+      );
     },
     cleanup() {
       runner.apply(`table ${TABLE}\ndelete table ${TABLE}\n`);
       return Promise.resolve(`deleted table ${TABLE}${where}`);
     },
     close() {
-      closed = true;
-      if (restart) clearTimeout(restart);
       monitor?.close();
       runner.close();
       lock?.release();

@@ -34,7 +34,7 @@ import {
   ShadowMaps,
   type PinLocation,
 } from '../ebpf/index.ts';
-import { startTiedProcess, type HeldLock, type TiedProcess } from '../dataplane/index.ts';
+import { keepRunning, startTiedProcess, type HeldLock, type TiedProcess } from '../dataplane/index.ts';
 import { formatIp } from '../net/ip.ts';
 import { directDeliveryRefusal, EbpfRenderer } from '../renderers/ebpf/index.ts';
 import type { AgentDatapath, DatapathContext, DatapathCounts } from './types.ts';
@@ -99,8 +99,6 @@ export function ebpfDatapath(context: DatapathContext, lock: HeldLock | undefine
     pruneLinks(location, netns);
   };
   let monitor: TiedProcess | undefined;
-  let restart: NodeJS.Timeout | undefined;
-  let closed = false;
   return {
     name: 'ebpf',
     renderer,
@@ -143,21 +141,16 @@ export function ebpfDatapath(context: DatapathContext, lock: HeldLock | undefine
       return Promise.resolve();
     },
     watch(suspect) {
-      const start = (): void => {
-        monitor = startTiedProcess({
-          argv: ['ip', 'monitor', 'route'],
-          ...(netns !== undefined ? { netns } : {}),
-          onLine: (line) => suspect(`a route changed: ${line.trim()}`),
-          onStopped: (why) => {
-            if (closed) return;
-            suspect(`${why}; restarting it`);
-            monitor?.close();
-            monitor = undefined;
-            restart = setTimeout(start, 1000);
-          },
-        });
-      };
-      start();
+      monitor = keepRunning(
+        (stopped) =>
+          startTiedProcess({
+            argv: ['ip', 'monitor', 'route'],
+            ...(netns !== undefined ? { netns } : {}),
+            onLine: (line) => suspect(`a route changed: ${line.trim()}`),
+            onStopped: stopped,
+          }),
+        (why) => suspect(`${why}; restarting it`),
+      );
     },
     cleanup() {
       const devices = attachedDevices(netns);
@@ -168,8 +161,6 @@ export function ebpfDatapath(context: DatapathContext, lock: HeldLock | undefine
       );
     },
     close() {
-      closed = true;
-      if (restart) clearTimeout(restart);
       monitor?.close();
       renderer.settle();
       for (const program of programs) program.close();

@@ -23,7 +23,7 @@ export {
   type NftRunnerOptions,
 } from './nft.ts';
 export { monitorTable, type NftMonitor, type TableTransaction } from './nft-monitor.ts';
-export { startTiedProcess, type TiedProcess } from './tied-process.ts';
+export { keepRunning, startTiedProcess, type TiedProcess } from './tied-process.ts';
 export { FakeNft, type FakeFault, type FakeTable } from './fake-nft.ts';
 export {
   acquireLock,

@@ -73,3 +73,34 @@ export function startTiedProcess(options: TiedProcessOptions): TiedProcess {
     },
   };
 }
+
+/**
+ * Keeps a watcher running until closed: started again a second after it stops (at most once a
+ * second, whatever keeps stopping it), `onStopped` told why each time — events may have been
+ * missed, which the caller makes up for (the agent verifies).
+ */
+export function keepRunning(
+  start: (stopped: (why: string) => void) => TiedProcess,
+  onStopped: (why: string) => void,
+): TiedProcess {
+  let current: TiedProcess | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  const run = (): void => {
+    current = start((why) => {
+      if (closed) return;
+      onStopped(why);
+      current?.close();
+      current = undefined;
+      timer = setTimeout(run, 1000);
+    });
+  };
+  run();
+  return {
+    close(): void {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      current?.close();
+    },
+  };
+}

@@ -100,6 +100,15 @@ export function libbpf(): Libbpf {
     batch_size: 'uint32_t',
   });
   const testRun = lib.func('int bpf_prog_test_run_opts(int fd, _Inout_ bpf_test_run_opts *opts)');
+  /** bpf_obj_get_info_by_fd into a buffer of `size` bytes (the info struct of a map, program or link). */
+  const objInfo = (fd: number, size: number, what: string): Buffer => {
+    const buffer = Buffer.alloc(size);
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(buffer.length, 0);
+    const code = info(fd, buffer, length) as number;
+    if (code !== 0) throw new EbpfError(`reading a BPF ${what}'s info failed: ${errnoName(code)}`);
+    return buffer;
+  };
   // syscall(2) is variadic in C; the x86-64 ABI passes these integers the same either way.
   const syscall = libc.func('long syscall(long number, long cmd, long flags, long cpu)');
   let waiting = false;
@@ -123,29 +132,14 @@ export function libbpf(): Libbpf {
     remove: (fd, key) => remove(fd, key) as number,
     lookup: (fd, key, value) => lookup(fd, key, value) as number,
     nextKey: (fd, key, next) => nextKey(fd, key, next) as number,
-    programId(fd) {
-      const buffer = Buffer.alloc(256);
-      const length = Buffer.alloc(4);
-      length.writeUInt32LE(buffer.length, 0);
-      const code = info(fd, buffer, length) as number;
-      if (code !== 0) throw new EbpfError(`reading a BPF program's info failed: ${errnoName(code)}`);
-      return buffer.readUInt32LE(4);
-    },
+    programId: (fd) => objInfo(fd, 256, 'program').readUInt32LE(4),
     linkInfo(fd) {
       // struct bpf_link_info: type, id, prog_id, then a union aligned to 8 (tcx: ifindex, attach_type).
-      const buffer = Buffer.alloc(64);
-      const length = Buffer.alloc(4);
-      length.writeUInt32LE(buffer.length, 0);
-      const code = info(fd, buffer, length) as number;
-      if (code !== 0) throw new EbpfError(`reading a BPF link's info failed: ${errnoName(code)}`);
+      const buffer = objInfo(fd, 64, 'link');
       return { programId: buffer.readUInt32LE(8), ifindex: buffer.readUInt32LE(16) };
     },
     mapInfo(fd) {
-      const buffer = Buffer.alloc(96);
-      const length = Buffer.alloc(4);
-      length.writeUInt32LE(buffer.length, 0);
-      const code = info(fd, buffer, length) as number;
-      if (code !== 0) throw new EbpfError(`reading a BPF map's info failed: ${errnoName(code)}`);
+      const buffer = objInfo(fd, 96, 'map');
       const nameBytes = buffer.subarray(24, 40);
       const end = nameBytes.indexOf(0);
       return {

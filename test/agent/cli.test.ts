@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../src/etcd/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
-import { smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
+import { agentArgs, smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 
 describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
@@ -29,23 +29,21 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
       process.execPath,
       [
         ...palisadeArgv(),
-        'agent',
-        '--node',
-        'n1',
-        '--etcd',
-        etcd.server.endpoint,
-        '--datapath',
-        'classifier',
-        '--prefix',
-        root,
-        // Port 0, read back from the log: a port chosen free beforehand can be taken by another
-        // test's server before the agent binds it (the test then spoke to that server).
-        '--listen',
-        '127.0.0.1:0',
-        '--lease-ttl',
-        '2',
-        '--status-interval',
-        '50',
+        ...agentArgs({
+          etcd: etcd.server.endpoint,
+          datapath: 'classifier',
+          layout,
+          extra: [
+            // Port 0, read back from the log: a port chosen free beforehand can be taken by
+            // another test's server before the agent binds it (the test then spoke to that server).
+            '--listen',
+            '127.0.0.1:0',
+            '--lease-ttl',
+            '2',
+            '--status-interval',
+            '50',
+          ],
+        }),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -117,7 +115,7 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     assert.equal(bad.code, 2);
     assert.match(
       bad.stderr,
-      /^palisade: --datapath must be one of nftables, classifier, vpp-acl, vpptcp, not "nope"/,
+      /^palisade: --datapath must be one of nftables, ebpf, classifier, vpp-acl, vpptcp, not "nope"/,
     );
     const level = await cli([...agent, '--datapath', 'nftables', '--log-level', 'loud']);
     assert.equal(level.code, 2);

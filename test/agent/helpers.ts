@@ -213,3 +213,27 @@ export function distanceFromFresh(
     runner.close();
   }
 }
+
+/**
+ * `palisade agent`'s argument list as tests start it: node `n1` unless named, the etcd URL, the
+ * datapath, and the layout's root when given; `extra` arguments after them.
+ */
+export function agentArgs(options: {
+  readonly etcd: string;
+  readonly datapath: DatapathName;
+  readonly node?: string;
+  readonly layout?: KeyLayout;
+  readonly extra?: readonly string[];
+}): string[] {
+  return [
+    'agent',
+    '--node',
+    options.node ?? 'n1',
+    '--etcd',
+    options.etcd,
+    '--datapath',
+    options.datapath,
+    ...(options.layout ? ['--prefix', options.layout.base.replace(/\/v1\/$/, '')] : []),
+    ...(options.extra ?? []),
+  ];
+}

@@ -16,7 +16,7 @@ import { readStatus } from '../../src/agent/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
-import { distanceFromFresh, smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
+import { agentArgs, distanceFromFresh, smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
 import { connectEtcd, startEtcd, type EtcdStore } from '../../src/etcd/index.ts';
 import type { KeyLayout } from '../../src/reflected/index.ts';
 import type { Raw } from '../helpers/builders.ts';
@@ -59,15 +59,11 @@ function startAgent(
   home: string,
 ): { child: ChildProcess; output: () => string } {
   let output = '';
-  const child = spawn(
-    prefix[0]!,
-    [...prefix.slice(1), process.execPath, ...palisadeArgv(), 'agent', ...args],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // tsx, when the sources run, keeps its cache per user in the temp directory.
-      env: { ...process.env, HOME: home },
-    },
-  );
+  const child = spawn(prefix[0]!, [...prefix.slice(1), process.execPath, ...palisadeArgv(), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // tsx, when the sources run, keeps its cache per user in the temp directory.
+    env: { ...process.env, HOME: home },
+  });
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return { child, output: () => output };
@@ -140,26 +136,23 @@ describe('the agent as an unprivileged user', { skip }, () => {
     chownSync(runDir, NOBODY, NOBODY);
     const agent = startAgent(
       unprivileged(['net_admin', 'sys_admin']),
-      [
-        '--node',
-        'n1',
-        '--etcd',
-        etcd.server.endpoint,
-        '--prefix',
-        layout.base.replace(/\/v1\/$/, ''),
-        '--datapath',
-        'nftables',
-        '--netns',
-        netns,
-        '--pod-cidr',
-        '10.1.0.0/24',
-        '--run-dir',
-        runDir,
-        '--listen',
-        'off',
-        '--status-interval',
-        '50',
-      ],
+      agentArgs({
+        etcd: etcd.server.endpoint,
+        datapath: 'nftables',
+        layout,
+        extra: [
+          '--netns',
+          netns,
+          '--pod-cidr',
+          '10.1.0.0/24',
+          '--run-dir',
+          runDir,
+          '--listen',
+          'off',
+          '--status-interval',
+          '50',
+        ],
+      }),
       temp,
     );
     children.push(agent.child);
@@ -199,24 +192,21 @@ describe('the agent as an unprivileged user', { skip }, () => {
     chownSync(runDir, NOBODY, NOBODY);
     const agent = startAgent(
       ['ip', 'netns', 'exec', netns, ...unprivileged(['net_admin'])],
-      [
-        '--node',
-        'n1',
-        '--etcd',
-        `unix://${join(dir, 'etcd.sock:0')}`,
-        '--prefix',
-        layout.base.replace(/\/v1\/$/, ''),
-        '--datapath',
-        'nftables',
-        '--pod-cidr',
-        '10.1.0.0/24',
-        '--run-dir',
-        runDir,
-        '--listen',
-        'off',
-        '--status-interval',
-        '50',
-      ],
+      agentArgs({
+        etcd: `unix://${join(dir, 'etcd.sock:0')}`,
+        datapath: 'nftables',
+        layout,
+        extra: [
+          '--pod-cidr',
+          '10.1.0.0/24',
+          '--run-dir',
+          runDir,
+          '--listen',
+          'off',
+          '--status-interval',
+          '50',
+        ],
+      }),
       temp,
     );
     children.push(agent.child);
@@ -233,31 +223,18 @@ describe('the agent as an unprivileged user', { skip }, () => {
     const closed = mkdtempSync(join(tmpdir(), 'palisade-root-only-'));
     after(() => rmSync(closed, { recursive: true, force: true }));
     const runDir = join(closed, 'run');
-    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(
-        unprivileged(['net_admin'])[0]!,
-        [
-          ...unprivileged(['net_admin']).slice(1),
-          process.execPath,
-          ...palisadeArgv(),
-          'agent',
-          '--node',
-          'n1',
-          '--etcd',
-          etcd.server.endpoint,
-          '--datapath',
-          'nftables',
-          '--listen',
-          'off',
-          '--run-dir',
-          runDir,
-        ],
-        { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: temp } },
-      );
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.once('exit', (code) => resolve({ code, stderr }));
-    });
+    const agent = startAgent(
+      unprivileged(['net_admin']),
+      agentArgs({
+        etcd: etcd.server.endpoint,
+        datapath: 'nftables',
+        extra: ['--listen', 'off', '--run-dir', runDir],
+      }),
+      temp,
+    );
+    // 'close': the output is all in once the pipes close.
+    const code = await new Promise<number | null>((resolve) => agent.child.once('close', resolve));
+    const result = { code, stderr: agent.output() };
     assert.equal(result.code, 1, result.stderr);
     assert.match(
       result.stderr,

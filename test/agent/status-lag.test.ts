@@ -16,7 +16,7 @@ import { cli } from '../helpers/cli.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { reflectManifests } from '../live/reflector-helpers.ts';
-import { policy, smallCluster, uniqueLayout } from './helpers.ts';
+import { agentArgs, policy, smallCluster, uniqueLayout } from './helpers.ts';
 import type { Raw } from '../helpers/builders.ts';
 
 interface StatusJson {
@@ -65,22 +65,21 @@ describe(
         process.execPath,
         [
           ...palisadeArgv(),
-          'agent',
-          '--node',
-          'n1',
-          '--etcd',
-          etcd.server.endpoint,
-          '--datapath',
-          'classifier',
+          ...agentArgs({
+            etcd: etcd.server.endpoint,
+            datapath: 'classifier',
+            extra: [
+              '--listen',
+              'off',
+              // The frozen agent stays alive (not dead) for the whole test: its lease outlives the pause.
+              '--lease-ttl',
+              '60',
+              '--status-interval',
+              '50',
+            ],
+          }),
           '--prefix',
           root,
-          '--listen',
-          'off',
-          // The frozen agent stays alive (not dead) for the whole test: its lease outlives the pause.
-          '--lease-ttl',
-          '60',
-          '--status-interval',
-          '50',
         ],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
