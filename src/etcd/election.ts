@@ -27,12 +27,22 @@ export async function campaign(
   const ttl = options.ttlSeconds ?? 3;
   while (!options.signal?.aborted) {
     const lease = await store.grantLease(ttl);
-    const result = await store.txn(
-      [{ key, target: 'createRevision', equals: 0 }],
-      [{ type: 'put', key, value: id, lease: lease.id }],
-    );
+    let result;
+    try {
+      result = await store.txn(
+        [{ key, target: 'createRevision', equals: 0 }],
+        [{ type: 'put', key, value: id, lease: lease.id }],
+      );
+    } catch (error) {
+      // A candidate stalled past its TTL (a loaded machine, a paused process) between granting
+      // the lease and using it: etcd has already expired it. Nothing was written; try again.
+      if (leaseExpired(error)) continue;
+      throw error;
+    }
     if (result.succeeded) return lead(store, key, id, lease, result.revision);
-    await lease.revoke();
+    await lease.revoke().catch((error: unknown) => {
+      if (!leaseExpired(error)) throw error;
+    });
     const holder = await store.get(key);
     if (holder) options.onFollowing?.(holder.value);
     await untilDeleted(
@@ -109,4 +119,9 @@ async function lead(
       await lease.revoke();
     },
   };
+}
+
+/** etcd's answer for a lease it no longer has (expired or revoked). */
+function leaseExpired(error: unknown): boolean {
+  return /requested lease not found/i.test(error instanceof Error ? error.message : String(error));
 }

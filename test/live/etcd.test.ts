@@ -198,6 +198,29 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
     );
   });
 
+  it('a candidate whose lease expired before it used it campaigns again (a stalled process)', async () => {
+    const store = await connectEtcd({ endpoints: [etcd.server.endpoint] });
+    try {
+      // The lease goes between its grant and the transaction that uses it, as it does when the
+      // candidate's process stalls for longer than the TTL.
+      let granted: Awaited<ReturnType<typeof store.grantLease>> | undefined;
+      let expired = 0;
+      const stalling: typeof store = Object.create(store) as typeof store;
+      stalling.grantLease = async (ttl) => (granted = await store.grantLease(ttl));
+      stalling.txn = async (...args) => {
+        if (expired++ === 0) await granted!.revoke();
+        return store.txn(...args);
+      };
+      const leader = await campaign(stalling, '/t/stalled-leader', 'c', { ttlSeconds: 2 });
+      assert.ok(leader, 'leads after a second try');
+      assert.equal(expired, 2);
+      assert.equal((await store.get('/t/stalled-leader'))?.value, 'c');
+      await leader.resign();
+    } finally {
+      store.close();
+    }
+  });
+
   it('elects one leader; the follower takes over when the leader resigns, and when its lease expires', async () => {
     const { server } = etcd;
     const [a, b] = [
