@@ -12,7 +12,13 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['eslint.config.js', 'eslint-rules/*.js', 'web/build.mjs', 'scripts/*.mjs'],
+          allowDefaultProject: [
+            'eslint.config.js',
+            'eslint-rules/*.js',
+            'web/build.mjs',
+            'scripts/*.mjs',
+            'test/agent/*.mjs',
+          ],
         },
         tsconfigRootDir: import.meta.dirname,
       },
@@ -39,7 +45,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs', 'scripts/*.mjs'],
+    files: ['eslint.config.js', 'eslint-rules/**/*.js', 'web/build.mjs', 'scripts/*.mjs', 'test/agent/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

@@ -9,7 +9,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
@@ -27,6 +26,7 @@ import { startLab } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { distanceFromFresh, ebpfDistanceFromFresh, writeObjects } from './helpers.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
+import { CuttableRelay } from './side-processes.ts';
 
 const PORTS = [
   { port: 80, protocol: 'TCP' as const },
@@ -100,73 +100,6 @@ export class RestartableEtcd {
   async remove(): Promise<void> {
     await this.down();
     rmSync(this.dataDir, { recursive: true, force: true });
-  }
-}
-
-/** A TCP relay that can stop moving bytes (a partition: nothing is refused, nothing arrives). */
-export class CuttableRelay {
-  private cut = false;
-  private readonly sockets = new Set<Socket>();
-  private readonly held: (() => void)[] = [];
-  private constructor(
-    private readonly server: Server,
-    readonly port: number,
-  ) {}
-
-  static async start(targetPort: number): Promise<CuttableRelay> {
-    const port = await freePort();
-    const relayOf: { relay?: CuttableRelay } = {};
-    const server = createServer((client) => {
-      const relay = relayOf.relay;
-      if (!relay) return void client.destroy();
-      const link = (): void => {
-        const upstream = connect(targetPort, '127.0.0.1');
-        for (const s of [client, upstream]) {
-          relay.sockets.add(s);
-          s.on('error', () => s.destroy());
-          s.on('close', () => relay.sockets.delete(s));
-        }
-        client.pipe(upstream);
-        upstream.pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-        if (relay.cut) for (const s of [client, upstream]) s.pause();
-      };
-      if (relay.cut) {
-        client.pause();
-        relay.sockets.add(client);
-        relay.held.push(link);
-      } else link();
-    });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    relayOf.relay = new CuttableRelay(server, port);
-    return relayOf.relay;
-  }
-
-  get endpoint(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  /** Stops every byte both ways (data waits in the kernel's buffers, as behind a lost route). */
-  disconnect(): void {
-    this.cut = true;
-    for (const s of this.sockets) s.pause();
-  }
-
-  reconnect(): void {
-    this.cut = false;
-    for (const s of this.sockets) s.resume();
-    for (const link of this.held.splice(0)) link();
-  }
-
-  /** Drops every connection (as a peer's timeout would); new ones go through. */
-  reset(): void {
-    for (const s of this.sockets) s.destroy();
-  }
-
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
 

@@ -106,7 +106,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     const agent = w.agents.get('node-1')!;
     agent.signal('SIGSTOP');
     // While paused, its connections carry nothing (so no change waits in its socket buffers)...
-    w.relay!.disconnect();
+    await w.relay!.disconnect();
     try {
       for (let i = 0; i < 50; i++)
         await w.write([extraPod(i % 10, { app: i % 2 ? 'web' : 'other', n: String(i) })]);
@@ -114,8 +114,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
       await w.store.compact(revision);
       // ...and are dropped, as a long pause gets them dropped: it resumes its watch from its
       // last revision, which compaction removed.
-      w.relay!.reset();
-      w.relay!.reconnect();
+      await w.relay!.reset();
+      await w.relay!.reconnect();
     } finally {
       agent.signal('SIGCONT');
     }
@@ -328,7 +328,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     await w.converged(await currentRevision(w), STARTUP_MS);
     const before = [...w.objects.values()];
     const stop = w.prober();
-    w.relay!.disconnect();
+    await w.relay!.disconnect();
     const cut = Date.now();
     const revision = await w.write([w.relabel('web-1', { app: 'batch' }), extraPod(1, { app: 'web' })]);
     await until(
@@ -342,9 +342,20 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     );
     await sleep(Math.max(0, 30_000 - (Date.now() - cut)));
     check(w, w.tablesDiffer(before) === '', 'the last ruleset is kept while cut off');
-    w.relay!.reconnect();
+    await w.relay!.reconnect();
     suite.converged('agents cut off from etcd for 30 s', await w.converged(revision, 30_000));
-    for (const agent of w.agents.values()) assert.doesNotMatch((await agent.readyz())!.body, /stale/);
+    // Asked until answered: on a loaded machine one ask can go unanswered within its deadline.
+    await until(
+      'no agent reports itself stale',
+      async () => {
+        for (const agent of w.agents.values()) {
+          const body = (await agent.readyz())?.body;
+          if (body === undefined || /stale/.test(body)) return body ?? 'no answer';
+        }
+        return true;
+      },
+      20_000,
+    );
     assert.deepEqual(await stop(), []);
     assert.deepEqual(await w.disagreements(), []);
   });
