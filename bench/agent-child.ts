@@ -7,7 +7,8 @@
  * argv[2]: JSON `{ endpoint, prefix, datapath, nodes: [{ node, netns? }] }`.
  */
 import { connectEtcd } from '../src/etcd/index.ts';
-import { createDatapath, NodeAgent, NodeRealizer, type DatapathName } from '../src/agent/index.ts';
+import { NodeAgent, NodeRealizer, type DatapathName } from '../src/agent/index.ts';
+import { openNodeDatapath } from '../src/datapaths/index.ts';
 import { KeyLayout } from '../src/reflected/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 
@@ -27,7 +28,7 @@ const layout = new KeyLayout(config.prefix);
 const agents: NodeAgent[] = [];
 for (const { node, netns } of config.nodes) {
   const state = new ClusterState();
-  const datapath = await createDatapath(config.datapath, {
+  const datapath = await openNodeDatapath(config.datapath, {
     node,
     state,
     store,

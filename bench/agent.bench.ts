@@ -15,7 +15,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { pinDir } from '../src/ebpf/index.ts';
+import { pinDir } from '../src/datapaths/ebpf/kernel/index.ts';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { isRoot, run } from '../src/dataplane/index.ts';

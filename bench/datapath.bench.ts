@@ -9,7 +9,7 @@
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
-import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
+import { NftablesRenderer } from '../src/datapaths/nftables/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
 import { Lab } from '../src/lab/index.ts';

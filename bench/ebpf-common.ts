@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from '../src/model/types.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
-import { EbpfRenderer } from '../src/renderers/ebpf/index.ts';
+import { EbpfRenderer } from '../src/datapaths/ebpf/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import {
   asmIncludeDir,
@@ -17,7 +17,7 @@ import {
   PinnedMaps,
   setConfigFlag as setFlag,
   type PinLocation,
-} from '../src/ebpf/index.ts';
+} from '../src/datapaths/ebpf/kernel/index.ts';
 
 export const say = (text: string): void => void process.stdout.write(`${text}\n`);
 

@@ -15,7 +15,7 @@ import {
   pinToCurrentCpu,
   unload,
   type PinLocation,
-} from '../src/ebpf/index.ts';
+} from '../src/datapaths/ebpf/kernel/index.ts';
 import { median } from './stats.ts';
 import { reportFigure } from './report.ts';
 import { fillConnectionTable, renderInto, say, setConfigFlag, setJudgeEvery } from './ebpf-common.ts';

@@ -58,10 +58,18 @@ import { generateShape } from '../src/generate/shapes.ts';
 import type { Cluster } from '../src/model/types.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
-import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
+import { NftablesRenderer } from '../src/datapaths/nftables/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { isRoot, nftRunner, run } from '../src/dataplane/index.ts';
-import { attach, layout, detach, loadProgram, pinDir, unload, type PinLocation } from '../src/ebpf/index.ts';
+import {
+  attach,
+  layout,
+  detach,
+  loadProgram,
+  pinDir,
+  unload,
+  type PinLocation,
+} from '../src/datapaths/ebpf/kernel/index.ts';
 import { Lab } from '../src/lab/index.ts';
 import { connectionRate, labObjects, podAndPolicyObjects, throughput } from './lab-traffic.ts';
 import {

@@ -10,7 +10,7 @@ import { generateShape, podIp } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import type { Endpoint, Namespace, NetworkPolicy } from '../src/model/types.ts';
 import { PolicyPipeline, type PipelineChange } from '../src/pipeline/index.ts';
-import { RendererCache } from '../src/renderers/cache/index.ts';
+import { RendererCache } from '../src/datapaths/cache/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import { median, ms } from './stats.ts';
 import { reportFigure } from './report.ts';

@@ -13,7 +13,7 @@ import { loadFromObjects } from '../src/ingest/index.ts';
 import type { Cluster, Endpoint, NetworkPolicy } from '../src/model/types.ts';
 import { policyKey } from '../src/model/types.ts';
 import { PolicyPipeline, type PipelineChange } from '../src/pipeline/index.ts';
-import { NftablesRenderer } from '../src/renderers/nftables/index.ts';
+import { NftablesRenderer } from '../src/datapaths/nftables/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import {
   execNftRunner,

@@ -8,8 +8,8 @@
 import { generateShape } from '../src/generate/shapes.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
 import { buildTarget } from '../src/pipeline/index.ts';
-import { loadTarget, type TargetInstance } from '../src/renderers/index.ts';
-import { RendererCache } from '../src/renderers/cache/index.ts';
+import { loadTarget, type TargetInstance } from '../src/datapaths/index.ts';
+import { RendererCache } from '../src/datapaths/cache/index.ts';
 import type { Cluster } from '../src/model/types.ts';
 import { median, timeRuns } from './stats.ts';
 

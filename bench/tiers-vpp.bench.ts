@@ -8,10 +8,10 @@
 import { stateGroupLookup } from '../src/configurator/index.ts';
 import type { Cluster } from '../src/model/types.ts';
 import { buildTarget, compileCluster } from '../src/pipeline/index.ts';
-import { flattenTiers } from '../src/renderers/cache/index.ts';
-import { vppAclTarget } from '../src/renderers/vpp-acl/index.ts';
-import { vpptcpTarget } from '../src/renderers/vpptcp/index.ts';
-import type { TargetImplementation } from '../src/renderers/index.ts';
+import { flattenTiers } from '../src/datapaths/cache/index.ts';
+import { vppAclTarget } from '../src/datapaths/vpp-acl/index.ts';
+import { vpptcpTarget } from '../src/datapaths/vpptcp/index.ts';
+import type { TargetImplementation } from '../src/datapaths/index.ts';
 import { median } from './stats.ts';
 
 export function vppTierFigures(cluster: Cluster, runs: number): void {

@@ -39,10 +39,10 @@ import type {
   AgentOptions,
   AgentRegistration,
   AgentState,
-  DatapathCounts,
   RealizeResult,
   StatusRecord,
 } from './types.ts';
+import type { DatapathCounts } from '../datapaths/types.ts';
 
 const NO_COUNTS: DatapathCounts = { tables: 0, rules: 0, sets: 0 };
 

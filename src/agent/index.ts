@@ -1,16 +1,10 @@
 /**
- * The node agent's public entry: the agent, its datapaths, its status in etcd, and its mirror of
+ * The node agent's public entry: the agent, its choice of datapath, its status in etcd, and its mirror of
  * the reflected objects. `run.ts` (etcd client, pino, prom-client) is loaded by the CLI only.
  */
 export { NodeAgent } from './agent.ts';
 export { NodeRealizer, RelistNeeded, type RealizerOptions } from './realizer.ts';
-export {
-  createDatapath,
-  isDatapathName,
-  parsePodCidrs,
-  DATAPATH_NAMES,
-  type DatapathName,
-} from './datapaths.ts';
+export { isDatapathName, parsePodCidrs, DATAPATH_NAMES, type DatapathName } from './datapaths.ts';
 export {
   readStatus,
   formatStatus,
@@ -22,7 +16,6 @@ export {
 export { palisadeAuthPlan, agentUser, AGENT_ROLE, READER_USER, REFLECTOR_USER } from './etcd-roles.ts';
 export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';
-export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './documents.ts';
 export type * from './types.ts';
 
 import { etcdAccessError, EtcdAccessError, isEtcdClientError } from '../etcd/index.ts';

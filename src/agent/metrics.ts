@@ -4,7 +4,8 @@
  * agent`: prom-client is imported here and nowhere else.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AgentMetrics, DatapathCounts } from './types.ts';
+import type { AgentMetrics } from './types.ts';
+import type { DatapathCounts } from '../datapaths/types.ts';
 
 /** Latency buckets (seconds): 0.5 ms to 10 s. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

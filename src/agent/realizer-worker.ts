@@ -13,7 +13,8 @@ import type { EtcdStore } from '../etcd/types.ts';
 import { DataplaneError } from '../dataplane/index.ts';
 import { KeyLayout } from '../reflected/index.ts';
 import { ClusterState } from '../state/index.ts';
-import { createDatapath, parsePodCidrs } from './datapaths.ts';
+import { parsePodCidrs } from './datapaths.ts';
+import { openNodeDatapath } from '../datapaths/index.ts';
 import type { KeyChange } from './mirror.ts';
 import { NodeRealizer } from './realizer.ts';
 import type { RealizerRequest, RealizerWorkerData, WorkerReply } from './worker-protocol.ts';
@@ -74,7 +75,7 @@ async function open(): Promise<string> {
   // Only the documents datapaths write to etcd; the others never connect.
   if (data.datapath === 'vpp-acl' || data.datapath === 'vpptcp') store = await connectEtcd(data.etcd);
   const state = new ClusterState();
-  const datapath = await createDatapath(data.datapath, {
+  const datapath = await openNodeDatapath(data.datapath, {
     ...context,
     podCidrs: parsePodCidrs(context.podCidrs),
     state,

@@ -19,12 +19,13 @@ import { PolicyPipeline } from '../pipeline/index.ts';
 import type { KeyLayout } from '../reflected/index.ts';
 import type { ClusterState } from '../state/index.ts';
 import { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
-import type { AgentDatapath, RealizeResult, Realizer } from './types.ts';
+import type { RealizeResult, Realizer } from './types.ts';
+import type { NodeDatapath } from '../datapaths/types.ts';
 
 export interface RealizerOptions {
   readonly node: string;
   readonly layout: KeyLayout;
-  readonly datapath: AgentDatapath;
+  readonly datapath: NodeDatapath;
   /** The store the datapath's renderer reads (the pipeline applies changes to it). */
   readonly state: ClusterState;
   /** Decode every NetworkPolicy, not only those of namespaces with a pod here (benchmarks). */

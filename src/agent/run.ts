@@ -10,7 +10,8 @@ import { KeyLayout } from '../reflected/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
 import { NodeRealizer } from './realizer.ts';
-import { createDatapath, lockDatapath, parsePodCidrs, type DatapathName } from './datapaths.ts';
+import { parsePodCidrs, type DatapathName } from './datapaths.ts';
+import { lockForProcess, openNodeDatapath } from '../datapaths/index.ts';
 import type { HeldLock } from '../dataplane/index.ts';
 import type { Realizer } from './types.ts';
 import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
@@ -80,7 +81,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
   };
   /** The datapath in this thread (cleanup, or no worker module beside this one). */
   const local = (state: ClusterState, lockHeld: boolean) =>
-    createDatapath(command.datapath, {
+    openNodeDatapath(command.datapath, {
       ...context,
       podCidrs: parsePodCidrs(command.podCidrs),
       state,
@@ -110,7 +111,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     }
     // The process holds the datapath's lock; its realizer (mirror, pipeline, datapath) runs in a
     // worker thread, so that heavy work never holds this thread's etcd, lease and health.
-    lock = lockDatapath(command.datapath, context);
+    lock = lockForProcess(command.datapath, context);
     const script = command.inProcess ? undefined : realizerWorkerScript();
     let realizer: Realizer;
     if (script) {

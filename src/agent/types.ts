@@ -1,93 +1,10 @@
 /**
- * Contracts of the node agent: how it realizes a node's policy (a datapath built from a render
- * target), what it reports (status in etcd, metrics, logs), and its options.
+ * Contracts of the node agent: how it hands batches to the datapath it opened through the
+ * datapaths registry (the Realizer), and what it reports (status in etcd, metrics, logs).
  */
-import type { Cidr } from '../net/ip.ts';
 import type { EtcdStore } from '../etcd/types.ts';
-import type { Renderer } from '../renderers/types.ts';
 import type { KeyLayout } from '../reflected/index.ts';
-import type { CompilingStore } from '../state/index.ts';
-
-/** What a node's datapath holds, for status and metrics. */
-export interface DatapathCounts {
-  /** Rule tables (nftables chains, ACLs, session-rule tables, classifier tables). */
-  readonly tables: number;
-  readonly rules: number;
-  /** Address sets (nftables); 0 where the target has none. */
-  readonly sets: number;
-}
-
-/**
- * A node's datapath as the agent drives it. Its renderer joins the pipeline; a kernel target
- * realizes inside the pipeline's commit (which throws when the kernel refused, leaving it as it
- * was), document targets in `realize`, after the commit. The world drifts: what the datapath
- * holds is verified against what was last realized, and repaired, on the agent's timer and when
- * the datapath's own notifications (`watch`) say something changed it.
- */
-export interface AgentDatapath {
-  /** The agent's name for it (`--datapath`). */
-  readonly name: string;
-  readonly renderer: Renderer;
-  /**
-   * Before the first snapshot: reads what the node holds and says in one line what it enforces
-   * meanwhile (a kernel keeps the table a previous agent left, or fails closed with an empty one).
-   * Commits are held back until `realize(true)`.
-   */
-  prepare(): Promise<string>;
-  /**
-   * Realizes what the pipeline's last commit left pending: the first snapshot (`first`), a
-   * retry after a failure, or documents to write. Throws if it could not (nothing half-done).
-   */
-  realize(first: boolean): Promise<void>;
-  counts(): DatapathCounts;
-  /**
-   * What the node holds that differs from what was last realized, one line per difference
-   * (empty: it holds exactly that). Throws when it cannot be read.
-   */
-  verify(): Promise<readonly string[]>;
-  /** Brings the node back to what was last realized, in one transaction. Throws if it could not. */
-  repair(): Promise<void>;
-  /**
-   * Starts watching for changes made by others (kernel notifications), calling `suspect` when one
-   * may have touched what this datapath holds. Optional: without it only the timer verifies.
-   */
-  watch?(suspect: (why: string) => void): void;
-  /** Removes everything this datapath installed on the node; returns what was removed, in one line. */
-  cleanup(): Promise<string>;
-  close(): Promise<void>;
-}
-
-/** What builds a datapath: the node, the store its renderer reads, and where documents go. */
-export interface DatapathContext {
-  readonly node: string;
-  readonly state: CompilingStore;
-  /** The etcd the agent watches: document datapaths write their keys there (required by them). */
-  readonly store?: EtcdStore;
-  /** Kernel targets: apply in this network namespace (default: the agent's own). */
-  readonly netns?: string;
-  /** The node's pod CIDRs: addresses in them without a rendered pod are dropped (fail closed). */
-  readonly podCidrs?: readonly Cidr[];
-  /** Kernel targets: how long to wait for another holder of the datapath's lock, ms (default 0). */
-  readonly lockWaitMs?: number;
-  /** Where locks and state live (`--run-dir`, default /run/palisade): locks in `<runDir>/datapath`. */
-  readonly runDir?: string;
-  /** The caller holds the datapath's lock for the process (`lockDatapath`): do not take it again. */
-  readonly lockHeld?: boolean;
-  /** Node-to-own-pod traffic bypasses policy, as the reference evaluator says. Default true. */
-  readonly allowNodeLocal?: boolean;
-  /**
-   * eBPF: packets between two pods of the node, in connections the host's conntrack does not
-   * translate, go straight into the receiver's namespace. Default true (off, with a note, where
-   * the node's conntrack could not take such a connection back: host-conntrack.ts).
-   */
-  readonly directDelivery?: boolean;
-  /** VPP datapaths: the vpp-agent's microservice label (default: the node name). */
-  readonly vppAgentLabel?: string;
-  /** VPP datapaths: the vpp-agent key prefix (default `/vnf-agent/`). */
-  readonly vppAgentPrefix?: string;
-  /** Most operations in one etcd transaction (etcd's --max-txn-ops, default 128). */
-  readonly maxTxnOps?: number;
-}
+import type { DatapathCounts } from '../datapaths/types.ts';
 
 /** Log lines, structured (pino's shape, so pino is one implementation). */
 export interface AgentLog {

@@ -93,7 +93,8 @@ export class Lab {
 
   /** What enforces the lab's policy. */
   get datapathKind(): DatapathKind {
-    return this.datapath.kind;
+    // The fleet was loaded by this kind's name (datapathModule), and says so.
+    return this.datapath.kind as DatapathKind;
   }
 
   /** The cluster the lab runs (its pods with their lab addresses and nodes). */
@@ -320,7 +321,7 @@ export class Lab {
     this.cluster = next;
     this.state = nextState;
     return {
-      datapath: this.datapath.kind,
+      datapath: this.datapathKind,
       changes: changes.length,
       operations: this.datapath.operations(result.changes.get(this.datapath.renderer.name)),
       millis: performance.now() - started,

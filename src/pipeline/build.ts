@@ -14,7 +14,7 @@ import type {
   TargetImplementation,
   TargetInstance,
   TargetOptions,
-} from '../renderers/index.ts';
+} from '../datapaths/index.ts';
 import { PolicyPipeline } from './pipeline.ts';
 
 export interface CompileRequest {

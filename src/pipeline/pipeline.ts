@@ -8,7 +8,7 @@ import type { Endpoint } from '../model/types.ts';
 import { Configurator, type PodTables } from '../configurator/index.ts';
 import { affectedPods } from '../processor/index.ts';
 import { ClusterState, type StateDelta } from '../state/index.ts';
-import type { Renderer } from '../renderers/index.ts';
+import type { Renderer } from '../datapaths/index.ts';
 import type { ApplyResult, PipelineChange } from './types.ts';
 
 export interface PipelineOptions {
@@ -33,7 +33,7 @@ export class PolicyPipeline {
     this.state = options.state ?? new ClusterState();
     this.configurator = new Configurator(this.state);
     this.renderers = options.renderers ?? [];
-    this.compiles = this.renderers.length === 0 || this.renderers.some((r) => r.usesTables !== false);
+    this.compiles = this.renderers.length === 0 || this.renderers.some((r) => r.reads === 'tables');
   }
 
   /** The last compiled tables of a pod (undefined: not compiled, e.g. another node's). */

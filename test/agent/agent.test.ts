@@ -10,18 +10,16 @@ import assert from 'node:assert/strict';
 import type { EtcdStore, WatchCallbacks } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { renderCluster } from '../../src/pipeline/index.ts';
-import { loadTarget } from '../../src/renderers/index.ts';
-import type { KeyLayout } from '../../src/reflected/index.ts';
 import {
   aclDocuments,
   documentOps,
-  readStatus,
-  serveHealth,
+  loadTarget,
   sessionDocuments,
   vppKeys,
-  type HealthServer,
-} from '../../src/agent/index.ts';
-import type { AgentDatapath } from '../../src/agent/types.ts';
+  type NodeDatapath,
+} from '../../src/datapaths/index.ts';
+import type { KeyLayout } from '../../src/reflected/index.ts';
+import { readStatus, serveHealth, type HealthServer } from '../../src/agent/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import type { Raw } from '../helpers/builders.ts';
 import {
@@ -161,7 +159,7 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
     const objects = smallCluster();
     const first = await writeObjects(etcd.store, layout, objects);
     let failuresLeft = 0;
-    const flaky = (d: AgentDatapath): AgentDatapath => ({
+    const flaky = (d: NodeDatapath): NodeDatapath => ({
       ...d,
       renderer: d.renderer,
       counts: () => d.counts(),
@@ -220,7 +218,7 @@ describe('node agent over etcd (vpp-acl documents)', { skip }, () => {
     const first = await writeObjects(etcd.store, layout, smallCluster());
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const gated = (d: AgentDatapath): AgentDatapath => ({
+    const gated = (d: NodeDatapath): NodeDatapath => ({
       ...d,
       renderer: d.renderer,
       counts: () => d.counts(),

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { connectEtcd, freePort, startEtcd, type EtcdServer, type EtcdStore } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { DATAPATH_LOCK_ROOT, run } from '../../src/dataplane/index.ts';
-import { attachmentProblems, routedDevices } from '../../src/ebpf/attachments.ts';
+import { attachmentProblems, routedDevices } from '../../src/datapaths/ebpf/kernel/attachments.ts';
 import type { Lab } from '../../src/lab/index.ts';
 import { referenceVerdict } from '../../src/lab/probe.ts';
 import { podObjects } from '../../src/lab/topology.ts';

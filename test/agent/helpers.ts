@@ -8,19 +8,13 @@ import type { EtcdStore, TxnOp } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import type { Cidr } from '../../src/net/ip.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
-import { NftablesRenderer } from '../../src/renderers/nftables/index.ts';
-import { EbpfRenderer } from '../../src/renderers/ebpf/index.ts';
-import { PinnedMaps, PreviewMaps } from '../../src/ebpf/index.ts';
+import { NftablesRenderer } from '../../src/datapaths/nftables/index.ts';
+import { EbpfRenderer } from '../../src/datapaths/ebpf/index.ts';
+import { PinnedMaps, PreviewMaps } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import {
-  createDatapath,
-  NodeAgent,
-  NodeRealizer,
-  type AgentOptions,
-  type DatapathName,
-} from '../../src/agent/index.ts';
-import type { AgentDatapath, DatapathContext } from '../../src/agent/types.ts';
+import { NodeAgent, NodeRealizer, type AgentOptions, type DatapathName } from '../../src/agent/index.ts';
+import { openNodeDatapath, type NodeContext, type NodeDatapath } from '../../src/datapaths/index.ts';
 import type { Raw } from '../helpers/builders.ts';
 
 /** Writes objects (or deletes them: `{ delete: raw }`) in one transaction; returns its revision. */
@@ -109,7 +103,7 @@ export function uniqueLayout(): KeyLayout {
 
 export interface TestAgent {
   readonly agent: NodeAgent;
-  readonly datapath: AgentDatapath;
+  readonly datapath: NodeDatapath;
   readonly state: ClusterState;
 }
 
@@ -120,13 +114,13 @@ export async function startAgent(
   datapath: DatapathName,
   options: Partial<AgentOptions> & {
     node?: string;
-    context?: Partial<DatapathContext>;
-    wrap?: (d: AgentDatapath) => AgentDatapath;
+    context?: Partial<NodeContext>;
+    wrap?: (d: NodeDatapath) => NodeDatapath;
   } = {},
 ): Promise<TestAgent> {
   const node = options.node ?? 'n1';
   const state = new ClusterState();
-  let built = await createDatapath(datapath, {
+  let built = await openNodeDatapath(datapath, {
     node,
     state,
     store,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { loadCluster } from '../../src/ingest/index.ts';
 import { loadControlPlaneLab, probeLab, type ControlPlaneLab, type ProbePort } from '../../src/lab/index.ts';
-import { pinDir } from '../../src/ebpf/index.ts';
+import { pinDir } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { run } from '../../src/dataplane/index.ts';
 import { needsEtcd } from '../live/etcd-fixture.ts';
 import { needsEbpf } from '../helpers/ebpf.ts';

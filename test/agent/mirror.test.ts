@@ -16,7 +16,7 @@ import { formatIp } from '../../src/net/ip.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, renderCluster } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { loadTarget, type RenderTarget } from '../../src/renderers/index.ts';
+import { loadTarget, type RenderTarget } from '../../src/datapaths/index.ts';
 import { decodeValue, encodeObject, KeyLayout } from '../../src/reflected/index.ts';
 import { generateShape } from '../../src/generate/shapes.ts';
 import { ruleArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';

@@ -11,7 +11,7 @@ import { nftRunner } from '../../src/dataplane/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import type { KeyLayout } from '../../src/reflected/index.ts';
-import { createDatapath } from '../../src/agent/index.ts';
+import { openNodeDatapath } from '../../src/datapaths/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
@@ -84,7 +84,7 @@ describe('node agent on nftables in a network namespace', { skip }, () => {
 
     // A second agent on the same namespace is refused while the first holds the datapath.
     await assert.rejects(
-      createDatapath('nftables', { node: 'n1', state: new ClusterState(), store: etcd.store, netns }),
+      openNodeDatapath('nftables', { node: 'n1', state: new ClusterState(), store: etcd.store, netns }),
       /lock|held/i,
     );
 
@@ -111,7 +111,7 @@ describe('node agent on nftables in a network namespace', { skip }, () => {
     await two.agent.stop();
     stops.pop();
 
-    const cleaner = await createDatapath('nftables', {
+    const cleaner = await openNodeDatapath('nftables', {
       node: 'n1',
       state: new ClusterState(),
       store: etcd.store,

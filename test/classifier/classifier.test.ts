@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Classifier, TrackedClassifier, type ClassifierPacket } from '../../src/classifier/index.ts';
-import { ClassifierRenderer } from '../../src/renderers/bitmap/index.ts';
+import { ClassifierRenderer } from '../../src/datapaths/bitmap/index.ts';
 import { PolicyPipeline, changesBetween } from '../../src/pipeline/index.ts';
 import type { IpAddress } from '../../src/net/ip.ts';
 import type { Cluster } from '../../src/model/types.ts';

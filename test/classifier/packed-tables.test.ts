@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { DirectionTable } from '../../src/classifier/direction-table.ts';
-import { PackedTables, portBit } from '../../src/classifier/packed-tables.ts';
+import { PackedTables, portBit } from '../../src/classifier/table-arena.ts';
 import { addressWords } from '../../src/classifier/lpm-trie.ts';
 import { cidrContains, parseCidr, parseIp, type Cidr, type IpAddress } from '../../src/net/ip.ts';
 import type { Protocol } from '../../src/model/types.ts';

@@ -16,7 +16,7 @@ import { PROTOCOL_INDEX } from '../../src/classifier/direction-table.ts';
 import { AddressRecords, TIER_GROUPS } from '../../src/classifier/address-records.ts';
 import { AddressGroupIndex } from '../../src/classifier/address-groups.ts';
 import { addressWords } from '../../src/classifier/lpm-trie.ts';
-import { tierForm } from '../../src/classifier/tier-form.ts';
+import { tierForm } from '../../src/classifier/tier-decision-input.ts';
 import {
   NO_FORM,
   TIER_ALLOW,
@@ -25,7 +25,7 @@ import {
   TierDecisions,
 } from '../../src/classifier/tier-decisions.ts';
 import { Classifier } from '../../src/classifier/index.ts';
-import { ACTION_ALLOW, ACTION_DENY, ACTION_PASS } from '../../src/classifier/tier-table.ts';
+import { ACTION_ALLOW, ACTION_DENY, ACTION_PASS } from '../../src/classifier/tier-bitmap-table.ts';
 import { cidrContains } from '../../src/net/ip.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';

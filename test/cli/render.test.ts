@@ -25,7 +25,7 @@ describe('palisade render', () => {
   it('refuses unknown targets, unknown nodes and bad pod CIDRs with a usage error', async () => {
     const target = await cli(['render', '--target', 'xdp', '--node', 'node-1', ...SHOP]);
     assert.equal(target.code, 2);
-    assert.match(target.stderr, /--target must be one of nftables, vpp-acl, vpptcp, neutron, bitmap, ebpf/);
+    assert.match(target.stderr, /--target must be one of nftables, ebpf, bitmap, vpp-acl, vpptcp, neutron/);
     const node = await cli(['render', '--target', 'nftables', '--node', 'node-9', ...SHOP]);
     assert.equal(node.code, 2);
     assert.match(node.stderr, /no pod in the input runs on node "node-9"/);

@@ -10,7 +10,7 @@ import { stateGroupLookup } from '../../src/configurator/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, type PipelineChange } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { RendererCache, type CacheChanges } from '../../src/renderers/cache/index.ts';
+import { RendererCache, type CacheChanges } from '../../src/datapaths/cache/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { changesBetween, mixObjects, upsertsOf } from '../helpers/events.ts';
@@ -143,6 +143,7 @@ describe('minimal changes', () => {
     const groupUpdates: string[][] = [];
     const recorder = {
       name: 'recorder',
+      reads: 'tables' as const,
       newTxn: () => ({
         render: () => undefined,
         groupsChanged: (g: ReadonlySet<string>) => void groupUpdates.push([...g]),

@@ -11,7 +11,7 @@ import { firstMatch, stateGroupLookup } from '../../src/configurator/index.ts';
 import type { Cluster, Endpoint } from '../../src/model/types.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { RendererCache, type CacheChanges, type Side } from '../../src/renderers/cache/index.ts';
+import { RendererCache, type CacheChanges, type Side } from '../../src/datapaths/cache/index.ts';
 import { ruleText } from '../../src/model/rule.ts';
 import type { Packet } from '../../src/configurator/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';

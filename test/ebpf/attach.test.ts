@@ -21,7 +21,7 @@ import {
   PinnedMaps,
   unload,
   type PinLocation,
-} from '../../src/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/kernel/index.ts';
 import { needsEbpf, scratchProgram } from '../helpers/ebpf.ts';
 
 const SKIP = needsEbpf('the loader’s attach and load tests');

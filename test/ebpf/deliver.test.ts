@@ -16,12 +16,18 @@ import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { IpAddress } from '../../src/net/ip.ts';
 import { formatIp } from '../../src/net/ip.ts';
-import { layout, pinToCurrentCpu, setConfigFlag, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
-import { addressOf } from '../../src/renderers/ebpf/index.ts';
+import {
+  layout,
+  pinToCurrentCpu,
+  setConfigFlag,
+  TC_ACT_OK,
+  TC_ACT_SHOT,
+} from '../../src/datapaths/ebpf/kernel/index.ts';
+import { addressOf } from '../../src/datapaths/ebpf/index.ts';
 import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
 import { needsConntrackTool } from '../helpers/node-netfilter.ts';
 import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';
-import { frameOf } from '../../src/ebpf/index.ts';
+import { frameOf } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { ipOf, policy, type Raw } from '../helpers/builders.ts';
 
 const SKIP = needsEbpf('testing direct delivery') || needsConntrackTool('testing direct delivery');

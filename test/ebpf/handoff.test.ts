@@ -20,7 +20,7 @@ import {
   setConfigFlag,
   TC_ACT_OK,
   TC_ACT_SHOT,
-} from '../../src/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/kernel/index.ts';
 import { ipOf, pod, policy, type Raw } from '../helpers/builders.ts';
 import { needsEbpf, nodeHooks, scratchProgram, type NodeHooks } from '../helpers/ebpf.ts';
 import { base, ctSideIn, db, dbFromWeb, dual, isolated, tcp, web } from '../helpers/ebpf-pods.ts';

@@ -20,9 +20,9 @@ import {
   pinnedInstances,
   PinnedMaps,
   unload,
-} from '../../src/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/kernel/index.ts';
 import { listNamespaces } from '../../src/lab/network.ts';
-import { addressOf } from '../../src/renderers/ebpf/index.ts';
+import { addressOf } from '../../src/datapaths/ebpf/index.ts';
 import { ipOf } from '../helpers/builders.ts';
 import { cli, type CliResult } from '../helpers/cli.ts';
 import { needsEbpf } from '../helpers/ebpf.ts';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { verifierReason } from '../../src/ebpf/index.ts';
+import { verifierReason } from '../../src/datapaths/ebpf/kernel/index.ts';
 
 /** bpftool's stderr for a to_pod that read a map value at an unbounded offset (shortened). */
 const REFUSED = [

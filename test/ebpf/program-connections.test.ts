@@ -10,7 +10,13 @@ import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { type IpAddress } from '../../src/net/ip.ts';
-import { frameOf, pinDir, PinnedProgram, TC_ACT_OK, TC_ACT_SHOT } from '../../src/ebpf/index.ts';
+import {
+  frameOf,
+  pinDir,
+  PinnedProgram,
+  TC_ACT_OK,
+  TC_ACT_SHOT,
+} from '../../src/datapaths/ebpf/kernel/index.ts';
 import { changesBetween } from '../../src/pipeline/index.ts';
 import { clusterOf, ipOf, policy, type Raw } from '../helpers/builders.ts';
 import { needsEbpf, nodeHooks, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';

@@ -4,7 +4,7 @@
  * program's in-place read leaves to its copying parser.
  */
 import type { Cluster } from '../../src/model/types.ts';
-import type { EbpfRenderer } from '../../src/renderers/ebpf/index.ts';
+import type { EbpfRenderer } from '../../src/datapaths/ebpf/index.ts';
 import { nodePipeline, scratchProgram } from '../helpers/ebpf.ts';
 
 export const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);

@@ -10,14 +10,14 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { formatIp } from '../../src/net/ip.ts';
 import { referenceMembers } from '../../src/classifier/index.ts';
-import { EbpfError, layout, type MapName } from '../../src/ebpf/index.ts';
+import { EbpfError, layout, type MapName } from '../../src/datapaths/ebpf/kernel/index.ts';
 import {
   liveContent,
   readBack,
   referenceHash,
   tableEntries,
   type TableEntries,
-} from '../../src/renderers/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { bpftoolDump, bpftoolMaps, needsEbpf, nodePipeline, scratchProgram } from '../helpers/ebpf.ts';

@@ -25,8 +25,8 @@ import {
   TC_ACT_OK,
   TC_ACT_SHOT,
   unload,
-} from '../../src/ebpf/index.ts';
-import { liveContent, readBack } from '../../src/renderers/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/kernel/index.ts';
+import { liveContent, readBack } from '../../src/datapaths/ebpf/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { ipOf } from '../helpers/builders.ts';
 import { needsEbpf } from '../helpers/ebpf.ts';

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ShadowMaps } from '../../src/ebpf/shadow-maps.ts';
+import { ShadowMaps } from '../../src/datapaths/ebpf/kernel/shadow-maps.ts';
 import { FakeMaps } from '../helpers/ebpf.ts';
 
 const key = (n: number, size = 4): Buffer => Buffer.alloc(size, n);

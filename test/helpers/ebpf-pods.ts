@@ -3,7 +3,7 @@
  * db (10.0.0.2) on n1, the policies those tests build on, TCP frames between them, and a local
  * end's side of a connection's entry in a node's connection table.
  */
-import { frameOf, layout, type PinnedMaps } from '../../src/ebpf/index.ts';
+import { frameOf, layout, type PinnedMaps } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { formatIp, type IpAddress } from '../../src/net/ip.ts';
 import { ipOf, namespace, pod, policy, type Raw } from './builders.ts';
 

@@ -21,8 +21,8 @@ import {
   type BpfMaps,
   type MapName,
   type PinLocation,
-} from '../../src/ebpf/index.ts';
-import { EbpfRenderer, type EbpfContent } from '../../src/renderers/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/kernel/index.ts';
+import { EbpfRenderer, type EbpfContent } from '../../src/datapaths/ebpf/index.ts';
 import { nodesWithPods } from '../../src/pipeline/index.ts';
 import { clusterOf, type Raw } from './builders.ts';
 

@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { loadCluster, loadFromObjects } from '../../src/ingest/index.ts';
 import { run } from '../../src/dataplane/index.ts';
-import { layout, PinnedMaps } from '../../src/ebpf/index.ts';
+import { layout, PinnedMaps } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { evaluate, indexCluster } from '../../src/semantics/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import {

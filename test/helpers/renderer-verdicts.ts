@@ -5,9 +5,9 @@
  */
 import type { Cluster } from '../../src/model/types.ts';
 import { renderCluster } from '../../src/pipeline/index.ts';
-import { loadTarget, loadTargets, type RenderTarget, type VerdictPacket } from '../../src/renderers/index.ts';
-import type { Acl } from '../../src/renderers/vpp-acl/index.ts';
-import type { SessionRendering } from '../../src/renderers/vpptcp/index.ts';
+import { loadTarget, loadTargets, type RenderTarget, type VerdictPacket } from '../../src/datapaths/index.ts';
+import type { Acl } from '../../src/datapaths/vpp-acl/index.ts';
+import type { SessionRendering } from '../../src/datapaths/vpptcp/index.ts';
 
 export type { VerdictPacket };
 

@@ -11,11 +11,11 @@ import type { TestContext } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { layout, PinnedMaps, setConfigFlag } from '../../src/ebpf/index.ts';
+import { layout, PinnedMaps, setConfigFlag } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { Lab, type LabPod } from '../../src/lab/index.ts';
 import { parseIp } from '../../src/net/ip.ts';
-import { addressOf } from '../../src/renderers/ebpf/index.ts';
+import { addressOf } from '../../src/datapaths/ebpf/index.ts';
 import { nftCounter, nftDeleteTable } from './node-netfilter.ts';
 import { PodConversation, type ConversationTarget } from './pod-conversation.ts';
 

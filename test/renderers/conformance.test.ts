@@ -21,7 +21,7 @@ import { clusterOf, namespace, pod, policy, type Raw } from '../helpers/builders
 import { SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';
 import { TARGETS, verdictsFor } from '../helpers/renderer-verdicts.ts';
-import type { RenderTarget } from '../../src/renderers/index.ts';
+import type { RenderTarget } from '../../src/datapaths/index.ts';
 
 /** Kernel targets the lab can run (it builds nftables tables per node). */
 const LAB_DATAPATHS = new Set(['nftables']);

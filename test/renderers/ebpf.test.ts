@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
 import { changesBetween } from '../../src/pipeline/index.ts';
 import { PROTOCOL_INDEX } from '../../src/classifier/index.ts';
-import { EbpfError, layout } from '../../src/ebpf/index.ts';
+import { EbpfError, layout } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { DataplaneError } from '../../src/dataplane/index.ts';
 import type { DirectionTable } from '../../src/classifier/index.ts';
 import {
@@ -22,7 +22,7 @@ import {
   NodeView,
   readBack,
   tableEntries,
-} from '../../src/renderers/ebpf/index.ts';
+} from '../../src/datapaths/ebpf/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { probeAddresses, referenceAllows } from '../helpers/compiled.ts';

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { neutronRequests, renderNeutron, type NeutronRendering } from '../../src/renderers/neutron/index.ts';
+import { neutronRequests, renderNeutron, type NeutronRendering } from '../../src/datapaths/neutron/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { neutronVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';

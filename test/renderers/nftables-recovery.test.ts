@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, changesBetween } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { NftablesRenderer, NodeFleetRenderer } from '../../src/renderers/nftables/index.ts';
+import { NftablesRenderer, NodeFleetRenderer } from '../../src/datapaths/nftables/index.ts';
 import { DataplaneError, FakeNft, type FakeTable } from '../../src/dataplane/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';

@@ -4,8 +4,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { NftObjects, tableBlock } from '../../src/renderers/nftables/objects.ts';
-import { operationsScript } from '../../src/renderers/nftables/operations.ts';
+import { NftObjects, tableBlock } from '../../src/datapaths/nftables/objects.ts';
+import { operationsScript } from '../../src/datapaths/nftables/operations.ts';
 
 const RULES = 300_000;
 const rules = Array.from(

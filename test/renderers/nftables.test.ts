@@ -11,7 +11,7 @@ import { parseCidr } from '../../src/net/ip.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, changesBetween } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { NftablesRenderer, NodeFleetRenderer, renderTableChain } from '../../src/renderers/nftables/index.ts';
+import { NftablesRenderer, NodeFleetRenderer, renderTableChain } from '../../src/datapaths/nftables/index.ts';
 import {
   DataplaneError,
   FakeNft,

@@ -2,15 +2,26 @@
  * The render-target registry and the wiring every one-shot consumer shares: each registered name
  * loads a target that declares consistent capabilities; node targets render every node that
  * has pods (or the one named), cluster targets once; a pipeline whose renderers all read the
- * store compiles nothing; the classifier target keeps node addresses across node changes.
+ * store compiles nothing; the classifier target keeps node addresses across node changes. The
+ * same registry names the node datapaths the agent opens and the fleets the lab runs.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildTarget, compileCluster, nodesWithPods, renderCluster } from '../../src/pipeline/index.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
-import { TARGET_NAMES, isTargetName, loadTarget, loadTargets } from '../../src/renderers/index.ts';
-import { storeReader } from '../../src/renderers/store-reader.ts';
-import { ClassifierRenderer } from '../../src/renderers/bitmap/index.ts';
+import {
+  FLEET_NAMES,
+  NODE_DATAPATH_NAMES,
+  TARGET_NAMES,
+  isNodeDatapathName,
+  isTargetName,
+  loadFleet,
+  loadTarget,
+  loadTargets,
+  openNodeDatapath,
+} from '../../src/datapaths/index.ts';
+import { storeReader } from '../../src/datapaths/store-reader.ts';
+import { ClassifierRenderer } from '../../src/datapaths/bitmap/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 
@@ -40,6 +51,37 @@ describe('render-target registry', () => {
     }
     assert.equal(isTargetName('ebpf-that-does-not-exist'), false);
     assert.equal(isTargetName('toString'), false);
+  });
+
+  it('names the node datapaths and fleets of its backends, and opens them', async () => {
+    assert.deepEqual(NODE_DATAPATH_NAMES, ['nftables', 'ebpf', 'classifier', 'vpp-acl', 'vpptcp']);
+    assert.equal(isNodeDatapathName('classifier'), true);
+    assert.equal(isNodeDatapathName('neutron'), false, 'Neutron holds its groups itself');
+    assert.deepEqual(FLEET_NAMES, ['nftables', 'ebpf']);
+    for (const name of FLEET_NAMES) {
+      const fleet = await loadFleet(name);
+      assert.equal(typeof fleet.open, 'function', name);
+      assert.deepEqual(fleet.remove({ nodes: [], pods: [] }), [], name);
+    }
+    // A backend without a kernel side opens anywhere: its renderer joins a pipeline over the store.
+    const state = new ClusterState();
+    const classifier = await openNodeDatapath('classifier', { node: 'n1', state });
+    try {
+      assert.equal(classifier.name, 'classifier');
+      assert.equal(classifier.renderer.reads, 'store');
+      const pipeline = new PolicyPipeline({ state, renderers: [classifier.renderer], node: 'n1' });
+      pipeline.apply({ type: 'resync', cluster: clusterOf(objects()) });
+      assert.ok(classifier.counts().tables > 0);
+      assert.deepEqual(await classifier.verify(), []);
+    } finally {
+      await classifier.close();
+    }
+    // A document backend writes to etcd and refuses to open without it.
+    await assert.rejects(() => openNodeDatapath('vpp-acl', { node: 'n1', state }), /writes to etcd/);
+    await assert.rejects(
+      () => openNodeDatapath('neutron', { node: 'n1', state }),
+      /no datapath runs on a node/,
+    );
   });
 
   it('renders a node target once per node that has pods, in node order, or the named node only', async () => {

@@ -12,7 +12,7 @@ import {
   interfaceAllows,
   podInterface,
   ReflectionSessions,
-} from '../../src/renderers/vpp-acl/index.ts';
+} from '../../src/datapaths/vpp-acl/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { aclsPerNode, vppAclVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy, ipOf } from '../helpers/builders.ts';

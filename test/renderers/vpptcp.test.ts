@@ -15,7 +15,7 @@ import {
   ACTION_ALLOW,
   ACTION_DENY,
   type SessionRule,
-} from '../../src/renderers/vpptcp/index.ts';
+} from '../../src/datapaths/vpptcp/index.ts';
 import { clusterArb, SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { sessionRulesPerNode, vpptcpVerdicts } from '../helpers/renderer-verdicts.ts';
 import { clusterOf, namespace, pod, policy, ipOf } from '../helpers/builders.ts';

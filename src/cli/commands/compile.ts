@@ -9,7 +9,7 @@ import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
 import type { TieredTable } from '../../configurator/index.ts';
 import { compileCluster, type GroupMember, type PolicyPipeline } from '../../pipeline/index.ts';
-import { flattenedPods, RendererCache } from '../../renderers/cache/index.ts';
+import { flattenedPods, RendererCache } from '../../datapaths/cache/index.ts';
 import {
   checkChoice,
   loadInput,

@@ -17,7 +17,7 @@ import {
   targetDescription,
   type RenderTarget,
   type TargetOptions,
-} from '../../renderers/index.ts';
+} from '../../datapaths/index.ts';
 import { isRoot } from '../../dataplane/index.ts';
 import {
   checkChoice,

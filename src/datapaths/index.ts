@@ -1,0 +1,25 @@
+/**
+ * The datapaths layer's public entry: the one registry of backends (render targets, node
+ * datapaths, lab fleets). Each backend's folder has its own entry (`datapaths/<backend>/index.ts`)
+ * for code that needs that backend's model.
+ */
+export {
+  TARGET_NAMES,
+  isTargetName,
+  loadTarget,
+  loadTargets,
+  targetDescription,
+  NODE_DATAPATH_NAMES,
+  isNodeDatapathName,
+  openNodeDatapath,
+  lockForProcess,
+  FLEET_NAMES,
+  loadFleet,
+  type FleetName,
+  type OutputOf,
+  type TargetName,
+} from './registry.ts';
+export { DEFAULT_RUN_DIR } from './node-lock.ts';
+export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './vpp-documents.ts';
+export { clusterAddresses, type ClusterAddresses } from './cluster-addresses.ts';
+export type * from './types.ts';
