@@ -16,16 +16,22 @@
  * the table for groups it can never name. The two lists number groups independently (each has
  * its own group layer).
  * Cluster-policy tier tables, which most endpoints lack, are in a side array, one entry per
- * distinct set of tables (tier-entries.ts).
+ * distinct set of tables (endpoint-tier-sets.ts).
  * IPv6 records use the same layout in an array of their own, found through a Map (they are not
  * on the numeric packet path). A record lives while anything is stored in it.
  */
 import { addressWords } from './lpm-trie.ts';
 import type { IpAddress } from '../net/ip.ts';
 import { IntArena } from './int-arena.ts';
-import { TierEntries, TIER_FIELDS, TIER_TABLES } from './tier-entries.ts';
+import { TierEntries, TIER_FIELDS, TIER_TABLES } from './endpoint-tier-sets.ts';
 
-export { ADMIN_EGRESS, ADMIN_INGRESS, BASELINE_EGRESS, BASELINE_INGRESS, TIER_FORM } from './tier-entries.ts';
+export {
+  ADMIN_EGRESS,
+  ADMIN_INGRESS,
+  BASELINE_EGRESS,
+  BASELINE_INGRESS,
+  TIER_FORM,
+} from './endpoint-tier-sets.ts';
 
 /** Record fields (offsets from a record's base). Tables are block offsets, -1 when absent. */
 /** Which of an address's two group lists a group goes to (see the header). */
@@ -44,7 +50,7 @@ const KEY = 1;
 export const INGRESS = 2;
 export const EGRESS = 3;
 /**
- * Port signatures of the ingress and egress tables (see packed-tables.ts `portSignature`): a
+ * Port signatures of the ingress and egress tables (see table-arena.ts `portSignature`): a
  * port whose bit is clear is named by no rule of the table, so the packet is decided without
  * reading the table at all.
  */
@@ -58,7 +64,7 @@ export const ENDPOINT_NODE = 7;
 export const NODE_ADDRESS_OF = 8;
 /**
  * Bit 0: the address is an endpoint's. The bits above: its tier peer class plus one (0: not
- * classified yet; see tier-classes.ts) — kept here because a tier lookup has the remote's record
+ * classified yet; see tier-decision-keys.ts) — kept here because a tier lookup has the remote's record
  * in hand already, and the NetworkPolicy path never reads this field.
  */
 const ENDPOINT_AND_CLASS = 9;
@@ -91,7 +97,7 @@ export class AddressRecords {
   private readonly freeV6: number[] = [];
   /** Group lists of more than INLINE_GROUPS (capacity doubles; garbage is compacted). */
   private readonly overflowArena: IntArena;
-  /** Tier table entries, one per distinct set of an endpoint's tier tables (tier-entries.ts). */
+  /** Tier table entries, one per distinct set of an endpoint's tier tables (endpoint-tier-sets.ts). */
   private readonly tierEntries = new TierEntries();
   private readonly words = new Uint32Array(4);
   /**

@@ -16,7 +16,7 @@ import type { CompilingStore } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import { PROTOCOL_INDEX, type DirectionTable } from './direction-table.ts';
 import { portsKey, TierTables } from '../configurator/index.ts';
-import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-table.ts';
+import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-bitmap-table.ts';
 import { StateGroupResolver } from './state-group-resolver.ts';
 import {
   ADMIN_EGRESS,
@@ -38,7 +38,7 @@ import {
   NODE_ADDRESS_OF,
   TIER_GROUPS,
 } from './address-records.ts';
-import { PackedTables, portBit } from './packed-tables.ts';
+import { PackedTables, portBit } from './table-arena.ts';
 import { addressWords } from './lpm-trie.ts';
 import { NO_TABLE, SharedTables, type Shared, type SharedRef } from './shared-tables.ts';
 import {

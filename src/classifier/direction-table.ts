@@ -5,7 +5,7 @@
  * short list of port ranges (endPort), which the seed's single-port map cannot hold. Each value
  * is a bitmap of the endpoint's rule slots; a packet is allowed when
  * `(prim | (supp & ~except)) & ports` has a bit set. This is the builder of the maps; lookups
- * run on their packed copy (packed-tables.ts), and renderers/bitmap prints them.
+ * run on their packed copy (table-arena.ts), and datapaths/bitmap prints them.
  */
 import type { Cidr, IpFamily } from '../net/ip.ts';
 import type { Protocol } from '../model/types.ts';
@@ -149,7 +149,7 @@ export class DirectionTable {
     this.store.set(this.l3, slot);
   }
 
-  /** The maps' contents, for packing (see packed-tables.ts). */
+  /** The maps' contents, for packing (see table-arena.ts). */
   packView(): PackView {
     return {
       ports: this.ports,
@@ -167,7 +167,7 @@ export class DirectionTable {
   /**
    * The group entries (label → bitmap offset), when the table resolves groups through a
    * resolver; undefined otherwise. With the public maps above, what `render --target bitmap`
-   * prints (renderers/bitmap).
+   * prints (datapaths/bitmap).
    */
   groupEntries(): [string, number][] | undefined {
     const layer = this.groupLayer;

@@ -5,7 +5,7 @@ export { Classifier, type ClassifierOptions, type ClassifierPacket } from './cla
 export { DirectionTable, PROTOCOL_INDEX } from './direction-table.ts';
 export { LpmTrie } from './lpm-trie.ts';
 export { TrackedClassifier, type FlowPacket } from './conntrack.ts';
-export type { TierTable } from './tier-table.ts';
-export { ACTION_ALLOW, ACTION_DENY, ACTION_PASS } from './tier-table.ts';
+export type { TierTable } from './tier-bitmap-table.ts';
+export { ACTION_ALLOW, ACTION_DENY, ACTION_PASS } from './tier-bitmap-table.ts';
 export { referenceMembers } from './state-group-resolver.ts';
 export type { EndpointMaps } from './classifier.ts';

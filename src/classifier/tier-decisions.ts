@@ -1,9 +1,9 @@
 /**
  * The tier tables' fast form: a decision per (tier table, peer class, port class), so a tier
  * lookup is the remote's class (in its record), the port's class (one load), and two loads —
- * whatever the number of rules or policies. The rule walk over groups and bitmaps (packed-
- * tables.ts) stays for remotes the classifier has no record of (outside addresses), past the
- * memory bound below, and for explaining; NetworkPolicy tables never come here.
+ * whatever the number of rules or policies. The rule walk over groups and bitmaps
+ * (table-arena.ts) stays for remotes the classifier has no record of (outside addresses), past
+ * the memory bound below, and for explaining; NetworkPolicy tables never come here.
  *
  * Each tier table gets a small number (its form). Per (form, peer class) a 16-bit index says
  * which row decides it (0: not computed yet); a row holds two bits per port class — Allow,
@@ -23,9 +23,9 @@
 import type { IpAddress, IpFamily } from '../net/ip.ts';
 import type { AddressRecords } from './address-records.ts';
 import { peerClassAt } from './address-records.ts';
-import { TierPeerClasses, TierPortClasses } from './tier-classes.ts';
-import { portClassRules, type TierForm } from './tier-form.ts';
-import { ACTION_ALLOW, ACTION_DENY } from './tier-table.ts';
+import { TierPeerClasses, TierPortClasses } from './tier-decision-keys.ts';
+import { portClassRules, type TierForm } from './tier-decision-input.ts';
+import { ACTION_ALLOW, ACTION_DENY } from './tier-bitmap-table.ts';
 
 /** A tier's answer (two bits in a row). */
 export const TIER_UNDECIDED = 0;

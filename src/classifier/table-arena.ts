@@ -19,7 +19,7 @@ import type { IpFamily } from '../net/ip.ts';
 import type { DirectionTable } from './direction-table.ts';
 import type { LpmTrie } from './lpm-trie.ts';
 import { IntArena } from './int-arena.ts';
-import { packTable } from './pack-table.ts';
+import { packTable } from './block-packer.ts';
 import {
   ACTION_AT,
   ANY,
@@ -51,9 +51,9 @@ import {
   SUMMARY,
   TRIE_V6,
   WIDTH_SHIFT,
-} from './packed-layout.ts';
+} from './block-layout.ts';
 
-export { portBit } from './packed-layout.ts';
+export { portBit } from './block-layout.ts';
 
 /** Room in the collected lists for everything but the remote's groups (trie paths, short lists, a host). */
 const LIST_ROOM = 160;

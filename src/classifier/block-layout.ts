@@ -1,5 +1,5 @@
 /**
- * The layout of a packed table block (see packed-tables.ts): header fields, the flags of the
+ * The layout of a packed table block (see table-arena.ts): header fields, the flags of the
  * sections a table has, and the (key, value) entry lists — scanned when short, hashed in place
  * when long — that the packer writes and the lookup reads.
  */

@@ -12,7 +12,7 @@ import { ruleText, type Rule } from '../model/rule.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import { DirectionTable } from './direction-table.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
-import { tierForm, type TierForm } from './tier-form.ts';
+import { tierForm, type TierForm } from './tier-decision-input.ts';
 
 export const ACTION_ALLOW = 0;
 export const ACTION_DENY = 1;

@@ -1,5 +1,5 @@
 /**
- * Packing a built table into its block (layout in packed-layout.ts): the hot header, the port
+ * Packing a built table into its block (layout in block-layout.ts): the hot header, the port
  * and group entries, the cold header, the other entry lists, then the bitmaps, each after its
  * summary words (one bit per non-zero word, for bitmaps wider than one word). In wide blocks
  * entries point at a bitmap's first word (offsets relative to the block's start); in narrow
@@ -35,7 +35,7 @@ import {
   SUMMARY,
   TRIE_V6,
   WIDTH_SHIFT,
-} from './packed-layout.ts';
+} from './block-layout.ts';
 
 const MAPS = ['prim', 'supp', 'except'] as const;
 
