@@ -2,6 +2,7 @@
 // after another — the test files themselves several at once (node --test --test-concurrency):
 // many of them wait on the kernel, the lab's probes or child processes more than they compute.
 // Test output streams as it comes; the type check's and the lint's are printed when they end.
+// The type check and the lint run at a lower CPU priority (nice 10) than the tests.
 // Exits non-zero when any part fails, after all have ended.
 //
 // The test files run compiled (scripts/build-tests.mjs: one esbuild pass over all of them, ~1 s)
@@ -14,7 +15,7 @@
 // Extra arguments are test files to run instead of all (the type check and lint still run).
 import process from 'node:process';
 import { spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { buildTests } from './build-tests.mjs';
@@ -60,8 +61,13 @@ const files =
         .sort()
         .sort((a, b) => rank(a) - rank(b));
 
-/** Runs commands one after another; resolves with the first failing exit code (or 0) and the time. */
-function job(name, commands, { stream = false } = {}) {
+/**
+ * Runs commands one after another; resolves with the first failing exit code (or 0) and the time.
+ * `niceness` lowers their CPU priority: the type check and the lint only need to finish, while
+ * many tests time what they wait for (agents converging, a lease kept alive), and on two cores a
+ * lint at equal priority (5 minutes of CPU) starved them into timeouts.
+ */
+function job(name, commands, { stream = false, niceness = 0 } = {}) {
   const started = Date.now();
   let output = '';
   const runNext = async (index) => {
@@ -72,6 +78,13 @@ function job(name, commands, { stream = false } = {}) {
         cwd: root,
         stdio: ['ignore', stream ? 'inherit' : 'pipe', stream ? 'inherit' : 'pipe'],
       });
+      if (niceness !== 0 && child.pid !== undefined) {
+        try {
+          setPriority(child.pid, niceness);
+        } catch {
+          // Not permitted (or already gone): it runs at the tests' priority.
+        }
+      }
       child.stdout?.on('data', (chunk) => (output += chunk));
       child.stderr?.on('data', (chunk) => (output += chunk));
       child.on('close', (status, signal) => done(status ?? (signal ? 1 : 0)));
@@ -117,14 +130,22 @@ if (process.env.PALISADE_TEST_TIMES === '1') {
   process.env.PALISADE_TEST_TIMES_FILE = timesFile;
 }
 const results = await Promise.all([
-  job('typecheck', [
-    [node, bin('typescript', 'bin/tsc'), '-p', 'tsconfig.json', '--noEmit'],
-    [node, bin('typescript', 'bin/tsc'), '-p', 'web/tsconfig.json'],
-  ]),
-  job('lint', [
-    [node, bin('eslint', 'bin/eslint.js'), '.'],
-    [node, bin('prettier', 'bin/prettier.cjs'), '--check', '--log-level', 'warn', '.'],
-  ]),
+  job(
+    'typecheck',
+    [
+      [node, bin('typescript', 'bin/tsc'), '-p', 'tsconfig.json', '--noEmit'],
+      [node, bin('typescript', 'bin/tsc'), '-p', 'web/tsconfig.json'],
+    ],
+    { niceness: 10 },
+  ),
+  job(
+    'lint',
+    [
+      [node, bin('eslint', 'bin/eslint.js'), '.'],
+      [node, bin('prettier', 'bin/prettier.cjs'), '--check', '--log-level', 'warn', '.'],
+    ],
+    { niceness: 10 },
+  ),
   job('tests', [[node, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...testArgv]], {
     stream: true,
   }),
