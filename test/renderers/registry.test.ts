@@ -6,6 +6,8 @@
  * same registry names the node datapaths the agent opens and the fleets the lab runs.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildTarget, compileCluster, nodesWithPods, renderCluster } from '../../src/pipeline/index.ts';
 import { PolicyPipeline } from '../../src/pipeline/index.ts';
@@ -24,6 +26,8 @@ import { storeReader } from '../../src/datapaths/store-reader.ts';
 import { ClassifierRenderer } from '../../src/datapaths/bitmap/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterOf, ipOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
+
+const TEST = join(import.meta.dirname, '..');
 
 const objects = (): Raw[] => [
   namespace('a'),
@@ -82,6 +86,25 @@ describe('render-target registry', () => {
       () => openNodeDatapath('neutron', { node: 'n1', state }),
       /no datapath runs on a node/,
     );
+  });
+
+  it('has the lab suite run on every fleet, and the fault suite on every kernel node datapath', () => {
+    // A test file per datapath (they run concurrently, and skip for different reasons): a backend
+    // added to the registry fails here until its suites are.
+    const calls = (dir: string, fn: string): Set<string> =>
+      new Set(
+        readdirSync(join(TEST, dir), { recursive: true, encoding: 'utf8' })
+          .filter((file) => file.endsWith('.test.ts'))
+          .flatMap((file) =>
+            [
+              ...readFileSync(join(TEST, dir, file), 'utf8').matchAll(new RegExp(`${fn}\\('([a-z-]+)'`, 'g')),
+            ].map((m) => m[1]!),
+          ),
+      );
+    const labbed = new Set([...calls('lab', 'labSuite'), ...calls('ebpf', 'labSuite')]);
+    for (const name of FLEET_NAMES) assert.ok(labbed.has(name), `no lab suite runs on ${name}`);
+    const faulted = calls('agent', 'faultSuite');
+    for (const name of ['nftables', 'ebpf']) assert.ok(faulted.has(name), `no fault suite runs on ${name}`);
   });
 
   it('renders a node target once per node that has pods, in node order, or the named node only', async () => {
