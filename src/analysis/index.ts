@@ -13,6 +13,17 @@ export {
 export { checkConnection, type CheckRequest } from './check.ts';
 export { compiledVerdicts } from './compiled-engine.ts';
 export { endpointClasses, type EndpointClasses } from './equivalence.ts';
+export { classReport, classLabel, type ClassReport, type ClassRow } from './class-view.ts';
+export { CLASS_FORMATS, CLASS_JSON_FORMAT, type ClassWriter } from './format/class-formats.ts';
+export { focusRows, restrictMatrix, connects } from './focus.ts';
+export {
+  estimateClassOutput,
+  estimateMatrixOutput,
+  formatSize,
+  parseSize,
+  type OutputEstimate,
+} from './format/output-size.ts';
+export { portListText } from './format/ports-text.ts';
 export {
   explainEndpoints,
   type EndpointExplanation,

@@ -300,7 +300,7 @@ function compiledAnswers(cluster: Cluster, context: ReferenceContext, options: M
     const key = a * n + b;
     if (familyOverrides[family].has(key)) {
       const id = familyOverrides[family].get(key);
-      return id === undefined ? undefined : (table.sets[id]);
+      return id === undefined ? undefined : table.sets[id];
     }
     return compiled.portsOverFamily(a, b, family);
   };

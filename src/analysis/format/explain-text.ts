@@ -4,6 +4,7 @@
 import type { EndpointExplanation, DirectionExplanation } from '../explain.ts';
 import type { Style } from './style.ts';
 import { droppedPolicyText } from '../dropped-policies.ts';
+import type { EndpointList } from '../rule-peers.ts';
 
 const MAX_LISTED_PEERS = 6;
 
@@ -53,8 +54,8 @@ function tierLine(name: string, t: DirectionExplanation['tiers'][number], style:
   return `    - ${t.description} ${style.dim(`(${rule}; ${listPeers(t.peers)})`)}`;
 }
 
-function listPeers(peers: readonly string[]): string {
+function listPeers(peers: EndpointList): string {
   return peers.length === 0
     ? 'matches no endpoint in the input'
-    : `matches ${peers.slice(0, MAX_LISTED_PEERS).join(', ')}${peers.length > MAX_LISTED_PEERS ? ` and ${peers.length - MAX_LISTED_PEERS} more` : ''}`;
+    : `matches ${peers.first(MAX_LISTED_PEERS).join(', ')}${peers.length > MAX_LISTED_PEERS ? ` and ${peers.length - MAX_LISTED_PEERS} more` : ''}`;
 }

@@ -6,16 +6,27 @@ import { PROTOCOLS, type Endpoint, type Protocol } from '../../model/types.ts';
 import { namedPortOf } from '../../semantics/index.ts';
 import {
   askForPort,
+  CLASS_FORMATS,
+  classReport,
   CLI_SPELLING,
+  computeMatrix,
   computeViewMatrix,
-  ENDPOINT_VIEWS,
+  endpointClasses,
+  estimateClassOutput,
+  estimateMatrixOutput,
+  findEndpoints,
+  focusRows,
+  formatSize,
   groupEndpoints,
   MATRIX_FORMATS,
   matrixEndpoints,
   parsePortQuery,
+  restrictMatrix,
   styleFor,
   textTableWidth,
+  type Matrix,
   type MatrixRow,
+  type OutputEstimate,
   type PortQuery,
   type RowGrouping,
 } from '../../analysis/index.ts';
@@ -29,8 +40,13 @@ import {
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { progressBar } from '../progress.ts';
 import { GRAPH_FORMATS, GROUP_BY_HELP, isGraphFormat, writeMatrixGraph } from '../graph-output.ts';
+import { MAX_OUTPUT_HELP, resolveMaxOutput } from '../output-limit.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** Rows past which `--by auto` prints classes, when classes are at most half the rows (text, md). */
+const CLASSES_FROM_ROWS = 1000;
+const VIEWS = ['auto', 'workload', 'pod', 'class'] as const;
 
 export function matrixCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('matrix'))
@@ -47,9 +63,16 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option(
       '--by <view>',
-      'rows: workload (pods under their owning workload, ns/name[Kind]) or pod (every pod)',
-      'workload',
+      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod), class (endpoints no policy tells apart, one line per class pair that may connect), or auto (workload; class for text and md past 1,000 rows when classes are at most half of them)',
+      'auto',
     )
+    .option(
+      '--focus <ns/name>',
+      'only this workload or pod and its peers (what it may connect to or be connected from); repeatable',
+      collect,
+    )
+    .option('--max-output <size>', MAX_OUTPUT_HELP, '100MB')
+    .option('--force', 'write the output whatever its size', false)
     .option(
       '-o, --output <format>',
       `${[...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS].join(', ')}`,
@@ -69,53 +92,165 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const protocols = (raw.protocol as string[] | undefined) ?? [];
       const queries = parseQueries(ports, protocols);
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
-      const view = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
+      const asked = checkChoice('--by', raw.by, VIEWS);
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      const maxOutput = resolveMaxOutput(raw.maxOutput, raw.force);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
       if (groupBy === 'namespace' && format === 'json')
         throw new UsageError(
           '--group-by namespace applies to text, csv, md and the graph formats; -o json lists workloads (or pods with --by pod)',
         );
-      const by: RowGrouping = groupBy === 'namespace' && !isGraphFormat(format) ? 'namespace' : view;
+      if (asked === 'class' && (groupBy === 'namespace' || isGraphFormat(format)))
+        throw new UsageError(
+          '--by class lists class pairs (text, json, csv, md); graphs and --group-by namespace aggregate workloads',
+        );
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const namespaces = raw.namespace as string[] | undefined;
       const loaded = await loadInput(input, io, { rawObjects: false });
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      refuseUnknownPortNames(
-        queries,
-        matrixEndpoints(loaded.cluster, namespaces),
-        protocolsArePerPort(ports, protocols),
-      );
-      if (format === 'text' && queries.length > 0 && raw.wide !== true)
-        refuseTooWide(
-          io,
-          groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by),
-          by === 'namespace',
-        );
+      const endpoints = matrixEndpoints(loaded.cluster, namespaces);
+      refuseUnknownPortNames(queries, endpoints, protocolsArePerPort(ports, protocols));
+      const view = chooseView(asked, format, groupBy, endpoints, loaded.cluster, io);
+      const by: RowGrouping =
+        groupBy === 'namespace' && !isGraphFormat(format) ? 'namespace' : view === 'class' ? 'pod' : view;
+      const focus = raw.focus as string[] | undefined;
+      if (format === 'text' && queries.length > 0 && raw.wide !== true && view !== 'class' && !focus)
+        refuseTooWide(io, groupEndpoints(endpoints, by), by === 'namespace');
       const progress = io.stderrIsTty
         ? progressBar(io.stderr, 'matrix', { escapes: io.env.NO_COLOR === undefined })
         : undefined;
-      const matrix = computeViewMatrix(loaded.cluster, {
-        by,
+      const options = {
         queries,
         semantics: input.semantics,
         engine,
         byFamily: true,
-        ...(namespaces ? { namespaces } : {}),
         ...(progress ? { onProgress: progress.update } : {}),
-      });
+      } as const;
+      const focused = focus ? focusedEndpoints(loaded.cluster.endpoints, endpoints, focus) : undefined;
+      if (view === 'class') {
+        let matrix = computeMatrix(loaded.cluster, { ...options, endpoints });
+        if (focused) {
+          const rows = focusRows(matrix, new Set(endpoints.flatMap((e, i) => (focused.has(e) ? [i] : []))));
+          matrix = computeMatrix(loaded.cluster, {
+            ...options,
+            endpoints: rows.map((r) => endpoints[r] as Endpoint),
+          });
+        }
+        progress?.finish();
+        const report = classReport(matrix);
+        const writer = CLASS_FORMATS[format];
+        if (!writer) throw new UsageError(`--by class prints text, json, csv or md, not ${format}`);
+        refuseLargeOutput(
+          estimateClassOutput(report, format, maxOutput),
+          maxOutput,
+          report.rows.length,
+          format,
+          true,
+        );
+        await writeStreaming(io.stdout, writer(report, styleFor(io.stdoutIsTty, io.env)));
+        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      }
+      let matrix: Matrix = computeViewMatrix(loaded.cluster, { ...options, by, endpoints });
       progress?.finish();
+      if (focused) {
+        const rows = (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap((row, i) =>
+          (row.members ?? [matrix.endpoints[i] as Endpoint]).some((e) => focused.has(e)) ? [i] : [],
+        );
+        matrix = restrictMatrix(matrix, focusRows(matrix, new Set(rows)));
+      }
       if (isGraphFormat(format)) {
         await writeMatrixGraph(io, matrix, loaded.cluster, format, groupBy, input.semantics);
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
+      refuseLargeOutput(
+        estimateMatrixOutput(matrix, format, maxOutput),
+        maxOutput,
+        matrix.stats.classes,
+        format,
+        false,
+      );
       await writeStreaming(io.stdout, writer(matrix, styleFor(io.stdoutIsTty, io.env)));
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/**
+ * `--by auto`: workloads (or pods, as asked), but the classes for people's formats (text, md)
+ * when there are many rows and the classes are at most half of them — at scale, the rows that
+ * behave alike are said once. Said on stderr, with how to ask for the rows instead.
+ */
+function chooseView(
+  asked: (typeof VIEWS)[number],
+  format: string,
+  groupBy: 'workload' | 'namespace',
+  endpoints: readonly Endpoint[],
+  cluster: Parameters<typeof endpointClasses>[0],
+  io: CliIo,
+): 'workload' | 'pod' | 'class' {
+  if (asked !== 'auto') return asked;
+  if ((format !== 'text' && format !== 'md') || groupBy === 'namespace') return 'workload';
+  const rows = groupEndpoints(endpoints, 'workload').length;
+  if (rows <= CLASSES_FROM_ROWS) return 'workload';
+  const classes = endpointClasses(cluster, endpoints).representatives.length;
+  if (classes * 2 > rows) return 'workload';
+  io.stderr.write(
+    `matrix: ${rows.toLocaleString('en-US')} workloads behave as ${classes.toLocaleString('en-US')} classes (endpoints no policy tells apart): ` +
+      'one line per class pair (--by workload for one per workload pair)\n',
+  );
+  return 'class';
+}
+
+/** The endpoints `--focus` names (a workload stands for its pods). */
+function focusedEndpoints(
+  all: readonly Endpoint[],
+  inMatrix: readonly Endpoint[],
+  names: readonly string[],
+): Set<Endpoint> {
+  const focused = new Set<Endpoint>();
+  for (const name of names) {
+    const found = findEndpoints(all, name);
+    if (typeof found === 'string') throw new UsageError(`--focus: ${found}`);
+    for (const e of found.endpoints) focused.add(e);
+  }
+  const shown = new Set(inMatrix);
+  if (![...focused].some((e) => shown.has(e)))
+    throw new UsageError(
+      `--focus: ${names.join(', ')} is not in the matrix (outside the namespaces given with -n?)`,
+    );
+  return focused;
+}
+
+/**
+ * An output over `--max-output` is not written (unless `--force`): what it would be, and how to
+ * ask for less. A usage error (exit 2): the command as given asks for more than the limit.
+ */
+function refuseLargeOutput(
+  estimate: OutputEstimate,
+  limit: number,
+  classes: number,
+  format: string,
+  byClass: boolean,
+): void {
+  if (estimate.bytes <= limit) return;
+  const size = `${estimate.atLeast ? 'more than' : 'about'} ${formatSize(estimate.bytes)}`;
+  const lines = `${estimate.atLeast ? 'at least ' : ''}${estimate.lines.toLocaleString('en-US')} lines`;
+  const less = [
+    ...(byClass
+      ? []
+      : [`--by class (${classes.toLocaleString('en-US')} classes of endpoints no policy tells apart)`]),
+    '--port PORT',
+    '--focus NS/NAME (one workload and its peers)',
+    '-n NAMESPACE',
+    ...(byClass || format === 'json' ? [] : ['--group-by namespace']),
+  ];
+  throw new UsageError(
+    `the output would be ${size} (${lines}), more than --max-output ${formatSize(limit)}; nothing was written. ` +
+      `Ask for less — ${less.join(', ')} — or add --force to write it anyway`,
+  );
 }
 
 /**
