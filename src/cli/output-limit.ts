@@ -11,8 +11,9 @@ export const MAX_OUTPUT_HELP =
 /** The limit in bytes (Infinity with --force or 0). */
 export function resolveMaxOutput(raw: unknown, force: unknown): number {
   if (force === true) return Infinity;
-  const bytes = parseSize(String(raw ?? '100MB'));
+  const text = typeof raw === 'string' ? raw : '100MB';
+  const bytes = parseSize(text);
   if (bytes === undefined)
-    throw new UsageError(`--max-output: "${String(raw)}" is not a size (such as 100MB or 2GB)`);
+    throw new UsageError(`--max-output: "${text}" is not a size (such as 100MB or 2GB)`);
   return bytes === 0 ? Infinity : bytes;
 }
