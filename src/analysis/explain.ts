@@ -65,6 +65,8 @@ export function explainEndpoints(
   cluster: Cluster,
   endpoints: readonly Endpoint[],
   semantics: Semantics = 'v1',
+  /** Called every thousand endpoints with (explained, total), for progress display. */
+  onProgress?: (done: number, total: number) => void,
 ): EndpointExplanation[] {
   const index = indexCluster(cluster);
   const peers = new RulePeers(index);
@@ -81,7 +83,14 @@ export function explainEndpoints(
     return nothing.get(rule);
   };
   const context: ExplainContext = { index, peers, describe, allowsNothing, semantics };
-  return endpoints.map((endpoint) => ({
+  return endpoints.map((endpoint, i) => {
+    if (onProgress && i % 1000 === 0) onProgress(i, endpoints.length);
+    return explainOne(context, cluster, endpoint);
+  });
+}
+
+function explainOne(context: ExplainContext, cluster: Cluster, endpoint: Endpoint): EndpointExplanation {
+  return {
     endpoint: endpoint.id,
     kind: endpoint.kind,
     labels: Object.entries(endpoint.labels)
@@ -101,7 +110,7 @@ export function explainEndpoints(
       'egress',
       withTiers(context, endpoint, 'egress', explainDirection(context, endpoint, 'egress')),
     ),
-  }));
+  };
 }
 
 interface ExplainContext {

@@ -76,17 +76,25 @@ export class CompiledClasses {
     const { position, classAt } = addressOrder(representatives);
     this.nets = new ClassNets(state, representatives, position);
     const configurator = new Configurator(state);
-    const tables: (PodTables | undefined)[] = representatives.map((rep) =>
-      rep.hostNetwork || rep.ips.length === 0 ? undefined : configurator.compile(rep),
-    );
-    const ids = new ObjectIds();
+    // Progress: the tables (a step per class), the sides (one per class and family), then the
+    // joins (one per atom) — the atoms' count is known once the sides are.
     const families = FAMILIES.filter((f) => this.nets.hasFamily(f).length > 0);
-    const sides = families.map((family) => this.sides(family, tables, classAt, allowNodeLocal, ids));
+    const early = (1 + families.length) * this.n;
+    const tables: (PodTables | undefined)[] = representatives.map((rep, cls) => {
+      if (cls % 1000 === 999) options.onProgress?.(cls + 1, early + this.n);
+      return rep.hostNetwork || rep.ips.length === 0 ? undefined : configurator.compile(rep);
+    });
+    const ids = new ObjectIds();
+    const sides = families.map((family, i) =>
+      this.sides(family, tables, classAt, allowNodeLocal, ids, (done) =>
+        options.onProgress?.((1 + i) * this.n + done, early + this.n),
+      ),
+    );
     const atoms = sides.map(({ egress, ingress }) =>
       atomsOf([...egress, ...ingress], options.portsOfInterest),
     );
-    const total = atoms.reduce((sum, list) => sum + list.length, 0);
-    let before = 0;
+    const total = early + atoms.reduce((sum, list) => sum + list.length, 0);
+    let before = early;
     let checks = 0;
     families.forEach((family, i) => {
       const { egress, ingress } = sides[i] as {
@@ -217,6 +225,7 @@ export class CompiledClasses {
     classAt: Int32Array,
     allowNodeLocal: boolean,
     ids: ObjectIds,
+    onProgress: (done: number) => void,
   ): { egress: (SideAnswer | undefined)[]; ingress: (SideAnswer | undefined)[] } {
     const open = openAnswer(this.nets.hasFamily(family));
     const memo = new Map<string, SideAnswer>();
@@ -233,8 +242,13 @@ export class CompiledClasses {
       if (!answer) memo.set(key, (answer = sideAnswer(this.nets, direction, family, table, tiers, node)));
       return answer;
     };
-    const egress = Array.from(classAt, (cls) => side(cls, 'egress'));
-    const ingress = Array.from(classAt, (cls) => side(cls, 'ingress'));
+    const egress: (SideAnswer | undefined)[] = [];
+    const ingress: (SideAnswer | undefined)[] = [];
+    classAt.forEach((cls, pos) => {
+      egress.push(side(cls, 'egress'));
+      ingress.push(side(cls, 'ingress'));
+      if (pos % 1000 === 999) onProgress(pos + 1);
+    });
     return { egress, ingress };
   }
 }

@@ -17,6 +17,7 @@ import {
   withInputOptions,
 } from '../common.ts';
 import { withHeapGrowingFreely } from '../heap.ts';
+import { phases } from '../progress.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { jsonPieces } from '../json-pieces.ts';
 
@@ -43,13 +44,16 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
+      const progress = phases(io);
       const { inputErrors, pipeline, cache, millis } = await withHeapGrowingFreely(async () => {
-        const loaded = await loadInput(input, io, { rawObjects: false });
+        const loaded = await loadInput(input, io, { rawObjects: false, ...(progress ? { progress } : {}) });
+        progress?.finish();
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
           throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
         }
         const started = performance.now();
+        progress?.phase(`compiling ${loaded.cluster.endpoints.length.toLocaleString('en-US')} pods`);
         let cache: RendererCache | undefined;
         // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
         const pipeline = compileCluster(loaded.cluster, {
@@ -58,14 +62,21 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         });
         return { inputErrors, pipeline, cache, millis: performance.now() - started };
       });
+      progress?.phase('preparing the report');
       const report = buildReport(pipeline, cache, node, side, millis);
       // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
-      if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
-      else
-        await writeStreaming(
-          io.stdout,
-          compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
-        );
+      if (!io.stdoutIsTty) progress?.phase('writing the tables');
+      else progress?.finish();
+      try {
+        if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
+        else
+          await writeStreaming(
+            io.stdout,
+            compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
+          );
+      } finally {
+        progress?.finish();
+      }
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }

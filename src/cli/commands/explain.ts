@@ -13,6 +13,7 @@ import {
   writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { phases } from '../progress.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -45,7 +46,15 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
           return found.endpoints;
         });
       }
-      const explanations = explainEndpoints(loaded.cluster, endpoints, input.semantics);
+      const progress = phases(io);
+      progress?.phase(`explaining ${endpoints.length.toLocaleString('en-US')} endpoints`);
+      const explanations = explainEndpoints(
+        loaded.cluster,
+        endpoints,
+        input.semantics,
+        progress ? (done, total) => progress.update(done, total) : undefined,
+      );
+      progress?.finish();
       if (output === 'json') writeJson(io, { endpoints: explanations });
       else io.stdout.write(formatExplainText(explanations, styleFor(io.stdoutIsTty, io.env)));
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);

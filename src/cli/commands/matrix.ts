@@ -37,8 +37,8 @@ import {
   resolveInputOptions,
   withInputOptions,
 } from '../common.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
-import { progressBar } from '../progress.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { phases, writeWithProgress } from '../progress.ts';
 import { GRAPH_FORMATS, GROUP_BY_HELP, isGraphFormat, writeMatrixGraph } from '../graph-output.ts';
 import { MAX_OUTPUT_HELP, resolveMaxOutput } from '../output-limit.ts';
 
@@ -108,7 +108,9 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const namespaces = raw.namespace as string[] | undefined;
-      const loaded = await loadInput(input, io, { rawObjects: false });
+      const progress = phases(io);
+      const loaded = await loadInput(input, io, { rawObjects: false, ...(progress ? { progress } : {}) });
+      progress?.finish();
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
       const endpoints = matrixEndpoints(loaded.cluster, namespaces);
       refuseUnknownPortNames(queries, endpoints, protocolsArePerPort(ports, protocols));
@@ -118,15 +120,13 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const focus = raw.focus as string[] | undefined;
       if (format === 'text' && queries.length > 0 && raw.wide !== true && view !== 'class' && !focus)
         refuseTooWide(io, groupEndpoints(endpoints, by), by === 'namespace');
-      const progress = io.stderrIsTty
-        ? progressBar(io.stderr, 'matrix', { escapes: io.env.NO_COLOR === undefined })
-        : undefined;
+      progress?.phase('computing the matrix');
       const options = {
         queries,
         semantics: input.semantics,
         engine,
         byFamily: true,
-        ...(progress ? { onProgress: progress.update } : {}),
+        ...(progress ? { onProgress: (done: number, total: number) => progress.update(done, total) } : {}),
       } as const;
       const focused = focus ? focusedEndpoints(loaded.cluster.endpoints, endpoints, focus) : undefined;
       if (view === 'class') {
@@ -142,14 +142,14 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         const report = classReport(matrix);
         const writer = CLASS_FORMATS[format];
         if (!writer) throw new UsageError(`--by class prints text, json, csv or md, not ${format}`);
-        refuseLargeOutput(
-          estimateClassOutput(report, format, maxOutput),
-          maxOutput,
-          report.rows.length,
-          format,
-          true,
+        const estimate = estimated(() => estimateClassOutput(report, format, maxOutput), maxOutput);
+        refuseLargeOutput(estimate, maxOutput, report.rows.length, format, true);
+        await writeWithProgress(
+          io,
+          writer(report, styleFor(io.stdoutIsTty, io.env)),
+          estimate.bytes,
+          progress,
         );
-        await writeStreaming(io.stdout, writer(report, styleFor(io.stdoutIsTty, io.env)));
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
       let matrix: Matrix = computeViewMatrix(loaded.cluster, { ...options, by, endpoints });
@@ -166,14 +166,9 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       }
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
-      refuseLargeOutput(
-        estimateMatrixOutput(matrix, format, maxOutput),
-        maxOutput,
-        matrix.stats.classes,
-        format,
-        false,
-      );
-      await writeStreaming(io.stdout, writer(matrix, styleFor(io.stdoutIsTty, io.env)));
+      const estimate = estimated(() => estimateMatrixOutput(matrix, format, maxOutput), maxOutput);
+      refuseLargeOutput(estimate, maxOutput, matrix.stats.classes, format, false);
+      await writeWithProgress(io, writer(matrix, styleFor(io.stdoutIsTty, io.env)), estimate.bytes, progress);
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
@@ -222,6 +217,11 @@ function focusedEndpoints(
       `--focus: ${names.join(', ')} is not in the matrix (outside the namespaces given with -n?)`,
     );
   return focused;
+}
+
+/** The output's estimate, unless there is no limit (--force): then nothing is walked twice. */
+function estimated(estimate: () => OutputEstimate, limit: number): OutputEstimate {
+  return limit === Infinity ? { bytes: 0, lines: 0, atLeast: true } : estimate();
 }
 
 /**
