@@ -67,7 +67,15 @@ export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';
 export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
-export { GRAPH_FORMATS, isGraphFormat, writeGraph, type GraphFormat } from './format/graph-formats.ts';
+export {
+  GRAPH_FORMATS,
+  isGraphFormat,
+  layoutSeconds,
+  writeGraph,
+  type GraphFormat,
+} from './format/graph-formats.ts';
+export { classGraph, labelled, type ClassGraphOptions, type PortGraph } from './graph/class-graph.ts';
+export { aggregateGraph, PICTURE_BUDGET, type GraphBudget } from './graph/aggregate.ts';
 export { portSetJson } from './format/ports-json.ts';
 export { checkExpectations, type AssertionResult, type Expectation } from './assertions.ts';
 export {

@@ -10,6 +10,7 @@ import {
   forEachMember,
   hasMember,
   intersectSets,
+  intersectionSize,
   peersHave,
   peersUnion,
   setOf,
@@ -41,6 +42,7 @@ describe('interval sets', () => {
         assert.deepEqual(members(intersectSets(a, b)), sorted([...x].filter((m) => y.has(m))));
         assert.deepEqual(members(subtractSets(a, b)), sorted([...x].filter((m) => !y.has(m))));
         assert.equal(hasMember(a, probe), x.has(probe));
+        assert.equal(intersectionSize(a, b), [...x].filter((m) => y.has(m)).length);
         const common: number[] = [];
         forEachCommon(a, b, setSize, (m) => common.push(m));
         assert.deepEqual(sorted(common), sorted([...x].filter((m) => y.has(m))));

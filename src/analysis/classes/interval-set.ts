@@ -205,3 +205,18 @@ export function peersUnion(peers: PeerSet): IntervalSet {
   for (const part of peers) union = unionSets(union, part);
   return union;
 }
+
+/** How many members two sets share, by one walk over both interval lists (nothing built). */
+export function intersectionSize(a: IntervalSet, b: IntervalSet): number {
+  let i = 0;
+  let j = 0;
+  let total = 0;
+  while (i < a.length && j < b.length) {
+    const from = Math.max(a[i] as number, b[j] as number);
+    const to = Math.min(a[i + 1] as number, b[j + 1] as number);
+    if (from < to) total += to - from;
+    if ((a[i + 1] as number) < (b[j + 1] as number)) i += 2;
+    else j += 2;
+  }
+  return total;
+}

@@ -78,7 +78,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       `${[...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS].join(', ')}`,
       'text',
     )
-    .option('--group-by <what>', GROUP_BY_HELP, 'workload')
+    .option('--group-by <what>', GROUP_BY_HELP)
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
@@ -93,7 +93,12 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const queries = parseQueries(ports, protocols);
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
       const asked = checkChoice('--by', raw.by, VIEWS);
-      const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      // Unset: workloads for tables; for graphs, workloads when they fit a picture.
+      const groupAsked =
+        raw.groupBy === undefined
+          ? undefined
+          : checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      const groupBy = groupAsked ?? 'workload';
       const maxOutput = resolveMaxOutput(raw.maxOutput, raw.force);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
@@ -152,6 +157,19 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         );
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
+      // Graphs are built from classes themselves: a matrix of rows is only needed to find the
+      // peers of a focus.
+      if (isGraphFormat(format) && !focused) {
+        await writeMatrixGraph(io, loaded.cluster, format, {
+          endpoints,
+          queries,
+          semantics: input.semantics,
+          groupBy: groupAsked,
+          force: raw.force === true,
+          ...(progress ? { progress } : {}),
+        });
+        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      }
       let matrix: Matrix = computeViewMatrix(loaded.cluster, { ...options, by, endpoints });
       progress?.finish();
       if (focused) {
@@ -161,7 +179,17 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         matrix = restrictMatrix(matrix, focusRows(matrix, new Set(rows)));
       }
       if (isGraphFormat(format)) {
-        await writeMatrixGraph(io, matrix, loaded.cluster, format, groupBy, input.semantics);
+        const shown = (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap(
+          (row, i) => row.members ?? [matrix.endpoints[i] as Endpoint],
+        );
+        await writeMatrixGraph(io, loaded.cluster, format, {
+          endpoints: shown,
+          queries,
+          semantics: input.semantics,
+          groupBy: groupAsked,
+          force: raw.force === true,
+          ...(progress ? { progress } : {}),
+        });
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
       }
       const writer = MATRIX_FORMATS[format];
