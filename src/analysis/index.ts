@@ -69,6 +69,7 @@ export type * from './types.ts';
 export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
 export {
   GRAPH_FORMATS,
+  graphSvg,
   isGraphFormat,
   layoutSeconds,
   writeGraph,
@@ -76,6 +77,7 @@ export {
 } from './format/graph-formats.ts';
 export { classGraph, labelled, type ClassGraphOptions, type PortGraph } from './graph/class-graph.ts';
 export { aggregateGraph, PICTURE_BUDGET, type GraphBudget } from './graph/aggregate.ts';
+export { pictureGraph, type PictureRequest } from './graph/picture.ts';
 export { portSetJson } from './format/ports-json.ts';
 export { checkExpectations, type AssertionResult, type Expectation } from './assertions.ts';
 export {

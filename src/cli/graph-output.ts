@@ -6,18 +6,14 @@
  * to ask instead, unless `--force`.
  */
 import {
-  aggregateGraph,
-  classGraph,
   GRAPH_FORMATS,
   isGraphFormat,
-  labelled,
   layoutSeconds,
-  PICTURE_BUDGET,
+  pictureGraph,
   writeGraph,
-  type ConnectivityGraph,
-  type PortQuery,
+  type PictureRequest,
 } from '../analysis/index.ts';
-import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
+import type { Cluster } from '../model/types.ts';
 import { UsageError, type CliIo } from './io.ts';
 import type { Progress } from './progress.ts';
 
@@ -31,48 +27,19 @@ const LEGEND = 'An arrow: the source may open connections to the destination on 
 /** Past this many seconds of layout, svg and html are refused (unless --force). */
 const LAYOUT_LIMIT_SECONDS = 30;
 
-export interface MatrixGraphRequest {
-  readonly endpoints: readonly Endpoint[];
-  readonly queries: readonly PortQuery[];
-  readonly semantics: Semantics;
-  /** Undefined: workloads when they fit a picture, namespaces otherwise. */
-  readonly groupBy: 'workload' | 'namespace' | undefined;
-  readonly force: boolean;
-  readonly progress?: Progress;
-}
-
-/** The picture's graph: per workload or namespace, aggregated to a readable size. */
-export function pictureGraph(cluster: Cluster, request: MatrixGraphRequest): ConnectivityGraph {
-  const build = (groupBy: 'workload' | 'namespace') =>
-    classGraph(cluster, {
-      endpoints: request.endpoints,
-      queries: request.queries,
-      semantics: request.semantics,
-      groupBy,
-      ...(request.progress
-        ? { onProgress: (done: number, total: number) => request.progress?.update(done, total) }
-        : {}),
-    });
-  let graph = build(request.groupBy ?? 'workload');
-  const tooBig = graph.nodes.length > PICTURE_BUDGET.nodes || graph.edges.length > PICTURE_BUDGET.edges;
-  if (request.groupBy === undefined && tooBig) {
-    request.progress?.phase('drawing by namespace');
-    graph = build('namespace');
-  }
-  // An explicit --group-by workload is drawn as asked (the layout check below may refuse it).
-  if (request.groupBy === 'workload') return labelled(graph);
-  return labelled(aggregateGraph(graph).graph);
-}
-
 /** Writes the matrix as a graph. */
 export async function writeMatrixGraph(
   io: CliIo,
   cluster: Cluster,
   format: (typeof GRAPH_FORMATS)[number],
-  request: MatrixGraphRequest,
+  request: PictureRequest & { readonly force: boolean; readonly progress?: Progress },
 ): Promise<void> {
   request.progress?.phase('building the graph');
-  const graph = pictureGraph(cluster, request);
+  const progress = request.progress;
+  const graph = pictureGraph(cluster, {
+    ...request,
+    ...(progress ? { onProgress: (done: number, total: number) => progress.update(done, total) } : {}),
+  });
   const seconds = layoutSeconds(graph);
   if (format !== 'dot' && seconds > LAYOUT_LIMIT_SECONDS && !request.force) {
     request.progress?.finish();

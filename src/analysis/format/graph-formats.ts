@@ -48,7 +48,7 @@ function nodeLine(node: GraphNode, index: number): string {
 export function graphDot(graph: ConnectivityGraph): string {
   const lines = [
     'digraph palisade {',
-    `  label=${quote(graph.title)}; labelloc=t; fontname="Helvetica"; rankdir=TB; newrank=true; compound=true; nodesep=0.35; ranksep=0.5;`,
+    `  ${graph.title ? `label=${quote(graph.title)}; labelloc=t; ` : ''}fontname="Helvetica"; rankdir=TB; newrank=true; compound=true; nodesep=0.35; ranksep=0.5;`,
     '  node [shape=box, style="rounded,filled", fillcolor="#eef2ff", fontname="Helvetica", fontsize=11, margin="0.15,0.06"];',
     '  edge [fontname="Helvetica", fontsize=9, color="#57606a"];',
   ];
