@@ -81,7 +81,6 @@ export { pictureGraph, type PictureRequest } from './graph/picture.ts';
 export { portSetJson } from './format/ports-json.ts';
 export { checkExpectations, type AssertionResult, type Expectation } from './assertions.ts';
 export {
-  matrixGraph,
   diffGraph,
   type GroupBy,
   type ConnectivityGraph,

@@ -7,7 +7,7 @@
  */
 import { PROTOCOLS } from '../../model/types.ts';
 import { formatPortSet, type PortSet } from '../../semantics/index.ts';
-import type { ClassReport } from '../class-view.ts';
+import type { ClassReport, ClassRow } from '../class-view.ts';
 import { endpointRow } from '../workload-view.ts';
 import { portListText } from './ports-text.ts';
 import type { Style } from './style.ts';
@@ -32,12 +32,18 @@ function summary(report: ClassReport, allowedPairs: number): string {
   );
 }
 
-function* text(report: ClassReport, style: Style): Iterable<string> {
-  let allowed = 0;
+/** The class pairs with their two classes. */
+function* namedPairs(report: ClassReport): Iterable<{ a: ClassRow; b: ClassRow; ports: PortSet }> {
   for (const { from, to, ports } of report.pairs()) {
     const a = report.rows[from];
     const b = report.rows[to];
-    if (!a || !b) continue;
+    if (a && b) yield { a, b, ports };
+  }
+}
+
+function* text(report: ClassReport, style: Style): Iterable<string> {
+  let allowed = 0;
+  for (const { a, b, ports } of namedPairs(report)) {
     allowed += a.members.length * b.members.length;
     yield `${a.label} → ${b.label}: ${portListText(ports)}\n`;
   }
@@ -73,10 +79,7 @@ function* json(report: ClassReport): Iterable<string> {
   separator = '\n';
   let allowed = 0;
   let listed = 0;
-  for (const { from, to, ports } of report.pairs()) {
-    const a = report.rows[from];
-    const b = report.rows[to];
-    if (!a || !b) continue;
+  for (const { a, b, ports } of namedPairs(report)) {
     allowed += a.members.length * b.members.length;
     listed++;
     yield `${separator}{"from":"${a.id}","to":"${b.id}","ports":${JSON.stringify(portsJson(ports))}}`;
@@ -96,21 +99,14 @@ const csvField = (text: string): string => (/[",\n]/.test(text) ? `"${text.repla
 
 function* csv(report: ClassReport): Iterable<string> {
   yield 'from,to,from_size,to_size,ports\n';
-  for (const { from, to, ports } of report.pairs()) {
-    const a = report.rows[from];
-    const b = report.rows[to];
-    if (!a || !b) continue;
+  for (const { a, b, ports } of namedPairs(report))
     yield `${csvField(a.label)},${csvField(b.label)},${a.members.length},${b.members.length},${csvField(formatPortSet(ports))}\n`;
-  }
 }
 
 function* md(report: ClassReport): Iterable<string> {
   yield '| from | to | allowed ports |\n|---|---|---|\n';
   let allowed = 0;
-  for (const { from, to, ports } of report.pairs()) {
-    const a = report.rows[from];
-    const b = report.rows[to];
-    if (!a || !b) continue;
+  for (const { a, b, ports } of namedPairs(report)) {
     allowed += a.members.length * b.members.length;
     yield `| ${a.label} | ${b.label} | ${portListText(ports)} |\n`;
   }

@@ -159,29 +159,8 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       }
       // Graphs are built from classes themselves: a matrix of rows is only needed to find the
       // peers of a focus.
-      if (isGraphFormat(format) && !focused) {
-        await writeMatrixGraph(io, loaded.cluster, format, {
-          endpoints,
-          queries,
-          semantics: input.semantics,
-          groupBy: groupAsked,
-          force: raw.force === true,
-          ...(progress ? { progress } : {}),
-        });
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
-      }
-      let matrix: Matrix = computeViewMatrix(loaded.cluster, { ...options, by, endpoints });
-      progress?.finish();
-      if (focused) {
-        const rows = (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap((row, i) =>
-          (row.members ?? [matrix.endpoints[i] as Endpoint]).some((e) => focused.has(e)) ? [i] : [],
-        );
-        matrix = restrictMatrix(matrix, focusRows(matrix, new Set(rows)));
-      }
-      if (isGraphFormat(format)) {
-        const shown = (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap(
-          (row, i) => row.members ?? [matrix.endpoints[i] as Endpoint],
-        );
+      const drawGraph = async (shown: readonly Endpoint[]): Promise<void> => {
+        if (!isGraphFormat(format)) return;
         await writeMatrixGraph(io, loaded.cluster, format, {
           endpoints: shown,
           queries,
@@ -190,8 +169,23 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
           force: raw.force === true,
           ...(progress ? { progress } : {}),
         });
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+        done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      };
+      if (isGraphFormat(format) && !focused) return drawGraph(endpoints);
+      let matrix: Matrix = computeViewMatrix(loaded.cluster, { ...options, by, endpoints });
+      progress?.finish();
+      if (focused) {
+        const rows = (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap((row, i) =>
+          (row.members ?? [matrix.endpoints[i] as Endpoint]).some((e) => focused.has(e)) ? [i] : [],
+        );
+        matrix = restrictMatrix(matrix, focusRows(matrix, new Set(rows)));
       }
+      if (isGraphFormat(format))
+        return drawGraph(
+          (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap(
+            (row, i) => row.members ?? [matrix.endpoints[i] as Endpoint],
+          ),
+        );
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
       const estimate = estimated(() => estimateMatrixOutput(matrix, format, maxOutput), maxOutput);
