@@ -40,14 +40,13 @@ export function classReport(matrix: Matrix): ClassReport {
   matrix.endpoints.forEach((endpoint, i) =>
     (members[classes.classOf[i] as number] as Endpoint[]).push(endpoint),
   );
-  const order = members
-    .map((list, cls) => ({ cls, list, label: classLabel(list) }))
-    .filter((c) => c.list.length > 0)
-    .sort(
-      (a, b) =>
-        compare((a.list[0] as Endpoint).namespace, (b.list[0] as Endpoint).namespace) ||
-        compare(a.label, b.label),
-    );
+  const order = distinctLabels(
+    members.map((list, cls) => ({ cls, list, label: classLabel(list) })).filter((c) => c.list.length > 0),
+  ).sort(
+    (a, b) =>
+      compare((a.list[0] as Endpoint).namespace, (b.list[0] as Endpoint).namespace) ||
+      compare(a.label, b.label),
+  );
   const rowOfClass = new Int32Array(classes.representatives.length).fill(-1);
   order.forEach((c, row) => (rowOfClass[c.cls] = row));
   const rows: ClassRow[] = order.map((c, row) => ({
@@ -115,6 +114,46 @@ export function classLabel(members: readonly Endpoint[]): string {
   const shown =
     parts.length <= 3 ? parts.join(', ') : `${parts.slice(0, 2).join(', ')} and ${parts.length - 2} more`;
   return `${first.namespace}/${shown}${count}`;
+}
+
+/**
+ * Classes whose compact names collide (`default/pod-* (100 pods)` ten times, when a label such as
+ * `shard` splits one set of names) are told apart by the labels their members share and the
+ * others do not (`default/pod-* shard=s-3 (100 pods)`), or, where no label does (addresses or
+ * named ports split them), by a number: a line must say which class it is about.
+ */
+function distinctLabels<T extends { readonly list: readonly Endpoint[]; label: string }>(classes: T[]): T[] {
+  const byLabel = new Map<string, T[]>();
+  for (const c of classes) {
+    const same = byLabel.get(c.label);
+    if (same) same.push(c);
+    else byLabel.set(c.label, [c]);
+  }
+  for (const [label, same] of byLabel) {
+    if (same.length < 2) continue;
+    const shared = same.map((c) => sharedLabels(c.list));
+    const told = same.map((_, i) =>
+      [...(shared[i] as Map<string, string>)]
+        .filter(([key, value]) => !shared.every((other) => other.get(key) === value))
+        .map(([key, value]) => `${key}=${value}`)
+        .sort(compare)
+        .join(','),
+    );
+    const unique = new Set(told).size === same.length && told.every((t) => t !== '');
+    const at = label.lastIndexOf(' (');
+    same.forEach((c, i) => {
+      const mark = unique ? (told[i] as string) : `#${i + 1}`;
+      c.label = at < 0 ? `${label} ${mark}` : `${label.slice(0, at)} ${mark}${label.slice(at)}`;
+    });
+  }
+  return classes;
+}
+
+/** The labels (key → value) every member has alike. */
+function sharedLabels(members: readonly Endpoint[]): Map<string, string> {
+  const shared = new Map(Object.entries(members[0]?.labels ?? {}));
+  for (const m of members) for (const [key, value] of shared) if (m.labels[key] !== value) shared.delete(key);
+  return shared;
 }
 
 function commonPrefix(names: readonly string[]): string {

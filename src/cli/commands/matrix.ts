@@ -63,7 +63,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option(
       '--by <view>',
-      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod), class (endpoints no policy tells apart, one line per class pair that may connect), or auto (workload; class for text and md past 1,000 rows when classes are at most half of them)',
+      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod), class (endpoints no policy tells apart, one line per class pair that may connect), or auto (workload; class for text and md past 1,000 rows when classes are at most half of them, or when the rows would pass --max-output and classes are fewer)',
       'auto',
     )
     .option(
@@ -134,7 +134,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         ...(progress ? { onProgress: (done: number, total: number) => progress.update(done, total) } : {}),
       } as const;
       const focused = focus ? focusedEndpoints(loaded.cluster.endpoints, endpoints, focus) : undefined;
-      if (view === 'class') {
+      const writeClasses = async (): Promise<void> => {
         let matrix = computeMatrix(loaded.cluster, { ...options, endpoints });
         if (focused) {
           const rows = focusRows(matrix, new Set(endpoints.flatMap((e, i) => (focused.has(e) ? [i] : []))));
@@ -155,8 +155,9 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
           estimate.bytes,
           progress,
         );
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
-      }
+        done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      };
+      if (view === 'class') return writeClasses();
       // Graphs are built from classes themselves: a matrix of rows is only needed to find the
       // peers of a focus.
       const drawGraph = async (shown: readonly Endpoint[]): Promise<void> => {
@@ -189,6 +190,10 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
       const estimate = estimated(() => estimateMatrixOutput(matrix, format, maxOutput), maxOutput);
+      if (classesInstead(asked, format, groupBy, estimate, maxOutput, matrix, io)) {
+        progress?.phase('computing the matrix per class');
+        return writeClasses();
+      }
       refuseLargeOutput(estimate, maxOutput, matrix.stats.classes, format, false);
       await writeWithProgress(io, writer(matrix, styleFor(io.stdoutIsTty, io.env)), estimate.bytes, progress);
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
@@ -219,6 +224,31 @@ function chooseView(
       'one line per class pair (--by workload for one per workload pair)\n',
   );
   return 'class';
+}
+
+/**
+ * `--by auto`, text or md: rows whose output would pass `--max-output` are said per class
+ * instead, when the classes are fewer than the rows — at any count of rows, the answer a person
+ * can read rather than a refusal (stderr says so, and how to ask for the rows).
+ */
+function classesInstead(
+  asked: (typeof VIEWS)[number],
+  format: string,
+  groupBy: 'workload' | 'namespace',
+  estimate: OutputEstimate,
+  limit: number,
+  matrix: Matrix,
+  io: CliIo,
+): boolean {
+  if (asked !== 'auto' || (format !== 'text' && format !== 'md') || groupBy === 'namespace') return false;
+  if (estimate.bytes <= limit || matrix.stats.classes >= matrix.rows.length) return false;
+  io.stderr.write(
+    `matrix: the output per workload would be ${estimate.atLeast ? 'more than' : 'about'} ${formatSize(estimate.bytes)}, ` +
+      `more than --max-output ${formatSize(limit)}; its ${matrix.rows.length.toLocaleString('en-US')} rows behave as ` +
+      `${matrix.stats.classes.toLocaleString('en-US')} classes (endpoints no policy tells apart): one line per class pair ` +
+      '(--by workload --force for the rows)\n',
+  );
+  return true;
 }
 
 /** The endpoints `--focus` names (a workload stands for its pods). */
