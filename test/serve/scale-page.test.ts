@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { generateShape } from '../../src/generate/shapes.ts';
 import { CHROMIUM_MISSING, launchChromium, serveCopy, type Served } from './helpers.ts';
+import { drawingBoxes, inside } from './drawing-boxes.ts';
 
 const SHOTS = process.env.PALISADE_SCREENSHOTS ? 'docs/screenshots' : undefined;
 const LIMIT = 10_000_000;
@@ -83,6 +84,11 @@ describe(
       const nodes = await page.locator('.drawing g.node').count();
       assert.ok(nodes >= 1 && nodes <= 150, `${nodes} nodes`);
       assert.match((await page.locator('.graph .caption').textContent()) ?? '', /by namespace/);
+      // Long labels ("ns-0, ns-1 and 2,498 more (2,500 namespaces)") stay inside their boxes,
+      // whatever font the browser draws them in.
+      for (const node of (await drawingBoxes(page)).nodes)
+        for (const text of node.texts)
+          assert.ok(inside(text, node.shape), `${node.title}: a label outside its shape`);
       await page.screenshot({ path: join(shots, 'graph-large.png') });
     });
 

@@ -8,6 +8,7 @@
  */
 import { api } from './api.ts';
 import { clear, count, el, svgFrom } from './dom.ts';
+import { fitLabels } from './fit-labels.ts';
 
 interface GraphNode {
   readonly id: string;
@@ -139,6 +140,7 @@ export class GraphView {
     const svg = svgFrom(graph.svg);
     if (!svg) return;
     this.canvas.append(svg);
+    fitLabels(svg);
     // Fit the drawing to the space it has (never enlarged past its own size).
     const box = this.canvas.getBoundingClientRect();
     const width = svg.width.baseVal.value || 1;
