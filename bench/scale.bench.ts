@@ -1,13 +1,15 @@
 /**
- * `npm run bench -- scale [--scales 0.1,1] [--runs 3] [--timeout 300] [--cli PATH] [--only NAME,…]`:
- * issue 38's figures — analysis of shape (a) as a user runs it, from files, each command a whole
- * process (wall time, CPU time of the process, peak RSS, bytes written):
+ * `npm run bench -- scale [--scales 0.1,1] [--runs 3] [--timeout 300] [--cli PATH] [--only NAME,…]`
+ * (names: explain, matrix, json, diff, lint, validate, svg, shape-b, serve): issue 38's figures —
+ * analysis of shape (a) as a user runs it, from files, each command a whole process (wall time,
+ * CPU time of the process, peak RSS, bytes written):
  * - `explain` of every workload, at each scale, and the CPU exponent between the scales;
  * - `matrix` with no `--port` (all ports), at each scale, and its exponent;
  * - `matrix -o json` at ×0.1 (time and bytes, or the refusal);
  * - `diff` between shape (a) and a busy pull request's copy of it (diff.bench.ts), and its exponent;
  * - `lint` and `validate` at the largest scale;
  * - `matrix -o svg` at ×0.1;
+ * - `matrix` (default text) of shape (b) at the largest scale;
  * - `serve` at ×0.1: start → the document with its first view, and every API answer the page
  *   may ask for at its defaults (time and size).
  * `--cli PATH` runs another build of the executable — the code before a change (its
@@ -32,13 +34,19 @@ function option(args: string[], name: string, fallback: string): string {
 const text = (objects: readonly object[]): string =>
   objects.map((o) => JSON.stringify(o)).join('\n---\n') + '\n';
 
-/** Shape (a) at a scale in `dir` (as `generate` writes it), and its busy-PR copy in `dir-changed`. */
-function writeShape(dir: string, scale: number): { shape: string; changedShape: string } {
-  const shape = generateShape('a', { scale, seed: 1 });
+/** A shape at a scale in `dir`, as `generate` writes it. */
+function writeGenerated(dir: string, kind: 'a' | 'b', scale: number): ReturnType<typeof generateShape> {
+  const shape = generateShape(kind, { scale, seed: 1 });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'namespaces.yaml'), text(shape.namespaces));
   writeFileSync(join(dir, 'pods.yaml'), text(shape.pods));
   writeFileSync(join(dir, 'policies.yaml'), text(shape.policies));
+  return shape;
+}
+
+/** Shape (a) at a scale in `dir`, and its busy-PR copy in `dir-changed`. */
+function writeShape(dir: string, scale: number): { shape: string; changedShape: string } {
+  const shape = writeGenerated(dir, 'a', scale);
   const changedDir = `${dir}-changed`;
   mkdirSync(changedDir, { recursive: true });
   const all = [...shape.namespaces, ...shape.pods, ...shape.policies];
@@ -273,6 +281,18 @@ export async function scaleBenchmark(args: string[]): Promise<void> {
         timeoutS,
         'a readable aggregated picture in ≤ 10 s',
       );
+    if (wanted('shape-b')) {
+      // Shape (b): few classes, each pair allowing hundreds of port ranges — the text output
+      // that once ran to hundreds of gigabytes.
+      const dir = join(scratch.path, `b-${largest}`);
+      writeGenerated(dir, 'b', largest);
+      report(
+        `matrix shape (b) ×${largest}`,
+        await measure(['matrix', '-f', dir], runs, options),
+        timeoutS,
+        'an output that cannot fill a disk by surprise',
+      );
+    }
     if (wanted('serve'))
       for (const line of await serveFigures(cli, dirOf(0.1).shape, timeoutS))
         process.stdout.write(`${line}\n`);
