@@ -4,10 +4,11 @@
  * stdout discarded, or read slowly through a pipe (a reader that is behind, to see that output
  * waits instead of piling up in memory).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 /** The executable compiled with the benchmarks (the same sources as the library figures). */
@@ -23,6 +24,19 @@ export interface CliRun {
   readonly stderr: string;
   /** Killed after `timeoutMs`: the figures are those of an unfinished run. */
   readonly timedOut?: boolean;
+}
+
+/** The address a `palisade serve` child says it listens on (its stderr), or its exit as an error. */
+export function listeningUrl(child: ChildProcessByStdio<null, null, Readable>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /palisade serve: (http:\/\/\S+)/.exec(text);
+      if (match) resolve(match[1] as string);
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${text}`)));
+  });
 }
 
 /** A scratch directory named for this process, removed by `remove`. */

@@ -21,7 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { generateShape } from '../src/generate/shapes.ts';
-import { runCli, scratchDirectory, type CliRun } from './child.ts';
+import { listeningUrl, runCli, scratchDirectory, type CliRun } from './child.ts';
 import { changed } from './diff.bench.ts';
 import { reportFigure } from './report.ts';
 import { median } from './stats.ts';
@@ -144,15 +144,7 @@ async function serveFigures(cli: string | undefined, dir: string, timeoutS: numb
   );
   const lines: string[] = [];
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let text = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        const match = /palisade serve: (http:\/\/\S+)/.exec(text);
-        if (match) resolve(match[1] as string);
-      });
-      child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${text}`)));
-    });
+    const url = await listeningUrl(child);
     const get = async (path: string): Promise<{ millis: number; bytes: number; status: number }> => {
       const at = performance.now();
       const controller = new AbortController();

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { generateShape } from '../../src/generate/shapes.ts';
-import { CHROMIUM_MISSING, launchChromium, serveCopy, type Served } from './helpers.ts';
+import { CHROMIUM_MISSING, heatmapCellAt, launchChromium, serveCopy, type Served } from './helpers.ts';
 import { drawingBoxes, inside } from './drawing-boxes.ts';
 
 const SHOTS = process.env.PALISADE_SCREENSHOTS ? 'docs/screenshots' : undefined;
@@ -62,13 +62,8 @@ describe(
       await page.waitForSelector('body[data-shown="1"]', { timeout: 120_000 });
       assert.match((await page.locator('.heatmap .caption').textContent()) ?? '', /2,500 of 2,500 rows/);
       await page.screenshot({ path: join(shots, 'heatmap-large.png') });
-      const canvas = page.locator('canvas.cells');
-      const box = await canvas.boundingBox();
-      assert.ok(box);
-      const cell = Number(await canvas.getAttribute('data-cell'));
-      const left = Number(await canvas.getAttribute('data-label-width'));
-      const top = Number(await canvas.getAttribute('data-label-height'));
-      await page.mouse.click(box.x + left + cell * 1.5, box.y + top + cell * 0.5);
+      const { x, y } = await heatmapCellAt(page, 0, 1);
+      await page.mouse.click(x, y);
       const verdict = page.locator('.details .verdict');
       await verdict.waitFor({ timeout: 60_000 });
       // Nothing connects in shape (a): a pod pair of the cell, denied, and why.
