@@ -73,23 +73,25 @@ describe('ipBlocks with many excepts', () => {
   });
 
   it('a picture of thousands of excepts leaves their ranges out, says so, and costs about what the excepts say', () => {
-    // CPU time, least of three, in this process: 4× the excepts, < 8× the CPU.
+    // CPU time in this process, least of five after a first run: 8× the excepts, < 24× the CPU
+    // (a scan per range is quadratic: 64×). The picture takes milliseconds, so the margin is
+    // wide — measured 8–14× on a loaded machine; a tighter bound failed on noise alone.
     const cpuForGraph = (count: number): number => {
       const cluster = manyExcepts(count);
       let least = Infinity;
-      for (let run = 0; run < 3; run++) {
+      for (let run = 0; run < 6; run++) {
         const started = process.cpuUsage();
         const graph = classGraph(cluster, { endpoints: cluster.endpoints, queries: [], groupBy: 'workload' });
         const used = process.cpuUsage(started);
         // Thousands of ranges are no picture: left out, and the title says how many.
         assert.equal(graph.nodes.filter((n) => n.kind === 'addresses').length, 0);
         assert.match(graph.title, /ranges of addresses outside the cluster not drawn/);
-        least = Math.min(least, (used.user + used.system) / 1000);
+        if (run > 0) least = Math.min(least, (used.user + used.system) / 1000);
       }
       return least;
     };
     const small = cpuForGraph(3_000);
-    const large = cpuForGraph(12_000);
-    assert.ok(large / small < 8, `3,000 excepts: ${small.toFixed(0)} ms; 12,000: ${large.toFixed(0)} ms`);
+    const large = cpuForGraph(24_000);
+    assert.ok(large / small < 24, `3,000 excepts: ${small.toFixed(1)} ms; 24,000: ${large.toFixed(1)} ms`);
   });
 });
