@@ -70,11 +70,11 @@ describe(
       assert.match((await verdict.textContent()) ?? '', /^DENIED on /);
       assert.match((await page.locator('.details').textContent()) ?? '', /One pod pair of ns-\d+ → ns-\d+:/);
       await page.screenshot({ path: join(shots, 'heatmap-large-why.png') });
-      await page.click('.details .close');
+      await page.click('.details .close', { timeout: 120_000 });
     });
 
     it('draws the graph as a readable picture of the namespaces', async () => {
-      await page.click('.tabs button[data-tab=graph]');
+      await page.click('.tabs button[data-tab=graph]', { timeout: 120_000 });
       await page.waitForSelector('.drawing svg g.node', { timeout: 120_000 });
       const nodes = await page.locator('.drawing g.node').count();
       assert.ok(nodes >= 1 && nodes <= 150, `${nodes} nodes`);
