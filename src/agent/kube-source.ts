@@ -43,6 +43,22 @@ export interface KubeSourceOptions {
   readonly api?: KubeApi;
 }
 
+/** The Node's pod CIDRs through the API (reflected mode: the agent reads nothing else there). */
+export async function podCidrsFromNode(
+  request: KubeconfigRequest,
+  node: string,
+  log: AgentLog,
+): Promise<string[]> {
+  try {
+    const podCidrs = await podCidrsOfNode(await connect(request), node);
+    log.info({ podCidrs }, `pod CIDRs from Node ${node}: ${podCidrs.join(', ')}`);
+    return podCidrs;
+  } catch (error) {
+    if (error instanceof KubeApiError) throw new NodeFactError(error.message);
+    throw error;
+  }
+}
+
 /**
  * Connects to the API server, finds the node's pod CIDRs and starts the informers. A failure to
  * reach the API or read the Node is a NodeFactError (one line).

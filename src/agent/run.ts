@@ -19,7 +19,7 @@ import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
 import { serveHealth } from './http.ts';
 import { PromMetrics } from './metrics.ts';
 import { formatStatus, readStatus, StatusKeys, type ClusterStatus } from './status.ts';
-import { openKubeSource, type AgentSource } from './kube-source.ts';
+import { openKubeSource, podCidrsFromNode, type AgentSource } from './kube-source.ts';
 import type { AgentLog } from './types.ts';
 
 export interface AgentCommand {
@@ -215,12 +215,21 @@ async function openSource(command: AgentCommand, layout: KeyLayout, log: AgentLo
       request: command.kube ?? { env: process.env },
       node: command.node,
       podCidrs: command.podCidrs,
-      needsPodCidrs: command.datapath === 'nftables' || command.datapath === 'ebpf',
+      needsPodCidrs: needsPodCidrs(command),
       layout,
       log,
     });
   }
   if (!command.etcd) throw new Error('the etcd source needs a connection');
+  // A reflected-mode agent in a pod (or given --kubeconfig) still finds its pod CIDRs on its Node.
+  const kube = command.kube;
+  const podCidrs =
+    command.podCidrs.length === 0 &&
+    needsPodCidrs(command) &&
+    kube &&
+    (kube.kubeconfig !== undefined || kube.env.KUBERNETES_SERVICE_HOST)
+      ? await podCidrsFromNode(kube, command.node, log)
+      : command.podCidrs;
   const store = await connectEtcd(command.etcd);
   try {
     await ensureReachable(store, command.etcd.endpoints, layout.leader);
@@ -228,7 +237,7 @@ async function openSource(command: AgentCommand, layout: KeyLayout, log: AgentLo
     store.close();
     throw error;
   }
-  return { store, podCidrs: command.podCidrs, synced: none, close: () => Promise.resolve(store.close()) };
+  return { store, podCidrs, synced: none, close: () => Promise.resolve(store.close()) };
 }
 
 /** Reads every agent's status once. */
@@ -244,3 +253,8 @@ export async function readClusterStatus(etcd: EtcdConnection, prefix: string): P
 }
 
 export { formatStatus, EtcdUnreachableError };
+
+/** The kernel datapaths fail closed on the node's pod CIDRs; the others do not use them. */
+function needsPodCidrs(command: AgentCommand): boolean {
+  return command.datapath === 'nftables' || command.datapath === 'ebpf';
+}

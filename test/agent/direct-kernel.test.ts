@@ -4,7 +4,7 @@
  * enforced by two `palisade agent` processes on nftables, each in its own network namespace:
  * one in direct mode (`--source kube`: it watches the API itself, its node from NODE_NAME and its
  * pod CIDRs from the Node object), one in reflected mode (a reflector writes the API into a real
- * etcd; the agent watches etcd). After each step both tables are a fresh render of the API's
+ * etcd; the agent watches etcd, and reads only its Node's pod CIDRs from the API). After each step both tables are a fresh render of the API's
  * objects and are the same table, listed.
  */
 import { after, describe, it } from 'node:test';
@@ -117,8 +117,9 @@ describe('direct and reflected agents give the same kernel state', { skip }, () 
         etcd.server.endpoint,
         '--prefix',
         layout.base.replace(/\/v1\/$/, ''),
-        '--pod-cidr',
-        POD_CIDR,
+        // Its pod CIDRs from its Node too: an agent reflected through etcd may still read that.
+        '--kubeconfig',
+        kubeconfig,
         '--netns',
         reflectedNs,
         '--run-dir',
@@ -161,7 +162,7 @@ describe('direct and reflected agents give the same kernel state', { skip }, () 
       assert.equal(table(directNs), table(reflectedNs), `${what}: the two tables differ`);
     };
     await converged('the first snapshot');
-    assert.match(direct.log, /pod CIDRs from Node n1: 10\.1\.0\.0\/24/);
+    for (const agent of [direct, reflected]) assert.match(agent.log, /pod CIDRs from Node n1: 10\.1\.0\.0\/24/);
     assert.match(
       table(directNs),
       /"addr":"10\.1\.0\.0","len":24/,

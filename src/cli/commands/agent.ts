@@ -41,9 +41,9 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       )
       .option(
         '--kubeconfig <path>',
-        'kube: the cluster of this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)',
+        'the cluster of this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster); with --source etcd only read for the pod CIDRs',
       )
-      .option('--context <name>', 'kube: the kubeconfig context to use'),
+      .option('--context <name>', 'the kubeconfig context to use'),
     { optional: true },
   )
     .requiredOption('--datapath <name>', `where policy is enforced: ${orList(DATAPATH_NAMES)}`)
@@ -119,17 +119,13 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           node,
           source,
           ...(etcd ? { etcd } : {}),
-          ...(source === 'kube'
-            ? {
-                kube: kubeconfigRequest(
-                  {
-                    ...(typeof raw.kubeconfig === 'string' ? { kubeconfig: raw.kubeconfig } : {}),
-                    ...(typeof raw.context === 'string' ? { context: raw.context } : {}),
-                  },
-                  io,
-                ),
-              }
-            : {}),
+          kube: kubeconfigRequest(
+            {
+              ...(typeof raw.kubeconfig === 'string' ? { kubeconfig: raw.kubeconfig } : {}),
+              ...(typeof raw.context === 'string' ? { context: raw.context } : {}),
+            },
+            io,
+          ),
           datapath,
           prefix: String(raw.prefix),
           ...(typeof raw.netns === 'string' ? { netns: raw.netns } : {}),
@@ -175,10 +171,6 @@ function sourceOptions(
 ) {
   if (source === 'etcd') {
     if (raw.etcd === undefined) throw new UsageError('--source etcd needs --etcd URL[,URL…]');
-    if (raw.kubeconfig !== undefined || raw.context !== undefined)
-      throw new UsageError(
-        "--kubeconfig and --context are for --source kube; the etcd source reads a reflector's etcd",
-      );
     return etcdConnection(raw, io.env);
   }
   if (raw.etcd !== undefined)
