@@ -49,10 +49,20 @@ export async function podCidrsFromNode(
   node: string,
   log: AgentLog,
 ): Promise<string[]> {
+  return apiFacts(async () => readPodCidrs(await connect(request), node, log));
+}
+
+/** Reads the Node's pod CIDRs and says where they came from. */
+async function readPodCidrs(api: KubeApi, node: string, log: AgentLog): Promise<string[]> {
+  const podCidrs = await podCidrsOfNode(api, node);
+  log.info({ podCidrs }, `pod CIDRs from Node ${node}: ${podCidrs.join(', ')}`);
+  return podCidrs;
+}
+
+/** Runs `read`, turning an API failure into the one line a NodeFactError carries. */
+async function apiFacts<T>(read: () => Promise<T>): Promise<T> {
   try {
-    const podCidrs = await podCidrsOfNode(await connect(request), node);
-    log.info({ podCidrs }, `pod CIDRs from Node ${node}: ${podCidrs.join(', ')}`);
-    return podCidrs;
+    return await read();
   } catch (error) {
     if (error instanceof KubeApiError) throw new NodeFactError(error.message);
     throw error;
@@ -65,18 +75,11 @@ export async function podCidrsFromNode(
  */
 export async function openKubeSource(options: KubeSourceOptions): Promise<AgentSource> {
   const { log, node } = options;
-  let api: KubeApi;
-  let podCidrs = options.podCidrs;
-  try {
-    api = options.api ?? (await connect(options.request));
-    if (podCidrs.length === 0 && options.needsPodCidrs) {
-      podCidrs = await podCidrsOfNode(api, node);
-      log.info({ podCidrs }, `pod CIDRs from Node ${node}: ${podCidrs.join(', ')}`);
-    }
-  } catch (error) {
-    if (error instanceof KubeApiError) throw new NodeFactError(error.message);
-    throw error;
-  }
+  const api = await apiFacts(async () => options.api ?? (await connect(options.request)));
+  const podCidrs =
+    options.podCidrs.length === 0 && options.needsPodCidrs
+      ? await apiFacts(() => readPodCidrs(api, node, log))
+      : options.podCidrs;
   log.info(
     { server: api.target.server, context: api.target.context },
     `watching the Kubernetes API at ${api.target.server} (${api.target.source})`,
