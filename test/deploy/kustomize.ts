@@ -7,7 +7,7 @@
  * renders; where kubectl is installed the tests also compare this with `kubectl kustomize`.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 
 export type Json = Record<string, unknown>;
@@ -112,5 +112,19 @@ export function sortedObjects(objects: readonly Json[]): Json[] {
   return [...objects].sort((a, b) => key(a).localeCompare(key(b)));
 }
 
-export const deployDir = (install: string): string =>
-  join(dirname(import.meta.dirname), '..', 'deploy', install);
+const DEPLOY = join(import.meta.dirname, '..', '..', 'deploy');
+
+/** Every way of installing: each kustomization that is not only a part of the others. */
+export const INSTALLS = ['direct', 'reflected', 'reflected-etcd', 'overlays/direct-ebpf'];
+
+const rendered = new Map<string, Json[]>();
+
+/** The objects of `deploy/<install>`, rendered once, each call a fresh copy. */
+export function render(install: string): Json[] {
+  let objects = rendered.get(install);
+  if (!objects) {
+    objects = kustomize(join(DEPLOY, install));
+    rendered.set(install, objects);
+  }
+  return structuredClone(objects);
+}

@@ -11,7 +11,7 @@
  *   spec.nodeName, probes on the port it listens on, every taint tolerated, node-critical
  *   priority, and a rolling update that never surges (the old agent's table stays until the new
  *   one's first snapshot);
- * - deploy/install.yaml is `kubectl kustomize deploy/direct`, byte for byte.
+ * - deploy/install.yaml holds the objects `kubectl kustomize deploy/direct` renders.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,27 +22,12 @@ import { Ajv } from 'ajv';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ALL_RESOURCES } from '../../src/kube/index.ts';
 import { cli } from '../helpers/cli.ts';
-import { kustomize, sortedObjects, type Json } from './kustomize.ts';
+import { INSTALLS, render, sortedObjects, type Json } from './kustomize.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const DEPLOY = join(ROOT, 'deploy');
 const SCHEMAS = join(ROOT, 'test', 'fixtures', 'k8s-openapi');
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => existsSync(p));
-
-/** Every way of installing: each kustomization that is not only a part of the others. */
-export const INSTALLS = ['direct', 'reflected', 'reflected-etcd', 'overlays/direct-ebpf'];
-
-const rendered = new Map<string, Json[]>();
-
-/** The objects of `deploy/<install>`, rendered once (kustomize.ts), each call a fresh copy. */
-export function render(install: string): Json[] {
-  let objects = rendered.get(install);
-  if (!objects) {
-    objects = kustomize(join(DEPLOY, install));
-    rendered.set(install, objects);
-  }
-  return structuredClone(objects);
-}
 
 const yamlOf = (objects: readonly Json[]): string => objects.map((o) => stringify(o)).join('---\n');
 
