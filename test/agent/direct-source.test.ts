@@ -11,8 +11,8 @@ import { MemoryStore, type EtcdEvent, type EtcdStore } from '../../src/etcd/inde
 import { connect } from '../../src/kube/index.ts';
 import { KeyLayout } from '../../src/reflected/index.ts';
 import { Reflector } from '../../src/reflector/index.ts';
-import { ClusterState } from '../../src/state/index.ts';
-import { createDatapath, NodeAgent, NodeFactError, nodeName, NodeRealizer } from '../../src/agent/index.ts';
+import type { ClusterState } from '../../src/state/index.ts';
+import { NodeFactError, nodeName, type NodeAgent } from '../../src/agent/index.ts';
 import { openKubeSource, type AgentSource } from '../../src/agent/kube-source.ts';
 import { podCidrsOfNode } from '../../src/agent/node-facts.ts';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
@@ -20,7 +20,7 @@ import { tempDir, writeKubeconfig } from '../fake-apiserver/fixtures.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { observe } from '../helpers/store.ts';
 import { cli } from '../helpers/cli.ts';
-import { namespace, pod, policy, smallCluster } from './helpers.ts';
+import { namespace, pod, policy, smallCluster, startAgent } from './helpers.ts';
 
 const until = async (check: () => boolean, what: string, ms = 20_000): Promise<void> => {
   const deadline = Date.now() + ms;
@@ -154,25 +154,12 @@ describe("the node's facts", () => {
 });
 
 /** An agent on the classifier datapath over a store, in this process. */
-async function classifierAgent(
+function classifierAgent(
   store: EtcdStore,
   layout: KeyLayout,
   sourceSynced?: () => Promise<void>,
 ): Promise<{ agent: NodeAgent; state: ClusterState }> {
-  const state = new ClusterState();
-  const datapath = await createDatapath('classifier', { node: 'n1', state });
-  const agent = new NodeAgent({
-    node: 'n1',
-    store,
-    layout,
-    version: 'test',
-    realizer: new NodeRealizer({ node: 'n1', layout, datapath, state }),
-    leaseTtlSeconds: 2,
-    statusIntervalMs: 50,
-    ...(sourceSynced ? { sourceSynced } : {}),
-  });
-  await agent.start();
-  return { agent, state };
+  return startAgent(store, layout, 'classifier', { node: 'n1', ...(sourceSynced ? { sourceSynced } : {}) });
 }
 
 describe('the same cluster through both modes', { skip: needsEtcd }, () => {
