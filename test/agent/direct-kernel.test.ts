@@ -162,7 +162,8 @@ describe('direct and reflected agents give the same kernel state', { skip }, () 
       assert.equal(table(directNs), table(reflectedNs), `${what}: the two tables differ`);
     };
     await converged('the first snapshot');
-    for (const agent of [direct, reflected]) assert.match(agent.log, /pod CIDRs from Node n1: 10\.1\.0\.0\/24/);
+    for (const agent of [direct, reflected])
+      assert.match(agent.log, /pod CIDRs from Node n1: 10\.1\.0\.0\/24/);
     assert.match(
       table(directNs),
       /"addr":"10\.1\.0\.0","len":24/,
