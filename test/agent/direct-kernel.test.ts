@@ -13,29 +13,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nftRunner } from '../../src/dataplane/index.ts';
-import { connect } from '../../src/kube/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
 import { KeyLayout } from '../../src/reflected/index.ts';
-import { Reflector } from '../../src/reflector/index.ts';
 import { freePort } from '../../src/etcd/index.ts';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { writeKubeconfig } from '../fake-apiserver/fixtures.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
+import { apiReflector } from '../live/reflector-helpers.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { AgentProcess, until } from './fault-world.ts';
-import { distanceFromFresh, namespace, pod, policy, smallCluster } from './helpers.ts';
+import { distanceFromFresh, namespace, nodeWithPodCidrs, pod, policy, smallCluster } from './helpers.ts';
 
 const skip = needsEtcd || needsRoot('comparing the direct and reflected agents in the kernel');
 const POD_CIDR = '10.1.0.0/24';
-
-const nodeObject = (name: string, cidr: string): Raw => ({
-  apiVersion: 'v1',
-  kind: 'Node',
-  metadata: { name },
-  spec: { podCIDRs: [cidr] },
-  status: { addresses: [{ type: 'InternalIP', address: name === 'n1' ? '172.16.0.1' : '172.16.0.2' }] },
-});
 
 /**
  * The namespace's table as nft lists it, less what names the agent instance rather than the
@@ -74,21 +65,17 @@ describe('direct and reflected agents give the same kernel state', { skip }, () 
     const server = new FakeApiServer();
     await server.start();
     cleanups.push(() => server.stop());
-    let objects: Raw[] = [nodeObject('n1', POD_CIDR), nodeObject('n2', '10.2.0.0/24'), ...smallCluster()];
+    let objects: Raw[] = [
+      nodeWithPodCidrs('n1', [POD_CIDR]),
+      nodeWithPodCidrs('n2', ['10.2.0.0/24']),
+      ...smallCluster(),
+    ];
     for (const object of objects) server.store.apply(object);
     const kubeconfig = writeKubeconfig(dir, 'kubeconfig', { server: server.serverUrl });
     const layout = new KeyLayout(`/direct-kernel-${process.pid}`);
 
-    const reflector = new Reflector({
-      store: etcd.store,
-      layout,
-      source: { type: 'api', api: await connect({ kubeconfig, env: {} }), scope: { all: true } },
-      elect: false,
-      log: () => undefined,
-      onDiagnostics: () => undefined,
-    });
-    const reflecting = reflector.run();
-    cleanups.push(() => (reflector.stop(), reflecting));
+    const { reflector, running } = await apiReflector(server, etcd.store, dir, { layout, elect: false });
+    cleanups.push(() => (reflector.stop(), running));
 
     const env = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
     const common = ['--datapath', 'nftables', '--verify-interval', '0', '--status-interval', '50'];

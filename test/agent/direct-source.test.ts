@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { MemoryStore, type EtcdEvent, type EtcdStore } from '../../src/etcd/index.ts';
 import { connect } from '../../src/kube/index.ts';
 import { KeyLayout } from '../../src/reflected/index.ts';
-import { Reflector } from '../../src/reflector/index.ts';
 import type { ClusterState } from '../../src/state/index.ts';
 import { NodeFactError, nodeName, type NodeAgent } from '../../src/agent/index.ts';
 import { openKubeSource, type AgentSource } from '../../src/agent/kube-source.ts';
@@ -18,9 +17,10 @@ import { podCidrsOfNode } from '../../src/agent/node-facts.ts';
 import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { tempDir, writeKubeconfig } from '../fake-apiserver/fixtures.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
+import { apiReflector } from '../live/reflector-helpers.ts';
 import { observe } from '../helpers/store.ts';
 import { cli } from '../helpers/cli.ts';
-import { namespace, pod, policy, smallCluster, startAgent } from './helpers.ts';
+import { namespace, nodeWithPodCidrs, pod, policy, smallCluster, startAgent } from './helpers.ts';
 
 const until = async (check: () => boolean, what: string, ms = 20_000): Promise<void> => {
   const deadline = Date.now() + ms;
@@ -29,14 +29,6 @@ const until = async (check: () => boolean, what: string, ms = 20_000): Promise<v
     await new Promise((r) => setTimeout(r, 20));
   }
 };
-
-const node = (name: string, podCIDRs?: string[]): Record<string, unknown> => ({
-  apiVersion: 'v1',
-  kind: 'Node',
-  metadata: { name, labels: { 'kubernetes.io/hostname': name } },
-  spec: podCIDRs ? { podCIDRs, podCIDR: podCIDRs[0] } : {},
-  status: { addresses: [{ type: 'InternalIP', address: name === 'n1' ? '172.16.0.1' : '172.16.0.2' }] },
-});
 
 describe('the in-process store (etcd semantics for the direct mode)', () => {
   it('writes revisions, reads ranges, watches from the past, compacts, and revokes leases', async () => {
@@ -99,8 +91,8 @@ describe("the node's facts", () => {
   const temp = tempDir('node-facts');
   before(async () => {
     await server.start();
-    server.store.apply(node('n1', ['10.1.0.0/24', 'fd00:1::/64']));
-    server.store.apply(node('bare'));
+    server.store.apply(nodeWithPodCidrs('n1', ['10.1.0.0/24', 'fd00:1::/64']));
+    server.store.apply(nodeWithPodCidrs('bare'));
   });
   after(async () => {
     await server.stop();
@@ -170,7 +162,11 @@ describe('the same cluster through both modes', { skip: needsEtcd }, () => {
   before(async () => {
     if (needsEtcd) return;
     await server.start();
-    for (const object of [node('n1', ['10.1.0.0/24']), node('n2', ['10.2.0.0/24']), ...smallCluster()])
+    for (const object of [
+      nodeWithPodCidrs('n1', ['10.1.0.0/24']),
+      nodeWithPodCidrs('n2', ['10.2.0.0/24']),
+      ...smallCluster(),
+    ])
       server.store.apply(object);
   });
   after(async () => {
@@ -196,16 +192,8 @@ describe('the same cluster through both modes', { skip: needsEtcd }, () => {
     const direct = await classifierAgent(source.store, layout, () => source.synced());
     stops.push(() => direct.agent.stop());
 
-    const reflector = new Reflector({
-      store: etcd.store,
-      layout,
-      source: { type: 'api', api: await connect({ kubeconfig, env: {} }), scope: { all: true } },
-      elect: false,
-      log: () => undefined,
-      onDiagnostics: () => undefined,
-    });
-    const reflecting = reflector.run();
-    stops.push(() => (reflector.stop(), reflecting));
+    const { reflector, running } = await apiReflector(server, etcd.store, temp.dir, { layout, elect: false });
+    stops.push(() => (reflector.stop(), running));
     const reflected = await classifierAgent(etcd.store, layout);
     stops.push(() => reflected.agent.stop());
 

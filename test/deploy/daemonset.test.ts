@@ -26,7 +26,7 @@ import { needsRoot } from '../helpers/kernel.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { until } from '../agent/fault-world.ts';
-import { distanceFromFresh, policy, smallCluster } from '../agent/helpers.ts';
+import { distanceFromFresh, nodeWithPodCidrs, policy, smallCluster } from '../agent/helpers.ts';
 import { render, type Json } from './kustomize.ts';
 
 const OPENSSL = ['/usr/bin/openssl', '/bin/openssl'].find((p) => existsSync(p));
@@ -39,14 +39,6 @@ const HOST_IP = '169.254.77.1';
 const NODE_IP = '169.254.77.2';
 const POD_CIDR = '10.1.0.0/24';
 const TOKEN = 'daemonset-test-token';
-
-const nodeObject = (name: string, cidr: string): Raw => ({
-  apiVersion: 'v1',
-  kind: 'Node',
-  metadata: { name },
-  spec: { podCIDRs: [cidr] },
-  status: { addresses: [{ type: 'InternalIP', address: name === 'n1' ? '172.16.0.1' : '172.16.0.2' }] },
-});
 
 /** The agent container of the direct install's DaemonSet. */
 function agentContainer(): { args: string[]; env: Json[]; caps: string[]; uid: number } {
@@ -84,7 +76,11 @@ describe('the agent DaemonSet, run as a kubelet would', { skip }, () => {
         cert: readFileSync(join(dir, 'ca.crt'), 'utf8'),
       },
     });
-    let objects: Raw[] = [nodeObject('n1', POD_CIDR), nodeObject('n2', '10.2.0.0/24'), ...smallCluster()];
+    let objects: Raw[] = [
+      nodeWithPodCidrs('n1', [POD_CIDR]),
+      nodeWithPodCidrs('n2', ['10.2.0.0/24']),
+      ...smallCluster(),
+    ];
     for (const object of objects) server.store.apply(object);
 
     // The node: a network namespace reached over a veth, as the kubelet reaches the node's address.
