@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isRoot, run } from '../../src/dataplane/index.ts';
+import { acquireDatapathLock, isRoot, run } from '../../src/dataplane/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -60,6 +60,28 @@ describe(
       }
       const listed = await run('nft', ['list', 'map', 'inet', 'palisade', 'in_4'], { netns: NETNS });
       assert.match(listed.stdout, /10\.244\.1\.11 : goto t_[0-9a-f]{16}/);
+    });
+
+    it('waits for no agent: a process holding the datapath lock makes --apply fail in one line', async () => {
+      const runDir = mkdtempSync(join(tmpdir(), 'palisade-render-lock-'));
+      const held = acquireDatapathLock(NETNS, { root: `${runDir}/datapath`, what: 'the test' });
+      try {
+        const result = await nftablesNode1('--apply', '--netns', NETNS, '--run-dir', runDir);
+        assert.equal(result.code, 1);
+        assert.match(
+          result.stderr,
+          new RegExp(
+            `^palisade: the nftables datapath in network namespace ${NETNS} is busy: another palisade process`,
+          ),
+        );
+        assert.doesNotMatch(result.stderr, /\n\s+at /);
+        held.release();
+        const free = await nftablesNode1('--apply', '--netns', NETNS, '--run-dir', runDir);
+        assert.equal(free.code, 0, free.stderr);
+      } finally {
+        held.release();
+        rmSync(runDir, { recursive: true, force: true });
+      }
     });
 
     it('reports a namespace that does not exist in one line, without a stack trace', async () => {

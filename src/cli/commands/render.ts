@@ -12,8 +12,10 @@ import { makeDiagnostic, type Diagnostic } from '../../model/diagnostics.ts';
 import { clusterPolicyLabel } from '../../model/cluster-policy.ts';
 import { renderCluster } from '../../pipeline/index.ts';
 import {
+  DEFAULT_RUN_DIR,
   TARGET_NAMES,
   loadTarget,
+  lockForProcess,
   targetDescription,
   type RenderTarget,
   type TargetOptions,
@@ -43,6 +45,11 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option('--apply', 'apply the ruleset to the kernel (root), replacing the table atomically', false)
     .option('--netns <name>', 'with --apply: the network namespace to apply in')
+    .option(
+      '--run-dir <dir>',
+      "with --apply: where the datapath's lock lives (an agent on the node holds it)",
+      DEFAULT_RUN_DIR,
+    )
     .option(
       '--pod-cidr <cidrs...>',
       "the node's pod CIDRs: addresses in them without a rendered pod are dropped",
@@ -81,10 +88,21 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
       if (ordered !== true) refuseClusterPolicies(loaded.cluster, `render --target ${name}`, ordered.refusal);
       reportDiagnostics(unenforceableDomainNames(loaded.cluster, name), io, input.verbose);
       const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous, target) : undefined;
-      const rendered = renderCluster(target, loaded.cluster, {
-        ...(node !== undefined ? { node } : {}),
-        options,
-      });
+      // Applying changes the node's kernel datapath: one process at a time, like an agent — a
+      // running agent on this node (or network namespace) makes this fail in one line, not race it.
+      const lock = options.apply
+        ? lockForProcess(name, {
+            ...(options.apply.netns !== undefined ? { netns: options.apply.netns } : {}),
+            ...(typeof raw.runDir === 'string' ? { runDir: raw.runDir } : {}),
+          })
+        : undefined;
+      const rendered = (() => {
+        try {
+          return renderCluster(target, loaded.cluster, { ...(node !== undefined ? { node } : {}), options });
+        } finally {
+          lock?.release();
+        }
+      })();
       const printed = target.print(rendered, {
         format,
         stats: raw.stats === true,
