@@ -11,6 +11,11 @@
  *   palisade-agent-<node>     readwrite <root>/v1/status/nodes/<node> and …/status/agents/<node>
  *   palisade-reader           read <root>/v1/
  *
+ * A DaemonSet cannot mount a certificate per node, so its agents share one identity
+ * (`sharedAgentAuthPlan`): the user `palisade-agent` holds palisade-agent and
+ * palisade-agent-status, readwrite on every node's status keys — an agent can then write another
+ * node's status, never what any node enforces.
+ *
  * Users of the same names hold them (an agent's user holds palisade-agent and its node's role);
  * with client certificates, a certificate's CN is its user. Leases need no permission to grant
  * or keep alive; revoking one needs write on the keys bound to it (etcd 3.4).
@@ -23,6 +28,11 @@ export const REFLECTOR_USER = 'palisade-reflector';
 export const READER_USER = 'palisade-reader';
 /** The role every agent holds (reading what it enforces). */
 export const AGENT_ROLE = 'palisade-agent';
+
+/** The etcd user (and certificate CN) the agents of a DaemonSet share. */
+export const SHARED_AGENT_USER = 'palisade-agent';
+/** Its second role: every node's status keys. */
+export const SHARED_AGENT_STATUS_ROLE = 'palisade-agent-status';
 
 /** The etcd user (and certificate CN) of a node's agent. */
 export const agentUser = (node: string): string => `palisade-agent-${node}`;
@@ -62,4 +72,27 @@ export function palisadeAuthPlan(layout: KeyLayout, nodes: readonly string[]): E
     { name: READER_USER, roles: [READER_USER] },
   ];
   return { roles, users };
+}
+
+/**
+ * The roles and users when every agent shares one identity (a DaemonSet's one Secret): the
+ * reflector, the reader and the agents' read role as in `palisadeAuthPlan`, and the user
+ * `palisade-agent` with write on the status keys of every node instead of one user per node.
+ */
+export function sharedAgentAuthPlan(layout: KeyLayout): EtcdAuthPlan {
+  const status = new StatusKeys(layout);
+  const base = palisadeAuthPlan(layout, []);
+  return {
+    roles: [
+      ...base.roles,
+      {
+        name: SHARED_AGENT_STATUS_ROLE,
+        permissions: [
+          { access: 'readwrite', keys: { prefix: status.nodes } },
+          { access: 'readwrite', keys: { prefix: status.agents } },
+        ],
+      },
+    ],
+    users: [...base.users, { name: SHARED_AGENT_USER, roles: [AGENT_ROLE, SHARED_AGENT_STATUS_ROLE] }],
+  };
 }

@@ -13,7 +13,15 @@ export {
   type ClusterStatus,
   type NodeStatus,
 } from './status.ts';
-export { palisadeAuthPlan, agentUser, AGENT_ROLE, READER_USER, REFLECTOR_USER } from './etcd-roles.ts';
+export {
+  palisadeAuthPlan,
+  sharedAgentAuthPlan,
+  agentUser,
+  AGENT_ROLE,
+  READER_USER,
+  REFLECTOR_USER,
+  SHARED_AGENT_USER,
+} from './etcd-roles.ts';
 export { nodeName, NodeFactError, NODE_NAME_ENV } from './node-facts.ts';
 export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';

@@ -130,6 +130,7 @@ async function exercise(
     cleanups.push(await linkNodeToHost(node.netns, node.index));
     const agent = runAsKubelet({
       container,
+      podName: `palisade-agent-${node.name}`,
       nodeName: node.name,
       netns: node.netns,
       apiHost: links[node.index]!.host,
