@@ -605,7 +605,10 @@ export class FaultWorld {
       if (pid === undefined) continue;
       try {
         const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-        if (state !== 'Z') left.push(`agent of ${node} (pid ${pid}, state ${state})`);
+        // A busy machine reuses pids fast (a kernel worker, state I, took one here): still ours
+        // only while its command line is an agent's.
+        const ours = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('\0agent\0');
+        if (state !== 'Z' && ours) left.push(`agent of ${node} (pid ${pid}, state ${state})`);
       } catch {
         // gone
       }
