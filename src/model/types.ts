@@ -9,7 +9,7 @@ import type { LabelSelector } from './selector.ts';
 export type { LabelSelector, LabelRequirement, SelectorOperator } from './selector.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export type * from './cluster-policy.ts';
-import type { ClusterPolicy } from './cluster-policy.ts';
+import type { ClusterPolicy, TierSpec } from './cluster-policy.ts';
 
 /** The seed proposal's namespace annotation for ingress isolation (`{"ingress":{"isolation":"DefaultDeny"}}`). */
 export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
@@ -80,6 +80,8 @@ export interface Endpoint {
   readonly node?: string;
   /** The owning workload (same namespace); absent for a pod no workload owns. */
   readonly workload?: WorkloadRef;
+  /** `spec.serviceAccountName` (Kubernetes defaults it to `default`); Calico and Cilium select by it. */
+  readonly serviceAccount?: string;
   readonly location?: SourceLocation;
 }
 
@@ -171,6 +173,27 @@ export interface Cluster {
   readonly nodes: ReadonlyMap<string, NodeInfo>;
   /** NetworkPolicies dropped as invalid (from files; absent when none or not tracked). */
   readonly rejectedPolicies?: readonly RejectedPolicy[];
+  /**
+   * Calico's tiers by name — the built-in ones (model/cluster-policy.ts BUILT_IN_TIERS) and those
+   * Tier objects or policies name; absent when the input has no Calico policy (then only the
+   * built-in ones exist).
+   */
+  readonly tiers?: ReadonlyMap<string, TierSpec>;
+  /** Objects holding network policy Palisade does not evaluate (absent when none): never silent. */
+  readonly unevaluated?: readonly UnevaluatedPolicy[];
+}
+
+/**
+ * An object that holds network policy of an engine Palisade does not evaluate (Antrea's, OVN's,
+ * Istio's AuthorizationPolicy…), or a Calico or Cilium policy (or one of its rules) whose meaning
+ * Palisade cannot analyse: answers say the input holds it.
+ */
+export interface UnevaluatedPolicy {
+  /** `Kind ns/name` as the input spells it. */
+  readonly object: string;
+  /** What is not evaluated and what is assumed instead (the diagnostic's message). */
+  readonly reason: string;
+  readonly location?: SourceLocation;
 }
 
 export function policyKey(policy: Pick<NetworkPolicy, 'namespace' | 'name'>): string {

@@ -62,11 +62,18 @@ export function describeClusterRule(rule: ClusterRule, direction: 'ingress' | 'e
   noteExplanation();
   const word = direction === 'ingress' ? 'from' : 'to';
   if (rule.failClosed) return `${rule.action} (a peer Palisade cannot read: fails closed)`;
-  const peers = rule.peers.map(describeClusterPeer).join(' or ');
-  const ports = rule.ports
-    ? `on ${rule.ports.map((p) => (p.type === 'named' ? `named port ${p.name}` : describePort(p))).join(', ')}`
-    : 'on any port';
+  const peers = rule.peers.length > 0 ? rule.peers.map(describeClusterPeer).join(' or ') : 'nowhere';
+  const ports = !rule.ports
+    ? 'on any port'
+    : rule.ports.length === 0
+      ? 'on no TCP, UDP or SCTP port'
+      : `on ${rule.ports.map((p) => (p.type === 'named' ? `named port ${p.protocol ? `${p.protocol} ` : ''}${p.name}` : describePort(p))).join(', ')}`;
   return `${rule.action} ${word} ${peers} ${ports}`;
+}
+
+/** Whether the blocks are every address of both families (a rule with no address condition). */
+export function isEverywhere(cidrs: readonly { readonly prefix: number }[]): boolean {
+  return cidrs.length === 2 && cidrs.every((c) => c.prefix === 0);
 }
 
 export function describeClusterPeer(peer: ClusterPeer): string {
@@ -82,10 +89,17 @@ export function describeClusterPeer(peer: ClusterPeer): string {
           : `namespaces differing in ${(peer.namespaces.notSameLabels ?? []).join(', ')} from the subject's`;
       return peer.podSelector ? `pods ${selectorText(peer.podSelector)} in ${ns}` : ns;
     }
-    case 'nodes':
+    case 'nodes': {
+      const which = peer.only === 'own' ? "the pod's own node" : peer.only === 'others' ? 'other nodes' : '';
+      if (which) return peer.selector.key === '' ? which : `${which} ${selectorText(peer.selector)}`;
       return peer.selector.key === '' ? 'all nodes' : `nodes ${selectorText(peer.selector)}`;
+    }
     case 'networks':
-      return peer.cidrs.map((c) => c.text).join(', ');
+      return isEverywhere(peer.cidrs) ? 'anywhere' : peer.cidrs.map((c) => c.text).join(', ');
+    case 'outside':
+      return isEverywhere(peer.cidrs)
+        ? 'outside the cluster'
+        : `${peer.cidrs.map((c) => c.text).join(', ')} outside the cluster`;
     case 'domainNames':
       return peer.names.join(', ');
   }
