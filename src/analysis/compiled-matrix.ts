@@ -55,7 +55,7 @@ export class CompiledMatrix {
     const state = new ClusterState();
     state.resync({ ...cluster, endpoints: representatives });
     this.nets = new NetBits(state, representatives);
-    const configurator = new Configurator(state);
+    const configurator = new Configurator(state, { allowNodeLocal: this.allowNodeLocal });
     this.subjects = representatives.map((rep) =>
       rep.hostNetwork || rep.ips.length === 0 ? undefined : configurator.compile(rep),
     );
@@ -198,7 +198,8 @@ export class CompiledMatrix {
     const undecided = peers.slice();
     const passed = new Uint32Array(this.words);
     const peerOf = (rule: Rule): NetRef => (direction === 'egress' ? rule.dst : rule.src);
-    if (tiers) this.firstMatch(tiers.admin, peerOf, family, protocol, port, undecided, allowed, passed);
+    if (tiers)
+      this.tiers(tiers.admin, tiers.adminBreaks, peerOf, family, protocol, port, undecided, allowed, passed);
     for (let w = 0; w < this.words; w++) undecided[w] = (undecided[w] as number) | (passed[w] as number);
     if (table) {
       if (node !== '') {
@@ -213,10 +214,49 @@ export class CompiledMatrix {
     }
     // Not isolated: the Baseline tier, where passing (like matching nothing) ends in allowed.
     passed.fill(0);
-    if (tiers) this.firstMatch(tiers.baseline, peerOf, family, protocol, port, undecided, allowed, passed);
+    if (tiers)
+      this.tiers(
+        tiers.baseline,
+        tiers.baselineBreaks,
+        peerOf,
+        family,
+        protocol,
+        port,
+        undecided,
+        allowed,
+        passed,
+      );
     for (let w = 0; w < this.words; w++)
       allowed[w] = (allowed[w] as number) | (undecided[w] as number) | (passed[w] as number);
     return allowed;
+  }
+
+  /**
+   * A list of tiers (`breaks`: where each after the first starts): each tier's first match over
+   * the peers still undecided, a pass going on to the next tier — out of the list (into
+   * `passed`) from the last.
+   */
+  private tiers(
+    rules: readonly Rule[],
+    breaks: readonly number[] | undefined,
+    peerOf: (rule: Rule) => NetRef,
+    family: IpFamily,
+    protocol: Protocol,
+    port: number,
+    undecided: Uint32Array,
+    allowed: Uint32Array,
+    passed: Uint32Array,
+  ): void {
+    if (!breaks) return this.firstMatch(rules, peerOf, family, protocol, port, undecided, allowed, passed);
+    const starts = [0, ...breaks, rules.length];
+    for (let t = 0; t + 1 < starts.length; t++) {
+      const tier = rules.slice(starts[t], starts[t + 1]);
+      const last = t + 2 === starts.length;
+      const into = last ? passed : new Uint32Array(this.words);
+      this.firstMatch(tier, peerOf, family, protocol, port, undecided, allowed, into);
+      if (!last)
+        for (let w = 0; w < this.words; w++) undecided[w] = (undecided[w] as number) | (into[w] as number);
+    }
   }
 
   /**

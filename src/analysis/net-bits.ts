@@ -3,7 +3,7 @@
  * per address family: a group by its members (a named-port partition by the members resolving
  * the name to its number), a CIDR by the representatives' addresses (found by binary search in
  * the sorted addresses, not by testing every one), "any" as every class with an address of the
- * family. Computed once per distinct peer.
+ * family, an outside block as its classes that are not pods. Computed once per distinct peer.
  */
 import { cidrContains, familyBits, type Cidr, type IpAddress, type IpFamily } from '../net/ip.ts';
 import type { Endpoint } from '../model/types.ts';
@@ -71,6 +71,12 @@ export class NetBits {
         return this.cached(`cidr|${family}|${net.cidr.text}`, (row) => this.addCidr(row, net.cidr, family));
       case 'group':
         return this.cached(`group|${family}|${net.group}`, (row) => this.addGroup(row, net.group, family));
+      case 'outside':
+        return this.cached(`outside|${family}|${net.cidr.text}|${net.pods}`, (row) => {
+          const pods = this.of({ kind: 'group', group: net.pods }, family);
+          this.addCidr(row, net.cidr, family);
+          for (let w = 0; w < row.length; w++) row[w] = (row[w] as number) & ~(pods[w] as number);
+        });
     }
   }
 

@@ -5,6 +5,7 @@
  */
 import { hasErrors, makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { Cluster } from '../model/types.ts';
+import { manifestKind, policyEngine } from '../model/cluster-policy.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostic, styleFor } from '../analysis/index.ts';
@@ -92,6 +93,16 @@ export function refuseClusterPolicies(cluster: Cluster, what: string, why: strin
   const first = cluster.clusterPolicies[0];
   if (!first) return;
   throw new UnsupportedInputError(
-    `${what} ${why} (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); nothing was rendered. The reference evaluator, the classifier, nftables and the VPP targets handle them`,
+    `${what} ${why} (the input has ${cluster.clusterPolicies.length}, e.g. ${manifestKind(first.kind)} ${first.namespace !== undefined ? `${first.namespace}/` : ''}${first.name}); nothing was rendered. The reference evaluator, the classifier, nftables and the VPP targets handle them`,
+  );
+}
+
+/** A target that cannot express Calico's or Cilium's policies refuses input with any. */
+export function refuseEnginePolicies(cluster: Cluster, what: string, why: string): void {
+  const engines = cluster.clusterPolicies.filter((p) => policyEngine(p.kind) !== 'network-policy-api');
+  const first = engines[0];
+  if (!first) return;
+  throw new UnsupportedInputError(
+    `${what} ${why} (the input has ${engines.length}, e.g. ${manifestKind(first.kind)} ${first.namespace !== undefined ? `${first.namespace}/` : ''}${first.name}); nothing was rendered. The reference evaluator, nftables and the VPP targets handle them`,
   );
 }

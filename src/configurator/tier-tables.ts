@@ -13,16 +13,21 @@ import { namedPortTargets } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/types.ts';
 import { PROTOCOLS } from '../model/types.ts';
 import {
+  ALL_PODS,
   clusterRuleNets,
   groupKey,
   hasNodesPeers,
   hasRelativePeers,
+  hasSubjectNodePeers,
   isRelativePeer,
   type CompilingStore,
   type PeerNet,
   type TierSelection,
 } from '../state/index.ts';
+import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER } from '../model/cluster-policy.ts';
+import type { RuleTable } from '../model/rule.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
+import { tierLists } from './tier-lists.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -34,7 +39,16 @@ interface Dependencies {
   readonly relative: boolean;
   readonly named: boolean;
   readonly nodes: boolean;
+  /** Cilium's host and remote-node peers, and NetworkPolicy's tier compiled with the pod's node. */
+  readonly subjectNode?: boolean;
 }
+
+/** The general path's memo: per list of selections (by key), per NetworkPolicy table, by variant. */
+interface GeneralMemo {
+  readonly dependencies: Dependencies;
+  readonly byTable: WeakMap<RuleTable | typeof NO_TABLE, Map<string, TieredTable>>;
+}
+const NO_TABLE = { rules: [], id: '' } as const satisfies RuleTable;
 
 /**
  * Per pair of tier selections (objects the store interns: one per distinct list of policies):
@@ -51,19 +65,39 @@ export class TierTables {
     ingress: new Map<TierSelection, Map<TierSelection, PairMemo>>(),
     egress: new Map<TierSelection, Map<TierSelection, PairMemo>>(),
   };
+  private readonly general = {
+    ingress: new Map<string, GeneralMemo>(),
+    egress: new Map<string, GeneralMemo>(),
+  };
   /** Lists memoized across all pairs (bounds the memo). */
   private memoSize = 0;
 
-  constructor(private readonly state: CompilingStore) {}
+  constructor(
+    private readonly state: CompilingStore,
+    /** NetworkPolicy lets an isolated pod talk with its node (when its tier is compiled into `admin`). */
+    private readonly allowNodeLocal = true,
+  ) {}
 
   clear(): void {
     this.memo.ingress.clear();
     this.memo.egress.clear();
+    this.general.ingress.clear();
+    this.general.egress.clear();
     this.memoSize = 0;
   }
 
-  /** The pod's tiers for a direction, or undefined when no cluster policy selects it there. */
-  tiers(pod: Endpoint, direction: Direction): TieredTable | undefined {
+  /**
+   * The pod's tiers for a direction, or undefined when no cluster policy selects it there.
+   * `networkPolicy` is the pod's NetworkPolicy table for the direction (compiled into the lists
+   * when Calico's or Cilium's policies share its tier: see `inlinesNetworkPolicy`).
+   */
+  tiers(pod: Endpoint, direction: Direction, networkPolicy?: RuleTable): TieredTable | undefined {
+    const plan = this.state.tierPlan();
+    const onlyBuiltIn =
+      plan.length === 3 &&
+      plan.every((t) => t.name === ADMIN_TIER || t.name === DEFAULT_TIER || t.name === BASELINE_TIER);
+    if (!onlyBuiltIn || this.state.tierSelection(pod, DEFAULT_TIER, direction).policies.length > 0)
+      return this.generalTiers(pod, direction, networkPolicy);
     const admin = this.state.tierSelection(pod, 'Admin', direction);
     const baseline = this.state.tierSelection(pod, 'Baseline', direction);
     if (admin.policies.length === 0 && baseline.policies.length === 0) return undefined;
@@ -99,13 +133,56 @@ export class TierTables {
     return table;
   }
 
+  /** Every tier of the plan (Calico's, Cilium's policies in NetworkPolicy's tier): tier-lists.ts. */
+  private generalTiers(pod: Endpoint, direction: Direction, networkPolicy: RuleTable | undefined) {
+    const plan = this.state.tierPlan();
+    const selections = plan.map((t) => this.state.tierSelection(pod, t.name, direction));
+    if (selections.every((s) => s.policies.length === 0)) return undefined;
+    if (this.memoSize >= MAX_TIER_MEMO) this.clear();
+    const key = plan.map((t, i) => `${t.name}:${selections[i]?.key ?? ''}`).join('\u0001');
+    let memo = this.general[direction].get(key);
+    if (!memo) {
+      const policies = selections.flatMap((s) => s.policies);
+      const inline = (selections[plan.findIndex((t) => t.name === DEFAULT_TIER)]?.policies.length ?? 0) > 0;
+      memo = {
+        dependencies: {
+          ...dependenciesOf(policies, direction),
+          subjectNode: inline || policies.some(hasSubjectNodePeers),
+        },
+        byTable: new WeakMap(),
+      };
+      this.general[direction].set(key, memo);
+    }
+    const table = networkPolicy ?? NO_TABLE;
+    let byVariant = memo.byTable.get(table);
+    if (!byVariant) memo.byTable.set(table, (byVariant = new Map<string, TieredTable>()));
+    const variant = this.variant(pod, direction, memo.dependencies);
+    const cached = byVariant.get(variant);
+    if (cached) return cached;
+    const lists = tierLists(
+      this.state,
+      pod,
+      direction,
+      { plan, selections, networkPolicy, allowNodeLocal: this.allowNodeLocal },
+      (p, policy, d) => this.policyRules(p, policy, d).map((r) => r.rule),
+      (p, policy, rule, d) =>
+        this.ruleRules(p, policy, rule, d)
+          .map((r) => prepareRule(r))
+          .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+          .map((r) => r.rule),
+    );
+    if (lists) byVariant.set(variant, lists);
+    this.memoSize++;
+    return lists;
+  }
+
   /** What else the lists depend on: the namespace (relative peers), ports, groups' numbers, nodes. */
   private variant(pod: Endpoint, direction: Direction, dependencies: Dependencies): string {
-    const { relative, named, nodes } = dependencies;
-    if (!relative && !named && !nodes) return '';
+    const { relative, named, nodes, subjectNode } = dependencies;
+    if (!relative && !named && !nodes && !subjectNode) return '';
     return `${relative ? pod.namespace : ''}|${named && direction === 'ingress' ? portsKey(pod) : ''}|${
       named && direction === 'egress' ? this.state.partitionVersion : ''
-    }|${nodes ? this.state.nodesVersion : ''}`;
+    }|${nodes || subjectNode ? this.state.nodesVersion : ''}|${subjectNode ? (pod.node ?? '') : ''}`;
   }
 
   /**
@@ -134,7 +211,7 @@ export class TierTables {
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
     const netsFor = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
-      const nets = clusterRuleNets(rule, labels, this.state.nodes(), named);
+      const nets = clusterRuleNets(rule, labels, this.state.nodes(), named, pod.node);
       if (relative)
         for (const net of nets) if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
       return nets;
@@ -155,12 +232,14 @@ export class TierTables {
         const range = port.port === undefined ? undefined : ([port.port, port.endPort ?? port.port] as const);
         for (const net of plain) rules.push(make(net, port.protocol, range));
       } else if (direction === 'ingress') {
-        for (const own of namedPortTargets(pod.ports, port.name))
+        for (const own of namedPortTargets(pod.ports, port.name, port.protocol))
           for (const net of plain) rules.push(make(net, own.protocol, [own.port, own.port]));
       } else {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
         for (const protocol of PROTOCOLS)
-          for (const net of netsFor({ name: port.name, protocol })) {
+          for (const net of port.protocol === undefined || port.protocol === protocol
+            ? netsFor({ name: port.name, protocol })
+            : []) {
             if (net.kind !== 'group') continue;
             const group = groupKey(net.spec);
             for (const number of this.state.group(group)?.ports.keys() ?? [])
@@ -185,7 +264,10 @@ function dependenciesOf(policies: readonly ClusterPolicy[], direction: Direction
   };
 }
 
+const ALL_PODS_KEY = groupKey(ALL_PODS);
+
 function netRef(net: PeerNet): NetRef {
   if (net.kind === 'group') return { kind: 'group', group: groupKey(net.spec) };
+  if (net.kind === 'outside') return { kind: 'outside', cidr: net.cidr, pods: ALL_PODS_KEY };
   return net.kind === 'cidr' ? { kind: 'cidr', cidr: net.cidr } : ANY_NET;
 }

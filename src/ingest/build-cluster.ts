@@ -25,7 +25,7 @@ import { priorityTies } from './priority-ties.ts';
 import { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 import { sharedPodAddresses } from './shared-pod-addresses.ts';
 import { withIdentityLabels } from './identity-labels.ts';
-import { enginesMixed, tiersOf } from './calico-tiers.ts';
+import { enginesMixed, withTiers } from './calico-tiers.ts';
 
 export interface IdentifiedObject {
   readonly identity: string;
@@ -95,17 +95,16 @@ export function buildCluster(
   for (const p of policies) implicitNamespace(namespaces, diagnostics, p.namespace, p.location);
   for (const p of clusterPolicies)
     if (p.namespace !== undefined) implicitNamespace(namespaces, diagnostics, p.namespace, p.location);
-  const calicoTiers = tiersOf(clusterPolicies, tiers, diagnostics);
+  const tiered = withTiers(clusterPolicies, tiers, diagnostics);
   diagnostics.push(...enginesMixed(clusterPolicies));
 
   const cluster: Cluster = {
     namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
     endpoints: assignIds(endpoints),
     policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
-    clusterPolicies: clusterPolicies.sort(comparePolicies),
+    clusterPolicies: tiered.sort(comparePolicies),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
     ...rejectedOnly(rejected, policies),
-    ...(calicoTiers ? { tiers: calicoTiers } : {}),
   };
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   for (const shared of sharedPodAddresses(cluster.endpoints)) diagnostics.push(shared);

@@ -1,8 +1,9 @@
 /**
- * Calico's tiers as the cluster holds them: the Tier objects of the input, and a tier each Calico
- * policy names that no Tier object defines — which Calico would refuse (the tier must exist);
- * Palisade warns and assumes it, with no order (after every other tier, as felix sorts a tier it
- * does not know) and Calico's default action, Deny. And the warning that an input holds both
+ * Calico's tiers: each policy takes its Tier object's order and default action (stamped on it,
+ * so that both paths read tiers from the policies alone). A tier a Calico policy names that no
+ * Tier object defines — which Calico would refuse (the tier must exist) — is reported and
+ * assumed with no order (after every other tier, as felix sorts a tier it does not know) and
+ * Calico's default action, Deny. And the warning that an input holds both
  * Calico's and Cilium's policy, which no cluster enforces together.
  */
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
@@ -15,19 +16,23 @@ import {
   type TierSpec,
 } from '../model/cluster-policy.ts';
 
-/** The tiers by name (built-in ones included), or undefined when no Calico policy nor Tier is in the input. */
-export function tiersOf(
+/**
+ * The policies with their tier's order and default action stamped on (Calico policies in a tier
+ * a Tier object defines), reporting the tiers nothing defines.
+ */
+export function withTiers(
   policies: readonly ClusterPolicy[],
   defined: ReadonlyMap<string, TierSpec>,
   diagnostics: Diagnostic[],
-): Map<string, TierSpec> | undefined {
-  const calico = policies.filter((p) => policyEngine(p.kind) === 'calico');
-  if (calico.length === 0 && defined.size === 0) return undefined;
-  const tiers = new Map<string, TierSpec>(BUILT_IN_TIERS.map((t) => [t.name, t]));
-  for (const [name, tier] of defined) tiers.set(name, tier);
-  for (const policy of calico) {
-    if (tiers.has(policy.tier) || policy.tier === PROFILES_TIER) continue;
-    tiers.set(policy.tier, { name: policy.tier, order: Infinity, defaultAction: 'deny' });
+): ClusterPolicy[] {
+  const known = new Set<string>([...BUILT_IN_TIERS.map((t) => t.name), PROFILES_TIER, ...defined.keys()]);
+  const reported = new Set<string>();
+  return policies.map((policy) => {
+    const tier = defined.get(policy.tier);
+    if (tier && !BUILT_IN_TIERS.some((t) => t.name === policy.tier)) return { ...policy, tierSpec: tier };
+    if (known.has(policy.tier) || policyEngine(policy.kind) !== 'calico' || reported.has(policy.tier))
+      return policy;
+    reported.add(policy.tier);
     diagnostics.push(
       makeDiagnostic(
         'TIER_UNDEFINED',
@@ -35,8 +40,8 @@ export function tiersOf(
         { ...(policy.location ?? { file: '<input>' }), object: clusterPolicyLabel(policy) },
       ),
     );
-  }
-  return tiers;
+    return policy;
+  });
 }
 
 /** A warning when the input holds both Calico's and Cilium's policy. */

@@ -69,6 +69,17 @@ export const BUILT_IN_TIERS: readonly TierSpec[] = [
   { name: BASELINE_TIER, order: 10_000_000, defaultAction: 'pass' },
 ];
 
+/** The tier a policy is in, with its order and default action. */
+export function tierOf(policy: Pick<ClusterPolicy, 'tier' | 'tierSpec'>): TierSpec {
+  return (
+    policy.tierSpec ??
+    BUILT_IN_TIERS.find((t) => t.name === policy.tier) ??
+    (policy.tier === PROFILES_TIER
+      ? { name: PROFILES_TIER, order: Infinity, defaultAction: 'deny' }
+      : { name: policy.tier, order: Infinity, defaultAction: 'deny' })
+  );
+}
+
 /** Calico's place for Kubernetes NetworkPolicy in the default tier (its `knp.default.*` policies). */
 export const NETWORK_POLICY_ORDER = 1_000;
 /** `allow` is the API's Allow (v1alpha1) and Accept (v1alpha2). */
@@ -151,6 +162,12 @@ export interface ClusterPolicy {
   /** Calico NetworkPolicy, CiliumNetworkPolicy: the namespace (their subject never leaves it). */
   readonly namespace?: string;
   readonly tier: Tier;
+  /**
+   * The tier's place and default action (Calico's Tier object, stamped on each of its policies so
+   * both paths read tiers from the policies alone); absent: the built-in tier's, or for a tier
+   * nothing defines, no order (last) and Deny.
+   */
+  readonly tierSpec?: TierSpec;
   /**
    * Lower first. AdminNetworkPolicy and ClusterNetworkPolicy: 0–1000 (BaselineAdminNetworkPolicy
    * has none; it ranks after every Baseline ClusterNetworkPolicy). Calico: `order`, Infinity when

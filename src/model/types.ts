@@ -9,7 +9,7 @@ import type { LabelSelector } from './selector.ts';
 export type { LabelSelector, LabelRequirement, SelectorOperator } from './selector.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export type * from './cluster-policy.ts';
-import type { ClusterPolicy, TierSpec } from './cluster-policy.ts';
+import type { ClusterPolicy } from './cluster-policy.ts';
 
 /** The seed proposal's namespace annotation for ingress isolation (`{"ingress":{"isolation":"DefaultDeny"}}`). */
 export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
@@ -173,12 +173,6 @@ export interface Cluster {
   readonly nodes: ReadonlyMap<string, NodeInfo>;
   /** NetworkPolicies dropped as invalid (from files; absent when none or not tracked). */
   readonly rejectedPolicies?: readonly RejectedPolicy[];
-  /**
-   * Calico's tiers by name — the built-in ones (model/cluster-policy.ts BUILT_IN_TIERS) and those
-   * Tier objects or policies name; absent when the input has no Calico policy (then only the
-   * built-in ones exist).
-   */
-  readonly tiers?: ReadonlyMap<string, TierSpec>;
   /** Objects holding network policy Palisade does not evaluate (absent when none): never silent. */
   readonly unevaluated?: readonly UnevaluatedPolicy[];
 }

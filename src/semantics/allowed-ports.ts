@@ -155,10 +155,10 @@ function carveDefaultTier(
   };
   for (const entry of defaultTierEntries(members)) {
     if (entry.kind === 'calico') for (const rule of entry.policy[direction]) apply(rule);
-    else if (entry.kind === 'networkPolicy') {
+    else if (entry.kind === 'networkPolicies') {
       const ports = intersectPorts(
         remaining,
-        networkPolicyPorts(index, [entry.policy], direction, other, dst, family, options),
+        networkPolicyPorts(index, entry.policies, direction, other, dst, family, options),
       );
       allowed = unionPorts(allowed, ports);
       remaining = subtractPorts(remaining, ports);

@@ -157,13 +157,14 @@ export function clusterRulePorts(rule: ClusterRule, destination: Address): PortS
 
 /**
  * A named port is looked up by name: it means whatever protocol the container declares (or, when
- * the rule names one, that protocol only).
+ * the rule names one, that protocol only). Never on a host-network pod: its ports are the host's
+ * (pods peers never select one; Calico and Cilium resolve named ports on their endpoints only).
  */
 function namedPortsOf(
   destination: Address,
   name: string,
   protocol?: Protocol,
 ): readonly { protocol: Protocol; port: number }[] {
-  if (destination.kind !== 'endpoint') return [];
+  if (destination.kind !== 'endpoint' || destination.endpoint.hostNetwork) return [];
   return namedPortTargets(destination.endpoint.ports, name, protocol);
 }

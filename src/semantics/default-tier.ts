@@ -2,7 +2,9 @@
  * The tier NetworkPolicy sits in, when Calico's default-tier policies or Cilium's policies select
  * the pod as well. Calico puts each Kubernetes NetworkPolicy in its default tier as a policy of
  * order 1000 (`knp.default.<name>`), among its own default-tier policies sorted by order and then
- * by `name/namespace/kind`; the tier applies to a pod any of them selects, its first matching
+ * by name; Palisade keeps a pod's NetworkPolicies together there, as one entry named
+ * `knp.default.` (they only allow, so their own order changes nothing; a Calico policy of order
+ * 1000 whose name sorts among theirs is placed after them). The tier applies to a pod any of them selects, its first matching
  * rule decides (allow, deny, or pass: on to the next tier), and a pod it applies to is denied what
  * no rule matched. Cilium's rules sit at the same place as NetworkPolicy's (order 1000, before the
  * NetworkPolicies): every deny rule first — deny wins, whichever policy it is in — then the allow
@@ -58,11 +60,14 @@ export function defaultTierMembers(
   };
 }
 
-/** One place in the tier's order: a Calico policy, a NetworkPolicy, or Cilium's rules (and the node). */
+/** One place in the tier's order: a Calico policy, the NetworkPolicies, or Cilium's rules (and the node). */
 export type DefaultTierEntry =
   | { readonly kind: 'calico'; readonly policy: ClusterPolicy }
-  | { readonly kind: 'networkPolicy'; readonly policy: NetworkPolicy }
+  | { readonly kind: 'networkPolicies'; readonly policies: readonly NetworkPolicy[] }
   | { readonly kind: 'segment' };
+
+/** Where the NetworkPolicies' entry sorts among policies of order 1000 (Calico's `knp.default.` names). */
+export const NETWORK_POLICIES_TIE = 'knp.default.';
 
 /** The tier's entries in the order Calico evaluates them (see the header). */
 export function defaultTierEntries(members: DefaultTierMembers): DefaultTierEntry[] {
@@ -72,11 +77,15 @@ export function defaultTierEntries(members: DefaultTierMembers): DefaultTierEntr
       tie: calicoTieText(policy),
       entry: { kind: 'calico' as const, policy },
     })),
-    ...members.networkPolicies.map((policy) => ({
-      order: NETWORK_POLICY_ORDER,
-      tie: `${policy.name}/${policy.namespace}/KubernetesNetworkPolicy`,
-      entry: { kind: 'networkPolicy' as const, policy },
-    })),
+    ...(members.networkPolicies.length > 0
+      ? [
+          {
+            order: NETWORK_POLICY_ORDER,
+            tie: NETWORK_POLICIES_TIE,
+            entry: { kind: 'networkPolicies' as const, policies: members.networkPolicies },
+          },
+        ]
+      : []),
     // Cilium's rules and the node: first among order 1000 (an empty tie sorts first).
     { order: NETWORK_POLICY_ORDER, tie: '', entry: { kind: 'segment' as const } },
   ];
@@ -141,8 +150,9 @@ export function defaultTierOutcome(
         const outcome = ruleOutcome(index, rule, endpoint, direction, connection, family);
         if (outcome) return outcome === 'pass' ? 'continue' : outcome;
       }
-    } else if (entry.kind === 'networkPolicy') {
-      if (policyAllows(index, entry.policy, connection, direction, other, family, semantics)) return 'allow';
+    } else if (entry.kind === 'networkPolicies') {
+      for (const policy of entry.policies)
+        if (policyAllows(index, policy, connection, direction, other, family, semantics)) return 'allow';
     } else {
       for (const { rule } of ciliumRules(members, direction, 'deny'))
         if (ruleOutcome(index, rule, endpoint, direction, connection, family)) return 'deny';
@@ -202,7 +212,7 @@ export function walkDefaultTier(
       outcome: action,
       policy: name,
       rule: rule.index,
-      ...(rule.field ? { ruleLabel: label } : {}),
+      ruleLabel: label,
       ...order,
       policies: names,
     };
@@ -247,9 +257,10 @@ export function walkDefaultTier(
         const decided = ruleDecides(policy, rule, outcome);
         if (decided) return decided;
       }
-    } else if (entry.kind === 'networkPolicy') {
+    } else if (entry.kind === 'networkPolicies') {
       const matches: RuleMatch[] = [];
-      checkPolicy(index, entry.policy, connection, direction, other, family, semantics, matches, misses);
+      for (const policy of entry.policies)
+        checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
       const first = matches[0];
       if (first)
         return {

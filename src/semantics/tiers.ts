@@ -54,7 +54,9 @@ export function walkTier(
     policy: clusterPolicyLabel(policy),
     rule: rule.index,
     ...(rule.name ? { ruleName: rule.name } : {}),
-    ...(rule.field ? { ruleLabel: clusterRuleLabel(rule, direction) } : {}),
+    ...(rule.field || policyEngine(policy.kind) !== 'network-policy-api'
+      ? { ruleLabel: clusterRuleLabel(rule, direction) }
+      : {}),
     ...(policyEngine(policy.kind) === 'calico' && Number.isFinite(policy.priority)
       ? { order: policy.priority }
       : {}),

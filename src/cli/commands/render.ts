@@ -23,6 +23,7 @@ import {
   checkChoice,
   loadInput,
   refuseClusterPolicies,
+  refuseEnginePolicies,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -79,6 +80,8 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
       const ordered = target.capabilities.orderedClusterPolicy;
       if (ordered !== true) refuseClusterPolicies(loaded.cluster, `render --target ${name}`, ordered.refusal);
+      const engines = target.capabilities.enginePolicy;
+      if (engines) refuseEnginePolicies(loaded.cluster, `render --target ${name}`, engines.refusal);
       reportDiagnostics(unenforceableDomainNames(loaded.cluster, name), io, input.verbose);
       const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous, target) : undefined;
       const rendered = renderCluster(target, loaded.cluster, {
