@@ -2,7 +2,7 @@
  * Plain-words descriptions of peers, ports and addresses, shared by verdict reasons and `explain`.
  */
 import { formatIp } from '../net/ip.ts';
-import { selectorText } from '../model/selector.ts';
+import { selectorText, type LabelSelector } from '../model/selector.ts';
 import type { ClusterPeer, ClusterRule, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import type { Address } from './types.ts';
 import { noteExplanation } from './explanation-meter.ts';
@@ -83,7 +83,7 @@ export function describeClusterPeer(peer: ClusterPeer): string {
       const ns = peer.namespaces.selector
         ? peer.namespaces.selector.key === ''
           ? 'all namespaces'
-          : `namespaces ${selectorText(peer.namespaces.selector)}`
+          : (oneNamespace(peer.namespaces.selector) ?? `namespaces ${selectorText(peer.namespaces.selector)}`)
         : peer.namespaces.sameLabels
           ? `namespaces sharing ${peer.namespaces.sameLabels.join(', ')} with the subject's`
           : `namespaces differing in ${(peer.namespaces.notSameLabels ?? []).join(', ')} from the subject's`;
@@ -103,4 +103,12 @@ export function describeClusterPeer(peer: ClusterPeer): string {
     case 'domainNames':
       return peer.names.join(', ');
   }
+}
+
+/** `namespace shop` for a selector of exactly one namespace by name (Calico's and Cilium's own namespace). */
+function oneNamespace(selector: LabelSelector): string | undefined {
+  const [only, ...rest] = selector.requirements;
+  if (!only || rest.length > 0 || only.key !== 'kubernetes.io/metadata.name' || only.operator !== 'In')
+    return undefined;
+  return only.values.length === 1 ? `namespace ${only.values[0]}` : undefined;
 }
