@@ -37,6 +37,7 @@ export function checkConnection(
   const family = from.family ?? to.family;
   const inFamily = family !== undefined ? { family } : {};
   const judge = (src: Address, dst: Address): Verdict | undefined => {
+    if (isSelf(src, dst)) return undefined;
     const port = portName && dst !== to.address ? resolveNamedPort(dst, portName, protocol) : request.port;
     return port === undefined
       ? undefined
@@ -65,7 +66,10 @@ export function checkConnection(
     ...(dropped.length ? { droppedPolicies: dropped } : {}),
   };
   if (sources.length === 1 && destinations.length === 1) {
-    return { ...base, verdict: asGiven() };
+    const verdict = asGiven();
+    return isSelf(from.address, to.address)
+      ? { ...base, self: true, verdict: { ...verdict, allowed: true } }
+      : { ...base, verdict };
   }
 
   const weighted = representatives(cluster, sources, destinations);
@@ -73,7 +77,8 @@ export function checkConnection(
   let shown: Verdict | undefined;
   for (const { src, dst, count } of weighted) {
     const verdict = judge(src, dst);
-    const allowed = verdict?.allowed ?? false;
+    // A pod's pair with itself never leaves it: allowed whatever policy says.
+    const allowed = isSelf(src, dst) || (verdict?.allowed ?? false);
     pairs.push({ from: addressText(src), to: addressText(dst), allowed, pairs: count });
     if (verdict && (!shown || (shown.allowed && !allowed))) shown = verdict;
   }
@@ -86,6 +91,10 @@ export function checkConnection(
     podPairs: { allowed: allowedPairs, total, judged: pairs },
   };
 }
+
+/** A pod to itself (its own address): the packets stay in its network namespace. */
+const isSelf = (src: Address, dst: Address): boolean =>
+  src.kind === 'endpoint' && dst.kind === 'endpoint' && src.endpoint === dst.endpoint;
 
 const dualStack = (a: Address): boolean =>
   a.kind === 'endpoint' && new Set(a.endpoint.ips.map((ip) => ip.family)).size > 1;

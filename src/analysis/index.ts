@@ -50,7 +50,7 @@ export {
 } from './format/compile-output.ts';
 export { formatCheckText } from './format/check-text.ts';
 export { formatExplainText } from './format/explain-text.ts';
-export { formatDiagnostic, summarizeDiagnostics } from './format/diagnostics-text.ts';
+export { formatDiagnostic, formatDiagnostics, summarizeDiagnostics } from './format/diagnostics-text.ts';
 export { styleFor, PLAIN, COLOUR, type Style } from './format/style.ts';
 export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';

@@ -12,7 +12,7 @@
  * functions; a property test holds `ports` to `allowedPorts` on random clusters.
  */
 import { namedPortTargets } from '../model/cluster-policy.ts';
-import type { Cluster, Endpoint, Semantics, Tier } from '../model/types.ts';
+import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
 import type { IpFamily } from '../net/ip.ts';
 import {
   ALL_PORTS,
@@ -27,6 +27,7 @@ import {
   selectingClusterPolicies,
   selectingPolicies,
   sidePorts,
+  tierPlan,
   type Address,
   type ClusterIndex,
   type PortSet,
@@ -168,8 +169,8 @@ export class SidedEvaluator {
             }
       }
     }
-    for (const tier of ['Admin', 'Baseline'] as Tier[]) {
-      for (const policy of selectingClusterPolicies(index, subject, side, tier)) {
+    for (const tier of tierPlan(index.cluster)) {
+      for (const policy of selectingClusterPolicies(index, subject, side, tier.name)) {
         for (const rule of policy[side]) {
           if (rule.failClosed) continue;
           for (const peer of rule.peers)
@@ -178,9 +179,10 @@ export class SidedEvaluator {
             for (const port of rule.ports ?? [])
               if (port.type === 'named') {
                 const name = port.name;
+                const protocol = port.protocol;
                 texts.push((other) =>
                   other.kind === 'endpoint'
-                    ? namedPortTargets(other.endpoint.ports, name)
+                    ? namedPortTargets(other.endpoint.ports, name, protocol)
                         .map((t) => `${t.protocol}${t.port}`)
                         .join('+')
                     : '-',

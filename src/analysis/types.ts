@@ -83,6 +83,11 @@ export interface CheckResult {
   };
   /** NetworkPolicies dropped as invalid that would have selected the source (egress) or destination (ingress). */
   readonly droppedPolicies?: readonly DroppedPolicy[];
+  /**
+   * A pod to its own address: the connection never leaves its network namespace, so no CNI
+   * filters it and no policy applies (the verdict is allowed; its sides say what policy would say).
+   */
+  readonly self?: true;
 }
 
 /** One judged pod pair of a `check` between workloads, standing for `pairs` pod pairs like it. */

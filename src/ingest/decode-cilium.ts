@@ -92,25 +92,25 @@ function decodeParsed(
   if (rules.length === 0)
     ctx.report('SCHEMA_REQUIRED', 'a Cilium policy needs spec or specs', ['spec'], true);
   const site = { clusterwide, namespace };
-  const policies = rules.map(({ rule, path, suffix }) =>
-    decodeRule(ctx, site, rule, path, `${name}${suffix}`),
-  );
+  const policies = rules.flatMap(({ rule, path, suffix }) => {
+    const decoded = decodeRule(ctx, site, rule, path, `${name}${suffix}`);
+    return decoded ? [{ ...decoded, path }] : [];
+  });
   if (ctx.failed) return undefined;
-  return policies
-    .filter((p): p is DecodedRule => p !== undefined)
-    .map((p) => ({
-      kind,
-      apiVersion,
-      name: p.name,
-      ...(namespace !== undefined ? { namespace } : {}),
-      tier: DEFAULT_TIER,
-      priority: 0,
-      subject: p.subject,
-      ingress: p.ingress,
-      egress: p.egress,
-      isolates: p.isolates,
-      location: ctx.raw.locator.valueAt(ctx.raw.basePath),
-    }));
+  return policies.map((p) => ({
+    kind,
+    apiVersion,
+    name: p.name,
+    ...(namespace !== undefined ? { namespace } : {}),
+    tier: DEFAULT_TIER,
+    priority: 0,
+    subject: p.subject,
+    ingress: p.ingress,
+    egress: p.egress,
+    isolates: p.isolates,
+    ...(p.path[0] === 'specs' ? { specPath: p.path } : {}),
+    location: ctx.raw.locator.valueAt(ctx.raw.basePath),
+  }));
 }
 
 interface Site {

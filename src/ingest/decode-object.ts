@@ -86,7 +86,10 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   // Calico's NetworkPolicy is another object than Kubernetes' of the same name.
   const identityKind = isCalico(apiVersion) ? `${kind}.projectcalico.org` : kind;
   const identity = `${identityKind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
-  const decoded = decodeKnownKind(ctx, kind, apiVersion);
+  // Another engine's kind of a name Palisade reads (Antrea's NetworkPolicy) is that engine's.
+  const decoded = otherEnginePolicy(apiVersion, kind, true)
+    ? 'unknown-kind'
+    : decodeKnownKind(ctx, kind, apiVersion);
   const unknownMetadata = decoded !== 'unknown-kind' && reportMetadataFields(ctx, kind);
   if (decoded === 'unknown-kind') {
     const where = raw.locator.valueAt(raw.basePath);

@@ -71,11 +71,15 @@ const KNOWN: Readonly<Record<string, Readonly<Record<string, string>>>> = {
 /** Kind names that say "network policy" whatever their group. */
 const POLICY_LIKE = /NetworkPolicy|AuthorizationPolicy|Firewall|SecurityPolicy|TrafficPermission/;
 
-/** What the object is, when it holds network policy Palisade does not evaluate; undefined otherwise. */
-export function otherEnginePolicy(apiVersion: string, kind: string): string | undefined {
+/**
+ * What the object is, when it holds network policy Palisade does not evaluate; undefined
+ * otherwise. `knownOnly`: only the kinds listed by group (not a name's guess).
+ */
+export function otherEnginePolicy(apiVersion: string, kind: string, knownOnly = false): string | undefined {
   const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.lastIndexOf('/')) : '';
-  const known = KNOWN[group]?.[kind];
-  if (known) return known;
+  const byKind = Object.hasOwn(KNOWN, group) ? KNOWN[group] : undefined;
+  const known = byKind && Object.hasOwn(byKind, kind) ? byKind[kind] : undefined;
+  if (known || knownOnly) return known;
   if (group !== '' && POLICY_LIKE.test(kind)) return `${kind} of ${group}, which looks like network policy`;
   return undefined;
 }

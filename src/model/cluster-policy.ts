@@ -185,6 +185,8 @@ export interface ClusterPolicy {
   readonly isolates?: { readonly ingress: boolean; readonly egress: boolean };
   readonly ingress: readonly ClusterRule[];
   readonly egress: readonly ClusterRule[];
+  /** Where the rules are in the manifest when not under `spec` (Cilium's `specs[i]`). */
+  readonly specPath?: readonly (string | number)[];
   readonly location?: SourceLocation;
 }
 
@@ -213,6 +215,17 @@ const SHORT_NAMES: Record<ClusterPolicyKind, string> = {
 export function clusterPolicyLabel(policy: Pick<ClusterPolicy, 'kind' | 'name' | 'namespace'>): string {
   const scope = policy.namespace !== undefined ? `${policy.namespace}/` : '';
   return `${SHORT_NAMES[policy.kind]}/${scope}${policy.name}`;
+}
+
+/**
+ * The object as diagnostics, lint and diff name it: `AdminNetworkPolicy x`,
+ * `GlobalNetworkPolicy.projectcalico.org x`, `NetworkPolicy.projectcalico.org ns/x` (not
+ * Kubernetes' NetworkPolicy), `CiliumNetworkPolicy ns/x`.
+ */
+export function clusterPolicyObjectName(policy: Pick<ClusterPolicy, 'kind' | 'name' | 'namespace'>): string {
+  const kind =
+    policyEngine(policy.kind) === 'calico' ? `${manifestKind(policy.kind)}.projectcalico.org` : policy.kind;
+  return `${kind} ${policy.namespace !== undefined ? `${policy.namespace}/` : ''}${policy.name}`;
 }
 
 /** The kind as its manifest spells it (Calico's policies are `NetworkPolicy`, like Kubernetes'). */

@@ -13,6 +13,13 @@ export function formatCheckText(result: CheckResult, style: Style): string {
   const port = result.portName ? `${result.portName} (${result.port})` : String(result.port);
   const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
   const head = `${result.from} → ${result.to} ${result.protocol}/${port}: ${headWord(result, families, style)}`;
+  if (result.self)
+    return (
+      [
+        `${result.from} → ${result.to} ${result.protocol}/${port}: ${style.ok('ALLOWED')} (a pod to itself)`,
+        `  a connection from a pod to its own address never leaves the pod's network namespace, so no CNI filters it and no policy applies (Kubernetes' e2e suite leaves it out too)`,
+      ].join('\n') + '\n'
+    );
   const lines = [head];
   // Next to the verdict: a policy the user wrote that would have applied, but is not in force.
   for (const dropped of result.droppedPolicies ?? [])

@@ -10,7 +10,13 @@ import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
 import type { Style } from './style.ts';
 
-export type MatrixWriter = (matrix: Matrix, style: Style) => Iterable<string>;
+/** What a matrix's answer says besides its cells. */
+export interface MatrixExtras {
+  /** The input holds policy the answer does not include (cli/common.ts `notEvaluated`). */
+  readonly notEvaluated?: { readonly objects: readonly string[]; readonly note: string };
+}
+
+export type MatrixWriter = (matrix: Matrix, style: Style, extras?: MatrixExtras) => Iterable<string>;
 
 const queryLabel = (matrix: Matrix, q: number): string => {
   const query = matrix.queries[q];
@@ -49,7 +55,12 @@ function portsPerFamily(matrix: Matrix, from: number, to: number): { 4: PortSet;
 
 const portsText = (ports: PortSet): string => (isNoPorts(ports) ? 'none' : formatPortSet(ports));
 
-function* text(matrix: Matrix, style: Style): Iterable<string> {
+function* text(matrix: Matrix, style: Style, extras: MatrixExtras = {}): Iterable<string> {
+  yield* textTable(matrix, style);
+  if (extras.notEvaluated) yield style.warn(`note: ${extras.notEvaluated.note}\n`);
+}
+
+function* textTable(matrix: Matrix, style: Style): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     let connected = 0;
@@ -113,7 +124,7 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
   );
 }
 
-function* json(matrix: Matrix): Iterable<string> {
+function* json(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterable<string> {
   yield '{"results":[';
   let separator = '\n';
   if (matrix.queries.length === 0) {
@@ -173,7 +184,9 @@ function* json(matrix: Matrix): Iterable<string> {
       yield row;
     }
   }
-  yield '\n]}\n';
+  // Only when there is something to say: the shape of every other answer is unchanged.
+  const missing = extras.notEvaluated ? `,"notEvaluated":${JSON.stringify(extras.notEvaluated.objects)}` : '';
+  yield `\n]${missing}}\n`;
 }
 
 function* csv(matrix: Matrix): Iterable<string> {
@@ -197,7 +210,12 @@ function* csv(matrix: Matrix): Iterable<string> {
   }
 }
 
-function* md(matrix: Matrix): Iterable<string> {
+function* md(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterable<string> {
+  yield* mdTable(matrix);
+  if (extras.notEvaluated) yield `\n_note: ${extras.notEvaluated.note}_\n`;
+}
+
+function* mdTable(matrix: Matrix): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     yield '| from | to | allowed ports |\n|---|---|---|\n';

@@ -16,6 +16,7 @@ import type { Verdict } from '../../semantics/index.ts';
 import {
   checkChoice,
   loadInput,
+  notEvaluated,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -98,8 +99,13 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         if (compiled === undefined)
           io.stderr.write('palisade: no address in common: the reference evaluator answered\n');
       }
-      if (output === 'json') writeJson(io, result);
-      else io.stdout.write(formatCheckText(result, styleFor(io.stdoutIsTty, io.env)));
+      const missing = notEvaluated(loaded.cluster);
+      const style = styleFor(io.stdoutIsTty, io.env);
+      if (output === 'json') writeJson(io, missing ? { ...result, notEvaluated: missing.objects } : result);
+      else
+        io.stdout.write(
+          formatCheckText(result, style) + (missing ? style.warn(`  note: ${missing.note}`) + '\n' : ''),
+        );
       // Every family must agree: a dual-stack pair allowed over IPv4 only is neither allowed nor denied.
       const expectationFailed =
         expect !== undefined &&

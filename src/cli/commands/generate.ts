@@ -3,6 +3,7 @@
  * deterministic for a seed.
  */
 import { Command } from 'commander';
+import { countOf } from '../../util/count-of.ts';
 import { fileErrorText } from '../file-error.ts';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -57,7 +58,7 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
         return;
       }
       io.stdout.write(
-        `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${cluster.namespaces.length} namespaces, ${cluster.pods.length} pods, ${cluster.policies.length} policies${adminPolicies.length ? `, ${adminPolicies.length} admin policies` : ''}\n`,
+        `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${countOf(cluster.namespaces.length, 'namespace')}, ${countOf(cluster.pods.length, 'pod')}, ${countOf(cluster.policies.length, 'policy', 'policies')}${adminPolicies.length ? `, ${countOf(adminPolicies.length, 'admin policy', 'admin policies')}` : ''}\n`,
       );
       done(EXIT_OK);
     });

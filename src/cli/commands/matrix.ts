@@ -22,6 +22,7 @@ import {
 import {
   checkChoice,
   loadInput,
+  notEvaluated,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -113,7 +114,11 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       }
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
-      await writeStreaming(io.stdout, writer(matrix, styleFor(io.stdoutIsTty, io.env)));
+      const missing = notEvaluated(loaded.cluster);
+      await writeStreaming(
+        io.stdout,
+        writer(matrix, styleFor(io.stdoutIsTty, io.env), missing ? { notEvaluated: missing } : {}),
+      );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
