@@ -16,7 +16,12 @@ import type { Endpoint, NetworkPolicy, Peer, PolicyRule, Semantics } from '../..
 import type { IpInterval } from '../../net/intervals.ts';
 import { ipBlockIntervals, normalizeIntervals, subtractIntervals } from '../../net/intervals.ts';
 import { contentKey } from './objects.ts';
-import { listMatchesAll, selectingClusterPolicies, selectingPolicies, tierPlan } from '../../semantics/index.ts';
+import {
+  listMatchesAll,
+  selectingClusterPolicies,
+  selectingPolicies,
+  tierPlan,
+} from '../../semantics/index.ts';
 import type { AddressRange } from '../address-ranges.ts';
 import { EndpointIndex } from '../endpoint-index.ts';
 import type { SidedEvaluator, Side } from '../sided.ts';

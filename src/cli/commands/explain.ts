@@ -53,7 +53,8 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
         writeJson(io, { endpoints: explanations, ...(missing ? { notEvaluated: missing.objects } : {}) });
       else
         io.stdout.write(
-          formatExplainText(explanations, style) + (missing ? style.warn(`note: ${missing.note}`) + '\n' : ''),
+          formatExplainText(explanations, style) +
+            (missing ? style.warn(`note: ${missing.note}`) + '\n' : ''),
         );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
