@@ -5,7 +5,21 @@
  * only when every pod pair is; the explanation shown is a denied pair's when there is one.
  */
 import type { Cluster, Endpoint, Protocol } from '../model/types.ts';
-import { evaluate, indexCluster, resolveNamedPort } from '../semantics/index.ts';
+import {
+  ALL_PORTS,
+  allowedPorts,
+  EMPTY_PORTS,
+  evaluate,
+  indexCluster,
+  intersectPorts,
+  isNoPorts,
+  portSetHas,
+  resolveNamedPort,
+  unionPorts,
+  type PortSet,
+} from '../semantics/index.ts';
+import { subtractPorts } from '../model/port-set.ts';
+import { targetOn } from './services.ts';
 import type { Address, EvaluateOptions, Verdict } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
 import { addressText, type Resolution } from './resolve-address.ts';
@@ -127,4 +141,73 @@ function representatives(
       else byPair.set(key, { src, dst, count: 1 });
     }
   return [...byPair.values()];
+}
+
+/** `check` without `--port`: the ports allowed, as the matrix lists them. */
+export interface PortsCheckResult {
+  readonly from: string;
+  readonly to: string;
+  /** Allowed for every pod pair (a pod to itself: everything). */
+  readonly ports: PortSet;
+  /** Allowed for some pod pairs only (beyond `ports`), when the sides name workloads. */
+  readonly partialPorts?: PortSet;
+  /** `--to` named a Service: each of its ports, and whether every backend allows it on its target port. */
+  readonly servicePorts?: readonly {
+    readonly port: number;
+    readonly name?: string;
+    readonly protocol: Protocol;
+    readonly targetPort: number | string;
+    readonly allowed: boolean;
+  }[];
+}
+
+export function checkPorts(
+  cluster: Cluster,
+  request: Pick<CheckRequest, 'from' | 'to'>,
+  options: EvaluateOptions,
+): PortsCheckResult {
+  const index = indexCluster(cluster);
+  const { from, to } = request;
+  const sources = sideAddresses(from);
+  const destinations = sideAddresses(to);
+  let every = ALL_PORTS;
+  let some = EMPTY_PORTS;
+  for (const src of sources)
+    for (const dst of destinations) {
+      const ports = isSelf(src, dst) ? ALL_PORTS : allowedPorts(index, src, dst, options);
+      every = intersectPorts(every, ports);
+      some = unionPorts(some, ports);
+    }
+  const partial = subtractPorts(some, every);
+  const service = to.service;
+  const servicePorts = service?.ports.map((port) => {
+    const allowed = sources.every((src) =>
+      destinations.every((dst) => {
+        if (dst.kind !== 'endpoint') return false;
+        const target = targetOn(port, dst.endpoint);
+        return (
+          target !== undefined &&
+          portSetHas(
+            isSelf(src, dst) ? ALL_PORTS : allowedPorts(index, src, dst, options),
+            port.protocol,
+            target,
+          )
+        );
+      }),
+    );
+    return {
+      port: port.port,
+      ...(port.name ? { name: port.name } : {}),
+      protocol: port.protocol,
+      targetPort: port.targetPort,
+      allowed,
+    };
+  });
+  return {
+    from: from.workload?.label ?? addressText(from.address),
+    to: to.workload?.label ?? addressText(to.address),
+    ports: every,
+    ...(isNoPorts(partial) ? {} : { partialPorts: partial }),
+    ...(servicePorts ? { servicePorts } : {}),
+  };
 }

@@ -16,6 +16,7 @@ import {
   type NodeInfo,
   type Labels,
   type RejectedPolicy,
+  type Service,
   type SourceLocation,
 } from '../model/types.ts';
 import type { TierSpec } from '../model/cluster-policy.ts';
@@ -71,6 +72,7 @@ export function buildCluster(
   const nodeAddresses = new Map<string, IpAddress[]>();
   const tiers = new Map<string, TierSpec>();
   const accounts = new Map<string, Labels>();
+  const services: Service[] = [];
   for (const object of latest.values()) {
     if (object.kind === 'Namespace') namespaces.set(object.namespace.name, object.namespace);
     else if (object.kind === 'NetworkPolicy') policies.push(object.policy);
@@ -80,6 +82,7 @@ export function buildCluster(
     else if (object.kind === 'ServiceAccount')
       accounts.set(`${object.namespace}/${object.name}`, object.labels);
     else if (object.kind === 'Node') declaredNodes.set(object.node.name, object.node);
+    else if (object.kind === 'Service') services.push(object.service);
     else {
       owned.push(
         object.owner ? { endpoint: object.endpoint, owner: object.owner } : { endpoint: object.endpoint },
@@ -105,6 +108,9 @@ export function buildCluster(
     clusterPolicies: tiered.sort(comparePolicies),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
     ...rejectedOnly(rejected, policies),
+    ...(services.length > 0
+      ? { services: services.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)) }
+      : {}),
   };
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   for (const shared of sharedPodAddresses(cluster.endpoints)) diagnostics.push(shared);
@@ -225,6 +231,8 @@ function locationOf(object: DecodedObject): SourceLocation | undefined {
       return object.policies[0]?.location;
     case 'Tier':
       return object.tier.location;
+    case 'Service':
+      return object.service.location;
     case 'ServiceAccount':
     case 'Node':
       return undefined;

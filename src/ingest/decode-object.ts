@@ -15,6 +15,7 @@ import { decodeNode } from './decode-node.ts';
 import { CALICO_API_VERSIONS, decodeCalico } from './decode-calico.ts';
 import { decodeCilium } from './decode-cilium.ts';
 import { decodeServiceAccount } from './decode-service-account.ts';
+import { decodeService } from './decode-service.ts';
 import { otherEnginePolicy } from './other-engines.ts';
 import type { DecodedObject, RawObject } from './types.ts';
 
@@ -152,6 +153,10 @@ function decodeKnownKind(
     case 'ServiceAccount': {
       if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
       return decodeServiceAccount(ctx);
+    }
+    case 'Service': {
+      if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
+      return decodeService(ctx);
     }
     case 'AdminNetworkPolicy':
     case 'BaselineAdminNetworkPolicy':

@@ -12,6 +12,7 @@ import type {
   Namespace,
   Endpoint,
   NetworkPolicy,
+  Service,
   SourceLocation,
   WorkloadRef,
 } from '../model/types.ts';
@@ -69,6 +70,7 @@ export type DecodedObject =
       readonly name: string;
       readonly labels: Labels;
     }
+  | { readonly kind: 'Service'; readonly service: Service }
   | { readonly kind: 'Node'; readonly node: NodeInfo };
 
 /** An input file's text, with the name diagnostics should use for it. */

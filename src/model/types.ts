@@ -163,6 +163,29 @@ export interface RejectedPolicy {
   readonly location?: SourceLocation;
 }
 
+/** One port of a Service: what clients connect to (`port`) and where the backend listens (`targetPort`). */
+export interface ServicePort {
+  readonly name?: string;
+  readonly protocol: Protocol;
+  readonly port: number;
+  /** A number, or the name of a container port of each backend (resolved per pod). */
+  readonly targetPort: number | string;
+}
+
+/**
+ * A Service: a name for the pods its selector matches in its namespace (its backends) and the
+ * ports it maps to theirs. Policy never names Services — it sees the backend pods and their
+ * target ports — so `check --to ns/name[Service]` answers for those.
+ */
+export interface Service {
+  readonly namespace: string;
+  readonly name: string;
+  /** Absent: the Service has no selector (its endpoints are managed by hand; Palisade does not read them). */
+  readonly selector?: Labels;
+  readonly ports: readonly ServicePort[];
+  readonly location?: SourceLocation;
+}
+
 /** A complete, validated snapshot of what policy analysis needs. */
 export interface Cluster {
   readonly namespaces: ReadonlyMap<string, Namespace>;
@@ -175,6 +198,8 @@ export interface Cluster {
   readonly rejectedPolicies?: readonly RejectedPolicy[];
   /** Objects holding network policy Palisade does not evaluate (absent when none): never silent. */
   readonly unevaluated?: readonly UnevaluatedPolicy[];
+  /** Services, by namespace and name (absent when none). */
+  readonly services?: readonly Service[];
 }
 
 /**

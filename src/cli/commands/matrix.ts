@@ -8,7 +8,7 @@ import {
   askForPort,
   CLI_SPELLING,
   computeViewMatrix,
-  ENDPOINT_VIEWS,
+  MATRIX_VIEWS,
   groupEndpoints,
   MATRIX_FORMATS,
   matrixEndpoints,
@@ -48,7 +48,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option(
       '--by <view>',
-      'rows: workload (pods under their owning workload, ns/name[Kind]) or pod (every pod)',
+      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod) or service (the pods behind each Service, ns/name[Service])',
       'workload',
     )
     .option(
@@ -70,7 +70,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const protocols = (raw.protocol as string[] | undefined) ?? [];
       const queries = parseQueries(ports, protocols);
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
-      const view = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
+      const view = checkChoice('--by', raw.by, MATRIX_VIEWS);
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
@@ -92,7 +92,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       if (format === 'text' && queries.length > 0 && raw.wide !== true)
         refuseTooWide(
           io,
-          groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by),
+          groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by, loaded.cluster),
           by === 'namespace',
         );
       const progress = io.stderrIsTty

@@ -23,6 +23,7 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         policies: cluster.policies.length,
         clusterPolicies: cluster.clusterPolicies.length,
         nodes: cluster.nodes.size,
+        ...(cluster.services ? { services: cluster.services.length } : {}),
       };
       if (output === 'json') {
         writeJson(io, { diagnostics, objects: counts });
@@ -34,6 +35,7 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
             (counts.clusterPolicies
               ? `, ${countOf(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
               : '') +
+            (counts.services ? `, ${countOf(counts.services, 'service')}` : '') +
             '\n',
         );
       }
