@@ -79,3 +79,4 @@ export {
   targetOn,
   withService,
 } from './services.ts';
+export { OUTSIDE_BUDGET, outsideClasses, type OutsideClass } from './outside.ts';

@@ -192,7 +192,8 @@ export class SidedEvaluator {
       }
     }
     return (other, family) => {
-      let key = `${family ?? '-'}${other.kind === 'endpoint' ? 'e' : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}`;
+      // A host-network endpoint resolves no Calico or Cilium named port (they are its node's).
+      let key = `${family ?? '-'}${other.kind === 'endpoint' ? (other.endpoint.hostNetwork ? 'h' : 'e') : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}`;
       let word = 0;
       for (let i = 0; i < bits.length; i++) {
         if ((bits[i] as (typeof bits)[number])(other, family)) word |= 1 << (i % 30);

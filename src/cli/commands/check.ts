@@ -52,10 +52,11 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     .action(async (raw: Record<string, unknown>, command: Command) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      if (raw.port === undefined) return checkAllPorts(io, done, raw, input, output);
+      if (typeof raw.port !== 'string') return checkAllPorts(io, done, raw, input, output);
+      const portText = raw.port;
       // --protocol defaults to TCP; only one given on the command line can contradict `--port 53/UDP`.
       const protocolApart = command.getOptionValueSource('protocol') === 'cli';
-      const query = parsePortQuery(String(raw.port), protocolApart ? { protocol: String(raw.protocol) } : {});
+      const query = parsePortQuery(portText, protocolApart ? { protocol: String(raw.protocol) } : {});
       if (!query.ok) throw new UsageError(query.message);
       const { protocol } = query.query;
       const expect =
@@ -84,7 +85,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
             to.service,
             to.workload?.members ?? [],
             query.query,
-            protocolApart || String(raw.port).includes('/'),
+            protocolApart || portText.includes('/'),
           )
         : undefined;
       if (typeof target === 'string') throw new UsageError(`--port: ${target}`);

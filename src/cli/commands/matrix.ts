@@ -12,6 +12,8 @@ import {
   groupEndpoints,
   MATRIX_FORMATS,
   matrixEndpoints,
+  outsideClasses,
+  OUTSIDE_BUDGET,
   parsePortQuery,
   styleFor,
   textTableWidth,
@@ -57,6 +59,11 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'text',
     )
     .option('--group-by <what>', GROUP_BY_HELP, 'workload')
+    .option(
+      '--addresses <when>',
+      'connections with the address ranges outside the cluster: auto (when quick to compute), all, or none',
+      'auto',
+    )
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
@@ -72,6 +79,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
       const view = checkChoice('--by', raw.by, MATRIX_VIEWS);
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      const addresses = checkChoice('--addresses', raw.addresses, ['auto', 'all', 'none'] as const);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
       if (groupBy === 'namespace' && format === 'json')
@@ -115,9 +123,25 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
       const missing = notEvaluated(loaded.cluster);
+      const outside =
+        addresses === 'none'
+          ? []
+          : outsideClasses(
+              matrix,
+              loaded.cluster,
+              input.semantics,
+              addresses === 'all' ? Number.POSITIVE_INFINITY : OUTSIDE_BUDGET,
+            );
+      if (outside === undefined)
+        io.stderr.write(
+          `palisade: note: connections with address ranges outside the cluster are left out at this size (${matrix.rows.length} rows); --addresses all includes them\n`,
+        );
       await writeStreaming(
         io.stdout,
-        writer(matrix, styleFor(io.stdoutIsTty, io.env), missing ? { notEvaluated: missing } : {}),
+        writer(matrix, styleFor(io.stdoutIsTty, io.env), {
+          ...(missing ? { notEvaluated: missing } : {}),
+          ...(outside && outside.length > 0 ? { outside } : {}),
+        }),
       );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
