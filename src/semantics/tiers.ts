@@ -36,9 +36,13 @@ export function walkTier(
 ): TierStep | undefined {
   noteExplanation();
   const policies = selectingClusterPolicies(index, endpoint, direction, tier.name);
-  // Admin and Baseline are shown without policies as they always were — unless Calico's or
-  // Cilium's policies are in the input, whose walks show only the tiers that apply.
-  const shownEmpty = (tier.name === ADMIN_TIER || tier.name === BASELINE_TIER) && !hasEnginePolicies(index);
+  // Admin and Baseline are shown without policies selecting the endpoint as they always were —
+  // unless Calico's or Cilium's policies are in the input, whose walks show only the tiers that apply.
+  // Only when the input has a policy in the tier: "[Admin] no policy" says nothing otherwise.
+  const shownEmpty =
+    (tier.name === ADMIN_TIER || tier.name === BASELINE_TIER) &&
+    !hasEnginePolicies(index) &&
+    tiersPresent(index).has(tier.name);
   if (policies.length === 0 && !shownEmpty) return undefined;
   const names = policies.map(clusterPolicyLabel);
   const decided = decidingRule(index, policies, endpoint, direction, connection, family);
@@ -67,6 +71,15 @@ export function walkTier(
 const engines = new WeakMap<ClusterIndex['cluster'], boolean>();
 
 /** Whether the input holds Calico's or Cilium's policies. */
+const present = new WeakMap<object, ReadonlySet<string>>();
+
+/** The tiers the input has a policy in. */
+function tiersPresent(index: ClusterIndex): ReadonlySet<string> {
+  let found = present.get(index.cluster);
+  if (!found) present.set(index.cluster, (found = new Set(index.cluster.clusterPolicies.map((p) => p.tier))));
+  return found;
+}
+
 function hasEnginePolicies(index: ClusterIndex): boolean {
   let found = engines.get(index.cluster);
   if (found === undefined)
