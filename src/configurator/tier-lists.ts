@@ -75,6 +75,11 @@ export interface SideInputs {
   /** The pod's NetworkPolicy table for the direction, when one isolates it. */
   readonly networkPolicy: RuleTable | undefined;
   readonly allowNodeLocal: boolean;
+  /**
+   * Everything else the lists are made of, as text: the selections' keys (a changed policy is a
+   * new object, with a new key) and what of the pod the rules read. Equal identities, equal lists.
+   */
+  readonly identity: string;
 }
 
 /** The side's lists, or undefined when no tier applies to the pod. */
@@ -85,11 +90,12 @@ export function tierLists(
   inputs: SideInputs,
   policyRules: PolicyRules,
   ruleRules: RuleRules,
-): TieredTable | undefined {
+): { readonly table: TieredTable; readonly nodeAt?: number } | undefined {
   const admin = new ListBuilder();
   const baseline = new ListBuilder();
   let before = true;
   let inlined = false;
+  let nodeAt: number | undefined;
   inputs.plan.forEach((tier, i) => {
     const policies = inputs.selections[i]?.policies ?? [];
     if (tier.name === DEFAULT_TIER) {
@@ -97,7 +103,9 @@ export function tierLists(
       if (policies.length === 0) return;
       inlined = true;
       admin.startTier();
-      admin.push(defaultTierRules(state, pod, direction, policies, inputs, policyRules, ruleRules));
+      const own = defaultTierRules(pod, direction, policies, inputs, policyRules, ruleRules);
+      if (own.nodeAt !== undefined) nodeAt = admin.rules.length + own.nodeAt;
+      admin.push(own.rules);
       return;
     }
     if (policies.length === 0) return;
@@ -110,32 +118,57 @@ export function tierLists(
   if (admin.rules.length === 0 && baseline.rules.length === 0 && !inlined) return undefined;
   const adminBreaks = admin.breaks();
   const baselineBreaks = baseline.breaks();
-  const text = [
-    ...admin.rules.map(ruleText),
-    `-- ${adminBreaks?.join(',') ?? ''}${inlined ? ' inline' : ''}`,
-    ...baseline.rules.map(ruleText),
-    `-- ${baselineBreaks?.join(',') ?? ''}`,
-  ].join('\n');
   return {
-    id: hash('sha256', text).slice(0, 16),
-    admin: admin.rules,
-    baseline: baseline.rules,
+    table: {
+      // What the lists are made of names them (their text would cost as much as building them).
+      id: hash(
+        'sha256',
+        `${inputs.identity}|${inputs.networkPolicy?.id ?? '-'}|${inputs.allowNodeLocal}`,
+      ).slice(0, 16),
+      admin: admin.rules,
+      baseline: baseline.rules,
+      ...(adminBreaks ? { adminBreaks } : {}),
+      ...(baselineBreaks ? { baselineBreaks } : {}),
+      ...(inlined ? { inlinesNetworkPolicy: true } : {}),
+    },
+    ...(nodeAt !== undefined ? { nodeAt } : {}),
+  };
+}
+
+/**
+ * The lists with the pod's own node's addresses permitted where NetworkPolicy's tier allows them
+ * (`nodeAt` in `admin`): lists are built once for the pods that share them, and this is the one
+ * part that depends on the pod's node.
+ */
+export function withNodePermits(
+  state: CompilingStore,
+  pod: Endpoint,
+  direction: Direction,
+  lists: TieredTable,
+  nodeAt: number,
+): TieredTable {
+  const permits = nodePermits(state, pod, direction);
+  if (permits.length === 0) return lists;
+  const shift = (starts: readonly number[] | undefined) =>
+    starts?.map((start) => (start > nodeAt ? start + permits.length : start));
+  const adminBreaks = shift(lists.adminBreaks);
+  return {
+    ...lists,
+    id: hash('sha256', `${lists.id}|${nodeAt}|${permits.map(ruleText).join('\n')}`).slice(0, 16),
+    admin: [...lists.admin.slice(0, nodeAt), ...permits, ...lists.admin.slice(nodeAt)],
     ...(adminBreaks ? { adminBreaks } : {}),
-    ...(baselineBreaks ? { baselineBreaks } : {}),
-    ...(inlined ? { inlinesNetworkPolicy: true } : {}),
   };
 }
 
 /** NetworkPolicy's tier with Calico's or Cilium's policies in it, in the reference evaluator's order. */
 function defaultTierRules(
-  state: CompilingStore,
   pod: Endpoint,
   direction: Direction,
   policies: readonly ClusterPolicy[],
   inputs: SideInputs,
   policyRules: PolicyRules,
   ruleRules: RuleRules,
-): Rule[] {
+): { rules: Rule[]; nodeAt?: number } {
   const calico = policies.filter((p) => policyEngine(p.kind) === 'calico');
   const cilium = policies.filter((p) => policyEngine(p.kind) === 'cilium');
   const np = inputs.networkPolicy;
@@ -144,49 +177,91 @@ function defaultTierRules(
     calico.some((p) => policyIsolates(p, direction)) ||
     cilium.some((p) => policyIsolates(p, direction));
   const out: Rule[] = [];
-  const ciliumOf = (action: 'allow' | 'deny'): Rule[] =>
-    cilium.flatMap((policy) =>
-      policy[direction]
-        .filter((rule) => rule.action === action)
-        .flatMap((rule) => ruleRules(pod, policy, rule, direction)),
-    );
-  // Entries as default-tier.ts orders them: Calico's by order and name; at order 1000 first
-  // Cilium's rules and the node (an empty name), then the NetworkPolicies (`knp.default.`).
-  const entries: { order: number; tie: string; rules: () => Rule[] }[] = [
-    ...calico.map((policy) => ({
-      order: policy.priority,
-      tie: calicoTieText(policy),
-      rules: () => [...policyRules(pod, policy, direction)],
-    })),
-    {
-      order: NETWORK_POLICY_ORDER,
-      tie: '',
-      rules: () => [
-        ...ciliumOf('deny'),
-        ...(isolated && inputs.allowNodeLocal ? nodePermits(state, pod, direction) : []),
-        ...ciliumOf('allow'),
-      ],
-    },
-    ...(np
-      ? [
-          {
-            order: NETWORK_POLICY_ORDER,
-            tie: 'knp.default.',
-            // The table's permits (its last rule denies the rest: the tier's end does that here).
-            rules: () =>
-              np.rules
-                .filter((rule) => rule.action === 'permit')
-                .map((rule) => ({ ...rule, precedence: NETWORK_POLICY_KEY })),
-          },
-        ]
-      : []),
+  let nodeAt: number | undefined;
+  // At order 1000, as default-tier.ts orders them: first Cilium's rules and the node (an empty
+  // name: deny rules, the pod's own node — permitted by withNodePermits — then allow rules),
+  // then the NetworkPolicies (`knp.default.`); Calico's policies by order and name around them
+  // (the selection holds them in that order).
+  const segment = (): void => {
+    for (const policy of cilium)
+      for (const rule of policy[direction])
+        if (rule.action === 'deny') pushAll(out, ruleRules(pod, policy, rule, direction));
+    if (isolated && inputs.allowNodeLocal) nodeAt = out.length;
+    for (const policy of cilium)
+      for (const rule of policy[direction])
+        if (rule.action === 'allow') pushAll(out, ruleRules(pod, policy, rule, direction));
+  };
+  const networkPolicies = (): void => {
+    if (np) pushAll(out, networkPolicyPermits(np));
+  };
+  const places = [
+    { tie: '', place: segment },
+    { tie: NETWORK_POLICIES_TIE, place: networkPolicies },
   ];
-  entries.sort((a, b) =>
-    a.order !== b.order ? (a.order < b.order ? -1 : 1) : a.tie < b.tie ? -1 : a.tie > b.tie ? 1 : 0,
-  );
-  for (const entry of entries) for (const rule of entry.rules()) out.push(rule);
+  let next = 0;
+  for (const policy of sortedCalico(calico)) {
+    while (
+      next < places.length &&
+      comesFirst(NETWORK_POLICY_ORDER, (places[next] as (typeof places)[0]).tie, policy)
+    )
+      (places[next++] as (typeof places)[0]).place();
+    pushAll(out, policyRules(pod, policy, direction));
+  }
+  while (next < places.length) (places[next++] as (typeof places)[0]).place();
   if (isolated) out.push(denyAll(tierEndKey(DEFAULT_TIER)));
-  return out;
+  return { rules: out, ...(nodeAt !== undefined ? { nodeAt } : {}) };
+}
+
+/** Calico's name for the NetworkPolicies' place among its own policies of order 1000. */
+const NETWORK_POLICIES_TIE = 'knp.default.';
+
+function pushAll(out: Rule[], rules: readonly Rule[]): void {
+  for (const rule of rules) out.push(rule);
+}
+
+/** Whether (order, tie) sorts before the policy's (its order, then `calicoTieText`). */
+function comesFirst(order: number, tie: string, policy: ClusterPolicy): boolean {
+  if (order !== policy.priority) return order < policy.priority;
+  return tie < tieOf(policy);
+}
+
+const ties = new WeakMap<ClusterPolicy, string>();
+function tieOf(policy: ClusterPolicy): string {
+  let tie = ties.get(policy);
+  if (tie === undefined) ties.set(policy, (tie = calicoTieText(policy)));
+  return tie;
+}
+
+/** Calico's policies by order and name (a selection is in that order already: then as is). */
+function sortedCalico(policies: readonly ClusterPolicy[]): readonly ClusterPolicy[] {
+  const before = (a: ClusterPolicy, b: ClusterPolicy): number =>
+    a.priority !== b.priority
+      ? a.priority < b.priority
+        ? -1
+        : 1
+      : tieOf(a) < tieOf(b)
+        ? -1
+        : tieOf(a) > tieOf(b)
+          ? 1
+          : 0;
+  for (let i = 1; i < policies.length; i++)
+    if (before(policies[i - 1] as ClusterPolicy, policies[i] as ClusterPolicy) > 0)
+      return [...policies].sort(before);
+  return policies;
+}
+
+/** A NetworkPolicy table's permits, keyed for the tier (its last rule denies the rest: the tier's end does that here). */
+const permitsMemo = new WeakMap<RuleTable, Rule[]>();
+function networkPolicyPermits(table: RuleTable): Rule[] {
+  let permits = permitsMemo.get(table);
+  if (!permits)
+    permitsMemo.set(
+      table,
+      (permits = table.rules
+        .filter((rule) => rule.action === 'permit')
+        .map((rule) => ({ ...rule, precedence: NETWORK_POLICY_KEY }))),
+    );
+  return permits;
 }
 
 /** Permits for the pod's own node's addresses (NetworkPolicy always lets a pod talk with its node). */

@@ -24,10 +24,10 @@ import {
   type PeerNet,
   type TierSelection,
 } from '../state/index.ts';
-import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER } from '../model/cluster-policy.ts';
+import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER, type TierSpec } from '../model/cluster-policy.ts';
 import type { RuleTable } from '../model/rule.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
-import { tierLists } from './tier-lists.ts';
+import { tierLists, withNodePermits } from './tier-lists.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -43,11 +43,37 @@ interface Dependencies {
   readonly subjectNode?: boolean;
 }
 
-/** The general path's memo: per list of selections (by key), per NetworkPolicy table, by variant. */
+/**
+ * The general path's memo: per list of selections (by key), per NetworkPolicy table, by variant,
+ * the lists — and, where NetworkPolicy's tier permits the pod's own node, per node.
+ */
 interface GeneralMemo {
   readonly dependencies: Dependencies;
-  readonly byTable: WeakMap<RuleTable | typeof NO_TABLE, Map<string, TieredTable>>;
+  readonly byTable: WeakMap<RuleTable | typeof NO_TABLE, Map<string, Built>>;
 }
+interface Built {
+  readonly table: TieredTable;
+  readonly nodeAt?: number;
+  byNode?: Map<string, TieredTable>;
+}
+/** What a rule's expansion depends on besides itself, and its expansions by that. */
+interface RuleMemo {
+  readonly relative: boolean;
+  readonly named: boolean;
+  readonly nodes: boolean;
+  readonly own: boolean;
+  readonly byVariant: Map<string, Rule[]>;
+}
+/** The tiers a side visits, as text (part of its lists' identity). */
+const planTexts = new WeakMap<readonly TierSpec[], string>();
+function planText(plan: readonly TierSpec[]): string {
+  let text = planTexts.get(plan);
+  if (text === undefined)
+    planTexts.set(plan, (text = plan.map((t) => `${t.name}:${t.order}:${t.defaultAction}`).join(',')));
+  return text;
+}
+/** No tier applies (memoized too). */
+const NOTHING: Built = { table: { id: '', admin: [], baseline: [] } };
 const NO_TABLE = { rules: [], id: '' } as const satisfies RuleTable;
 
 /**
@@ -69,6 +95,8 @@ export class TierTables {
     ingress: new Map<string, GeneralMemo>(),
     egress: new Map<string, GeneralMemo>(),
   };
+  /** The general path's rules per policy rule and variant (`sharedRuleRules`). */
+  private rulesMemo = new WeakMap<ClusterRule, RuleMemo>();
   /** Lists memoized across all pairs (bounds the memo). */
   private memoSize = 0;
 
@@ -83,6 +111,7 @@ export class TierTables {
     this.memo.egress.clear();
     this.general.ingress.clear();
     this.general.egress.clear();
+    this.rulesMemo = new WeakMap();
     this.memoSize = 0;
   }
 
@@ -143,11 +172,10 @@ export class TierTables {
     let memo = this.general[direction].get(key);
     if (!memo) {
       const policies = selections.flatMap((s) => s.policies);
-      const inline = (selections[plan.findIndex((t) => t.name === DEFAULT_TIER)]?.policies.length ?? 0) > 0;
       memo = {
         dependencies: {
           ...dependenciesOf(policies, direction),
-          subjectNode: inline || policies.some(hasSubjectNodePeers),
+          subjectNode: policies.some(hasSubjectNodePeers),
         },
         byTable: new WeakMap(),
       };
@@ -155,24 +183,41 @@ export class TierTables {
     }
     const table = networkPolicy ?? NO_TABLE;
     let byVariant = memo.byTable.get(table);
-    if (!byVariant) memo.byTable.set(table, (byVariant = new Map<string, TieredTable>()));
+    if (!byVariant) memo.byTable.set(table, (byVariant = new Map<string, Built>()));
     const variant = this.variant(pod, direction, memo.dependencies);
-    const cached = byVariant.get(variant);
-    if (cached) return cached;
-    const lists = tierLists(
-      this.state,
-      pod,
-      direction,
-      { plan, selections, networkPolicy, allowNodeLocal: this.allowNodeLocal },
-      (p, policy, d) => this.policyRules(p, policy, d).map((r) => r.rule),
-      (p, policy, rule, d) =>
-        this.ruleRules(p, policy, rule, d)
-          .map((r) => prepareRule(r))
-          .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-          .map((r) => r.rule),
-    );
-    if (lists) byVariant.set(variant, lists);
-    this.memoSize++;
+    let built = byVariant.get(variant);
+    if (!built) {
+      built =
+        tierLists(
+          this.state,
+          pod,
+          direction,
+          {
+            plan,
+            selections,
+            networkPolicy,
+            allowNodeLocal: this.allowNodeLocal,
+            // The plan too: a Tier's order or default action changes the lists, not the selections.
+            identity: `${planText(plan)}\u0002${key}\u0002${variant}${
+              memo.dependencies.relative
+                ? JSON.stringify(this.state.namespaceLabels(pod.namespace) ?? {})
+                : ''
+            }`,
+          },
+          (p, policy, d) => policy[d].flatMap((rule) => this.sharedRuleRules(p, policy, rule, d)),
+          (p, policy, rule, d) => this.sharedRuleRules(p, policy, rule, d),
+        ) ?? NOTHING;
+      byVariant.set(variant, built);
+      this.memoSize++;
+    }
+    if (built === NOTHING) return undefined;
+    if (built.nodeAt === undefined) return built.table;
+    // The pod's own node, where NetworkPolicy's tier permits it: once per list and node.
+    const byNode = (built.byNode ??= new Map<string, TieredTable>());
+    const nodeKey = `${this.state.nodesVersion}|${pod.node ?? ''}`;
+    let lists = byNode.get(nodeKey);
+    if (!lists)
+      byNode.set(nodeKey, (lists = withNodePermits(this.state, pod, direction, built.table, built.nodeAt)));
     return lists;
   }
 
@@ -183,6 +228,53 @@ export class TierTables {
     return `${relative ? pod.namespace : ''}|${named && direction === 'ingress' ? portsKey(pod) : ''}|${
       named && direction === 'egress' ? this.state.partitionVersion : ''
     }|${nodes || subjectNode ? this.state.nodesVersion : ''}|${subjectNode ? (pod.node ?? '') : ''}`;
+  }
+
+  /**
+   * One rule's 6-tuples in their canonical order, shared by the pods that expand it alike: the
+   * same namespace (relative peers), named ports (the pod's own for ingress, the groups' numbers
+   * for egress), nodes (nodes and outside peers) and, for Cilium's host and remote-node, node.
+   * Pods selected by different policies share their rules this way where lists cannot be.
+   */
+  private sharedRuleRules(
+    pod: Endpoint,
+    policy: ClusterPolicy,
+    rule: ClusterRule,
+    direction: Direction,
+  ): Rule[] {
+    let memo = this.rulesMemo.get(rule);
+    if (!memo) {
+      memo = {
+        relative: rule.peers.some(isRelativePeer),
+        named: rule.ports?.some((p) => p.type === 'named') ?? false,
+        nodes: rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside'),
+        own: rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined),
+        byVariant: new Map<string, Rule[]>(),
+      };
+      this.rulesMemo.set(rule, memo);
+    }
+    const { relative, named, nodes, own, byVariant } = memo;
+    const variant =
+      relative || named || nodes || own
+        ? `${direction}|${relative ? pod.namespace : ''}|${
+            named ? (direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion) : ''
+          }|${nodes ? this.state.nodesVersion : ''}|${own ? (pod.node ?? '') : ''}`
+        : direction;
+    let rules = byVariant.get(variant);
+    if (!rules) {
+      const raw = this.ruleRules(pod, policy, rule, direction);
+      // One 6-tuple is in order already; several are sorted canonically.
+      rules =
+        raw.length <= 1
+          ? raw
+          : raw
+              .map((r) => prepareRule(r))
+              .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+              .map((r) => r.rule);
+      byVariant.set(variant, rules);
+      this.memoSize++;
+    }
+    return rules;
   }
 
   /**

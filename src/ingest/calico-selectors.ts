@@ -42,6 +42,10 @@ export function readCalicoSelector(
   scope: SelectorScope,
 ): EndpointConjunction[] | undefined {
   if (text === null || text === undefined) return [...ANY_ENDPOINT];
+  // Policies repeat their selectors: one that read well is read once (per scope).
+  const key = `${scope}\u0000${text}`;
+  const known = readSelectors.get(key);
+  if (known) return [...known];
   const parsed = parseCalicoSelector(text);
   if (!parsed.ok) {
     ctx.reportInString(
@@ -66,8 +70,14 @@ export function readCalicoSelector(
     const placed = placeAtoms(conjunction, scope);
     if (placed) out.push(placed);
   }
-  return out;
+  if (readSelectors.size >= MAX_REMEMBERED) readSelectors.clear();
+  readSelectors.set(key, out);
+  return [...out];
 }
+
+/** Selectors read without a problem, by scope and text (bounded: cleared when full). */
+const readSelectors = new Map<string, readonly EndpointConjunction[]>();
+const MAX_REMEMBERED = 10_000;
 
 function placeAtoms(atoms: readonly SelectorAtom[], scope: SelectorScope): EndpointConjunction | undefined {
   const namespace: SelectorAtom[] = [];

@@ -53,12 +53,31 @@ export function defaultTierMembers(
 ): DefaultTierMembers | undefined {
   const others = selectingClusterPolicies(index, endpoint, direction, DEFAULT_TIER);
   if (others.length === 0) return undefined;
-  return {
-    calico: others.filter((p) => policyEngine(p.kind) === 'calico'),
-    cilium: others.filter((p) => policyEngine(p.kind) === 'cilium'),
-    networkPolicies: selectingPolicies(index, endpoint, direction, semantics),
-  };
+  const networkPolicies = selectingPolicies(index, endpoint, direction, semantics);
+  // Selections are memoized arrays: pods selected alike share one members object (and its lists).
+  let byPolicies = membersMemo.get(others);
+  if (!byPolicies) membersMemo.set(others, (byPolicies = new WeakMap()));
+  let members = byPolicies.get(networkPolicies);
+  if (!members) {
+    members = {
+      calico: others.filter((p) => policyEngine(p.kind) === 'calico'),
+      cilium: others.filter((p) => policyEngine(p.kind) === 'cilium'),
+      networkPolicies,
+    };
+    byPolicies.set(networkPolicies, members);
+  }
+  return members;
 }
+
+const membersMemo = new WeakMap<
+  readonly ClusterPolicy[],
+  WeakMap<readonly NetworkPolicy[], DefaultTierMembers>
+>();
+const entriesMemo = new WeakMap<DefaultTierMembers, DefaultTierEntry[]>();
+const ciliumMemo = new WeakMap<
+  DefaultTierMembers,
+  Map<string, { policy: ClusterPolicy; rule: ClusterRule }[]>
+>();
 
 /** One place in the tier's order: a Calico policy, the NetworkPolicies, or Cilium's rules (and the node). */
 export type DefaultTierEntry =
@@ -71,6 +90,12 @@ export const NETWORK_POLICIES_TIE = 'knp.default.';
 
 /** The tier's entries in the order Calico evaluates them (see the header). */
 export function defaultTierEntries(members: DefaultTierMembers): DefaultTierEntry[] {
+  let entries = entriesMemo.get(members);
+  if (!entries) entriesMemo.set(members, (entries = sortedEntries(members)));
+  return entries;
+}
+
+function sortedEntries(members: DefaultTierMembers): DefaultTierEntry[] {
   const keyed: { order: number; tie: string; entry: DefaultTierEntry }[] = [
     ...members.calico.map((policy) => ({
       order: policy.priority,
@@ -110,9 +135,19 @@ export function ciliumRules(
   direction: 'ingress' | 'egress',
   action: 'allow' | 'deny',
 ): { policy: ClusterPolicy; rule: ClusterRule }[] {
-  return members.cilium.flatMap((policy) =>
-    policy[direction].filter((rule) => rule.action === action).map((rule) => ({ policy, rule })),
-  );
+  let byKey = ciliumMemo.get(members);
+  if (!byKey)
+    ciliumMemo.set(members, (byKey = new Map<string, { policy: ClusterPolicy; rule: ClusterRule }[]>()));
+  const key = `${direction}|${action}`;
+  let rules = byKey.get(key);
+  if (!rules)
+    byKey.set(
+      key,
+      (rules = members.cilium.flatMap((policy) =>
+        policy[direction].filter((rule) => rule.action === action).map((rule) => ({ policy, rule })),
+      )),
+    );
+  return rules;
 }
 
 /** What a rule does to this connection: undefined when it does not match. */

@@ -87,7 +87,7 @@ export function clusterRuleNets(
 ): PeerNet[] {
   // Sorted (only when needed): the same nodes give the same rules whatever order they arrived in.
   const nodeList = rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside')
-    ? [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    ? sortedNodes(nodes)
     : [];
   const viaAddresses = (cidrs: readonly Cidr[]): PeerNet[] =>
     named
@@ -111,13 +111,42 @@ export function clusterRuleNets(
     }
     if (peer.type === 'outside') {
       if (named) return []; // no pod is outside: a named port resolves on none of it
-      const nodeAddresses = nodeList.flatMap((node) => node.addresses.map(hostCidr));
       return peer.cidrs.flatMap((cidr) =>
-        subtractCidrs(cidr, nodeAddresses).map((piece): PeerNet => ({ kind: 'outside', cidr: piece })),
+        outsidePieces(nodeList, cidr).map((piece): PeerNet => ({ kind: 'outside', cidr: piece })),
       );
     }
     return []; // domainNames: nothing a datapath without name resolution can match
   });
+}
+
+/** Per list of nodes (the store's is one array per version): it sorted, and blocks less its addresses. */
+const byNodes = new WeakMap<
+  Iterable<NodeInfo>,
+  { readonly sorted: readonly NodeInfo[]; addresses?: Cidr[]; readonly pieces: Map<string, Cidr[]> }
+>();
+
+function nodesEntry(nodes: Iterable<NodeInfo>) {
+  let entry = byNodes.get(nodes);
+  if (!entry) {
+    const sorted = [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    byNodes.set(nodes, (entry = { sorted, pieces: new Map() }));
+  }
+  return entry;
+}
+
+function sortedNodes(nodes: Iterable<NodeInfo>): readonly NodeInfo[] {
+  return nodesEntry(nodes).sorted;
+}
+
+/** A block less the nodes' addresses (outside the cluster), computed once per block and nodes. */
+function outsidePieces(nodes: readonly NodeInfo[], cidr: Cidr): Cidr[] {
+  const entry = nodesEntry(nodes);
+  let pieces = entry.pieces.get(cidr.text);
+  if (!pieces) {
+    entry.addresses ??= nodes.flatMap((node) => node.addresses.map(hostCidr));
+    entry.pieces.set(cidr.text, (pieces = subtractCidrs(cidr, entry.addresses)));
+  }
+  return pieces;
 }
 
 /** Group specs a policy holds regardless of subject (its peers that are not relative). */
