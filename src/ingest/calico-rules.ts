@@ -70,9 +70,9 @@ export function decodeCalicoRule(
     scope.direction === 'ingress'
       ? (['source', 'destination'] as const)
       : (['destination', 'source'] as const);
-  const remote = (raw[remoteField] ?? {});
-  const local = (raw[localField] ?? {});
-  const destination = (raw.destination ?? {});
+  const remote = raw[remoteField] ?? {};
+  const local = raw[localField] ?? {};
+  const destination = raw.destination ?? {};
   checkIcmp(ctx, raw, protocol, path);
   checkPortsNeedProtocol(ctx, raw, protocol, path);
   const family = decodeIpVersion(ctx, raw.ipVersion, [...path, 'ipVersion']);
@@ -224,6 +224,13 @@ function remotePeers(
     raw.selector != null || raw.namespaceSelector != null || raw.serviceAccounts != null;
   const byAddress = raw.nets != null || raw.notNets != null;
   if (!endpointCriteria && raw.notSelector == null) {
+    // Nothing: every endpoint and address — pods too when the input gives them no address (a
+    // workload's template), which no block could match.
+    if (!byAddress && family === undefined)
+      return [
+        { type: 'pods', namespaces: { selector: makeSelector({}, []) } },
+        { type: 'networks', cidrs: EVERYWHERE },
+      ];
     // Addresses only (or nothing: every address of the rule's family).
     const within = nets ?? familyBlocks(family);
     return [{ type: 'networks', cidrs: within.flatMap((cidr) => subtractCidrs(cidr, notNets ?? [])) }];

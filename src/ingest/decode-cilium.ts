@@ -337,7 +337,11 @@ function entityPeers(
   const all = makeSelector({}, []);
   switch (entity) {
     case 'all':
-      return [{ type: 'networks', cidrs: EVERYWHERE }];
+      // Every address, and every pod — also one the input gives no address (a template).
+      return [
+        { type: 'pods', namespaces: { selector: all } },
+        { type: 'networks', cidrs: EVERYWHERE },
+      ];
     case 'world':
       return [{ type: 'outside', cidrs: EVERYWHERE }];
     case 'world-ipv4':
