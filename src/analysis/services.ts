@@ -16,16 +16,21 @@ import {
 import { resolveNamedPort } from '../semantics/index.ts';
 import type { CheckResult, ServiceTarget } from './types.ts';
 
-/** The pods behind a Service (pods only: a template stands for no running backend). */
-export function serviceBackends(cluster: Cluster, service: Service): Endpoint[] {
+/**
+ * The pods behind a Service: those its selector matches in its namespace — or, when the input
+ * has none of them, the workload templates it matches, which stand for their pods (manifests
+ * from a repository hold Deployments, not pods), as they do in matrix and check.
+ */
+export function serviceBackends(cluster: Pick<Cluster, 'endpoints'>, service: Service): Endpoint[] {
   const selector = service.selector;
   if (!selector) return [];
-  return cluster.endpoints.filter(
+  const matching = cluster.endpoints.filter(
     (e) =>
-      e.kind === 'Pod' &&
       e.namespace === service.namespace &&
       Object.entries(selector).every(([key, value]) => e.labels[key] === value),
   );
+  const pods = matching.filter((e) => e.kind === 'Pod');
+  return pods.length > 0 ? pods : matching;
 }
 
 /** `ns/name[Service]`: how rows and answers name a Service. */

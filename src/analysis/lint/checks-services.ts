@@ -2,13 +2,13 @@
  * Services whose connections reach nothing: a selector that matches no pod or workload of the
  * input (a Service without a selector keeps its endpoints by hand, which Palisade does not read,
  * so it is not judged), and a named targetPort that the pods behind the Service do not declare.
- * Templates count as backends here (a workload with no running pod in the input still backs
- * its Service); a numeric targetPort needs no declaration and is never a finding.
+ * Templates count as backends when no pod does (services.ts: a workload with no running pod in
+ * the input still backs its Service); a numeric targetPort needs no declaration and is never a
+ * finding.
  */
-import type { Endpoint, Service } from '../../model/types.ts';
 import { namedPortOf } from '../../semantics/index.ts';
-import { serviceLabel } from '../services.ts';
-import type { LintCheck, LintContext } from './context.ts';
+import { serviceBackends, serviceLabel } from '../services.ts';
+import type { LintCheck } from './context.ts';
 import type { Finding } from './types.ts';
 
 export const serviceChecks: LintCheck = {
@@ -18,7 +18,7 @@ export const serviceChecks: LintCheck = {
     for (const service of context.cluster.services ?? []) {
       if (!service.selector) continue;
       const object = `Service ${service.namespace}/${service.name}`;
-      const backends = backendsOf(context, service);
+      const backends = serviceBackends(context.cluster, service);
       if (backends.length === 0) {
         const labels = Object.entries(service.selector)
           .map(([k, v]) => `${k}=${v}`)
@@ -58,13 +58,3 @@ export const serviceChecks: LintCheck = {
     return findings;
   },
 };
-
-/** Pods and templates of the Service's namespace its selector matches. */
-function backendsOf(context: LintContext, service: Service): Endpoint[] {
-  const selector = service.selector ?? {};
-  return context.cluster.endpoints.filter(
-    (e) =>
-      e.namespace === service.namespace &&
-      Object.entries(selector).every(([key, value]) => e.labels[key] === value),
-  );
-}
