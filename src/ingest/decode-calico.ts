@@ -77,15 +77,10 @@ export function decodeCalico(
   apiVersion: string,
 ): CalicoDecoded | undefined {
   const value = ctx.raw.value;
-  if (kind === 'Tier')
-    return decodeReportingAll(ctx, value, READINGS.Tier, (raw) => decodeTier(ctx, raw));
+  if (kind === 'Tier') return decodeReportingAll(ctx, value, READINGS.Tier, (raw) => decodeTier(ctx, raw));
   if (kind === 'Profile')
-    return decodeReportingAll(ctx, value, READINGS.Profile, (raw) =>
-      decodeProfile(ctx, apiVersion, raw),
-    );
-  return decodeReportingAll(ctx, value, READINGS[kind], (raw) =>
-    decodePolicy(ctx, kind, apiVersion, raw),
-  );
+    return decodeReportingAll(ctx, value, READINGS.Profile, (raw) => decodeProfile(ctx, apiVersion, raw));
+  return decodeReportingAll(ctx, value, READINGS[kind], (raw) => decodePolicy(ctx, kind, apiVersion, raw));
 }
 
 function decodeTier(ctx: DecodeContext, raw: RawCalicoTier): CalicoDecoded | undefined {
