@@ -3,6 +3,7 @@
  */
 export { computeMatrix, matrixEndpoints, type MatrixOptions } from './matrix.ts';
 export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
+export { focusMatrix } from './focus.ts';
 export {
   ENDPOINT_VIEWS,
   MATRIX_VIEWS,

@@ -8,6 +8,7 @@ import {
   askForPort,
   CLI_SPELLING,
   computeViewMatrix,
+  focusMatrix,
   MATRIX_VIEWS,
   groupEndpoints,
   MATRIX_FORMATS,
@@ -64,6 +65,10 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'connections with the address ranges outside the cluster: auto (when quick to compute), all, or none',
       'auto',
     )
+    .option(
+      '--focus <row>',
+      'only this row (ns/name or ns/name[Kind]: a workload, a pod, or a Service with --by service) and the rows it can connect with, either way',
+    )
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
@@ -97,7 +102,9 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         matrixEndpoints(loaded.cluster, namespaces),
         protocolsArePerPort(ports, protocols),
       );
-      if (format === 'text' && queries.length > 0 && raw.wide !== true)
+      const focus = raw.focus as string | undefined;
+      // With --focus, the table is judged once narrowed.
+      if (format === 'text' && queries.length > 0 && raw.wide !== true && focus === undefined)
         refuseTooWide(
           io,
           groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by, loaded.cluster),
@@ -106,7 +113,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const progress = io.stderrIsTty
         ? progressBar(io.stderr, 'matrix', { escapes: io.env.NO_COLOR === undefined })
         : undefined;
-      const matrix = computeViewMatrix(loaded.cluster, {
+      const computed = computeViewMatrix(loaded.cluster, {
         by,
         queries,
         semantics: input.semantics,
@@ -116,6 +123,10 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         ...(progress ? { onProgress: progress.update } : {}),
       });
       progress?.finish();
+      const matrix = focus === undefined ? computed : focusMatrix(computed, focus);
+      if (typeof matrix === 'string') throw new UsageError(matrix);
+      if (focus !== undefined && format === 'text' && queries.length > 0 && raw.wide !== true)
+        refuseTooWide(io, matrix.rows, by === 'namespace');
       if (isGraphFormat(format)) {
         await writeMatrixGraph(io, matrix, loaded.cluster, format, groupBy, input.semantics);
         return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
