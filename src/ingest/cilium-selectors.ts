@@ -14,6 +14,7 @@
 import { makeSelector, type LabelSelector, type SelectorOperator } from '../model/selector.ts';
 import { NAMESPACE_NAME_LABEL } from '../model/types.ts';
 import type { DecodeContext } from './decode-context.ts';
+import { checkedOperator } from './decode-labels.ts';
 import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem, labelValueProblem } from './validate-names.ts';
@@ -103,25 +104,9 @@ export function readCiliumSelector(
     place(key, 'In', [value], [...path, 'matchLabels', key], true);
   (raw?.matchExpressions ?? []).forEach((expression, index) => {
     const at = [...path, 'matchExpressions', index];
-    const operator = (['In', 'NotIn', 'Exists', 'DoesNotExist'] as const).find(
-      (op) => op === expression.operator,
-    );
+    const operator = checkedOperator(ctx, expression, at);
+    if (!operator) return;
     const values = expression.values ?? [];
-    if (!operator) {
-      ctx.report(
-        'SELECTOR_OPERATOR_INVALID',
-        `operator "${expression.operator}" is not one of In, NotIn, Exists, DoesNotExist`,
-        [...at, 'operator'],
-      );
-      return;
-    }
-    if ((operator === 'In' || operator === 'NotIn') && values.length === 0)
-      ctx.report('SELECTOR_VALUES_REQUIRED', `operator ${operator} needs at least one value`, [
-        ...at,
-        'operator',
-      ]);
-    if ((operator === 'Exists' || operator === 'DoesNotExist') && values.length > 0)
-      ctx.report('SELECTOR_VALUES_FORBIDDEN', `operator ${operator} takes no values`, [...at, 'values']);
     place(expression.key, operator, values, [...at, 'key'], false);
   });
   if (ctx.diagnostics.slice(before).some((d) => d.severity === 'error')) return undefined;

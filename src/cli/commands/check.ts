@@ -66,15 +66,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
-      const loaded = await loadInput(input, io, {
-        rawObjects: false,
-        podOption: (name) => `--from ${name} or --to ${name}`,
-      });
-      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      const from = resolveAddress(loaded.cluster, String(raw.from));
-      const to = resolveAddress(loaded.cluster, String(raw.to));
-      if (!from.ok) throw new UsageError(`--from: ${from.message}`);
-      if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+      const { loaded, inputErrors, from, to } = await loadEnds(io, raw, input);
       if (from.family !== undefined && to.family !== undefined && from.family !== to.family)
         throw new UsageError(
           `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
@@ -138,6 +130,24 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
 }
 
 /** `allowed`, `denied`, or per family when a dual-stack pair's families disagree. */
+/** The input read (its diagnostics reported) and --from and --to resolved in it. */
+async function loadEnds(
+  io: CliIo,
+  raw: Record<string, unknown>,
+  input: ReturnType<typeof resolveInputOptions>,
+) {
+  const loaded = await loadInput(input, io, {
+    rawObjects: false,
+    podOption: (name) => `--from ${name} or --to ${name}`,
+  });
+  const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+  const from = resolveAddress(loaded.cluster, String(raw.from));
+  const to = resolveAddress(loaded.cluster, String(raw.to));
+  if (!from.ok) throw new UsageError(`--from: ${from.message}`);
+  if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+  return { loaded, inputErrors, from, to };
+}
+
 function verdictWords(verdict: Verdict): string {
   const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
   if (families.every((f) => f.allowed === verdict.allowed)) return verdict.allowed ? 'allowed' : 'denied';
@@ -155,15 +165,7 @@ async function checkAllPorts(
   if (raw.expect !== undefined) throw new UsageError('--expect needs --port: it checks one connection');
   if (raw.engine !== undefined && raw.engine !== 'reference')
     throw new UsageError('--engine compiled needs --port: it checks one connection');
-  const loaded = await loadInput(input, io, {
-    rawObjects: false,
-    podOption: (name) => `--from ${name} or --to ${name}`,
-  });
-  const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-  const from = resolveAddress(loaded.cluster, String(raw.from));
-  const to = resolveAddress(loaded.cluster, String(raw.to));
-  if (!from.ok) throw new UsageError(`--from: ${from.message}`);
-  if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+  const { loaded, inputErrors, from, to } = await loadEnds(io, raw, input);
   const result = checkPorts(loaded.cluster, { from, to }, { semantics: input.semantics });
   const missing = notEvaluated(loaded.cluster);
   const style = styleFor(io.stdoutIsTty, io.env);
