@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- engines [--scale 0.1] [--policies 10000] [--runs 5] [--matrix-runs 3]`:
+ * `npm run bench -- engines [--scale 0.1] [--policies 10000] [--runs 5] [--matrix-runs 3]` (0: no matrix):
  * the same number of policies written as Kubernetes NetworkPolicies, as Calico NetworkPolicies and
  * as CiliumNetworkPolicies (src/generate/engine-policies.ts: shape a's three kinds of policy in
  * each engine's language) over shape a's namespaces and pods, and what reading them costs:
@@ -63,23 +63,27 @@ export function enginesBenchmark(args: string[]): void {
       let started = performance.now();
       const loaded = loadFromTexts([{ name: `${engine}.yaml`, text }]);
       times[engine].read.push(performance.now() - started);
+      progress(run, engine, 'read', times[engine].read);
       check(engine, loaded.cluster, loaded.diagnostics, count);
       globalThis.gc?.();
       started = performance.now();
       const pipeline = new PolicyPipeline();
       pipeline.apply({ type: 'resync', cluster: loaded.cluster });
       times[engine].compile.push(performance.now() - started);
+      progress(run, engine, 'compile', times[engine].compile);
       if (run < matrixRuns) {
         globalThis.gc?.();
         started = performance.now();
         computeViewMatrix(loaded.cluster, { by: 'pod', queries: [{ port: 8080, protocol: 'TCP' }] });
         times[engine].matrix.push(performance.now() - started);
+        progress(run, engine, 'matrix', times[engine].matrix);
       }
       loads.push(loadavg()[0] ?? 0);
     }
   }
   const s = (values: readonly number[]): string => `${(median(values) / 1000).toFixed(2)} s`;
   for (const what of ['read', 'compile', 'matrix'] as const) {
+    if (times.networkpolicy[what].length === 0) continue; // --matrix-runs 0
     const np = median(times.networkpolicy[what]);
     for (const engine of ENGINES) {
       const value = median(times[engine][what]);
@@ -103,6 +107,14 @@ export function enginesBenchmark(args: string[]): void {
   }
   process.stdout.write(
     `load average during the runs: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}\n`,
+  );
+}
+
+/** Each figure as it is taken (a run on a loaded machine is long: partial runs still say something). */
+function progress(run: number, engine: PolicyEngineName, what: string, values: readonly number[]): void {
+  const value = values[values.length - 1] ?? 0;
+  process.stdout.write(
+    `  run ${run + 1}: ${LABEL[engine]} ${what} ${(value / 1000).toFixed(2)} s (load ${loadavg()[0]?.toFixed(1)})\n`,
   );
 }
 
