@@ -16,20 +16,21 @@ const SHOP = ['-f', 'examples/shop'];
 const CALICO = [...SHOP, '-f', 'examples/engines/calico.yaml'];
 const CILIUM = [...SHOP, '-f', 'examples/engines/cilium.yaml'];
 
+/** `check` over an input, from one end to the other, with any further arguments. */
+const check = (input: readonly string[], from: string, to: string, ...rest: string[]) =>
+  cli(['check', ...input, '--from', from, '--to', to, ...rest]);
+
 describe('check with Calico policy', () => {
   it('names the tier, policy, order and rule that denied', async () => {
-    const r = await cli([
-      'check',
-      ...CALICO,
-      '--from',
+    const r = await check(
+      CALICO,
       'monitoring/prometheus',
-      '--to',
       'payments/gateway',
       '--port',
       'metrics',
       '--expect',
       'deny',
-    ]);
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /DENIED\n/);
     assert.match(
@@ -39,18 +40,7 @@ describe('check with Calico policy', () => {
   });
   it("passes what the tier's Pass rule matches on to the NetworkPolicies, also for workloads without addresses", async () => {
     // The Pass rule names no source: every endpoint — a template has no address a block could match.
-    const r = await cli([
-      'check',
-      ...CALICO,
-      '--from',
-      'shop/api',
-      '--to',
-      'payments/gateway',
-      '--port',
-      '8443',
-      '--expect',
-      'allow',
-    ]);
+    const r = await check(CALICO, 'shop/api', 'payments/gateway', '--port', '8443', '--expect', 'allow');
     assert.equal(r.code, 0, r.stdout);
     assert.match(
       r.stdout,
@@ -61,35 +51,29 @@ describe('check with Calico policy', () => {
 
 describe('check with Cilium policy', () => {
   it('names the deny rule that wins over every allow', async () => {
-    const r = await cli([
-      'check',
-      ...CILIUM,
-      '--from',
+    const r = await check(
+      CILIUM,
       'monitoring/prometheus',
-      '--to',
       '169.254.169.254',
       '--port',
       '80',
       '--expect',
       'deny',
-    ]);
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.match(
       r.stdout,
       /egress {2}deny {3}denied by ccnp\/no-metadata egressDeny\[0\] for 169\.254\.169\.254 on TCP\/80/,
     );
-    const other = await cli([
-      'check',
-      ...CILIUM,
-      '--from',
+    const other = await check(
+      CILIUM,
       'monitoring/prometheus',
-      '--to',
       '203.0.113.9',
       '--port',
       '80',
       '--expect',
       'allow',
-    ]);
+    );
     assert.equal(other.code, 0, other.stdout);
   });
 });
@@ -103,33 +87,13 @@ describe("another engine's policy", () => {
       'apiVersion: crd.antrea.io/v1beta1\nkind: NetworkPolicy\nmetadata: {name: lockdown, namespace: shop}\nspec: {appliedTo: [{podSelector: {}}]}\n',
     );
     const input = [...SHOP, '-f', file];
-    const check = await cli([
-      'check',
-      ...input,
-      '--from',
-      'shop/frontend',
-      '--to',
-      'shop/api',
-      '--port',
-      'http',
-    ]);
-    assert.match(check.stderr, new RegExp(`^${file}:1:1: warning POLICY_KIND_NOT_EVALUATED: .*Antrea`, 'm'));
+    const answer = await check(input, 'shop/frontend', 'shop/api', '--port', 'http');
+    assert.match(answer.stderr, new RegExp(`^${file}:1:1: warning POLICY_KIND_NOT_EVALUATED: .*Antrea`, 'm'));
     assert.match(
-      check.stdout,
+      answer.stdout,
       /note: the input holds policy this answer does not include \(NetworkPolicy shop\/lockdown\)/,
     );
-    const json = await cli([
-      'check',
-      ...input,
-      '--from',
-      'shop/frontend',
-      '--to',
-      'shop/api',
-      '--port',
-      'http',
-      '-o',
-      'json',
-    ]);
+    const json = await check(input, 'shop/frontend', 'shop/api', '--port', 'http', '-o', 'json');
     assert.deepEqual((JSON.parse(json.stdout) as { notEvaluated: string[] }).notEvaluated, [
       'NetworkPolicy shop/lockdown',
     ]);
@@ -142,18 +106,7 @@ describe("another engine's policy", () => {
       );
     }
     // Without it, no note and no notEvaluated.
-    const plain = await cli([
-      'check',
-      ...SHOP,
-      '--from',
-      'shop/frontend',
-      '--to',
-      'shop/api',
-      '--port',
-      'http',
-      '-o',
-      'json',
-    ]);
+    const plain = await check(SHOP, 'shop/frontend', 'shop/api', '--port', 'http', '-o', 'json');
     assert.equal((JSON.parse(plain.stdout) as { notEvaluated?: string[] }).notEvaluated, undefined);
   });
 });
@@ -161,25 +114,16 @@ describe("another engine's policy", () => {
 describe('Services', () => {
   it('answers for the workloads behind a Service on its targetPort', async () => {
     for (const to of ['shop/api[Service]', 'svc/shop/api']) {
-      const r = await cli(['check', ...SHOP, '--from', 'shop/frontend', '--to', to, '--port', '80']);
+      const r = await check(SHOP, 'shop/frontend', to, '--port', '80');
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^shop\/frontend → shop\/api\[Service\] TCP\/80: ALLOWED\n/);
       assert.match(r.stdout, /shop\/api\[Service\] port 80\/TCP → targetPort http on shop\/api \(8000\)/);
     }
     const ports = await cli(['check', ...SHOP, '--from', 'shop/frontend', '--to', 'svc/shop/api']);
     assert.match(ports.stdout, /port 80\/TCP → targetPort http: allowed/);
-    const db = await cli(['check', ...SHOP, '--from', 'shop/db', '--to', 'svc/shop/api', '--port', '80']);
+    const db = await check(SHOP, 'shop/db', 'svc/shop/api', '--port', '80');
     assert.match(db.stdout, /TCP\/80: DENIED/);
-    const missing = await cli([
-      'check',
-      ...SHOP,
-      '--from',
-      'shop/frontend',
-      '--to',
-      'svc/shop/nope',
-      '--port',
-      '80',
-    ]);
+    const missing = await check(SHOP, 'shop/frontend', 'svc/shop/nope', '--port', '80');
     assert.equal(missing.code, 2);
     assert.match(
       missing.stderr,
@@ -230,18 +174,7 @@ describe('Services', () => {
 
 describe('a pod to itself', () => {
   it('is allowed, and check says why', async () => {
-    const r = await cli([
-      'check',
-      ...SHOP,
-      '--from',
-      'shop/frontend',
-      '--to',
-      'shop/frontend',
-      '--port',
-      'http',
-      '--expect',
-      'allow',
-    ]);
+    const r = await check(SHOP, 'shop/frontend', 'shop/frontend', '--port', 'http', '--expect', 'allow');
     assert.equal(r.code, 0, r.stdout);
     assert.match(
       r.stdout,
