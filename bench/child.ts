@@ -4,10 +4,11 @@
  * stdout discarded, or read slowly through a pipe (a reader that is behind, to see that output
  * waits instead of piling up in memory).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 /** The executable compiled with the benchmarks (the same sources as the library figures). */
@@ -21,6 +22,21 @@ export interface CliRun {
   readonly cpuMillis: number;
   readonly stdoutBytes: number;
   readonly stderr: string;
+  /** Killed after `timeoutMs`: the figures are those of an unfinished run. */
+  readonly timedOut?: boolean;
+}
+
+/** The address a `palisade serve` child says it listens on (its stderr), or its exit as an error. */
+export function listeningUrl(child: ChildProcessByStdio<null, null, Readable>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /palisade serve: (http:\/\/\S+)/.exec(text);
+      if (match) resolve(match[1] as string);
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${text}`)));
+  });
 }
 
 /** A scratch directory named for this process, removed by `remove`. */
@@ -35,7 +51,15 @@ export function scratchDirectory(label: string): { path: string; remove: () => v
  */
 export function runCli(
   args: readonly string[],
-  options: { slowReader?: boolean; nodeOptions?: readonly string[] } = {},
+  options: {
+    slowReader?: boolean;
+    nodeOptions?: readonly string[];
+    /** Another build of the executable (e.g. the code before a change), instead of `CLI`. */
+    cli?: string;
+    /** Kills the run after this long (the result then has `timedOut`). */
+    timeoutMs?: number;
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<CliRun> {
   const scratch = scratchDirectory('peak');
   const peakFile = join(scratch.path, 'peak');
@@ -47,11 +71,17 @@ export function runCli(
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [...(options.nodeOptions ?? []), '--require', preload, CLI, ...args],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    [...(options.nodeOptions ?? []), '--require', preload, options.cli ?? CLI, ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'], ...(options.env ? { env: options.env } : {}) },
   );
+  let timedOut = false;
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGKILL');
+        }, options.timeoutMs);
   let stdoutBytes = 0;
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -65,6 +95,7 @@ export function runCli(
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => {
+      if (timer) clearTimeout(timer);
       const millis = performance.now() - started;
       let peakKiB = 0;
       let cpuMicros = NaN;
@@ -74,7 +105,15 @@ export function runCli(
         // The process died before its exit handler ran: no figure.
       }
       scratch.remove();
-      resolve({ code, millis, peakMiB: peakKiB / 1024, cpuMillis: cpuMicros / 1000, stdoutBytes, stderr });
+      resolve({
+        code,
+        millis,
+        peakMiB: peakKiB / 1024,
+        cpuMillis: cpuMicros / 1000,
+        stdoutBytes,
+        stderr,
+        ...(timedOut ? { timedOut } : {}),
+      });
     });
   });
 }

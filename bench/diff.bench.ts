@@ -28,7 +28,7 @@ const nsOf = (o: Json): string => String((o.metadata as Json).namespace ?? (o.me
 const nsIndex = (o: Json): number => Number(nsOf(o).slice(3));
 
 /** The changed copy: `everyNamespace` edits the ipBlock policy of every namespace too. */
-function changed(objects: readonly Json[], namespaces: number, everyNamespace: boolean): Json[] {
+export function changed(objects: readonly Json[], namespaces: number, everyNamespace: boolean): Json[] {
   const edited = (i: number): boolean => i % 100 === 7;
   const result: Json[] = [];
   for (const o of objects) {

@@ -24,6 +24,7 @@ import { serveBenchmark } from './serve.bench.ts';
 import { ebpfBenchmark } from './ebpf.bench.ts';
 import { agentBenchmark } from './agent.bench.ts';
 import { agentHealthBenchmark } from './agent-health.bench.ts';
+import { scaleBenchmark } from './scale.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -47,6 +48,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   ebpf: ebpfBenchmark,
   agent: agentBenchmark,
   'agent-health': agentHealthBenchmark,
+  scale: scaleBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -23,6 +23,7 @@ import { loadFromTexts } from '../src/ingest/load.ts';
 import { startServer } from '../src/serve/index.ts';
 import { shapeFiles } from './lint.bench.ts';
 import { launchChromium } from '../test/helpers/chromium.ts';
+import { listeningUrl } from './child.ts';
 import { reportFigure } from './report.ts';
 import { median, ms } from './stats.ts';
 
@@ -178,15 +179,7 @@ export async function serveBenchmark(args: string[]): Promise<void> {
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
       try {
-        const url = await new Promise<string>((resolve, reject) => {
-          let text = '';
-          child.stderr.on('data', (chunk: Buffer) => {
-            text += chunk.toString();
-            const match = /palisade serve: (http:\/\/\S+)/.exec(text);
-            if (match) resolve(match[1] as string);
-          });
-          child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${text}`)));
-        });
+        const url = await listeningUrl(child);
         const listened = performance.now() - started;
         const page = early ?? (await browser.newPage({ viewport: { width: 1400, height: 900 } }));
         const opened = performance.now() - started;

@@ -20,7 +20,7 @@ export async function buildWeb({ write }) {
     entryPoints: { app: join(root, 'web', 'src', 'main.ts') },
     bundle: true,
     format: 'esm',
-    // Libraries only one view uses (cytoscape, for the graph) load when that view first opens.
+    // Code only one view uses loads when that view first opens.
     splitting: true,
     chunkNames: 'chunk-[hash]',
     platform: 'browser',

@@ -2,22 +2,13 @@
  * Per-endpoint explanations in plain words: is it isolated for ingress and egress, by which
  * policies, and what each rule lets in or out (with the endpoints each rule's peers match).
  */
-import { cidrContains, formatIp } from '../net/ip.ts';
+import { formatIp } from '../net/ip.ts';
+import { policyKey, type Cluster, type Endpoint, type PolicyPort, type Semantics } from '../model/types.ts';
 import {
-  policyKey,
-  type Cluster,
-  type Endpoint,
-  type Peer,
-  type PolicyPort,
-  type Semantics,
-} from '../model/types.ts';
-import {
-  clusterPeerMatches,
   describeClusterRule,
   describeRule,
   indexCluster,
   namedPortOf,
-  peerMatches,
   ciliumRules,
   defaultTierEntries,
   defaultTierMembers,
@@ -40,13 +31,14 @@ import {
   type ClusterRule,
 } from '../model/cluster-policy.ts';
 import { droppedPoliciesFor, type DroppedPolicy } from './dropped-policies.ts';
+import { RulePeers, type EndpointList } from './rule-peers.ts';
 
 export interface RuleExplanation {
   readonly policy: string;
   readonly rule: number;
   readonly description: string;
-  /** Endpoints in the input that the rule's peers match (for "anywhere" rules: all). */
-  readonly peers: readonly string[];
+  /** Endpoints in the input that the rule's peers match (for "anywhere" rules: all); a list of ids in JSON. */
+  readonly peers: EndpointList;
   /**
    * Why the rule allows nothing, when it names only ports that no destination declares
    * (`no pod it reaches declares a TCP port named postgres`); absent when it allows something.
@@ -68,7 +60,7 @@ export interface TierRuleExplanation {
   /** A Calico tier after NetworkPolicy's (Baseline and Profiles always are). */
   readonly after?: true;
   readonly description: string;
-  readonly peers: readonly string[];
+  readonly peers: EndpointList;
 }
 
 export interface DirectionExplanation {
@@ -101,9 +93,32 @@ export function explainEndpoints(
   cluster: Cluster,
   endpoints: readonly Endpoint[],
   semantics: Semantics = 'v1',
+  /** Called every thousand endpoints with (explained, total), for progress display. */
+  onProgress?: (done: number, total: number) => void,
 ): EndpointExplanation[] {
   const index = indexCluster(cluster);
-  return endpoints.map((endpoint) => ({
+  const peers = new RulePeers(index);
+  // Descriptions and peer lists are the rule's, shared by every endpoint it applies to.
+  const described = new Map<object, string>();
+  const describe = (rule: object, make: () => string): string => {
+    let text = described.get(rule);
+    if (text === undefined) described.set(rule, (text = make()));
+    return text;
+  };
+  const nothing = new Map<object, string | undefined>();
+  const allowsNothing = (rule: object, make: () => string | undefined): string | undefined => {
+    if (!nothing.has(rule)) nothing.set(rule, make());
+    return nothing.get(rule);
+  };
+  const context: ExplainContext = { index, peers, describe, allowsNothing, semantics };
+  return endpoints.map((endpoint, i) => {
+    if (onProgress && i % 1000 === 0) onProgress(i, endpoints.length);
+    return explainOne(context, cluster, endpoint);
+  });
+}
+
+function explainOne(context: ExplainContext, cluster: Cluster, endpoint: Endpoint): EndpointExplanation {
+  return {
     endpoint: endpoint.id,
     kind: endpoint.kind,
     labels: Object.entries(endpoint.labels)
@@ -115,21 +130,24 @@ export function explainEndpoints(
       cluster,
       endpoint,
       'ingress',
-      withTiers(
-        index,
-        endpoint,
-        'ingress',
-        explainDirection(index, endpoint, 'ingress', semantics),
-        semantics,
-      ),
+      withTiers(context, endpoint, 'ingress', explainDirection(context, endpoint, 'ingress')),
     ),
     egress: withDropped(
       cluster,
       endpoint,
       'egress',
-      withTiers(index, endpoint, 'egress', explainDirection(index, endpoint, 'egress', semantics), semantics),
+      withTiers(context, endpoint, 'egress', explainDirection(context, endpoint, 'egress')),
     ),
-  }));
+  };
+}
+
+interface ExplainContext {
+  readonly index: ClusterIndex;
+  readonly peers: RulePeers;
+  readonly describe: (rule: object, make: () => string) => string;
+  /** Why an egress rule allows nothing (its ports resolve on no destination it matches), per rule. */
+  readonly allowsNothing: (rule: object, make: () => string | undefined) => string | undefined;
+  readonly semantics: Semantics;
 }
 
 function withDropped(
@@ -144,12 +162,12 @@ function withDropped(
 
 /** The cluster-policy rules of every tier that apply to the endpoint, in evaluation order. */
 function withTiers(
-  index: ClusterIndex,
+  context: ExplainContext,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   explanation: Omit<DirectionExplanation, 'tiers'>,
-  semantics: Semantics,
 ): DirectionExplanation {
+  const { index, semantics } = context;
   const tiers: TierRuleExplanation[] = [];
   const tierEnds: string[] = [];
   let engines: { isolating: string[] } | undefined;
@@ -167,14 +185,8 @@ function withTiers(
         ...(engine && policyEngine(policy.kind) === 'calico' && Number.isFinite(policy.priority)
           ? { order: policy.priority }
           : {}),
-        description: describeClusterRule(rule, direction),
-        peers: index.cluster.endpoints
-          .filter((e) =>
-            rule.peers.some((peer) =>
-              clusterPeerMatches(index, peer, endpoint, { kind: 'endpoint', endpoint: e }, e.ips[0]?.family),
-            ),
-          )
-          .map((e) => e.id),
+        description: context.describe(rule, () => describeClusterRule(rule, direction)),
+        peers: context.peers.ofClusterRule(policy, rule, direction, endpoint),
       });
     };
     for (const tier of tierPlan(index.cluster)) {
@@ -225,11 +237,11 @@ function withTiers(
 }
 
 function explainDirection(
-  index: ClusterIndex,
+  context: ExplainContext,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
-  semantics: Semantics,
 ): Omit<DirectionExplanation, 'tiers'> {
+  const { index, semantics } = context;
   const open = (summary: string): Omit<DirectionExplanation, 'tiers'> => ({
     isolated: false,
     policies: [],
@@ -250,17 +262,18 @@ function explainDirection(
   const rules: RuleExplanation[] = [];
   for (const policy of policies) {
     for (const rule of direction === 'ingress' ? policy.ingress : policy.egress) {
-      const matched = matchingEndpoints(index, rule.peers, policy.namespace);
-      // Ingress ports are the explained pod's own; egress ports the destinations'.
+      const matched = context.peers.ofRule(policy, direction, rule);
+      // Ingress ports are the explained pod's own; egress ports the destinations' (the rule's,
+      // so asked once per rule).
       const nothing =
         direction === 'ingress'
-          ? unresolvedPorts(rule.ports, [endpoint], endpoint.id)
-          : unresolvedPorts(rule.ports, matched, undefined);
+          ? unresolvedPorts(rule.ports, { some: (test) => test(endpoint) }, endpoint.id)
+          : context.allowsNothing(rule, () => unresolvedPorts(rule.ports, matched, undefined));
       rules.push({
         policy: policyKey(policy),
         rule: rule.index,
-        description: describeRule(rule, direction, policy.namespace),
-        peers: matched.map((e) => e.id),
+        description: context.describe(rule, () => describeRule(rule, direction, policy.namespace)),
+        peers: matched,
         ...(nothing ? { allowsNothing: nothing } : {}),
       });
     }
@@ -280,22 +293,6 @@ function explainDirection(
   return { isolated: true, policies: policies.map(policyKey), rules, summary };
 }
 
-function matchingEndpoints(
-  index: ClusterIndex,
-  peers: readonly Peer[] | undefined,
-  namespace: string,
-): readonly Endpoint[] {
-  const all = index.cluster.endpoints;
-  if (peers === undefined || peers.length === 0) return all;
-  return all.filter((e) =>
-    peers.some((peer) =>
-      peer.type === 'ipBlock'
-        ? e.ips.some((ip) => cidrContains(peer.cidr, ip) && !peer.except.some((x) => cidrContains(x, ip)))
-        : peerMatches(index, peer, namespace, { kind: 'endpoint', endpoint: e }, undefined),
-    ),
-  );
-}
-
 /**
  * Why a rule allows nothing when every port it names is a named port that none of
  * `destinations` declares (lint says the same: NAMED_PORT_UNRESOLVED); undefined otherwise.
@@ -303,7 +300,7 @@ function matchingEndpoints(
  */
 function unresolvedPorts(
   ports: readonly PolicyPort[] | undefined,
-  destinations: readonly Endpoint[],
+  destinations: Pick<EndpointList, 'some'>,
   self: string | undefined,
 ): string | undefined {
   if (!ports || ports.length === 0) return undefined;

@@ -1,54 +1,71 @@
 /**
- * A matrix narrowed to one row and its peers (`matrix --focus ns/name`): the rows the name
- * names, and every row they can connect to or that can connect to them (on some column, or some
- * port; a partial cell counts), with the cells among those rows as computed. The cells are
- * read, not evaluated again: narrowing costs one pass over the focus rows' lines.
+ * `matrix --focus ns/name`: one workload (or pod) and its peers — the rows it may connect to or
+ * be connected from, on some port (some queried port) — as a matrix of those rows alone, printed
+ * by every format as any matrix is. Finding the peers costs a row and a column of the matrix, not
+ * the matrix.
  */
-import { isNoPorts } from '../model/port-set.ts';
-import type { IpFamily } from '../net/ip.ts';
+import { isNoPorts } from '../semantics/index.ts';
 import type { Matrix } from './types.ts';
 
-/** The narrowed matrix, or a message when no row is called `focus`. */
-export function focusMatrix(matrix: Matrix, focus: string): Matrix | string {
-  const named = matrix.rows.flatMap((row, i) => (row.id === focus || row.label === focus ? [i] : []));
-  if (named.length === 0) {
-    const name =
-      focus
-        .replace(/\[[^\]]*\]$/, '')
-        .split('/')
-        .pop() ?? focus;
-    const near = matrix.rows.filter((row) => row.id.split('/').pop() === name).map((row) => row.label);
-    return `--focus: no row is ${focus}${near.length ? ` (did you mean ${near.slice(0, 5).join(', ')}?)` : ''}; rows are named ns/name or ns/name[Kind]`;
+/** Whether anything from row a reaches row b: a queried port, a port, some pod pairs, some family. */
+export function connects(matrix: Matrix, a: number, b: number): boolean {
+  if (matrix.queries.length > 0) {
+    for (let q = 0; q < matrix.queries.length; q++) {
+      if (matrix.allowed(a, b, q) || matrix.partial?.(a, b, q) !== undefined) return true;
+      for (const family of [4, 6] as const) if (matrix.overFamily?.(a, b, q, family) === true) return true;
+    }
+    return false;
   }
-  const connects = (a: number, b: number): boolean => {
-    if (matrix.queries.length === 0)
-      return !isNoPorts(matrix.ports(a, b)) || matrix.partialPorts?.(a, b) !== undefined;
-    return matrix.queries.some((_, q) => matrix.allowed(a, b, q) || matrix.partial?.(a, b, q) !== undefined);
-  };
-  const focused = new Set(named);
-  const keep = matrix.rows.flatMap((_, i) =>
-    focused.has(i) || named.some((f) => connects(f, i) || connects(i, f)) ? [i] : [],
-  );
-  const at = (i: number): number => keep[i] as number;
+  if (!isNoPorts(matrix.ports(a, b)) || matrix.partialPorts?.(a, b)) return true;
+  for (const family of [4, 6] as const) {
+    const ports = matrix.portsOverFamily?.(a, b, family);
+    if (ports && !isNoPorts(ports)) return true;
+  }
+  return false;
+}
+
+/** The focused rows and their peers, in row order. */
+export function focusRows(matrix: Matrix, focus: ReadonlySet<number>): number[] {
+  const rows = new Set<number>(focus);
+  const n = matrix.rows.length;
+  for (const f of focus) {
+    const targets = matrix.reachedRows ? matrix.reachedRows(f) : [...Array(n).keys()];
+    for (const t of targets) if (connects(matrix, f, t)) rows.add(t);
+    for (let t = 0; t < n; t++) if (!rows.has(t) && connects(matrix, t, f)) rows.add(t);
+  }
+  return [...rows].sort((x, y) => x - y);
+}
+
+/** The matrix of some of the rows (and the same columns), answering from the whole one. */
+export function restrictMatrix(matrix: Matrix, rows: readonly number[]): Matrix {
+  const at = (i: number): number => rows[i] as number;
+  const position = new Map(rows.map((row, i) => [row, i]));
+  const partial = matrix.partial?.bind(matrix);
+  const partialPorts = matrix.partialPorts?.bind(matrix);
+  const reachedRows = matrix.reachedRows?.bind(matrix);
   const { overFamily, portsOverFamily } = matrix;
   return {
-    endpoints: keep.map((i) => matrix.endpoints[i] as Matrix['endpoints'][number]),
-    rows: keep.map((i) => matrix.rows[i] as Matrix['rows'][number]),
+    endpoints: rows.map((r) => matrix.endpoints[r] as (typeof matrix.endpoints)[number]),
+    rows: rows.map((r) => matrix.rows[r] as (typeof matrix.rows)[number]),
     queries: matrix.queries,
-    allowed: (a, b, q) => matrix.allowed(at(a), at(b), q),
-    ports: (a, b) => matrix.ports(at(a), at(b)),
-    ...(matrix.partial
-      ? { partial: (a: number, b: number, q: number) => matrix.partial?.(at(a), at(b), q) }
-      : {}),
-    ...(matrix.partialPorts
-      ? { partialPorts: (a: number, b: number) => matrix.partialPorts?.(at(a), at(b)) }
-      : {}),
-    ...(overFamily
-      ? { overFamily: (a: number, b: number, q: number, f: IpFamily) => overFamily(at(a), at(b), q, f) }
-      : {}),
-    ...(portsOverFamily
-      ? { portsOverFamily: (a: number, b: number, f: IpFamily) => portsOverFamily(at(a), at(b), f) }
-      : {}),
+    allowed: (from, to, q) => matrix.allowed(at(from), at(to), q),
+    ports: (from, to) => matrix.ports(at(from), at(to)),
+    ...(partial && { partial: (from: number, to: number, q: number) => partial(at(from), at(to), q) }),
+    ...(partialPorts && { partialPorts: (from: number, to: number) => partialPorts(at(from), at(to)) }),
+    ...(overFamily && {
+      overFamily: (from: number, to: number, q: number, family: 4 | 6) =>
+        overFamily(at(from), at(to), q, family),
+    }),
+    ...(portsOverFamily && {
+      portsOverFamily: (from: number, to: number, family: 4 | 6) => portsOverFamily(at(from), at(to), family),
+    }),
+    ...(reachedRows && {
+      reachedRows: (from: number) =>
+        reachedRows(at(from)).flatMap((r) => {
+          const i = position.get(r);
+          return i === undefined ? [] : [i];
+        }),
+    }),
     stats: matrix.stats,
   };
 }

@@ -3,7 +3,6 @@
  */
 export { computeMatrix, matrixEndpoints, type MatrixOptions } from './matrix.ts';
 export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
-export { focusMatrix } from './focus.ts';
 export {
   ENDPOINT_VIEWS,
   MATRIX_VIEWS,
@@ -15,6 +14,17 @@ export {
 export { checkConnection, checkPorts, type CheckRequest, type PortsCheckResult } from './check.ts';
 export { compiledVerdicts } from './compiled-engine.ts';
 export { endpointClasses, type EndpointClasses } from './equivalence.ts';
+export { classReport, classLabel, type ClassReport, type ClassRow } from './class-view.ts';
+export { CLASS_FORMATS, CLASS_JSON_FORMAT, type ClassWriter } from './format/class-formats.ts';
+export { focusRows, restrictMatrix, connects } from './focus.ts';
+export {
+  estimateClassOutput,
+  estimateMatrixOutput,
+  formatSize,
+  parseSize,
+  type OutputEstimate,
+} from './format/output-size.ts';
+export { portListText } from './format/ports-text.ts';
 export {
   explainEndpoints,
   type EndpointExplanation,
@@ -58,11 +68,20 @@ export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';
 export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
-export { GRAPH_FORMATS, isGraphFormat, writeGraph, type GraphFormat } from './format/graph-formats.ts';
+export {
+  GRAPH_FORMATS,
+  graphSvg,
+  isGraphFormat,
+  layoutSeconds,
+  writeGraph,
+  type GraphFormat,
+} from './format/graph-formats.ts';
+export { classGraph, labelled, type ClassGraphOptions, type PortGraph } from './graph/class-graph.ts';
+export { aggregateGraph, PICTURE_BUDGET, type GraphBudget } from './graph/aggregate.ts';
+export { pictureGraph, type PictureRequest } from './graph/picture.ts';
 export { portSetJson } from './format/ports-json.ts';
 export { checkExpectations, type AssertionResult, type Expectation } from './assertions.ts';
 export {
-  matrixGraph,
   diffGraph,
   type GroupBy,
   type ConnectivityGraph,

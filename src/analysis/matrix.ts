@@ -1,12 +1,11 @@
 /**
  * Reachability between every ordered pair of endpoints (self pairs included), computed once per
- * pair of equivalence classes and shared by every pair of members — by the reference evaluator,
- * or from the compiled tables a row at a time (compiled-matrix.ts), which the automatic choice
- * takes wherever it is exact and the classes are many.
- *
- * Answers are kept compactly: a bit per class pair and port, and for port sets a small number
- * per class pair naming one of the distinct sets (a few dozen in practice) — not an object per
- * pair, which at 2,000 classes was four million of them.
+ * pair of equivalence classes and shared by every pair of members — by the reference evaluator
+ * (a bit per class pair and port, or a port set id per class pair: for few classes), or from the
+ * compiled tables as sparse answers (classes/compiled-classes.ts: the pairs that may connect,
+ * found in time that follows them), which the automatic choice takes wherever it is exact and
+ * the classes are many. Either way the result also answers per class (`Matrix.classes`), for
+ * the outputs that print classes and the pictures that aggregate them.
  *
  * Dual-stack (`byFamily`): a pair counts as allowed only when every family both ends share
  * allows it; where the families disagree (an IPv4-only ipBlock), the answers over each family
@@ -14,25 +13,27 @@
  */
 import type { Cluster, Endpoint } from '../model/types.ts';
 import {
-  allowedPorts,
-  EMPTY_PORTS,
-  formatPortSet,
-  intersectPorts,
-  sidePorts,
   indexCluster,
-  isAllowed,
+  isNoPorts,
+  portSetHas,
   portSetOf,
   resolveNamedPort,
-  type ClusterIndex,
   type PortSet,
 } from '../semantics/index.ts';
-import type { Address, EvaluateOptions } from '../semantics/types.ts';
+import type { EvaluateOptions } from '../semantics/types.ts';
 import type { IpFamily } from '../net/ip.ts';
-import { familyAnswers, familyMasks, sharesFamily, type FamilyAnswers } from './family-answers.ts';
-import { CompiledMatrix } from './compiled-matrix.ts';
-import { hasBit, setBit, wordsFor } from './bit-rows.ts';
+import { familyAnswers, familyMasks } from './family-answers.ts';
+import { hasBit, wordsFor } from './bit-rows.ts';
+import { CompiledClasses } from './classes/compiled-classes.ts';
 import { endpointClasses } from './equivalence.ts';
-import type { Matrix, MatrixEngine, PortQuery } from './types.ts';
+import {
+  portSetIds,
+  queryBits,
+  referencePorts,
+  PortSetTable,
+  type ReferenceContext,
+} from './reference-classes.ts';
+import type { ClassAnswers, Matrix, MatrixEngine, PortQuery } from './types.ts';
 import { endpointRow } from './workload-view.ts';
 
 export interface MatrixOptions extends EvaluateOptions {
@@ -83,182 +84,243 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
   const { classOf, representatives } = endpointClasses(cluster, endpoints, options.useClasses ?? true);
   const classes = representatives.length;
   const engine = chooseEngine(classes, options);
-  const context: Context = {
+  const context: ReferenceContext = {
     index: indexCluster(cluster),
     representatives,
     options,
-    compiled: engine === 'compiled' ? new CompiledMatrix(cluster, representatives, options) : undefined,
     evaluations: 0,
   };
-  const queries = options.queries;
-  const words = wordsFor(classes);
-  const masks = familyMasks(representatives);
-  const families: FamilyAnswers | undefined =
-    options.byFamily && masks.some((m) => m === 3)
-      ? familyAnswers(classOf, masks, (family) => {
-          // The family passes report no progress: the bar follows the combined pass.
-          const { onProgress: _, ...quietOptions } = options;
-          const quiet = { ...context, options: quietOptions };
-          return queries.length > 0
-            ? { bits: queries.map((query) => queryBits(quiet, query, family)) }
-            : { ports: portSetIds(quiet, family) };
-        })
-      : undefined;
-  // Progress: per class row from the reference, per port column (or atom) from the compiled tables.
-  if (queries.length > 0) {
-    const answers = queries.map((query, q) => {
-      const bits = queryBits(context, query);
-      if (context.compiled) options.onProgress?.(q + 1, queries.length);
-      return bits;
+  const answers =
+    engine === 'compiled' ? compiledAnswers(cluster, context, options) : referenceAnswers(context, options);
+  const { queries } = options;
+  const byClass: ClassAnswers = { classOf, representatives, ...answers.byClass };
+  const stats = (): Matrix['stats'] => ({
+    classes,
+    evaluations: context.evaluations,
+    millis: performance.now() - started,
+    engine,
+  });
+  const cls = (endpoint: number): number => classOf[endpoint] as number;
+  let rowsByClass: number[][] | undefined;
+  const reachedRows = (from: number): number[] => {
+    rowsByClass ??= membersByClass(classOf, classes);
+    const rows: number[] = [];
+    answers.candidates(cls(from), (b) => {
+      for (const row of (rowsByClass as number[][])[b] as number[]) rows.push(row);
     });
-    return {
-      ...families?.members,
-      endpoints,
-      rows: endpoints.map(endpointRow),
-      queries,
-      allowed: (from, to, q) =>
-        hasBit(answers[q] as Uint32Array, (classOf[from] as number) * words, classOf[to] as number),
-      ports: () => {
-        throw new Error('matrix was computed per port; port sets are not available');
-      },
-      stats: { classes, evaluations: context.evaluations, millis: performance.now() - started, engine },
-    };
-  }
-  const { setOf, sets } = portSetIds(context);
+    return rows.sort((x, y) => x - y);
+  };
   return {
-    ...families?.members,
+    ...answers.families?.(classOf),
     endpoints,
     rows: endpoints.map(endpointRow),
     queries,
-    allowed: () => false,
-    ports: (from, to) =>
-      sets[setOf[(classOf[from] as number) * classes + (classOf[to] as number)] as number] as PortSet,
-    stats: { classes, evaluations: context.evaluations, millis: performance.now() - started, engine },
-  };
-}
-
-interface Context {
-  readonly index: ClusterIndex;
-  readonly representatives: readonly Endpoint[];
-  readonly options: MatrixOptions;
-  readonly compiled: CompiledMatrix | undefined;
-  evaluations: number;
-}
-
-const at = (endpoint: Endpoint): Extract<Address, { kind: 'endpoint' }> => ({ kind: 'endpoint', endpoint });
-
-/** One port column as a bit per class pair (row-major); over one address family when given. */
-function queryBits(context: Context, query: PortQuery, family?: IpFamily): Uint32Array {
-  const { representatives, compiled, options } = context;
-  const n = representatives.length;
-  const words = wordsFor(n);
-  const bits = compiled?.portBits(query.protocol, query.port, family) ?? new Uint32Array(n * words);
-  const inFamily = family === undefined ? {} : { family };
-  referencePairs(context, (a, b, src, dst) => {
-    const port =
-      typeof query.port === 'number' ? query.port : resolveNamedPort(dst, query.port, query.protocol);
-    if (
-      port !== undefined &&
-      isAllowed(context.index, { src, dst, protocol: query.protocol, port, ...inFamily }, options)
-    )
-      setBit(bits, a * words, b);
-  });
-  return bits;
-}
-
-/**
- * The class pairs the reference evaluator answers: all of them, or with the compiled engine
- * those where either class has no address (a workload from a repository).
- */
-function referencePairs(
-  context: Context,
-  visit: (a: number, b: number, src: Address, dst: Address) => void,
-): void {
-  const { representatives, compiled } = context;
-  const n = representatives.length;
-  const addresses = representatives.map((_, c) => !compiled || compiled.hasAddress(c));
-  const addressless = addresses.flatMap((has, c) => (has ? [] : [c]));
-  const pair = (a: number, b: number): void => {
-    context.evaluations++;
-    visit(a, b, at(representatives[a] as Endpoint), at(representatives[b] as Endpoint));
-  };
-  if (!compiled) {
-    for (let a = 0; a < n; a++) {
-      for (let b = 0; b < n; b++) pair(a, b);
-      context.options.onProgress?.(a + 1, n);
-    }
-    return;
-  }
-  for (const a of addressless) for (let b = 0; b < n; b++) pair(a, b);
-  for (let a = 0; a < n; a++) if (addresses[a]) for (const b of addressless) pair(a, b);
-}
-
-/**
- * Port sets per class pair as ids into a list of distinct sets (over one address family when
- * given). From the compiled tables: one verdict pass per port atom, each pair's pattern of
- * allowed atoms interned as it grows.
- */
-function portSetIds(context: Context, family?: IpFamily): { setOf: Uint32Array; sets: PortSet[] } {
-  const { representatives, compiled, options } = context;
-  const n = representatives.length;
-  const sets: PortSet[] = [];
-  const idByText = new Map<string, number>();
-  const intern = (set: PortSet): number => {
-    const text = formatPortSet(set);
-    let id = idByText.get(text);
-    if (id === undefined) {
-      idByText.set(text, (id = sets.length));
-      sets.push(set);
-    }
-    return id;
-  };
-  const setOf = new Uint32Array(n * n);
-  if (compiled) {
-    const atoms = compiled.portAtoms();
-    // Patterns: 0 is "no atom"; pattern p plus atom i is child(p, i), numbered on first use.
-    const parent: number[] = [0];
-    const atomOf: number[] = [-1];
-    const child = new Map<number, number>();
-    const words = wordsFor(n);
-    atoms.forEach((atom, i) => {
-      const bits = compiled.portBits(atom.protocol, atom.from, family);
-      for (let a = 0; a < n; a++)
-        for (let b = 0; b < n; b++) {
-          if (!hasBit(bits, a * words, b)) continue;
-          const from = setOf[a * n + b] as number;
-          const key = from * atoms.length + i;
-          let next = child.get(key);
-          if (next === undefined) {
-            child.set(key, (next = parent.length));
-            parent.push(from);
-            atomOf.push(i);
+    classes: byClass,
+    reachedRows,
+    allowed: (from, to, q) => answers.allowed(cls(from), cls(to), q),
+    ports:
+      queries.length > 0
+        ? () => {
+            throw new Error('matrix was computed per port; port sets are not available');
           }
-          setOf[a * n + b] = next;
-        }
-      options.onProgress?.(i + 1, atoms.length);
-    });
-    const setIdOfPattern = parent.map((_, pattern) => {
-      const entries: typeof atoms = [];
-      for (let p = pattern; p !== 0; p = parent[p] as number) {
-        const atom = atoms[atomOf[p] as number];
-        if (atom) entries.push(atom);
+        : (from, to) => answers.byClass.ports(cls(from), cls(to)),
+    stats: stats(),
+  };
+}
+
+/** The endpoints of each class, in order. */
+function membersByClass(classOf: Int32Array, classes: number): number[][] {
+  const members: number[][] = Array.from({ length: classes }, () => []);
+  classOf.forEach((cls, endpoint) => (members[cls] as number[]).push(endpoint));
+  return members;
+}
+
+/** What an engine answers, per class. */
+interface EngineAnswers {
+  readonly byClass: Pick<ClassAnswers, 'ports' | 'forEachReached'>;
+  /** Classes b that class a may reach over some family (a superset of what it reaches), once each. */
+  candidates(a: number, visit: (b: number) => void): void;
+  /** Per port mode: whether class a reaches class b on query q. */
+  allowed(a: number, b: number, q: number): boolean;
+  /** Dual-stack members of the matrix, for endpoints in classes `classOf` (when asked and needed). */
+  readonly families?: (classOf: Int32Array) => Pick<Matrix, 'overFamily' | 'portsOverFamily'>;
+}
+
+/** The queried ports allowed between two classes, as a port set (named ports resolved at the destination). */
+function queriedPorts(
+  queries: readonly PortQuery[],
+  destination: Endpoint,
+  allowed: (q: number) => boolean,
+): PortSet {
+  return portSetOf(
+    queries.flatMap((query, q) => {
+      const port =
+        typeof query.port === 'number'
+          ? query.port
+          : resolveNamedPort({ kind: 'endpoint', endpoint: destination }, query.port, query.protocol);
+      return port !== undefined && allowed(q) ? [{ protocol: query.protocol, from: port, to: port }] : [];
+    }),
+  );
+}
+
+/** Every pair from the reference evaluator (few classes). */
+function referenceAnswers(context: ReferenceContext, options: MatrixOptions): EngineAnswers {
+  const { representatives } = context;
+  const n = representatives.length;
+  const { queries } = options;
+  const masks = familyMasks(representatives);
+  // The family passes report no progress: the bar follows the combined pass.
+  const { onProgress: _, ...quietOptions } = options;
+  const quiet: ReferenceContext = { ...context, options: quietOptions };
+  const dualStack = options.byFamily === true && masks.some((m) => m === 3);
+  const reached =
+    (ports: (a: number, b: number) => PortSet) => (a: number, visit: (b: number, p: PortSet) => void) => {
+      for (let b = 0; b < n; b++) {
+        const p = ports(a, b);
+        if (!isNoPorts(p)) visit(b, p);
       }
-      return intern(portSetOf(entries));
-    });
-    for (let i = 0; i < setOf.length; i++) setOf[i] = setIdOfPattern[setOf[i] as number] as number;
+    };
+  const every = (_: number, visit: (b: number) => void): void => {
+    for (let b = 0; b < n; b++) visit(b);
+  };
+  if (queries.length > 0) {
+    const words = wordsFor(n);
+    const bits = queries.map((query) => queryBits(context, query));
+    const allowed = (a: number, b: number, q: number): boolean =>
+      hasBit(bits[q] as Uint32Array, a * words, b);
+    const ports = (a: number, b: number): PortSet =>
+      queriedPorts(queries, representatives[b] as Endpoint, (q) => allowed(a, b, q));
+    return {
+      allowed,
+      candidates: every,
+      byClass: { ports, forEachReached: reached(ports) },
+      ...(dualStack && {
+        families: (classOf) =>
+          familyAnswers(classOf, masks, (family) => ({
+            bits: queries.map((query) => queryBits(quiet, query, family)),
+          })).members,
+      }),
+    };
   }
-  const masks = family === undefined ? [] : familyMasks(representatives);
-  referencePairs(context, (a, b, src, dst) => {
-    const ports =
-      family === undefined
-        ? allowedPorts(context.index, src, dst, options)
-        : sharesFamily(masks[a] as number, masks[b] as number, family)
-          ? intersectPorts(
-              sidePorts(context.index, src, dst, 'egress', family, options),
-              sidePorts(context.index, src, dst, 'ingress', family, options),
-            )
-          : EMPTY_PORTS;
-    setOf[a * n + b] = intern(ports);
+  const { setOf, sets } = portSetIds(context);
+  const ports = (a: number, b: number): PortSet => sets[setOf[a * n + b] as number] as PortSet;
+  return {
+    allowed: () => false,
+    candidates: every,
+    byClass: { ports, forEachReached: reached(ports) },
+    ...(dualStack && {
+      families: (classOf) =>
+        familyAnswers(classOf, masks, (family) => ({ ports: portSetIds(quiet, family) })).members,
+    }),
+  };
+}
+
+/**
+ * From the compiled tables (classes/compiled-classes.ts), sparse; pairs with a class without
+ * addresses from the reference. Per port, the port sets are computed over the queried ports only.
+ */
+function compiledAnswers(cluster: Cluster, context: ReferenceContext, options: MatrixOptions): EngineAnswers {
+  const { representatives } = context;
+  const n = representatives.length;
+  const { queries } = options;
+  const portsOfInterest =
+    queries.length === 0
+      ? undefined
+      : portSetOf(
+          queries.flatMap((query) =>
+            (typeof query.port === 'number'
+              ? [query.port]
+              : representatives.map((rep) =>
+                  resolveNamedPort({ kind: 'endpoint', endpoint: rep }, query.port as string, query.protocol),
+                )
+            ).flatMap((port) =>
+              port === undefined ? [] : [{ protocol: query.protocol, from: port, to: port }],
+            ),
+          ),
+        );
+  const compiled = new CompiledClasses(cluster, representatives, {
+    ...(options.allowNodeLocal !== undefined ? { allowNodeLocal: options.allowNodeLocal } : {}),
+    ...(portsOfInterest ? { portsOfInterest } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
-  return { setOf, sets };
+  // Pairs with a class without addresses: the reference, per family too when dual-stack is asked.
+  const masks = familyMasks(representatives);
+  const dualStack = options.byFamily === true && masks.some((m) => m === 3);
+  const addressless = representatives.flatMap((_, c) => (compiled.hasAddress(c) ? [] : [c]));
+  const table = new PortSetTable();
+  const overrides = new Map<number, number>();
+  const familyOverrides: Record<IpFamily, Map<number, number | undefined>> = { 4: new Map(), 6: new Map() };
+  const addReference = (a: number, b: number): void => {
+    const key = a * n + b;
+    if (overrides.has(key)) return;
+    overrides.set(key, table.id(referencePorts(context, a, b, undefined, masks) as PortSet));
+    if (dualStack)
+      for (const family of [4, 6] as const) {
+        const ports = referencePorts(context, a, b, family, masks);
+        familyOverrides[family].set(key, ports === undefined ? undefined : table.id(ports));
+      }
+  };
+  for (const a of addressless) for (let b = 0; b < n; b++) addReference(a, b);
+  for (let a = 0; a < n; a++) for (const b of addressless) addReference(a, b);
+
+  const allPorts = (a: number, b: number): PortSet => {
+    const id = overrides.get(a * n + b);
+    return id === undefined ? compiled.ports(a, b) : (table.sets[id] as PortSet);
+  };
+  const has = (ports: PortSet, query: PortQuery, destination: Endpoint): boolean => {
+    const port =
+      typeof query.port === 'number'
+        ? query.port
+        : resolveNamedPort({ kind: 'endpoint', endpoint: destination }, query.port, query.protocol);
+    return port !== undefined && portSetHas(ports, query.protocol, port);
+  };
+  const allowed = (a: number, b: number, q: number): boolean =>
+    has(allPorts(a, b), queries[q] as PortQuery, representatives[b] as Endpoint);
+  const ports =
+    queries.length === 0
+      ? allPorts
+      : (a: number, b: number): PortSet => {
+          const all = allPorts(a, b);
+          return queriedPorts(queries, representatives[b] as Endpoint, (q) =>
+            has(all, queries[q] as PortQuery, representatives[b] as Endpoint),
+          );
+        };
+  const candidates = (a: number, visit: (b: number) => void): void => {
+    if (compiled.hasAddress(a)) {
+      compiled.forEachCandidate(a, visit);
+      for (const b of addressless) visit(b);
+    } else for (let b = 0; b < n; b++) visit(b);
+  };
+  const forEachReached = (a: number, visit: (b: number, p: PortSet) => void): void =>
+    candidates(a, (b) => {
+      const p = ports(a, b);
+      if (!isNoPorts(p)) visit(b, p);
+    });
+  const familyPorts = (a: number, b: number, family: IpFamily): PortSet | undefined => {
+    const key = a * n + b;
+    if (familyOverrides[family].has(key)) {
+      const id = familyOverrides[family].get(key);
+      return id === undefined ? undefined : table.sets[id];
+    }
+    return compiled.portsOverFamily(a, b, family);
+  };
+  return {
+    allowed,
+    candidates,
+    byClass: { ports, forEachReached },
+    ...(dualStack && {
+      families: (classOf) => ({
+        overFamily: (from, to, q, family) => {
+          const a = classOf[from] as number;
+          const b = classOf[to] as number;
+          const p = familyPorts(a, b, family);
+          return p === undefined
+            ? undefined
+            : has(p, queries[q] as PortQuery, representatives[b] as Endpoint);
+        },
+        portsOverFamily: (from, to, family) =>
+          familyPorts(classOf[from] as number, classOf[to] as number, family),
+      }),
+    }),
+  };
 }

@@ -14,12 +14,15 @@
 import { namedPortTargets } from '../model/cluster-policy.ts';
 import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
 import type { IpFamily } from '../net/ip.ts';
+import { PortCeilings } from './port-ceiling.ts';
+import { portSetsMeet } from '../model/port-set.ts';
 import {
   ALL_PORTS,
   clusterPeerMatches,
   EMPTY_PORTS,
   indexCluster,
   intersectPorts,
+  isNoPorts,
   isOwnNode,
   listMatchesAll,
   peerMatches,
@@ -43,11 +46,11 @@ const BOTH: readonly IpFamily[] = [4, 6];
 const NO_FAMILY: readonly (IpFamily | undefined)[] = [undefined];
 
 /** What a side of one subject reads of the other address, as one function. */
-type Signer = (other: Address, family: IpFamily | undefined) => string;
+type Signer = (other: Address, family: IpFamily | undefined) => string | number;
 
 interface SubjectSide {
   readonly sign: Signer;
-  readonly memo: Map<string, PortSet>;
+  readonly memo: Map<string | number, PortSet>;
 }
 
 interface EndpointRecord {
@@ -61,21 +64,42 @@ export class SidedEvaluator {
   /** Per endpoint, everything computed about it once: its families and its two sides. */
   private readonly records = new Map<Endpoint, EndpointRecord>();
 
+  private readonly ceilings: PortCeilings;
+
   constructor(
     readonly cluster: Cluster,
     readonly semantics: Semantics = 'v1',
   ) {
     this.index = indexCluster(cluster);
+    this.ceilings = new PortCeilings(this.index, semantics);
+  }
+
+  /**
+   * False when the pair is sure to allow nothing: two endpoints whose egress and ingress bounds
+   * (port-ceiling.ts: the ports their isolating rules name) share no port. Costs no evaluation.
+   */
+  mayAllow(src: Address, dst: Address): boolean {
+    if (src.kind !== 'endpoint' || dst.kind !== 'endpoint') return true;
+    const out = isOwnNode(this.index, src.endpoint, dst)
+      ? ALL_PORTS
+      : this.ceilings.of(src.endpoint, 'egress');
+    const into = isOwnNode(this.index, dst.endpoint, src)
+      ? ALL_PORTS
+      : this.ceilings.of(dst.endpoint, 'ingress');
+    return portSetsMeet(out, into);
   }
 
   /** Allowed ports from `src` to `dst`: every common family's egress ∩ ingress (as `allowedPorts`). */
   ports(src: Address, dst: Address): PortSet {
     const families = this.families(src, dst);
-    if (families.length === 0) return EMPTY_PORTS;
+    if (families.length === 0 || !this.mayAllow(src, dst)) return EMPTY_PORTS;
     let result = ALL_PORTS;
     for (const family of families) {
       result = intersectPorts(result, this.side(src, dst, 'egress', family));
+      // Nothing left: the other side need not be asked (most pairs of a large cluster end here).
+      if (isNoPorts(result)) return EMPTY_PORTS;
       result = intersectPorts(result, this.side(src, dst, 'ingress', family));
+      if (isNoPorts(result)) return EMPTY_PORTS;
     }
     return result;
   }
@@ -117,7 +141,7 @@ export class SidedEvaluator {
   }
 
   /** The signature of the other address for one side: equal signatures, equal side ports. */
-  signature(src: Address, dst: Address, side: Side, family: IpFamily | undefined): string {
+  signature(src: Address, dst: Address, side: Side, family: IpFamily | undefined): string | number {
     const subject = side === 'egress' ? src : dst;
     const other = side === 'egress' ? dst : src;
     if (subject.kind !== 'endpoint') return '';
@@ -191,6 +215,18 @@ export class SidedEvaluator {
         }
       }
     }
+    // Few peers and no named ports (the common case): the signature is one number, not a string.
+    if (bits.length <= 30 && texts.length === 0)
+      return (other, family) => {
+        let word = 0;
+        for (let i = 0; i < bits.length; i++)
+          if ((bits[i] as (typeof bits)[number])(other, family)) word |= 1 << i;
+        const flags =
+          (family === undefined ? 0 : family === 4 ? 1 : 2) +
+          (other.kind === 'endpoint' ? 4 : 0) +
+          (isOwnNode(index, subject, other) ? 8 : 0);
+        return word * 16 + flags;
+      };
     return (other, family) => {
       // A host-network endpoint resolves no Calico or Cilium named port (they are its node's).
       let key = `${family ?? '-'}${other.kind === 'endpoint' ? (other.endpoint.hostNetwork ? 'h' : 'e') : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}`;

@@ -54,6 +54,14 @@ export interface Matrix {
   readonly overFamily?: (from: number, to: number, query: number, family: IpFamily) => boolean | undefined;
   /** Port-set mode, dual-stack: the ports allowed over one family alone (as `overFamily`). */
   readonly portsOverFamily?: (from: number, to: number, family: IpFamily) => PortSet | undefined;
+  /**
+   * The rows a row may reach on some port over some family, in increasing order (a superset of
+   * the connected ones: the cells worth printing in a listing); absent where every row is a
+   * candidate. Costs what the row reaches, not the number of rows.
+   */
+  reachedRows?(from: number): readonly number[];
+  /** The same answers per equivalence class: what class outputs print and pictures aggregate. */
+  readonly classes?: ClassAnswers;
   readonly stats: {
     readonly classes: number;
     /** Pairs of classes the reference evaluator answered (the compiled engine answers whole rows). */
@@ -61,6 +69,22 @@ export interface Matrix {
     readonly millis: number;
     readonly engine: MatrixEngine;
   };
+}
+
+/**
+ * A matrix's answers per equivalence class (endpoints no policy tells apart share one): a class
+ * pair's answer is every member pair's. Enumerating what a class reaches costs what it reaches,
+ * not the number of classes, where the engine can (the compiled one).
+ */
+export interface ClassAnswers {
+  /** Class of each of the matrix's endpoints. */
+  readonly classOf: Int32Array;
+  /** One member per class. */
+  readonly representatives: readonly Endpoint[];
+  /** Ports class a may use to reach class b: all of them, or (per port) the queried ones, resolved at b. */
+  ports(a: number, b: number): PortSet;
+  /** Each class b that class a may reach on some port (some queried port), with the ports; in no set order. */
+  forEachReached(a: number, visit: (b: number, ports: PortSet) => void): void;
 }
 
 export interface CheckResult {

@@ -114,8 +114,24 @@ export function computeViewMatrix(cluster: Cluster, options: ViewMatrixOptions):
     }),
   };
 
+  // Rows a row may reach: those holding a class some class of the row may reach.
+  const rowsOfClass: number[][] = Array.from({ length: representatives.length }, () => []);
+  rowClasses.forEach(({ classes }, row) => {
+    for (const c of classes) (rowsOfClass[c] as number[]).push(row);
+  });
+  const reachedRows = inner.reachedRows
+    ? (from: number): number[] => {
+        const rows = new Set<number>();
+        for (const c of (rowClasses[from] as { classes: number[] }).classes)
+          for (const b of inner.reachedRows?.(c) ?? [])
+            for (const row of rowsOfClass[b] as number[]) rows.add(row);
+        return [...rows].sort((x, y) => x - y);
+      }
+    : undefined;
+
   return {
     ...familyMembers,
+    ...(reachedRows ? { reachedRows } : {}),
     endpoints: groups.map((g) => g.members[0] as Endpoint),
     rows: groups,
     queries: inner.queries,

@@ -11,6 +11,7 @@ import type { LoadResult } from '../ingest/types.ts';
 import { formatDiagnostics, styleFor } from '../analysis/index.ts';
 import { UnsupportedInputError, type CliIo } from './io.ts';
 import { loadClusterInput } from './cluster-input.ts';
+import { phases, type Progress } from './progress.ts';
 import type { InputOptions } from './input-options.ts';
 
 // The input options live apart so that a command can define and check them without loading the
@@ -28,6 +29,20 @@ export interface LoadExtras {
   readonly rawObjects?: boolean;
   /** How the command takes a pod, for a pod's name written after -f by mistake: `--pod shop/web`. */
   readonly podOption?: (name: string) => string;
+  /** Where the reading's phases are shown (a terminal's stderr; see progress.ts). */
+  readonly progress?: Progress;
+}
+
+/** A loader's `(phase, done, total)` reports on a Progress line (total 0: the phase alone). */
+export function reportPhases(progress: Progress): (phase: string, done: number, total: number) => void {
+  let current = '';
+  return (phase, done, total) => {
+    if (phase !== current) {
+      current = phase;
+      progress.phase(phase);
+    }
+    if (total > 0) progress.update(done, total);
+  };
 }
 
 /**
@@ -41,6 +56,17 @@ export async function loadInput(
   extras: LoadExtras = {},
 ): Promise<LoadResult> {
   if (options.cluster) return loadClusterInput(options.cluster, options.semantics, io);
+  // Every command reads its input with the phases on a terminal; a command going on to phases
+  // of its own passes its line, and clears it itself.
+  const progress = extras.progress ?? phases(io);
+  try {
+    return await loadFiles(options, io, { ...extras, ...(progress ? { progress } : {}) });
+  } finally {
+    if (!extras.progress) progress?.finish();
+  }
+}
+
+async function loadFiles(options: InputOptions, io: CliIo, extras: LoadExtras): Promise<LoadResult> {
   const namespaces = options.namespaces ?? [];
   const loaded = await loadCluster(options.file, {
     semantics: extras.deferSemantics ? 'deferred' : options.semantics,
@@ -49,6 +75,7 @@ export async function loadInput(
     keepRawObjects: extras.rawObjects ?? true,
     ...(extras.podOption ? { podOption: extras.podOption } : {}),
     ...(namespaces.length === 1 ? { defaultNamespace: namespaces[0] } : {}),
+    ...(extras.progress ? { onProgress: reportPhases(extras.progress) } : {}),
   });
   const empty = namespaces.filter(
     (ns) =>

@@ -39,6 +39,11 @@ export interface LoadClusterOptions extends DecodeOptions {
    * thread while the main thread decodes the others (decode-offload.ts); Infinity never does.
    */
   readonly offloadBytes?: number;
+  /**
+   * Progress of what takes long on large inputs: each file read and decoded (`reading NAME`, how
+   * far into it), then `building the cluster`. Called now and then, from this thread.
+   */
+  readonly onProgress?: (phase: string, done: number, total: number) => void;
 }
 
 export async function loadCluster(
@@ -46,7 +51,11 @@ export async function loadCluster(
   options: LoadClusterOptions = {},
 ): Promise<LoadResult> {
   const keep = options.keepRawObjects ?? true;
-  const decoding = new Decoding(options, keep ? undefined : DecodeOffload.create(options.offloadBytes));
+  const decoding = new Decoding(
+    options,
+    keep ? undefined : DecodeOffload.create(options.offloadBytes),
+    options.onProgress,
+  );
   const { diagnostics } = await visitInputs(
     paths,
     {
@@ -56,6 +65,7 @@ export async function loadCluster(
     },
     (file) => decoding.addFile(file, keep),
   );
+  options.onProgress?.('decoding', 0, 0);
   await decoding.settle();
   const result = decoding.finish(options.semantics ?? 'v1');
   return { ...result, diagnostics: sortDiagnostics([...diagnostics, ...result.diagnostics]) };
@@ -140,6 +150,7 @@ class Decoding {
   constructor(
     private readonly options: DecodeOptions = {},
     private readonly offload?: DecodeOffload,
+    private readonly onProgress?: (phase: string, done: number, total: number) => void,
   ) {}
 
   addDiagnostics(diagnostics: readonly Diagnostic[]): void {
@@ -170,10 +181,16 @@ class Decoding {
     // The parsed object is staged only when kept: holding it would keep it alive to the end.
     const staged: { raw: RawObject | undefined; outcome: DecodeOutcome | Diagnostic }[] = [];
     let diagnostics: Diagnostic[];
+    const report = this.onProgress;
+    const phase = `reading ${file.name}`;
+    report?.(phase, 0, 1000);
     try {
       diagnostics = readDocuments(file, {
         object: (raw) => staged.push({ raw: keep ? raw : undefined, outcome: this.decode(raw) }),
         discard: () => (staged.length = 0),
+        ...(report
+          ? { progress: (fraction: number) => report(phase, Math.round(fraction * 1000), 1000) }
+          : {}),
       });
     } catch (error) {
       // Parsing reports what is wrong with the input as diagnostics; a throw is a fault of ours.
@@ -258,6 +275,7 @@ class Decoding {
   }
 
   finish(semantics: Semantics | 'deferred'): LoadResult {
+    this.onProgress?.('building the cluster', 0, 0);
     const built = buildCluster(this.decoded, this.rejected);
     this.diagnostics.addAll(built.diagnostics);
     if (semantics !== 'deferred') this.diagnostics.addAll(semanticsDiagnostics(built.cluster, semantics));

@@ -95,6 +95,8 @@ export interface DocumentVisitor {
    * syntax error further on), or skipped whole (an unrendered template, a tool's configuration).
    */
   discard(): void;
+  /** How far into the file the objects given so far reach (0 to 1), now and then: for progress. */
+  progress?(fraction: number): void;
 }
 
 /**
@@ -114,6 +116,8 @@ export function readDocuments(
     count++;
     if (!kinds && typeof (raw.value as { kind?: unknown }).kind === 'string') kinds = true;
     visitor.object(raw);
+    if (visitor.progress && (count & 1023) === 0)
+      visitor.progress(raw.locator.valueAt(raw.basePath).line / Math.max(1, lineCounter.lineStarts.length));
   };
   const lineCounter = new LineCounter();
   const position = (offset: number): SourceLocation => {

@@ -109,6 +109,24 @@ function isWhole(ranges: readonly PortRange[]): boolean {
   return ranges.length === 1 && only !== undefined && only[0] === MIN_PORT && only[1] === MAX_PORT;
 }
 
+/** Whether two sets share a port (what `intersectPorts` would answer non-empty, without building it). */
+export function portSetsMeet(a: PortSet, b: PortSet): boolean {
+  for (const protocol of PROTOCOLS) {
+    const left = a.ranges[protocol];
+    const right = b.ranges[protocol];
+    let i = 0;
+    let j = 0;
+    while (i < left.length && j < right.length) {
+      const l = left[i] as PortRange;
+      const r = right[j] as PortRange;
+      if (l[0] <= r[1] && r[0] <= l[1]) return true;
+      if (l[1] < r[1]) i++;
+      else j++;
+    }
+  }
+  return false;
+}
+
 /** The ports of `a` that are not in `b`. */
 export function subtractPorts(a: PortSet, b: PortSet): PortSet {
   if (isNoPorts(b)) return a;

@@ -5,25 +5,63 @@
  */
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { MATRIX_FORMATS, PLAIN, computeViewMatrix, diffJson } from '../analysis/index.ts';
+import {
+  CLASS_FORMATS,
+  classReport,
+  computeMatrix,
+  computeViewMatrix,
+  diffJson,
+  estimateClassOutput,
+  estimateMatrixOutput,
+  formatSize,
+  MATRIX_FORMATS,
+  PLAIN,
+} from '../analysis/index.ts';
+import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import type { PortSet } from '../semantics/index.ts';
 import type { WebAssets } from './assets.ts';
 import type { LiveInput } from './live-input.ts';
 import { guard } from './security.ts';
 import { parsePort, RequestError, type Snapshot } from './snapshot.ts';
 import { firstViewBlock, PAGE_HEAD, PAGE_TAIL, type FirstView } from './page.ts';
-import { summaryAnswer } from './summary.ts';
+import { inputSummary, summaryAnswer } from './summary.ts';
 import type { HeatmapLevel } from './types.ts';
 
 const LEVELS: readonly HeatmapLevel[] = ['namespace', 'workload', 'pod'];
+
+/** No answer of the API is larger: past it, 413 with the size and what to ask instead. */
+const MAX_ANSWER_BYTES = 10_000_000;
+
+function tooLarge(c: Context, bytes: number, instead: string): Response {
+  return c.json(
+    {
+      error: `the answer would be about ${formatSize(bytes)}, more than the ${formatSize(MAX_ANSWER_BYTES)} the API sends: ${instead}`,
+    },
+    413,
+  );
+}
+
+/** The first port of a set, as check asks it. */
+function firstPort(ports: PortSet): { port: number; protocol: Protocol } | undefined {
+  for (const protocol of PROTOCOLS) {
+    const range = ports.ranges[protocol][0];
+    if (range) return { port: range[0], protocol };
+  }
+  return undefined;
+}
 
 /** Every endpoint of the API, as GET /api answers (and docs/SERVE.md explains). */
 export const API_ENDPOINTS: Readonly<Record<string, string>> = {
   '/api/summary': 'the input: counts, namespaces, ports policies name, diagnostics and lint counts, version',
   '/api/heatmap?level=namespace|workload|pod&port=P&from=&to=':
     'allowed pod pairs aggregated by namespace, by workload of two namespaces, or pod by pod of two workloads',
-  '/api/matrix?port=P&by=workload|pod': 'what `palisade matrix -o json` prints (no port: allowed port sets)',
+  '/api/matrix?port=P&by=workload|pod|class':
+    'what `palisade matrix -o json` prints (no port: allowed port sets); 413 past 10 MB (ask by=class)',
   '/api/check?from=&to=&port=&protocol=': 'what `palisade check -o json` prints, with its text as `text`',
-  '/api/graph?port=P&group-by=workload|namespace': 'nodes and edges of allowed connections',
+  '/api/why?level=namespace|workload|pod&from=&to=&port=P':
+    'why for one pod pair of a heatmap cell (an allowed one if any) on the port shown, or on one the pair may use: `/api/check`, with `cell`',
+  '/api/graph?port=P&group-by=auto|workload|namespace&namespace=NS&svg=1':
+    'nodes and edges of allowed connections, brought to a readable size (one namespace: its workloads and their peers); with svg=1 the drawing too',
   '/api/lint': 'what `palisade lint -o json` prints',
   '/api/diagnostics': 'the input diagnostics (as `validate` reports them)',
   '/api/diff': 'what `palisade diff -f AGAINST --to INPUT -o json` prints (404 without --against)',
@@ -92,7 +130,7 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
       await live.first;
       const snapshot = live.snapshot;
       c.header('x-palisade-version', String(snapshot.version));
-      const body = answer(snapshot, c);
+      const body = await answer(snapshot, c);
       return body instanceof Response ? body : c.json(body);
     });
   };
@@ -112,17 +150,43 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
   });
   api('/api/matrix', (s, c) => {
     const by = c.req.query('by') ?? 'workload';
-    if (by !== 'workload' && by !== 'pod') throw new RequestError('by must be workload or pod');
+    if (by !== 'workload' && by !== 'pod' && by !== 'class')
+      throw new RequestError('by must be workload, pod or class');
     const query = parsePort(c.req.query('port'));
-    const matrix = computeViewMatrix(s.input.cluster, {
-      by,
-      queries: query ? [query] : [],
-      semantics: s.semantics,
-      engine: 'auto',
-    });
+    const options = { queries: query ? [query] : [], semantics: s.semantics, engine: 'auto' } as const;
+    if (by === 'class') {
+      const report = classReport(computeMatrix(s.input.cluster, options));
+      const estimate = estimateClassOutput(report, 'json', MAX_ANSWER_BYTES);
+      if (estimate.bytes > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes, 'ask for a port (port=P)');
+      const writer = CLASS_FORMATS.json;
+      if (!writer) throw new Error('no JSON writer');
+      return c.body([...writer(report, PLAIN)].join(''), 200, { 'content-type': 'application/json' });
+    }
+    const matrix = computeViewMatrix(s.input.cluster, { ...options, by });
+    const estimate = estimateMatrixOutput(matrix, 'json', MAX_ANSWER_BYTES);
+    if (estimate.bytes > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes, 'ask by=class');
     const writer = MATRIX_FORMATS.json;
     if (!writer) throw new Error('no JSON writer');
     return c.body([...writer(matrix, PLAIN)].join(''), 200, { 'content-type': 'application/json' });
+  });
+  api('/api/why', (s, c) => {
+    const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'pod'));
+    if (!level) throw new RequestError(`level must be one of ${LEVELS.join(', ')}`);
+    const from = c.req.query('from') ?? '';
+    const to = c.req.query('to') ?? '';
+    const query = parsePort(c.req.query('port'));
+    const pair = s.reachability.representative(query, level, from, to);
+    if (!pair)
+      throw new RequestError(`no pod pair in ${from} → ${to} (a pod with itself, or names not in the input)`);
+    // The port asked about: the one shown, or one the pair may use, or the one policies name most.
+    const first = firstPort(pair.ports);
+    const fallback = (inputSummary(s).ports[0] ?? '80/TCP').split('/');
+    const [port, protocol] = query
+      ? [String(query.port), query.protocol]
+      : first
+        ? [String(first.port), first.protocol]
+        : [fallback[0] ?? '80', fallback[1] ?? 'TCP'];
+    return { ...s.check(pair.from.id, pair.to.id, port, protocol), cell: { level, from, to } };
   });
   api('/api/check', (s, c) => {
     const need = (name: string): string => {
@@ -132,11 +196,14 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
     };
     return s.check(need('from'), need('to'), need('port'), c.req.query('protocol'));
   });
-  api('/api/graph', (s, c) => {
-    const groupBy = c.req.query('group-by') ?? 'workload';
-    if (groupBy !== 'workload' && groupBy !== 'namespace')
-      throw new RequestError('group-by must be workload or namespace');
-    return s.graph(parsePort(c.req.query('port')), groupBy);
+  api('/api/graph', async (s, c) => {
+    const groupBy = c.req.query('group-by') ?? 'auto';
+    if (groupBy !== 'workload' && groupBy !== 'namespace' && groupBy !== 'auto')
+      throw new RequestError('group-by must be auto, workload or namespace');
+    const namespace = c.req.query('namespace');
+    const graph = s.graph(parsePort(c.req.query('port')), groupBy, namespace);
+    if (c.req.query('svg') !== '1') return graph;
+    return { ...graph, svg: await s.graphSvg(graph) };
   });
   api('/api/lint', (s) => s.lint);
   api('/api/diagnostics', (s) => ({ diagnostics: s.input.diagnostics }));

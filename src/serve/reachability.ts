@@ -1,13 +1,15 @@
 /**
  * The heatmap's data: who may connect to whom on one port (or on any port), counted in pod pairs
  * and aggregated by namespace, by workload within a pair of namespaces, or pod by pod within a
- * pair of workloads. One pod-level matrix per port answers all three levels, so drilling down
- * costs a walk over the pods of the two groups, never a new evaluation.
+ * pair of workloads. One matrix of classes per port answers all three levels: a cell's count is
+ * summed over the class pairs that may connect (each class lies in one namespace), so the
+ * namespace view costs what is allowed — not a walk over every pod pair (10⁸ at 10,000 pods) —
+ * and drilling down never evaluates again.
  */
 import { computeViewMatrix } from '../analysis/index.ts';
-import type { Matrix, PortQuery } from '../analysis/types.ts';
+import type { ClassAnswers, Matrix, PortQuery } from '../analysis/types.ts';
 import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
-import { isNoPorts } from '../semantics/index.ts';
+import { EMPTY_PORTS, isNoPorts, type PortSet } from '../semantics/index.ts';
 import { orderForStructure } from './ordering.ts';
 import type { HeatAxis, Heatmap, HeatmapLevel } from './types.ts';
 
@@ -30,12 +32,15 @@ export class Reachability {
   private readonly workloadsByNamespace = new Map<string, Group[]>();
   private readonly workloadById = new Map<string, Group>();
   private readonly matrices = new Map<string, Matrix>();
+  private readonly membersOf = new WeakMap<Matrix, ClassMembers>();
   /** Namespace heatmaps by port: the page's first view, asked for by every page opened. */
   private readonly namespaceHeatmaps = new Map<string, Heatmap>();
 
   constructor(
     readonly cluster: Cluster,
     private readonly semantics: Semantics,
+    /** Who answers: `auto` (the CLI's choice); the tests ask each engine. */
+    private readonly engine: 'auto' | 'compiled' | 'reference' = 'auto',
   ) {
     this.pods = [...cluster.endpoints].sort(
       (a, b) =>
@@ -72,9 +77,78 @@ export class Reachability {
         endpoints: this.pods,
         queries: query ? [query] : [],
         semantics: this.semantics,
-        engine: 'auto',
+        engine: this.engine,
       });
       this.matrices.set(key, found);
+    }
+    return found;
+  }
+
+  /**
+   * One pod pair of a cell, to say why in one click: an allowed pair when the cell has one, else
+   * its first pair; and a port to ask about — the one shown, or (any port) the first port the pair
+   * may use. Undefined when the cell has no pair (one pod with itself) or names nothing known.
+   */
+  representative(
+    query: PortQuery | undefined,
+    level: HeatmapLevel,
+    from: string,
+    to: string,
+  ): { from: Endpoint; to: Endpoint; ports: PortSet } | undefined {
+    const group = (id: string): Group | undefined =>
+      level === 'namespace'
+        ? this.namespaces.find((g) => g.id === id)
+        : level === 'workload'
+          ? this.workloadById.get(id)
+          : (() => {
+              const i = this.pods.findIndex((p) => p.id === id);
+              return i < 0 ? undefined : { id, label: id, start: i, end: i + 1 };
+            })();
+    const a = group(from);
+    const b = group(to);
+    if (!a || !b) return undefined;
+    const matrix = this.matrix(query);
+    const classes = matrix.classes;
+    if (!classes) return undefined;
+    let first: { from: number; to: number } | undefined;
+    // An allowed pair: classes of the row that reach a class with a pod in the column.
+    const members = this.classMembers(matrix, classes);
+    const seen = new Set<number>();
+    for (let i = a.start; i < a.end; i++) {
+      const cls = classes.classOf[i] as number;
+      if (seen.has(cls)) continue;
+      seen.add(cls);
+      let found: { from: number; to: number; ports: PortSet } | undefined;
+      classes.forEachReached(cls, (target, ports) => {
+        if (found) return;
+        const j = (members[target] as readonly number[]).find(
+          (pod) => pod >= b.start && pod < b.end && pod !== i,
+        );
+        if (j !== undefined) found = { from: i, to: j, ports };
+      });
+      if (found)
+        return {
+          from: this.pods[found.from] as Endpoint,
+          to: this.pods[found.to] as Endpoint,
+          ports: found.ports,
+        };
+      first ??=
+        b.end - b.start > 1 || b.start !== i
+          ? { from: i, to: b.start === i ? b.start + 1 : b.start }
+          : undefined;
+    }
+    return first
+      ? { from: this.pods[first.from] as Endpoint, to: this.pods[first.to] as Endpoint, ports: EMPTY_PORTS }
+      : undefined;
+  }
+
+  /** Each class's pods, by index into the sorted pod list. */
+  private classMembers(matrix: Matrix, classes: ClassAnswers): ClassMembers {
+    let found = this.membersOf.get(matrix);
+    if (!found) {
+      const members: number[][] = classes.representatives.map(() => []);
+      classes.classOf.forEach((cls, pod) => (members[cls] as number[]).push(pod));
+      this.membersOf.set(matrix, (found = members));
     }
     return found;
   }
@@ -120,21 +194,12 @@ export class Reachability {
       rows = podsOf(this.pods, a);
       columns = podsOf(this.pods, b);
     }
-    const allowed = allowedTest(matrix, query);
-    const cells: [number, number, number][] = [];
-    // Rows and columns are ranges of the pod list: one pass over the pod pairs of the view.
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r] as Group;
-      const counts = new Map<number, number>();
-      for (let c = 0; c < columns.length; c++) {
-        const column = columns[c] as Group;
-        let n = 0;
-        for (let i = row.start; i < row.end; i++)
-          for (let j = column.start; j < column.end; j++) if (i !== j && allowed(i, j)) n++;
-        if (n > 0) counts.set(c, n);
-      }
-      for (const [c, n] of counts) cells.push([r, c, n]);
-    }
+    const classes = matrix.classes;
+    if (!classes) throw new Error('the matrix has no class answers');
+    const cells =
+      level === 'pod'
+        ? podCells(classes, rows, columns)
+        : groupCells(classes, this.classMembers(matrix, classes), rows, columns);
     const axis = (g: Group): HeatAxis => ({ id: g.id, label: g.label, pods: g.end - g.start });
     let rowAxis = rows.map(axis);
     let columnAxis = columns.map(axis);
@@ -160,6 +225,85 @@ export class Reachability {
   }
 }
 
+/** Each class's pods (indexes into the sorted pod list), computed once per matrix. */
+type ClassMembers = readonly (readonly number[])[];
+
+/**
+ * Cells of groups (namespaces, or workloads of two namespaces) that are ranges of the pod list:
+ * for each class with pods among the rows, the classes it reaches, counted per pair of groups —
+ * members of the two classes in each group, less a pod's pair with itself.
+ */
+function groupCells(
+  classes: ClassAnswers,
+  members: ClassMembers,
+  rows: readonly Group[],
+  columns: readonly Group[],
+): [number, number, number][] {
+  const groupOf = (groups: readonly Group[]) => {
+    const starts = groups.map((g) => g.start);
+    return (pod: number): number => {
+      // The group whose range holds the pod (binary search over the starts), or -1.
+      let low = 0;
+      let high = starts.length;
+      while (low < high) {
+        const mid = (low + high) >>> 1;
+        if ((starts[mid] as number) <= pod) low = mid + 1;
+        else high = mid;
+      }
+      const g = groups[low - 1];
+      return g && pod < g.end ? low - 1 : -1;
+    };
+  };
+  const rowOf = groupOf(rows);
+  const columnOf = groupOf(columns);
+  /** Pods of a class per group: [group, count] pairs. */
+  const spread = (pods: readonly number[], of: (pod: number) => number): Map<number, number> => {
+    const counts = new Map<number, number>();
+    for (const pod of pods) {
+      const g = of(pod);
+      if (g >= 0) counts.set(g, (counts.get(g) ?? 0) + 1);
+    }
+    return counts;
+  };
+  const counts = new Map<number, number>();
+  const width = columns.length;
+  members.forEach((pods, a) => {
+    const from = spread(pods, rowOf);
+    if (from.size === 0) return;
+    classes.forEachReached(a, (b) => {
+      const to = spread(members[b] as readonly number[], columnOf);
+      for (const [r, m] of from)
+        for (const [c, k] of to) {
+          // A pod's connection to itself does not count: within one class, one group, once per pod.
+          const self = a === b && (rows[r] as Group).start === (columns[c] as Group).start ? m : 0;
+          const n = m * k - self;
+          if (n > 0) counts.set(r * width + c, (counts.get(r * width + c) ?? 0) + n);
+        }
+    });
+  });
+  return [...counts]
+    .map(([key, n]): [number, number, number] => [Math.floor(key / width), key % width, n])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+}
+
+/** Cells of single pods (two workloads' pods, a few hundred each at most): one lookup per pod pair. */
+function podCells(
+  classes: ClassAnswers,
+  rows: readonly Group[],
+  columns: readonly Group[],
+): [number, number, number][] {
+  const cells: [number, number, number][] = [];
+  rows.forEach((row, r) =>
+    columns.forEach((column, c) => {
+      if (row.start === column.start) return;
+      const a = classes.classOf[row.start] as number;
+      const b = classes.classOf[column.start] as number;
+      if (!isNoPorts(classes.ports(a, b))) cells.push([r, c, 1]);
+    }),
+  );
+  return cells;
+}
+
 function podsOf(pods: readonly Endpoint[], group: Group): Group[] {
   const result: Group[] = [];
   for (let i = group.start; i < group.end; i++) {
@@ -167,10 +311,4 @@ function podsOf(pods: readonly Endpoint[], group: Group): Group[] {
     result.push({ id: pod.id, label: pod.name, start: i, end: i + 1 });
   }
   return result;
-}
-
-/** Whether pod i may connect to pod j: on the port, or on any port. */
-function allowedTest(matrix: Matrix, query: PortQuery | undefined): (i: number, j: number) => boolean {
-  if (query) return (i, j) => matrix.allowed(i, j, 0);
-  return (i, j) => !isNoPorts(matrix.ports(i, j));
 }

@@ -9,8 +9,11 @@ import {
   computeViewMatrix,
   diffConnectivity,
   formatCheckText,
+  focusRows,
+  graphSvg,
+  layoutSeconds,
   lintCluster,
-  matrixGraph,
+  pictureGraph,
   objectLocator,
   parsePortQuery,
   portAtDestination,
@@ -23,7 +26,7 @@ import {
   type LintReport,
 } from '../analysis/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
-import type { Semantics } from '../model/types.ts';
+import type { Endpoint, Semantics } from '../model/types.ts';
 import type { PortQuery } from '../analysis/types.ts';
 import { Reachability } from './reachability.ts';
 import { objectSource, type ObjectSource } from './sources.ts';
@@ -36,6 +39,7 @@ export class Snapshot {
   private lintCache?: LintReport;
   private diffCache?: ConnectivityDiff;
   private readonly graphs = new Map<string, ConnectivityGraph>();
+  private readonly svgs = new WeakMap<ConnectivityGraph, string>();
 
   constructor(
     /** Counts up with every reading; the page compares it with what it shows. */
@@ -67,20 +71,66 @@ export class Snapshot {
     }));
   }
 
-  graph(query: PortQuery | undefined, groupBy: 'workload' | 'namespace'): ConnectivityGraph {
-    const key = `${query ? `${query.protocol}/${query.port}` : 'any'} ${groupBy}`;
+  /**
+   * The graph the page draws: per workload when that fits a picture, else per namespace,
+   * brought to a readable size; with `namespace`, that namespace's workloads and the endpoints
+   * they connect with, their namespaces' boxes around them (workloads on demand).
+   */
+  graph(
+    query: PortQuery | undefined,
+    groupBy: 'auto' | 'workload' | 'namespace',
+    namespace?: string,
+  ): ConnectivityGraph {
+    const key = `${query ? `${query.protocol}/${query.port}` : 'any'} ${groupBy} ${namespace ?? ''}`;
     let graph = this.graphs.get(key);
     if (!graph) {
-      const matrix = computeViewMatrix(this.input.cluster, {
-        by: 'workload',
+      const cluster = this.input.cluster;
+      let endpoints = cluster.endpoints;
+      if (namespace !== undefined) {
+        const own = new Set(endpoints.filter((e) => e.namespace === namespace));
+        if (own.size === 0) throw new RequestError(`no pods or workloads in namespace ${namespace}`);
+        // The namespace's workloads and their peers: the rows connected with any of them.
+        const matrix = computeViewMatrix(cluster, {
+          by: 'workload',
+          queries: query ? [query] : [],
+          semantics: this.semantics,
+          engine: 'auto',
+        });
+        const focus = new Set(
+          matrix.rows.flatMap((row, i) =>
+            ((row as { members?: readonly Endpoint[] }).members ?? []).some((e) => own.has(e)) ? [i] : [],
+          ),
+        );
+        endpoints = focusRows(matrix, focus).flatMap(
+          (i) => (matrix.rows[i] as { members?: readonly Endpoint[] }).members ?? [],
+        );
+      }
+      graph = pictureGraph(cluster, {
+        endpoints,
         queries: query ? [query] : [],
         semantics: this.semantics,
-        engine: 'auto',
+        groupBy: groupBy === 'auto' ? undefined : groupBy,
       });
-      graph = matrixGraph(matrix, this.input.cluster, { groupBy, semantics: this.semantics });
       this.graphs.set(key, graph);
     }
     return graph;
+  }
+
+  /** The graph drawn by Graphviz (the same drawing as `matrix -o svg`), computed once per graph. */
+  async graphSvg(graph: ConnectivityGraph): Promise<string> {
+    const known = this.svgs.get(graph);
+    if (known !== undefined) return known;
+    {
+      // A layout that would take minutes is not started: the page says what to ask instead.
+      if (layoutSeconds(graph) > 30)
+        throw new RequestError(
+          `drawing ${graph.nodes.length} nodes and ${graph.edges.length} edges would take minutes: pick a port or a namespace`,
+        );
+      // The page says the title in its caption: the drawing goes without it.
+      const svg = await graphSvg({ ...graph, title: '' });
+      this.svgs.set(graph, svg);
+      return svg;
+    }
   }
 
   /** What `palisade check -o json` answers, and its text; `protocolText` when the request gave one. */

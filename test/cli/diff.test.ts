@@ -135,14 +135,14 @@ describe('palisade diff', () => {
     assert.match(dot, /subgraph cluster_\d+ \{\n {4}label="shop"/);
     assert.match(
       dot,
-      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/db\[StatefulSet\]" \[label="\+ TCP 5432", color="#1a7f37"/,
+      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/db\[StatefulSet\]" \[id="e\d+", label="\+ TCP 5432", color="#1a7f37"/,
     );
     assert.match(
       dot,
-      /"ep:monitoring\/prometheus\[StatefulSet\]" -> "ep:shop\/api\[Deployment\]" \[label="− TCP 9090", [^\]]*style=dashed/,
+      /"ep:monitoring\/prometheus\[StatefulSet\]" -> "ep:shop\/api\[Deployment\]" \[id="e\d+", label="− TCP 9090", [^\]]*style=dashed/,
     );
     const byNamespace = (await cli(['diff', ...V1, ...V2, '-o', 'dot', '--group-by', 'namespace'])).stdout;
-    assert.match(byNamespace, /"ns:shop" -> "ns:shop" \[label="\+ TCP 5432"/);
+    assert.match(byNamespace, /"ns:shop" -> "ns:shop" \[id="e\d+", label="\+ TCP 5432"/);
   });
 });
 

@@ -15,22 +15,22 @@ describe('graph outputs', () => {
     const result = await cli(['matrix', '-f', 'examples/shop', '-o', 'dot']);
     assert.equal(result.code, 0);
     const dot = result.stdout;
-    assert.match(dot, /"ep:shop\/frontend\[Deployment\]" \[label="frontend\[Deployment\]"\]/);
+    assert.match(dot, /"ep:shop\/frontend\[Deployment\]" \[id="n\d+", label="frontend\[Deployment\]"\]/);
     assert.match(
       dot,
-      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/api\[Deployment\]" \[label="TCP 8000"\]/,
+      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/api\[Deployment\]" \[id="e\d+", label="TCP 8000"\]/,
     );
-    assert.match(dot, /"addr:\d+" \[label="203\.0\.113\.0\/25", shape=note/);
-    assert.match(dot, /"ep:payments\/gateway\[Deployment\]" -> "addr:\d+" \[label="TCP 443"\]/);
+    assert.match(dot, /"addr:\d+" \[id="n\d+", label="203\.0\.113\.0\/25", shape=note/);
+    assert.match(dot, /"ep:payments\/gateway\[Deployment\]" -> "addr:\d+" \[id="e\d+", label="TCP 443"\]/);
     // No self loops per workload.
     assert.doesNotMatch(dot, /"ep:shop\/api\[Deployment\]" -> "ep:shop\/api\[Deployment\]"/);
   });
 
   it('matrix --group-by namespace: one node per namespace, with its own traffic as a loop', async () => {
     const dot = (await cli(['matrix', '-f', 'examples/shop', '-o', 'dot', '--group-by', 'namespace'])).stdout;
-    assert.match(dot, /"ns:shop" \[label="shop", shape=folder\]/);
-    assert.match(dot, /"ns:shop" -> "ns:shop" \[label="TCP 5432,8000"\]/);
-    assert.match(dot, /"ns:shop" -> "ns:payments" \[label="TCP 8443"\]/);
+    assert.match(dot, /"ns:shop" \[id="n\d+", label="shop", shape=folder\]/);
+    assert.match(dot, /"ns:shop" -> "ns:shop" \[id="e\d+", label="TCP 5432,8000"\]/);
+    assert.match(dot, /"ns:shop" -> "ns:payments" \[id="e\d+", label="TCP 8443"\]/);
     assert.doesNotMatch(dot, /"ep:/);
   });
 
@@ -40,9 +40,52 @@ describe('graph outputs', () => {
     ).stdout;
     assert.match(
       dot,
-      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/api\[Deployment\]" \[label="TCP 8000"\]/,
+      /"ep:shop\/frontend\[Deployment\]" -> "ep:shop\/api\[Deployment\]" \[id="e\d+", label="TCP 8000"\]/,
     );
-    assert.match(dot, /"ep:shop\/api\[Deployment\]" -> "ep:shop\/db\[StatefulSet\]" \[label="TCP 5432"\]/);
+    assert.match(
+      dot,
+      /"ep:shop\/api\[Deployment\]" -> "ep:shop\/db\[StatefulSet\]" \[id="e\d+", label="TCP 5432"\]/,
+    );
+  });
+
+  it('a cluster too large to draw per workload is drawn per namespace, brought to at most 150 nodes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), `palisade-graph-large-${process.pid}-`));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    assert.equal((await cli(['generate', '--shape', 'a', '--scale', '0.01', '-o', dir])).code, 0);
+    const result = await cli(['matrix', '-f', dir, '-o', 'dot']);
+    assert.equal(result.code, 0, result.stderr);
+    const nodes = result.stdout.split('\n').filter((l) => /^\s+"[^"]+" \[id="n\d+"/.test(l));
+    assert.ok(nodes.length >= 1 && nodes.length <= 150, `${nodes.length} nodes`);
+    assert.doesNotMatch(result.stdout, /"ep:/);
+    // What was folded is said: 250 namespaces that connect alike are one node here.
+    assert.match(result.stdout, /label="1000 endpoints by namespace; .*connect alike drawn as/);
+    assert.match(result.stdout, /\(250 namespaces\)/);
+  });
+
+  it('a layout Graphviz would take minutes over is refused with what to ask instead, unless --force', async () => {
+    // 150 workloads no policy isolates: every one reaches every other and the outside (one node):
+    // 151 nodes, 22,650 edges.
+    const dir = mkdtempSync(join(tmpdir(), `palisade-graph-open-${process.pid}-`));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const pods = Array.from({ length: 150 }, (_, i) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `p${i}`, namespace: `ns${i % 10}`, labels: { app: `a${i}` } },
+        spec: { containers: [] },
+        status: { podIP: `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}` },
+      }),
+    );
+    writeFileSync(join(dir, 'pods.yaml'), pods.join('\n---\n'));
+    const refused = await cli(['matrix', '-f', dir, '-o', 'svg', '--group-by', 'workload']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /laying out 151 nodes and 22,650 edges would take Graphviz about \d+ min/);
+    assert.match(refused.stderr, /--group-by namespace, --focus NS\/NAME/);
+    assert.equal(refused.stdout, '');
+    // Without --group-by, the picture is the namespaces': ten nodes, drawn.
+    const drawn = await cli(['matrix', '-f', dir, '-o', 'dot']);
+    assert.equal(drawn.code, 0, drawn.stderr);
+    assert.match(drawn.stdout, /"ns:ns0" \[id="n\d+", label="ns0", shape=folder\]/);
   });
 
   it('-o svg: laid out by Graphviz', async () => {

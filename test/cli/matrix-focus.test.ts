@@ -1,7 +1,7 @@
 /**
- * `matrix --focus ROW`: one row and the rows it can connect with either way, the cells among them
- * as the whole matrix has them, in every format; a name that is no row is a usage error that says
- * which rows are near.
+ * `matrix --focus ns/name`: one workload, pod or Service and the rows it can connect with either
+ * way, the cells among them as the whole matrix has them, in every format; a name that is nothing
+ * in the input is a usage error that says which names are near.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -33,9 +33,19 @@ describe('matrix --focus', () => {
     assert.match(r.stdout, /^shop\/api\[Deployment\] → payments\/gateway\[Deployment\]: TCP 8443$/m);
     assert.doesNotMatch(r.stdout, /shop\/frontend/);
   });
-  it('says which rows are near when the name is none', async () => {
+  it('takes a Service: the pods behind it, as their workload', async () => {
+    const args = ['matrix', ...SHOP, '--port', '8000', '-o', 'json', '--focus'];
+    const byService = await cli([...args, 'shop/api[Service]']);
+    const byWorkload = await cli([...args, 'shop/api[Deployment]']);
+    assert.equal(byService.code, 0, byService.stderr);
+    type Cell = { from: string; to: string; allowed: boolean };
+    const cells = (JSON.parse(byService.stdout) as { results: Cell[] }).results;
+    assert.ok(cells.some((c) => c.to === 'shop/api' && c.allowed));
+    assert.equal(byService.stdout, byWorkload.stdout);
+  });
+  it('says which names are near when the name is none', async () => {
     const r = await cli(['matrix', ...SHOP, '--focus', 'db']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /--focus: no row is db \(did you mean shop\/db\[StatefulSet\]\?\)/);
+    assert.match(r.stderr, /--focus: no pod or workload "db" in the input \(did you mean shop\/db\?\)/);
   });
 });

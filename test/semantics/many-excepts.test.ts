@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { computeViewMatrix, matrixGraph } from '../../src/analysis/index.ts';
+import { classGraph } from '../../src/analysis/index.ts';
 import { cidrContains, parseCidr, type Cidr } from '../../src/net/ip.ts';
 import { indexCluster, peerMatches } from '../../src/semantics/match.ts';
 import { load, pod, policy } from '../helpers/builders.ts';
@@ -72,25 +72,26 @@ describe('ipBlocks with many excepts', () => {
     );
   });
 
-  it("a matrix graph's address ranges cost about what the excepts say: 4× the excepts, < 8× the CPU", () => {
-    // CPU time, least of three, in this process. Scanning the list per range gave 16× (2,000 →
-    // 8,000 excepts: 0.1 → 1.4 s); the sorted search gives about 4×.
+  it('a picture of thousands of excepts leaves their ranges out, says so, and costs about what the excepts say', () => {
+    // CPU time in this process, least of five after a first run: 8× the excepts, < 24× the CPU
+    // (a scan per range is quadratic: 64×). The picture takes milliseconds, so the margin is
+    // wide — measured 8–14× on a loaded machine; a tighter bound failed on noise alone.
     const cpuForGraph = (count: number): number => {
       const cluster = manyExcepts(count);
       let least = Infinity;
-      for (let run = 0; run < 3; run++) {
+      for (let run = 0; run < 6; run++) {
         const started = process.cpuUsage();
-        const matrix = computeViewMatrix(cluster, { queries: [] });
-        const graph = matrixGraph(matrix, cluster);
+        const graph = classGraph(cluster, { endpoints: cluster.endpoints, queries: [], groupBy: 'workload' });
         const used = process.cpuUsage(started);
-        // Two nodes: the ranges the pod may reach and be reached from, and those only reaching it.
-        assert.equal(graph.nodes.filter((n) => n.kind === 'addresses').length, 2);
-        least = Math.min(least, (used.user + used.system) / 1000);
+        // Thousands of ranges are no picture: left out, and the title says how many.
+        assert.equal(graph.nodes.filter((n) => n.kind === 'addresses').length, 0);
+        assert.match(graph.title, /ranges of addresses outside the cluster not drawn/);
+        if (run > 0) least = Math.min(least, (used.user + used.system) / 1000);
       }
       return least;
     };
     const small = cpuForGraph(3_000);
-    const large = cpuForGraph(12_000);
-    assert.ok(large / small < 8, `3,000 excepts: ${small.toFixed(0)} ms; 12,000: ${large.toFixed(0)} ms`);
+    const large = cpuForGraph(24_000);
+    assert.ok(large / small < 24, `3,000 excepts: ${small.toFixed(1)} ms; 24,000: ${large.toFixed(1)} ms`);
   });
 });

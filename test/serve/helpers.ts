@@ -69,12 +69,6 @@ export async function heatmapCellPoint(
   row: string,
   column: string,
 ): Promise<{ x: number; y: number }> {
-  const canvas = page.locator('canvas.cells');
-  const box = await canvas.boundingBox();
-  assert.ok(box);
-  const cell = Number(await canvas.getAttribute('data-cell'));
-  const left = Number(await canvas.getAttribute('data-label-width'));
-  const top = Number(await canvas.getAttribute('data-label-height'));
   const k = Number(
     await page.locator('.row-label', { hasText: new RegExp(`^${escape(row)}$`) }).getAttribute('data-index'),
   );
@@ -83,7 +77,22 @@ export async function heatmapCellPoint(
       .locator('.column-label', { hasText: new RegExp(`^${escape(column)}$`) })
       .getAttribute('data-index'),
   );
-  return { x: box.x + left + (c + 0.5) * cell, y: box.y + top + (k + 0.5) * cell };
+  return heatmapCellAt(page, k, c);
+}
+
+/** The centre of the heatmap cell at (row, column), counted from 0, in page coordinates. */
+export async function heatmapCellAt(
+  page: Page,
+  row: number,
+  column: number,
+): Promise<{ x: number; y: number }> {
+  const canvas = page.locator('canvas.cells');
+  const box = await canvas.boundingBox();
+  assert.ok(box);
+  const cell = Number(await canvas.getAttribute('data-cell'));
+  const left = Number(await canvas.getAttribute('data-label-width'));
+  const top = Number(await canvas.getAttribute('data-label-height'));
+  return { x: box.x + left + (column + 0.5) * cell, y: box.y + top + (row + 0.5) * cell };
 }
 
 /** The tooltip of a heatmap cell, the mouse over it: `shop → payments: denied (…)`. */

@@ -20,6 +20,7 @@ import {
   serveCopy,
   type Served,
 } from './helpers.ts';
+import { drawingBoxes, inside, overlap, type Box } from './drawing-boxes.ts';
 
 const SHOTS = process.env.PALISADE_SCREENSHOTS ? 'docs/screenshots' : undefined;
 
@@ -119,57 +120,58 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
     await until(async () => (await page.locator('.row-label').count()) === 4);
   });
 
-  it('the graph draws workloads in namespaces with cytoscape', async () => {
+  it('the graph is the Graphviz drawing: boxes apart, labels whole, arrow labels apart', async () => {
     await page.click('.details .close');
     await page.selectOption('select[name=port]', 'any');
     await page.click('.tabs button[data-tab=graph]');
-    await page.waitForSelector('.cy canvas');
-    assert.equal(assets.filter((a) => /^\/assets\/chunk-[\w-]+\.js$/.test(a)).length, 1);
+    await page.waitForSelector('.drawing svg g.edge');
     assert.match(
       (await page.locator('.graph .caption').textContent()) ?? '',
-      /^\d+ workloads and address ranges, \d+ allowed connections/,
+      /^\d+ endpoints: \d+ nodes, \d+ allowed connections on any port\. Click an arrow to see why\./,
     );
+    const boxes = await drawingBoxes(page);
+    assert.equal(boxes.clusters.length, 4);
+    assert.ok([...boxes.clusters, ...boxes.edgeLabels].every((b) => b.width > 0 && b.height > 0));
+    // Namespace boxes never overlap.
+    for (let i = 0; i < boxes.clusters.length; i++)
+      for (let j = i + 1; j < boxes.clusters.length; j++)
+        assert.ok(
+          !overlap(boxes.clusters[i] as Box, boxes.clusters[j] as Box),
+          `boxes ${i} and ${j} overlap`,
+        );
+    // Every node's text (the address ranges' two lines too) lies inside its shape.
+    for (const node of boxes.nodes)
+      for (const text of node.texts)
+        assert.ok(inside(text, node.shape), `${node.title}: a label outside its shape`);
+    // Arrow labels do not collide with each other.
+    for (let i = 0; i < boxes.edgeLabels.length; i++)
+      for (let j = i + 1; j < boxes.edgeLabels.length; j++)
+        assert.ok(
+          !overlap(boxes.edgeLabels[i] as Box, boxes.edgeLabels[j] as Box),
+          `arrow labels ${i} and ${j} collide`,
+        );
+    assert.ok(boxes.nodes.some((n) => n.title === 'addr:0'));
     await page.screenshot({ path: join(shots, 'graph.png') });
   });
 
-  it('clicking a graph edge (a real mouse click in Chromium) explains that connection', async () => {
-    // Where cytoscape drew the frontend → api edge, in page coordinates: the library keeps its
-    // instance on the container (`_cyreg`); the click itself goes through Chromium's input.
-    const point = await page.evaluate(() => {
-      // No DOM types in the tests' compilation: the little of it used here, typed by hand.
-      interface Edge {
-        data(key: string): unknown;
-        renderedMidpoint(): { x: number; y: number };
-      }
-      interface Container {
-        _cyreg?: { cy?: { edges(): { toArray(): Edge[] } } };
-        getBoundingClientRect(): { left: number; top: number };
-      }
-      const { document } = globalThis as unknown as {
-        document: { querySelector(selector: string): Container | null };
-      };
-      const container = document.querySelector('.cy');
-      const edge = container?._cyreg?.cy
-        ?.edges()
-        .toArray()
-        .find(
-          (e) =>
-            e.data('source') === 'ep:shop/frontend[Deployment]' &&
-            e.data('target') === 'ep:shop/api[Deployment]',
-        );
-      if (!container || !edge) return undefined;
-      const box = container.getBoundingClientRect();
-      const mid = edge.renderedMidpoint();
-      return { x: box.left + mid.x, y: box.top + mid.y, label: String(edge.data('label')) };
-    });
-    assert.ok(point, 'the graph has a frontend → api edge');
-    assert.equal(point.label, 'TCP 8000');
-    await page.mouse.click(point.x, point.y);
+  it('clicking an arrow (a real mouse click in Chromium) says why for that connection', async () => {
+    const label = page
+      .locator('.drawing g.edge', {
+        has: page.locator('title', { hasText: 'ep:shop/frontend[Deployment]->ep:shop/api[Deployment]' }),
+      })
+      .locator('text');
+    assert.equal(await label.textContent(), 'TCP 8000');
+    const box = await label.boundingBox();
+    assert.ok(box);
+    await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
     const verdict = page.locator('.details .verdict');
     await verdict.waitFor();
     assert.equal(await verdict.textContent(), 'ALLOWED on TCP/8000');
     const details = (await page.locator('.details').textContent()) ?? '';
-    assert.match(details, /^×shop\/frontend → shop\/apiALLOWED on TCP\/8000/);
+    assert.match(
+      details,
+      /One pod pair of shop\/frontend\[Deployment\] → shop\/api\[Deployment\] that may connect:/,
+    );
     assert.match(details, /allowed by shop\/api ingress\[0\]/);
     await page.screenshot({ path: join(shots, 'graph-edge.png') });
     await page.click('.details .close');

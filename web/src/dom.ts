@@ -39,3 +39,20 @@ export function clear(element: Element): void {
 
 /** `1234` → `1,234`. */
 export const count = (n: number): string => n.toLocaleString('en-US');
+
+/**
+ * An SVG drawing the server made (Graphviz's, from the same data as `matrix -o svg`), parsed as
+ * SVG — never as HTML — and kept to drawing: scripts, foreign content, event handlers and links
+ * are removed, so nothing in it can run or navigate whatever the manifests' names hold.
+ */
+export function svgFrom(text: string): SVGSVGElement | undefined {
+  const parsed = new DOMParser().parseFromString(text, 'image/svg+xml');
+  const svg = parsed.documentElement;
+  if (svg.nodeName !== 'svg' || parsed.querySelector('parsererror')) return undefined;
+  for (const bad of [...svg.querySelectorAll('script, foreignObject, iframe, a')])
+    bad.replaceWith(...bad.childNodes);
+  for (const node of [svg, ...svg.querySelectorAll('*')])
+    for (const attribute of [...node.attributes])
+      if (/^on/i.test(attribute.name) || /href$/i.test(attribute.name)) node.removeAttribute(attribute.name);
+  return document.importNode(svg, true) as unknown as SVGSVGElement;
+}

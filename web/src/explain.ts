@@ -64,7 +64,7 @@ export class ExplainPanel {
     clear(this.root);
   }
 
-  private open(...children: (Node | string)[]): void {
+  private open(...children: (Node | string | undefined)[]): void {
     clear(this.root);
     this.root.append(
       el(
@@ -72,9 +72,36 @@ export class ExplainPanel {
         { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.close() },
         '×',
       ),
-      ...children,
+      ...children.filter((c): c is Node | string => c !== undefined),
     );
     this.root.hidden = false;
+  }
+
+  /**
+   * Why, in one click on a heatmap cell or an arrow: one pod pair the cell stands for (an allowed
+   * one when there is one) on the port shown — or, on any port, one the pair may use.
+   */
+  async why(level: 'namespace' | 'workload' | 'pod', from: string, to: string, port: string): Promise<void> {
+    this.open(el('h2', {}, `${from} → ${to}`), el('p', {}, 'asking…'));
+    try {
+      const answer = await api<CheckAnswer & { cell: { level: string; from: string; to: string } }>(
+        '/api/why',
+        {
+          level,
+          from,
+          to,
+          port,
+        },
+      );
+      this.showAnswer(
+        answer,
+        level === 'pod'
+          ? undefined
+          : `One pod pair of ${from} → ${to}${answer.verdict.allowed ? ' that may connect' : ''}:`,
+      );
+    } catch (error) {
+      this.open(el('h2', {}, `${from} → ${to}`), el('p', { class: 'error' }, (error as Error).message));
+    }
   }
 
   /** Why `from` may or may not reach `to` on `port` (`80/TCP`); `any` asks for a port first. */
@@ -108,11 +135,12 @@ export class ExplainPanel {
     }
   }
 
-  private showAnswer(answer: CheckAnswer): void {
+  private showAnswer(answer: CheckAnswer, context?: string): void {
     const { verdict } = answer;
     const port = `${answer.protocol}/${answer.port}${answer.portName ? ` (${answer.portName})` : ''}`;
     const directions = [verdict.egress, verdict.ingress].filter((d): d is Direction => d !== undefined);
     this.open(
+      context ? el('p', { class: 'context' }, context) : undefined,
       el('h2', {}, `${answer.from} → ${answer.to}`),
       el(
         'p',

@@ -1,11 +1,14 @@
 /**
- * The graph of allowed connections, drawn by cytoscape: workloads inside their namespaces
- * (compound nodes), address ranges outside the cluster as nodes of their own, edges labelled
- * with ports. Clicking an edge asks why it is allowed. Large inputs are drawn by namespace.
+ * The graph of allowed connections, drawn by the server with Graphviz — the drawing of
+ * `palisade matrix -o svg`: workloads in a box per namespace (boxes never overlap, labels sit by
+ * their arrows), address ranges outside the cluster as notes. A large input comes as namespaces,
+ * brought to a readable size; clicking a namespace shows its workloads and their peers (a click on
+ * the caption's link goes back). Clicking an arrow asks why, for one pod pair it stands for.
+ * Drag to move, wheel to zoom.
  */
-import type cytoscape from 'cytoscape';
 import { api } from './api.ts';
-import { clear, count, el } from './dom.ts';
+import { clear, count, el, svgFrom } from './dom.ts';
+import { fitLabels } from './fit-labels.ts';
 
 interface GraphNode {
   readonly id: string;
@@ -21,170 +24,175 @@ interface GraphEdge {
 }
 
 interface Graph {
+  readonly title: string;
   readonly nodes: readonly GraphNode[];
   readonly edges: readonly GraphEdge[];
+  readonly svg: string;
 }
 
 export interface GraphHost {
   port(): string;
   search(): string;
-  explain(from: string, to: string, port: string): void;
+  /** Why one pod pair of `from` → `to` (namespaces or workloads) is allowed or denied. */
+  why(level: 'namespace' | 'workload', from: string, to: string): void;
   status(text: string): void;
 }
-
-/** Beyond this many workloads, one node per namespace (a layout of thousands is unreadable and slow). */
-const MAX_WORKLOAD_NODES = 400;
 
 export class GraphView {
   readonly root = el('section', { class: 'graph', 'aria-label': 'graph of allowed connections' });
   private readonly caption = el('p', { class: 'caption' });
-  private readonly canvas = el('div', { class: 'cy' });
-  private cy: cytoscape.Core | undefined;
-  private groupBy: 'workload' | 'namespace' = 'workload';
+  private readonly canvas = el('div', { class: 'drawing', 'aria-busy': 'true' });
+  private graph: Graph | undefined;
+  private namespace: string | undefined;
+  private view = { x: 0, y: 0, scale: 1 };
 
-  constructor(
-    private readonly host: GraphHost,
-    private readonly workloads: () => number,
-  ) {
+  constructor(private readonly host: GraphHost) {
     this.root.append(this.caption, this.canvas);
+    let drag: { x: number; y: number } | undefined;
+    this.canvas.addEventListener(
+      'mousedown',
+      (e) => (drag = { x: e.clientX - this.view.x, y: e.clientY - this.view.y }),
+    );
+    window.addEventListener('mouseup', () => (drag = undefined));
+    window.addEventListener('mousemove', (e) => {
+      if (!drag) return;
+      this.view.x = e.clientX - drag.x;
+      this.view.y = e.clientY - drag.y;
+      this.apply();
+    });
+    this.canvas.addEventListener(
+      'wheel',
+      (e) => {
+        e.preventDefault();
+        const factor = e.deltaY < 0 ? 1.1 : 1 / 1.1;
+        const box = this.canvas.getBoundingClientRect();
+        const px = e.clientX - box.left;
+        const py = e.clientY - box.top;
+        this.view.x = px - (px - this.view.x) * factor;
+        this.view.y = py - (py - this.view.y) * factor;
+        this.view.scale *= factor;
+        this.apply();
+      },
+      { passive: false },
+    );
+    this.canvas.addEventListener('click', (e) => this.click(e));
   }
 
   async reload(): Promise<void> {
-    this.groupBy = this.workloads() > MAX_WORKLOAD_NODES ? 'namespace' : 'workload';
     const started = performance.now();
-    // cytoscape is loaded with the first graph, not with the page: the heatmap comes first.
-    const [graph, { default: draw }] = await Promise.all([
-      api<Graph>('/api/graph', { port: this.host.port(), 'group-by': this.groupBy }),
-      import('cytoscape'),
-    ]);
-    this.draw(graph, draw);
-    this.host.status(
-      `graph: ${graph.nodes.length} nodes, ${graph.edges.length} edges, ${Math.round(performance.now() - started)} ms`,
-    );
+    this.canvas.setAttribute('aria-busy', 'true');
+    try {
+      const graph = await api<Graph>('/api/graph', {
+        port: this.host.port(),
+        'group-by': 'auto',
+        namespace: this.namespace,
+        svg: '1',
+      });
+      this.graph = graph;
+      this.draw(graph);
+      this.host.status(
+        `graph: ${graph.nodes.length} nodes, ${graph.edges.length} edges, ${Math.round(performance.now() - started)} ms`,
+      );
+    } catch (error) {
+      clear(this.canvas);
+      this.caption.textContent = `The graph cannot be drawn: ${(error as Error).message}`;
+      this.host.status(`graph: ${(error as Error).message}`);
+    } finally {
+      this.canvas.removeAttribute('aria-busy');
+    }
   }
 
   /** Highlights the nodes the search text matches. */
   filter(): void {
     const text = this.host.search().trim().toLowerCase();
-    this.cy?.batch(() => {
-      this.cy?.nodes().forEach((node) => {
-        const match = text !== '' && String(node.data('label')).toLowerCase().includes(text);
-        node.toggleClass('match', match);
-        node.toggleClass('faded', text !== '' && !match && !node.isParent());
-      });
-    });
+    for (const node of this.canvas.querySelectorAll<SVGGElement>('g.node')) {
+      const label = node.querySelector('text')?.textContent?.toLowerCase() ?? '';
+      const match = text !== '' && label.includes(text);
+      node.classList.toggle('match', match);
+      node.classList.toggle('faded', text !== '' && !match);
+    }
   }
 
-  private draw(graph: Graph, cytoscapeOf: typeof cytoscape): void {
-    this.cy?.destroy();
+  private draw(graph: Graph): void {
     clear(this.canvas);
-    this.caption.textContent =
-      `${count(graph.nodes.length)} ${this.groupBy === 'namespace' ? 'namespaces and address ranges' : 'workloads and address ranges'}, ` +
-      `${count(graph.edges.length)} allowed connections on ${this.host.port() === 'any' ? 'any port' : this.host.port()}` +
-      (this.groupBy === 'namespace' && this.workloads() > MAX_WORKLOAD_NODES
-        ? ` (by namespace: ${count(this.workloads())} workloads are too many to draw one by one)`
-        : '') +
-      '. Click an arrow to see why it is allowed.';
-    const namespaces = new Set(
-      graph.nodes.flatMap((n) => (n.kind === 'endpoint' && n.namespace ? [n.namespace] : [])),
+    clear(this.caption);
+    const namespaces = graph.nodes.some((n) => n.kind === 'namespace');
+    this.caption.append(
+      `${graph.title}: ${count(graph.nodes.length)} ${graph.nodes.length === 1 ? 'node' : 'nodes'}, ${count(graph.edges.length)} allowed ${graph.edges.length === 1 ? 'connection' : 'connections'} on ${this.host.port() === 'any' ? 'any port' : this.host.port()}. `,
+      namespaces
+        ? 'Click a namespace for its workloads, an arrow to see why. '
+        : 'Click an arrow to see why. ',
+      this.namespace !== undefined
+        ? el(
+            'button',
+            {
+              type: 'button',
+              class: 'link',
+              onclick: () => {
+                this.namespace = undefined;
+                void this.reload();
+              },
+            },
+            'Back to every namespace',
+          )
+        : '',
     );
-    const elements: cytoscape.ElementDefinition[] = [
-      ...[...namespaces].map((ns) => ({ data: { id: `box:${ns}`, label: ns }, classes: 'namespace-box' })),
-      ...graph.nodes.map((n) => ({
-        data: {
-          id: n.id,
-          label: n.label.startsWith(`${n.namespace}/`)
-            ? n.label.slice((n.namespace ?? '').length + 1)
-            : n.label,
-          ...(n.kind === 'endpoint' && n.namespace ? { parent: `box:${n.namespace}` } : {}),
-        },
-        classes: n.kind,
-      })),
-      ...graph.edges.map((e, i) => ({
-        data: { id: `edge:${i}`, source: e.from, target: e.to, label: e.label },
-        classes: e.from === e.to ? 'loop' : '',
-      })),
-    ];
-    this.cy = cytoscapeOf({
-      container: this.canvas,
-      elements,
-      wheelSensitivity: 0.3,
-      layout:
-        graph.nodes.length <= 250
-          ? { name: 'cose', animate: false, nodeDimensionsIncludeLabels: true, randomize: false, padding: 30 }
-          : { name: 'grid', avoidOverlap: true },
-      style: [
-        {
-          selector: 'node',
-          style: {
-            label: 'data(label)',
-            'font-size': 11,
-            'text-valign': 'bottom',
-            'text-margin-y': 4,
-            'background-color': '#3b6fb6',
-            width: 18,
-            height: 18,
-          },
-        },
-        { selector: 'node.addresses', style: { shape: 'round-rectangle', 'background-color': '#9c6b1f' } },
-        { selector: 'node.namespace', style: { shape: 'round-rectangle', width: 26, height: 26 } },
-        {
-          selector: 'node.namespace-box',
-          style: {
-            'background-color': '#f3f5f8',
-            'border-color': '#b7c0cc',
-            'border-width': 1,
-            'text-valign': 'top',
-            'font-weight': 'bold',
-            color: '#4a5566',
-          },
-        },
-        {
-          selector: 'edge',
-          style: {
-            width: 1.5,
-            'curve-style': 'bezier',
-            'target-arrow-shape': 'triangle',
-            'line-color': '#7b8797',
-            'target-arrow-color': '#7b8797',
-            label: 'data(label)',
-            'font-size': 9,
-            'text-rotation': 'autorotate',
-            'text-background-color': '#ffffff',
-            'text-background-opacity': 0.8,
-          },
-        },
-        {
-          selector: 'edge:selected',
-          style: { 'line-color': '#d9480f', 'target-arrow-color': '#d9480f', width: 3 },
-        },
-        { selector: 'node.match', style: { 'background-color': '#d9480f' } },
-        { selector: 'node.faded', style: { opacity: 0.25 } },
-      ],
-    });
-    this.cy.on('tap', 'edge', (event) => {
-      const edge = event.target as cytoscape.EdgeSingular;
-      const from = endpointName(String(edge.data('source')));
-      const to = endpointName(String(edge.data('target')));
-      if (!from || !to) {
-        this.host.status(`${String(edge.data('label'))}: explanations are given between workloads`);
-        return;
-      }
-      const chosen = this.host.port();
-      this.host.explain(from, to, chosen !== 'any' ? chosen : firstPort(String(edge.data('label'))));
-    });
+    const svg = svgFrom(graph.svg);
+    if (!svg) return;
+    this.canvas.append(svg);
+    fitLabels(svg);
+    // Fit the drawing to the space it has (never enlarged past its own size).
+    const box = this.canvas.getBoundingClientRect();
+    const width = svg.width.baseVal.value || 1;
+    const height = svg.height.baseVal.value || 1;
+    const scale = Math.min(1, box.width / width, box.height / height);
+    this.view = { x: Math.max(0, (box.width - width * scale) / 2), y: 0, scale };
+    this.apply();
     this.filter();
   }
+
+  private apply(): void {
+    const svg = this.canvas.querySelector('svg');
+    if (svg) svg.style.transform = `translate(${this.view.x}px, ${this.view.y}px) scale(${this.view.scale})`;
+  }
+
+  /** An arrow: why; a namespace: its workloads. Graphviz keeps the ids `eN`/`nN` (their positions). */
+  private click(event: MouseEvent): void {
+    const graph = this.graph;
+    if (!graph) return;
+    const target = event.target as Element | null;
+    const edge = target?.closest('g.edge');
+    if (edge) {
+      const found = graph.edges[Number(edge.id.slice(1))];
+      if (!found) return;
+      const from = graph.nodes.find((n) => n.id === found.from);
+      const to = graph.nodes.find((n) => n.id === found.to);
+      const level = (n: GraphNode | undefined) =>
+        n?.kind === 'namespace' && !n.id.startsWith('group:')
+          ? 'namespace'
+          : n?.kind === 'endpoint'
+            ? 'workload'
+            : undefined;
+      const a = level(from);
+      const b = level(to);
+      if (!from || !to || !a || a !== b) {
+        this.host.status(`${found.label}: explanations are given between namespaces or between workloads`);
+        return;
+      }
+      this.host.why(a, name(from), name(to));
+      return;
+    }
+    const node = target?.closest('g.node');
+    if (!node) return;
+    const found = graph.nodes[Number(node.id.slice(1))];
+    if (found?.kind === 'namespace' && found.id.startsWith('ns:')) {
+      this.namespace = found.id.slice(3);
+      void this.reload();
+    }
+  }
 }
 
-/** `ep:shop/api[Deployment]` → `shop/api[Deployment]`; namespaces and addresses have none. */
-function endpointName(id: string): string | undefined {
-  return id.startsWith('ep:') ? id.slice(3) : undefined;
-}
-
-/** `TCP 5432,8000; UDP 53` → `5432/TCP`; a range gives its first port; `any` when there is none. */
-function firstPort(label: string): string {
-  const match = /(TCP|UDP|SCTP) ([0-9]+)/.exec(label);
-  if (match) return `${match[2]}/${match[1]}`;
-  return /TCP|all/.test(label) ? '1/TCP' : 'any';
+/** What `/api/why` takes for a node: `ns` or `ns/name[Kind]`. */
+function name(node: GraphNode): string {
+  return node.id.replace(/^(ns|ep):/, '');
 }

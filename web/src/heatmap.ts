@@ -1,9 +1,10 @@
 /**
  * The reachability heatmap: namespaces × namespaces, drilling down to the workloads of a pair
- * of namespaces, then to the pods of a pair of workloads, where a click asks why. Cells are
- * drawn on a canvas only where they are in view (2,500 namespaces are 6 million cells; the
- * server sends only the cells with an allowed pod pair), row and column labels are elements
- * (text, never markup) for the rows and columns in view.
+ * of namespaces, then to the pods of a pair of workloads. One click on a cell says why (for one
+ * pod pair it stands for) and opens the cell. Cells are as large as the space allows, drawn on a
+ * canvas only where they are in view (2,500 namespaces are 6 million cells; the server sends
+ * only the cells with an allowed pod pair); row and column labels are elements (text, never
+ * markup) for the rows and columns in view. Every colour drawn is in the legend.
  */
 import { api, type HeatAxis, type Heatmap } from './api.ts';
 import { clear, count, el } from './dom.ts';
@@ -12,8 +13,8 @@ import { clear, count, el } from './dom.ts';
 export interface HeatmapHost {
   port(): string;
   search(): string;
-  /** A pod cell was clicked: show why it is allowed or denied. */
-  explain(from: string, to: string): void;
+  /** A cell was clicked: show why one of its pod pairs is allowed or denied. */
+  why(level: 'namespace' | 'workload' | 'pod', from: string, to: string): void;
   status(text: string): void;
 }
 
@@ -26,7 +27,8 @@ interface Level {
 
 const LABEL_WIDTH = 230;
 const LABEL_HEIGHT = 150;
-const MAX_CELL = 28;
+/** As large as the space allows up to this: a few namespaces fill the view, as many do. */
+const MAX_CELL = 160;
 const MIN_CELL = 3;
 /** Labels are written only where a row is tall enough to read them. */
 const MIN_LABELLED = 10;
@@ -139,7 +141,7 @@ export class HeatmapView {
       `${level.level === 'namespace' ? 'Namespaces' : level.level === 'workload' ? 'Workloads' : 'Pods'}: ` +
       `rows are sources, columns destinations; ${count(this.shown.length)} of ${count(data.rows.length)} rows` +
       (text ? ` match "${this.host.search().trim()}"` : '') +
-      `, port ${data.port}. ${level.level === 'pod' ? 'Click a cell to see why.' : 'Click a cell to look inside.'}`;
+      `, port ${data.port}. ${level.level === 'pod' ? 'Click a cell to see why.' : 'Click a cell to see why and look inside.'}`;
   }
 
   private renderCrumbs(): void {
@@ -221,7 +223,7 @@ export class HeatmapView {
     g.rect(LABEL_WIDTH, LABEL_HEIGHT, w - LABEL_WIDTH, h - LABEL_HEIGHT);
     g.clip();
     // Denied everywhere, then the allowed cells in view over it.
-    g.fillStyle = '#e8ebef';
+    g.fillStyle = DENIED;
     g.fillRect(x(c0), y(k0), (c1 - c0) * cell, (k1 - k0) * cell);
     const gap = cell >= 6 ? 1 : 0;
     for (let k = k0; k < k1; k++) {
@@ -230,7 +232,7 @@ export class HeatmapView {
       for (let c = c0; c < c1; c++) {
         const column = data.columns[c] as HeatAxis;
         if (row.id === column.id && row.pods === 1) {
-          g.fillStyle = '#ffffff';
+          g.fillStyle = ITSELF;
           g.fillRect(x(c), y(k), cell, cell);
         }
       }
@@ -341,10 +343,10 @@ export class HeatmapView {
     if (!found || pairs(found.row, found.column) === 0) return;
     const level = (this.stack[this.stack.length - 1] as Level).level;
     const { row, column } = found;
-    if (level === 'pod') {
-      this.host.explain(row.id, column.id);
-      return;
-    }
+    this.tooltip.hidden = true;
+    // Why, at once — and, above the pods, the cell opens beside it.
+    this.host.why(level, row.id, column.id);
+    if (level === 'pod') return;
     const next: Level =
       level === 'namespace'
         ? { level: 'workload', from: row.id, to: column.id, title: `${row.id} → ${column.id}` }
@@ -355,30 +357,31 @@ export class HeatmapView {
   }
 
   private legend(): HTMLElement {
-    const swatch = (fraction: number | undefined, text: string): HTMLElement =>
-      el(
-        'span',
-        { class: 'swatch' },
-        el('i', { style: `background:${fraction === undefined ? '#e8ebef' : colour(fraction)}` }),
-        text,
-      );
+    const swatch = (background: string, text: string): HTMLElement =>
+      el('span', { class: 'swatch' }, el('i', { style: `background:${background}` }), text);
     return el(
       'p',
       { class: 'legend' },
-      swatch(1, 'every pod pair allowed'),
-      swatch(0.4, 'some allowed'),
-      swatch(undefined, 'denied'),
+      swatch(colour(1), 'every pod pair allowed'),
+      swatch(colour(0.5), 'half or more allowed'),
+      swatch(colour(0.1), 'fewer than half allowed'),
+      swatch(DENIED, 'denied'),
+      swatch(ITSELF, 'one pod with itself (no pair)'),
     );
   }
 }
+
+const DENIED = '#e8ebef';
+const ITSELF = '#ffffff';
 
 /** Pod pairs of a cell: a pod's connection to itself does not count. */
 function pairs(row: HeatAxis, column: HeatAxis): number {
   return row.pods * column.pods - (row.id === column.id ? row.pods : 0);
 }
 
-/** Green, darker the larger the allowed fraction of pod pairs. */
+/** Three greens, one per legend entry: every pod pair, half or more, fewer than half. */
 function colour(fraction: number): string {
-  const lightness = 78 - Math.round(Math.min(1, Math.max(0, fraction)) * 44);
-  return `hsl(145 55% ${lightness}%)`;
+  if (fraction >= 1) return 'hsl(145 55% 34%)';
+  if (fraction >= 0.5) return 'hsl(145 55% 52%)';
+  return 'hsl(145 55% 74%)';
 }

@@ -40,18 +40,15 @@ class App {
   private readonly heatmap = new HeatmapView({
     port: () => this.portSelect.value,
     search: () => this.searchBox.value,
-    explain: (from, to) => void this.details.explain(from, to, this.portSelect.value),
+    why: (level, from, to) => void this.details.why(level, from, to, this.portSelect.value),
     status: (text) => this.status(text),
   });
-  private readonly graph = new GraphView(
-    {
-      port: () => this.portSelect.value,
-      search: () => this.searchBox.value,
-      explain: (from, to, port) => void this.details.explain(from, to, port),
-      status: (text) => this.status(text),
-    },
-    () => this.summary?.workloads ?? 0,
-  );
+  private readonly graph = new GraphView({
+    port: () => this.portSelect.value,
+    search: () => this.searchBox.value,
+    why: (level, from, to) => void this.details.why(level, from, to, this.portSelect.value),
+    status: (text) => this.status(text),
+  });
   private readonly lint = new LintView(this.details, () => this.searchBox.value);
   private readonly diff = new DiffView(this.details, () => this.searchBox.value);
 

@@ -171,9 +171,11 @@ export function diffConnectivity(
   const scope = (unit: Unit | undefined, side: Side): Scope | undefined => {
     if (!unit) return undefined;
     // Node changes move node addresses and own-node checks: not a matter of the policies' peers.
-    if (unit.fieldsChanged || nodesChanged) return 'all';
-    if (!unit.sideChanged[side]) return undefined;
-    const reach = finder.reach(unit.before, unit.after, side);
+    if (nodesChanged) return 'all';
+    if (!unit.fieldsChanged && !unit.sideChanged[side]) return undefined;
+    const reach = unit.fieldsChanged
+      ? finder.wholeReach(unit.before, unit.after, side)
+      : finder.reach(unit.before, unit.after, side);
     if (reach === 'all') return 'all';
     const reached = new Set<Unit>();
     for (const e of reach.endpoints) {
@@ -185,16 +187,38 @@ export function diffConnectivity(
   const within = (s: Scope | undefined, end: End): boolean =>
     s !== undefined &&
     (s === 'all' || (end.unit ? s.units.has(end.unit) : s.ranges.has(end.range as AddressRange)));
+  // The ends a scope holds: every end, or only those it names (a scope of a few units is not a
+  // walk over the cluster — with a change in 1% of namespaces that walk was the square again).
+  const endOfUnit = new Map<Unit, End>();
+  const endOfRange = new Map<AddressRange, End>();
+  for (const end of ends) {
+    if (end.unit) endOfUnit.set(end.unit, end);
+    if (end.range) endOfRange.set(end.range, end);
+  }
+  function* endsIn(s: Scope): Iterable<End> {
+    if (s === 'all') {
+      yield* ends;
+      return;
+    }
+    for (const u of s.units) {
+      const end = endOfUnit.get(u);
+      if (end) yield end;
+    }
+    for (const r of s.ranges) {
+      const end = endOfRange.get(r);
+      if (end) yield end;
+    }
+  }
   const rows = new Map<End, Scope | undefined>(ends.map((end) => [end, scope(end.unit, 'egress')]));
   for (const from of ends) {
     const row = rows.get(from);
     if (!row) continue;
-    for (const to of ends) if (within(row, to)) compare(from, to);
+    for (const to of endsIn(row)) compare(from, to);
   }
   for (const to of ends) {
     const column = scope(to.unit, 'ingress');
     if (!column) continue;
-    for (const from of ends) if (within(column, from) && !within(rows.get(from), to)) compare(from, to);
+    for (const from of endsIn(column)) if (!within(rows.get(from), to)) compare(from, to);
   }
   return {
     endpoints: {
@@ -319,6 +343,16 @@ function portSetsEqual(a: PortSet, b: PortSet): boolean {
   return true;
 }
 
+/** Whether some pod pair may allow something (a bound, no evaluation). */
+function mayAllow(
+  evaluator: SidedEvaluator,
+  sources: readonly Address[],
+  destinations: readonly Address[],
+): boolean {
+  for (const s of sources) for (const d of destinations) if (evaluator.mayAllow(s, d)) return true;
+  return false;
+}
+
 /** Ports before and after, when they differ. */
 function comparePair(
   old: SidedEvaluator,
@@ -333,6 +367,8 @@ function comparePair(
   // Nothing about the pods changed and only one side's policies did: if that side gives every pod
   // pair the same ports before and after, so does the pair (members are sorted by their fields,
   // so equal fields pair up).
+  // No pod pair may allow anything, before or after (their ports' bounds share none): equal.
+  if (!mayAllow(old, src0, dst0) && !mayAllow(next, src1, dst1)) return undefined;
   const stable = (end: End): boolean => !end.unit || !end.unit.fieldsChanged;
   if (stable(from) && stable(to) && src0.length === src1.length && dst0.length === dst1.length) {
     const egress = from.unit?.sideChanged.egress ?? false;
@@ -347,6 +383,14 @@ function comparePair(
             next.sidePorts(src1[i] as Address, dst1[j] as Address, side),
           );
       if (!differs) return undefined;
+      // The other side is the same before and after: where it lets nothing through for any pod
+      // pair, the pair allows nothing either way (most pairs a changed ipBlock reaches end here).
+      const other: Side = side === 'egress' ? 'ingress' : 'egress';
+      let through = false;
+      for (let i = 0; i < src0.length && !through; i++)
+        for (let j = 0; j < dst0.length && !through; j++)
+          through = !isNoPorts(old.sidePorts(src0[i] as Address, dst0[j] as Address, other));
+      if (!through) return undefined;
     }
   }
   const before = allowedBetween(old, src0, dst0);

@@ -33,6 +33,7 @@ export type Reach =
 export class ReachFinder {
   private readonly oldIndex: EndpointIndex;
   private readonly newIndex: EndpointIndex;
+  private hostNetworked?: readonly Endpoint[];
 
   constructor(
     private readonly old: SidedEvaluator,
@@ -43,6 +44,40 @@ export class ReachFinder {
   ) {
     this.oldIndex = new EndpointIndex(old.cluster);
     this.newIndex = new EndpointIndex(next.cluster);
+  }
+
+  /**
+   * What a unit whose pods changed (added, removed, relabelled, moved) can reach on one side:
+   * while each of its pods, before and after, is isolated that way by NetworkPolicy alone (v1),
+   * a pair with it allows something only where one of those policies' rules matches the other
+   * end — or the other end is host-networked (a pod's own node is always allowed). Every end
+   * otherwise. Without this, a namespace added or a pod relabelled was compared with every
+   * pod of the cluster, both ways.
+   */
+  wholeReach(before: readonly Endpoint[], after: readonly Endpoint[], side: Side): Reach {
+    if (this.semantics !== 'v1') return 'all';
+    const reached: Reached = { endpoints: new Set<Endpoint>(), ranges: new Set<AddressRange>() };
+    const seen = new Set<NetworkPolicy>();
+    for (const [members, evaluator, index] of [
+      [before, this.old, this.oldIndex],
+      [after, this.next, this.newIndex],
+    ] as const) {
+      for (const endpoint of members) {
+        if (endpoint.hostNetwork) return 'all';
+        const policies = selectingPolicies(evaluator.index, endpoint, side, this.semantics);
+        if (policies.length === 0 || this.clusterKey(evaluator, endpoint, side) !== '') return 'all';
+        for (const policy of policies) {
+          if (seen.has(policy)) continue;
+          seen.add(policy);
+          if (this.addRules(rulesOf(policy, side), policy.namespace, index, reached) === 'all') return 'all';
+        }
+      }
+    }
+    this.hostNetworked ??= [...this.old.cluster.endpoints, ...this.next.cluster.endpoints].filter(
+      (e) => e.hostNetwork,
+    );
+    for (const e of this.hostNetworked) reached.endpoints.add(e);
+    return reached;
   }
 
   /** What the change of one side of a unit (members before and after, paired by fields) can reach. */

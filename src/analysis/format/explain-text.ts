@@ -11,6 +11,7 @@ import {
   NETWORK_POLICY_ORDER,
   PROFILES_TIER,
 } from '../../model/cluster-policy.ts';
+import type { EndpointList } from '../rule-peers.ts';
 
 const MAX_LISTED_PEERS = 6;
 
@@ -98,8 +99,8 @@ function tierLine(name: string, t: TierRule, style: Style): string {
   return `    - ${t.description} ${style.dim(`(${rule}; ${listPeers(t.peers)})`)}`;
 }
 
-function listPeers(peers: readonly string[]): string {
+function listPeers(peers: EndpointList): string {
   return peers.length === 0
     ? 'matches no endpoint in the input'
-    : `matches ${peers.slice(0, MAX_LISTED_PEERS).join(', ')}${peers.length > MAX_LISTED_PEERS ? ` and ${peers.length - MAX_LISTED_PEERS} more` : ''}`;
+    : `matches ${peers.first(MAX_LISTED_PEERS).join(', ')}${peers.length > MAX_LISTED_PEERS ? ` and ${peers.length - MAX_LISTED_PEERS} more` : ''}`;
 }

@@ -10,6 +10,7 @@ import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
 import { outsideAllows, type OutsideClass } from '../outside.ts';
 import type { Style } from './style.ts';
+import { portListText } from './ports-text.ts';
 
 /** What a matrix's answer says besides its cells. */
 export interface MatrixExtras {
@@ -75,7 +76,7 @@ function portsPerFamily(matrix: Matrix, from: number, to: number): { 4: PortSet;
   return { 4: v4, 6: v6 };
 }
 
-const portsText = (ports: PortSet): string => (isNoPorts(ports) ? 'none' : formatPortSet(ports));
+const portsText = (ports: PortSet): string => (isNoPorts(ports) ? 'none' : portListText(ports));
 
 function* text(matrix: Matrix, style: Style, extras: MatrixExtras = {}): Iterable<string> {
   yield* textTable(matrix, style, extras.outside ?? []);
@@ -86,7 +87,8 @@ function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     let connected = 0;
-    for (const [from, to, ports, f, t] of portSetLines(matrix)) {
+    // Only the pairs that may connect are printed: visit only the rows each row may reach.
+    for (const [from, to, ports, f, t] of portSetLines(matrix, true)) {
       const perFamily = portsPerFamily(matrix, f, t);
       if (perFamily) {
         connected++;
@@ -96,15 +98,15 @@ function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass
       const partial = matrix.partialPorts?.(f, t);
       if (isNoPorts(ports) && !partial) continue;
       connected++;
-      const every = isNoPorts(ports) ? 'none for every pod pair' : formatPortSet(ports);
-      const some = partial ? `; ${formatPortSet(partial.ports)} for ${partial.where}` : '';
+      const every = isNoPorts(ports) ? 'none for every pod pair' : portListText(ports);
+      const some = partial ? `; ${portListText(partial.ports)} for ${partial.where}` : '';
       yield `${from} → ${to}: ${every}${some}\n`;
     }
     let reaching = 0;
     for (const [from, to, ports] of outsideLines(matrix, outside)) {
       if (isNoPorts(ports)) continue;
       reaching++;
-      yield `${from} → ${to}: ${formatPortSet(ports)}\n`;
+      yield `${from} → ${to}: ${portListText(ports)}\n`;
     }
     const pairs = ids.length * ids.length;
     yield style.dim(
@@ -307,9 +309,9 @@ function* mdTable(matrix: Matrix, outside: readonly OutsideClass[]): Iterable<st
   if (matrix.queries.length === 0) {
     yield '| from | to | allowed ports |\n|---|---|---|\n';
     for (const [from, to, ports] of portSetLines(matrix))
-      yield `| ${from} | ${to} | ${formatPortSet(ports)} |\n`;
+      yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
     for (const [from, to, ports] of outsideLines(matrix, outside))
-      yield `| ${from} | ${to} | ${formatPortSet(ports)} |\n`;
+      yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
     return;
   }
   const columns = [...ids, ...outside.map((c) => c.label)];
@@ -336,11 +338,21 @@ function* mdTable(matrix: Matrix, outside: readonly OutsideClass[]): Iterable<st
   }
 }
 
-/** Every ordered pair's allowed ports, with the rows' labels and indexes. */
-function* portSetLines(matrix: Matrix): Iterable<[string, string, PortSet, number, number]> {
+/**
+ * Every ordered pair's allowed ports, with the rows' labels and indexes — or, `connectedOnly`,
+ * the pairs that may connect (where the matrix can tell which rows a row reaches, only those
+ * are visited: a listing of a sparse matrix costs its lines, not the square of its rows).
+ */
+function* portSetLines(
+  matrix: Matrix,
+  connectedOnly = false,
+): Iterable<[string, string, PortSet, number, number]> {
   const ids = matrix.rows.map((r) => r.label);
-  for (let f = 0; f < ids.length; f++)
-    for (let t = 0; t < ids.length; t++) yield [ids[f] as string, ids[t] as string, matrix.ports(f, t), f, t];
+  const all = ids.map((_, i) => i);
+  for (let f = 0; f < ids.length; f++) {
+    const targets = connectedOnly && matrix.reachedRows ? matrix.reachedRows(f) : all;
+    for (const t of targets) yield [ids[f] as string, ids[t] as string, matrix.ports(f, t), f, t];
+  }
 }
 
 function portsJson(ports: PortSet): Record<string, [number, number][]> {

@@ -56,6 +56,8 @@ export interface LintOptions {
   readonly locator?: ObjectLocator;
   /** Problems found while reading the input: errors and warnings become findings. */
   readonly diagnostics?: readonly Diagnostic[];
+  /** Called before each check with (checks done, checks to run), for progress display. */
+  readonly onProgress?: (done: number, total: number) => void;
 }
 
 export function lintCluster(cluster: Cluster, options: LintOptions = {}): LintReport {
@@ -77,8 +79,9 @@ export function lintCluster(cluster: Cluster, options: LintOptions = {}): LintRe
         reason: 'the input has no pods or workloads to compare selectors with',
       });
   }
-  for (const check of CHECKS) {
-    if (!check.codes.some(wanted)) continue;
+  const checks = CHECKS.filter((check) => check.codes.some(wanted));
+  for (const [i, check] of checks.entries()) {
+    options.onProgress?.(i, checks.length);
     for (const finding of check.run(context)) {
       if (!wanted(finding.code)) continue;
       if (!context.hasEndpoints && NEED_ENDPOINTS.includes(finding.code as LintCode)) continue;

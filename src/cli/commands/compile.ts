@@ -3,7 +3,6 @@
  * address groups and, for a node, the combined local tables and the global table.
  */
 import { Command } from 'commander';
-import { setFlagsFromString } from 'node:v8';
 import { formatIp, type IpAddress } from '../../net/ip.ts';
 import type { RuleTable } from '../../model/rule.ts';
 import { compileJson, compileTextLines, styleFor, type CompileReport } from '../../analysis/index.ts';
@@ -17,6 +16,8 @@ import {
   resolveInputOptions,
   withInputOptions,
 } from '../common.ts';
+import { withHeapGrowingFreely } from '../heap.ts';
+import { phases } from '../progress.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { jsonPieces } from '../json-pieces.ts';
 
@@ -43,13 +44,16 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
+      const progress = phases(io);
       const { inputErrors, pipeline, cache, millis } = await withHeapGrowingFreely(async () => {
-        const loaded = await loadInput(input, io, { rawObjects: false });
+        const loaded = await loadInput(input, io, { rawObjects: false, ...(progress ? { progress } : {}) });
+        progress?.finish();
         const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
         if (node !== undefined && !loaded.cluster.endpoints.some((e) => e.node === node)) {
           throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
         }
         const started = performance.now();
+        progress?.phase(`compiling ${loaded.cluster.endpoints.length.toLocaleString('en-US')} pods`);
         let cache: RendererCache | undefined;
         // With a node, the renderer cache shows what the one-direction datapaths (the VPP stacks) get.
         const pipeline = compileCluster(loaded.cluster, {
@@ -58,34 +62,23 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
         });
         return { inputErrors, pipeline, cache, millis: performance.now() - started };
       });
+      progress?.phase('preparing the report');
       const report = buildReport(pipeline, cache, node, side, millis);
       // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
-      if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
-      else
-        await writeStreaming(
-          io.stdout,
-          compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
-        );
+      if (!io.stdoutIsTty) progress?.phase('writing the tables');
+      else progress?.finish();
+      try {
+        if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
+        else
+          await writeStreaming(
+            io.stdout,
+            compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
+          );
+      } finally {
+        progress?.finish();
+      }
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
-}
-
-/**
- * While the input is loaded and compiled, the heap grows fivefold between full collections
- * instead of by V8's own factor: nearly everything those phases allocate stays alive to the end
- * (the model, the store, the tables), so a full collection there marks hundreds of megabytes to
- * free little. Shape (a) x1 from files: 1.3 s less CPU (the collector's threads 4.5 -> 3.3 s), no
- * full collection after the store's (the default made one of 750 MB, 0.85 s of pause), peak RSS
- * 0.9 -> 1.07 GB. Read by V8 at each full collection, so it can be set here; the report, made
- * after (or a failure), goes back to V8's own factor.
- */
-async function withHeapGrowingFreely<T>(work: () => Promise<T>): Promise<T> {
-  setFlagsFromString('--heap-growing-percent=400');
-  try {
-    return await work();
-  } finally {
-    setFlagsFromString('--heap-growing-percent=0');
-  }
 }
 
 /** A group member as the report shows it (shared between groups: never changed). */

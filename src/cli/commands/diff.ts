@@ -8,6 +8,8 @@ import { DIFF_FORMATS, ENDPOINT_VIEWS, styleFor } from '../../analysis/index.ts'
 import { checkChoice, resolveInputOptions, withInputOptions } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { loadBoth, withSecondInput } from '../two-inputs.ts';
+import { withHeapGrowingFreely } from '../heap.ts';
+import { phases } from '../progress.ts';
 
 export function diffCommand(io: CliIo, done: (code: number) => void): Command {
   return withSecondInput(withInputOptions(new Command('diff')), 'the new input')
@@ -29,12 +31,18 @@ export function diffCommand(io: CliIo, done: (code: number) => void): Command {
       const format = checkChoice('--output', raw.output, Object.keys(DIFF_FORMATS));
       const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
       const by = checkChoice('--by', raw.by, ENDPOINT_VIEWS);
-      const { first: before, second: after, inputErrors } = await loadBoth(input, raw.to, io);
-      const diff = diffConnectivity(before.cluster, after.cluster, {
-        semantics: input.semantics,
-        addresses: raw.addresses !== false,
-        by,
-        ...(input.namespaces ? { namespaces: input.namespaces } : {}),
+      const { diff, inputErrors } = await withHeapGrowingFreely(async () => {
+        const { first: before, second: after, inputErrors } = await loadBoth(input, raw.to, io);
+        const progress = phases(io);
+        progress?.phase('comparing the two inputs');
+        const diff = diffConnectivity(before.cluster, after.cluster, {
+          semantics: input.semantics,
+          addresses: raw.addresses !== false,
+          by,
+          ...(input.namespaces ? { namespaces: input.namespaces } : {}),
+        });
+        progress?.finish();
+        return { diff, inputErrors };
       });
       const writer = DIFF_FORMATS[format];
       if (!writer) throw new Error(`no writer for ${format}`);

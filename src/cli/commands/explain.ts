@@ -14,6 +14,7 @@ import {
   writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { phases } from '../progress.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -46,7 +47,15 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
           return found.endpoints;
         });
       }
-      const explanations = explainEndpoints(loaded.cluster, endpoints, input.semantics);
+      const progress = phases(io);
+      progress?.phase(`explaining ${endpoints.length.toLocaleString('en-US')} endpoints`);
+      const explanations = explainEndpoints(
+        loaded.cluster,
+        endpoints,
+        input.semantics,
+        progress ? (done, total) => progress.update(done, total) : undefined,
+      );
+      progress?.finish();
       const missing = notEvaluated(loaded.cluster);
       const style = styleFor(io.stdoutIsTty, io.env);
       if (output === 'json')

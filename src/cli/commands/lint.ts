@@ -7,6 +7,7 @@ import { lintCluster, isKnownCode, LINT_CODES, objectLocator } from '../../analy
 import { formatLintText, lintSarif, styleFor } from '../../analysis/index.ts';
 import { DIAGNOSTIC_CATALOGUE, type Severity } from '../../model/diagnostics.ts';
 import { closest } from '../../util/closest.ts';
+import { phases } from '../progress.ts';
 import {
   checkChoice,
   loadInput,
@@ -54,13 +55,17 @@ export function lintCommand(io: CliIo, done: (code: number) => void): Command {
           io,
           true,
         );
+      const progress = phases(io);
+      progress?.phase('linting');
       const report = lintCluster(loaded.cluster, {
         semantics: input.semantics,
         only,
         skip,
         locator: objectLocator(loaded.rawObjects),
         diagnostics: loaded.diagnostics,
+        ...(progress ? { onProgress: (done: number, total: number) => progress.update(done, total) } : {}),
       });
+      progress?.finish();
       if (output === 'json') writeJson(io, report);
       else if (output === 'sarif') writeJson(io, lintSarif(report, VERSION));
       else io.stdout.write(formatLintText(report, styleFor(io.stdoutIsTty, io.env)));

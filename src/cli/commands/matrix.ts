@@ -2,23 +2,36 @@
  * `palisade matrix`: reachability between all endpoints, per port or as allowed port sets.
  */
 import { Command } from 'commander';
-import { PROTOCOLS, type Endpoint, type Protocol } from '../../model/types.ts';
+import { PROTOCOLS, type Cluster, type Endpoint, type Protocol } from '../../model/types.ts';
 import { namedPortOf } from '../../semantics/index.ts';
 import {
   askForPort,
+  CLASS_FORMATS,
+  classReport,
   CLI_SPELLING,
+  computeMatrix,
   computeViewMatrix,
-  focusMatrix,
-  MATRIX_VIEWS,
+  endpointClasses,
+  estimateClassOutput,
+  estimateMatrixOutput,
+  findEndpoints,
+  findService,
+  focusRows,
+  formatSize,
   groupEndpoints,
   MATRIX_FORMATS,
   matrixEndpoints,
   outsideClasses,
   OUTSIDE_BUDGET,
   parsePortQuery,
+  restrictMatrix,
+  serviceBackends,
+  serviceLabel,
   styleFor,
   textTableWidth,
+  type Matrix,
   type MatrixRow,
+  type OutputEstimate,
   type PortQuery,
   type RowGrouping,
 } from '../../analysis/index.ts';
@@ -30,11 +43,16 @@ import {
   resolveInputOptions,
   withInputOptions,
 } from '../common.ts';
-import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
-import { progressBar } from '../progress.ts';
+import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { phases, writeWithProgress } from '../progress.ts';
 import { GRAPH_FORMATS, GROUP_BY_HELP, isGraphFormat, writeMatrixGraph } from '../graph-output.ts';
+import { MAX_OUTPUT_HELP, resolveMaxOutput } from '../output-limit.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** Rows past which `--by auto` prints classes, when classes are at most half the rows (text, md). */
+const CLASSES_FROM_ROWS = 1000;
+const VIEWS = ['auto', 'workload', 'pod', 'service', 'class'] as const;
 
 export function matrixCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('matrix'))
@@ -51,23 +69,26 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option(
       '--by <view>',
-      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod) or service (the pods behind each Service, ns/name[Service])',
-      'workload',
+      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod), service (the pods behind each Service, ns/name[Service]), class (endpoints no policy tells apart, one line per class pair that may connect), or auto (workload; class for text and md past 1,000 rows when classes are at most half of them, or when the rows would pass --max-output and classes are fewer)',
+      'auto',
     )
+    .option(
+      '--focus <ns/name>',
+      'only this workload, pod or Service (ns/name[Service]) and its peers (what it may connect to or be connected from); repeatable',
+      collect,
+    )
+    .option('--max-output <size>', MAX_OUTPUT_HELP, '100MB')
+    .option('--force', 'write the output whatever its size', false)
     .option(
       '-o, --output <format>',
       `${[...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS].join(', ')}`,
       'text',
     )
-    .option('--group-by <what>', GROUP_BY_HELP, 'workload')
+    .option('--group-by <what>', GROUP_BY_HELP)
     .option(
       '--addresses <when>',
       'connections with the address ranges outside the cluster: auto (when quick to compute), all, or none',
       'auto',
-    )
-    .option(
-      '--focus <row>',
-      'only this row (ns/name or ns/name[Kind]: a workload, a pod, or a Service with --by service) and the rows it can connect with, either way',
     )
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
@@ -82,57 +103,110 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const protocols = (raw.protocol as string[] | undefined) ?? [];
       const queries = parseQueries(ports, protocols);
       const engine = checkChoice('--engine', raw.engine, ['auto', 'reference', 'compiled'] as const);
-      const view = checkChoice('--by', raw.by, MATRIX_VIEWS);
-      const groupBy = checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      const asked = checkChoice('--by', raw.by, VIEWS);
+      // Unset: workloads for tables; for graphs, workloads when they fit a picture.
+      const groupAsked =
+        raw.groupBy === undefined
+          ? undefined
+          : checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
+      const groupBy = groupAsked ?? 'workload';
       const addresses = checkChoice('--addresses', raw.addresses, ['auto', 'all', 'none'] as const);
+      const maxOutput = resolveMaxOutput(raw.maxOutput, raw.force);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
       if (groupBy === 'namespace' && format === 'json')
         throw new UsageError(
           '--group-by namespace applies to text, csv, md and the graph formats; -o json lists workloads (or pods with --by pod)',
         );
-      const by: RowGrouping = groupBy === 'namespace' && !isGraphFormat(format) ? 'namespace' : view;
+      if (asked === 'class' && (groupBy === 'namespace' || isGraphFormat(format)))
+        throw new UsageError(
+          '--by class lists class pairs (text, json, csv, md); graphs and --group-by namespace aggregate workloads',
+        );
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const namespaces = raw.namespace as string[] | undefined;
-      const loaded = await loadInput(input, io, { rawObjects: false });
+      const progress = phases(io);
+      const loaded = await loadInput(input, io, { rawObjects: false, ...(progress ? { progress } : {}) });
+      progress?.finish();
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      refuseUnknownPortNames(
-        queries,
-        matrixEndpoints(loaded.cluster, namespaces),
-        protocolsArePerPort(ports, protocols),
-      );
-      const focus = raw.focus as string | undefined;
-      // With --focus, the table is judged once narrowed.
-      if (format === 'text' && queries.length > 0 && raw.wide !== true && focus === undefined)
-        refuseTooWide(
-          io,
-          groupEndpoints(matrixEndpoints(loaded.cluster, namespaces), by, loaded.cluster),
-          by === 'namespace',
-        );
-      const progress = io.stderrIsTty
-        ? progressBar(io.stderr, 'matrix', { escapes: io.env.NO_COLOR === undefined })
-        : undefined;
-      const computed = computeViewMatrix(loaded.cluster, {
-        by,
+      const endpoints = matrixEndpoints(loaded.cluster, namespaces);
+      refuseUnknownPortNames(queries, endpoints, protocolsArePerPort(ports, protocols));
+      const view = chooseView(asked, format, groupBy, endpoints, loaded.cluster, io);
+      const by: RowGrouping =
+        groupBy === 'namespace' && !isGraphFormat(format) ? 'namespace' : view === 'class' ? 'pod' : view;
+      const focus = raw.focus as string[] | undefined;
+      if (format === 'text' && queries.length > 0 && raw.wide !== true && view !== 'class' && !focus)
+        refuseTooWide(io, groupEndpoints(endpoints, by, loaded.cluster), by === 'namespace');
+      progress?.phase('computing the matrix');
+      const options = {
         queries,
         semantics: input.semantics,
         engine,
         byFamily: true,
-        ...(namespaces ? { namespaces } : {}),
-        ...(progress ? { onProgress: progress.update } : {}),
-      });
+        ...(progress ? { onProgress: (done: number, total: number) => progress.update(done, total) } : {}),
+      } as const;
+      const focused = focus ? focusedEndpoints(loaded.cluster, endpoints, focus) : undefined;
+      const writeClasses = async (): Promise<void> => {
+        let matrix = computeMatrix(loaded.cluster, { ...options, endpoints });
+        if (focused) {
+          const rows = focusRows(matrix, new Set(endpoints.flatMap((e, i) => (focused.has(e) ? [i] : []))));
+          matrix = computeMatrix(loaded.cluster, {
+            ...options,
+            endpoints: rows.map((r) => endpoints[r] as Endpoint),
+          });
+        }
+        progress?.finish();
+        const report = classReport(matrix);
+        const writer = CLASS_FORMATS[format];
+        if (!writer) throw new UsageError(`--by class prints text, json, csv or md, not ${format}`);
+        const estimate = estimated(() => estimateClassOutput(report, format, maxOutput), maxOutput);
+        refuseLargeOutput(estimate, maxOutput, report.rows.length, format, true);
+        await writeWithProgress(
+          io,
+          writer(report, styleFor(io.stdoutIsTty, io.env)),
+          estimate.bytes,
+          progress,
+        );
+        done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      };
+      if (view === 'class') return writeClasses();
+      // Graphs are built from classes themselves: a matrix of rows is only needed to find the
+      // peers of a focus.
+      const drawGraph = async (shown: readonly Endpoint[]): Promise<void> => {
+        if (!isGraphFormat(format)) return;
+        await writeMatrixGraph(io, loaded.cluster, format, {
+          endpoints: shown,
+          queries,
+          semantics: input.semantics,
+          groupBy: groupAsked,
+          force: raw.force === true,
+          ...(progress ? { progress } : {}),
+        });
+        done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      };
+      if (isGraphFormat(format) && !focused) return drawGraph(endpoints);
+      let matrix: Matrix = computeViewMatrix(loaded.cluster, { ...options, by, endpoints });
       progress?.finish();
-      const matrix = focus === undefined ? computed : focusMatrix(computed, focus);
-      if (typeof matrix === 'string') throw new UsageError(matrix);
-      if (focus !== undefined && format === 'text' && queries.length > 0 && raw.wide !== true)
-        refuseTooWide(io, matrix.rows, by === 'namespace');
-      if (isGraphFormat(format)) {
-        await writeMatrixGraph(io, matrix, loaded.cluster, format, groupBy, input.semantics);
-        return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
+      if (focused) {
+        const rows = (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap((row, i) =>
+          (row.members ?? [matrix.endpoints[i] as Endpoint]).some((e) => focused.has(e)) ? [i] : [],
+        );
+        matrix = restrictMatrix(matrix, focusRows(matrix, new Set(rows)));
       }
+      if (isGraphFormat(format))
+        return drawGraph(
+          (matrix.rows as readonly { members?: readonly Endpoint[] }[]).flatMap(
+            (row, i) => row.members ?? [matrix.endpoints[i] as Endpoint],
+          ),
+        );
       const writer = MATRIX_FORMATS[format];
       if (!writer) throw new UsageError(`unknown format ${format}`);
+      const estimate = estimated(() => estimateMatrixOutput(matrix, format, maxOutput), maxOutput);
+      if (classesInstead(asked, format, groupBy, estimate, maxOutput, matrix, io)) {
+        progress?.phase('computing the matrix per class');
+        return writeClasses();
+      }
+      refuseLargeOutput(estimate, maxOutput, matrix.stats.classes, format, false);
       const missing = notEvaluated(loaded.cluster);
       const outside =
         addresses === 'none'
@@ -147,15 +221,131 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         io.stderr.write(
           `palisade: note: connections with address ranges outside the cluster are left out at this size (${matrix.rows.length} rows); --addresses all includes them\n`,
         );
-      await writeStreaming(
-        io.stdout,
+      await writeWithProgress(
+        io,
         writer(matrix, styleFor(io.stdoutIsTty, io.env), {
           ...(missing ? { notEvaluated: missing } : {}),
           ...(outside && outside.length > 0 ? { outside } : {}),
         }),
+        estimate.bytes,
+        progress,
       );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
+}
+
+/**
+ * `--by auto`: workloads (or pods, as asked), but the classes for people's formats (text, md)
+ * when there are many rows and the classes are at most half of them — at scale, the rows that
+ * behave alike are said once. Said on stderr, with how to ask for the rows instead.
+ */
+function chooseView(
+  asked: (typeof VIEWS)[number],
+  format: string,
+  groupBy: 'workload' | 'namespace',
+  endpoints: readonly Endpoint[],
+  cluster: Parameters<typeof endpointClasses>[0],
+  io: CliIo,
+): Exclude<(typeof VIEWS)[number], 'auto'> {
+  if (asked !== 'auto') return asked;
+  if ((format !== 'text' && format !== 'md') || groupBy === 'namespace') return 'workload';
+  const rows = groupEndpoints(endpoints, 'workload').length;
+  if (rows <= CLASSES_FROM_ROWS) return 'workload';
+  const classes = endpointClasses(cluster, endpoints).representatives.length;
+  if (classes * 2 > rows) return 'workload';
+  io.stderr.write(
+    `matrix: ${rows.toLocaleString('en-US')} workloads behave as ${classes.toLocaleString('en-US')} classes (endpoints no policy tells apart): ` +
+      'one line per class pair (--by workload for one per workload pair)\n',
+  );
+  return 'class';
+}
+
+/**
+ * `--by auto`, text or md: rows whose output would pass `--max-output` are said per class
+ * instead, when the classes are fewer than the rows — at any count of rows, the answer a person
+ * can read rather than a refusal (stderr says so, and how to ask for the rows).
+ */
+function classesInstead(
+  asked: (typeof VIEWS)[number],
+  format: string,
+  groupBy: 'workload' | 'namespace',
+  estimate: OutputEstimate,
+  limit: number,
+  matrix: Matrix,
+  io: CliIo,
+): boolean {
+  if (asked !== 'auto' || (format !== 'text' && format !== 'md') || groupBy === 'namespace') return false;
+  if (estimate.bytes <= limit || matrix.stats.classes >= matrix.rows.length) return false;
+  io.stderr.write(
+    `matrix: the output per workload would be ${estimate.atLeast ? 'more than' : 'about'} ${formatSize(estimate.bytes)}, ` +
+      `more than --max-output ${formatSize(limit)}; its ${matrix.rows.length.toLocaleString('en-US')} rows behave as ` +
+      `${matrix.stats.classes.toLocaleString('en-US')} classes (endpoints no policy tells apart): one line per class pair ` +
+      '(--by workload --force for the rows)\n',
+  );
+  return true;
+}
+
+/**
+ * The endpoints `--focus` names: a pod, a workload (its pods) or a Service (the pods behind it,
+ * `ns/name[Service]`).
+ */
+function focusedEndpoints(
+  cluster: Cluster,
+  inMatrix: readonly Endpoint[],
+  names: readonly string[],
+): Set<Endpoint> {
+  const focused = new Set<Endpoint>();
+  for (const name of names) {
+    const service = findService(cluster, name);
+    if (typeof service === 'string') throw new UsageError(`--focus: ${service}`);
+    const found = service
+      ? { endpoints: serviceBackends(cluster, service) }
+      : findEndpoints(cluster.endpoints, name);
+    if (typeof found === 'string') throw new UsageError(`--focus: ${found}`);
+    if (found.endpoints.length === 0 && service)
+      throw new UsageError(`--focus: ${serviceLabel(service)} selects no pod in the input`);
+    for (const e of found.endpoints) focused.add(e);
+  }
+  const shown = new Set(inMatrix);
+  if (![...focused].some((e) => shown.has(e)))
+    throw new UsageError(
+      `--focus: ${names.join(', ')} is not in the matrix (outside the namespaces given with -n?)`,
+    );
+  return focused;
+}
+
+/** The output's estimate, unless there is no limit (--force): then nothing is walked twice. */
+function estimated(estimate: () => OutputEstimate, limit: number): OutputEstimate {
+  return limit === Infinity ? { bytes: 0, lines: 0, atLeast: true } : estimate();
+}
+
+/**
+ * An output over `--max-output` is not written (unless `--force`): what it would be, and how to
+ * ask for less. A usage error (exit 2): the command as given asks for more than the limit.
+ */
+function refuseLargeOutput(
+  estimate: OutputEstimate,
+  limit: number,
+  classes: number,
+  format: string,
+  byClass: boolean,
+): void {
+  if (estimate.bytes <= limit) return;
+  const size = `${estimate.atLeast ? 'more than' : 'about'} ${formatSize(estimate.bytes)}`;
+  const lines = `${estimate.atLeast ? 'at least ' : ''}${estimate.lines.toLocaleString('en-US')} lines`;
+  const less = [
+    ...(byClass
+      ? []
+      : [`--by class (${classes.toLocaleString('en-US')} classes of endpoints no policy tells apart)`]),
+    '--port PORT',
+    '--focus NS/NAME (one workload and its peers)',
+    '-n NAMESPACE',
+    ...(byClass || format === 'json' ? [] : ['--group-by namespace']),
+  ];
+  throw new UsageError(
+    `the output would be ${size} (${lines}), more than --max-output ${formatSize(limit)}; nothing was written. ` +
+      `Ask for less — ${less.join(', ')} — or add --force to write it anyway`,
+  );
 }
 
 /**

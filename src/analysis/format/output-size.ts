@@ -1,0 +1,117 @@
+/**
+ * How large an output would be, before it is written: a matrix listing every pair of 10,000
+ * endpoints is 100 million lines (10 GB of JSON), and a port-set listing of a cluster whose
+ * policies allow nearly every port can be hundreds of gigabytes. Formats that list every pair
+ * are counted exactly from the rows' name lengths; listings of the pairs that may connect are
+ * counted by walking them — only as far as the limit, past which the estimate is "at least".
+ */
+import { formatPortSet } from '../../semantics/index.ts';
+import type { ClassReport } from '../class-view.ts';
+import type { Matrix } from '../types.ts';
+import { connects } from '../focus.ts';
+import { portListText } from './ports-text.ts';
+
+export interface OutputEstimate {
+  readonly bytes: number;
+  readonly lines: number;
+  /** The walk stopped at the limit: the output is at least this large. */
+  readonly atLeast: boolean;
+}
+
+const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
+
+/** The size of a matrix (rows of workloads, pods or namespaces) in a format, walking at most up to `limit` bytes. */
+export function estimateMatrixOutput(matrix: Matrix, format: string, limit: number): OutputEstimate {
+  const n = matrix.rows.length;
+  const q = Math.max(1, matrix.queries.length);
+  const labels = matrix.rows.map((r) => r.label.length);
+  const ids = matrix.rows.map((r) => r.id.length + 2);
+  const kinds = matrix.rows.map((r) => r.kind.length + 2);
+  const sumLabels = sum(labels);
+  const perPort = matrix.queries.length > 0;
+  const exact = (bytes: number, lines: number): OutputEstimate => ({ bytes, lines, atLeast: false });
+  switch (format) {
+    case 'json':
+      // {"from":…,"to":…,"port":…,"protocol":…,"allowed":…,"fromKind":…,"toKind":…} per pair and port;
+      // a port-set line has "ports" instead (at least `{}`).
+      return exact(n * q * (2 * sum(ids) + 2 * sum(kinds) + n * (perPort ? 70 : 75)), n * n * q);
+    case 'csv':
+      return exact(n * q * (2 * sumLabels + n * (perPort ? 20 : 12)), n * n * q + 1);
+    case 'md':
+      return perPort
+        ? exact(q * (n * (Math.max(...labels, 4) + 5 * n + 4) + sumLabels + 5 * n), q * (n + 2))
+        : exact(n * (2 * sumLabels) + n * n * 12, n * n + 2);
+    case 'text': {
+      if (perPort) {
+        const width = Math.max(4, ...labels) + 2 + 3 * n + 4 + String(n).length;
+        return exact(q * (n + 2) * width, q * (n + 2));
+      }
+      return walkListing(matrix, limit);
+    }
+    default:
+      return exact(0, 0);
+  }
+}
+
+/** The text listing of the pairs that may connect, walked (only the rows each row reaches) up to the limit. */
+function walkListing(matrix: Matrix, limit: number): OutputEstimate {
+  const n = matrix.rows.length;
+  let bytes = 0;
+  let lines = 0;
+  for (let f = 0; f < n; f++) {
+    const targets = matrix.reachedRows ? matrix.reachedRows(f) : [...Array(n).keys()];
+    for (const t of targets) {
+      if (!connects(matrix, f, t)) continue;
+      lines++;
+      bytes +=
+        (matrix.rows[f]?.label.length ?? 0) +
+        (matrix.rows[t]?.label.length ?? 0) +
+        6 +
+        portListText(matrix.ports(f, t)).length;
+      if (bytes > limit) return { bytes, lines, atLeast: true };
+    }
+  }
+  return { bytes, lines, atLeast: false };
+}
+
+/** The size of a class listing in a format, walked up to the limit. */
+export function estimateClassOutput(report: ClassReport, format: string, limit: number): OutputEstimate {
+  let bytes =
+    format === 'json'
+      ? sum(report.rows.map((r) => r.label.length + 60 + sum(r.members.map((m) => m.id.length + 12))))
+      : 0;
+  let lines = format === 'json' ? report.rows.length : 0;
+  if (bytes > limit) return { bytes, lines, atLeast: true };
+  for (const { from, to, ports } of report.pairs()) {
+    const a = report.rows[from];
+    const b = report.rows[to];
+    lines++;
+    bytes +=
+      format === 'json'
+        ? 40 + (a?.id.length ?? 0) + (b?.id.length ?? 0) + formatPortSet(ports).length * 2
+        : (a?.label.length ?? 0) + (b?.label.length ?? 0) + 8 + portListText(ports).length;
+    if (bytes > limit) return { bytes, lines, atLeast: true };
+  }
+  return { bytes, lines, atLeast: false };
+}
+
+/** `10.5 GB`, `312 kB`: decimal units, as disks are sold and `--max-output` reads them. */
+export function formatSize(bytes: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${unit === 0 ? value.toFixed(0) : value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+/** `100MB`, `1.5 GB`, `500k`, `2GiB`, `0` (no limit) → bytes; undefined when it is not a size. */
+export function parseSize(text: string): number | undefined {
+  const match = /^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?)b?\s*$/i.exec(text);
+  if (!match) return undefined;
+  const power = ['', 'k', 'm', 'g', 't', 'p'].indexOf((match[2] ?? '').toLowerCase());
+  const base = match[3] ? 1024 : 1000;
+  return Math.round(Number(match[1]) * base ** power);
+}

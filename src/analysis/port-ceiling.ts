@@ -1,0 +1,113 @@
+/**
+ * An upper bound of the ports one side of an endpoint can ever allow towards another endpoint of
+ * the cluster — the union of its isolating policies' rules' ports, without asking which peers
+ * match — so a pair whose source's egress bound and destination's ingress bound share no port is
+ * known to allow nothing without evaluating either side. Rules whose peers are only ipBlocks
+ * holding no endpoint address cannot admit an endpoint and are left out. Where the bound would
+ * need more than the rules (not isolated, cluster policy, host network, the proposal's semantics,
+ * a pod's own node) it is every port. Computed once per endpoint and side.
+ */
+import { cidrInterval, subtractIntervals, normalizeIntervals } from '../net/intervals.ts';
+import type { Endpoint, PolicyPort, PolicyRule, Protocol, Semantics } from '../model/types.ts';
+import {
+  ALL_PORTS,
+  EMPTY_PORTS,
+  namedPortOf,
+  portSetOf,
+  selectingClusterPolicies,
+  selectingPolicies,
+  unionPorts,
+  type ClusterIndex,
+  type PortSet,
+} from '../semantics/index.ts';
+import { EndpointIndex } from './endpoint-index.ts';
+
+type Side = 'egress' | 'ingress';
+
+export class PortCeilings {
+  private readonly memo: Record<Side, Map<Endpoint, PortSet>> = { egress: new Map(), ingress: new Map() };
+  private endpoints?: EndpointIndex;
+  private namedNumbers?: Map<string, PortSet>;
+  private readonly ruleMayMatch = new Map<PolicyRule, boolean>();
+
+  constructor(
+    private readonly index: ClusterIndex,
+    private readonly semantics: Semantics,
+  ) {}
+
+  /** The bound of one side of `subject` towards endpoints that are not on its own node's host network. */
+  of(subject: Endpoint, side: Side): PortSet {
+    let bound = this.memo[side].get(subject);
+    if (!bound) this.memo[side].set(subject, (bound = this.compute(subject, side)));
+    return bound;
+  }
+
+  private compute(subject: Endpoint, side: Side): PortSet {
+    if (this.semantics !== 'v1' || subject.hostNetwork) return ALL_PORTS;
+    const policies = selectingPolicies(this.index, subject, side, this.semantics);
+    if (policies.length === 0) return ALL_PORTS;
+    for (const tier of ['Admin', 'Baseline'] as const)
+      if (selectingClusterPolicies(this.index, subject, side, tier).length > 0) return ALL_PORTS;
+    let bound = EMPTY_PORTS;
+    for (const policy of policies)
+      for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {
+        if (!this.mayMatchEndpoints(rule)) continue;
+        if (!rule.ports || rule.ports.length === 0) return ALL_PORTS;
+        for (const port of rule.ports) bound = unionPorts(bound, this.portsOf(port, subject, side));
+      }
+    return bound;
+  }
+
+  /** A rule port as numbers: a name resolves on the subject (ingress) or on any endpoint (egress). */
+  private portsOf(port: PolicyPort, subject: Endpoint, side: Side): PortSet {
+    if (port.port === undefined) return portSetOf([{ protocol: port.protocol, from: 1, to: 65535 }]);
+    if (typeof port.port === 'number')
+      return portSetOf([{ protocol: port.protocol, from: port.port, to: port.endPort ?? port.port }]);
+    if (side === 'ingress') {
+      const number = namedPortOf(subject, port.port, port.protocol);
+      return number === undefined
+        ? EMPTY_PORTS
+        : portSetOf([{ protocol: port.protocol, from: number, to: number }]);
+    }
+    return this.numbersOfName(port.port, port.protocol);
+  }
+
+  /** Every number a port name resolves to on some endpoint. */
+  private numbersOfName(name: string, protocol: Protocol): PortSet {
+    if (!this.namedNumbers) {
+      const entries = new Map<string, { protocol: Protocol; from: number; to: number }[]>();
+      for (const e of this.index.cluster.endpoints)
+        for (const p of e.ports)
+          if (p.name !== undefined) {
+            const key = `${p.name}/${p.protocol}`;
+            const list = entries.get(key) ?? [];
+            list.push({ protocol: p.protocol, from: p.port, to: p.port });
+            entries.set(key, list);
+          }
+      this.namedNumbers = new Map([...entries].map(([key, list]) => [key, portSetOf(list)]));
+    }
+    return this.namedNumbers.get(`${name}/${protocol}`) ?? EMPTY_PORTS;
+  }
+
+  /** False for a rule whose peers are all ipBlocks without an endpoint address in them. */
+  private mayMatchEndpoints(rule: PolicyRule): boolean {
+    let found = this.ruleMayMatch.get(rule);
+    if (found === undefined) {
+      const peers = rule.peers ?? [];
+      found =
+        peers.length === 0 ||
+        peers.some((peer) => {
+          if (peer.type !== 'ipBlock') return true;
+          this.endpoints ??= new EndpointIndex(this.index.cluster);
+          const index = this.endpoints;
+          const ranges = subtractIntervals(
+            [cidrInterval(peer.cidr)],
+            normalizeIntervals(peer.except.map(cidrInterval)),
+          );
+          return ranges.some((range) => index.addressCount(range) > 0);
+        });
+      this.ruleMayMatch.set(rule, found);
+    }
+    return found;
+  }
+}
