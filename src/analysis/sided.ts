@@ -80,6 +80,8 @@ export class SidedEvaluator {
    */
   mayAllow(src: Address, dst: Address): boolean {
     if (src.kind !== 'endpoint' || dst.kind !== 'endpoint') return true;
+    // A pod to itself is allowed whatever its policies say.
+    if (src.endpoint === dst.endpoint) return true;
     const out = isOwnNode(this.index, src.endpoint, dst)
       ? ALL_PORTS
       : this.ceilings.of(src.endpoint, 'egress');

@@ -177,7 +177,9 @@ export function diffConnectivity(
       ? finder.wholeReach(unit.before, unit.after, side)
       : finder.reach(unit.before, unit.after, side);
     if (reach === 'all') return 'all';
-    const reached = new Set<Unit>();
+    // The unit with itself: a pod to itself is allowed whatever the policies, so that pair
+    // changes with the unit's members, which no rule's peers name.
+    const reached = new Set<Unit>([unit]);
     for (const e of reach.endpoints) {
       const other = unitOf.get(e);
       if (other) reached.add(other);
