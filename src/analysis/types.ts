@@ -25,7 +25,7 @@ export interface MatrixRow {
   readonly namespace: string;
 }
 
-/** Who computed a matrix: the reference evaluator, or the compiled tables (compiled-matrix.ts). */
+/** Who computed a matrix: the reference evaluator, or the compiled tables (classes/compiled-classes.ts). */
 export type MatrixEngine = 'reference' | 'compiled';
 
 export interface Matrix {
