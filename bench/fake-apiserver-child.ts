@@ -10,6 +10,7 @@ import { FakeStore } from '../test/fake-apiserver/store.ts';
 type Message =
   | { type: 'relabel'; from: number; count: number; value: string }
   | { type: 'relabelOne'; index: number; value: string }
+  | { type: 'requests' }
   | { type: 'stop' };
 
 const clock = (): number => performance.timeOrigin + performance.now();
@@ -31,6 +32,11 @@ function relabel(index: number, value: string): void {
 process.on('message', (message: Message) => {
   if (message.type === 'stop') {
     void server.stop().then(() => process.exit(0));
+  } else if (message.type === 'requests') {
+    // The requests since the last ask, by verb (the agent-direct benchmark's API load).
+    const counts: Record<string, number> = {};
+    for (const request of server.requests.splice(0)) counts[request.verb] = (counts[request.verb] ?? 0) + 1;
+    process.send!({ type: 'requests', counts });
   } else if (message.type === 'relabelOne') {
     relabel(message.index, message.value);
     process.send!({ type: 'applied', at: clock() });

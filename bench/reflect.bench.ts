@@ -34,7 +34,7 @@ const load = (): string =>
     .join(' ');
 const clock = (): number => performance.timeOrigin + performance.now();
 
-interface FakeChild {
+export interface FakeChild {
   readonly child: ChildProcess;
   readonly url: string;
   readonly pods: number;
@@ -43,7 +43,7 @@ interface FakeChild {
   stop(): Promise<void>;
 }
 
-async function startFake(shape: string, scale: number): Promise<FakeChild> {
+export async function startFake(shape: string, scale: number): Promise<FakeChild> {
   const child = fork(join(HERE, 'fake-apiserver-child.js'), [shape, String(scale)], {
     execArgv: ['--max-old-space-size=8192'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

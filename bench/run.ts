@@ -25,6 +25,7 @@ import { ebpfBenchmark } from './ebpf.bench.ts';
 import { agentBenchmark } from './agent.bench.ts';
 import { agentHealthBenchmark } from './agent-health.bench.ts';
 import { scaleBenchmark } from './scale.bench.ts';
+import { agentDirectBenchmark } from './agent-direct.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -49,6 +50,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   agent: agentBenchmark,
   'agent-health': agentHealthBenchmark,
   scale: scaleBenchmark,
+  'agent-direct': agentDirectBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -145,6 +145,7 @@ export class NodeAgent {
     const { store, layout, realizer } = this.options;
     await this.register();
     this.log.info({ datapath: realizer.datapath }, await realizer.prepare());
+    await this.options.sourceSynced?.();
     await this.status.grant();
     const listed = await store.range(layout.objects);
     this.contact();

@@ -14,6 +14,7 @@ export {
   type NodeStatus,
 } from './status.ts';
 export { palisadeAuthPlan, agentUser, AGENT_ROLE, READER_USER, REFLECTOR_USER } from './etcd-roles.ts';
+export { nodeName, NodeFactError, NODE_NAME_ENV } from './node-facts.ts';
 export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';
 export type * from './types.ts';

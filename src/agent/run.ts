@@ -4,8 +4,9 @@
  * `palisade --version` never loads etcd, pino or prom-client.
  */
 import { pino } from 'pino';
-import { connectEtcd, ensureReachable, EtcdUnreachableError } from '../etcd/index.ts';
+import { connectEtcd, ensureReachable, EtcdUnreachableError, MemoryStore } from '../etcd/index.ts';
 import type { EtcdConnection } from '../etcd/types.ts';
+import type { KubeconfigRequest } from '../kube/types.ts';
 import { KeyLayout } from '../reflected/index.ts';
 import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
@@ -18,11 +19,20 @@ import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
 import { serveHealth } from './http.ts';
 import { PromMetrics } from './metrics.ts';
 import { formatStatus, readStatus, StatusKeys, type ClusterStatus } from './status.ts';
+import { openKubeSource, podCidrsFromNode, type AgentSource } from './kube-source.ts';
+import type { AgentLog } from './types.ts';
 
 export interface AgentCommand {
   readonly node: string;
-  /** etcd's endpoints, TLS files and user (the CLI's --etcd… options). */
-  readonly etcd: EtcdConnection;
+  /**
+   * Where the cluster comes from: a reflector's etcd (`etcd`), or the Kubernetes API watched by
+   * the agent itself (`kube`, direct mode; kube-source.ts). Default `etcd`.
+   */
+  readonly source?: 'etcd' | 'kube';
+  /** etcd's endpoints, TLS files and user (the CLI's --etcd… options); required with `source: etcd`. */
+  readonly etcd?: EtcdConnection;
+  /** Direct mode: how to find the API server (kubeconfig, context; in a pod, its service account). */
+  readonly kube?: KubeconfigRequest;
   readonly datapath: DatapathName;
   readonly prefix: string;
   readonly netns?: string;
@@ -66,12 +76,13 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     },
     { write: (line: string) => void io.out.write(line) },
   );
-  const store = await connectEtcd(command.etcd);
   const layout = new KeyLayout(command.prefix);
+  const source = await openSource(command, layout, log);
+  const store = source.store;
   const context = {
     node: command.node,
     ...(command.netns !== undefined ? { netns: command.netns } : {}),
-    podCidrs: command.podCidrs,
+    podCidrs: source.podCidrs,
     allowNodeLocal: command.allowNodeLocal,
     ...(command.directDelivery === false ? { directDelivery: false } : {}),
     runDir: command.runDir,
@@ -83,14 +94,13 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
   const local = (state: ClusterState, lockHeld: boolean) =>
     openNodeDatapath(command.datapath, {
       ...context,
-      podCidrs: parsePodCidrs(command.podCidrs),
+      podCidrs: parsePodCidrs(source.podCidrs),
       state,
       store,
       lockHeld,
     });
   let lock: HeldLock | undefined;
   try {
-    await ensureReachable(store, command.etcd.endpoints, layout.leader);
     if (command.cleanup) {
       const datapath = await local(new ClusterState(), false);
       try {
@@ -118,7 +128,8 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       realizer = new WorkerRealizer(script, {
         datapath: command.datapath,
         prefix: command.prefix,
-        etcd: command.etcd,
+        // Direct mode runs no document datapath (the CLI refuses it): its worker never connects.
+        etcd: command.etcd ?? { endpoints: [] },
         context,
       });
     } else {
@@ -139,6 +150,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       metrics,
       leaseTtlSeconds: command.leaseTtlSeconds,
       statusIntervalMs: command.statusIntervalMs,
+      sourceSynced: () => source.synced(),
     });
     const health = command.listen
       ? await serveHealth(
@@ -152,8 +164,13 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
           command.listen.port,
         )
       : undefined;
+    let stopping = false;
+    let started = false;
     const stop = (signal: string): void => {
       log.info({ signal }, 'stopping: finishing the current transaction');
+      stopping = true;
+      // A stop while start() waits for the source to sync ends that wait (start() then returns).
+      if (!started && command.source === 'kube') void source.close();
       void agent.stop();
     };
     const onTerm = (): void => stop('SIGTERM');
@@ -162,7 +179,12 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     process.once('SIGINT', onInt);
     try {
       if (health) log.info({ url: health.url }, 'serving /healthz /readyz /metrics');
-      await agent.start();
+      try {
+        await agent.start();
+        started = true;
+      } catch (error) {
+        if (!stopping) throw error;
+      }
       io.onStarted?.(health?.url);
       await agent.stoppedPromise();
     } finally {
@@ -174,8 +196,48 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     return 0;
   } finally {
     lock?.release();
-    store.close();
+    await source.close();
   }
+}
+
+/**
+ * The agent's source: etcd (reached within a few seconds, or one line), or in direct mode the
+ * Kubernetes API into an in-process store. `--cleanup` in direct mode reaches nothing.
+ */
+async function openSource(command: AgentCommand, layout: KeyLayout, log: AgentLog): Promise<AgentSource> {
+  const none = (): Promise<void> => Promise.resolve();
+  if (command.source === 'kube') {
+    if (command.cleanup) {
+      const store = new MemoryStore();
+      return { store, podCidrs: command.podCidrs, synced: none, close: () => Promise.resolve(store.close()) };
+    }
+    return openKubeSource({
+      request: command.kube ?? { env: process.env },
+      node: command.node,
+      podCidrs: command.podCidrs,
+      needsPodCidrs: needsPodCidrs(command),
+      layout,
+      log,
+    });
+  }
+  if (!command.etcd) throw new Error('the etcd source needs a connection');
+  // A reflected-mode agent in a pod (or given --kubeconfig) still finds its pod CIDRs on its Node.
+  const kube = command.kube;
+  const podCidrs =
+    command.podCidrs.length === 0 &&
+    needsPodCidrs(command) &&
+    kube &&
+    (kube.kubeconfig !== undefined || kube.env.KUBERNETES_SERVICE_HOST)
+      ? await podCidrsFromNode(kube, command.node, log)
+      : command.podCidrs;
+  const store = await connectEtcd(command.etcd);
+  try {
+    await ensureReachable(store, command.etcd.endpoints, layout.leader);
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  return { store, podCidrs, synced: none, close: () => Promise.resolve(store.close()) };
 }
 
 /** Reads every agent's status once. */
@@ -191,3 +253,8 @@ export async function readClusterStatus(etcd: EtcdConnection, prefix: string): P
 }
 
 export { formatStatus, EtcdUnreachableError };
+
+/** The kernel datapaths fail closed on the node's pod CIDRs; the others do not use them. */
+function needsPodCidrs(command: AgentCommand): boolean {
+  return command.datapath === 'nftables' || command.datapath === 'ebpf';
+}

@@ -156,4 +156,9 @@ export interface AgentOptions {
   readonly verifyIntervalMs?: number;
   /** Called after every realization (tests, benchmarks): the revision now enforced. */
   readonly onRealized?: (revision: number) => void;
+  /**
+   * Awaited after the datapath is prepared and before the first listing: the store holds the
+   * whole cluster once it resolves (direct mode: every informer has listed; kube-source.ts).
+   */
+  readonly sourceSynced?: () => Promise<void>;
 }

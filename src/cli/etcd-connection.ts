@@ -21,13 +21,13 @@ import { UsageError } from './io.ts';
 export const ETCD_USER_ENV = 'PALISADE_ETCD_USER';
 export const ETCD_PASSWORD_ENV = 'PALISADE_ETCD_PASSWORD';
 
-/** Adds the etcd connection options to a command (`--etcd` is required). */
-export function withEtcdOptions(command: Command): Command {
-  return command
-    .requiredOption(
-      '--etcd <urls>',
-      'etcd client URLs, comma-separated: http(s)://host:port or unix(s):///path',
-    )
+/** Adds the etcd connection options to a command (`--etcd` is required unless `optional`). */
+export function withEtcdOptions(command: Command, options: { optional?: boolean } = {}): Command {
+  const etcd = [
+    '--etcd <urls>',
+    'etcd client URLs, comma-separated: http(s)://host:port or unix(s):///path',
+  ] as const;
+  return (options.optional ? command.option(...etcd) : command.requiredOption(...etcd))
     .option('--etcd-cacert <path>', "CA bundle verifying etcd's certificate (as etcdctl --cacert)")
     .option(
       '--etcd-cert <path>',

@@ -5,15 +5,12 @@
  * is loaded only when a lab uses it (no BPF code loads for nftables labs).
  */
 import { FLEET_NAMES, loadFleet, type FleetName } from '../datapaths/index.ts';
-import type { FleetBackend, FleetDatapath } from '../datapaths/types.ts';
+import type { FleetBackend } from '../datapaths/types.ts';
 
 export const DATAPATHS = FLEET_NAMES;
 export type DatapathKind = FleetName;
-/** The fleet's side the lab opens and removes. */
-export type DatapathModule = FleetBackend;
-export type LabDatapath = FleetDatapath;
 
 /** The datapath's fleet, its code loaded. */
-export function datapathModule(kind: DatapathKind): Promise<DatapathModule> {
+export function datapathModule(kind: DatapathKind): Promise<FleetBackend> {
   return loadFleet(kind);
 }

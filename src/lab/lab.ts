@@ -25,7 +25,8 @@ import { ClusterState } from '../state/index.ts';
 import { acquireDatapathLock, DataplaneError, type HeldLock } from '../dataplane/index.ts';
 import type { AgentClient } from './agent-client.ts';
 import { applyObjects } from './apply-objects.ts';
-import { datapathModule, type DatapathKind, type DatapathModule, type LabDatapath } from './datapath.ts';
+import { datapathModule, type DatapathKind } from './datapath.ts';
+import type { FleetBackend, FleetDatapath } from '../datapaths/types.ts';
 import {
   checkLabName,
   planNewLab,
@@ -85,7 +86,7 @@ export class Lab {
     private readonly options: LabLocation,
     private cluster: Cluster,
     private readonly pipeline: PolicyPipeline,
-    private readonly datapath: LabDatapath,
+    private readonly datapath: FleetDatapath,
     private readonly clients: ReadonlyMap<string, AgentClient>,
   ) {}
 
@@ -202,7 +203,7 @@ export class Lab {
   private static async teardown(
     name: string,
     dir: string,
-    module: DatapathModule,
+    module: FleetBackend,
     known?: LabState,
   ): Promise<string[]> {
     const problems: string[] = [];
@@ -243,7 +244,7 @@ export class Lab {
     dir: string,
     options: LabLocation,
     attach: boolean,
-    module: DatapathModule,
+    module: FleetBackend,
   ): Lab {
     const loaded = loadFromObjects(state.objects, 'lab');
     const store = new ClusterState();

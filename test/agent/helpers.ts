@@ -80,6 +80,15 @@ export const policy = (
   },
 });
 
+/** A Node of the small cluster (n1 or n2) with its pod CIDRs, as the controller-manager sets them. */
+export const nodeWithPodCidrs = (name: string, podCIDRs?: string[]): Raw => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name, labels: { 'kubernetes.io/hostname': name } },
+  spec: podCIDRs ? { podCIDRs, podCIDR: podCIDRs[0] } : {},
+  status: { addresses: [{ type: 'InternalIP', address: name === 'n1' ? '172.16.0.1' : '172.16.0.2' }] },
+});
+
 /** A two-node cluster: web and db pods on n1 and n2, a policy admitting web → db. */
 export function smallCluster(): Raw[] {
   return [

@@ -12,36 +12,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { loadCluster } from '../../src/ingest/index.ts';
-import { loadControlPlaneLab, probeLab, type ControlPlaneLab, type ProbePort } from '../../src/lab/index.ts';
+import { loadControlPlaneLab, probeLab, type ControlPlaneLab } from '../../src/lab/index.ts';
 import { pinDir } from '../../src/datapaths/ebpf/kernel/index.ts';
 import { run } from '../../src/dataplane/index.ts';
 import { needsEtcd } from '../live/etcd-fixture.ts';
 import { needsEbpf } from '../helpers/ebpf.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { ebpfDistanceFromFresh } from './helpers.ts';
+import { alive, PORTS, REALIZE_MS, ROOT, SHOP } from './lab-control-plane-shared.ts';
 
 const skip = needsEtcd || needsEbpf('the lab with a control plane on eBPF');
-const ROOT = join(import.meta.dirname, '..', '..');
-const SHOP = [
-  'examples/shop-running',
-  'examples/shop/namespaces.yaml',
-  'examples/shop/policies-shop.yaml',
-  'examples/shop/policies-payments.yaml',
-].map((p) => join(ROOT, p));
-const PORTS: ProbePort[] = [
-  { port: 53, protocol: 'UDP' },
-  { port: 8080, protocol: 'TCP' },
-];
-/** Agents start through tsx on a loaded machine: generous. */
-const REALIZE_MS = 120_000;
-
-const alive = (pid: number): boolean => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
-};
 
 describe(
   'lab up --control-plane --datapath ebpf (real etcd, reflector, eBPF agents and packets)',

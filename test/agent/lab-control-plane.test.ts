@@ -20,7 +20,7 @@ import { agentUser, READER_USER, REFLECTOR_USER } from '../../src/agent/index.ts
 import { campaign, connectEtcd } from '../../src/etcd/index.ts';
 import { loadCluster } from '../../src/ingest/index.ts';
 import { labEtcdConnection } from '../../src/lab/control-plane-etcd.ts';
-import { loadControlPlaneLab, probeLab, type ControlPlaneLab, type ProbePort } from '../../src/lab/index.ts';
+import { loadControlPlaneLab, probeLab, type ControlPlaneLab } from '../../src/lab/index.ts';
 import { run } from '../../src/dataplane/index.ts';
 import { parseCidr, type Cidr } from '../../src/net/ip.ts';
 import { needsEtcd, needsOpenssl } from '../live/etcd-fixture.ts';
@@ -28,29 +28,9 @@ import { needsRoot } from '../helpers/kernel.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 import { distanceFromFresh } from './helpers.ts';
+import { alive, PORTS, REALIZE_MS, ROOT, SHOP } from './lab-control-plane-shared.ts';
 
 const skip = needsEtcd || needsOpenssl || needsRoot('the lab with a control plane');
-const ROOT = join(import.meta.dirname, '..', '..');
-const SHOP = [
-  'examples/shop-running',
-  'examples/shop/namespaces.yaml',
-  'examples/shop/policies-shop.yaml',
-  'examples/shop/policies-payments.yaml',
-].map((p) => join(ROOT, p));
-const PORTS: ProbePort[] = [
-  { port: 53, protocol: 'UDP' },
-  { port: 8080, protocol: 'TCP' },
-];
-/** Agents start through tsx on a loaded machine: generous. */
-const REALIZE_MS = 120_000;
-
-const alive = (pid: number): boolean => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
-};
 
 describe('lab up --control-plane (real etcd, reflector, agents, nftables and packets)', { skip }, () => {
   const stateRoot = mkdtempSync(join(tmpdir(), `palisade-cplab-${process.pid}-`));

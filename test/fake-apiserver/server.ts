@@ -67,14 +67,14 @@ export class FakeApiServer {
     });
   }
 
-  /** Listens on a free loopback port; returns the server URL. */
-  async start(port = 0): Promise<string> {
+  /** Listens on a free port of `host` (default loopback); returns the server URL. */
+  async start(port = 0, host = '127.0.0.1'): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(port, '127.0.0.1', () => resolve());
+      this.server.listen(port, host, () => resolve());
     });
     const address = this.server.address() as AddressInfo;
-    this.url = `${this.options.tls ? 'https' : 'http'}://127.0.0.1:${address.port}`;
+    this.url = `${this.options.tls ? 'https' : 'http'}://${host}:${address.port}`;
     return this.url;
   }
 

@@ -1,7 +1,8 @@
 /**
- * `palisade agent`: the node agent — lists and watches the reflected cluster in etcd and keeps
- * one node's datapath enforcing it (see src/agent/). `--cleanup` removes what an agent installed
- * and exits. The agent's code (etcd client, pino, prom-client) is loaded only when it runs.
+ * `palisade agent`: the node agent — lists and watches the cluster (a reflector's etcd, or in
+ * direct mode the Kubernetes API itself) and keeps one node's datapath enforcing it (see
+ * src/agent/). `--cleanup` removes what an agent installed and exits. The agent's code (etcd and
+ * Kubernetes clients, pino, prom-client) is loaded only when it runs.
  */
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
@@ -9,14 +10,18 @@ import {
   DATAPATH_NAMES,
   etcdFailureLine,
   isDatapathName,
+  NodeFactError,
+  nodeName,
   parsePodCidrs,
   runAgent,
 } from '../../agent/index.ts';
-import { EXIT_FINDINGS, UsageError, type CliIo } from '../io.ts';
+import { EXIT_FINDINGS, EXIT_USAGE, UsageError, type CliIo } from '../io.ts';
+import { kubeconfigRequest } from '../cluster-input.ts';
 import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 import { VERSION } from '../version.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const SOURCES = ['kube', 'etcd'] as const;
 
 /** `a, b or c`, as the other commands list their choices. */
 const orList = (words: readonly string[]): string =>
@@ -25,11 +30,21 @@ const orList = (words: readonly string[]): string =>
 export function agentCommand(io: CliIo, done: (code: number) => void): Command {
   return withEtcdOptions(
     new Command('agent')
-      .description("enforce the reflected cluster's policy on one node, continuously (node agent)")
-      .requiredOption(
+      .description("enforce the cluster's policy on one node, continuously (node agent)")
+      .option(
         '--node <name>',
-        'the node this agent enforces (its pods are those with spec.nodeName)',
-      ),
+        'the node this agent enforces (its pods are those with spec.nodeName; default: NODE_NAME)',
+      )
+      .option(
+        '--source <source>',
+        "where the cluster comes from: kube (the Kubernetes API, watched by the agent) or etcd (a reflector's; default when --etcd is given)",
+      )
+      .option(
+        '--kubeconfig <path>',
+        'the cluster of this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster); with --source etcd only read for the pod CIDRs',
+      )
+      .option('--context <name>', 'the kubeconfig context to use'),
+    { optional: true },
   )
     .requiredOption('--datapath <name>', `where policy is enforced: ${orList(DATAPATH_NAMES)}`)
     .option('--prefix <root>', 'root of the reflected key layout in etcd', '/palisade')
@@ -39,7 +54,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
     )
     .option(
       '--pod-cidr <cidr...>',
-      "nftables: the node's pod CIDRs (dropped unless a rendered pod owns the address)",
+      "nftables, ebpf: the node's pod CIDRs (dropped unless a rendered pod owns the address); kube: default from the Node's spec.podCIDRs",
     )
     .option('--no-node-local', 'police traffic between the node and its own pods too')
     .option(
@@ -72,10 +87,22 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       false,
     )
     .action(async (raw: Record<string, unknown>) => {
-      const etcd = etcdConnection(raw, io.env);
+      const source = checkChoice(
+        '--source',
+        raw.source ?? (raw.etcd !== undefined ? 'etcd' : 'kube'),
+        SOURCES,
+      );
       const datapath = String(raw.datapath);
       if (!isDatapathName(datapath))
         throw new UsageError(`--datapath must be one of ${DATAPATH_NAMES.join(', ')}, not "${datapath}"`);
+      const etcd = sourceOptions(source, datapath, raw, io);
+      let node: string;
+      try {
+        node = nodeName(typeof raw.node === 'string' ? raw.node : undefined, io.env);
+      } catch (error) {
+        if (error instanceof NodeFactError) throw new UsageError(error.message);
+        throw error;
+      }
       const logLevel = checkChoice('--log-level', raw.logLevel, LOG_LEVELS);
       const ttl = wholeNumber(raw.leaseTtl, '--lease-ttl', 2);
       const statusInterval = wholeNumber(raw.statusInterval, '--status-interval', 0);
@@ -89,8 +116,16 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
       const verifyInterval = wholeNumber(raw.verifyInterval, '--verify-interval', 0);
       const code = await runAgent(
         {
-          node: String(raw.node),
-          etcd,
+          node,
+          source,
+          ...(etcd ? { etcd } : {}),
+          kube: kubeconfigRequest(
+            {
+              ...(typeof raw.kubeconfig === 'string' ? { kubeconfig: raw.kubeconfig } : {}),
+              ...(typeof raw.context === 'string' ? { context: raw.context } : {}),
+            },
+            io,
+          ),
           datapath,
           prefix: String(raw.prefix),
           ...(typeof raw.netns === 'string' ? { netns: raw.netns } : {}),
@@ -111,13 +146,42 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
         },
         { out: io.stdout },
       ).catch((error: unknown) => {
-        const line = etcdFailureLine(error, etcd.endpoints);
+        if (error instanceof NodeFactError) {
+          io.stderr.write(`palisade: ${error.message}\n`);
+          return EXIT_USAGE;
+        }
+        const line = etcd ? etcdFailureLine(error, etcd.endpoints) : undefined;
         if (line === undefined) throw error;
         io.stderr.write(`palisade: ${line}\n`);
         return EXIT_FINDINGS;
       });
       done(code);
     });
+}
+
+/**
+ * The etcd connection (`--source etcd`), or undefined in direct mode — where etcd options, and
+ * the datapaths that write documents into etcd for a vpp-agent, are usage errors.
+ */
+function sourceOptions(
+  source: (typeof SOURCES)[number],
+  datapath: string,
+  raw: Record<string, unknown>,
+  io: CliIo,
+) {
+  if (source === 'etcd') {
+    if (raw.etcd === undefined) throw new UsageError('--source etcd needs --etcd URL[,URL…]');
+    return etcdConnection(raw, io.env);
+  }
+  if (raw.etcd !== undefined)
+    throw new UsageError(
+      '--etcd and --source kube exclude each other: the agent watches the Kubernetes API itself',
+    );
+  if (datapath === 'vpp-acl' || datapath === 'vpptcp')
+    throw new UsageError(
+      `--datapath ${datapath} writes its documents into etcd for a vpp-agent: run it with --source etcd`,
+    );
+  return undefined;
 }
 
 function wholeNumber(value: unknown, flag: string, least: number): number {

@@ -1,0 +1,2 @@
+/** The flows layer's contract: the flow record shared by its producers and consumers. */
+export type * from './types.ts';

@@ -1,0 +1,57 @@
+/**
+ * The flow record: what a datapath saw happen to real connections, aggregated. Shared by the
+ * producers (the agent's verdict readers for eBPF and nftables, `palisade flows`) and the
+ * consumers (staged-policy evaluation, `palisade suggest`, serve's flow views), so a flow file
+ * written by one is read by every other. On the wire and in files it is one JSON object per line
+ * (NDJSON) with exactly these fields.
+ */
+import type { TierName } from '../semantics/types.ts';
+
+export type FlowProtocol = 'TCP' | 'UDP' | 'SCTP';
+
+/** One end of a flow: always its address; the pod (`ns/name`) when the address is a known pod's. */
+export interface FlowEndpoint {
+  readonly ip: string;
+  readonly pod?: string;
+  /** The pod's labels and its namespace's labels when known — what a suggestion selects by. */
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly namespaceLabels?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The rule that decided one side of a flow, in the reference evaluator's words (a `TierStep`
+ * that decided): the same names `check` prints for that connection.
+ */
+export interface DecidingRule {
+  readonly direction: 'egress' | 'ingress';
+  readonly tier: TierName;
+  readonly outcome: 'allow' | 'deny' | 'no-match' | 'not-isolated';
+  /** `ns/name` for NetworkPolicy, `anp/name`, `banp/default`, `cnp/name`. */
+  readonly policy?: string;
+  /** Index of the rule in its policy's ingress or egress list. */
+  readonly rule?: number;
+  readonly ruleName?: string;
+}
+
+export type FlowVerdict = 'allowed' | 'denied';
+
+/** New connections from `src` to `dst:port/protocol`, aggregated over a window. */
+export interface FlowRecord {
+  readonly src: FlowEndpoint;
+  readonly dst: FlowEndpoint;
+  readonly protocol: FlowProtocol;
+  readonly port: number;
+  readonly verdict: FlowVerdict;
+  /** What decided each side that was subject to policy (empty when neither was). */
+  readonly decidedBy: readonly DecidingRule[];
+  /** New connections seen (sampled counts are scaled back up; `sampled` says so). */
+  readonly count: number;
+  readonly sampled?: boolean;
+  /** ISO 8601 times of the first and last connection in this record. */
+  readonly firstSeen: string;
+  readonly lastSeen: string;
+  /** The node whose datapath reported it. */
+  readonly node?: string;
+  /** For a staged (audit-mode) policy set: what it would have decided instead. */
+  readonly staged?: { readonly verdict: FlowVerdict; readonly decidedBy: readonly DecidingRule[] };
+}
