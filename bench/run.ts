@@ -11,6 +11,7 @@ import { datapathBenchmark } from './datapath.bench.ts';
 import { renderersBenchmark } from './renderers.bench.ts';
 import { classifierBenchmark } from './classifier.bench.ts';
 import { tiersBenchmark } from './tiers.bench.ts';
+import { enginesBenchmark } from './engines.bench.ts';
 import { suiteBenchmark } from './suite.ts';
 import { startupBenchmark } from './startup.bench.ts';
 import { filesBenchmark } from './files.bench.ts';
@@ -35,6 +36,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   renderers: renderersBenchmark,
   classifier: classifierBenchmark,
   tiers: tiersBenchmark,
+  engines: enginesBenchmark,
   files: filesBenchmark,
   'matrix-files': matrixFilesBenchmark,
   startup: startupBenchmark,

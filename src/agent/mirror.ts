@@ -474,7 +474,11 @@ function mismatch(
           ? [undefined, object.namespace.name]
           : object.kind === 'Node'
             ? [undefined, object.node.name]
-            : [undefined, object.policy.name];
+            : object.kind === 'ClusterPolicy'
+              ? [undefined, object.policy.name]
+              : [undefined, undefined];
+  // The reflector writes none of the other kinds (Calico's, Cilium's, ServiceAccounts).
+  if (name === undefined) return `the value is a ${object.kind}, which the agent does not read`;
   if (namespace !== at.namespace || name !== at.name)
     return `the value names ${namespace ? `${namespace}/` : ''}${name}, not the key's ${at.namespace ? `${at.namespace}/` : ''}${at.name}`;
   const kind =

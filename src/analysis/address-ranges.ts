@@ -36,7 +36,8 @@ export function addressRanges(clusters: readonly Cluster[]): AddressRange[] {
     for (const policy of cluster.clusterPolicies)
       for (const rule of [...policy.ingress, ...policy.egress])
         for (const peer of rule.peers)
-          if (peer.type === 'networks') for (const c of peer.cidrs) cut(cidrInterval(c));
+          if (peer.type === 'networks' || peer.type === 'outside')
+            for (const c of peer.cidrs) cut(cidrInterval(c));
     for (const e of cluster.endpoints) for (const ip of e.ips) use(ip);
     for (const node of cluster.nodes.values()) for (const ip of node.addresses) use(ip);
   }

@@ -5,7 +5,21 @@
  * only when every pod pair is; the explanation shown is a denied pair's when there is one.
  */
 import type { Cluster, Endpoint, Protocol } from '../model/types.ts';
-import { evaluate, indexCluster, resolveNamedPort } from '../semantics/index.ts';
+import {
+  ALL_PORTS,
+  allowedPorts,
+  EMPTY_PORTS,
+  evaluate,
+  indexCluster,
+  intersectPorts,
+  isNoPorts,
+  portSetHas,
+  resolveNamedPort,
+  unionPorts,
+  type PortSet,
+} from '../semantics/index.ts';
+import { subtractPorts } from '../model/port-set.ts';
+import { targetOn } from './services.ts';
 import type { Address, EvaluateOptions, Verdict } from '../semantics/types.ts';
 import { endpointClasses } from './equivalence.ts';
 import { addressText, type Resolution } from './resolve-address.ts';
@@ -37,6 +51,7 @@ export function checkConnection(
   const family = from.family ?? to.family;
   const inFamily = family !== undefined ? { family } : {};
   const judge = (src: Address, dst: Address): Verdict | undefined => {
+    if (isSelf(src, dst)) return undefined;
     const port = portName && dst !== to.address ? resolveNamedPort(dst, portName, protocol) : request.port;
     return port === undefined
       ? undefined
@@ -65,7 +80,10 @@ export function checkConnection(
     ...(dropped.length ? { droppedPolicies: dropped } : {}),
   };
   if (sources.length === 1 && destinations.length === 1) {
-    return { ...base, verdict: asGiven() };
+    const verdict = asGiven();
+    return isSelf(from.address, to.address)
+      ? { ...base, self: true, verdict: { ...verdict, allowed: true } }
+      : { ...base, verdict };
   }
 
   const weighted = representatives(cluster, sources, destinations);
@@ -73,7 +91,8 @@ export function checkConnection(
   let shown: Verdict | undefined;
   for (const { src, dst, count } of weighted) {
     const verdict = judge(src, dst);
-    const allowed = verdict?.allowed ?? false;
+    // A pod's pair with itself never leaves it: allowed whatever policy says.
+    const allowed = isSelf(src, dst) || (verdict?.allowed ?? false);
     pairs.push({ from: addressText(src), to: addressText(dst), allowed, pairs: count });
     if (verdict && (!shown || (shown.allowed && !allowed))) shown = verdict;
   }
@@ -86,6 +105,10 @@ export function checkConnection(
     podPairs: { allowed: allowedPairs, total, judged: pairs },
   };
 }
+
+/** A pod to itself (its own address): the packets stay in its network namespace. */
+const isSelf = (src: Address, dst: Address): boolean =>
+  src.kind === 'endpoint' && dst.kind === 'endpoint' && src.endpoint === dst.endpoint;
 
 const dualStack = (a: Address): boolean =>
   a.kind === 'endpoint' && new Set(a.endpoint.ips.map((ip) => ip.family)).size > 1;
@@ -118,4 +141,73 @@ function representatives(
       else byPair.set(key, { src, dst, count: 1 });
     }
   return [...byPair.values()];
+}
+
+/** `check` without `--port`: the ports allowed, as the matrix lists them. */
+export interface PortsCheckResult {
+  readonly from: string;
+  readonly to: string;
+  /** Allowed for every pod pair (a pod to itself: everything). */
+  readonly ports: PortSet;
+  /** Allowed for some pod pairs only (beyond `ports`), when the sides name workloads. */
+  readonly partialPorts?: PortSet;
+  /** `--to` named a Service: each of its ports, and whether every backend allows it on its target port. */
+  readonly servicePorts?: readonly {
+    readonly port: number;
+    readonly name?: string;
+    readonly protocol: Protocol;
+    readonly targetPort: number | string;
+    readonly allowed: boolean;
+  }[];
+}
+
+export function checkPorts(
+  cluster: Cluster,
+  request: Pick<CheckRequest, 'from' | 'to'>,
+  options: EvaluateOptions,
+): PortsCheckResult {
+  const index = indexCluster(cluster);
+  const { from, to } = request;
+  const sources = sideAddresses(from);
+  const destinations = sideAddresses(to);
+  let every = ALL_PORTS;
+  let some = EMPTY_PORTS;
+  for (const src of sources)
+    for (const dst of destinations) {
+      const ports = isSelf(src, dst) ? ALL_PORTS : allowedPorts(index, src, dst, options);
+      every = intersectPorts(every, ports);
+      some = unionPorts(some, ports);
+    }
+  const partial = subtractPorts(some, every);
+  const service = to.service;
+  const servicePorts = service?.ports.map((port) => {
+    const allowed = sources.every((src) =>
+      destinations.every((dst) => {
+        if (dst.kind !== 'endpoint') return false;
+        const target = targetOn(port, dst.endpoint);
+        return (
+          target !== undefined &&
+          portSetHas(
+            isSelf(src, dst) ? ALL_PORTS : allowedPorts(index, src, dst, options),
+            port.protocol,
+            target,
+          )
+        );
+      }),
+    );
+    return {
+      port: port.port,
+      ...(port.name ? { name: port.name } : {}),
+      protocol: port.protocol,
+      targetPort: port.targetPort,
+      allowed,
+    };
+  });
+  return {
+    from: from.workload?.label ?? addressText(from.address),
+    to: to.workload?.label ?? addressText(to.address),
+    ports: every,
+    ...(isNoPorts(partial) ? {} : { partialPorts: partial }),
+    ...(servicePorts ? { servicePorts } : {}),
+  };
 }

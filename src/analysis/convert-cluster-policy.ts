@@ -117,6 +117,7 @@ function rawPeer(peer: ClusterPeer): Json {
     case 'nodes':
       return { nodes: rawSelector(peer.selector) };
     case 'networks':
+    case 'outside': // never in what is converted: only AdminNetworkPolicies and the Baseline one are
       return { networks: peer.cidrs.map((c) => c.text) };
     case 'domainNames':
       return { domainNames: [...peer.names] };

@@ -40,6 +40,7 @@ export function endpointClasses(
   // addresses, which only host-network endpoints have, and those are told apart by node below.
   for (const policy of cluster.clusterPolicies) {
     addSelector(policy.subject.podSelector);
+    for (const subject of policy.moreSubjects ?? []) addSelector(subject.podSelector);
     for (const rule of [...policy.ingress, ...policy.egress]) {
       for (const peer of rule.peers) {
         if (peer.type === 'pods') addSelector(peer.podSelector);

@@ -9,11 +9,27 @@ import {
   describeRule,
   indexCluster,
   namedPortOf,
+  ciliumRules,
+  defaultTierEntries,
+  defaultTierMembers,
   selectingClusterPolicies,
   selectingPolicies,
+  tierHolds,
+  tierPlan,
   type ClusterIndex,
 } from '../semantics/index.ts';
-import { clusterPolicyLabel } from '../model/cluster-policy.ts';
+import {
+  ADMIN_TIER,
+  BASELINE_TIER,
+  clusterPolicyLabel,
+  clusterRuleLabel,
+  DEFAULT_TIER,
+  policyEngine,
+  policyIsolates,
+  PROFILES_TIER,
+  type ClusterPolicy,
+  type ClusterRule,
+} from '../model/cluster-policy.ts';
 import { droppedPoliciesFor, type DroppedPolicy } from './dropped-policies.ts';
 import { RulePeers, type EndpointList } from './rule-peers.ts';
 
@@ -32,10 +48,17 @@ export interface RuleExplanation {
 
 /** A cluster-policy rule that applies to the endpoint, in the order its tier evaluates it. */
 export interface TierRuleExplanation {
-  readonly tier: 'Admin' | 'Baseline';
+  /** `Admin`, `Baseline`, a Calico tier, `default` (Calico's and Cilium's beside NetworkPolicy), `Profiles`. */
+  readonly tier: string;
   readonly policy: string;
   readonly rule: number;
   readonly name?: string;
+  /** Calico's and Cilium's rules: `ingress[0]`, `ingressDeny[1]`. */
+  readonly label?: string;
+  /** Calico's policies: their order. */
+  readonly order?: number;
+  /** A Calico tier after NetworkPolicy's (Baseline and Profiles always are). */
+  readonly after?: true;
   readonly description: string;
   readonly peers: EndpointList;
 }
@@ -44,8 +67,13 @@ export interface DirectionExplanation {
   readonly isolated: boolean;
   readonly policies: readonly string[];
   readonly rules: readonly RuleExplanation[];
-  /** Admin-tier rules (decide before NetworkPolicy) and Baseline-tier rules (after, when not isolated). */
+  /**
+   * Cluster-policy rules in the order the tiers evaluate them: Admin (and Calico's tiers before
+   * NetworkPolicy's), the default tier's Calico and Cilium rules, Baseline (and the tiers after).
+   */
   readonly tiers: readonly TierRuleExplanation[];
+  /** Tiers that deny what none of their rules matched, for this endpoint (absent when none). */
+  readonly tierEnds?: readonly string[];
   readonly summary: string;
   /** NetworkPolicies dropped as invalid that would have selected the endpoint this way (absent when none). */
   readonly dropped?: readonly DroppedPolicy[];
@@ -132,34 +160,77 @@ function withDropped(
   return dropped.length ? { ...explanation, dropped } : explanation;
 }
 
-/** The cluster-policy rules of both tiers that apply to the endpoint, in evaluation order. */
+/** The cluster-policy rules of every tier that apply to the endpoint, in evaluation order. */
 function withTiers(
   context: ExplainContext,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   explanation: Omit<DirectionExplanation, 'tiers'>,
 ): DirectionExplanation {
+  const { index, semantics } = context;
   const tiers: TierRuleExplanation[] = [];
+  const tierEnds: string[] = [];
+  let engines: { isolating: string[] } | undefined;
   if (!endpoint.hostNetwork) {
-    for (const tier of ['Admin', 'Baseline'] as const) {
-      for (const policy of selectingClusterPolicies(context.index, endpoint, direction, tier)) {
-        for (const rule of policy[direction]) {
-          tiers.push({
-            tier,
-            policy: clusterPolicyLabel(policy),
-            rule: rule.index,
-            ...(rule.name ? { name: rule.name } : {}),
-            description: context.describe(rule, () => describeClusterRule(rule, direction)),
-            peers: context.peers.ofClusterRule(policy, rule, direction, endpoint),
-          });
+    let afterDefault = false;
+    const push = (tier: string, policy: ClusterPolicy, rule: ClusterRule): void => {
+      const engine = policyEngine(policy.kind) !== 'network-policy-api';
+      tiers.push({
+        tier,
+        ...(afterDefault && tier !== BASELINE_TIER && tier !== PROFILES_TIER ? { after: true as const } : {}),
+        policy: clusterPolicyLabel(policy),
+        rule: rule.index,
+        ...(rule.name ? { name: rule.name } : {}),
+        ...(engine ? { label: clusterRuleLabel(rule, direction) } : {}),
+        ...(engine && policyEngine(policy.kind) === 'calico' && Number.isFinite(policy.priority)
+          ? { order: policy.priority }
+          : {}),
+        description: context.describe(rule, () => describeClusterRule(rule, direction)),
+        peers: context.peers.ofClusterRule(policy, rule, direction, endpoint),
+      });
+    };
+    for (const tier of tierPlan(index.cluster)) {
+      if (tier.name === DEFAULT_TIER) {
+        afterDefault = true;
+        const members = defaultTierMembers(index, endpoint, direction, semantics);
+        if (!members) continue;
+        // Calico's by order; Cilium's deny rules first, then its allow rules (default-tier.ts).
+        for (const entry of defaultTierEntries(members)) {
+          if (entry.kind === 'calico')
+            for (const rule of entry.policy[direction]) push(tier.name, entry.policy, rule);
+          else if (entry.kind === 'segment')
+            for (const action of ['deny', 'allow'] as const)
+              for (const { policy, rule } of ciliumRules(members, direction, action))
+                push(tier.name, policy, rule);
         }
+        const isolating = [...members.calico, ...members.cilium].filter((p) => policyIsolates(p, direction));
+        if (isolating.length > 0) engines = { isolating: isolating.map(clusterPolicyLabel) };
+        continue;
       }
+      const policies = selectingClusterPolicies(index, endpoint, direction, tier.name);
+      for (const policy of policies) for (const rule of policy[direction]) push(tier.name, policy, rule);
+      if (tier.name !== ADMIN_TIER && tier.name !== BASELINE_TIER && tierHolds(tier, policies, direction))
+        tierEnds.push(tier.name);
     }
   }
-  if (tiers.length === 0 || explanation.isolated || endpoint.hostNetwork) return { ...explanation, tiers };
+  const ends = tierEnds.length > 0 ? { tierEnds } : {};
+  if (engines && !explanation.isolated) {
+    const by = engines.isolating.join(', ');
+    return {
+      ...explanation,
+      isolated: true,
+      policies: engines.isolating,
+      tiers,
+      ...ends,
+      summary: `isolated by ${by} in the default tier: what no rule there allows is denied`,
+    };
+  }
+  if (tiers.length === 0 || explanation.isolated || endpoint.hostNetwork)
+    return { ...explanation, tiers, ...ends };
   return {
     ...explanation,
     tiers,
+    ...ends,
     summary:
       'not isolated by NetworkPolicy: the cluster policy rules below decide what they match; the rest is allowed',
   };

@@ -5,12 +5,13 @@ export { computeMatrix, matrixEndpoints, type MatrixOptions } from './matrix.ts'
 export { computeViewMatrix, type ViewMatrixOptions } from './workload-matrix.ts';
 export {
   ENDPOINT_VIEWS,
+  MATRIX_VIEWS,
   groupEndpoints,
   type EndpointGroup,
   type EndpointView,
   type RowGrouping,
 } from './workload-view.ts';
-export { checkConnection, type CheckRequest } from './check.ts';
+export { checkConnection, checkPorts, type CheckRequest, type PortsCheckResult } from './check.ts';
 export { compiledVerdicts } from './compiled-engine.ts';
 export { endpointClasses, type EndpointClasses } from './equivalence.ts';
 export { classReport, classLabel, type ClassReport, type ClassRow } from './class-view.ts';
@@ -59,9 +60,9 @@ export {
   type CompileReport,
   type CompileStats,
 } from './format/compile-output.ts';
-export { formatCheckText } from './format/check-text.ts';
+export { formatCheckText, formatPortsCheckText, portsCheckJson } from './format/check-text.ts';
 export { formatExplainText } from './format/explain-text.ts';
-export { formatDiagnostic, summarizeDiagnostics } from './format/diagnostics-text.ts';
+export { formatDiagnostic, formatDiagnostics, summarizeDiagnostics } from './format/diagnostics-text.ts';
 export { styleFor, PLAIN, COLOUR, type Style } from './format/style.ts';
 export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';
@@ -89,3 +90,13 @@ export {
 } from './graph/graph.ts';
 export { lintCluster, objectLocator, rawIdentity, type LintReport, type Finding } from './lint/index.ts';
 export { diffConnectivity, type ConnectivityDiff } from './diff/index.ts';
+export {
+  findService,
+  serviceBackends,
+  serviceLabel,
+  servicePort,
+  serviceTarget,
+  targetOn,
+  withService,
+} from './services.ts';
+export { OUTSIDE_BUDGET, outsideClasses, type OutsideClass } from './outside.ts';

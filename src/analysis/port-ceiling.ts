@@ -16,6 +16,7 @@ import {
   portSetOf,
   selectingClusterPolicies,
   selectingPolicies,
+  tierPlan,
   unionPorts,
   type ClusterIndex,
   type PortSet,
@@ -46,8 +47,17 @@ export class PortCeilings {
     if (this.semantics !== 'v1' || subject.hostNetwork) return ALL_PORTS;
     const policies = selectingPolicies(this.index, subject, side, this.semantics);
     if (policies.length === 0) return ALL_PORTS;
-    for (const tier of ['Admin', 'Baseline'] as const)
-      if (selectingClusterPolicies(this.index, subject, side, tier).length > 0) return ALL_PORTS;
+    // Any tier's cluster policy — AdminNetworkPolicy's, Calico's tiers, Calico's and Cilium's
+    // policy in the default tier beside NetworkPolicy — may allow what NetworkPolicy does not.
+    if (this.index.cluster.clusterPolicies.length > 0) {
+      const tiers = new Set<string>([
+        'Admin',
+        'Baseline',
+        ...tierPlan(this.index.cluster).map((t) => t.name),
+      ]);
+      for (const tier of tiers)
+        if (selectingClusterPolicies(this.index, subject, side, tier).length > 0) return ALL_PORTS;
+    }
     let bound = EMPTY_PORTS;
     for (const policy of policies)
       for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {

@@ -4,7 +4,8 @@
  * the node's.
  */
 import { formatIp, parseIp, type IpFamily } from '../net/ip.ts';
-import type { Cluster, Endpoint } from '../model/types.ts';
+import type { Cluster, Endpoint, Service } from '../model/types.ts';
+import { findService, serviceBackends, serviceLabel } from './services.ts';
 import type { Address } from '../semantics/types.ts';
 import { editDistance } from '../util/closest.ts';
 
@@ -15,6 +16,8 @@ export type Resolution =
       address: Address;
       /** Set when the text named a workload whose pods are in the input: every pod, and the workload's name. */
       workload?: { readonly label: string; readonly members: readonly Endpoint[] };
+      /** Set when the text named a Service: its backends are `workload.members`. */
+      service?: Service;
       /**
        * Set when the text was an IP address: a packet to or from it has that family, so a
        * dual-stack pod named by one of its addresses is judged over that family only.
@@ -81,6 +84,27 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
     }
     return { ok: true, address: { kind: 'ip', ip: ip.value }, family };
   }
+  const service = findService(cluster, text);
+  if (typeof service === 'string') return { ok: false, message: service };
+  if (service) {
+    const backends = serviceBackends(cluster, service);
+    const [first] = backends;
+    if (!first)
+      return {
+        ok: false,
+        message: service.selector
+          ? `${serviceLabel(service)} selects no pod in the input (selector ${Object.entries(service.selector)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(',')})`
+          : `${serviceLabel(service)} has no selector: its endpoints are kept by hand, which Palisade does not read; name the pods`,
+      };
+    return {
+      ok: true,
+      address: { kind: 'endpoint', endpoint: first },
+      workload: { label: serviceLabel(service), members: backends },
+      service,
+    };
+  }
   const found = findEndpoints(cluster.endpoints, text);
   if (typeof found === 'string') return { ok: false, message: found };
   const first = found.endpoints[0] as Endpoint;
@@ -146,9 +170,21 @@ export function findEndpoints(
   if (members.length > 0) {
     return { endpoints: members, workload: `${namespace}/${name}[${[...kinds][0]}]` };
   }
-  const near = nearNames(endpoints, namespace, name);
+  // A bare name (`frontend`) is in namespace default; the same name elsewhere is what was meant.
+  const elsewhere = text.includes('/') ? [] : sameNameElsewhere(endpoints, name);
+  const near = elsewhere.length > 0 ? elsewhere : nearNames(endpoints, namespace, name);
   const hint = near.length ? ` (did you mean ${near.join(', ')}?)` : '';
   return `no pod or workload "${text}" in the input${hint}; use ns/name, ns/name[Kind] or an IP address`;
+}
+
+/** Pods and workloads of this name in any namespace, as `ns/name`. */
+function sameNameElsewhere(endpoints: readonly Endpoint[], name: string): string[] {
+  const found = new Set<string>();
+  for (const e of endpoints) {
+    if (e.name === name) found.add(e.id);
+    if (e.workload?.name === name) found.add(`${e.namespace}/${name}`);
+  }
+  return [...found].sort().slice(0, 5);
 }
 
 export function addressText(address: Address): string {

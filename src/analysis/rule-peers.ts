@@ -119,7 +119,7 @@ export class RulePeers {
     });
   }
 
-  /** The endpoints a cluster-policy rule's peers match for a subject (relative peers per subject namespace). */
+  /** The endpoints a cluster-policy rule's peers match for a subject (relative peers per subject namespace or node). */
   ofClusterRule(
     policy: ClusterPolicy,
     rule: ClusterRule,
@@ -131,7 +131,10 @@ export class RulePeers {
         p.type === 'pods' &&
         (p.namespaces.sameLabels !== undefined || p.namespaces.notSameLabels !== undefined),
     );
-    return this.remember(rule, `${direction}|${relative ? subject.namespace : ''}|${policy.name}`, () =>
+    // Cilium's host and remote-node entities are relative to the subject's node.
+    const byNode = rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined);
+    const key = `${direction}|${relative ? subject.namespace : ''}|${byNode ? (subject.node ?? '') : ''}|${policy.name}`;
+    return this.remember(rule, key, () =>
       this.listOf(this.inOrder(rule.peers.flatMap((peer) => this.ofClusterPeer(peer, subject)))),
     );
   }

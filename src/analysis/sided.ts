@@ -12,7 +12,7 @@
  * functions; a property test holds `ports` to `allowedPorts` on random clusters.
  */
 import { namedPortTargets } from '../model/cluster-policy.ts';
-import type { Cluster, Endpoint, Semantics, Tier } from '../model/types.ts';
+import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
 import type { IpFamily } from '../net/ip.ts';
 import { PortCeilings } from './port-ceiling.ts';
 import { portSetsMeet } from '../model/port-set.ts';
@@ -30,6 +30,7 @@ import {
   selectingClusterPolicies,
   selectingPolicies,
   sidePorts,
+  tierPlan,
   type Address,
   type ClusterIndex,
   type PortSet,
@@ -79,6 +80,8 @@ export class SidedEvaluator {
    */
   mayAllow(src: Address, dst: Address): boolean {
     if (src.kind !== 'endpoint' || dst.kind !== 'endpoint') return true;
+    // A pod to itself is allowed whatever its policies say.
+    if (src.endpoint === dst.endpoint) return true;
     const out = isOwnNode(this.index, src.endpoint, dst)
       ? ALL_PORTS
       : this.ceilings.of(src.endpoint, 'egress');
@@ -192,8 +195,8 @@ export class SidedEvaluator {
             }
       }
     }
-    for (const tier of ['Admin', 'Baseline'] as Tier[]) {
-      for (const policy of selectingClusterPolicies(index, subject, side, tier)) {
+    for (const tier of tierPlan(index.cluster)) {
+      for (const policy of selectingClusterPolicies(index, subject, side, tier.name)) {
         for (const rule of policy[side]) {
           if (rule.failClosed) continue;
           for (const peer of rule.peers)
@@ -202,9 +205,10 @@ export class SidedEvaluator {
             for (const port of rule.ports ?? [])
               if (port.type === 'named') {
                 const name = port.name;
+                const protocol = port.protocol;
                 texts.push((other) =>
                   other.kind === 'endpoint'
-                    ? namedPortTargets(other.endpoint.ports, name)
+                    ? namedPortTargets(other.endpoint.ports, name, protocol)
                         .map((t) => `${t.protocol}${t.port}`)
                         .join('+')
                     : '-',
@@ -226,7 +230,8 @@ export class SidedEvaluator {
         return word * 16 + flags;
       };
     return (other, family) => {
-      let key = `${family ?? '-'}${other.kind === 'endpoint' ? 'e' : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}`;
+      // A host-network endpoint resolves no Calico or Cilium named port (they are its node's).
+      let key = `${family ?? '-'}${other.kind === 'endpoint' ? (other.endpoint.hostNetwork ? 'h' : 'e') : 'i'}${isOwnNode(index, subject, other) ? 'n' : ''}`;
       let word = 0;
       for (let i = 0; i < bits.length; i++) {
         if ((bits[i] as (typeof bits)[number])(other, family)) word |= 1 << (i % 30);

@@ -25,7 +25,7 @@ export interface MatrixRow {
   readonly namespace: string;
 }
 
-/** Who computed a matrix: the reference evaluator, or the compiled tables (compiled-matrix.ts). */
+/** Who computed a matrix: the reference evaluator, or the compiled tables (classes/compiled-classes.ts). */
 export type MatrixEngine = 'reference' | 'compiled';
 
 export interface Matrix {
@@ -107,6 +107,23 @@ export interface CheckResult {
   };
   /** NetworkPolicies dropped as invalid that would have selected the source (egress) or destination (ingress). */
   readonly droppedPolicies?: readonly DroppedPolicy[];
+  /** `--to` named a Service: its port asked for, where it leads, and the backends answered for. */
+  readonly service?: ServiceTarget;
+  /**
+   * A pod to its own address: the connection never leaves its network namespace, so no CNI
+   * filters it and no policy applies (the verdict is allowed; its sides say what policy would say).
+   */
+  readonly self?: true;
+}
+
+/** A Service port and where each backend listens for it (`port` undefined: the backend has no such named port). */
+export interface ServiceTarget {
+  readonly service: string;
+  readonly port: number;
+  readonly portName?: string;
+  readonly protocol: Protocol;
+  readonly targetPort: number | string;
+  readonly backends: readonly { readonly pod: string; readonly port?: number }[];
 }
 
 /** One judged pod pair of a `check` between workloads, standing for `pairs` pod pairs like it. */

@@ -29,7 +29,7 @@ export interface ViewMatrixOptions extends MatrixOptions {
 /** The matrix with rows in the chosen view. */
 export function computeViewMatrix(cluster: Cluster, options: ViewMatrixOptions): Matrix {
   const endpoints = options.endpoints ?? matrixEndpoints(cluster, options.namespaces);
-  const groups = groupEndpoints(endpoints, options.by ?? 'workload');
+  const groups = groupEndpoints(endpoints, options.by ?? 'workload', cluster);
   if (groups.every((g) => g.members.length === 1)) {
     const inner = computeMatrix(cluster, {
       ...options,

@@ -3,7 +3,8 @@
  * default, as netpol-analyzer does): the pods a workload owns, or its template while none runs,
  * reported as one row named `ns/name[Kind]`. A pod no workload owns is a row of its own either way.
  */
-import type { Endpoint } from '../model/types.ts';
+import type { Cluster, Endpoint } from '../model/types.ts';
+import { serviceBackends, serviceLabel } from './services.ts';
 import type { MatrixRow } from './types.ts';
 
 /** How endpoints become rows. */
@@ -14,7 +15,9 @@ export const ENDPOINT_VIEWS: readonly EndpointView[] = ['workload', 'pod'];
  * `ns[Namespace]`: allowed where every pod pair of the two namespaces is) — for clusters whose
  * workload table would be wider than any terminal.
  */
-export type RowGrouping = EndpointView | 'namespace';
+export type RowGrouping = EndpointView | 'namespace' | 'service';
+/** `matrix --by`: a view, or Services (`--by service`: the pods behind each Service as one row). */
+export const MATRIX_VIEWS: readonly (EndpointView | 'service')[] = [...ENDPOINT_VIEWS, 'service'];
 
 /** One row of output and the endpoints it stands for. */
 export interface EndpointGroup extends MatrixRow {
@@ -33,10 +36,19 @@ export function endpointRow(endpoint: Endpoint): MatrixRow {
   };
 }
 
-/** Rows for `endpoints` in the given view, sorted by namespace, name and kind. */
-export function groupEndpoints(endpoints: readonly Endpoint[], view: RowGrouping): EndpointGroup[] {
+/**
+ * Rows for `endpoints` in the given view, sorted by namespace, name and kind. By service: a row
+ * per Service of `cluster` with the pods behind it (a pod behind two Services is in both rows),
+ * and the pods behind none by their workload.
+ */
+export function groupEndpoints(
+  endpoints: readonly Endpoint[],
+  view: RowGrouping,
+  cluster?: Cluster,
+): EndpointGroup[] {
   if (view === 'pod') return endpoints.map((e) => ({ ...endpointRow(e), members: [e] }));
   if (view === 'namespace') return namespaceRows(endpoints);
+  if (view === 'service') return serviceRows(endpoints, cluster);
   const groups = new Map<string, { row: MatrixRow; name: string; members: Endpoint[] }>();
   for (const endpoint of endpoints) {
     const { namespace } = endpoint;
@@ -59,6 +71,31 @@ export function groupEndpoints(endpoints: readonly Endpoint[], view: RowGrouping
         compare(a.row.kind, b.row.kind),
     )
     .map(({ row, members }) => ({ ...row, members }));
+}
+
+function serviceRows(endpoints: readonly Endpoint[], cluster: Cluster | undefined): EndpointGroup[] {
+  const inView = new Set(endpoints);
+  const behind = new Set<Endpoint>();
+  const rows: EndpointGroup[] = [];
+  for (const service of cluster?.services ?? []) {
+    const members = serviceBackends(cluster as Cluster, service).filter((e) => inView.has(e));
+    if (members.length === 0) continue;
+    for (const e of members) behind.add(e);
+    rows.push({
+      label: serviceLabel(service),
+      id: `${service.namespace}/${service.name}`,
+      kind: 'Service',
+      namespace: service.namespace,
+      members,
+    });
+  }
+  const rest = groupEndpoints(
+    endpoints.filter((e) => !behind.has(e)),
+    'workload',
+  );
+  return [...rows, ...rest].sort(
+    (a, b) => compare(a.namespace, b.namespace) || compare(a.id, b.id) || compare(a.kind, b.kind),
+  );
 }
 
 function namespaceRows(endpoints: readonly Endpoint[]): EndpointGroup[] {

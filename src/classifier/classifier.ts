@@ -15,7 +15,7 @@ import type { Endpoint, Protocol } from '../model/types.ts';
 import type { CompilingStore } from '../state/index.ts';
 import { buildDirectionTable } from './build.ts';
 import { PROTOCOL_INDEX, type DirectionTable } from './direction-table.ts';
-import { portsKey, TierTables } from '../configurator/index.ts';
+import { beyondTwoTiers, portsKey, TierTables, UnsupportedPolicyError } from '../configurator/index.ts';
 import { ACTION_ALLOW, ACTION_DENY, tierTable, type TierTable } from './tier-bitmap-table.ts';
 import { StateGroupResolver } from './state-group-resolver.ts';
 import {
@@ -416,6 +416,11 @@ export class Classifier {
     const tables = (direction: 'ingress' | 'egress') => {
       const tiered = compiler.tiers(pod, direction);
       if (!tiered) return { admin: undefined, baseline: undefined };
+      const beyond = beyondTwoTiers(tiered);
+      if (beyond)
+        throw new UnsupportedPolicyError(
+          `the classifier has one Admin and one Baseline table per pod side; it cannot express ${beyond} (pod ${pod.id}). The reference evaluator, nftables and the VPP targets handle them`,
+        );
       const get = (tier: 'admin' | 'baseline'): Shared<TierTable> => {
         const ref = { key: tiered.id, variant: `${tier}|${direction}` };
         used.push(ref);

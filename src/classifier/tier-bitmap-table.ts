@@ -9,7 +9,7 @@
 import { makeCidr, type Cidr } from '../net/ip.ts';
 import { PROTOCOLS, type Protocol } from '../model/types.ts';
 import { ruleText, type Rule } from '../model/rule.ts';
-import { PARTITION_SEPARATOR } from '../configurator/types.ts';
+import { PARTITION_SEPARATOR, UnsupportedPolicyError } from '../configurator/types.ts';
 import { DirectionTable } from './direction-table.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
 import { tierForm, type TierForm } from './tier-decision-input.ts';
@@ -49,6 +49,8 @@ export function tierTable(
     const remote = direction === 'ingress' ? rule.src : rule.dst;
     if (remote.kind === 'any') for (const cidr of ANYWHERE) table.addCidr('prim', cidr, cidr.text, bit);
     else if (remote.kind === 'cidr') table.addCidr('prim', remote.cidr, remote.cidr.text, bit);
+    else if (remote.kind === 'outside')
+      throw new UnsupportedPolicyError('the classifier has no form for addresses outside the cluster only');
     else {
       table.addGroup(resolver.idOf(remote.group), bit);
       // Named-port partitions change the table's slots when their numbers change: remember the group.

@@ -7,6 +7,7 @@
  */
 import type { Cidr } from '../net/ip.ts';
 import type { Rule } from '../model/rule.ts';
+import { UnsupportedPolicyError } from '../configurator/types.ts';
 import { PROTOCOL_INDEX } from './direction-table.ts';
 import { wordsFor } from './bitmaps.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
@@ -50,6 +51,8 @@ export function tierForm(
       let entry = cidrs.get(text);
       if (!entry) cidrs.set(text, (entry = { cidr: remote.cidr, rules: new Uint32Array(width) }));
       bits = entry.rules;
+    } else if (remote.kind === 'outside') {
+      throw new UnsupportedPolicyError('the classifier has no form for addresses outside the cluster only');
     } else {
       const group = resolver.idOf(remote.group);
       let entry = groups.get(group);

@@ -5,9 +5,10 @@
  */
 import { hasErrors, makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { Cluster } from '../model/types.ts';
+import { manifestKind, policyEngine } from '../model/cluster-policy.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
-import { formatDiagnostic, styleFor } from '../analysis/index.ts';
+import { formatDiagnostics, styleFor } from '../analysis/index.ts';
 import { UnsupportedInputError, type CliIo } from './io.ts';
 import { loadClusterInput } from './cluster-input.ts';
 import { phases, type Progress } from './progress.ts';
@@ -96,7 +97,7 @@ async function loadFiles(options: InputOptions, io: CliIo, extras: LoadExtras): 
 export function reportDiagnostics(diagnostics: readonly Diagnostic[], io: CliIo, verbose: boolean): boolean {
   const style = styleFor(io.stderrIsTty, io.env);
   const shown = verbose ? diagnostics : diagnostics.filter((d) => d.severity !== 'info');
-  for (const d of shown) io.stderr.write(formatDiagnostic(d, style) + '\n');
+  for (const line of formatDiagnostics(shown, style, verbose)) io.stderr.write(line + '\n');
   const hidden = diagnostics.length - shown.length;
   if (hidden > 0 && shown.length > 0) {
     io.stderr.write(
@@ -119,6 +120,32 @@ export function refuseClusterPolicies(cluster: Cluster, what: string, why: strin
   const first = cluster.clusterPolicies[0];
   if (!first) return;
   throw new UnsupportedInputError(
-    `${what} ${why} (the input has ${cluster.clusterPolicies.length}, e.g. ${first.kind} ${first.name}); nothing was rendered. The reference evaluator, the classifier, nftables and the VPP targets handle them`,
+    `${what} ${why} (the input has ${cluster.clusterPolicies.length}, e.g. ${manifestKind(first.kind)} ${first.namespace !== undefined ? `${first.namespace}/` : ''}${first.name}); nothing was rendered. The reference evaluator, the classifier, nftables and the VPP targets handle them`,
   );
+}
+
+/** A target that cannot express Calico's or Cilium's policies refuses input with any. */
+export function refuseEnginePolicies(cluster: Cluster, what: string, why: string): void {
+  const engines = cluster.clusterPolicies.filter((p) => policyEngine(p.kind) !== 'network-policy-api');
+  const first = engines[0];
+  if (!first) return;
+  throw new UnsupportedInputError(
+    `${what} ${why} (the input has ${engines.length}, e.g. ${manifestKind(first.kind)} ${first.namespace !== undefined ? `${first.namespace}/` : ''}${first.name}); nothing was rendered. The reference evaluator, nftables and the VPP targets handle them`,
+  );
+}
+
+/**
+ * What the input holds that the answer does not include (another engine's policy, Calico's or
+ * Cilium's rules Palisade cannot analyse), for the answer itself to say: undefined when nothing.
+ * Never silent: the warnings name each on stderr, and the answer says it is incomplete.
+ */
+export function notEvaluated(cluster: Cluster): { objects: string[]; note: string } | undefined {
+  const objects = [...new Set((cluster.unevaluated ?? []).map((u) => u.object))];
+  if (objects.length === 0) return undefined;
+  const shown = objects.slice(0, 4).join(', ');
+  const more = objects.length > 4 ? ` and ${objects.length - 4} more` : '';
+  return {
+    objects,
+    note: `the input holds policy this answer does not include (${shown}${more}): see the warnings`,
+  };
 }

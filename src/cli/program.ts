@@ -100,13 +100,20 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   }
 }
 
-/** A refusal by the kernel's tools, the lab or etcd (their layers are loaded only to tell). */
+/** A refusal by the kernel's tools, the lab, etcd or a datapath (their layers are loaded only to tell). */
 async function isToolError(error: unknown): Promise<boolean> {
   if (!(error instanceof Error)) return false;
-  const [{ DataplaneError }, { LabError }, { EtcdAccessError }] = await Promise.all([
-    import('../dataplane/index.ts'),
-    import('../lab/index.ts'),
-    import('../etcd/index.ts'),
-  ]);
-  return error instanceof DataplaneError || error instanceof LabError || error instanceof EtcdAccessError;
+  const [{ DataplaneError }, { LabError }, { EtcdAccessError }, { UnsupportedPolicyError }] =
+    await Promise.all([
+      import('../dataplane/index.ts'),
+      import('../lab/index.ts'),
+      import('../etcd/index.ts'),
+      import('../configurator/types.ts'),
+    ]);
+  return (
+    error instanceof DataplaneError ||
+    error instanceof LabError ||
+    error instanceof EtcdAccessError ||
+    error instanceof UnsupportedPolicyError
+  );
 }

@@ -6,7 +6,7 @@
  */
 import type { IpAddress } from '../net/ip.ts';
 import type { Endpoint } from '../model/types.ts';
-import { firstMatch, type GroupLookup, type Packet } from './table-evaluator.ts';
+import { firstMatch, tieredMatch, type GroupLookup, type Packet } from './table-evaluator.ts';
 import type { PodTables } from './types.ts';
 
 export interface CompiledView {
@@ -22,7 +22,7 @@ export function compiledAllows(view: CompiledView, packet: Packet, allowNodeLoca
     if (!pod) return true;
     const tables = view.tables(pod.id);
     const tiers = direction === 'ingress' ? tables?.ingressTiers : tables?.egressTiers;
-    const admin = tiers && firstMatch(tiers.admin, packet, view.groups);
+    const admin = tiers && tieredMatch(tiers.admin, tiers.adminBreaks, packet, view.groups);
     if (admin === 'permit' || admin === 'deny') return admin === 'permit';
     const table = tables?.[direction];
     if (table) {
@@ -33,7 +33,7 @@ export function compiledAllows(view: CompiledView, packet: Packet, allowNodeLoca
         view.nodeAddresses(pod.node).some((a) => a.family === other.family && a.value === other.value);
       return local || firstMatch(table.rules, packet, view.groups) === 'permit';
     }
-    return (tiers && firstMatch(tiers.baseline, packet, view.groups)) !== 'deny';
+    return (tiers && tieredMatch(tiers.baseline, tiers.baselineBreaks, packet, view.groups)) !== 'deny';
   };
   return (
     side(view.podAt(packet.src), 'egress', packet.dst) && side(view.podAt(packet.dst), 'ingress', packet.src)

@@ -26,6 +26,16 @@ import { TierTables } from './tier-tables.ts';
 
 type Direction = 'ingress' | 'egress';
 
+/** How the configurator compiles. */
+export interface ConfiguratorOptions {
+  /**
+   * NetworkPolicy lets an isolated pod talk with its own node (default true). Tables without
+   * Calico's or Cilium's policies leave that to the datapath; where NetworkPolicy's tier is
+   * compiled into ordered lists it becomes permits for the node's addresses.
+   */
+  readonly allowNodeLocal?: boolean;
+}
+
 /** Memoized tables kept before the memo is dropped and rebuilt (bounds memory under churn). */
 const MAX_MEMO_ENTRIES = 250_000;
 
@@ -67,8 +77,11 @@ export class Configurator {
 
   private readonly tierTables: TierTables;
 
-  constructor(private readonly state: CompilingStore) {
-    this.tierTables = new TierTables(state);
+  constructor(
+    private readonly state: CompilingStore,
+    options: ConfiguratorOptions = {},
+  ) {
+    this.tierTables = new TierTables(state, options.allowNodeLocal ?? true);
   }
 
   /** The pod's tables; a pod without an address gets none (it is postponed). */
@@ -86,12 +99,14 @@ export class Configurator {
       selection.egressKey,
       String(this.state.partitionVersion),
     );
-    const ingressTiers = this.tierTables.tiers(pod, 'ingress');
-    const egressTiers = this.tierTables.tiers(pod, 'egress');
+    const ingressTiers = this.tierTables.tiers(pod, 'ingress', ingress);
+    const egressTiers = this.tierTables.tiers(pod, 'egress', egress);
     // Assigned one by one, not spread: spreads gave each pod's result its own hidden class.
+    // A NetworkPolicy table compiled into the tiers (Calico's or Cilium's policies in its tier)
+    // is not given again.
     const tables: { -readonly [K in keyof PodTables]: PodTables[K] } = {};
-    if (ingress) tables.ingress = ingress;
-    if (egress) tables.egress = egress;
+    if (ingress && !ingressTiers?.inlinesNetworkPolicy) tables.ingress = ingress;
+    if (egress && !egressTiers?.inlinesNetworkPolicy) tables.egress = egress;
     if (ingressTiers) tables.ingressTiers = ingressTiers;
     if (egressTiers) tables.egressTiers = egressTiers;
     return tables;

@@ -7,6 +7,7 @@
 import { cidrContains, type IpAddress } from '../net/ip.ts';
 import { compareRules, type NetRef, type Rule, type RuleAction } from '../model/rule.ts';
 import type { Protocol } from '../model/types.ts';
+import { passTarget } from './types.ts';
 
 export interface Packet {
   readonly src: IpAddress;
@@ -33,6 +34,8 @@ export function netMatches(net: NetRef, ip: IpAddress, groups: GroupLookup): boo
       return cidrContains(net.cidr, ip);
     case 'group':
       return groups.has(net.group, ip);
+    case 'outside':
+      return cidrContains(net.cidr, ip) && !groups.has(net.pods, ip);
   }
 }
 
@@ -49,6 +52,26 @@ export function firstMatch(
   groups: GroupLookup,
 ): RuleAction | undefined {
   for (const rule of rules) if (ruleMatches(rule, packet, groups)) return rule.action;
+  return undefined;
+}
+
+/**
+ * An ordered list of tiers: the first matching rule decides (permit or deny); a pass skips to
+ * the next tier's start (`breaks`, see TieredTable) or leaves the list. Undefined: nothing
+ * decided — the walk goes on past the list.
+ */
+export function tieredMatch(
+  rules: readonly Rule[],
+  breaks: readonly number[] | undefined,
+  packet: Packet,
+  groups: GroupLookup,
+): 'permit' | 'deny' | undefined {
+  for (let i = 0; i < rules.length;) {
+    const rule = rules[i] as Rule;
+    if (!ruleMatches(rule, packet, groups)) i++;
+    else if (rule.action !== 'pass') return rule.action;
+    else i = passTarget(breaks, i, rules.length);
+  }
   return undefined;
 }
 

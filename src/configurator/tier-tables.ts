@@ -13,16 +13,21 @@ import { namedPortTargets } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/types.ts';
 import { PROTOCOLS } from '../model/types.ts';
 import {
+  ALL_PODS,
   clusterRuleNets,
   groupKey,
   hasNodesPeers,
   hasRelativePeers,
+  hasSubjectNodePeers,
   isRelativePeer,
   type CompilingStore,
   type PeerNet,
   type TierSelection,
 } from '../state/index.ts';
+import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER, type TierSpec } from '../model/cluster-policy.ts';
+import type { RuleTable } from '../model/rule.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
+import { tierLists, withNodePermits } from './tier-lists.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -34,7 +39,42 @@ interface Dependencies {
   readonly relative: boolean;
   readonly named: boolean;
   readonly nodes: boolean;
+  /** Cilium's host and remote-node peers, and NetworkPolicy's tier compiled with the pod's node. */
+  readonly subjectNode?: boolean;
 }
+
+/**
+ * The general path's memo: per list of selections (by key), per NetworkPolicy table, by variant,
+ * the lists — and, where NetworkPolicy's tier permits the pod's own node, per node.
+ */
+interface GeneralMemo {
+  readonly dependencies: Dependencies;
+  readonly byTable: WeakMap<RuleTable | typeof NO_TABLE, Map<string, Built>>;
+}
+interface Built {
+  readonly table: TieredTable;
+  readonly nodeAt?: number;
+  byNode?: Map<string, TieredTable>;
+}
+/** What a rule's expansion depends on besides itself, and its expansions by that. */
+interface RuleMemo {
+  readonly relative: boolean;
+  readonly named: boolean;
+  readonly nodes: boolean;
+  readonly own: boolean;
+  readonly byVariant: Map<string, Rule[]>;
+}
+/** The tiers a side visits, as text (part of its lists' identity). */
+const planTexts = new WeakMap<readonly TierSpec[], string>();
+function planText(plan: readonly TierSpec[]): string {
+  let text = planTexts.get(plan);
+  if (text === undefined)
+    planTexts.set(plan, (text = plan.map((t) => `${t.name}:${t.order}:${t.defaultAction}`).join(',')));
+  return text;
+}
+/** No tier applies (memoized too). */
+const NOTHING: Built = { table: { id: '', admin: [], baseline: [] } };
+const NO_TABLE = { rules: [], id: '' } as const satisfies RuleTable;
 
 /**
  * Per pair of tier selections (objects the store interns: one per distinct list of policies):
@@ -51,19 +91,42 @@ export class TierTables {
     ingress: new Map<TierSelection, Map<TierSelection, PairMemo>>(),
     egress: new Map<TierSelection, Map<TierSelection, PairMemo>>(),
   };
+  private readonly general = {
+    ingress: new Map<string, GeneralMemo>(),
+    egress: new Map<string, GeneralMemo>(),
+  };
+  /** The general path's rules per policy rule and variant (`sharedRuleRules`). */
+  private rulesMemo = new WeakMap<ClusterRule, RuleMemo>();
   /** Lists memoized across all pairs (bounds the memo). */
   private memoSize = 0;
 
-  constructor(private readonly state: CompilingStore) {}
+  constructor(
+    private readonly state: CompilingStore,
+    /** NetworkPolicy lets an isolated pod talk with its node (when its tier is compiled into `admin`). */
+    private readonly allowNodeLocal = true,
+  ) {}
 
   clear(): void {
     this.memo.ingress.clear();
     this.memo.egress.clear();
+    this.general.ingress.clear();
+    this.general.egress.clear();
+    this.rulesMemo = new WeakMap();
     this.memoSize = 0;
   }
 
-  /** The pod's tiers for a direction, or undefined when no cluster policy selects it there. */
-  tiers(pod: Endpoint, direction: Direction): TieredTable | undefined {
+  /**
+   * The pod's tiers for a direction, or undefined when no cluster policy selects it there.
+   * `networkPolicy` is the pod's NetworkPolicy table for the direction (compiled into the lists
+   * when Calico's or Cilium's policies share its tier: see `inlinesNetworkPolicy`).
+   */
+  tiers(pod: Endpoint, direction: Direction, networkPolicy?: RuleTable): TieredTable | undefined {
+    const plan = this.state.tierPlan();
+    const onlyBuiltIn =
+      plan.length === 3 &&
+      plan.every((t) => t.name === ADMIN_TIER || t.name === DEFAULT_TIER || t.name === BASELINE_TIER);
+    if (!onlyBuiltIn || this.state.tierSelection(pod, DEFAULT_TIER, direction).policies.length > 0)
+      return this.generalTiers(pod, direction, networkPolicy);
     const admin = this.state.tierSelection(pod, 'Admin', direction);
     const baseline = this.state.tierSelection(pod, 'Baseline', direction);
     if (admin.policies.length === 0 && baseline.policies.length === 0) return undefined;
@@ -99,13 +162,119 @@ export class TierTables {
     return table;
   }
 
+  /** Every tier of the plan (Calico's, Cilium's policies in NetworkPolicy's tier): tier-lists.ts. */
+  private generalTiers(pod: Endpoint, direction: Direction, networkPolicy: RuleTable | undefined) {
+    const plan = this.state.tierPlan();
+    const selections = plan.map((t) => this.state.tierSelection(pod, t.name, direction));
+    if (selections.every((s) => s.policies.length === 0)) return undefined;
+    if (this.memoSize >= MAX_TIER_MEMO) this.clear();
+    const key = plan.map((t, i) => `${t.name}:${selections[i]?.key ?? ''}`).join('\u0001');
+    let memo = this.general[direction].get(key);
+    if (!memo) {
+      const policies = selections.flatMap((s) => s.policies);
+      memo = {
+        dependencies: {
+          ...dependenciesOf(policies, direction),
+          subjectNode: policies.some(hasSubjectNodePeers),
+        },
+        byTable: new WeakMap(),
+      };
+      this.general[direction].set(key, memo);
+    }
+    const table = networkPolicy ?? NO_TABLE;
+    let byVariant = memo.byTable.get(table);
+    if (!byVariant) memo.byTable.set(table, (byVariant = new Map<string, Built>()));
+    const variant = this.variant(pod, direction, memo.dependencies);
+    let built = byVariant.get(variant);
+    if (!built) {
+      built =
+        tierLists(
+          this.state,
+          pod,
+          direction,
+          {
+            plan,
+            selections,
+            networkPolicy,
+            allowNodeLocal: this.allowNodeLocal,
+            // The plan too: a Tier's order or default action changes the lists, not the selections.
+            identity: `${planText(plan)}\u0002${key}\u0002${variant}${
+              memo.dependencies.relative
+                ? JSON.stringify(this.state.namespaceLabels(pod.namespace) ?? {})
+                : ''
+            }`,
+          },
+          (p, policy, d) => policy[d].flatMap((rule) => this.sharedRuleRules(p, policy, rule, d)),
+          (p, policy, rule, d) => this.sharedRuleRules(p, policy, rule, d),
+        ) ?? NOTHING;
+      byVariant.set(variant, built);
+      this.memoSize++;
+    }
+    if (built === NOTHING) return undefined;
+    if (built.nodeAt === undefined) return built.table;
+    // The pod's own node, where NetworkPolicy's tier permits it: once per list and node.
+    const byNode = (built.byNode ??= new Map<string, TieredTable>());
+    const nodeKey = `${this.state.nodesVersion}|${pod.node ?? ''}`;
+    let lists = byNode.get(nodeKey);
+    if (!lists)
+      byNode.set(nodeKey, (lists = withNodePermits(this.state, pod, direction, built.table, built.nodeAt)));
+    return lists;
+  }
+
   /** What else the lists depend on: the namespace (relative peers), ports, groups' numbers, nodes. */
   private variant(pod: Endpoint, direction: Direction, dependencies: Dependencies): string {
-    const { relative, named, nodes } = dependencies;
-    if (!relative && !named && !nodes) return '';
+    const { relative, named, nodes, subjectNode } = dependencies;
+    if (!relative && !named && !nodes && !subjectNode) return '';
     return `${relative ? pod.namespace : ''}|${named && direction === 'ingress' ? portsKey(pod) : ''}|${
       named && direction === 'egress' ? this.state.partitionVersion : ''
-    }|${nodes ? this.state.nodesVersion : ''}`;
+    }|${nodes || subjectNode ? this.state.nodesVersion : ''}|${subjectNode ? (pod.node ?? '') : ''}`;
+  }
+
+  /**
+   * One rule's 6-tuples in their canonical order, shared by the pods that expand it alike: the
+   * same namespace (relative peers), named ports (the pod's own for ingress, the groups' numbers
+   * for egress), nodes (nodes and outside peers) and, for Cilium's host and remote-node, node.
+   * Pods selected by different policies share their rules this way where lists cannot be.
+   */
+  private sharedRuleRules(
+    pod: Endpoint,
+    policy: ClusterPolicy,
+    rule: ClusterRule,
+    direction: Direction,
+  ): Rule[] {
+    let memo = this.rulesMemo.get(rule);
+    if (!memo) {
+      memo = {
+        relative: rule.peers.some(isRelativePeer),
+        named: rule.ports?.some((p) => p.type === 'named') ?? false,
+        nodes: rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside'),
+        own: rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined),
+        byVariant: new Map<string, Rule[]>(),
+      };
+      this.rulesMemo.set(rule, memo);
+    }
+    const { relative, named, nodes, own, byVariant } = memo;
+    const variant =
+      relative || named || nodes || own
+        ? `${direction}|${relative ? pod.namespace : ''}|${
+            named ? (direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion) : ''
+          }|${nodes ? this.state.nodesVersion : ''}|${own ? (pod.node ?? '') : ''}`
+        : direction;
+    let rules = byVariant.get(variant);
+    if (!rules) {
+      const raw = this.ruleRules(pod, policy, rule, direction);
+      // One 6-tuple is in order already; several are sorted canonically.
+      rules =
+        raw.length <= 1
+          ? raw
+          : raw
+              .map((r) => prepareRule(r))
+              .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+              .map((r) => r.rule);
+      byVariant.set(variant, rules);
+      this.memoSize++;
+    }
+    return rules;
   }
 
   /**
@@ -134,7 +303,7 @@ export class TierTables {
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
     const netsFor = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
-      const nets = clusterRuleNets(rule, labels, this.state.nodes(), named);
+      const nets = clusterRuleNets(rule, labels, this.state.nodes(), named, pod.node);
       if (relative)
         for (const net of nets) if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
       return nets;
@@ -155,12 +324,14 @@ export class TierTables {
         const range = port.port === undefined ? undefined : ([port.port, port.endPort ?? port.port] as const);
         for (const net of plain) rules.push(make(net, port.protocol, range));
       } else if (direction === 'ingress') {
-        for (const own of namedPortTargets(pod.ports, port.name))
+        for (const own of namedPortTargets(pod.ports, port.name, port.protocol))
           for (const net of plain) rules.push(make(net, own.protocol, [own.port, own.port]));
       } else {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
         for (const protocol of PROTOCOLS)
-          for (const net of netsFor({ name: port.name, protocol })) {
+          for (const net of port.protocol === undefined || port.protocol === protocol
+            ? netsFor({ name: port.name, protocol })
+            : []) {
             if (net.kind !== 'group') continue;
             const group = groupKey(net.spec);
             for (const number of this.state.group(group)?.ports.keys() ?? [])
@@ -185,7 +356,10 @@ function dependenciesOf(policies: readonly ClusterPolicy[], direction: Direction
   };
 }
 
+const ALL_PODS_KEY = groupKey(ALL_PODS);
+
 function netRef(net: PeerNet): NetRef {
   if (net.kind === 'group') return { kind: 'group', group: groupKey(net.spec) };
+  if (net.kind === 'outside') return { kind: 'outside', cidr: net.cidr, pods: ALL_PODS_KEY };
   return net.kind === 'cidr' ? { kind: 'cidr', cidr: net.cidr } : ANY_NET;
 }

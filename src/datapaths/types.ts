@@ -63,6 +63,12 @@ export interface TargetCapabilities {
    */
   readonly orderedClusterPolicy: true | { readonly refusal: string };
   /**
+   * Calico's and Cilium's policies (tiers in any number, a Pass to a later tier, NetworkPolicy's
+   * tier shared with them, blocks outside the cluster): `true` when enforced; otherwise why not,
+   * and input with any is refused. Absent: as `orderedClusterPolicy`.
+   */
+  readonly enginePolicy?: { readonly refusal: string };
+  /**
    * Whether traffic between a pod and its own node passes through the target's policy (VPP's
    * host reaches its pods before any ACL or session rule). Where it does not, ordered cluster
    * policy on that traffic is not enforced, and the target's notes say so.
@@ -334,3 +340,7 @@ export interface FleetBackend {
   /** Removes what the fleet left outside its nodes' namespaces (pins); returns what failed. */
   remove(plan: FleetPlan): string[];
 }
+
+/** Why the classifier's targets (bitmap, ebpf) refuse Calico's and Cilium's policies. */
+export const CLASSIFIER_ENGINE_REFUSAL =
+  "cannot express Calico's or Cilium's policies yet: the classifier holds one Admin and one Baseline table per pod side, so tiers in any number, a Pass to a later tier, NetworkPolicy's tier shared with them and blocks outside the cluster have no form";

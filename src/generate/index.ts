@@ -1,6 +1,6 @@
 /**
  * The generate layer's public entry: synthetic clusters in the Antrea benchmark shapes, and
- * AdminNetworkPolicies over their labels, deterministic for a seed.
+ * AdminNetworkPolicies, Calico's and Cilium's policies over their labels, deterministic for a seed.
  */
 export {
   generateShape,
@@ -12,4 +12,5 @@ export {
   type ShapeOptions,
 } from './shapes.ts';
 export { generateAdminPolicies } from './admin-policies.ts';
+export { generateEnginePolicies, POLICY_ENGINES, type PolicyEngineName } from './engine-policies.ts';
 export { seededRandom } from './random.ts';

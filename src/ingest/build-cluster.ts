@@ -14,14 +14,19 @@ import {
   type Namespace,
   type NetworkPolicy,
   type NodeInfo,
+  type Labels,
   type RejectedPolicy,
+  type Service,
   type SourceLocation,
 } from '../model/types.ts';
+import type { TierSpec } from '../model/cluster-policy.ts';
 import type { DecodedObject } from './types.ts';
 import { comparePolicies } from '../model/precedence.ts';
 import { priorityTies } from './priority-ties.ts';
 import { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 import { sharedPodAddresses } from './shared-pod-addresses.ts';
+import { withIdentityLabels } from './identity-labels.ts';
+import { enginesMixed, withTiers } from './calico-tiers.ts';
 
 export interface IdentifiedObject {
   readonly identity: string;
@@ -65,11 +70,19 @@ export function buildCluster(
   const clusterPolicies: ClusterPolicy[] = [];
   const declaredNodes = new Map<string, NodeInfo>();
   const nodeAddresses = new Map<string, IpAddress[]>();
+  const tiers = new Map<string, TierSpec>();
+  const accounts = new Map<string, Labels>();
+  const services: Service[] = [];
   for (const object of latest.values()) {
     if (object.kind === 'Namespace') namespaces.set(object.namespace.name, object.namespace);
     else if (object.kind === 'NetworkPolicy') policies.push(object.policy);
     else if (object.kind === 'ClusterPolicy') clusterPolicies.push(object.policy);
+    else if (object.kind === 'ClusterPolicies') for (const p of object.policies) clusterPolicies.push(p);
+    else if (object.kind === 'Tier') tiers.set(object.tier.name, object.tier);
+    else if (object.kind === 'ServiceAccount')
+      accounts.set(`${object.namespace}/${object.name}`, object.labels);
     else if (object.kind === 'Node') declaredNodes.set(object.node.name, object.node);
+    else if (object.kind === 'Service') services.push(object.service);
     else {
       owned.push(
         object.owner ? { endpoint: object.endpoint, owner: object.owner } : { endpoint: object.endpoint },
@@ -78,18 +91,26 @@ export function buildCluster(
     }
   }
 
-  const endpoints = attributeWorkloads(owned);
+  const attributed = attributeWorkloads(owned);
+  const endpoints = withIdentityLabels(attributed, clusterPolicies, accounts) ?? attributed;
   // Pods' namespaces, then policies': visited in place (175,000 objects at shape a ×1).
   for (const e of endpoints) implicitNamespace(namespaces, diagnostics, e.namespace, e.location);
   for (const p of policies) implicitNamespace(namespaces, diagnostics, p.namespace, p.location);
+  for (const p of clusterPolicies)
+    if (p.namespace !== undefined) implicitNamespace(namespaces, diagnostics, p.namespace, p.location);
+  const tiered = withTiers(clusterPolicies, tiers, diagnostics);
+  diagnostics.push(...enginesMixed(clusterPolicies));
 
   const cluster: Cluster = {
     namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
     endpoints: assignIds(endpoints),
     policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
-    clusterPolicies: clusterPolicies.sort(comparePolicies),
+    clusterPolicies: tiered.sort(comparePolicies),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
     ...rejectedOnly(rejected, policies),
+    ...(services.length > 0
+      ? { services: services.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)) }
+      : {}),
   };
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   for (const shared of sharedPodAddresses(cluster.endpoints)) diagnostics.push(shared);
@@ -206,6 +227,13 @@ function locationOf(object: DecodedObject): SourceLocation | undefined {
       return object.endpoint.location;
     case 'ClusterPolicy':
       return object.policy.location;
+    case 'ClusterPolicies':
+      return object.policies[0]?.location;
+    case 'Tier':
+      return object.tier.location;
+    case 'Service':
+      return object.service.location;
+    case 'ServiceAccount':
     case 'Node':
       return undefined;
   }

@@ -26,18 +26,13 @@ const NONE = -1;
 const LABELS = 0;
 const PORTS = 1;
 
-/** The fields of a decoded pod, in decodePod's order (with and without a node). */
-const POD_FIELDS = ['kind', 'namespace', 'name', 'labels', 'ips', 'ports', 'hostNetwork', 'location'];
-const POD_FIELDS_WITH_NODE = [
-  'kind',
-  'namespace',
-  'name',
-  'labels',
-  'ips',
-  'ports',
-  'hostNetwork',
-  'node',
-  'location',
+/** The fields of a decoded pod, in decodePod's order (with and without a node and a service account). */
+const POD_FIELDS = ['kind', 'namespace', 'name', 'labels', 'ips', 'ports', 'hostNetwork'];
+const FIELD_SETS = [
+  [...POD_FIELDS, 'location'],
+  [...POD_FIELDS, 'node', 'location'],
+  [...POD_FIELDS, 'serviceAccount', 'location'],
+  [...POD_FIELDS, 'node', 'serviceAccount', 'location'],
 ];
 
 /** Whether the object's own keys are exactly these, in this order (no list of them is made). */
@@ -68,7 +63,9 @@ export class CompactPodWriter {
     if (object.kind !== 'Endpoint' || object.endpoint.kind !== 'Pod') return false;
     const { endpoint, hostIps, owner } = object;
     const location = endpoint.location;
-    const fields = endpoint.node === undefined ? POD_FIELDS : POD_FIELDS_WITH_NODE;
+    const fields =
+      FIELD_SETS[(endpoint.node === undefined ? 0 : 1) + (endpoint.serviceAccount === undefined ? 0 : 2)];
+    if (!fields) return false;
     if (!location || !keysAre(location, LOCATION_FIELDS) || !keysAre(endpoint, fields)) return false;
     // Shapes first: one this pod is the first to use is written before its fields.
     const ports = this.ports(endpoint.ports);
@@ -87,6 +84,7 @@ export class CompactPodWriter {
     this.push(ports);
     this.push(endpoint.hostNetwork ? 1 : 0);
     this.push(endpoint.node === undefined ? NONE : this.string(endpoint.node));
+    this.push(endpoint.serviceAccount === undefined ? NONE : this.string(endpoint.serviceAccount));
     this.push(this.string(location.file));
     this.push(location.line);
     this.push(location.column);
@@ -213,6 +211,7 @@ export function readCompactPods(compact: CompactPods): IdentifiedObject[] {
     const ports = shapes[fields[at++] as number] as readonly ContainerPort[];
     const hostNetwork = fields[at++] === 1;
     const nodeIndex = fields[at++] as number;
+    const accountIndex = fields[at++] as number;
     const location = {
       file: str(fields[at++] as number),
       line: fields[at++] as number,
@@ -223,7 +222,7 @@ export function readCompactPods(compact: CompactPods): IdentifiedObject[] {
     for (let i = 0; i < hostIpCount; i++) hostIps.push(str(fields[at++] as number));
     const ownerKind = fields[at++] as number;
     const ownerName = fields[at++] as number;
-    // decodePod's fields in its order: the node, when there is one, goes before the location.
+    // decodePod's fields in its order: the node and service account, when there are, go before the location.
     const endpoint: { -readonly [K in keyof Omit<Endpoint, 'id'>]: Omit<Endpoint, 'id'>[K] } = {
       kind: 'Pod',
       namespace,
@@ -234,6 +233,7 @@ export function readCompactPods(compact: CompactPods): IdentifiedObject[] {
       hostNetwork,
     };
     if (nodeIndex !== NONE) endpoint.node = str(nodeIndex);
+    if (accountIndex !== NONE) endpoint.serviceAccount = str(accountIndex);
     endpoint.location = location;
     const object: DecodedObject =
       ownerKind === NONE

@@ -8,7 +8,7 @@ import { BANP_PRIORITY } from '../model/precedence.ts';
 import type {
   ClusterPeer,
   ClusterPolicy,
-  ClusterPolicyKind,
+  NetworkPolicyApiKind,
   ClusterPort,
   ClusterRule,
   ClusterRuleAction,
@@ -29,7 +29,7 @@ import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
 import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
 
-export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<ClusterPolicyKind, string>> = {
+export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<NetworkPolicyApiKind, string>> = {
   AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
   BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
   ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
@@ -38,7 +38,7 @@ export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<ClusterPolicyKind, str
 /** What differs between the kinds: limits and the spelling of actions. */
 const KIND_RULES: Readonly<
   Record<
-    ClusterPolicyKind,
+    NetworkPolicyApiKind,
     { maxRules: number; maxPeers: number; maxPorts: number; actions: readonly string[] }
   >
 > = {
@@ -47,7 +47,7 @@ const KIND_RULES: Readonly<
   ClusterNetworkPolicy: { maxRules: 25, maxPeers: 25, maxPorts: 25, actions: ['Accept', 'Deny', 'Pass'] },
 };
 const MAX_RULE_NAME = 100;
-const READINGS: Readonly<Record<ClusterPolicyKind, Reading<z.ZodType>>> = {
+const READINGS: Readonly<Record<NetworkPolicyApiKind, Reading<z.ZodType>>> = {
   AdminNetworkPolicy: reading('anp'),
   BaselineAdminNetworkPolicy: reading('banp'),
   ClusterNetworkPolicy: reading('cnp'),
@@ -83,7 +83,7 @@ interface RawSpec {
 
 export function decodeClusterPolicy(
   ctx: DecodeContext,
-  kind: ClusterPolicyKind,
+  kind: NetworkPolicyApiKind,
   apiVersion: string,
 ): ClusterPolicy | undefined {
   const expected = CLUSTER_POLICY_API_VERSIONS[kind];
@@ -100,7 +100,7 @@ export function decodeClusterPolicy(
 
 function decodeParsed(
   ctx: DecodeContext,
-  kind: ClusterPolicyKind,
+  kind: NetworkPolicyApiKind,
   apiVersion: string,
   raw: RawClusterPolicy,
 ): ClusterPolicy | undefined {
@@ -135,7 +135,11 @@ function decodeParsed(
   };
 }
 
-function decodeTier(ctx: DecodeContext, kind: ClusterPolicyKind, raw: string | undefined): Tier | undefined {
+function decodeTier(
+  ctx: DecodeContext,
+  kind: NetworkPolicyApiKind,
+  raw: string | undefined,
+): Tier | undefined {
   if (kind === 'AdminNetworkPolicy') return 'Admin';
   if (kind === 'BaselineAdminNetworkPolicy') return 'Baseline';
   if (raw === 'Admin' || raw === 'Baseline') return raw;
@@ -174,7 +178,7 @@ function decodeSubject(ctx: DecodeContext, raw: RawSubject, at: FieldPath): Clus
 
 function decodeRules(
   ctx: DecodeContext,
-  kind: ClusterPolicyKind,
+  kind: NetworkPolicyApiKind,
   raw: readonly RawRule[],
   direction: 'ingress' | 'egress',
 ): ClusterRule[] {
@@ -194,7 +198,7 @@ function decodeRules(
 
 function decodeRule(
   ctx: DecodeContext,
-  kind: ClusterPolicyKind,
+  kind: NetworkPolicyApiKind,
   raw: RawRule,
   index: number,
   direction: 'ingress' | 'egress',
@@ -251,7 +255,7 @@ function decodeAction(
 
 function decodeRulePorts(
   ctx: DecodeContext,
-  kind: ClusterPolicyKind,
+  kind: NetworkPolicyApiKind,
   raw: RawRule,
   at: FieldPath,
 ): ClusterPort[] | undefined {

@@ -70,6 +70,23 @@ export class DecodeContext {
     this.diagnostics.push(diagnostic);
   }
 
+  /**
+   * Reports a problem at character `index` of the string at `path` (a Calico selector's mistake
+   * where it is), or at the string itself when its source does not spell it out character for
+   * character.
+   */
+  reportInString(code: DiagnosticCode, message: string, path: FieldPath, index: number): void {
+    const full = [...this.raw.basePath, ...path];
+    const where = this.raw.locator.stringCharAt?.(full, index) ?? this.raw.locator.valueAt(full);
+    const diagnostic = makeDiagnostic(code, message, {
+      ...where,
+      object: this.objectName,
+      ...(path.length > 0 ? { path: formatPath(path) } : {}),
+    });
+    if (diagnostic.severity === 'error') this.errorCount++;
+    this.diagnostics.push(diagnostic);
+  }
+
   /** Forgets the diagnostics reported since `index` that `drop` picks (see prune-mistyped.ts). */
   dropSince(index: number, drop: (diagnostic: Diagnostic) => boolean): void {
     const kept = this.diagnostics.slice(index).filter((d) => !drop(d));

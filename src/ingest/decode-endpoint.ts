@@ -88,12 +88,22 @@ function decodeParsedPod(ctx: DecodeContext, raw: z.output<typeof podSchema>): E
     ports,
     hostNetwork,
     ...(raw.spec?.nodeName ? { node: raw.spec.nodeName } : {}),
+    ...serviceAccountOf(raw.spec),
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
   const owner = controllerOf(raw.metadata.ownerReferences);
   return owner
     ? { kind: 'Endpoint', endpoint, hostIps: hostIps.map(formatIp), owner }
     : { kind: 'Endpoint', endpoint, hostIps: hostIps.map(formatIp) };
+}
+
+/**
+ * The pod's service account when the spec names one (`serviceAccountName`, or its old alias);
+ * none given means Kubernetes' `default`, which the model leaves implicit.
+ */
+function serviceAccountOf(spec: RawPodSpec | null | undefined): { serviceAccount?: string } {
+  const name = spec?.serviceAccountName ?? spec?.serviceAccount;
+  return name && name !== 'default' ? { serviceAccount: name } : {};
 }
 
 export function decodeWorkload(ctx: DecodeContext, kind: WorkloadKind): EndpointDecode {
@@ -133,6 +143,7 @@ function decodeTemplate(
     ports,
     hostNetwork: template?.spec?.hostNetwork === true,
     workload: { kind, name },
+    ...serviceAccountOf(template?.spec),
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
   const owner = controllerOf(metadata.ownerReferences);

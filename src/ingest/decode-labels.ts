@@ -58,6 +58,35 @@ function reportProtoKey(ctx: DecodeContext, labels: object | null | undefined, p
   labelIsValid(ctx, '__proto__', (raw as Record<string, unknown>)['__proto__'], path);
 }
 
+/**
+ * A matchExpression's operator, with its values checked against it (In and NotIn need some,
+ * Exists and DoesNotExist take none; each problem reported); undefined when it is no operator.
+ */
+export function checkedOperator(
+  ctx: DecodeContext,
+  expression: { readonly operator: string; readonly values?: readonly string[] | null | undefined },
+  at: FieldPath,
+): SelectorOperator | undefined {
+  const operator = OPERATORS.find((op) => op === expression.operator);
+  const values = expression.values ?? [];
+  if (!operator) {
+    ctx.report(
+      'SELECTOR_OPERATOR_INVALID',
+      `operator "${expression.operator}" is not one of In, NotIn, Exists, DoesNotExist`,
+      [...at, 'operator'],
+    );
+    return undefined;
+  }
+  if ((operator === 'In' || operator === 'NotIn') && values.length === 0)
+    ctx.report('SELECTOR_VALUES_REQUIRED', `operator ${operator} needs at least one value`, [
+      ...at,
+      'operator',
+    ]);
+  if ((operator === 'Exists' || operator === 'DoesNotExist') && values.length > 0)
+    ctx.report('SELECTOR_VALUES_FORBIDDEN', `operator ${operator} takes no values`, [...at, 'values']);
+  return operator;
+}
+
 /** Validates a selector; returns it in canonical form, or undefined after reporting errors. */
 export function decodeSelector(
   ctx: DecodeContext,
@@ -79,28 +108,11 @@ export function decodeSelector(
       ]);
       ok = false;
     }
-    const operator = OPERATORS.find((op) => op === expression.operator);
+    const reported = ctx.diagnostics.length;
+    const operator = checkedOperator(ctx, expression, at);
+    if (ctx.diagnostics.length > reported) ok = false;
+    if (!operator) return;
     const values = expression.values ?? [];
-    if (!operator) {
-      ctx.report(
-        'SELECTOR_OPERATOR_INVALID',
-        `operator "${expression.operator}" is not one of In, NotIn, Exists, DoesNotExist`,
-        [...at, 'operator'],
-      );
-      ok = false;
-      return;
-    }
-    if ((operator === 'In' || operator === 'NotIn') && values.length === 0) {
-      ctx.report('SELECTOR_VALUES_REQUIRED', `operator ${operator} needs at least one value`, [
-        ...at,
-        'operator',
-      ]);
-      ok = false;
-    }
-    if ((operator === 'Exists' || operator === 'DoesNotExist') && values.length > 0) {
-      ctx.report('SELECTOR_VALUES_FORBIDDEN', `operator ${operator} takes no values`, [...at, 'values']);
-      ok = false;
-    }
     values.forEach((value, valueIndex) => {
       const problem = labelValueProblem(value);
       if (problem) {

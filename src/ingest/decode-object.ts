@@ -12,6 +12,11 @@ import { decodeNetworkPolicy } from './decode-policy.ts';
 import { rejectedPolicy } from './rejected-policy.ts';
 import { decodeClusterPolicy } from './decode-cluster-policy.ts';
 import { decodeNode } from './decode-node.ts';
+import { CALICO_API_VERSIONS, decodeCalico } from './decode-calico.ts';
+import { decodeCilium } from './decode-cilium.ts';
+import { decodeServiceAccount } from './decode-service-account.ts';
+import { decodeService } from './decode-service.ts';
+import { otherEnginePolicy } from './other-engines.ts';
 import type { DecodedObject, RawObject } from './types.ts';
 
 /** apiVersions under which each workload kind has been served. */
@@ -32,7 +37,16 @@ const CLUSTER_SCOPED = new Set([
   'AdminNetworkPolicy',
   'BaselineAdminNetworkPolicy',
   'ClusterNetworkPolicy',
+  'GlobalNetworkPolicy',
+  'Tier',
+  'Profile',
+  'CiliumClusterwideNetworkPolicy',
+  'GlobalNetworkSet',
+  'HostEndpoint',
 ]);
+
+const isCalico = (apiVersion: string): boolean =>
+  (CALICO_API_VERSIONS as readonly string[]).includes(apiVersion);
 
 export interface DecodeOutcome {
   readonly object?: DecodedObject;
@@ -70,11 +84,27 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
     }
     return { diagnostics: ctx.diagnostics };
   }
-  const identity = `${kind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
-  const decoded = decodeKnownKind(ctx, kind, apiVersion);
+  // Calico's NetworkPolicy is another object than Kubernetes' of the same name.
+  const identityKind = isCalico(apiVersion) ? `${kind}.projectcalico.org` : kind;
+  const identity = `${identityKind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
+  // Another engine's kind of a name Palisade reads (Antrea's NetworkPolicy) is that engine's.
+  const decoded = otherEnginePolicy(apiVersion, kind, true)
+    ? 'unknown-kind'
+    : decodeKnownKind(ctx, kind, apiVersion);
   const unknownMetadata = decoded !== 'unknown-kind' && reportMetadataFields(ctx, kind);
   if (decoded === 'unknown-kind') {
     const where = raw.locator.valueAt(raw.basePath);
+    const engine = otherEnginePolicy(apiVersion, kind);
+    if (engine)
+      return {
+        diagnostics: [
+          makeDiagnostic(
+            'POLICY_KIND_NOT_EVALUATED',
+            `${apiVersion} ${kind} is ${engine}; Palisade does not evaluate it, so answers do not include it`,
+            { ...where, object: objectName },
+          ),
+        ],
+      };
     const diagnostic = makeDiagnostic('KIND_SKIPPED', `${apiVersion} ${kind} is not analysed; skipped`, {
       ...where,
       object: objectName,
@@ -106,8 +136,27 @@ function decodeKnownKind(
       return namespace ? { kind: 'Namespace', namespace } : undefined;
     }
     case 'NetworkPolicy': {
+      if (isCalico(apiVersion)) return decodeCalico(ctx, kind, apiVersion);
       const policy = decodeNetworkPolicy(ctx);
       return policy ? { kind: 'NetworkPolicy', policy } : undefined;
+    }
+    case 'GlobalNetworkPolicy':
+    case 'Tier':
+    case 'Profile':
+      if (!isCalico(apiVersion)) break;
+      return decodeCalico(ctx, kind, apiVersion);
+    case 'CiliumNetworkPolicy':
+    case 'CiliumClusterwideNetworkPolicy': {
+      const policies = decodeCilium(ctx, kind, apiVersion);
+      return policies ? { kind: 'ClusterPolicies', policies } : undefined;
+    }
+    case 'ServiceAccount': {
+      if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
+      return decodeServiceAccount(ctx);
+    }
+    case 'Service': {
+      if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
+      return decodeService(ctx);
     }
     case 'AdminNetworkPolicy':
     case 'BaselineAdminNetworkPolicy':

@@ -151,7 +151,8 @@ function decodePeer(ctx: DecodeContext, raw: RawPeer, path: FieldPath): Peer | u
   };
 }
 
-function decodeCidr(ctx: DecodeContext, text: string, path: FieldPath): Cidr | undefined {
+/** A CIDR field: parsed, its problems reported (host bits masked with a warning). */
+export function decodeCidr(ctx: DecodeContext, text: string, path: FieldPath): Cidr | undefined {
   const parsed = parseCidr(text);
   for (const problem of parsed.problems) {
     if (problem.fatal) ctx.report('CIDR_INVALID', problem.message, path);

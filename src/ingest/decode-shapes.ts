@@ -234,12 +234,14 @@ function isContainer(value: unknown): boolean {
 function isPodSpec(value: unknown): boolean {
   if (isAbsent(value)) return true;
   if (!isPlainObject(value)) return false;
-  const { containers, initContainers, hostNetwork, nodeName } = value;
+  const { containers, initContainers, hostNetwork, nodeName, serviceAccountName, serviceAccount } = value;
   return (
     isOptionalList(containers, isContainer) &&
     isOptionalList(initContainers, isContainer) &&
     (isAbsent(hostNetwork) || typeof hostNetwork === 'boolean') &&
-    isOptionalString(nodeName)
+    isOptionalString(nodeName) &&
+    isOptionalString(serviceAccountName) &&
+    isOptionalString(serviceAccount)
   );
 }
 

@@ -346,6 +346,18 @@ class JsonLocator implements Locator {
     return this.position(offset);
   }
 
+  stringCharAt(path: FieldPath, index: number): SourceLocation | undefined {
+    let offset = this.start;
+    for (const segment of path) {
+      const child = this.index(offset)?.values.get(segment);
+      if (child === undefined) return undefined;
+      offset = child;
+    }
+    if (this.text.charCodeAt(offset) !== QUOTE) return undefined;
+    // Strings on this path are plain (no escapes): the characters follow the quote one for one.
+    return this.position(offset + 1 + index);
+  }
+
   keyAt(path: FieldPath): SourceLocation {
     let offset = this.start;
     for (const segment of path.slice(0, -1)) {

@@ -9,7 +9,7 @@
  * only a file of pods comes back, in a compact form (decode-offload.ts, compact-pods.ts).
  */
 import { makeDiagnostic, sortDiagnostics, type Diagnostic } from '../model/diagnostics.ts';
-import type { RejectedPolicy, Semantics } from '../model/types.ts';
+import type { RejectedPolicy, Semantics, UnevaluatedPolicy } from '../model/types.ts';
 import { buildCluster, type IdentifiedObject } from './build-cluster.ts';
 import { decodeObject, type DecodeOptions, type DecodeOutcome } from './decode-object.ts';
 import { readDocuments } from './parse-documents.ts';
@@ -279,13 +279,35 @@ class Decoding {
     const built = buildCluster(this.decoded, this.rejected);
     this.diagnostics.addAll(built.diagnostics);
     if (semantics !== 'deferred') this.diagnostics.addAll(semanticsDiagnostics(built.cluster, semantics));
+    const diagnostics = sortDiagnostics(this.diagnostics.list());
+    const unevaluated = notEvaluated(diagnostics);
     return {
-      cluster: built.cluster,
-      diagnostics: sortDiagnostics(this.diagnostics.list()),
+      cluster: unevaluated.length > 0 ? { ...built.cluster, unevaluated } : built.cluster,
+      diagnostics,
       rawObjects: this.rawObjects,
     };
   }
 }
+
+/**
+ * What the input holds that answers leave out, from the diagnostics that say so: other engines'
+ * policy objects, and Calico's and Cilium's policies and rules Palisade cannot analyse.
+ */
+function notEvaluated(diagnostics: readonly Diagnostic[]): UnevaluatedPolicy[] {
+  return diagnostics
+    .filter((d) => NOT_EVALUATED_CODES.has(d.code))
+    .map((d) => ({
+      object: d.object ?? d.file,
+      reason: d.message,
+      location: { file: d.file, line: d.line, column: d.column },
+    }));
+}
+
+const NOT_EVALUATED_CODES: ReadonlySet<string> = new Set([
+  'POLICY_KIND_NOT_EVALUATED',
+  'POLICY_NOT_ANALYSED',
+  'RULE_NOT_ANALYSED',
+]);
 
 /** A fault of ours while reading input: what failed, the error's own words, and where. */
 function processingFailed(

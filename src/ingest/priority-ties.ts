@@ -1,18 +1,20 @@
 /**
  * Policies of one tier with the same priority whose subjects share a pod: the API says their
- * order is up to the implementation. Palisade's order is fixed (model/precedence.ts), but users
+ * order is up to the implementation. (Calico's orders are tie-broken by name, as Calico does, and
+ * Cilium's policies have no order: neither is looked at.) Palisade's order is fixed (model/precedence.ts), but users
  * should know they rely on it. Only policies that share a priority are looked at; for each, the
  * namespaces its subject can select are found once, and pods are checked only in namespaces two
  * of them share.
  */
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
-import { clusterPolicyLabel, subjectSelects } from '../model/cluster-policy.ts';
+import { clusterPolicyLabel, policyEngine, subjectSelects } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Cluster, ClusterPolicy, Endpoint } from '../model/types.ts';
 
 export function priorityTies(cluster: Cluster): Diagnostic[] {
   const groups = new Map<string, ClusterPolicy[]>();
   for (const policy of cluster.clusterPolicies) {
+    if (policyEngine(policy.kind) !== 'network-policy-api') continue;
     const key = `${policy.tier}/${policy.priority}`;
     groups.set(key, [...(groups.get(key) ?? []), policy]);
   }

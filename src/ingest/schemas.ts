@@ -92,6 +92,9 @@ export const podSpecSchema = z.looseObject({
   initContainers: z.array(containerSchema).nullish(),
   hostNetwork: z.boolean().nullish(),
   nodeName: z.string().nullish(),
+  serviceAccountName: z.string().nullish(),
+  /** The deprecated alias of serviceAccountName, still filled in by the API server. */
+  serviceAccount: z.string().nullish(),
 });
 export type RawPodSpec = z.infer<typeof podSpecSchema>;
 

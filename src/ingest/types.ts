@@ -5,11 +5,14 @@
 import type {
   Cluster,
   ClusterPolicy,
+  Labels,
+  TierSpec,
   NodeInfo,
   Diagnostic,
   Namespace,
   Endpoint,
   NetworkPolicy,
+  Service,
   SourceLocation,
   WorkloadRef,
 } from '../model/types.ts';
@@ -28,6 +31,11 @@ export interface Locator {
    * undefined for plain integers, non-numbers, and sources without text.
    */
   numberFormAt?(path: FieldPath): string | undefined;
+  /**
+   * Position of character `index` of the string at `path` (a selector's mistake), when the
+   * string is written on one line without escapes before it; else undefined.
+   */
+  stringCharAt?(path: FieldPath, index: number): SourceLocation | undefined;
 }
 
 /** One Kubernetes object as parsed, before decoding. */
@@ -51,6 +59,18 @@ export type DecodedObject =
     }
   | { readonly kind: 'NetworkPolicy'; readonly policy: NetworkPolicy }
   | { readonly kind: 'ClusterPolicy'; readonly policy: ClusterPolicy }
+  /** A Cilium policy with `specs`: one ordered policy per rule of it. */
+  | { readonly kind: 'ClusterPolicies'; readonly policies: readonly ClusterPolicy[] }
+  /** A Calico Tier. */
+  | { readonly kind: 'Tier'; readonly tier: TierSpec }
+  /** A ServiceAccount: its labels are what Calico's service-account selectors read. */
+  | {
+      readonly kind: 'ServiceAccount';
+      readonly namespace: string;
+      readonly name: string;
+      readonly labels: Labels;
+    }
+  | { readonly kind: 'Service'; readonly service: Service }
   | { readonly kind: 'Node'; readonly node: NodeInfo };
 
 /** An input file's text, with the name diagnostics should use for it. */

@@ -147,6 +147,18 @@ export class YamlLocator implements Locator {
     return this.notes.numberForms.get(pathKey(path));
   }
 
+  stringCharAt(path: FieldPath, index: number): SourceLocation | undefined {
+    const node = this.nodeAt(this.document(), path);
+    if (!isScalar(node) || typeof node.value !== 'string' || !node.range) return undefined;
+    const quoted = node.type === 'QUOTE_SINGLE' || node.type === 'QUOTE_DOUBLE';
+    if (!quoted && node.type !== 'PLAIN') return undefined;
+    const start = node.range[0] + (quoted ? 1 : 0);
+    const source = this.text.slice(this.from + start, this.from + start + index);
+    // Only where the source spells the value character for character: one line, no escapes.
+    if (source !== node.value.slice(0, index)) return undefined;
+    return this.position(this.from + start + index);
+  }
+
   private document(): Document {
     return this.cache.get(this.from, () => this.read(this.text.slice(this.from, this.to)));
   }

@@ -2,6 +2,7 @@
  * The lab's reports as text: the probed matrix per port, next to the reference evaluator's.
  */
 import type { ProbeReport, ProbeResult } from './probe.ts';
+import { countOf } from '../util/count-of.ts';
 import type { ApplyReport } from './lab.ts';
 import type { DatapathKind } from './datapath.ts';
 import type { LabPlan } from './topology.ts';
@@ -13,7 +14,7 @@ export function formatPlan(plan: LabPlan, policies: number, datapath: DatapathKi
   // nftables is the default and goes unsaid (the line predates the choice).
   const by = datapath === 'ebpf' ? ' by eBPF' : '';
   const lines = [
-    `lab ${plan.name}: ${plan.nodes.length} nodes, ${plan.pods.length} pods, ${policies} policies enforced${by}`,
+    `lab ${plan.name}: ${countOf(plan.nodes.length, 'node')}, ${countOf(plan.pods.length, 'pod')}, ${countOf(policies, 'policy', 'policies')} enforced${by}`,
   ];
   for (const node of plan.nodes) {
     lines.push(`  ${node.name} (${node.addresses.join(', ')})`);

@@ -16,6 +16,8 @@ import { rmSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
+import { manifestKind, policyEngine } from '../model/cluster-policy.ts';
+import { CLASSIFIER_ENGINE_REFUSAL } from '../datapaths/types.ts';
 import type { Cluster } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
 import { changesBetween, PolicyPipeline, type PipelineChange } from '../pipeline/index.ts';
@@ -256,7 +258,11 @@ export class Lab {
     });
     try {
       if (attach) datapath.pause();
-      const pipeline = new PolicyPipeline({ state: store, renderers: [datapath.renderer] });
+      const pipeline = new PolicyPipeline({
+        state: store,
+        renderers: [datapath.renderer],
+        allowNodeLocal: state.allowNodeLocal,
+      });
       pipeline.apply({ type: 'resync', cluster: loaded.cluster });
       const clients = podClients(state.plan, dir);
       const lab = new Lab(state, dir, options, loaded.cluster, pipeline, datapath, clients);
@@ -304,6 +310,11 @@ export class Lab {
     const previous = { state: this.state, cluster: this.cluster };
     const nextState: LabState = { ...this.state, objects: asRecorded(applied) };
     const next = loadFromObjects(nextState.objects, 'lab').cluster;
+    const engines = next.clusterPolicies.find((p) => policyEngine(p.kind) !== 'network-policy-api');
+    if (engines && this.datapath.kind === 'ebpf')
+      throw new LabError(
+        `the eBPF datapath ${CLASSIFIER_ENGINE_REFUSAL} (the input has ${manifestKind(engines.kind)} ${engines.name}); nothing was applied. The nftables datapath handles them`,
+      );
     const changes: PipelineChange[] = changesBetween(this.cluster, next);
     try {
       writeState(this.dir, nextState);

@@ -217,6 +217,56 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary:
       'policies of one tier share a priority and select common pods; the API leaves their order open (Palisade orders them by a hash of Kind/name)',
   },
+  SELECTOR_SYNTAX: {
+    severity: 'error',
+    summary:
+      "a Calico selector does not parse (located at the column of the mistake: `app = 'x'`, an unclosed string, a missing operator)",
+  },
+  SELECTOR_TOO_COMPLEX: {
+    severity: 'error',
+    summary:
+      'a Calico selector expands to more than 256 alternatives (its ||s multiplied out); split the policy',
+  },
+  TIER_UNDEFINED: {
+    severity: 'warning',
+    summary:
+      'a Calico policy names a tier the input does not define; assumed to exist with no order (after every other tier) and default action Deny',
+  },
+  TIER_ORDER_FIXED: {
+    severity: 'warning',
+    summary:
+      'a Tier object gives the default, kube-admin or kube-baseline tier another order or default action than Calico fixes; Calico’s is used',
+  },
+  RULE_INVALID: {
+    severity: 'error',
+    summary:
+      'a Calico or Cilium rule breaks its API’s validation (ports without a protocol, IPv4 and IPv6 blocks in one rule, an unknown entity, …)',
+  },
+  RULE_NOT_ANALYSED: {
+    severity: 'warning',
+    summary:
+      'part of a Calico or Cilium rule Palisade does not analyse (L7, toFQDNs, toServices, toGroups, source ports, …): the message says what is assumed instead',
+  },
+  POLICY_NOT_ANALYSED: {
+    severity: 'warning',
+    summary:
+      'a Calico or Cilium policy Palisade cannot analyse as a whole (host endpoint policy: nodeSelector, doNotTrack, preDNAT, applyOnForward); it is left out',
+  },
+  POLICY_KIND_NOT_EVALUATED: {
+    severity: 'warning',
+    summary:
+      "an object holds network policy of an engine Palisade does not evaluate (Antrea's, OVN's, Istio's AuthorizationPolicy, …); answers do not include it",
+  },
+  POLICY_ENGINES_MIXED: {
+    severity: 'warning',
+    summary:
+      'the input holds both Calico and Cilium policy; a cluster enforces one of them, Palisade evaluates both (docs/CALICO-CILIUM.md says how they combine)',
+  },
+  SELECTOR_KEY_IGNORED: {
+    severity: 'warning',
+    summary:
+      'a selector names a label its policy kind ignores (io.cilium.k8s.namespace.labels in a CiliumNetworkPolicy); it is left out, as Cilium does',
+  },
 } as const satisfies Record<string, { severity: Severity; summary: string }>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CATALOGUE;

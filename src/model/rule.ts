@@ -11,7 +11,12 @@ import type { Protocol } from './types.ts';
 export type NetRef =
   | { readonly kind: 'any' }
   | { readonly kind: 'cidr'; readonly cidr: Cidr }
-  | { readonly kind: 'group'; readonly group: string };
+  | { readonly kind: 'group'; readonly group: string }
+  /**
+   * The addresses of `cidr` no pod has — `pods` is the group of every pod (node addresses are
+   * left out of `cidr` when the rule is compiled): Cilium's `world` and CIDR rules.
+   */
+  | { readonly kind: 'outside'; readonly cidr: Cidr; readonly pods: string };
 
 /** `pass` (ordered cluster policy only): leave this tier, go on to NetworkPolicy or the default. */
 export type RuleAction = 'permit' | 'deny' | 'pass';
@@ -50,6 +55,8 @@ export function netText(net: NetRef): string {
       return net.cidr.text;
     case 'group':
       return `group:${net.group}`;
+    case 'outside':
+      return `outside:${net.cidr.text}`;
   }
 }
 
@@ -73,6 +80,8 @@ function netRank(net: NetRef): [number, number, string] {
       return [familyBits(net.cidr.family) - net.cidr.prefix, 0, cidrSortText(net.cidr)];
     case 'group':
       return [0, 1, net.group];
+    case 'outside':
+      return [familyBits(net.cidr.family) - net.cidr.prefix, 2, cidrSortText(net.cidr)];
     case 'any':
       return [129, 0, ''];
   }

@@ -1,17 +1,31 @@
 /**
  * Label selectors in canonical form. matchLabels are folded into `In` requirements, requirements
  * are sorted and de-duplicated, and the canonical `key` string identifies equal selectors — the
- * state layer indexes selectors by it.
+ * state layer indexes selectors by it. Besides Kubernetes' four operators, Calico's selector
+ * language has substring matches (`k starts with 's'`, `ends with`, `contains`) and their
+ * negations; Calico selectors are turned into disjunctions of these conjunctions at ingest.
  */
 import type { Labels } from './basics.ts';
 import { exactArray } from '../util/exact-array.ts';
 
-export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+export type SelectorOperator =
+  | 'In'
+  | 'NotIn'
+  | 'Exists'
+  | 'DoesNotExist'
+  /** Calico's `k starts with 's'`: the label exists and its value starts with `values[0]`. */
+  | 'StartsWith'
+  | 'EndsWith'
+  | 'Contains'
+  /** The negation of StartsWith: the label is absent, or its value does not start with `values[0]`. */
+  | 'NotStartsWith'
+  | 'NotEndsWith'
+  | 'NotContains';
 
 export interface LabelRequirement {
   readonly key: string;
   readonly operator: SelectorOperator;
-  /** Sorted and unique; empty for Exists and DoesNotExist. */
+  /** Sorted and unique; empty for Exists and DoesNotExist; one substring for the substring operators. */
   readonly values: readonly string[];
 }
 
@@ -22,7 +36,28 @@ export interface LabelSelector {
   readonly key: string;
 }
 
-const OPERATOR_ORDER: Record<SelectorOperator, number> = { In: 0, NotIn: 1, Exists: 2, DoesNotExist: 3 };
+const OPERATOR_ORDER: Record<SelectorOperator, number> = {
+  In: 0,
+  NotIn: 1,
+  Exists: 2,
+  DoesNotExist: 3,
+  StartsWith: 4,
+  EndsWith: 5,
+  Contains: 6,
+  NotStartsWith: 7,
+  NotEndsWith: 8,
+  NotContains: 9,
+};
+
+/** How the substring operators read in a selector's text (Calico's words). */
+const SUBSTRING_WORDS: Partial<Record<SelectorOperator, string>> = {
+  StartsWith: 'starts with',
+  EndsWith: 'ends with',
+  Contains: 'contains',
+  NotStartsWith: 'not starts with',
+  NotEndsWith: 'not ends with',
+  NotContains: 'not contains',
+};
 
 function requirementText(r: LabelRequirement): string {
   switch (r.operator) {
@@ -34,6 +69,8 @@ function requirementText(r: LabelRequirement): string {
       return r.key;
     case 'DoesNotExist':
       return `!${r.key}`;
+    default:
+      return `${r.key} ${SUBSTRING_WORDS[r.operator] ?? r.operator} ${JSON.stringify(r.values[0] ?? '')}`;
   }
 }
 
@@ -85,9 +122,23 @@ export function selectorMatches(selector: LabelSelector, labels: Labels): boolea
       case 'DoesNotExist':
         if (has) return false;
         break;
+      default:
+        if (substringMatches(r.operator, r.values[0] ?? '', value) !== isPositive(r.operator)) return false;
     }
   }
   return true;
+}
+
+function isPositive(operator: SelectorOperator): boolean {
+  return operator === 'StartsWith' || operator === 'EndsWith' || operator === 'Contains';
+}
+
+/** Whether the label value has the substring the operator asks about (an absent label has none). */
+function substringMatches(operator: SelectorOperator, text: string, value: string | undefined): boolean {
+  if (value === undefined) return false;
+  if (operator === 'StartsWith' || operator === 'NotStartsWith') return value.startsWith(text);
+  if (operator === 'EndsWith' || operator === 'NotEndsWith') return value.endsWith(text);
+  return value.includes(text);
 }
 
 /** kubectl-style text (`app=web,tier in (a,b)`); `(all)` for the empty selector. */

@@ -80,6 +80,8 @@ export interface Endpoint {
   readonly node?: string;
   /** The owning workload (same namespace); absent for a pod no workload owns. */
   readonly workload?: WorkloadRef;
+  /** `spec.serviceAccountName` (Kubernetes defaults it to `default`); Calico and Cilium select by it. */
+  readonly serviceAccount?: string;
   readonly location?: SourceLocation;
 }
 
@@ -161,6 +163,29 @@ export interface RejectedPolicy {
   readonly location?: SourceLocation;
 }
 
+/** One port of a Service: what clients connect to (`port`) and where the backend listens (`targetPort`). */
+export interface ServicePort {
+  readonly name?: string;
+  readonly protocol: Protocol;
+  readonly port: number;
+  /** A number, or the name of a container port of each backend (resolved per pod). */
+  readonly targetPort: number | string;
+}
+
+/**
+ * A Service: a name for the pods its selector matches in its namespace (its backends) and the
+ * ports it maps to theirs. Policy never names Services — it sees the backend pods and their
+ * target ports — so `check --to ns/name[Service]` answers for those.
+ */
+export interface Service {
+  readonly namespace: string;
+  readonly name: string;
+  /** Absent: the Service has no selector (its endpoints are managed by hand; Palisade does not read them). */
+  readonly selector?: Labels;
+  readonly ports: readonly ServicePort[];
+  readonly location?: SourceLocation;
+}
+
 /** A complete, validated snapshot of what policy analysis needs. */
 export interface Cluster {
   readonly namespaces: ReadonlyMap<string, Namespace>;
@@ -171,6 +196,23 @@ export interface Cluster {
   readonly nodes: ReadonlyMap<string, NodeInfo>;
   /** NetworkPolicies dropped as invalid (from files; absent when none or not tracked). */
   readonly rejectedPolicies?: readonly RejectedPolicy[];
+  /** Objects holding network policy Palisade does not evaluate (absent when none): never silent. */
+  readonly unevaluated?: readonly UnevaluatedPolicy[];
+  /** Services, by namespace and name (absent when none). */
+  readonly services?: readonly Service[];
+}
+
+/**
+ * An object that holds network policy of an engine Palisade does not evaluate (Antrea's, OVN's,
+ * Istio's AuthorizationPolicy…), or a Calico or Cilium policy (or one of its rules) whose meaning
+ * Palisade cannot analyse: answers say the input holds it.
+ */
+export interface UnevaluatedPolicy {
+  /** `Kind ns/name` as the input spells it. */
+  readonly object: string;
+  /** What is not evaluated and what is assumed instead (the diagnostic's message). */
+  readonly reason: string;
+  readonly location?: SourceLocation;
 }
 
 export function policyKey(policy: Pick<NetworkPolicy, 'namespace' | 'name'>): string {

@@ -22,6 +22,8 @@ export interface CompileRequest {
   readonly node?: string;
   /** The renderers, made over the store the pipeline will use. */
   readonly renderers?: (store: CompilingStore) => readonly Renderer[];
+  /** NetworkPolicy lets an isolated pod talk with its own node (default true). */
+  readonly allowNodeLocal?: boolean;
 }
 
 /** A pipeline over a fresh store, resynced to `cluster`. */
@@ -32,6 +34,7 @@ export function compileCluster(cluster: Cluster, request: CompileRequest = {}): 
     state,
     renderers,
     ...(request.node !== undefined ? { node: request.node } : {}),
+    ...(request.allowNodeLocal !== undefined ? { allowNodeLocal: request.allowNodeLocal } : {}),
   });
   pipeline.apply({ type: 'resync', cluster });
   return pipeline;
@@ -56,6 +59,9 @@ export function buildTarget<Output>(
   };
   const pipeline = compileCluster(cluster, {
     ...(target.capabilities.scope === 'node' && request.node !== undefined ? { node: request.node } : {}),
+    ...(request.options?.allowNodeLocal !== undefined
+      ? { allowNodeLocal: request.options.allowNodeLocal }
+      : {}),
     renderers: (store) => {
       instance = target.create(store, context);
       return [instance.renderer];

@@ -17,6 +17,8 @@ export interface PipelineOptions {
   readonly renderers?: readonly Renderer[];
   /** The store to use (renderers that resolve groups need it before the pipeline exists). */
   readonly state?: ClusterState;
+  /** NetworkPolicy lets an isolated pod talk with its own node (default true; see ConfiguratorOptions). */
+  readonly allowNodeLocal?: boolean;
 }
 
 export class PolicyPipeline {
@@ -31,7 +33,10 @@ export class PolicyPipeline {
 
   constructor(private readonly options: PipelineOptions = {}) {
     this.state = options.state ?? new ClusterState();
-    this.configurator = new Configurator(this.state);
+    this.configurator = new Configurator(
+      this.state,
+      options.allowNodeLocal !== undefined ? { allowNodeLocal: options.allowNodeLocal } : {},
+    );
     this.renderers = options.renderers ?? [];
     this.compiles = this.renderers.length === 0 || this.renderers.some((r) => r.reads === 'tables');
   }

@@ -82,11 +82,15 @@ function pruneTemplate(template: Json): Json {
   return out;
 }
 
-/** Node, host network and every container's ports (containers kept, in order, so field paths stay). */
+/**
+ * Node, host network, service account (Calico's and Cilium's selectors read it) and every
+ * container's ports (containers kept, in order, so field paths stay).
+ */
 function prunePodSpec(spec: Json): Json {
   const out: Json = {};
   if (spec.nodeName !== undefined) out.nodeName = spec.nodeName;
   if (spec.hostNetwork !== undefined) out.hostNetwork = spec.hostNetwork;
+  if (spec.serviceAccountName !== undefined) out.serviceAccountName = spec.serviceAccountName;
   for (const field of ['containers', 'initContainers'] as const) {
     const containers = spec[field];
     if (!Array.isArray(containers)) {

@@ -1,15 +1,34 @@
 /**
  * Which ports and protocols one endpoint may use to reach another: the same walk as the
- * evaluator, over port sets instead of one port. Per side: the Admin tier's rules in order carve
- * the ports still undecided into allowed, denied and passed; what is left (plus what passed) goes
- * to NetworkPolicy, which decides all of it for an isolated pod; otherwise the Baseline tier
- * carves again, and what nobody decided is allowed. Then egress ∩ ingress, for every common
- * address family.
+ * evaluator, over port sets instead of one port. Per side, tier by tier: a tier's rules in order
+ * carve the ports still undecided into allowed, denied and passed; what is left (plus what
+ * passed) goes on — unless the tier holds the pod (a Calico tier's default deny), when only what
+ * passed does. NetworkPolicy decides all of it for a pod it isolates (and in the default tier
+ * with Calico's or Cilium's policies, its entries carve in Calico's order: default-tier.ts);
+ * what nobody decided is allowed. Then egress ∩ ingress, for every common address family.
  */
 import type { IpFamily } from '../net/ip.ts';
-import type { Endpoint, NetworkPolicy, PolicyPort, Semantics, Tier } from '../model/types.ts';
+import { DEFAULT_TIER } from '../model/cluster-policy.ts';
+import type {
+  ClusterPolicy,
+  ClusterRule,
+  Endpoint,
+  NetworkPolicy,
+  PolicyPort,
+  Semantics,
+  Tier,
+} from '../model/types.ts';
 import { connectionFamilies } from './evaluate.ts';
-import { listMatchesAll, peerMatches, resolveNamedPort, type ClusterIndex } from './match.ts';
+import { isOwnNode, listMatchesAll, peerMatches, resolveNamedPort, type ClusterIndex } from './match.ts';
+import { tierPlan } from './tier-plan.ts';
+import { tierHolds } from './tiers.ts';
+import {
+  ciliumRules,
+  defaultTierEntries,
+  defaultTierIsolates,
+  defaultTierMembers,
+  type DefaultTierMembers,
+} from './default-tier.ts';
 import {
   ALL_PORTS,
   containsPorts,
@@ -58,23 +77,101 @@ export function sidePorts(
   const gate = subjectGate(subject);
   if (gate.open) return ALL_PORTS;
   const endpoint = gate.endpoint;
-  const admin = carveTier(index, 'Admin', endpoint, direction, other, dst, family, ALL_PORTS);
-  // No Admin policy selects the endpoint: every port goes on, undecided (the common case).
-  const undecided = admin ? unionPorts(admin.remaining, admin.passed) : ALL_PORTS;
-  const adminAllowed = admin?.allowed ?? EMPTY_PORTS;
-  const np = networkPolicyGate(index, endpoint, other, direction, options);
-  if (np.open && np.final) return unionPorts(adminAllowed, undecided);
-  if (!np.open) {
-    const npAllowed = networkPolicyPorts(index, np.policies, direction, other, dst, family, options);
-    return unionPorts(adminAllowed, intersectPorts(npAllowed, undecided));
+  const semantics: Semantics = options.semantics ?? 'v1';
+  let undecided = ALL_PORTS;
+  let allowed = EMPTY_PORTS;
+  for (const tier of tierPlan(index.cluster)) {
+    if (isNoPorts(undecided)) return allowed;
+    if (tier.name !== DEFAULT_TIER) {
+      // No policy of the tier selects the endpoint: every port stays undecided (the common case).
+      const carved = carveTier(index, tier.name, endpoint, direction, other, dst, family, undecided);
+      if (!carved) continue;
+      allowed = unionPorts(allowed, carved.allowed);
+      undecided = tierHolds(tier, carved.policies, direction)
+        ? carved.passed
+        : unionPorts(carved.remaining, carved.passed);
+      continue;
+    }
+    const members =
+      semantics === 'v1' ? defaultTierMembers(index, endpoint, direction, semantics) : undefined;
+    if (members) {
+      const carved = carveDefaultTier(
+        index,
+        members,
+        endpoint,
+        direction,
+        other,
+        dst,
+        family,
+        options,
+        undecided,
+      );
+      allowed = unionPorts(allowed, carved.allowed);
+      undecided = carved.onward;
+      continue;
+    }
+    const np = networkPolicyGate(index, endpoint, other, direction, options);
+    if (np.open && np.final) return unionPorts(allowed, undecided);
+    if (!np.open) {
+      const npAllowed = networkPolicyPorts(index, np.policies, direction, other, dst, family, options);
+      return unionPorts(allowed, intersectPorts(npAllowed, undecided));
+    }
   }
-  const baseline = carveTier(index, 'Baseline', endpoint, direction, other, dst, family, undecided);
-  if (!baseline) return unionPorts(adminAllowed, undecided);
-  // Passing the Baseline tier, or matching nothing there, ends in the default: allowed.
-  return unionPorts(
-    adminAllowed,
-    unionPorts(baseline.allowed, unionPorts(baseline.remaining, baseline.passed)),
-  );
+  // What no tier decided ends in the default: allowed.
+  return unionPorts(allowed, undecided);
+}
+
+/**
+ * The default tier with Calico's or Cilium's policies in it: its entries carve the undecided
+ * ports in Calico's order (default-tier.ts); `onward` is what goes to the next tier — what passed,
+ * and what no rule matched unless the tier holds the pod.
+ */
+function carveDefaultTier(
+  index: ClusterIndex,
+  members: DefaultTierMembers,
+  endpoint: Endpoint,
+  direction: 'egress' | 'ingress',
+  other: Address,
+  dst: Address,
+  family: IpFamily | undefined,
+  options: EvaluateOptions,
+  undecided: PortSet,
+): { allowed: PortSet; onward: PortSet } {
+  let remaining = undecided;
+  let allowed = EMPTY_PORTS;
+  let passed = EMPTY_PORTS;
+  const isolated = defaultTierIsolates(members, direction);
+  const apply = (rule: ClusterRule): void => {
+    if (isNoPorts(remaining)) return;
+    if (rule.failClosed) {
+      if (rule.action !== 'allow') remaining = EMPTY_PORTS;
+      return;
+    }
+    if (matchingPeer(index, rule, endpoint, other, family) < 0) return;
+    const matched = intersectPorts(remaining, clusterRulePorts(rule, dst));
+    if (rule.action === 'allow') allowed = unionPorts(allowed, matched);
+    else if (rule.action === 'pass') passed = unionPorts(passed, matched);
+    remaining = subtractPorts(remaining, matched);
+  };
+  for (const entry of defaultTierEntries(members)) {
+    if (entry.kind === 'calico') for (const rule of entry.policy[direction]) apply(rule);
+    else if (entry.kind === 'networkPolicies') {
+      const ports = intersectPorts(
+        remaining,
+        networkPolicyPorts(index, entry.policies, direction, other, dst, family, options),
+      );
+      allowed = unionPorts(allowed, ports);
+      remaining = subtractPorts(remaining, ports);
+    } else {
+      for (const { rule } of ciliumRules(members, direction, 'deny')) apply(rule);
+      if (isolated && (options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other)) {
+        allowed = unionPorts(allowed, remaining);
+        remaining = EMPTY_PORTS;
+      }
+      for (const { rule } of ciliumRules(members, direction, 'allow')) apply(rule);
+    }
+  }
+  return { allowed, onward: isolated ? passed : unionPorts(passed, remaining) };
 }
 
 interface Carved {
@@ -82,6 +179,8 @@ interface Carved {
   readonly passed: PortSet;
   /** Ports no rule of the tier matched. */
   readonly remaining: PortSet;
+  /** The tier's policies selecting the endpoint. */
+  readonly policies: readonly ClusterPolicy[];
 }
 
 /**
@@ -105,7 +204,7 @@ function carveTier(
   let passed = EMPTY_PORTS;
   for (const policy of policies) {
     for (const rule of policy[direction]) {
-      if (isNoPorts(remaining)) return { allowed, passed, remaining };
+      if (isNoPorts(remaining)) return { allowed, passed, remaining, policies };
       if (rule.failClosed) {
         if (rule.action !== 'allow') remaining = EMPTY_PORTS;
         continue;
@@ -117,7 +216,7 @@ function carveTier(
       remaining = subtractPorts(remaining, matched);
     }
   }
-  return { allowed, passed, remaining };
+  return { allowed, passed, remaining, policies };
 }
 
 /** The union of the ports every matching NetworkPolicy rule allows. */

@@ -5,7 +5,7 @@
  */
 import { cidrContains, type IpFamily } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { namedPortTargets, namespaceMatches, subjectSelects } from '../model/cluster-policy.ts';
+import { namedPortTargets, namespaceMatches, policyApplies, policySelects } from '../model/cluster-policy.ts';
 import type {
   ClusterPeer,
   ClusterPolicy,
@@ -16,10 +16,13 @@ import type {
   Tier,
 } from '../model/types.ts';
 import { MAX_PORT, MIN_PORT, portSetOf, ALL_PORTS, type PortSet } from '../model/port-set.ts';
-import { addressIp, memoizedSelection, type ClusterIndex } from './match.ts';
+import { addressIp, isClusterAddress, isOwnNode, memoizedSelection, type ClusterIndex } from './match.ts';
 import type { Address } from './types.ts';
 
-/** Policies of one tier that select the endpoint and have rules for the direction, in precedence order. */
+/**
+ * Policies of one tier that select the endpoint and have rules for the direction (or hold it to
+ * the tier there: Calico's `types`, Cilium's default deny), in precedence order.
+ */
 export function selectingClusterPolicies(
   index: ClusterIndex,
   endpoint: Endpoint,
@@ -32,8 +35,8 @@ export function selectingClusterPolicies(
     return index.cluster.clusterPolicies.filter(
       (policy) =>
         policy.tier === tier &&
-        policy[direction].length > 0 &&
-        subjectSelects(policy.subject, namespaceLabels, endpoint),
+        policyApplies(policy, direction) &&
+        policySelects(policy, namespaceLabels, endpoint),
     );
   });
 }
@@ -74,11 +77,21 @@ export function clusterPeerMatches(
     case 'nodes': {
       const ip = addressIp(other, family);
       if (!ip) return false;
+      const own = peer.only !== undefined && isOwnNode(index, subject, other);
+      if ((peer.only === 'own' && !own) || (peer.only === 'others' && own)) return false;
       for (const node of index.cluster.nodes.values()) {
         if (!node.addresses.some((a) => a.family === ip.family && a.value === ip.value)) continue;
         if (selectorMatches(peer.selector, node.labels)) return true;
       }
       return false;
+    }
+    case 'outside': {
+      // Only what lies outside the cluster: no pod's address (of either kind), no node's.
+      if (other.kind === 'endpoint') return false;
+      const ip = addressIp(other, family);
+      return (
+        ip !== undefined && !isClusterAddress(index, ip) && peer.cidrs.some((cidr) => cidrContains(cidr, ip))
+      );
     }
     case 'domainNames':
       return (
@@ -115,7 +128,9 @@ export function clusterPortMatches(
   port: number,
 ): boolean {
   if (entry.type === 'named')
-    return namedPortsOf(destination, entry.name).some((p) => p.protocol === protocol && p.port === port);
+    return namedPortsOf(destination, entry.name, entry.protocol).some(
+      (p) => p.protocol === protocol && p.port === port,
+    );
   if (entry.protocol !== protocol) return false;
   if (entry.port === undefined) return true;
   return port >= entry.port && port <= (entry.endPort ?? entry.port);
@@ -127,7 +142,7 @@ export function clusterRulePorts(rule: ClusterRule, destination: Address): PortS
   return portSetOf(
     rule.ports.flatMap((entry) => {
       if (entry.type === 'named') {
-        return namedPortsOf(destination, entry.name).map((p) => ({
+        return namedPortsOf(destination, entry.name, entry.protocol).map((p) => ({
           protocol: p.protocol,
           from: p.port,
           to: p.port,
@@ -140,8 +155,16 @@ export function clusterRulePorts(rule: ClusterRule, destination: Address): PortS
   );
 }
 
-/** A named port is looked up by name only: it means whatever protocol the container declares. */
-function namedPortsOf(destination: Address, name: string): readonly { protocol: Protocol; port: number }[] {
-  if (destination.kind !== 'endpoint') return [];
-  return namedPortTargets(destination.endpoint.ports, name);
+/**
+ * A named port is looked up by name: it means whatever protocol the container declares (or, when
+ * the rule names one, that protocol only). Never on a host-network pod: its ports are the host's
+ * (pods peers never select one; Calico and Cilium resolve named ports on their endpoints only).
+ */
+function namedPortsOf(
+  destination: Address,
+  name: string,
+  protocol?: Protocol,
+): readonly { protocol: Protocol; port: number }[] {
+  if (destination.kind !== 'endpoint' || destination.endpoint.hostNetwork) return [];
+  return namedPortTargets(destination.endpoint.ports, name, protocol);
 }

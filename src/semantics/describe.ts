@@ -2,7 +2,7 @@
  * Plain-words descriptions of peers, ports and addresses, shared by verdict reasons and `explain`.
  */
 import { formatIp } from '../net/ip.ts';
-import { selectorText } from '../model/selector.ts';
+import { selectorText, type LabelSelector } from '../model/selector.ts';
 import type { ClusterPeer, ClusterRule, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
 import type { Address } from './types.ts';
 import { noteExplanation } from './explanation-meter.ts';
@@ -62,11 +62,18 @@ export function describeClusterRule(rule: ClusterRule, direction: 'ingress' | 'e
   noteExplanation();
   const word = direction === 'ingress' ? 'from' : 'to';
   if (rule.failClosed) return `${rule.action} (a peer Palisade cannot read: fails closed)`;
-  const peers = rule.peers.map(describeClusterPeer).join(' or ');
-  const ports = rule.ports
-    ? `on ${rule.ports.map((p) => (p.type === 'named' ? `named port ${p.name}` : describePort(p))).join(', ')}`
-    : 'on any port';
+  const peers = rule.peers.length > 0 ? rule.peers.map(describeClusterPeer).join(' or ') : 'nowhere';
+  const ports = !rule.ports
+    ? 'on any port'
+    : rule.ports.length === 0
+      ? 'on no TCP, UDP or SCTP port'
+      : `on ${rule.ports.map((p) => (p.type === 'named' ? `named port ${p.protocol ? `${p.protocol} ` : ''}${p.name}` : describePort(p))).join(', ')}`;
   return `${rule.action} ${word} ${peers} ${ports}`;
+}
+
+/** Whether the blocks are every address of both families (a rule with no address condition). */
+export function isEverywhere(cidrs: readonly { readonly prefix: number }[]): boolean {
+  return cidrs.length === 2 && cidrs.every((c) => c.prefix === 0);
 }
 
 export function describeClusterPeer(peer: ClusterPeer): string {
@@ -76,17 +83,32 @@ export function describeClusterPeer(peer: ClusterPeer): string {
       const ns = peer.namespaces.selector
         ? peer.namespaces.selector.key === ''
           ? 'all namespaces'
-          : `namespaces ${selectorText(peer.namespaces.selector)}`
+          : (oneNamespace(peer.namespaces.selector) ?? `namespaces ${selectorText(peer.namespaces.selector)}`)
         : peer.namespaces.sameLabels
           ? `namespaces sharing ${peer.namespaces.sameLabels.join(', ')} with the subject's`
           : `namespaces differing in ${(peer.namespaces.notSameLabels ?? []).join(', ')} from the subject's`;
       return peer.podSelector ? `pods ${selectorText(peer.podSelector)} in ${ns}` : ns;
     }
-    case 'nodes':
+    case 'nodes': {
+      const which = peer.only === 'own' ? "the pod's own node" : peer.only === 'others' ? 'other nodes' : '';
+      if (which) return peer.selector.key === '' ? which : `${which} ${selectorText(peer.selector)}`;
       return peer.selector.key === '' ? 'all nodes' : `nodes ${selectorText(peer.selector)}`;
+    }
     case 'networks':
-      return peer.cidrs.map((c) => c.text).join(', ');
+      return isEverywhere(peer.cidrs) ? 'anywhere' : peer.cidrs.map((c) => c.text).join(', ');
+    case 'outside':
+      return isEverywhere(peer.cidrs)
+        ? 'outside the cluster'
+        : `${peer.cidrs.map((c) => c.text).join(', ')} outside the cluster`;
     case 'domainNames':
       return peer.names.join(', ');
   }
+}
+
+/** `namespace shop` for a selector of exactly one namespace by name (Calico's and Cilium's own namespace). */
+function oneNamespace(selector: LabelSelector): string | undefined {
+  const [only, ...rest] = selector.requirements;
+  if (!only || rest.length > 0 || only.key !== 'kubernetes.io/metadata.name' || only.operator !== 'In')
+    return undefined;
+  return only.values.length === 1 ? `namespace ${only.values[0]}` : undefined;
 }

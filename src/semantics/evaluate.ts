@@ -4,19 +4,30 @@
  * peer and port match — and records why. It favours being obviously right over being fast.
  */
 import type { IpFamily } from '../net/ip.ts';
-import type { NetworkPolicy, PolicyRule, Semantics } from '../model/types.ts';
+import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER } from '../model/cluster-policy.ts';
+import type { Semantics } from '../model/types.ts';
 import { policyKey } from '../model/types.ts';
-import { describeAddress, describeRule } from './describe.ts';
+import { describeAddress } from './describe.ts';
 import { noteExplanation } from './explanation-meter.ts';
-import { listMatchesAll, peerMatches, portMatches, type ClusterIndex } from './match.ts';
-import { gateReason, networkPolicyGate, subjectGate, type OpenGate } from './side-gate.ts';
+import type { ClusterIndex } from './match.ts';
+import { checkPolicy, policyAllows } from './np-rules.ts';
+import {
+  gateReason,
+  networkPolicyGate,
+  subjectGate,
+  type NetworkPolicyGate,
+  type OpenGate,
+} from './side-gate.ts';
 import { tierOutcome, walkTier } from './tiers.ts';
+import { tierPlan } from './tier-plan.ts';
+import { defaultTierMembers, defaultTierOutcome, walkDefaultTier } from './default-tier.ts';
 import type {
   Address,
   Connection,
   EvaluateOptions,
   RuleMatch,
   RuleMiss,
+  SideStatus,
   SideVerdict,
   TierStep,
   Verdict,
@@ -93,20 +104,28 @@ function sideAllowed(
   const gate = subjectGate(direction === 'egress' ? connection.src : connection.dst);
   if (gate.open) return true;
   const { endpoint } = gate;
-  const admin = tierOutcome(index, 'Admin', endpoint, direction, connection, family);
-  if (admin === 'allow' || admin === 'deny') return admin === 'allow';
-  const np = networkPolicyGate(index, endpoint, other, direction, options);
-  if (!np.open) {
-    const semantics: Semantics = options.semantics ?? 'v1';
-    return np.policies.some((policy) =>
-      (direction === 'ingress' ? policy.ingress : policy.egress).some(
-        (rule) =>
-          ruleMatch(index, rule, policy.namespace, connection, other, family, semantics) !== undefined,
-      ),
-    );
+  const semantics: Semantics = options.semantics ?? 'v1';
+  for (const tier of tierPlan(index.cluster)) {
+    if (tier.name !== DEFAULT_TIER) {
+      const outcome = tierOutcome(index, tier, endpoint, direction, connection, family);
+      if (outcome === 'allow' || outcome === 'deny') return outcome === 'allow';
+      continue;
+    }
+    const members =
+      semantics === 'v1' ? defaultTierMembers(index, endpoint, direction, semantics) : undefined;
+    if (members) {
+      const outcome = defaultTierOutcome(index, members, endpoint, direction, connection, family, options);
+      if (outcome !== 'continue') return outcome === 'allow';
+      continue;
+    }
+    const np = networkPolicyGate(index, endpoint, other, direction, options);
+    if (!np.open)
+      return np.policies.some((policy) =>
+        policyAllows(index, policy, connection, direction, other, family, semantics),
+      );
+    if (np.final) return true;
   }
-  if (np.final) return true;
-  return tierOutcome(index, 'Baseline', endpoint, direction, connection, family) !== 'deny';
+  return true;
 }
 
 /**
@@ -157,57 +176,92 @@ function evaluateSide(
   if (gate.open) return openSide(direction, gate, subject, []);
   const { endpoint } = gate;
   const walk: TierStep[] = [];
-  const admin = walkTier(index, 'Admin', endpoint, direction, connection, family);
-  walk.push(admin);
-  if (admin.outcome === 'allow' || admin.outcome === 'deny') {
-    return tierDecided(direction, endpoint.id, admin, walk, other, connection);
-  }
-  const np = networkPolicyGate(index, endpoint, other, direction, options);
-  if (!np.open) {
-    const matches: RuleMatch[] = [];
-    const misses: RuleMiss[] = [];
-    for (const policy of np.policies)
-      checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
-    const names = np.policies.map(policyKey);
-    const allowed = matches.length > 0;
-    const first = matches[0];
-    walk.push({
-      tier: 'NetworkPolicy',
-      outcome: allowed ? 'allow' : 'deny',
-      ...(first ? { policy: first.policy, rule: first.rule } : {}),
-      policies: names,
-    });
-    const isolatedBy =
-      names.length > 0
-        ? `isolated for ${direction} by ${names.join(', ')}`
-        : `isolated by its namespace's DefaultDeny`;
-    return {
-      direction,
-      endpoint: endpoint.id,
-      status: allowed ? 'allowed-by-rule' : 'no-rule-matched',
-      allowed,
-      isolated: true,
-      policies: names,
-      matches,
-      misses,
-      walk,
-      reason: first
-        ? `allowed by ${first.policy} ${direction}[${first.rule}]`
-        : `${endpoint.id} is ${isolatedBy}, and no rule allows ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
-    };
-  }
-  if (np.final) {
-    walk.push({ tier: 'NetworkPolicy', outcome: 'allow', policies: [] });
-    return openSide(direction, np, subject, walk);
-  }
-  walk.push({ tier: 'NetworkPolicy', outcome: 'not-isolated', policies: [] });
-  const baseline = walkTier(index, 'Baseline', endpoint, direction, connection, family);
-  walk.push(baseline);
-  if (baseline.outcome === 'allow' || baseline.outcome === 'deny') {
-    return tierDecided(direction, endpoint.id, baseline, walk, other, connection);
+  let openGate: OpenGate = { open: true, status: 'not-isolated', endpoint };
+  for (const tier of tierPlan(index.cluster)) {
+    if (tier.name !== DEFAULT_TIER) {
+      const step = walkTier(index, tier, endpoint, direction, connection, family);
+      if (!step) continue;
+      walk.push(step);
+      if (step.outcome === 'allow' || step.outcome === 'deny')
+        return tierDecided(direction, endpoint.id, step, walk, other, connection);
+      continue;
+    }
+    const members =
+      semantics === 'v1' ? defaultTierMembers(index, endpoint, direction, semantics) : undefined;
+    if (members) {
+      const result = walkDefaultTier(index, members, endpoint, direction, connection, family, options);
+      walk.push(result.step);
+      if (!result.decided) continue;
+      return {
+        direction,
+        endpoint: endpoint.id,
+        status: result.status,
+        allowed: result.allowed,
+        isolated: result.status !== 'node-local',
+        policies: result.policies,
+        matches: result.matches,
+        misses: result.misses,
+        walk,
+        reason: result.reason,
+      };
+    }
+    const np = networkPolicyGate(index, endpoint, other, direction, options);
+    if (!np.open)
+      return networkPolicyDecided(index, np, connection, direction, other, family, semantics, walk);
+    if (np.final) {
+      walk.push({ tier: 'NetworkPolicy', outcome: 'allow', policies: [] });
+      return openSide(direction, np, subject, walk);
+    }
+    walk.push({ tier: 'NetworkPolicy', outcome: 'not-isolated', policies: [] });
+    openGate = np;
   }
   walk.push({ tier: 'Default', outcome: 'allow', policies: [] });
-  return openSide(direction, np, subject, walk);
+  return openSide(direction, openGate, subject, walk);
+}
+
+/** A pod NetworkPolicy isolates, decided by its NetworkPolicies' rules. */
+function networkPolicyDecided(
+  index: ClusterIndex,
+  np: Extract<NetworkPolicyGate, { open: false }>,
+  connection: Connection,
+  direction: 'egress' | 'ingress',
+  other: Address,
+  family: IpFamily | undefined,
+  semantics: Semantics,
+  walk: TierStep[],
+): SideVerdict {
+  const { endpoint } = np;
+  const matches: RuleMatch[] = [];
+  const misses: RuleMiss[] = [];
+  for (const policy of np.policies)
+    checkPolicy(index, policy, connection, direction, other, family, semantics, matches, misses);
+  const names = np.policies.map(policyKey);
+  const allowed = matches.length > 0;
+  const first = matches[0];
+  walk.push({
+    tier: 'NetworkPolicy',
+    outcome: allowed ? 'allow' : 'deny',
+    ...(first ? { policy: first.policy, rule: first.rule } : {}),
+    policies: names,
+  });
+  const isolatedBy =
+    names.length > 0
+      ? `isolated for ${direction} by ${names.join(', ')}`
+      : `isolated by its namespace's DefaultDeny`;
+  return {
+    direction,
+    endpoint: endpoint.id,
+    status: allowed ? 'allowed-by-rule' : 'no-rule-matched',
+    allowed,
+    isolated: true,
+    policies: names,
+    matches,
+    misses,
+    walk,
+    reason: first
+      ? `allowed by ${first.policy} ${direction}[${first.rule}]`
+      : `${endpoint.id} is ${isolatedBy}, and no rule allows ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
+  };
 }
 
 /** A side no rule decided: open by status (outside, host network, not isolated…), allowed. */
@@ -231,7 +285,7 @@ function openSide(
   };
 }
 
-/** A side decided by an Admin or Baseline rule. */
+/** A side decided by a rule of a tier other than NetworkPolicy's (or by the end of a Calico tier). */
 function tierDecided(
   direction: 'egress' | 'ingress',
   endpoint: string,
@@ -241,86 +295,38 @@ function tierDecided(
   connection: Connection,
 ): SideVerdict {
   const allowed = step.outcome === 'allow';
-  const tier = step.tier === 'Admin' ? 'admin' : 'baseline';
-  const rule = `${step.policy} ${direction}[${step.rule}]${step.ruleName ? ` "${step.ruleName}"` : ''}`;
+  const word = allowed ? 'allowed' : 'denied';
+  const builtIn = step.tier === ADMIN_TIER || step.tier === BASELINE_TIER;
+  const status: SideStatus = builtIn
+    ? `${word}-by-${step.tier === ADMIN_TIER ? 'admin' : 'baseline'}`
+    : `${word}-by-tier`;
+  const on = `for ${describeAddress(other)} on ${connection.protocol}/${connection.port}`;
+  const ruleName = `${step.ruleLabel ?? `${direction}[${step.rule}]`}${step.ruleName ? ` "${step.ruleName}"` : ''}`;
+  const order = step.order !== undefined ? ` (order ${step.order})` : '';
+  const reason = step.endOfTier
+    ? `denied by the end of tier ${step.tier}: ${step.policies.join(', ')} select${step.policies.length === 1 ? 's' : ''} ${endpoint} for ${direction} and no rule of the tier matched ${describeAddress(other)} on ${connection.protocol}/${connection.port}`
+    : builtIn
+      ? `${word} by ${step.tier} tier rule ${step.policy} ${ruleName} ${on}`
+      : `${word} by tier ${step.tier} rule ${step.policy} ${ruleName}${order} ${on}`;
   return {
     direction,
     endpoint,
-    status: `${allowed ? 'allowed' : 'denied'}-by-${tier}`,
+    status,
     allowed,
     isolated: !allowed,
     policies: step.policies,
-    matches: allowed && step.policy ? [{ policy: step.policy, rule: step.rule ?? -1 }] : [],
+    matches:
+      allowed && step.policy
+        ? [
+            {
+              policy: step.policy,
+              rule: step.rule ?? -1,
+              ...(step.ruleLabel ? { label: step.ruleLabel } : {}),
+            },
+          ]
+        : [],
     misses: [],
     walk,
-    reason: `${allowed ? 'allowed' : 'denied'} by ${step.tier} tier rule ${rule} for ${describeAddress(other)} on ${connection.protocol}/${connection.port}`,
+    reason,
   };
-}
-
-function checkPolicy(
-  index: ClusterIndex,
-  policy: NetworkPolicy,
-  connection: Connection,
-  direction: 'egress' | 'ingress',
-  other: Address,
-  family: IpFamily | undefined,
-  semantics: Semantics,
-  matches: RuleMatch[],
-  misses: RuleMiss[],
-): void {
-  const name = policyKey(policy);
-  const rules = direction === 'ingress' ? policy.ingress : policy.egress;
-  if (rules.length === 0) {
-    misses.push({ policy: name, rule: -1, reason: `${name} has no ${direction} rules; it only isolates` });
-    return;
-  }
-  for (const rule of rules) {
-    const match = ruleMatch(index, rule, policy.namespace, connection, other, family, semantics);
-    if (match) {
-      matches.push({
-        policy: name,
-        rule: rule.index,
-        ...(match.peer >= 0 ? { peer: match.peer } : {}),
-        ...(match.port >= 0 ? { port: match.port } : {}),
-      });
-      continue;
-    }
-    const described = describeRule(rule, direction, policy.namespace);
-    const peerOk =
-      listMatchesAll(rule.peers, semantics) ||
-      (rule.peers ?? []).some((peer) => peerMatches(index, peer, policy.namespace, other, family));
-    const reason = !peerOk
-      ? `${describeAddress(other)} does not match (rule allows ${described})`
-      : `${connection.protocol}/${connection.port} does not match (rule allows ${described})`;
-    misses.push({ policy: name, rule: rule.index, reason });
-  }
-}
-
-/**
- * Whether a NetworkPolicy rule allows the connection: the index of the matching peer and port
- * entry (-1 where the list matches everything), or undefined. Ports are checked first: they are
- * cheaper than peers (an ipBlock with a thousand excepts, a selector of many requirements).
- */
-function ruleMatch(
-  index: ClusterIndex,
-  rule: PolicyRule,
-  policyNamespace: string,
-  connection: Connection,
-  other: Address,
-  family: IpFamily | undefined,
-  semantics: Semantics,
-): { peer: number; port: number } | undefined {
-  const allPorts = listMatchesAll(rule.ports, semantics);
-  const port = allPorts
-    ? -1
-    : (rule.ports ?? []).findIndex((p) =>
-        portMatches(p, connection.dst, connection.protocol, connection.port),
-      );
-  if (!allPorts && port === -1) return undefined;
-  const allPeers = listMatchesAll(rule.peers, semantics);
-  const peer = allPeers
-    ? -1
-    : (rule.peers ?? []).findIndex((p) => peerMatches(index, p, policyNamespace, other, family));
-  if (!allPeers && peer === -1) return undefined;
-  return { peer, port };
 }

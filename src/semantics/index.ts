@@ -14,7 +14,9 @@ export {
   selectingPolicies,
   type ClusterIndex,
 } from './match.ts';
-export { describeStep, walkTier } from './tiers.ts';
+export { describeStep, tierHolds, walkTier } from './tiers.ts';
+export { tierPlan } from './tier-plan.ts';
+export { ciliumRules, defaultTierEntries, defaultTierMembers } from './default-tier.ts';
 export { explanationsBuilt } from './explanation-meter.ts';
 export {
   describeAddress,

@@ -35,6 +35,8 @@ export interface ClusterIndex {
   readonly selections: WeakMap<Endpoint, Map<string, readonly unknown[]>>;
   /** A rule's port list as a port set, for lists without named ports (the same for every destination). */
   readonly numericPorts: WeakMap<readonly PolicyPort[], PortSet>;
+  /** Every pod's and node's address (`family:value`), made when first asked (`isClusterAddress`). */
+  clusterAddresses?: ReadonlySet<string>;
 }
 
 export function indexCluster(cluster: Cluster): ClusterIndex {
@@ -169,6 +171,22 @@ export function portMatches(
 /** v1: an empty or absent list matches everything. The v1beta1 proposal: only absent does. */
 export function listMatchesAll(list: readonly unknown[] | undefined, semantics: Semantics): boolean {
   return list === undefined || (list.length === 0 && semantics === 'v1');
+}
+
+/**
+ * Whether an address belongs to the cluster: a pod's (host-networked ones use their node's) or a
+ * node's. What is not is "outside" (Cilium's `world`).
+ */
+export function isClusterAddress(index: ClusterIndex, ip: IpAddress): boolean {
+  if (!index.clusterAddresses) {
+    const all = new Set<string>();
+    for (const endpoint of index.cluster.endpoints)
+      for (const a of endpoint.ips) all.add(`${a.family}:${a.value}`);
+    for (const node of index.cluster.nodes.values())
+      for (const a of node.addresses) all.add(`${a.family}:${a.value}`);
+    index.clusterAddresses = all;
+  }
+  return index.clusterAddresses.has(`${ip.family}:${ip.value}`);
 }
 
 /** True when the address is the given endpoint's own node (its address, or a hostNetwork pod on it). */

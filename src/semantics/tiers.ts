@@ -1,59 +1,122 @@
 /**
- * One cluster-policy tier (Admin or Baseline) for one direction of one connection: the policies
- * selecting the endpoint, by precedence, each rule in order; the first rule whose peer and port
- * match decides — allow, deny, or pass (leave this tier). A fail-closed rule (a peer Palisade
- * cannot read) matches nothing when it allows and denies everything otherwise.
+ * One tier for one direction of one connection — Admin, Baseline, one of Calico's, or Calico's
+ * profiles: the policies selecting the endpoint, by precedence, each rule in order; the first
+ * rule whose peer and port match decides — allow, deny, or pass (leave this tier). A fail-closed
+ * rule (a peer Palisade cannot read) matches nothing when it allows and denies everything
+ * otherwise. When no rule matches, a tier whose default action is deny (Calico's) denies if one
+ * of its policies holds the endpoint to it (Calico's `types`); otherwise the walk goes on.
  */
 import type { IpFamily } from '../net/ip.ts';
-import { clusterPolicyLabel } from '../model/cluster-policy.ts';
-import type { ClusterPolicy, ClusterRule, Endpoint, Tier } from '../model/types.ts';
+import {
+  ADMIN_TIER,
+  BASELINE_TIER,
+  clusterPolicyLabel,
+  clusterRuleLabel,
+  policyEngine,
+  policyIsolates,
+  type TierSpec,
+} from '../model/cluster-policy.ts';
+import type { ClusterPolicy, ClusterRule, Endpoint } from '../model/types.ts';
 import { matchingPeer, matchingPort, selectingClusterPolicies } from './cluster-match.ts';
 import type { ClusterIndex } from './match.ts';
 import type { Address, Connection, TierStep } from './types.ts';
 import { noteExplanation } from './explanation-meter.ts';
 
+/**
+ * The step of one tier, or undefined for a Calico tier no policy of which selects the endpoint
+ * (Calico skips it; Admin and Baseline are always shown, as before Calico's tiers existed).
+ */
 export function walkTier(
   index: ClusterIndex,
-  tier: Tier,
+  tier: TierSpec,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   connection: Connection,
   family: IpFamily | undefined,
-): TierStep {
+): TierStep | undefined {
   noteExplanation();
-  const policies = selectingClusterPolicies(index, endpoint, direction, tier);
+  const policies = selectingClusterPolicies(index, endpoint, direction, tier.name);
+  // Admin and Baseline are shown without policies selecting the endpoint as they always were —
+  // unless Calico's or Cilium's policies are in the input, whose walks show only the tiers that apply.
+  // Only when the input has a policy in the tier: "[Admin] no policy" says nothing otherwise.
+  const shownEmpty =
+    (tier.name === ADMIN_TIER || tier.name === BASELINE_TIER) &&
+    !hasEnginePolicies(index) &&
+    tiersPresent(index).has(tier.name);
+  if (policies.length === 0 && !shownEmpty) return undefined;
   const names = policies.map(clusterPolicyLabel);
   const decided = decidingRule(index, policies, endpoint, direction, connection, family);
-  if (!decided) return { tier, outcome: 'no-match', policies: names };
+  if (!decided) {
+    return tierHolds(tier, policies, direction)
+      ? { tier: tier.name, outcome: 'deny', endOfTier: true, policies: names }
+      : { tier: tier.name, outcome: 'no-match', policies: names };
+  }
   const { policy, rule } = decided;
   return {
-    tier,
+    tier: tier.name,
     outcome: rule.failClosed ? 'deny' : rule.action,
     policy: clusterPolicyLabel(policy),
     rule: rule.index,
     ...(rule.name ? { ruleName: rule.name } : {}),
+    ...(rule.field || policyEngine(policy.kind) !== 'network-policy-api'
+      ? { ruleLabel: clusterRuleLabel(rule, direction) }
+      : {}),
+    ...(policyEngine(policy.kind) === 'calico' && Number.isFinite(policy.priority)
+      ? { order: policy.priority }
+      : {}),
     policies: names,
   };
+}
+
+const engines = new WeakMap<ClusterIndex['cluster'], boolean>();
+
+/** Whether the input holds Calico's or Cilium's policies. */
+const present = new WeakMap<object, ReadonlySet<string>>();
+
+/** The tiers the input has a policy in. */
+function tiersPresent(index: ClusterIndex): ReadonlySet<string> {
+  let found = present.get(index.cluster);
+  if (!found) present.set(index.cluster, (found = new Set(index.cluster.clusterPolicies.map((p) => p.tier))));
+  return found;
+}
+
+function hasEnginePolicies(index: ClusterIndex): boolean {
+  let found = engines.get(index.cluster);
+  if (found === undefined)
+    engines.set(
+      index.cluster,
+      (found = index.cluster.clusterPolicies.some((p) => policyEngine(p.kind) !== 'network-policy-api')),
+    );
+  return found;
+}
+
+/** Whether the tier's default action denies what none of its rules decided, for these policies. */
+export function tierHolds(
+  tier: TierSpec,
+  policies: readonly ClusterPolicy[],
+  direction: 'ingress' | 'egress',
+): boolean {
+  return tier.defaultAction === 'deny' && policies.some((p) => policyIsolates(p, direction));
 }
 
 /** The tier's outcome alone (what `walkTier` decides, without naming anything): for verdicts nobody reads. */
 export function tierOutcome(
   index: ClusterIndex,
-  tier: Tier,
+  tier: TierSpec,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   connection: Connection,
   family: IpFamily | undefined,
 ): TierStep['outcome'] {
-  const policies = selectingClusterPolicies(index, endpoint, direction, tier);
+  const policies = selectingClusterPolicies(index, endpoint, direction, tier.name);
   if (policies.length === 0) return 'no-match';
   const decided = decidingRule(index, policies, endpoint, direction, connection, family);
-  if (!decided) return 'no-match';
+  if (!decided) return tierHolds(tier, policies, direction) ? 'deny' : 'no-match';
   return decided.rule.failClosed ? 'deny' : decided.rule.action;
 }
 
 /** The first rule, by precedence and rule order, whose peer and port match; a fail-closed Deny or Pass matches all. */
-function decidingRule(
+export function decidingRule(
   index: ClusterIndex,
   policies: readonly ClusterPolicy[],
   endpoint: Endpoint,
@@ -87,11 +150,18 @@ export function describeStep(step: TierStep): string {
     'not-isolated': 'not isolated',
   };
   // A NetworkPolicy denial has no deciding rule: name the isolating policies instead.
+  const rule =
+    step.ruleLabel !== undefined
+      ? `, ${step.ruleLabel}`
+      : step.rule !== undefined
+        ? `, rule ${step.rule}${step.ruleName ? ` "${step.ruleName}"` : ''}`
+        : '';
+  const order = step.order !== undefined ? `, order ${step.order}` : '';
   const by =
     step.policy !== undefined
-      ? ` (${step.policy}${step.rule !== undefined ? `, rule ${step.rule}${step.ruleName ? ` "${step.ruleName}"` : ''}` : ''})`
+      ? ` (${step.policy}${order}${rule})`
       : step.outcome === 'deny' && step.policies.length > 0
-        ? ` (${step.policies.join(', ')})`
+        ? ` (${step.endOfTier ? 'end of tier: ' : ''}${step.policies.join(', ')})`
         : '';
   const none = step.outcome === 'no-match' && step.policies.length === 0 ? 'no policy' : words[step.outcome];
   return `[${step.tier}] ${none}${by}`;

@@ -42,6 +42,8 @@ export interface RuleMatch {
   readonly rule: number;
   readonly peer?: number;
   readonly port?: number;
+  /** How to name the rule when not `ingress[rule]`/`egress[rule]` (Cilium's `ingressDeny[0]`). */
+  readonly label?: string;
 }
 
 /** A rule of a selecting policy that did not allow the connection, and why. */
@@ -49,6 +51,8 @@ export interface RuleMiss {
   readonly policy: string;
   readonly rule: number;
   readonly reason: string;
+  /** How to name the rule when not `ingress[rule]`/`egress[rule]` (Cilium's `ingressDeny[0]`). */
+  readonly label?: string;
 }
 
 export type SideStatus =
@@ -63,10 +67,18 @@ export type SideStatus =
   | 'allowed-by-admin' // an Admin-tier Allow/Accept rule decided
   | 'denied-by-admin' // an Admin-tier Deny rule (or a fail-closed rule) decided
   | 'allowed-by-baseline'
-  | 'denied-by-baseline';
+  | 'denied-by-baseline'
+  | 'allowed-by-tier' // a rule of a Calico tier decided
+  | 'denied-by-tier' // a rule of a Calico tier, or the tier's default action, decided
+  | 'denied-by-rule'; // a deny rule where NetworkPolicy sits (Cilium's, Calico's default tier)
 
-/** The tiers a direction is evaluated in, in order. */
-export type TierName = 'Admin' | 'NetworkPolicy' | 'Baseline' | 'Default';
+/**
+ * The tiers a direction is evaluated in, in order: `Admin`, Calico's tiers by their order, the
+ * tier NetworkPolicy is in (`NetworkPolicy` when only NetworkPolicies select the pod there,
+ * `default` when Calico's or Cilium's policies do too), `Baseline`, `Profiles`, and `Default`
+ * (what no tier decided: allowed).
+ */
+export type TierName = string;
 
 /**
  * One tier's part in a side's verdict: which policy and rule decided, passed, or that nothing
@@ -80,6 +92,12 @@ export interface TierStep {
   /** Index of the deciding rule in its policy's ingress or egress list. */
   readonly rule?: number;
   readonly ruleName?: string;
+  /** How to name the deciding rule when not `ingress[rule]`/`egress[rule]` (`ingressDeny[0]`). */
+  readonly ruleLabel?: string;
+  /** The deciding policy's Calico order (Calico's policies only). */
+  readonly order?: number;
+  /** The tier's default action decided: it applies to the pod, and no rule of it matched. */
+  readonly endOfTier?: boolean;
   /** Policies of this tier that select the endpoint for this direction. */
   readonly policies: readonly string[];
 }

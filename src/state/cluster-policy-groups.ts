@@ -7,8 +7,9 @@
  * v0.1.1's relative peers (sameLabels, notSameLabels) become ordinary namespace selectors once
  * the subject's namespace is known.
  */
-import { hostCidr } from '../net/ip.ts';
-import { makeSelector, type LabelSelector } from '../model/selector.ts';
+import { hostCidr, type Cidr } from '../net/ip.ts';
+import { subtractCidrs } from '../net/subtract.ts';
+import { makeSelector, MATCH_ALL, type LabelSelector } from '../model/selector.ts';
 import type {
   ClusterPeer,
   ClusterPolicy,
@@ -68,34 +69,84 @@ export function clusterPeerGroupSpec(
   };
 }
 
+/** The group of every pod (outside peers are the addresses no member of it has). */
+export const ALL_PODS: GroupSpec = { namespaceSelector: MATCH_ALL };
+
 /**
- * The nets of a rule for one port entry: `named` set for an egress named port (then only pod
- * peers count, partitioned by the number the name resolves to on each protocol).
+ * The nets of a rule for one port entry: `named` set for an egress named port (then only the
+ * peers that can be pods count — partitioned by the number the name resolves to on each
+ * protocol; addresses through an address group that keeps only the pods exposing it).
+ * `subjectNode` is the subject pod's node, for Cilium's host and remote-node peers.
  */
 export function clusterRuleNets(
   rule: ClusterRule,
   subjectLabels: Labels,
   nodes: Iterable<NodeInfo>,
   named?: { readonly name: string; readonly protocol: Protocol },
+  subjectNode?: string,
 ): PeerNet[] {
   // Sorted (only when needed): the same nodes give the same rules whatever order they arrived in.
-  const nodeList = rule.peers.some((p) => p.type === 'nodes')
-    ? [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const nodeList = rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside')
+    ? sortedNodes(nodes)
     : [];
+  const viaAddresses = (cidrs: readonly Cidr[]): PeerNet[] =>
+    named
+      ? cidrs.length > 0
+        ? [{ kind: 'group', spec: { ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort: named } }]
+        : []
+      : cidrs.map((cidr) => ({ kind: 'cidr', cidr }));
   return rule.peers.flatMap((peer): PeerNet[] => {
     if (peer.type === 'pods')
       return [{ kind: 'group', spec: clusterPeerGroupSpec(peer, subjectLabels, named) }];
-    if (named) return [];
-    if (peer.type === 'networks') return peer.cidrs.map((cidr) => ({ kind: 'cidr', cidr }));
+    if (peer.type === 'networks') return viaAddresses(peer.cidrs);
     if (peer.type === 'nodes') {
-      const nets: PeerNet[] = [];
-      for (const node of nodeList)
+      const cidrs: Cidr[] = [];
+      for (const node of nodeList) {
+        if (peer.only === 'own' && node.name !== subjectNode) continue;
+        if (peer.only === 'others' && node.name === subjectNode) continue;
         if (selectorMatches(peer.selector, node.labels))
-          for (const ip of node.addresses) nets.push({ kind: 'cidr', cidr: hostCidr(ip) });
-      return nets;
+          for (const ip of node.addresses) cidrs.push(hostCidr(ip));
+      }
+      return viaAddresses(cidrs);
+    }
+    if (peer.type === 'outside') {
+      if (named) return []; // no pod is outside: a named port resolves on none of it
+      return peer.cidrs.flatMap((cidr) =>
+        outsidePieces(nodeList, cidr).map((piece): PeerNet => ({ kind: 'outside', cidr: piece })),
+      );
     }
     return []; // domainNames: nothing a datapath without name resolution can match
   });
+}
+
+/** Per list of nodes (the store's is one array per version): it sorted, and blocks less its addresses. */
+const byNodes = new WeakMap<
+  Iterable<NodeInfo>,
+  { readonly sorted: readonly NodeInfo[]; addresses?: Cidr[]; readonly pieces: Map<string, Cidr[]> }
+>();
+
+function nodesEntry(nodes: Iterable<NodeInfo>) {
+  let entry = byNodes.get(nodes);
+  if (!entry) {
+    const sorted = [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    byNodes.set(nodes, (entry = { sorted, pieces: new Map() }));
+  }
+  return entry;
+}
+
+function sortedNodes(nodes: Iterable<NodeInfo>): readonly NodeInfo[] {
+  return nodesEntry(nodes).sorted;
+}
+
+/** A block less the nodes' addresses (outside the cluster), computed once per block and nodes. */
+function outsidePieces(nodes: readonly NodeInfo[], cidr: Cidr): Cidr[] {
+  const entry = nodesEntry(nodes);
+  let pieces = entry.pieces.get(cidr.text);
+  if (!pieces) {
+    entry.addresses ??= nodes.flatMap((node) => node.addresses.map(hostCidr));
+    entry.pieces.set(cidr.text, (pieces = subtractCidrs(cidr, entry.addresses)));
+  }
+  return pieces;
 }
 
 /** Group specs a policy holds regardless of subject (its peers that are not relative). */
@@ -104,6 +155,15 @@ export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
   for (const direction of ['ingress', 'egress'] as const) {
     for (const rule of policy[direction]) {
       for (const peer of rule.peers) {
+        if (peer.type === 'outside') specs.push(ALL_PODS);
+        if (direction === 'egress' && peer.type === 'networks')
+          for (const port of rule.ports ?? [])
+            if (port.type === 'named')
+              for (const protocol of PROTOCOLS)
+                specs.push({
+                  ipBlock: { cidr: [...peer.cidrs], podsOnly: true },
+                  namedPort: { name: port.name, protocol },
+                });
         if (peer.type !== 'pods' || isRelativePeer(peer)) continue;
         specs.push(clusterPeerGroupSpec(peer, {}));
         if (direction !== 'egress') continue;
@@ -120,12 +180,30 @@ export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
 const nodesPeers = new WeakMap<ClusterPolicy, boolean>();
 const relativePeers = new WeakMap<ClusterPolicy, boolean>();
 
+/** Whether a policy's nets depend on the nodes: nodes peers, and outside ones (node addresses are left out). */
 export function hasNodesPeers(policy: ClusterPolicy): boolean {
   let known = nodesPeers.get(policy);
   if (known === undefined)
     nodesPeers.set(
       policy,
-      (known = [...policy.ingress, ...policy.egress].some((r) => r.peers.some((p) => p.type === 'nodes'))),
+      (known = [...policy.ingress, ...policy.egress].some((r) =>
+        r.peers.some((p) => p.type === 'nodes' || p.type === 'outside'),
+      )),
+    );
+  return known;
+}
+
+const subjectNodePeers = new WeakMap<ClusterPolicy, boolean>();
+
+/** Whether a policy's nets depend on the subject's node (Cilium's host and remote-node). */
+export function hasSubjectNodePeers(policy: ClusterPolicy): boolean {
+  let known = subjectNodePeers.get(policy);
+  if (known === undefined)
+    subjectNodePeers.set(
+      policy,
+      (known = [...policy.ingress, ...policy.egress].some((r) =>
+        r.peers.some((p) => p.type === 'nodes' && p.only !== undefined),
+      )),
     );
   return known;
 }

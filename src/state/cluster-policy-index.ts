@@ -6,6 +6,8 @@
  */
 import { selectorMatches } from '../model/selector.ts';
 import { comparePolicies } from '../model/precedence.ts';
+import { policyApplies, policySubjects, type TierSpec } from '../model/cluster-policy.ts';
+import { tierOrder } from '../model/tier-order.ts';
 import type { ClusterPolicy, LabelSelector, Labels, Tier } from '../model/types.ts';
 
 interface SelectorGroup {
@@ -53,6 +55,7 @@ export class ClusterPolicyIndex {
         readonly ordered: readonly ClusterPolicy[];
         readonly position: ReadonlyMap<ClusterPolicy, number>;
         readonly slots: ReadonlyMap<string, SlotIndex>;
+        readonly tiers: readonly TierSpec[];
       }
     | undefined;
 
@@ -81,6 +84,11 @@ export class ClusterPolicyIndex {
     return this.build().ordered;
   }
 
+  /** The tiers in the order a side visits them (model/tier-order.ts). */
+  tierPlan(): readonly TierSpec[] {
+    return this.build().tiers;
+  }
+
   /** Policies of a tier with rules in the direction whose subject namespace selector matches, in order. */
   candidates(
     tier: Tier,
@@ -105,7 +113,9 @@ export class ClusterPolicyIndex {
       for (const group of slot.byKey.get(label) ?? NO_GROUPS) visit(group);
     }
     for (const group of slot.rest) visit(group);
-    return found.sort((a, b) => (position.get(a) as number) - (position.get(b) as number));
+    // A policy whose subjects have several namespace selectors can be found under more than one.
+    const unique = found.length > 1 ? [...new Set(found)] : found;
+    return unique.sort((a, b) => (position.get(a) as number) - (position.get(b) as number));
   }
 
   private build() {
@@ -115,17 +125,22 @@ export class ClusterPolicyIndex {
     const bySlot = new Map<string, Map<string, SelectorGroup>>();
     for (const policy of ordered) {
       for (const direction of ['ingress', 'egress'] as const) {
-        if (policy[direction].length === 0) continue;
+        if (!policyApplies(policy, direction)) continue;
         const slot = `${policy.tier}|${direction}`;
         const groups = bySlot.get(slot) ?? new Map<string, SelectorGroup>();
-        const selector = policy.subject.namespaceSelector;
-        const group = groups.get(selector.key) ?? { selector, policies: [] };
-        group.policies.push(policy);
-        groups.set(selector.key, group);
+        // Under each of its subjects' namespace selectors (once per distinct one).
+        const selectors = new Map(
+          policySubjects(policy).map((s) => [s.namespaceSelector.key, s.namespaceSelector]),
+        );
+        for (const [key, selector] of selectors) {
+          const group = groups.get(key) ?? { selector, policies: [] };
+          group.policies.push(policy);
+          groups.set(key, group);
+        }
         bySlot.set(slot, groups);
       }
     }
     const slots = new Map([...bySlot].map(([slot, g]) => [slot, indexSelectors(g.values())] as const));
-    return (this.built = { ordered, position, slots });
+    return (this.built = { ordered, position, slots, tiers: tierOrder(ordered) });
   }
 }

@@ -4,7 +4,7 @@
  * cached per namespace and label set, dropped when a policy or the namespace's labels change.
  * ClusterState owns the pods and namespaces it reads, and turns these changes into deltas.
  */
-import { clusterPolicyKey } from '../model/cluster-policy.ts';
+import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
 import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
@@ -20,8 +20,8 @@ const NO_TIER: TierSelection = { policies: [], key: '' };
 /** Distinct selections kept interned (a few hundred in a cluster; stale ones accumulate under churn). */
 const MAX_INTERNED = 100_000;
 
-/** A namespace's selections by slot: Admin ingress, Admin egress, Baseline ingress, Baseline egress. */
-type NamespaceSelections = (SlotSelections | undefined)[];
+/** A namespace's selections by slot (`tier|direction`). */
+type NamespaceSelections = Map<string, SlotSelections>;
 
 interface SlotSelections {
   /** The slot's policies whose subject namespace selector matches the namespace. */
@@ -95,43 +95,53 @@ export class ClusterPolicyStore {
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
     if (pod.hostNetwork || this.policies.size === 0) return NO_TIER;
     let byNamespace = this.selections.get(pod.namespace);
-    if (!byNamespace) this.selections.set(pod.namespace, (byNamespace = new Array<SlotSelections>(4)));
-    const slot = (tier === 'Admin' ? 0 : 2) + (direction === 'ingress' ? 0 : 1);
-    let entry = byNamespace[slot];
+    if (!byNamespace) this.selections.set(pod.namespace, (byNamespace = new Map<string, SlotSelections>()));
+    const slot = `${tier}|${direction}`;
+    let entry = byNamespace.get(slot);
     if (!entry) {
-      const list = this.policies.candidates(tier, direction, this.host.namespaceLabels(pod.namespace));
+      const namespaceLabels = this.host.namespaceLabels(pod.namespace);
+      const list = this.policies.candidates(tier, direction, namespaceLabels);
       const candidates = this.selectionOf(slot, list);
-      entry = byNamespace[slot] = {
+      entry = {
         candidates,
-        byLabels: candidates.policies.some((p) => p.subject.podSelector) ? new Map() : undefined,
+        byLabels: candidates.policies.some((p) => p.subject.podSelector || p.moreSubjects)
+          ? new Map()
+          : undefined,
       };
+      byNamespace.set(slot, entry);
     }
     if (!entry.byLabels) return entry.candidates;
     const key = labelSetKey(pod.labels);
     let selection = entry.byLabels.get(key);
     if (!selection) {
+      const namespaceLabels = this.host.namespaceLabels(pod.namespace);
       selection = this.selectionOf(
         slot,
-        entry.candidates.policies.filter(
-          (p) => !p.subject.podSelector || selectorMatches(p.subject.podSelector, pod.labels),
-        ),
+        entry.candidates.policies.filter((p) => policySelects(p, namespaceLabels, pod)),
       );
       entry.byLabels.set(key, selection);
     }
     return selection;
   }
 
+  /** The tiers in the order a side visits them. */
+  tierPlan(): readonly TierSpec[] {
+    return this.policies.tierPlan();
+  }
+
   /** Pods a policy's subject selects (never host-networked). */
   subjectsOf(policy: ClusterPolicy): string[] {
     const ids: string[] = [];
+    const subjects = policySubjects(policy);
     for (const [namespace, members] of this.host.podsByNamespace()) {
       const labels = this.host.namespaceLabels(namespace);
-      if (!labels || !selectorMatches(policy.subject.namespaceSelector, labels)) continue;
+      if (!labels) continue;
+      const here = subjects.filter((s) => selectorMatches(s.namespaceSelector, labels));
+      if (here.length === 0) continue;
       for (const id of members) {
         const pod = this.host.pod(id);
         if (!pod || pod.hostNetwork) continue;
-        if (!policy.subject.podSelector || selectorMatches(policy.subject.podSelector, pod.labels))
-          ids.push(id);
+        if (here.some((s) => !s.podSelector || selectorMatches(s.podSelector, pod.labels))) ids.push(id);
       }
     }
     return ids;
@@ -201,7 +211,7 @@ export class ClusterPolicyStore {
     this.selections.delete(name);
   }
 
-  private selectionOf(slot: number, policies: readonly ClusterPolicy[]): TierSelection {
+  private selectionOf(slot: string, policies: readonly ClusterPolicy[]): TierSelection {
     if (policies.length === 0) return NO_TIER;
     const key = policies.map((p) => this.token(p)).join('|');
     const internedKey = `${slot}|${key}`;

@@ -18,6 +18,7 @@ import {
   type NetworkPolicy,
   type NodeInfo,
   type Tier,
+  type TierSpec,
 } from '../model/types.ts';
 import { clusterPolicyKey } from '../model/cluster-policy.ts';
 import { ClusterPolicyStore } from './cluster-policy-store.ts';
@@ -157,6 +158,10 @@ export class ClusterState implements CompilingStore {
   /** The cluster policies of a tier selecting the pod for a direction (see ClusterPolicyStore). */
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
     return this.cluster.tierSelection(pod, tier, direction);
+  }
+  /** The tiers in the order a side visits them (model/tier-order.ts). */
+  tierPlan(): readonly TierSpec[] {
+    return this.cluster.tierPlan();
   }
   /** Pods a cluster policy's subject selects (never host-networked). */
   subjectsOf(policy: ClusterPolicy): string[] {

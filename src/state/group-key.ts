@@ -12,7 +12,11 @@ export function groupKey(spec: GroupSpec): string {
   let key = spec.namespace !== undefined ? `ns=${spec.namespace}` : '';
   if (spec.namespaceSelector) key = joined(key, `nssel=${spec.namespaceSelector.key || '*'}`);
   if (spec.podSelector) key = joined(key, `pod=${spec.podSelector.key || '*'}`);
-  if (spec.ipBlock) key = joined(key, `ip=${spec.ipBlock.cidr.map((c) => c.text).join('+')}`);
+  if (spec.ipBlock)
+    key = joined(
+      key,
+      `ip=${spec.ipBlock.cidr.map((c) => c.text).join('+')}${spec.ipBlock.podsOnly ? ';pods' : ''}`,
+    );
   if (spec.namedPort) key = joined(key, `port=${spec.namedPort.name}/${spec.namedPort.protocol}`);
   return key;
 }
@@ -36,6 +40,7 @@ export const ADMITTED = 0;
 export function groupAdmits(spec: GroupSpec, pod: Endpoint, namespaceLabels: Labels | undefined): number {
   if (pod.ips.length === 0) return NOT_ADMITTED;
   if (spec.ipBlock) {
+    if (spec.ipBlock.podsOnly && pod.hostNetwork) return NOT_ADMITTED;
     if (!pod.ips.some((ip) => spec.ipBlock?.cidr.some((c) => cidrContains(c, ip)))) return NOT_ADMITTED;
   } else {
     if (pod.hostNetwork) return NOT_ADMITTED;

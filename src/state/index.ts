@@ -4,10 +4,12 @@
 export { ClusterState } from './cluster-state.ts';
 export { clusterPolicyOwner } from './cluster-policy-store.ts';
 export {
+  ALL_PODS,
   clusterRuleNets,
   clusterPeerGroupSpec,
   hasNodesPeers,
   hasRelativePeers,
+  hasSubjectNodePeers,
   isRelativePeer,
 } from './cluster-policy-groups.ts';
 export { groupKey, groupAdmits } from './group-key.ts';

@@ -16,7 +16,9 @@ import type { GroupSpec } from './types.ts';
 export type PeerNet =
   | { readonly kind: 'any' }
   | { readonly kind: 'cidr'; readonly cidr: Cidr }
-  | { readonly kind: 'group'; readonly spec: GroupSpec };
+  | { readonly kind: 'group'; readonly spec: GroupSpec }
+  /** Addresses of the block that no pod has (node addresses already left out). */
+  | { readonly kind: 'outside'; readonly cidr: Cidr };
 
 const ANYWHERE: readonly Cidr[] = ['0.0.0.0/0', '::/0'].map((text) => {
   const parsed = parseCidr(text);

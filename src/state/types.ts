@@ -14,6 +14,7 @@ import type {
   NodeInfo,
   Protocol,
   Tier,
+  TierSpec,
 } from '../model/types.ts';
 
 /** What a group selects. Canonical: equal specs have equal keys (see `groupKey`). */
@@ -24,8 +25,12 @@ export interface GroupSpec {
   readonly namespaceSelector?: LabelSelector;
   /** Absent: every pod in scope. */
   readonly podSelector?: LabelSelector;
-  /** Pods whose address lies in this block (named-port egress through an ipBlock or "anywhere"). */
-  readonly ipBlock?: { readonly cidr: readonly Cidr[] };
+  /**
+   * Pods whose address lies in this block (named-port egress through an ipBlock or "anywhere");
+   * `podsOnly` leaves host-network pods out (Calico's and Cilium's named ports never resolve on
+   * them: they are the host's, not endpoints').
+   */
+  readonly ipBlock?: { readonly cidr: readonly Cidr[]; readonly podsOnly?: true };
   /** Only pods exposing this named port; members are partitioned by the number it resolves to. */
   readonly namedPort?: { readonly name: string; readonly protocol: Protocol };
 }
@@ -137,6 +142,8 @@ export interface ReadonlyStore {
   readonly nodesVersion: number;
   /** The cluster policies of a tier selecting the pod for a direction, in precedence order. */
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection;
+  /** The tiers in the order a side visits them (model/tier-order.ts). */
+  tierPlan(): readonly TierSpec[];
   /** Pods a cluster policy's subject selects (never host-networked). */
   subjectsOf(policy: ClusterPolicy): string[];
 }

@@ -35,7 +35,7 @@ function familiesDisagree(matrix: Matrix, n: number): boolean {
 
 describe('matrix on dual-stack pods', () => {
   it('the port table marks a pair allowed over one family only, with a legend', async () => {
-    const r = await cli([...INPUT, '--port', '80']);
+    const r = await cli([...INPUT, '--port', '80', '--addresses', 'none']);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(r.stdout.split('\n').slice(0, 4), [
       'TCP/80       1  2  3',
@@ -148,7 +148,15 @@ describe('matrix on dual-stack pods', () => {
   });
 
   it('by workload, a row pair is allowed over a family only when every pod pair sharing it is', async () => {
-    const r = await cli(['matrix', '-f', 'test/fixtures/dual-stack-workloads.yaml', '--port', '80']);
+    const r = await cli([
+      'matrix',
+      '-f',
+      'test/fixtures/dual-stack-workloads.yaml',
+      '--port',
+      '80',
+      '--addresses',
+      'none',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     // web's pods are both in the IPv4 range db admits; only one of job's is: not "over IPv4 only".
     assert.deepEqual(r.stdout.split('\n').slice(1, 4), [

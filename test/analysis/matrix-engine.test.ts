@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { computeMatrix } from '../../src/analysis/matrix.ts';
 import type { PortQuery } from '../../src/analysis/types.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
+import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
 import { clusterOf } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 
@@ -40,6 +41,43 @@ describe('matrix --engine compiled', () => {
                   reference.allowed(a, b, q),
                   `${cluster.endpoints[a]?.id} → ${cluster.endpoints[b]?.id} ${JSON.stringify(QUERIES[q])}`,
                 );
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("equals every pair's own answer with Calico's and Cilium's policies (compiled, and by equivalence classes)", () => {
+    fc.assert(
+      fc.property(
+        clusterArb({ maxPods: 7, maxPolicies: 2, maxClusterPolicies: 1 }),
+        calicoArb(3),
+        ciliumArb(2),
+        (objects, calico, cilium) => {
+          const cluster = clusterOf([...objects, ...calico, ...cilium]);
+          const pairwise = computeMatrix(cluster, { queries: QUERIES, useClasses: false });
+          const classes = computeMatrix(cluster, { queries: QUERIES, useClasses: true });
+          const compiled = computeMatrix(cluster, { queries: QUERIES, useClasses: true, engine: 'compiled' });
+          const ports = computeMatrix(cluster, { queries: [], useClasses: true });
+          const pairPorts = computeMatrix(cluster, { queries: [], useClasses: false });
+          const n = cluster.endpoints.length;
+          for (let a = 0; a < n; a++)
+            for (let b = 0; b < n; b++) {
+              const where = `${cluster.endpoints[a]?.id} → ${cluster.endpoints[b]?.id}`;
+              for (let q = 0; q < QUERIES.length; q++) {
+                assert.equal(
+                  classes.allowed(a, b, q),
+                  pairwise.allowed(a, b, q),
+                  `${where} ${JSON.stringify(QUERIES[q])}`,
+                );
+                assert.equal(
+                  compiled.allowed(a, b, q),
+                  pairwise.allowed(a, b, q),
+                  `compiled ${where} ${JSON.stringify(QUERIES[q])}`,
+                );
+              }
+              assert.deepEqual(ports.ports(a, b), pairPorts.ports(a, b), where);
+            }
         },
       ),
       { numRuns: RUNS },

@@ -328,7 +328,10 @@ describe('palisade validate', () => {
   it('passes the bundled example', async () => {
     const r = await cli(['validate', '-f', EXAMPLE]);
     assert.equal(r.code, 0);
-    assert.match(r.stdout, /0 errors, 0 warnings, 1 info; 4 namespaces, 6 endpoints, 6 policies/);
+    assert.match(
+      r.stdout,
+      /^0 errors, 0 warnings, 0 infos; 4 namespaces, 6 endpoints, 6 policies, 1 service\n$/,
+    );
   });
   it('exits 1 on errors and lists them with file, line and column', async (t) => {
     const dir = await tempDir(t, 'palisade-cli-');

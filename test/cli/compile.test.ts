@@ -84,6 +84,40 @@ describe('palisade generate', () => {
     assert.equal(stats.pods, 40);
     assert.ok(stats.tables > 0);
   });
+  it("writes Calico's and Cilium's policies beside shape a's, read without a warning", async (t) => {
+    const dir = await tempDir(t, 'palisade-gen-');
+    const r = await cli([
+      'generate',
+      '--shape',
+      'a',
+      '--scale',
+      '0.0004',
+      '--calico',
+      '12',
+      '--cilium',
+      '9',
+      '-o',
+      dir,
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /30 policies, 12 Calico policies, 9 Cilium policies\n$/);
+    // One engine at a time: both in one input is a warning (a cluster enforces one of them).
+    for (const engine of ['calico', 'cilium']) {
+      const files = ['namespaces', 'pods', `${engine}-policies`].flatMap((f) => [
+        '-f',
+        join(dir, `${f}.yaml`),
+      ]);
+      const validated = await cli(['validate', ...files]);
+      assert.equal(validated.code, 0, validated.stdout + validated.stderr);
+      assert.match(validated.stdout + validated.stderr, /^0 errors, 0 warnings/m);
+    }
+    const calico = await readFile(join(dir, 'calico-policies.yaml'), 'utf8');
+    assert.equal(calico.match(/"kind":"NetworkPolicy"/g)?.length, 12);
+    assert.match(calico, /projectcalico\.org\/v3/);
+    const usage = await cli(['generate', '--shape', 'c', '--cilium', '3', '-o', dir]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--cilium writes policies over shape a: give --shape a/);
+  });
   it('says, without a stack trace, when it cannot write', async () => {
     const r = await cli(['generate', '--shape', 'c', '--scale', '0.001', '-o', '/etc/passwd/x']);
     assert.equal(r.code, 1);

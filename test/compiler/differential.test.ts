@@ -16,6 +16,7 @@ import {
 import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
+import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
 import { clusterOf } from '../helpers/builders.ts';
 import { assertAgreesWithReference } from '../helpers/compiled.ts';
 import { relativePeerObjects } from '../helpers/relative-peers.ts';
@@ -55,6 +56,21 @@ describe('compiled tables ≡ reference evaluator', () => {
         const cluster = clusterOf(objects);
         assertAgrees(cluster, compileAll(cluster).view);
       }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("on random clusters with Calico's tiers and policies and Cilium's (passes, tier ends, deny wins, entities, CIDR rules, NetworkPolicy among them)", () => {
+    fc.assert(
+      fc.property(
+        clusterArb({ maxPods: 8, maxPolicies: 3, maxClusterPolicies: 2 }),
+        calicoArb(4),
+        ciliumArb(3),
+        (objects, calico, cilium) => {
+          const cluster = clusterOf([...objects, ...calico, ...cilium]);
+          assertAgrees(cluster, compileAll(cluster).view);
+        },
+      ),
       { numRuns: RUNS },
     );
   });

@@ -15,6 +15,7 @@ import { RendererCache, type CacheChanges, type Side } from '../../src/datapaths
 import { ruleText } from '../../src/model/rule.ts';
 import type { Packet } from '../../src/configurator/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
+import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
 import { clusterOf, endpoint, namespace, pod } from '../helpers/builders.ts';
 import { assertAgreesWithReference, podAndOwnNode, topology } from '../helpers/compiled.ts';
 
@@ -69,19 +70,24 @@ function combinedAllows(
 }
 
 describe('combined and global tables ≡ reference evaluator', () => {
-  const agree = (side: Side, options: Parameters<typeof clusterArb>[0]) =>
+  const agree = (side: Side, options: Parameters<typeof clusterArb>[0], engines = false) =>
     fc.assert(
-      fc.property(clusterArb(options), (objects) => {
-        const cluster = clusterOf(objects);
-        const caches = renderPerNode(cluster, side);
-        // VPP does not police pod ↔ own-node traffic, which cluster policy may deny.
-        assertAgreesWithReference(
-          cluster,
-          (packet) => combinedAllows(cluster, side, caches, packet),
-          `${side}: `,
-          podAndOwnNode(cluster),
-        );
-      }),
+      fc.property(
+        clusterArb(options),
+        calicoArb(engines ? 3 : 0),
+        ciliumArb(engines ? 2 : 0),
+        (objects, calico, cilium) => {
+          const cluster = clusterOf([...objects, ...calico, ...cilium]);
+          const caches = renderPerNode(cluster, side);
+          // VPP does not police pod ↔ own-node traffic, which cluster policy may deny.
+          assertAgreesWithReference(
+            cluster,
+            (packet) => combinedAllows(cluster, side, caches, packet),
+            `${side}: `,
+            podAndOwnNode(cluster),
+          );
+        },
+      ),
       { numRuns: RUNS },
     );
   for (const side of ['ingress', 'egress'] as const) {
@@ -89,6 +95,8 @@ describe('combined and global tables ≡ reference evaluator', () => {
       agree(side, { maxPods: 7, maxPolicies: 4 }));
     it(`with ordered cluster policy flattened into the ${side} side (Admin, Pass, Baseline)`, () =>
       agree(side, { maxPods: 6, maxPolicies: 3, maxClusterPolicies: 3 }));
+    it(`with Calico's tiers and Cilium's policies flattened into the ${side} side (pass to a later tier, world)`, () =>
+      agree(side, { maxPods: 6, maxPolicies: 2, maxClusterPolicies: 1 }, true));
   }
 });
 

@@ -27,6 +27,7 @@ import {
   type ProbeResult,
 } from '../../src/lab/index.ts';
 import { clusterPoliciesArb, policiesArb } from './arbitraries.ts';
+import { calicoArb, ciliumArb } from './engine-arbitraries.ts';
 import { cli } from './cli.ts';
 import { policy } from './builders.ts';
 import { startLab } from './kernel.ts';
@@ -152,6 +153,21 @@ export function labSuite(datapath: DatapathKind, skip: string | false): void {
       );
       lab.apply([], true);
     });
+
+    void it(
+      "matches the evaluator for random Calico tiers and policies and Cilium's over random NetworkPolicies",
+      { skip: datapath === 'ebpf' ? "the eBPF datapath refuses Calico's and Cilium's policies" : false },
+      async () => {
+        await fc.assert(
+          fc.asyncProperty(policiesArb(2), calicoArb(3), ciliumArb(2), async (policies, calico, cilium) => {
+            lab.apply([...policies, ...calico, ...cilium], true);
+            await probe();
+          }),
+          { numRuns: Math.max(4, Math.ceil(RUNS / 20)), seed: 20261124 },
+        );
+        lab.apply([], true);
+      },
+    );
 
     void it('passes replies where the reverse direction is denied', async () => {
       lab.apply(

@@ -419,7 +419,8 @@ describe('-n and NO_COLOR', () => {
   it('-n sets the namespace of objects that name none, and warns about one with nothing', async () => {
     const r = await cli(['matrix', '-f', dir, '-n', 'team', '--port', '80']);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^team\/web\[Pod\] +\. +1$/m);
+    // The row, and the column of the addresses outside the cluster.
+    assert.match(r.stdout, /^team\/web\[Pod\] +\. +\. +1$/m);
     const none = await cli(['matrix', '-f', dir, '-n', 'nosuchns', '-n', 'default', '--port', '80']);
     assert.match(
       none.stderr,

@@ -11,7 +11,7 @@ import type { Endpoint } from '../../model/types.ts';
 import type { NetRef } from '../../model/rule.ts';
 import { parseGroupReference } from '../../configurator/index.ts';
 import type { ClusterState } from '../../state/index.ts';
-import { EMPTY_SET, setOf, type IntervalSet } from './interval-set.ts';
+import { EMPTY_SET, setOf, subtractSets, type IntervalSet } from './interval-set.ts';
 
 const compareBig = (x: bigint, y: bigint): number => (x < y ? -1 : x > y ? 1 : 0);
 
@@ -123,6 +123,11 @@ export class ClassNets {
         return this.cached(`cidr|${family}|${net.cidr.text}`, () => this.cidrSet(net.cidr, family));
       case 'group':
         return this.cached(`group|${family}|${net.group}`, () => this.groupSet(net.group, family));
+      case 'outside':
+        // An outside block: its classes that are not the pods of its group.
+        return this.cached(`outside|${family}|${net.cidr.text}|${net.pods}`, () =>
+          subtractSets(this.cidrSet(net.cidr, family), this.of({ kind: 'group', group: net.pods }, family)),
+        );
     }
   }
 

@@ -75,7 +75,7 @@ export class CompiledClasses {
     state.resync({ ...cluster, endpoints: representatives });
     const { position, classAt } = addressOrder(representatives);
     this.nets = new ClassNets(state, representatives, position);
-    const configurator = new Configurator(state);
+    const configurator = new Configurator(state, { allowNodeLocal });
     // Progress: the tables (a step per class), the sides (one per class and family), then the
     // joins (one per atom) — the atoms' count is known once the sides are.
     const families = FAMILIES.filter((f) => this.nets.hasFamily(f).length > 0);

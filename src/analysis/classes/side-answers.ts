@@ -181,7 +181,21 @@ function decide(
       undecided = subtractSets(undecided, hit);
     }
   };
-  if (tiers) firstMatch(tiers.admin, true);
+  // A list of tiers (`breaks`: where each after the first starts): each tier's first match over
+  // the peers still undecided, a pass going on to the next tier — out of the list (into
+  // `passed`) from the last.
+  const tiersInOrder = (rules: readonly Rule[], breaks: readonly number[] | undefined): void => {
+    if (!breaks) return firstMatch(rules, true);
+    const starts = [0, ...breaks, rules.length];
+    for (let t = 0; t + 1 < starts.length; t++) {
+      firstMatch(rules.slice(starts[t], starts[t + 1]), true);
+      if (t + 2 < starts.length) {
+        undecided = unionSets(undecided, passed);
+        passed = EMPTY_SET;
+      }
+    }
+  };
+  if (tiers) tiersInOrder(tiers.admin, tiers.adminBreaks);
   undecided = unionSets(undecided, passed);
   if (table) {
     // A pod's own node is always allowed by NetworkPolicy.
@@ -193,7 +207,7 @@ function decide(
   }
   // Not isolated: the Baseline tier, where passing (like matching nothing) ends in allowed.
   passed = EMPTY_SET;
-  if (tiers) firstMatch(tiers.baseline, true);
+  if (tiers) tiersInOrder(tiers.baseline, tiers.baselineBreaks);
   const result = unionSets(unionSets(allowed, undecided), passed);
   return result.length > 0 ? [result] : NO_PEERS;
 }

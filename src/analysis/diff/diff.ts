@@ -14,7 +14,7 @@
  * evaluation per distinct signature — `SidedEvaluator`), the pair is skipped without evaluating
  * its other side.
  */
-import { PROTOCOLS, type Cluster, type Endpoint, type Semantics, type Tier } from '../../model/types.ts';
+import { PROTOCOLS, type Cluster, type Endpoint, type Semantics } from '../../model/types.ts';
 import type { PortRange } from '../../model/port-set.ts';
 import { subtractPorts } from '../../model/port-set.ts';
 import { formatInterval, normalizeIntervals, type IpInterval } from '../../net/intervals.ts';
@@ -26,6 +26,7 @@ import {
   isNoPorts,
   selectingClusterPolicies,
   selectingPolicies,
+  tierPlan,
   unionPorts,
   type Address,
   type PortSet,
@@ -176,7 +177,9 @@ export function diffConnectivity(
       ? finder.wholeReach(unit.before, unit.after, side)
       : finder.reach(unit.before, unit.after, side);
     if (reach === 'all') return 'all';
-    const reached = new Set<Unit>();
+    // The unit with itself: a pod to itself is allowed whatever the policies, so that pair
+    // changes with the unit's members, which no rule's peers name.
+    const reached = new Set<Unit>([unit]);
     for (const e of reach.endpoints) {
       const other = unitOf.get(e);
       if (other) reached.add(other);
@@ -293,8 +296,8 @@ function sideContext(
   keyOf: (policy: object) => string,
 ): { key: string; objects: string[] } {
   const np = selectingPolicies(evaluator.index, endpoint, side, semantics);
-  const cp = (['Admin', 'Baseline'] as Tier[]).flatMap((tier) =>
-    selectingClusterPolicies(evaluator.index, endpoint, side, tier),
+  const cp = tierPlan(evaluator.index.cluster).flatMap((tier) =>
+    selectingClusterPolicies(evaluator.index, endpoint, side, tier.name),
   );
   return {
     key: [...np.map(keyOf), '|', ...cp.map(keyOf)].join('\u0000'),
@@ -310,13 +313,18 @@ function allowedBetween(
   if (sources.length === 0 || destinations.length === 0) return { every: EMPTY_PORTS, some: EMPTY_PORTS };
   let every = ALL_PORTS;
   let some = EMPTY_PORTS;
+  let pairs = 0;
   for (const src of sources)
     for (const dst of destinations) {
+      // A pod to itself never leaves its network namespace: no policy decides it, no change.
+      if (src.kind === 'endpoint' && dst.kind === 'endpoint' && src.endpoint === dst.endpoint) continue;
+      pairs++;
       const ports = evaluator.ports(src, dst);
       every = intersectPorts(every, ports);
       some = unionPorts(some, ports);
     }
-  return { every, some };
+  // Only a pod's pair with itself: everything, always.
+  return pairs === 0 ? { every: ALL_PORTS, some: ALL_PORTS } : { every, some };
 }
 
 const same = (a: Allowed, b: Allowed): boolean =>

@@ -4,7 +4,7 @@
  * matched by identity (`Kind ns/name`); content keys ignore source locations, so moving a policy
  * to another file is no change.
  */
-import { clusterPolicyKey } from '../../model/cluster-policy.ts';
+import { clusterPolicyObjectName } from '../../model/cluster-policy.ts';
 import type { Cluster, ClusterPolicy, Endpoint, NetworkPolicy, SourceLocation } from '../../model/types.ts';
 import { formatIp } from '../../net/ip.ts';
 import type { ObjectChange } from './types.ts';
@@ -25,8 +25,8 @@ export function networkPolicyObject(policy: Pick<NetworkPolicy, 'namespace' | 'n
   return `NetworkPolicy ${policy.namespace}/${policy.name}`;
 }
 
-export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name'>): string {
-  return clusterPolicyKey(policy).replace('/', ' ');
+export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name' | 'namespace'>): string {
+  return clusterPolicyObjectName(policy);
 }
 
 /** The fields of an endpoint that policy reads, each as a comparable string. */

@@ -10,11 +10,12 @@
  */
 import { comparePolicies } from '../../model/precedence.ts';
 import { subtractPorts } from '../../model/port-set.ts';
-import type { Cluster, Endpoint, Namespace, NodeInfo, Semantics, Tier } from '../../model/types.ts';
+import type { Cluster, Endpoint, Namespace, NodeInfo, Semantics } from '../../model/types.ts';
 import { groupEndpoints } from '../workload-view.ts';
 import {
   isNoPorts,
   selectingClusterPolicies,
+  tierPlan,
   selectingPolicies,
   type Address,
   type PortSet,
@@ -146,8 +147,8 @@ function interferes(first: Cluster, second: Cluster, options: QueryOptions): Que
   const decides = (address: Address, side: Side): boolean =>
     address.kind === 'endpoint' &&
     (selectingPolicies(alone.index, address.endpoint, side, semantics).length > 0 ||
-      (['Admin', 'Baseline'] as Tier[]).some(
-        (tier) => selectingClusterPolicies(alone.index, address.endpoint, side, tier).length > 0,
+      tierPlan(alone.index.cluster).some(
+        (tier) => selectingClusterPolicies(alone.index, address.endpoint, side, tier.name).length > 0,
       ));
   const witnesses: Witness[] = [];
   for (const c of diff.connections) {

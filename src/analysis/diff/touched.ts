@@ -12,11 +12,16 @@
  * only one version has, and the addresses in exactly one version's ipBlocks (an `except` moved
  * from one /16 to another reaches those two /16s, not the /8 around them).
  */
-import type { Endpoint, NetworkPolicy, Peer, PolicyRule, Semantics, Tier } from '../../model/types.ts';
+import type { Endpoint, NetworkPolicy, Peer, PolicyRule, Semantics } from '../../model/types.ts';
 import type { IpInterval } from '../../net/intervals.ts';
 import { ipBlockIntervals, normalizeIntervals, subtractIntervals } from '../../net/intervals.ts';
 import { contentKey } from './objects.ts';
-import { listMatchesAll, selectingClusterPolicies, selectingPolicies } from '../../semantics/index.ts';
+import {
+  listMatchesAll,
+  selectingClusterPolicies,
+  selectingPolicies,
+  tierPlan,
+} from '../../semantics/index.ts';
 import type { AddressRange } from '../address-ranges.ts';
 import { EndpointIndex } from '../endpoint-index.ts';
 import type { SidedEvaluator, Side } from '../sided.ts';
@@ -182,8 +187,8 @@ export class ReachFinder {
   }
 
   private clusterKey(evaluator: SidedEvaluator, endpoint: Endpoint, side: Side): string {
-    return (['Admin', 'Baseline'] as Tier[])
-      .flatMap((tier) => selectingClusterPolicies(evaluator.index, endpoint, side, tier))
+    return tierPlan(evaluator.index.cluster)
+      .flatMap((tier) => selectingClusterPolicies(evaluator.index, endpoint, side, tier.name))
       .map(this.keyOf)
       .join('\u0000');
   }

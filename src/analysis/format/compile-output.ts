@@ -3,6 +3,7 @@
  * for a node — the renderer cache's combined local tables and global table; as text or JSON.
  */
 import { netText, ruleText, type Rule, type RuleTable } from '../../model/rule.ts';
+import { countOf } from '../../util/count-of.ts';
 import type { TieredTable } from '../../configurator/types.ts';
 import type { Style } from './style.ts';
 
@@ -151,7 +152,7 @@ function tiersText(id: string | undefined): string {
 
 export function formatStats(stats: CompileStats): string {
   return (
-    `stats: ${stats.pods} pods compiled, ${stats.tables} distinct tables, ${stats.rules} rules, ${stats.groups} address groups, ` +
+    `stats: ${countOf(stats.pods, 'pod')} compiled, ${countOf(stats.tables, 'distinct table')}, ${countOf(stats.rules, 'rule')}, ${countOf(stats.groups, 'address group')}, ` +
     `${stats.sharedTableRatio.toFixed(2)} pod-directions per table, ${stats.millis.toFixed(1)} ms`
   );
 }

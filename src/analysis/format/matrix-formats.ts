@@ -8,10 +8,38 @@ import { PROTOCOLS } from '../../model/types.ts';
 import { containsPorts, formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
 import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
+import { outsideAllows, type OutsideClass } from '../outside.ts';
 import type { Style } from './style.ts';
 import { portListText } from './ports-text.ts';
 
-export type MatrixWriter = (matrix: Matrix, style: Style) => Iterable<string>;
+/** What a matrix's answer says besides its cells. */
+export interface MatrixExtras {
+  /** The input holds policy the answer does not include (cli/common.ts `notEvaluated`). */
+  readonly notEvaluated?: { readonly objects: readonly string[]; readonly note: string };
+  /** Connections with the addresses outside the cluster (outside.ts), listed after the rows'. */
+  readonly outside?: readonly OutsideClass[];
+}
+
+/** Address rows in tables: their own label when short, else its start (a legend gives all). */
+const MAX_ADDRESS_LABEL = 40;
+function addressLabel(c: OutsideClass): string {
+  return c.label.length <= MAX_ADDRESS_LABEL ? c.label : `${c.label.slice(0, MAX_ADDRESS_LABEL - 1)}…`;
+}
+
+/** Every connection between a row and an address class: [from, to, ports, row, class, outward]. */
+function* outsideLines(
+  matrix: Matrix,
+  outside: readonly OutsideClass[],
+): Iterable<[string, string, PortSet, number, OutsideClass, boolean]> {
+  const ids = matrix.rows.map((r) => r.label);
+  for (const c of outside)
+    for (let r = 0; r < ids.length; r++) {
+      yield [ids[r] as string, c.label, c.out[r] as PortSet, r, c, true];
+      yield [c.label, ids[r] as string, c.into[r] as PortSet, r, c, false];
+    }
+}
+
+export type MatrixWriter = (matrix: Matrix, style: Style, extras?: MatrixExtras) => Iterable<string>;
 
 const queryLabel = (matrix: Matrix, q: number): string => {
   const query = matrix.queries[q];
@@ -50,7 +78,12 @@ function portsPerFamily(matrix: Matrix, from: number, to: number): { 4: PortSet;
 
 const portsText = (ports: PortSet): string => (isNoPorts(ports) ? 'none' : portListText(ports));
 
-function* text(matrix: Matrix, style: Style): Iterable<string> {
+function* text(matrix: Matrix, style: Style, extras: MatrixExtras = {}): Iterable<string> {
+  yield* textTable(matrix, style, extras.outside ?? []);
+  if (extras.notEvaluated) yield style.warn(`note: ${extras.notEvaluated.note}\n`);
+}
+
+function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass[]): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     let connected = 0;
@@ -69,22 +102,34 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
       const some = partial ? `; ${portListText(partial.ports)} for ${partial.where}` : '';
       yield `${from} → ${to}: ${every}${some}\n`;
     }
+    let reaching = 0;
+    for (const [from, to, ports] of outsideLines(matrix, outside)) {
+      if (isNoPorts(ports)) continue;
+      reaching++;
+      yield `${from} → ${to}: ${portListText(ports)}\n`;
+    }
     const pairs = ids.length * ids.length;
     yield style.dim(
       pairs === 0
         ? '\nno pods in the matrix: nothing to connect\n'
         : `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
     );
+    if (pairs > 0 && outside.length > 0)
+      yield style.dim(
+        `${reaching} of ${2 * ids.length * outside.length} connections with address ranges outside the cluster are allowed on some port\n`,
+      );
     return;
   }
-  const width = labelWidth(matrix.rows);
+  const labels = [...ids, ...outside.map(addressLabel)];
+  const width = labels.reduce((widest, label) => Math.max(widest, label.length), 4);
   const allowed = style.ok('  .');
   const denied = style.bad('  X');
   const partial = style.warn('  ~');
+  const none = style.dim('  -');
   const onlyOver = { 4: style.warn('  4'), 6: style.warn('  6') };
   let anyPartial = false;
   const anyOnlyOver = new Set<IpFamily>();
-  const header = ids.map((_, i) => String(i + 1).padStart(3)).join('');
+  const header = labels.map((_, i) => String(i + 1).padStart(3)).join('');
   for (let q = 0; q < matrix.queries.length; q++) {
     if (q > 0) yield '\n';
     yield `${queryLabel(matrix, q).padEnd(width)}  ${header}\n`;
@@ -102,7 +147,17 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
           anyPartial = true;
         }
       }
+      for (const c of outside)
+        cells += outsideAllows(matrix, c.out[from] as PortSet, q, undefined) ? allowed : denied;
       yield `${(ids[from] as string).padEnd(width)}  ${cells}  ${style.dim(String(from + 1))}\n`;
+    }
+    for (let i = 0; i < outside.length; i++) {
+      const c = outside[i] as OutsideClass;
+      let cells = '';
+      for (let to = 0; to < ids.length; to++)
+        cells += outsideAllows(matrix, c.into[to] as PortSet, q, to) ? allowed : denied;
+      cells += none.repeat(outside.length);
+      yield `${addressLabel(c).padEnd(width)}  ${cells}  ${style.dim(String(ids.length + i + 1))}\n`;
     }
   }
   const partialLegend = anyPartial ? '  ~ some pod pairs only' : '';
@@ -110,12 +165,15 @@ function* text(matrix: Matrix, style: Style): Iterable<string> {
     .sort()
     .map((f) => `  ${f} allowed over IPv${f} only (denied over IPv${f === 4 ? 6 : 4})`)
     .join('');
+  const addressLegend = outside.length > 0 ? '  - no question (outside to outside)' : '';
   yield style.dim(
-    `\n. allowed  X denied${partialLegend}${familyLegend}; rows are sources, columns destinations (numbered as the rows)\n`,
+    `\n. allowed  X denied${partialLegend}${familyLegend}${addressLegend}; rows are sources, columns destinations (numbered as the rows)\n`,
   );
+  for (const c of outside)
+    if (addressLabel(c) !== c.label) yield style.dim(`${addressLabel(c)}: ${c.label}\n`);
 }
 
-function* json(matrix: Matrix): Iterable<string> {
+function* json(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterable<string> {
   yield '{"results":[';
   let separator = '\n';
   if (matrix.queries.length === 0) {
@@ -175,14 +233,43 @@ function* json(matrix: Matrix): Iterable<string> {
       yield row;
     }
   }
-  yield '\n]}\n';
+  yield '\n]';
+  // Beside `results`, whose entries stay pairs of rows: the address ranges outside the cluster.
+  const outside = extras.outside ?? [];
+  if (outside.length > 0) {
+    yield ',"addresses":[';
+    let comma = '\n';
+    for (const [from, to, ports, r, , outward] of outsideLines(matrix, outside)) {
+      const row = matrix.rows[r] as MatrixRow;
+      const ends = outward
+        ? { from: row.id, to, fromKind: row.kind, toKind: 'Addresses' }
+        : { from, to: row.id, fromKind: 'Addresses', toKind: row.kind };
+      if (matrix.queries.length === 0)
+        yield `${comma}${JSON.stringify({ from: ends.from, to: ends.to, allowed: !isNoPorts(ports), ports: portsJson(ports), fromKind: ends.fromKind, toKind: ends.toKind })}`;
+      else
+        yield matrix.queries
+          .map(
+            (query, q) =>
+              `${q === 0 ? comma : ',\n'}${JSON.stringify({ from: ends.from, to: ends.to, port: query.port, protocol: query.protocol, allowed: outsideAllows(matrix, ports, q, outward ? undefined : r), fromKind: ends.fromKind, toKind: ends.toKind })}`,
+          )
+          .join('');
+      comma = ',\n';
+    }
+    yield '\n]';
+  }
+  // Only when there is something to say: the shape of every other answer is unchanged.
+  if (extras.notEvaluated) yield `,"notEvaluated":${JSON.stringify(extras.notEvaluated.objects)}`;
+  yield '}\n';
 }
 
-function* csv(matrix: Matrix): Iterable<string> {
+function* csv(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
+  const outside = extras.outside ?? [];
   if (matrix.queries.length === 0) {
     yield 'from,to,ports\n';
     for (const [from, to, ports] of portSetLines(matrix)) yield `${from},${to},"${formatPortSet(ports)}"\n`;
+    for (const [from, to, ports] of outsideLines(matrix, outside))
+      yield `${csvField(from)},${csvField(to)},"${formatPortSet(ports)}"\n`;
     return;
   }
   // Dual-stack matrices gain a column per family (empty where the pair does not share it).
@@ -197,26 +284,56 @@ function* csv(matrix: Matrix): Iterable<string> {
       });
     yield row;
   }
+  const families = overFamily ? ',,' : '';
+  for (const [from, to, ports, r, , outward] of outsideLines(matrix, outside))
+    yield matrix.queries
+      .map(
+        (query, q) =>
+          `${csvField(from)},${csvField(to)},${query.port},${query.protocol},${outsideAllows(matrix, ports, q, outward ? undefined : r)}${families}\n`,
+      )
+      .join('');
 }
 
-function* md(matrix: Matrix): Iterable<string> {
+/** A CSV field, quoted when it holds a comma (address ranges do). */
+function csvField(text: string): string {
+  return text.includes(',') ? `"${text}"` : text;
+}
+
+function* md(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterable<string> {
+  yield* mdTable(matrix, extras.outside ?? []);
+  if (extras.notEvaluated) yield `\n_note: ${extras.notEvaluated.note}_\n`;
+}
+
+function* mdTable(matrix: Matrix, outside: readonly OutsideClass[]): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     yield '| from | to | allowed ports |\n|---|---|---|\n';
     for (const [from, to, ports] of portSetLines(matrix))
       yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
+    for (const [from, to, ports] of outsideLines(matrix, outside))
+      yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
     return;
   }
+  const columns = [...ids, ...outside.map((c) => c.label)];
   for (let q = 0; q < matrix.queries.length; q++) {
     if (q > 0) yield '\n';
-    yield `| ${queryLabel(matrix, q)} | ${ids.join(' | ')} |\n|---|${ids.map(() => ':-:').join('|')}|\n`;
+    yield `| ${queryLabel(matrix, q)} | ${columns.join(' | ')} |\n|---|${columns.map(() => ':-:').join('|')}|\n`;
     for (let f = 0; f < ids.length; f++) {
       let cells = '';
       for (let t = 0; t < ids.length; t++) {
         const only = matrix.allowed(f, t, q) ? undefined : allowedOnlyOver(matrix, f, t, q);
         cells += matrix.allowed(f, t, q) ? ' ✓ |' : only ? ` IPv${only} only |` : ' ✗ |';
       }
+      for (const c of outside)
+        cells += outsideAllows(matrix, c.out[f] as PortSet, q, undefined) ? ' ✓ |' : ' ✗ |';
       yield `| ${ids[f] as string} |${cells}\n`;
+    }
+    for (const c of outside) {
+      let cells = '';
+      for (let t = 0; t < ids.length; t++)
+        cells += outsideAllows(matrix, c.into[t] as PortSet, q, t) ? ' ✓ |' : ' ✗ |';
+      cells += ' – |'.repeat(outside.length);
+      yield `| ${c.label} |${cells}\n`;
     }
   }
 }

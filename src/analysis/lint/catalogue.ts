@@ -58,8 +58,19 @@ export const LINT_CATALOGUE = {
   RULE_SHADOWED: {
     severity: 'warning',
     summary:
-      'a cluster policy rule never decides: rules of higher precedence (or NetworkPolicy isolation, for the Baseline tier) decide everything it matches first',
+      'a cluster policy rule never decides: rules of higher precedence (or NetworkPolicy isolation, for the Baseline tier) decide everything it matches first — also a Calico rule behind policies of a lower order, and a Cilium allow that a deny rule always wins over',
     hint: 'delete the rule, or give its policy a lower priority number / move it before the rules that shadow it',
+  },
+  SERVICE_SELECTS_NOTHING: {
+    severity: 'warning',
+    summary: 'a Service selects no pod or workload of the input: connections to it reach nothing',
+    hint: "compare the Service's selector with the workloads' pod template labels",
+  },
+  SERVICE_TARGET_PORT_MISSING: {
+    severity: 'warning',
+    summary:
+      "a Service's named targetPort is a container port of none (or only some) of the pods behind it: connections through that port fail there",
+    hint: 'use the name the containers declare, or the port number',
   },
   PEERS_SPLIT_SELECTORS: {
     severity: 'warning',

@@ -112,6 +112,7 @@ function clusterPeerMatchesSomething(
 ): boolean {
   switch (peer.type) {
     case 'networks':
+    case 'outside':
     case 'domainNames':
       return true; // addresses outside the cluster: nothing to compare with
     case 'nodes': {

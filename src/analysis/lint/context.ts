@@ -2,6 +2,7 @@
  * What every lint check shares: the cluster with its indexes (built once), memoized selections,
  * and one way to make a located finding.
  */
+import { clusterPolicyObjectName, policySubjects } from '../../model/cluster-policy.ts';
 import { selectorMatches } from '../../model/selector.ts';
 import { subjectSelects } from '../../model/cluster-policy.ts';
 import type {
@@ -66,12 +67,13 @@ export class LintContext {
   subjects(policy: ClusterPolicy): readonly Endpoint[] {
     let found = this.subjectMemo.get(policy);
     if (!found) {
-      const namespaces = this.endpoints.namespacesMatching(policy.subject.namespaceSelector);
-      found = namespaces.flatMap((ns) =>
-        this.endpoints
-          .podsMatching(ns.name, policy.subject.podSelector)
-          .filter((e) => subjectSelects(policy.subject, ns.labels, e)),
-      );
+      const all = new Set<Endpoint>();
+      // Every subject of a Calico selector with `||`.
+      for (const subject of policySubjects(policy))
+        for (const ns of this.endpoints.namespacesMatching(subject.namespaceSelector))
+          for (const e of this.endpoints.podsMatching(ns.name, subject.podSelector))
+            if (subjectSelects(subject, ns.labels, e)) all.add(e);
+      found = [...all];
       this.subjectMemo.set(policy, found);
     }
     return found;
@@ -149,8 +151,8 @@ export function policyObject(policy: Pick<NetworkPolicy, 'namespace' | 'name'>):
   return `NetworkPolicy ${policy.namespace}/${policy.name}`;
 }
 
-export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name'>): string {
-  return `${policy.kind} ${policy.name}`;
+export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name' | 'namespace'>): string {
+  return clusterPolicyObjectName(policy);
 }
 
 /** The field holding a NetworkPolicy rule's peers. */

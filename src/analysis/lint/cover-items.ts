@@ -5,7 +5,7 @@
  * evaluator means; only the address intervals and candidate lists are derived here, and a
  * property test holds them to those functions.
  */
-import { clusterPolicyLabel, namespaceMatches } from '../../model/cluster-policy.ts';
+import { clusterPolicyLabel, clusterRuleLabel, namespaceMatches } from '../../model/cluster-policy.ts';
 import { portSetOf, MAX_PORT, MIN_PORT } from '../../model/port-set.ts';
 import type {
   ClusterPeer,
@@ -20,7 +20,13 @@ import type {
 import { policyKey } from '../../model/types.ts';
 import { selectorMatches } from '../../model/selector.ts';
 import { hostCidr } from '../../net/ip.ts';
-import { cidrInterval, ipBlockIntervals, type IpInterval } from '../../net/intervals.ts';
+import {
+  cidrInterval,
+  ipBlockIntervals,
+  normalizeIntervals,
+  subtractIntervals,
+  type IpInterval,
+} from '../../net/intervals.ts';
 import {
   ALL_PORTS,
   clusterPeerMatches,
@@ -48,10 +54,11 @@ export function networkPolicyRuleRef(policy: NetworkPolicy, direction: Direction
 }
 
 export function clusterRuleRef(policy: ClusterPolicy, direction: Direction, rule: ClusterRule): RuleRef {
+  const field = rule.field ?? direction;
   return {
-    label: `${clusterPolicyLabel(policy)} ${direction}[${rule.index}]${rule.name ? ` "${rule.name}"` : ''}`,
+    label: `${clusterPolicyLabel(policy)} ${clusterRuleLabel(rule, direction)}${rule.name ? ` "${rule.name}"` : ''}`,
     object: clusterPolicyObject(policy),
-    path: ['spec', direction, rule.index],
+    path: [...(policy.specPath ?? ['spec']), field, rule.index],
     ...(policy.location ? { location: policy.location } : {}),
   };
 }
@@ -175,7 +182,7 @@ function clusterPeerItem(
   ports: (endpoint: Endpoint | undefined) => PortSet,
 ): CoverItem {
   const evaluation = context.evaluation;
-  const intervals = clusterPeerIntervals(context, peer);
+  const intervals = clusterPeerIntervals(context, peer, subject);
   return {
     rule,
     matches: (endpoint, family) =>
@@ -198,13 +205,25 @@ function clusterPeerItem(
   };
 }
 
-/** The plain addresses a cluster peer matches: networks, and the addresses of matching nodes. */
-function clusterPeerIntervals(context: LintContext, peer: ClusterPeer): IpInterval[] {
+/**
+ * The plain addresses a cluster peer matches: networks, blocks outside the cluster (less the
+ * nodes' addresses), and the addresses of matching nodes (Cilium's host: the subject's own).
+ */
+function clusterPeerIntervals(context: LintContext, peer: ClusterPeer, subject: Endpoint): IpInterval[] {
   if (peer.type === 'networks') return peer.cidrs.map(cidrInterval);
+  if (peer.type === 'outside') {
+    const nodes = [...context.cluster.nodes.values()].flatMap((n) =>
+      n.addresses.map((a) => cidrInterval(hostCidr(a))),
+    );
+    return subtractIntervals(normalizeIntervals(peer.cidrs.map(cidrInterval)), normalizeIntervals(nodes));
+  }
   if (peer.type !== 'nodes') return [];
   const result: IpInterval[] = [];
   for (const node of context.cluster.nodes.values())
-    if (selectorMatches(peer.selector, node.labels))
+    if (
+      selectorMatches(peer.selector, node.labels) &&
+      (peer.only === undefined || (peer.only === 'own') === (node.name === subject.node))
+    )
       for (const address of node.addresses) result.push(cidrInterval(hostCidr(address)));
   return result;
 }

@@ -12,6 +12,7 @@ import { shadowing } from './check-shadowing.ts';
 import { ipBlocks, ignoredByPolicyTypes, splitSelectors } from './checks-rules.ts';
 import { notIsolated, peerMatchesNothing, selectsNothing } from './checks-selection.ts';
 import { portChecks } from './checks-ports.ts';
+import { serviceChecks } from './checks-services.ts';
 import { LintContext, type LintCheck } from './context.ts';
 import { NO_LOCATOR } from './locate.ts';
 import type { Finding, LintReport, ObjectLocator } from './types.ts';
@@ -31,6 +32,7 @@ const CHECKS: readonly LintCheck[] = [
   egressWithoutDns,
   redundancy,
   shadowing,
+  serviceChecks,
 ];
 
 /** Checks that compare selectors with the input's pods and workloads: without any, they would find only noise. */
@@ -40,6 +42,7 @@ const NEED_ENDPOINTS: readonly LintCode[] = [
   'POLICY_REDUNDANT',
   'RULE_REDUNDANT',
   'RULE_SHADOWED',
+  'SERVICE_SELECTS_NOTHING',
 ];
 
 export interface LintOptions {

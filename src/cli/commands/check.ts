@@ -5,17 +5,23 @@ import { Command } from 'commander';
 import {
   CLI_SPELLING,
   checkConnection,
+  checkPorts,
   compiledVerdicts,
   formatCheckText,
+  formatPortsCheckText,
   parsePortQuery,
   portAtDestination,
+  portsCheckJson,
   resolveAddress,
+  serviceTarget,
   styleFor,
+  withService,
 } from '../../analysis/index.ts';
 import type { Verdict } from '../../semantics/index.ts';
 import {
   checkChoice,
   loadInput,
+  notEvaluated,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -31,9 +37,9 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       '--to <address>',
       'destination: ns/pod, ns/name[Kind], an IP address, or name=IP for a domain name',
     )
-    .requiredOption(
+    .option(
       '--port <port>',
-      'destination port number, a named port of the destination, or either with its protocol (53/UDP)',
+      'destination port number, a named port of the destination (of a Service: its port), or either with its protocol (53/UDP); none: which ports are allowed',
     )
     .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
     .option('--expect <verdict>', 'exit 3 unless the verdict is this (allow or deny)')
@@ -46,9 +52,11 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     .action(async (raw: Record<string, unknown>, command: Command) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
+      if (typeof raw.port !== 'string') return checkAllPorts(io, done, raw, input, output);
+      const portText = raw.port;
       // --protocol defaults to TCP; only one given on the command line can contradict `--port 53/UDP`.
       const protocolApart = command.getOptionValueSource('protocol') === 'cli';
-      const query = parsePortQuery(String(raw.port), protocolApart ? { protocol: String(raw.protocol) } : {});
+      const query = parsePortQuery(portText, protocolApart ? { protocol: String(raw.protocol) } : {});
       if (!query.ok) throw new UsageError(query.message);
       const { protocol } = query.query;
       const expect =
@@ -58,34 +66,39 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       const engine = checkChoice('--engine', raw.engine, ['reference', 'compiled'] as const);
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
-      const loaded = await loadInput(input, io, {
-        rawObjects: false,
-        podOption: (name) => `--from ${name} or --to ${name}`,
-      });
-      const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      const from = resolveAddress(loaded.cluster, String(raw.from));
-      const to = resolveAddress(loaded.cluster, String(raw.to));
-      if (!from.ok) throw new UsageError(`--from: ${from.message}`);
-      if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+      const { loaded, inputErrors, from, to } = await loadEnds(io, raw, input);
       if (from.family !== undefined && to.family !== undefined && from.family !== to.family)
         throw new UsageError(
           `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
         );
-      const destinationPort = portAtDestination(to.address, query.query, CLI_SPELLING, protocolApart);
+      // A Service: --port is one of its ports, answered on each backend's target port.
+      const target = to.service
+        ? serviceTarget(
+            to.service,
+            to.workload?.members ?? [],
+            query.query,
+            protocolApart || portText.includes('/'),
+          )
+        : undefined;
+      if (typeof target === 'string') throw new UsageError(`--port: ${target}`);
+      const destinationPort = target
+        ? { ok: true as const, port: target.port, ...(target.portName ? { portName: target.portName } : {}) }
+        : portAtDestination(to.address, query.query, CLI_SPELLING, protocolApart);
       if (!destinationPort.ok) throw new UsageError(`--port: ${destinationPort.message}`);
       const { port, portName } = destinationPort;
-      const result = checkConnection(
+      const checked = checkConnection(
         loaded.cluster,
-        { from, to, protocol, port, ...(portName ? { portName } : {}) },
+        { from, to, protocol: target?.protocol ?? protocol, port, ...(portName ? { portName } : {}) },
         { semantics: input.semantics },
       );
+      const result = target ? withService(checked, target.target) : checked;
       const { verdict } = result;
       if (engine === 'compiled') {
         const ips = (a: typeof from.address) => (a.kind === 'endpoint' ? a.endpoint.ips : [a.ip]);
         const compiled = compiledVerdicts(loaded.cluster, {})(
           ips(from.address),
           ips(to.address),
-          protocol,
+          result.protocol,
           port,
         );
         // They are tested to agree; if they ever do not, say so rather than pick one silently.
@@ -98,8 +111,13 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         if (compiled === undefined)
           io.stderr.write('palisade: no address in common: the reference evaluator answered\n');
       }
-      if (output === 'json') writeJson(io, result);
-      else io.stdout.write(formatCheckText(result, styleFor(io.stdoutIsTty, io.env)));
+      const missing = notEvaluated(loaded.cluster);
+      const style = styleFor(io.stdoutIsTty, io.env);
+      if (output === 'json') writeJson(io, missing ? { ...result, notEvaluated: missing.objects } : result);
+      else
+        io.stdout.write(
+          formatCheckText(result, style) + (missing ? style.warn(`  note: ${missing.note}`) + '\n' : ''),
+        );
       // Every family must agree: a dual-stack pair allowed over IPv4 only is neither allowed nor denied.
       const expectationFailed =
         expect !== undefined &&
@@ -112,8 +130,51 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
 }
 
 /** `allowed`, `denied`, or per family when a dual-stack pair's families disagree. */
+/** The input read (its diagnostics reported) and --from and --to resolved in it. */
+async function loadEnds(
+  io: CliIo,
+  raw: Record<string, unknown>,
+  input: ReturnType<typeof resolveInputOptions>,
+) {
+  const loaded = await loadInput(input, io, {
+    rawObjects: false,
+    podOption: (name) => `--from ${name} or --to ${name}`,
+  });
+  const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
+  const from = resolveAddress(loaded.cluster, String(raw.from));
+  const to = resolveAddress(loaded.cluster, String(raw.to));
+  if (!from.ok) throw new UsageError(`--from: ${from.message}`);
+  if (!to.ok) throw new UsageError(`--to: ${to.message}`);
+  return { loaded, inputErrors, from, to };
+}
+
 function verdictWords(verdict: Verdict): string {
   const families = [verdict, ...verdict.otherFamilies].sort((a, b) => (a.family ?? 0) - (b.family ?? 0));
   if (families.every((f) => f.allowed === verdict.allowed)) return verdict.allowed ? 'allowed' : 'denied';
   return families.map((f) => `${f.allowed ? 'allowed' : 'denied'} over IPv${f.family}`).join(' and ');
+}
+
+/** `check` without `--port`: which ports the connection may use (a Service: which of its ports). */
+async function checkAllPorts(
+  io: CliIo,
+  done: (code: number) => void,
+  raw: Record<string, unknown>,
+  input: ReturnType<typeof resolveInputOptions>,
+  output: 'text' | 'json',
+): Promise<void> {
+  if (raw.expect !== undefined) throw new UsageError('--expect needs --port: it checks one connection');
+  if (raw.engine !== undefined && raw.engine !== 'reference')
+    throw new UsageError('--engine compiled needs --port: it checks one connection');
+  const { loaded, inputErrors, from, to } = await loadEnds(io, raw, input);
+  const result = checkPorts(loaded.cluster, { from, to }, { semantics: input.semantics });
+  const missing = notEvaluated(loaded.cluster);
+  const style = styleFor(io.stdoutIsTty, io.env);
+  if (output === 'json') {
+    const json = portsCheckJson(result) as Record<string, unknown>;
+    writeJson(io, missing ? { ...json, notEvaluated: missing.objects } : json);
+  } else
+    io.stdout.write(
+      formatPortsCheckText(result, style) + (missing ? style.warn(`  note: ${missing.note}`) + '\n' : ''),
+    );
+  done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
 }

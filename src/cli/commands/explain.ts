@@ -10,6 +10,7 @@ import {
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
+  notEvaluated,
   writeJson,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
@@ -55,8 +56,15 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
         progress ? (done, total) => progress.update(done, total) : undefined,
       );
       progress?.finish();
-      if (output === 'json') writeJson(io, { endpoints: explanations });
-      else io.stdout.write(formatExplainText(explanations, styleFor(io.stdoutIsTty, io.env)));
+      const missing = notEvaluated(loaded.cluster);
+      const style = styleFor(io.stdoutIsTty, io.env);
+      if (output === 'json')
+        writeJson(io, { endpoints: explanations, ...(missing ? { notEvaluated: missing.objects } : {}) });
+      else
+        io.stdout.write(
+          formatExplainText(explanations, style) +
+            (missing ? style.warn(`note: ${missing.note}`) + '\n' : ''),
+        );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }

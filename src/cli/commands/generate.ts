@@ -3,10 +3,17 @@
  * deterministic for a seed.
  */
 import { Command } from 'commander';
+import { countOf } from '../../util/count-of.ts';
 import { fileErrorText } from '../file-error.ts';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { generateAdminPolicies, generateShape, SHAPES, type Json } from '../../generate/index.ts';
+import {
+  generateAdminPolicies,
+  generateEnginePolicies,
+  generateShape,
+  SHAPES,
+  type Json,
+} from '../../generate/index.ts';
 import { checkChoice } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 
@@ -21,6 +28,16 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
     .option(
       '--admin-policies <n>',
       'also write n AdminNetworkPolicies of 25 rules each over shape a labels (admin-policies.yaml)',
+      '0',
+    )
+    .option(
+      '--calico <n>',
+      "also write n Calico NetworkPolicies (projectcalico.org/v3) over shape a's namespaces and labels, as shape a's policies are (calico-policies.yaml)",
+      '0',
+    )
+    .option(
+      '--cilium <n>',
+      "also write n CiliumNetworkPolicies over shape a's namespaces and labels, as shape a's policies are (cilium-policies.yaml)",
       '0',
     )
     .requiredOption(
@@ -39,6 +56,14 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
         throw new UsageError('--admin-policies must be an integer from 0 to 100000');
       const adminPolicies = generateAdminPolicies(admins, seed);
       const cluster = generateShape(shape, { scale, seed });
+      const engines = (['calico', 'cilium'] as const).map((engine) => {
+        const count = Number(raw[engine]);
+        if (!Number.isInteger(count) || count < 0 || count > 1_000_000)
+          throw new UsageError(`--${engine} must be an integer from 0 to 1000000`);
+        if (count > 0 && shape !== 'a')
+          throw new UsageError(`--${engine} writes policies over shape a: give --shape a`);
+        return { engine, policies: generateEnginePolicies(engine, count, cluster.namespaces.length, seed) };
+      });
       const dir = String(raw.output);
       // One JSON document per object: valid YAML, and fast to write and to read back. The first
       // `---` makes kubectl read the file as YAML documents: a file that starts with `{` it reads
@@ -51,13 +76,21 @@ export function generateCommand(io: CliIo, done: (code: number) => void): Comman
         await write('pods.yaml', cluster.pods);
         await write('policies.yaml', cluster.policies);
         if (adminPolicies.length) await write('admin-policies.yaml', adminPolicies);
+        for (const { engine, policies } of engines)
+          if (policies.length) await write(`${engine}-policies.yaml`, policies);
       } catch (error) {
         io.stderr.write(`palisade: cannot write to ${dir}: ${fileErrorText(error)}\n`);
         done(EXIT_FINDINGS);
         return;
       }
       io.stdout.write(
-        `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${cluster.namespaces.length} namespaces, ${cluster.pods.length} pods, ${cluster.policies.length} policies${adminPolicies.length ? `, ${adminPolicies.length} admin policies` : ''}\n`,
+        `wrote shape ${shape} (scale ${scale}, seed ${seed}) to ${dir}: ${countOf(cluster.namespaces.length, 'namespace')}, ${countOf(cluster.pods.length, 'pod')}, ${countOf(cluster.policies.length, 'policy', 'policies')}${adminPolicies.length ? `, ${countOf(adminPolicies.length, 'admin policy', 'admin policies')}` : ''}${engines
+          .filter((e) => e.policies.length > 0)
+          .map(
+            (e) =>
+              `, ${countOf(e.policies.length, `${e.engine === 'calico' ? 'Calico' : 'Cilium'} policy`, `${e.engine === 'calico' ? 'Calico' : 'Cilium'} policies`)}`,
+          )
+          .join('')}\n`,
       );
       done(EXIT_OK);
     });

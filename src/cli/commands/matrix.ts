@@ -2,7 +2,7 @@
  * `palisade matrix`: reachability between all endpoints, per port or as allowed port sets.
  */
 import { Command } from 'commander';
-import { PROTOCOLS, type Endpoint, type Protocol } from '../../model/types.ts';
+import { PROTOCOLS, type Cluster, type Endpoint, type Protocol } from '../../model/types.ts';
 import { namedPortOf } from '../../semantics/index.ts';
 import {
   askForPort,
@@ -15,13 +15,18 @@ import {
   estimateClassOutput,
   estimateMatrixOutput,
   findEndpoints,
+  findService,
   focusRows,
   formatSize,
   groupEndpoints,
   MATRIX_FORMATS,
   matrixEndpoints,
+  outsideClasses,
+  OUTSIDE_BUDGET,
   parsePortQuery,
   restrictMatrix,
+  serviceBackends,
+  serviceLabel,
   styleFor,
   textTableWidth,
   type Matrix,
@@ -33,6 +38,7 @@ import {
 import {
   checkChoice,
   loadInput,
+  notEvaluated,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -46,7 +52,7 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 
 /** Rows past which `--by auto` prints classes, when classes are at most half the rows (text, md). */
 const CLASSES_FROM_ROWS = 1000;
-const VIEWS = ['auto', 'workload', 'pod', 'class'] as const;
+const VIEWS = ['auto', 'workload', 'pod', 'service', 'class'] as const;
 
 export function matrixCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('matrix'))
@@ -63,12 +69,12 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
     )
     .option(
       '--by <view>',
-      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod), class (endpoints no policy tells apart, one line per class pair that may connect), or auto (workload; class for text and md past 1,000 rows when classes are at most half of them, or when the rows would pass --max-output and classes are fewer)',
+      'rows: workload (pods under their owning workload, ns/name[Kind]), pod (every pod), service (the pods behind each Service, ns/name[Service]), class (endpoints no policy tells apart, one line per class pair that may connect), or auto (workload; class for text and md past 1,000 rows when classes are at most half of them, or when the rows would pass --max-output and classes are fewer)',
       'auto',
     )
     .option(
       '--focus <ns/name>',
-      'only this workload or pod and its peers (what it may connect to or be connected from); repeatable',
+      'only this workload, pod or Service (ns/name[Service]) and its peers (what it may connect to or be connected from); repeatable',
       collect,
     )
     .option('--max-output <size>', MAX_OUTPUT_HELP, '100MB')
@@ -79,6 +85,11 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'text',
     )
     .option('--group-by <what>', GROUP_BY_HELP)
+    .option(
+      '--addresses <when>',
+      'connections with the address ranges outside the cluster: auto (when quick to compute), all, or none',
+      'auto',
+    )
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
@@ -99,6 +110,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
           ? undefined
           : checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
       const groupBy = groupAsked ?? 'workload';
+      const addresses = checkChoice('--addresses', raw.addresses, ['auto', 'all', 'none'] as const);
       const maxOutput = resolveMaxOutput(raw.maxOutput, raw.force);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
@@ -124,7 +136,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         groupBy === 'namespace' && !isGraphFormat(format) ? 'namespace' : view === 'class' ? 'pod' : view;
       const focus = raw.focus as string[] | undefined;
       if (format === 'text' && queries.length > 0 && raw.wide !== true && view !== 'class' && !focus)
-        refuseTooWide(io, groupEndpoints(endpoints, by), by === 'namespace');
+        refuseTooWide(io, groupEndpoints(endpoints, by, loaded.cluster), by === 'namespace');
       progress?.phase('computing the matrix');
       const options = {
         queries,
@@ -133,7 +145,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         byFamily: true,
         ...(progress ? { onProgress: (done: number, total: number) => progress.update(done, total) } : {}),
       } as const;
-      const focused = focus ? focusedEndpoints(loaded.cluster.endpoints, endpoints, focus) : undefined;
+      const focused = focus ? focusedEndpoints(loaded.cluster, endpoints, focus) : undefined;
       const writeClasses = async (): Promise<void> => {
         let matrix = computeMatrix(loaded.cluster, { ...options, endpoints });
         if (focused) {
@@ -195,7 +207,29 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         return writeClasses();
       }
       refuseLargeOutput(estimate, maxOutput, matrix.stats.classes, format, false);
-      await writeWithProgress(io, writer(matrix, styleFor(io.stdoutIsTty, io.env)), estimate.bytes, progress);
+      const missing = notEvaluated(loaded.cluster);
+      const outside =
+        addresses === 'none'
+          ? []
+          : outsideClasses(
+              matrix,
+              loaded.cluster,
+              input.semantics,
+              addresses === 'all' ? Number.POSITIVE_INFINITY : OUTSIDE_BUDGET,
+            );
+      if (outside === undefined)
+        io.stderr.write(
+          `palisade: note: connections with address ranges outside the cluster are left out at this size (${matrix.rows.length} rows); --addresses all includes them\n`,
+        );
+      await writeWithProgress(
+        io,
+        writer(matrix, styleFor(io.stdoutIsTty, io.env), {
+          ...(missing ? { notEvaluated: missing } : {}),
+          ...(outside && outside.length > 0 ? { outside } : {}),
+        }),
+        estimate.bytes,
+        progress,
+      );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
     });
 }
@@ -212,7 +246,7 @@ function chooseView(
   endpoints: readonly Endpoint[],
   cluster: Parameters<typeof endpointClasses>[0],
   io: CliIo,
-): 'workload' | 'pod' | 'class' {
+): Exclude<(typeof VIEWS)[number], 'auto'> {
   if (asked !== 'auto') return asked;
   if ((format !== 'text' && format !== 'md') || groupBy === 'namespace') return 'workload';
   const rows = groupEndpoints(endpoints, 'workload').length;
@@ -251,16 +285,25 @@ function classesInstead(
   return true;
 }
 
-/** The endpoints `--focus` names (a workload stands for its pods). */
+/**
+ * The endpoints `--focus` names: a pod, a workload (its pods) or a Service (the pods behind it,
+ * `ns/name[Service]`).
+ */
 function focusedEndpoints(
-  all: readonly Endpoint[],
+  cluster: Cluster,
   inMatrix: readonly Endpoint[],
   names: readonly string[],
 ): Set<Endpoint> {
   const focused = new Set<Endpoint>();
   for (const name of names) {
-    const found = findEndpoints(all, name);
+    const service = findService(cluster, name);
+    if (typeof service === 'string') throw new UsageError(`--focus: ${service}`);
+    const found = service
+      ? { endpoints: serviceBackends(cluster, service) }
+      : findEndpoints(cluster.endpoints, name);
     if (typeof found === 'string') throw new UsageError(`--focus: ${found}`);
+    if (found.endpoints.length === 0 && service)
+      throw new UsageError(`--focus: ${serviceLabel(service)} selects no pod in the input`);
     for (const e of found.endpoints) focused.add(e);
   }
   const shown = new Set(inMatrix);

@@ -25,6 +25,7 @@ import {
   checkChoice,
   loadInput,
   refuseClusterPolicies,
+  refuseEnginePolicies,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
@@ -86,6 +87,8 @@ export function renderCommand(io: CliIo, done: (code: number) => void): Command 
         throw new UsageError(`--node: no pod in the input runs on node "${node}"`);
       const ordered = target.capabilities.orderedClusterPolicy;
       if (ordered !== true) refuseClusterPolicies(loaded.cluster, `render --target ${name}`, ordered.refusal);
+      const engines = target.capabilities.enginePolicy;
+      if (engines) refuseEnginePolicies(loaded.cluster, `render --target ${name}`, engines.refusal);
       reportDiagnostics(unenforceableDomainNames(loaded.cluster, name), io, input.verbose);
       const previous = typeof raw.previous === 'string' ? readPrevious(raw.previous, target) : undefined;
       // Applying changes the node's kernel datapath: one process at a time, like an agent — a

@@ -3,7 +3,7 @@
  */
 import { Command } from 'commander';
 import { countOf } from '../../util/count-of.ts';
-import { formatDiagnostic, styleFor, summarizeDiagnostics } from '../../analysis/index.ts';
+import { formatDiagnostics, styleFor, summarizeDiagnostics } from '../../analysis/index.ts';
 import { hasErrors } from '../../model/diagnostics.ts';
 import { checkChoice, loadInput, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
@@ -23,17 +23,19 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         policies: cluster.policies.length,
         clusterPolicies: cluster.clusterPolicies.length,
         nodes: cluster.nodes.size,
+        ...(cluster.services ? { services: cluster.services.length } : {}),
       };
       if (output === 'json') {
         writeJson(io, { diagnostics, objects: counts });
       } else {
         const style = styleFor(io.stdoutIsTty, io.env);
-        for (const d of diagnostics) io.stdout.write(formatDiagnostic(d, style) + '\n');
+        for (const line of formatDiagnostics(diagnostics, style)) io.stdout.write(line + '\n');
         io.stdout.write(
           `${summarizeDiagnostics(diagnostics)}; ${countOf(counts.namespaces, 'namespace')}, ${countOf(counts.endpoints, 'endpoint')}, ${countOf(counts.policies, 'policy', 'policies')}` +
             (counts.clusterPolicies
               ? `, ${countOf(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
               : '') +
+            (counts.services ? `, ${countOf(counts.services, 'service')}` : '') +
             '\n',
         );
       }

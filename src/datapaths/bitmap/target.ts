@@ -5,12 +5,18 @@
  * also polices traffic between a pod and its own node when asked to.
  */
 import type { Classifier } from '../../classifier/index.ts';
-import type { TargetImplementation } from '../types.ts';
+import { CLASSIFIER_ENGINE_REFUSAL, type TargetImplementation } from '../types.ts';
 import { bitmapDocument } from './print.ts';
 import { ClassifierRenderer } from './renderer.ts';
 
 export const bitmapTarget: TargetImplementation<Classifier> = {
-  capabilities: { scope: 'cluster', nodeRequired: false, orderedClusterPolicy: true, policesOwnNode: true },
+  capabilities: {
+    scope: 'cluster',
+    nodeRequired: false,
+    orderedClusterPolicy: true,
+    enginePolicy: { refusal: CLASSIFIER_ENGINE_REFUSAL },
+    policesOwnNode: true,
+  },
   formats: ['json'],
   create(store, { options }) {
     const renderer = new ClassifierRenderer(store, {

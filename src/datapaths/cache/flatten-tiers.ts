@@ -5,9 +5,10 @@
  * kind with the same verdicts:
  *
  * 1. the side as one first-match list: the Admin rules in precedence order; a Pass rule replaced
- *    by what follows it restricted to its traffic (each continuation rule intersected with it);
- *    then the continuation — the NetworkPolicy table when the pod is isolated, else the
- *    Baseline rules (where Pass, skipping the rest of the tier, permits) and "permit the rest";
+ *    by what follows its tier restricted to its traffic (each following rule intersected with
+ *    it: the next tier's, or the continuation's); then the continuation — the NetworkPolicy table
+ *    when the pod is isolated, else the Baseline tiers and "permit the rest". A block outside the
+ *    cluster (Cilium's) is its CIDR for every address but the pods', which are decided as hosts;
  * 2. groups expanded to their members' addresses (an intersection of a group with a CIDR is not a
  *    net a rule can hold), remembering which groups were read so a membership change re-flattens,
  *    and each named host decided on its own (see `flattenSide`);
@@ -21,6 +22,7 @@ import { insertByPriority, intersect } from '../../ordered/index.ts';
 import {
   canonicalTable,
   parseGroupReference,
+  passTarget,
   type GroupExpansion,
   type PodTables,
   type TieredTable,
@@ -71,50 +73,67 @@ function flattenSide(
   addresses: GroupAddresses,
   groups: Set<string>,
 ): RuleTable {
-  // Pass in the Baseline tier skips the rest of it: to the default, permit.
-  const continuation: Decided[] = policy
+  // The continuation: the NetworkPolicy table, else the Baseline tiers and "permit the rest".
+  const continuation: readonly Rule[] = policy
     ? policy.rules.filter(decided)
-    : [
-        ...tiers.baseline.map((rule) => (decided(rule) ? rule : { ...rule, action: 'permit' as const })),
-        PERMIT_ALL,
-      ];
+    : [...tiers.baseline, PERMIT_ALL];
   const admin = tiers.admin;
-  const all: readonly Rule[] = [...admin, ...continuation];
+  // Blocks outside the cluster are their CIDR for every address but the pods' (decided as hosts).
+  const outside = new Set<number>();
+  const podHosts = new Map<string, Cidr>();
+  const podGroups = new Set<string>();
+  const all: readonly Rule[] = [...admin, ...continuation].map((rule, index) => {
+    const net = rule[remote];
+    if (net.kind !== 'outside') return rule;
+    outside.add(index);
+    if (!podGroups.has(net.pods)) {
+      podGroups.add(net.pods);
+      groups.add(parseGroupReference(net.pods).key);
+      for (const ip of addresses(net.pods)) podHosts.set(hostCidr(ip).text, hostCidr(ip));
+    }
+    return { ...rule, [remote]: { kind: 'cidr', cidr: net.cidr } };
+  });
+  // Where a pass at a position goes on: the next tier's start (the continuation's, out of Admin).
+  const onward = (index: number): number =>
+    index < admin.length
+      ? passTarget(tiers.adminBreaks, index, admin.length)
+      : admin.length + passTarget(tiers.baselineBreaks, index - admin.length, tiers.baseline.length);
   // Which rules (by position) contain each named host; the rest are CIDR or "any" rules.
   const hosts = new Map<string, { cidr: Cidr; rules: number[] }>();
   const generic: number[] = [];
-  const addHost = (cidr: Cidr, index: number): void => {
+  const addHost = (cidr: Cidr, index?: number): void => {
     const key = cidr.text;
     const entry = hosts.get(key);
-    if (entry) entry.rules.push(index);
-    else hosts.set(key, { cidr, rules: [index] });
+    if (!entry) hosts.set(key, { cidr, rules: index === undefined ? [] : [index] });
+    else if (index !== undefined) entry.rules.push(index);
   };
   all.forEach((rule, index) => {
     const net = rule[remote];
     if (net.kind === 'group') {
       groups.add(parseGroupReference(net.group).key);
       for (const ip of addresses(net.group)) addHost(hostCidr(ip), index);
-    } else if (net.kind === 'cidr' && net.cidr.prefix === familyBits(net.cidr.family))
+    } else if (net.kind === 'cidr' && net.cidr.prefix === familyBits(net.cidr.family) && !outside.has(index))
       addHost(net.cidr, index);
     else generic.push(index);
   });
+  // Pods are decided one by one where a rule leaves them out.
+  for (const cidr of podHosts.values()) addHost(cidr);
   const entries: Rule[] = [];
   const decide = (indices: readonly number[], restrict: (rule: Rule) => Rule): Decided[] => {
-    const own = indices.map((i) => restrict(all[i] as Rule));
-    const cut = indices.findIndex((i) => i >= admin.length);
-    const adminPart = cut < 0 ? own : own.slice(0, cut);
-    const rest = (cut < 0 ? [] : own.slice(cut)) as Decided[];
-    const ordered: Decided[] = [];
-    for (const rule of adminPart) {
-      if (decided(rule)) ordered.push(rule);
-      else
-        for (const next of rest) {
-          const restricted = intersect(next, rule);
-          if (restricted) ordered.push(restricted);
-        }
-    }
-    for (const rule of rest) ordered.push(rule);
-    return insertByPriority(ordered);
+    const own = indices.map((i) => ({ index: i, rule: restrict(all[i] as Rule) }));
+    // First match from a position, within what a pass matched: a pass is what follows its tier.
+    const walk = (from: number, within: Rule | undefined): Decided[] => {
+      const ordered: Decided[] = [];
+      for (const { index, rule } of own) {
+        if (index < from) continue;
+        const restricted = within ? intersect(rule, within) : rule;
+        if (!restricted) continue;
+        if (decided(restricted)) ordered.push(restricted);
+        else for (const next of walk(onward(index), restricted)) ordered.push(next);
+      }
+      return ordered;
+    };
+    return insertByPriority(walk(0, undefined));
   };
   for (const entry of decide(generic, (rule) => rule)) entries.push(entry);
   // Hosts that the same rules contain are decided alike: the entries of the first, re-addressed.
@@ -131,8 +150,9 @@ function flattenSide(
   for (const { cidr, rules } of hosts.values()) {
     const host: NetRef = { kind: 'cidr', cidr };
     const containing: number[] = [];
+    const pod = podHosts.has(cidr.text);
     for (const { net, indices } of genericNets.values())
-      if (contains(net, cidr)) for (const i of indices) containing.push(i);
+      if (contains(net, cidr)) for (const i of indices) if (!pod || !outside.has(i)) containing.push(i);
     const indices = mergeSorted(rules, containing);
     const signature = indices.join(',');
     const decision = decisions.get(signature);

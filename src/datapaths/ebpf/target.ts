@@ -6,7 +6,7 @@
  * address is routed to — the node datapath an agent opens (node.ts), realizing one snapshot.
  * Its interpreter reads the maps as the program does.
  */
-import type { TargetImplementation } from '../types.ts';
+import { CLASSIFIER_ENGINE_REFUSAL, type TargetImplementation } from '../types.ts';
 import { EbpfError } from './kernel/index.ts';
 import { EbpfRenderer } from './renderer.ts';
 import { ebpfDocument } from './print.ts';
@@ -19,6 +19,7 @@ export const ebpfTarget: TargetImplementation<EbpfOutput> = {
     scope: 'node',
     nodeRequired: false,
     orderedClusterPolicy: true,
+    enginePolicy: { refusal: CLASSIFIER_ENGINE_REFUSAL },
     policesOwnNode: true,
     applies: 'kernel',
   },

@@ -175,6 +175,8 @@ class SecurityGroupsBuilder {
           ...extra,
         },
       ];
+    // Cluster policy is refused before rendering (security groups cannot order rules).
+    if (net.kind === 'outside') throw new Error('neutron renders no cluster policy');
     this.peerGroups.add(net.group);
     return ETHERTYPES.map((ethertype) => ({
       direction,

@@ -8,7 +8,7 @@
 import type { Cidr, IpAddress, IpFamily } from '../../net/ip.ts';
 import type { ReadonlyStore } from '../../state/index.ts';
 import { formatIp } from '../../net/ip.ts';
-import type { RuleTable } from '../../model/rule.ts';
+import type { Rule, RuleTable } from '../../model/rule.ts';
 import {
   parseGroupReference,
   referenceMembers,
@@ -80,7 +80,10 @@ export class DesiredTable {
   >();
   /** Named address-range sets (see `netSet`) and how many table chains use each. */
   private readonly netSetUse = new Map<string, number>();
-  private readonly sequenceUse = new Map<string, { count: number; groups: readonly string[] }>();
+  private readonly sequenceUse = new Map<
+    string,
+    { count: number; groups: readonly string[]; chains: readonly string[] }
+  >();
   private readonly groupUse = new Map<
     string,
     { count: number; members: Map<string, readonly IpAddress[]> }
@@ -190,42 +193,33 @@ export class DesiredTable {
       return;
     }
     const next = continuationChain(sequence.key);
-    const admin = renderOrderedChain(
+    const np = sequence.np;
+    // Each tier its own chain (a pass goes on to the next tier's, or out of the list).
+    const admin = tierChains(
       sequence.tiers.admin,
-      { pass: `goto ${next}`, replyPass: `goto ${replyTwin(next)}` },
-      [`goto ${next}`],
-      [`goto ${replyTwin(next)}`],
+      sequence.tiers.adminBreaks,
+      sequenceChain(sequence.key),
+      `goto ${next}`,
       this.families,
     );
-    const np = sequence.np;
-    const continuation = np
+    const continuation: TierChains = np
       ? sequence.context === 'local'
-        ? { lines: [ALLOW], replyLines: [ALLOW], groups: [] }
+        ? { chains: [[next, [ALLOW], [ALLOW]]], groups: [] }
         : {
-            lines: [`goto ${tableChain(np.id)}`],
-            replyLines: [`goto ${replyTwin(tableChain(np.id))}`],
+            chains: [[next, [`goto ${tableChain(np.id)}`], [`goto ${replyTwin(tableChain(np.id))}`]]],
             groups: [],
           }
-      : renderOrderedChain(
-          sequence.tiers.baseline,
-          { pass: ALLOW, replyPass: ALLOW },
-          [ALLOW],
-          [ALLOW],
-          this.families,
-        );
+      : tierChains(sequence.tiers.baseline, sequence.tiers.baselineBreaks, next, ALLOW, this.families);
     const groups = [...new Set([...admin.groups, ...continuation.groups])];
     for (const group of groups) this.acquireGroup(group);
-    this.sequenceUse.set(sequence.key, { count: 1, groups });
     // Continuations first: a chain must exist before a rule can jump to it.
-    const chains: [string, readonly string[]][] = [
-      [next, continuation.lines],
-      [replyTwin(next), continuation.replyLines],
-      [sequenceChain(sequence.key), admin.lines],
-      [replyTwin(sequenceChain(sequence.key)), admin.replyLines],
-    ];
-    for (const [name, lines] of chains) {
+    const chains = [...continuation.chains, ...admin.chains];
+    this.sequenceUse.set(sequence.key, { count: 1, groups, chains: chains.map(([name]) => name) });
+    for (const [name, lines, replyLines] of chains) {
       this.objects.chains.set(name, lines);
       this.dirty.chains.add(name);
+      this.objects.chains.set(replyTwin(name), replyLines);
+      this.dirty.chains.add(replyTwin(name));
     }
   }
 
@@ -233,13 +227,7 @@ export class DesiredTable {
     const use = this.sequenceUse.get(sequence.key);
     if (!use || --use.count > 0) return;
     this.sequenceUse.delete(sequence.key);
-    const next = continuationChain(sequence.key);
-    for (const name of [
-      sequenceChain(sequence.key),
-      replyTwin(sequenceChain(sequence.key)),
-      next,
-      replyTwin(next),
-    ]) {
+    for (const name of use.chains.flatMap((chain) => [chain, replyTwin(chain)])) {
       this.objects.chains.delete(name);
       this.dirty.chains.add(name);
     }
@@ -396,6 +384,43 @@ export class DesiredTable {
 }
 
 /** The chains of a tiered direction, keyed by what they contain. */
+/** A tier list's chains (name, lines, reply lines; the later tiers' first) and the groups they use. */
+interface TierChains {
+  readonly chains: readonly (readonly [string, readonly string[], readonly string[]])[];
+  readonly groups: readonly string[];
+}
+
+/**
+ * An ordered list as one chain per tier (`breaks`: where each tier after the first starts),
+ * named `first`, `first_1`, …: a pass, or no match, goes to the next tier's chain, and from
+ * the last to `exit`.
+ */
+function tierChains(
+  rules: readonly Rule[],
+  breaks: readonly number[] | undefined,
+  first: string,
+  exit: string,
+  families: readonly IpFamily[],
+): TierChains {
+  const starts = [0, ...(breaks ?? []), rules.length];
+  const chains: (readonly [string, readonly string[], readonly string[]])[] = [];
+  const groups = new Set<string>();
+  for (let t = starts.length - 2; t >= 0; t--) {
+    const name = t === 0 ? first : `${first}_${t}`;
+    const onward = t + 2 === starts.length ? exit : `goto ${first}_${t + 1}`;
+    const chain = renderOrderedChain(
+      rules.slice(starts[t], starts[t + 1]),
+      { pass: onward, replyPass: replyVerdict(onward) },
+      [onward],
+      [replyVerdict(onward)],
+      families,
+    );
+    for (const group of chain.groups) groups.add(group);
+    chains.push([name, chain.lines, chain.replyLines]);
+  }
+  return { chains, groups: [...groups] };
+}
+
 function sequenceOf(tiers: TieredTable, np: RuleTable | undefined, context: Sequence['context']): Sequence {
   const key = hash('sha256', `${tiers.id}|${np?.id ?? '-'}|${context}`).slice(0, 16);
   return { key, tiers, np, context };

@@ -47,6 +47,14 @@ function addressMatches(
         : new Map<IpFamily | 'any', string>();
     case 'group':
       return new Map(families.map((f) => [f, `${addressProtocol(f)} ${field} @${groupSet(net.group, f)}`]));
+    case 'outside': {
+      // The block's addresses that are no pod's: in it, and not in the set of every pod.
+      const family = net.cidr.family;
+      const match = `${addressProtocol(family)} ${field}`;
+      return families.includes(family)
+        ? new Map([[family, `${match} ${net.cidr.text} ${match} != @${groupSet(net.pods, family)}`]])
+        : new Map<IpFamily | 'any', string>();
+    }
   }
 }
 
@@ -139,6 +147,7 @@ function groupsOf(runs: readonly Run[]): Set<string> {
   for (const run of runs)
     for (const net of [run.rules[0]?.src, run.rules[0]?.dst])
       if (net?.kind === 'group') groups.add(net.group);
+      else if (net?.kind === 'outside') groups.add(net.pods);
   return groups;
 }
 

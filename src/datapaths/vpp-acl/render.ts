@@ -45,6 +45,8 @@ function networks(net: NetRef, state: ReadonlyStore): string[] {
       return referenceAddresses(state, net.group)
         .map((ip) => hostCidr(ip).text)
         .sort();
+    case 'outside':
+      throw new Error('blocks outside the cluster reach VPP flattened (renderers/cache/flatten-tiers.ts)');
   }
 }
 

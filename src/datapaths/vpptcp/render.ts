@@ -53,6 +53,8 @@ function prefixes(net: NetRef, state: ReadonlyStore): { family: 4 | 6; prefix: s
         family: ip.family,
         prefix: hostCidr(ip).text,
       }));
+    case 'outside':
+      throw new Error('blocks outside the cluster reach VPP flattened (renderers/cache/flatten-tiers.ts)');
   }
 }
 

@@ -1,0 +1,132 @@
+/**
+ * `npm run bench -- engines [--scale 0.1] [--policies 10000] [--runs 5] [--matrix-runs 3]` (0: no matrix):
+ * the same number of policies written as Kubernetes NetworkPolicies, as Calico NetworkPolicies and
+ * as CiliumNetworkPolicies (src/generate/engine-policies.ts: shape a's three kinds of policy in
+ * each engine's language) over shape a's namespaces and pods, and what reading them costs:
+ * - read: the manifests (one JSON document per object, as `palisade generate` writes them)
+ *   parsed, validated and decoded into the model;
+ * - compile: every pod's tables from the loaded cluster (the compiled path every datapath gets);
+ * - matrix: the single-port matrix TCP/8080 of every pod pair (`--by pod`, engine auto).
+ * The engines are measured in turn within each run (NetworkPolicy, Calico, Cilium, then the next
+ * run in another order), so a busy moment of the shared machine weighs on all alike; medians,
+ * with the one-minute load average.
+ */
+import { loadavg } from 'node:os';
+import { computeViewMatrix } from '../src/analysis/index.ts';
+import { generateEnginePolicies, generateShape, type PolicyEngineName } from '../src/generate/index.ts';
+import { loadFromTexts } from '../src/ingest/load.ts';
+import type { Cluster } from '../src/model/types.ts';
+import { PolicyPipeline } from '../src/pipeline/index.ts';
+import { median } from './stats.ts';
+import { reportFigure } from './report.ts';
+
+function option(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+const ENGINES: readonly PolicyEngineName[] = ['networkpolicy', 'calico', 'cilium'];
+const LABEL: Record<PolicyEngineName, string> = {
+  networkpolicy: 'NetworkPolicy',
+  calico: 'Calico',
+  cilium: 'Cilium',
+};
+
+export function enginesBenchmark(args: string[]): void {
+  const scale = option(args, 'scale', 0.1);
+  const count = option(args, 'policies', 10_000);
+  const runs = option(args, 'runs', 5);
+  const matrixRuns = option(args, 'matrix-runs', 3);
+  const shape = generateShape('a', { scale, seed: 1 });
+  const base = [...shape.namespaces, ...shape.pods].map((o) => JSON.stringify(o));
+  const texts = new Map(
+    ENGINES.map((engine) => {
+      const policies = generateEnginePolicies(engine, count, shape.namespaces.length, 1);
+      return [engine, '---\n' + [...base, ...policies.map((o) => JSON.stringify(o))].join('\n---\n') + '\n'];
+    }),
+  );
+  process.stdout.write(
+    `shape a ×${scale}: ${shape.pods.length} pods in ${shape.namespaces.length} namespaces, ${count} policies of each engine; load ${loadavg()[0]?.toFixed(1)}\n`,
+  );
+  const times: Record<PolicyEngineName, { read: number[]; compile: number[]; matrix: number[] }> = {
+    networkpolicy: { read: [], compile: [], matrix: [] },
+    calico: { read: [], compile: [], matrix: [] },
+    cilium: { read: [], compile: [], matrix: [] },
+  };
+  const loads: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    // Each run starts with another engine: none is always measured first (or last).
+    const order = ENGINES.map((_, i) => ENGINES[(i + run) % ENGINES.length] as PolicyEngineName);
+    for (const engine of order) {
+      const text = texts.get(engine) as string;
+      globalThis.gc?.();
+      let started = performance.now();
+      const loaded = loadFromTexts([{ name: `${engine}.yaml`, text }]);
+      times[engine].read.push(performance.now() - started);
+      progress(run, engine, 'read', times[engine].read);
+      check(engine, loaded.cluster, loaded.diagnostics, count);
+      globalThis.gc?.();
+      started = performance.now();
+      const pipeline = new PolicyPipeline();
+      pipeline.apply({ type: 'resync', cluster: loaded.cluster });
+      times[engine].compile.push(performance.now() - started);
+      progress(run, engine, 'compile', times[engine].compile);
+      if (run < matrixRuns) {
+        globalThis.gc?.();
+        started = performance.now();
+        computeViewMatrix(loaded.cluster, { by: 'pod', queries: [{ port: 8080, protocol: 'TCP' }] });
+        times[engine].matrix.push(performance.now() - started);
+        progress(run, engine, 'matrix', times[engine].matrix);
+      }
+      loads.push(loadavg()[0] ?? 0);
+    }
+  }
+  const s = (values: readonly number[]): string => `${(median(values) / 1000).toFixed(2)} s`;
+  for (const what of ['read', 'compile', 'matrix'] as const) {
+    if (times.networkpolicy[what].length === 0) continue; // --matrix-runs 0
+    const np = median(times.networkpolicy[what]);
+    for (const engine of ENGINES) {
+      const value = median(times[engine][what]);
+      reportFigure({
+        name: `engines ×${scale}, ${count} ${LABEL[engine]} policies: ${what}`,
+        value: value / 1000,
+        unit: 's',
+        runs: times[engine][what].map((v) => v / 1000),
+        ...(engine !== 'networkpolicy' ? { target: '≤ the NetworkPolicies’' } : {}),
+      });
+      process.stdout.write(
+        `${what.padEnd(8)} ${LABEL[engine].padEnd(14)} ${s(times[engine][what])} (median of ${times[engine][what].length}: ${times[
+          engine
+        ][what]
+          .map((v) => (v / 1000).toFixed(2))
+          .join(
+            ', ',
+          )})${engine === 'networkpolicy' ? '' : `, ×${(value / np).toFixed(2)} the NetworkPolicies'`}\n`,
+      );
+    }
+  }
+  process.stdout.write(
+    `load average during the runs: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}\n`,
+  );
+}
+
+/** Each figure as it is taken (a run on a loaded machine is long: partial runs still say something). */
+function progress(run: number, engine: PolicyEngineName, what: string, values: readonly number[]): void {
+  const value = values[values.length - 1] ?? 0;
+  process.stdout.write(
+    `  run ${run + 1}: ${LABEL[engine]} ${what} ${(value / 1000).toFixed(2)} s (load ${loadavg()[0]?.toFixed(1)})\n`,
+  );
+}
+
+/** The input read as meant: every policy, no error. */
+function check(
+  engine: PolicyEngineName,
+  cluster: Cluster,
+  diagnostics: readonly { severity: string; message: string }[],
+  count: number,
+): void {
+  const error = diagnostics.find((d) => d.severity === 'error');
+  if (error) throw new Error(`${engine}: ${error.message}`);
+  const read = engine === 'networkpolicy' ? cluster.policies.length : cluster.clusterPolicies.length;
+  if (read !== count) throw new Error(`${engine}: read ${read} policies of ${count}`);
+}

@@ -1,0 +1,496 @@
+/**
+ * CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy (cilium.io/v2) at L3/L4, as ordered
+ * policies in the tier NetworkPolicy sits in (docs/CALICO-CILIUM.md). What the docs say each part
+ * means (docs.cilium.io, security/policy: language, layer3, layer4, deny, kubernetes):
+ *
+ * - a rule of `ingress`/`egress` allows; of `ingressDeny`/`egressDeny` denies, whatever allows it
+ *   ("deny policies take precedence over allow policies");
+ * - a policy puts the pods it selects in default deny for each direction it has rules for, unless
+ *   `enableDefaultDeny` says otherwise for that direction;
+ * - within a rule the L3 members (`fromEndpoints`, `fromCIDR(Set)`, `fromEntities`, `fromNodes`)
+ *   are one list of peers, any of which matches (Cilium merges them: utils.go
+ *   mergeEndpointSelectors), and the ports must match too; a rule with no L3 member and with ports
+ *   allows from anywhere ("to any layer 3 destination"), an empty rule (`{}`) allows nothing, and
+ *   an L3 member given as an empty list selects nothing;
+ * - CIDR rules select only addresses outside the cluster ("CIDR rules do not apply to traffic
+ *   where both sides of the connection are either managed by Cilium or use an IP belonging to a
+ *   node in the cluster");
+ * - `toPorts` ports are numbers, ranges (`endPort`), named ports, on TCP, UDP, SCTP or ANY; `icmps`
+ *   are ICMP only, so they allow none of TCP, UDP and SCTP.
+ *
+ * L7 rules, TLS, listeners, authentication, `toFQDNs`, `toServices`, `toGroups`, `toRequires` and
+ * CIDR groups are reported as not analysed (RULE_NOT_ANALYSED, with what is assumed instead);
+ * `nodeSelector` policies (host policies) are left out (POLICY_NOT_ANALYSED).
+ */
+import type { z } from 'zod';
+import { subtractCidrs } from '../net/subtract.ts';
+import {
+  DEFAULT_TIER,
+  type ClusterPeer,
+  type ClusterPolicy,
+  type ClusterPort,
+  type ClusterRule,
+} from '../model/cluster-policy.ts';
+import { makeSelector } from '../model/selector.ts';
+import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { ciliumSchemas, type RawCiliumPolicy, type RawCiliumRule } from './cilium-schemas.ts';
+import { readCiliumSelector, type CiliumSelector } from './cilium-selectors.ts';
+import { EVERYWHERE } from './calico-rules.ts';
+import type { DecodeContext } from './decode-context.ts';
+import { decodeMetadataName } from './decode-metadata.ts';
+import { checkPortNumber, decodeCidr } from './decode-policy.ts';
+import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
+import type { RawLabelSelector } from './schemas.ts';
+import type { FieldPath } from './types.ts';
+import { dnsSubdomainProblem, portNameProblem } from './validate-names.ts';
+
+export const CILIUM_API_VERSION = 'cilium.io/v2';
+
+function reading<S extends z.ZodType>(schema: S): Reading<S> {
+  return { schema, knownFields: fieldNamesOf(schema) };
+}
+const READINGS = {
+  CiliumNetworkPolicy: reading(ciliumSchemas.cnp),
+  CiliumClusterwideNetworkPolicy: reading(ciliumSchemas.ccnp),
+};
+
+type Kind = 'CiliumNetworkPolicy' | 'CiliumClusterwideNetworkPolicy';
+type Direction = 'ingress' | 'egress';
+
+/** The policy's rules (`spec` and each of `specs`) as ordered policies; undefined when invalid. */
+export function decodeCilium(
+  ctx: DecodeContext,
+  kind: Kind,
+  apiVersion: string,
+): ClusterPolicy[] | undefined {
+  if (apiVersion !== CILIUM_API_VERSION) {
+    ctx.report('API_VERSION_UNKNOWN', `${kind} apiVersion "${apiVersion}" is not ${CILIUM_API_VERSION}`, [
+      'apiVersion',
+    ]);
+    return undefined;
+  }
+  return decodeReportingAll(ctx, ctx.raw.value, READINGS[kind], (raw) =>
+    decodeParsed(ctx, kind, apiVersion, raw),
+  );
+}
+
+function decodeParsed(
+  ctx: DecodeContext,
+  kind: Kind,
+  apiVersion: string,
+  raw: RawCiliumPolicy,
+): ClusterPolicy[] | undefined {
+  const clusterwide = kind === 'CiliumClusterwideNetworkPolicy';
+  const meta = clusterwide ? undefined : decodeMetadataName(ctx, raw.metadata, true);
+  const name = raw.metadata.name;
+  const problem = clusterwide ? dnsSubdomainProblem(name) : undefined;
+  if (problem) ctx.report('NAME_INVALID', `name "${name}" is invalid: ${problem}`, ['metadata', 'name']);
+  const namespace = meta?.namespace;
+  const rules: { rule: RawCiliumRule; path: FieldPath; suffix: string }[] = [];
+  if (raw.spec) rules.push({ rule: raw.spec, path: ['spec'], suffix: '' });
+  (raw.specs ?? []).forEach((rule, i) => rules.push({ rule, path: ['specs', i], suffix: `[${i}]` }));
+  if (rules.length === 0)
+    ctx.report('SCHEMA_REQUIRED', 'a Cilium policy needs spec or specs', ['spec'], true);
+  const site = { clusterwide, namespace };
+  const policies = rules.flatMap(({ rule, path, suffix }) => {
+    const decoded = decodeRule(ctx, site, rule, path, `${name}${suffix}`);
+    return decoded ? [{ ...decoded, path }] : [];
+  });
+  if (ctx.failed) return undefined;
+  return policies.map((p) => ({
+    kind,
+    apiVersion,
+    name: p.name,
+    ...(namespace !== undefined ? { namespace } : {}),
+    tier: DEFAULT_TIER,
+    priority: 0,
+    subject: p.subject,
+    ingress: p.ingress,
+    egress: p.egress,
+    isolates: p.isolates,
+    ...(p.path[0] === 'specs' ? { specPath: p.path } : {}),
+    location: ctx.raw.locator.valueAt(ctx.raw.basePath),
+  }));
+}
+
+interface Site {
+  readonly clusterwide: boolean;
+  /** A CiliumNetworkPolicy's namespace. */
+  readonly namespace: string | undefined;
+}
+
+type DecodedRule = Pick<ClusterPolicy, 'name' | 'subject' | 'ingress' | 'egress' | 'isolates'>;
+
+function decodeRule(
+  ctx: DecodeContext,
+  site: Site,
+  raw: RawCiliumRule,
+  path: FieldPath,
+  name: string,
+): DecodedRule | undefined {
+  if (raw.nodeSelector && raw.endpointSelector) {
+    ctx.report('RULE_INVALID', 'endpointSelector and nodeSelector cannot both be set', [
+      ...path,
+      'nodeSelector',
+    ]);
+    return undefined;
+  }
+  if (raw.nodeSelector) {
+    if (!site.clusterwide)
+      ctx.report('RULE_INVALID', 'nodeSelector can only be used in a CiliumClusterwideNetworkPolicy', [
+        ...path,
+        'nodeSelector',
+      ]);
+    else
+      ctx.report(
+        'POLICY_NOT_ANALYSED',
+        'a nodeSelector policy (a host policy) applies to nodes, which Palisade does not police: it is left out',
+        [...path, 'nodeSelector'],
+      );
+    return undefined;
+  }
+  if (!raw.endpointSelector) {
+    ctx.report(
+      'SCHEMA_REQUIRED',
+      'a Cilium rule needs endpointSelector (or nodeSelector)',
+      [...path, 'endpointSelector'],
+      true,
+    );
+    return undefined;
+  }
+  const selector = readCiliumSelector(ctx, raw.endpointSelector, [...path, 'endpointSelector'], site);
+  const lists = {
+    ingress: decodeList(ctx, site, raw.ingress, 'ingress', 'allow', [...path, 'ingress']),
+    ingressDeny: decodeList(ctx, site, raw.ingressDeny, 'ingress', 'deny', [...path, 'ingressDeny']),
+    egress: decodeList(ctx, site, raw.egress, 'egress', 'allow', [...path, 'egress']),
+    egressDeny: decodeList(ctx, site, raw.egressDeny, 'egress', 'deny', [...path, 'egressDeny']),
+  };
+  if (!selector) return undefined;
+  if (selector.entities.length > 0) {
+    ctx.report(
+      'POLICY_NOT_ANALYSED',
+      `an endpointSelector naming reserved:${selector.entities.join(', reserved:')} selects no pod: it is left out`,
+      [...path, 'endpointSelector'],
+    );
+    return undefined;
+  }
+  // A CiliumNetworkPolicy applies in its namespace only, whatever its selector says of namespaces.
+  const subjectNamespace =
+    site.namespace !== undefined
+      ? makeSelector({ 'kubernetes.io/metadata.name': site.namespace }, [])
+      : selector.namespace;
+  if (site.namespace !== undefined && selector.scoped)
+    ctx.report(
+      'SELECTOR_KEY_IGNORED',
+      'a CiliumNetworkPolicy’s endpointSelector always applies in the policy’s namespace: its namespace match is left out, as Cilium does',
+      [...path, 'endpointSelector'],
+    );
+  const defaultDeny = raw.enableDefaultDeny ?? {};
+  const has = (list: unknown[] | null | undefined): boolean => (list?.length ?? 0) > 0;
+  return {
+    name,
+    subject: {
+      namespaceSelector: subjectNamespace,
+      ...(selector.pod.key !== '' ? { podSelector: selector.pod } : {}),
+    },
+    ingress: [...lists.ingressDeny, ...lists.ingress],
+    egress: [...lists.egressDeny, ...lists.egress],
+    isolates: {
+      ingress: defaultDeny.ingress ?? (has(raw.ingress) || has(raw.ingressDeny)),
+      egress: defaultDeny.egress ?? (has(raw.egress) || has(raw.egressDeny)),
+    },
+  };
+}
+
+function decodeList(
+  ctx: DecodeContext,
+  site: Site,
+  raw: readonly Record<string, unknown>[] | null | undefined,
+  direction: Direction,
+  action: 'allow' | 'deny',
+  path: FieldPath,
+): ClusterRule[] {
+  const field = path[path.length - 1] as string;
+  return (raw ?? []).flatMap((rule, index) => {
+    const decoded = decodePeerRule(ctx, site, rule, direction, action, [...path, index]);
+    if (!decoded) return [];
+    return [{ index, action, ...(field !== direction ? { field } : {}), ...decoded }];
+  });
+}
+
+const L3_FIELDS = ['Endpoints', 'CIDR', 'CIDRSet', 'Entities', 'Nodes', 'Groups'] as const;
+
+/** One rule's peers and ports (and whether it fails closed). */
+function decodePeerRule(
+  ctx: DecodeContext,
+  site: Site,
+  raw: Record<string, unknown>,
+  direction: Direction,
+  action: 'allow' | 'deny',
+  path: FieldPath,
+): Omit<ClusterRule, 'index' | 'action' | 'field'> | undefined {
+  const before = ctx.diagnostics.length;
+  const prefix = direction === 'ingress' ? 'from' : 'to';
+  const present = (field: string): boolean =>
+    Array.isArray(raw[field]) && (raw[field] as unknown[]).length > 0;
+  const l3Fields = [
+    ...L3_FIELDS.map((f) => `${prefix}${f}`),
+    ...(direction === 'egress' ? ['toServices', 'toFQDNs'] : []),
+  ];
+  const l3 = l3Fields.filter(present);
+  // "Explicitly check for empty non-nil slices, it should not result in any identity being selected."
+  const emptyGiven = l3Fields.some((f) => Array.isArray(raw[f]) && (raw[f] as unknown[]).length === 0);
+  const ports = decodeToPorts(ctx, raw, action, path);
+  const icmps = present('icmps');
+  const notAnalysed: string[] = [];
+  for (const field of [`${prefix}Requires`, `${prefix}Groups`, 'toServices', 'toFQDNs'])
+    if (present(field)) notAnalysed.push(field);
+  if (raw.authentication)
+    ctx.report(
+      'RULE_NOT_ANALYSED',
+      'authentication (mutual authentication) is not analysed: read as not required',
+      [...path, 'authentication'],
+    );
+  const peers: ClusterPeer[] = [];
+  for (const field of l3) {
+    const list = raw[field] as unknown[];
+    const at = [...path, field];
+    if (field === `${prefix}Endpoints`)
+      list.forEach((selector, i) =>
+        peers.push(...endpointPeers(ctx, site, selector as RawLabelSelector, [...at, i], notAnalysed)),
+      );
+    else if (field === `${prefix}Entities`)
+      list.forEach((entity, i) => peers.push(...entityPeers(ctx, String(entity), [...at, i], notAnalysed)));
+    else if (field === `${prefix}Nodes`)
+      list.forEach((selector, i) => {
+        const read = readCiliumSelector(ctx, selector as RawLabelSelector, [...at, i], { clusterwide: true });
+        if (read) peers.push({ type: 'nodes', selector: read.pod });
+      });
+    else if (field === `${prefix}CIDR`)
+      list.forEach((text, i) =>
+        peers.push(...cidrPeers(ctx, { cidr: String(text) }, [...at, i], notAnalysed, false)),
+      );
+    else if (field === `${prefix}CIDRSet`)
+      list.forEach((entry, i) =>
+        peers.push(...cidrPeers(ctx, entry as CidrRule, [...at, i], notAnalysed, true)),
+      );
+  }
+  if (ctx.diagnostics.slice(before).some((d) => d.severity === 'error')) return undefined;
+  if (notAnalysed.length > 0) {
+    const unresolved = l3.every((f) => notAnalysed.some((n) => f === n || n.startsWith(`${f}`)));
+    if (action === 'deny' || notAnalysed.some((n) => n.endsWith('Requires'))) {
+      ctx.report(
+        'RULE_NOT_ANALYSED',
+        `${notAnalysed.join(', ')} ${notAnalysed.length === 1 ? 'is' : 'are'} not analysed: the rule fails closed (${action === 'allow' ? 'it allows nothing' : 'it denies everything'})`,
+        path,
+      );
+      return { peers: [], failClosed: true };
+    }
+    ctx.report(
+      'RULE_NOT_ANALYSED',
+      `${notAnalysed.join(', ')} ${notAnalysed.length === 1 ? 'is' : 'are'} not analysed: ${unresolved ? 'the rule allows nothing here' : 'those peers match nothing here'}`,
+      path,
+    );
+  }
+  if (emptyGiven) return { peers: [] };
+  // No L3 member: with ports (or ICMP), from anywhere; an empty rule allows nothing.
+  if (l3.length === 0) {
+    if (ports === 'none' && !icmps) return { peers: [] };
+    peers.push({ type: 'networks', cidrs: EVERYWHERE });
+  }
+  const portList = ports === 'none' ? (icmps ? [] : undefined) : ports;
+  return { peers, ...(portList !== undefined ? { ports: portList } : {}) };
+}
+
+function endpointPeers(
+  ctx: DecodeContext,
+  site: Site,
+  raw: RawLabelSelector,
+  path: FieldPath,
+  notAnalysed: string[],
+): ClusterPeer[] {
+  const selector: CiliumSelector | undefined = readCiliumSelector(ctx, raw, path, site);
+  if (!selector) return [];
+  if (selector.entities.length > 0)
+    return selector.entities.flatMap((e) => entityPeers(ctx, e, path, notAnalysed));
+  // Without a namespace of its own: the policy's namespace (clusterwide: every namespace).
+  const namespaces =
+    selector.scoped || site.namespace === undefined
+      ? selector.namespace
+      : makeSelector({ 'kubernetes.io/metadata.name': site.namespace }, []);
+  return [
+    {
+      type: 'pods',
+      namespaces: { selector: namespaces },
+      ...(selector.pod.key !== '' ? { podSelector: selector.pod } : {}),
+    },
+  ];
+}
+
+/** What each entity is in Palisade's model (docs/CALICO-CILIUM.md has the table). */
+function entityPeers(
+  ctx: DecodeContext,
+  entity: string,
+  path: FieldPath,
+  notAnalysed: string[],
+): ClusterPeer[] {
+  const all = makeSelector({}, []);
+  switch (entity) {
+    case 'all':
+      // Every address, and every pod — also one the input gives no address (a template).
+      return [
+        { type: 'pods', namespaces: { selector: all } },
+        { type: 'networks', cidrs: EVERYWHERE },
+      ];
+    case 'world':
+      return [{ type: 'outside', cidrs: EVERYWHERE }];
+    case 'world-ipv4':
+      return [{ type: 'outside', cidrs: EVERYWHERE.filter((c) => c.family === 4) }];
+    case 'world-ipv6':
+      return [{ type: 'outside', cidrs: EVERYWHERE.filter((c) => c.family === 6) }];
+    case 'cluster':
+      return [
+        { type: 'pods', namespaces: { selector: all } },
+        { type: 'nodes', selector: all },
+      ];
+    case 'host':
+      return [{ type: 'nodes', selector: all, only: 'own' }];
+    case 'remote-node':
+      return [{ type: 'nodes', selector: all, only: 'others' }];
+    case 'init':
+    case 'health':
+    case 'unmanaged':
+    case 'none':
+      // Endpoints the input has none of (bootstrapping, health checks, not managed by Cilium).
+      return [];
+    case 'kube-apiserver':
+    case 'ingress':
+      notAnalysed.push(
+        `entity ${entity} (${entity === 'ingress' ? "Cilium's Envoy" : 'the API server'}: its address is not in the input)`,
+      );
+      return [];
+    default:
+      ctx.report(
+        'RULE_INVALID',
+        `entity "${entity}" is not one of all, world, world-ipv4, world-ipv6, cluster, host, remote-node, kube-apiserver, ingress, init, health, unmanaged, none`,
+        path,
+      );
+      return [];
+  }
+}
+
+interface CidrRule {
+  readonly cidr?: string | null;
+  readonly cidrGroupRef?: string | null;
+  readonly cidrGroupSelector?: unknown;
+  readonly except?: readonly string[] | null;
+}
+
+/** A `fromCIDR` entry (a string, at `path`) or a `fromCIDRSet` entry (its `cidr` under `path`). */
+function cidrPeers(
+  ctx: DecodeContext,
+  raw: CidrRule,
+  path: FieldPath,
+  notAnalysed: string[],
+  inSet: boolean,
+): ClusterPeer[] {
+  if (raw.cidrGroupRef != null || raw.cidrGroupSelector != null) {
+    notAnalysed.push(`${raw.cidrGroupRef != null ? 'cidrGroupRef' : 'cidrGroupSelector'} (CiliumCIDRGroup)`);
+    return [];
+  }
+  if (raw.cidr == null) {
+    ctx.report('SCHEMA_REQUIRED', 'a CIDR rule needs cidr (or cidrGroupRef)', [...path, 'cidr'], true);
+    return [];
+  }
+  const cidr = decodeCidr(ctx, raw.cidr, inSet ? [...path, 'cidr'] : path);
+  const except = (raw.except ?? []).flatMap((text, i) => {
+    const parsed = decodeCidr(ctx, text, [...path, 'except', i]);
+    return parsed ? [parsed] : [];
+  });
+  if (!cidr) return [];
+  return [{ type: 'outside', cidrs: subtractCidrs(cidr, except) }];
+}
+
+/**
+ * `toPorts`: the union of its entries' ports — `'none'` when the rule has none (every port) —
+ * reporting the L7 parts. An entry without ports covers every port.
+ */
+function decodeToPorts(
+  ctx: DecodeContext,
+  raw: Record<string, unknown>,
+  action: 'allow' | 'deny',
+  path: FieldPath,
+): ClusterPort[] | 'none' | undefined {
+  const list = raw.toPorts as readonly Record<string, unknown>[] | null | undefined;
+  if (!list || list.length === 0) return 'none';
+  const out: ClusterPort[] = [];
+  let every = false;
+  list.forEach((entry, i) => {
+    const at = [...path, 'toPorts', i];
+    const l7 = ['rules', 'terminatingTLS', 'originatingTLS', 'serverNames', 'listener'].filter(
+      (f) => entry[f] != null,
+    );
+    if (l7.length > 0 && action === 'allow')
+      ctx.report(
+        'RULE_NOT_ANALYSED',
+        `${l7.join(', ')} (L7) ${l7.length === 1 ? 'is' : 'are'} not analysed: the connection is allowed at L4; requests on it are then filtered by the proxy`,
+        [...at, l7[0] as string],
+      );
+    const ports = (entry.ports as readonly RawPortProtocol[] | null | undefined) ?? [];
+    if (ports.length === 0) every = true;
+    ports.forEach((port, j) => out.push(...portEntries(ctx, port, [...at, 'ports', j])));
+  });
+  return every ? 'none' : out;
+}
+
+/** A `ports` entry as the schema reads it. */
+interface RawPortProtocol {
+  readonly port?: string | number | null;
+  readonly endPort?: number | null;
+  readonly protocol?: string | null;
+}
+
+function portEntries(ctx: DecodeContext, raw: RawPortProtocol, path: FieldPath): ClusterPort[] {
+  const protocolText = raw.protocol == null || raw.protocol === '' ? 'ANY' : raw.protocol.toUpperCase();
+  if (!['TCP', 'UDP', 'SCTP', 'ANY'].includes(protocolText)) {
+    ctx.report('PROTOCOL_INVALID', `protocol "${raw.protocol ?? ''}" is not TCP, UDP, SCTP or ANY`, [
+      ...path,
+      'protocol',
+    ]);
+    return [];
+  }
+  const protocols: readonly Protocol[] = protocolText === 'ANY' ? PROTOCOLS : [protocolText as Protocol];
+  const port = raw.port;
+  const endPort = raw.endPort ?? undefined;
+  if (port === undefined || port === null || port === '' || port === '0' || port === 0)
+    return protocols.map((protocol) => ({ type: 'number', protocol }));
+  const text = String(port);
+  if (/^[0-9]+$/.test(text)) {
+    const number = Number(text);
+    checkPortNumber(ctx, number, [...path, 'port']);
+    if (endPort !== undefined) {
+      checkPortNumber(ctx, endPort, [...path, 'endPort']);
+      if (endPort < number)
+        ctx.report(
+          'END_PORT_BEFORE_PORT',
+          `endPort ${endPort} must be greater than or equal to port ${number}`,
+          [...path, 'endPort'],
+        );
+    }
+    return protocols.map((protocol) => ({
+      type: 'number',
+      protocol,
+      port: number,
+      ...(endPort !== undefined && endPort > number ? { endPort } : {}),
+    }));
+  }
+  const problem = portNameProblem(text);
+  if (problem) {
+    ctx.report('PORT_NAME_INVALID', `named port "${text}" is invalid: ${problem}`, [...path, 'port']);
+    return [];
+  }
+  // "EndPort is ignored if Port is a named port."
+  return protocolText === 'ANY'
+    ? [{ type: 'named', name: text }]
+    : [{ type: 'named', name: text, protocol: protocolText as Protocol }];
+}

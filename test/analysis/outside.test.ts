@@ -1,0 +1,111 @@
+/**
+ * The matrix formats' connections with the address space outside the cluster: per row and class
+ * of ranges, exactly what the reference evaluator allows between every pod of the row and every
+ * range the class holds (each range by its representative address); and a policy allowing
+ * egress to 0.0.0.0/0 (the public recipes' "allow external") shows in every format.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { computeViewMatrix } from '../../src/analysis/workload-matrix.ts';
+import { outsideClasses } from '../../src/analysis/outside.ts';
+import { addressRanges } from '../../src/analysis/address-ranges.ts';
+import {
+  allowedPorts,
+  formatPortSet,
+  indexCluster,
+  intersectPorts,
+  ALL_PORTS,
+} from '../../src/semantics/index.ts';
+import { clusterArb } from '../helpers/arbitraries.ts';
+import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
+import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
+import { cli } from '../helpers/cli.ts';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+
+const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
+
+describe('connections with addresses outside the cluster', () => {
+  it('are what the reference allows between every pod of a row and every range of a class', () => {
+    fc.assert(
+      fc.property(
+        clusterArb({ maxPods: 6, maxPolicies: 3, maxClusterPolicies: 1 }),
+        calicoArb(2),
+        ciliumArb(2),
+        (objects, calico, cilium) => {
+          const cluster = clusterOf([...objects, ...calico, ...cilium]);
+          const matrix = computeViewMatrix(cluster, { by: 'workload', queries: [] });
+          const classes = outsideClasses(matrix, cluster) ?? [];
+          const index = indexCluster(cluster);
+          const ranges = addressRanges([cluster]);
+          for (const c of classes)
+            for (const range of ranges) {
+              if (
+                !c.intervals.some(
+                  (i) =>
+                    i.family === range.interval.family &&
+                    i.lo <= range.interval.lo &&
+                    i.hi >= range.interval.hi,
+                )
+              )
+                continue;
+              const ip = { kind: 'ip' as const, ip: range.representative };
+              matrix.rows.forEach((row, r) => {
+                const members = (row as unknown as { members: typeof cluster.endpoints }).members;
+                let out = ALL_PORTS;
+                let into = ALL_PORTS;
+                for (const e of members) {
+                  out = intersectPorts(out, allowedPorts(index, { kind: 'endpoint', endpoint: e }, ip));
+                  into = intersectPorts(into, allowedPorts(index, ip, { kind: 'endpoint', endpoint: e }));
+                }
+                assert.equal(formatPortSet(c.out[r]!), formatPortSet(out), `${row.label} → ${c.label}`);
+                assert.equal(formatPortSet(c.into[r]!), formatPortSet(into), `${c.label} → ${row.label}`);
+              });
+            }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('show in every format: a pod allowed egress to 0.0.0.0/0 on 443', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-outside-'));
+    const file = join(dir, 'external.yaml');
+    const objects = [
+      namespace('a'),
+      pod('a', 'web', { app: 'web' }, { ips: ['10.0.0.1'] }),
+      policy('a', 'allow-external', {
+        podSelector: { matchLabels: { app: 'web' } },
+        policyTypes: ['Egress'],
+        egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0' } }], ports: [{ port: 443 }] }],
+      }),
+    ];
+    writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+    const text = await cli(['matrix', '-f', file]);
+    assert.match(text.stdout, /^a\/web\[Pod\] → 0\.0\.0\.0\/0: TCP 443$/m);
+    assert.match(text.stdout, /^0\.0\.0\.0\/0 → a\/web\[Pod\]: all$/m);
+    const json = JSON.parse((await cli(['matrix', '-f', file, '--port', '443', '-o', 'json'])).stdout) as {
+      addresses: { from: string; to: string; allowed: boolean; toKind: string }[];
+    };
+    assert.deepEqual(
+      json.addresses.find((a) => a.from === 'a/web'),
+      {
+        from: 'a/web',
+        to: '0.0.0.0/0',
+        port: 443,
+        protocol: 'TCP',
+        allowed: true,
+        fromKind: 'Pod',
+        toKind: 'Addresses',
+      },
+    );
+    const csv = await cli(['matrix', '-f', file, '--port', '443', '-o', 'csv']);
+    assert.match(csv.stdout, /^a\/web\[Pod\],0\.0\.0\.0\/0,443,TCP,true$/m);
+    const md = await cli(['matrix', '-f', file, '--port', '443', '-o', 'md']);
+    assert.match(md.stdout, /^\| 0\.0\.0\.0\/0 \| ✓ \| – \|$/m);
+    const none = await cli(['matrix', '-f', file, '--port', '443', '--addresses', 'none', '-o', 'json']);
+    assert.equal((JSON.parse(none.stdout) as { addresses?: unknown }).addresses, undefined);
+  });
+});
