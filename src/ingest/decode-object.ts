@@ -43,6 +43,19 @@ const CLUSTER_SCOPED = new Set([
   'CiliumClusterwideNetworkPolicy',
   'GlobalNetworkSet',
   'HostEndpoint',
+  // Kinds Palisade skips, named in KIND_SKIPPED without a namespace they never have (an install's
+  // RBAC and CRDs sit beside its manifests).
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'PriorityClass',
+  'StorageClass',
+  'PersistentVolume',
+  'IngressClass',
+  'RuntimeClass',
+  'ValidatingWebhookConfiguration',
+  'MutatingWebhookConfiguration',
+  'APIService',
 ]);
 
 const isCalico = (apiVersion: string): boolean =>

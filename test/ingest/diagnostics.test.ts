@@ -240,6 +240,15 @@ const CASES: DiagnosticCase[] = [
 describe('diagnostics for bad input', () => {
   itReportsEach(CASES, 'bad.yaml');
 
+  it('names a skipped object as its kind is scoped: no namespace for a ClusterRole', () => {
+    const text = [
+      'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader}\n',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n',
+    ].join('---\n');
+    const objects = loadFromTexts([{ name: 'install.yaml', text }]).diagnostics.map((d) => d.object);
+    assert.deepEqual(objects, ['ClusterRole reader', 'ConfigMap default/c']);
+  });
+
   it('reports every problem of one policy at once, including after an unknown field', () => {
     const text = policy(
       '  podSelector: {}\n  ingress:\n    - form: []\n      ports:\n        - {port: 0}\n        - {protocol: tcp}\n',
