@@ -57,6 +57,8 @@ export class NodeAgent {
 
   private phase: AgentState['phase'] = 'starting';
   private stale = false;
+  /** What the agent lost contact with when it became stale (for the line saying it is back). */
+  private lostContact = 'etcd';
   private realizedRevision = 0;
   private seenRevision = 0;
   private counts: DatapathCounts = NO_COUNTS;
@@ -427,16 +429,28 @@ export class NodeAgent {
 
   private checkStale(): void {
     this.status.check();
-    const stale = Date.now() - this.lastContact > this.staleAfterMs;
+    const now = Date.now();
+    const upstream = this.options.upstream;
+    const upstreamSince = upstream?.failingSince();
+    const lost = [
+      ...(now - this.lastContact > this.staleAfterMs
+        ? [{ what: 'etcd', sinceMs: now - this.lastContact }]
+        : []),
+      ...(upstream && upstreamSince !== undefined && now - upstreamSince > this.staleAfterMs
+        ? [{ what: upstream.what, sinceMs: now - upstreamSince }]
+        : []),
+    ];
+    const stale = lost.length > 0;
     if (stale === this.stale) return;
     this.stale = stale;
     this.metrics?.state(this.ready, stale);
-    if (stale)
+    if (stale) {
+      this.lostContact = lost.map((l) => l.what).join(' or ');
       this.log.warn(
-        { sinceMs: Date.now() - this.lastContact },
-        'no contact with etcd: what is enforced may be stale',
+        { sinceMs: Math.max(...lost.map((l) => l.sinceMs)) },
+        `no contact with ${this.lostContact}: what is enforced may be stale`,
       );
-    else this.log.info({}, 'in contact with etcd again');
+    } else this.log.info({}, `in contact with ${this.lostContact} again`);
     this.status.schedule();
   }
 

@@ -18,7 +18,7 @@ import type { KubeApi, KubeconfigRequest } from '../kube/types.ts';
 import type { KeyLayout } from '../reflected/index.ts';
 import { Reflector } from '../reflector/index.ts';
 import { NodeFactError, podCidrsOfNode } from './node-facts.ts';
-import type { AgentLog } from './types.ts';
+import type { AgentLog, Upstream } from './types.ts';
 
 /** Where an agent's objects come from, as its wiring (run.ts) uses it. */
 export interface AgentSource {
@@ -28,6 +28,8 @@ export interface AgentSource {
   readonly podCidrs: readonly string[];
   /** Resolves once the store holds the whole cluster (rejects if the source failed first). */
   synced(): Promise<void>;
+  /** What feeds the store from beyond it, when something does (direct mode: the API server). */
+  readonly upstream?: Upstream;
   close(): Promise<void>;
 }
 
@@ -85,12 +87,27 @@ export async function openKubeSource(options: KubeSourceOptions): Promise<AgentS
     `watching the Kubernetes API at ${api.target.server} (${api.target.source})`,
   );
   const store = new MemoryStore();
+  // Streams whose last request failed, and since when: the agent is stale once one stays failed.
+  const failing = new Map<string, number>();
+  const upstream: Upstream = {
+    what: 'the Kubernetes API',
+    failingSince: () => (failing.size === 0 ? undefined : Math.min(...failing.values())),
+  };
   let syncedOnce: () => void = () => undefined;
   const synced = new Promise<void>((resolve) => (syncedOnce = resolve));
   const reflector = new Reflector({
     store,
     layout: options.layout,
-    source: { type: 'api', api, scope: { all: true }, encodeThreads: 0 },
+    source: {
+      type: 'api',
+      api,
+      scope: { all: true },
+      encodeThreads: 0,
+      health: (stream, failure) => {
+        if (failure === undefined) failing.delete(stream);
+        else if (!failing.has(stream)) failing.set(stream, Date.now());
+      },
+    },
     elect: false,
     id: `agent-${node}`,
     log: (line) => log.info({ source: 'kube' }, line),
@@ -116,6 +133,7 @@ export async function openKubeSource(options: KubeSourceOptions): Promise<AgentS
     store,
     podCidrs,
     synced: () => Promise.race([synced, failed]),
+    upstream,
     close: async () => {
       reflector.stop({ now: true });
       await running.catch(() => undefined);

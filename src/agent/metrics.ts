@@ -81,7 +81,7 @@ export class PromMetrics implements AgentMetrics {
     this.readyGauge = new Gauge({ name: 'palisade_agent_ready', help: '1 when ready', registers });
     this.staleGauge = new Gauge({
       name: 'palisade_agent_stale',
-      help: '1 when out of contact with etcd for longer than the stale limit',
+      help: '1 when out of contact with its source (etcd; in direct mode the Kubernetes API) for longer than the stale limit',
       registers,
     });
     this.driftRepairs = new Counter({

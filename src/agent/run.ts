@@ -151,6 +151,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       leaseTtlSeconds: command.leaseTtlSeconds,
       statusIntervalMs: command.statusIntervalMs,
       sourceSynced: () => source.synced(),
+      ...(source.upstream ? { upstream: source.upstream } : {}),
     });
     const health = command.listen
       ? await serveHealth(

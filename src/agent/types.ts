@@ -161,4 +161,18 @@ export interface AgentOptions {
    * whole cluster once it resolves (direct mode: every informer has listed; kube-source.ts).
    */
   readonly sourceSynced?: () => Promise<void>;
+  /** What feeds the store from beyond it (direct mode: the API server); losing it makes the agent stale too. */
+  readonly upstream?: Upstream;
+}
+
+/**
+ * A source beyond the agent's store whose contact decides staleness as etcd's does: in direct
+ * mode the store is in-process and always answers, so only the API server's silence can say
+ * that what is enforced may be old.
+ */
+export interface Upstream {
+  /** For the log: "the Kubernetes API". */
+  readonly what: string;
+  /** Since when (epoch ms) it has failed without answering since; undefined while it answers. */
+  failingSince(): number | undefined;
 }

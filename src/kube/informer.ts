@@ -22,6 +22,8 @@ export interface InformerHandler {
   progress(resourceVersion: string): void;
   /** A failure that will be retried after `retryInMs`. */
   retrying?(error: KubeApiError, retryInMs: number): void;
+  /** The server answered again: a list finished or a watch was established (after `retrying`, it recovered). */
+  connected?(): void;
 }
 
 export interface InformerOptions {
@@ -125,6 +127,7 @@ export class Informer {
         );
         this.stopWatch = () => watch.stop();
         if (this.stopped) watch.stop();
+        this.handler.connected?.();
         this.syncedResolve();
         await watch.done;
         this.stopWatch = undefined;

@@ -25,6 +25,8 @@ export interface ApiSourceOptions {
   readonly pageSize?: number;
   /** Told about kinds the cluster does not serve, and failures being retried. */
   readonly log: (line: string) => void;
+  /** Each stream's contact with the API: the failure being retried, or undefined once it answers again. */
+  readonly health?: (stream: string, failure: string | undefined) => void;
   /** Parses and encodes list pages off the main thread (when the API gives pages as text). */
   readonly encoder?: PageEncoder;
 }
@@ -77,8 +79,11 @@ export function startInformers(
         upsert: (object, rv) => sink.upsert(stream, object, rv),
         remove: (object, rv) => sink.remove(stream, object, rv),
         progress: (rv) => sink.progress(stream, rv),
-        retrying: (error, wait) =>
-          options.log(`${describeStream(stream)}: ${error.message}; retrying in ${Math.round(wait)} ms`),
+        retrying: (error, wait) => {
+          options.health?.(describeStream(stream), error.message);
+          options.log(`${describeStream(stream)}: ${error.message}; retrying in ${Math.round(wait)} ms`);
+        },
+        connected: () => options.health?.(describeStream(stream), undefined),
       },
       {
         ...(resumeFrom !== undefined ? { resumeFrom } : {}),

@@ -35,6 +35,8 @@ export type ReflectorSource =
       readonly pageSize?: number;
       /** Worker threads parsing and encoding list pages (default: one per core, at most four; 0: none). */
       readonly encodeThreads?: number;
+      /** Each stream's contact with the API (see ApiSourceOptions.health). */
+      readonly health?: (stream: string, failure: string | undefined) => void;
     }
   | {
       readonly type: 'files';
@@ -249,6 +251,7 @@ export class Reflector {
         ...common,
         resumeFrom: (stream) => writer.resourceVersion(stream),
         log: options.log,
+        ...(source.health ? { health: source.health } : {}),
       });
       stopSource = () => running.stop();
       void running.synced.then(synced);

@@ -154,6 +154,67 @@ function classifierAgent(
   return startAgent(store, layout, 'classifier', { node: 'n1', ...(sourceSynced ? { sourceSynced } : {}) });
 }
 
+describe('a direct agent and its API server', () => {
+  it('says it is stale when the API server stops answering, and is in contact again when it answers', async () => {
+    const server = new FakeApiServer();
+    const temp = tempDir('direct-stale');
+    const stops: (() => Promise<unknown>)[] = [];
+    try {
+      await server.start();
+      for (const object of [nodeWithPodCidrs('n1', ['10.1.0.0/24']), ...smallCluster()])
+        server.store.apply(object);
+      const layout = new KeyLayout(`/direct-stale-${process.pid}`);
+      const lines: string[] = [];
+      const log = {
+        debug() {},
+        info: (_: object, line: string) => lines.push(line),
+        warn: (_: object, line: string) => lines.push(line),
+        error() {},
+      };
+      const source = await openKubeSource({
+        request: {
+          kubeconfig: writeKubeconfig(temp.dir, 'kubeconfig', { server: server.serverUrl }),
+          env: {},
+        },
+        node: 'n1',
+        podCidrs: [],
+        needsPodCidrs: true,
+        layout,
+        log,
+      });
+      stops.push(() => source.close());
+      assert.ok(source.upstream, 'direct mode has an upstream');
+      const { agent, state } = await startAgent(source.store, layout, 'classifier', {
+        node: 'n1',
+        sourceSynced: () => source.synced(),
+        upstream: source.upstream,
+        staleAfterMs: 1000,
+        log,
+      });
+      stops.push(() => agent.stop());
+      await until(() => agent.state.phase === 'ready', 'ready');
+      assert.equal(agent.state.stale, false);
+      const port = Number(new URL(server.serverUrl).port);
+      await server.stop();
+      await until(() => agent.state.stale, 'stale once the API server is gone', 20_000);
+      assert.ok(
+        lines.includes('no contact with the Kubernetes API: what is enforced may be stale'),
+        lines.join('\n'),
+      );
+      assert.equal(agent.state.phase, 'ready', 'what it enforces stays');
+      await server.start(port);
+      server.store.apply(pod('shop', 'web-3', '10.1.0.4', 'n1', { app: 'web' }));
+      const podIds = (): string[] => (observe(state) as { pods: { id: string }[] }).pods.map((p) => p.id);
+      await until(() => !agent.state.stale && podIds().includes('shop/web-3'), 'in contact again', 40_000);
+      assert.ok(lines.includes('in contact with the Kubernetes API again'), lines.join('\n'));
+    } finally {
+      for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      await server.stop().catch(() => undefined);
+      temp.cleanup();
+    }
+  });
+});
+
 describe('the same cluster through both modes', { skip: needsEtcd }, () => {
   const etcd = suiteEtcd();
   const server = new FakeApiServer();
