@@ -1,10 +1,11 @@
 /**
  * `npm run bench -- agent [--scale 0.1] [--agents 10] [--samples 100] [--changes 20000] [--datapath nftables|ebpf|classifier]
  * [--cold-scales 0.1,1] [--fanout 100] [--fanout-samples N] [--runs 3] [--shm] [--only propagation,sustained,cold,fanout]
- * [--cpu-prof DIR]`:
+ * [--cpu-prof DIR] [--change label|policy]`:
  * node agents (bench/agent-child.ts, one process per agent, or ten per process for the fan-out)
  * over a real etcd loaded with generated shape (a) as the reflector writes it.
- *  1. propagation: one pod label change written to etcd → realized by every agent (nftables in a
+ *  1. propagation: one pod label change (`--change policy`: one policy's ports) written to etcd →
+ *     realized by every agent (nftables in a
  *     network namespace each when root, else the classifier): median and p99 per run;
  *  2. sustained: `--changes` label changes written as fast as etcd takes them, until every
  *     agent has realized the last: changes/s;
@@ -45,7 +46,7 @@ async function loadShape(
   store: EtcdStore,
   prefix: string,
   scale: number,
-): Promise<{ layout: KeyLayout; pods: Raw[] }> {
+): Promise<{ layout: KeyLayout; pods: Raw[]; policies: Raw[] }> {
   const layout = new KeyLayout(prefix);
   const shape = generateShape('a', { scale, seed: 1 });
   const objects = [...shape.namespaces, ...shape.policies, ...shape.pods] as Raw[];
@@ -60,7 +61,7 @@ async function loadShape(
   }
   ops.push({ type: 'put', key: `${layout.resourceVersions}pod`, value: '1' });
   await store.txn([], ops);
-  return { layout, pods: shape.pods as Raw[] };
+  return { layout, pods: shape.pods as Raw[], policies: shape.policies as Raw[] };
 }
 
 /** Agent processes and the revisions each agent realized, with when. */
@@ -165,6 +166,21 @@ function relabel(layout: KeyLayout, pods: readonly Raw[], i: number): TxnOp[] {
   return [{ type: 'put', key: encoded.key, value: encoded.value! }];
 }
 
+/**
+ * Changes one policy's first rule's ports (a new port each time): the tables of every pod it
+ * selects change, and nothing else — "policy change → maps".
+ */
+function repolicy(layout: KeyLayout, policies: readonly Raw[], i: number): TxnOp[] {
+  const policy = policies[(i * 7919) % policies.length]!;
+  const spec = policy.spec as { ingress?: Record<string, unknown>[]; egress?: Record<string, unknown>[] };
+  const ports = [{ protocol: 'TCP', port: 1024 + (i % 60_000) }];
+  const direction = spec.ingress && spec.ingress.length > 0 ? 'ingress' : 'egress';
+  const rules = spec[direction] ?? [{}];
+  const changed = { ...policy, spec: { ...spec, [direction]: [{ ...rules[0], ports }, ...rules.slice(1)] } };
+  const encoded = encodeObject(layout, changed, 'bench');
+  return [{ type: 'put', key: encoded.key, value: encoded.value! }];
+}
+
 const percentile = (sorted: readonly number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
@@ -190,7 +206,7 @@ async function withNamespaces<T>(names: readonly string[], body: () => Promise<T
 async function propagation(
   store: EtcdStore,
   layout: KeyLayout,
-  pods: readonly Raw[],
+  change: (i: number) => TxnOp[],
   fleet: Fleet,
   samples: number,
   offset: number,
@@ -198,7 +214,7 @@ async function propagation(
   const latencies: number[] = [];
   for (let i = 0; i < samples; i++) {
     const started = clock();
-    const { revision } = await store.txn([], relabel(layout, pods, offset + i));
+    const { revision } = await store.txn([], change(offset + i));
     latencies.push((await fleet.allRealized(revision)) - started);
   }
   return latencies.sort((a, b) => a - b);
@@ -213,6 +229,9 @@ export async function agentBenchmark(args: string[]): Promise<void> {
   const fanout = Number(option(args, 'fanout', '100'));
   const coldScales = option(args, 'cold-scales', '0.1,1').split(',').map(Number);
   const only = new Set(option(args, 'only', 'propagation,sustained,cold,fanout').split(','));
+  // --change label|policy: what propagation writes (a pod relabelled, or a policy's ports changed).
+  const changeKind = option(args, 'change', 'label');
+  if (changeKind !== 'label' && changeKind !== 'policy') throw new Error('--change must be label or policy');
   // --datapath nftables|ebpf|classifier (default nftables as root, else the classifier).
   const asked = option(args, 'datapath', isRoot() ? 'nftables' : 'classifier');
   const datapath = isRoot() || asked === 'classifier' ? asked : 'classifier';
@@ -255,7 +274,9 @@ export async function agentBenchmark(args: string[]): Promise<void> {
               const sorted = await propagation(
                 store,
                 small.layout,
-                small.pods,
+                changeKind === 'policy'
+                  ? (i) => repolicy(small.layout, small.policies, i)
+                  : (i) => relabel(small.layout, small.pods, i),
                 fleet,
                 samples,
                 1 + r * samples,
@@ -263,7 +284,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
               medians.push(median(sorted));
               p99s.push(percentile(sorted, 0.99));
               say(
-                `propagation run ${r + 1}: label change written → realized by all ${agents} agents: median ${median(sorted).toFixed(1)} ms, ` +
+                `propagation run ${r + 1}: ${changeKind} change written → realized by all ${agents} agents: median ${median(sorted).toFixed(1)} ms, ` +
                   `p90 ${percentile(sorted, 0.9).toFixed(1)} ms, p99 ${percentile(sorted, 0.99).toFixed(1)} ms over ${samples} changes; load ${load()}`,
               );
             }
@@ -420,7 +441,7 @@ export async function agentBenchmark(args: string[]): Promise<void> {
           const sorted = await propagation(
             store,
             small.layout,
-            small.pods,
+            (i) => relabel(small.layout, small.pods, i),
             fleet,
             fanoutSamples,
             500_000 + r * fanoutSamples,
