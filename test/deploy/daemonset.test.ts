@@ -45,6 +45,8 @@ const skip =
     ? 'skipped: the DaemonSet test needs openssl, setpriv, unshare and nsenter (util-linux)'
     : false);
 
+/** This file's own link-local /24 for the nodes' links to the host (kubelet.ts). */
+const SUBNET = 77;
 const TOKEN = 'daemonset-test-token';
 
 /** The lab's cluster before any policy: two nodes, web and db pods on each. */
@@ -93,7 +95,7 @@ async function exercise(
   const plan = lab.lab.plan;
   const pods = podObjects(plan) as Raw[];
 
-  const links = plan.nodes.map((node) => nodeLinkAddresses(node.index));
+  const links = plan.nodes.map((node) => nodeLinkAddresses(SUBNET, node.index));
   const tls = apiServerCertificate(
     dir,
     links.map((l) => l.host),
@@ -127,7 +129,7 @@ async function exercise(
   const container = { ...manifest, caps: manifest.caps.filter((cap) => !missing.includes(cap)) };
   const agents: KubeletRun[] = [];
   for (const node of plan.nodes) {
-    cleanups.push(await linkNodeToHost(node.netns, node.index));
+    cleanups.push(await linkNodeToHost(node.netns, SUBNET, node.index));
     const agent = runAsKubelet({
       container,
       podName: `palisade-agent-${node.name}`,

@@ -115,15 +115,23 @@ export function apiServerCertificate(
   return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'ca.crt'), 'utf8') };
 }
 
-/** The i-th node's link to the host: a /30 of link-local addresses, host side first. */
-export function nodeLinkAddresses(index: number): { host: string; node: string } {
-  return { host: `169.254.77.${4 * index + 1}`, node: `169.254.77.${4 * index + 2}` };
+/**
+ * The i-th node's link to the host: a /30 of link-local addresses, host side first, in the
+ * test file's own /24 (`subnet`, the third octet): test files run at once, and two of them
+ * giving the host the same address would each reach the other's nodes.
+ */
+export function nodeLinkAddresses(subnet: number, index: number): { host: string; node: string } {
+  return { host: `169.254.${subnet}.${4 * index + 1}`, node: `169.254.${subnet}.${4 * index + 2}` };
 }
 
 /** Connects a node's namespace to the host over a veth; returns its removal. */
-export async function linkNodeToHost(netns: string, index: number): Promise<() => Promise<unknown>> {
-  const { host, node } = nodeLinkAddresses(index);
-  const hostLink = `pds${process.pid % 10000}n${index}`;
+export async function linkNodeToHost(
+  netns: string,
+  subnet: number,
+  index: number,
+): Promise<() => Promise<unknown>> {
+  const { host, node } = nodeLinkAddresses(subnet, index);
+  const hostLink = `pk${subnet}-${process.pid % 10000}-${index}`;
   await run('ip', ['link', 'add', hostLink, 'type', 'veth', 'peer', 'name', 'apiserver0', 'netns', netns]);
   await run('ip', ['addr', 'add', `${host}/30`, 'dev', hostLink]);
   await run('ip', ['link', 'set', hostLink, 'up']);

@@ -63,6 +63,8 @@ const skip =
     ? 'skipped: the reflected install test needs openssl, setpriv, unshare and nsenter (util-linux)'
     : false);
 
+/** This file's own link-local /24 for the nodes' links to the host (kubelet.ts). */
+const SUBNET = 78;
 const TOKEN = 'reflected-test-token';
 
 function labObjects(): Raw[] {
@@ -150,7 +152,7 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
   const lab = await startLab('prf', base, loadFromObjects(base).cluster);
   cleanups.push(() => lab.down());
   const plan = lab.lab.plan;
-  const links = plan.nodes.map((node) => nodeLinkAddresses(node.index));
+  const links = plan.nodes.map((node) => nodeLinkAddresses(SUBNET, node.index));
   const tls = apiServerCertificate(dir, ['127.0.0.1', ...links.map((l) => l.host)]);
   const server = new FakeApiServer({ token: TOKEN, tls });
   const nodes = plan.nodes.map((node) =>
@@ -190,7 +192,7 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
   const agentContainer = podContainer('reflected', 'DaemonSet');
   const agents: KubeletRun[] = [];
   for (const node of plan.nodes) {
-    cleanups.push(await linkNodeToHost(node.netns, node.index));
+    cleanups.push(await linkNodeToHost(node.netns, SUBNET, node.index));
     const run = runAsKubelet({
       container: agentContainer,
       podName: `palisade-agent-${node.name}`,
