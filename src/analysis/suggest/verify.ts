@@ -21,6 +21,7 @@ import {
   unionPorts,
   type PortSet,
 } from '../../model/port-set.ts';
+import { connectionFamilies } from '../../semantics/index.ts';
 import { computeMatrix } from '../matrix.ts';
 import { DNS_NAMESPACE, DNS_PORTS, isDnsServer } from './policies.ts';
 import type { Mismatch, ObservedSide, Prohibition, SuggestedPolicy, Unit, Verification } from './types.ts';
@@ -94,11 +95,17 @@ export function verifySuggestion(input: VerifyInput): Verification {
     return set;
   };
   const dnsPorts = portSetOf(DNS_PORTS.map((p) => ({ protocol: p.protocol, from: p.port, to: p.port })));
-  /** The ports a pod of `from` should reach a pod of `to` (class `toClass`) on; undefined when neither end is in scope. */
-  const expected = (from: Unit, to: Unit, toClass: number): PortSet | undefined => {
+  /** The ports a pod of `from` (class `fromClass`) should reach a pod of `to` (class `toClass`) on; undefined when neither end is in scope. */
+  const expected = (from: Unit, to: Unit, fromClass: number, toClass: number): PortSet | undefined => {
     const egressScoped = input.inScope(from.namespace);
     const ingressScoped = input.inScope(to.namespace);
     if (!egressScoped && !ingressScoped) return undefined;
+    // Pods of one unit may differ in address family: those sharing none with the peer never connect.
+    const families = connectionFamilies(
+      { kind: 'endpoint', endpoint: representativeOf(fromClass) },
+      { kind: 'endpoint', endpoint: representativeOf(toClass) },
+    ).families;
+    if (families.length === 0) return EMPTY_PORTS;
     const seen = observed(from, to);
     const dns = input.dns && isDnsServer(representativeOf(toClass));
     const egress = egressScoped ? (dns ? unionPorts(seen, dnsPorts) : seen) : ALL_PORTS;
@@ -119,7 +126,7 @@ export function verifySuggestion(input: VerifyInput): Verification {
     compared.add(pairKey);
     for (const from of classUnits.get(a) ?? [])
       for (const to of classUnits.get(b) ?? []) {
-        const want = expected(from, to, b);
+        const want = expected(from, to, a, b);
         if (!want) continue;
         const extra = subtractPorts(got, want);
         const missing = subtractPorts(want, got);
