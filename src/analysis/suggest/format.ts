@@ -13,7 +13,7 @@ export function suggestionSummary(s: Suggestion, source: string): string[] {
   const lines = [
     `Suggested by palisade suggest from ${s.observations} observed connection${s.observations === 1 ? '' : 's'} (${s.connections} new connection${s.connections === 1 ? '' : 's'}) in ${source}.`,
     v.exact
-      ? `Verified with the reference evaluator: in place of the input's policies, these allow exactly the observed connections between the ${v.endpoints} pods (by workload), DNS, and nothing else.`
+      ? `Verified with the reference evaluator: in place of the input's policies, these let through exactly the connections seen ${s.scoped ? `to and from the pods of ${s.namespaces.join(', ')}` : `between the ${v.endpoints} pods`} (by workload), DNS, and nothing else.`
       : `NOT exact: the reference evaluator finds ${v.mismatches.length}${v.mismatches.length >= 50 ? '+' : ''} pod pair${v.mismatches.length === 1 ? '' : 's'} that differ${v.violated.length ? ` and ${v.violated.length} expected-denied connection${v.violated.length === 1 ? '' : 's'} allowed` : ''}:`,
     ...v.mismatches.map(
       (m) =>

@@ -56,6 +56,8 @@ export function suggestPolicies(
     ],
     verification,
     observations: observations.length,
+    namespaces,
+    scoped: wanted !== undefined,
     connections: observations.reduce((sum, o) => sum + o.count, 0),
   };
 }

@@ -90,6 +90,9 @@ export interface Suggestion {
   readonly verification: Verification;
   readonly observations: number;
   readonly connections: number;
+  /** The namespaces written for; `scoped` when -n chose them (the others stay open). */
+  readonly namespaces: readonly string[];
+  readonly scoped: boolean;
 }
 
 export interface SuggestedPolicy {
