@@ -168,6 +168,21 @@ function decodeRecord(value: unknown, report: Report): FlowRecord | undefined {
   const decidedBy = value.decidedBy ?? [];
   if (!Array.isArray(decidedBy))
     report('SCHEMA_TYPE', 'decidedBy must be a list of deciding rules', ['decidedBy']);
+  else
+    decidedBy.forEach((rule, i) => {
+      if (!isObject(rule) || typeof rule.direction !== 'string' || typeof rule.tier !== 'string')
+        report('SCHEMA_TYPE', 'a deciding rule is an object with direction, tier and outcome', [
+          'decidedBy',
+          i,
+        ]);
+    });
+  if (
+    value.staged !== undefined &&
+    !(isObject(value.staged) && VERDICTS.includes(value.staged.verdict as FlowVerdict))
+  )
+    report('SCHEMA_TYPE', 'staged must be an object with a verdict (allowed or denied) and decidedBy', [
+      'staged',
+    ]);
   for (const key of ['firstSeen', 'lastSeen', 'node'] as const) {
     if (value[key] !== undefined && typeof value[key] !== 'string')
       report('SCHEMA_TYPE', `${key} must be a string`, [key]);
@@ -187,6 +202,16 @@ function decodeRecord(value: unknown, report: Report): FlowRecord | undefined {
     firstSeen: typeof value.firstSeen === 'string' ? value.firstSeen : '',
     lastSeen: typeof value.lastSeen === 'string' ? value.lastSeen : '',
     ...(typeof value.node === 'string' ? { node: value.node } : {}),
+    ...(isObject(value.staged)
+      ? {
+          staged: {
+            verdict: value.staged.verdict as FlowVerdict,
+            decidedBy: Array.isArray(value.staged.decidedBy)
+              ? (value.staged.decidedBy as DecidingRule[])
+              : [],
+          },
+        }
+      : {}),
   };
 }
 

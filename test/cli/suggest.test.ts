@@ -210,6 +210,7 @@ void describe('flow files', () => {
       '{"src": {"ip": "1.2.3.4"}, "dst": {"ip": "5.6.7.8"}, "protocol": "UDP", "port": 53, "verdict": "denied"}',
       '{"src": "1.2.3.4", "protocol": "TCP", "port": 80, "verdict": "allowed"}',
       '{"src": {"ip": "1.2.3.4"}, "dst": {"ip": "5.6.7.8"}, "protocol": "TCP", "port": 80, "verdict": "allowed", "x": 1',
+      '{"src": {"ip": "1.2.3.4"}, "dst": {"ip": "::1"}, "protocol": "TCP", "port": 80, "verdict": "allowed", "decidedBy": [7]}',
     ];
     const read = readFlowFile('f', lines.join('\r\n'));
     assert.deepEqual(
@@ -223,6 +224,7 @@ void describe('flow files', () => {
         '6:9 SCHEMA_TYPE',
         '6:1 SCHEMA_REQUIRED',
         '7:113 YAML_SYNTAX',
+        '8:117 SCHEMA_TYPE',
       ],
     );
     assert.deepEqual(

@@ -6,7 +6,7 @@
  * (/128) ipBlocks, ports by number and protocol. Peers with the same ports share a rule.
  */
 import { NAMESPACE_NAME_LABEL, type Labels, type Protocol } from '../../model/types.ts';
-import { selectorMatches, makeSelector } from '../../model/selector.ts';
+import { compareStrings, makeSelector, selectorMatches } from '../../model/selector.ts';
 import type { Endpoint } from '../../model/types.ts';
 import type { Observation, ObservedSide, SuggestedPolicy, Unit } from './types.ts';
 
@@ -96,8 +96,11 @@ export function gatherTraffic(observations: readonly Observation[], options: Tra
     ] as const) {
       if (!unit) continue;
       const t = trafficOf(unit);
-      t.flows++;
-      t.connections += o.count;
+      // A unit talking to itself counts the flow once.
+      if (direction === 'egress' || unit !== srcUnit) {
+        t.flows++;
+        t.connections += o.count;
+      }
       // DNS to kube-dns is allowed namespace-wide already (allow-dns, dns-from-cluster).
       if (toDns && (direction === 'egress' || options.inScope(DNS_NAMESPACE))) continue;
       if (!options.inScope(unit.namespace)) continue;
@@ -158,7 +161,7 @@ export function buildPolicies(
       }
     }
     const seen = units.filter((u) => u.namespace === namespace && traffic.perUnit.has(u));
-    for (const unit of seen.sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const unit of seen.sort((a, b) => compareStrings(a.name, b.name))) {
       const t = traffic.perUnit.get(unit) as UnitTraffic;
       const ingress = rules(t.ingress, namespace, byId, 'from');
       const egress = rules(t.egress, namespace, byId, 'to');
@@ -254,13 +257,13 @@ function rules(
   }
   return [...groups.values()]
     .map((g) => {
-      g.peers.sort((a, b) => a.sort.localeCompare(b.sort));
+      g.peers.sort((a, b) => compareStrings(a.sort, b.sort));
       return {
         sort: g.peers[0]?.sort ?? '',
         rule: { [field]: g.peers.map((p) => p.peer), ports: portsOf(g.ports) },
       };
     })
-    .sort((a, b) => a.sort.localeCompare(b.sort))
+    .sort((a, b) => compareStrings(a.sort, b.sort))
     .map((r) => r.rule);
 }
 

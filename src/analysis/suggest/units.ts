@@ -8,6 +8,7 @@
  * costs its candidate labels' lists, not a scan of the namespace per label.
  */
 import type { Endpoint, Labels } from '../../model/types.ts';
+import { compareStrings } from '../../model/selector.ts';
 import { groupEndpoints } from '../workload-view.ts';
 import type { Unit } from './types.ts';
 
@@ -115,7 +116,7 @@ function namespaceUnits(namespace: string, pods: readonly Endpoint[], firstId: n
     pending.push(id);
   }
   return [...drafts.entries()]
-    .sort(([, a], [, b]) => (a.workloads[0] as string).localeCompare(b.workloads[0] as string))
+    .sort(([, a], [, b]) => compareStrings(a.workloads[0] as string, b.workloads[0] as string))
     .map(([id, draft], i) => ({
       id: firstId + i,
       namespace,
