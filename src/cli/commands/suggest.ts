@@ -29,7 +29,7 @@ import {
   withInputOptions,
   writeJson,
 } from '../common.ts';
-import { parseExpectations } from '../expectations-file.ts';
+import { readExpectationsFile } from '../expectations-file.ts';
 import { fileErrorText } from '../file-error.ts';
 import { stdinNamedTwice } from '../input-options.ts';
 import { EXIT_EXPECTATION_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
@@ -69,7 +69,7 @@ export function suggestCommand(io: CliIo, done: (code: number) => void): Command
       if (outDir !== undefined && output === 'json')
         throw new UsageError('--out-dir writes YAML files; leave out -o json');
 
-      const expectations = expect === undefined ? undefined : await readExpectations(expect);
+      const expectations = expect === undefined ? undefined : await readExpectationsFile(expect);
       const loaded = await loadInput(input, io);
       const flowDiagnostics: Diagnostic[] = [];
       const observed: Observed[] = [];
@@ -111,18 +111,6 @@ export function suggestCommand(io: CliIo, done: (code: number) => void): Command
         );
       done(v.violated.length ? EXIT_EXPECTATION_FAILED : inputErrors || !v.exact ? EXIT_FINDINGS : EXIT_OK);
     });
-}
-
-async function readExpectations(file: string): Promise<ReturnType<typeof parseExpectations>['expectations']> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new UsageError(`--expect: cannot read ${file}: ${fileErrorText(error)}`);
-  }
-  const parsed = parseExpectations(file, text);
-  if (parsed.problems.length) throw new UsageError(parsed.problems.join('\n'));
-  return parsed.expectations;
 }
 
 async function readFlowText(file: string, io: CliIo, maxMiB: number): Promise<string> {
