@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { suggestPolicies } from '../../src/analysis/suggest/index.ts';
+import { suggestPolicies, suggestionYaml } from '../../src/analysis/suggest/index.ts';
+import { parseAllDocuments } from 'yaml';
 import { verifySuggestion } from '../../src/analysis/suggest/verify.ts';
 import { buildUnits } from '../../src/analysis/suggest/units.ts';
 import type { Observation, Suggestion, Unit } from '../../src/analysis/suggest/types.ts';
@@ -215,6 +216,13 @@ void describe('suggest: exact on random clusters', () => {
         const s = suggestPolicies(cluster, observations, [], { dns: false });
         assert.deepEqual(disagreements(cluster, s, observations), []);
         assert.equal(s.verification.exact, true, JSON.stringify(s.verification.mismatches));
+        // The text reads back as the objects verified, in YAML 1.2 and as kubectl's 1.1 reads it.
+        const text = suggestionYaml(s, 'flows');
+        for (const version of ['1.1', '1.2'] as const)
+          assert.deepEqual(
+            parseAllDocuments(text, { version }).map((d) => d.toJS() as unknown),
+            s.policies.map((p) => p.object),
+          );
       }),
       { numRuns: propertyRuns(60), seed: 20261129 },
     );

@@ -4,7 +4,6 @@
  * generalised and whether the reference evaluator found it exact. Plain YAML that `kubectl apply`
  * takes as it is.
  */
-import { Document, isCollection, isMap, isScalar, isSeq, visit } from 'yaml';
 import type { SuggestedPolicy, Suggestion } from './types.ts';
 
 /** The header: provenance, generalisations, verification — as YAML comments. */
@@ -27,18 +26,68 @@ export function suggestionSummary(s: Suggestion, source: string): string[] {
 
 /** Short collections on one line, as the examples are written: `policyTypes: [Ingress, Egress]`, `- {protocol: TCP, port: 80}`. */
 const FLOW_KEYS = new Set(['policyTypes', 'matchLabels', 'ipBlock']);
+/** Scalars YAML 1.1 (kubectl's reader) or 1.2 would read as something other than a string. */
+const SPECIAL = /^(?:y|yes|n|no|true|false|on|off|null|~)$/i;
+/** Names, label keys and values, IPv4 CIDRs (a `/` keeps them from being numbers); an IPv6 address is quoted. */
+const PLAIN = /^[A-Za-z_][-A-Za-z0-9_./]*$|^[0-9.]+\/[0-9]+$/;
+
+/*
+ * A writer for the one shape printed here (maps, lists, strings, numbers), instead of the yaml
+ * library's document model: that took 2.5 s for 7,500 policies. A string is written plain only
+ * when no YAML reader could take it for anything else; otherwise double-quoted (JSON's quoting
+ * is YAML's). Tests read the text back and compare it with the objects.
+ */
+function scalar(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  const text = String(value);
+  return PLAIN.test(text) && !SPECIAL.test(text) ? text : JSON.stringify(text);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function flow(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(flow).join(', ')}]`;
+  if (isRecord(value))
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${scalar(k)}: ${flow(v)}`)
+      .join(', ')}}`;
+  return scalar(value);
+}
+
+/** Whether a map's value under `key` goes on one line. */
+function inline(key: string, value: unknown): boolean {
+  if (Array.isArray(value)) return value.length === 0 || FLOW_KEYS.has(key);
+  if (isRecord(value)) return Object.keys(value).length === 0 || FLOW_KEYS.has(key);
+  return true;
+}
+
+function mapLines(map: Record<string, unknown>, indent: number, out: string[], first = ''): void {
+  let lead = first;
+  for (const [key, value] of Object.entries(map)) {
+    const head = `${lead || ' '.repeat(indent)}${scalar(key)}:`;
+    lead = '';
+    if (inline(key, value)) out.push(`${head} ${flow(value)}`);
+    else if (Array.isArray(value)) {
+      out.push(head);
+      for (const item of value) {
+        const dash = `${' '.repeat(indent + 2)}- `;
+        // A port is one line; other list items are maps written in block form.
+        if (key === 'ports' || !isRecord(item)) out.push(`${dash}${flow(item)}`);
+        else mapLines(item, indent + 4, out, dash);
+      }
+    } else {
+      out.push(head);
+      mapLines(value as Record<string, unknown>, indent + 2, out);
+    }
+  }
+}
 
 function policyYaml(p: SuggestedPolicy): string {
-  const doc = new Document(p.object);
-  visit(doc, {
-    Pair(_, pair) {
-      if (isScalar(pair.key) && FLOW_KEYS.has(String(pair.key.value)) && isCollection(pair.value))
-        pair.value.flow = true;
-      if (isScalar(pair.key) && pair.key.value === 'ports' && isSeq(pair.value))
-        for (const item of pair.value.items) if (isMap(item)) item.flow = true;
-    },
-  });
-  return `# ${p.comment}\n${doc.toString({ lineWidth: 0, flowCollectionPadding: false })}`;
+  const out = [`# ${p.comment}`];
+  mapLines(p.object, 0, out);
+  return `${out.join('\n')}\n`;
 }
 
 /** The policies (all, or one namespace's) as YAML, after the summary as comments. */
