@@ -120,6 +120,15 @@ void describe('palisade suggest', () => {
     );
   });
 
+  void it("says that the input's cluster policies were left out of its check", async () => {
+    const r = await cli(['suggest', ...CLUSTER, 'examples/tiers', '--flows', FLOWS, '-n', 'shop']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^# The input's 4 cluster policies \(AdminNetworkPolicy, .*\) were left out of the check/m,
+    );
+  });
+
   void it('writes one file per namespace with --out-dir, the summary on stdout', async (t) => {
     const dir = await tempDir(t, 'palisade-suggest-');
     const r = await cli(['suggest', ...CLUSTER, '--flows', FLOWS, '--out-dir', join(dir, 'out')]);

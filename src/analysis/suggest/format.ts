@@ -20,6 +20,10 @@ export function suggestionSummary(s: Suggestion, source: string): string[] {
     ),
     ...v.violated.map((text) => `  ${text}`),
   ];
+  if (s.clusterPoliciesLeftOut > 0)
+    lines.push(
+      `The input's ${s.clusterPoliciesLeftOut} cluster polic${s.clusterPoliciesLeftOut === 1 ? 'y' : 'ies'} (AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy) ${s.clusterPoliciesLeftOut === 1 ? 'was' : 'were'} left out of the check: where they decide, NetworkPolicy does not.`,
+    );
   if (s.generalised.length) lines.push('Generalised:', ...s.generalised.map((g) => `  ${g.text}`));
   return lines;
 }

@@ -58,6 +58,7 @@ export function suggestPolicies(
     observations: observations.length,
     namespaces,
     scoped: wanted !== undefined,
+    clusterPoliciesLeftOut: cluster.clusterPolicies.length,
     connections: observations.reduce((sum, o) => sum + o.count, 0),
   };
 }

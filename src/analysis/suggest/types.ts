@@ -93,6 +93,8 @@ export interface Suggestion {
   /** The namespaces written for; `scoped` when -n chose them (the others stay open). */
   readonly namespaces: readonly string[];
   readonly scoped: boolean;
+  /** The input's AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy objects, left out of the check. */
+  readonly clusterPoliciesLeftOut: number;
 }
 
 export interface SuggestedPolicy {
