@@ -160,10 +160,10 @@ export function verifySuggestion(input: VerifyInput): Verification {
 
   // Expectations of `allowed: false` stay denied.
   const violated: string[] = [];
+  const position = input.prohibitions.length ? new Map(endpoints.map((e, i) => [e, i])) : undefined;
   const classOfSide = (side: ObservedSide): number | undefined => {
-    if (side.kind !== 'endpoint') return undefined;
-    const i = endpoints.indexOf(side.endpoint);
-    return i < 0 ? undefined : classOf[i];
+    const i = side.kind === 'endpoint' ? position?.get(side.endpoint) : undefined;
+    return i === undefined ? undefined : classOf[i];
   };
   for (const p of input.prohibitions) {
     const a = classOfSide(p.src);
