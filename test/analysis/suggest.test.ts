@@ -161,8 +161,11 @@ function disagreements(cluster: Cluster, s: Suggestion, observations: readonly O
   const suggested = indexCluster({ ...cluster, policies: decoded.cluster.policies, clusterPolicies: [] });
   const pods = cluster.endpoints.filter((e) => !e.hostNetwork);
   const unitOf = new Map(pods.map((p) => [p, unitOfPod(s.units, p)]));
+  // A pod to itself needs no policy (its packets stay in its namespace): neither seen nor judged.
+  const notSelf = (o: Observation): boolean =>
+    !(o.src.kind === 'endpoint' && o.dst.kind === 'endpoint' && o.src.endpoint === o.dst.endpoint);
   const seen = new Set(
-    observations.map((o) => {
+    observations.filter(notSelf).map((o) => {
       const src = o.src.kind === 'endpoint' ? (unitOf.get(o.src.endpoint) as Unit).id : o.src.text;
       const dst = o.dst.kind === 'endpoint' ? (unitOf.get(o.dst.endpoint) as Unit).id : o.dst.text;
       return `${src}>${dst}:${o.protocol}/${o.port}`;
@@ -173,6 +176,7 @@ function disagreements(cluster: Cluster, s: Suggestion, observations: readonly O
     const from = (unitOf.get(src) as Unit).id;
     for (const [port, protocol] of SAMPLE_PORTS) {
       for (const dst of pods) {
+        if (dst === src) continue;
         const to = (unitOf.get(dst) as Unit).id;
         const got = isAllowed(suggested, { src: endpoint(src), dst: endpoint(dst), protocol, port });
         // A pair sharing no address family never connects, whatever its unit saw.
@@ -306,6 +310,22 @@ void describe('suggest: verification', () => {
     assert.deepEqual(
       cut.mismatches.map((m) => [m.from, m.to, m.missing]),
       [['a/web-x[ReplicaSet]', 'b/db-x[ReplicaSet]', 'TCP 5432']],
+    );
+  });
+
+  void it('writes nothing for a pod seen talking to itself — that would open its workload to itself', () => {
+    const s = suggestPolicies(
+      cluster,
+      [{ src: endpoint(web1), dst: endpoint(web1), protocol: 'TCP', port: 80, count: 1 }],
+      [],
+      {
+        dns: false,
+      },
+    );
+    assert.equal(s.verification.exact, true);
+    assert.deepEqual(
+      s.policies.map((p) => (p.object.metadata as { name: string }).name),
+      ['default-deny', 'default-deny'],
     );
   });
 

@@ -45,7 +45,8 @@ void describe('palisade suggest', () => {
     await writeFile(join(dir, 'suggested.yaml'), r.stdout);
     const m = await cli(['matrix', ...CLUSTER, join(dir, 'suggested.yaml'), '--by', 'workload']);
     assert.equal(m.code, 0, m.stderr);
-    const lines = m.stdout.trim().split('\n').slice(0, -2);
+    const [pods = '', outside = ''] = m.stdout.split('\n\n');
+    const lines = pods.split('\n');
     assert.deepEqual(lines, [
       'kube-system/coredns[Deployment] → kube-system/coredns[Deployment]: TCP 53; UDP 53',
       'monitoring/prometheus[StatefulSet] → kube-system/coredns[Deployment]: TCP 53; UDP 53',
@@ -58,7 +59,13 @@ void describe('palisade suggest', () => {
       'shop/db[StatefulSet] → kube-system/coredns[Deployment]: TCP 53; UDP 53',
       'shop/frontend[Deployment] → kube-system/coredns[Deployment]: TCP 53; UDP 53',
       'shop/frontend[Deployment] → shop/api[Deployment]: TCP 8000',
+      'payments/gateway[Deployment] → 203.0.113.10/32: TCP 443',
     ]);
+    // …and of every range outside the cluster, only the one address seen.
+    assert.match(
+      outside,
+      /^1 of \d+ connections with address ranges outside the cluster are allowed on some port$/m,
+    );
   });
 
   void it('writes only the namespaces given with -n, and leaves DNS out with --no-dns', async () => {
@@ -125,7 +132,7 @@ void describe('palisade suggest', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(
       r.stdout,
-      /^# The input's 4 cluster policies \(AdminNetworkPolicy, .*\) were left out of the check/m,
+      /^# The input's 4 cluster-wide or other engines' policies \(AdminNetworkPolicy, .*\) were left out of the check/m,
     );
   });
 

@@ -22,7 +22,7 @@ export function suggestionSummary(s: Suggestion, source: string): string[] {
   ];
   if (s.clusterPoliciesLeftOut > 0)
     lines.push(
-      `The input's ${s.clusterPoliciesLeftOut} cluster polic${s.clusterPoliciesLeftOut === 1 ? 'y' : 'ies'} (AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy) ${s.clusterPoliciesLeftOut === 1 ? 'was' : 'were'} left out of the check: where they decide, NetworkPolicy does not.`,
+      `The input's ${s.clusterPoliciesLeftOut} cluster-wide or other engines' polic${s.clusterPoliciesLeftOut === 1 ? 'y' : 'ies'} (AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy, Calico's, Cilium's) ${s.clusterPoliciesLeftOut === 1 ? 'was' : 'were'} left out of the check: where they decide, NetworkPolicy does not.`,
     );
   if (s.generalised.length) lines.push('Generalised:', ...s.generalised.map((g) => `  ${g.text}`));
   return lines;

@@ -78,6 +78,8 @@ export function gatherTraffic(observations: readonly Observation[], options: Tra
     else map.set(peer, new Set([key]));
   };
   for (const o of observations) {
+    // A pod to itself: the packets stay in its network namespace, no policy applies (check says so too).
+    if (o.src.kind === 'endpoint' && o.dst.kind === 'endpoint' && o.src.endpoint === o.dst.endpoint) continue;
     const srcUnit = unitOfSide(o.src);
     const dstUnit = unitOfSide(o.dst);
     if (!srcUnit && !dstUnit) {

@@ -93,7 +93,7 @@ export interface Suggestion {
   /** The namespaces written for; `scoped` when -n chose them (the others stay open). */
   readonly namespaces: readonly string[];
   readonly scoped: boolean;
-  /** The input's AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy objects, left out of the check. */
+  /** The input's tiered policies (AdminNetworkPolicy…, Calico's, Cilium's: `Cluster.clusterPolicies`), left out of the check. */
   readonly clusterPoliciesLeftOut: number;
 }
 
