@@ -100,3 +100,13 @@ export {
   withService,
 } from './services.ts';
 export { OUTSIDE_BUDGET, outsideClasses, type OutsideClass } from './outside.ts';
+export {
+  observeExpectations,
+  observeFlows,
+  suggestPolicies,
+  suggestionSummary,
+  suggestionYaml,
+  type Observed,
+  type Suggestion,
+  type SuggestOptions,
+} from './suggest/index.ts';

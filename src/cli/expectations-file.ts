@@ -6,7 +6,10 @@
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { FILE_SPELLING, parsePortQuery, type Expectation, type PortQuery } from '../analysis/index.ts';
 import { misplacedTab, tabMessage, type DocumentText } from '../ingest/index.ts';
+import { readFile } from 'node:fs/promises';
 import { closest } from '../util/closest.ts';
+import { fileErrorText } from './file-error.ts';
+import { UsageError } from './io.ts';
 
 const FIELDS = ['from', 'to', 'port', 'protocol', 'allowed'];
 
@@ -159,4 +162,17 @@ function parsePort(
   if (parsed.ok) return { ...parsed.query, ...(protocol ? { protocolApart: true } : {}) };
   problem(parsed.field === 'protocol' && protocol ? protocol.node : port.node, parsed.message);
   return undefined;
+}
+
+/** The expectations of `--expect FILE` (assert, suggest); a file that cannot be read or is not valid is a usage error. */
+export async function readExpectationsFile(file: string): Promise<Expectation[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--expect: cannot read ${file}: ${fileErrorText(error)}`);
+  }
+  const parsed = parseExpectations(file, text);
+  if (parsed.problems.length) throw new UsageError(parsed.problems.join('\n'));
+  return parsed.expectations;
 }

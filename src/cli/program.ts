@@ -32,6 +32,7 @@ const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<C
   { name: 'contains', load: async () => (await import('./commands/queries.ts')).containsCommand },
   { name: 'interferes', load: async () => (await import('./commands/queries.ts')).interferesCommand },
   { name: 'assert', load: async () => (await import('./commands/assert.ts')).assertCommand },
+  { name: 'suggest', load: async () => (await import('./commands/suggest.ts')).suggestCommand },
   { name: 'serve', load: async () => (await import('./commands/serve.ts')).serveCommand },
   { name: 'convert', load: async () => (await import('./commands/convert.ts')).convertCommand },
   { name: 'compile', load: async () => (await import('./commands/compile.ts')).compileCommand },

@@ -267,6 +267,21 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary:
       'a selector names a label its policy kind ignores (io.cilium.k8s.namespace.labels in a CiliumNetworkPolicy); it is left out, as Cilium does',
   },
+  // Flow files (NDJSON of flow records) and what they name
+  FLOW_FIELD_INVALID: {
+    severity: 'error',
+    summary:
+      'a flow record is not an object, or a field holds a value flow records do not have (verdict, pod name, count); the line is skipped',
+  },
+  FLOW_FIELD_UNKNOWN: {
+    severity: 'warning',
+    summary:
+      'a flow record has a field Palisade does not know (a newer producer?); it is ignored, the record is read',
+  },
+  FLOW_ENDPOINT_UNKNOWN: {
+    severity: 'warning',
+    summary: 'a flow (or an expected connection) names a pod the cluster does not have; it is left out',
+  },
 } as const satisfies Record<string, { severity: Severity; summary: string }>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CATALOGUE;

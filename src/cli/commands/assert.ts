@@ -5,8 +5,6 @@
  * holds — as `check --expect` — 1 when all pass but the input has errors, 2 when the file is not
  * valid.
  */
-import { readFile } from 'node:fs/promises';
-import { fileErrorText } from '../file-error.ts';
 import { Command } from 'commander';
 import {
   checkExpectations,
@@ -23,8 +21,8 @@ import {
   withInputOptions,
   writeJson,
 } from '../common.ts';
-import { parseExpectations } from '../expectations-file.ts';
-import { EXIT_EXPECTATION_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import { readExpectationsFile } from '../expectations-file.ts';
+import { EXIT_EXPECTATION_FAILED, EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
 import { escapeControls } from '../../util/escape.ts';
 
 export function assertCommand(io: CliIo, done: (code: number) => void): Command {
@@ -35,18 +33,10 @@ export function assertCommand(io: CliIo, done: (code: number) => void): Command 
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
-      const file = String(raw.expect);
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (error) {
-        throw new UsageError(`--expect: cannot read ${file}: ${fileErrorText(error)}`);
-      }
-      const parsed = parseExpectations(file, text);
-      if (parsed.problems.length) throw new UsageError(parsed.problems.join('\n'));
+      const expectations = await readExpectationsFile(String(raw.expect));
       const loaded = await loadInput(input, io);
       const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-      const results = checkExpectations(loaded.cluster, parsed.expectations, { semantics: input.semantics });
+      const results = checkExpectations(loaded.cluster, expectations, { semantics: input.semantics });
       if (output === 'json') writeJson(io, assertJson(results));
       else io.stdout.write(assertText(results, styleFor(io.stdoutIsTty, io.env)));
       const failed = results.some((r) => r.status !== 'passed');
