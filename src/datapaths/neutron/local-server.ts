@@ -1,0 +1,182 @@
+/**
+ * A real OpenStack Neutron API server (Debian's `neutron-server`) started on loopback for tests,
+ * benchmarks and trying the Neutron controller: noauth, no message bus (`fake:/`), ML2 with no
+ * mechanism driver (no L2 agent: ports stay unbound, which Neutron allows), one API process, a
+ * free port, and everything — configuration, SQLite database, locks, log — in a temp dir that
+ * stop() removes after stopping the process by pid.
+ *
+ * Neutron's migrations only run on MariaDB or PostgreSQL; the SQLite schema is created from
+ * Neutron's own models (`neutron.db.migration.models.head`) and then stamped at the migration
+ * heads with `neutron-db-manage`, so the server finds the schema it expects. The server code,
+ * its validation, its quotas and its database layer are the ones production runs.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Where Debian installs Neutron's server; `PALISADE_NEUTRON_SERVER` overrides. */
+export function neutronServerBinary(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
+  const candidates = [env.PALISADE_NEUTRON_SERVER, '/usr/bin/neutron-server'];
+  return candidates.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
+}
+
+/** Why a local Neutron cannot start here (one line), or undefined when it can. */
+export function neutronUnavailable(): string | undefined {
+  if (!neutronServerBinary())
+    return 'neutron-server is not installed (apt-get install neutron-server python3-neutron)';
+  if (!existsSync('/usr/bin/neutron-db-manage'))
+    return 'neutron-db-manage is not installed (python3-neutron)';
+  return undefined;
+}
+
+export interface NeutronServer {
+  /** The API's root URL (`http://127.0.0.1:PORT`). */
+  readonly url: string;
+  readonly pid: number;
+  readonly dir: string;
+  /** Stops the server (SIGTERM, then SIGKILL) and removes its directory. */
+  stop(): Promise<void>;
+}
+
+export interface StartNeutronOptions {
+  /** API port (default: a free one). */
+  readonly port?: number;
+  /** Default quotas per project (Neutron's own defaults are 10 groups and 100 rules). */
+  readonly quotas?: { readonly securityGroups?: number; readonly rules?: number; readonly ports?: number };
+  /** How long to wait for the API, ms (default 90 s: the first start compiles Python). */
+  readonly timeoutMs?: number;
+}
+
+const PYTHON = '/usr/bin/python3';
+
+/** The schema from Neutron's models (its migrations need MariaDB or PostgreSQL). */
+const CREATE_SCHEMA = `
+import sys, sqlalchemy
+from neutron.db.migration.models import head
+engine = sqlalchemy.create_engine(sys.argv[1])
+head.get_metadata().create_all(engine)
+`;
+
+function configuration(dir: string, port: number, options: StartNeutronOptions): string {
+  const quotas = options.quotas ?? {};
+  return `[DEFAULT]
+auth_strategy = noauth
+transport_url = fake:/
+core_plugin = ml2
+service_plugins =
+api_workers = 0
+rpc_workers = 0
+rpc_state_report_workers = 0
+bind_host = 127.0.0.1
+bind_port = ${port}
+state_path = ${dir}/state
+use_stderr = false
+log_file = ${dir}/neutron-server.log
+debug = false
+[database]
+connection = sqlite:///${dir}/neutron.sqlite
+[ml2]
+type_drivers = local,flat
+tenant_network_types = local
+mechanism_drivers =
+extension_drivers = port_security
+[oslo_concurrency]
+lock_path = ${dir}/lock
+[quotas]
+quota_security_group = ${quotas.securityGroups ?? 1000}
+quota_security_group_rule = ${quotas.rules ?? 100000}
+quota_port = ${quotas.ports ?? 10000}
+quota_network = 100
+quota_subnet = 100
+`;
+}
+
+export async function startNeutron(options: StartNeutronOptions = {}): Promise<NeutronServer> {
+  const binary = neutronServerBinary();
+  const unavailable = neutronUnavailable();
+  if (!binary || unavailable) throw new Error(unavailable ?? 'neutron-server is not installed');
+  const dir = mkdtempSync(join(tmpdir(), `palisade-neutron-${process.pid}-`));
+  let child: ChildProcess | undefined;
+  try {
+    for (const sub of ['state', 'lock']) mkdirSync(join(dir, sub));
+    const port = options.port ?? (await freePort());
+    const conf = join(dir, 'neutron.conf');
+    writeFileSync(conf, configuration(dir, port, options));
+    run(PYTHON, ['-c', CREATE_SCHEMA, `sqlite:///${dir}/neutron.sqlite`], 'creating the schema');
+    run('/usr/bin/neutron-db-manage', ['--config-file', conf, 'stamp', 'heads'], 'stamping the schema');
+    child = spawn(binary, ['--config-file', conf], { stdio: 'ignore', detached: false });
+    const url = `http://127.0.0.1:${port}`;
+    await waitServing(url, child, dir, options.timeoutMs ?? 90_000);
+    const started = child;
+    return {
+      url,
+      pid: started.pid!,
+      dir,
+      stop: async () => {
+        await stopChild(started);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    if (child) await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+function run(command: string, args: readonly string[], what: string): void {
+  const result = spawnSync(command, args, { encoding: 'utf8', timeout: 120_000 });
+  if (result.status !== 0)
+    throw new Error(
+      `local Neutron: ${what} failed (${result.error?.message ?? `exit ${String(result.status)}`}): ${(result.stderr ?? '').trim().split('\n').slice(-3).join(' ')}`,
+    );
+}
+
+async function waitServing(url: string, child: ChildProcess, dir: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
+  while (Date.now() < deadline) {
+    if (exited()) throw new Error(`neutron-server exited (${String(child.exitCode)}): ${logTail(dir)}`);
+    try {
+      const response = await fetch(`${url}/v2.0/extensions`, { signal: AbortSignal.timeout(2000) });
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`neutron-server did not answer at ${url} within ${timeoutMs} ms: ${logTail(dir)}`);
+}
+
+function logTail(dir: string): string {
+  try {
+    return readFileSync(join(dir, 'neutron-server.log'), 'utf8').trim().split('\n').slice(-3).join(' | ');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/**
+ * SIGTERM, then SIGKILL after 5 s; waits for the exit event, which Node delivers once it has
+ * reaped the child — so no zombie is left whatever PID 1 does.
+ */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
