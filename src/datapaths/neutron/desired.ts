@@ -73,11 +73,21 @@ export function ruleIdentity(rule: RuleFields): string {
   ].join('|');
 }
 
-/** A prefix as one text however Neutron or the renderer wrote it. */
+/**
+ * A prefix as one text however Neutron or the renderer wrote it. A /0 is no prefix at all:
+ * Neutron takes `0.0.0.0/0` for the rule without one (it refuses the second as a duplicate).
+ */
 export function canonicalPrefix(text: string | null | undefined): string | null {
   if (text === null || text === undefined) return null;
   const parsed = parseCidr(text);
-  return parsed.ok ? parsed.value.text : text;
+  if (!parsed.ok) return text;
+  return parsed.value.prefix === 0 ? null : parsed.value.text;
+}
+
+/** A port range as one value: every port (1–65535) is no range, as a rule without one matches. */
+export function canonicalRange(min: number | null, max: number | null): [number | null, number | null] {
+  if (min === null || (min <= 1 && (max ?? min) >= 65535)) return [null, null];
+  return [min, max ?? min];
 }
 
 /** The desired state for a rendering of the store. */
@@ -119,12 +129,13 @@ export function desiredState(rendering: NeutronRendering, state: ReadonlyStore):
 }
 
 function ruleFields(rule: SecurityGroupRule, keyOf: (name: string) => string): RuleFields {
+  const [min, max] = canonicalRange(rule.port_range_min ?? null, rule.port_range_max ?? null);
   return {
     direction: rule.direction,
     ethertype: rule.ethertype,
     protocol: rule.protocol,
-    port_range_min: rule.port_range_min ?? null,
-    port_range_max: rule.port_range_min !== undefined ? (rule.port_range_max ?? rule.port_range_min) : null,
+    port_range_min: min,
+    port_range_max: max,
     remote_ip_prefix: canonicalPrefix(rule.remote_ip_prefix),
     remote_group: rule.remote_group_id !== undefined ? keyOf(rule.remote_group_id) : null,
   };

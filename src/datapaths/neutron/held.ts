@@ -7,6 +7,7 @@
 import type { NeutronClient } from './client.ts';
 import {
   canonicalPrefix,
+  canonicalRange,
   CREATED_OWNER,
   GROUP_TAG,
   OWNER_TAG,
@@ -155,12 +156,13 @@ export function heldPort(port: ApiPort): HeldPort | undefined {
 }
 
 export function heldRuleFields(rule: ApiRule, keyOfId: (id: string) => string): RuleFields {
+  const [min, max] = canonicalRange(rule.port_range_min ?? null, rule.port_range_max ?? null);
   return {
     direction: rule.direction,
     ethertype: rule.ethertype,
     protocol: rule.protocol ?? null,
-    port_range_min: rule.port_range_min ?? null,
-    port_range_max: rule.port_range_max ?? null,
+    port_range_min: min,
+    port_range_max: max,
     remote_ip_prefix: canonicalPrefix(rule.remote_ip_prefix),
     remote_group: rule.remote_group_id ? keyOfId(rule.remote_group_id) : null,
   };

@@ -11,7 +11,16 @@
  * its validation, its quotas and its database layer are the ones production runs.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,12 +62,19 @@ export interface StartNeutronOptions {
 
 const PYTHON = '/usr/bin/python3';
 
-/** The schema from Neutron's models (its migrations need MariaDB or PostgreSQL). */
+/**
+ * The schema from Neutron's models (its migrations need MariaDB or PostgreSQL), then stamped at
+ * the migration heads as `neutron-db-manage stamp heads` does — one Python process for both.
+ */
 const CREATE_SCHEMA = `
 import sys, sqlalchemy
 from neutron.db.migration.models import head
 engine = sqlalchemy.create_engine(sys.argv[1])
 head.get_metadata().create_all(engine)
+engine.dispose()
+from neutron.db.migration import cli
+sys.argv = ['neutron-db-manage', '--config-file', sys.argv[2], 'stamp', 'heads']
+cli.main()
 `;
 
 function configuration(dir: string, port: number, options: StartNeutronOptions): string {
@@ -106,9 +122,9 @@ export async function startNeutron(options: StartNeutronOptions = {}): Promise<N
     const port = options.port ?? (await freePort());
     const conf = join(dir, 'neutron.conf');
     writeFileSync(conf, configuration(dir, port, options));
-    run(PYTHON, ['-c', CREATE_SCHEMA, `sqlite:///${dir}/neutron.sqlite`], 'creating the schema');
-    run('/usr/bin/neutron-db-manage', ['--config-file', conf, 'stamp', 'heads'], 'stamping the schema');
-    child = spawn(binary, ['--config-file', conf], { stdio: 'ignore', detached: false });
+    run(PYTHON, ['-c', CREATE_SCHEMA, `sqlite:///${dir}/neutron.sqlite`, conf], 'creating the schema');
+    // Its own process group: neutron-server forks workers (RPC, periodic), stopped with it.
+    child = spawn(binary, ['--config-file', conf], { stdio: 'ignore', detached: true });
     const url = `http://127.0.0.1:${port}`;
     await waitServing(url, child, dir, options.timeoutMs ?? 90_000);
     const started = child;
@@ -117,8 +133,14 @@ export async function startNeutron(options: StartNeutronOptions = {}): Promise<N
       pid: started.pid!,
       dir,
       stop: async () => {
-        await stopChild(started);
-        rmSync(dir, { recursive: true, force: true });
+        try {
+          await stopChild(started);
+          // For a failure's post-mortem: the server's log, kept where PALISADE_NEUTRON_LOG says.
+          const keep = process.env.PALISADE_NEUTRON_LOG;
+          if (keep) copyFileSync(join(dir, 'neutron-server.log'), keep);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
       },
     };
   } catch (error) {
@@ -161,16 +183,49 @@ function logTail(dir: string): string {
 }
 
 /**
- * SIGTERM, then SIGKILL after 5 s; waits for the exit event, which Node delivers once it has
- * reaped the child — so no zombie is left whatever PID 1 does.
+ * SIGTERM to the server's process group, SIGKILL after 5 s; done when the server has exited (Node
+ * reaps it) and no process of its group is left running — its workers, reparented to PID 1 when
+ * the server exits first, count as gone once they are zombies (PID 1 may never reap them).
  */
 async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  const group = child.pid!;
+  const signal = (name: NodeJS.Signals): void => {
+    try {
+      process.kill(-group, name);
+    } catch {
+      // the group is gone
+    }
+  };
+  const exited =
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  signal('SIGTERM');
+  const timer = setTimeout(() => signal('SIGKILL'), 5000);
   await exited;
+  const deadline = Date.now() + 10_000;
+  while (groupRunning(group) && Date.now() < deadline) {
+    if (Date.now() > deadline - 5000) signal('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   clearTimeout(timer);
+}
+
+/** Whether a process of the group runs (a zombie does not). */
+function groupRunning(group: number): boolean {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    // After the command's closing parenthesis: state, ppid, pgrp.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === group && fields[0] !== 'Z') return true;
+  }
+  return false;
 }
 
 async function freePort(): Promise<number> {

@@ -9,7 +9,8 @@
  *            written until the first snapshot is rendered, so a restart over an unchanged cluster
  *            writes nothing at all. Neutron down at start is not fatal: it is read before the
  *            first write, which the agent retries.
- *   realize  renders, compares and applies (sync.ts: minimal, never wider, fails closed).
+ *   realize  renders, compares and applies (sync.ts: minimal, never wider, fails closed). Ordered
+ *            cluster policy is refused, as `render --target neutron` refuses it: groups cannot deny.
  *   verify   reads Neutron again and lists what differs from what was realized (someone deleted a
  *            rule, unbound a port, deleted a group); repair applies the realized state again.
  *   cleanup  deletes every group Palisade's tags mark and the ports it created.
@@ -55,6 +56,12 @@ export function openNeutronNode(context: NodeContext): NeutronNodeDatapath {
       }
     },
     async realize() {
+      // Groups only allow: a Deny or a tier order would be enforced as nothing at all (wider).
+      const ordered = context.state.allClusterPolicies().length;
+      if (ordered > 0)
+        throw new Error(
+          `Neutron cannot express ordered cluster policy (${ordered} AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy objects): security groups only add allows; what Neutron holds is left as it is`,
+        );
       const desired = desiredNow();
       await sync.apply(desired);
       realized = desired;
