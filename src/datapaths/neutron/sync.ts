@@ -200,6 +200,13 @@ export class NeutronSync {
     const missing = [...desired.ports.keys()].filter((key) => !held.ports.has(key));
     if (missing.length > 0 && this.options.network === undefined)
       for (const port of await findPorts(this.client, missing)) held.ports.set(port.key, port);
+    // The lab's ports whose pod's addresses changed are made again: deleted first, so that
+    // addresses moving between pods are free before any port takes them.
+    for (const port of desired.ports.values()) {
+      const had = held.ports.get(port.key);
+      if (had?.created && had.fixedIps.join(',') !== port.fixedIps.join(','))
+        await this.releasePort(held, had);
+    }
     this.portless = new Set();
     for (const port of desired.ports.values()) {
       // Only groups that exist: one that could not be created is left out (narrower, not wider).
@@ -213,17 +220,10 @@ export class NeutronSync {
         else await this.createPort(held, port.key, port.pod, port.fixedIps, groups);
         continue;
       }
-      const ipsChanged = had.created && had.fixedIps.join(',') !== port.fixedIps.join(',');
-      if (!ipsChanged && had.securityGroups.join(',') === groups.join(',')) continue;
+      if (had.securityGroups.join(',') === groups.join(',')) continue;
       try {
-        await this.client.put(`/v2.0/ports/${had.id}`, {
-          port: {
-            security_groups: groups,
-            ...(ipsChanged ? { fixed_ips: port.fixedIps.map((ip_address) => ({ ip_address })) } : {}),
-          },
-        });
+        await this.client.put(`/v2.0/ports/${had.id}`, { port: { security_groups: groups } });
         had.securityGroups = groups;
-        if (ipsChanged) had.fixedIps = [...port.fixedIps];
       } catch (error) {
         if (!(error instanceof NeutronError) || error.kind === 'unreachable') throw error;
         if (error.kind === 'not-found') held.ports.delete(port.key); // vanished: found or made again next time
