@@ -26,6 +26,7 @@ import { agentBenchmark } from './agent.bench.ts';
 import { agentHealthBenchmark } from './agent-health.bench.ts';
 import { scaleBenchmark } from './scale.bench.ts';
 import { agentDirectBenchmark } from './agent-direct.bench.ts';
+import { neutronBenchmark } from './neutron.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -51,6 +52,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   'agent-health': agentHealthBenchmark,
   scale: scaleBenchmark,
   'agent-direct': agentDirectBenchmark,
+  neutron: neutronBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

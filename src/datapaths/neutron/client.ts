@@ -70,7 +70,25 @@ export class NeutronClient {
     return this.call<void>('DELETE', path);
   }
 
+  /**
+   * One call. An idempotent one (GET, PUT, DELETE) is tried again, twice, when Neutron is
+   * unreachable or fails inside (5xx: under load, SQLite's lock); a POST is not — a create that
+   * went through before the answer was lost would be made twice (the controller finds a
+   * duplicate group on its next read and deletes it).
+   */
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once<T>(method, path, body);
+      } catch (error) {
+        const retry = method !== 'POST' && error instanceof NeutronError && error.kind === 'unreachable';
+        if (!retry || attempt >= 2) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250 * 4 ** attempt));
+      }
+    }
+  }
+
+  private async once<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (method === 'GET') this.reads++;
     else this.writes++;
     let response: Response;

@@ -41,6 +41,8 @@ export interface HeldPort {
 export interface HeldState {
   /** Groups by identity. */
   readonly groups: Map<string, HeldGroup>;
+  /** Ids of second groups with an identity already held (a create retried after a lost answer): deleted. */
+  readonly strays: string[];
   /** Ports by pod identity. */
   readonly ports: Map<string, HeldPort>;
 }
@@ -98,10 +100,15 @@ export async function readHeld(client: NeutronClient, isPod: (key: string) => bo
   );
   const groups = new Map<string, HeldGroup>();
   const byId = new Map<string, HeldGroup>();
+  const strays: string[] = [];
   for (const group of security_groups) {
     const tagged = group.tags?.includes(OWNER_TAG) ?? false;
     const key = tagged ? tagValue(group.tags, GROUP_TAG) : describedKey(group.description);
-    if (key === undefined || groups.has(key)) continue; // not one of ours, or a duplicate
+    if (key === undefined) continue; // not one of ours
+    if (groups.has(key)) {
+      strays.push(group.id);
+      continue;
+    }
     const held: HeldGroup = { id: group.id, key, tags: [...(group.tags ?? [])].sort(), rules: new Map() };
     groups.set(key, held);
     byId.set(group.id, held);
@@ -124,7 +131,7 @@ export async function readHeld(client: NeutronClient, isPod: (key: string) => bo
     const found = heldPort(port);
     if (found && (found.created || isPod(found.key))) held.set(found.key, found);
   }
-  return { groups, ports: held };
+  return { groups, strays, ports: held };
 }
 
 /** Ports of these pods (made by someone else: a CNI, Nova), by device id, in chunks that fit a URL. */

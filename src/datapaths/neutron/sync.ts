@@ -80,7 +80,18 @@ export class NeutronSync {
     }
     for (const group of [...held.groups.values()])
       if (!desired.groups.has(group.key)) await this.deleteGroup(held, group);
+    await this.deleteStrays(held);
     if (this.problems.length > 0) throw new NeutronSyncError(this.problems);
+  }
+
+  /** Second copies of a group (bound to no port of Palisade's: bindings name the first). */
+  private async deleteStrays(held: HeldState): Promise<void> {
+    for (const id of [...held.strays]) {
+      const done = await this.attempt(`deleting a duplicate group ${id}`, () =>
+        this.deleteQuietly(`/v2.0/security-groups/${id}`),
+      );
+      if (done !== undefined) held.strays.splice(held.strays.indexOf(id), 1);
+    }
   }
 
   /** Deletes everything Palisade's tags mark (the lab's ports, then every group). */
@@ -89,8 +100,9 @@ export class NeutronSync {
     this.problems = [];
     const ports = held.ports.size;
     for (const port of [...held.ports.values()]) await this.releasePort(held, port);
-    const groups = held.groups.size;
+    const groups = held.groups.size + held.strays.length;
     for (const group of [...held.groups.values()]) await this.deleteGroup(held, group);
+    await this.deleteStrays(held);
     if (this.problems.length > 0) throw new NeutronSyncError(this.problems);
     return { groups, ports };
   }
