@@ -27,6 +27,7 @@ import { agentHealthBenchmark } from './agent-health.bench.ts';
 import { scaleBenchmark } from './scale.bench.ts';
 import { agentDirectBenchmark } from './agent-direct.bench.ts';
 import { suggestBenchmark } from './suggest.bench.ts';
+import { neutronBenchmark } from './neutron.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -53,6 +54,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   scale: scaleBenchmark,
   'agent-direct': agentDirectBenchmark,
   suggest: suggestBenchmark,
+  neutron: neutronBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -241,6 +241,8 @@ function sameEndpoint(a: Endpoint, b: Endpoint): boolean {
     a.ports === b.ports &&
     a.node === b.node &&
     a.hostNetwork === b.hostNetwork &&
+    // A pod deleted and made again under its name is another pod (Neutron finds ports by uid).
+    a.uid === b.uid &&
     a.workload?.kind === b.workload?.kind &&
     a.workload?.name === b.workload?.name
   );

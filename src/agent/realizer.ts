@@ -137,7 +137,10 @@ export class NodeRealizer implements Realizer {
   private newMirror(): ClusterMirror {
     return new ClusterMirror({
       layout: this.options.layout,
-      ...(this.options.allPolicies ? {} : { node: this.options.node }),
+      // A datapath of the whole cluster (Neutron) needs every policy, whatever runs on this node.
+      ...(this.options.allPolicies || this.options.datapath.scope === 'cluster'
+        ? {}
+        : { node: this.options.node }),
       onUnreadable: (key) => {
         if (this.found.length < REPORTED) this.found.push(key);
       },

@@ -12,7 +12,7 @@ import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
 import { NodeRealizer } from './realizer.ts';
 import { parsePodCidrs, type DatapathName } from './datapaths.ts';
-import { lockForProcess, openNodeDatapath } from '../datapaths/index.ts';
+import { lockForProcess, openNodeDatapath, type NeutronConnection } from '../datapaths/index.ts';
 import type { HeldLock } from '../dataplane/index.ts';
 import type { Realizer } from './types.ts';
 import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
@@ -55,6 +55,8 @@ export interface AgentCommand {
   readonly maxTxnOps: number;
   readonly vppAgentLabel?: string;
   readonly vppAgentPrefix?: string;
+  /** --datapath neutron: the Neutron API. */
+  readonly neutron?: NeutronConnection;
   readonly version: string;
   readonly cleanup: boolean;
 }
@@ -89,6 +91,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     ...(command.vppAgentLabel !== undefined ? { vppAgentLabel: command.vppAgentLabel } : {}),
     ...(command.vppAgentPrefix !== undefined ? { vppAgentPrefix: command.vppAgentPrefix } : {}),
     maxTxnOps: command.maxTxnOps,
+    ...(command.neutron ? { neutron: command.neutron } : {}),
   };
   /** The datapath in this thread (cleanup, or no worker module beside this one). */
   const local = (state: ClusterState, lockHeld: boolean) =>

@@ -3,6 +3,7 @@
  * agent's side, realizer-worker.ts in the worker): structured-cloneable data only.
  */
 import type { EtcdConnection } from '../etcd/types.ts';
+import type { NeutronConnection } from '../datapaths/types.ts';
 import type { DatapathName } from './datapaths.ts';
 import type { KeyChange } from './mirror.ts';
 import type { RealizeResult } from './types.ts';
@@ -25,6 +26,7 @@ export interface RealizerWorkerData {
     readonly vppAgentLabel?: string;
     readonly vppAgentPrefix?: string;
     readonly maxTxnOps?: number;
+    readonly neutron?: NeutronConnection;
   };
 }
 

@@ -23,7 +23,10 @@ interface NodeSide {
 interface Entry<Output> {
   readonly description: string;
   readonly load: () => Promise<TargetImplementation<Output>>;
-  /** Its lifecycle on a node (absent: nothing runs on a node — Neutron's groups are cluster-wide, held by Neutron). */
+  /**
+   * Its lifecycle under `palisade agent` (absent: nothing runs there). Neutron's runs once for the
+   * whole cluster (its NodeDatapath has `scope: 'cluster'`): Kuryr's controller, not a node's datapath.
+   */
   readonly node?: NodeSide;
   /** Its fleet, for the lab (absent: the lab cannot run it). */
   readonly fleet?: () => Promise<FleetBackend>;
@@ -91,8 +94,16 @@ const BACKENDS = {
       },
     },
   ),
-  neutron: entry("the cluster's OpenStack Neutron security groups and API requests (JSON)", () =>
-    import('./neutron/target.ts').then((m) => m.neutronTarget),
+  neutron: entry(
+    "the cluster's OpenStack Neutron security groups and API requests (JSON)",
+    () => import('./neutron/target.ts').then((m) => m.neutronTarget),
+    {
+      node: {
+        name: 'neutron',
+        kernel: false,
+        open: () => import('./neutron/node.ts').then((m) => m.openNeutronNode),
+      },
+    },
   ),
 };
 

@@ -220,6 +220,11 @@ export interface DatapathCounts {
 export interface NodeDatapath {
   /** Its name as `palisade agent --datapath` takes it. */
   readonly name: string;
+  /**
+   * 'cluster': it realizes the whole cluster, not one node's pods (Neutron's security groups):
+   * the agent's mirror decodes every policy, not only those of namespaces with a pod on the node.
+   */
+  readonly scope?: 'cluster';
   readonly renderer: Renderer;
   /**
    * Before the first snapshot: reads what the node holds and says in one line what it enforces
@@ -282,6 +287,20 @@ export interface NodeContext {
   readonly vppAgentPrefix?: string;
   /** Most operations in one etcd transaction (etcd's --max-txn-ops, default 128). */
   readonly maxTxnOps?: number;
+  /** The Neutron datapath: Neutron's API and the project its objects go in. */
+  readonly neutron?: NeutronConnection;
+}
+
+/** Where the Neutron datapath (Kuryr's controller) finds Neutron. */
+export interface NeutronConnection {
+  /** The API's root, e.g. `http://127.0.0.1:9696`. */
+  readonly url: string;
+  /** The project (tenant) Palisade's security groups are created in. */
+  readonly project: string;
+  /** A Keystone token, sent as `X-Auth-Token` (absent: Neutron runs with noauth). */
+  readonly token?: string;
+  /** The network to create pods' ports in when none exists (the lab's; absent: ports are only found). */
+  readonly network?: string;
 }
 
 /** The nodes and pods a fleet spans (the lab's plan is one). */

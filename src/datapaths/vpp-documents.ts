@@ -9,9 +9,9 @@
  *             proto field names, which vpp-agent's JSON reader accepts; actions by enum name)
  *   vpptcp:   <prefix><label>/config/vpp/session-rules/v1/global          the global table
  *             <prefix><label>/config/vpp/session-rules/v1/local/<pod>     one pod's local table
- *             vpp-agent has no session-rule model (its L4 plugin is gone in v3): the values
- *             carry VPP's `session_rule_add_del` field names, the pod's application namespace
- *             named by the key rather than by an index that shifts as pods come and go.
+ *             vpp-agent has no session-rule model (its L4 plugin is gone in v3): each rule is
+ *             VPP's own `session_rule_add_del` message in VPP's JSON form (session.api), the
+ *             pod's application namespace named by the key rather than by the index VPP gives it.
  *
  * What etcd holds is read at start (`prepare`), not remembered from a previous run — a restarted
  * agent writes exactly the difference (Kuryr's generation check, by content). Writes go in
@@ -20,7 +20,7 @@
  */
 import type { EtcdStore, TxnOp } from '../etcd/types.ts';
 import type { AclRendering, Acl } from './vpp-acl/index.ts';
-import type { SessionRendering, SessionRule } from './vpptcp/index.ts';
+import { SCOPE_GLOBAL, type SessionRendering, type SessionRule } from './vpptcp/index.ts';
 import type { DatapathCounts, NodeContext, NodeDatapath, Renderer } from './types.ts';
 
 /** Where a node's vpp-agent documents live in etcd. */
@@ -77,18 +77,39 @@ function aclValue(acl: Acl): unknown {
 /** The documents of a vpptcp rendering: the global table and one local table per pod. */
 export function sessionDocuments(rendering: SessionRendering, prefix: string): Map<string, string> {
   const podOf = new Map(rendering.namespaces.map((n) => [n.appns_index, n.pod]));
-  const global: Omit<SessionRule, 'appns_index'>[] = [];
-  const local = new Map<string, Omit<SessionRule, 'appns_index'>[]>();
+  const global: SessionRuleMessage[] = [];
+  const local = new Map<string, SessionRuleMessage[]>();
   for (const pod of podOf.values()) local.set(pod, []);
-  for (const { appns_index, ...rule } of rendering.rules) {
-    if (appns_index === 0) global.push(rule);
-    else local.get(podOf.get(appns_index)!)?.push(rule);
+  for (const rule of rendering.rules) {
+    if (rule.appns_index === 0) global.push(sessionRuleMessage(rule));
+    else local.get(podOf.get(rule.appns_index)!)?.push(sessionRuleMessage(rule));
   }
   const documents = new Map<string, string>();
   documents.set(`${prefix}global`, JSON.stringify({ rules: global }));
   for (const [pod, rules] of local)
     documents.set(`${prefix}local/${pod.replace('/', '-')}`, JSON.stringify({ pod, rules }));
   return documents;
+}
+
+/**
+ * A session rule as VPP's `session_rule_add_del` message in VPP's JSON form (what its JSON
+ * reader, vat2, takes: enums by name, prefixes as text), without `client_index` and `context`
+ * (per API connection) and `appns_index` — VPP numbers an application namespace when it is
+ * created, so the document's key names the pod instead.
+ */
+type SessionRuleMessage = ReturnType<typeof sessionRuleMessage>;
+function sessionRuleMessage(rule: SessionRule) {
+  return {
+    transport_proto: rule.transport_proto === 6 ? 'TRANSPORT_PROTO_API_TCP' : 'TRANSPORT_PROTO_API_UDP',
+    lcl: rule.lcl,
+    rmt: rule.rmt,
+    lcl_port: rule.lcl_port,
+    rmt_port: rule.rmt_port,
+    action_index: rule.action_index,
+    is_add: true,
+    scope: rule.scope === SCOPE_GLOBAL ? 'SESSION_RULE_SCOPE_API_GLOBAL' : 'SESSION_RULE_SCOPE_API_LOCAL',
+    tag: rule.tag,
+  };
 }
 
 /** The operations that turn `held` into `wanted`: puts first, then deletes. */

@@ -7,7 +7,7 @@ import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import type { ContainerPort, Endpoint, WorkloadKind, WorkloadRef } from '../model/types.ts';
 import type { DecodeContext } from './decode-context.ts';
 import { decodeLabels } from './decode-labels.ts';
-import { decodeMetadataName } from './decode-metadata.ts';
+import { decodeMetadataName, metadataIdentity } from './decode-metadata.ts';
 import { checkPortNumber, decodeProtocol } from './decode-policy.ts';
 import {
   cronJobSchema,
@@ -89,6 +89,7 @@ function decodeParsedPod(ctx: DecodeContext, raw: z.output<typeof podSchema>): E
     hostNetwork,
     ...(raw.spec?.nodeName ? { node: raw.spec.nodeName } : {}),
     ...serviceAccountOf(raw.spec),
+    ...podUid(raw.metadata),
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
   const owner = controllerOf(raw.metadata.ownerReferences);
@@ -223,4 +224,10 @@ function decodeIps(ctx: DecodeContext, texts: readonly string[], path: FieldPath
       result.push(parsed.value);
   });
   return exactArray(result);
+}
+
+/** A pod's `metadata.uid` (its generation, which moves with its spec, is not kept). */
+function podUid(metadata: object): { uid?: string } {
+  const { uid } = metadataIdentity(metadata);
+  return uid !== undefined ? { uid } : {};
 }

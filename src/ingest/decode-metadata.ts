@@ -24,3 +24,15 @@ export function decodeMetadataName(
   }
   return { name: metadata.name, namespace };
 }
+
+/**
+ * An object's `metadata.uid` and `metadata.generation`, when it has them (objects read from a
+ * cluster do; manifests usually do not). Kuryr tags Neutron's objects with them.
+ */
+export function metadataIdentity(metadata: object): { uid?: string; generation?: number } {
+  const { uid, generation } = metadata as { uid?: unknown; generation?: unknown };
+  return {
+    ...(typeof uid === 'string' && uid !== '' ? { uid } : {}),
+    ...(typeof generation === 'number' && Number.isSafeInteger(generation) ? { generation } : {}),
+  };
+}

@@ -20,7 +20,7 @@ import { decodeSelector } from './decode-labels.ts';
 import { networkPolicySchema, type RawPeer, type RawPolicyPort } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
-import { decodeMetadataName } from './decode-metadata.ts';
+import { decodeMetadataName, metadataIdentity } from './decode-metadata.ts';
 import { exactArray } from '../util/exact-array.ts';
 
 const API_VERSIONS: readonly NetworkPolicyApiVersion[] = ['networking.k8s.io/v1', 'extensions/v1beta1'];
@@ -65,6 +65,7 @@ function decodeParsed(ctx: DecodeContext, raw: RawNetworkPolicy): NetworkPolicy 
     policyTypesExplicit: explicit,
     ingress,
     egress,
+    ...metadataIdentity(raw.metadata),
     location: ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
 }

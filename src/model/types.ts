@@ -82,6 +82,8 @@ export interface Endpoint {
   readonly workload?: WorkloadRef;
   /** `spec.serviceAccountName` (Kubernetes defaults it to `default`); Calico and Cilium select by it. */
   readonly serviceAccount?: string;
+  /** `metadata.uid` when the source gave one (Neutron ports are tagged with it, as Kuryr does). */
+  readonly uid?: string;
   readonly location?: SourceLocation;
 }
 
@@ -142,6 +144,9 @@ export interface NetworkPolicy {
   readonly policyTypesExplicit: boolean;
   readonly ingress: readonly PolicyRule[];
   readonly egress: readonly PolicyRule[];
+  /** `metadata.uid` and `metadata.generation` when the source gave them (Kuryr tags its security groups with both). */
+  readonly uid?: string;
+  readonly generation?: number;
   readonly location?: SourceLocation;
 }
 

@@ -60,6 +60,13 @@ function pruneMetadata(object: RawApiObject, namespace: string | undefined): Jso
   const annotations = asObject(metadata.annotations);
   const legacy = annotations?.[LEGACY_ISOLATION_ANNOTATION];
   if (legacy !== undefined) out.annotations = { [LEGACY_ISOLATION_ANNOTATION]: legacy };
+  // A pod's or policy's uid never changes (Kuryr tags Neutron's objects with it).
+  if (
+    (POLICY_KINDS.has(object.kind as string) || object.kind === 'Pod') &&
+    typeof metadata.uid === 'string'
+  ) {
+    out.uid = metadata.uid;
+  }
   // A policy's generation moves only with its spec: consumers can record what they realized (Kuryr).
   if (POLICY_KINDS.has(object.kind as string) && metadata.generation !== undefined) {
     out.generation = metadata.generation;

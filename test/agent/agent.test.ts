@@ -21,6 +21,7 @@ import {
 import type { KeyLayout } from '../../src/reflected/index.ts';
 import { readStatus, serveHealth, type HealthServer } from '../../src/agent/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
+import { aclProblems, sessionDocumentProblems } from '../helpers/vpp-schemas.ts';
 import type { Raw } from '../helpers/builders.ts';
 import {
   namespace,
@@ -46,9 +47,12 @@ async function expectedAcls(
   return aclDocuments(rendered!.output, vppKeys('vpp-acl', node, vppPrefix(layout)).acl);
 }
 
+/** The ACL documents the agent wrote, each checked against vpp-agent's model first. */
 async function heldAcls(store: EtcdStore, layout: KeyLayout, node: string): Promise<Map<string, string>> {
   const keys = vppKeys('vpp-acl', node, vppPrefix(layout));
-  return new Map((await store.range(keys.owned[0]!)).kvs.map((kv) => [kv.key, kv.value]));
+  const held = new Map((await store.range(keys.owned[0]!)).kvs.map((kv) => [kv.key, kv.value]));
+  for (const [key, value] of held) assert.deepEqual(aclProblems(value), [], key);
+  return held;
 }
 
 /** Keys of etcd as a sorted object (readable assertion diffs). */
@@ -315,43 +319,12 @@ describe('vpp-agent documents', () => {
     const { cluster } = loadFromObjects(smallCluster());
     const [rendered] = renderCluster(await loadTarget('vpp-acl'), cluster, { node: 'n1' });
     const documents = aclDocuments(rendered!.output, vppKeys('vpp-acl', 'n1').acl);
-    // Field names of ligato/vpp-agent proto/ligato/vpp/acl/acl.proto (message ACL and nested).
-    const PROTO: Record<string, readonly string[]> = {
-      acl: ['name', 'rules', 'interfaces'],
-      rule: ['action', 'ip_rule', 'macip_rule'],
-      ip_rule: ['ip', 'icmp', 'tcp', 'udp'],
-      ip: ['destination_network', 'source_network', 'protocol'],
-      tcp: ['destination_port_range', 'source_port_range', 'tcp_flags_mask', 'tcp_flags_value'],
-      udp: ['destination_port_range', 'source_port_range'],
-      range: ['lower_port', 'upper_port'],
-      interfaces: ['egress', 'ingress'],
-    };
-    const only = (value: object, message: string) =>
-      assert.deepEqual(
-        Object.keys(value).filter((k) => !PROTO[message]!.includes(k)),
-        [],
-        message,
-      );
+    // Checked against vpp-agent's own model (test/fixtures/vpp-agent: ligato.vpp.acl.ACL).
     assert.ok(documents.size > 0);
     for (const [key, text] of documents) {
       assert.match(key, /^\/vnf-agent\/n1\/config\/vpp\/acls\/v2\/acl\/[^/]+$/);
-      const acl = JSON.parse(text) as { name: string; interfaces: object; rules: unknown[] };
-      only(acl, 'acl');
-      assert.equal(key.split('/').at(-1), acl.name);
-      only(acl.interfaces, 'interfaces');
-      for (const rule of acl.rules as Record<string, Record<string, Record<string, object>>>[]) {
-        only(rule, 'rule');
-        assert.ok(['DENY', 'PERMIT', 'REFLECT'].includes(rule.action as unknown as string));
-        only(rule.ip_rule!, 'ip_rule');
-        only(rule.ip_rule!.ip!, 'ip');
-        for (const l4 of ['tcp', 'udp'] as const) {
-          const match = rule.ip_rule![l4];
-          if (!match) continue;
-          only(match, l4);
-          only(match.destination_port_range!, 'range');
-          only(match.source_port_range!, 'range');
-        }
-      }
+      assert.deepEqual(aclProblems(text), [], key);
+      assert.equal(key.split('/').at(-1), (JSON.parse(text) as { name: string }).name);
     }
   });
 
@@ -370,19 +343,8 @@ describe('vpp-agent documents', () => {
       0,
     );
     assert.equal(total, rendered!.output.rules.length);
-    for (const text of documents.values())
-      for (const rule of (JSON.parse(text) as { rules: Record<string, unknown>[] }).rules)
-        assert.deepEqual(Object.keys(rule).sort(), [
-          'action_index',
-          'is_ip4',
-          'lcl',
-          'lcl_port',
-          'rmt',
-          'rmt_port',
-          'scope',
-          'tag',
-          'transport_proto',
-        ]);
+    // Each rule is VPP's session_rule_add_del (test/fixtures/vpp-api/session.api) in its JSON form.
+    for (const [key, text] of documents) assert.deepEqual(sessionDocumentProblems(text), [], key);
     // A new pod that sorts first shifts every application-namespace index; no other document changes.
     const more = loadFromObjects([
       ...smallCluster(),

@@ -115,8 +115,20 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     assert.equal(bad.code, 2);
     assert.match(
       bad.stderr,
-      /^palisade: --datapath must be one of nftables, ebpf, classifier, vpp-acl, vpptcp, not "nope"/,
+      /^palisade: --datapath must be one of nftables, ebpf, classifier, vpp-acl, vpptcp, neutron, not "nope"/,
     );
+    const neutron = await cli([...agent, '--datapath', 'neutron']);
+    assert.equal(neutron.code, 2);
+    assert.match(neutron.stderr, /--datapath neutron needs --neutron-url URL/);
+    const misplaced = await cli([
+      ...agent,
+      '--datapath',
+      'nftables',
+      '--neutron-url',
+      'http://127.0.0.1:9696',
+    ]);
+    assert.equal(misplaced.code, 2);
+    assert.match(misplaced.stderr, /--neutron-url and --neutron-network are options of --datapath neutron/);
     const level = await cli([...agent, '--datapath', 'nftables', '--log-level', 'loud']);
     assert.equal(level.code, 2);
     assert.match(

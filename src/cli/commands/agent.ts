@@ -19,6 +19,7 @@ import { EXIT_FINDINGS, EXIT_USAGE, UsageError, type CliIo } from '../io.ts';
 import { kubeconfigRequest } from '../cluster-input.ts';
 import { etcdConnection, withEtcdOptions } from '../etcd-connection.ts';
 import { VERSION } from '../version.ts';
+import type { NeutronConnection } from '../../datapaths/index.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const SOURCES = ['kube', 'etcd'] as const;
@@ -82,6 +83,15 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
     )
     .option('--vpp-agent-prefix <prefix>', 'vpp-acl, vpptcp: the vpp-agent key prefix', '/vnf-agent/')
     .option(
+      '--neutron-url <url>',
+      'neutron: the Neutron API (e.g. http://127.0.0.1:9696; a Keystone token is read from OS_TOKEN, none: noauth)',
+    )
+    .option('--neutron-project <id>', "neutron: the project Palisade's security groups go in", 'palisade')
+    .option(
+      '--neutron-network <id>',
+      "neutron: create pods' ports in this network when none has the pod's UID as device id (a lab without Kuryr's CNI)",
+    )
+    .option(
       '--cleanup',
       'remove what an agent installed for this node (table or keys, status) and exit',
       false,
@@ -141,6 +151,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           maxTxnOps,
           ...(typeof raw.vppAgentLabel === 'string' ? { vppAgentLabel: raw.vppAgentLabel } : {}),
           vppAgentPrefix: String(raw.vppAgentPrefix),
+          ...neutronOptions(datapath, raw, io),
           version: VERSION,
           cleanup: raw.cleanup === true,
         },
@@ -182,6 +193,32 @@ function sourceOptions(
       `--datapath ${datapath} writes its documents into etcd for a vpp-agent: run it with --source etcd`,
     );
   return undefined;
+}
+
+/** `--neutron-…` as the Neutron datapath's connection (required with it, refused without it). */
+function neutronOptions(
+  datapath: string,
+  raw: Record<string, unknown>,
+  io: CliIo,
+): { neutron?: NeutronConnection } {
+  const url = typeof raw.neutronUrl === 'string' ? raw.neutronUrl : undefined;
+  if (datapath !== 'neutron') {
+    if (url !== undefined || raw.neutronNetwork !== undefined)
+      throw new UsageError('--neutron-url and --neutron-network are options of --datapath neutron');
+    return {};
+  }
+  if (url === undefined) throw new UsageError('--datapath neutron needs --neutron-url URL');
+  if (!/^https?:\/\/[^/]+/.test(url))
+    throw new UsageError(`--neutron-url ${url}: expected http(s)://host:port`);
+  const token = io.env.OS_TOKEN;
+  return {
+    neutron: {
+      url,
+      project: String(raw.neutronProject),
+      ...(token ? { token } : {}),
+      ...(typeof raw.neutronNetwork === 'string' ? { network: raw.neutronNetwork } : {}),
+    },
+  };
 }
 
 function wholeNumber(value: unknown, flag: string, least: number): number {
