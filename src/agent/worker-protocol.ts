@@ -5,7 +5,7 @@
 import type { EtcdConnection } from '../etcd/types.ts';
 import type { DatapathName } from './datapaths.ts';
 import type { KeyChange } from './mirror.ts';
-import type { RealizeResult } from './types.ts';
+import type { FlowBatch, RealizeResult } from './types.ts';
 
 /** What the worker is started with. */
 export interface RealizerWorkerData {
@@ -25,6 +25,7 @@ export interface RealizerWorkerData {
     readonly vppAgentLabel?: string;
     readonly vppAgentPrefix?: string;
     readonly maxTxnOps?: number;
+    readonly flowLog?: boolean;
   };
 }
 
@@ -34,6 +35,7 @@ export type RealizerRequest =
   | { readonly op: 'open'; readonly id: number }
   | { readonly op: 'realize'; readonly id: number; readonly relist: boolean }
   | { readonly op: 'reconcile'; readonly id: number }
+  | { readonly op: 'flows'; readonly id: number }
   | { readonly op: 'close'; readonly id: number };
 
 /** A failure as it crosses: the message, whether a listing is needed, whether a tool refused. */
@@ -45,6 +47,9 @@ export interface WorkerFailure {
 
 /** From the worker: a request's answer, or the datapath's suspicion of another writer. */
 export type WorkerReply =
-  | { readonly id: number; readonly result: string | RealizeResult | readonly string[] | undefined }
+  | {
+      readonly id: number;
+      readonly result: string | RealizeResult | FlowBatch | readonly string[] | undefined;
+    }
   | { readonly id: number; readonly error: WorkerFailure }
   | { readonly suspect: string };

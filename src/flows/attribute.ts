@@ -112,11 +112,15 @@ export function decidingRule(side: SideVerdict): DecidingRule | undefined {
   const step =
     decided && decided.tier !== 'Default' ? decided : side.walk.find((s) => s.outcome === 'not-isolated');
   if (!step || step.outcome === 'pass') return undefined;
+  // Isolated and no rule allowed it: the policy named is the first that isolates the pod (as
+  // `check` says "isolated for ingress by …"), with no rule.
+  const policy =
+    step.policy ?? (step.tier === 'NetworkPolicy' && step.outcome === 'deny' ? step.policies[0] : undefined);
   return {
     direction: side.direction,
     tier: step.tier,
     outcome: step.outcome,
-    ...(step.policy !== undefined ? { policy: step.policy } : {}),
+    ...(policy !== undefined ? { policy } : {}),
     ...(step.rule !== undefined ? { rule: step.rule } : {}),
     ...(step.ruleName !== undefined ? { ruleName: step.ruleName } : {}),
   };

@@ -18,6 +18,8 @@ export function decidingRuleText(rule: DecidingRule): string {
       ? `${rule.direction}: isolated, no rule allows it`
       : `${rule.direction}: ${verb} (${rule.tier})`;
   }
+  if (rule.rule === undefined && rule.outcome === 'deny' && rule.tier === 'NetworkPolicy')
+    return `${rule.direction}: isolated by ${rule.policy}, no rule allows it`;
   const named = rule.ruleName !== undefined ? ` "${rule.ruleName}"` : '';
   const where = rule.rule !== undefined ? ` ${rule.direction}[${rule.rule}]${named}` : '';
   return `${rule.direction}: ${verb} by ${rule.policy}${where}`;

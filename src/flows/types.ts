@@ -26,7 +26,10 @@ export interface DecidingRule {
   readonly direction: 'egress' | 'ingress';
   readonly tier: TierName;
   readonly outcome: 'allow' | 'deny' | 'no-match' | 'not-isolated';
-  /** `ns/name` for NetworkPolicy, `anp/name`, `banp/default`, `cnp/name`. */
+  /**
+   * `ns/name` for NetworkPolicy, `anp/name`, `banp/default`, `cnp/name`. For a NetworkPolicy
+   * deny (isolated, no rule allowed it) the first policy isolating the pod, without `rule`.
+   */
   readonly policy?: string;
   /** Index of the rule in its policy's ingress or egress list. */
   readonly rule?: number;

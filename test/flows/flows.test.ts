@@ -79,8 +79,9 @@ describe('attributeEvent', () => {
       event(80, 'denied', { deniedBy: 'ingress' }),
     );
     assert.deepEqual(onDestination.decidedBy, [
-      { direction: 'ingress', tier: 'NetworkPolicy', outcome: 'deny' },
+      { direction: 'ingress', tier: 'NetworkPolicy', outcome: 'deny', policy: 'prod/db-ingress' },
     ]);
+    assert.match(flowText(onDestination), /ingress: isolated by prod\/db-ingress, no rule allows it$/);
     assert.equal(onDestination.mismatch, undefined);
   });
 
