@@ -125,16 +125,22 @@ export class PromMetrics implements AgentMetrics {
   /**
    * New connections' verdicts, by direction, verdict and deciding policy. Label cardinality is
    * bounded: the first `MAX_POLICY_LABELS` policies seen get a label each, later ones count as
-   * `other`; a side no policy decided is `none`.
+   * `other`; a side isolated with no rule allowing the connection is `isolated`, a side no
+   * policy decided `none`.
    */
   flowsSeen(records: readonly FlowRecord[], stats: FlowTableStats, lost: number): void {
     for (const record of records) {
-      const verdict = record.verdict;
       if (record.decidedBy.length === 0)
-        this.verdictCounter.inc({ direction: 'none', verdict, policy: 'none' }, record.count);
+        this.verdictCounter.inc({ direction: 'none', verdict: record.verdict, policy: 'none' }, record.count);
+      // Each side by its own outcome: a side that allowed a connection the other side denied
+      // counts as allowed.
       for (const side of record.decidedBy)
         this.verdictCounter.inc(
-          { direction: side.direction, verdict, policy: this.policyLabel(side.policy) },
+          {
+            direction: side.direction,
+            verdict: side.outcome === 'deny' ? 'denied' : 'allowed',
+            policy: side.isolatedBy ? 'isolated' : this.policyLabel(side.policy),
+          },
           record.count,
         );
     }

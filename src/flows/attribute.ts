@@ -94,7 +94,9 @@ export function attributeEvent(context: AttributionContext, event: VerdictEvent)
     ...(verdict.egress.walk.length > 0 && local(src.address) ? [verdict.egress] : []),
     ...(verdict.ingress.walk.length > 0 && local(dst.address) ? [verdict.ingress] : []),
   ];
-  const decidedBy = sides.flatMap((side) => {
+  // A packet the kernel dropped on egress never met the ingress side's policy here: not named.
+  const named = sides.filter((side) => !(side.direction === 'ingress' && event.deniedBy === 'egress'));
+  const decidedBy = named.flatMap((side) => {
     const rule = decidingRule(side);
     return rule ? [rule] : [];
   });
@@ -112,15 +114,14 @@ export function decidingRule(side: SideVerdict): DecidingRule | undefined {
   const step =
     decided && decided.tier !== 'Default' ? decided : side.walk.find((s) => s.outcome === 'not-isolated');
   if (!step || step.outcome === 'pass') return undefined;
-  // Isolated and no rule allowed it: the policy named is the first that isolates the pod (as
-  // `check` says "isolated for ingress by …"), with no rule.
-  const policy =
-    step.policy ?? (step.tier === 'NetworkPolicy' && step.outcome === 'deny' ? step.policies[0] : undefined);
+  // Isolated and no rule allowed it: no one policy decided; the ones that isolate are named.
+  const isolated = step.tier === 'NetworkPolicy' && step.outcome === 'deny' && step.policy === undefined;
   return {
     direction: side.direction,
     tier: step.tier,
     outcome: step.outcome,
-    ...(policy !== undefined ? { policy } : {}),
+    ...(step.policy !== undefined ? { policy: step.policy } : {}),
+    ...(isolated ? { isolatedBy: step.policies } : {}),
     ...(step.rule !== undefined ? { rule: step.rule } : {}),
     ...(step.ruleName !== undefined ? { ruleName: step.ruleName } : {}),
   };

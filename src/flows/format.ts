@@ -15,11 +15,9 @@ export function decidingRuleText(rule: DecidingRule): string {
   const verb = rule.outcome === 'allow' ? 'allowed' : rule.outcome === 'deny' ? 'denied' : 'no rule matched';
   if (rule.policy === undefined) {
     return rule.outcome === 'deny'
-      ? `${rule.direction}: isolated, no rule allows it`
+      ? `${rule.direction}: isolated${rule.isolatedBy?.length ? ` by ${rule.isolatedBy.join(', ')}` : ''}, no rule allows it`
       : `${rule.direction}: ${verb} (${rule.tier})`;
   }
-  if (rule.rule === undefined && rule.outcome === 'deny' && rule.tier === 'NetworkPolicy')
-    return `${rule.direction}: isolated by ${rule.policy}, no rule allows it`;
   const named = rule.ruleName !== undefined ? ` "${rule.ruleName}"` : '';
   const where = rule.rule !== undefined ? ` ${rule.direction}[${rule.rule}]${named}` : '';
   return `${rule.direction}: ${verb} by ${rule.policy}${where}`;

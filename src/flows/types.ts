@@ -26,14 +26,16 @@ export interface DecidingRule {
   readonly direction: 'egress' | 'ingress';
   readonly tier: TierName;
   readonly outcome: 'allow' | 'deny' | 'no-match' | 'not-isolated';
-  /**
-   * `ns/name` for NetworkPolicy, `anp/name`, `banp/default`, `cnp/name`. For a NetworkPolicy
-   * deny (isolated, no rule allowed it) the first policy isolating the pod, without `rule`.
-   */
+  /** `ns/name` for NetworkPolicy, `anp/name`, `banp/default`, `cnp/name`. */
   readonly policy?: string;
   /** Index of the rule in its policy's ingress or egress list. */
   readonly rule?: number;
   readonly ruleName?: string;
+  /**
+   * A NetworkPolicy deny (isolated, and no rule allowed it): the policies that isolate the pod in
+   * this direction (none when it is the namespace's legacy DefaultDeny).
+   */
+  readonly isolatedBy?: readonly string[];
 }
 
 export type FlowVerdict = 'allowed' | 'denied';

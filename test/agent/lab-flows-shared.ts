@@ -165,7 +165,7 @@ export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
     );
     assert.match(
       metrics,
-      /palisade_policy_verdicts_total\{direction="ingress",verdict="denied",policy="shop\/db",/,
+      /palisade_policy_verdicts_total\{direction="ingress",verdict="denied",policy="isolated",/,
     );
     const usage = await cli(['flows', '--lab', name, '--state-dir', stateRoot, '--port', '0']);
     assert.equal(usage.code, 2);

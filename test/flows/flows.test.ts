@@ -79,7 +79,7 @@ describe('attributeEvent', () => {
       event(80, 'denied', { deniedBy: 'ingress' }),
     );
     assert.deepEqual(onDestination.decidedBy, [
-      { direction: 'ingress', tier: 'NetworkPolicy', outcome: 'deny', policy: 'prod/db-ingress' },
+      { direction: 'ingress', tier: 'NetworkPolicy', outcome: 'deny', isolatedBy: ['prod/db-ingress'] },
     ]);
     assert.match(flowText(onDestination), /ingress: isolated by prod\/db-ingress, no rule allows it$/);
     assert.equal(onDestination.mismatch, undefined);
