@@ -93,4 +93,17 @@ struct {
  * least recently used (a pod gone long ago) makes room when the node has had more addresses. */
 LRU_MAP(peers, struct peer_key, struct peer, 1 << 12);
 
+/* New connections' verdicts for the agent (flow-events.h); 1 MiB: ~21,000 events between reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} flow_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flow_budget);
+} flow_budget SEC(".maps");
+
 #endif /* PALISADE_MAPS_H */

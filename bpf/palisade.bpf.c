@@ -61,6 +61,7 @@ static __always_inline int verdict(const struct packet *p, __u32 dir, __u32 allo
 }
 
 #include "conntrack.h"
+#include "flow-events.h"
 
 /*
  * Established traffic takes the shortest path: parse, the epoch, one connection-table lookup.
@@ -205,6 +206,8 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 	if (allowed < 0)
 		return TC_ACT_SHOT;
 	allowed = allowed > 0;
+	if ((cfg & CFG_FLOW_EVENTS) && !rejudge && !p.nonfirst)
+		report_flow(&p, dir, allowed);
 	if (!p.tracked)
 		return allowed ? TC_ACT_OK : TC_ACT_SHOT;
 	struct other_side other = { .allowed = -1 };
@@ -213,8 +216,11 @@ static __always_inline int handle(struct __sk_buff *skb, __u32 dir)
 			handoff_give(&p, epoch, theirs.allowed);
 		} else {
 			other = receiver_side(j, &p, theirs, cfg);
-			if (other.allowed >= 0)
+			if (other.allowed >= 0) {
 				handoff_give(&p, epoch, other.allowed);
+				if ((cfg & CFG_FLOW_EVENTS) && !theirs.judged)
+					report_flow(&p, DIR_INGRESS, other.allowed);
+			}
 		}
 	}
 	record_side(&k, mine, epoch, allowed, judged_dir, found, other);

@@ -95,6 +95,7 @@
 #define CFG_NO_VERDICT_CACHE 4 /* judge every first packet by the tables (benchmarks: the judging cost) */
 #define CFG_NO_HANDOFF 8       /* from_pod hands no verdict to to_pod (benchmarks: each hook on its own) */
 #define CFG_NO_DIRECT 16       /* nothing is delivered directly (struct peer): every packet takes the host's path */
+#define CFG_FLOW_EVENTS 32     /* new connections' verdicts go to the flow_events ring buffer (struct flow_event) */
 
 /* Flow directions, from the local pod's point of view. */
 #define DIR_EGRESS 0  /* from the pod: tc ingress of its host-side veth */
@@ -194,6 +195,30 @@ struct gen {
 
 struct config {
 	__u32 flags;
+};
+
+/*
+ * One side of a new connection as judged (flow-events.h): its packet's addresses and ports, the
+ * side (DIR_*), the verdict, and how many connections it stands for (sampling under load).
+ */
+struct flow_event {
+	__u8 src[16];
+	__u8 dst[16];
+	__u16 sport;
+	__u16 dport;
+	__u8 family;
+	__u8 proto;
+	__u8 dir;
+	__u8 allowed;
+	__u32 weight;
+	__u32 pad;
+};
+
+/* Per CPU: events sent in the current window, and those the ring buffer had no room for. */
+struct flow_budget {
+	__u64 window;
+	__u32 sent;
+	__u32 lost;
 };
 
 /*

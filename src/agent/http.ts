@@ -1,15 +1,21 @@
 /**
  * The agent's HTTP endpoints, on loopback by default: `/healthz` (the process answers),
  * `/readyz` (200 once the first snapshot is realized, the last realization succeeded and every
- * key could be read; 503 with the reason otherwise) and `/metrics` (Prometheus text). They are
+ * key could be read; 503 with the reason otherwise), `/metrics` (Prometheus text) and, with the
+ * flow log on, `/flows` (NDJSON, flow-feed.ts). They are
  * served from the agent's event loop, which its realizer's work does not hold (worker-realizer.ts).
  */
 import { createServer, type Server } from 'node:http';
+import { rmSync } from 'node:fs';
 import type { AgentState } from './types.ts';
+import type { FlowTable } from '../flows/index.ts';
+import { serveFlows } from './flow-feed.ts';
 
 export interface HealthSource {
   readonly state: AgentState;
   exposeMetrics?(): Promise<{ text: string; contentType: string }>;
+  /** The flow table `/flows` serves (absent: no flow log, 404). */
+  readonly flows?: FlowTable;
 }
 
 export interface HealthServer {
@@ -18,7 +24,10 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-/** Listens on `host:port` (port 0: any free port). */
+/**
+ * Listens on `host:port` (port 0: any free port), or on a Unix socket when `host` is an absolute
+ * path (reachable from any network namespace: the lab's agents each run in their node's).
+ */
 export async function serveHealth(source: HealthSource, host: string, port: number): Promise<HealthServer> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
@@ -42,6 +51,7 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
               : 'stopping';
       return send(503, `not ready: ${why}\n`);
     }
+    if (path === '/flows' && source.flows) return serveFlows(source.flows, request, response);
     if (path === '/metrics' && source.exposeMetrics) {
       source
         .exposeMetrics()
@@ -49,17 +59,21 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
         .catch((error: unknown) => send(500, `${String(error)}\n`));
       return;
     }
-    send(404, 'not found: /healthz, /readyz, /metrics\n');
+    send(404, `not found: /healthz, /readyz, /metrics${source.flows ? ', /flows' : ''}\n`);
   });
+  const socketPath = host.startsWith('/') ? host : undefined;
+  // A socket file an earlier agent left behind (killed) would refuse the listen.
+  if (socketPath) rmSync(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    if (socketPath) server.listen(socketPath, () => resolve());
+    else server.listen(port, host, () => resolve());
   });
   const address = server.address();
   const bound = typeof address === 'object' && address ? address.port : port;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
-    url: `http://${shown}:${bound}`,
+    url: socketPath ? `unix:${socketPath}` : `http://${shown}:${bound}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -6,6 +6,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentMetrics } from './types.ts';
 import type { DatapathCounts } from '../datapaths/types.ts';
+import type { FlowRecord } from '../flows/types.ts';
+import type { FlowTableStats } from '../flows/index.ts';
+
+/** Most distinct `policy` label values of palisade_policy_verdicts_total. */
+export const MAX_POLICY_LABELS = 200;
 
 /** Latency buckets (seconds): 0.5 ms to 10 s. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -25,6 +30,11 @@ export class PromMetrics implements AgentMetrics {
   private readonly staleGauge: Gauge;
   private readonly driftRepairs: Counter;
   private readonly unreadableGauge: Gauge;
+  private readonly verdictCounter: Counter;
+  private readonly flowsEvicted: Gauge;
+  private readonly flowsLost: Gauge;
+  /** Policies given a label of their own so far; the rest count as `other`. */
+  private readonly policyLabels = new Set<string>();
 
   constructor(labels: { node: string; datapath: string }, options: { processMetrics?: boolean } = {}) {
     this.registry.setDefaultLabels(labels);
@@ -94,6 +104,56 @@ export class PromMetrics implements AgentMetrics {
       help: 'keys whose value cannot be read (their last good version is enforced; the agent is degraded)',
       registers,
     });
+    this.verdictCounter = new Counter({
+      name: 'palisade_policy_verdicts_total',
+      help: `new connections judged on this node, by side, verdict and deciding policy (the first ${MAX_POLICY_LABELS} policies by name, then "other")`,
+      labelNames: ['direction', 'verdict', 'policy'],
+      registers,
+    });
+    this.flowsEvicted = new Gauge({
+      name: 'palisade_flow_records_evicted',
+      help: 'flow records evicted from the bounded flow table since the start',
+      registers,
+    });
+    this.flowsLost = new Gauge({
+      name: 'palisade_flow_events_lost',
+      help: 'verdict events the kernel or the reader dropped under load since the start',
+      registers,
+    });
+  }
+
+  /**
+   * New connections' verdicts, by direction, verdict and deciding policy. Label cardinality is
+   * bounded: the first `MAX_POLICY_LABELS` policies seen get a label each, later ones count as
+   * `other`; a side isolated with no rule allowing the connection is `isolated`, a side no
+   * policy decided `none`.
+   */
+  flowsSeen(records: readonly FlowRecord[], stats: FlowTableStats, lost: number): void {
+    for (const record of records) {
+      if (record.decidedBy.length === 0)
+        this.verdictCounter.inc({ direction: 'none', verdict: record.verdict, policy: 'none' }, record.count);
+      // Each side by its own outcome: a side that allowed a connection the other side denied
+      // counts as allowed.
+      for (const side of record.decidedBy)
+        this.verdictCounter.inc(
+          {
+            direction: side.direction,
+            verdict: side.outcome === 'deny' ? 'denied' : 'allowed',
+            policy: side.isolatedBy ? 'isolated' : this.policyLabel(side.policy),
+          },
+          record.count,
+        );
+    }
+    this.flowsEvicted.set(stats.evicted);
+    this.flowsLost.set(lost);
+  }
+
+  private policyLabel(policy: string | undefined): string {
+    if (policy === undefined) return 'none';
+    if (this.policyLabels.has(policy)) return policy;
+    if (this.policyLabels.size >= MAX_POLICY_LABELS) return 'other';
+    this.policyLabels.add(policy);
+    return policy;
   }
 
   eventsReceived(count: number): void {

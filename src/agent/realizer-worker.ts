@@ -51,6 +51,9 @@ async function handle(request: Exclude<RealizerRequest, { op: 'stage' }>): Promi
       case 'reconcile':
         reply({ id: request.id, result: await ready().reconcile() });
         return;
+      case 'flows':
+        reply({ id: request.id, result: await ready().flows() });
+        return;
       case 'close':
         await realizer?.close();
         store?.close();
@@ -82,7 +85,13 @@ async function open(): Promise<string> {
     ...(store ? { store } : {}),
     lockHeld: true,
   });
-  realizer = new NodeRealizer({ node: context.node, layout: new KeyLayout(data.prefix), datapath, state });
+  realizer = new NodeRealizer({
+    node: context.node,
+    layout: new KeyLayout(data.prefix),
+    datapath,
+    state,
+    allowNodeLocal: context.allowNodeLocal,
+  });
   realizer.onSuspect((why) => reply({ suspect: why }));
   return realizer.prepare();
 }

@@ -19,7 +19,8 @@ import { PolicyPipeline } from '../pipeline/index.ts';
 import type { KeyLayout } from '../reflected/index.ts';
 import type { ClusterState } from '../state/index.ts';
 import { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
-import type { RealizeResult, Realizer } from './types.ts';
+import type { FlowBatch, RealizeResult, Realizer } from './types.ts';
+import { attributeEvent, attributionContext, type AttributionContext } from '../flows/index.ts';
 import type { NodeDatapath } from '../datapaths/types.ts';
 
 export interface RealizerOptions {
@@ -30,6 +31,8 @@ export interface RealizerOptions {
   readonly state: ClusterState;
   /** Decode every NetworkPolicy, not only those of namespaces with a pod here (benchmarks). */
   readonly allPolicies?: boolean;
+  /** As the datapath was opened with: the evaluator naming flows' rules must say the same. Default true. */
+  readonly allowNodeLocal?: boolean;
 }
 
 /** Most unreadable keys a result lists (all are counted), and most it reports as found. */
@@ -50,6 +53,8 @@ export class NodeRealizer implements Realizer {
   private readonly listeners: ((why: string) => void)[] = [];
   /** Values found unreadable during the current call. */
   private found: UnreadableKey[] = [];
+  /** The realized cluster, prepared for naming flows' rules; rebuilt after each realization. */
+  private attribution: AttributionContext | undefined;
 
   constructor(private readonly options: RealizerOptions) {
     this.mirror = this.newMirror();
@@ -107,6 +112,7 @@ export class NodeRealizer implements Realizer {
     await this.options.datapath.realize(first);
     this.unrealized = false;
     this.first = false;
+    this.attribution = undefined;
     const unreadable = this.mirror.unreadable();
     return {
       counts: this.options.datapath.counts(),
@@ -124,6 +130,23 @@ export class NodeRealizer implements Realizer {
     const differences = await this.options.datapath.verify();
     if (differences.length > 0) await this.options.datapath.repair();
     return differences;
+  }
+
+  /**
+   * The datapath's verdict events since the last call, each named by the reference evaluator over
+   * the cluster as last realized (the state the kernel enforces). Before the first realization
+   * events are named over an empty cluster: no pod is known yet.
+   */
+  flows(): Promise<FlowBatch> {
+    const { datapath } = this.options;
+    const events = datapath.flows?.() ?? [];
+    const lost = datapath.flowsLost?.() ?? 0;
+    if (events.length === 0) return Promise.resolve({ records: [], lost });
+    this.attribution ??= attributionContext(this.mirror.snapshot(), this.options.node, {
+      allowNodeLocal: this.options.allowNodeLocal ?? true,
+    });
+    const context = this.attribution;
+    return Promise.resolve({ records: events.map((event) => attributeEvent(context, event)), lost });
   }
 
   cleanup(): Promise<string> {

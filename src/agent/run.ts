@@ -17,6 +17,8 @@ import type { HeldLock } from '../dataplane/index.ts';
 import type { Realizer } from './types.ts';
 import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
 import { serveHealth } from './http.ts';
+import { startFlowFeed } from './flow-feed.ts';
+import { FlowTable } from '../flows/index.ts';
 import { PromMetrics } from './metrics.ts';
 import { formatStatus, readStatus, StatusKeys, type ClusterStatus } from './status.ts';
 import { openKubeSource, podCidrsFromNode, type AgentSource } from './kube-source.ts';
@@ -47,8 +49,12 @@ export interface AgentCommand {
   readonly allowNodeLocal: boolean;
   /** eBPF: deliver packets between two pods of the node directly (default true). */
   readonly directDelivery?: boolean;
-  /** `host:port` for /healthz, /readyz, /metrics; undefined: none. */
+  /** `host:port` (or a Unix socket's absolute path as host) for /healthz, /readyz, /metrics, /flows; undefined: none. */
   readonly listen?: { readonly host: string; readonly port: number };
+  /** Report new connections' verdicts (`/flows`, palisade_policy_verdicts_total). Default false. */
+  readonly flowLog?: boolean;
+  /** Most flow records kept (default 10,000). */
+  readonly flowCapacity?: number;
   readonly logLevel: string;
   readonly leaseTtlSeconds: number;
   readonly statusIntervalMs: number;
@@ -92,6 +98,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     ...(command.vppAgentPrefix !== undefined ? { vppAgentPrefix: command.vppAgentPrefix } : {}),
     maxTxnOps: command.maxTxnOps,
     ...(command.neutron ? { neutron: command.neutron } : {}),
+    ...(command.flowLog ? { flowLog: true } : {}),
   };
   /** The datapath in this thread (cleanup, or no worker module beside this one). */
   const local = (state: ClusterState, lockHeld: boolean) =>
@@ -156,6 +163,15 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       sourceSynced: () => source.synced(),
       ...(source.upstream ? { upstream: source.upstream } : {}),
     });
+    const flows = command.flowLog ? new FlowTable(command.flowCapacity) : undefined;
+    const feed = flows
+      ? startFlowFeed({
+          realizer,
+          table: flows,
+          log,
+          onBatch: (records, lost) => metrics.flowsSeen(records, flows.stats(), lost),
+        })
+      : undefined;
     const health = command.listen
       ? await serveHealth(
           {
@@ -163,6 +179,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
               return agent.state;
             },
             exposeMetrics: () => metrics.expose(),
+            ...(flows ? { flows } : {}),
           },
           command.listen.host,
           command.listen.port,
@@ -182,7 +199,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     process.once('SIGTERM', onTerm);
     process.once('SIGINT', onInt);
     try {
-      if (health) log.info({ url: health.url }, 'serving /healthz /readyz /metrics');
+      if (health) log.info({ url: health.url }, `serving /healthz /readyz /metrics${flows ? ' /flows' : ''}`);
       try {
         await agent.start();
         started = true;
@@ -195,6 +212,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
       await health?.close();
+      await feed?.stop();
       await agent.stop();
     }
     return 0;

@@ -5,6 +5,7 @@
 import type { EtcdStore } from '../etcd/types.ts';
 import type { KeyLayout } from '../reflected/index.ts';
 import type { DatapathCounts } from '../datapaths/types.ts';
+import type { FlowRecord } from '../flows/types.ts';
 
 /** Log lines, structured (pino's shape, so pino is one implementation). */
 export interface AgentLog {
@@ -17,6 +18,13 @@ export interface AgentLog {
 /** A key whose value cannot be read (the mirror's record), as the agent reports it. */
 export type { UnreadableKey } from './mirror.ts';
 import type { KeyChange, UnreadableKey } from './mirror.ts';
+
+/** New connections' verdicts since the last call, and how many the kernel or reader lost. */
+export interface FlowBatch {
+  readonly records: readonly FlowRecord[];
+  /** Lost since the start (the reader's count). */
+  readonly lost: number;
+}
 
 /** What one realization did. */
 export interface RealizeResult {
@@ -58,6 +66,12 @@ export interface Realizer {
   reconcile(): Promise<readonly string[]>;
   /** Told when the datapath's notifications say others may have changed it. */
   onSuspect(listener: (why: string) => void): void;
+  /**
+   * With the flow log on: the new connections' verdicts the datapath reported since the last
+   * call, attributed (the policy, rule and tier that decided each side judged here). Absent:
+   * the realizer reports none.
+   */
+  flows?(): Promise<FlowBatch>;
   cleanup(): Promise<string>;
   close(): Promise<void>;
 }

@@ -6,7 +6,7 @@ import type { EtcdConnection } from '../etcd/types.ts';
 import type { NeutronConnection } from '../datapaths/types.ts';
 import type { DatapathName } from './datapaths.ts';
 import type { KeyChange } from './mirror.ts';
-import type { RealizeResult } from './types.ts';
+import type { FlowBatch, RealizeResult } from './types.ts';
 
 /** What the worker is started with. */
 export interface RealizerWorkerData {
@@ -27,6 +27,7 @@ export interface RealizerWorkerData {
     readonly vppAgentPrefix?: string;
     readonly maxTxnOps?: number;
     readonly neutron?: NeutronConnection;
+    readonly flowLog?: boolean;
   };
 }
 
@@ -36,6 +37,7 @@ export type RealizerRequest =
   | { readonly op: 'open'; readonly id: number }
   | { readonly op: 'realize'; readonly id: number; readonly relist: boolean }
   | { readonly op: 'reconcile'; readonly id: number }
+  | { readonly op: 'flows'; readonly id: number }
   | { readonly op: 'close'; readonly id: number };
 
 /** A failure as it crosses: the message, whether a listing is needed, whether a tool refused. */
@@ -47,6 +49,9 @@ export interface WorkerFailure {
 
 /** From the worker: a request's answer, or the datapath's suspicion of another writer. */
 export type WorkerReply =
-  | { readonly id: number; readonly result: string | RealizeResult | readonly string[] | undefined }
+  | {
+      readonly id: number;
+      readonly result: string | RealizeResult | FlowBatch | readonly string[] | undefined;
+    }
   | { readonly id: number; readonly error: WorkerFailure }
   | { readonly suspect: string };

@@ -12,7 +12,7 @@ import { setImmediate as yieldNow } from 'node:timers/promises';
 import { DataplaneError } from '../dataplane/index.ts';
 import { spawnWorker, workerScript } from '../util/worker-thread.ts';
 import type { KeyChange } from './mirror.ts';
-import type { RealizeResult, Realizer } from './types.ts';
+import type { FlowBatch, RealizeResult, Realizer } from './types.ts';
 import type { RealizerRequest, RealizerWorkerData, WorkerFailure, WorkerReply } from './worker-protocol.ts';
 
 /** Key changes per message. */
@@ -74,6 +74,11 @@ export class WorkerRealizer implements Realizer {
 
   onSuspect(listener: (why: string) => void): void {
     this.listeners.push(listener);
+  }
+
+  flows(): Promise<FlowBatch> {
+    if (this.restart || !this.worker) return Promise.resolve({ records: [], lost: 0 });
+    return this.call<FlowBatch>({ op: 'flows', id: this.id() });
   }
 
   /** Cleanup is done in the agent's own thread (`--cleanup` builds no worker). */

@@ -42,6 +42,7 @@ const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<C
   { name: 'reflect', load: async () => (await import('./commands/reflect.ts')).reflectCommand },
   { name: 'agent', load: async () => (await import('./commands/agent.ts')).agentCommand },
   { name: 'status', load: async () => (await import('./commands/status.ts')).statusCommand },
+  { name: 'flows', load: async () => (await import('./commands/flows.ts')).flowsCommand },
 ];
 
 /** The commands an argument list needs defined: the one it names, none for --version, else all. */

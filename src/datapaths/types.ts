@@ -14,6 +14,7 @@ import type { Cluster, Protocol } from '../model/types.ts';
 import type { PodTables } from '../configurator/types.ts';
 import type { CompilingStore } from '../state/types.ts';
 import type { EtcdStore } from '../etcd/types.ts';
+import type { VerdictEvent } from '../flows/types.ts';
 
 export interface RenderedPod {
   readonly id: string;
@@ -250,6 +251,13 @@ export interface NodeDatapath {
    * may have touched what this datapath holds. Optional: without it only the timer verifies.
    */
   watch?(suspect: (why: string) => void): void;
+  /**
+   * With `NodeContext.flowLog`: the new connections' verdicts the kernel reported since the last
+   * call (never waits). Absent where the datapath cannot report them.
+   */
+  flows?(): readonly VerdictEvent[];
+  /** Verdict events the kernel or the reader had to drop (overload), since the start. */
+  flowsLost?(): number;
   /** Removes everything this datapath installed on the node; returns what was removed, in one line. */
   cleanup(): Promise<string>;
   close(): Promise<void>;
@@ -287,6 +295,8 @@ export interface NodeContext {
   readonly vppAgentPrefix?: string;
   /** Most operations in one etcd transaction (etcd's --max-txn-ops, default 128). */
   readonly maxTxnOps?: number;
+  /** Kernel targets: report new connections' verdicts (`NodeDatapath.flows`). Default false. */
+  readonly flowLog?: boolean;
   /** The Neutron datapath: Neutron's API and the project its objects go in. */
   readonly neutron?: NeutronConnection;
 }

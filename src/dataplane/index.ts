@@ -22,6 +22,7 @@ export {
   type NftRunner,
   type NftRunnerOptions,
 } from './nft.ts';
+export { openNflog, parseMessages, type NflogPacket, type NflogReader, type NflogOptions } from './nflog.ts';
 export { monitorTable, type NftMonitor, type TableTransaction } from './nft-monitor.ts';
 export { keepRunning, startTiedProcess, type TiedProcess } from './tied-process.ts';
 export { FakeNft, type FakeFault, type FakeTable } from './fake-nft.ts';

@@ -1,3 +1,11 @@
-/** The flows layer's contract: the flow record shared by its producers and consumers. */
+/**
+ * The flows layer: the flow record shared by its producers and consumers, how a kernel's verdict
+ * event is attributed to the policy, rule and tier that decided it, bounded aggregation, filters
+ * and the text people read.
+ */
 export type * from './types.ts';
 export { readFlowFile, type FlowFile, type LocatedFlow } from './flow-file.ts';
+export { attributeEvent, attributionContext, decidingRule, type AttributionContext } from './attribute.ts';
+export { DEFAULT_FLOW_CAPACITY, FlowTable, flowKey, type FlowTableStats } from './flow-table.ts';
+export { FLOW_FILTER_PARAMETERS, flowFilterParameters, matchesFlow, parseFlowFilter } from './filter.ts';
+export { decidingRuleText, flowText } from './format.ts';

@@ -31,6 +31,11 @@ export interface DecidingRule {
   /** Index of the rule in its policy's ingress or egress list. */
   readonly rule?: number;
   readonly ruleName?: string;
+  /**
+   * A NetworkPolicy deny (isolated, and no rule allowed it): the policies that isolate the pod in
+   * this direction (none when it is the namespace's legacy DefaultDeny).
+   */
+  readonly isolatedBy?: readonly string[];
 }
 
 export type FlowVerdict = 'allowed' | 'denied';
@@ -54,4 +59,51 @@ export interface FlowRecord {
   readonly node?: string;
   /** For a staged (audit-mode) policy set: what it would have decided instead. */
   readonly staged?: { readonly verdict: FlowVerdict; readonly decidedBy: readonly DecidingRule[] };
+  /**
+   * Set when the reference evaluator, over the state the node had realized, decides the
+   * connection differently from what the kernel did (a policy update in flight, or a bug): what
+   * differed, in one line. `decidedBy` is the evaluator's; `verdict` is always the kernel's.
+   */
+  readonly mismatch?: string;
+}
+
+/**
+ * One new connection as a datapath's kernel side reported it, before the agent names what
+ * decided it: the packet's addresses and ports, the kernel's verdict, the sides this node judged
+ * (its own pods' egress or ingress) and, for a drop, which of them dropped. Producers: the
+ * nftables datapath's nflog reader, the eBPF datapath's ring buffer reader.
+ */
+export interface VerdictEvent {
+  /** Milliseconds since the epoch when the agent read it. */
+  readonly at: number;
+  readonly protocol: FlowProtocol;
+  readonly src: string;
+  readonly dst: string;
+  readonly srcPort: number;
+  readonly port: number;
+  readonly verdict: FlowVerdict;
+  /** The side whose policy dropped the packet (denied only). */
+  readonly deniedBy?: 'egress' | 'ingress';
+  /**
+   * What the kernel says decided, in its own terms (eBPF: tier and rule slot of the deciding
+   * table, `tier:slot`; nftables: the stage the packet stopped at), for diagnostics.
+   */
+  readonly kernel?: string;
+  /** How many connections this event stands for (sampling: the inverse of the rate; default 1). */
+  readonly weight?: number;
+}
+
+/** What selects flows: every given field must match (a pod matches `ns/name` or `ns/`). */
+export interface FlowFilter {
+  readonly from?: string;
+  readonly to?: string;
+  /** Either end. */
+  readonly pod?: string;
+  readonly namespace?: string;
+  readonly verdict?: FlowVerdict;
+  readonly protocol?: FlowProtocol;
+  readonly port?: number;
+  /** `ns/name`, `anp/name`, … as in `DecidingRule.policy`. */
+  readonly policy?: string;
+  readonly node?: string;
 }

@@ -113,7 +113,7 @@ export class ControlPlaneLab {
     name: string,
     objects: readonly object[],
     cluster: Cluster,
-    options: LabOptions & { readonly realizeTimeoutMs?: number } = {},
+    options: LabOptions & { readonly realizeTimeoutMs?: number; readonly flowLog?: boolean } = {},
   ): Promise<ControlPlaneLab> {
     checkLabName(name);
     const { dir } = labPaths(name, options.stateRoot);
@@ -144,6 +144,7 @@ export class ControlPlaneLab {
         const agents = startNodeAgents(plan, dir, etcd, {
           allowNodeLocal: state.allowNodeLocal,
           datapath: state.datapath ?? 'nftables',
+          ...(options.flowLog ? { flowLog: true } : {}),
         });
         state = { ...state, controlPlane: { ...state.controlPlane!, agents } };
         writeState(dir, state);

@@ -17,7 +17,13 @@ export interface ControlPlaneRecord {
      */
     readonly pki?: string;
   };
-  readonly agents: readonly { readonly node: string; readonly pid: number; readonly log: string }[];
+  readonly agents: readonly {
+    readonly node: string;
+    readonly pid: number;
+    readonly log: string;
+    /** With the flow log on: the Unix socket of the agent's HTTP endpoints (`/flows`). */
+    readonly socket?: string;
+  }[];
   /** Root of the key layout (`/palisade`). */
   readonly prefix: string;
 }

@@ -47,6 +47,8 @@ export function startNodeAgents(
     readonly allowNodeLocal: boolean;
     readonly datapath: 'nftables' | 'ebpf';
     readonly prefix?: string;
+    /** Agents report flows, served on a Unix socket in the lab's directory. */
+    readonly flowLog?: boolean;
   },
 ): ControlPlaneRecord['agents'] {
   return plan.nodes.map((node) => {
@@ -55,6 +57,7 @@ export function startNodeAgents(
       .filter((p) => p.node === node.name)
       .flatMap((p) => p.ips.map((ip) => `${ip}/${familyOf(ip) === 4 ? 32 : 128}`));
     const connection = labEtcdConnection(etcd, agentUser(node.name), 'socket');
+    const socket = options.flowLog ? join(dir, `agent-${node.name}.sock`) : undefined;
     const args = [
       'agent',
       '--node',
@@ -78,6 +81,7 @@ export function startNodeAgents(
       '5',
       ...(podCidrs.length > 0 ? ['--pod-cidr', ...podCidrs] : []),
       ...(options.allowNodeLocal ? [] : ['--no-node-local']),
+      ...(socket ? ['--flow-log', '--listen', `unix:${socket}`] : []),
     ];
     const out = openSync(log, 'a', 0o600);
     try {
@@ -91,7 +95,7 @@ export function startNodeAgents(
       });
       child.unref();
       if (child.pid === undefined) throw new LabError(`could not start the agent of ${node.name}`);
-      return { node: node.name, pid: child.pid, log };
+      return { node: node.name, pid: child.pid, log, ...(socket ? { socket } : {}) };
     } finally {
       closeSync(out);
     }

@@ -10,6 +10,7 @@ export { DATAPATHS, type DatapathKind } from './datapath.ts';
 // The control plane (etcd, the reflector, agents) loads only for a lab that has one: the CLI
 // imports control-plane-lab.ts itself when hasControlPlane() or `up --control-plane` says so.
 export { hasControlPlane } from './lab.ts';
+export { labFlowSockets } from './lab-files.ts';
 export type { ControlPlaneLab, ControlPlaneApplyReport } from './control-plane-lab.ts';
 export type { Realization } from './control-plane.ts';
 export type { ControlPlaneRecord } from './control-plane-record.ts';

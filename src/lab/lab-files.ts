@@ -137,3 +137,23 @@ export function planNewLab(name: string, dir: string, cluster: Cluster, nodes: n
   if (plan.pods.length === 0) throw new LabError('the manifests have no pods or workloads to build');
   return plan;
 }
+
+/**
+ * The Unix sockets of a control-plane lab's agents that report flows (`lab up --control-plane
+ * --flow-log`), by node; a LabError when the lab is not up or its agents report none.
+ */
+export function labFlowSockets(name: string, stateRoot?: string): { node: string; socket: string }[] {
+  const state = readStateFile<{
+    readonly version: number;
+    readonly controlPlane?: {
+      readonly agents: readonly { readonly node: string; readonly socket?: string }[];
+    };
+  }>(join(labPaths(name, stateRoot).dir, CONTROL_PLANE_STATE), `no lab "${name}" with a control plane is up`);
+  const agents = state.controlPlane?.agents ?? [];
+  const sockets = agents.flatMap((a) => (a.socket ? [{ node: a.node, socket: a.socket }] : []));
+  if (sockets.length === 0)
+    throw new LabError(
+      `the agents of lab "${name}" do not report flows (start it with 'lab up --control-plane --flow-log')`,
+    );
+  return sockets;
+}

@@ -70,8 +70,17 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
     .option('--run-dir <path>', 'where the agent keeps its locks (a directory it may write)', '/run/palisade')
     .option(
       '--listen <host:port>',
-      '/healthz, /readyz and /metrics (loopback by default; "off": none)',
+      '/healthz, /readyz, /metrics and /flows (loopback by default; unix:PATH: a Unix socket; "off": none)',
       '127.0.0.1:9464',
+    )
+    .option(
+      '--flow-log',
+      "nftables, ebpf: report new connections' verdicts with the rule that decided them (/flows, palisade_policy_verdicts_total)",
+    )
+    .option(
+      '--flow-capacity <n>',
+      'most flow records the agent keeps (the least recently seen are evicted)',
+      '10000',
     )
     .option('--log-level <level>', `JSON log lines from this level up: ${orList(LOG_LEVELS)}`, 'info')
     .option('--lease-ttl <seconds>', 'status lease: how soon a dead agent shows as dead', '10')
@@ -124,6 +133,11 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
         throw new UsageError((error as Error).message);
       }
       const verifyInterval = wholeNumber(raw.verifyInterval, '--verify-interval', 0);
+      const flowCapacity = wholeNumber(raw.flowCapacity, '--flow-capacity', 1);
+      if (raw.flowLog === true && datapath !== 'nftables' && datapath !== 'ebpf')
+        throw new UsageError(
+          `--flow-log needs --datapath nftables or ebpf (the kernel reports the verdicts)`,
+        );
       const code = await runAgent(
         {
           node,
@@ -145,6 +159,7 @@ export function agentCommand(io: CliIo, done: (code: number) => void): Command {
           runDir: String(raw.runDir),
           verifyIntervalMs: verifyInterval,
           ...(raw.listen === 'off' ? {} : { listen: listenAddress(String(raw.listen)) }),
+          ...(raw.flowLog === true ? { flowLog: true, flowCapacity } : {}),
           logLevel,
           leaseTtlSeconds: ttl,
           statusIntervalMs: statusInterval,
@@ -230,6 +245,11 @@ function wholeNumber(value: unknown, flag: string, least: number): number {
 
 /** `host:port` (IPv6 hosts in brackets) → its parts. */
 function listenAddress(text: string): { host: string; port: number } {
+  if (text.startsWith('unix:')) {
+    const path = text.slice('unix:'.length);
+    if (!path.startsWith('/')) throw new UsageError(`--listen ${text}: a Unix socket needs an absolute path`);
+    return { host: path, port: 0 };
+  }
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(text);
   const port = Number(match?.[3]);
   if (!match || port > 65535) throw new UsageError(`--listen ${text}: expected host:port (or "off")`);

@@ -44,6 +44,7 @@ export async function controlPlaneUp(
     datapath: DatapathKind;
     allowNodeLocal: boolean;
     realizeTimeoutMs: number;
+    flowLog?: boolean;
   },
 ): Promise<void> {
   const { ControlPlaneLab } = await loadControlPlaneLab();

@@ -88,6 +88,11 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
       )
       .option('--realize-timeout <seconds>', 'with --control-plane: how long to wait for the agents', '60')
       .option(
+        '--flow-log',
+        "with --control-plane: the agents report new connections' verdicts ('palisade flows --lab NAME')",
+        false,
+      )
+      .option(
         '--keep-flows',
         'keep tracked connections that a later update denies (default: cut them at their next packet)',
         false,
@@ -109,6 +114,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
             datapath,
             allowNodeLocal: raw.nodeLocal !== false,
             realizeTimeoutMs: realizeTimeout(raw),
+            flowLog: raw.flowLog === true,
           });
           return done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
         }

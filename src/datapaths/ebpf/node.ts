@@ -37,6 +37,8 @@ import {
 import { keepRunning, startTiedProcess, type TiedProcess } from '../../dataplane/index.ts';
 import { formatIp } from '../../net/ip.ts';
 import { directDeliveryRefusal } from './host-conntrack.ts';
+import { openFlowEvents, type FlowEventReader } from './kernel/flow-events.ts';
+import type { VerdictEvent } from '../../flows/types.ts';
 import { EbpfRenderer } from './renderer.ts';
 import type { DatapathCounts, NodeContext, NodeDatapath } from '../types.ts';
 
@@ -85,6 +87,7 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
       allowNodeLocal: context.allowNodeLocal ?? true,
       recheckFlows: context.recheckFlows ?? true,
       directDelivery: directDelivery && refusal === undefined,
+      ...(context.flowLog ? { flowEvents: true } : {}),
       onNewPods: (pods) => {
         const devices = devicesFor(
           netns,
@@ -113,12 +116,14 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
     pruneLinks(location, netns);
   };
   let monitor: TiedProcess | undefined;
+  let flowEvents: FlowEventReader | undefined;
   return {
     name: 'ebpf',
     renderer,
     pinned: pinDir(location),
     refusal,
     prepare() {
+      if (context.flowLog && !flowEvents) flowEvents = openFlowEvents(location);
       const routed = routedDevices(netns, podCidrs);
       for (const device of routed) attachTo(device);
       const held = loadedNew
@@ -134,6 +139,12 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
     },
     // The renderer's commits inside the pipeline's are the realization.
     realize: () => Promise.resolve(),
+    ...(context.flowLog
+      ? {
+          flows: () => mergeSides(flowEvents?.read() ?? []),
+          flowsLost: () => flowEvents?.lost ?? 0,
+        }
+      : {}),
     counts(): DatapathCounts {
       const content = renderer.content();
       return { tables: content.tables.length, rules: content.records.length, sets: content.groups.size };
@@ -178,10 +189,42 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
     },
     close() {
       monitor?.close();
+      flowEvents?.close();
       renderer.settle();
       for (const program of programs) program.close();
       pinnedMaps.close();
       return Promise.resolve();
     },
   };
+}
+
+/**
+ * The program reports each side it judges on its own (a connection between two pods of the node:
+ * its egress in from_pod, its ingress there too or in to_pod); the two sides of one packet read
+ * in one batch become one event, allowed when both allowed, denied by the first side that denied.
+ */
+export function mergeSides(events: readonly VerdictEvent[]): VerdictEvent[] {
+  /** A packet's first event, by its position in `out`. */
+  const byPacket = new Map<string, number>();
+  const out: VerdictEvent[] = [];
+  for (const event of events) {
+    const key = `${event.protocol} ${event.src} ${event.srcPort} ${event.dst} ${event.port}`;
+    const at = byPacket.get(key);
+    const other = at === undefined ? undefined : out[at];
+    if (at === undefined || !other) {
+      byPacket.set(key, out.length);
+      out.push(event);
+      continue;
+    }
+    byPacket.delete(key);
+    const egressFirst = other.kernel === 'ebpf egress' ? [other, event] : [event, other];
+    const denied = egressFirst.find((e) => e.verdict === 'denied');
+    out[at] = {
+      ...other,
+      verdict: denied ? 'denied' : 'allowed',
+      ...(denied ? { deniedBy: denied.deniedBy } : {}),
+      kernel: 'ebpf egress+ingress',
+    };
+  }
+  return out;
 }

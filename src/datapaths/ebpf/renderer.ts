@@ -35,6 +35,8 @@ export interface EbpfRendererOptions {
    * (bpf/palisade.h, struct peer). Default true.
    */
   readonly directDelivery?: boolean;
+  /** New connections' verdicts go to the flow_events ring buffer (CFG_FLOW_EVENTS). Default false. */
+  readonly flowEvents?: boolean;
   /** The node's pinned maps; without them the renderer only records what it would write. */
   readonly kernel?: BpfMaps;
   /** Told, after each commit, of local pods that appeared (to attach their interfaces). */
@@ -109,7 +111,8 @@ export class EbpfRenderer implements Renderer<EbpfChanges> {
         layout.u32(
           ((options.allowNodeLocal ?? true) ? layout.CFG_ALLOW_NODE_LOCAL : 0) |
             ((options.recheckFlows ?? true) ? layout.CFG_RECHECK_FLOWS : 0) |
-            ((options.directDelivery ?? true) ? 0 : layout.CFG_NO_DIRECT),
+            ((options.directDelivery ?? true) ? 0 : layout.CFG_NO_DIRECT) |
+            (options.flowEvents ? layout.CFG_FLOW_EVENTS : 0),
         ),
       );
       sink = kernel;

@@ -33,7 +33,17 @@ export interface BaseChainOptions {
    * nothing is lost, and each transaction has half as many kernel objects to load.
    */
   readonly families?: readonly IpFamily[];
+  /**
+   * Report new connections' verdicts to this nflog group (flow-log.ts reads it): each hook logs
+   * a new connection's first packet before each side's policy (`E`, `I`) and after all of it
+   * (`A`), so the stage it reached says whether it passed or which side dropped it. Tracked
+   * packets take the fast path before any of it: established flows cost nothing. Default off.
+   */
+  readonly flowLog?: { readonly group: number };
 }
+
+/** The stages a flow-log message names (its prefix). */
+export const FLOW_STAGES = { egress: 'E', ingress: 'I', allowed: 'A' } as const;
 
 /** The connection-mark bits that carry the policy generation (the low 16 bits are left alone). */
 const GENERATION_MASK = '0xffff0000';
@@ -55,11 +65,19 @@ export function baseChains(
     });
   const recheck = options.recheckFlows ?? true;
   const mark = generationMark(generation);
-  const hook = (name: string, police: string[], replyCheck = 'reply_check'): string[] => [
+  const log = (stage: string): string[] =>
+    options.flowLog ? [`ct state new log prefix "${stage}" group ${options.flowLog.group} snaplen 80`] : [];
+  /** A hook chain: each police jump is one side (its pods' egress or ingress dispatch). */
+  const hook = (
+    name: string,
+    police: [keyof typeof FLOW_STAGES, string][],
+    replyCheck = 'reply_check',
+  ): string[] => [
     `type filter hook ${name} priority filter; policy accept;`,
     'jump flow_fastpath',
     `ct direction reply goto ${replyCheck}`,
-    ...police,
+    ...police.flatMap(([side, jump]) => [...log(FLOW_STAGES[side]), jump]),
+    ...log(FLOW_STAGES.allowed),
     'jump flow_stamp',
   ];
   // Node-local dispatch: no fail-closed guards (a pod without cluster policy talks to its node freely).
@@ -79,12 +97,18 @@ export function baseChains(
     ],
     ['flow_stamp', recheck ? [`ct mark set ct mark and 0x0000ffff or ${mark}`] : []],
     ['reply_check', ['jump reply_egress', 'jump reply_ingress', 'jump flow_stamp']],
-    ['forward', hook('forward', ['jump pod_egress', 'jump pod_ingress'])],
+    [
+      'forward',
+      hook('forward', [
+        ['egress', 'jump pod_egress'],
+        ['ingress', 'jump pod_ingress'],
+      ]),
+    ],
   ]);
   if (options.allowNodeLocal === false) {
     // The node's own traffic to its pods is policed too: on output (to pods), input (from them).
-    chains.set('output', hook('output', ['jump pod_ingress']));
-    chains.set('input', hook('input', ['jump pod_egress']));
+    chains.set('output', hook('output', [['ingress', 'jump pod_ingress']]));
+    chains.set('input', hook('input', [['egress', 'jump pod_egress']]));
   } else {
     // NetworkPolicy leaves a pod's traffic with its own node alone, cluster policy does not:
     // pods with cluster policy have entries in the local dispatch maps.
@@ -109,8 +133,8 @@ export function baseChains(
       'jump reply_ingress_local',
       'jump flow_stamp',
     ]);
-    chains.set('output', hook('output', ['jump pod_ingress_local'], 'reply_check_local'));
-    chains.set('input', hook('input', ['jump pod_egress_local'], 'reply_check_local'));
+    chains.set('output', hook('output', [['ingress', 'jump pod_ingress_local']], 'reply_check_local'));
+    chains.set('input', hook('input', [['egress', 'jump pod_egress_local']], 'reply_check_local'));
   }
   return chains;
 }

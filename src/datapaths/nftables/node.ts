@@ -10,6 +10,7 @@ import { monitorTable, nftRunner, keepRunning, type TiedProcess } from '../../da
 import type { DatapathCounts, NodeContext, NodeDatapath } from '../types.ts';
 import { FINGERPRINT_SET, TABLE } from './names.ts';
 import { NftablesRenderer } from './renderer.ts';
+import { DEFAULT_FLOW_LOG_GROUP, openFlowLog, type FlowLogReader } from './flow-log.ts';
 
 /** Opens the node's table (the registry holds the datapath's lock around it). */
 export function openNftablesNode(context: NodeContext): NodeDatapath {
@@ -23,6 +24,7 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
       podCidrs: context.podCidrs ?? [],
       allowNodeLocal: context.allowNodeLocal ?? true,
       recheckFlows: true,
+      ...(context.flowLog ? { flowLog: { group: DEFAULT_FLOW_LOG_GROUP } } : {}),
     });
   } catch (error) {
     runner.close();
@@ -32,12 +34,22 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
   /** Another writer may have touched the table since the last audit found it right. */
   let foreign = false;
   let monitor: TiedProcess | undefined;
+  let flowLog: FlowLogReader | undefined;
   return {
     name: 'nftables',
     renderer,
     prepare() {
+      // The reader first: the group is bound before the table's rules log to it.
+      if (context.flowLog && !flowLog)
+        flowLog = openFlowLog({ ...(context.netns !== undefined ? { netns: context.netns } : {}) });
       return Promise.resolve(prepare());
     },
+    ...(context.flowLog
+      ? {
+          flows: () => flowLog?.read() ?? [],
+          flowsLost: () => flowLog?.lost ?? 0,
+        }
+      : {}),
     realize(first) {
       // The first snapshot was built paused: plan it against what the kernel holds now. After a
       // failed commit the renderer has read the table back; the next commit sends the difference.
@@ -86,6 +98,7 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
     },
     close() {
       monitor?.close();
+      flowLog?.close();
       runner.close();
       return Promise.resolve();
     },

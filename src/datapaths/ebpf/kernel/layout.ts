@@ -60,6 +60,8 @@ export const CFG_NO_VERDICT_CACHE = 4;
 export const CFG_NO_HANDOFF = 8;
 /** Nothing is delivered directly into a receiver's namespace (struct peer): every packet takes the host's path. */
 export const CFG_NO_DIRECT = 16;
+/** New connections' verdicts go to the flow_events ring buffer (`--flow-log`; flow-events.ts). */
+export const CFG_FLOW_EVENTS = 32;
 
 export const DIR_EGRESS = 0;
 export const DIR_INGRESS = 1;
@@ -87,7 +89,9 @@ export type MapName =
   | 'verdicts'
   | 'handoffs'
   | 'judging'
-  | 'scratch';
+  | 'scratch'
+  | 'flow_events'
+  | 'flow_budget';
 
 /**
  * Key and value sizes in bytes, as bpf/palisade.h and bpf/maps.h define them. Every map the
@@ -118,6 +122,9 @@ export const MAP_SHAPES: Readonly<
   handoffs: { key: 4, value: 64, perCpu: true },
   judging: { key: 4, value: 88, perCpu: true },
   scratch: { key: 4, value: 1216, perCpu: true },
+  // A ring buffer has neither keys nor values (the loader still finds it pinned and of this shape).
+  flow_events: { key: 0, value: 0, perCpu: true },
+  flow_budget: { key: 4, value: 16, perCpu: true },
 };
 
 export const MAP_NAMES = Object.keys(MAP_SHAPES) as readonly MapName[];

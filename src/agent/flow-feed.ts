@@ -1,0 +1,84 @@
+/**
+ * The agent's flow feed: asks the realizer for the verdicts its datapath reported every
+ * `intervalMs` (100 ms: a flow reaches `/flows?follow` well within a second), adds them to the
+ * bounded flow table, counts them in the metrics, and serves them as NDJSON on `/flows` — every
+ * record matching the filters, then, with `follow`, each record as it is updated until the
+ * client goes away. One request to the realizer at a time: a long realization delays the next
+ * poll rather than queueing polls behind it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FlowTable } from '../flows/index.ts';
+import { parseFlowFilter, matchesFlow } from '../flows/index.ts';
+import type { FlowRecord } from '../flows/types.ts';
+import type { FlowBatch, AgentLog } from './types.ts';
+
+export interface FlowFeedOptions {
+  readonly realizer: { flows?(): Promise<FlowBatch> };
+  readonly table: FlowTable;
+  readonly onBatch?: (records: readonly FlowRecord[], lost: number) => void;
+  readonly log?: AgentLog;
+  /** Default 100 ms. */
+  readonly intervalMs?: number;
+}
+
+export interface FlowFeed {
+  stop(): Promise<void>;
+}
+
+export function startFlowFeed(options: FlowFeedOptions): FlowFeed {
+  const { realizer, table } = options;
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  let failures = 0;
+  const poll = async (): Promise<void> => {
+    if (!realizer.flows) return;
+    try {
+      const batch = await realizer.flows();
+      for (const record of batch.records) table.add(record);
+      options.onBatch?.(batch.records, batch.lost);
+      failures = 0;
+    } catch (error) {
+      // A restarting worker answers with an error once; say so only when it keeps failing.
+      if (++failures === 10)
+        options.log?.warn({ error: String(error) }, 'reading flow verdicts keeps failing');
+    }
+  };
+  const timer = setInterval(() => {
+    if (stopped) return;
+    running = running.then(poll);
+  }, options.intervalMs ?? 100);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+/** `GET /flows?…[&follow]`: NDJSON of the table's records; with `follow`, then every update. */
+export function serveFlows(table: FlowTable, request: IncomingMessage, response: ServerResponse): void {
+  const params = new URL(request.url ?? '/', 'http://agent').searchParams;
+  const filter = parseFlowFilter(params);
+  if ('error' in filter) {
+    response.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+    response.end(`${filter.error}\n`);
+    return;
+  }
+  response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+  const follow = params.has('follow') && params.get('follow') !== 'false';
+  for (const record of table.list(filter)) response.write(`${JSON.stringify(record)}\n`);
+  if (!follow) {
+    response.end();
+    return;
+  }
+  const unsubscribe = table.subscribe((record) => {
+    if (matchesFlow(record, filter)) response.write(`${JSON.stringify(record)}\n`);
+  });
+  const done = (): void => {
+    unsubscribe();
+  };
+  request.on('close', done);
+  response.on('close', done);
+}

@@ -1,0 +1,175 @@
+/**
+ * Names what decided a connection the kernel judged: the kernel says what happened (allowed or
+ * dropped, and by which side), the reference evaluator — over the state the node realized, the
+ * same evaluator `check` asks — says which policy, rule and tier that was. Both answer the same
+ * question, so they are compared on every event: where they differ (an update in flight, or a
+ * bug) the record says so in `mismatch`, and its verdict stays the kernel's.
+ *
+ * Only the sides the reporting node judged are named: a connection between pods of two nodes is
+ * judged for egress on the source's node and for ingress on the destination's.
+ */
+import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
+import type { Cluster, Endpoint } from '../model/types.ts';
+import { evaluate, indexCluster, type ClusterIndex } from '../semantics/index.ts';
+import type { Address, EvaluateOptions, SideVerdict, TierStep } from '../semantics/types.ts';
+import type { DecidingRule, FlowEndpoint, FlowRecord, VerdictEvent } from './types.ts';
+
+/** A cluster prepared for attributing many events: indexed once, addresses looked up in a map. */
+export interface AttributionContext {
+  readonly index: ClusterIndex;
+  /** Canonical address text → the one pod holding it (addresses shared by pods are left out). */
+  readonly pods: ReadonlyMap<string, Endpoint>;
+  /** Canonical address text → node name. */
+  readonly nodes: ReadonlyMap<string, string>;
+  readonly namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /** The reporting node: only its own pods' sides are named (undefined: every side). */
+  readonly node?: string;
+  readonly options: EvaluateOptions;
+}
+
+export function attributionContext(
+  cluster: Cluster,
+  node: string | undefined,
+  options: EvaluateOptions = {},
+): AttributionContext {
+  const pods = new Map<string, Endpoint>();
+  const shared = new Set<string>();
+  for (const endpoint of cluster.endpoints) {
+    if (endpoint.hostNetwork || endpoint.kind !== 'Pod') continue;
+    for (const ip of endpoint.ips) {
+      const text = formatIp(ip);
+      if (pods.has(text)) shared.add(text);
+      else pods.set(text, endpoint);
+    }
+  }
+  for (const text of shared) pods.delete(text);
+  const nodes = new Map<string, string>();
+  for (const info of cluster.nodes.values())
+    for (const ip of info.addresses) nodes.set(formatIp(ip), info.name);
+  const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
+  for (const [name, ns] of cluster.namespaces) namespaceLabels.set(name, ns.labels);
+  return {
+    index: indexCluster(cluster),
+    pods,
+    nodes,
+    namespaceLabels,
+    ...(node !== undefined ? { node } : {}),
+    options,
+  };
+}
+
+/** The record one event stands for (count: its weight), named by the context's evaluator. */
+export function attributeEvent(context: AttributionContext, event: VerdictEvent): FlowRecord {
+  const src = resolve(context, event.src);
+  const dst = resolve(context, event.dst);
+  const at = new Date(event.at).toISOString();
+  const base = {
+    src: src.endpoint,
+    dst: dst.endpoint,
+    protocol: event.protocol,
+    port: event.port,
+    verdict: event.verdict,
+    count: event.weight ?? 1,
+    ...(event.weight !== undefined && event.weight > 1 ? { sampled: true } : {}),
+    firstSeen: at,
+    lastSeen: at,
+    ...(context.node !== undefined ? { node: context.node } : {}),
+  };
+  if (!src.address || !dst.address || src.family !== dst.family) return { ...base, decidedBy: [] };
+  const verdict = evaluate(
+    context.index,
+    {
+      src: src.address,
+      dst: dst.address,
+      protocol: event.protocol,
+      port: event.port,
+      family: src.family,
+    },
+    context.options,
+  );
+  const local = (endpoint: Address): boolean =>
+    context.node === undefined || (endpoint.kind === 'endpoint' && endpoint.endpoint.node === context.node);
+  // Only the sides this node judged: a pod's egress on its node, a pod's ingress on its node.
+  const sides = [
+    ...(verdict.egress.walk.length > 0 && local(src.address) ? [verdict.egress] : []),
+    ...(verdict.ingress.walk.length > 0 && local(dst.address) ? [verdict.ingress] : []),
+  ];
+  // A packet the kernel dropped on egress never met the ingress side's policy here: not named.
+  const named = sides.filter((side) => !(side.direction === 'ingress' && event.deniedBy === 'egress'));
+  const decidedBy = named.flatMap((side) => {
+    const rule = decidingRule(side);
+    return rule ? [rule] : [];
+  });
+  const mismatch = compare(event, sides);
+  return { ...base, decidedBy, ...(mismatch ? { mismatch } : {}) };
+}
+
+/**
+ * The step of a side's walk that decided it, in the record's words: the tier that allowed or
+ * denied, or NetworkPolicy's "not isolated" when no tier did (the default allowed).
+ */
+export function decidingRule(side: SideVerdict): DecidingRule | undefined {
+  const decided: TierStep | undefined =
+    side.walk.find((s) => s.outcome === 'allow' || s.outcome === 'deny') ?? undefined;
+  const step =
+    decided && decided.tier !== 'Default' ? decided : side.walk.find((s) => s.outcome === 'not-isolated');
+  if (!step || step.outcome === 'pass') return undefined;
+  // Isolated and no rule allowed it: no one policy decided; the ones that isolate are named.
+  const isolated = step.tier === 'NetworkPolicy' && step.outcome === 'deny' && step.policy === undefined;
+  return {
+    direction: side.direction,
+    tier: step.tier,
+    outcome: step.outcome,
+    ...(step.policy !== undefined ? { policy: step.policy } : {}),
+    ...(isolated ? { isolatedBy: step.policies } : {}),
+    ...(step.rule !== undefined ? { rule: step.rule } : {}),
+    ...(step.ruleName !== undefined ? { ruleName: step.ruleName } : {}),
+  };
+}
+
+/** What differs between the kernel's judgement and the evaluator's on the sides judged here. */
+function compare(event: VerdictEvent, sides: readonly SideVerdict[]): string | undefined {
+  const denying = sides.find((s) => !s.allowed);
+  if (event.verdict === 'allowed' && denying)
+    return `the kernel allowed it; the reference evaluator denies it on ${denying.direction} (${denying.reason})`;
+  if (event.verdict === 'denied') {
+    if (!denying)
+      return `the kernel dropped it${event.deniedBy ? ` on ${event.deniedBy}` : ''}; the reference evaluator allows it`;
+    if (event.deniedBy !== undefined && !sides.some((s) => !s.allowed && s.direction === event.deniedBy))
+      return `the kernel dropped it on ${event.deniedBy}; the reference evaluator denies it on ${denying.direction}`;
+  }
+  return undefined;
+}
+
+interface Resolved {
+  readonly endpoint: FlowEndpoint;
+  readonly address?: Address;
+  readonly family?: 4 | 6;
+}
+
+function resolve(context: AttributionContext, text: string): Resolved {
+  const parsed = parseIp(text);
+  if (!parsed.ok) return { endpoint: { ip: text } };
+  const ip: IpAddress = parsed.value;
+  const canonical = formatIp(ip);
+  const pod = context.pods.get(canonical);
+  if (pod) {
+    const nsLabels = context.namespaceLabels.get(pod.namespace);
+    return {
+      endpoint: {
+        ip: canonical,
+        pod: pod.id,
+        labels: pod.labels,
+        ...(nsLabels ? { namespaceLabels: nsLabels } : {}),
+      },
+      address: { kind: 'endpoint', endpoint: pod },
+      family: ip.family,
+    };
+  }
+  const node = context.nodes.get(canonical);
+  return {
+    endpoint: { ip: canonical },
+    address: { kind: 'ip', ip, ...(node !== undefined ? { node } : {}) },
+    family: ip.family,
+  };
+}
