@@ -17,12 +17,13 @@ import {
   withInputOptions,
 } from '../common.ts';
 import { withHeapGrowingFreely } from '../heap.ts';
+import { refuseLargeOutput, resolveMaxOutput, sizeOfPieces, withOutputLimit } from '../output-limit.ts';
 import { phases } from '../progress.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, writeStreaming, type CliIo } from '../io.ts';
 import { jsonPieces } from '../json-pieces.ts';
 
 export function compileCommand(io: CliIo, done: (code: number) => void): Command {
-  return withInputOptions(new Command('compile'))
+  return withOutputLimit(withInputOptions(new Command('compile')))
     .description(
       "compile policy into per-pod rule tables, shared tables, address groups and a node's global table",
     )
@@ -44,6 +45,7 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const side = checkChoice('--side', raw.side, ['ingress', 'egress'] as const);
       const node = typeof raw.node === 'string' ? raw.node : undefined;
+      const maxOutput = resolveMaxOutput(raw.maxOutput, raw.force);
       const progress = phases(io);
       const { inputErrors, pipeline, cache, millis } = await withHeapGrowingFreely(async () => {
         const loaded = await loadInput(input, io, { rawObjects: false, ...(progress ? { progress } : {}) });
@@ -67,13 +69,17 @@ export function compileCommand(io: CliIo, done: (code: number) => void): Command
       // Written as it is made: at 100,000 pods the JSON is hundreds of megabytes.
       if (!io.stdoutIsTty) progress?.phase('writing the tables');
       else progress?.finish();
+      const pieces = (): Iterable<string> =>
+        output === 'json'
+          ? jsonPieces(compileJson(report), '\n')
+          : compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true);
       try {
-        if (output === 'json') await writeStreaming(io.stdout, jsonPieces(compileJson(report), '\n'));
-        else
-          await writeStreaming(
-            io.stdout,
-            compileTextLines(report, styleFor(io.stdoutIsTty, io.env), raw.stats === true),
-          );
+        // Counted before anything is written (only up to the limit): the tables of 100,000 pods
+        // are hundreds of megabytes.
+        refuseLargeOutput(sizeOfPieces(pieces(), maxOutput), maxOutput, [
+          "--node NAME (one node's pods and tables)",
+        ]);
+        await writeStreaming(io.stdout, pieces());
       } finally {
         progress?.finish();
       }

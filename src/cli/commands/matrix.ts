@@ -46,7 +46,7 @@ import {
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 import { phases, writeWithProgress } from '../progress.ts';
 import { GRAPH_FORMATS, GROUP_BY_HELP, isGraphFormat, writeMatrixGraph } from '../graph-output.ts';
-import { MAX_OUTPUT_HELP, resolveMaxOutput } from '../output-limit.ts';
+import { refuseLargeOutput, resolveMaxOutput, withOutputLimit } from '../output-limit.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -55,7 +55,7 @@ const CLASSES_FROM_ROWS = 1000;
 const VIEWS = ['auto', 'workload', 'pod', 'service', 'class'] as const;
 
 export function matrixCommand(io: CliIo, done: (code: number) => void): Command {
-  return withInputOptions(new Command('matrix'))
+  return withOutputLimit(withInputOptions(new Command('matrix')))
     .description('reachability between every pair of endpoints')
     .option(
       '--port <port>',
@@ -77,8 +77,6 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'only this workload, pod or Service (ns/name[Service]) and its peers (what it may connect to or be connected from); repeatable',
       collect,
     )
-    .option('--max-output <size>', MAX_OUTPUT_HELP, '100MB')
-    .option('--force', 'write the output whatever its size', false)
     .option(
       '-o, --output <format>',
       `${[...Object.keys(MATRIX_FORMATS), ...GRAPH_FORMATS].join(', ')}`,
@@ -160,7 +158,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         const writer = CLASS_FORMATS[format];
         if (!writer) throw new UsageError(`--by class prints text, json, csv or md, not ${format}`);
         const estimate = estimated(() => estimateClassOutput(report, format, maxOutput), maxOutput);
-        refuseLargeOutput(estimate, maxOutput, report.rows.length, format, true);
+        refuseLargeOutput(estimate, maxOutput, lessMatrix(report.rows.length, format, true));
         await writeWithProgress(
           io,
           writer(report, styleFor(io.stdoutIsTty, io.env)),
@@ -206,7 +204,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         progress?.phase('computing the matrix per class');
         return writeClasses();
       }
-      refuseLargeOutput(estimate, maxOutput, matrix.stats.classes, format, false);
+      refuseLargeOutput(estimate, maxOutput, lessMatrix(matrix.stats.classes, format, false));
       const missing = notEvaluated(loaded.cluster);
       const outside =
         addresses === 'none'
@@ -319,21 +317,9 @@ function estimated(estimate: () => OutputEstimate, limit: number): OutputEstimat
   return limit === Infinity ? { bytes: 0, lines: 0, atLeast: true } : estimate();
 }
 
-/**
- * An output over `--max-output` is not written (unless `--force`): what it would be, and how to
- * ask for less. A usage error (exit 2): the command as given asks for more than the limit.
- */
-function refuseLargeOutput(
-  estimate: OutputEstimate,
-  limit: number,
-  classes: number,
-  format: string,
-  byClass: boolean,
-): void {
-  if (estimate.bytes <= limit) return;
-  const size = `${estimate.atLeast ? 'more than' : 'about'} ${formatSize(estimate.bytes)}`;
-  const lines = `${estimate.atLeast ? 'at least ' : ''}${estimate.lines.toLocaleString('en-US')} lines`;
-  const less = [
+/** What asks a matrix for less output. */
+function lessMatrix(classes: number, format: string, byClass: boolean): string[] {
+  return [
     ...(byClass
       ? []
       : [`--by class (${classes.toLocaleString('en-US')} classes of endpoints no policy tells apart)`]),
@@ -342,10 +328,6 @@ function refuseLargeOutput(
     '-n NAMESPACE',
     ...(byClass || format === 'json' ? [] : ['--group-by namespace']),
   ];
-  throw new UsageError(
-    `the output would be ${size} (${lines}), more than --max-output ${formatSize(limit)}; nothing was written. ` +
-      `Ask for less — ${less.join(', ')} — or add --force to write it anyway`,
-  );
 }
 
 /**
