@@ -9,11 +9,18 @@ import type { Cluster, ClusterPolicy, Endpoint, NetworkPolicy, SourceLocation } 
 import { formatIp } from '../../net/ip.ts';
 import type { ObjectChange } from './types.ts';
 
-/** Canonical JSON of a model object without its location (bigints as strings). */
+/** An object's identity in its cluster, not its content: the same policy read from the API and from a file differ only in these. */
+const IDENTITY_FIELDS = new Set(['uid', 'generation']);
+
+/**
+ * Canonical JSON of a model object without its location, nor (on the object itself) its uid and
+ * generation (bigints as strings).
+ */
 export function contentKey(value: unknown): string {
-  return JSON.stringify(value, (key, v: unknown) =>
-    key === 'location' ? undefined : typeof v === 'bigint' ? v.toString() : v,
-  );
+  return JSON.stringify(value, function (this: unknown, key, v: unknown) {
+    if (key === 'location' || (this === value && IDENTITY_FIELDS.has(key))) return undefined;
+    return typeof v === 'bigint' ? v.toString() : v;
+  });
 }
 
 /** `Deployment shop/web`, `Pod shop/web-1`: the identity an endpoint keeps across inputs. */
