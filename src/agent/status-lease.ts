@@ -4,6 +4,7 @@
  * keepalive loop can stall on a connection that came back), and the key rewritten at most every
  * `intervalMs` while the agent's state changes. A dead agent's key disappears with its lease.
  */
+import { isLeaseNotFound } from '../etcd/index.ts';
 import type { EtcdStore, Lease } from '../etcd/types.ts';
 import type { AgentLog, StatusRecord } from './types.ts';
 
@@ -32,21 +33,31 @@ export class StatusLease {
 
   /** Grants the lease and writes the key (again, after losing it). */
   async grant(): Promise<void> {
-    const lease = await this.options.store.grantLease(this.options.ttlSeconds);
-    if (this.stopped) return void (await lease.revoke().catch(() => undefined));
-    this.lease = lease;
-    this.aliveAt = Date.now();
-    lease.onKeepAlive(() => {
+    for (let attempt = 1; ; attempt++) {
+      const lease = await this.options.store.grantLease(this.options.ttlSeconds);
+      if (this.stopped) return void (await lease.revoke().catch(() => undefined));
+      this.lease = lease;
       this.aliveAt = Date.now();
-      this.options.onContact();
-    });
-    lease.onLost((error) => {
-      if (this.lease !== lease || this.stopped) return;
-      this.lease = undefined;
-      this.options.log.warn({ error: error.message }, 'status lease lost; granting another');
-      this.retry(500);
-    });
-    await this.write();
+      lease.onKeepAlive(() => {
+        this.aliveAt = Date.now();
+        this.options.onContact();
+      });
+      lease.onLost((error) => {
+        if (this.lease !== lease || this.stopped) return;
+        this.lease = undefined;
+        this.options.log.warn({ error: error.message }, 'status lease lost; granting another');
+        this.retry(500);
+      });
+      try {
+        return await this.write();
+      } catch (error) {
+        // A stall longer than the TTL between the grant and the first write: the lease is gone
+        // before it was used (an agent starting on a loaded node exited on this). Grant another.
+        if (!isLeaseNotFound(error) || this.stopped || attempt >= 5) throw error;
+        if (this.lease === lease) this.lease = undefined;
+        this.options.log.warn({ attempt }, 'the status lease expired before its first use; granting another');
+      }
+    }
   }
 
   /** Grants another lease when the current one had no keepalive for longer than its TTL. */

@@ -6,6 +6,7 @@
  * carry `fence` (its key's create revision), so a leader that lost its lease without noticing
  * (paused, partitioned) cannot write over its successor.
  */
+import { isLeaseNotFound } from './errors.ts';
 import type { EtcdStore, Leadership, Lease, TxnCompare } from './types.ts';
 
 export interface CampaignOptions {
@@ -36,12 +37,12 @@ export async function campaign(
     } catch (error) {
       // A candidate stalled past its TTL (a loaded machine, a paused process) between granting
       // the lease and using it: etcd has already expired it. Nothing was written; try again.
-      if (leaseExpired(error)) continue;
+      if (isLeaseNotFound(error)) continue;
       throw error;
     }
     if (result.succeeded) return lead(store, key, id, lease, result.revision);
     await lease.revoke().catch((error: unknown) => {
-      if (!leaseExpired(error)) throw error;
+      if (!isLeaseNotFound(error)) throw error;
     });
     const holder = await store.get(key);
     if (holder) options.onFollowing?.(holder.value);
@@ -119,9 +120,4 @@ async function lead(
       await lease.revoke();
     },
   };
-}
-
-/** etcd's answer for a lease it no longer has (expired or revoked). */
-function leaseExpired(error: unknown): boolean {
-  return /requested lease not found/i.test(error instanceof Error ? error.message : String(error));
 }

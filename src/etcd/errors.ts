@@ -9,6 +9,11 @@
 /** etcd cannot be used as configured (the message is one line, for the user). */
 export class EtcdAccessError extends Error {}
 
+/** etcd's answer for a lease it no longer has (expired or revoked) — one granted can expire before its first use when the process stalls. */
+export function isLeaseNotFound(error: unknown): boolean {
+  return /requested lease not found/i.test(error instanceof Error ? error.message : String(error));
+}
+
 /** etcd did not answer (or refused the connection) — a kind of EtcdAccessError. */
 export class EtcdUnreachableError extends EtcdAccessError {}
 

@@ -7,7 +7,13 @@
 export { connectEtcd, prefixEnd } from './client.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export { connectionProblems, DEFAULT_REQUEST_TIMEOUT_MS } from './connection.ts';
-export { describeEtcdError, isEtcdClientError, type EtcdFailure, type EtcdFailureKind } from './errors.ts';
+export {
+  describeEtcdError,
+  isEtcdClientError,
+  isLeaseNotFound,
+  type EtcdFailure,
+  type EtcdFailureKind,
+} from './errors.ts';
 export { ensureReachable, etcdAccessError, EtcdAccessError, EtcdUnreachableError } from './reachable.ts';
 export { campaign, type CampaignOptions } from './election.ts';
 export {
