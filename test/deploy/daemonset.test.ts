@@ -17,27 +17,27 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadFromObjects } from '../../src/ingest/index.ts';
-import { defaultPorts, probeLab, type DatapathKind } from '../../src/lab/index.ts';
-import { podObjects } from '../../src/lab/topology.ts';
-import { FakeApiServer } from '../fake-apiserver/server.ts';
+import type { DatapathKind } from '../../src/lab/index.ts';
 import { needsRoot, startLab } from '../helpers/kernel.ts';
-import type { Raw } from '../helpers/builders.ts';
-import { until } from '../agent/fault-world.ts';
-import { namespace, nodeWithPodCidrs, pod, policy } from '../agent/helpers.ts';
+import { policy } from '../agent/helpers.ts';
 import {
   NSENTER,
   OPENSSL,
   SETPRIV,
   UNSHARE,
   agentContainer,
-  apiServerCertificate,
   capabilityMask,
-  linkNodeToHost,
-  nodeLinkAddresses,
   runAsKubelet,
   ungrantable,
   type KubeletRun,
 } from './kubelet.ts';
+import {
+  apiServerForLab,
+  everyAgentReady,
+  kernelMatchesReference,
+  labObjects,
+  withoutPolicy,
+} from './lab-cluster.ts';
 
 const skip =
   needsRoot('running the DaemonSet as a kubelet would') ||
@@ -48,17 +48,6 @@ const skip =
 /** This file's own link-local /24 for the nodes' links to the host (kubelet.ts). */
 const SUBNET = 77;
 const TOKEN = 'daemonset-test-token';
-
-/** The lab's cluster before any policy: two nodes, web and db pods on each. */
-function labObjects(): Raw[] {
-  return [
-    namespace('shop', { team: 'a' }),
-    pod('shop', 'web-1', '10.1.0.2', 'n1', { app: 'web' }, [80]),
-    pod('shop', 'db-1', '10.1.0.3', 'n1', { app: 'db' }, [5432]),
-    pod('shop', 'web-2', '10.2.0.2', 'n2', { app: 'web' }, [80]),
-    pod('shop', 'db-2', '10.2.0.3', 'n2', { app: 'db' }, [5432]),
-  ];
-}
 
 const INSTALLS: readonly { readonly install: string; readonly datapath: DatapathKind }[] = [
   { install: 'direct', datapath: 'nftables' },
@@ -93,27 +82,8 @@ async function exercise(
   const lab = await startLab('pds', base, loadFromObjects(base).cluster);
   cleanups.push(() => lab.down());
   const plan = lab.lab.plan;
-  const pods = podObjects(plan) as Raw[];
-
-  const links = plan.nodes.map((node) => nodeLinkAddresses(SUBNET, node.index));
-  const tls = apiServerCertificate(
-    dir,
-    links.map((l) => l.host),
-  );
-  const server = new FakeApiServer({ token: TOKEN, tls });
-  const nodes = plan.nodes.map((node) =>
-    nodeWithPodCidrs(
-      node.name,
-      plan.pods
-        .filter((p) => p.node === node.name)
-        .flatMap((p) => p.ips.map((ip) => `${ip}/${ip.includes(':') ? 128 : 32}`)),
-    ),
-  );
-  let objects: Raw[] = [...base.filter((o) => o.kind !== 'Pod'), ...pods];
-  for (const object of [...nodes, ...objects]) server.store.apply(object);
-  const url = await server.start(0, '0.0.0.0');
-  cleanups.push(() => server.stop());
-  const port = new URL(url).port;
+  const api = await apiServerForLab({ dir, plan, base, subnet: SUBNET, token: TOKEN }, cleanups);
+  let objects = api.objects;
 
   const manifest = agentContainer(install);
   // This machine's own bounding set lacks SYS_RESOURCE (a container runtime's choice), so no
@@ -129,15 +99,14 @@ async function exercise(
   const container = { ...manifest, caps: manifest.caps.filter((cap) => !missing.includes(cap)) };
   const agents: KubeletRun[] = [];
   for (const node of plan.nodes) {
-    cleanups.push(await linkNodeToHost(node.netns, SUBNET, node.index));
     const agent = runAsKubelet({
       container,
       podName: `palisade-agent-${node.name}`,
       nodeName: node.name,
       netns: node.netns,
-      apiHost: links[node.index]!.host,
-      apiPort: port,
-      account: { token: TOKEN, ca: tls.cert },
+      apiHost: api.links[node.index]!.host,
+      apiPort: api.port,
+      account: { token: TOKEN, ca: api.tls.cert },
       dir,
     });
     cleanups.push(agent.stop);
@@ -146,25 +115,7 @@ async function exercise(
   const logs = (): string =>
     agents.map((a, i) => `--- ${plan.nodes[i]!.name}\n${a.log().slice(-800)}`).join('\n');
 
-  const listen = container.args[container.args.indexOf('--listen') + 1]!;
-  const probePort = listen.split(':').at(-1)!;
-  const readyz = async (index: number): Promise<number | undefined> => {
-    try {
-      const address = links[index]!.node;
-      return (await fetch(`http://${address}:${probePort}/readyz`, { signal: AbortSignal.timeout(1000) }))
-        .status;
-    } catch {
-      return undefined;
-    }
-  };
-  await until(
-    'every agent ready',
-    async () => {
-      const codes = await Promise.all(plan.nodes.map((n) => readyz(n.index)));
-      return codes.every((c) => c === 200) ? true : `readyz ${codes.join(', ')}\n${logs()}`;
-    },
-    60_000,
-  );
+  await everyAgentReady(api.links, container.args, logs);
   for (const [i, agent] of agents.entries()) {
     assert.match(agent.log(), new RegExp(`pod CIDRs from Node ${plan.nodes[i]!.name}: `));
     assert.match(
@@ -179,50 +130,31 @@ async function exercise(
   }
   assert.equal(datapath === 'ebpf', container.bpffs, 'the eBPF install mounts the BPF filesystem');
 
-  /** Whether the policy now in the API denies some probe (so a kernel passing all cannot be right). */
-  let denies = false;
-  /** Probes every pod pair on every port until the kernel says what the reference says. */
-  const enforcing = async (what: string): Promise<void> => {
-    const cluster = loadFromObjects(objects).cluster;
-    const { ports } = defaultPorts(plan.pods);
-    let last = '';
-    await until(
-      what,
-      async () => {
-        const report = await probeLab({ current: cluster, plan, agent: (p) => lab.lab.agent(p) }, ports, {
-          timeoutMs: 500,
-        });
-        const wrong = report.results.filter((r) => r.observed !== r.expected);
-        last = wrong
-          .slice(0, 5)
-          .map(
-            (r) =>
-              `${r.from} → ${r.to}:${r.port}/${r.protocol} expected ${r.expected} observed ${r.observed}`,
-          )
-          .join('; ');
-        return wrong.length === 0 && report.results.some((r) => !r.expected) === denies
-          ? true
-          : `${wrong.length} of ${report.results.length} differ: ${last}\n${logs()}`;
-      },
-      60_000,
-    );
-  };
-  await enforcing('no policy: every connection passes');
+  await kernelMatchesReference('no policy: every connection passes', lab.lab, objects, false, logs);
 
   // Policy through the API only: the agents alone can make the kernel deny.
   const added = [
     policy('shop', 'db-from-web', { app: 'db' }, { app: 'web' }, 5432),
     policy('shop', 'web-from-db', { app: 'web' }, { app: 'db' }, 80),
   ];
-  for (const object of added) server.store.apply(object);
+  for (const object of added) api.server.store.apply(object);
   objects = [...objects, ...added];
-  denies = true;
-  await enforcing(`${datapath}: the API's policies enforced, kernel = reference on every pair and port`);
+  await kernelMatchesReference(
+    `${datapath}: the API's policies enforced, kernel = reference on every pair and port`,
+    lab.lab,
+    objects,
+    true,
+    logs,
+  );
 
   // A removed policy opens again what only it closed.
-  server.store.remove('NetworkPolicy', 'shop', 'web-from-db');
-  objects = objects.filter(
-    (o) => !(o.kind === 'NetworkPolicy' && (o.metadata as { name: string }).name === 'web-from-db'),
+  api.server.store.remove('NetworkPolicy', 'shop', 'web-from-db');
+  objects = withoutPolicy(objects, 'web-from-db');
+  await kernelMatchesReference(
+    `${datapath}: a deleted policy no longer enforced`,
+    lab.lab,
+    objects,
+    true,
+    logs,
   );
-  await enforcing(`${datapath}: a deleted policy no longer enforced`);
 }

@@ -33,28 +33,28 @@ import {
   startEtcd,
 } from '../../src/etcd/index.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
-import { defaultPorts, probeLab } from '../../src/lab/index.ts';
-import { podObjects } from '../../src/lab/topology.ts';
 import { DEFAULT_ROOT, KeyLayout } from '../../src/reflected/index.ts';
-import { FakeApiServer } from '../fake-apiserver/server.ts';
 import { needsRoot, startLab } from '../helpers/kernel.ts';
-import type { Raw } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsEtcd } from '../live/etcd-fixture.ts';
 import { until } from '../agent/fault-world.ts';
-import { namespace, nodeWithPodCidrs, pod, policy } from '../agent/helpers.ts';
+import { policy } from '../agent/helpers.ts';
 import {
   NSENTER,
   OPENSSL,
   SETPRIV,
   UNSHARE,
-  apiServerCertificate,
-  linkNodeToHost,
-  nodeLinkAddresses,
   podContainer,
   runAsKubelet,
   type KubeletRun,
 } from './kubelet.ts';
+import {
+  apiServerForLab,
+  everyAgentReady,
+  kernelMatchesReference,
+  labObjects,
+  withoutPolicy,
+} from './lab-cluster.ts';
 
 const skip =
   needsRoot('running the reflected install as kubelets would') ||
@@ -66,16 +66,6 @@ const skip =
 /** This file's own link-local /24 for the nodes' links to the host (kubelet.ts). */
 const SUBNET = 78;
 const TOKEN = 'reflected-test-token';
-
-function labObjects(): Raw[] {
-  return [
-    namespace('shop', { team: 'a' }),
-    pod('shop', 'web-1', '10.1.0.2', 'n1', { app: 'web' }, [80]),
-    pod('shop', 'db-1', '10.1.0.3', 'n1', { app: 'db' }, [5432]),
-    pod('shop', 'web-2', '10.2.0.2', 'n2', { app: 'web' }, [80]),
-    pod('shop', 'db-2', '10.2.0.3', 'n2', { app: 'db' }, [5432]),
-  ];
-}
 
 describe("the README's etcd commands for a DaemonSet's shared agent identity", () => {
   it('are the shared plan less the per-node one', () => {
@@ -152,23 +142,12 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
   const lab = await startLab('prf', base, loadFromObjects(base).cluster);
   cleanups.push(() => lab.down());
   const plan = lab.lab.plan;
-  const links = plan.nodes.map((node) => nodeLinkAddresses(SUBNET, node.index));
-  const tls = apiServerCertificate(dir, ['127.0.0.1', ...links.map((l) => l.host)]);
-  const server = new FakeApiServer({ token: TOKEN, tls });
-  const nodes = plan.nodes.map((node) =>
-    nodeWithPodCidrs(
-      node.name,
-      plan.pods
-        .filter((p) => p.node === node.name)
-        .flatMap((p) => p.ips.map((ip) => `${ip}/${ip.includes(':') ? 128 : 32}`)),
-    ),
+  const api = await apiServerForLab(
+    { dir, plan, base, subnet: SUBNET, token: TOKEN, alsoAt: ['127.0.0.1'] },
+    cleanups,
   );
-  let objects: Raw[] = [...base.filter((o) => o.kind !== 'Pod'), ...(podObjects(plan) as Raw[])];
-  for (const object of [...nodes, ...objects]) server.store.apply(object);
-  const url = await server.start(0, '0.0.0.0');
-  cleanups.push(() => server.stop());
-  const port = new URL(url).port;
-  const account = { token: TOKEN, ca: tls.cert };
+  let objects = api.objects;
+  const account = { token: TOKEN, ca: api.tls.cert };
 
   const reflectorContainer = podContainer('reflected', 'Deployment');
   assert.equal(reflectorContainer.uid, 65534);
@@ -180,7 +159,7 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
       podName: name,
       nodeName: plan.nodes[0]!.name,
       apiHost: '127.0.0.1',
-      apiPort: port,
+      apiPort: api.port,
       account,
       configMaps,
       secrets,
@@ -192,14 +171,13 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
   const agentContainer = podContainer('reflected', 'DaemonSet');
   const agents: KubeletRun[] = [];
   for (const node of plan.nodes) {
-    cleanups.push(await linkNodeToHost(node.netns, SUBNET, node.index));
     const run = runAsKubelet({
       container: agentContainer,
       podName: `palisade-agent-${node.name}`,
       nodeName: node.name,
       netns: node.netns,
-      apiHost: links[node.index]!.host,
-      apiPort: port,
+      apiHost: api.links[node.index]!.host,
+      apiPort: api.port,
       account,
       configMaps,
       secrets,
@@ -216,64 +194,26 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
       .map(([name, r]) => `--- ${name}\n${r.log().slice(-700)}`)
       .join('\n');
 
-  const listen = agentContainer.args[agentContainer.args.indexOf('--listen') + 1]!;
-  const probePort = listen.split(':').at(-1)!;
-  const readyz = async (index: number): Promise<number | undefined> => {
-    try {
-      const address = links[index]!.node;
-      return (await fetch(`http://${address}:${probePort}/readyz`, { signal: AbortSignal.timeout(1000) }))
-        .status;
-    } catch {
-      return undefined;
-    }
-  };
-  await until(
-    'every agent ready',
-    async () => {
-      const codes = await Promise.all(plan.nodes.map((n) => readyz(n.index)));
-      return codes.every((c) => c === 200) ? true : `readyz ${codes.join(', ')}\n${logs()}`;
-    },
-    60_000,
-  );
+  await everyAgentReady(api.links, agentContainer.args, logs);
   const leader = (): string | undefined =>
     [...reflectors].find(([name, r]) => r.log().includes(`leading as ${name}`))?.[0];
   await until('a reflector leads', () => leader() !== undefined || logs(), 30_000);
 
-  let denies = false;
-  const enforcing = async (what: string): Promise<void> => {
-    const cluster = loadFromObjects(objects).cluster;
-    const { ports } = defaultPorts(plan.pods);
-    await until(
-      what,
-      async () => {
-        const report = await probeLab({ current: cluster, plan, agent: (p) => lab.lab.agent(p) }, ports, {
-          timeoutMs: 500,
-        });
-        const wrong = report.results.filter((r) => r.observed !== r.expected);
-        const shown = wrong
-          .slice(0, 5)
-          .map(
-            (r) =>
-              `${r.from} → ${r.to}:${r.port}/${r.protocol} expected ${r.expected} observed ${r.observed}`,
-          )
-          .join('; ');
-        return wrong.length === 0 && report.results.some((r) => !r.expected) === denies
-          ? true
-          : `${wrong.length} of ${report.results.length} differ: ${shown}\n${logs()}`;
-      },
-      60_000,
-    );
-  };
-  await enforcing('no policy: every connection passes');
+  await kernelMatchesReference('no policy: every connection passes', lab.lab, objects, false, logs);
 
   const added = [
     policy('shop', 'db-from-web', { app: 'db' }, { app: 'web' }, 5432),
     policy('shop', 'web-from-db', { app: 'web' }, { app: 'db' }, 80),
   ];
-  for (const object of added) server.store.apply(object);
+  for (const object of added) api.server.store.apply(object);
   objects = [...objects, ...added];
-  denies = true;
-  await enforcing("the API's policies enforced through reflector → etcd → agents");
+  await kernelMatchesReference(
+    "the API's policies enforced through reflector → etcd → agents",
+    lab.lab,
+    objects,
+    true,
+    logs,
+  );
 
   // The agents registered under the shared identity; the reader sees both.
   const status = await cli([
@@ -293,11 +233,15 @@ async function exercise(cleanups: (() => Promise<unknown> | void)[]): Promise<vo
   // The leader stops (a rolling update, a drained node): the standby takes over the writing.
   const first = leader()!;
   await reflectors.get(first)!.stop();
-  server.store.remove('NetworkPolicy', 'shop', 'web-from-db');
-  objects = objects.filter(
-    (o) => !(o.kind === 'NetworkPolicy' && (o.metadata as { name: string }).name === 'web-from-db'),
+  api.server.store.remove('NetworkPolicy', 'shop', 'web-from-db');
+  objects = withoutPolicy(objects, 'web-from-db');
+  await kernelMatchesReference(
+    'after the leader stopped, its standby reflects a deleted policy',
+    lab.lab,
+    objects,
+    true,
+    logs,
   );
-  await enforcing('after the leader stopped, its standby reflects a deleted policy');
   const standby = [...reflectors.keys()].find((name) => name !== first)!;
   assert.match(reflectors.get(standby)!.log(), new RegExp(`leading as ${standby}`));
 }
