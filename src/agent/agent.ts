@@ -32,6 +32,7 @@
 import type { EtcdWatch, EtcdEvent } from '../etcd/types.ts';
 import type { KeyChange, UnreadableKey } from './mirror.ts';
 import { StatusKeys } from './status.ts';
+import { ContactTracker } from './contact.ts';
 import { StatusLease } from './status-lease.ts';
 import type {
   AgentLog,
@@ -54,11 +55,10 @@ export class NodeAgent {
   private readonly metrics: AgentMetrics | undefined;
   private readonly startedAt = new Date().toISOString();
   private readonly status: StatusLease;
+  /** In contact with etcd (and the upstream, in direct mode), or stale. */
+  private readonly contact: ContactTracker;
 
   private phase: AgentState['phase'] = 'starting';
-  private stale = false;
-  /** What the agent lost contact with when it became stale (for the line saying it is back). */
-  private lostContact = 'etcd';
   private realizedRevision = 0;
   private seenRevision = 0;
   private counts: DatapathCounts = NO_COUNTS;
@@ -88,13 +88,13 @@ export class NodeAgent {
   private listing = true;
   private stopped = false;
   private failures = 0;
-  private lastContact = Date.now();
   private readonly timers = new Set<NodeJS.Timeout>();
   private staleTimer: NodeJS.Timeout | undefined;
   private verifyTimer: NodeJS.Timeout | undefined;
   private readonly stoppedWaiters: (() => void)[] = [];
 
   constructor(private readonly options: AgentOptions) {
+    this.contact = new ContactTracker(this.staleAfterMs, options.upstream);
     this.keys = new StatusKeys(options.layout);
     this.log = options.log ?? silent;
     this.metrics = options.metrics;
@@ -105,7 +105,7 @@ export class NodeAgent {
       intervalMs: options.statusIntervalMs ?? 1000,
       log: this.log,
       record: () => this.record(),
-      onContact: () => this.contact(),
+      onContact: () => this.touched(),
     });
     options.realizer.onSuspect((why) => {
       if (this.stopped) return;
@@ -121,7 +121,7 @@ export class NodeAgent {
       node: this.options.node,
       datapath: this.options.realizer.datapath,
       phase: this.phase,
-      stale: this.stale,
+      stale: this.contact.stale,
       realizedRevision: this.realizedRevision,
       seenRevision: this.seenRevision,
       counts: this.counts,
@@ -150,7 +150,7 @@ export class NodeAgent {
     await this.options.sourceSynced?.();
     await this.status.grant();
     const listed = await store.range(layout.objects);
-    this.contact();
+    this.touched();
     this.seenRevision = listed.revision;
     this.pending = listed.kvs.map((kv) => ({ key: kv.key, value: kv.value, modRevision: kv.modRevision }));
     this.needsRelist = false;
@@ -255,7 +255,7 @@ export class NodeAgent {
           this.kick();
         },
         onProgress: (revision) => {
-          this.contact();
+          this.touched();
           this.seenRevision = Math.max(this.seenRevision, revision);
         },
         onRetry: (error) => this.log.warn({ error: message(error) }, 'watch broken; resuming'),
@@ -267,7 +267,7 @@ export class NodeAgent {
   }
 
   private received(events: readonly EtcdEvent[], revision: number): void {
-    this.contact();
+    this.touched();
     this.metrics?.eventsReceived(events.length);
     for (const e of events)
       this.pending.push(
@@ -307,7 +307,7 @@ export class NodeAgent {
   /** Lists again (compaction, or the realizer asked for it): the listing goes to the realizer whole. */
   private async relist(): Promise<void> {
     const listed = await this.options.store.range(this.options.layout.objects);
-    this.contact();
+    this.touched();
     this.pending = listed.kvs.map((kv) => ({ key: kv.key, value: kv.value, modRevision: kv.modRevision }));
     this.pendingRevision = listed.revision;
     this.seenRevision = Math.max(this.seenRevision, listed.revision);
@@ -394,7 +394,7 @@ export class NodeAgent {
   private realized(revision: number): void {
     this.realizedRevision = Math.max(this.realizedRevision, revision);
     this.metrics?.revisions(this.seenRevision, this.realizedRevision);
-    this.metrics?.state(this.ready, this.stale);
+    this.metrics?.state(this.ready, this.contact.stale);
     this.status.schedule();
     this.options.onRealized?.(this.realizedRevision);
   }
@@ -406,7 +406,7 @@ export class NodeAgent {
     this.lastError = { message: text, at: new Date().toISOString() };
     if (!this.first) this.phase = 'failing';
     this.metrics?.transactionFailed();
-    this.metrics?.state(this.ready, this.stale);
+    this.metrics?.state(this.ready, this.contact.stale);
     const { initialMs, maxMs } = this.options.backoff ?? { initialMs: 100, maxMs: 5000 };
     const delay = Math.min(maxMs, initialMs * 2 ** Math.min(this.failures - 1, 20));
     this.log.error({ error: text, retryInMs: delay, failures: this.failures }, 'realization failed');
@@ -422,35 +422,23 @@ export class NodeAgent {
     this.timers.add(timer);
   }
 
-  private contact(): void {
-    this.lastContact = Date.now();
-    if (this.stale) this.checkStale();
+  /** etcd answered: in contact (again, if the agent was stale). */
+  private touched(): void {
+    this.contact.touch();
+    if (this.contact.stale) this.checkStale();
   }
 
   private checkStale(): void {
     this.status.check();
-    const now = Date.now();
-    const upstream = this.options.upstream;
-    const upstreamSince = upstream?.failingSince();
-    const lost = [
-      ...(now - this.lastContact > this.staleAfterMs
-        ? [{ what: 'etcd', sinceMs: now - this.lastContact }]
-        : []),
-      ...(upstream && upstreamSince !== undefined && now - upstreamSince > this.staleAfterMs
-        ? [{ what: upstream.what, sinceMs: now - upstreamSince }]
-        : []),
-    ];
-    const stale = lost.length > 0;
-    if (stale === this.stale) return;
-    this.stale = stale;
-    this.metrics?.state(this.ready, stale);
-    if (stale) {
-      this.lostContact = lost.map((l) => l.what).join(' or ');
+    const change = this.contact.judge();
+    if (!change) return;
+    this.metrics?.state(this.ready, change.stale);
+    if (change.stale)
       this.log.warn(
-        { sinceMs: Math.max(...lost.map((l) => l.sinceMs)) },
-        `no contact with ${this.lostContact}: what is enforced may be stale`,
+        { sinceMs: change.sinceMs },
+        `no contact with ${change.what}: what is enforced may be stale`,
       );
-    } else this.log.info({}, `in contact with ${this.lostContact} again`);
+    else this.log.info({}, `in contact with ${change.what} again`);
     this.status.schedule();
   }
 
