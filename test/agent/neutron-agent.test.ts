@@ -26,6 +26,13 @@ import { targetNamed } from '../helpers/renderer-verdicts.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { startAgent, uniqueLayout, writeObjects, type TestAgent } from './helpers.ts';
 
+/**
+ * How long a change may take to reach Neutron here. Alone it takes seconds; in CI Neutron (Python,
+ * one process) shares two cores with the whole suite and took over a minute. What these tests
+ * hold is that it arrives, and how; how fast is the benchmark's (`npm run bench -- neutron`).
+ */
+const REALIZED_WITHIN_MS = 240_000;
+
 const skip =
   needsEtcd ||
   neutronUnavailable() ||
@@ -173,7 +180,7 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
     let objects = seedCluster();
     const first = await writeObjects(etcd.store, layout, objects);
     const controller = await start(layout);
-    await controller.agent.whenRealized(first, 60_000);
+    await controller.agent.whenRealized(first, REALIZED_WITHIN_MS);
     await assertNeutronAgrees(objects, 'first snapshot');
     const tagged = async () =>
       (
@@ -188,7 +195,7 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
     // The policy's port changes (generation 2): the same group, only its ingress rules rewritten.
     const before = calls(controller).writes;
     objects = replace(objects, seedPolicy(2, 6380));
-    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, objects), 60_000);
+    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, objects), REALIZED_WITHIN_MS);
     await assertNeutronAgrees(objects, 'policy port changed');
     const [updated] = await tagged();
     assert.equal(updated?.id, group.id, 'updated in place, not recreated');
@@ -200,13 +207,16 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
 
     // A pod joins the frontend (peer group membership: its port is bound, no rule changes).
     objects = replace(objects, pod('default', 'outsider', '172.17.1.7', { role: 'frontend' }));
-    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, objects), 60_000);
+    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, objects), REALIZED_WITHIN_MS);
     await assertNeutronAgrees(objects, 'outsider joined the frontend');
 
     // A pod goes: its (lab) port goes with it.
     const worker = objects.find((o) => (o.metadata as Raw).name === 'worker')!;
     objects = objects.filter((o) => o !== worker);
-    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, [{ delete: worker }]), 60_000);
+    await controller.agent.whenRealized(
+      await writeObjects(etcd.store, layout, [{ delete: worker }]),
+      REALIZED_WITHIN_MS,
+    );
     await assertNeutronAgrees(objects, 'worker deleted');
     const ports = (await readNeutronRendering(client)).ports.map((p) => p.pod).sort();
     assert.ok(!ports.includes('myproject/worker'), ports.join(','));
@@ -214,7 +224,7 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
     // Restart over the unchanged cluster: Neutron is read, nothing is written.
     await controller.agent.stop();
     const restarted = await start(layout);
-    await restarted.agent.whenRealized(await writeObjects(etcd.store, layout, []), 60_000);
+    await restarted.agent.whenRealized(await writeObjects(etcd.store, layout, []), REALIZED_WITHIN_MS);
     assert.equal(calls(restarted).writes, 0, 'a restart over an unchanged cluster writes nothing');
     await assertNeutronAgrees(objects, 'after restart');
 
@@ -235,7 +245,7 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
     const layout = uniqueLayout();
     let objects = seedCluster();
     const controller = await start(layout);
-    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, objects), 60_000);
+    await controller.agent.whenRealized(await writeObjects(etcd.store, layout, objects), REALIZED_WITHIN_MS);
     const { security_group_rules } = await client.get<{ security_group_rules: unknown[] }>(
       `/v2.0/security-group-rules?project_id=${client.project}`,
     );
@@ -262,7 +272,7 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
       // is allowed that the new policy denies.
       assert.ok((await assertNeverWider(objects)) > 0, 'the half-applied change is narrower, not wider');
       await client.put(`/v2.0/quotas/${client.project}`, { quota: { security_group_rule: 1000 } });
-      await controller.agent.whenRealized(revision, 60_000);
+      await controller.agent.whenRealized(revision, REALIZED_WITHIN_MS);
       await assertNeutronAgrees(objects, 'quota raised');
     } finally {
       await client.put(`/v2.0/quotas/${client.project}`, { quota: { security_group_rule: 1000 } });

@@ -27,7 +27,11 @@ export interface NeutronClientOptions {
   readonly project: string;
   /** Extra headers (a Keystone token: `X-Auth-Token`). */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Deadline of one call, ms (default 15 s). */
+  /**
+   * Deadline of one call, ms (default 60 s). Generous on purpose: a call given up on is still
+   * worked on by Neutron, so a short deadline on a loaded Neutron piles retries onto the work it
+   * is already behind on (and, on one database, onto its locks) — each slower than the last.
+   */
   readonly timeoutMs?: number;
 }
 
@@ -101,7 +105,7 @@ export class NeutronClient {
           ...this.options.headers,
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 15_000),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
       });
     } catch (error) {
       const cause =

@@ -22,7 +22,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** Where Debian installs Neutron's server; `PALISADE_NEUTRON_SERVER` overrides. */
@@ -130,6 +130,7 @@ export async function startNeutron(options: StartNeutronOptions = {}): Promise<N
     run(PYTHON, ['-c', CREATE_SCHEMA, `sqlite:///${dir}/neutron.sqlite`, conf], 'creating the schema');
     // Its own process group: neutron-server forks workers (RPC, periodic), stopped with it.
     child = spawn(binary, ['--config-file', conf], { stdio: 'ignore', detached: true });
+    favour(child);
     const url = `http://127.0.0.1:${port}`;
     await waitServing(url, child, dir, options.timeoutMs ?? 90_000);
     const started = child;
@@ -152,6 +153,21 @@ export async function startNeutron(options: StartNeutronOptions = {}): Promise<N
     if (child) await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
     throw error;
+  }
+}
+
+/**
+ * A higher CPU priority for the server (and the workers it forks, which inherit it), where that
+ * is allowed (root): in a cloud Neutron runs on machines of its own, while here it shares a few
+ * cores with whatever else runs — a whole test suite, in CI — and at equal priority a loaded
+ * machine slowed its API (Python, one process) to minutes per change.
+ */
+function favour(child: ChildProcess): void {
+  if (child.pid === undefined || process.getuid?.() !== 0) return;
+  try {
+    setPriority(child.pid, -5);
+  } catch {
+    // not permitted: it runs at the caller's priority
   }
 }
 

@@ -21,6 +21,7 @@ import { loadStore, tempDir } from '../../fake-apiserver/fixtures.ts';
 import { apiReflector } from '../../live/reflector-helpers.ts';
 import {
   check,
+  CONVERGE_MS,
   currentRevision,
   leader,
   nftWrapper,
@@ -43,7 +44,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     await w.etcd.up();
     assert.ok(Date.now() - during >= 10_000);
     const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
-    suite.converged('etcd stopped for 10 s, then a change', await w.converged(revision, 30_000));
+    suite.converged('etcd stopped for 10 s, then a change', await w.converged(revision, CONVERGE_MS));
     assert.deepEqual(await stop(), [], 'no connection outside every written state');
     assert.deepEqual(await w.disagreements(), []);
   });
@@ -121,7 +122,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     }
     suite.converged(
       'compaction past an agent paused with SIGSTOP',
-      await w.converged(await currentRevision(w), 30_000),
+      await w.converged(await currentRevision(w), CONVERGE_MS),
     );
     let seen = '';
     await until(
@@ -187,14 +188,14 @@ export function controlPlaneTrials(suite: FaultSuite): void {
       }
       await until('reflector b leads', async () => (await leader(w)) === 'b', STARTUP_MS);
       reflector('a2');
-      await w.tablesReach("the agents hold the files' last state", objects, 30_000, () =>
+      await w.tablesReach("the agents hold the files' last state", objects, CONVERGE_MS, () =>
         ['a', 'b', 'a2']
           .map((id) => `--- reflector ${id}\n${readLog(join(dir, `reflector-${id}.log`))}`)
           .join('\n'),
       );
       suite.converged(
         'reflector killed during a burst (leader change)',
-        await w.converged(await currentRevision(w), 30_000),
+        await w.converged(await currentRevision(w), CONVERGE_MS),
       );
       assert.deepEqual(await stop(), []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
@@ -284,7 +285,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
       );
       suite.converged(
         "a forced 410 Gone on the API reflector's watch",
-        await w.converged(await currentRevision(w), 60_000),
+        await w.converged(await currentRevision(w), CONVERGE_MS),
       );
       assert.deepEqual(await stop(), []);
       assert.deepEqual(await w.disagreements(w.cluster(objects)), []);
@@ -322,7 +323,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
       );
       check(w, w.tablesDiffer(before) === '', 'the old ruleset stays intact while nft fails');
       rmSync(flag);
-      suite.converged('nft failing, then working again', await w.converged(revision, 30_000));
+      suite.converged('nft failing, then working again', await w.converged(revision, CONVERGE_MS));
       assert.deepEqual(await stop(), []);
       assert.deepEqual(await w.disagreements(), []);
     });
@@ -347,7 +348,7 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     await sleep(Math.max(0, 30_000 - (Date.now() - cut)));
     check(w, w.tablesDiffer(before) === '', 'the last ruleset is kept while cut off');
     await w.relay!.reconnect();
-    suite.converged('agents cut off from etcd for 30 s', await w.converged(revision, 30_000));
+    suite.converged('agents cut off from etcd for 30 s', await w.converged(revision, CONVERGE_MS));
     // Asked until answered: on a loaded machine one ask can go unanswered within its deadline.
     await until(
       'no agent reports itself stale',

@@ -18,7 +18,7 @@ import { routedDevices } from '../../../src/datapaths/ebpf/kernel/attachments.ts
 import { extraPod, ingress, sleep, until, type FaultWorld } from '../fault-world.ts';
 import type { Raw } from '../../helpers/builders.ts';
 import { askHealth } from '../side-processes.ts';
-import { check, currentRevision, STARTUP_MS, type FaultSuite } from './shared.ts';
+import { check, CONVERGE_MS, currentRevision, STARTUP_MS, type FaultSuite } from './shared.ts';
 
 /** A value 200,000 levels deep: it overflowed the decoders' stack. */
 const DEEP = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
@@ -144,7 +144,7 @@ export function enforcementTrials(suite: FaultSuite): void {
     await until(
       'the restrictive change is enforced',
       () => w.tablesDiffer() === '' || w.tablesDiffer(),
-      30_000,
+      CONVERGE_MS,
     );
     suite.converged('a poison value beside a restrictive change', performance.now() - started);
     await until(
@@ -160,7 +160,7 @@ export function enforcementTrials(suite: FaultSuite): void {
     assert.deepEqual(await w.disagreements(), []);
     // The pod deleted: ready again at the delete's revision.
     const fixed = (await w.store.txn([], [{ type: 'delete', key: poison.key }])).revision;
-    await w.converged(Math.max(fixed, revision), 30_000);
+    await w.converged(Math.max(fixed, revision), CONVERGE_MS);
     assert.deepEqual(await stop(), []);
   });
 
@@ -176,7 +176,7 @@ export function enforcementTrials(suite: FaultSuite): void {
     check(w, w.tablesDiffer() === '', 'the tables still hold the policy');
     assert.deepEqual(await w.disagreements(), [], 'nothing the policy denies gets through');
     const revision = await w.write([policy]);
-    suite.converged('a truncated policy, then restored', await w.converged(revision, 30_000));
+    suite.converged('a truncated policy, then restored', await w.converged(revision, CONVERGE_MS));
     assert.deepEqual(await stop(), []);
   });
 
