@@ -1,7 +1,7 @@
 /**
  * The agent's HTTP endpoints, on loopback by default: `/healthz` (the process answers),
  * `/readyz` (200 once the first snapshot is realized, the last realization succeeded and every
- * key could be read; 503 with the reason otherwise), `/metrics` (Prometheus text) and, with the
+ * key could be read; 503 with the reason otherwise, a standby controller's included), `/metrics` (Prometheus text) and, with the
  * flow log on, `/flows` (NDJSON, flow-feed.ts). They are
  * served from the agent's event loop, which its realizer's work does not hold (worker-realizer.ts).
  */
@@ -16,6 +16,8 @@ export interface HealthSource {
   exposeMetrics?(): Promise<{ text: string; contentType: string }>;
   /** The flow table `/flows` serves (absent: no flow log, 404). */
   readonly flows?: FlowTable;
+  /** A standby controller: who leads (leadership.ts); /readyz says so with 503. */
+  readonly standingBy?: string | undefined;
 }
 
 export interface HealthServer {
@@ -38,6 +40,11 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
     if (request.method !== 'GET') return send(405, 'GET only\n');
     if (path === '/healthz') return send(200, 'ok\n');
     if (path === '/readyz') {
+      if (source.standingBy !== undefined)
+        return send(
+          503,
+          `not ready: standing by (${source.standingBy} leads; this controller writes nothing)\n`,
+        );
       const { phase, stale, realizedRevision, lastError, unreadable, unreadableCount } = source.state;
       if (phase === 'ready')
         return send(200, `ready: revision ${realizedRevision}${stale ? ' (stale)' : ''}\n`);

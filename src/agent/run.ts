@@ -12,7 +12,13 @@ import { ClusterState } from '../state/index.ts';
 import { NodeAgent } from './agent.ts';
 import { NodeRealizer } from './realizer.ts';
 import { parsePodCidrs, type DatapathName } from './datapaths.ts';
-import { lockForProcess, openNodeDatapath, type NeutronConnection } from '../datapaths/index.ts';
+import {
+  isClusterWideDatapath,
+  lockForProcess,
+  openNodeDatapath,
+  type NeutronConnection,
+} from '../datapaths/index.ts';
+import { ControllerElection } from './leadership.ts';
 import type { HeldLock } from '../dataplane/index.ts';
 import type { Realizer } from './types.ts';
 import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
@@ -163,6 +169,16 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       sourceSynced: () => source.synced(),
       ...(source.upstream ? { upstream: source.upstream } : {}),
     });
+    // A datapath written once for the cluster has one writer: its controllers elect it.
+    const election = isClusterWideDatapath(command.datapath)
+      ? new ControllerElection({
+          store,
+          key: layout.controllerLeader(command.datapath),
+          id: command.node,
+          ttlSeconds: command.leaseTtlSeconds,
+          log,
+        })
+      : undefined;
     const flows = command.flowLog ? new FlowTable(command.flowCapacity) : undefined;
     const feed = flows
       ? startFlowFeed({
@@ -180,6 +196,9 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
             },
             exposeMetrics: () => metrics.expose(),
             ...(flows ? { flows } : {}),
+            get standingBy() {
+              return election?.standingBy;
+            },
           },
           command.listen.host,
           command.listen.port,
@@ -187,9 +206,11 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
       : undefined;
     let stopping = false;
     let started = false;
+    let leadershipLost = false;
     const stop = (signal: string): void => {
       log.info({ signal }, 'stopping: finishing the current transaction');
       stopping = true;
+      election?.abandon();
       // A stop while start() waits for the source to sync ends that wait (start() then returns).
       if (!started && command.source === 'kube') void source.close();
       void agent.stop();
@@ -200,22 +221,32 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
     process.once('SIGINT', onInt);
     try {
       if (health) log.info({ url: health.url }, `serving /healthz /readyz /metrics${flows ? ' /flows' : ''}`);
-      try {
-        await agent.start();
-        started = true;
-      } catch (error) {
-        if (!stopping) throw error;
+      const leading =
+        !election ||
+        (await election.win((reason) => {
+          leadershipLost = true;
+          stop(`leadership lost (${reason})`);
+        }));
+      if (leading && !stopping) {
+        try {
+          await agent.start();
+          started = true;
+        } catch (error) {
+          if (!stopping) throw error;
+        }
+        io.onStarted?.(health?.url);
+        await agent.stoppedPromise();
       }
-      io.onStarted?.(health?.url);
-      await agent.stoppedPromise();
     } finally {
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
       await health?.close();
       await feed?.stop();
       await agent.stop();
+      if (!leadershipLost) await election?.resign();
     }
-    return 0;
+    // Lost leadership: non-zero, so the supervisor starts it again as a candidate.
+    return leadershipLost ? 1 : 0;
   } finally {
     lock?.release();
     await source.close();

@@ -11,6 +11,7 @@ export {
   targetDescription,
   NODE_DATAPATH_NAMES,
   isNodeDatapathName,
+  isClusterWideDatapath,
   openNodeDatapath,
   lockForProcess,
   FLEET_NAMES,

@@ -17,6 +17,11 @@ interface NodeSide {
   readonly name: string;
   /** Whether it changes the node's kernel: then one process at a time holds its lock. */
   readonly kernel: boolean;
+  /**
+   * Whether one process writes it for the whole cluster (Neutron's security groups): its agents
+   * are controllers, of which one leads and the others stand by (src/agent/leadership.ts).
+   */
+  readonly clusterWide?: boolean;
   readonly open: () => Promise<(context: NodeContext) => NodeDatapath>;
 }
 
@@ -101,6 +106,7 @@ const BACKENDS = {
       node: {
         name: 'neutron',
         kernel: false,
+        clusterWide: true,
         open: () => import('./neutron/node.ts').then((m) => m.openNeutronNode),
       },
     },
@@ -146,6 +152,11 @@ export const NODE_DATAPATH_NAMES: readonly string[] = [...nodeSides.keys()];
 
 export function isNodeDatapathName(name: string): boolean {
   return nodeSides.has(name);
+}
+
+/** Whether the named datapath is written once for the whole cluster, by an elected controller. */
+export function isClusterWideDatapath(name: string): boolean {
+  return nodeSide(name).clusterWide === true;
 }
 
 function nodeSide(name: string): NodeSide {

@@ -52,6 +52,8 @@ export class KeyLayout {
   readonly objects: string;
   readonly leader: string;
   readonly resourceVersions: string;
+  /** Election keys of cluster-wide controllers (the Neutron controller): `<root>/v1/meta/controllers/`. */
+  readonly controllers: string;
 
   constructor(root: string = DEFAULT_ROOT) {
     const trimmed = root.replace(/\/+$/, '');
@@ -60,6 +62,12 @@ export class KeyLayout {
     this.objects = `${this.base}k8s/`;
     this.leader = `${this.base}meta/reflector/leader`;
     this.resourceVersions = `${this.base}meta/reflector/resource-versions/`;
+    this.controllers = `${this.base}meta/controllers/`;
+  }
+
+  /** The key the controllers of a cluster-wide datapath campaign under. */
+  controllerLeader(datapath: string): string {
+    return `${this.controllers}${datapath}/leader`;
   }
 
   /** The prefix of one kind's keys. */

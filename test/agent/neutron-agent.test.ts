@@ -6,6 +6,8 @@
  * generation; a change is applied in place (same group, only the rules that differ); a restarted
  * agent over an unchanged cluster writes nothing; a rule deleted behind its back comes back; an
  * exhausted quota fails closed and visibly, and recovers; Neutron unreachable is a clear status.
+ * Two controllers (`palisade agent` processes): one leads and writes, the other stands by, and
+ * takes over when the leader is killed (after its lease's TTL) or stops (at once: it resigns).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -24,7 +26,9 @@ import { assertAgreesWithReference, probeAddresses, referenceAllows } from '../h
 import { SAMPLE_PORTS } from '../helpers/arbitraries.ts';
 import { targetNamed } from '../helpers/renderer-verdicts.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
-import { startAgent, uniqueLayout, writeObjects, type TestAgent } from './helpers.ts';
+import { freePort } from '../../src/etcd/index.ts';
+import { AgentProcess, until } from './fault-world.ts';
+import { agentArgs, startAgent, uniqueLayout, writeObjects, type TestAgent } from './helpers.ts';
 
 /**
  * How long a change may take to reach Neutron here. Alone it takes seconds; in CI Neutron (Python,
@@ -295,5 +299,67 @@ describe('agent --datapath neutron against a real neutron-server', { skip }, () 
     );
     assert.ok(controller.agent.state.realizedRevision < revision);
     await controller.agent.stop();
+  });
+
+  it('two controllers: one leads and writes, the other stands by and takes over when it dies or stops', async () => {
+    const layout = uniqueLayout();
+    let objects = seedCluster();
+    await writeObjects(etcd.store, layout, objects);
+    const controller = async (node: string): Promise<AgentProcess> => {
+      const port = await freePort();
+      const args = agentArgs({
+        etcd: etcd.server.endpoint,
+        datapath: 'neutron',
+        node,
+        layout,
+        extra: [
+          ...['--neutron-url', server.url, '--neutron-project', client.project, '--neutron-network', network],
+          ...['--listen', `127.0.0.1:${port}`, '--lease-ttl', '3', '--verify-interval', '1000'],
+        ],
+      }).slice(1);
+      const started = new AgentProcess(args, process.env, port);
+      started.start();
+      processes.push(started);
+      return started;
+    };
+    const readyz = async (agent: AgentProcess): Promise<string> => {
+      const answer = await agent.readyz();
+      return answer ? `${answer.status} ${answer.body.trim()}` : 'no answer';
+    };
+    const leads = (agent: AgentProcess) => async () =>
+      /^200 ready/.test(await readyz(agent)) || readyz(agent);
+    const standsBy = (agent: AgentProcess, leader: string) => async () =>
+      (await readyz(agent)).startsWith(`503 not ready: standing by (${leader} leads`) || readyz(agent);
+    const processes: AgentProcess[] = [];
+    try {
+      const a = await controller('ctl-a');
+      await until('ctl-a leads', leads(a), REALIZED_WITHIN_MS);
+      const b = await controller('ctl-b');
+      await until('ctl-b stands by', standsBy(b, 'ctl-a'), REALIZED_WITHIN_MS);
+      await assertNeutronAgrees(objects, 'ctl-a leads');
+
+      // The leader dies: the standby leads once its lease expires, and the next change reaches Neutron.
+      await a.kill();
+      await until('ctl-b leads', leads(b), REALIZED_WITHIN_MS);
+      assert.match(b.log, /leading as ctl-b/);
+      objects = replace(objects, seedPolicy(2, 6380));
+      const revision = await writeObjects(etcd.store, layout, objects);
+      await until(
+        'ctl-b realizes the change',
+        async () => Number(/revision (\d+)/.exec(await readyz(b))?.[1] ?? 0) >= revision || readyz(b),
+        REALIZED_WITHIN_MS,
+      );
+      await assertNeutronAgrees(objects, 'ctl-b leads');
+
+      // A stopping leader resigns: the standby takes over without waiting out a lease.
+      const c = await controller('ctl-c');
+      await until('ctl-c stands by', standsBy(c, 'ctl-b'), REALIZED_WITHIN_MS);
+      b.signal('SIGTERM');
+      await until('ctl-c leads', leads(c), REALIZED_WITHIN_MS);
+      assert.match(b.log, /stopped; the datapath keeps enforcing what it holds/);
+      await assertNeutronAgrees(objects, 'ctl-c leads');
+    } finally {
+      for (const agent of processes) await agent.kill();
+    }
   });
 });
