@@ -37,11 +37,11 @@ import { ReachFinder } from './touched.ts';
 import { groupEndpoints, type EndpointView } from '../workload-view.ts';
 import {
   clusterPolicyObject,
-  contentKey,
-  endpointFields,
+  EndpointFieldKeys,
   endpointObject,
   networkPolicyObject,
   objectChanges,
+  policyVersions,
 } from './objects.ts';
 import type { ConnectionChange, ConnectivityDiff, DiffPeer, ObjectChange } from './types.ts';
 
@@ -95,33 +95,43 @@ export function diffConnectivity(
 ): ConnectivityDiff {
   const started = performance.now();
   const semantics = options.semantics ?? 'v1';
-  const objects = objectChanges(before, after);
+  // Each policy's key once (the object comparison and every endpoint's side read it), and each
+  // endpoint's fields once per input.
+  const keyOf = policyVersions(before, after);
+  const fieldKeys = { before: new EndpointFieldKeys(before), after: new EndpointFieldKeys(after) };
+  const objects = objectChanges(before, after, { ...fieldKeys, policy: keyOf });
   const changed = new Map(objects.map((o) => [o.object, o]));
   const old = new SidedEvaluator(before, semantics);
   const next = new SidedEvaluator(after, semantics);
   const nodesChanged = objects.some((o) => o.object.startsWith('Node '));
-  const keys = new Map<object, string>();
-  const keyOf = (policy: object): string => {
-    let key = keys.get(policy);
-    if (!key) keys.set(policy, (key = contentKey(policy)));
-    return key;
+  // A side's policies by content as a short string of numbers: one number per distinct content
+  // (a string of every selecting policy's whole content per endpoint and side was most of a
+  // diff's garbage at 100,000 pods).
+  const contentNumbers = new Map<string, number>();
+  const numberOf = (policy: object): number => {
+    const key = keyOf(policy);
+    let n = contentNumbers.get(key);
+    if (n === undefined) contentNumbers.set(key, (n = contentNumbers.size));
+    return n;
   };
-  const units = unitsOf(before, after, options);
+  const units = unitsOf(before, after, options, fieldKeys);
   for (const unit of units) {
     for (const side of ['egress', 'ingress'] as const) {
-      const was = unit.before.map((e) => sideContext(old, e, side, semantics, keyOf));
-      const is = unit.after.map((e) => sideContext(next, e, side, semantics, keyOf));
-      const set = (list: { key: string }[]): string =>
-        [...new Set(list.map((c) => c.key))].sort().join('\u0001');
-      unit.sideChanged[side] = nodesChanged || set(was) !== set(is);
-      for (const c of [...was, ...is])
-        for (const name of c.objects) if (changed.has(name)) unit.causes[side].add(name);
+      const was = new Set<string>();
+      const is = new Set<string>();
+      const note = (name: string): void => {
+        if (changed.has(name)) unit.causes[side].add(name);
+      };
+      for (const e of unit.before) was.add(sideContext(old, e, side, semantics, numberOf, note));
+      for (const e of unit.after) is.add(sideContext(next, e, side, semantics, numberOf, note));
+      unit.sideChanged[side] = nodesChanged || !sameSets(was, is);
       for (const e of [...unit.before, ...unit.after]) {
         if (changed.has(endpointObject(e))) unit.causes[side].add(endpointObject(e));
         if (changed.has(`Namespace ${e.namespace}`)) unit.causes[side].add(`Namespace ${e.namespace}`);
       }
     }
-    unit.fieldsChanged ||= fieldsKey(unit.before, before) !== fieldsKey(unit.after, after);
+    unit.fieldsChanged ||=
+      fieldsKey(unit.before, fieldKeys.before) !== fieldsKey(unit.after, fieldKeys.after);
   }
   const ranges = options.addresses === false ? [] : addressRanges([before, after]);
   const asAddresses = (members: readonly Endpoint[]): Address[] =>
@@ -233,7 +243,12 @@ export function diffConnectivity(
   };
 }
 
-function unitsOf(before: Cluster, after: Cluster, options: DiffOptions): Unit[] {
+function unitsOf(
+  before: Cluster,
+  after: Cluster,
+  options: DiffOptions,
+  fieldKeys: { readonly before: EndpointFieldKeys; readonly after: EndpointFieldKeys },
+): Unit[] {
   const view = options.by ?? 'workload';
   const namespaces = options.namespaces?.length ? new Set(options.namespaces) : undefined;
   const inScope = (e: Endpoint): boolean => !namespaces || namespaces.has(e.namespace);
@@ -257,25 +272,19 @@ function unitsOf(before: Cluster, after: Cluster, options: DiffOptions): Unit[] 
   };
   add(before, 'before');
   add(after, 'after');
-  // Each member's key computed once (not once per comparison of the sort).
-  const byFields = (cluster: Cluster) => {
-    const keys = new Map<Endpoint, string>();
-    const key = (e: Endpoint): string => {
-      let k = keys.get(e);
-      if (k === undefined) keys.set(e, (k = contentKey(endpointFields(e, cluster))));
-      return k;
-    };
+  // Each member's key computed once per input (not once per comparison of the sort).
+  const byFields = (keys: EndpointFieldKeys) => {
     return (a: Endpoint, b: Endpoint): number => {
-      const x = key(a);
-      const y = key(b);
+      const x = keys.keyOf(a);
+      const y = keys.keyOf(b);
       return x < y ? -1 : x > y ? 1 : 0;
     };
   };
   return [...units].map(([key, u]) => ({
     key,
     peer: u.peer,
-    before: u.before.sort(byFields(before)),
-    after: u.after.sort(byFields(after)),
+    before: u.before.length > 1 ? u.before.sort(byFields(fieldKeys.before)) : u.before,
+    after: u.after.length > 1 ? u.after.sort(byFields(fieldKeys.after)) : u.after,
     fieldsChanged: u.before.length === 0 || u.after.length === 0,
     sideChanged: { egress: false, ingress: false },
     causes: { egress: new Set<string>(), ingress: new Set<string>() },
@@ -283,26 +292,40 @@ function unitsOf(before: Cluster, after: Cluster, options: DiffOptions): Unit[] 
 }
 
 /** The members' fields, as one comparable string (pod names left out: they change with every rollout). */
-function fieldsKey(members: readonly Endpoint[], cluster: Cluster): string {
-  return members.map((e) => contentKey(endpointFields(e, cluster))).join('\u0001');
+function fieldsKey(members: readonly Endpoint[], keys: EndpointFieldKeys): string {
+  return members.map((e) => keys.keyOf(e)).join('\u0001');
 }
 
-/** The policies deciding one side of an endpoint, by content (their key) and by name. */
+function sameSets(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
+
+/**
+ * The policies deciding one side of an endpoint, by content (their numbers, in order), each
+ * policy's name handed to `note`.
+ */
 function sideContext(
   evaluator: SidedEvaluator,
   endpoint: Endpoint,
   side: Side,
   semantics: Semantics,
-  keyOf: (policy: object) => string,
-): { key: string; objects: string[] } {
-  const np = selectingPolicies(evaluator.index, endpoint, side, semantics);
-  const cp = tierPlan(evaluator.index.cluster).flatMap((tier) =>
-    selectingClusterPolicies(evaluator.index, endpoint, side, tier.name),
-  );
-  return {
-    key: [...np.map(keyOf), '|', ...cp.map(keyOf)].join('\u0000'),
-    objects: [...np.map(networkPolicyObject), ...cp.map(clusterPolicyObject)],
-  };
+  numberOf: (policy: object) => number,
+  note: (name: string) => void,
+): string {
+  let key = '';
+  for (const p of selectingPolicies(evaluator.index, endpoint, side, semantics)) {
+    key += `${numberOf(p)},`;
+    note(networkPolicyObject(p));
+  }
+  key += '|';
+  for (const tier of tierPlan(evaluator.index.cluster))
+    for (const p of selectingClusterPolicies(evaluator.index, endpoint, side, tier.name)) {
+      key += `${numberOf(p)},`;
+      note(clusterPolicyObject(p));
+    }
+  return key;
 }
 
 function allowedBetween(
