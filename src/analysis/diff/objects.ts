@@ -23,13 +23,16 @@ export function contentKey(value: unknown): string {
   });
 }
 
-/** Whether two model values are equal as `contentKey` sees them (locations left out), without building either key. */
-export function sameContent(a: unknown, b: unknown): boolean {
+/**
+ * Whether two model values are equal as `contentKey` sees them (locations left out, and the uid
+ * and generation of the objects themselves), without building either key.
+ */
+export function sameContent(a: unknown, b: unknown, top = true): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameContent(a[i], b[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!sameContent(a[i], b[i], false)) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
@@ -37,14 +40,14 @@ export function sameContent(a: unknown, b: unknown): boolean {
   const y = b as Record<string, unknown>;
   // Keys whose value is undefined are absent to JSON; so they are here.
   const keys = (o: Record<string, unknown>): string[] =>
-    Object.keys(o).filter((k) => k !== 'location' && o[k] !== undefined);
+    Object.keys(o).filter((k) => k !== 'location' && o[k] !== undefined && !(top && IDENTITY_FIELDS.has(k)));
   const xs = keys(x);
   const ys = keys(y);
   if (xs.length !== ys.length) return false;
   for (let i = 0; i < xs.length; i++) {
     const k = xs[i] as string;
     // contentKey keeps key order: objects built alike list their keys alike.
-    if (k !== ys[i] || !sameContent(x[k], y[k])) return false;
+    if (k !== ys[i] || !sameContent(x[k], y[k], false)) return false;
   }
   return true;
 }
