@@ -67,7 +67,11 @@ interface RunFigures {
 }
 
 async function oneRun(scale: number, changes: number): Promise<RunFigures> {
-  const server = await startNeutron();
+  // Shape (a) ×0.01 needs ~2,400 groups (one per policy, peer and named-port group): more than
+  // the local server's default quota, which the tests' quota case relies on.
+  const server = await startNeutron({
+    quotas: { securityGroups: 100_000, rules: 1_000_000, ports: 100_000 },
+  });
   try {
     const project = 'palisade-bench';
     const client = new NeutronClient({ url: server.url, project });
