@@ -43,6 +43,8 @@ export function mismatch(
   object: DecodedObject,
   at: { readonly kind: string; readonly namespace?: string; readonly name: string },
 ): string | undefined {
+  // A staged policy stands at its kind's key like an enforced one.
+  if (object.kind === 'Staged') return mismatch(object.object, at);
   const expected = DECODED_KIND[at.kind] ?? 'Endpoint';
   if (object.kind !== expected) return `the value is a ${object.kind}, not a ${at.kind}`;
   const [namespace, name] =

@@ -110,6 +110,9 @@ export class ClusterMirror {
   private readonly policies = new Map<string, PolicyEntry>();
   private readonly policiesByNamespace = new Map<string, Set<string>>();
   private readonly clusterPolicies = new Map<string, ClusterPolicy>();
+  /** Staged policies by key: never in the pipeline, only in `snapshot().staged`. */
+  private readonly stagedPolicies = new Map<string, NetworkPolicy>();
+  private readonly stagedClusterPolicies = new Map<string, ClusterPolicy>();
   private readonly declaredNodes = new Map<string, NodeInfo>();
   private readonly nodeUse = new Map<string, NodeUse>();
   private readonly emittedNodes = new Map<string, NodeInfo>();
@@ -204,6 +207,10 @@ export class ClusterMirror {
         else this.declaredNodes.delete(at.name);
         touchedNodes.add(at.name);
       } else {
+        // Staged: out of the pipeline (a policy made staged leaves enforcement, as if deleted).
+        const staged = decoded?.kind === 'Staged' ? decoded.object : undefined;
+        if (staged?.kind === 'ClusterPolicy') this.stagedClusterPolicies.set(change.key, staged.policy);
+        else this.stagedClusterPolicies.delete(change.key);
         this.setClusterPolicy(
           change.key,
           decoded?.kind === 'ClusterPolicy' ? decoded.policy : undefined,
@@ -236,12 +243,23 @@ export class ClusterMirror {
     const policies: NetworkPolicy[] = [];
     for (const entry of this.policies.values()) if (entry.emitted) policies.push(entry.emitted);
     policies.sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name));
+    const staged = this.stagedPolicies.size + this.stagedClusterPolicies.size > 0;
     return {
       namespaces: new Map([...this.namespaces].sort(([a], [b]) => compare(a, b))),
       endpoints,
       policies,
       clusterPolicies: [...this.clusterPolicies.values()].sort(comparePolicies),
       nodes: new Map([...this.emittedNodes].sort(([a], [b]) => compare(a, b))),
+      ...(staged
+        ? {
+            staged: {
+              policies: [...this.stagedPolicies.values()].sort(
+                (a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name),
+              ),
+              clusterPolicies: [...this.stagedClusterPolicies.values()].sort(comparePolicies),
+            },
+          }
+        : {}),
     };
   }
 
@@ -328,12 +346,15 @@ export class ClusterMirror {
       const decoded = this.read(key, entry.text, entry.modRevision, at, held ? 'last-good' : 'fail-closed');
       entry.text = undefined;
       if (decoded?.kind === 'NetworkPolicy') policy = decoded.policy;
+      else if (decoded?.kind === 'Staged' && decoded.object.kind === 'NetworkPolicy')
+        this.stagedPolicies.set(key, decoded.object.policy); // not enforced: policy stays undefined
       else if (held)
         return; // unreadable: its last good version stays
       else policy = isolatingPolicy(entry.namespace, name, key);
     } else if (!gone) {
       return; // decoded before and unchanged
     }
+    if (gone || policy) this.stagedPolicies.delete(key);
     const before = entry.emitted;
     if (before && (!policy || policyKey(before) !== policyKey(policy)))
       out.push({ type: 'delete-policy', key: policyKey(before) });

@@ -6,17 +6,23 @@
  * bug) the record says so in `mismatch`, and its verdict stays the kernel's.
  *
  * Only the sides the reporting node judged are named: a connection between pods of two nodes is
- * judged for egress on the source's node and for ingress on the destination's.
+ * judged for egress on the source's node and for ingress on the destination's. While policies are
+ * staged, the same sides are evaluated once more over the cluster with them applied, and the
+ * record says what that would change (`staged`).
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
 import { evaluate, indexCluster, type ClusterIndex } from '../semantics/index.ts';
-import type { Address, EvaluateOptions, SideVerdict, TierStep } from '../semantics/types.ts';
-import type { DecidingRule, FlowEndpoint, FlowRecord, VerdictEvent } from './types.ts';
+import type { Address, EvaluateOptions, SideVerdict } from '../semantics/types.ts';
+import { decidingRule } from './deciding-rule.ts';
+import { stagedChange, withStagedApplied } from './staged.ts';
+import type { FlowEndpoint, FlowRecord, VerdictEvent } from './types.ts';
 
 /** A cluster prepared for attributing many events: indexed once, addresses looked up in a map. */
 export interface AttributionContext {
   readonly index: ClusterIndex;
+  /** The cluster with its staged policies applied, when any are staged (`staged.ts`). */
+  readonly staged?: ClusterIndex;
   /** Canonical address text → the one pod holding it (addresses shared by pods are left out). */
   readonly pods: ReadonlyMap<string, Endpoint>;
   /** Canonical address text → node name. */
@@ -48,8 +54,10 @@ export function attributionContext(
     for (const ip of info.addresses) nodes.set(formatIp(ip), info.name);
   const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
   for (const [name, ns] of cluster.namespaces) namespaceLabels.set(name, ns.labels);
+  const staged = withStagedApplied(cluster);
   return {
     index: indexCluster(cluster),
+    ...(staged ? { staged: indexCluster(staged) } : {}),
     pods,
     nodes,
     namespaceLabels,
@@ -76,19 +84,22 @@ export function attributeEvent(context: AttributionContext, event: VerdictEvent)
     ...(context.node !== undefined ? { node: context.node } : {}),
   };
   if (!src.address || !dst.address || src.family !== dst.family) return { ...base, decidedBy: [] };
-  const verdict = evaluate(
-    context.index,
-    {
-      src: src.address,
-      dst: dst.address,
-      protocol: event.protocol,
-      port: event.port,
-      family: src.family,
-    },
-    context.options,
-  );
+  const connection = {
+    src: src.address,
+    dst: dst.address,
+    protocol: event.protocol,
+    port: event.port,
+    family: src.family,
+  };
+  const verdict = evaluate(context.index, connection, context.options);
   const local = (endpoint: Address): boolean =>
     context.node === undefined || (endpoint.kind === 'endpoint' && endpoint.endpoint.node === context.node);
+  const localSide = (side: SideVerdict): boolean =>
+    local(side.direction === 'egress' ? connection.src : connection.dst);
+  // One more evaluation per event, only while policies are staged.
+  const staged = context.staged
+    ? stagedChange(verdict, evaluate(context.staged, connection, context.options), localSide)
+    : undefined;
   // Only the sides this node judged: a pod's egress on its node, a pod's ingress on its node.
   const sides = [
     ...(verdict.egress.walk.length > 0 && local(src.address) ? [verdict.egress] : []),
@@ -101,30 +112,7 @@ export function attributeEvent(context: AttributionContext, event: VerdictEvent)
     return rule ? [rule] : [];
   });
   const mismatch = compare(event, sides);
-  return { ...base, decidedBy, ...(mismatch ? { mismatch } : {}) };
-}
-
-/**
- * The step of a side's walk that decided it, in the record's words: the tier that allowed or
- * denied, or NetworkPolicy's "not isolated" when no tier did (the default allowed).
- */
-export function decidingRule(side: SideVerdict): DecidingRule | undefined {
-  const decided: TierStep | undefined =
-    side.walk.find((s) => s.outcome === 'allow' || s.outcome === 'deny') ?? undefined;
-  const step =
-    decided && decided.tier !== 'Default' ? decided : side.walk.find((s) => s.outcome === 'not-isolated');
-  if (!step || step.outcome === 'pass') return undefined;
-  // Isolated and no rule allowed it: no one policy decided; the ones that isolate are named.
-  const isolated = step.tier === 'NetworkPolicy' && step.outcome === 'deny' && step.policy === undefined;
-  return {
-    direction: side.direction,
-    tier: step.tier,
-    outcome: step.outcome,
-    ...(step.policy !== undefined ? { policy: step.policy } : {}),
-    ...(isolated ? { isolatedBy: step.policies } : {}),
-    ...(step.rule !== undefined ? { rule: step.rule } : {}),
-    ...(step.ruleName !== undefined ? { ruleName: step.ruleName } : {}),
-  };
+  return { ...base, decidedBy, ...(staged ? { staged } : {}), ...(mismatch ? { mismatch } : {}) };
 }
 
 /** What differs between the kernel's judgement and the evaluator's on the sides judged here. */

@@ -16,15 +16,21 @@ export const FLOW_FILTER_PARAMETERS = [
   'port',
   'policy',
   'node',
+  'staged',
 ] as const;
 
 /** Parses query parameters into a filter, or says which one is wrong. */
 export function parseFlowFilter(params: URLSearchParams): FlowFilter | { readonly error: string } {
-  const filter: Record<string, string | number> = {};
+  const filter: Record<string, string | number | boolean> = {};
   for (const name of FLOW_FILTER_PARAMETERS) {
     const value = params.get(name);
     if (value === null || value === '') continue;
-    if (name === 'verdict') {
+    if (name === 'staged') {
+      if (value !== 'true' && value !== 'false')
+        return { error: `staged must be true or false, not "${value}"` };
+      if (value === 'true') filter[name] = true;
+      continue;
+    } else if (name === 'verdict') {
       if (value !== 'allowed' && value !== 'denied')
         return { error: `verdict must be allowed or denied, not "${value}"` };
     } else if (name === 'protocol') {
@@ -88,5 +94,6 @@ export function matchesFlow(record: FlowRecord, filter: FlowFilter): boolean {
   if (filter.port !== undefined && record.port !== filter.port) return false;
   if (filter.policy !== undefined && !record.decidedBy.some((d) => d.policy === filter.policy)) return false;
   if (filter.node !== undefined && record.node !== filter.node) return false;
+  if (filter.staged === true && record.staged === undefined) return false;
   return true;
 }

@@ -1,11 +1,13 @@
 /**
  * The flows layer: the flow record shared by its producers and consumers, how a kernel's verdict
- * event is attributed to the policy, rule and tier that decided it, bounded aggregation, filters
- * and the text people read.
+ * event is attributed to the policy, rule and tier that decided it, what a staged policy set
+ * would decide instead, bounded aggregation, filters and the text people read.
  */
 export type * from './types.ts';
 export { readFlowFile, type FlowFile, type LocatedFlow } from './flow-file.ts';
-export { attributeEvent, attributionContext, decidingRule, type AttributionContext } from './attribute.ts';
+export { attributeEvent, attributionContext, type AttributionContext } from './attribute.ts';
+export { decidingRule } from './deciding-rule.ts';
+export { stagedChange, withStagedApplied } from './staged.ts';
 export { DEFAULT_FLOW_CAPACITY, FlowTable, flowKey, type FlowTableStats } from './flow-table.ts';
 export { FLOW_FILTER_PARAMETERS, flowFilterParameters, matchesFlow, parseFlowFilter } from './filter.ts';
 export { decidingRuleText, flowText } from './format.ts';

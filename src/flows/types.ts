@@ -106,4 +106,6 @@ export interface FlowFilter {
   /** `ns/name`, `anp/name`, … as in `DecidingRule.policy`. */
   readonly policy?: string;
   readonly node?: string;
+  /** Only flows whose verdict the staged policies would change (`staged` set on the record). */
+  readonly staged?: boolean;
 }

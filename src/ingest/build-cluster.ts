@@ -73,8 +73,14 @@ export function buildCluster(
   const tiers = new Map<string, TierSpec>();
   const accounts = new Map<string, Labels>();
   const services: Service[] = [];
+  const stagedPolicies: NetworkPolicy[] = [];
+  const stagedClusterPolicies: ClusterPolicy[] = [];
   for (const object of latest.values()) {
-    if (object.kind === 'Namespace') namespaces.set(object.namespace.name, object.namespace);
+    if (object.kind === 'Staged') {
+      // Apart from the enforced ones: no implicit namespace, no tie or engine diagnostics.
+      if (object.object.kind === 'NetworkPolicy') stagedPolicies.push(object.object.policy);
+      else stagedClusterPolicies.push(object.object.policy);
+    } else if (object.kind === 'Namespace') namespaces.set(object.namespace.name, object.namespace);
     else if (object.kind === 'NetworkPolicy') policies.push(object.policy);
     else if (object.kind === 'ClusterPolicy') clusterPolicies.push(object.policy);
     else if (object.kind === 'ClusterPolicies') for (const p of object.policies) clusterPolicies.push(p);
@@ -110,6 +116,14 @@ export function buildCluster(
     ...rejectedOnly(rejected, policies),
     ...(services.length > 0
       ? { services: services.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)) }
+      : {}),
+    ...(stagedPolicies.length + stagedClusterPolicies.length > 0
+      ? {
+          staged: {
+            policies: stagedPolicies.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
+            clusterPolicies: stagedClusterPolicies.sort(comparePolicies),
+          },
+        }
       : {}),
   };
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
@@ -233,6 +247,8 @@ function locationOf(object: DecodedObject): SourceLocation | undefined {
       return object.tier.location;
     case 'Service':
       return object.service.location;
+    case 'Staged':
+      return object.object.policy.location;
     case 'ServiceAccount':
     case 'Node':
       return undefined;

@@ -17,6 +17,7 @@ import { decodeCilium } from './decode-cilium.ts';
 import { decodeServiceAccount } from './decode-service-account.ts';
 import { decodeService } from './decode-service.ts';
 import { otherEnginePolicy } from './other-engines.ts';
+import { STAGEABLE_KINDS, withStagedMark } from './decode-staged.ts';
 import type { DecodedObject, RawObject } from './types.ts';
 
 /** apiVersions under which each workload kind has been served. */
@@ -101,9 +102,13 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   const identityKind = isCalico(apiVersion) ? `${kind}.projectcalico.org` : kind;
   const identity = `${identityKind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
   // Another engine's kind of a name Palisade reads (Antrea's NetworkPolicy) is that engine's.
-  const decoded = otherEnginePolicy(apiVersion, kind, true)
+  const known = otherEnginePolicy(apiVersion, kind, true)
     ? 'unknown-kind'
     : decodeKnownKind(ctx, kind, apiVersion);
+  const decoded =
+    known && known !== 'unknown-kind' && STAGEABLE_KINDS.has(kind) && !isCalico(apiVersion)
+      ? withStagedMark(ctx, value.metadata, known)
+      : known;
   const unknownMetadata = decoded !== 'unknown-kind' && reportMetadataFields(ctx, kind);
   if (decoded === 'unknown-kind') {
     const where = raw.locator.valueAt(raw.basePath);

@@ -71,7 +71,15 @@ export type DecodedObject =
       readonly labels: Labels;
     }
   | { readonly kind: 'Service'; readonly service: Service }
-  | { readonly kind: 'Node'; readonly node: NodeInfo };
+  | { readonly kind: 'Node'; readonly node: NodeInfo }
+  /**
+   * A policy marked staged (`STAGED_ANNOTATION`): decoded like any other, but wrapped so that
+   * nothing that enforces or answers about the cluster can take it for an enforced one.
+   */
+  | { readonly kind: 'Staged'; readonly object: StageableObject };
+
+/** The decoded kinds a staged mark applies to. */
+export type StageableObject = Extract<DecodedObject, { readonly kind: 'NetworkPolicy' | 'ClusterPolicy' }>;
 
 /** An input file's text, with the name diagnostics should use for it. */
 export interface InputFile {

@@ -257,6 +257,16 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary:
       "an object holds network policy of an engine Palisade does not evaluate (Antrea's, OVN's, Istio's AuthorizationPolicy, …); answers do not include it",
   },
+  POLICY_STAGED: {
+    severity: 'info',
+    summary:
+      'a policy is marked staged (palisade.dev/staged): it is not enforced and answers leave it out; the agent evaluates it against flows',
+  },
+  STAGED_VALUE_INVALID: {
+    severity: 'warning',
+    summary:
+      'the palisade.dev/staged annotation is neither "true" nor "false"; the policy is taken as staged',
+  },
   POLICY_ENGINES_MIXED: {
     severity: 'warning',
     summary:

@@ -15,6 +15,13 @@ import type { ClusterPolicy } from './cluster-policy.ts';
 export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
 /** The label the API server puts on every namespace, holding its name. */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+/**
+ * Marks a NetworkPolicy, AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy
+ * staged (audit mode): `"true"` (any value but `"false"`). A staged policy is never enforced and
+ * answers about the cluster leave it out; the agent evaluates it against real flows
+ * (`palisade flows --staged`).
+ */
+export const STAGED_ANNOTATION = 'palisade.dev/staged';
 
 export { PROTOCOLS, type Labels, type Protocol, type SourceLocation } from './basics.ts';
 import type { Labels, Protocol, SourceLocation } from './basics.ts';
@@ -205,6 +212,18 @@ export interface Cluster {
   readonly unevaluated?: readonly UnevaluatedPolicy[];
   /** Services, by namespace and name (absent when none). */
   readonly services?: readonly Service[];
+  /**
+   * Policies marked staged (`STAGED_ANNOTATION`), apart from the enforced ones above: no
+   * datapath enforces them and no answer about the cluster includes them (absent when none).
+   */
+  readonly staged?: StagedPolicies;
+}
+
+/** Staged policies: what the enforced set would become, evaluated against flows only. */
+export interface StagedPolicies {
+  readonly policies: readonly NetworkPolicy[];
+  /** In precedence order, like `Cluster.clusterPolicies`. */
+  readonly clusterPolicies: readonly ClusterPolicy[];
 }
 
 /**

@@ -1,13 +1,13 @@
 /**
  * An API object reduced to what policy reads — labels, addresses, container ports, node, phase,
- * owners, and policy specs whole — so that changes policy cannot see (a pod's conditions and
+ * owners, policy specs whole and a policy's staged mark — so that changes policy cannot see (a pod's conditions and
  * container statuses, a node's heartbeats, a workload's replica counts, resourceVersion,
  * managedFields) give the same value and write nothing. Objects are rebuilt field by field in a
  * fixed order, so equal content is equal text. A property test holds that decoding the reduced
  * object gives the same model object as decoding the original.
  */
 import type { RawApiObject } from '../kube/types.ts';
-import { LEGACY_ISOLATION_ANNOTATION } from '../model/types.ts';
+import { LEGACY_ISOLATION_ANNOTATION, STAGED_ANNOTATION } from '../model/types.ts';
 
 type Json = Record<string, unknown>;
 
@@ -60,6 +60,10 @@ function pruneMetadata(object: RawApiObject, namespace: string | undefined): Jso
   const annotations = asObject(metadata.annotations);
   const legacy = annotations?.[LEGACY_ISOLATION_ANNOTATION];
   if (legacy !== undefined) out.annotations = { [LEGACY_ISOLATION_ANNOTATION]: legacy };
+  // A policy's staged mark: dropping it would have the agents enforce a candidate.
+  const staged = annotations?.[STAGED_ANNOTATION];
+  if (staged !== undefined && POLICY_KINDS.has(object.kind as string))
+    out.annotations = { [STAGED_ANNOTATION]: staged };
   // A pod's or policy's uid never changes (Kuryr tags Neutron's objects with it).
   if (
     (POLICY_KINDS.has(object.kind as string) || object.kind === 'Pod') &&

@@ -4,7 +4,8 @@
  * names shared with workloads), workloads and policies, applied in random batches, the mirror's
  * cluster equals what `loadFromObjects` assembles from the values etcd would hold; a pipeline fed
  * the mirror's incremental changes renders exactly what a fresh render of that cluster does; and
- * the fast decoding path gives the full decoder's objects.
+ * the fast decoding path gives the full decoder's objects. Policies are sometimes staged: the mirror
+ * holds them apart, and the pipeline renders exactly what it would with them deleted.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { ClusterMirror, type KeyChange } from '../../src/agent/mirror.ts';
 import { fastDecode } from '../../src/agent/decode.ts';
 import { loadFromObjects } from '../../src/ingest/index.ts';
 import { formatIp } from '../../src/net/ip.ts';
-import type { Cluster } from '../../src/model/types.ts';
+import { STAGED_ANNOTATION, type Cluster } from '../../src/model/types.ts';
 import { PolicyPipeline, renderCluster } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { loadTarget, type RenderTarget } from '../../src/datapaths/index.ts';
@@ -129,6 +130,10 @@ const nodeObject = fc
     status: { addresses: [{ type: 'InternalIP', address: `172.16.0.${host + 1}` }] },
   }));
 
+/** Policies come staged (`palisade.dev/staged`) one time in three: never enforced, still mirrored. */
+const staged = fc.integer({ min: 0, max: 2 }).map((n) => n === 0);
+const stagedMark = (mark: boolean): Raw => (mark ? { annotations: { [STAGED_ANNOTATION]: 'true' } } : {});
+
 const policyObject = fc
   .record({
     ns: fc.constantFrom(...NS),
@@ -136,11 +141,12 @@ const policyObject = fc
     app: fc.constantFrom('web', 'db'),
     ingress: fc.array(ruleArb('from'), { maxLength: 2 }),
     egress: fc.array(ruleArb('to'), { maxLength: 1 }),
+    staged,
   })
   .map((p): Raw => ({
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: { name: p.name, namespace: p.ns },
+    metadata: { name: p.name, namespace: p.ns, ...stagedMark(p.staged) },
     spec: {
       podSelector: { matchLabels: { app: p.app } },
       policyTypes: ['Ingress', 'Egress'],
@@ -150,11 +156,11 @@ const policyObject = fc
   }));
 
 const anpObject = fc
-  .record({ priority: fc.nat(5), app: fc.constantFrom('web', 'db') })
-  .map(({ priority, app }): Raw => ({
+  .record({ priority: fc.nat(5), app: fc.constantFrom('web', 'db'), staged })
+  .map(({ priority, app, staged: mark }): Raw => ({
     apiVersion: 'policy.networking.k8s.io/v1alpha1',
     kind: 'AdminNetworkPolicy',
-    metadata: { name: 'anp' },
+    metadata: { name: 'anp', ...stagedMark(mark) },
     spec: {
       priority,
       subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } },
@@ -195,6 +201,14 @@ class FakeEtcd {
     const sorted = [...this.values].sort(([a], [b]) => (a < b ? -1 : 1));
     return loadFromObjects(sorted.map(([, v]) => JSON.parse(v.value) as unknown)).cluster;
   }
+  /** The cluster of the objects held with every staged policy deleted instead. */
+  withoutStaged(): Cluster {
+    const objects = [...this.values]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([, v]) => JSON.parse(v.value) as Raw)
+      .filter((o) => (o.metadata as Raw).annotations === undefined || o.kind === 'Namespace');
+    return loadFromObjects(objects).cluster;
+  }
 }
 
 /** A cluster as comparable plain data (node addresses as a set: their order is not part of it). */
@@ -206,6 +220,7 @@ function plain(cluster: Cluster): unknown {
         endpoints: cluster.endpoints,
         policies: cluster.policies,
         clusterPolicies: cluster.clusterPolicies,
+        staged: cluster.staged,
         nodes: [...cluster.nodes.values()].map((n) => ({
           ...n,
           addresses: n.addresses.map(formatIp).sort(),
@@ -269,9 +284,13 @@ describe('agent mirror', () => {
           for (const { pipeline } of live) pipeline.applyBatch(changes);
         }
         const fresh = etcd.cluster();
+        // Staged policies change nothing enforced: as if they were not there at all.
+        const unstaged = etcd.withoutStaged();
         targets.forEach((target, i) => {
           const [expected] = renderCluster(target, fresh, { node: 'n1' });
           assert.deepEqual(canonical(live[i]!.instance.output()), canonical(expected!.output), target.name);
+          const [bare] = renderCluster(target, unstaged, { node: 'n1' });
+          assert.deepEqual(canonical(live[i]!.instance.output()), canonical(bare!.output), target.name);
         });
       }),
       { numRuns: Math.ceil(RUNS / 2) },

@@ -3,7 +3,8 @@
  * policy, rule and tier that decided it — read from the agents' `/flows` endpoints (`--agent
  * URL…`, or every agent of a lab with `--lab NAME`), filtered there, printed as text or NDJSON.
  * `--follow` keeps each stream open and prints records as the agents update them (`--for`
- * seconds, or until interrupted).
+ * seconds, or until interrupted). `--staged` keeps only the flows the staged policies would
+ * decide differently, each with the staged rule that would decide it.
  */
 import { request, type IncomingMessage } from 'node:http';
 import { Command } from 'commander';
@@ -42,11 +43,16 @@ export function flowsCommand(io: CliIo, done: (code: number) => void): Command {
     .option('--port <port>', 'destination port')
     .option('--policy <name>', 'decided by this policy (ns/name, anp/name, banp/default, cnp/name)')
     .option('--node <name>', 'reported by this node')
+    .option(
+      '--staged',
+      'only flows the staged policies (palisade.dev/staged) would deny or newly allow, with the staged rule',
+    )
     .option('-o, --output <format>', 'text or json (one record per line)', 'text');
   return command.action(async (raw: Record<string, unknown>) => {
     const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
     const params = new URLSearchParams();
     for (const name of FLOW_FILTER_PARAMETERS) if (typeof raw[name] === 'string') params.set(name, raw[name]);
+    if (raw.staged === true) params.set('staged', 'true');
     const filter = parseFlowFilter(params);
     if ('error' in filter) throw new UsageError(`--${filter.error}`);
     const follow = raw.follow === true;

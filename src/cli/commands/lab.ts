@@ -274,7 +274,12 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
 
 /** The raw objects that loaded without errors (a broken policy is reported and left out). */
 export function validObjects(loaded: Awaited<ReturnType<typeof loadInput>>): object[] {
-  const policies = new Set(loaded.cluster.policies.map((p) => `${p.namespace}/${p.name}`));
+  // Staged policies too: the lab's agents evaluate them against flows (never enforce them).
+  const policies = new Set(
+    [...loaded.cluster.policies, ...(loaded.cluster.staged?.policies ?? [])].map(
+      (p) => `${p.namespace}/${p.name}`,
+    ),
+  );
   const namespaces = new Set(loaded.cluster.namespaces.keys());
   const pods = new Set(loaded.cluster.endpoints.map((e) => `${e.namespace}/${e.name}`));
   return loaded.rawObjects
