@@ -8,6 +8,7 @@ export { readFlowFile, type FlowFile, type LocatedFlow } from './flow-file.ts';
 export { attributeEvent, attributionContext, type AttributionContext } from './attribute.ts';
 export { decidingRule } from './deciding-rule.ts';
 export { stagedChange, withStagedApplied } from './staged.ts';
+export { stagedView } from './staged-view.ts';
 export { DEFAULT_FLOW_CAPACITY, FlowTable, flowKey, type FlowTableStats } from './flow-table.ts';
 export { FLOW_FILTER_PARAMETERS, flowFilterParameters, matchesFlow, parseFlowFilter } from './filter.ts';
 export { decidingRuleText, flowText } from './format.ts';

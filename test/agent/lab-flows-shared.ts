@@ -37,9 +37,14 @@ function getUnix(socketPath: string, path: string): Promise<string> {
   });
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
+/**
+ * A lab with a control plane whose agents log flows, for one suite: `up` makes it (the shop,
+ * or the objects given), `flows` runs `palisade flows --lab … -o json`; the lab is taken down and
+ * its state directory removed after the suite, whatever happened.
+ */
+export function flowLab(datapath: 'nftables' | 'ebpf', prefix: string) {
   const stateRoot = mkdtempSync(join(tmpdir(), `palisade-flows-${datapath}-`));
   const name = `${prefix}${process.pid % 100000}`;
   let lab: ControlPlaneLab | undefined;
@@ -52,24 +57,40 @@ export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
     rmSync(stateRoot, { recursive: true, force: true });
   });
 
-  const flows = async (...args: string[]): Promise<FlowRecord[]> => {
-    const result = await cli(['flows', '--lab', name, '--state-dir', stateRoot, '-o', 'json', ...args]);
-    assert.equal(result.code, 0, result.stderr);
-    return result.stdout
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as FlowRecord);
+  return {
+    name,
+    stateRoot,
+    get lab(): ControlPlaneLab | undefined {
+      return lab;
+    },
+    async up(files: readonly string[] = SHOP): Promise<ControlPlaneLab> {
+      const { ControlPlaneLab } = await loadControlPlaneLab();
+      const loaded = await loadCluster([...files]);
+      lab = await ControlPlaneLab.up(
+        name,
+        loaded.rawObjects.map((r) => r.value as object),
+        loaded.cluster,
+        { stateRoot, realizeTimeoutMs: REALIZE_MS, datapath, flowLog: true },
+      );
+      return lab;
+    },
+    flows: async (...args: string[]): Promise<FlowRecord[]> => {
+      const result = await cli(['flows', '--lab', name, '--state-dir', stateRoot, '-o', 'json', ...args]);
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as FlowRecord);
+    },
   };
+}
+
+export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
+  const flowing = flowLab(datapath, prefix);
+  const { name, stateRoot, flows } = flowing;
 
   void it("every probe's flow: the kernel's verdict, and the rule check names for each side", async () => {
-    const { ControlPlaneLab } = await loadControlPlaneLab();
-    const loaded = await loadCluster(SHOP);
-    lab = await ControlPlaneLab.up(
-      name,
-      loaded.rawObjects.map((r) => r.value as object),
-      loaded.cluster,
-      { stateRoot, realizeTimeoutMs: REALIZE_MS, datapath, flowLog: true },
-    );
+    const lab = await flowing.up();
     const report = await probeLab(lab, PORTS, { timeoutMs: 800 });
     assert.deepEqual(report.disagreements, []);
     // The agents poll their datapath every 100 ms; a denied probe is settled 250 ms after its last stage.
@@ -134,6 +155,7 @@ export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
   });
 
   void it('filters at the agent; the verdict metric counts by side, verdict and policy', async () => {
+    const { lab } = flowing;
     assert.ok(lab);
     const toDb = await flows('--to', 'shop/db-0', '--verdict', 'allowed');
     assert.ok(toDb.length > 0);
@@ -173,8 +195,8 @@ export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
   });
 
   void it('--follow prints a new connection as the agent reports it', async () => {
-    assert.ok(lab);
-    const opened = lab;
+    const opened = flowing.lab;
+    assert.ok(opened);
     const following = cli([
       'flows',
       '--lab',

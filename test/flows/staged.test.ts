@@ -13,7 +13,9 @@ import {
   flowText,
   matchesFlow,
   parseFlowFilter,
+  stagedView,
   withStagedApplied,
+  type FlowRecord,
   type VerdictEvent,
 } from '../../src/flows/index.ts';
 import { evaluate, indexCluster } from '../../src/semantics/index.ts';
@@ -240,5 +242,45 @@ describe('staged evaluation of flows', () => {
     assert.deepEqual(parseFlowFilter(new URLSearchParams('staged=yes')), {
       error: 'staged must be true or false, not "yes"',
     });
+  });
+});
+
+describe('flows --staged over every node (stagedView)', () => {
+  const record = (
+    node: string,
+    port: number,
+    verdict: FlowRecord['verdict'],
+    staged?: FlowRecord['verdict'],
+  ): FlowRecord => ({
+    src: { ip: '10.0.1.1', pod: 'prod/web' },
+    dst: { ip: '10.0.2.1', pod: 'prod/db' },
+    protocol: 'TCP',
+    port,
+    verdict,
+    decidedBy: [],
+    count: 1,
+    firstSeen: '2026-01-01T00:00:00.000Z',
+    lastSeen: '2026-01-01T00:00:00.000Z',
+    node,
+    ...(staged ? { staged: { verdict: staged, decidedBy: [] } } : {}),
+  });
+
+  it('keeps what breaks or opens a connection, not a side that denies what another node denies', () => {
+    const breaks = record('n1', 80, 'allowed', 'denied');
+    const alreadyDenied = record('n1', 81, 'allowed', 'denied');
+    const opens = record('n2', 82, 'denied', 'allowed');
+    const staysShut = record('n2', 83, 'denied', 'allowed');
+    const view = stagedView([
+      breaks,
+      record('n2', 80, 'allowed'),
+      alreadyDenied,
+      record('n2', 81, 'denied'),
+      opens,
+      record('n1', 82, 'allowed'),
+      staysShut,
+      record('n1', 83, 'denied'),
+      record('n1', 84, 'allowed'),
+    ]);
+    assert.deepEqual(view, [breaks, opens]);
   });
 });

@@ -3,8 +3,9 @@
  * policy, rule and tier that decided it — read from the agents' `/flows` endpoints (`--agent
  * URL…`, or every agent of a lab with `--lab NAME`), filtered there, printed as text or NDJSON.
  * `--follow` keeps each stream open and prints records as the agents update them (`--for`
- * seconds, or until interrupted). `--staged` keeps only the flows the staged policies would
- * decide differently, each with the staged rule that would decide it.
+ * seconds, or until interrupted). `--staged` keeps only the connections the staged policies would
+ * break or open, each with the staged rule that would decide it, judged over every agent's
+ * records of the connection (`flows/staged-view.ts`).
  */
 import { request, type IncomingMessage } from 'node:http';
 import { Command } from 'commander';
@@ -15,6 +16,7 @@ import {
   flowFilterParameters,
   flowText,
   parseFlowFilter,
+  stagedView,
   type FlowFilter,
   type FlowRecord,
 } from '../../flows/index.ts';
@@ -64,9 +66,16 @@ export function flowsCommand(io: CliIo, done: (code: number) => void): Command {
     const print = (record: FlowRecord): void => {
       io.stdout.write(output === 'json' ? `${JSON.stringify(record)}\n` : `${flowText(record)}\n`);
     };
+    // --staged (not following): every node's records of a connection decide whether the staged
+    // verdict changes it (stagedView), so all are read first, then the changed ones printed.
+    // Following, each agent's own staged records are printed as they come.
+    const merged = filter.staged === true && !follow;
+    const { staged: _staged, ...unstaged } = filter;
+    const collected: FlowRecord[] = [];
+    const take = merged ? (record: FlowRecord) => collected.push(record) : print;
     let failed = false;
     const streams = endpoints.map((endpoint) =>
-      readFlows(endpoint, filter, follow, print, forMs).catch((error: unknown) => {
+      readFlows(endpoint, merged ? unstaged : filter, follow, take, forMs).catch((error: unknown) => {
         failed = true;
         io.stderr.write(
           `palisade: ${endpoint.label}: ${error instanceof Error ? error.message : String(error)}\n`,
@@ -74,6 +83,7 @@ export function flowsCommand(io: CliIo, done: (code: number) => void): Command {
       }),
     );
     await Promise.all(streams);
+    if (merged) for (const record of stagedView(collected)) print(record);
     done(failed ? EXIT_FINDINGS : EXIT_OK);
   });
 

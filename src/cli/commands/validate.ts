@@ -24,6 +24,10 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
         clusterPolicies: cluster.clusterPolicies.length,
         nodes: cluster.nodes.size,
         ...(cluster.services ? { services: cluster.services.length } : {}),
+        // Not enforced, not in the counts above (absent when none: the shape stays for old inputs).
+        ...(cluster.staged
+          ? { staged: cluster.staged.policies.length + cluster.staged.clusterPolicies.length }
+          : {}),
       };
       if (output === 'json') {
         writeJson(io, { diagnostics, objects: counts });
@@ -36,6 +40,7 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
               ? `, ${countOf(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
               : '') +
             (counts.services ? `, ${countOf(counts.services, 'service')}` : '') +
+            (counts.staged ? `, ${countOf(counts.staged, 'staged policy', 'staged policies')}` : '') +
             '\n',
         );
       }
