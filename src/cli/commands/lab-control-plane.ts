@@ -52,10 +52,13 @@ export async function controlPlaneUp(
   try {
     const { status } = await lab.status();
     const { etcd, agents } = lab.record;
+    const staged = lab.current.staged;
+    const stagedCount = staged ? staged.policies.length + staged.clusterPolicies.length : 0;
     io.stdout.write(
       formatPlan(lab.plan, lab.current.policies.length).replace(
         ' enforced',
-        ` enforced by node agents${options.datapath === 'ebpf' ? ' on eBPF' : ''}`,
+        ` enforced by node agents${options.datapath === 'ebpf' ? ' on eBPF' : ''}` +
+          (stagedCount > 0 ? ` (${stagedCount} staged: evaluated against flows, not enforced)` : ''),
       ) +
         `control plane: etcd ${etcd.endpoint} (pid ${etcd.pid}, ${etcd.socket}), reflected at revision ${status.policyRevision}\n` +
         agents.map((a) => `  palisade agent --node ${a.node} (pid ${a.pid}): realized\n`).join(''),
