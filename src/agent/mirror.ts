@@ -13,6 +13,10 @@
  * Keys are compared by modification revision, so a relist after compaction turns into exactly
  * the changes that happened in between.
  *
+ * A staged policy (`palisade.dev/staged`) is held apart and never becomes a pipeline change: it is
+ * in `snapshot().staged` for the flows' staged evaluation only. A policy that gains the mark
+ * leaves the pipeline as if deleted; one that loses it enters as if created.
+ *
  * A value that cannot be read (decode.ts `readValue`: not JSON, too large or deep, rejected by the
  * decoders, or naming another object than its key) never stops its batch and is never taken for
  * a deletion, which would widen what is allowed: the key keeps its last good version. A new
