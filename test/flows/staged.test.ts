@@ -283,4 +283,14 @@ describe('flows --staged over every node (stagedView)', () => {
     ]);
     assert.deepEqual(view, [breaks, opens]);
   });
+
+  it("reads each node's latest record of a connection: an older one no longer speaks for it", () => {
+    const at = (r: FlowRecord, time: string): FlowRecord => ({ ...r, firstSeen: time, lastSeen: time });
+    const stagedThen = at(record('n2', 90, 'denied', 'allowed'), '2026-01-01T00:00:01.000Z');
+    const enforcedNow = at(record('n2', 90, 'allowed'), '2026-01-01T00:00:02.000Z');
+    assert.deepEqual(stagedView([stagedThen, enforcedNow]), []);
+    const before = at(record('n1', 91, 'allowed'), '2026-01-01T00:00:01.000Z');
+    const stagedNow = at(record('n1', 91, 'allowed', 'denied'), '2026-01-01T00:00:02.000Z');
+    assert.deepEqual(stagedView([before, stagedNow]), [stagedNow]);
+  });
 });
