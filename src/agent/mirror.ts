@@ -15,7 +15,9 @@
  *
  * A staged policy (`palisade.dev/staged`) is held apart and never becomes a pipeline change: it is
  * in `snapshot().staged` for the flows' staged evaluation only. A policy that gains the mark
- * leaves the pipeline as if deleted; one that loses it enters as if created.
+ * leaves the pipeline as if deleted; one that loses it enters as if created. A staged key whose
+ * new value cannot be read stays staged (its last good version): nothing is enforced for it, and
+ * its namespace is not isolated.
  *
  * A value that cannot be read (decode.ts `readValue`: not JSON, too large or deep, rejected by the
  * decoders, or naming another object than its key) never stops its batch and is never taken for
@@ -296,8 +298,10 @@ export class ClusterMirror {
     if (ENDPOINT_KINDS.has(at.kind)) return this.sources.has(key);
     if (at.kind === 'Namespace') return this.namespaces.has(at.name);
     if (at.kind === 'Node') return this.declaredNodes.has(at.name);
-    if (at.kind === 'NetworkPolicy') return this.policies.get(key)?.emitted !== undefined;
-    return this.clusterPolicies.has(key);
+    // A staged policy is a last good version too: an unreadable value keeps it staged.
+    if (at.kind === 'NetworkPolicy')
+      return this.policies.get(key)?.emitted !== undefined || this.stagedPolicies.has(key);
+    return this.clusterPolicies.has(key) || this.stagedClusterPolicies.has(key);
   }
 
   private setNamespace(name: string, namespace: Namespace | undefined, out: PipelineChange[]): void {
@@ -346,7 +350,7 @@ export class ClusterMirror {
     if (!gone && entry.text !== undefined) {
       const name = key.slice(key.lastIndexOf('/') + 1);
       const at = { kind: 'NetworkPolicy', namespace: entry.namespace, name };
-      const held = entry.emitted !== undefined;
+      const held = entry.emitted !== undefined || this.stagedPolicies.has(key);
       const decoded = this.read(key, entry.text, entry.modRevision, at, held ? 'last-good' : 'fail-closed');
       entry.text = undefined;
       if (decoded?.kind === 'NetworkPolicy') policy = decoded.policy;

@@ -114,6 +114,33 @@ describe('values the agent cannot read', () => {
     assert.deepEqual(mirror.unreadable(), []);
   });
 
+  it('a staged policy whose value cannot be read stays staged: nothing enforced, nothing isolated', () => {
+    const mirror = new ClusterMirror({ layout, node: 'n1' });
+    mirror.apply(base().slice(0, 3).map(put));
+    const candidate = policy('shop', 'candidate', { app: 'db' }, { app: 'web' });
+    const staged: Raw = {
+      ...candidate,
+      metadata: { ...(candidate.metadata as Raw), annotations: { 'palisade.dev/staged': 'true' } },
+    };
+    assert.deepEqual(mirror.apply([put(staged)]), []);
+    const before = mirror.snapshot();
+    assert.deepEqual(
+      before.staged?.policies.map((p) => p.name),
+      ['candidate'],
+    );
+    assert.deepEqual(mirror.apply([raw(staged, deep(1000))]), [], 'no stand-in reaches the pipeline');
+    assert.deepEqual(mirror.snapshot().staged, before.staged);
+    assert.deepEqual(mirror.snapshot().policies, before.policies);
+    assert.equal(mirror.unreadable()[0]?.kept, 'last-good');
+    // Its mark removed: enforced as if created.
+    const out = mirror.apply([put(candidate)]);
+    assert.deepEqual(
+      out.map((c) => c.type),
+      ['upsert-policy'],
+    );
+    assert.equal(mirror.snapshot().staged, undefined);
+  });
+
   it('a pod, a namespace and a cluster policy keep their last good versions; new ones are left out', () => {
     const mirror = new ClusterMirror({ layout, node: 'n1' });
     const objects = base();
