@@ -254,7 +254,7 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
 }
 
 /**
- * The agent's source: etcd (reached within a few seconds, or one line), or in direct mode the
+ * The agent's source: etcd (reached within 30 s, or one line), or in direct mode the
  * Kubernetes API into an in-process store. `--cleanup` in direct mode reaches nothing.
  */
 async function openSource(command: AgentCommand, layout: KeyLayout, log: AgentLog): Promise<AgentSource> {
@@ -285,13 +285,18 @@ async function openSource(command: AgentCommand, layout: KeyLayout, log: AgentLo
       : command.podCidrs;
   const store = await connectEtcd(command.etcd);
   try {
-    await ensureReachable(store, command.etcd.endpoints, layout.leader);
+    // A daemon restarted into a slow moment (an etcd busy compacting, a loaded node) waits longer
+    // than a command would before giving up: exiting only trades the wait for a restart backoff.
+    await ensureReachable(store, command.etcd.endpoints, layout.leader, AGENT_REACHES_ETCD_MS);
   } catch (error) {
     store.close();
     throw error;
   }
   return { store, podCidrs, synced: none, close: () => Promise.resolve(store.close()) };
 }
+
+/** How long the agent waits at start for etcd's first answer (refusals — TLS, credentials — end it at once). */
+const AGENT_REACHES_ETCD_MS = 30_000;
 
 /** Reads every agent's status once. */
 export async function readClusterStatus(etcd: EtcdConnection, prefix: string): Promise<ClusterStatus> {
