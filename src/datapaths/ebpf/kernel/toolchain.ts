@@ -36,9 +36,20 @@ export function sourceDir(): string {
   }
 }
 
+/**
+ * A tool's version line, asked once per process: the program's key and the tcx tool's are asked
+ * on every load and attach, and `clang --version` (a synchronous start of a large binary) held an
+ * agent's event loop for seconds on a loaded node — once per interface attached.
+ */
+const versions = new Map<string, string | undefined>();
 function toolVersion(tool: string, args: readonly string[]): string | undefined {
+  // PATH in the key: a test (or a caller) that hides the tool sees it missing.
+  const key = [process.env.PATH ?? '', tool, ...args].join('\0');
+  if (versions.has(key)) return versions.get(key);
   const result = spawnSync(tool, args, { encoding: 'utf8' });
-  return result.error || result.status !== 0 ? undefined : result.stdout.trim();
+  const version = result.error || result.status !== 0 ? undefined : result.stdout.trim();
+  versions.set(key, version);
+  return version;
 }
 
 /** Where this machine's <asm/…> headers are (Debian's multiarch), which `-target bpf` does not find by itself. */
