@@ -136,6 +136,23 @@ describe('ingress controller: what policy admits', () => {
     assert.match(parseIngressControllerPlace('Bad_NS') as string, /takes NAMESPACE/);
   });
 
+  it('AdminNetworkPolicy: a Deny from every namespace ({}) stops it; one from labelled namespaces does not', () => {
+    const anp = (from: string) => `
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: front}
+spec:
+  priority: 10
+  subject: {namespaces: {}}
+  ingress:
+    - name: deny
+      action: Deny
+      from: [${from}]
+`;
+    assert.equal(controllerPorts(anp('{namespaces: {}}')), 'none');
+    assert.equal(controllerPorts(anp('{namespaces: {matchLabels: {team: web}}}')), 'TCP 8080');
+  });
+
   it('Calico: a GlobalNetworkPolicy allowing all() namespaces admits it; nets do not', () => {
     const calico = (source: string) => `
 apiVersion: projectcalico.org/v3
