@@ -9,7 +9,9 @@
  * - matrix: the single-port matrix TCP/8080 of every pod pair (`--by pod`, engine auto).
  * The engines are measured in turn within each run (NetworkPolicy, Calico, Cilium, then the next
  * run in another order), so a busy moment of the shared machine weighs on all alike; medians,
- * with the one-minute load average.
+ * with the one-minute load average. Each figure is given as wall time and as the process's CPU
+ * time (user + system, GC threads included): on a machine shared at load 7 on 2 cores the wall
+ * time of one step varied threefold between runs, its CPU time much less.
  */
 import { loadavg } from 'node:os';
 import { computeViewMatrix } from '../src/analysis/index.ts';
@@ -48,10 +50,18 @@ export function enginesBenchmark(args: string[]): void {
   process.stdout.write(
     `shape a ×${scale}: ${shape.pods.length} pods in ${shape.namespaces.length} namespaces, ${count} policies of each engine; load ${loadavg()[0]?.toFixed(1)}\n`,
   );
-  const times: Record<PolicyEngineName, { read: number[]; compile: number[]; matrix: number[] }> = {
-    networkpolicy: { read: [], compile: [], matrix: [] },
-    calico: { read: [], compile: [], matrix: [] },
-    cilium: { read: [], compile: [], matrix: [] },
+  type Figures = Record<'read' | 'compile' | 'matrix', number[]>;
+  const none = (): Figures => ({ read: [], compile: [], matrix: [] });
+  const times: Record<PolicyEngineName, Figures> = {
+    networkpolicy: none(),
+    calico: none(),
+    cilium: none(),
+  };
+  const cpu: Record<PolicyEngineName, Figures> = { networkpolicy: none(), calico: none(), cilium: none() };
+  let cpuStarted = process.cpuUsage();
+  const cpuSince = (): number => {
+    const used = process.cpuUsage(cpuStarted);
+    return (used.user + used.system) / 1000;
   };
   const loads: number[] = [];
   for (let run = 0; run < runs; run++) {
@@ -61,22 +71,28 @@ export function enginesBenchmark(args: string[]): void {
       const text = texts.get(engine) as string;
       globalThis.gc?.();
       let started = performance.now();
+      cpuStarted = process.cpuUsage();
       const loaded = loadFromTexts([{ name: `${engine}.yaml`, text }]);
       times[engine].read.push(performance.now() - started);
-      progress(run, engine, 'read', times[engine].read);
+      cpu[engine].read.push(cpuSince());
+      progress(run, engine, 'read', times[engine].read, cpu[engine].read);
       check(engine, loaded.cluster, loaded.diagnostics, count);
       globalThis.gc?.();
       started = performance.now();
+      cpuStarted = process.cpuUsage();
       const pipeline = new PolicyPipeline();
       pipeline.apply({ type: 'resync', cluster: loaded.cluster });
       times[engine].compile.push(performance.now() - started);
-      progress(run, engine, 'compile', times[engine].compile);
+      cpu[engine].compile.push(cpuSince());
+      progress(run, engine, 'compile', times[engine].compile, cpu[engine].compile);
       if (run < matrixRuns) {
         globalThis.gc?.();
         started = performance.now();
+        cpuStarted = process.cpuUsage();
         computeViewMatrix(loaded.cluster, { by: 'pod', queries: [{ port: 8080, protocol: 'TCP' }] });
         times[engine].matrix.push(performance.now() - started);
-        progress(run, engine, 'matrix', times[engine].matrix);
+        cpu[engine].matrix.push(cpuSince());
+        progress(run, engine, 'matrix', times[engine].matrix, cpu[engine].matrix);
       }
       loads.push(loadavg()[0] ?? 0);
     }
@@ -94,6 +110,17 @@ export function enginesBenchmark(args: string[]): void {
         runs: times[engine][what].map((v) => v / 1000),
         ...(engine !== 'networkpolicy' ? { target: '≤ the NetworkPolicies’' } : {}),
       });
+      const cpuValue = median(cpu[engine][what]);
+      const cpuNp = median(cpu.networkpolicy[what]);
+      process.stdout.write(
+        `${`${what} cpu`.padEnd(12)} ${LABEL[engine].padEnd(14)} ${s(cpu[engine][what])} (median of ${cpu[engine][what].length}: ${cpu[
+          engine
+        ][what]
+          .map((v) => (v / 1000).toFixed(2))
+          .join(
+            ', ',
+          )})${engine === 'networkpolicy' ? '' : `, ×${(cpuValue / cpuNp).toFixed(2)} the NetworkPolicies'`}\n`,
+      );
       process.stdout.write(
         `${what.padEnd(8)} ${LABEL[engine].padEnd(14)} ${s(times[engine][what])} (median of ${times[engine][what].length}: ${times[
           engine
@@ -111,10 +138,17 @@ export function enginesBenchmark(args: string[]): void {
 }
 
 /** Each figure as it is taken (a run on a loaded machine is long: partial runs still say something). */
-function progress(run: number, engine: PolicyEngineName, what: string, values: readonly number[]): void {
+function progress(
+  run: number,
+  engine: PolicyEngineName,
+  what: string,
+  values: readonly number[],
+  cpu: readonly number[],
+): void {
   const value = values[values.length - 1] ?? 0;
+  const used = cpu[cpu.length - 1] ?? 0;
   process.stdout.write(
-    `  run ${run + 1}: ${LABEL[engine]} ${what} ${(value / 1000).toFixed(2)} s (load ${loadavg()[0]?.toFixed(1)})\n`,
+    `  run ${run + 1}: ${LABEL[engine]} ${what} ${(value / 1000).toFixed(2)} s, ${(used / 1000).toFixed(2)} s CPU (load ${loadavg()[0]?.toFixed(1)})\n`,
   );
 }
 

@@ -101,6 +101,17 @@ export {
 } from './services.ts';
 export { OUTSIDE_BUDGET, outsideClasses, type OutsideClass } from './outside.ts';
 export {
+  INGRESS_CONTROLLER_LABEL,
+  IngressController,
+  ingressControllerEndpoint,
+  ingressControllerPeer,
+  forwardingNote,
+  namesIngressController,
+  parseIngressControllerPlace,
+  type IngressControllerPeer,
+  type IngressControllerPlace,
+} from './ingress-controller.ts';
+export {
   observeExpectations,
   observeFlows,
   suggestPolicies,

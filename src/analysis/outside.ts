@@ -127,7 +127,7 @@ export function outsideAllows(matrix: Matrix, ports: PortSet, q: number, row: nu
 }
 
 /** The pods a matrix row stands for (a workload view's rows carry them; otherwise the row's endpoint). */
-function rowMembers(matrix: Matrix, row: number): readonly Endpoint[] {
+export function rowMembers(matrix: Matrix, row: number): readonly Endpoint[] {
   const members = (matrix.rows[row] as { members?: readonly Endpoint[] } | undefined)?.members;
   return members ?? [matrix.endpoints[row] as Endpoint];
 }

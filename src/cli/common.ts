@@ -8,8 +8,13 @@ import type { Cluster } from '../model/types.ts';
 import { manifestKind, policyEngine } from '../model/cluster-policy.ts';
 import { loadCluster } from '../ingest/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
-import { formatDiagnostics, styleFor } from '../analysis/index.ts';
-import { UnsupportedInputError, type CliIo } from './io.ts';
+import {
+  formatDiagnostics,
+  parseIngressControllerPlace,
+  styleFor,
+  type IngressControllerPlace,
+} from '../analysis/index.ts';
+import { UnsupportedInputError, UsageError, type CliIo } from './io.ts';
 import { loadClusterInput } from './cluster-input.ts';
 import { phases, type Progress } from './progress.ts';
 import type { InputOptions } from './input-options.ts';
@@ -148,4 +153,12 @@ export function notEvaluated(cluster: Cluster): { objects: string[]; note: strin
     objects,
     note: `the input holds policy this answer does not include (${shown}${more}): see the warnings`,
   };
+}
+
+/** `--ingress-controller`'s place (matrix, check); the default place when not given. */
+export function ingressControllerOption(value: unknown): IngressControllerPlace {
+  if (typeof value !== 'string') return {};
+  const place = parseIngressControllerPlace(value);
+  if (typeof place === 'string') throw new UsageError(place);
+  return place;
 }

@@ -22,7 +22,7 @@ import {
 } from '../model/cluster-policy.ts';
 import { calicoTieText, tieBreak } from '../model/precedence.ts';
 import { ANY_NET, ruleText, type Rule, type RuleTable } from '../model/rule.ts';
-import type { Endpoint } from '../model/types.ts';
+import type { Endpoint, NodeInfo } from '../model/types.ts';
 import type { CompilingStore, TierSelection } from '../state/index.ts';
 import type { TieredTable } from './types.ts';
 
@@ -147,14 +147,14 @@ export function withNodePermits(
   lists: TieredTable,
   nodeAt: number,
 ): TieredTable {
-  const permits = nodePermits(state, pod, direction);
+  const { rules: permits, text } = nodePermits(state, pod, direction);
   if (permits.length === 0) return lists;
   const shift = (starts: readonly number[] | undefined) =>
     starts?.map((start) => (start > nodeAt ? start + permits.length : start));
   const adminBreaks = shift(lists.adminBreaks);
   return {
     ...lists,
-    id: hash('sha256', `${lists.id}|${nodeAt}|${permits.map(ruleText).join('\n')}`).slice(0, 16),
+    id: hash('sha256', `${lists.id}|${nodeAt}|${text}`).slice(0, 16),
     admin: [...lists.admin.slice(0, nodeAt), ...permits, ...lists.admin.slice(nodeAt)],
     ...(adminBreaks ? { adminBreaks } : {}),
   };
@@ -264,20 +264,49 @@ function networkPolicyPermits(table: RuleTable): Rule[] {
   return permits;
 }
 
+/** A node's permits and their text, per direction. */
+interface NodePermits {
+  readonly rules: readonly Rule[];
+  readonly text: string;
+}
+const NO_PERMITS: NodePermits = { rules: [], text: '' };
+
+/**
+ * Per list of nodes (the store gives one array per version of its nodes): each node by name, and
+ * its permits once made. Every pod of a node has the same ones — 10,000 pods on 1,000 nodes
+ * asked for them by scanning the list, and built them again, once per pod side.
+ */
+const permitsByNodes = new WeakMap<
+  readonly NodeInfo[],
+  { readonly byName: ReadonlyMap<string, NodeInfo>; readonly made: Map<string, NodePermits> }
+>();
+
 /** Permits for the pod's own node's addresses (NetworkPolicy always lets a pod talk with its node). */
-function nodePermits(state: CompilingStore, pod: Endpoint, direction: Direction): Rule[] {
-  if (pod.node === undefined) return [];
-  const node = state.nodes().find((n) => n.name === pod.node);
-  return (node?.addresses ?? []).map((ip) => {
-    const net = { kind: 'cidr' as const, cidr: hostCidr(ip) };
-    return {
-      action: 'permit' as const,
-      protocol: 'ANY' as const,
-      src: direction === 'ingress' ? net : ANY_NET,
-      dst: direction === 'egress' ? net : ANY_NET,
-      precedence: NODE_KEY,
-    };
-  });
+function nodePermits(state: CompilingStore, pod: Endpoint, direction: Direction): NodePermits {
+  if (pod.node === undefined) return NO_PERMITS;
+  const nodes = state.nodes();
+  let entry = permitsByNodes.get(nodes);
+  if (!entry) {
+    entry = { byName: new Map(nodes.map((n) => [n.name, n])), made: new Map() };
+    permitsByNodes.set(nodes, entry);
+  }
+  const key = `${direction}|${pod.node}`;
+  let permits = entry.made.get(key);
+  if (!permits) {
+    const rules = (entry.byName.get(pod.node)?.addresses ?? []).map((ip): Rule => {
+      const net = { kind: 'cidr' as const, cidr: hostCidr(ip) };
+      return {
+        action: 'permit' as const,
+        protocol: 'ANY' as const,
+        src: direction === 'ingress' ? net : ANY_NET,
+        dst: direction === 'egress' ? net : ANY_NET,
+        precedence: NODE_KEY,
+      };
+    });
+    permits = { rules, text: rules.map(ruleText).join('\n') };
+    entry.made.set(key, permits);
+  }
+  return permits;
 }
 
 function denyAll(precedence: number): Rule {

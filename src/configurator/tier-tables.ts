@@ -173,10 +173,7 @@ export class TierTables {
     if (!memo) {
       const policies = selections.flatMap((s) => s.policies);
       memo = {
-        dependencies: {
-          ...dependenciesOf(policies, direction),
-          subjectNode: policies.some(hasSubjectNodePeers),
-        },
+        dependencies: dependenciesOf(policies, direction, true),
         byTable: new WeakMap(),
       };
       this.general[direction].set(key, memo);
@@ -348,12 +345,49 @@ export class TierTables {
   }
 }
 
-function dependenciesOf(policies: readonly ClusterPolicy[], direction: Direction): Dependencies {
-  return {
-    relative: policies.some(hasRelativePeers),
-    named: policies.some((p) => p[direction].some((r) => r.ports?.some((x) => x.type === 'named'))),
-    nodes: policies.some(hasNodesPeers),
-  };
+/** What one policy's rules depend on, per direction (policies are immutable: read once each). */
+interface PolicyDependencies {
+  readonly relative: boolean;
+  readonly nodes: boolean;
+  readonly subjectNode: boolean;
+  readonly named: Readonly<Record<Direction, boolean>>;
+}
+const policyDependencies = new WeakMap<ClusterPolicy, PolicyDependencies>();
+
+function dependenciesOfPolicy(policy: ClusterPolicy): PolicyDependencies {
+  let found = policyDependencies.get(policy);
+  if (!found) {
+    const named = (direction: Direction): boolean =>
+      policy[direction].some((r) => r.ports?.some((x) => x.type === 'named') ?? false);
+    found = {
+      relative: hasRelativePeers(policy),
+      nodes: hasNodesPeers(policy),
+      subjectNode: hasSubjectNodePeers(policy),
+      named: { ingress: named('ingress'), egress: named('egress') },
+    };
+    policyDependencies.set(policy, found);
+  }
+  return found;
+}
+
+/** What a list of policies depends on for a direction; `subjectNode` when asked (the general path). */
+function dependenciesOf(
+  policies: readonly ClusterPolicy[],
+  direction: Direction,
+  withSubjectNode = false,
+): Dependencies {
+  let relative = false;
+  let named = false;
+  let nodes = false;
+  let subjectNode = false;
+  for (const policy of policies) {
+    const d = dependenciesOfPolicy(policy);
+    relative ||= d.relative;
+    named ||= d.named[direction];
+    nodes ||= d.nodes;
+    subjectNode ||= d.subjectNode;
+  }
+  return withSubjectNode ? { relative, named, nodes, subjectNode } : { relative, named, nodes };
 }
 
 const ALL_PODS_KEY = groupKey(ALL_PODS);

@@ -11,6 +11,7 @@ import {
   type Cluster,
   type ClusterPolicy,
   type Endpoint,
+  type IngressRoute,
   type Namespace,
   type NetworkPolicy,
   type NodeInfo,
@@ -27,6 +28,7 @@ import { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 import { sharedPodAddresses } from './shared-pod-addresses.ts';
 import { withIdentityLabels } from './identity-labels.ts';
 import { enginesMixed, withTiers } from './calico-tiers.ts';
+import { ingressBackendProblems } from './ingress-backends.ts';
 
 export interface IdentifiedObject {
   readonly identity: string;
@@ -75,6 +77,7 @@ export function buildCluster(
   const services: Service[] = [];
   const stagedPolicies: NetworkPolicy[] = [];
   const stagedClusterPolicies: ClusterPolicy[] = [];
+  const ingresses: IngressRoute[] = [];
   for (const object of latest.values()) {
     if (object.kind === 'Staged') {
       // Apart from the enforced ones: no implicit namespace, no tie or engine diagnostics.
@@ -89,6 +92,7 @@ export function buildCluster(
       accounts.set(`${object.namespace}/${object.name}`, object.labels);
     else if (object.kind === 'Node') declaredNodes.set(object.node.name, object.node);
     else if (object.kind === 'Service') services.push(object.service);
+    else if (object.kind === 'Ingress') ingresses.push(object.ingress);
     else {
       owned.push(
         object.owner ? { endpoint: object.endpoint, owner: object.owner } : { endpoint: object.endpoint },
@@ -125,7 +129,11 @@ export function buildCluster(
           },
         }
       : {}),
+    ...(ingresses.length > 0
+      ? { ingresses: ingresses.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)) }
+      : {}),
   };
+  for (const problem of ingressBackendProblems(ingresses, services)) diagnostics.push(problem);
   for (const tie of priorityTies(cluster)) diagnostics.push(tie);
   for (const shared of sharedPodAddresses(cluster.endpoints)) diagnostics.push(shared);
   return { cluster, diagnostics };
@@ -249,6 +257,8 @@ function locationOf(object: DecodedObject): SourceLocation | undefined {
       return object.service.location;
     case 'Staged':
       return object.object.policy.location;
+    case 'Ingress':
+      return object.ingress.location;
     case 'ServiceAccount':
     case 'Node':
       return undefined;

@@ -16,7 +16,7 @@
  * and the rule fails closed: an Allow matches nothing, a Deny or Pass denies everything.
  */
 import { makeCidr, type Cidr, type IpFamily } from '../net/ip.ts';
-import { subtractCidrs } from '../net/subtract.ts';
+import { subtractCidrsCached } from '../net/subtract.ts';
 import type { ClusterPeer, ClusterPort, ClusterRule, ClusterRuleAction } from '../model/cluster-policy.ts';
 import type { Protocol } from '../model/types.ts';
 import { PROTOCOLS } from '../model/types.ts';
@@ -233,7 +233,7 @@ function remotePeers(
       ];
     // Addresses only (or nothing: every address of the rule's family).
     const within = nets ?? familyBlocks(family);
-    return [{ type: 'networks', cidrs: within.flatMap((cidr) => subtractCidrs(cidr, notNets ?? [])) }];
+    return [{ type: 'networks', cidrs: within.flatMap((cidr) => subtractCidrsCached(cidr, notNets ?? [])) }];
   }
   if (byAddress) {
     unsupported.push(`${path[path.length - 1]}: endpoints by selector and addresses by nets together`);

@@ -23,7 +23,7 @@
  * `nodeSelector` policies (host policies) are left out (POLICY_NOT_ANALYSED).
  */
 import type { z } from 'zod';
-import { subtractCidrs } from '../net/subtract.ts';
+import { subtractCidrsCached } from '../net/subtract.ts';
 import {
   DEFAULT_TIER,
   type ClusterPeer,
@@ -408,7 +408,7 @@ function cidrPeers(
     return parsed ? [parsed] : [];
   });
   if (!cidr) return [];
-  return [{ type: 'outside', cidrs: subtractCidrs(cidr, except) }];
+  return [{ type: 'outside', cidrs: subtractCidrsCached(cidr, except) }];
 }
 
 /**

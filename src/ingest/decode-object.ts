@@ -16,6 +16,7 @@ import { CALICO_API_VERSIONS, decodeCalico } from './decode-calico.ts';
 import { decodeCilium } from './decode-cilium.ts';
 import { decodeServiceAccount } from './decode-service-account.ts';
 import { decodeService } from './decode-service.ts';
+import { decodeIngress, decodeRoute, INGRESS_API_VERSIONS, ROUTE_API_VERSIONS } from './decode-ingress.ts';
 import { otherEnginePolicy } from './other-engines.ts';
 import { STAGEABLE_KINDS, withStagedMark } from './decode-staged.ts';
 import type { DecodedObject, RawObject } from './types.ts';
@@ -175,6 +176,16 @@ function decodeKnownKind(
     case 'Service': {
       if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
       return decodeService(ctx);
+    }
+    case 'Ingress': {
+      // The beta versions (served until Kubernetes 1.22) are skipped with an info, as before.
+      if (!INGRESS_API_VERSIONS.includes(apiVersion)) return 'unknown-kind';
+      return decodeIngress(ctx);
+    }
+    case 'Route': {
+      // Only OpenShift's: another group's Route (none is served today) is another kind.
+      if (!ROUTE_API_VERSIONS.includes(apiVersion)) return 'unknown-kind';
+      return decodeRoute(ctx);
     }
     case 'AdminNetworkPolicy':
     case 'BaselineAdminNetworkPolicy':

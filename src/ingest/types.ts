@@ -12,6 +12,7 @@ import type {
   Namespace,
   Endpoint,
   NetworkPolicy,
+  IngressRoute,
   Service,
   SourceLocation,
   WorkloadRef,
@@ -71,6 +72,8 @@ export type DecodedObject =
       readonly labels: Labels;
     }
   | { readonly kind: 'Service'; readonly service: Service }
+  /** An Ingress or OpenShift Route: what the ingress controller forwards to. */
+  | { readonly kind: 'Ingress'; readonly ingress: IngressRoute }
   | { readonly kind: 'Node'; readonly node: NodeInfo }
   /**
    * A policy marked staged (`STAGED_ANNOTATION`): decoded like any other, but wrapped so that

@@ -272,6 +272,16 @@ export const DIAGNOSTIC_CATALOGUE = {
     summary:
       'the input holds both Calico and Cilium policy; a cluster enforces one of them, Palisade evaluates both (docs/CALICO-CILIUM.md says how they combine)',
   },
+  INGRESS_BACKEND_NOT_ANALYSED: {
+    severity: 'warning',
+    summary:
+      'an Ingress or Route backend that is not a Service (a resource backend, a Route to another kind); the ingress controller is taken to reach nothing through it',
+  },
+  INGRESS_SERVICE_UNKNOWN: {
+    severity: 'warning',
+    summary:
+      'an Ingress or Route names a Service the input does not have, or a port that Service does not have; the ingress controller is taken to reach nothing through that backend',
+  },
   SELECTOR_KEY_IGNORED: {
     severity: 'warning',
     summary:

@@ -92,6 +92,11 @@ export interface Endpoint {
   /** `metadata.uid` when the source gave one (Neutron ports are tagged with it, as Kuryr does). */
   readonly uid?: string;
   readonly location?: SourceLocation;
+  /**
+   * Set on a pseudo-endpoint standing for pods the input does not hold (the ingress controller,
+   * analysis/ingress-controller.ts): policy judges a connection from it at the destination only.
+   */
+  readonly pseudo?: 'ingress-controller';
 }
 
 /**
@@ -198,6 +203,35 @@ export interface Service {
   readonly location?: SourceLocation;
 }
 
+/**
+ * How an Ingress or Route backend names the Service port: an Ingress by the Service port's
+ * number or name; a Route's `port.targetPort` by the Service port's name or its target port's
+ * number. Absent (a Route without `port`): every port of the Service.
+ */
+export type IngressPortRef =
+  | { readonly by: 'port'; readonly port: number | string }
+  | { readonly by: 'target'; readonly port: number | string };
+
+/** One backend of an Ingress or Route: a Service of the object's namespace, and which of its ports. */
+export interface IngressBackend {
+  readonly service: string;
+  readonly port?: IngressPortRef;
+  readonly location?: SourceLocation;
+}
+
+/**
+ * An Ingress (networking.k8s.io/v1) or OpenShift Route: the ingress controller forwards to the
+ * pods behind its backends' Services, on their target ports. Policy sees that connection as one
+ * from the controller's pods to the backends (analysis/ingress-controller.ts).
+ */
+export interface IngressRoute {
+  readonly kind: 'Ingress' | 'Route';
+  readonly namespace: string;
+  readonly name: string;
+  readonly backends: readonly IngressBackend[];
+  readonly location?: SourceLocation;
+}
+
 /** A complete, validated snapshot of what policy analysis needs. */
 export interface Cluster {
   readonly namespaces: ReadonlyMap<string, Namespace>;
@@ -212,6 +246,8 @@ export interface Cluster {
   readonly unevaluated?: readonly UnevaluatedPolicy[];
   /** Services, by namespace and name (absent when none). */
   readonly services?: readonly Service[];
+  /** Ingress and Route objects, by namespace and name (absent when none). */
+  readonly ingresses?: readonly IngressRoute[];
   /**
    * Policies marked staged (`STAGED_ANNOTATION`), apart from the enforced ones above: no
    * datapath enforces them and no answer about the cluster includes them (absent when none).

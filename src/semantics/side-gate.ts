@@ -37,6 +37,7 @@ export function subjectGate(subject: Address): SubjectGate {
   if (subject.kind !== 'endpoint') return OUTSIDE;
   const endpoint = subject.endpoint;
   if (endpoint.hostNetwork) return { open: true, status: 'host-network', endpoint };
+  if (endpoint.pseudo) return { open: true, status: 'pseudo-peer', endpoint };
   return { open: false, endpoint };
 }
 
@@ -49,6 +50,8 @@ export function gateReason(gate: OpenGate, subject: Address, direction: 'egress'
       return `${describeAddress(subject)} is outside the cluster; no ${direction} policy applies`;
     case 'host-network':
       return `${id} uses the host network and is not subject to network policy`;
+    case 'pseudo-peer':
+      return `${id} stands for the ingress controller's pods, which the input does not hold: its own ${direction} policy is not in question`;
     case 'egress-not-modelled':
       return 'the v1beta1 proposal has no egress policy; egress is allowed';
     case 'namespace-not-isolated':

@@ -58,6 +58,7 @@ export interface RuleMiss {
 export type SideStatus =
   | 'not-applicable' // this side is outside the cluster
   | 'host-network' // hostNetwork pods are not subject to NetworkPolicy
+  | 'pseudo-peer' // the ingress controller: its own policy is not in the input
   | 'node-local' // traffic between a pod and its own node
   | 'not-isolated' // no policy selects the pod for this direction
   | 'namespace-not-isolated' // v1beta1 proposal: the namespace has no DefaultDeny

@@ -9,6 +9,7 @@ import { containsPorts, formatPortSet, isNoPorts, type PortSet } from '../../sem
 import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
 import { outsideAllows, type OutsideClass } from '../outside.ts';
+import type { IngressControllerPeer } from '../ingress-controller.ts';
 import type { Style } from './style.ts';
 import { portListText } from './ports-text.ts';
 
@@ -18,6 +19,18 @@ export interface MatrixExtras {
   readonly notEvaluated?: { readonly objects: readonly string[]; readonly note: string };
   /** Connections with the addresses outside the cluster (outside.ts), listed after the rows'. */
   readonly outside?: readonly OutsideClass[];
+  /** The ingress controller (ingress-controller.ts): per row, the ports it may open there; listed last. */
+  readonly ingressController?: IngressControllerPeer;
+}
+
+/** Every connection from the ingress controller to a row: [from, to, ports, row]. */
+function* controllerLines(
+  matrix: Matrix,
+  peer: IngressControllerPeer | undefined,
+): Iterable<[string, string, PortSet, number]> {
+  if (!peer) return;
+  for (let r = 0; r < matrix.rows.length; r++)
+    yield [peer.label, (matrix.rows[r] as MatrixRow).label, peer.into[r] as PortSet, r];
 }
 
 /** Address rows in tables: their own label when short, else its start (a legend gives all). */
@@ -79,11 +92,16 @@ function portsPerFamily(matrix: Matrix, from: number, to: number): { 4: PortSet;
 const portsText = (ports: PortSet): string => (isNoPorts(ports) ? 'none' : portListText(ports));
 
 function* text(matrix: Matrix, style: Style, extras: MatrixExtras = {}): Iterable<string> {
-  yield* textTable(matrix, style, extras.outside ?? []);
+  yield* textTable(matrix, style, extras.outside ?? [], extras.ingressController);
   if (extras.notEvaluated) yield style.warn(`note: ${extras.notEvaluated.note}\n`);
 }
 
-function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass[]): Iterable<string> {
+function* textTable(
+  matrix: Matrix,
+  style: Style,
+  outside: readonly OutsideClass[],
+  controller: IngressControllerPeer | undefined,
+): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     let connected = 0;
@@ -108,6 +126,12 @@ function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass
       reaching++;
       yield `${from} → ${to}: ${portListText(ports)}\n`;
     }
+    let forwarded = 0;
+    for (const [from, to, ports] of controllerLines(matrix, controller)) {
+      if (isNoPorts(ports)) continue;
+      forwarded++;
+      yield `${from} → ${to}: ${portListText(ports)}\n`;
+    }
     const pairs = ids.length * ids.length;
     yield style.dim(
       pairs === 0
@@ -118,9 +142,13 @@ function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass
       yield style.dim(
         `${reaching} of ${2 * ids.length * outside.length} connections with address ranges outside the cluster are allowed on some port\n`,
       );
+    if (pairs > 0 && controller)
+      yield style.dim(
+        `the ingress controller reaches ${forwarded} of ${ids.length} rows on a port an Ingress or Route forwards to\n`,
+      );
     return;
   }
-  const labels = [...ids, ...outside.map(addressLabel)];
+  const labels = [...ids, ...outside.map(addressLabel), ...(controller ? [controller.label] : [])];
   const width = labels.reduce((widest, label) => Math.max(widest, label.length), 4);
   const allowed = style.ok('  .');
   const denied = style.bad('  X');
@@ -159,6 +187,14 @@ function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass
       cells += none.repeat(outside.length);
       yield `${addressLabel(c).padEnd(width)}  ${cells}  ${style.dim(String(ids.length + i + 1))}\n`;
     }
+    if (controller) {
+      // A source only: no column (where it forwards is what Ingress objects say, not a question).
+      let cells = '';
+      for (let to = 0; to < ids.length; to++)
+        cells += outsideAllows(matrix, controller.into[to] as PortSet, q, to) ? allowed : denied;
+      cells += none.repeat(outside.length);
+      yield `${controller.label.padEnd(width)}  ${cells}  ${style.dim(String(ids.length + outside.length + 1))}\n`;
+    }
   }
   const partialLegend = anyPartial ? '  ~ some pod pairs only' : '';
   const familyLegend = [...anyOnlyOver]
@@ -166,8 +202,11 @@ function* textTable(matrix: Matrix, style: Style, outside: readonly OutsideClass
     .map((f) => `  ${f} allowed over IPv${f} only (denied over IPv${f === 4 ? 6 : 4})`)
     .join('');
   const addressLegend = outside.length > 0 ? '  - no question (outside to outside)' : '';
+  const controllerLegend = controller
+    ? `; ${controller.label}: the ingress controller, on the ports Ingress and Route objects forward to`
+    : '';
   yield style.dim(
-    `\n. allowed  X denied${partialLegend}${familyLegend}${addressLegend}; rows are sources, columns destinations (numbered as the rows)\n`,
+    `\n. allowed  X denied${partialLegend}${familyLegend}${addressLegend}; rows are sources, columns destinations (numbered as the rows)${controllerLegend}\n`,
   );
   for (const c of outside)
     if (addressLabel(c) !== c.label) yield style.dim(`${addressLabel(c)}: ${c.label}\n`);
@@ -257,6 +296,28 @@ function* json(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterab
     }
     yield '\n]';
   }
+  // Only for inputs with Ingress or Route objects: every other answer keeps its shape.
+  const controller = extras.ingressController;
+  if (controller) {
+    yield ',"ingressController":[';
+    let comma = '\n';
+    for (const [from, , ports, r] of controllerLines(matrix, controller)) {
+      const row = matrix.rows[r] as MatrixRow;
+      const ends = { from, to: row.id };
+      const kinds = { fromKind: 'IngressController', toKind: row.kind };
+      if (matrix.queries.length === 0)
+        yield `${comma}${JSON.stringify({ ...ends, allowed: !isNoPorts(ports), ports: portsJson(ports), ...kinds })}`;
+      else
+        yield matrix.queries
+          .map(
+            (query, q) =>
+              `${q === 0 ? comma : ',\n'}${JSON.stringify({ ...ends, port: query.port, protocol: query.protocol, allowed: outsideAllows(matrix, ports, q, r), ...kinds })}`,
+          )
+          .join('');
+      comma = ',\n';
+    }
+    yield '\n]';
+  }
   // Only when there is something to say: the shape of every other answer is unchanged.
   if (extras.notEvaluated) yield `,"notEvaluated":${JSON.stringify(extras.notEvaluated.objects)}`;
   yield '}\n';
@@ -270,6 +331,8 @@ function* csv(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterabl
     for (const [from, to, ports] of portSetLines(matrix)) yield `${from},${to},"${formatPortSet(ports)}"\n`;
     for (const [from, to, ports] of outsideLines(matrix, outside))
       yield `${csvField(from)},${csvField(to)},"${formatPortSet(ports)}"\n`;
+    for (const [from, to, ports] of controllerLines(matrix, extras.ingressController))
+      yield `${from},${to},"${formatPortSet(ports)}"\n`;
     return;
   }
   // Dual-stack matrices gain a column per family (empty where the pair does not share it).
@@ -292,6 +355,13 @@ function* csv(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterabl
           `${csvField(from)},${csvField(to)},${query.port},${query.protocol},${outsideAllows(matrix, ports, q, outward ? undefined : r)}${families}\n`,
       )
       .join('');
+  for (const [from, to, ports, r] of controllerLines(matrix, extras.ingressController))
+    yield matrix.queries
+      .map(
+        (query, q) =>
+          `${from},${to},${query.port},${query.protocol},${outsideAllows(matrix, ports, q, r)}${families}\n`,
+      )
+      .join('');
 }
 
 /** A CSV field, quoted when it holds a comma (address ranges do). */
@@ -300,17 +370,23 @@ function csvField(text: string): string {
 }
 
 function* md(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterable<string> {
-  yield* mdTable(matrix, extras.outside ?? []);
+  yield* mdTable(matrix, extras.outside ?? [], extras.ingressController);
   if (extras.notEvaluated) yield `\n_note: ${extras.notEvaluated.note}_\n`;
 }
 
-function* mdTable(matrix: Matrix, outside: readonly OutsideClass[]): Iterable<string> {
+function* mdTable(
+  matrix: Matrix,
+  outside: readonly OutsideClass[],
+  controller: IngressControllerPeer | undefined,
+): Iterable<string> {
   const ids = matrix.rows.map((r) => r.label);
   if (matrix.queries.length === 0) {
     yield '| from | to | allowed ports |\n|---|---|---|\n';
     for (const [from, to, ports] of portSetLines(matrix))
       yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
     for (const [from, to, ports] of outsideLines(matrix, outside))
+      yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
+    for (const [from, to, ports] of controllerLines(matrix, controller))
       yield `| ${from} | ${to} | ${portListText(ports)} |\n`;
     return;
   }
@@ -334,6 +410,13 @@ function* mdTable(matrix: Matrix, outside: readonly OutsideClass[]): Iterable<st
         cells += outsideAllows(matrix, c.into[t] as PortSet, q, t) ? ' ✓ |' : ' ✗ |';
       cells += ' – |'.repeat(outside.length);
       yield `| ${c.label} |${cells}\n`;
+    }
+    if (controller) {
+      let cells = '';
+      for (let t = 0; t < ids.length; t++)
+        cells += outsideAllows(matrix, controller.into[t] as PortSet, q, t) ? ' ✓ |' : ' ✗ |';
+      cells += ' – |'.repeat(outside.length);
+      yield `| ${controller.label} |${cells}\n`;
     }
   }
 }

@@ -9,6 +9,9 @@ import {
   compiledVerdicts,
   formatCheckText,
   formatPortsCheckText,
+  forwardingNote,
+  ingressControllerEndpoint,
+  namesIngressController,
   parsePortQuery,
   portAtDestination,
   portsCheckJson,
@@ -18,8 +21,10 @@ import {
   withService,
 } from '../../analysis/index.ts';
 import type { Verdict } from '../../semantics/index.ts';
+import type { Endpoint } from '../../model/types.ts';
 import {
   checkChoice,
+  ingressControllerOption,
   loadInput,
   notEvaluated,
   reportDiagnostics,
@@ -32,7 +37,10 @@ import { EXIT_EXPECTATION_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo
 export function checkCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('check'))
     .description('is one connection allowed, and why')
-    .requiredOption('--from <address>', 'source: ns/pod, ns/name[Kind] or an IP address')
+    .requiredOption(
+      '--from <address>',
+      'source: ns/pod, ns/name[Kind], an IP address, or ingress-controller (the controller of Ingress and Route objects)',
+    )
     .requiredOption(
       '--to <address>',
       'destination: ns/pod, ns/name[Kind], an IP address, or name=IP for a domain name',
@@ -43,6 +51,10 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     )
     .option('--protocol <protocol>', 'TCP, UDP or SCTP', 'TCP')
     .option('--expect <verdict>', 'exit 3 unless the verdict is this (allow or deny)')
+    .option(
+      '--ingress-controller <place>',
+      "with --from ingress-controller: NAMESPACE or NAMESPACE/key=value,… (its pods' labels); default: a namespace of its own",
+    )
     .option('-o, --output <format>', 'text or json', 'text')
     .option(
       '--engine <engine>',
@@ -91,7 +103,12 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
         { from, to, protocol: target?.protocol ?? protocol, port, ...(portName ? { portName } : {}) },
         { semantics: input.semantics },
       );
-      const result = target ? withService(checked, target.target) : checked;
+      const result = withForwarding(
+        target ? withService(checked, target.target) : checked,
+        from,
+        to,
+        loaded.cluster,
+      );
       const { verdict } = result;
       if (engine === 'compiled') {
         const ips = (a: typeof from.address) => (a.kind === 'endpoint' ? a.endpoint.ips : [a.ip]);
@@ -141,11 +158,47 @@ async function loadEnds(
     podOption: (name) => `--from ${name} or --to ${name}`,
   });
   const inputErrors = reportDiagnostics(loaded.diagnostics, io, input.verbose);
-  const from = resolveAddress(loaded.cluster, String(raw.from));
-  const to = resolveAddress(loaded.cluster, String(raw.to));
+  if (namesIngressController(String(raw.to)))
+    throw new UsageError('--to: the ingress controller is a source only (--from ingress-controller)');
+  if (raw.ingressController !== undefined && !namesIngressController(String(raw.from)))
+    throw new UsageError('--ingress-controller places the controller of --from ingress-controller');
+  // The controller stands in a namespace of its own unless told: the cluster gains that namespace.
+  const controller = namesIngressController(String(raw.from))
+    ? ingressControllerEndpoint(loaded.cluster, ingressControllerOption(raw.ingressController))
+    : undefined;
+  const cluster = controller?.cluster ?? loaded.cluster;
+  const from = controller
+    ? { ok: true as const, address: { kind: 'endpoint' as const, endpoint: controller.controller } }
+    : resolveAddress(cluster, String(raw.from));
+  const to = resolveAddress(cluster, String(raw.to));
   if (!from.ok) throw new UsageError(`--from: ${from.message}`);
   if (!to.ok) throw new UsageError(`--to: ${to.message}`);
-  return { loaded, inputErrors, from, to };
+  return { loaded: { ...loaded, cluster }, inputErrors, from, to };
+}
+
+type Resolved = Extract<ReturnType<typeof resolveAddress>, { ok: true }>;
+
+/** From the ingress controller: what Ingress objects forward to on the destination, noted beside policy's verdict. */
+function withForwarding<R extends { readonly verdict: Verdict }>(
+  result: R,
+  from: Resolved,
+  to: Resolved,
+  cluster: Parameters<typeof forwardingNote>[0],
+): R {
+  const notes = forwardingNotes(from, to, cluster);
+  if (notes.length === 0) return result;
+  return { ...result, verdict: { ...result.verdict, notes: [...result.verdict.notes, ...notes] } };
+}
+
+function forwardingNotes(
+  from: Resolved,
+  to: Resolved,
+  cluster: Parameters<typeof forwardingNote>[0],
+): string[] {
+  if (from.address.kind !== 'endpoint' || from.address.endpoint.pseudo !== 'ingress-controller') return [];
+  const destinations: Endpoint[] =
+    to.workload?.members.slice() ?? (to.address.kind === 'endpoint' ? [to.address.endpoint] : []);
+  return destinations.length === 0 ? [] : [forwardingNote(cluster, destinations)];
 }
 
 function verdictWords(verdict: Verdict): string {
@@ -169,12 +222,19 @@ async function checkAllPorts(
   const result = checkPorts(loaded.cluster, { from, to }, { semantics: input.semantics });
   const missing = notEvaluated(loaded.cluster);
   const style = styleFor(io.stdoutIsTty, io.env);
+  const forwarding = forwardingNotes(from, to, loaded.cluster);
   if (output === 'json') {
     const json = portsCheckJson(result) as Record<string, unknown>;
-    writeJson(io, missing ? { ...json, notEvaluated: missing.objects } : json);
+    writeJson(io, {
+      ...json,
+      ...(forwarding.length ? { notes: forwarding } : {}),
+      ...(missing ? { notEvaluated: missing.objects } : {}),
+    });
   } else
     io.stdout.write(
-      formatPortsCheckText(result, style) + (missing ? style.warn(`  note: ${missing.note}`) + '\n' : ''),
+      formatPortsCheckText(result, style) +
+        forwarding.map((note) => style.dim(`  note: ${note}`) + '\n').join('') +
+        (missing ? style.warn(`  note: ${missing.note}`) + '\n' : ''),
     );
   done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
 }

@@ -19,6 +19,7 @@ import {
   focusRows,
   formatSize,
   groupEndpoints,
+  ingressControllerPeer,
   MATRIX_FORMATS,
   matrixEndpoints,
   outsideClasses,
@@ -37,6 +38,7 @@ import {
 } from '../../analysis/index.ts';
 import {
   checkChoice,
+  ingressControllerOption,
   loadInput,
   notEvaluated,
   reportDiagnostics,
@@ -88,6 +90,10 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       'connections with the address ranges outside the cluster: auto (when quick to compute), all, or none',
       'auto',
     )
+    .option(
+      '--ingress-controller <place>',
+      "where the ingress controller of Ingress and Route objects runs: NAMESPACE or NAMESPACE/key=value,… (its pods' labels); default: a namespace of its own, admitted only by policy admitting every namespace",
+    )
     .option('--wide', 'print a text table even when it is wider than the terminal', false)
     .option(
       '--engine <engine>',
@@ -109,6 +115,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
           : checkChoice('--group-by', raw.groupBy, ['workload', 'namespace'] as const);
       const groupBy = groupAsked ?? 'workload';
       const addresses = checkChoice('--addresses', raw.addresses, ['auto', 'all', 'none'] as const);
+      const place = ingressControllerOption(raw.ingressController);
       const maxOutput = resolveMaxOutput(raw.maxOutput, raw.force);
       // Namespace rows for tables; graphs draw namespaces from the workload rows themselves.
       // -o json keeps its contract: one entry per workload or pod pair, named ns/name.
@@ -219,11 +226,13 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         io.stderr.write(
           `palisade: note: connections with address ranges outside the cluster are left out at this size (${matrix.rows.length} rows); --addresses all includes them\n`,
         );
+      const ingressController = ingressControllerPeer(matrix, loaded.cluster, place, input.semantics);
       await writeWithProgress(
         io,
         writer(matrix, styleFor(io.stdoutIsTty, io.env), {
           ...(missing ? { notEvaluated: missing } : {}),
           ...(outside && outside.length > 0 ? { outside } : {}),
+          ...(ingressController ? { ingressController } : {}),
         }),
         estimate.bytes,
         progress,
