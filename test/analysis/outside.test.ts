@@ -21,7 +21,7 @@ import { clusterArb } from '../helpers/arbitraries.ts';
 import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
 import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -70,8 +70,9 @@ describe('connections with addresses outside the cluster', () => {
     );
   });
 
-  it('show in every format: a pod allowed egress to 0.0.0.0/0 on 443', async () => {
+  it('show in every format: a pod allowed egress to 0.0.0.0/0 on 443', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'palisade-outside-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'external.yaml');
     const objects = [
       namespace('a'),
