@@ -10,7 +10,7 @@
  * heads with `neutron-db-manage`, so the server finds the schema it expects. The server code,
  * its validation, its quotas and its database layer are the ones production runs.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -56,7 +56,11 @@ export interface StartNeutronOptions {
   readonly port?: number;
   /** Default quotas per project (Neutron's own defaults are 10 groups and 100 rules). */
   readonly quotas?: { readonly securityGroups?: number; readonly rules?: number; readonly ports?: number };
-  /** How long to wait for the API, ms (default 90 s: the first start compiles Python). */
+  /**
+   * How long to wait for the schema and then the API, ms each (default 300 s). Quiet, a start takes
+   * 10–20 s; the first on a fresh machine reads Neutron's thousands of Python modules from a cold
+   * disk, and in CI beside a whole test suite it took more than 90 s to log a line.
+   */
   readonly timeoutMs?: number;
 }
 
@@ -127,12 +131,18 @@ export async function startNeutron(options: StartNeutronOptions = {}): Promise<N
     const port = options.port ?? (await freePort());
     const conf = join(dir, 'neutron.conf');
     writeFileSync(conf, configuration(dir, port, options));
-    run(PYTHON, ['-c', CREATE_SCHEMA, `sqlite:///${dir}/neutron.sqlite`, conf], 'creating the schema');
+    const timeoutMs = options.timeoutMs ?? 300_000;
+    await run(
+      PYTHON,
+      ['-c', CREATE_SCHEMA, `sqlite:///${dir}/neutron.sqlite`, conf],
+      'creating the schema',
+      timeoutMs,
+    );
     // Its own process group: neutron-server forks workers (RPC, periodic), stopped with it.
     child = spawn(binary, ['--config-file', conf], { stdio: 'ignore', detached: true });
     favour(child);
     const url = `http://127.0.0.1:${port}`;
-    await waitServing(url, child, dir, options.timeoutMs ?? 90_000);
+    await waitServing(url, child, dir, timeoutMs);
     const started = child;
     return {
       url,
@@ -171,11 +181,25 @@ function favour(child: ChildProcess): void {
   }
 }
 
-function run(command: string, args: readonly string[], what: string): void {
-  const result = spawnSync(command, args, { encoding: 'utf8', timeout: 120_000 });
-  if (result.status !== 0)
+/** Runs a Python step to its end, favoured like the server, without blocking the event loop. */
+async function run(command: string, args: readonly string[], what: string, timeoutMs: number): Promise<void> {
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  favour(child);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const outcome = await new Promise<{ status: number | null; error?: Error }>((resolve) => {
+    child.once('error', (error) => resolve({ status: null, error }));
+    child.once('close', (status, signal) =>
+      resolve(
+        signal === 'SIGKILL' ? { status, error: new Error(`no end within ${timeoutMs} ms`) } : { status },
+      ),
+    );
+  });
+  clearTimeout(timer);
+  if (outcome.status !== 0 || outcome.error)
     throw new Error(
-      `local Neutron: ${what} failed (${result.error?.message ?? `exit ${String(result.status)}`}): ${(result.stderr ?? '').trim().split('\n').slice(-3).join(' ')}`,
+      `local Neutron: ${what} failed (${outcome.error?.message ?? `exit ${String(outcome.status)}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`,
     );
 }
 
