@@ -20,7 +20,7 @@ import type { KeyLayout } from '../reflected/index.ts';
 import type { ClusterState } from '../state/index.ts';
 import { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 import type { FlowBatch, RealizeResult, Realizer } from './types.ts';
-import { attributeEvent, attributionContext, type AttributionContext } from '../flows/index.ts';
+import { attributeEvents, attributionContext, type AttributionContext } from '../flows/index.ts';
 import type { NodeDatapath } from '../datapaths/types.ts';
 
 export interface RealizerOptions {
@@ -146,7 +146,7 @@ export class NodeRealizer implements Realizer {
       allowNodeLocal: this.options.allowNodeLocal ?? true,
     });
     const context = this.attribution;
-    return Promise.resolve({ records: events.map((event) => attributeEvent(context, event)), lost });
+    return Promise.resolve({ records: attributeEvents(context, events), lost });
   }
 
   cleanup(): Promise<string> {

@@ -82,12 +82,6 @@ export class FlowTable {
 
 /** What makes two records one: everything but the counts and the times. */
 export function flowKey(record: FlowRecord): string {
-  const decided = record.decidedBy
-    .map((d) => `${d.direction}:${d.tier}:${d.outcome}:${d.policy ?? ''}:${d.rule ?? ''}`)
-    .join(',');
-  const staged = record.staged
-    ? `${record.staged.verdict}/${record.staged.decidedBy.map((d) => `${d.direction}:${d.policy ?? ''}:${d.rule ?? ''}`).join(',')}`
-    : '';
   return [
     record.node ?? '',
     record.src.ip,
@@ -95,8 +89,33 @@ export function flowKey(record: FlowRecord): string {
     record.protocol,
     record.port,
     record.verdict,
-    decided,
-    staged,
+    decidedKey(record.decidedBy),
+    record.staged ? stagedKey(record.staged) : '',
     record.mismatch ?? '',
   ].join('|');
+}
+
+// Records of one judgement share its decidedBy and staged objects (attribute.ts): their key
+// parts are made once, not for every record of a busy node's feed.
+const decidedKeys = new WeakMap<FlowRecord['decidedBy'], string>();
+const stagedKeys = new WeakMap<NonNullable<FlowRecord['staged']>, string>();
+
+function decidedKey(decidedBy: FlowRecord['decidedBy']): string {
+  let key = decidedKeys.get(decidedBy);
+  if (key === undefined) {
+    key = decidedBy
+      .map((d) => `${d.direction}:${d.tier}:${d.outcome}:${d.policy ?? ''}:${d.rule ?? ''}`)
+      .join(',');
+    decidedKeys.set(decidedBy, key);
+  }
+  return key;
+}
+
+function stagedKey(staged: NonNullable<FlowRecord['staged']>): string {
+  let key = stagedKeys.get(staged);
+  if (key === undefined) {
+    key = `${staged.verdict}/${staged.decidedBy.map((d) => `${d.direction}:${d.policy ?? ''}:${d.rule ?? ''}`).join(',')}`;
+    stagedKeys.set(staged, key);
+  }
+  return key;
 }

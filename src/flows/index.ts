@@ -5,7 +5,7 @@
  */
 export type * from './types.ts';
 export { readFlowFile, type FlowFile, type LocatedFlow } from './flow-file.ts';
-export { attributeEvent, attributionContext, type AttributionContext } from './attribute.ts';
+export { attributeEvent, attributeEvents, attributionContext, type AttributionContext } from './attribute.ts';
 export { decidingRule } from './deciding-rule.ts';
 export { stagedChange, withStagedApplied } from './staged.ts';
 export { stagedView } from './staged-view.ts';

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   attributeEvent,
+  attributeEvents,
   attributionContext,
   FlowTable,
   flowText,
@@ -110,6 +111,40 @@ describe('attributeEvent', () => {
     assert.deepEqual(record.decidedBy, [
       { direction: 'egress', tier: 'NetworkPolicy', outcome: 'not-isolated' },
     ]);
+  });
+});
+
+describe('attributeEvents (a batch from a busy node)', () => {
+  it('equals its events named one by one, one record per connection, each judged once', () => {
+    // Seeded: ports, verdicts, sides, weights, times and source ports mixed, repeats included.
+    let seed = 7;
+    const next = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const batch: VerdictEvent[] = Array.from({ length: 400 }, () => {
+      const denied = next(3) === 0;
+      return event([80, 443, 5432][next(3)] as number, denied ? 'denied' : 'allowed', {
+        at: Date.parse('2026-01-01T00:00:00Z') + next(5) * 1000,
+        srcPort: 30000 + next(1000),
+        ...(next(4) === 0 ? { dst: '192.0.2.9' } : {}),
+        ...(denied ? { deniedBy: next(2) === 0 ? ('ingress' as const) : ('egress' as const) } : {}),
+        ...(next(5) === 0 ? { weight: 64 } : {}),
+      });
+    });
+    const one = new FlowTable();
+    for (const e of batch) one.add(attributeEvent(attributionContext(cluster, 'n2'), e));
+    const context = attributionContext(cluster, 'n2');
+    const records = attributeEvents(context, batch);
+    const together = new FlowTable();
+    for (const record of records) together.add(record);
+    const sorted = (table: FlowTable): FlowRecord[] =>
+      table.list().sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    assert.deepEqual(sorted(together), sorted(one));
+    assert.equal(records.length, one.stats().records);
+    assert.ok(records.length < batch.length / 4, `${records.length} records for ${batch.length} events`);
+    // Judged once per connection: a second batch of the same connections judges nothing new.
+    const judged = context.memo.size;
+    assert.equal(judged, records.length);
+    attributeEvents(context, batch);
+    assert.equal(context.memo.size, judged);
   });
 });
 
