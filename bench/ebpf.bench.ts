@@ -50,10 +50,10 @@
  *    its 100): pod label changes and policy port changes, from the pipeline's call to the epoch
  *    switch; the tail (old side, deletions) follows a grace period later and is timed apart.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { generateShape } from '../src/generate/shapes.ts';
 import type { Cluster } from '../src/model/types.ts';
 import { loadFromObjects } from '../src/ingest/index.ts';
@@ -84,6 +84,7 @@ import {
   type ProgramStats,
 } from './ebpf-common.ts';
 import { reportTraffic } from './ebpf-traffic-report.ts';
+import { CONNRATE_PORT, connectInTurn, connrateTool, onCpu } from './connrate.ts';
 import { flushHostConntrack, hostConntrackOn } from './ebpf-host-conntrack.ts';
 import { perPacket } from './ebpf-per-packet.ts';
 import { updates } from './ebpf-updates.ts';
@@ -112,7 +113,7 @@ export async function ebpfBenchmark(args: string[]): Promise<void> {
   say(`load average at end: ${load()}`);
 }
 
-interface Configuration {
+export interface Configuration {
   readonly label: string;
   readonly policies: number;
   /** Makes this configuration the node's datapath. */
@@ -121,66 +122,23 @@ interface Configuration {
   readonly off: () => void | Promise<void>;
   /** The eBPF programs' pinned paths (for their run-time statistics). */
   readonly programs?: readonly string[];
+  /** Processes whose CPU time the connections cause beside the client's and server's (a flow reader). */
+  readonly alsoCounted?: () => readonly number[];
 }
 
-/** The connection-rate client and server (bench/ebpf-connrate.c), compiled into `dir`. */
-function connrateTool(dir: string): string {
-  // Found upwards from this module: it runs from bench/ and from its build (.bench-build/bench/).
-  let root = import.meta.dirname;
-  while (!existsSync(join(root, 'bench', 'ebpf-connrate.c'))) {
-    if (dirname(root) === root) throw new Error('bench/ebpf-connrate.c not found');
-    root = dirname(root);
-  }
-  const binary = join(dir, 'ebpf-connrate');
-  execFileSync('clang', ['-O2', '-Wall', '-o', binary, join(root, 'bench', 'ebpf-connrate.c')]);
-  return binary;
+/** What a benchmark adding configurations of its own to the traffic rounds builds them from. */
+export interface TrafficContext {
+  readonly netns: string;
+  readonly stateRoot: string;
+  /** The node's cluster at ~1 policy: the two pods and the policy between them. */
+  readonly cluster: Cluster;
+  /** The same as manifests (the lab's pods with their addresses). */
+  readonly objects: readonly object[];
+  /** Loads the eBPF programs at `location` with the cluster rendered and `flags` set (again for each turn unless --load-once). */
+  readonly installed: (location: PinLocation, cluster: Cluster, flags: number) => void;
+  /** On/off for programs at `location` attached to both pods' interfaces, as the datapath attaches them. */
+  readonly attached: (location: PinLocation) => Pick<Configuration, 'on' | 'off' | 'programs'>;
 }
-
-/** A process's time on a CPU so far, ns (/proc/PID/schedstat). */
-const cpuNs = (pid: number): number => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-
-/**
- * Connections in turn by the C client, in `chunks` runs of count / chunks: the wall rate over all
- * of them, and the least CPU ns per connection of a chunk (the client's and the server's). Other
- * work on the machine only ever adds to a chunk's CPU time — its softirqs served in the client's
- * or server's system calls, its cache and TLB misses — so the least chunk is the one it disturbed
- * least; a chunk of 5,000 connections takes ~0.1 s here, shorter than most such disturbances.
- */
-function connectInTurn(
-  tool: string,
-  clientNetns: string,
-  serverPid: number,
-  serverIp: string,
-  count: number,
-  chunks: number,
-  cpu: number | undefined,
-): { rate: number; cpu: number } {
-  let connections = 0;
-  let wall = 0;
-  let least = Infinity;
-  for (let k = 0; k < chunks; k++) {
-    const before = cpuNs(serverPid);
-    const out = execFileSync(
-      ...onCpu(cpu, 'nsenter', [
-        `--net=/run/netns/${clientNetns}`,
-        tool,
-        'client',
-        serverIp,
-        String(CONNRATE_PORT),
-        String(Math.ceil(count / chunks)),
-      ]),
-      { encoding: 'utf8' },
-    );
-    const server = cpuNs(serverPid) - before;
-    const [connected, seconds, clientCpu] = out.trim().split(' ').map(Number) as [number, number, number];
-    connections += connected;
-    wall += seconds;
-    least = Math.min(least, (clientCpu + server) / connected);
-  }
-  return { rate: connections / wall, cpu: least };
-}
-
-const CONNRATE_PORT = 5202;
 
 /** The traffic part's options (the command line's, resolved). */
 interface TrafficOptions {
@@ -198,13 +156,15 @@ interface TrafficOptions {
   readonly hostConntrack: boolean;
   /** The CPU the connection-rate client and server are pinned to (both on one; unpinned unless given). */
   readonly pinCpu?: number;
+  /** How many of the policy sizes (~1, ~100, ~10,000) to measure; all unless told. */
+  readonly sizes?: number;
+  /** More configurations (the flow benchmark's). */
+  readonly more?: (context: TrafficContext) => Configuration[] | Promise<Configuration[]>;
+  /** Only the configurations of these labels (all unless told). */
+  readonly only?: readonly string[];
 }
 
-/** A command line run on the pinned CPU, when one is given (taskset execs it: the same pid). */
-const onCpu = (cpu: number | undefined, command: string, args: readonly string[]): [string, string[]] =>
-  cpu === undefined ? [command, [...args]] : ['taskset', ['-c', String(cpu), command, ...args]];
-
-async function traffic(options: TrafficOptions): Promise<void> {
+export async function traffic(options: TrafficOptions): Promise<void> {
   const { runs, seconds, connections, chunks, agentClient, loadOnce, hostConntrack } = options;
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
   const lab = await Lab.up('ebench', labObjects, loadFromObjects(labObjects).cluster, {
@@ -234,15 +194,17 @@ async function traffic(options: TrafficOptions): Promise<void> {
       { label: '~1 policy', scale: 0 },
       { label: '~100 policies', scale: 0.00134 },
       { label: '~10,000 policies', scale: 0.134 },
-    ].map(({ label, scale }) => {
-      const objects: object[] = podAndPolicyObjects(lab);
-      if (scale > 0) {
-        const g = generateShape('a', { scale, seed: 3 });
-        for (const o of [...g.namespaces, ...g.pods, ...g.policies]) objects.push(o);
-      }
-      return { label, cluster: loadFromObjects(objects).cluster };
-    });
-    const configurations: Configuration[] = [
+    ]
+      .slice(0, options.sizes ?? 3)
+      .map(({ label, scale }) => {
+        const objects: object[] = podAndPolicyObjects(lab);
+        if (scale > 0) {
+          const g = generateShape('a', { scale, seed: 3 });
+          for (const o of [...g.namespaces, ...g.pods, ...g.policies]) objects.push(o);
+        }
+        return { label, cluster: loadFromObjects(objects).cluster };
+      });
+    let configurations: Configuration[] = [
       { label: 'no policy', policies: 0, on: () => undefined, off: () => undefined },
     ];
     for (const { label, cluster } of sizes)
@@ -362,6 +324,20 @@ async function traffic(options: TrafficOptions): Promise<void> {
         });
       }
     }
+    const [smallest] = sizes;
+    if (options.more && smallest)
+      configurations.push(
+        ...(await options.more({
+          netns: node.netns,
+          stateRoot,
+          cluster: smallest.cluster,
+          objects: podAndPolicyObjects(lab),
+          installed,
+          attached: (location) => attached(location, false),
+        })),
+      );
+    const only = options.only;
+    if (only) configurations = configurations.filter((c) => only.includes(c.label));
     await run('sysctl', ['-q', '-w', 'net.ipv4.tcp_tw_reuse=1', 'net.ipv4.ip_local_port_range=1024 65000'], {
       netns: client.netns,
     });
@@ -385,9 +361,20 @@ async function traffic(options: TrafficOptions): Promise<void> {
       });
     }
     const serverPid = server?.pid ?? 0;
-    const measureConnections = async (): Promise<{ rate: number; cpu: number }> =>
+    const measureConnections = async (
+      configuration: Configuration,
+    ): Promise<{ rate: number; cpu: number }> =>
       tool
-        ? connectInTurn(tool, client.netns, serverPid, serverIp, connections, chunks, options.pinCpu)
+        ? connectInTurn(
+            tool,
+            client.netns,
+            serverPid,
+            serverIp,
+            connections,
+            chunks,
+            options.pinCpu,
+            configuration.alsoCounted?.() ?? [],
+          )
         : { rate: await connectionRate(lab, client.id, serverIp, connections), cpu: NaN };
     // Per configuration, one value per round (rounds keep their index: ratios pair a round's values).
     const rates = configurations.map(() => [] as number[]);
@@ -399,7 +386,7 @@ async function traffic(options: TrafficOptions): Promise<void> {
         const c = (k + r) % configurations.length;
         const configuration = configurations[c] as Configuration;
         await turn(configuration);
-        const { rate, cpu } = await measureConnections();
+        const { rate, cpu } = await measureConnections(configuration);
         rates[c]?.push(rate);
         cpus[c]?.push(cpu);
         if (iperf.code === 0)
@@ -420,7 +407,7 @@ async function traffic(options: TrafficOptions): Promise<void> {
       if (!configuration.programs) continue;
       await turn(configuration);
       const before = programStats(configuration.programs);
-      await measureConnections();
+      await measureConnections(configuration);
       const connected = programStats(configuration.programs);
       if (iperf.code === 0) await throughput(serverPod.netns, client.netns, serverIp, seconds);
       const after = programStats(configuration.programs);

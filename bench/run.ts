@@ -28,6 +28,7 @@ import { scaleBenchmark } from './scale.bench.ts';
 import { agentDirectBenchmark } from './agent-direct.bench.ts';
 import { suggestBenchmark } from './suggest.bench.ts';
 import { neutronBenchmark } from './neutron.bench.ts';
+import { flowsBenchmark } from './flows.bench.ts';
 
 const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   matrix: matrixBenchmark,
@@ -55,6 +56,7 @@ const BENCHMARKS: Record<string, (args: string[]) => Promise<void> | void> = {
   'agent-direct': agentDirectBenchmark,
   suggest: suggestBenchmark,
   neutron: neutronBenchmark,
+  flows: flowsBenchmark,
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -43,8 +43,8 @@ export interface AttributionContext {
 /** Everything of a record that depends on the connection and the cluster, not on time or count. */
 type Judgement = Pick<FlowRecord, 'src' | 'dst' | 'decidedBy' | 'staged' | 'mismatch'>;
 
-/** Most judgements kept per context (each a few hundred bytes: ~20 MB at most). */
-const MEMO_LIMIT = 50_000;
+/** Most judgements kept per context (each about a kilobyte: ~10 MB at most). */
+const MEMO_LIMIT = 10_000;
 
 export function attributionContext(
   cluster: Cluster,
