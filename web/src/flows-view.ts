@@ -67,6 +67,7 @@ export class FlowsView {
   private render(answer: FlowsAnswer): void {
     const staged = this.staged.checked;
     const flows = answer.flows;
+    const stagedColumn = staged || flows.some((f) => f.staged !== undefined);
     const connections = flows.reduce((n, f) => n + f.count, 0);
     this.caption.textContent =
       `${count(flows.length)} of ${count(answer.total)} flows from ${answer.source} ` +
@@ -116,16 +117,16 @@ export class FlowsView {
               'count',
               'node',
               'decided by',
-              staged ? 'staged' : '',
+              stagedColumn ? 'staged' : '',
             ].map((h) => el('th', {}, h)),
           ),
         ),
-        el('tbody', {}, ...flows.map((flow, i) => this.row(flow, i, staged))),
+        el('tbody', {}, ...flows.map((flow, i) => this.row(flow, i))),
       ),
     );
   }
 
-  private row(flow: ServedFlow, index: number, stagedColumn: boolean): HTMLElement {
+  private row(flow: ServedFlow, index: number): HTMLElement {
     const note = flow.disagreement ?? flow.mismatch;
     return el(
       'tr',
@@ -152,13 +153,11 @@ export class FlowsView {
         flow.decidedText,
         note !== undefined ? el('div', { class: 'warning' }, `⚠ ${note}`) : null,
       ),
-      stagedColumn || flow.staged
+      flow.staged
         ? el(
             'td',
-            { class: `staged ${flow.staged?.verdict ?? ''}` },
-            flow.staged
-              ? `would be ${flow.staged.verdict}${flow.stagedText ? ` (${flow.stagedText})` : ''}`
-              : '',
+            { class: `staged ${flow.staged.verdict}` },
+            `would be ${flow.staged.verdict}${flow.stagedText ? ` (${flow.stagedText})` : ''}`,
           )
         : el('td', {}),
     );
