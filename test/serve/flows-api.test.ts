@@ -7,7 +7,7 @@
  * stream; `/api/graph?flows=1` places the observed flows on the graph's nodes.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { stagedView, type FlowRecord } from '../../src/flows/index.ts';
 import { ndjson, serveShopFlows, shopFlowRecords, type FlowServe } from './flow-fixture.ts';
@@ -38,6 +38,10 @@ describe('palisade serve: observed flows (API)', () => {
     served = await serveShopFlows(ndjson(records));
   });
   after(() => served?.close());
+
+  it("README's example flow file is these records (the agents' attribution of the fixture)", () => {
+    assert.equal(readFileSync('examples/flows/shop-lab.ndjson', 'utf8'), ndjson(records));
+  });
 
   it('answers every record, its rules in check words, and the check question of each', async () => {
     const { status, body } = await get('/api/flows');

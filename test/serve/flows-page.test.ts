@@ -19,9 +19,7 @@ import { cli } from '../helpers/cli.ts';
 import { ndjson, serveShopFlows, SHOP_RUNNING, shopFlowRecords, type FlowServe } from './flow-fixture.ts';
 import { CHROMIUM_MISSING, launchChromium } from './helpers.ts';
 
-const SHOTS = process.env.PALISADE_SCREENSHOTS
-  ? (process.env.PALISADE_SCREENSHOTS_DIR ?? 'docs/screenshots')
-  : undefined;
+const SHOTS = process.env.PALISADE_SCREENSHOTS ? 'docs/screenshots' : undefined;
 
 describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM_MISSING }, () => {
   let served: FlowServe;
@@ -29,6 +27,8 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
   let browser: Browser;
   let page: Page;
   let shots = '';
+  /** Screenshots looked at, not shown in README: always the temp dir. */
+  let scratch = '';
   const errors: string[] = [];
 
   before(async () => {
@@ -36,6 +36,7 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
     served = await serveShopFlows(ndjson(records));
     shots = SHOTS ?? mkdtempSync(join(tmpdir(), `palisade-flow-shots-${process.pid}-`));
     mkdirSync(shots, { recursive: true });
+    scratch = mkdtempSync(join(tmpdir(), `palisade-flow-scratch-${process.pid}-`));
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     page.on('pageerror', (error) => errors.push(error.message));
@@ -44,6 +45,7 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
     await browser?.close();
     await served?.close();
     if (!SHOTS && shots) rmSync(shots, { recursive: true, force: true });
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
   const rows = () => page.locator('.flow-table tbody tr');
@@ -150,7 +152,7 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
       await page.locator('.details .staged').textContent(),
       'Staged: would be allowed (egress: allowed by monitoring/prometheus-egress egress[0]; ingress: allowed by shop/db-from-monitoring ingress[0])',
     );
-    await page.screenshot({ path: join(shots, 'flows-staged.png') });
+    await page.screenshot({ path: join(scratch, 'flows-staged.png') });
     await page.click('.details .close');
     await page.uncheck('input[name=flow-staged]');
     await until(async () => (await rows().count()) === records.length);
@@ -197,7 +199,7 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
       await page.evaluate(() => (globalThis as unknown as Record<string, unknown>).pwned),
       undefined,
     );
-    await page.screenshot({ path: join(shots, 'flows-edited.png') });
+    await page.screenshot({ path: join(scratch, 'flows-edited.png') });
   });
 
   it('raised no error on the page', () => {
