@@ -17,7 +17,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { FlowRecord } from '../../src/flows/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { ndjson, serveShopFlows, SHOP_RUNNING, shopFlowRecords, type FlowServe } from './flow-fixture.ts';
-import { CHROMIUM_MISSING, launchChromium } from './helpers.ts';
+import { CHROMIUM_MISSING, launchChromium, until } from './helpers.ts';
 
 const SHOTS = process.env.PALISADE_SCREENSHOTS ? 'docs/screenshots' : undefined;
 
@@ -94,28 +94,7 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
     await rows().filter({ hasText: 'shop/frontend-7c9d-x2k4p' }).filter({ hasText: 'shop/db-0' }).click();
     const verdict = page.locator('.details > .verdict');
     await verdict.waitFor();
-    const check = JSON.parse(
-      (
-        await cli([
-          'check',
-          '-f',
-          ...SHOP_RUNNING,
-          '--from',
-          'shop/frontend-7c9d-x2k4p',
-          '--to',
-          'shop/db-0',
-          '--port',
-          '5432',
-          '-o',
-          'json',
-        ])
-      ).stdout,
-    ) as { verdict: { allowed: boolean; egress: { reason: string }; ingress: { reason: string } } };
-    assert.equal(await verdict.textContent(), `${check.verdict.allowed ? 'ALLOWED' : 'DENIED'} on TCP/5432`);
-    const sections = await page.locator('.details section.direction > p:first-of-type').allTextContents();
-    assert.deepEqual(sections, [check.verdict.egress.reason, check.verdict.ingress.reason]);
-    // And word for word what check prints.
-    const text = await cli([
+    const question = [
       'check',
       '-f',
       ...SHOP_RUNNING,
@@ -125,7 +104,15 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
       'shop/db-0',
       '--port',
       '5432',
-    ]);
+    ];
+    const check = JSON.parse((await cli([...question, '-o', 'json'])).stdout) as {
+      verdict: { allowed: boolean; egress: { reason: string }; ingress: { reason: string } };
+    };
+    assert.equal(await verdict.textContent(), `${check.verdict.allowed ? 'ALLOWED' : 'DENIED'} on TCP/5432`);
+    const sections = await page.locator('.details section.direction > p:first-of-type').allTextContents();
+    assert.deepEqual(sections, [check.verdict.egress.reason, check.verdict.ingress.reason]);
+    // And word for word what check prints.
+    const text = await cli(question);
     assert.equal((await page.locator('.details details pre').textContent())?.trim(), text.stdout.trim());
     const details = (await page.locator('.details').textContent()) ?? '';
     assert.match(details, /Observed: DENIED ×3 on node-1/);
@@ -206,12 +193,3 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
     assert.deepEqual(errors, []);
   });
 });
-
-/** Polls a condition of the page from here (the page's CSP refuses evaluated strings). */
-async function until(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
-  const end = Date.now() + timeout;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('timed out waiting for the page');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

@@ -105,3 +105,12 @@ export async function hoverHeatmapCell(page: Page, row: string, column: string):
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** Polls a condition of the page from here (the page's CSP refuses evaluated strings). */
+export async function until(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
+  const end = Date.now() + timeout;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out waiting for the page');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
