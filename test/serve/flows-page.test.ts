@@ -4,8 +4,9 @@
  * them (verdict, ends, port, count, node, the deciding rule in check's words), filters by verdict
  * and by the search text, a click on a flow shows what `palisade check -o json` says about its
  * connection, the staged filter shows each would-verdict with its staged rule, the graph marks
- * the arrows that carried traffic and the nodes of denied flows, markup in the file is shown as
- * text, and an edited flow file updates the page without a reload. Screenshots go to the test's
+ * the arrows that carried traffic and the nodes of denied flows (marked again, not redrawn, when
+ * the flows change), markup in the file is shown as text, and an edited flow file updates the
+ * page without a reload. Screenshots go to the test's
  * temp dir, or to docs/screenshots/ with PALISADE_SCREENSHOTS=1.
  */
 import assert from 'node:assert/strict';
@@ -160,6 +161,27 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
       /Observed: \d+ arrows carried traffic \(drawn thick\); denied \(nodes outlined red\): .*shop\/frontend\[Deployment\] → shop\/db\[StatefulSet\] ×3/,
     );
     await page.screenshot({ path: join(shots, 'graph-flows.png') });
+    // New flows mark the drawing shown (not drawn again: where the user panned stays).
+    await page
+      .locator('.drawing svg')
+      .evaluate((svg) =>
+        (svg as unknown as { setAttribute(name: string, value: string): void }).setAttribute(
+          'data-marker',
+          'kept',
+        ),
+      );
+    const gateway = page.locator('.drawing g.node', {
+      has: page.locator('title', { hasText: 'ep:payments/gateway[Deployment]' }),
+    });
+    writeFileSync(
+      served.flowFile,
+      ndjson(records.filter((r) => r.src.pod !== 'payments/gateway-6d4f-b7n3v')),
+    );
+    await until(async () => !((await gateway.getAttribute('class')) ?? '').includes('flow-denied'));
+    assert.equal(await page.locator('.drawing svg').getAttribute('data-marker'), 'kept');
+    assert.equal(await page.locator('.graph .observed-caption').count(), 1);
+    writeFileSync(served.flowFile, ndjson(records));
+    await until(async () => ((await gateway.getAttribute('class')) ?? '').includes('flow-denied'));
   });
 
   it('an edited flow file updates the page without a reload; markup in it is text', async () => {

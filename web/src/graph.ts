@@ -118,6 +118,27 @@ export class GraphView {
     }
   }
 
+  /**
+   * New observed flows: the marks are drawn again on the drawing shown (its position and zoom
+   * kept); the graph itself comes from the input, which has not changed.
+   */
+  async reloadObserved(): Promise<void> {
+    const graph = this.graph;
+    if (!graph || !this.host.flows()) return;
+    const fresh = await api<Omit<Graph, 'svg'>>('/api/graph', {
+      port: this.host.port(),
+      'group-by': 'auto',
+      namespace: this.namespace,
+      flows: '1',
+    });
+    // Another graph meanwhile (a port or namespace chosen): its own reload marks it.
+    if (this.graph !== graph || fresh.edges.length !== graph.edges.length) return;
+    for (const mark of this.canvas.querySelectorAll('.observed, .flow-denied, .flow-unexpected'))
+      mark.classList.remove('observed', 'flow-denied', 'flow-unexpected');
+    this.caption.querySelector('.observed-caption')?.remove();
+    if (fresh.observed) this.markObserved(graph, fresh.observed);
+  }
+
   /** Highlights the nodes the search text matches. */
   filter(): void {
     const text = this.host.search().trim().toLowerCase();

@@ -188,11 +188,19 @@ class App {
     // New observed flows: the views that show them are drawn again (the others are not).
     events.addEventListener('flows', (event) => {
       const { version } = JSON.parse((event as MessageEvent<string>).data) as { version: number };
-      if (this.tab !== 'flows' && this.tab !== 'graph') return;
-      void this.refresh().then(() => {
-        document.body.dataset.flows = String(version);
-        this.status(`flows changed: ${version}`);
-      });
+      const shown =
+        this.tab === 'flows'
+          ? this.refresh()
+          : this.tab === 'graph'
+            ? this.graph.reloadObserved()
+            : undefined;
+      void shown
+        ?.then(() => {
+          // Tests wait for this: the view shows these flows.
+          document.body.dataset.flows = String(version);
+          this.status(`flows changed: ${version}`);
+        })
+        .catch((error: Error) => this.status(`flows: ${error.message}`));
     });
   }
 
