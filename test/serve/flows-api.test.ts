@@ -130,6 +130,23 @@ describe('palisade serve: observed flows (API)', () => {
     assert.equal(denied?.edge, undefined, 'no arrow: the input denies it');
   });
 
+  it('places flows on namespaces when the graph is by namespace, and keeps to its port', async () => {
+    type Observed = { observed: { pairs: { from: string; to: string; allowed: number; denied: number }[] } };
+    const byNamespace = (await (
+      await fetch(new URL('/api/graph?port=any&group-by=namespace&flows=1', served.server.url))
+    ).json()) as Observed;
+    const shop = byNamespace.observed.pairs.find((p) => p.from === 'ns:shop' && p.to === 'ns:shop');
+    // api → db on both nodes (40 + 40), frontend → api (25); frontend → db denied (3).
+    assert.deepEqual(shop && { allowed: shop.allowed, denied: shop.denied }, { allowed: 105, denied: 3 });
+    const onPort = (await (
+      await fetch(new URL('/api/graph?port=8000/TCP&flows=1', served.server.url))
+    ).json()) as Observed;
+    assert.deepEqual(
+      onPort.observed.pairs.map((p) => `${p.from} ${p.to} ${p.allowed}`),
+      ['ep:shop/frontend[Deployment] ep:shop/api[Deployment] 25'],
+    );
+  });
+
   it("says where serve's input names another rule than the agent did", async () => {
     // The agent says shop/db let the api in by another rule than the input's: a stale manifest.
     const edited = records.map((r) =>
