@@ -65,8 +65,8 @@ export const API_ENDPOINTS: Readonly<Record<string, string>> = {
     'why for one pod pair of a heatmap cell (an allowed one if any) on the port shown, or on one the pair may use: `/api/check`, with `cell`',
   '/api/graph?port=P&group-by=auto|workload|namespace&namespace=NS&svg=1':
     'nodes and edges of allowed connections, brought to a readable size (one namespace: its workloads and their peers); with svg=1 the drawing too; with flows=1 the observed traffic between its nodes (`observed`)',
-  '/api/flows?from=&to=&pod=&namespace=&verdict=&protocol=&port=&policy=&node=&staged=&q=':
-    "observed flows (--flows FILE, --agent, --lab) with the agent's filters, each with its deciding rules in check's words, the /api/check question that explains it and where serve's own answer disagrees; staged=true: what the staged policies would break or open; 404 without a flow source, 413 past 10 MB",
+  '/api/flows?from=&to=&pod=&namespace=&verdict=&protocol=&port=&policy=&node=&staged=&q=&limit=N':
+    "observed flows (--flows FILE, --agent, --lab) with the agent's filters, each with its deciding rules in check's words, the /api/check question that explains it and where serve's own answer disagrees; staged=true: what the staged policies would break or open; limit: the first N (denied first, then the most connections; `matched` counts all); 404 without a flow source, 413 past 10 MB",
   '/api/lint': 'what `palisade lint -o json` prints',
   '/api/diagnostics': 'the input diagnostics (as `validate` reports them)',
   '/api/diff': 'what `palisade diff -f AGAINST --to INPUT -o json` prints (404 without --against)',
@@ -234,13 +234,18 @@ export function createApp(
       );
     const filter = parseFlowFilter(new URL(c.req.url).searchParams);
     if ('error' in filter) throw new RequestError(filter.error);
+    const limitText = c.req.query('limit');
+    const limit = limitText === undefined || limitText === '' ? Infinity : Number(limitText);
+    if (!(limit === Infinity || (Number.isInteger(limit) && limit > 0)))
+      throw new RequestError(`limit must be a whole number above 0, not "${limitText}"`);
     const records = flows.list();
     const chosen = servedFlows(s, records, filter, c.req.query('q') ?? '');
     const body = JSON.stringify({
       version: flows.version,
       source: flows.description,
       total: records.length,
-      flows: chosen,
+      matched: chosen.length,
+      flows: chosen.length > limit ? chosen.slice(0, limit) : chosen,
       problems: flows.problemList(),
       diagnostics: flows.diagnostics,
     });
@@ -248,7 +253,7 @@ export function createApp(
       return tooLarge(
         c,
         body.length,
-        `${chosen.length} flows match: narrow them (verdict=, from=, to=, namespace=, port=, policy=, node=, q=)`,
+        `${chosen.length} flows match: narrow them (verdict=, from=, to=, namespace=, port=, policy=, node=, q=) or ask for the first (limit=N)`,
       );
     return c.body(body, 200, { 'content-type': 'application/json' });
   });

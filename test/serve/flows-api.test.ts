@@ -16,6 +16,7 @@ import { serveCopy } from './helpers.ts';
 interface Answer {
   version: number;
   total: number;
+  matched: number;
   source: string;
   flows: (FlowRecord & {
     decidedText: string;
@@ -80,6 +81,13 @@ describe('palisade serve: observed flows (API)', () => {
     const searched = (await get('/api/flows?q=PAYMENTS/gateway')).body.flows;
     assert.equal(searched.length, 1);
     assert.match(searched[0]?.decidedText ?? '', /egress: isolated by payments\/gateway, no rule allows it/);
+    // The first N (denied first), with how many match in all: what the page asks for.
+    const first = (await get('/api/flows?limit=2')).body;
+    assert.deepEqual(
+      [first.flows.length, first.matched, first.flows.map((f) => f.verdict)],
+      [2, records.length, ['denied', 'denied']],
+    );
+    assert.equal((await get('/api/flows?limit=0')).status, 400);
     const bad = await get('/api/flows?verdict=maybe');
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error, 'verdict must be allowed or denied, not "maybe"');

@@ -78,6 +78,8 @@ export interface FlowsAnswer {
   readonly version: number;
   readonly source: string;
   readonly total: number;
+  /** Flows the filters select (`flows` holds the first of them, up to the limit asked). */
+  readonly matched: number;
   readonly flows: readonly ServedFlow[];
   readonly problems: readonly { source: string; message: string }[];
   readonly diagnostics: readonly { file: string; line: number; column: number; message: string }[];

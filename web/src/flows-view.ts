@@ -12,6 +12,9 @@ import type { ExplainPanel } from './explain.ts';
 
 const endpointText = (end: { ip: string; pod?: string }): string => end.pod ?? end.ip;
 
+/** Rows asked for and drawn at most (the first: denied, then the most connections); the caption says so. */
+const MAX_ROWS = 1000;
+
 export class FlowsView {
   readonly root = el('section', { class: 'flows', 'aria-label': 'observed flows' });
   private readonly verdict = el(
@@ -60,6 +63,7 @@ export class FlowsView {
       verdict: this.verdict.value,
       staged: this.staged.checked ? 'true' : undefined,
       q: this.search().trim(),
+      limit: String(MAX_ROWS),
     });
     this.render(answer);
   }
@@ -69,10 +73,13 @@ export class FlowsView {
     const flows = answer.flows;
     const stagedColumn = staged || flows.some((f) => f.staged !== undefined);
     const connections = flows.reduce((n, f) => n + f.count, 0);
+    const more = answer.matched - flows.length;
     this.caption.textContent =
-      `${count(flows.length)} of ${count(answer.total)} flows from ${answer.source} ` +
-      `(${count(connections)} connections)` +
+      `${count(answer.matched)} of ${count(answer.total)} flows from ${answer.source}` +
       (staged ? ' that the staged policies would break or open' : '') +
+      (more > 0
+        ? `; the first ${count(flows.length)} are shown (${count(connections)} connections: narrow them with the verdict or the search)`
+        : ` (${count(connections)} connections)`) +
       '. Click a flow to see why.';
     clear(this.notes);
     for (const problem of answer.problems)
