@@ -6,12 +6,13 @@
  * them, removed after the test.
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { attributeEvent, attributionContext, type FlowRecord } from '../../src/flows/index.ts';
 import { loadCluster } from '../../src/ingest/index.ts';
-import { startServer, type RunningServer } from '../../src/serve/index.ts';
+import type { RunningServer } from '../../src/serve/index.ts';
+import { serveIn } from './helpers.ts';
 
 /** The lab's input (README's `lab up --control-plane --flow-log`), the staged candidates with it. */
 export const SHOP_RUNNING = [
@@ -121,26 +122,10 @@ export async function serveShopFlows(flows: string): Promise<FlowServe> {
   for (const path of SHOP_RUNNING) cpSync(path, join(dir, path.replace(/\//g, '_')), { recursive: true });
   const flowFile = join(root, 'flows.ndjson');
   writeFileSync(flowFile, flows);
-  try {
-    const server = await startServer({
-      read: () => loadCluster([dir], { semantics: 'v1' }),
-      watch: [dir],
-      semantics: 'v1',
-      address: '127.0.0.1',
-      port: 0,
-      flows: { kind: 'file', path: flowFile },
-    });
-    return {
-      server,
-      dir,
-      flowFile,
-      close: async () => {
-        await server.close();
-        rmSync(root, { recursive: true, force: true });
-      },
-    };
-  } catch (error) {
-    rmSync(root, { recursive: true, force: true });
-    throw error;
-  }
+  const { server, close } = await serveIn(root, {
+    read: () => loadCluster([dir], { semantics: 'v1' }),
+    watch: [dir],
+    flows: { kind: 'file', path: flowFile },
+  });
+  return { server, dir, flowFile, close };
 }
