@@ -12,3 +12,4 @@ export { stagedView } from './staged-view.ts';
 export { DEFAULT_FLOW_CAPACITY, FlowTable, flowKey, type FlowTableStats } from './flow-table.ts';
 export { FLOW_FILTER_PARAMETERS, flowFilterParameters, matchesFlow, parseFlowFilter } from './filter.ts';
 export { decidingRuleText, flowText } from './format.ts';
+export { agentUrlProblem, readAgentFlows, type FlowAgent, type ReadAgentOptions } from './agent-reader.ts';

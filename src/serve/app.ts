@@ -20,6 +20,9 @@ import {
 import { PROTOCOLS, type Protocol } from '../model/types.ts';
 import type { PortSet } from '../semantics/index.ts';
 import type { WebAssets } from './assets.ts';
+import { parseFlowFilter } from '../flows/index.ts';
+import { observedOnGraph, servedFlows } from './flow-view.ts';
+import type { LiveFlows } from './live-flows.ts';
 import type { LiveInput } from './live-input.ts';
 import { guard } from './security.ts';
 import { parsePort, RequestError, type Snapshot } from './snapshot.ts';
@@ -61,12 +64,15 @@ export const API_ENDPOINTS: Readonly<Record<string, string>> = {
   '/api/why?level=namespace|workload|pod&from=&to=&port=P':
     'why for one pod pair of a heatmap cell (an allowed one if any) on the port shown, or on one the pair may use: `/api/check`, with `cell`',
   '/api/graph?port=P&group-by=auto|workload|namespace&namespace=NS&svg=1':
-    'nodes and edges of allowed connections, brought to a readable size (one namespace: its workloads and their peers); with svg=1 the drawing too',
+    'nodes and edges of allowed connections, brought to a readable size (one namespace: its workloads and their peers); with svg=1 the drawing too; with flows=1 the observed traffic between its nodes (`observed`)',
+  '/api/flows?from=&to=&pod=&namespace=&verdict=&protocol=&port=&policy=&node=&staged=&q=&limit=N':
+    "observed flows (--flows FILE, --agent, --lab) with the agent's filters, each with its deciding rules in check's words, the /api/check question that explains it and where serve's own answer disagrees; staged=true: what the staged policies would break or open; limit: the first N (denied first, then the most connections; `matched` counts all); 404 without a flow source, 413 past 10 MB",
   '/api/lint': 'what `palisade lint -o json` prints',
   '/api/diagnostics': 'the input diagnostics (as `validate` reports them)',
   '/api/diff': 'what `palisade diff -f AGAINST --to INPUT -o json` prints (404 without --against)',
   '/api/object?name=Kind ns/name': "an object's file, line, column and content",
-  '/api/events': 'server-sent events: `snapshot` with {version} whenever the input was read again',
+  '/api/events':
+    'server-sent events: `snapshot` with {version} whenever the input was read again; `flows` with {version} whenever the observed flows changed',
 };
 
 /**
@@ -74,8 +80,13 @@ export const API_ENDPOINTS: Readonly<Record<string, string>> = {
  * the port the page opens on — the address's, else the default, whose heatmap the server computed
  * as soon as the input was read.
  */
-function firstView(snapshot: Snapshot, readError: string | undefined, asked: string | undefined): FirstView {
-  const summary = summaryAnswer(snapshot, readError);
+function firstView(
+  snapshot: Snapshot,
+  readError: string | undefined,
+  asked: string | undefined,
+  flows: string | undefined,
+): FirstView {
+  const summary = summaryAnswer(snapshot, readError, flows);
   const port = asked ?? summary.defaultPort;
   try {
     const heatmap = snapshot.reachability.heatmap(parsePort(port), 'namespace');
@@ -86,7 +97,12 @@ function firstView(snapshot: Snapshot, readError: string | undefined, asked: str
   }
 }
 
-export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet<string>): Hono {
+export function createApp(
+  live: LiveInput,
+  assets: WebAssets,
+  hosts: ReadonlySet<string>,
+  flows?: LiveFlows,
+): Hono {
   const app = new Hono();
   app.use('*', guard(hosts));
   app.onError((error, c) => {
@@ -103,7 +119,7 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
         controller.enqueue(encoder.encode(PAGE_HEAD));
         let block = '';
         try {
-          block = firstViewBlock(firstView(await live.first, live.lastError, asked));
+          block = firstViewBlock(firstView(await live.first, live.lastError, asked, flows?.description));
         } catch {
           // No first view: the page asks the API, which says what is wrong.
         }
@@ -135,7 +151,7 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
     });
   };
 
-  api('/api/summary', (s) => summaryAnswer(s, live.lastError));
+  api('/api/summary', (s) => summaryAnswer(s, live.lastError, flows?.description));
   api('/api/heatmap', (s, c) => {
     const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'namespace'));
     if (!level) throw new RequestError(`level must be one of ${LEVELS.join(', ')}`);
@@ -201,9 +217,45 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
     if (groupBy !== 'workload' && groupBy !== 'namespace' && groupBy !== 'auto')
       throw new RequestError('group-by must be auto, workload or namespace');
     const namespace = c.req.query('namespace');
-    const graph = s.graph(parsePort(c.req.query('port')), groupBy, namespace);
-    if (c.req.query('svg') !== '1') return graph;
-    return { ...graph, svg: await s.graphSvg(graph) };
+    const query = parsePort(c.req.query('port'));
+    const graph = s.graph(query, groupBy, namespace);
+    const observed =
+      flows && c.req.query('flows') === '1'
+        ? { observed: observedOnGraph(s, graph, flows.list(), query) }
+        : {};
+    if (c.req.query('svg') !== '1') return { ...graph, ...observed };
+    return { ...graph, ...observed, svg: await s.graphSvg(graph) };
+  });
+  api('/api/flows', (s, c) => {
+    if (!flows)
+      return c.json(
+        { error: 'serve was started without a flow source (--flows FILE, --agent URL or --lab NAME)' },
+        404,
+      );
+    const filter = parseFlowFilter(new URL(c.req.url).searchParams);
+    if ('error' in filter) throw new RequestError(filter.error);
+    const limitText = c.req.query('limit');
+    const limit = limitText === undefined || limitText === '' ? Infinity : Number(limitText);
+    if (!(limit === Infinity || (Number.isInteger(limit) && limit > 0)))
+      throw new RequestError(`limit must be a whole number above 0, not "${limitText}"`);
+    const records = flows.list();
+    const chosen = servedFlows(s, records, filter, c.req.query('q') ?? '');
+    const body = JSON.stringify({
+      version: flows.version,
+      source: flows.description,
+      total: records.length,
+      matched: chosen.length,
+      flows: chosen.length > limit ? chosen.slice(0, limit) : chosen,
+      problems: flows.problemList(),
+      diagnostics: flows.diagnostics,
+    });
+    if (body.length > MAX_ANSWER_BYTES)
+      return tooLarge(
+        c,
+        body.length,
+        `${chosen.length} flows match: narrow them (verdict=, from=, to=, namespace=, port=, policy=, node=, q=) or ask for the first (limit=N)`,
+      );
+    return c.body(body, 200, { 'content-type': 'application/json' });
   });
   api('/api/lint', (s) => s.lint);
   api('/api/diagnostics', (s) => ({ diagnostics: s.input.diagnostics }));
@@ -227,10 +279,21 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
       await send(live.snapshot.version);
       let wake: (() => void) | undefined;
       let latest = live.snapshot.version;
-      const unsubscribe = live.onChange((snapshot) => {
+      const unsubscribeInput = live.onChange((snapshot) => {
         latest = snapshot.version;
         wake?.();
       });
+      // Observed flows change on their own: a `flows` event, the page reloads its flow views.
+      let flowsLatest = flows?.version ?? 0;
+      let flowsSent = flowsLatest;
+      const unsubscribeFlows = flows?.onChange((version) => {
+        flowsLatest = version;
+        wake?.();
+      });
+      const unsubscribe = (): void => {
+        unsubscribeInput();
+        unsubscribeFlows?.();
+      };
       stream.onAbort(() => {
         unsubscribe();
         wake?.();
@@ -244,10 +307,18 @@ export function createApp(live: LiveInput, assets: WebAssets, hosts: ReadonlySet
         });
         wake = undefined;
         if (stream.aborted) break;
+        let quiet = true;
         if (latest !== sent) {
           sent = latest;
+          quiet = false;
           await send(latest);
-        } else await stream.write(': keep-alive\n\n');
+        }
+        if (flowsLatest !== flowsSent) {
+          flowsSent = flowsLatest;
+          quiet = false;
+          await stream.writeSSE({ event: 'flows', data: JSON.stringify({ version: flowsLatest }) });
+        }
+        if (quiet) await stream.write(': keep-alive\n\n');
       }
       unsubscribe();
     }),

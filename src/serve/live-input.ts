@@ -4,11 +4,10 @@
  * (the event stream) as a new snapshot.
  * Changes arriving while a reading runs make one more reading after it, never a pile of them.
  */
-import { watch, type FSWatcher } from 'node:fs';
-import { existsSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import type { FSWatcher } from 'node:fs';
 import { Snapshot } from './snapshot.ts';
 import type { ServeOptions } from './types.ts';
+import { watchPath } from './watch-path.ts';
 
 export type SnapshotListener = (snapshot: Snapshot) => void;
 
@@ -39,7 +38,10 @@ export class LiveInput {
   async start(): Promise<Snapshot> {
     // Files are watched before they are first read: one replaced while it is being read is read
     // again right after (watching after the reading lost such an edit until the next one).
-    for (const path of this.options.watch) this.watchPath(path);
+    for (const path of this.options.watch) {
+      const watcher = watchPath(path, () => this.schedule());
+      if (watcher) this.watchers.push(watcher);
+    }
     try {
       await this.reload();
       this.settleFirst.resolve(this.snapshot);
@@ -99,20 +101,6 @@ export class LiveInput {
       return;
     }
     for (const listener of this.listeners) listener(this.current);
-  }
-
-  private watchPath(path: string): void {
-    if (path === '-' || !existsSync(path)) return;
-    const absolute = resolve(path);
-    const directory = statSync(absolute).isDirectory();
-    // A file is watched through its directory: editors replace files by renaming a new one in.
-    const target = directory ? absolute : dirname(absolute);
-    const watcher = watch(target, { recursive: directory }, (_event, name) => {
-      if (!directory && name !== null && resolve(target, name.toString()) !== absolute) return;
-      this.schedule();
-    });
-    watcher.on('error', () => undefined);
-    this.watchers.push(watcher);
   }
 
   private schedule(): void {

@@ -5,6 +5,7 @@
 import { getRequestListener } from '@hono/node-server';
 import { createApp } from './app.ts';
 import { loadWebAssets } from './assets.ts';
+import { LiveFlows } from './live-flows.ts';
 import { LiveInput } from './live-input.ts';
 import { listen, type Listener } from './socket/index.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -16,6 +17,8 @@ export interface RunningServer {
   /** The page's address, e.g. http://127.0.0.1:7780/. */
   readonly url: string;
   readonly live: LiveInput;
+  /** The observed flows, when serve was given a source of them. */
+  readonly flows?: LiveFlows;
   close(): Promise<void>;
 }
 
@@ -40,15 +43,17 @@ export async function startServer(
  */
 export async function serveOn(listener: Listener, options: ServeOptions): Promise<RunningServer> {
   const live = new LiveInput(options);
+  const flows = options.flows ? new LiveFlows(options.flows) : undefined;
   const close = async (): Promise<void> => {
     live.close();
+    flows?.close();
     await listener.close();
   };
   try {
     const assets = await loadWebAssets();
-    const app = createApp(live, assets, allowedHostNames(options.address, options.allowedHosts));
+    const app = createApp(live, assets, allowedHostNames(options.address, options.allowedHosts), flows);
     listener.handle(getRequestListener(app.fetch, { hostname: options.address }));
-    await live.start();
+    await Promise.all([live.start(), flows?.start()]);
   } catch (error) {
     await close();
     throw error;
@@ -66,5 +71,5 @@ export async function serveOn(listener: Listener, options: ServeOptions): Promis
   };
   warm(live.snapshot);
   live.onChange(warm);
-  return { url: listener.url, live, close };
+  return { url: listener.url, live, ...(flows ? { flows } : {}), close };
 }

@@ -31,6 +31,8 @@ export interface SummaryAnswer extends InputSummary {
   readonly readError: string | null;
   /** The diagnostics' counts in words (`2 errors, 1 warning`). */
   readonly diagnosticCounts: string;
+  /** Where observed flows come from (a flow file's path, the agents), or null without any. */
+  readonly flows: string | null;
 }
 
 /** Pods above which the page opens on one port rather than on any. */
@@ -57,11 +59,16 @@ export function inputSummary(snapshot: Snapshot): InputSummary {
 }
 
 /** What `/api/summary` answers (and the page's document embeds): the summary, the last reading's error, the diagnostics' counts. */
-export function summaryAnswer(snapshot: Snapshot, readError: string | undefined): SummaryAnswer {
+export function summaryAnswer(
+  snapshot: Snapshot,
+  readError: string | undefined,
+  flows?: string,
+): SummaryAnswer {
   return {
     ...inputSummary(snapshot),
     readError: readError ?? null,
     diagnosticCounts: summarizeDiagnostics(snapshot.input.diagnostics),
+    flows: flows ?? null,
   };
 }
 

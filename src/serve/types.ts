@@ -2,6 +2,7 @@
  * Contracts of `palisade serve`: what it is started with, and the heatmap data the page and
  * scripts read from `/api/heatmap` (docs/SERVE.md documents every endpoint).
  */
+import type { FlowAgent } from '../flows/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
 import type { Semantics } from '../model/types.ts';
 
@@ -10,6 +11,14 @@ export type InputReader = () => Promise<LoadResult>;
 
 /** Starts watching for changes (`changed` on each); resolves with the function that stops it. */
 export type ChangeSource = (changed: () => void) => Promise<() => void>;
+
+/**
+ * Where the flow views read what the datapaths saw: a flow file (NDJSON records, what
+ * `palisade flows -o json` prints; read again when it changes), or agents' `/flows`, followed.
+ */
+export type FlowSource =
+  | { readonly kind: 'file'; readonly path: string }
+  | { readonly kind: 'agents'; readonly agents: readonly FlowAgent[] };
 
 export interface ServeOptions {
   /** The input shown. */
@@ -30,6 +39,8 @@ export interface ServeOptions {
   readonly port: number;
   /** Further host names the page may be reached by (besides the bound address and localhost). */
   readonly allowedHosts?: readonly string[];
+  /** Observed flows to show beside the input (`--flows`, `--agent`, `--lab`); none by default. */
+  readonly flows?: FlowSource;
   /** Quiet period after a file event before the input is read again, ms (default 50). */
   readonly debounceMillis?: number;
 }

@@ -2,7 +2,8 @@
  * The flow-report suite of the lab with a control plane, on either datapath: every probe's
  * connection is reported by the nodes that judged it, with the kernel's verdict and, for each
  * side, the deciding rule `palisade check -o json` names for that connection; the filters,
- * `--follow` and the verdict metric on the agents' endpoints.
+ * `--follow` and the verdict metric on the agents' endpoints; `palisade serve --lab` following the
+ * same agents shows every record, judged by its own reading of the same manifests alike.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { decidingRule, type FlowRecord } from '../../src/flows/index.ts';
 import { loadCluster } from '../../src/ingest/index.ts';
 import { loadControlPlaneLab, probeLab, type ControlPlaneLab, type ProbePort } from '../../src/lab/index.ts';
 import type { Verdict } from '../../src/semantics/types.ts';
+import { flowAgentsOf } from '../../src/cli/commands/flows.ts';
+import { startServer } from '../../src/serve/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { REALIZE_MS, SHOP } from './lab-control-plane-shared.ts';
 
@@ -192,6 +195,42 @@ export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
     const usage = await cli(['flows', '--lab', name, '--state-dir', stateRoot, '--port', '0']);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /port must be 1-65535/);
+  });
+
+  void it("serve --lab follows the agents: every record on /api/flows, none disagreeing with serve's check", async () => {
+    const records = await flows();
+    // The agents as `palisade serve --lab NAME --state-dir DIR` resolves them.
+    const agents = flowAgentsOf({ lab: name, stateDir: stateRoot });
+    const served = await startServer({
+      read: () => loadCluster([...SHOP]),
+      watch: [],
+      semantics: 'v1',
+      address: '127.0.0.1',
+      port: 0,
+      flows: { kind: 'agents', agents },
+    });
+    try {
+      const key = (r: FlowRecord): string =>
+        `${r.node} ${r.src.ip} ${r.dst.ip} ${r.protocol}/${r.port} ${r.verdict}`;
+      type Served = FlowRecord & { disagreement?: string; check: unknown };
+      let answer: { flows: Served[]; problems: unknown[] } = { flows: [], problems: [] };
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline) {
+        const response = await fetch(new URL('/api/flows', served.url));
+        answer = (await response.json()) as typeof answer;
+        if (answer.flows.length >= records.length) break;
+        await sleep(100);
+      }
+      assert.deepEqual(answer.problems, []);
+      assert.deepEqual(answer.flows.map(key).sort(), records.map(key).sort());
+      assert.deepEqual(
+        answer.flows.flatMap((f) => (f.disagreement ? [`${key(f)}: ${f.disagreement}`] : [])),
+        [],
+      );
+      assert.ok(answer.flows.every((f) => f.check !== null));
+    } finally {
+      await served.close();
+    }
   });
 
   void it('--follow prints a new connection as the agent reports it', async () => {

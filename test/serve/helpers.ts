@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadCluster } from '../../src/ingest/index.ts';
-import { startServer, type RunningServer } from '../../src/serve/index.ts';
+import { startServer, type RunningServer, type ServeOptions } from '../../src/serve/index.ts';
 
 export { CHROMIUM_MISSING, launchChromium } from '../helpers/chromium.ts';
 
@@ -39,19 +39,26 @@ export async function serveCopy(example: string, against?: string, againstOverla
     cpSync(against, againstDir, { recursive: true });
     if (againstOverlay) cpSync(againstOverlay, againstDir, { recursive: true });
   }
+  const { server, close } = await serveIn(root, {
+    read: read([dir]),
+    ...(againstDir ? { readAgainst: read([againstDir]) } : {}),
+    watch: [dir, ...(againstDir ? [againstDir] : [])],
+  });
+  return { server, dir, ...(againstDir ? { againstDir } : {}), close };
+}
+
+/**
+ * Serves on a free loopback port (v1 semantics, the rest of `options` as given); `close` stops
+ * the server and removes `root`, which is removed also when the server does not start.
+ */
+export async function serveIn(
+  root: string,
+  options: Omit<ServeOptions, 'semantics' | 'address' | 'port'>,
+): Promise<{ server: RunningServer; close: () => Promise<void> }> {
   try {
-    const server = await startServer({
-      read: read([dir]),
-      ...(againstDir ? { readAgainst: read([againstDir]) } : {}),
-      watch: [dir, ...(againstDir ? [againstDir] : [])],
-      semantics: 'v1',
-      address: '127.0.0.1',
-      port: 0,
-    });
+    const server = await startServer({ ...options, semantics: 'v1', address: '127.0.0.1', port: 0 });
     return {
       server,
-      dir,
-      ...(againstDir ? { againstDir } : {}),
       close: async () => {
         await server.close();
         rmSync(root, { recursive: true, force: true });
@@ -104,4 +111,13 @@ export async function hoverHeatmapCell(page: Page, row: string, column: string):
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Polls a condition of the page from here (the page's CSP refuses evaluated strings). */
+export async function until(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
+  const end = Date.now() + timeout;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out waiting for the page');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

@@ -18,6 +18,7 @@ import {
   hoverHeatmapCell,
   launchChromium,
   serveCopy,
+  until,
   type Served,
 } from './helpers.ts';
 import { drawingBoxes, inside, overlap, type Box } from './drawing-boxes.ts';
@@ -242,12 +243,3 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
     assert.deepEqual(errors, []);
   });
 });
-
-/** Polls a condition of the page from here (the page's CSP refuses evaluated strings). */
-async function until(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
-  const end = Date.now() + timeout;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('timed out waiting for the page');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

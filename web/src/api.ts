@@ -27,6 +27,8 @@ export interface Summary {
   readonly against: boolean;
   readonly readError: string | null;
   readonly diagnosticCounts: string;
+  /** Where observed flows come from, or null (no Flows tab). */
+  readonly flows: string | null;
 }
 
 export interface HeatAxis {
@@ -42,4 +44,43 @@ export interface Heatmap {
   readonly columns: readonly HeatAxis[];
   readonly cells: readonly (readonly [number, number, number])[];
   readonly millis: number;
+}
+
+/** A rule that decided one side of a flow (src/flows/types.ts DecidingRule). */
+export interface DecidingRule {
+  readonly direction: 'egress' | 'ingress';
+  readonly tier: string;
+  readonly outcome: string;
+  readonly policy?: string;
+  readonly rule?: number;
+}
+
+/** One flow as `/api/flows` answers it (src/serve/flow-view.ts ServedFlow). */
+export interface ServedFlow {
+  readonly src: { readonly ip: string; readonly pod?: string };
+  readonly dst: { readonly ip: string; readonly pod?: string };
+  readonly protocol: string;
+  readonly port: number;
+  readonly verdict: 'allowed' | 'denied';
+  readonly decidedBy: readonly DecidingRule[];
+  readonly count: number;
+  readonly sampled?: boolean;
+  readonly node?: string;
+  readonly staged?: { readonly verdict: 'allowed' | 'denied'; readonly decidedBy: readonly DecidingRule[] };
+  readonly mismatch?: string;
+  readonly decidedText: string;
+  readonly stagedText?: string;
+  readonly check: { from: string; to: string; port: string; protocol: string } | null;
+  readonly disagreement?: string;
+}
+
+export interface FlowsAnswer {
+  readonly version: number;
+  readonly source: string;
+  readonly total: number;
+  /** Flows the filters select (`flows` holds the first of them, up to the limit asked). */
+  readonly matched: number;
+  readonly flows: readonly ServedFlow[];
+  readonly problems: readonly { source: string; message: string }[];
+  readonly diagnostics: readonly { file: string; line: number; column: number; message: string }[];
 }

@@ -3,7 +3,7 @@
  * direction's tier walk, the rules that matched and those that missed, with why), every policy
  * named as a link to its source (file, line, and the object as read).
  */
-import { api } from './api.ts';
+import { api, type ServedFlow } from './api.ts';
 import { clear, el } from './dom.ts';
 
 interface RuleNote {
@@ -135,12 +135,58 @@ export class ExplainPanel {
     }
   }
 
-  private showAnswer(answer: CheckAnswer, context?: string): void {
+  /**
+   * Why for an observed flow: what the datapath did and which rule the agent named, then the same
+   * explanation `check` (and a click on an arrow) gives for its connection — and, where serve's
+   * own answer names another rule, that first.
+   */
+  async flow(flow: ServedFlow): Promise<void> {
+    const from = flow.src.pod ?? flow.src.ip;
+    const to = flow.dst.pod ?? flow.dst.ip;
+    const observed = el(
+      'div',
+      { class: 'observed' },
+      el(
+        'p',
+        { class: `verdict ${flow.verdict}` },
+        `Observed: ${flow.verdict.toUpperCase()} ×${flow.count}${flow.sampled ? ' (sampled)' : ''}${flow.node !== undefined ? ` on ${flow.node}` : ''}`,
+      ),
+      el('p', { class: 'decided' }, flow.decidedText),
+      flow.staged
+        ? el(
+            'p',
+            { class: `staged ${flow.staged.verdict}` },
+            `Staged: would be ${flow.staged.verdict}${flow.stagedText ? ` (${flow.stagedText})` : ''}`,
+          )
+        : null,
+      flow.mismatch !== undefined
+        ? el('p', { class: 'warning' }, `⚠ the agent's kernel and evaluator differ: ${flow.mismatch}`)
+        : null,
+      flow.disagreement !== undefined
+        ? el('p', { class: 'warning disagreement' }, `⚠ serve disagrees: ${flow.disagreement}`)
+        : null,
+      el('p', { class: 'context' }, "What serve's input says about this connection:"),
+    );
+    const title = `${from} → ${to} ${flow.protocol}/${flow.port}`;
+    if (!flow.check) {
+      this.open(el('h2', {}, title), observed);
+      return;
+    }
+    this.open(el('h2', {}, title), observed, el('p', {}, 'asking…'));
+    try {
+      const answer = await api<CheckAnswer>('/api/check', flow.check);
+      this.showAnswer(answer, observed);
+    } catch (error) {
+      this.open(el('h2', {}, title), observed, el('p', { class: 'error' }, (error as Error).message));
+    }
+  }
+
+  private showAnswer(answer: CheckAnswer, context?: string | HTMLElement): void {
     const { verdict } = answer;
     const port = `${answer.protocol}/${answer.port}${answer.portName ? ` (${answer.portName})` : ''}`;
     const directions = [verdict.egress, verdict.ingress].filter((d): d is Direction => d !== undefined);
     this.open(
-      context ? el('p', { class: 'context' }, context) : undefined,
+      typeof context === 'string' ? el('p', { class: 'context' }, context) : context,
       el('h2', {}, `${answer.from} → ${answer.to}`),
       el(
         'p',

@@ -4,7 +4,10 @@
  * their arrows), address ranges outside the cluster as notes. A large input comes as namespaces,
  * brought to a readable size; clicking a namespace shows its workloads and their peers (a click on
  * the caption's link goes back). Clicking an arrow asks why, for one pod pair it stands for.
- * Drag to move, wheel to zoom.
+ * Drag to move, wheel to zoom. With observed flows, the arrows that carried traffic are drawn
+ * thick, and the nodes of observed denied flows (which have no arrow: the graph is of what is
+ * allowed) are outlined, the caption naming the first few — at any level of aggregation, since
+ * the server places each flow on the nodes its pods are drawn in.
  */
 import { api } from './api.ts';
 import { clear, count, el, svgFrom } from './dom.ts';
@@ -23,11 +26,21 @@ interface GraphEdge {
   readonly label: string;
 }
 
+/** Observed traffic between two drawn nodes (src/serve/flow-view.ts ObservedPair). */
+interface ObservedPair {
+  readonly from: string;
+  readonly to: string;
+  readonly allowed: number;
+  readonly denied: number;
+  readonly edge?: number;
+}
+
 interface Graph {
   readonly title: string;
   readonly nodes: readonly GraphNode[];
   readonly edges: readonly GraphEdge[];
   readonly svg: string;
+  readonly observed?: { readonly pairs: readonly ObservedPair[]; readonly unplaced: number };
 }
 
 export interface GraphHost {
@@ -36,6 +49,8 @@ export interface GraphHost {
   /** Why one pod pair of `from` → `to` (namespaces or workloads) is allowed or denied. */
   why(level: 'namespace' | 'workload', from: string, to: string): void;
   status(text: string): void;
+  /** Whether serve has observed flows to mark on the graph. */
+  flows(): boolean;
 }
 
 export class GraphView {
@@ -87,6 +102,7 @@ export class GraphView {
         'group-by': 'auto',
         namespace: this.namespace,
         svg: '1',
+        flows: this.host.flows() ? '1' : undefined,
       });
       this.graph = graph;
       this.draw(graph);
@@ -100,6 +116,27 @@ export class GraphView {
     } finally {
       this.canvas.removeAttribute('aria-busy');
     }
+  }
+
+  /**
+   * New observed flows: the marks are drawn again on the drawing shown (its position and zoom
+   * kept); the graph itself comes from the input, which has not changed.
+   */
+  async reloadObserved(): Promise<void> {
+    const graph = this.graph;
+    if (!graph || !this.host.flows()) return;
+    const fresh = await api<Omit<Graph, 'svg'>>('/api/graph', {
+      port: this.host.port(),
+      'group-by': 'auto',
+      namespace: this.namespace,
+      flows: '1',
+    });
+    // Another graph meanwhile (a port or namespace chosen): its own reload marks it.
+    if (this.graph !== graph || fresh.edges.length !== graph.edges.length) return;
+    for (const mark of this.canvas.querySelectorAll('.observed, .flow-denied, .flow-unexpected'))
+      mark.classList.remove('observed', 'flow-denied', 'flow-unexpected');
+    this.caption.querySelector('.observed-caption')?.remove();
+    if (fresh.observed) this.markObserved(graph, fresh.observed);
   }
 
   /** Highlights the nodes the search text matches. */
@@ -149,6 +186,55 @@ export class GraphView {
     this.view = { x: Math.max(0, (box.width - width * scale) / 2), y: 0, scale };
     this.apply();
     this.filter();
+    if (graph.observed) this.markObserved(graph, graph.observed);
+  }
+
+  /** Arrows that carried observed traffic, and the nodes of observed flows no arrow stands for. */
+  private markObserved(graph: Graph, observed: NonNullable<Graph['observed']>): void {
+    const label = (id: string): string => graph.nodes.find((n) => n.id === id)?.label ?? id;
+    const node = (id: string): Element | null => {
+      const index = graph.nodes.findIndex((n) => n.id === id);
+      return index < 0 ? null : this.canvas.querySelector(`g.node[id="n${index}"]`);
+    };
+    let carried = 0;
+    const unmatched: ObservedPair[] = [];
+    for (const pair of observed.pairs) {
+      const edge = pair.edge !== undefined ? this.canvas.querySelector(`g.edge[id="e${pair.edge}"]`) : null;
+      if (edge && pair.allowed > 0) {
+        carried++;
+        edge.classList.add('observed');
+        edge.setAttribute('data-observed', String(pair.allowed));
+      }
+      if (pair.denied > 0 || !edge) {
+        unmatched.push(pair);
+        for (const id of [pair.from, pair.to])
+          node(id)?.classList.add(pair.denied > 0 ? 'flow-denied' : 'flow-unexpected');
+      }
+    }
+    const denied = unmatched.filter((p) => p.denied > 0);
+    const unexpected = unmatched.filter((p) => p.denied === 0);
+    const pairText = (p: ObservedPair, n: number): string => `${label(p.from)} → ${label(p.to)} ×${count(n)}`;
+    this.caption.append(
+      el(
+        'span',
+        { class: 'observed-caption' },
+        ` Observed: ${count(carried)} ${carried === 1 ? 'arrow' : 'arrows'} carried traffic (drawn thick)`,
+        denied.length
+          ? `; denied (nodes outlined red): ${denied
+              .slice(0, 4)
+              .map((p) => pairText(p, p.denied))
+              .join(', ')}${denied.length > 4 ? ` and ${count(denied.length - 4)} more` : ''}`
+          : '',
+        unexpected.length
+          ? `; allowed where the input draws no arrow (outlined orange): ${unexpected
+              .slice(0, 4)
+              .map((p) => pairText(p, p.allowed))
+              .join(', ')}${unexpected.length > 4 ? ` and ${count(unexpected.length - 4)} more` : ''}`
+          : '',
+        observed.unplaced ? `; ${count(observed.unplaced)} flows between nodes not drawn here` : '',
+        '. The Flows tab lists them.',
+      ),
+    );
   }
 
   private apply(): void {

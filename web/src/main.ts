@@ -1,20 +1,22 @@
 /**
  * The page of `palisade serve`: a header with the input's counts, the port selector and the
- * search box; tabs for the heatmap, the graph, lint and the diff; a details panel for
- * explanations and sources. The server's event stream says when the input changed: the page
- * then reloads the data it shows, keeping where the user is.
+ * search box; tabs for the heatmap, the graph, lint, the diff and (with a flow source) the
+ * observed flows; a details panel for explanations and sources. The server's event stream says
+ * when the input or the observed flows changed: the page then reloads the data it shows, keeping
+ * where the user is.
  */
 import './style.css';
 import { api, type Summary } from './api.ts';
 import { clear, count, el } from './dom.ts';
 import { DiffView } from './diff-view.ts';
+import { FlowsView } from './flows-view.ts';
 import { takeFirstView } from './first-view.ts';
 import { ExplainPanel } from './explain.ts';
 import { GraphView } from './graph.ts';
 import { HeatmapView } from './heatmap.ts';
 import { LintView } from './lint-view.ts';
 
-type Tab = 'heatmap' | 'graph' | 'lint' | 'diff';
+type Tab = 'heatmap' | 'graph' | 'lint' | 'diff' | 'flows';
 
 class App {
   private summary: Summary | undefined;
@@ -48,7 +50,9 @@ class App {
     search: () => this.searchBox.value,
     why: (level, from, to) => void this.details.why(level, from, to, this.portSelect.value),
     status: (text) => this.status(text),
+    flows: () => this.summary?.flows != null,
   });
+  private readonly flows = new FlowsView(this.details, () => this.searchBox.value);
   private readonly lint = new LintView(this.details, () => this.searchBox.value);
   private readonly diff = new DiffView(this.details, () => this.searchBox.value);
 
@@ -112,6 +116,7 @@ class App {
       ['graph', 'Graph'],
       ['lint', 'Lint'],
       ...(this.summary?.against ? ([['diff', 'Diff']] as [Tab, string][]) : []),
+      ...(this.summary?.flows != null ? ([['flows', 'Flows']] as [Tab, string][]) : []),
     ];
     for (const [tab, title] of tabs)
       this.tabs.append(
@@ -130,7 +135,9 @@ class App {
   }
 
   private view(): { root: HTMLElement; reload(): Promise<void> } {
-    return { heatmap: this.heatmap, graph: this.graph, lint: this.lint, diff: this.diff }[this.tab];
+    return { heatmap: this.heatmap, graph: this.graph, lint: this.lint, diff: this.diff, flows: this.flows }[
+      this.tab
+    ];
   }
 
   private select(tab: Tab): void {
@@ -161,6 +168,7 @@ class App {
     if (this.tab === 'heatmap') this.heatmap.filter();
     else if (this.tab === 'graph') this.graph.filter();
     else if (this.tab === 'lint') this.lint.render();
+    else if (this.tab === 'flows') this.flows.filter();
     else this.diff.render();
   }
 
@@ -176,6 +184,23 @@ class App {
         this.status(`input changed: snapshot ${version}`);
         return this.refresh();
       });
+    });
+    // New observed flows: the views that show them are drawn again (the others are not).
+    events.addEventListener('flows', (event) => {
+      const { version } = JSON.parse((event as MessageEvent<string>).data) as { version: number };
+      const shown =
+        this.tab === 'flows'
+          ? this.refresh()
+          : this.tab === 'graph'
+            ? this.graph.reloadObserved()
+            : undefined;
+      void shown
+        ?.then(() => {
+          // Tests wait for this: the view shows these flows.
+          document.body.dataset.flows = String(version);
+          this.status(`flows changed: ${version}`);
+        })
+        .catch((error: Error) => this.status(`flows: ${error.message}`));
     });
   }
 

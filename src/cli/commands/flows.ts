@@ -7,26 +7,20 @@
  * break or open, each with the staged rule that would decide it, judged over every agent's
  * records of the connection (`flows/staged-view.ts`).
  */
-import { request, type IncomingMessage } from 'node:http';
 import { Command } from 'commander';
 import { checkChoice } from '../input-options.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 import {
+  agentUrlProblem,
   FLOW_FILTER_PARAMETERS,
-  flowFilterParameters,
   flowText,
   parseFlowFilter,
+  readAgentFlows,
   stagedView,
-  type FlowFilter,
+  type FlowAgent,
   type FlowRecord,
 } from '../../flows/index.ts';
 import { DEFAULT_STATE_ROOT, labFlowSockets } from '../../lab/index.ts';
-
-/** An agent's endpoint: `http://host:port` or `unix:/path`. */
-interface Endpoint {
-  readonly label: string;
-  readonly url: string;
-}
 
 export function flowsCommand(io: CliIo, done: (code: number) => void): Command {
   const command = new Command('flows')
@@ -62,7 +56,7 @@ export function flowsCommand(io: CliIo, done: (code: number) => void): Command {
     if (forMs !== undefined && (!Number.isFinite(forMs) || forMs <= 0))
       throw new UsageError('--for must be a number of seconds, more than 0');
     if (forMs !== undefined && !follow) throw new UsageError('--for needs --follow');
-    const endpoints = endpointsOf(raw);
+    const endpoints = flowAgentsOf(raw);
     const print = (record: FlowRecord): void => {
       io.stdout.write(output === 'json' ? `${JSON.stringify(record)}\n` : `${flowText(record)}\n`);
     };
@@ -74,105 +68,53 @@ export function flowsCommand(io: CliIo, done: (code: number) => void): Command {
     const collected: FlowRecord[] = [];
     const take = merged ? (record: FlowRecord) => collected.push(record) : print;
     let failed = false;
+    // Following ends after --for, or on Ctrl-C; each stream then resolves with what it printed.
+    const stop = new AbortController();
+    const abort = (): void => stop.abort();
+    if (forMs !== undefined) setTimeout(abort, forMs).unref();
+    if (follow) process.once('SIGINT', abort);
     const streams = endpoints.map((endpoint) =>
-      readFlows(endpoint, merged ? unstaged : filter, follow, take, forMs).catch((error: unknown) => {
-        failed = true;
-        io.stderr.write(
-          `palisade: ${endpoint.label}: ${error instanceof Error ? error.message : String(error)}\n`,
-        );
-      }),
+      readAgentFlows(endpoint, merged ? unstaged : filter, { follow, signal: stop.signal }, take).catch(
+        (error: unknown) => {
+          failed = true;
+          io.stderr.write(
+            `palisade: ${endpoint.label}: ${error instanceof Error ? error.message : String(error)}\n`,
+          );
+        },
+      ),
     );
     await Promise.all(streams);
+    process.off('SIGINT', abort);
     if (merged) for (const record of stagedView(collected)) print(record);
     done(failed ? EXIT_FINDINGS : EXIT_OK);
   });
+}
 
-  function endpointsOf(raw: Record<string, unknown>): Endpoint[] {
-    const agents = (raw.agent as string[] | undefined) ?? [];
-    if (typeof raw.lab === 'string') {
-      if (agents.length > 0) throw new UsageError('--lab and --agent exclude each other');
-      try {
-        return labFlowSockets(raw.lab, String(raw.stateDir)).map(({ node, socket }) => ({
-          label: `agent of ${node}`,
-          url: `unix:${socket}`,
-        }));
-      } catch (error) {
-        throw new UsageError((error as Error).message);
-      }
+/**
+ * The agents `--agent URL…` or `--lab NAME` (with `--state-dir`) name, or undefined when neither
+ * is given; a usage error when both are, or when one is not an agent. `palisade serve` takes the
+ * same options.
+ */
+export function flowAgentsOf(raw: Record<string, unknown>): FlowAgent[] {
+  const agents = (raw.agent as string[] | undefined) ?? [];
+  if (typeof raw.lab === 'string') {
+    if (agents.length > 0) throw new UsageError('--lab and --agent exclude each other');
+    try {
+      return labFlowSockets(
+        raw.lab,
+        typeof raw.stateDir === 'string' ? raw.stateDir : DEFAULT_STATE_ROOT,
+      ).map(({ node, socket }) => ({
+        label: `agent of ${node}`,
+        url: `unix:${socket}`,
+      }));
+    } catch (error) {
+      throw new UsageError((error as Error).message);
     }
-    if (agents.length === 0) throw new UsageError('name the agents: --agent URL… or --lab NAME');
-    return agents.map((url) => {
-      if (!/^(https?:\/\/[^/]+\/?$|unix:\/)/.test(url))
-        throw new UsageError(`--agent ${url}: expected http://host:port or unix:/path`);
-      return { label: url, url };
-    });
   }
-}
-
-/** Streams one agent's `/flows` answer, record by record. */
-function readFlows(
-  endpoint: Endpoint,
-  filter: FlowFilter,
-  follow: boolean,
-  print: (record: FlowRecord) => void,
-  forMs: number | undefined,
-): Promise<void> {
-  const params = flowFilterParameters(filter);
-  if (follow) params.set('follow', '1');
-  const path = `/flows${params.size > 0 ? `?${params.toString()}` : ''}`;
-  const target = endpoint.url.startsWith('unix:')
-    ? { socketPath: endpoint.url.slice('unix:'.length), path }
-    : (() => {
-        const url = new URL(endpoint.url);
-        return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80), path };
-      })();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { ...target, method: 'GET', timeout: follow ? 0 : 10_000 },
-      (response: IncomingMessage) => {
-        if (response.statusCode !== 200) {
-          let body = '';
-          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
-          response.on('end', () =>
-            reject(
-              new Error(
-                response.statusCode === 404
-                  ? 'the agent reports no flows (start it with --flow-log)'
-                  : `HTTP ${response.statusCode}: ${body.trim()}`,
-              ),
-            ),
-          );
-          return;
-        }
-        let rest = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => {
-          const lines = (rest + chunk).split('\n');
-          rest = lines.pop() ?? '';
-          for (const line of lines) if (line.trim() !== '') print(JSON.parse(line) as FlowRecord);
-        });
-        response.on('end', () => resolve());
-        response.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
-    req.on('error', (error: NodeJS.ErrnoException) =>
-      error.code === 'ECONNRESET' && stopped ? resolve() : reject(new Error(reachError(error))),
-    );
-    let stopped = false;
-    const stop = (): void => {
-      stopped = true;
-      req.destroy();
-      resolve();
-    };
-    if (forMs !== undefined) setTimeout(stop, forMs).unref();
-    if (follow) process.once('SIGINT', stop);
-    req.end();
+  if (agents.length === 0) throw new UsageError('name the agents: --agent URL… or --lab NAME');
+  return agents.map((url) => {
+    const problem = agentUrlProblem(url);
+    if (problem) throw new UsageError(`--agent ${problem}`);
+    return { label: url, url };
   });
-}
-
-function reachError(error: NodeJS.ErrnoException): string {
-  if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED')
-    return `cannot reach the agent (${error.code})`;
-  return error.message;
 }

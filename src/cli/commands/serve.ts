@@ -1,13 +1,16 @@
 /**
  * `palisade serve`: a local web view of who can talk to whom — heatmap, graph, explanations,
- * lint, diff — kept current as the input files (or the cluster) change. Binds to 127.0.0.1
+ * lint, diff, and with a flow source (`--flows FILE`, or agents as `palisade flows` reads them)
+ * the observed flows — kept current as the input files (or the cluster, or the flows) change. Binds to 127.0.0.1
  * unless asked. It binds its port before loading anything else (the web framework, the layers
  * that read and analyse the input): the address is printed while they load, and the browser's
  * requests wait for them.
  */
+import { existsSync, statSync } from 'node:fs';
 import { Command } from 'commander';
 import { resolveInputOptions, stdinNamedTwice, withInputOptions } from '../input-options.ts';
 import { EXIT_OK, UsageError, type CliIo } from '../io.ts';
+import type { FlowSource } from '../../serve/index.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -22,8 +25,19 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
       '127.0.0.1',
     )
     .option('--allow-host <name>', 'another host name the page may be reached by (repeatable)', collect)
+    .option(
+      '--flows <file>',
+      'observed flows: NDJSON records (palisade flows -o json), followed as it changes',
+    )
+    .option('--agent <url...>', "observed flows, live from agents' /flows: http://host:port or unix:/path")
+    .option(
+      '--lab <name>',
+      'observed flows, live from every agent of a lab (lab up --control-plane --flow-log)',
+    )
+    .option('--state-dir <path>', 'with --lab: where labs keep their state')
     .action(async (raw: Record<string, unknown>) => {
       const input = resolveInputOptions(raw);
+      const flows = await flowSourceOf(raw);
       const against = raw.against as string[] | undefined;
       const stdin = stdinNamedTwice(['-f', input.file], ['--against', against ?? []]);
       if (stdin) throw new UsageError(stdin);
@@ -65,6 +79,7 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
           ? { watchSource: (changed: () => void) => watchClusterChanges(cluster, io, changed) }
           : {}),
         semantics: input.semantics,
+        ...(flows ? { flows } : {}),
         address,
         port,
         allowedHosts: (raw.allowHost as string[] | undefined) ?? [],
@@ -81,4 +96,18 @@ export function serveCommand(io: CliIo, done: (code: number) => void): Command {
       await server.close();
       done(EXIT_OK);
     });
+}
+
+/** `--flows FILE`, or `--agent URL…` / `--lab NAME` read as `palisade flows` reads them; or none. */
+async function flowSourceOf(raw: Record<string, unknown>): Promise<FlowSource | undefined> {
+  const agents = raw.agent !== undefined || raw.lab !== undefined;
+  if (typeof raw.flows === 'string') {
+    if (agents) throw new UsageError('--flows and --agent/--lab exclude each other: one source of flows');
+    if (!existsSync(raw.flows) || !statSync(raw.flows).isFile())
+      throw new UsageError(`--flows ${raw.flows}: no such file`);
+    return { kind: 'file', path: raw.flows };
+  }
+  if (!agents) return undefined;
+  const { flowAgentsOf } = await import('./flows.ts');
+  return { kind: 'agents', agents: flowAgentsOf(raw) };
 }
