@@ -112,22 +112,24 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
             ) + '\n'
           : formatExplainText(explanations, style) + note;
       const size = sizeOfText(text);
-      let switched = false;
-      if (asked === 'auto' && output === 'text' && size.bytes > maxOutput) {
-        // Past --max-output: the classes, when fewer, rather than a refusal.
-        const classes = explainClassesOf(loaded.cluster, endpoints).representatives.length;
-        if (classes < endpoints.length) {
-          io.stderr.write(
-            `explain: the text per endpoint would be about ${formatSize(size.bytes)}, more than --max-output ${formatSize(maxOutput)}; ` +
-              `its ${endpoints.length.toLocaleString('en-US')} endpoints behave as ${classes.toLocaleString('en-US')} classes ` +
-              '(endpoints no policy tells apart): one explanation per class (--by endpoint --force for every endpoint)\n',
-          );
-          text = byClass();
-          switched = true;
-        }
+      // Only an output past the limit needs the classes counted: to say them instead (auto,
+      // text), or to offer them.
+      const classes =
+        size.bytes > maxOutput ? explainClassesOf(loaded.cluster, endpoints).representatives.length : 0;
+      const fewer = classes > 0 && classes < endpoints.length;
+      const switching = asked === 'auto' && output === 'text' && fewer;
+      if (switching) {
+        io.stderr.write(
+          `explain: the text per endpoint would be about ${formatSize(size.bytes)}, more than --max-output ${formatSize(maxOutput)}; ` +
+            `its ${endpoints.length.toLocaleString('en-US')} endpoints behave as ${classes.toLocaleString('en-US')} classes ` +
+            '(endpoints no policy tells apart): one explanation per class (--by endpoint --force for every endpoint)\n',
+        );
+        text = byClass();
       }
       refuseLargeOutput(sizeOfText(text), maxOutput, [
-        ...(switched ? [] : ['--by class (one explanation per class of endpoints no policy tells apart)']),
+        ...(fewer && !switching
+          ? [`--by class (${classes.toLocaleString('en-US')} classes of endpoints no policy tells apart)`]
+          : []),
         ...LESS,
       ]);
       io.stdout.write(text);
