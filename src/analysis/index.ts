@@ -88,6 +88,11 @@ export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';
 export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
 export {
+  DIFF_CLASS_FORMATS,
+  DIFF_CLASSES_JSON_FORMAT,
+  type ClassDiffWriter,
+} from './format/diff-class-formats.ts';
+export {
   GRAPH_FORMATS,
   graphSvg,
   isGraphFormat,
