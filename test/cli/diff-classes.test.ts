@@ -4,45 +4,18 @@
  * each line's pairs; auto keeps lines per workload when small and for JSON.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
-
-/** `count` bare pods in `default`, `app` alternating a/b and a `shard` no selector reads. */
-function pods(count: number): Raw[] {
-  return [
-    namespace('default'),
-    ...Array.from({ length: count }, (_, i) =>
-      pod(
-        'default',
-        `pod-${i}`,
-        { app: i % 2 === 0 ? 'a' : 'b', shard: `s-${i}` },
-        { ips: [`10.0.0.${i + 1}`] },
-      ),
-    ),
-  ];
-}
-
-const isolateA = policy('default', 'a-from-b', {
-  podSelector: { matchLabels: { app: 'a' } },
-  ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }],
-});
+import { A_FROM_B, splitPods, writeObjects } from '../helpers/split-pods.ts';
 
 async function inputs(t: TestContext, count: number): Promise<string[]> {
   const dir = await tempDir(t, 'palisade-diff-classes-');
-  const write = async (name: string, objects: Raw[]): Promise<string> => {
-    const path = join(dir, name);
-    await writeFile(path, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
-    return path;
-  };
   return [
     '-f',
-    await write('before.yaml', pods(count)),
+    await writeObjects(dir, splitPods(count), 'before.yaml'),
     '--to',
-    await write('after.yaml', [...pods(count), isolateA]),
+    await writeObjects(dir, [...splitPods(count), A_FROM_B], 'after.yaml'),
   ];
 }
 

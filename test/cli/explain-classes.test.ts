@@ -5,41 +5,13 @@
  * `--max-output` (when fewer).
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
-
-/** `count` bare pods `pod-0`… in `default`, `app` alternating a/b, a `shard` no selector reads; app=a isolated. */
-function split(count: number): Raw[] {
-  return [
-    namespace('default'),
-    ...Array.from({ length: count }, (_, i) =>
-      pod(
-        'default',
-        `pod-${i}`,
-        { app: i % 2 === 0 ? 'a' : 'b', shard: `s-${i}` },
-        { ips: [`10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`] },
-      ),
-    ),
-    policy('default', 'a-from-b', {
-      podSelector: { matchLabels: { app: 'a' } },
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }],
-    }),
-  ];
-}
+import { A_FROM_B, splitPods, writeObjects } from '../helpers/split-pods.ts';
 
 async function file(t: TestContext, count: number): Promise<string> {
-  const path = join(await tempDir(t, 'palisade-explain-classes-'), 'objects.yaml');
-  await writeFile(
-    path,
-    split(count)
-      .map((o) => JSON.stringify(o))
-      .join('\n---\n'),
-  );
-  return path;
+  return writeObjects(await tempDir(t, 'palisade-explain-classes-'), [...splitPods(count), A_FROM_B]);
 }
 
 describe('explain per class', () => {
