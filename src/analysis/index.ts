@@ -78,6 +78,7 @@ export {
 } from './explain-classes.ts';
 export {
   EXPLAIN_CLASSES_JSON_FORMAT,
+  estimateExplainText,
   explainClassesJson,
   formatExplainClassesText,
 } from './format/explain-class-formats.ts';

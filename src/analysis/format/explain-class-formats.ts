@@ -49,6 +49,25 @@ function formatClass(c: ClassExplanation, style: Style): string {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * About the size of `explain`'s text per endpoint, from the classes': each member's block is its
+ * class's lines under its own header (the header's size estimated from the member's name, kind,
+ * addresses and labels). Cost: the classes' text and a pass over the members.
+ */
+export function estimateExplainText(explained: ClassExplanations, style: Style): number {
+  let bytes = 0;
+  for (const c of explained.classes) {
+    const block = formatClass(c, style);
+    const body = Buffer.byteLength(block) - Buffer.byteLength(block.slice(0, block.indexOf('\n') + 1));
+    bytes += body * c.row.members.length + c.row.members.length; // and the blank line between blocks
+    for (const m of c.row.members) {
+      const e = endpointIdentity(m);
+      bytes += e.endpoint.length + e.kind.length + e.labels.length + e.ips.join(', ').length + 10;
+    }
+  }
+  return bytes;
+}
+
 /** The labels every member has alike, `k=v,…`. */
 function sharedLabelText(c: ClassExplanation): string {
   const [first, ...rest] = c.row.members;
