@@ -5,8 +5,8 @@
  * analysis of shape (a) as a user runs it, from files, each command a whole process (wall time,
  * CPU time of the process, peak RSS, bytes written):
  * - `explain` of every workload, at each scale, and the CPU exponent between the scales; the same
- *   `--by class` (`explain-class`); of shape (b) at the largest scale, per endpoint and per class
- *   (`explain-b`: few classes, where classes pay);
+ *   `--by class` (`explain-class`); of shape (b) at the largest scale, per endpoint, per class and
+ *   auto (`explain-b`: few classes, where classes pay);
  * - `matrix` with no `--port` (all ports), at each scale, and its exponent;
  * - `matrix -o json` at ×0.1 (time and bytes, or the refusal);
  * - `diff` between shape (a) and a busy pull request's copy of it (diff.bench.ts), and its exponent;
@@ -243,10 +243,15 @@ export async function scaleBenchmark(args: string[]): Promise<void> {
       // Shape (b): 10 classes at ×1, where one explanation per class stands for 1,000 pods.
       const dir = join(scratch.path, `b-${largest}`);
       writeGenerated(dir, 'b', largest);
-      for (const by of ['endpoint', 'class'])
+      // Per endpoint forced past --max-output; auto (the default) says the classes instead.
+      for (const by of ['endpoint', 'class', 'auto'])
         report(
           `explain shape (b) ×${largest} --by ${by}`,
-          await measure(['explain', '-f', dir, '--by', by, '--force'], runs, options),
+          await measure(
+            ['explain', '-f', dir, '--by', by, ...(by === 'endpoint' ? ['--force'] : [])],
+            runs,
+            options,
+          ),
           timeoutS,
         );
     }
