@@ -2,7 +2,7 @@
  * `diff --by class`: the per-pod diff grouped by class pairs of the two inputs. On random pairs
  * of clusters (policies added, a pod dropped, a pod relabelled, a namespace relabelled), the class
  * lines expanded to their member pairs are exactly the per-pod diff's connections, with the same
- * change, ports and causes. A pod to itself is in the diff only when it exists on one side (its
+ * change, ports and causes (a member's own object as a cause named by its class). A pod to itself is in the diff only when it exists on one side (its
  * connections are all added or all removed), so a class of such pods expands with its self pairs.
  */
 import assert from 'node:assert/strict';
@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { classDiff } from '../../src/analysis/diff/classes.ts';
 import { diffConnectivity } from '../../src/analysis/diff/diff.ts';
+import { endpointObject } from '../../src/analysis/diff/objects.ts';
 import type { ConnectionChange, DiffPeer } from '../../src/analysis/diff/types.ts';
 import { endpointRow } from '../../src/analysis/workload-view.ts';
 import { formatPortSet } from '../../src/semantics/index.ts';
@@ -50,14 +51,14 @@ const laterArb = (objects: Raw[]): fc.Arbitrary<Raw[]> =>
       ];
     });
 
-const says = (c: ConnectionChange): string =>
+const says = (c: ConnectionChange, causes: readonly string[] = c.causes): string =>
   [
     c.change,
     formatPortSet(c.before),
     formatPortSet(c.after),
     c.partialBefore ? formatPortSet(c.partialBefore) : '',
     c.partialAfter ? formatPortSet(c.partialAfter) : '',
-    c.causes.join(','),
+    [...new Set(causes)].join(','),
   ].join('|');
 
 describe('diff per class', () => {
@@ -93,7 +94,19 @@ describe('diff per class', () => {
             assert.equal(classes.pairs[i], pairs, `${c.from.label} → ${c.to.label}`);
             if (pairs > 1) grouped++;
           });
-          const own = perPod.connections.map((c) => `${c.from.label} → ${c.to.label} ${says(c)}`);
+          // A member's own object, as a cause, is named by its class.
+          const byClass = new Map(
+            classes.rows.flatMap((r) =>
+              r.members.map((m) => [endpointObject(m), `members of ${r.label}`] as const),
+            ),
+          );
+          const own = perPod.connections.map(
+            (c) =>
+              `${c.from.label} → ${c.to.label} ${says(
+                c,
+                c.causes.map((x) => byClass.get(x) ?? x),
+              )}`,
+          );
           assert.deepEqual(expanded.sort(), own.sort());
           assert.equal(classes.endpointPairs, own.length);
         },

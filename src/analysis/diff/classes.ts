@@ -3,13 +3,17 @@
  * is taken over the union of both inputs — endpoints that no policy tells apart before *and*
  * none tells apart after (an endpoint on one side only is in a class of its own kind: added or
  * removed) — so a class pair means the same on both sides, and every member pair of a line had
- * the same ports before and has the same after. Lines are keyed by what they say too (change,
- * ports, causes), so a line stands for exactly the member pairs it names; `pairs` counts them.
+ * the same ports before and has the same after. The endpoints whose own object changed (added,
+ * removed, relabelled) are told apart from the others, and as a cause a member's own object is
+ * named by its class (`members of shop/api-* (400 pods)`): so the causes are the same for every
+ * member pair too. Lines are keyed by what they say (change, ports, causes), so a line stands for
+ * exactly the member pairs it names; `pairs` counts them.
  */
 import type { Cluster, Endpoint } from '../../model/types.ts';
 import { formatPortSet } from '../../semantics/index.ts';
 import { classRows, type ClassRow } from '../class-view.ts';
 import { endpointClasses } from '../equivalence.ts';
+import { endpointObject } from './objects.ts';
 import type { ConnectionChange, ConnectivityDiff, DiffPeer } from './types.ts';
 
 export interface ClassDiff {
@@ -41,11 +45,12 @@ export function classDiff(before: Cluster, after: Cluster, perPod: ConnectivityD
     if (found) sides.set(key, { endpoint: e, before: found.before, after: next[i] as number });
     else sides.set(key, { endpoint: e, before: -1, after: next[i] as number });
   });
+  const changed = new Set(perPod.objects.map((o) => o.object));
   const combined = new Map<string, number>();
   const members: Endpoint[] = [];
   const classOf: number[] = [];
   for (const side of sides.values()) {
-    const key = `${side.before}:${side.after}`;
+    const key = `${side.before}:${side.after}:${changed.has(endpointObject(side.endpoint)) ? 1 : 0}`;
     let cls = combined.get(key);
     if (cls === undefined) combined.set(key, (cls = combined.size));
     members.push(side.endpoint);
@@ -53,9 +58,15 @@ export function classDiff(before: Cluster, after: Cluster, perPod: ConnectivityD
   }
   const { rows, rowOfClass } = classRows(members, Int32Array.from(classOf), combined.size);
   const rowOfUnit = new Map<string, ClassRow>();
-  members.forEach((e, i) =>
-    rowOfUnit.set(unitKey(e.kind, e.id), rows[rowOfClass[classOf[i] as number] as number] as ClassRow),
-  );
+  const classOfObject = new Map<string, string>();
+  members.forEach((e, i) => {
+    const row = rows[rowOfClass[classOf[i] as number] as number] as ClassRow;
+    rowOfUnit.set(unitKey(e.kind, e.id), row);
+    classOfObject.set(endpointObject(e), `members of ${row.label}`);
+  });
+  const causesOf = (causes: readonly string[]): string[] => [
+    ...new Set(causes.map((cause) => classOfObject.get(cause) ?? cause)),
+  ];
   const classPeers = new Map<ClassRow, DiffPeer>();
   const peerOf = (peer: DiffPeer): DiffPeer => {
     if (peer.type !== 'endpoint') return peer;
@@ -72,6 +83,7 @@ export function classDiff(before: Cluster, after: Cluster, perPod: ConnectivityD
   for (const c of perPod.connections) {
     const from = peerOf(c.from);
     const to = peerOf(c.to);
+    const causes = causesOf(c.causes);
     const key = [
       from.id,
       to.id,
@@ -80,11 +92,11 @@ export function classDiff(before: Cluster, after: Cluster, perPod: ConnectivityD
       formatPortSet(c.after),
       c.partialBefore ? formatPortSet(c.partialBefore) : '',
       c.partialAfter ? formatPortSet(c.partialAfter) : '',
-      c.causes.join(','),
+      causes.join('\u0000'),
     ].join('\u0000');
     const found = grouped.get(key);
     if (found) found.pairs++;
-    else grouped.set(key, { connection: { ...c, from, to }, pairs: 1 });
+    else grouped.set(key, { connection: { ...c, from, to, causes }, pairs: 1 });
   }
   const distinct = (peers: readonly DiffPeer[]): DiffPeer[] => [...new Set(peers.map(peerOf))];
   const lines = [...grouped.values()].sort(
