@@ -1,13 +1,17 @@
 /**
  * `npm run bench -- scale [--scales 0.1,1] [--runs 3] [--timeout 300] [--cli PATH] [--only NAME,…]`
- * (names: explain, matrix, json, diff, lint, validate, svg, shape-b, serve): issue 38's figures —
+ * (names: explain, explain-class, explain-b, matrix, json, diff, diff-class, lint, lint-class,
+ * validate, svg, shape-b, serve): issue 38's figures —
  * analysis of shape (a) as a user runs it, from files, each command a whole process (wall time,
  * CPU time of the process, peak RSS, bytes written):
- * - `explain` of every workload, at each scale, and the CPU exponent between the scales;
+ * - `explain` of every workload, at each scale, and the CPU exponent between the scales; the same
+ *   `--by class` (`explain-class`); of shape (b) at the largest scale, per endpoint, per class and
+ *   auto (`explain-b`: few classes, where classes pay);
  * - `matrix` with no `--port` (all ports), at each scale, and its exponent;
  * - `matrix -o json` at ×0.1 (time and bytes, or the refusal);
  * - `diff` between shape (a) and a busy pull request's copy of it (diff.bench.ts), and its exponent;
- * - `lint` and `validate` at the largest scale;
+ * - `diff --by class` the same way (`diff-class`);
+ * - `lint` and `validate` at the largest scale, and `lint --by class` (`lint-class`);
  * - `matrix -o svg` at ×0.1;
  * - `matrix` (default text) of shape (b) at the largest scale;
  * - `serve` at ×0.1: start → the document with its first view, and every API answer the page
@@ -233,6 +237,24 @@ export async function scaleBenchmark(args: string[]): Promise<void> {
     };
     if (wanted('explain'))
       await perScale('explain', (d) => ['explain', '-f', d.shape], '≤ 30 s, ≤ 3 GB, exponent ≤ 1.2');
+    if (wanted('explain-class'))
+      await perScale('explain --by class', (d) => ['explain', '-f', d.shape, '--by', 'class']);
+    if (wanted('explain-b')) {
+      // Shape (b): 10 classes at ×1, where one explanation per class stands for 1,000 pods.
+      const dir = join(scratch.path, `b-${largest}`);
+      writeGenerated(dir, 'b', largest);
+      // Per endpoint forced past --max-output; auto (the default) says the classes instead.
+      for (const by of ['endpoint', 'class', 'auto'])
+        report(
+          `explain shape (b) ×${largest} --by ${by}`,
+          await measure(
+            ['explain', '-f', dir, '--by', by, ...(by === 'endpoint' ? ['--force'] : [])],
+            runs,
+            options,
+          ),
+          timeoutS,
+        );
+    }
     if (wanted('matrix'))
       await perScale(
         'matrix (all ports)',
@@ -251,6 +273,22 @@ export async function scaleBenchmark(args: string[]): Promise<void> {
         'diff (busy PR)',
         (d) => ['diff', '-f', d.shape, '--to', d.changedShape],
         '≤ 20 s, exponent ≤ 1.1',
+      );
+    if (wanted('diff-class'))
+      await perScale('diff --by class (busy PR)', (d) => [
+        'diff',
+        '-f',
+        d.shape,
+        '--to',
+        d.changedShape,
+        '--by',
+        'class',
+      ]);
+    if (wanted('lint-class'))
+      report(
+        `lint --by class ×${largest}`,
+        await measure(['lint', '-f', dirOf(largest).shape, '--by', 'class'], runs, options),
+        timeoutS,
       );
     if (wanted('lint'))
       report(

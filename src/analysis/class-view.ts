@@ -36,10 +36,35 @@ const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 export function classReport(matrix: Matrix): ClassReport {
   const classes = matrix.classes;
   if (!classes) throw new Error('the matrix has no class answers');
-  const members: Endpoint[][] = classes.representatives.map(() => []);
-  matrix.endpoints.forEach((endpoint, i) =>
-    (members[classes.classOf[i] as number] as Endpoint[]).push(endpoint),
+  const { rows, classAtRow, rowOfClass } = classRows(
+    matrix.endpoints,
+    classes.classOf,
+    classes.representatives.length,
   );
+  return {
+    rows,
+    queries: matrix.queries,
+    endpoints: matrix.endpoints.length,
+    pairs: () => pairsInOrder(classes, classAtRow, rowOfClass),
+  };
+}
+
+/** Classes as rows: their members, named compactly and apart, in the order printed. */
+export interface ClassRows {
+  readonly rows: readonly ClassRow[];
+  /** The class number (as `classOf` numbers it) of each row. */
+  readonly classAtRow: readonly number[];
+  /** The row of each class number; -1 for a class with no member among the endpoints. */
+  readonly rowOfClass: Int32Array;
+}
+
+/**
+ * The rows of the classes `classOf` gives `endpoints` (numbers below `count`), sorted by
+ * namespace, then label — what every per-class output prints (matrix, explain, lint, diff).
+ */
+export function classRows(endpoints: readonly Endpoint[], classOf: Int32Array, count: number): ClassRows {
+  const members: Endpoint[][] = Array.from({ length: count }, () => []);
+  endpoints.forEach((endpoint, i) => (members[classOf[i] as number] as Endpoint[]).push(endpoint));
   const order = distinctLabels(
     members.map((list, cls) => ({ cls, list, label: classLabel(list) })).filter((c) => c.list.length > 0),
   ).sort(
@@ -47,7 +72,7 @@ export function classReport(matrix: Matrix): ClassReport {
       compare((a.list[0] as Endpoint).namespace, (b.list[0] as Endpoint).namespace) ||
       compare(a.label, b.label),
   );
-  const rowOfClass = new Int32Array(classes.representatives.length).fill(-1);
+  const rowOfClass = new Int32Array(count).fill(-1);
   order.forEach((c, row) => (rowOfClass[c.cls] = row));
   const rows: ClassRow[] = order.map((c, row) => ({
     id: `c${row + 1}`,
@@ -55,17 +80,7 @@ export function classReport(matrix: Matrix): ClassReport {
     namespace: (c.list[0] as Endpoint).namespace,
     members: c.list,
   }));
-  return {
-    rows,
-    queries: matrix.queries,
-    endpoints: matrix.endpoints.length,
-    pairs: () =>
-      pairsInOrder(
-        classes,
-        order.map((c) => c.cls),
-        rowOfClass,
-      ),
-  };
+  return { rows, classAtRow: order.map((c) => c.cls), rowOfClass };
 }
 
 function* pairsInOrder(

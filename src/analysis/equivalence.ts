@@ -19,6 +19,8 @@ export function endpointClasses(
   cluster: Cluster,
   endpoints: readonly Endpoint[],
   grouping = true,
+  /** Selectors read besides the policies' (explain: those of policies dropped as invalid). */
+  moreSelectors: readonly (LabelSelector | undefined)[] = [],
 ): EndpointClasses {
   if (!grouping) return { classOf: Int32Array.from(endpoints.keys()), representatives: endpoints };
   const labelKeys = new Set<string>();
@@ -26,6 +28,7 @@ export function endpointClasses(
   const addSelector = (selector: LabelSelector | undefined): void => {
     for (const r of selector?.requirements ?? []) labelKeys.add(r.key);
   };
+  for (const selector of moreSelectors) addSelector(selector);
   for (const policy of cluster.policies) {
     addSelector(policy.podSelector);
     for (const rule of [...policy.ingress, ...policy.egress]) {

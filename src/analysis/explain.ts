@@ -96,6 +96,21 @@ export function explainEndpoints(
   /** Called every thousand endpoints with (explained, total), for progress display. */
   onProgress?: (done: number, total: number) => void,
 ): EndpointExplanation[] {
+  const explain = explainer(cluster, semantics);
+  return endpoints.map((endpoint, i) => {
+    if (onProgress && i % 1000 === 0) onProgress(i, endpoints.length);
+    return explain(endpoint);
+  });
+}
+
+/**
+ * A function explaining one endpoint at a time, sharing what rules have in common (their
+ * descriptions and peers) between the endpoints it is asked about.
+ */
+export function explainer(
+  cluster: Cluster,
+  semantics: Semantics = 'v1',
+): (endpoint: Endpoint) => EndpointExplanation {
   const index = indexCluster(cluster);
   const peers = new RulePeers(index);
   // Descriptions and peer lists are the rule's, shared by every endpoint it applies to.
@@ -111,13 +126,13 @@ export function explainEndpoints(
     return nothing.get(rule);
   };
   const context: ExplainContext = { index, peers, describe, allowsNothing, semantics };
-  return endpoints.map((endpoint, i) => {
-    if (onProgress && i % 1000 === 0) onProgress(i, endpoints.length);
-    return explainOne(context, cluster, endpoint);
-  });
+  return (endpoint) => explainOne(context, cluster, endpoint);
 }
 
-function explainOne(context: ExplainContext, cluster: Cluster, endpoint: Endpoint): EndpointExplanation {
+/** The fields of an explanation that say which endpoint it is about (the rest is its policy's). */
+export function endpointIdentity(
+  endpoint: Endpoint,
+): Pick<EndpointExplanation, 'endpoint' | 'kind' | 'labels' | 'ips' | 'hostNetwork'> {
   return {
     endpoint: endpoint.id,
     kind: endpoint.kind,
@@ -126,6 +141,12 @@ function explainOne(context: ExplainContext, cluster: Cluster, endpoint: Endpoin
       .join(','),
     ips: endpoint.ips.map(formatIp),
     hostNetwork: endpoint.hostNetwork,
+  };
+}
+
+function explainOne(context: ExplainContext, cluster: Cluster, endpoint: Endpoint): EndpointExplanation {
+  return {
+    ...endpointIdentity(endpoint),
     ingress: withDropped(
       cluster,
       endpoint,

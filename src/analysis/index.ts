@@ -14,7 +14,14 @@ export {
 export { checkConnection, checkPorts, type CheckRequest, type PortsCheckResult } from './check.ts';
 export { compiledVerdicts } from './compiled-engine.ts';
 export { endpointClasses, type EndpointClasses } from './equivalence.ts';
-export { classReport, classLabel, type ClassReport, type ClassRow } from './class-view.ts';
+export {
+  classReport,
+  classLabel,
+  classRows,
+  type ClassReport,
+  type ClassRow,
+  type ClassRows,
+} from './class-view.ts';
 export { CLASS_FORMATS, CLASS_JSON_FORMAT, type ClassWriter } from './format/class-formats.ts';
 export { focusRows, restrictMatrix, connects } from './focus.ts';
 export {
@@ -62,12 +69,30 @@ export {
 } from './format/compile-output.ts';
 export { formatCheckText, formatPortsCheckText, portsCheckJson } from './format/check-text.ts';
 export { formatExplainText } from './format/explain-text.ts';
+export {
+  explainClasses,
+  explainClassesOf,
+  memberExplanation,
+  type ClassExplanation,
+  type ClassExplanations,
+} from './explain-classes.ts';
+export {
+  EXPLAIN_CLASSES_JSON_FORMAT,
+  estimateExplainText,
+  explainClassesJson,
+  formatExplainClassesText,
+} from './format/explain-class-formats.ts';
 export { formatDiagnostic, formatDiagnostics, summarizeDiagnostics } from './format/diagnostics-text.ts';
 export { styleFor, PLAIN, COLOUR, type Style } from './format/style.ts';
 export { formatLintText } from './format/lint-text.ts';
 export { lintSarif } from './format/lint-sarif.ts';
 export type * from './types.ts';
 export { DIFF_FORMATS, diffJson } from './format/diff-formats.ts';
+export {
+  DIFF_CLASS_FORMATS,
+  DIFF_CLASSES_JSON_FORMAT,
+  type ClassDiffWriter,
+} from './format/diff-class-formats.ts';
 export {
   GRAPH_FORMATS,
   graphSvg,

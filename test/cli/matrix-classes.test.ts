@@ -6,43 +6,20 @@
  * instead of refused, when the classes are fewer.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { classReport } from '../../src/analysis/class-view.ts';
 import { computeMatrix } from '../../src/analysis/matrix.ts';
 import { formatPortSet, isNoPorts } from '../../src/semantics/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
-import { clusterOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
+import { clusterOf, type Raw } from '../helpers/builders.ts';
 import { cli } from '../helpers/cli.ts';
 import { propertyRuns } from '../helpers/property-runs.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
+import { A_FROM_B, splitPods, writeObjects } from '../helpers/split-pods.ts';
 
-/** `count` bare pods `pod-0`… in `default`, `app` alternating between `a` and `b`; ingress to app=a only from app=b. */
-function split(count: number): Raw[] {
-  return [
-    namespace('default'),
-    ...Array.from({ length: count }, (_, i) =>
-      pod(
-        'default',
-        `pod-${i}`,
-        { app: i % 2 === 0 ? 'a' : 'b', shard: `s-${i}` },
-        { ips: [`10.0.0.${i + 1}`] },
-      ),
-    ),
-    policy('default', 'a-from-b', {
-      podSelector: { matchLabels: { app: 'a' } },
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }],
-    }),
-  ];
-}
-
-async function writeObjects(dir: string, objects: readonly Raw[]): Promise<string> {
-  const file = join(dir, 'objects.yaml');
-  await writeFile(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
-  return file;
-}
+/** `count` split pods; ingress to app=a only from app=b. */
+const split = (count: number): Raw[] => [...splitPods(count), A_FROM_B];
 
 describe('matrix per class', () => {
   it('class pairs expand to exactly the allowed pod pairs, with their ports', () => {

@@ -23,13 +23,14 @@ function formatOne(e: EndpointExplanation, style: Style): string {
   const ips = e.ips.length ? e.ips.join(', ') : 'no IP';
   const lines = [
     `${style.bold(e.endpoint)} ${style.dim(`(${e.kind}; ${ips}${e.labels ? `; ${e.labels}` : ''})`)}`,
-    ...direction('ingress', e.ingress, style),
-    ...direction('egress', e.egress, style),
+    ...directionLines('ingress', e.ingress, style),
+    ...directionLines('egress', e.egress, style),
   ];
   return lines.join('\n') + '\n';
 }
 
-function direction(name: string, d: DirectionExplanation, style: Style): string[] {
+/** One direction's lines: its summary, then its rules in evaluation order (also `explain --by class`'s). */
+export function directionLines(name: string, d: DirectionExplanation, style: Style): string[] {
   const summary = d.isolated ? style.warn(d.summary) : d.summary;
   const lines = [`  ${name}: ${summary}`];
   for (const dropped of d.dropped ?? []) lines.push(style.warn(`    warning: ${droppedPolicyText(dropped)}`));

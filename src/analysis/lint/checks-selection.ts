@@ -7,7 +7,9 @@ import { clusterPolicyLabel, namespaceMatches } from '../../model/cluster-policy
 import { selectorMatches, selectorText } from '../../model/selector.ts';
 import { policyKey, type ClusterPeer, type Endpoint, type SelectorPeer } from '../../model/types.ts';
 import { describeClusterPeer, describePeer } from '../../semantics/index.ts';
-import { groupEndpoints } from '../workload-view.ts';
+import { classRows, type ClassRow } from '../class-view.ts';
+import { endpointClasses } from '../equivalence.ts';
+import { endpointRow, groupEndpoints } from '../workload-view.ts';
 import {
   clusterPolicyObject,
   clusterPolicyRules,
@@ -157,8 +159,22 @@ export const notIsolated: LintCheck = {
         context.cluster.namespaces.get(endpoint.namespace)?.legacyIngressIsolation === 'DefaultDeny'
       );
     });
-    // One finding per workload (its pods together), as the matrix shows them.
-    return groupEndpoints(open, 'workload').map((group) => {
+    // One finding per workload (its pods together), as the matrix shows them — or per class.
+    const groups = groupEndpoints(open, 'workload');
+    const perClass = classesOfOpen(context, open, groups.length);
+    if (perClass)
+      return perClass.map((row) => {
+        const first = row.members[0] as Endpoint;
+        return {
+          ...context.finding(
+            'WORKLOAD_NOT_ISOLATED',
+            `no policy selects ${row.label}: every connection to and from it is allowed`,
+            context.where(`${first.kind} ${first.namespace}/${first.name}`, [], first.location),
+          ),
+          members: row.members.map((m) => endpointRow(m).label),
+        };
+      });
+    return groups.map((group) => {
       const first = group.members[0] as Endpoint;
       const pods = group.members.length > 1 ? ` (${group.members.length} pods)` : '';
       return context.finding(
@@ -169,3 +185,24 @@ export const notIsolated: LintCheck = {
     });
   },
 };
+
+/** Findings past which `lint --by auto` says endpoint findings per class, when classes are at most half as many. */
+const CLASSES_FROM_FINDINGS = 1000;
+
+/**
+ * The classes of the endpoints no policy selects, when findings are said per class (asked, or
+ * auto with many findings and at most half as many classes); undefined for per workload.
+ */
+function classesOfOpen(
+  context: Parameters<LintCheck['run']>[0],
+  open: readonly Endpoint[],
+  findings: number,
+): readonly ClassRow[] | undefined {
+  if (context.grouping === 'workload') return undefined;
+  if (context.grouping === 'auto' && findings <= CLASSES_FROM_FINDINGS) return undefined;
+  const { classOf, representatives } = endpointClasses(context.cluster, open);
+  const { rows } = classRows(open, classOf, representatives.length);
+  if (context.grouping === 'auto' && rows.length * 2 > findings) return undefined;
+  context.groupedByClass = { findings, classes: rows.length };
+  return rows;
+}

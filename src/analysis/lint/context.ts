@@ -20,7 +20,7 @@ import { EndpointIndex } from '../endpoint-index.ts';
 import { groupEndpoints } from '../workload-view.ts';
 import { catalogueEntry, type LintCode } from './catalogue.ts';
 import { fieldLocation } from './locate.ts';
-import type { Finding, FindingLocation, ObjectLocator, RelatedLocation } from './types.ts';
+import type { Finding, FindingLocation, LintGrouping, ObjectLocator, RelatedLocation } from './types.ts';
 
 export type Direction = 'ingress' | 'egress';
 export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
@@ -37,11 +37,14 @@ export class LintContext {
   private readonly portsKeys = new Map<Endpoint, string>();
   private readonly familyKeys = new Map<Endpoint, string>();
   private ids: Map<NetworkPolicy, number> | undefined;
+  /** Set by a check that said its findings per class: the rows they stand for, and the classes. */
+  groupedByClass: { findings: number; classes: number } | undefined;
 
   constructor(
     readonly cluster: Cluster,
     readonly locator: ObjectLocator,
     readonly semantics: Semantics,
+    readonly grouping: LintGrouping = 'workload',
   ) {
     this.endpoints = new EndpointIndex(cluster);
     this.evaluation = indexCluster(cluster);

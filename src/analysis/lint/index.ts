@@ -15,7 +15,7 @@ import { portChecks } from './checks-ports.ts';
 import { serviceChecks } from './checks-services.ts';
 import { LintContext, type LintCheck } from './context.ts';
 import { NO_LOCATOR } from './locate.ts';
-import type { Finding, LintReport, ObjectLocator } from './types.ts';
+import type { Finding, LintGrouping, LintReport, ObjectLocator } from './types.ts';
 
 export { LINT_CATALOGUE, LINT_CODES, catalogueEntry, isKnownCode } from './catalogue.ts';
 export { objectLocator, NO_LOCATOR, rawIdentity } from './locate.ts';
@@ -58,13 +58,24 @@ export interface LintOptions {
   readonly diagnostics?: readonly Diagnostic[];
   /** Called before each check with (checks done, checks to run), for progress display. */
   readonly onProgress?: (done: number, total: number) => void;
+  /**
+   * Findings about endpoints (WORKLOAD_NOT_ISOLATED) per workload (the default), per class of
+   * endpoints no policy tells apart, or auto: per class past 1,000 findings when classes are at
+   * most half as many.
+   */
+  readonly by?: LintGrouping;
 }
 
 export function lintCluster(cluster: Cluster, options: LintOptions = {}): LintReport {
   const only = options.only?.length ? new Set(options.only) : undefined;
   const skip = new Set(options.skip ?? []);
   const wanted = (code: string): boolean => (!only || only.has(code)) && !skip.has(code);
-  const context = new LintContext(cluster, options.locator ?? NO_LOCATOR, options.semantics ?? 'v1');
+  const context = new LintContext(
+    cluster,
+    options.locator ?? NO_LOCATOR,
+    options.semantics ?? 'v1',
+    options.by ?? 'workload',
+  );
   const findings: Finding[] = [];
   for (const diagnostic of options.diagnostics ?? []) {
     if (diagnostic.severity === 'info' || !wanted(diagnostic.code)) continue;
@@ -98,7 +109,12 @@ export function lintCluster(cluster: Cluster, options: LintOptions = {}): LintRe
   );
   const summary = { error: 0, warning: 0, info: 0 };
   for (const f of findings) summary[f.severity]++;
-  return { findings, summary, skipped };
+  return {
+    findings,
+    summary,
+    skipped,
+    ...(context.groupedByClass ? { classes: context.groupedByClass } : {}),
+  };
 }
 
 function fromDiagnostic(d: Diagnostic): Finding {

@@ -33,7 +33,15 @@ export interface Finding extends FindingLocation {
   /** One line: how to fix it. */
   readonly hint: string;
   readonly related: readonly RelatedLocation[];
+  /**
+   * A finding said once for a class of endpoints no policy tells apart (`lint --by class`):
+   * every member, as the per-row outputs name rows. Absent otherwise.
+   */
+  readonly members?: readonly string[];
 }
+
+/** How findings about endpoints are said: per workload (its pods together), per class, or auto. */
+export type LintGrouping = 'workload' | 'class' | 'auto';
 
 export interface LintReport {
   /** Sorted by file, line, column, code. */
@@ -41,6 +49,8 @@ export interface LintReport {
   readonly summary: { readonly error: number; readonly warning: number; readonly info: number };
   /** Checks that could not run on this input, and why (e.g. no workloads to check selectors against). */
   readonly skipped: readonly { readonly check: string; readonly reason: string }[];
+  /** Present when findings about endpoints were said per class: how many rows they stand for. */
+  readonly classes?: { readonly findings: number; readonly classes: number };
 }
 
 /** Where an object's fields are in the input; built from the ingest layer's locators. */
