@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { CHROMIUM_MISSING, launchChromium } from '../helpers/chromium.ts';
 import { cli } from '../helpers/cli.ts';
+import { drawingBoxes, inside, overlap, type Box } from '../serve/drawing-boxes.ts';
 
 describe('graph outputs', () => {
   it('matrix -o dot: a node per workload in a box per namespace, edges with ports, outside ranges as nodes', async () => {
@@ -136,6 +137,53 @@ describe('graph outputs', () => {
       await page.mouse.move(200, 200);
       await page.mouse.wheel(0, -100);
       assert.match((await page.locator('#graph svg').getAttribute('style')) ?? '', /scale\(1\.1/);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('-o svg and -o html of the shop, in Chromium: namespace boxes apart, every label inside its shape, arrow labels apart', async (t) => {
+    if (CHROMIUM_MISSING) {
+      t.skip(CHROMIUM_MISSING);
+      return;
+    }
+    const dir = mkdtempSync(join(tmpdir(), `palisade-graph-${process.pid}-`));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const browser = await launchChromium();
+    try {
+      for (const [format, root] of [
+        ['svg', 'svg'],
+        ['html', '#graph'],
+      ] as const) {
+        const result = await cli(['matrix', '-f', 'examples/shop', '-o', format]);
+        assert.equal(result.code, 0, result.stderr);
+        const file = join(dir, `shop.${format}`);
+        writeFileSync(file, result.stdout);
+        const page = await browser.newPage();
+        await page.goto(`file://${file}`);
+        const boxes = await drawingBoxes(page, root);
+        assert.equal(boxes.clusters.length, 4, format);
+        assert.ok(
+          boxes.nodes.some((n) => n.title.startsWith('addr:')),
+          `${format}: an address range drawn`,
+        );
+        for (let i = 0; i < boxes.clusters.length; i++)
+          for (let j = i + 1; j < boxes.clusters.length; j++)
+            assert.ok(
+              !overlap(boxes.clusters[i] as Box, boxes.clusters[j] as Box),
+              `${format}: boxes ${i} and ${j} overlap`,
+            );
+        for (const node of boxes.nodes)
+          for (const text of node.texts)
+            assert.ok(inside(text, node.shape), `${format}: ${node.title}: a label outside its shape`);
+        for (let i = 0; i < boxes.edgeLabels.length; i++)
+          for (let j = i + 1; j < boxes.edgeLabels.length; j++)
+            assert.ok(
+              !overlap(boxes.edgeLabels[i] as Box, boxes.edgeLabels[j] as Box),
+              `${format}: arrow labels ${i} and ${j} collide`,
+            );
+        await page.close();
+      }
     } finally {
       await browser.close();
     }

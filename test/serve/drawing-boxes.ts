@@ -20,14 +20,17 @@ export const inside = (a: Box, b: Box): boolean =>
   a.x + a.width <= b.x + b.width + 0.5 &&
   a.y + a.height <= b.y + b.height + 0.5;
 
-/** Where the drawing's parts are, in the page: namespace boxes, nodes (shape, texts), arrow labels. */
-export async function drawingBoxes(page: Page): Promise<{
+/** Where the drawing's parts under `root` are, in the page: namespace boxes, nodes (shape, texts), arrow labels. */
+export async function drawingBoxes(
+  page: Page,
+  root = '.drawing',
+): Promise<{
   clusters: Box[];
   nodes: { title: string; shape: Box; texts: Box[] }[];
   edgeLabels: Box[];
 }> {
   return page
-    .evaluate(() => {
+    .evaluate((root) => {
       // No DOM types in the tests' compilation: the little of it used here, typed by hand.
       interface Rect {
         x: number;
@@ -45,19 +48,19 @@ export async function drawingBoxes(page: Page): Promise<{
       // No function is given a name here: named ones need a helper of the bundler the page lacks.
       const zero = { x: 0, y: 0, width: 0, height: 0 };
       return {
-        clusters: [...document.querySelectorAll('.drawing g.cluster')].map(
+        clusters: [...document.querySelectorAll(`${root} g.cluster`)].map(
           (g) => g.querySelector('path, polygon')?.getBoundingClientRect() ?? zero,
         ),
-        nodes: [...document.querySelectorAll('.drawing g.node')].map((g) => ({
+        nodes: [...document.querySelectorAll(`${root} g.node`)].map((g) => ({
           title: g.querySelector('title')?.textContent ?? '',
           shape: g.querySelector('path, polygon')?.getBoundingClientRect() ?? zero,
           texts: [...g.querySelectorAll('text')].map((t) => t.getBoundingClientRect()),
         })),
-        edgeLabels: [...document.querySelectorAll('.drawing g.edge text')].map((t) =>
+        edgeLabels: [...document.querySelectorAll(`${root} g.edge text`)].map((t) =>
           t.getBoundingClientRect(),
         ),
       };
-    })
+    }, root)
     .then((found) => ({
       clusters: found.clusters.map(plain),
       nodes: found.nodes.map((n) => ({ title: n.title, shape: plain(n.shape), texts: n.texts.map(plain) })),
