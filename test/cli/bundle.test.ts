@@ -48,7 +48,7 @@ describe('the bundled executable', () => {
       const bundled = await palisade(args);
       const inProcess = await cli(args);
       assert.equal(bundled.stdout, inProcess.stdout, args.join(' '));
-      assert.equal(bundled.stderr, inProcess.stderr, args.join(' '));
+      assert.equal(sameReason(bundled.stderr), sameReason(inProcess.stderr), args.join(' '));
       assert.equal((bundled as { code?: number }).code ?? 0, inProcess.code, args.join(' '));
     }
   });
@@ -69,3 +69,12 @@ describe('the bundled executable', () => {
     }
   });
 });
+
+/**
+ * Why etcd could not be reached is the first thing the client meets — the refusal, or on a loaded
+ * machine its 5 s deadline before that (a clean-clone CI run at load 50 had one of each): both
+ * right, so that part of the line is not compared.
+ */
+function sameReason(stderr: string): string {
+  return stderr.replace(/(cannot reach etcd at \S+): .*/g, '$1: …');
+}
