@@ -3,7 +3,7 @@
 // many of them wait on the kernel, the lab's probes or child processes more than they compute.
 // Test output streams as it comes; the type check's and the lint's are printed when they end.
 // The type check and the lint run at a lower CPU priority (nice 10) than the tests.
-// The agent fault suites, and the Neutron files, run one after another (LANES) beside the others.
+// The Neutron files and the agent fault suites run one after another (ONE_AT_A_TIME) beside the others.
 // Exits non-zero when any part fails, after all have ended.
 //
 // The test files run compiled (scripts/build-tests.mjs: one esbuild pass over all of them, ~1 s)
@@ -54,22 +54,24 @@ const LONGEST_FIRST = [
 ];
 
 /**
- * Lanes of test files that run one after another, each lane beside the other files. The agent
- * fault suites each start etcd, agents, a reflector and a prober in network namespaces and hold
- * deadlines on their convergence: started together (with the type check and the lint) they pushed
- * a two-core machine's load past 50 and their trials past those deadlines. The Neutron files each
- * start a neutron-server (Python, seconds of CPU to import before it answers): three starting at
- * once on a fresh CI machine took more than 90 s to answer.
+ * Test files that run one after another, in one lane beside the other files (at
+ * most `concurrency - 1` at once). The files that start a neutron-server (Python, seconds of CPU
+ * to import before it answers): three starting at once on a fresh CI machine took more than 90 s
+ * to answer. The agent fault suites, each starting etcd, agents, a reflector and a prober in
+ * network namespaces and holding deadlines on their convergence: started together (with the type
+ * check and the lint) they pushed a two-core machine's load past 50 and their trials past those
+ * deadlines. One lane for both: with a lane each, a clean-clone rehearsal's load reached 50 and
+ * the other files took 29 minutes (13 the run before). (`node --test` runs them in the order of
+ * their paths.)
  */
-const LANES = {
-  'agent fault suites': ['test/agent/faults-ebpf.test.ts', 'test/agent/faults-nftables.test.ts'],
-  Neutron: [
-    'test/agent/neutron-agent.test.ts',
-    'test/agent/neutron-docs.test.ts',
-    'test/renderers/neutron-server.test.ts',
-  ],
-};
-const inLane = new Set(Object.values(LANES).flat());
+const ONE_AT_A_TIME = [
+  'test/agent/neutron-agent.test.ts',
+  'test/agent/neutron-docs.test.ts',
+  'test/renderers/neutron-server.test.ts',
+  'test/agent/faults-ebpf.test.ts',
+  'test/agent/faults-nftables.test.ts',
+];
+const inLane = new Set(ONE_AT_A_TIME);
 
 const concurrency = Number(process.env.PALISADE_TEST_CONCURRENCY ?? availableParallelism() + 1);
 const rank = (file) => (LONGEST_FIRST.includes(file) ? LONGEST_FIRST.indexOf(file) : LONGEST_FIRST.length);
@@ -179,12 +181,13 @@ rmSync(bundleDir, { recursive: true, force: true });
 process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;
 
 /**
- * The test files as `node --test` runs: each lane's one after another (their output printed when
- * the lane ends), the others `concurrency - 1` at once beside them, streamed. The Neutron lane
- * mostly waits on its server, so it does not take a slot from the others.
+ * The test files as `node --test` runs: those of ONE_AT_A_TIME one after another (their output
+ * printed when the lane ends), the others `concurrency - 1` at once beside them,
+ * streamed.
  */
 function testLanes() {
   const rest = files.filter((file) => !inLane.has(file));
+  const serial = ONE_AT_A_TIME.filter((file) => files.includes(file));
   const run = (name, list, parallel, stream) =>
     job(
       name,
@@ -200,13 +203,12 @@ function testLanes() {
       ],
       { stream },
     );
-  const lanes = Object.entries(LANES)
-    .map(([name, lane]) => [name, files.filter((file) => lane.includes(file))])
-    .filter(([, list]) => list.length > 0);
-  if (lanes.length === 0) return [run('tests', rest, concurrency, true)];
-  const serial = lanes.map(([name, list]) => run(`tests (${name}, one at a time)`, list, 1, false));
-  if (rest.length === 0) return serial;
-  return [run('tests', rest, Math.max(1, concurrency - 1), true), ...serial];
+  if (serial.length === 0) return [run('tests', rest, concurrency, true)];
+  if (rest.length === 0) return [run('tests', serial, 1, true)];
+  return [
+    run('tests', rest, Math.max(1, concurrency - 1), true),
+    run('tests (one at a time)', serial, 1, false),
+  ];
 }
 
 /** The test files by CPU seconds, most first (PALISADE_TEST_TIMES=1), and their sum. */

@@ -17,7 +17,7 @@ import { pinDir } from '../../../src/datapaths/ebpf/kernel/index.ts';
 import { routedDevices } from '../../../src/datapaths/ebpf/kernel/attachments.ts';
 import { extraPod, ingress, sleep, until, type FaultWorld } from '../fault-world.ts';
 import type { Raw } from '../../helpers/builders.ts';
-import { askHealth } from '../side-processes.ts';
+import { askHealth, type HealthAsks } from '../side-processes.ts';
 import { check, CONVERGE_MS, currentRevision, STARTUP_MS, type FaultSuite } from './shared.ts';
 
 /** A value 200,000 levels deep: it overflowed the decoders' stack. */
@@ -204,7 +204,7 @@ export function enforcementTrials(suite: FaultSuite): void {
     ).catch((error: Error) => check(w, false, error.message));
     await w.etcd.up();
     const revision = await w.write([w.relabel('web-2', { app: 'batch' })]);
-    suite.converged('etcd killed with SIGKILL, restarted', await w.converged(revision, 60_000));
+    suite.converged('etcd killed with SIGKILL, restarted', await w.converged(revision, CONVERGE_MS));
     assert.deepEqual(await stop(), []);
     assert.deepEqual(await w.disagreements(), []);
   });
@@ -220,7 +220,7 @@ export function enforcementTrials(suite: FaultSuite): void {
           ? w.relabel(`web-${(Math.floor(i / 10) % 2) + 1}`, { app: i % 20 === 19 ? 'web' : 'batch' })
           : extraPod(i % 50, { app: i % 3 ? 'web' : 'other', n: String(i) }),
       ]);
-    suite.converged('a burst of 1,000 changes', await w.converged(revision, 60_000));
+    suite.converged('a burst of 1,000 changes', await w.converged(revision, CONVERGE_MS));
     assert.deepEqual(await stop(), []);
     assert.deepEqual(await w.disagreements(), []);
   });
@@ -239,6 +239,7 @@ export function enforcementTrials(suite: FaultSuite): void {
       }
     })();
     const started = performance.now();
+    let seen: HealthAsks | undefined;
     try {
       // Three transactions of 2,000 (etcd takes at most 1.5 MiB in one), back to back.
       let revision = 0;
@@ -248,12 +249,16 @@ export function enforcementTrials(suite: FaultSuite): void {
             part === 2 ? [w.relabel('web-2', { app: 'batch' })] : [],
           ),
         );
-      suite.converged('a 6,000-pod change', await w.converged(revision, 60_000));
+      suite.converged('a 6,000-pod change', await w.converged(revision, CONVERGE_MS));
     } finally {
       watching = false;
       await watch;
+      // Ended whatever happened: an asker left asking keeps the test file from ever exiting (a
+      // clean-clone CI run hung for half an hour after this trial failed).
+      seen = await asks().catch(() => undefined);
     }
-    const { latencies, unanswered } = await asks();
+    assert.ok(seen, 'the /healthz asker reported');
+    const { latencies, unanswered } = seen;
     latencies.sort((a, b) => a - b);
     const p99 = latencies[Math.floor(latencies.length * 0.99)] ?? 0;
     process.stdout.write(
