@@ -617,8 +617,9 @@ export class FaultWorld {
     return left;
   }
 
+  /** Removes everything the world made; a second call finds nothing left to do. */
   async close(): Promise<void> {
-    for (const cleanup of this.cleanups.reverse()) {
+    for (const cleanup of this.cleanups.splice(0).reverse()) {
       try {
         await cleanup();
       } catch {

@@ -33,8 +33,8 @@ import {
 /** Registers the control-plane trials in the current suite. */
 export function controlPlaneTrials(suite: FaultSuite): void {
   const { world, temps } = suite;
-  it('1. etcd stopped for 10 s: agents keep enforcing, reconnect and converge', async () => {
-    const w = await world('etcd');
+  it('1. etcd stopped for 10 s: agents keep enforcing, reconnect and converge', async (t) => {
+    const w = await world(t, 'etcd');
     await w.converged(await currentRevision(w), STARTUP_MS);
     const stop = w.prober();
     await w.etcd.down();
@@ -51,10 +51,10 @@ export function controlPlaneTrials(suite: FaultSuite): void {
 
   // nft itself (the exec runner's process, a wrapper on PATH): the nftables datapath's own faults.
   if (suite.datapath === 'nftables')
-    it('2. agent SIGKILLed inside a large nft transaction, restarted: exactly the right ruleset', async () => {
+    it('2. agent SIGKILLed inside a large nft transaction, restarted: exactly the right ruleset', async (t) => {
       // nft waits 1 s before it reads its transaction, so the kill lands while one is under way.
       const { bin } = await nftWrapper(temps, 'if [ "$1" = "-f" ]; then sleep 1; fi');
-      const w = await world('kill', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+      const w = await world(t, 'kill', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
       await w.converged(await currentRevision(w), STARTUP_MS);
       const stop = w.prober();
       const agent = w.agents.get('node-1')!;
@@ -81,8 +81,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
 
   // The eBPF agent writes its maps in-process: it is killed in the middle of writing them.
   if (suite.datapath === 'ebpf')
-    it('2. agent SIGKILLed while it writes a large change to its maps, restarted: exactly the right maps', async () => {
-      const w = await world('kill');
+    it('2. agent SIGKILLed while it writes a large change to its maps, restarted: exactly the right maps', async (t) => {
+      const w = await world(t, 'kill');
       await w.converged(await currentRevision(w), STARTUP_MS);
       const stop = w.prober();
       const agent = w.agents.get('node-1')!;
@@ -100,8 +100,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
       assert.deepEqual(await w.disagreements(), []);
     });
 
-  it('3. etcd compacted past the revision of an agent paused with SIGSTOP: full resync', async () => {
-    const w = await world('compact', { relay: true });
+  it('3. etcd compacted past the revision of an agent paused with SIGSTOP: full resync', async (t) => {
+    const w = await world(t, 'compact', { relay: true });
     await w.converged(await currentRevision(w), STARTUP_MS);
     const stop = w.prober();
     const agent = w.agents.get('node-1')!;
@@ -138,8 +138,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     assert.deepEqual(await w.disagreements(), []);
   });
 
-  it('4. reflector killed during a burst, its standby takes over (leader change), restarted', async () => {
-    const w = await world('refl');
+  it('4. reflector killed during a burst, its standby takes over (leader change), restarted', async (t) => {
+    const w = await world(t, 'refl');
     const dir = mkdtempSync(join(tmpdir(), `palisade-fault-files-${process.pid}-`));
     temps.push(dir);
     const file = join(dir, 'cluster.yaml');
@@ -204,8 +204,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     }
   });
 
-  it("4. (continued) a forced 410 Gone on the API reflector's watch during a burst: relist, converge", async () => {
-    const w = await world('gone');
+  it("4. (continued) a forced 410 Gone on the API reflector's watch during a burst: relist, converge", async (t) => {
+    const w = await world(t, 'gone');
     const server = new FakeApiServer();
     await server.start();
     const temp = tempDir('fault-gone');
@@ -299,12 +299,12 @@ export function controlPlaneTrials(suite: FaultSuite): void {
 
   // nft itself (the exec runner's process, a wrapper on PATH): the nftables datapath's own faults.
   if (suite.datapath === 'nftables')
-    it('5. nft failing (a wrapper on PATH): status shows the error, old ruleset kept, recovery', async () => {
+    it('5. nft failing (a wrapper on PATH): status shows the error, old ruleset kept, recovery', async (t) => {
       const { bin, flag } = await nftWrapper(
         temps,
         'if [ -e "$FLAG" ]; then echo "nft: injected failure (fault test)" >&2; exit 1; fi',
       );
-      const w = await world('nft', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+      const w = await world(t, 'nft', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
       await w.converged(await currentRevision(w), STARTUP_MS);
       const before = [...w.objects.values()];
       const stop = w.prober();
@@ -328,8 +328,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
       assert.deepEqual(await w.disagreements(), []);
     });
 
-  it('6. agents cut off from etcd for 30 s: keep the ruleset, report stale, catch up', async () => {
-    const w = await world('part', { relay: true });
+  it('6. agents cut off from etcd for 30 s: keep the ruleset, report stale, catch up', async (t) => {
+    const w = await world(t, 'part', { relay: true });
     await w.converged(await currentRevision(w), STARTUP_MS);
     const before = [...w.objects.values()];
     const stop = w.prober();

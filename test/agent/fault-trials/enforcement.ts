@@ -57,8 +57,8 @@ export function enforcementTrials(suite: FaultSuite): void {
   const { world } = suite;
 
   if (suite.datapath === 'nftables')
-    it('7. the table deleted, made dormant, a rule replaced and a chain flushed by hand: repaired at once', async () => {
-      const w = await world('oob');
+    it('7. the table deleted, made dormant, a rule replaced and a chain flushed by hand: repaired at once', async (t) => {
+      const w = await world(t, 'oob');
       await w.converged(await currentRevision(w), STARTUP_MS);
       let stop = w.prober();
       const edits: [string, string[]][] = [
@@ -92,8 +92,8 @@ export function enforcementTrials(suite: FaultSuite): void {
     });
 
   if (suite.datapath === 'ebpf')
-    it("7. a pod's link removed, a record deleted, the maps' and the programs' pins removed by hand: repaired", async () => {
-      const w = await world('oob');
+    it("7. a pod's link removed, a record deleted, the maps' and the programs' pins removed by hand: repaired", async (t) => {
+      const w = await world(t, 'oob');
       await w.converged(await currentRevision(w), STARTUP_MS);
       const node = w.lab.plan.nodes.find((n) => n.name === 'node-1')!;
       const dir = pinDir({ instance: `netns-${node.netns}` });
@@ -132,8 +132,8 @@ export function enforcementTrials(suite: FaultSuite): void {
       assert.deepEqual(await w.disagreements(), []);
     });
 
-  it('8. a poison pod in one transaction with a restrictive change: the change is enforced, the node degraded', async () => {
-    const w = await world('poison');
+  it('8. a poison pod in one transaction with a restrictive change: the change is enforced, the node degraded', async (t) => {
+    const w = await world(t, 'poison');
     await w.converged(await currentRevision(w), STARTUP_MS);
     const stop = w.prober();
     // db admits nobody any more; in the same transaction a pod nested 200,000 levels deep.
@@ -164,8 +164,8 @@ export function enforcementTrials(suite: FaultSuite): void {
     assert.deepEqual(await stop(), []);
   });
 
-  it("9. a policy's value truncated: its last good version stays, nothing opens", async () => {
-    const w = await world('trunc');
+  it("9. a policy's value truncated: its last good version stays, nothing opens", async (t) => {
+    const w = await world(t, 'trunc');
     await w.converged(await currentRevision(w), STARTUP_MS);
     const stop = w.prober();
     const policy = w.objects.get('NetworkPolicy/shop/db-from-web')!;
@@ -180,8 +180,8 @@ export function enforcementTrials(suite: FaultSuite): void {
     assert.deepEqual(await stop(), []);
   });
 
-  it('10. etcd killed with SIGKILL in the middle of changes, restarted on its data', async () => {
-    const w = await world('kill9');
+  it('10. etcd killed with SIGKILL in the middle of changes, restarted on its data', async (t) => {
+    const w = await world(t, 'kill9');
     await w.converged(await currentRevision(w), STARTUP_MS);
     const stop = w.prober();
     // The states written, oldest first: at the crash an agent may not have received (or realized)
@@ -209,8 +209,8 @@ export function enforcementTrials(suite: FaultSuite): void {
     assert.deepEqual(await w.disagreements(), []);
   });
 
-  it('11. a burst of 1,000 changes: converged, and never outside a written state', async () => {
-    const w = await world('burst');
+  it('11. a burst of 1,000 changes: converged, and never outside a written state', async (t) => {
+    const w = await world(t, 'burst');
     await w.converged(await currentRevision(w), STARTUP_MS);
     const stop = w.prober();
     let revision = 0;
@@ -225,8 +225,8 @@ export function enforcementTrials(suite: FaultSuite): void {
     assert.deepEqual(await w.disagreements(), []);
   });
 
-  it('12. a 6,000-pod change: /healthz keeps answering and the status lease never lapses', async () => {
-    const w = await world('large');
+  it('12. a 6,000-pod change: /healthz keeps answering and the status lease never lapses', async (t) => {
+    const w = await world(t, 'large');
     await w.converged(await currentRevision(w), STARTUP_MS);
     const asks = askHealth([...w.agents.values()].map((agent) => agent.listenPort));
     let dead = 0;

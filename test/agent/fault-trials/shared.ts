@@ -6,6 +6,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
 import { run } from '../../../src/dataplane/index.ts';
 import type { FaultWorld } from '../fault-world.ts';
 import { type WorldOptions } from '../fault-world.ts';
@@ -25,8 +26,12 @@ export const CONVERGE_MS = 120_000;
 export interface FaultSuite {
   /** The datapath the suite's agents enforce with. */
   readonly datapath: 'nftables' | 'ebpf';
-  /** A new world of its own (closed with the suite). */
-  readonly world: (name: string, options?: WorldOptions) => Promise<FaultWorld>;
+  /**
+   * A new world of its own, closed when the trial `t` ends: left running to the suite's end, every
+   * earlier trial's agents kept verifying and watching (on eBPF, 24 agents by the eleventh trial
+   * took a two-core machine to load 42 on their own).
+   */
+  readonly world: (t: TestContext, name: string, options?: WorldOptions) => Promise<FaultWorld>;
   /** Temporary directories removed with the suite. */
   readonly temps: string[];
   /** Notes how long the agents took to converge after a fault (printed at the end). */

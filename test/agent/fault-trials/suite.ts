@@ -37,9 +37,10 @@ export function faultSuite(datapath: FaultSuite['datapath'], needs: string | fal
       });
       const suite: FaultSuite = {
         datapath,
-        world: async (name, options) => {
+        world: async (t, name, options) => {
           const w = await FaultWorld.create(name, { datapath, ...options });
           worlds.push(w);
+          t.after(() => w.close());
           return w;
         },
         temps,
