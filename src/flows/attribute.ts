@@ -88,27 +88,27 @@ export function attributionContext(
  * and an event costs a key and a map lookup (about a microsecond).
  */
 export function attributeEvents(context: AttributionContext, events: readonly VerdictEvent[]): FlowRecord[] {
-  const groups = new Map<string, { event: VerdictEvent; count: number; first: number; last: number }>();
-  let sampled = false;
+  const groups = new Map<
+    string,
+    { event: VerdictEvent; count: number; sampled: boolean; first: number; last: number }
+  >();
   for (const event of events) {
     const key = judgementKey(event);
     const weight = event.weight ?? 1;
     const group = groups.get(key);
-    if (!group) groups.set(key, { event, count: weight, first: event.at, last: event.at });
+    if (!group)
+      groups.set(key, { event, count: weight, sampled: weight > 1, first: event.at, last: event.at });
     else {
       group.count += weight;
+      if (weight > 1) group.sampled = true;
       if (event.at < group.first) group.first = event.at;
       if (event.at > group.last) group.last = event.at;
     }
-    if (weight > 1) sampled = true;
   }
-  const sampledKeys = sampled
-    ? new Set(events.filter((e) => (e.weight ?? 1) > 1).map((e) => judgementKey(e)))
-    : undefined;
   return [...groups].map(([key, group]) =>
     record(context, judgement(context, group.event, key), group.event, {
       count: group.count,
-      sampled: sampledKeys?.has(key) ?? false,
+      sampled: group.sampled,
       firstSeen: isoTime(group.first),
       lastSeen: isoTime(group.last),
     }),
