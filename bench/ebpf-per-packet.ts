@@ -27,8 +27,8 @@ const ip = (text: string): IpAddress => {
 };
 
 /** Client pods in every per-packet configuration: the packets' addresses stay the same whatever the policies. */
-const CLIENTS = 1000;
-const clientIp = (i: number): string => `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+export const CLIENTS = 1000;
+export const clientIp = (i: number): string => `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
 
 /**
  * A db selected by `n` policies, policy k letting clients labelled c{k} in on port 1000 + k
@@ -36,6 +36,11 @@ const clientIp = (i: number): string => `10.1.${Math.floor(i / 250)}.${(i % 250)
  * c{i mod n}: only the policies vary between configurations, not the addresses packets come from.
  */
 function selectedBy(n: number, layout: 'own' | 'shared' | 'one-rule' = 'own'): Cluster {
+  return loadFromObjects(selectedByObjects(n, layout)).cluster;
+}
+
+/** selectedBy's cluster as manifests (the flows benchmark hands them to its reader process). */
+export function selectedByObjects(n: number, layout: 'own' | 'shared' | 'one-rule' = 'own'): object[] {
   const objects: object[] = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
     {
@@ -73,7 +78,7 @@ function selectedBy(n: number, layout: 'own' | 'shared' | 'one-rule' = 'own'): C
         ],
       },
     });
-    return loadFromObjects(objects).cluster;
+    return objects;
   }
   for (let k = 0; k < n; k++)
     objects.push({
@@ -87,7 +92,7 @@ function selectedBy(n: number, layout: 'own' | 'shared' | 'one-rule' = 'own'): C
         ],
       },
     });
-  return loadFromObjects(objects).cluster;
+  return objects;
 }
 
 /**

@@ -39,6 +39,7 @@ import { traffic, type Configuration, type TrafficContext } from './ebpf.bench.t
 import { processCpuNs } from './connrate.ts';
 import { load, renderInto, say, setConfigFlag } from './ebpf-common.ts';
 import { median } from './stats.ts';
+import { CLIENTS, selectedByObjects } from './ebpf-per-packet.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -215,34 +216,6 @@ function flowConfigurations(context: TrafficContext): Configuration[] {
   ];
 }
 
-/** 1,000 client pods on another node; the db on this one lets them in on port 1000. */
-const CLIENTS = 1000;
-const clientIp = (i: number): string => `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-
-function feedObjects(): object[] {
-  const pod = (name: string, app: string, node: string, address: string) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'a', labels: { app } },
-    spec: { nodeName: node, containers: [{ name: 'c' }] },
-    status: { phase: 'Running', podIP: address },
-  });
-  return [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } },
-    pod('db', 'db', 'n1', '10.0.0.1'),
-    ...Array.from({ length: CLIENTS }, (_, i) => pod(`c${i}`, 'client', 'n2', clientIp(i))),
-    {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: { name: 'db', namespace: 'a' },
-      spec: {
-        podSelector: { matchLabels: { app: 'db' } },
-        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ port: 1000 }] }],
-      },
-    },
-  ];
-}
-
 /**
  * `rate` new connections a second for `seconds` through the program (a tick every 10 ms runs the
  * tick's share), the reader reading its ring buffer meanwhile; then what was reported.
@@ -252,7 +225,8 @@ async function feed(rate: number, seconds: number, mix: 'steady' | 'scan'): Prom
   const location: PinLocation = { instance: `bench-feed-${process.pid}` };
   const reader = new Reader();
   try {
-    const objects = feedObjects();
+    // The per-packet benchmark's cluster: 1,000 clients on n2, the db on n1 letting them in on 1000.
+    const objects = selectedByObjects(1);
     const objectsFile = join(dir, 'objects.json');
     writeFileSync(objectsFile, JSON.stringify(objects));
     loadProgram(location);
