@@ -2,8 +2,8 @@
  * etcd's role-based access control, as data: roles granting read/write on keys, prefixes or key
  * ranges, users holding roles. `enableEtcdAuth` applies a plan to an etcd whose auth is still off
  * (creating `root`, which etcd requires before `auth enable`) and turns auth on; `etcdctlCommands`
- * spells the same plan as the etcdctl commands an operator runs (the README's table is that
- * output). With `--client-cert-auth`, a client's certificate CN names its user, so users made for
+ * spells the same plan as the etcdctl commands an operator runs (docs/commands/agent.md's are
+ * that output). With `--client-cert-auth`, a client's certificate CN names its user, so users made for
  * certificates have no password.
  */
 import type { Etcd3 } from 'etcd3';

@@ -98,7 +98,7 @@ export function statusError(
       const user = /User "([^"]*)"/.exec(serverMessage)?.[1];
       return new KubeApiError(
         'forbidden',
-        `forbidden (403): ${user !== undefined ? `user "${user}"` : 'this user'} may not ${what}; Palisade needs get, list and watch on it (see "RBAC" in the README)`,
+        `forbidden (403): ${user !== undefined ? `user "${user}"` : 'this user'} may not ${what}; Palisade needs get, list and watch on it (see "RBAC" in docs/commands/reflect.md)`,
         403,
       );
     }

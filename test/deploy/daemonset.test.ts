@@ -9,7 +9,7 @@
  * for the nftables install (deploy/direct) and the eBPF one (deploy/overlays/direct-ebpf), each
  * under exactly its own capability set.
  *
- * Not covered here: the container image itself (README, "The image").
+ * Not covered here: the container image itself (docs/install.md, "The image").
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -67,14 +67,14 @@ const skip =
 const SUBNET = 78;
 const TOKEN = 'reflected-test-token';
 
-describe("the README's etcd commands for a DaemonSet's shared agent identity", () => {
+describe("docs/install.md's etcd commands for a DaemonSet's shared agent identity", () => {
   it('are the shared plan less the per-node one', () => {
-    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'install.md'), 'utf8');
     const block =
       /<!-- etcd-roles-shared: checked by test\/deploy\/reflected\.test\.ts -->\s*```sh\n([\s\S]*?)```/.exec(
-        readme,
+        page,
       )?.[1];
-    assert.ok(block, 'README has the etcd-roles-shared block');
+    assert.ok(block, 'docs/install.md has the etcd-roles-shared block');
     const layout = new KeyLayout(DEFAULT_ROOT);
     const common = new Set(etcdctlCommands(palisadeAuthPlan(layout, [])));
     const shared = etcdctlCommands(sharedAgentAuthPlan(layout)).filter((line) => !common.has(line));

@@ -1,5 +1,5 @@
 /**
- * `palisade lab --datapath ebpf` against the kernel (root, clang, bpftool): the README's example
+ * `palisade lab --datapath ebpf` against the kernel (root, clang, bpftool): docs/commands/lab.md's example
  * run command by command with its output compared; the programs attached to every pod's veth and
  * pinned per node; a probe that writes nothing (drift is noted and probed as the kernel holds it)
  * and an apply that corrects it; `down` leaving no pin, namespace or program behind — also after
@@ -29,14 +29,17 @@ import { needsEbpf } from '../helpers/ebpf.ts';
 
 const SKIP = needsEbpf('the eBPF lab');
 const ROOT = join(import.meta.dirname, '..', '..');
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-
-/** The README's eBPF lab example: each `$ sudo npx palisade lab …` command and its output. */
-function readmeExample(): { args: string[]; expected: string }[] {
-  const block = [...readme.matchAll(/```text\n([\s\S]*?)```/g)]
+/** A page's eBPF lab example: the ```text block of `$ sudo npx palisade lab …` commands and their output. */
+function ebpfLabBlock(page: string): string | undefined {
+  return [...readFileSync(join(ROOT, page), 'utf8').matchAll(/```text\n([\s\S]*?)```/g)]
     .map((m) => m[1] ?? '')
     .find((text) => text.includes('lab up --datapath ebpf'));
-  assert.ok(block, 'the README has an eBPF lab example');
+}
+
+/** docs/commands/lab.md's eBPF lab example: each `$ sudo npx palisade lab …` command and its output. */
+function labExample(): { args: string[]; expected: string }[] {
+  const block = ebpfLabBlock('docs/commands/lab.md');
+  assert.ok(block, 'docs/commands/lab.md has an eBPF lab example');
   return block
     .split(/^\$ sudo npx palisade /m)
     .slice(1)
@@ -124,7 +127,13 @@ async function eventually(done: () => boolean, ms = 10_000): Promise<boolean> {
   return done();
 }
 
-describe('lab --datapath ebpf: the README example', { skip: SKIP }, () => {
+it("the README's lab example is the page's, which the kernel runs below", () => {
+  const page = ebpfLabBlock('docs/commands/lab.md');
+  assert.ok(page, 'docs/commands/lab.md has an eBPF lab example');
+  assert.equal(ebpfLabBlock('README.md'), page);
+});
+
+describe('lab --datapath ebpf: the example of docs/commands/lab.md', { skip: SKIP }, () => {
   const stateRoot = mkdtempSync(join(tmpdir(), 'palisade-ebpf-lab-'));
   const name = `ebr${process.pid % 100000}`;
   const own = ['--name', name, '--state-dir', stateRoot];
@@ -134,7 +143,7 @@ describe('lab --datapath ebpf: the README example', { skip: SKIP }, () => {
   });
 
   it("runs as printed, attached to every pod's veth, and leaves nothing behind", async () => {
-    const steps = readmeExample();
+    const steps = labExample();
     assert.deepEqual(
       steps.map((s) => s.args.slice(0, 2).join(' ')),
       ['lab up', 'lab apply', 'lab probe', 'lab down'],

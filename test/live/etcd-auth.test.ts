@@ -5,7 +5,7 @@
  * policy); a client without a certificate, or with one another CA signed, is refused at the
  * handshake; `status`, `reflect` and `agent` take --etcd-cacert/--etcd-cert/--etcd-key and a user
  * from a file or the environment, over https and unixs sockets; every refusal is one line.
- * The README's etcdctl commands, run by etcdctl, make the same roles.
+ * The etcdctl commands of docs/commands/agent.md, run by etcdctl, make the same roles.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -381,15 +381,18 @@ describe(
       assert.doesNotMatch(output, /permission denied/);
     });
 
-    it("the README's etcdctl commands, run by etcdctl, make the same roles", async (t) => {
+    it("docs/commands/agent.md's etcdctl commands, run by etcdctl, make the same roles", async (t) => {
       const etcdctl = ['/usr/bin/etcdctl', '/usr/local/bin/etcdctl'].find((p) => existsSync(p));
       if (!etcdctl) return t.skip('needs etcdctl (apt-get install etcd-client)');
-      const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+      const page = readFileSync(
+        join(import.meta.dirname, '..', '..', 'docs', 'commands', 'agent.md'),
+        'utf8',
+      );
       const block =
         /<!-- etcd-roles: checked by test\/live\/etcd-auth\.test\.ts -->\s*```sh\n([\s\S]*?)```/.exec(
-          readme,
+          page,
         )?.[1];
-      assert.ok(block, 'README has the etcd-roles block');
+      assert.ok(block, 'docs/commands/agent.md has the etcd-roles block');
       const commands = etcdctlCommands(palisadeAuthPlan(layout, ['node-1']));
       assert.deepEqual(block.trim().split('\n'), commands);
       // Run them on a second etcd (auth off until the last one), then compare each role with the first's.

@@ -14,7 +14,7 @@ import { loadCluster } from '../../src/ingest/index.ts';
 import type { RunningServer } from '../../src/serve/index.ts';
 import { serveIn } from './helpers.ts';
 
-/** The lab's input (README's `lab up --control-plane --flow-log`), the staged candidates with it. */
+/** The lab's input (docs/commands/flows.md's `lab up --control-plane --flow-log`), the staged candidates with it. */
 export const SHOP_RUNNING = [
   'examples/shop-running',
   'examples/shop/namespaces.yaml',

@@ -40,7 +40,7 @@ describe('palisade serve: observed flows (API)', () => {
   });
   after(() => served?.close());
 
-  it("README's example flow file is these records (the agents' attribution of the fixture)", () => {
+  it("docs/commands/serve.md's example flow file is these records (the agents' attribution of the fixture)", () => {
     assert.equal(readFileSync('examples/flows/shop-lab.ndjson', 'utf8'), ndjson(records));
   });
 

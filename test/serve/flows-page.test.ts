@@ -28,7 +28,7 @@ describe('palisade serve: the flow views in headless Chromium', { skip: CHROMIUM
   let browser: Browser;
   let page: Page;
   let shots = '';
-  /** Screenshots looked at, not shown in README: always the temp dir. */
+  /** Screenshots looked at, not shown in docs/commands/serve.md: always the temp dir. */
   let scratch = '';
   const errors: string[] = [];
 

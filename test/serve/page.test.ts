@@ -4,7 +4,7 @@
  * a denied pod pair whose reason is shown, search filters rows, the diff view marks added and
  * removed connections, a file edit updates the page without a reload, and manifest strings
  * holding markup are shown as text. Screenshots of each view go to the test's temp dir, or to
- * docs/screenshots/ (linked from README) with PALISADE_SCREENSHOTS=1.
+ * docs/screenshots/ (shown in docs/commands/serve.md) with PALISADE_SCREENSHOTS=1.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

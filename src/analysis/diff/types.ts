@@ -1,7 +1,7 @@
 /**
  * Contracts of the semantic diff and the set queries: connections that differ between two
- * inputs, and why. `palisade diff -o json` prints a `ConnectivityDiff` as documented in the
- * README; the web view reads the same fields.
+ * inputs, and why. `palisade diff -o json` prints a `ConnectivityDiff` as documented in
+ * docs/commands/diff.md; the web view reads the same fields.
  */
 import type { SourceLocation } from '../../model/types.ts';
 import type { IpInterval } from '../../net/intervals.ts';

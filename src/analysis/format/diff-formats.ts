@@ -75,7 +75,7 @@ const text: DiffWriter = (diff, write, style) => {
   );
 };
 
-/** The JSON document of a diff, as documented in the README. */
+/** The JSON document of a diff, as docs/commands/diff.md documents it. */
 export function diffJson(diff: ConnectivityDiff): object {
   const peer = (p: DiffPeer): object => ({
     id: p.id,

@@ -2,7 +2,7 @@
  * The BPF program's object file, compiled on first use: the C source (`bpf/` at the package's
  * root) is compiled by Debian's clang (`-target bpf`) into a cache keyed by the source and the
  * compiler's version, so nothing but the eBPF datapath ever needs clang — not `npm ci`, not the
- * README's commands — and a second use costs nothing. Concurrent first uses each compile into a
+ * analysis commands — and a second use costs nothing. Concurrent first uses each compile into a
  * temporary file and rename it into place.
  */
 import { createHash } from 'node:crypto';
