@@ -63,7 +63,9 @@ export async function matrixFilesBenchmark(args: string[]): Promise<void> {
         ? [
             {
               name: 'matrix -f shape a ×0.1 (10,000 pods) --port 80',
-              args: () => ['matrix', '-f', shapes['0.1'] as string, '--port', '80'],
+              // --force: its ~300 MB of text is past --max-output's default, and writing it is
+              // what this figure measures.
+              args: () => ['matrix', '-f', shapes['0.1'] as string, '--port', '80', '--force'],
               target: '≤ 20 s',
             },
           ]
