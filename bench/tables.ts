@@ -70,7 +70,8 @@ export function regenerableRows(markdown: string): RegenerableRow[] {
 /** A figure as the tables print it: three significant digits at most, thousands separated. */
 export function formatValue(value: number, unit: string): string {
   const abs = Math.abs(value);
-  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : 2;
+  // Below 1, three significant digits (0.0543 ms, not 0.05).
+  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 || abs === 0 ? 2 : 2 - Math.floor(Math.log10(abs));
   const text = value.toLocaleString('en-US', {
     minimumFractionDigits: digits,
     maximumFractionDigits: digits,
@@ -93,18 +94,29 @@ const UNITS: Record<string, { kind: string; factor: number }> = {
 };
 
 /**
- * Whether a value meets a target written as one bound (`≤ 10 s`, `≥ 10 M/s`, `≥ 5,000/s`), or
- * undefined when the target is not of that form or its unit cannot be compared with the value's.
+ * Whether a value meets its target, or undefined when that cannot be read off the target. The
+ * target's clauses (split at `,` and `;`, parentheses left out) that are one bound — `≤ 10 s`,
+ * `≥ 10 M/s`, `≥ 5,000/s` — in a unit of the value's kind are the ones that apply; exactly one
+ * must ("≤ 6 s, ≤ 1.5 GB" judges a time by its first clause, "median ≤ 1 ms, p99 ≤ 20 ms" nothing).
  */
 export function meetsTarget(value: number, unit: string, target: string): boolean | undefined {
-  const match = /^(≤|≥)\s*([\d,.]+)\s*(\S*)$/.exec(target.trim());
-  if (!match) return undefined;
-  const [, bound, number, targetUnit] = match as unknown as [string, string, string, string];
   const have = UNITS[unit];
-  const want = UNITS[targetUnit || unit];
-  if (!have || !want || have.kind !== want.kind) return undefined;
+  if (!have) return undefined;
+  const bounds = target
+    .replace(/\([^)]*\)/g, '')
+    .split(/[,;]/)
+    .map((clause) => /^(≤|≥)\s*([\d,.]+)\s*(\S*)$/.exec(clause.trim()))
+    .filter((match): match is RegExpExecArray => match !== null)
+    .map(([, bound, number, targetUnit]) => ({
+      bound,
+      number: number as string,
+      want: UNITS[targetUnit || unit],
+    }))
+    .filter(({ want }) => want?.kind === have.kind);
+  if (bounds.length !== 1) return undefined;
+  const { bound, number, want } = bounds[0] as (typeof bounds)[number];
   const actual = value * have.factor;
-  const limit = Number(number.replace(/,/g, '')) * want.factor;
+  const limit = Number(number.replace(/,/g, '')) * (want?.factor ?? 1);
   return bound === '≤' ? actual <= limit : actual >= limit;
 }
 

@@ -87,12 +87,20 @@ describe('bench tables', () => {
     assert.equal(meetsTarget(0.05, 'ms', 'median ≤ 1 ms, p99 ≤ 20 ms'), undefined);
     assert.equal(meetsTarget(3, 'ms', '≥ 10 M/s'), undefined);
     assert.equal(meetsTarget(96, '%', '≥ 95 %'), undefined);
+    // Several clauses: the one in the value's kind of unit, parentheses aside.
+    assert.equal(meetsTarget(1969, 'ms', '≤ 3 s, stable'), true);
+    assert.equal(meetsTarget(4200, 'ms', '≤ 6 s, ≤ 1.5 GB'), true);
+    assert.equal(meetsTarget(1200, 'MiB', '≤ 6 s, ≤ 1.5 GB'), true);
+    assert.equal(meetsTarget(11, 's', '≤ 10 s (Antrea 10.7 s)'), false);
+    assert.equal(meetsTarget(3, 'ms', '≤ 10 ms median, ≤ 30 ms p99'), undefined);
   });
 
   it('prints figures with at most three significant digits, thousands separated', () => {
     assert.equal(formatValue(12345.6, 'ms'), '12,346 ms');
     assert.equal(formatValue(42.17, 'ms'), '42.2 ms');
     assert.equal(formatValue(7.0838, 'M/s'), '7.08 M/s');
-    assert.equal(formatValue(0.0543, 'ms'), '0.05 ms');
+    assert.equal(formatValue(0.0543, 'ms'), '0.0543 ms');
+    assert.equal(formatValue(0.5, 'ms'), '0.500 ms');
+    assert.equal(formatValue(2.5, ''), '2.50');
   });
 });
