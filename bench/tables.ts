@@ -95,7 +95,7 @@ const UNITS: Record<string, { kind: string; factor: number }> = {
 
 /**
  * Whether a value meets its target, or undefined when that cannot be read off the target. The
- * target's clauses (split at `,` and `;`, parentheses left out) that are one bound — `≤ 10 s`,
+ * target's clauses (split at `, ` and `; `, parentheses left out) that are one bound — `≤ 10 s`,
  * `≥ 10 M/s`, `≥ 5,000/s` — in a unit of the value's kind are the ones that apply; exactly one
  * must ("≤ 6 s, ≤ 1.5 GB" judges a time by its first clause, "median ≤ 1 ms, p99 ≤ 20 ms" nothing).
  */
@@ -104,7 +104,7 @@ export function meetsTarget(value: number, unit: string, target: string): boolea
   if (!have) return undefined;
   const bounds = target
     .replace(/\([^)]*\)/g, '')
-    .split(/[,;]/)
+    .split(/[,;]\s/) // a clause ends at a comma and a space; 5,000 is one number
     .map((clause) => /^(≤|≥)\s*([\d,.]+)\s*(\S*)$/.exec(clause.trim()))
     .filter((match): match is RegExpExecArray => match !== null)
     .map(([, bound, number, targetUnit]) => ({
@@ -129,7 +129,7 @@ export interface RewriteOptions {
 
 /**
  * The markdown with each record's row given its new value and measured cells. The value cell
- * becomes `**value**`, followed by `— met` / `— **not met**` when the row's target is one bound
+ * becomes the value, followed by `— met` / `— **not met**` when the row's target is one bound
  * of a comparable unit; the measured cell `date, load L`. Throws on a record whose id no row
  * carries, a row without value or measured columns, or an expected id without a record.
  */
@@ -161,7 +161,7 @@ export function rewriteTables(
     const targetAt = row.columns.indexOf('target');
     const verdict = targetAt < 0 ? undefined : meetsTarget(record.value, record.unit, cells[targetAt] ?? '');
     cells[valueAt] =
-      `**${formatValue(record.value, record.unit)}**` +
+      formatValue(record.value, record.unit) +
       (verdict === undefined ? '' : verdict ? ' — met' : ' — **not met**');
     cells[measuredAt] =
       `${options.date}${record.load === undefined ? '' : `, load ${record.load.toFixed(1)}`}`;
