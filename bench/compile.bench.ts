@@ -65,6 +65,7 @@ export function compileBenchmark(args: string[]): void {
       const TARGETS: Record<string, string> = { a1: '≤ 6 s, ≤ 1.5 GB', b1: '≤ 10 s', c1: '≤ 3 s' };
       const target = TARGETS[`${shape}${scale}`];
       reportFigure({
+        id: `compile.${shape}-x${scale}`,
         name: `compile shape ${shape} ×${scale} (store + tables)`,
         value: median(compileTimes),
         unit: 'ms',
@@ -72,6 +73,7 @@ export function compileBenchmark(args: string[]): void {
         ...(target ? { target } : {}),
       });
       reportFigure({
+        id: `compile.${shape}-x${scale}.decode`,
         name: `decode shape ${shape} ×${scale}`,
         value: median(decodeTimes),
         unit: 'ms',

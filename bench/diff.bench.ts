@@ -108,6 +108,7 @@ export function diffBenchmark(args: string[]): void {
     const { a, b, diff } = endToEnd.result;
     const alone = timeRuns(runs, () => diffConnectivity(a.cluster, b.cluster));
     reportFigure({
+      id: `diff.${everyNamespace ? 'every' : 'busy'}.x${scale}`,
       name: `diff shape a ×${scale} (${short}) from manifest text`,
       value: median(endToEnd.millis),
       unit: 'ms',
@@ -115,6 +116,7 @@ export function diffBenchmark(args: string[]): void {
       runs: endToEnd.millis,
     });
     reportFigure({
+      id: `diff.${everyNamespace ? 'every' : 'busy'}.x${scale}.cpu`,
       name: `diff shape a ×${scale} (${short}) from manifest text, CPU time`,
       value: median(endToEnd.cpuMillis),
       unit: 'ms',
@@ -122,6 +124,7 @@ export function diffBenchmark(args: string[]): void {
       runs: endToEnd.cpuMillis,
     });
     reportFigure({
+      id: `diff.${everyNamespace ? 'every' : 'busy'}.x${scale}.alone`,
       name: `diff shape a ×${scale} (${short}), diff alone`,
       value: median(alone.millis),
       unit: 'ms',

@@ -49,6 +49,7 @@ export function lintBenchmark(args: string[]): void {
     }),
   );
   reportFigure({
+    id: `lint.x${scale}`,
     name: `lint shape a ×${scale} from manifest text`,
     value: median(endToEnd.millis),
     unit: 'ms',
@@ -56,6 +57,7 @@ export function lintBenchmark(args: string[]): void {
     runs: endToEnd.millis,
   });
   reportFigure({
+    id: `lint.x${scale}.cpu`,
     name: `lint shape a ×${scale} from manifest text, CPU time`,
     value: median(endToEnd.cpuMillis),
     unit: 'ms',
@@ -63,6 +65,7 @@ export function lintBenchmark(args: string[]): void {
     runs: endToEnd.cpuMillis,
   });
   reportFigure({
+    id: `lint.x${scale}.checks`,
     name: `lint shape a ×${scale}, checks alone`,
     value: median(checks.millis),
     unit: 'ms',

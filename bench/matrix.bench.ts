@@ -35,14 +35,15 @@ export function matrixBenchmark(args: string[]): void {
     `cluster: ${endpoints} pods, ${cluster.namespaces.size} namespaces, ${cluster.policies.length} policies ` +
       `(${(text.length / 1024 / 1024).toFixed(1)} MiB of manifests, parsed and validated in ${ms(median(load.millis))})\n`,
   );
-  for (const [label, queries] of [
-    ['single-port matrix TCP/8000', [{ port: 8000, protocol: 'TCP' as const }]],
-    ['single-port matrix named port http', [{ port: 'http', protocol: 'TCP' as const }]],
-    ['allowed-port-set matrix (no port)', []],
+  for (const [id, label, queries] of [
+    ['matrix.tcp8000', 'single-port matrix TCP/8000', [{ port: 8000, protocol: 'TCP' as const }]],
+    ['matrix.named-port', 'single-port matrix named port http', [{ port: 'http', protocol: 'TCP' as const }]],
+    ['matrix.port-sets', 'allowed-port-set matrix (no port)', []],
   ] as const) {
     const timed = timeRuns(runs, () => computeMatrix(cluster, { queries }));
     const stats = timed.result.stats;
     reportFigure({
+      id,
       name: `matrix 2,000 pods: ${label}`,
       value: median(timed.millis),
       unit: 'ms',
@@ -125,6 +126,7 @@ function shapeBMatrix(args: string[], runs: number): void {
   });
   const { matrix, allowed } = timed.result;
   reportFigure({
+    id: `matrix.shape-b.${engine}`,
     name: `matrix shape b, TCP/1000, --engine ${engine} (every cell read)`,
     value: median(timed.millis),
     unit: 'ms',

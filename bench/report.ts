@@ -2,13 +2,19 @@
  * Headline figures as data. A benchmark prints its own lines for people, and also reports each
  * headline figure here; when the quick suite (`npm run bench -- all`) runs it, the figures go to
  * the file the suite names in PALISADE_BENCH_FIGURES (one JSON object per line) and end up in
- * its one table. Run on its own, a benchmark reports to nobody.
+ * its one table; when `node scripts/bench-tables.mjs` runs it, those with an id go into
+ * docs/BENCHMARKS.md's tables. Run on its own, a benchmark reports to nobody.
  */
 import { appendFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
 /** One headline figure. */
 export interface Figure {
+  /**
+   * The figure's stable id where docs/BENCHMARKS.md's tables show it (`classifier.random-pairs`):
+   * `node scripts/bench-tables.mjs` writes the value into the row marked `<!-- fig:ID -->`.
+   */
+  readonly id?: string;
   /** What was measured, e.g. `compile shape a ×0.1`. */
   readonly name: string;
   readonly value: number;

@@ -13,6 +13,7 @@ import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { scratchDirectory } from './child.ts';
+import { reportFigure } from './report.ts';
 import { median } from './stats.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -61,10 +62,20 @@ export function startupBenchmark(args: string[]): void {
     const bin = given !== undefined ? resolve(given) : join(scratch?.path ?? '', 'bin');
     if (given === undefined) execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle-cli.mjs'), bin]);
     const palisade = join(bin, 'palisade.js');
-    const cases: { label: string; args: string[] }[] = [
-      { label: 'node -e 0', args: ['-e', '0'] },
-      { label: 'palisade --version', args: [palisade, '--version'] },
-      { label: 'palisade matrix -f examples/shop', args: [palisade, 'matrix', '-f', 'examples/shop'] },
+    const cases: { id: string; label: string; args: string[]; target?: string }[] = [
+      { id: 'startup.node', label: 'node -e 0', args: ['-e', '0'] },
+      {
+        id: 'startup.version',
+        label: 'palisade --version',
+        args: [palisade, '--version'],
+        target: '≤ 100 ms',
+      },
+      {
+        id: 'startup.shop-matrix',
+        label: 'palisade matrix -f examples/shop',
+        args: [palisade, 'matrix', '-f', 'examples/shop'],
+        target: '≤ 300 ms',
+      },
     ];
     const before = loadavg();
     const samples = cases.map(() => [] as Sample[]);
@@ -77,9 +88,20 @@ export function startupBenchmark(args: string[]): void {
     cases.forEach((c, i) => {
       const list = samples[i] ?? [];
       const [q1, wall, q3] = quartiles(list.map((s) => s.wallMs));
-      const cpu = list.every((s) => s.cpuMs !== undefined)
-        ? `; CPU median ${median(list.map((s) => s.cpuMs as number)).toFixed(0)} ms`
-        : '';
+      const cpuMs = list.every((s) => s.cpuMs !== undefined)
+        ? median(list.map((s) => s.cpuMs as number))
+        : undefined;
+      const cpu = cpuMs === undefined ? '' : `; CPU median ${cpuMs.toFixed(0)} ms`;
+      reportFigure({
+        id: c.id,
+        name: `${c.label}, wall`,
+        value: wall,
+        unit: 'ms',
+        runs: list.map((s) => s.wallMs),
+        ...(c.target ? { target: c.target } : {}),
+      });
+      if (cpuMs !== undefined)
+        reportFigure({ id: `${c.id}.cpu`, name: `${c.label}, CPU`, value: cpuMs, unit: 'ms' });
       process.stdout.write(
         `${c.label.padEnd(34)} wall median ${wall.toFixed(0)} ms (quartiles ${q1.toFixed(0)}–${q3.toFixed(0)})${cpu}\n`,
       );

@@ -92,12 +92,14 @@ export function suggestBenchmark(args: string[]): void {
   const { suggestion, yaml, problems } = timed.result;
   const v = suggestion.verification;
   reportFigure({
+    id: `suggest.x${scale}`,
     name: `suggest shape a ×${scale}, ${flows.records} flow records`,
     value: median(timed.millis),
     unit: 'ms',
     runs: timed.millis,
   });
   reportFigure({
+    id: `suggest.x${scale}.cpu`,
     name: `suggest shape a ×${scale}, ${flows.records} flow records, CPU time`,
     value: median(timed.cpuMillis),
     unit: 'ms',
