@@ -58,6 +58,8 @@ export class CompiledClasses {
   readonly n: number;
   private readonly families: Partial<Record<IpFamily, FamilyAnswers>> = {};
   private readonly nets: ClassNets;
+  /** The ports asked about, when not all (CompiledClassesOptions.portsOfInterest). */
+  private readonly only: PortSet | undefined;
   /** Interned port sets, so equal answers are one object. */
   private readonly interned = new Map<string, PortSet>();
   private readonly combined = new Map<string, PortSet>();
@@ -70,6 +72,7 @@ export class CompiledClasses {
     options: CompiledClassesOptions = {},
   ) {
     this.n = representatives.length;
+    this.only = options.portsOfInterest;
     const allowNodeLocal = options.allowNodeLocal ?? true;
     const state = new ClusterState();
     state.resync({ ...cluster, endpoints: representatives });
@@ -239,7 +242,8 @@ export class CompiledClasses {
       const node = table && allowNodeLocal ? (this.representatives[cls]?.node ?? '') : '';
       const key = `${ids.of(table)}|${ids.of(tiers)}|${direction}|${node}`;
       let answer = memo.get(key);
-      if (!answer) memo.set(key, (answer = sideAnswer(this.nets, direction, family, table, tiers, node)));
+      if (!answer)
+        memo.set(key, (answer = sideAnswer(this.nets, direction, family, table, tiers, node, this.only)));
       return answer;
     };
     const egress: (SideAnswer | undefined)[] = [];
