@@ -128,6 +128,31 @@ export function computeMatrix(cluster: Cluster, options: MatrixOptions): Matrix 
   };
 }
 
+/** Class-pair cells per query up to which `allowed` is remembered densely (one byte each). */
+const MEMO_CELLS = 1 << 24;
+
+/**
+ * A per-port answer remembered per class pair when the classes are few: a reader of every pod
+ * pair (10⁸ of them on shape (b), in 10 classes) asks the same class pair millions of times, and
+ * the sparse answer costs a search and a keyed lookup each time — 90 s against a bit's read.
+ * Beyond MEMO_CELLS (classes in the thousands) pairs are asked about rarely twice, and nothing is kept.
+ */
+function memoizedPerCell(
+  n: number,
+  queries: number,
+  answer: (a: number, b: number, q: number) => boolean,
+): (a: number, b: number, q: number) => boolean {
+  const cells = n * n * queries;
+  if (cells === 0 || cells > MEMO_CELLS) return answer;
+  const memo = new Uint8Array(cells); // 0 not asked yet, 1 denied, 2 allowed
+  return (a, b, q) => {
+    const cell = (q * n + a) * n + b;
+    let known = memo[cell] as number;
+    if (known === 0) memo[cell] = known = answer(a, b, q) ? 2 : 1;
+    return known === 2;
+  };
+}
+
 /** The endpoints of each class, in order. */
 function membersByClass(classOf: Int32Array, classes: number): number[][] {
   const members: number[][] = Array.from({ length: classes }, () => []);
@@ -274,8 +299,9 @@ function compiledAnswers(cluster: Cluster, context: ReferenceContext, options: M
         : resolveNamedPort({ kind: 'endpoint', endpoint: destination }, query.port, query.protocol);
     return port !== undefined && portSetHas(ports, query.protocol, port);
   };
-  const allowed = (a: number, b: number, q: number): boolean =>
-    has(allPorts(a, b), queries[q] as PortQuery, representatives[b] as Endpoint);
+  const allowed = memoizedPerCell(n, queries.length, (a, b, q) =>
+    has(allPorts(a, b), queries[q] as PortQuery, representatives[b] as Endpoint),
+  );
   const ports =
     queries.length === 0
       ? allPorts
