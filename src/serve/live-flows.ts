@@ -17,6 +17,7 @@ import {
   type FlowAgent,
   type FlowRecord,
 } from '../flows/index.ts';
+import type { FlowProblem } from './api-types.ts';
 import type { FlowSource } from './types.ts';
 import { watchPath } from './watch-path.ts';
 
@@ -27,12 +28,6 @@ export interface LiveFlowsOptions {
   readonly reconnectMillis?: number;
   /** Most records kept (default: the agent's own default per agent; a file's are all kept). */
   readonly capacity?: number;
-}
-
-/** A source that cannot be read right now, and why (the last records read are still shown). */
-export interface FlowProblem {
-  readonly source: string;
-  readonly message: string;
 }
 
 export class LiveFlows {
