@@ -69,10 +69,10 @@ interface ControlPlaneState {
 }
 
 /** How long a write to the lab's etcd may wait (a leader to step down, etcd to answer) by default. */
-export const DEFAULT_ETCD_TIMEOUT_MS = 30_000;
+const DEFAULT_ETCD_TIMEOUT_MS = 30_000;
 
 /** What `lab apply` did through etcd. */
-export interface ControlPlaneApplyReport {
+interface ControlPlaneApplyReport {
   readonly keysWritten: number;
   /** The store's policy revision after the write. */
   readonly revision: number;

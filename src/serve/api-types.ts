@@ -121,12 +121,12 @@ export interface CheckAnswer {
 }
 
 /** What `/api/why` answers: `/api/check` for one pod pair of the cell asked about. */
-export interface WhyAnswer extends CheckAnswer {
+interface WhyAnswer extends CheckAnswer {
   readonly cell: { readonly level: HeatmapLevel; readonly from: string; readonly to: string };
 }
 
 /** The `/api/check` question a flow is: its pods by name, or addresses the input has no pod for. */
-export interface FlowQuestion {
+interface FlowQuestion {
   readonly from: string;
   readonly to: string;
   readonly port: string;
@@ -134,7 +134,7 @@ export interface FlowQuestion {
 }
 
 /** The rule that decided one side of a flow (src/flows/types.ts), the fields the page reads. */
-export interface FlowRule {
+interface FlowRule {
   readonly direction: 'egress' | 'ingress';
   readonly tier: string;
   readonly outcome: string;
@@ -176,7 +176,7 @@ export interface FlowProblem {
 }
 
 /** A diagnostic as the API sends it (docs/DIAGNOSTICS.md). */
-export interface DiagnosticAnswer {
+interface DiagnosticAnswer {
   readonly code: string;
   readonly severity: 'error' | 'warning' | 'info';
   readonly message: string;
@@ -253,12 +253,12 @@ export interface LintAnswer {
 }
 
 /** What `/api/diagnostics` answers. */
-export interface DiagnosticsAnswer {
+interface DiagnosticsAnswer {
   readonly diagnostics: readonly DiagnosticAnswer[];
 }
 
 /** One connection of a diff, as `/api/diff` answers it. */
-export interface DiffConnectionAnswer {
+interface DiffConnectionAnswer {
   readonly from: string;
   readonly fromKind: string;
   readonly to: string;

@@ -54,7 +54,7 @@ function firstPort(ports: PortSet): { port: number; protocol: Protocol } | undef
 }
 
 /** Every endpoint of the API, as GET /api answers (and docs/SERVE.md explains). */
-export const API_ENDPOINTS: Readonly<Record<string, string>> = {
+const API_ENDPOINTS: Readonly<Record<string, string>> = {
   '/api/summary': 'the input: counts, namespaces, ports policies name, diagnostics and lint counts, version',
   '/api/heatmap?level=namespace|workload|pod&port=P&from=&to=':
     'allowed pod pairs aggregated by namespace, by workload of two namespaces, or pod by pod of two workloads',

@@ -25,7 +25,7 @@ import type { FlowJudgement, ObservedOnGraph } from './api-types.ts';
 import { RequestError, type Snapshot } from './snapshot.ts';
 
 /** A record as `/api/flows` answers it: the record itself, and what serve makes of it. */
-export type ServedRecord = FlowRecord & FlowJudgement;
+type ServedRecord = FlowRecord & FlowJudgement;
 
 type Judgement = Pick<FlowJudgement, 'check' | 'disagreement'>;
 

@@ -21,7 +21,7 @@ import type { FlowProblem } from './api-types.ts';
 import type { FlowSource } from './types.ts';
 import { watchPath } from './watch-path.ts';
 
-export interface LiveFlowsOptions {
+interface LiveFlowsOptions {
   /** Quiet period before listeners hear of a change, ms (default 100). */
   readonly debounceMillis?: number;
   /** Pause before an agent that went away is asked again, ms (default 2,000). */

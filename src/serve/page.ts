@@ -8,7 +8,7 @@
 import type { FirstView } from './api-types.ts';
 
 /** The `id` of the first view's JSON block (web/src/first-view.ts reads it). */
-export const FIRST_VIEW_ID = 'palisade-first-view';
+const FIRST_VIEW_ID = 'palisade-first-view';
 
 export const PAGE_HEAD = `<!doctype html>
 <html lang="en">

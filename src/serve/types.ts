@@ -7,10 +7,10 @@ import type { LoadResult } from '../ingest/types.ts';
 import type { Semantics } from '../model/types.ts';
 
 /** Reads one input (files or a cluster) again; `serve` calls it at start and on every change. */
-export type InputReader = () => Promise<LoadResult>;
+type InputReader = () => Promise<LoadResult>;
 
 /** Starts watching for changes (`changed` on each); resolves with the function that stops it. */
-export type ChangeSource = (changed: () => void) => Promise<() => void>;
+type ChangeSource = (changed: () => void) => Promise<() => void>;
 
 /**
  * Where the flow views read what the datapaths saw: a flow file (NDJSON records, what

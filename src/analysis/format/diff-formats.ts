@@ -11,12 +11,12 @@ import { portSetJson } from './ports-json.ts';
 import type { Style } from './style.ts';
 
 /** How a diff is drawn (graph formats only). */
-export interface DiffWriterOptions {
+interface DiffWriterOptions {
   readonly groupBy?: GroupBy;
 }
 
 /** Writes a diff; graph writers (which lay out with WebAssembly) are asynchronous. */
-export type DiffWriter = (
+type DiffWriter = (
   diff: ConnectivityDiff,
   write: (chunk: string) => void,
   style: Style,
