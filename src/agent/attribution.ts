@@ -23,7 +23,7 @@ export interface EndpointSource {
 }
 
 /** What a batch did to the namespace's endpoints: ids to delete first, then endpoints to upsert. */
-export interface EndpointChanges {
+interface EndpointChanges {
   readonly deleted: string[];
   readonly upserted: Endpoint[];
 }

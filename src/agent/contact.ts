@@ -7,7 +7,7 @@
 import type { Upstream } from './types.ts';
 
 /** A change of staleness: now stale (out of contact with `what` for `sinceMs`), or in contact again with `what`. */
-export interface ContactChange {
+interface ContactChange {
   readonly stale: boolean;
   readonly what: string;
   readonly sinceMs: number;

@@ -14,7 +14,7 @@ import type { DecodedObject } from '../ingest/types.ts';
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import { NAMESPACE_NAME_LABEL, type ContainerPort, type Endpoint } from '../model/types.ts';
 import type { Diagnostic } from '../model/types.ts';
-import { decodeParsed, decodeValue, type DecodedValue } from '../reflected/index.ts';
+import { decodeParsed, type DecodedValue } from '../reflected/index.ts';
 
 type Json = Record<string, unknown>;
 
@@ -24,10 +24,10 @@ type Json = Record<string, unknown>;
  */
 export const MAX_VALUE_CHARS = 3 * 1024 * 1024;
 /** Deepest nesting the agent decodes: Kubernetes objects are a dozen levels deep at most. */
-export const MAX_VALUE_DEPTH = 64;
+const MAX_VALUE_DEPTH = 64;
 
 /** A value as the agent reads it: a model object, or why it cannot be read (never a throw). */
-export type ValueRead =
+type ValueRead =
   | { readonly ok: true; readonly object: DecodedObject; readonly diagnostics: readonly Diagnostic[] }
   | { readonly ok: false; readonly reason: string; readonly diagnostics: readonly Diagnostic[] };
 
@@ -83,18 +83,6 @@ function deeperThan(root: object, limit: number): boolean {
       }
   }
   return false;
-}
-
-/** A value as a model object: the fast path when it applies, else `decodeValue`. */
-export function decodeEntry(key: string, value: string): DecodedValue {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    return decodeValue(key, value);
-  }
-  const fast = isObject(parsed) ? fastDecode(key, parsed) : undefined;
-  return fast ? { key, object: fast, diagnostics: [] } : decodeValue(key, value);
 }
 
 /** The model object for a reduced Pod or Namespace, or undefined to take the full decoder. */

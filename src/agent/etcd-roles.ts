@@ -27,12 +27,12 @@ import { StatusKeys } from './status.ts';
 export const REFLECTOR_USER = 'palisade-reflector';
 export const READER_USER = 'palisade-reader';
 /** The role every agent holds (reading what it enforces). */
-export const AGENT_ROLE = 'palisade-agent';
+const AGENT_ROLE = 'palisade-agent';
 
 /** The etcd user (and certificate CN) the agents of a DaemonSet share. */
 export const SHARED_AGENT_USER = 'palisade-agent';
 /** Its second role: every node's status keys. */
-export const SHARED_AGENT_STATUS_ROLE = 'palisade-agent-status';
+const SHARED_AGENT_STATUS_ROLE = 'palisade-agent-status';
 
 /** The etcd user (and certificate CN) of a node's agent. */
 export const agentUser = (node: string): string => `palisade-agent-${node}`;

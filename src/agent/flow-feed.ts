@@ -12,7 +12,7 @@ import { parseFlowFilter, matchesFlow } from '../flows/index.ts';
 import type { FlowRecord } from '../flows/types.ts';
 import type { FlowBatch, AgentLog } from './types.ts';
 
-export interface FlowFeedOptions {
+interface FlowFeedOptions {
   readonly realizer: { flows?(): Promise<FlowBatch> };
   readonly table: FlowTable;
   readonly onBatch?: (records: readonly FlowRecord[], lost: number) => void;
@@ -21,7 +21,7 @@ export interface FlowFeedOptions {
   readonly intervalMs?: number;
 }
 
-export interface FlowFeed {
+interface FlowFeed {
   stop(): Promise<void>;
 }
 

@@ -11,7 +11,7 @@ import type { AgentState } from './types.ts';
 import type { FlowTable } from '../flows/index.ts';
 import { serveFlows } from './flow-feed.ts';
 
-export interface HealthSource {
+interface HealthSource {
   readonly state: AgentState;
   exposeMetrics?(): Promise<{ text: string; contentType: string }>;
   /** The flow table `/flows` serves (absent: no flow log, 404). */

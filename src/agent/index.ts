@@ -3,7 +3,7 @@
  * the reflected objects. `run.ts` (etcd client, pino, prom-client) is loaded by the CLI only.
  */
 export { NodeAgent } from './agent.ts';
-export { NodeRealizer, RelistNeeded, type RealizerOptions } from './realizer.ts';
+export { NodeRealizer } from './realizer.ts';
 export { isDatapathName, parsePodCidrs, DATAPATH_NAMES, type DatapathName } from './datapaths.ts';
 export {
   readStatus,
@@ -17,12 +17,11 @@ export {
   palisadeAuthPlan,
   sharedAgentAuthPlan,
   agentUser,
-  AGENT_ROLE,
   READER_USER,
   REFLECTOR_USER,
   SHARED_AGENT_USER,
 } from './etcd-roles.ts';
-export { nodeName, NodeFactError, NODE_NAME_ENV } from './node-facts.ts';
+export { nodeName, NodeFactError } from './node-facts.ts';
 export { ClusterMirror, type KeyChange, type UnreadableKey } from './mirror.ts';
 export { serveHealth, type HealthServer } from './http.ts';
 export type * from './types.ts';

@@ -33,7 +33,7 @@ export interface AgentSource {
   close(): Promise<void>;
 }
 
-export interface KubeSourceOptions {
+interface KubeSourceOptions {
   readonly request: KubeconfigRequest;
   readonly node: string;
   /** `--pod-cidr` values; empty: read them from the Node when `needsPodCidrs`. */

@@ -13,7 +13,7 @@
 import { campaign, type EtcdStore, type Leadership } from '../etcd/index.ts';
 import type { AgentLog } from './types.ts';
 
-export interface ControllerElectionOptions {
+interface ControllerElectionOptions {
   readonly store: EtcdStore;
   /** The election key (`KeyLayout.controllerLeader(datapath)`). */
   readonly key: string;

@@ -10,7 +10,7 @@ import type { FlowRecord } from '../flows/types.ts';
 import type { FlowTableStats } from '../flows/index.ts';
 
 /** Most distinct `policy` label values of palisade_policy_verdicts_total. */
-export const MAX_POLICY_LABELS = 200;
+const MAX_POLICY_LABELS = 200;
 
 /** Latency buckets (seconds): 0.5 ms to 10 s. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

@@ -55,7 +55,7 @@ export interface KeyChange {
   readonly modRevision: number;
 }
 
-export interface MirrorOptions {
+interface MirrorOptions {
   readonly layout: KeyLayout;
   /** Decode NetworkPolicies only for namespaces with a pod on this node (default: all of them). */
   readonly node?: string;

@@ -11,7 +11,7 @@ import type { KubeApi } from '../kube/types.ts';
 import { parseCidr } from '../net/ip.ts';
 
 /** The environment variable the DaemonSet fills from `spec.nodeName`. */
-export const NODE_NAME_ENV = 'NODE_NAME';
+const NODE_NAME_ENV = 'NODE_NAME';
 
 /** A fact about the node that cannot be found: its message is the one line a user reads. */
 export class NodeFactError extends Error {}

@@ -23,7 +23,7 @@ import type { FlowBatch, RealizeResult, Realizer } from './types.ts';
 import { attributeEvents, attributionContext, type AttributionContext } from '../flows/index.ts';
 import type { NodeDatapath } from '../datapaths/types.ts';
 
-export interface RealizerOptions {
+interface RealizerOptions {
   readonly node: string;
   readonly layout: KeyLayout;
   readonly datapath: NodeDatapath;
@@ -40,7 +40,7 @@ const LISTED = 20;
 const REPORTED = 100;
 
 /** Thrown when the mirror or pipeline failed inside: give the realizer a whole listing next. */
-export class RelistNeeded extends Error {
+class RelistNeeded extends Error {
   readonly relist = true;
 }
 

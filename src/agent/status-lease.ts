@@ -8,7 +8,7 @@ import { isLeaseNotFound } from '../etcd/index.ts';
 import type { EtcdStore, Lease } from '../etcd/types.ts';
 import type { AgentLog, StatusRecord } from './types.ts';
 
-export interface StatusLeaseOptions {
+interface StatusLeaseOptions {
   readonly store: EtcdStore;
   /** The status key (`<root>/v1/status/nodes/<node>`). */
   readonly key: string;

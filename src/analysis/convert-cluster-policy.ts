@@ -134,7 +134,7 @@ function rawProtocol(port: ClusterPort): Json {
 }
 
 /** A canonical selector back in API form: single-value In as matchLabels, the rest as expressions. */
-export function rawSelector(selector: LabelSelector): Json {
+function rawSelector(selector: LabelSelector): Json {
   const matchLabels: Record<string, string> = {};
   const matchExpressions: Json[] = [];
   for (const r of selector.requirements) {

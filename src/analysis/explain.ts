@@ -47,7 +47,7 @@ export interface RuleExplanation {
 }
 
 /** A cluster-policy rule that applies to the endpoint, in the order its tier evaluates it. */
-export interface TierRuleExplanation {
+interface TierRuleExplanation {
   /** `Admin`, `Baseline`, a Calico tier, `default` (Calico's and Cilium's beside NetworkPolicy), `Profiles`. */
   readonly tier: string;
   readonly policy: string;

@@ -30,11 +30,11 @@ export function sharesFamily(a: number, b: number, family: IpFamily): boolean {
 }
 
 /** One family's pass: a bit row set per query, or port set ids per class pair (row-major). */
-export type FamilyPass =
+type FamilyPass =
   | { readonly bits: readonly Uint32Array[] }
   | { readonly ports: { readonly setOf: Uint32Array; readonly sets: readonly PortSet[] } };
 
-export interface FamilyAnswers {
+interface FamilyAnswers {
   /** The matrix members answering per family, to spread into a `Matrix`. */
   readonly members: Pick<Matrix, 'overFamily' | 'portsOverFamily'>;
 }

@@ -87,7 +87,7 @@ export function ingressControllerEndpoint(
 }
 
 /** Per pod behind some Ingress or Route backend: the target ports the controller forwards to on it. */
-export function ingressForwarding(cluster: Cluster): Map<Endpoint, PortSet> {
+function ingressForwarding(cluster: Cluster): Map<Endpoint, PortSet> {
   const forwarded = new Map<Endpoint, PortSet>();
   const services = new Map((cluster.services ?? []).map((s) => [`${s.namespace}/${s.name}`, s]));
   for (const ingress of cluster.ingresses ?? [])

@@ -71,7 +71,7 @@ export function matrixEndpoints(cluster: Cluster, namespaces: readonly string[] 
 }
 
 /** The engine `auto` takes for this many classes and these options. */
-export function chooseEngine(classes: number, options: MatrixOptions): MatrixEngine {
+function chooseEngine(classes: number, options: MatrixOptions): MatrixEngine {
   const asked = options.engine ?? 'reference';
   if (asked !== 'auto') return asked;
   const v1 = (options.semantics ?? 'v1') === 'v1';

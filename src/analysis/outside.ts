@@ -94,7 +94,7 @@ export function outsideClasses(
  * Ranges as people read them, per family: `203.0.113.0/25`, or what the family's whole space
  * leaves out when that is shorter (`0.0.0.0/0 except 203.0.113.0/25`).
  */
-export function rangesLabel(intervals: readonly IpInterval[]): string {
+function rangesLabel(intervals: readonly IpInterval[]): string {
   const parts: string[] = [];
   for (const family of [4, 6] as const) {
     const own = intervals.filter((i) => i.family === family);

@@ -6,7 +6,6 @@
  * about its backends, each on its own target port.
  */
 import {
-  PROTOCOLS,
   type Cluster,
   type Endpoint,
   type Protocol,
@@ -79,11 +78,6 @@ export function servicePort(
 export function targetOn(port: ServicePort, backend: Endpoint): number | undefined {
   if (typeof port.targetPort === 'number') return port.targetPort;
   return resolveNamedPort({ kind: 'endpoint', endpoint: backend }, port.targetPort, port.protocol);
-}
-
-/** The protocols a Service serves (for help texts). */
-export function serviceProtocols(service: Service): Protocol[] {
-  return PROTOCOLS.filter((p) => service.ports.some((sp) => sp.protocol === p));
 }
 
 /**

@@ -11,7 +11,7 @@
 import type { Protocol } from '../model/types.ts';
 import type { Classifier } from './classifier.ts';
 
-export interface FlowPacket {
+interface FlowPacket {
   /** IPv4 addresses as numbers (the classifier's packet path). */
   readonly src: number;
   readonly dst: number;

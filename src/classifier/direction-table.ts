@@ -12,7 +12,7 @@ import type { Protocol } from '../model/types.ts';
 import { BitmapStore, wordsFor } from './bitmaps.ts';
 import { LpmTrie } from './lpm-trie.ts';
 
-export type CidrMap = 'prim' | 'supp' | 'except';
+type CidrMap = 'prim' | 'supp' | 'except';
 const FEW = 8;
 
 export const PROTOCOL_INDEX: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
@@ -32,7 +32,7 @@ interface FewEntry {
   readonly offset: number;
 }
 
-export interface RangeEntry {
+interface RangeEntry {
   readonly protocol: number;
   readonly from: number;
   readonly to: number;
@@ -180,7 +180,7 @@ export class DirectionTable {
   }
 }
 
-export interface PackView {
+interface PackView {
   readonly ports: ReadonlyMap<number, number>;
   readonly protocolAny: readonly (number | undefined)[];
   readonly l3: number | undefined;

@@ -4,7 +4,7 @@
 export { Classifier, type ClassifierOptions, type ClassifierPacket } from './classifier.ts';
 export { DirectionTable, PROTOCOL_INDEX } from './direction-table.ts';
 export { LpmTrie } from './lpm-trie.ts';
-export { TrackedClassifier, type FlowPacket } from './conntrack.ts';
+export { TrackedClassifier } from './conntrack.ts';
 export type { TierTable } from './tier-bitmap-table.ts';
 export { ACTION_ALLOW, ACTION_DENY, ACTION_PASS } from './tier-bitmap-table.ts';
 export { referenceMembers } from './state-group-resolver.ts';

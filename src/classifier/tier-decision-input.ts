@@ -13,7 +13,7 @@ import { wordsFor } from './bitmaps.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
 
 /** A rule's ports: a protocol index (ANY_PROTOCOL for every one) and an inclusive range. */
-export const ANY_PROTOCOL = -1;
+const ANY_PROTOCOL = -1;
 
 export interface TierForm {
   /** 32-bit words per bitmap. */

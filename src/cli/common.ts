@@ -24,7 +24,7 @@ import type { InputOptions } from './input-options.ts';
 export { checkChoice, resolveInputOptions, withInputOptions, type InputOptions } from './input-options.ts';
 
 /** What a command adds to loading its input. */
-export interface LoadExtras {
+interface LoadExtras {
   /** No semantics diagnostics: the command adds them once it knows the semantics (convert). */
   readonly deferSemantics?: boolean;
   /**
@@ -39,7 +39,7 @@ export interface LoadExtras {
 }
 
 /** A loader's `(phase, done, total)` reports on a Progress line (total 0: the phase alone). */
-export function reportPhases(progress: Progress): (phase: string, done: number, total: number) => void {
+function reportPhases(progress: Progress): (phase: string, done: number, total: number) => void {
   let current = '';
   return (phase, done, total) => {
     if (phase !== current) {

@@ -18,8 +18,8 @@ import type { EtcdConnection } from '../etcd/types.ts';
 import { UsageError } from './io.ts';
 
 /** The environment variables holding an etcd user name and password. */
-export const ETCD_USER_ENV = 'PALISADE_ETCD_USER';
-export const ETCD_PASSWORD_ENV = 'PALISADE_ETCD_PASSWORD';
+const ETCD_USER_ENV = 'PALISADE_ETCD_USER';
+const ETCD_PASSWORD_ENV = 'PALISADE_ETCD_PASSWORD';
 
 /** Adds the etcd connection options to a command (`--etcd` is required unless `optional`). */
 export function withEtcdOptions(command: Command, options: { optional?: boolean } = {}): Command {
@@ -41,7 +41,7 @@ export function withEtcdOptions(command: Command, options: { optional?: boolean 
 }
 
 /** The URLs of an `--etcd` value; a usage error when there is none. */
-export function etcdEndpoints(value: unknown): string[] {
+function etcdEndpoints(value: unknown): string[] {
   const endpoints = String(value)
     .split(',')
     .map((s) => s.trim())

@@ -13,7 +13,7 @@ import { UsageError } from './io.ts';
 
 const FIELDS = ['from', 'to', 'port', 'protocol', 'allowed'];
 
-export interface ExpectationsFile {
+interface ExpectationsFile {
   readonly expectations: Expectation[];
   /** `file:line:column: message` for each problem. */
   readonly problems: string[];

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { formatSize, parseSize, type OutputEstimate } from '../analysis/index.ts';
 import { UsageError } from './io.ts';
 
-export const MAX_OUTPUT_HELP =
+const MAX_OUTPUT_HELP =
   'do not write an output estimated larger than this (100MB, 2GB, 500kB; 0 for no limit): say its size and how to ask for less instead';
 
 /** The two options, as every command that can write a large output has them. */

@@ -27,7 +27,7 @@ import { TierTables } from './tier-tables.ts';
 type Direction = 'ingress' | 'egress';
 
 /** How the configurator compiles. */
-export interface ConfiguratorOptions {
+interface ConfiguratorOptions {
   /**
    * NetworkPolicy lets an isolated pod talk with its own node (default true). Tables without
    * Calico's or Cilium's policies leave that to the datapath; where NetworkPolicy's tier is

@@ -8,7 +8,6 @@ export {
   firstMatch,
   longestPrefixMatch,
   netMatches,
-  ruleMatches,
   type GroupLookup,
   type GroupExpansion,
   type Packet,
@@ -18,7 +17,6 @@ export {
   parseGroupReference,
   referenceMembers,
   referenceAddresses,
-  type GroupReference,
 } from './state-groups.ts';
 export { compiledAllows, type CompiledView } from './compiled-verdict.ts';
 export * from './types.ts';

@@ -8,7 +8,7 @@ import type { ReadonlyStore, GroupMember } from '../state/index.ts';
 import type { GroupExpansion } from './table-evaluator.ts';
 import { PARTITION_SEPARATOR } from './types.ts';
 
-export interface GroupReference {
+interface GroupReference {
   readonly key: string;
   /** The named-port number of a partition reference. */
   readonly port?: number;

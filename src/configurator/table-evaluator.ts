@@ -39,7 +39,7 @@ export function netMatches(net: NetRef, ip: IpAddress, groups: GroupLookup): boo
   }
 }
 
-export function ruleMatches(rule: Rule, packet: Packet, groups: GroupLookup): boolean {
+function ruleMatches(rule: Rule, packet: Packet, groups: GroupLookup): boolean {
   if (rule.protocol !== 'ANY' && rule.protocol !== packet.protocol) return false;
   if (rule.dstPorts && (packet.port < rule.dstPorts[0] || packet.port > rule.dstPorts[1])) return false;
   return netMatches(rule.src, packet.src, groups) && netMatches(rule.dst, packet.dst, groups);

@@ -29,14 +29,9 @@ import type { TieredTable } from './types.ts';
 type Direction = 'ingress' | 'egress';
 
 /** Expands one policy's rules for a pod (tier-tables.ts): the same 6-tuples both paths use. */
-export type PolicyRules = (pod: Endpoint, policy: ClusterPolicy, direction: Direction) => readonly Rule[];
+type PolicyRules = (pod: Endpoint, policy: ClusterPolicy, direction: Direction) => readonly Rule[];
 /** Expands one rule of a policy. */
-export type RuleRules = (
-  pod: Endpoint,
-  policy: ClusterPolicy,
-  rule: ClusterRule,
-  direction: Direction,
-) => Rule[];
+type RuleRules = (pod: Endpoint, policy: ClusterPolicy, rule: ClusterRule, direction: Direction) => Rule[];
 
 /** Keys of the rules the compiler adds (they name no policy rule): under any policy's, since hashes are 24 bits. */
 const SYNTHETIC = 2 ** 52;
@@ -68,7 +63,7 @@ class ListBuilder {
 }
 
 /** The inputs of a side's lists that are not the pod itself. */
-export interface SideInputs {
+interface SideInputs {
   readonly plan: readonly TierSpec[];
   /** The tier selections in `plan`'s order (the default tier's: Calico's and Cilium's policies). */
   readonly selections: readonly TierSelection[];

@@ -6,7 +6,7 @@
 import type { IpAddress } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
 
-export interface ClusterAddresses {
+interface ClusterAddresses {
   /** The pod (not host-networked) that has this address. */
   readonly podAt: (ip: IpAddress) => Endpoint | undefined;
   /** Whether the address is one of the pod's node's addresses. */

@@ -17,10 +17,8 @@ export {
   FLEET_NAMES,
   loadFleet,
   type FleetName,
-  type OutputOf,
-  type TargetName,
 } from './registry.ts';
 export { DEFAULT_RUN_DIR } from './node-lock.ts';
 export { vppKeys, aclDocuments, sessionDocuments, documentOps } from './vpp-documents.ts';
-export { clusterAddresses, type ClusterAddresses } from './cluster-addresses.ts';
+export { clusterAddresses } from './cluster-addresses.ts';
 export type * from './types.ts';

@@ -114,10 +114,10 @@ const BACKENDS = {
 };
 
 type Backends = typeof BACKENDS;
-export type TargetName = keyof Backends;
+type TargetName = keyof Backends;
 
 /** The output type of a named target's instances. */
-export type OutputOf<N extends TargetName> = Backends[N] extends Entry<infer O> ? O : never;
+type OutputOf<N extends TargetName> = Backends[N] extends Entry<infer O> ? O : never;
 
 /** Target names in registry order. */
 export const TARGET_NAMES = Object.keys(BACKENDS) as readonly TargetName[];

@@ -48,7 +48,7 @@ export interface Renderer<Changes = unknown> {
 }
 
 /** What a target can do; callers read these instead of comparing target names. */
-export interface TargetCapabilities {
+interface TargetCapabilities {
   /**
    * 'node': an instance realizes one node's pods (and that node's global table), as a node
    * agent does; 'cluster': one instance realizes the whole cluster (Neutron's security groups are
@@ -104,7 +104,7 @@ export interface TargetOptions {
 }
 
 /** Where an instance is built: its node (node targets) and its options. */
-export interface TargetContext {
+interface TargetContext {
   readonly node?: string;
   readonly options: TargetOptions;
 }
@@ -123,7 +123,7 @@ export interface Rendered<Output> {
 }
 
 /** How `render` prints outputs. */
-export interface PrintOptions {
+interface PrintOptions {
   /** One of the target's `formats`. */
   readonly format: string;
   /** Also print counts (targets that keep any). */
@@ -156,7 +156,7 @@ export interface VerdictPacket {
  * How a target's output matches packets, written after the target's own semantics — the shared
  * conformance suite holds it to the reference evaluator.
  */
-export interface PacketInterpreter<Output> {
+interface PacketInterpreter<Output> {
   /**
    * Verdicts for packets between the cluster's addresses, given the target's output for the
    * whole cluster (node targets: one per node that has pods, as `renderCluster` builds them).

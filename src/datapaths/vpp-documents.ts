@@ -24,7 +24,7 @@ import { SCOPE_GLOBAL, type SessionRendering, type SessionRule } from './vpptcp/
 import type { DatapathCounts, NodeContext, NodeDatapath, Renderer } from './types.ts';
 
 /** Where a node's vpp-agent documents live in etcd. */
-export interface VppKeys {
+interface VppKeys {
   /** `<prefix><label>/config/` */
   readonly config: string;
   /** The prefixes this datapath owns (read at start, cleaned up by --cleanup). */
@@ -121,7 +121,7 @@ export function documentOps(held: ReadonlyMap<string, string>, wanted: ReadonlyM
 }
 
 /** Applies `ops` in transactions of at most `maxOps`, recording each in `held` once committed. */
-export async function writeDocuments(
+async function writeDocuments(
   store: EtcdStore,
   held: Map<string, string>,
   ops: readonly TxnOp[],
@@ -138,7 +138,7 @@ export async function writeDocuments(
 }
 
 /** What a document backend renders: its renderer, and the documents and counts it has realized. */
-export interface DocumentSource {
+interface DocumentSource {
   readonly renderer: Renderer;
   readonly documents: () => Map<string, string>;
   readonly counts: () => DatapathCounts;

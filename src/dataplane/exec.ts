@@ -10,7 +10,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 
-export interface ExecResult {
+interface ExecResult {
   readonly code: number;
   readonly stdout: string;
   readonly stderr: string;
@@ -18,7 +18,7 @@ export interface ExecResult {
   readonly timedOut?: boolean;
 }
 
-export interface ExecOptions {
+interface ExecOptions {
   /** Run inside this named network namespace. */
   readonly netns?: string;
   readonly input?: string;

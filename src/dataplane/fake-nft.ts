@@ -22,7 +22,7 @@ export interface FakeTable {
 }
 
 /** What the next transaction does instead of committing normally. */
-export type FakeFault =
+type FakeFault =
   | 'pass' // committed normally (to let earlier transactions through)
   | 'reject' // refused, nothing changes
   | 'lost' // committed, but the caller is told it may not have been (killed after commit)

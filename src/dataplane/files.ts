@@ -18,7 +18,6 @@ import {
   renameSync,
   rmSync,
   writeSync,
-  chmodSync,
 } from 'node:fs';
 import { dirname, join, basename } from 'node:path';
 import { DataplaneError } from './exec.ts';
@@ -59,7 +58,7 @@ export function ensurePrivateDir(path: string): void {
 }
 
 /** Checks that a directory exists, is a directory (not a symlink), is ours and not writable by others. */
-export function checkDir(path: string): void {
+function checkDir(path: string): void {
   let stat;
   try {
     stat = lstatSync(path);
@@ -113,11 +112,6 @@ export function readTrustedFile(path: string): string {
   } finally {
     closeSync(fd);
   }
-}
-
-/** Sets a path's mode whatever the umask was when it was created. */
-export function restrictMode(path: string, mode: number): void {
-  chmodSync(path, mode);
 }
 
 function syncDir(dir: string): void {

@@ -3,16 +3,7 @@
  * long-running datapath stands on — deadlines on every command, atomic private state files, and
  * locks the kernel releases when their holder dies.
  */
-export {
-  run,
-  runSync,
-  runChecked,
-  isRoot,
-  DataplaneError,
-  DEFAULT_TIMEOUT_MS,
-  type ExecResult,
-  type ExecOptions,
-} from './exec.ts';
+export { run, runSync, runChecked, isRoot, DataplaneError, DEFAULT_TIMEOUT_MS } from './exec.ts';
 export {
   nftRunner,
   execNftRunner,
@@ -20,25 +11,16 @@ export {
   libnftablesUnavailable,
   recordingRunner,
   type NftRunner,
-  type NftRunnerOptions,
 } from './nft.ts';
-export { openNflog, parseMessages, type NflogPacket, type NflogReader, type NflogOptions } from './nflog.ts';
-export { monitorTable, type NftMonitor, type TableTransaction } from './nft-monitor.ts';
+export { openNflog, type NflogPacket, type NflogReader } from './nflog.ts';
+export { monitorTable } from './nft-monitor.ts';
 export { keepRunning, startTiedProcess, type TiedProcess } from './tied-process.ts';
-export { FakeNft, type FakeFault, type FakeTable } from './fake-nft.ts';
+export { FakeNft, type FakeTable } from './fake-nft.ts';
 export {
   acquireLock,
   acquireDatapathLock,
   DATAPATH_LOCK_ROOT,
   LockBusyError,
   type HeldLock,
-  type LockOptions,
 } from './lock.ts';
-export {
-  writeFileAtomic,
-  readTrustedFile,
-  ensurePrivateDir,
-  checkDir,
-  restrictMode,
-  StateFileError,
-} from './files.ts';
+export { writeFileAtomic, readTrustedFile, ensurePrivateDir, StateFileError } from './files.ts';

@@ -31,7 +31,7 @@ export interface HeldLock {
   release(): void;
 }
 
-export interface LockOptions {
+interface LockOptions {
   /** How long to wait for another holder, in milliseconds (default 30 s; 0: fail at once). */
   readonly waitMs?: number;
   /** What the lock protects, for messages (`lab "x"`). */

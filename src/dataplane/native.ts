@@ -16,7 +16,7 @@ export interface Libc {
 }
 
 /** libnftables' context API (nftables 1.0). */
-export interface Libnftables {
+interface Libnftables {
   newContext(): unknown;
   freeContext(ctx: unknown): void;
   bufferOutput(ctx: unknown): void;

@@ -28,7 +28,7 @@ export interface NflogReader {
   close(): void;
 }
 
-export interface NflogOptions {
+interface NflogOptions {
   readonly group: number;
   readonly netns?: string;
   /** Bytes of each packet copied (enough for the IP and transport headers). Default 80. */
@@ -205,7 +205,7 @@ export function openNflog(options: NflogOptions): NflogReader {
 }
 
 /** The packets of one datagram of netlink messages. */
-export function parseMessages(data: Buffer, out: NflogPacket[]): void {
+function parseMessages(data: Buffer, out: NflogPacket[]): void {
   let offset = 0;
   while (offset + 16 <= data.length) {
     const length = data.readUInt32LE(offset);

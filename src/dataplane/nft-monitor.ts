@@ -13,7 +13,7 @@
 import { startTiedProcess } from './tied-process.ts';
 
 /** One transaction that touched the table. */
-export interface TableTransaction {
+interface TableTransaction {
   /** Its generation, as nft prints it (0 when the line was not seen). */
   readonly generation: number;
   /** Elements it added to the fingerprint set, as `generation . nonce` in decimal. */
@@ -22,7 +22,7 @@ export interface TableTransaction {
   readonly example: string;
 }
 
-export interface NftMonitorOptions {
+interface NftMonitorOptions {
   /** `inet palisade`. */
   readonly table: string;
   /** The set whose elements stamp a writer's transactions. */
@@ -33,7 +33,7 @@ export interface NftMonitorOptions {
   readonly onStopped: (why: string) => void;
 }
 
-export interface NftMonitor {
+interface NftMonitor {
   close(): void;
 }
 

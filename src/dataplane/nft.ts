@@ -30,7 +30,7 @@ export interface NftRunner {
   close(): void;
 }
 
-export interface NftRunnerOptions {
+interface NftRunnerOptions {
   /** Run inside this named network namespace. */
   readonly netns?: string;
   /** Deadline per `nft` process (exec runner), default 30 s. */

@@ -13,7 +13,7 @@ export interface TiedProcess {
   close(): void;
 }
 
-export interface TiedProcessOptions {
+interface TiedProcessOptions {
   /** The watcher's command line (words, no shell syntax). */
   readonly argv: readonly string[];
   /** Run inside this named network namespace (`ip netns exec`). */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { EtcdAccessError } from './errors.ts';
 
 /** A certificate and its key (PEM files). */
-export interface CertificateFiles {
+interface CertificateFiles {
   readonly certFile: string;
   readonly keyFile: string;
 }

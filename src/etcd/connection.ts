@@ -11,10 +11,10 @@ import { EtcdAccessError } from './errors.ts';
 import type { EtcdConnection } from './types.ts';
 
 /** Default deadline of one request (a read, a transaction, a lease grant); not of watches. */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** What the etcd3 client is built with (the subset of its IOptions used here). */
-export interface ClientOptions {
+interface ClientOptions {
   readonly hosts: string[];
   readonly dialTimeout: number;
   /** No rootCertificate: grpc's default roots (the system's), as for any https URL. */

@@ -9,7 +9,7 @@
 import { isLeaseNotFound } from './errors.ts';
 import type { EtcdStore, Leadership, Lease, TxnCompare } from './types.ts';
 
-export interface CampaignOptions {
+interface CampaignOptions {
   /** Lease TTL: how long a dead leader keeps leadership. Default 3 s. */
   readonly ttlSeconds?: number;
   /** Stops waiting (resolves campaign() with undefined). */

@@ -18,9 +18,9 @@ export function isLeaseNotFound(error: unknown): boolean {
 export class EtcdUnreachableError extends EtcdAccessError {}
 
 /** What went wrong talking to etcd, by what the user must change. */
-export type EtcdFailureKind = 'unreachable' | 'tls' | 'auth' | 'permission' | 'other';
+type EtcdFailureKind = 'unreachable' | 'tls' | 'auth' | 'permission' | 'other';
 
-export interface EtcdFailure {
+interface EtcdFailure {
   readonly kind: EtcdFailureKind;
   /** One line, without gRPC's status prefix, timestamps or OpenSSL's source locations. */
   readonly detail: string;

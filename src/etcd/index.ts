@@ -5,28 +5,19 @@
  * benchmarks and the lab.
  */
 export { connectEtcd, prefixEnd } from './client.ts';
-export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
-export { connectionProblems, DEFAULT_REQUEST_TIMEOUT_MS } from './connection.ts';
-export {
-  describeEtcdError,
-  isEtcdClientError,
-  isLeaseNotFound,
-  type EtcdFailure,
-  type EtcdFailureKind,
-} from './errors.ts';
+export { MemoryStore } from './memory-store.ts';
+export { connectionProblems } from './connection.ts';
+export { describeEtcdError, isEtcdClientError, isLeaseNotFound } from './errors.ts';
 export { ensureReachable, etcdAccessError, EtcdAccessError, EtcdUnreachableError } from './reachable.ts';
-export { campaign, type CampaignOptions } from './election.ts';
+export { campaign } from './election.ts';
 export {
   enableEtcdAuth,
   etcdctlCommands,
-  keyRange,
   ROOT_USER,
   type EtcdAuthPlan,
-  type EtcdKeys,
-  type EtcdPermission,
   type EtcdRole,
   type EtcdUser,
 } from './rbac.ts';
-export { issueCertificates, pkiFiles, type CertificateFiles, type EtcdPki } from './certs.ts';
+export { issueCertificates, pkiFiles, type EtcdPki } from './certs.ts';
 export { startEtcd, etcdBinary, freePort, type EtcdServer, type StartEtcdOptions } from './server.ts';
 export type * from './types.ts';

@@ -43,7 +43,7 @@ interface HeldLease {
   readonly keepAlive: (() => void)[];
 }
 
-export interface MemoryStoreOptions {
+interface MemoryStoreOptions {
   /** Most events kept for watches from an earlier revision (default 10,000). */
   readonly history?: number;
 }

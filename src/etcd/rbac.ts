@@ -12,10 +12,10 @@ import { clientOptions } from './connection.ts';
 import type { EtcdConnection } from './types.ts';
 
 /** What one permission covers: one key, every key with a prefix, or the keys in [key, end). */
-export type EtcdKeys =
+type EtcdKeys =
   { readonly key: string } | { readonly prefix: string } | { readonly from: string; readonly to: string };
 
-export interface EtcdPermission {
+interface EtcdPermission {
   readonly access: 'read' | 'write' | 'readwrite';
   readonly keys: EtcdKeys;
 }
@@ -43,7 +43,7 @@ export const ROOT_USER = 'root';
 const PERMISSION_TYPE = { read: 'Read', write: 'Write', readwrite: 'Readwrite' } as const;
 
 /** The [key, range_end) etcd stores for a permission (an empty end: the key alone). */
-export function keyRange(keys: EtcdKeys): { key: string; rangeEnd: string } {
+function keyRange(keys: EtcdKeys): { key: string; rangeEnd: string } {
   if ('key' in keys) return { key: keys.key, rangeEnd: '' };
   if ('prefix' in keys) return { key: keys.prefix, rangeEnd: prefixEnd(Buffer.from(keys.prefix)).toString() };
   return { key: keys.from, rangeEnd: keys.to };

@@ -13,12 +13,12 @@ export type Json = Record<string, unknown>;
 export const SHAPES = ['a', 'b', 'c'] as const;
 export type ShapeName = (typeof SHAPES)[number];
 
-export interface ShapeOptions {
+interface ShapeOptions {
   readonly scale?: number;
   readonly seed?: number;
 }
 
-export interface GeneratedCluster {
+interface GeneratedCluster {
   readonly namespaces: Json[];
   readonly pods: Json[];
   readonly policies: Json[];

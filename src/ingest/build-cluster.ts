@@ -174,7 +174,7 @@ function rejectedOnly(
 }
 
 /** `ns/name` for every endpoint, with `[Kind]` added to workloads whose name a pod also uses. */
-export function assignIds(endpoints: readonly Omit<Endpoint, 'id'>[]): Endpoint[] {
+function assignIds(endpoints: readonly Omit<Endpoint, 'id'>[]): Endpoint[] {
   const count = new Map<string, number>();
   for (const e of endpoints)
     count.set(`${e.namespace}/${e.name}`, (count.get(`${e.namespace}/${e.name}`) ?? 0) + 1);

@@ -35,7 +35,7 @@ import type { FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
 
 /** Where a rule sits: its policy's namespace (NetworkPolicy) or none (global), and its direction. */
-export interface CalicoRuleScope {
+interface CalicoRuleScope {
   readonly namespace: string | undefined;
   readonly direction: 'ingress' | 'egress';
 }
@@ -459,7 +459,7 @@ function readPortList(
 }
 
 /** `from` minus `remove`, as sorted disjoint ranges. */
-export function subtractRanges(
+function subtractRanges(
   from: readonly (readonly [number, number])[],
   remove: readonly (readonly [number, number])[],
 ): [number, number][] {

@@ -15,7 +15,7 @@ export interface SelectorAtom {
   readonly values: readonly string[];
 }
 
-export type SelectorExpression =
+type SelectorExpression =
   | { readonly type: 'all' }
   /** `global()`: non-namespaced resources (host endpoints, global network sets) — never a pod. */
   | { readonly type: 'global' }
@@ -28,9 +28,9 @@ export type SelectorExpression =
  * A disjunction of conjunctions: the selector matches when every requirement of some conjunction
  * holds. `[]` matches nothing; `[[]]` matches everything.
  */
-export type SelectorDnf = readonly (readonly SelectorAtom[])[];
+type SelectorDnf = readonly (readonly SelectorAtom[])[];
 
-export type ParseResult =
+type ParseResult =
   | { readonly ok: true; readonly expression: SelectorExpression }
   | {
       readonly ok: false;

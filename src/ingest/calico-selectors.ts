@@ -20,7 +20,7 @@ const CALICO_ORCHESTRATOR_LABEL = 'projectcalico.org/orchestrator';
 const CALICO_NAME_LABEL = 'projectcalico.org/name';
 
 /** What a selector's labels are read against. */
-export type SelectorScope = 'endpoint' | 'namespace' | 'serviceAccount';
+type SelectorScope = 'endpoint' | 'namespace' | 'serviceAccount';
 
 /** One alternative: requirements on the namespace and on the pod, all of which must hold. */
 export interface EndpointConjunction {
@@ -29,7 +29,7 @@ export interface EndpointConjunction {
 }
 
 /** Matches everything. */
-export const ANY_ENDPOINT: readonly EndpointConjunction[] = [{ namespace: [], pod: [] }];
+const ANY_ENDPOINT: readonly EndpointConjunction[] = [{ namespace: [], pod: [] }];
 
 /**
  * A selector's alternatives, or undefined when it does not parse (reported, with the column of

@@ -104,6 +104,3 @@ export const ciliumSchemas = schemas();
 
 export type RawCiliumRule = z.infer<typeof ciliumSchemas.rule>;
 export type RawCiliumPolicy = z.infer<typeof ciliumSchemas.cnp>;
-export type RawCiliumCidrGroup = z.infer<typeof ciliumSchemas.cidrGroup>;
-/** One ingress, ingressDeny, egress or egressDeny rule, read field by field (the lists share names). */
-export type RawCiliumPeerRule = Record<string, unknown>;

@@ -19,8 +19,8 @@ import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { labelKeyProblem, labelValueProblem } from './validate-names.ts';
 
-export const CILIUM_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
-export const CILIUM_NAMESPACE_LABELS_PREFIX = 'io.cilium.k8s.namespace.labels.';
+const CILIUM_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
+const CILIUM_NAMESPACE_LABELS_PREFIX = 'io.cilium.k8s.namespace.labels.';
 const CILIUM_CLUSTER_LABEL = 'io.cilium.k8s.policy.cluster';
 const SOURCES = ['k8s:', 'any:', 'container:', 'unspec:'];
 
@@ -37,7 +37,7 @@ export interface CiliumSelector {
 }
 
 /** Which policy the selector is in: clusterwide ones may read namespace labels. */
-export interface SelectorSite {
+interface SelectorSite {
   readonly clusterwide: boolean;
 }
 

@@ -109,8 +109,8 @@ export const legacyNamespacedPodSchema = z.strictObject({
 export const stringListSchema = z.array(z.string());
 
 type Parsed<S extends z.ZodType> = z.infer<S>;
-export type RawAnp = Parsed<typeof clusterPolicySchemas.anp>;
-export type RawCnp = Parsed<typeof clusterPolicySchemas.cnp>;
+type RawAnp = Parsed<typeof clusterPolicySchemas.anp>;
+type RawCnp = Parsed<typeof clusterPolicySchemas.cnp>;
 export type RawSubject = RawAnp['spec']['subject'];
 export type RawAnpPort = NonNullable<NonNullable<RawAnp['spec']['ingress']>[number]['ports']>[number];
 export type RawCnpProtocol = NonNullable<NonNullable<RawCnp['spec']['ingress']>[number]['protocols']>[number];

@@ -52,7 +52,7 @@ const TIER_NAMES: Readonly<Record<string, string>> = {
 };
 
 /** A Calico tier name as the model names tiers. */
-export function modelTierName(name: string): string {
+function modelTierName(name: string): string {
   return TIER_NAMES[name] ?? name;
 }
 
@@ -66,7 +66,7 @@ const READINGS = {
   Profile: reading(calicoSchemas.profile),
 };
 
-export type CalicoDecoded =
+type CalicoDecoded =
   | { readonly kind: 'ClusterPolicy'; readonly policy: ClusterPolicy }
   | { readonly kind: 'Tier'; readonly tier: TierSpec };
 

@@ -44,7 +44,7 @@ import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem, portNameProblem } from './validate-names.ts';
 
-export const CILIUM_API_VERSION = 'cilium.io/v2';
+const CILIUM_API_VERSION = 'cilium.io/v2';
 
 function reading<S extends z.ZodType>(schema: S): Reading<S> {
   return { schema, knownFields: fieldNamesOf(schema) };

@@ -22,8 +22,8 @@ import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped
 
 const INGRESS_FIELDS = ['namespaces', 'pods'] as const;
 const EGRESS_FIELDS = ['namespaces', 'pods', 'nodes', 'networks', 'domainNames'] as const;
-export const MAX_NETWORKS = 25;
-export const MAX_DOMAIN_NAMES = 25;
+const MAX_NETWORKS = 25;
+const MAX_DOMAIN_NAMES = 25;
 const LEGACY_NAMESPACE_FIELDS = ['namespaceSelector', 'sameLabels', 'notSameLabels'];
 const DOMAIN_NAME =
   /^(\*\.)?([a-zA-Z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.?$/;
@@ -34,7 +34,7 @@ const LEGACY_NAMESPACED_POD = reading(legacyNamespacedPodSchema);
 const NAMESPACE_SET = reading(namespaceSetSchema);
 const STRING_LIST = reading(stringListSchema);
 
-export interface PeerOptions {
+interface PeerOptions {
   readonly direction: 'ingress' | 'egress';
   /** The v0.1.1 peer shapes exist only in v1alpha1. */
   readonly legacyShapes: boolean;

@@ -29,7 +29,7 @@ import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
 import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
 
-export const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<NetworkPolicyApiKind, string>> = {
+const CLUSTER_POLICY_API_VERSIONS: Readonly<Record<NetworkPolicyApiKind, string>> = {
   AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
   BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
   ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',

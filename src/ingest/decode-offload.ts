@@ -18,7 +18,7 @@ import type { DecodeOptions } from './decode-object.ts';
 import type { InputFile } from './types.ts';
 
 /** Files from this size on are offered to the worker (a generated ×0.1 cluster's pods are 4.3 MB). */
-export const DEFAULT_OFFLOAD_BYTES = 8 * 1024 * 1024;
+const DEFAULT_OFFLOAD_BYTES = 8 * 1024 * 1024;
 
 export interface OffloadRequest {
   readonly id: number;

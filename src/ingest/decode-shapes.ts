@@ -16,8 +16,8 @@ import type { namespaceSchema, networkPolicySchema, podSchema } from './schemas.
 
 /** The strict schema's output type: what decodeNetworkPolicy reads. */
 export type RawNetworkPolicy = z.infer<typeof networkPolicySchema>;
-export type RawPod = z.infer<typeof podSchema>;
-export type RawNamespace = z.infer<typeof namespaceSchema>;
+type RawPod = z.infer<typeof podSchema>;
+type RawNamespace = z.infer<typeof namespaceSchema>;
 
 /** `value` itself when the strict NetworkPolicy schema certainly accepts it; undefined otherwise. */
 export function plainNetworkPolicy(value: unknown): RawNetworkPolicy | undefined {

@@ -15,7 +15,7 @@ import {
 import type { Endpoint, Labels, LabelSelector } from '../model/types.ts';
 
 /** A ServiceAccount's labels, by `namespace/name`. */
-export type ServiceAccountLabels = ReadonlyMap<string, Labels>;
+type ServiceAccountLabels = ReadonlyMap<string, Labels>;
 
 export function withIdentityLabels<E extends Pick<Endpoint, 'namespace' | 'labels' | 'serviceAccount'>>(
   endpoints: readonly E[],

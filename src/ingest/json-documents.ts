@@ -21,7 +21,7 @@ import type { SourceLocation } from '../model/types.ts';
 import type { FieldPath, Locator } from './types.ts';
 
 /** One document of a JSON file: its parsed value and positions in it. */
-export interface JsonDocument {
+interface JsonDocument {
   readonly value: Record<string, unknown>;
   readonly locator: Locator;
 }
@@ -60,7 +60,7 @@ export function parseJsonDocuments(
 }
 
 /** How much one file's documents may hold: beyond, the YAML path reads them and says so. */
-export interface JsonLimits {
+interface JsonLimits {
   readonly maxDepth: number;
   readonly maxValues: number;
   readonly maxDocuments?: number;
@@ -71,7 +71,7 @@ export interface JsonLimits {
  * way, in its place among the file's documents; false when it cannot be read alone (the whole
  * file must then go the YAML way).
  */
-export type YamlDocumentReader = (from: number, to: number) => boolean;
+type YamlDocumentReader = (from: number, to: number) => boolean;
 
 /**
  * Hands each document of a file of JSON documents to `visit` as soon as it is parsed, so the

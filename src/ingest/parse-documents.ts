@@ -87,7 +87,7 @@ export function parseDocuments(
 }
 
 /** Where readDocuments puts a file's objects. */
-export interface DocumentVisitor {
+interface DocumentVisitor {
   /** The next object of the file, in order (List items unrolled). */
   object(raw: RawObject): void;
   /**

@@ -1,7 +1,7 @@
 /**
- * Expands input paths (files, directories searched recursively, `-` for stdin) into file texts —
- * all at once (readInputs), or handed one at a time to a visitor that drops each before the next
- * is read (visitInputs), so a large input's texts are never all held together. Problems become
+ * Expands input paths (files, directories searched recursively, `-` for stdin) into file texts,
+ * handed one at a time to a visitor that drops each before the next is read (visitInputs), so a
+ * large input's texts are never all held together. Problems become
  * diagnostics; one unreadable path never stops the others.
  */
 import { createReadStream, fstatSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { notManifestReason, skippedDirectory } from './non-manifests.ts';
 export const DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024;
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
-export interface ReadInputsOptions {
+interface ReadInputsOptions {
   readonly maxFileBytes?: number;
   /**
    * Standard input's text, or undefined when it holds more than `maxBytes` (then reading
@@ -29,18 +29,9 @@ export interface ReadInputsOptions {
   readonly podOption?: (name: string) => string;
 }
 
-export async function readInputs(
-  paths: readonly string[],
-  options: ReadInputsOptions = {},
-): Promise<{ files: InputFile[]; diagnostics: Diagnostic[] }> {
-  const files: InputFile[] = [];
-  const { diagnostics } = await visitInputs(paths, options, (file) => files.push(file));
-  return { files, diagnostics };
-}
-
 /**
- * Same as readInputs, handing each file to `visit` as soon as it is read, in the same order,
- * instead of keeping it: the file's text is the visitor's to keep or drop.
+ * Hands each file of the input paths to `visit` as soon as it is read, in order: the file's text
+ * is the visitor's to keep or drop.
  */
 export async function visitInputs(
   paths: readonly string[],

@@ -87,7 +87,7 @@ const containerSchema = z.looseObject({
   restartPolicy: z.string().nullish(),
 });
 
-export const podSpecSchema = z.looseObject({
+const podSpecSchema = z.looseObject({
   containers: z.array(containerSchema).nullish(),
   initContainers: z.array(containerSchema).nullish(),
   hostNetwork: z.boolean().nullish(),

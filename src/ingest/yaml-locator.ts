@@ -12,7 +12,7 @@ import type { SourceLocation } from '../model/types.ts';
 import type { FieldPath, Locator } from './types.ts';
 
 /** How a document is read again: the same options as the first time. */
-export type ReadDocument = (text: string) => Document;
+type ReadDocument = (text: string) => Document;
 
 /** Documents re-read for positions, per file: the most recent few. */
 export class DocumentCache {
@@ -30,7 +30,7 @@ export class DocumentCache {
 }
 
 /** What is noted about a document while its tree exists. */
-export interface DocumentNotes {
+interface DocumentNotes {
   /** Offset of each object's start (the root's, and List items', keyed by their path). */
   readonly starts: ReadonlyMap<string, number>;
   /** Numbers written otherwise than as a decimal integer (`80.0`, `0x50`, `8e1`), by path. */
@@ -42,7 +42,7 @@ export interface DocumentNotes {
 }
 
 /** A map key for a path: each segment after a NUL, so `[]`, `['']` and `['a', '']` differ. */
-export function pathKey(path: FieldPath): string {
+function pathKey(path: FieldPath): string {
   let key = '';
   for (const segment of path) key += `\u0000${segment}`;
   return key;

@@ -8,7 +8,7 @@
 import { KubeApiError } from './errors.ts';
 import type { KubeApi, ResourceKind, ServedResource } from './types.ts';
 
-export interface Discovered {
+interface Discovered {
   readonly served: readonly ServedResource[];
   /** Optional kinds the cluster does not serve. */
   readonly absent: readonly ResourceKind[];

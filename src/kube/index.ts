@@ -6,22 +6,14 @@ export { connect } from './client.ts';
 export { KubeApiError } from './errors.ts';
 export { kubeconfigAvailable, resolveKubeconfig } from './kubeconfig.ts';
 export { discover } from './discovery.ts';
-export {
-  listAll,
-  listPages,
-  parseListBody,
-  DEFAULT_PAGE_SIZE,
-  type ListOptions,
-  type PageFetcher,
-} from './list.ts';
-export { Informer, type InformerHandler, type InformerOptions } from './informer.ts';
-export { readCluster, type ApiObject, type ClusterRead } from './read-cluster.ts';
+export { listAll, listPages, parseListBody, type ListOptions } from './list.ts';
+export { Informer, type InformerHandler } from './informer.ts';
+export { readCluster, type ApiObject } from './read-cluster.ts';
 export { apiRawObjects, objectLocator } from './raw-objects.ts';
 export {
   ALL_RESOURCES,
   POLICY_RESOURCES,
   WORKLOAD_RESOURCES,
-  apiVersionOf,
   collectionPath,
   objectPath,
 } from './resources.ts';

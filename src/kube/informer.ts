@@ -26,7 +26,7 @@ export interface InformerHandler {
   connected?(): void;
 }
 
-export interface InformerOptions {
+interface InformerOptions {
   /** Start by watching from this version (a list happens only if it is gone). */
   readonly resumeFrom?: string;
   readonly pageSize?: number;

@@ -16,7 +16,7 @@ import type { ClusterTarget, KubeconfigRequest } from './types.ts';
 
 const SERVICE_ACCOUNT_ROOT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-export interface ResolvedKubeconfig {
+interface ResolvedKubeconfig {
   readonly config: KubeConfig;
   readonly target: ClusterTarget;
 }

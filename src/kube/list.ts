@@ -8,7 +8,7 @@
 import { KubeApiError } from './errors.ts';
 import type { KubeApi, ListPage, PageCursor, RawApiObject } from './types.ts';
 
-export interface ListCallbacks {
+interface ListCallbacks {
   /** A page of items, in order. */
   onPage(items: readonly RawApiObject[], remainingItemCount: number | undefined): void | Promise<void>;
   /** The list restarts from scratch (its continue token expired): forget the pages so far. */
@@ -16,7 +16,7 @@ export interface ListCallbacks {
 }
 
 /** Default page size, as client-go's informers use. */
-export const DEFAULT_PAGE_SIZE = 500;
+const DEFAULT_PAGE_SIZE = 500;
 
 export interface ListOptions {
   readonly pageSize?: number;
@@ -24,7 +24,7 @@ export interface ListOptions {
 }
 
 /** Fetches one page of a list in some form. */
-export type PageFetcher<P extends PageCursor> = (
+type PageFetcher<P extends PageCursor> = (
   path: string,
   options: { limit: number; continue?: string },
   signal?: AbortSignal,

@@ -16,7 +16,7 @@ export interface ApiObject {
   readonly path: string;
 }
 
-export interface ClusterRead {
+interface ClusterRead {
   readonly objects: readonly ApiObject[];
   readonly diagnostics: readonly Diagnostic[];
 }

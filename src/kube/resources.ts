@@ -56,10 +56,6 @@ export const WORKLOAD_RESOURCES: readonly ResourceKind[] = [
 
 export const ALL_RESOURCES: readonly ResourceKind[] = [...POLICY_RESOURCES, ...WORKLOAD_RESOURCES];
 
-export function apiVersionOf(served: ServedResource): string {
-  return served.resource.group ? `${served.resource.group}/${served.version}` : served.version;
-}
-
 /** `/api/v1/pods`, `/apis/apps/v1/namespaces/shop/deployments`… */
 export function collectionPath(served: ServedResource, namespace?: string): string {
   const base = served.resource.group

@@ -13,7 +13,6 @@
  * The state file (`control-plane.json`, beside where a plain lab keeps `lab.json`) records the plan,
  * the lab's objects and every pid, written before each process starts so a failed `up` is undone.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
 import type { Cluster } from '../model/types.ts';
@@ -44,8 +43,15 @@ import {
   type LabLocation,
 } from './lab-files.ts';
 import { labObjects, type LabOptions } from './lab.ts';
-import { connectPodAgents, podClient, podClients, startAgents, stopAgent } from './pod-agents.ts';
-import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
+import {
+  connectOrClose,
+  removeLabParts,
+  throwIfNotFullyDown,
+  withTeardownProblems,
+  type PodAgentRecord,
+} from './lab-lifecycle.ts';
+import { connectPodAgents, podClient, podClients, startAgents } from './pod-agents.ts';
+import { createNetwork, namespacesOf } from './network.ts';
 import { LabError, type LabPlan } from './topology.ts';
 import { datapathModule, type DatapathKind } from './datapath.ts';
 
@@ -54,7 +60,7 @@ interface ControlPlaneState {
   readonly plan: LabPlan;
   /** The lab's cluster as given to the reflector: namespaces and policies, one Pod per lab pod. */
   readonly objects: readonly object[];
-  readonly podAgents: readonly { readonly pod: string; readonly pid: number; readonly socket: string }[];
+  readonly podAgents: readonly PodAgentRecord[];
   readonly allowNodeLocal: boolean;
   /** What the agents enforce with; absent in labs made before the choice existed: nftables. */
   readonly datapath?: DatapathKind;
@@ -63,10 +69,10 @@ interface ControlPlaneState {
 }
 
 /** How long a write to the lab's etcd may wait (a leader to step down, etcd to answer) by default. */
-export const DEFAULT_ETCD_TIMEOUT_MS = 30_000;
+const DEFAULT_ETCD_TIMEOUT_MS = 30_000;
 
 /** What `lab apply` did through etcd. */
-export interface ControlPlaneApplyReport {
+interface ControlPlaneApplyReport {
   readonly keysWritten: number;
   /** The store's policy revision after the write. */
   readonly revision: number;
@@ -158,10 +164,7 @@ export class ControlPlaneLab {
         return lab;
       } catch (error) {
         store?.close();
-        const problems = await teardown(dir, state);
-        if (problems.length > 0 && error instanceof Error)
-          error.message += `\nwhile removing the half-built lab: ${problems.join('; ')}`;
-        throw error;
+        throw withTeardownProblems(error, await teardown(dir, state));
       }
     } finally {
       lock.release();
@@ -177,13 +180,7 @@ export class ControlPlaneLab {
       throw new LabError(`lab "${name}" has no running control plane (palisade lab down)`);
     const store = await connectLabEtcd(state.controlPlane);
     const lab = ControlPlaneLab.open(state, dir, options, store);
-    try {
-      await connectPodAgents(state.plan, lab.clients);
-    } catch (error) {
-      lab.close();
-      throw error;
-    }
-    return lab;
+    return connectOrClose(lab, state.plan, lab.clients);
   }
 
   private static open(
@@ -207,9 +204,7 @@ export class ControlPlaneLab {
     const lock = takeLock(name, options);
     try {
       const state = readState(dir, name);
-      const problems = await teardown(dir, state);
-      if (problems.length > 0)
-        throw new LabError(`lab "${name}" is not fully down:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+      throwIfNotFullyDown(name, await teardown(dir, state));
       const processes =
         state.podAgents.length + (state.controlPlane ? state.controlPlane.agents.length + 1 : 0);
       return { namespaces: namespacesOf(state.plan).length, processes };
@@ -309,24 +304,11 @@ export function lagLines(reading: Realization): string {
 
 /** Stops the control plane and pod agents, deletes the namespaces and the directory; returns what failed. */
 async function teardown(dir: string, state: ControlPlaneState): Promise<string[]> {
-  const problems: string[] = [];
-  if (state.controlPlane) problems.push(...(await stopControlPlane(state.controlPlane)));
-  for (const agent of state.podAgents) {
-    const problem = stopAgent(agent.pid);
-    if (problem) problems.push(`agent of ${agent.pod}: ${problem}`);
-  }
-  try {
-    await deleteNamespaces(namespacesOf(state.plan));
-  } catch (error) {
-    problems.push(String((error as Error).message));
-  }
+  const problems = state.controlPlane ? await stopControlPlane(state.controlPlane) : [];
   // The agents leave their datapath enforcing when they stop: eBPF's pins outlive the namespaces.
-  if (state.datapath === 'ebpf') problems.push(...(await datapathModule('ebpf')).remove(state.plan));
-  try {
-    rmSync(dir, { recursive: true, force: true });
-  } catch (error) {
-    problems.push(`cannot remove ${dir}: ${(error as Error).message}`);
-  }
+  const removeDatapath = async (plan: LabPlan): Promise<readonly string[]> =>
+    state.datapath === 'ebpf' ? (await datapathModule('ebpf')).remove(plan) : [];
+  problems.push(...(await removeLabParts(dir, state, removeDatapath)));
   return problems;
 }
 

@@ -12,7 +12,6 @@
  * touched; the kernel is the truth of what is enforced and is read back, never assumed; a failed
  * apply is rolled back on every node and the rollback checked.
  */
-import { rmSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { loadFromObjects } from '../ingest/index.ts';
@@ -39,8 +38,15 @@ import {
   writeStateFile,
   type LabLocation,
 } from './lab-files.ts';
-import { createNetwork, deleteNamespaces, namespacesOf } from './network.ts';
-import { connectPodAgents, podClient, podClients, startAgents, stopAgent } from './pod-agents.ts';
+import {
+  connectOrClose,
+  removeLabParts,
+  throwIfNotFullyDown,
+  withTeardownProblems,
+  type PodAgentRecord,
+} from './lab-lifecycle.ts';
+import { createNetwork, namespacesOf } from './network.ts';
+import { connectPodAgents, podClient, podClients, startAgents } from './pod-agents.ts';
 import { familyOf, LabError, podObjects, type LabPlan } from './topology.ts';
 export { DEFAULT_STATE_ROOT, hasControlPlane, requireRoot } from './lab-files.ts';
 
@@ -60,7 +66,7 @@ interface LabState {
   readonly plan: LabPlan;
   /** The lab's cluster: namespaces and policies as given, one Pod per lab pod. */
   readonly objects: readonly object[];
-  readonly agents: readonly { readonly pod: string; readonly pid: number; readonly socket: string }[];
+  readonly agents: readonly PodAgentRecord[];
   readonly allowNodeLocal: boolean;
   readonly killDenied: boolean;
   /** Absent in labs made before the choice existed: nftables. */
@@ -149,13 +155,10 @@ export class Lab {
         state = { ...state, agents: startAgents(plan, dir) };
         writeState(dir, state);
         lab.state = state;
-        await lab.connectAgents();
+        await connectPodAgents(plan, lab.clients);
         return lab;
       } catch (error) {
-        const problems = await Lab.teardown(name, dir, module);
-        if (problems.length > 0 && error instanceof Error)
-          error.message += `\nwhile removing the half-built lab: ${problems.join('; ')}`;
-        throw error;
+        throw withTeardownProblems(error, await Lab.teardown(name, dir, module));
       }
     } finally {
       for (const held of nodeLocks) held.release();
@@ -173,13 +176,7 @@ export class Lab {
     const { dir } = labPaths(name, options.stateRoot);
     const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
     const lab = locked(name, options, () => Lab.assemble(readState(dir, name), dir, options, true, module));
-    try {
-      await lab.connectAgents();
-    } catch (error) {
-      lab.close();
-      throw error;
-    }
-    return lab;
+    return connectOrClose(lab, lab.plan, lab.clients);
   }
 
   /**
@@ -192,9 +189,7 @@ export class Lab {
     const module = await datapathModule(readState(dir, name).datapath ?? 'nftables');
     return locked(name, options, async () => {
       const state = readState(dir, name);
-      const problems = await Lab.teardown(name, dir, module, state);
-      if (problems.length > 0)
-        throw new LabError(`lab "${name}" is not fully down:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+      throwIfNotFullyDown(name, await Lab.teardown(name, dir, module, state));
       return { namespaces: namespacesOf(state.plan).length };
     });
   }
@@ -214,23 +209,8 @@ export class Lab {
       } catch (error) {
         problems.push(String((error as Error).message));
       }
-    if (state) {
-      for (const agent of state.agents) {
-        const problem = stopAgent(agent.pid);
-        if (problem) problems.push(`agent of ${agent.pod}: ${problem}`);
-      }
-      try {
-        await deleteNamespaces(namespacesOf(state.plan));
-      } catch (error) {
-        problems.push(String((error as Error).message));
-      }
-      problems.push(...module.remove(state.plan));
-    }
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch (error) {
-      problems.push(`cannot remove ${dir}: ${(error as Error).message}`);
-    }
+    const lab = state && { plan: state.plan, podAgents: state.agents };
+    problems.push(...(await removeLabParts(dir, lab, (plan) => module.remove(plan))));
     return problems;
   }
 
@@ -272,10 +252,6 @@ export class Lab {
       datapath.close();
       throw error;
     }
-  }
-
-  private async connectAgents(): Promise<void> {
-    await connectPodAgents(this.plan, this.clients);
   }
 
   close(): void {

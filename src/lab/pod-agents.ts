@@ -11,7 +11,7 @@ import { AgentClient } from './agent-client.ts';
 import { sourceEntryCommand } from './source-entry.ts';
 import { LabError, type LabPlan } from './topology.ts';
 
-export const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
+const socketPath = (dir: string, index: number): string => join(dir, `pod${index}.sock`);
 
 /** A client per pod of the plan, for its agent's socket in the lab's directory (not yet connected). */
 export function podClients(plan: LabPlan, dir: string): Map<string, AgentClient> {

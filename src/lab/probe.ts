@@ -10,7 +10,7 @@ import type { AgentClient } from './agent-client.ts';
 import { familyOf, type LabPlan, type LabPod } from './topology.ts';
 
 /** What probing needs of a lab (the plain lab, or the lab with a control plane). */
-export interface ProbedLab {
+interface ProbedLab {
   readonly plan: LabPlan;
   /** The cluster the reference evaluator judges. */
   readonly current: Cluster;

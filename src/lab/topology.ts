@@ -13,7 +13,7 @@
 import { formatIp, parseIp } from '../net/ip.ts';
 import type { Cluster, ContainerPort, Endpoint } from '../model/types.ts';
 
-export interface LabNode {
+interface LabNode {
   readonly name: string;
   readonly index: number;
   readonly netns: string;
@@ -42,7 +42,7 @@ export interface LabPlan {
   readonly skipped: readonly { readonly id: string; readonly reason: string }[];
 }
 
-export interface PlanOptions {
+interface PlanOptions {
   /** Nodes to spread pods without a node over, when the manifests name none. Default 2. */
   readonly nodes?: number;
 }

@@ -349,7 +349,7 @@ const MESSAGE_MAX = 2000;
 const IDENTITY_MAX = 300;
 
 /** `text` with every quoted value longer than QUOTED_MAX cut to its start and its length. */
-export function shortenQuoted(text: string): string {
+function shortenQuoted(text: string): string {
   if (text.length <= QUOTED_MAX) return text;
   // A scan, not a regular expression: one over a 20 MB value overflows the regexp stack.
   let out = '';

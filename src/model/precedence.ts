@@ -26,7 +26,7 @@ const TIE_BITS = 24;
 const PRIORITY_BITS = 10; // 0–1000, plus 1001 for BaselineAdminNetworkPolicy
 
 /** Where each tier sits; NetworkPolicy has no rules here but occupies the middle rank. */
-export const TIER_RANK: Readonly<Record<'Admin' | 'NetworkPolicy' | 'Baseline', number>> = {
+const TIER_RANK: Readonly<Record<'Admin' | 'NetworkPolicy' | 'Baseline', number>> = {
   Admin: 0,
   NetworkPolicy: 1,
   Baseline: 2,
@@ -55,7 +55,7 @@ type Keyed = Pick<ClusterPolicy, 'kind' | 'name' | 'namespace' | 'tier' | 'prior
  * Cilium's policies, whose orders are floats without bounds, the key only names the rule (tier
  * rank 3 and a hash of the policy): lists are put in order by `comparePolicies`, never by key.
  */
-export function policyPrecedenceKey(policy: Keyed): number {
+function policyPrecedenceKey(policy: Keyed): number {
   const tier =
     policyEngine(policy.kind) === 'network-policy-api'
       ? (TIER_RANK[policy.tier as 'Admin' | 'Baseline'] ?? OTHER_RANK)

@@ -27,7 +27,7 @@ export function tierOrder(policies: Iterable<ClusterPolicy>): TierSpec[] {
 }
 
 /** felix's TierLess: by order (none last), then by name. */
-export function compareTiers(a: TierSpec, b: TierSpec): number {
+function compareTiers(a: TierSpec, b: TierSpec): number {
   if (a.order !== b.order) return a.order < b.order ? -1 : 1;
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }

@@ -61,10 +61,6 @@ export function ipBlockIntervals(cidr: Cidr, except: readonly Cidr[]): IpInterva
   return subtractIntervals([cidrInterval(cidr)], normalizeIntervals(except.map(cidrInterval)));
 }
 
-export function intervalContains(interval: IpInterval, ip: IpAddress): boolean {
-  return interval.family === ip.family && ip.value >= interval.lo && ip.value <= interval.hi;
-}
-
 /**
  * Whether `ip` lies in one of `sorted` (normalized: sorted by family and start, disjoint), by
  * binary search — for address sets of thousands of intervals, where a scan per address would

@@ -21,14 +21,13 @@ export interface Cidr {
 }
 
 /** Problems found while parsing an address; `fatal` ones mean the value is unusable or rejected. */
-export interface IpProblem {
+interface IpProblem {
   readonly kind: 'invalid' | 'leading-zero' | 'ipv4-mapped' | 'host-bits' | 'non-canonical';
   readonly fatal: boolean;
   readonly message: string;
 }
 
-export type ParseResult<T> =
-  { ok: true; value: T; problems: IpProblem[] } | { ok: false; problems: IpProblem[] };
+type ParseResult<T> = { ok: true; value: T; problems: IpProblem[] } | { ok: false; problems: IpProblem[] };
 
 const V4_BITS = 32;
 const V6_BITS = 128;

@@ -5,7 +5,6 @@
 import type { PortPrefix } from './types.ts';
 
 export const PORT_BITS = 16;
-export const ALL_PORTS_PREFIX: PortPrefix = { value: 0, len: 0 };
 
 /** The minimal prefixes covering [from, to] (0 ≤ from ≤ to ≤ 65535). */
 export function portRangePrefixes(from: number, to: number): PortPrefix[] {

@@ -71,7 +71,7 @@ function netCovers(outer: NetRef, inner: NetRef): boolean {
 }
 
 /** True when every packet `inner` matches, `outer` matches. */
-export function covers(outer: Rule, inner: Rule): boolean {
+function covers(outer: Rule, inner: Rule): boolean {
   const [of, ot] = ports(outer);
   const [inf, int] = ports(inner);
   return (

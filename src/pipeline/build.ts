@@ -17,7 +17,7 @@ import type {
 } from '../datapaths/index.ts';
 import { PolicyPipeline } from './pipeline.ts';
 
-export interface CompileRequest {
+interface CompileRequest {
   /** Compile and render only this node's pods. */
   readonly node?: string;
   /** The renderers, made over the store the pipeline will use. */
@@ -40,7 +40,7 @@ export function compileCluster(cluster: Cluster, request: CompileRequest = {}): 
   return pipeline;
 }
 
-export interface TargetRequest {
+interface TargetRequest {
   /** Node targets: the node to render (default: every node that has pods, if the target allows). Cluster targets: passed on (e.g. to narrow what is printed). */
   readonly node?: string;
   readonly options?: TargetOptions;

@@ -11,7 +11,7 @@ import { ClusterState, type StateDelta } from '../state/index.ts';
 import type { Renderer } from '../datapaths/index.ts';
 import type { ApplyResult, PipelineChange } from './types.ts';
 
-export interface PipelineOptions {
+interface PipelineOptions {
   /** Compile and render only this node's pods. */
   readonly node?: string;
   readonly renderers?: readonly Renderer[];

@@ -3,7 +3,7 @@
  * layout (layout.ts) and the value codec (codec.ts, prune.ts). Neither side owns it: the reflector
  * writes through it, the agent, `palisade status` and the lab read through it.
  */
-export { KeyLayout, LAYOUT_VERSION, DEFAULT_ROOT, REFLECTED_KINDS } from './layout.ts';
+export { KeyLayout, DEFAULT_ROOT, REFLECTED_KINDS } from './layout.ts';
 export { encodeObject, decodeValue, decodeParsed, valueDigest } from './codec.ts';
 export { pruneObject } from './prune.ts';
 export type * from './types.ts';

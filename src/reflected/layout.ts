@@ -14,7 +14,7 @@
  */
 import type { ReflectedKind } from './types.ts';
 
-export const LAYOUT_VERSION = 'v1';
+const LAYOUT_VERSION = 'v1';
 export const DEFAULT_ROOT = '/palisade';
 
 /** The kinds reflected, with their key segment and scope. */

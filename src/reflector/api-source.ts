@@ -18,7 +18,7 @@ import type { KubeApi, NamespaceScope, ServedResource } from '../kube/types.ts';
 import type { PageEncoder } from './encode-pool.ts';
 import type { EncodedPage, SourceSink, StreamId } from './types.ts';
 
-export interface ApiSourceOptions {
+interface ApiSourceOptions {
   readonly scope: NamespaceScope;
   /** Where each stream resumes from (the writer's recorded versions). */
   readonly resumeFrom: (stream: StreamId) => string | undefined;
@@ -31,7 +31,7 @@ export interface ApiSourceOptions {
   readonly encoder?: PageEncoder;
 }
 
-export interface RunningSource {
+interface RunningSource {
   /** Resolves when every stream holds the whole state once. */
   readonly synced: Promise<void>;
   stop(): void;

@@ -13,7 +13,7 @@ import type { Diagnostic } from '../model/types.ts';
 import { REFLECTED_KINDS } from '../reflected/index.ts';
 import type { SourceSink } from './types.ts';
 
-export interface FileSourceOptions {
+interface FileSourceOptions {
   readonly maxFileBytes?: number;
   /** Diagnostics of every load (located in the files). */
   readonly onDiagnostics: (diagnostics: readonly Diagnostic[]) => void;

@@ -8,5 +8,5 @@ export {
   type ReflectorOptions,
   type ReflectorSource,
 } from './reflector.ts';
-export { EtcdWriter, type WriterOptions } from './writer.ts';
+export { EtcdWriter } from './writer.ts';
 export type * from './types.ts';

@@ -17,7 +17,7 @@ import type { KeyLayout } from '../reflected/index.ts';
 import { encodeItem } from './page-encoder.ts';
 import type { EncodedItem, ReflectorStats, SourceSink, StreamId } from './types.ts';
 
-export interface WriterOptions {
+interface WriterOptions {
   readonly layout: KeyLayout;
   readonly store: EtcdStore;
   /** The leadership fence added to every transaction (none: an unfenced writer, for one reflector). */
@@ -47,7 +47,7 @@ export interface WriterOptions {
  * Marks a recorded version that is a digest of a list's content (manifests have no
  * resourceVersion), not a Kubernetes resourceVersion to resume a watch from.
  */
-export const CONTENT_VERSION = 'content:';
+const CONTENT_VERSION = 'content:';
 
 /** A resourceVersion is written alone (without object changes) at most this often per stream. */
 const LONE_VERSION_INTERVAL_MS = 60_000;

@@ -103,7 +103,7 @@ export function clusterPeerMatches(
 }
 
 /** `*.example.com` matches names with one or more labels before `example.com`; otherwise exact. */
-export function domainMatches(pattern: string, name: string): boolean {
+function domainMatches(pattern: string, name: string): boolean {
   const normalized = name.toLowerCase().replace(/\.$/, '');
   if (!pattern.startsWith('*.')) return normalized === pattern;
   const suffix = pattern.slice(1);
@@ -121,7 +121,7 @@ export function matchingPort(
   return rule.ports.findIndex((entry) => clusterPortMatches(entry, destination, protocol, port));
 }
 
-export function clusterPortMatches(
+function clusterPortMatches(
   entry: ClusterPort,
   destination: Address,
   protocol: Protocol,

@@ -80,13 +80,13 @@ const ciliumMemo = new WeakMap<
 >();
 
 /** One place in the tier's order: a Calico policy, the NetworkPolicies, or Cilium's rules (and the node). */
-export type DefaultTierEntry =
+type DefaultTierEntry =
   | { readonly kind: 'calico'; readonly policy: ClusterPolicy }
   | { readonly kind: 'networkPolicies'; readonly policies: readonly NetworkPolicy[] }
   | { readonly kind: 'segment' };
 
 /** Where the NetworkPolicies' entry sorts among policies of order 1000 (Calico's `knp.default.` names). */
-export const NETWORK_POLICIES_TIE = 'knp.default.';
+const NETWORK_POLICIES_TIE = 'knp.default.';
 
 /** The tier's entries in the order Calico evaluates them (see the header). */
 export function defaultTierEntries(members: DefaultTierMembers): DefaultTierEntry[] {
@@ -200,7 +200,7 @@ export function defaultTierOutcome(
 }
 
 /** The tier's explained answer: a decision (with what a side verdict says), or the step to go on. */
-export type DefaultTierResult =
+type DefaultTierResult =
   | {
       readonly decided: true;
       readonly allowed: boolean;

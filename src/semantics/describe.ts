@@ -72,7 +72,7 @@ export function describeClusterRule(rule: ClusterRule, direction: 'ingress' | 'e
 }
 
 /** Whether the blocks are every address of both families (a rule with no address condition). */
-export function isEverywhere(cidrs: readonly { readonly prefix: number }[]): boolean {
+function isEverywhere(cidrs: readonly { readonly prefix: number }[]): boolean {
   return cidrs.length === 2 && cidrs.every((c) => c.prefix === 0);
 }
 

@@ -71,7 +71,7 @@ export function policyAllows(
  * entry (-1 where the list matches everything), or undefined. Ports are checked first: they are
  * cheaper than peers (an ipBlock with a thousand excepts, a selector of many requirements).
  */
-export function ruleMatch(
+function ruleMatch(
   index: ClusterIndex,
   rule: PolicyRule,
   policyNamespace: string,

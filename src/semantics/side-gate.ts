@@ -24,7 +24,7 @@ export interface OpenGate {
   readonly final?: boolean;
 }
 
-export type SubjectGate = OpenGate | { readonly open: false; readonly endpoint: Endpoint };
+type SubjectGate = OpenGate | { readonly open: false; readonly endpoint: Endpoint };
 
 export type NetworkPolicyGate =
   | OpenGate

@@ -116,7 +116,7 @@ export function tierOutcome(
 }
 
 /** The first rule, by precedence and rule order, whose peer and port match; a fail-closed Deny or Pass matches all. */
-export function decidingRule(
+function decidingRule(
   index: ClusterIndex,
   policies: readonly ClusterPolicy[],
   endpoint: Endpoint,

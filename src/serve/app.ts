@@ -26,9 +26,9 @@ import type { LiveFlows } from './live-flows.ts';
 import type { LiveInput } from './live-input.ts';
 import { guard } from './security.ts';
 import { parsePort, RequestError, type Snapshot } from './snapshot.ts';
-import { firstViewBlock, PAGE_HEAD, PAGE_TAIL, type FirstView } from './page.ts';
+import { firstViewBlock, PAGE_HEAD, PAGE_TAIL } from './page.ts';
 import { inputSummary, summaryAnswer } from './summary.ts';
-import type { HeatmapLevel } from './types.ts';
+import type { ApiAnswers, ApiPath, FirstView, FlowsAnswer, HeatmapLevel, VersionEvent } from './api-types.ts';
 
 const LEVELS: readonly HeatmapLevel[] = ['namespace', 'workload', 'pod'];
 
@@ -54,7 +54,7 @@ function firstPort(ports: PortSet): { port: number; protocol: Protocol } | undef
 }
 
 /** Every endpoint of the API, as GET /api answers (and docs/SERVE.md explains). */
-export const API_ENDPOINTS: Readonly<Record<string, string>> = {
+const API_ENDPOINTS: Readonly<Record<string, string>> = {
   '/api/summary': 'the input: counts, namespaces, ports policies name, diagnostics and lint counts, version',
   '/api/heatmap?level=namespace|workload|pod&port=P&from=&to=':
     'allowed pod pairs aggregated by namespace, by workload of two namespaces, or pod by pod of two workloads',
@@ -140,7 +140,11 @@ export function createApp(
   });
 
   app.get('/api', (c) => c.json({ endpoints: API_ENDPOINTS }));
-  const api = (path: string, answer: (snapshot: Snapshot, c: Context) => unknown): void => {
+  // Each route answers what `ApiAnswers` says its path answers (the page reads it by that type).
+  const api = <P extends ApiPath>(
+    path: P,
+    answer: (snapshot: Snapshot, c: Context) => ApiAnswers[P] | Response | Promise<ApiAnswers[P] | Response>,
+  ): void => {
     app.get(path, async (c) => {
       // The server listens while the input is first read: the page loads meanwhile.
       await live.first;
@@ -240,7 +244,7 @@ export function createApp(
       throw new RequestError(`limit must be a whole number above 0, not "${limitText}"`);
     const records = flows.list();
     const chosen = servedFlows(s, records, filter, c.req.query('q') ?? '');
-    const body = JSON.stringify({
+    const answer: FlowsAnswer = {
       version: flows.version,
       source: flows.description,
       total: records.length,
@@ -248,7 +252,8 @@ export function createApp(
       flows: chosen.length > limit ? chosen.slice(0, limit) : chosen,
       problems: flows.problemList(),
       diagnostics: flows.diagnostics,
-    });
+    };
+    const body = JSON.stringify(answer);
     if (body.length > MAX_ANSWER_BYTES)
       return tooLarge(
         c,
@@ -274,7 +279,7 @@ export function createApp(
   app.get('/api/events', (c) =>
     streamSSE(c, async (stream) => {
       const send = (version: number): Promise<void> =>
-        stream.writeSSE({ event: 'snapshot', data: JSON.stringify({ version }) });
+        stream.writeSSE({ event: 'snapshot', data: JSON.stringify({ version } satisfies VersionEvent) });
       await live.first;
       await send(live.snapshot.version);
       let wake: (() => void) | undefined;
@@ -316,7 +321,10 @@ export function createApp(
         if (flowsLatest !== flowsSent) {
           flowsSent = flowsLatest;
           quiet = false;
-          await stream.writeSSE({ event: 'flows', data: JSON.stringify({ version: flowsLatest }) });
+          await stream.writeSSE({
+            event: 'flows',
+            data: JSON.stringify({ version: flowsLatest } satisfies VersionEvent),
+          });
         }
         if (quiet) await stream.write(': keep-alive\n\n');
       }

@@ -21,32 +21,13 @@ import {
 } from '../flows/index.ts';
 import type { ConnectivityGraph } from '../analysis/index.ts';
 import type { PortQuery } from '../analysis/types.ts';
+import type { FlowJudgement, ObservedOnGraph } from './api-types.ts';
 import { RequestError, type Snapshot } from './snapshot.ts';
 
-/** The `/api/check` question a flow is: its pods by name, or addresses the input has no pod for. */
-export interface FlowQuestion {
-  readonly from: string;
-  readonly to: string;
-  readonly port: string;
-  readonly protocol: string;
-}
-
 /** A record as `/api/flows` answers it: the record itself, and what serve makes of it. */
-export type ServedFlow = FlowRecord & {
-  /** `decidedBy` in `check`'s words (`egress: allowed by shop/api egress[0]; …`). */
-  readonly decidedText: string;
-  /** The staged rules in the same words, when the record has a `staged` part. */
-  readonly stagedText?: string;
-  /** What `/api/check` is asked to explain it; null when serve cannot ask (said in `disagreement`). */
-  readonly check: FlowQuestion | null;
-  /** Where serve's answer differs from the agent's (or serve cannot judge it), in one line. */
-  readonly disagreement?: string;
-};
+type ServedRecord = FlowRecord & FlowJudgement;
 
-interface Judgement {
-  readonly check: FlowQuestion | null;
-  readonly disagreement?: string;
-}
+type Judgement = Pick<FlowJudgement, 'check' | 'disagreement'>;
 
 /** Per snapshot: its pods by name, and each flow's judgement (records repeat the same question). */
 const judgements = new WeakMap<Snapshot, { pods: Map<string, Endpoint>; byFlow: Map<string, Judgement> }>();
@@ -114,7 +95,7 @@ function judge(snapshot: Snapshot, record: FlowRecord): Judgement {
 }
 
 /** The text search of the flow view: names, addresses, nodes, rules, `TCP/5432`. */
-function matchesText(flow: ServedFlow, text: string): boolean {
+function matchesText(flow: ServedRecord, text: string): boolean {
   const haystack = [
     flow.src.pod,
     flow.src.ip,
@@ -145,12 +126,12 @@ export function servedFlows(
   records: readonly FlowRecord[],
   filter: FlowFilter,
   search: string,
-): ServedFlow[] {
+): ServedRecord[] {
   const { staged, ...rest } = filter;
   const chosen = (staged ? stagedView(records) : records).filter((r) => matchesFlow(r, rest));
   const text = search.trim().toLowerCase();
   const served = chosen
-    .map((record): ServedFlow => {
+    .map((record): ServedRecord => {
       const judgement = judge(snapshot, record);
       return {
         ...record,
@@ -165,23 +146,6 @@ export function servedFlows(
   return served.sort(
     (a, b) => (a.verdict === b.verdict ? 0 : a.verdict === 'denied' ? -1 : 1) || b.count - a.count,
   );
-}
-
-/** Observed traffic between two nodes of a drawn graph. */
-export interface ObservedPair {
-  readonly from: string;
-  readonly to: string;
-  /** Connections the datapaths allowed, and denied, summed over the records. */
-  readonly allowed: number;
-  readonly denied: number;
-  /** Index of the graph's arrow between them, when there is one (allowed by the input). */
-  readonly edge?: number;
-}
-
-export interface ObservedOnGraph {
-  readonly pairs: readonly ObservedPair[];
-  /** Records whose ends are not nodes of this graph (folded, addresses, another port). */
-  readonly unplaced: number;
 }
 
 /**

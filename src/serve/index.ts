@@ -4,5 +4,4 @@
  */
 export { serveOn, startServer, type RunningServer } from './server.ts';
 export { listen, type Listener } from './socket/index.ts';
-export { API_ENDPOINTS } from './app.ts';
 export type * from './types.ts';

@@ -17,22 +17,17 @@ import {
   type FlowAgent,
   type FlowRecord,
 } from '../flows/index.ts';
+import type { FlowProblem } from './api-types.ts';
 import type { FlowSource } from './types.ts';
 import { watchPath } from './watch-path.ts';
 
-export interface LiveFlowsOptions {
+interface LiveFlowsOptions {
   /** Quiet period before listeners hear of a change, ms (default 100). */
   readonly debounceMillis?: number;
   /** Pause before an agent that went away is asked again, ms (default 2,000). */
   readonly reconnectMillis?: number;
   /** Most records kept (default: the agent's own default per agent; a file's are all kept). */
   readonly capacity?: number;
-}
-
-/** A source that cannot be read right now, and why (the last records read are still shown). */
-export interface FlowProblem {
-  readonly source: string;
-  readonly message: string;
 }
 
 export class LiveFlows {

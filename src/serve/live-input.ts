@@ -9,7 +9,7 @@ import { Snapshot } from './snapshot.ts';
 import type { ServeOptions } from './types.ts';
 import { watchPath } from './watch-path.ts';
 
-export type SnapshotListener = (snapshot: Snapshot) => void;
+type SnapshotListener = (snapshot: Snapshot) => void;
 
 export class LiveInput {
   private current?: Snapshot;

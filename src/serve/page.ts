@@ -5,20 +5,10 @@
  * block the browser does not execute, so the page draws its first view without asking the API.
  * The bundle is a module script: it runs once the whole document has arrived, block included.
  */
-import type { Heatmap } from './types.ts';
-import type { SummaryAnswer } from './summary.ts';
+import type { FirstView } from './api-types.ts';
 
 /** The `id` of the first view's JSON block (web/src/first-view.ts reads it). */
-export const FIRST_VIEW_ID = 'palisade-first-view';
-
-/** The data the page shows first, embedded in its document. */
-export interface FirstView {
-  readonly summary: SummaryAnswer;
-  /** The port the heatmap is for, as the page chooses it: the address's `?port=`, else `summary.defaultPort`. */
-  readonly port: string;
-  /** `/api/heatmap?level=namespace&port=…`; absent when that port is not one (the API says why). */
-  readonly heatmap?: Heatmap;
-}
+const FIRST_VIEW_ID = 'palisade-first-view';
 
 export const PAGE_HEAD = `<!doctype html>
 <html lang="en">

@@ -11,7 +11,7 @@ import type { ClassAnswers, Matrix, PortQuery } from '../analysis/types.ts';
 import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
 import { EMPTY_PORTS, isNoPorts, type PortSet } from '../semantics/index.ts';
 import { orderForStructure } from './ordering.ts';
-import type { HeatAxis, Heatmap, HeatmapLevel } from './types.ts';
+import type { HeatAxis, Heatmap, HeatmapLevel } from './api-types.ts';
 
 /** A group of pods: a namespace or a workload, as a range of the sorted pod list. */
 interface Group {

@@ -29,7 +29,8 @@ import type { LoadResult } from '../ingest/types.ts';
 import type { Endpoint, Semantics } from '../model/types.ts';
 import type { PortQuery } from '../analysis/types.ts';
 import { Reachability } from './reachability.ts';
-import { objectSource, type ObjectSource } from './sources.ts';
+import type { ObjectSource } from './api-types.ts';
+import { objectSource } from './sources.ts';
 
 /** A request the client got wrong: answered with 400 and the message. */
 export class RequestError extends Error {}

@@ -6,16 +6,7 @@
 import { stringify } from 'yaml';
 import type { RawObject } from '../ingest/types.ts';
 import { rawIdentity } from '../analysis/index.ts';
-
-export interface ObjectSource {
-  /** `Kind ns/name`, or `Kind name` for cluster-scoped kinds. */
-  readonly object: string;
-  readonly file: string;
-  readonly line: number;
-  readonly column: number;
-  /** The object as read, written as YAML. */
-  readonly yaml: string;
-}
+import type { ObjectSource } from './api-types.ts';
 
 /** The last definition of the object in the input (as the cluster is built), or undefined. */
 export function objectSource(rawObjects: readonly RawObject[], object: string): ObjectSource | undefined {

@@ -4,36 +4,8 @@
  */
 import { summarizeDiagnostics } from '../analysis/index.ts';
 import type { Cluster } from '../model/types.ts';
+import type { InputSummary, SummaryAnswer } from './api-types.ts';
 import { parsePort, type Snapshot } from './snapshot.ts';
-
-export interface InputSummary {
-  readonly version: number;
-  readonly readAt: number;
-  readonly namespaces: number;
-  readonly pods: number;
-  readonly workloads: number;
-  readonly policies: number;
-  readonly clusterPolicies: number;
-  /** `80/TCP`, `dns/UDP`…: ports the policies' rules name, most used first. */
-  readonly ports: readonly string[];
-  /**
-   * The port the page opens on: `any`, or for large inputs (allowed port sets cost a port set per
-   * pair of pods) the port the policies name most. The server computes its heatmap ahead.
-   */
-  readonly defaultPort: string;
-  /** Whether a diff view exists (`--against`). */
-  readonly against: boolean;
-}
-
-/** What `/api/summary` answers. */
-export interface SummaryAnswer extends InputSummary {
-  /** Why the last reading failed (the page shows the previous one), or null. */
-  readonly readError: string | null;
-  /** The diagnostics' counts in words (`2 errors, 1 warning`). */
-  readonly diagnosticCounts: string;
-  /** Where observed flows come from (a flow file's path, the agents), or null without any. */
-  readonly flows: string | null;
-}
 
 /** Pods above which the page opens on one port rather than on any. */
 const ANY_PORT_PODS = 2000;

@@ -1,16 +1,16 @@
 /**
- * Contracts of `palisade serve`: what it is started with, and the heatmap data the page and
- * scripts read from `/api/heatmap` (docs/SERVE.md documents every endpoint).
+ * Contracts of `palisade serve`: what it is started with. What its JSON API answers, the page
+ * and scripts read, is in api-types.ts (docs/SERVE.md documents every endpoint).
  */
 import type { FlowAgent } from '../flows/index.ts';
 import type { LoadResult } from '../ingest/types.ts';
 import type { Semantics } from '../model/types.ts';
 
 /** Reads one input (files or a cluster) again; `serve` calls it at start and on every change. */
-export type InputReader = () => Promise<LoadResult>;
+type InputReader = () => Promise<LoadResult>;
 
 /** Starts watching for changes (`changed` on each); resolves with the function that stops it. */
-export type ChangeSource = (changed: () => void) => Promise<() => void>;
+type ChangeSource = (changed: () => void) => Promise<() => void>;
 
 /**
  * Where the flow views read what the datapaths saw: a flow file (NDJSON records, what
@@ -43,31 +43,4 @@ export interface ServeOptions {
   readonly flows?: FlowSource;
   /** Quiet period after a file event before the input is read again, ms (default 50). */
   readonly debounceMillis?: number;
-}
-
-export type HeatmapLevel = 'namespace' | 'workload' | 'pod';
-
-/** A row or column of a heatmap: a namespace, a workload or a pod. */
-export interface HeatAxis {
-  /** `ns`, `ns/name[Kind]` or `ns/pod`: what drilling down or `/api/check` takes. */
-  readonly id: string;
-  readonly label: string;
-  /** Pods it stands for. */
-  readonly pods: number;
-}
-
-export interface Heatmap {
-  readonly level: HeatmapLevel;
-  /** `80/TCP`, `http/TCP`, or `any` (allowed on at least one port). */
-  readonly port: string;
-  readonly rows: readonly HeatAxis[];
-  readonly columns: readonly HeatAxis[];
-  /**
-   * `[row, column, allowed]` for every cell with at least one allowed pod pair: the pod pairs
-   * of a cell are `rows[r].pods × columns[c].pods` (less a pod's pair with itself).
-   */
-  readonly cells: readonly (readonly [number, number, number])[];
-  /** Time the aggregation took on the server (the matrix of the port is computed once). */
-  readonly millis: number;
-  readonly engine: string;
 }

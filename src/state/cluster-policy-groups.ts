@@ -32,7 +32,7 @@ const NOTHING = (key: string): LabelSelector =>
   ]);
 
 /** A peer's namespace match as a selector, for a subject in a namespace with these labels. */
-export function namespaceSelectorFor(match: NamespaceMatch, subjectLabels: Labels): LabelSelector {
+function namespaceSelectorFor(match: NamespaceMatch, subjectLabels: Labels): LabelSelector {
   if (match.selector) return match.selector;
   const keys = match.sameLabels ?? match.notSameLabels ?? [];
   if (keys.length === 0) return NOTHING('palisade.dev/empty');
@@ -57,7 +57,7 @@ export function isRelativePeer(peer: ClusterPeer): boolean {
 }
 
 /** The group a pods/namespaces peer stands for (optionally one named port's members on one protocol). */
-export function clusterPeerGroupSpec(
+function clusterPeerGroupSpec(
   peer: Extract<ClusterPeer, { type: 'pods' }>,
   subjectLabels: Labels,
   namedPort?: { readonly name: string; readonly protocol: Protocol },

@@ -31,7 +31,7 @@ interface SlotSelections {
 }
 
 /** What the store reads from the rest of ClusterState. */
-export interface ClusterPolicyHost {
+interface ClusterPolicyHost {
   readonly groups: GroupIndex;
   namespaceLabels(namespace: string): Labels | undefined;
   pod(id: string): Endpoint | undefined;

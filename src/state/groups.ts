@@ -14,7 +14,7 @@ import { countPort, GroupRecord } from './group-record.ts';
 import type { AddressGroup, GroupMember, GroupSpec } from './types.ts';
 
 /** The store, as the group index sees it. */
-export interface GroupHost {
+interface GroupHost {
   pod(id: string): Endpoint | undefined;
   namespaceLabels(namespace: string): Labels | undefined;
   allPods(): Iterable<Endpoint>;

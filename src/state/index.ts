@@ -6,7 +6,6 @@ export { clusterPolicyOwner } from './cluster-policy-store.ts';
 export {
   ALL_PODS,
   clusterRuleNets,
-  clusterPeerGroupSpec,
   hasNodesPeers,
   hasRelativePeers,
   hasSubjectNodePeers,
@@ -19,7 +18,6 @@ export {
   policyTemplates,
   selectorGroupSpec,
   type PeerNet,
-  type PolicyTemplates,
   type RuleTemplate,
 } from './policy-groups.ts';
 export type * from './types.ts';

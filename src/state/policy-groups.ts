@@ -78,12 +78,12 @@ export interface RuleTemplate {
 }
 
 /** A group a policy's templates reference: its key and spec. */
-export interface GroupUse {
+interface GroupUse {
   readonly key: string;
   readonly spec: GroupSpec;
 }
 
-export interface PolicyTemplates {
+interface PolicyTemplates {
   readonly ingress: readonly RuleTemplate[];
   readonly egress: readonly RuleTemplate[];
   /** Every group the templates reference, de-duplicated (a list: a policy uses a handful). */

@@ -8,7 +8,7 @@ import { selectorMatches } from '../model/selector.ts';
 import type { LabelSelector } from '../model/types.ts';
 import type { LabelSetEntry, LabelSetIndex } from './label-sets.ts';
 
-export interface SubjectEntry {
+interface SubjectEntry {
   readonly namespace: string;
   readonly selector: LabelSelector;
   /** Keys (`ns/name`) of the policies using this podSelector. */

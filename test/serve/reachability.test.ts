@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { computeMatrix } from '../../src/analysis/matrix.ts';
 import { Reachability } from '../../src/serve/reachability.ts';
 import { isNoPorts } from '../../src/semantics/index.ts';
-import type { Heatmap } from '../../src/serve/types.ts';
+import type { Heatmap } from '../../src/serve/api-types.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { clusterOf } from '../helpers/builders.ts';
 import { propertyRuns } from '../helpers/property-runs.ts';

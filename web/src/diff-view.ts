@@ -3,31 +3,13 @@
  * input and the one shown, with the ports on each side and the changed objects that caused
  * each (what `palisade diff -o json` prints), linked to their sources.
  */
-import { api } from './api.ts';
+import { api, type DiffAnswer } from './api.ts';
 import { append, clear, count, el } from './dom.ts';
 import type { ExplainPanel } from './explain.ts';
 
-interface Connection {
-  readonly from: string;
-  readonly fromKind: string;
-  readonly to: string;
-  readonly toKind: string;
-  readonly change: 'added' | 'removed' | 'changed';
-  readonly before: string;
-  readonly after: string;
-  readonly causes: readonly string[];
-}
-
-interface DiffDoc {
-  readonly endpoints: { added: { id: string; kind: string }[]; removed: { id: string; kind: string }[] };
-  readonly objects: readonly { object: string; change: string }[];
-  readonly connections: readonly Connection[];
-  readonly summary: { added: number; removed: number; changed: number };
-}
-
 export class DiffView {
   readonly root = el('section', { class: 'diff', 'aria-label': 'diff' });
-  private doc: DiffDoc | undefined;
+  private doc: DiffAnswer | undefined;
 
   constructor(
     private readonly details: ExplainPanel,
@@ -35,7 +17,7 @@ export class DiffView {
   ) {}
 
   async reload(): Promise<void> {
-    this.doc = await api<DiffDoc>('/api/diff');
+    this.doc = await api('/api/diff');
     this.render();
   }
 

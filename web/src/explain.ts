@@ -3,44 +3,8 @@
  * direction's tier walk, the rules that matched and those that missed, with why), every policy
  * named as a link to its source (file, line, and the object as read).
  */
-import { api, type ServedFlow } from './api.ts';
+import { api, type CheckAnswer, type RuleNote, type ServedFlow, type SideAnswer } from './api.ts';
 import { clear, el } from './dom.ts';
-
-interface RuleNote {
-  readonly policy: string;
-  readonly rule: number;
-  readonly reason?: string;
-}
-
-interface Direction {
-  readonly direction: string;
-  readonly endpoint: string;
-  readonly allowed: boolean;
-  readonly isolated: boolean;
-  readonly reason: string;
-  readonly policies: readonly string[];
-  readonly matches: readonly RuleNote[];
-  readonly misses: readonly RuleNote[];
-  readonly walk?: readonly { tier: string; outcome: string; policies: readonly string[] }[];
-}
-
-interface CheckAnswer {
-  readonly from: string;
-  readonly to: string;
-  readonly protocol: string;
-  readonly port: number;
-  readonly portName?: string;
-  readonly verdict: { allowed: boolean; egress?: Direction; ingress?: Direction; reason?: string };
-  readonly text: string;
-}
-
-interface ObjectSource {
-  readonly object: string;
-  readonly file: string;
-  readonly line: number;
-  readonly column: number;
-  readonly yaml: string;
-}
 
 /** A policy as explanations name it (`ns/name`, `anp/name`…) → the object name the API takes. */
 export function policyObject(name: string): string {
@@ -84,15 +48,7 @@ export class ExplainPanel {
   async why(level: 'namespace' | 'workload' | 'pod', from: string, to: string, port: string): Promise<void> {
     this.open(el('h2', {}, `${from} → ${to}`), el('p', {}, 'asking…'));
     try {
-      const answer = await api<CheckAnswer & { cell: { level: string; from: string; to: string } }>(
-        '/api/why',
-        {
-          level,
-          from,
-          to,
-          port,
-        },
-      );
+      const answer = await api('/api/why', { level, from, to, port });
       this.showAnswer(
         answer,
         level === 'pod'
@@ -123,7 +79,7 @@ export class ExplainPanel {
     const [number, protocol] = port.split('/');
     this.open(el('h2', {}, `${from} → ${to}`), el('p', {}, 'asking…'));
     try {
-      const answer = await api<CheckAnswer>('/api/check', {
+      const answer = await api('/api/check', {
         from,
         to,
         port: number,
@@ -174,7 +130,7 @@ export class ExplainPanel {
     }
     this.open(el('h2', {}, title), observed, el('p', {}, 'asking…'));
     try {
-      const answer = await api<CheckAnswer>('/api/check', flow.check);
+      const answer = await api('/api/check', { ...flow.check });
       this.showAnswer(answer, observed);
     } catch (error) {
       this.open(el('h2', {}, title), observed, el('p', { class: 'error' }, (error as Error).message));
@@ -184,7 +140,7 @@ export class ExplainPanel {
   private showAnswer(answer: CheckAnswer, context?: string | HTMLElement): void {
     const { verdict } = answer;
     const port = `${answer.protocol}/${answer.port}${answer.portName ? ` (${answer.portName})` : ''}`;
-    const directions = [verdict.egress, verdict.ingress].filter((d): d is Direction => d !== undefined);
+    const directions = [verdict.egress, verdict.ingress];
     this.open(
       typeof context === 'string' ? el('p', { class: 'context' }, context) : context,
       el('h2', {}, `${answer.from} → ${answer.to}`),
@@ -198,7 +154,7 @@ export class ExplainPanel {
     );
   }
 
-  private direction(d: Direction): HTMLElement {
+  private direction(d: SideAnswer): HTMLElement {
     const rule = (note: RuleNote): HTMLElement =>
       el(
         'li',
@@ -210,7 +166,12 @@ export class ExplainPanel {
     return el(
       'section',
       { class: `direction ${d.allowed ? 'allowed' : 'denied'}` },
-      el('h3', {}, `${d.direction} of ${d.endpoint}: ${d.allowed ? 'allowed' : 'denied'}`),
+      el(
+        'h3',
+        {},
+        // A side outside the cluster (an address) has no endpoint whose policies decide it.
+        `${d.direction}${d.endpoint !== undefined ? ` of ${d.endpoint}` : ''}: ${d.allowed ? 'allowed' : 'denied'}`,
+      ),
       el('p', {}, d.reason),
       d.walk?.length
         ? el(
@@ -244,7 +205,7 @@ export class ExplainPanel {
 
   async source(object: string): Promise<void> {
     try {
-      const found = await api<ObjectSource>('/api/object', { name: object });
+      const found = await api('/api/object', { name: object });
       this.open(
         el('h2', {}, found.object),
         el('p', { class: 'location' }, `${found.file}:${found.line}:${found.column}`),

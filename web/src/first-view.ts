@@ -4,14 +4,7 @@
  * heatmap the page opens on, so the first view is drawn without a request to the API. Taken
  * once: every later view asks the API.
  */
-import type { Heatmap, Summary } from './api.ts';
-
-export interface FirstView {
-  readonly summary: Summary;
-  /** The port the heatmap is for: the address's `?port=`, else `summary.defaultPort`. */
-  readonly port: string;
-  readonly heatmap?: Heatmap;
-}
+import type { FirstView } from './api.ts';
 
 /** The embedded data, removed from the document; undefined when there is none. */
 export function takeFirstView(): FirstView | undefined {

@@ -59,7 +59,7 @@ export class FlowsView {
   }
 
   async reload(): Promise<void> {
-    const answer = await api<FlowsAnswer>('/api/flows', {
+    const answer = await api('/api/flows', {
       verdict: this.verdict.value,
       staged: this.staged.checked ? 'true' : undefined,
       q: this.search().trim(),

@@ -9,39 +9,13 @@
  * allowed) are outlined, the caption naming the first few — at any level of aggregation, since
  * the server places each flow on the nodes its pods are drawn in.
  */
-import { api } from './api.ts';
+import { api, type GraphAnswer, type ObservedOnGraph, type ObservedPair } from './api.ts';
 import { clear, count, el, svgFrom } from './dom.ts';
 import { fitLabels } from './fit-labels.ts';
 
-interface GraphNode {
-  readonly id: string;
-  readonly label: string;
-  readonly kind: 'endpoint' | 'namespace' | 'addresses';
-  readonly namespace?: string;
-}
-
-interface GraphEdge {
-  readonly from: string;
-  readonly to: string;
-  readonly label: string;
-}
-
-/** Observed traffic between two drawn nodes (src/serve/flow-view.ts ObservedPair). */
-interface ObservedPair {
-  readonly from: string;
-  readonly to: string;
-  readonly allowed: number;
-  readonly denied: number;
-  readonly edge?: number;
-}
-
-interface Graph {
-  readonly title: string;
-  readonly nodes: readonly GraphNode[];
-  readonly edges: readonly GraphEdge[];
-  readonly svg: string;
-  readonly observed?: { readonly pairs: readonly ObservedPair[]; readonly unplaced: number };
-}
+/** A graph as drawn: `/api/graph` asked with `svg=1`. */
+type Graph = GraphAnswer & { readonly svg: string };
+type GraphNode = Graph['nodes'][number];
 
 export interface GraphHost {
   port(): string;
@@ -97,13 +71,15 @@ export class GraphView {
     const started = performance.now();
     this.canvas.setAttribute('aria-busy', 'true');
     try {
-      const graph = await api<Graph>('/api/graph', {
+      const answer = await api('/api/graph', {
         port: this.host.port(),
         'group-by': 'auto',
         namespace: this.namespace,
         svg: '1',
         flows: this.host.flows() ? '1' : undefined,
       });
+      if (answer.svg === undefined) throw new Error('the server sent no drawing');
+      const graph: Graph = { ...answer, svg: answer.svg };
       this.graph = graph;
       this.draw(graph);
       this.host.status(
@@ -125,7 +101,7 @@ export class GraphView {
   async reloadObserved(): Promise<void> {
     const graph = this.graph;
     if (!graph || !this.host.flows()) return;
-    const fresh = await api<Omit<Graph, 'svg'>>('/api/graph', {
+    const fresh = await api('/api/graph', {
       port: this.host.port(),
       'group-by': 'auto',
       namespace: this.namespace,
@@ -190,7 +166,7 @@ export class GraphView {
   }
 
   /** Arrows that carried observed traffic, and the nodes of observed flows no arrow stands for. */
-  private markObserved(graph: Graph, observed: NonNullable<Graph['observed']>): void {
+  private markObserved(graph: Graph, observed: ObservedOnGraph): void {
     const label = (id: string): string => graph.nodes.find((n) => n.id === id)?.label ?? id;
     const node = (id: string): Element | null => {
       const index = graph.nodes.findIndex((n) => n.id === id);

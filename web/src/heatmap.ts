@@ -85,7 +85,7 @@ export class HeatmapView {
       const data =
         preloaded && level.level === 'namespace' && this.preloadedPort === this.host.port()
           ? preloaded
-          : await api<Heatmap>('/api/heatmap', {
+          : await api('/api/heatmap', {
               level: level.level,
               port: this.host.port(),
               from: level.from,

@@ -2,31 +2,13 @@
  * Lint findings and the input's diagnostics (what `palisade lint` reports), each linked to the
  * object it is about; filtered by the search text.
  */
-import { api } from './api.ts';
+import { api, type LintAnswer } from './api.ts';
 import { append, clear, count, el } from './dom.ts';
 import type { ExplainPanel } from './explain.ts';
 
-interface Finding {
-  readonly code: string;
-  readonly severity: 'error' | 'warning' | 'info';
-  readonly message: string;
-  readonly hint: string;
-  readonly file: string;
-  readonly line: number;
-  readonly column: number;
-  readonly object?: string;
-  readonly path?: string;
-}
-
-interface LintReport {
-  readonly findings: readonly Finding[];
-  readonly summary: { error: number; warning: number; info: number };
-  readonly skipped: readonly { check: string; reason: string }[];
-}
-
 export class LintView {
   readonly root = el('section', { class: 'lint', 'aria-label': 'lint findings' });
-  private report: LintReport | undefined;
+  private report: LintAnswer | undefined;
 
   constructor(
     private readonly details: ExplainPanel,
@@ -34,7 +16,7 @@ export class LintView {
   ) {}
 
   async reload(): Promise<void> {
-    this.report = await api<LintReport>('/api/lint');
+    this.report = await api('/api/lint');
     this.render();
   }
 

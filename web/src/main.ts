@@ -6,7 +6,7 @@
  * where the user is.
  */
 import './style.css';
-import { api, type Summary } from './api.ts';
+import { api, type SummaryAnswer, type VersionEvent } from './api.ts';
 import { clear, count, el } from './dom.ts';
 import { DiffView } from './diff-view.ts';
 import { FlowsView } from './flows-view.ts';
@@ -19,7 +19,7 @@ import { LintView } from './lint-view.ts';
 type Tab = 'heatmap' | 'graph' | 'lint' | 'diff' | 'flows';
 
 class App {
-  private summary: Summary | undefined;
+  private summary: SummaryAnswer | undefined;
   private shownVersion = 0;
   private tab: Tab = 'heatmap';
   private readonly counts = el('span', { class: 'counts' });
@@ -85,8 +85,8 @@ class App {
     this.listen();
   }
 
-  private async loadSummary(embedded?: Summary): Promise<void> {
-    const summary = embedded ?? (await api<Summary>('/api/summary'));
+  private async loadSummary(embedded?: SummaryAnswer): Promise<void> {
+    const summary = embedded ?? (await api('/api/summary'));
     this.summary = summary;
     this.shownVersion = summary.version;
     document.body.dataset.version = String(summary.version);
@@ -178,7 +178,7 @@ class App {
     events.addEventListener('open', () => (this.live.textContent = 'live'));
     events.addEventListener('error', () => (this.live.textContent = 'reconnecting…'));
     events.addEventListener('snapshot', (event) => {
-      const { version } = JSON.parse((event as MessageEvent<string>).data) as { version: number };
+      const { version } = JSON.parse((event as MessageEvent<string>).data) as VersionEvent;
       if (version === this.shownVersion) return;
       void this.loadSummary().then(() => {
         this.status(`input changed: snapshot ${version}`);
@@ -187,7 +187,7 @@ class App {
     });
     // New observed flows: the views that show them are drawn again (the others are not).
     events.addEventListener('flows', (event) => {
-      const { version } = JSON.parse((event as MessageEvent<string>).data) as { version: number };
+      const { version } = JSON.parse((event as MessageEvent<string>).data) as VersionEvent;
       const shown =
         this.tab === 'flows'
           ? this.refresh()

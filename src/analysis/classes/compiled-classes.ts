@@ -31,7 +31,7 @@ import { addressOrder, ClassNets } from './class-nets.ts';
 import { openAnswer, sideAnswer, type SideAnswer } from './side-answers.ts';
 import { joinFamily, type Atom, type FamilyJoin } from './sparse-join.ts';
 
-export interface CompiledClassesOptions {
+interface CompiledClassesOptions {
   /** Traffic between a pod and its own node is allowed by NetworkPolicy (default true). */
   readonly allowNodeLocal?: boolean;
   /** Only these ports matter (the queried ones): atoms outside them are not computed. */

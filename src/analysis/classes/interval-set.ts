@@ -10,14 +10,6 @@ export type IntervalSet = Int32Array;
 
 export const EMPTY_SET: IntervalSet = new Int32Array(0);
 
-export function fullSet(n: number): IntervalSet {
-  return n === 0 ? EMPTY_SET : Int32Array.of(0, n);
-}
-
-export function isEmptySet(set: IntervalSet): boolean {
-  return set.length === 0;
-}
-
 /** Number of members. */
 export function setSize(set: IntervalSet): number {
   let size = 0;

@@ -24,7 +24,7 @@ import {
   type PeerSet,
 } from './interval-set.ts';
 
-export interface SidePiece {
+interface SidePiece {
   readonly protocol: Protocol;
   readonly from: number;
   readonly to: number;
@@ -37,7 +37,7 @@ export interface SideAnswer {
   readonly pieces: readonly SidePiece[];
 }
 
-export type Direction = 'ingress' | 'egress';
+type Direction = 'ingress' | 'egress';
 
 /** Every port of every protocol to every class of the family: a side no policy restricts. */
 export function openAnswer(all: IntervalSet): SideAnswer {
@@ -69,7 +69,7 @@ export function answerAt(answer: SideAnswer, protocol: Protocol, port: number): 
 const PROTOCOL_ORDER: Record<Protocol, number> = { TCP: 0, UDP: 1, SCTP: 2 };
 
 /** The port bounds where the rules' decisions may change, per protocol (each list starts at 1). */
-export function ruleCuts(rules: Iterable<Rule>, cuts: Record<Protocol, Set<number>>): void {
+function ruleCuts(rules: Iterable<Rule>, cuts: Record<Protocol, Set<number>>): void {
   for (const rule of rules) {
     const from = rule.dstPorts?.[0] ?? 1;
     const to = rule.dstPorts?.[1] ?? 65535;
@@ -90,7 +90,7 @@ function onlyCuts(only: PortSet, cuts: Record<Protocol, Set<number>>): void {
     }
 }
 
-export function emptyCuts(): Record<Protocol, Set<number>> {
+function emptyCuts(): Record<Protocol, Set<number>> {
   return { TCP: new Set([1]), UDP: new Set([1]), SCTP: new Set([1]) };
 }
 

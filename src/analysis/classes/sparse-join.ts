@@ -45,7 +45,7 @@ export interface Atom {
  * Patterns of atoms, interned: pattern 0 is "no atom", and `child(p, i)` is pattern p with atom i
  * added (atoms are added in increasing order, so each set of atoms has one pattern).
  */
-export class AtomPatterns {
+class AtomPatterns {
   readonly parent: number[] = [0];
   readonly atomOf: number[] = [-1];
   private readonly children = new Map<number, number>();

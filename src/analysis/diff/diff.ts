@@ -45,7 +45,7 @@ import {
 } from './objects.ts';
 import type { ConnectionChange, ConnectivityDiff, DiffPeer, ObjectChange } from './types.ts';
 
-export interface DiffOptions {
+interface DiffOptions {
   /** Default `v1`. */
   readonly semantics?: Semantics;
   /** Compare workloads (default: a workload's pods together) or pods one by one. */

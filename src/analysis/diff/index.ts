@@ -1,8 +1,8 @@
 /**
  * Semantic diff and NCA's set queries between two inputs.
  */
-export { diffConnectivity, type DiffOptions } from './diff.ts';
+export { diffConnectivity } from './diff.ts';
 export { classDiff, type ClassDiff } from './classes.ts';
 export { objectChanges, endpointObject } from './objects.ts';
 export type * from './types.ts';
-export { runQuery, overSharedTopology, type QueryName, type QueryResult, type Witness } from './queries.ts';
+export { runQuery, type QueryName, type QueryResult, type Witness } from './queries.ts';

@@ -27,7 +27,7 @@ export function contentKey(value: unknown): string {
  * Whether two model values are equal as `contentKey` sees them (locations left out, and the uid
  * and generation of the objects themselves), without building either key.
  */
-export function sameContent(a: unknown, b: unknown, top = true): boolean {
+function sameContent(a: unknown, b: unknown, top = true): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
@@ -99,14 +99,6 @@ export function clusterPolicyObject(policy: Pick<ClusterPolicy, 'kind' | 'name' 
   return clusterPolicyObjectName(policy);
 }
 
-/** The fields of an endpoint that policy reads, each as a comparable string. */
-export function endpointFields(endpoint: Endpoint, cluster: Cluster): Record<string, string> {
-  return {
-    ...ownFields(endpoint),
-    'namespace labels': contentKey(cluster.namespaces.get(endpoint.namespace)?.labels ?? {}),
-  };
-}
-
 /** An endpoint's own fields (its namespace's labels are the Namespace's). */
 function ownFields(endpoint: Endpoint): Record<string, string> {
   return {
@@ -139,7 +131,7 @@ export class EndpointFieldKeys {
     return found;
   }
 
-  /** The key of every field policy reads (`endpointFields`), its namespace's labels included. */
+  /** The key of every field policy reads, its namespace's labels included. */
   keyOf(endpoint: Endpoint): string {
     let namespace = this.namespaceKeys.get(endpoint.namespace);
     if (namespace === undefined) {
@@ -148,18 +140,6 @@ export class EndpointFieldKeys {
     }
     return `${this.ownOf(endpoint).key}\u0000${namespace}`;
   }
-}
-
-/** Fields of an endpoint that differ between the two inputs (namespace labels included). */
-export function changedFields(
-  before: Endpoint,
-  beforeCluster: Cluster,
-  after: Endpoint,
-  afterCluster: Cluster,
-): string[] {
-  const a = endpointFields(before, beforeCluster);
-  const b = endpointFields(after, afterCluster);
-  return Object.keys(a).filter((k) => a[k] !== b[k]);
 }
 
 interface Keyed {

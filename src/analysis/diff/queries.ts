@@ -49,12 +49,12 @@ export interface QueryResult {
   readonly witnesses: readonly Witness[];
 }
 
-export interface QueryOptions {
+interface QueryOptions {
   readonly semantics?: Semantics;
 }
 
 /** The two inputs' policies over the namespaces, endpoints and nodes of both. */
-export function overSharedTopology(first: Cluster, second: Cluster): [Cluster, Cluster] {
+function overSharedTopology(first: Cluster, second: Cluster): [Cluster, Cluster] {
   const namespaces = new Map<string, Namespace>(second.namespaces);
   for (const [name, ns] of first.namespaces)
     if (!ns.implicit || !namespaces.has(name)) namespaces.set(name, ns);

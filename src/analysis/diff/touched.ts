@@ -27,7 +27,7 @@ import { EndpointIndex } from '../endpoint-index.ts';
 import type { SidedEvaluator, Side } from '../sided.ts';
 
 /** The ends a changed side can reach: every one, or these endpoints (by object) and these ranges. */
-export type Reach =
+type Reach =
   'all' | { readonly endpoints: ReadonlySet<Endpoint>; readonly ranges: ReadonlySet<AddressRange> };
 
 export class ReachFinder {

@@ -150,14 +150,14 @@ function tiersText(id: string | undefined): string {
   return id ? ` (tiers ${id})` : '';
 }
 
-export function formatStats(stats: CompileStats): string {
+function formatStats(stats: CompileStats): string {
   return (
     `stats: ${countOf(stats.pods, 'pod')} compiled, ${countOf(stats.tables, 'distinct table')}, ${countOf(stats.rules, 'rule')}, ${countOf(stats.groups, 'address group')}, ` +
     `${stats.sharedTableRatio.toFixed(2)} pod-directions per table, ${stats.millis.toFixed(1)} ms`
   );
 }
 
-export function ruleJson(rule: Rule): object {
+function ruleJson(rule: Rule): object {
   return {
     action: rule.action,
     protocol: rule.protocol,

@@ -33,12 +33,7 @@ const perPairs =
   };
 
 const json: ClassDiffWriter = (classes, write) => {
-  const doc = diffJson(classes.diff) as {
-    endpoints: { added: unknown[]; removed: unknown[] };
-    objects: unknown[];
-    connections: Record<string, unknown>[];
-    summary: Record<string, unknown>;
-  };
+  const doc = diffJson(classes.diff);
   const named = new Set<string>();
   const note = (p: DiffPeer): void => {
     if (p.type === 'endpoint' && p.kind === 'Class') named.add(p.id);
@@ -57,7 +52,7 @@ const json: ClassDiffWriter = (classes, write) => {
       size: r.members.length,
       members: r.members.map((m) => endpointRow(m).label),
     }));
-  const list = (items: unknown[]): string =>
+  const list = (items: readonly unknown[]): string =>
     items.length ? `[\n${items.map((item) => JSON.stringify(item)).join(',\n')}\n]` : '[]';
   write(
     `{"format":${JSON.stringify(DIFF_CLASSES_JSON_FORMAT)},\n"classes":${list(listed)},\n` +

@@ -11,12 +11,12 @@ import { portSetJson } from './ports-json.ts';
 import type { Style } from './style.ts';
 
 /** How a diff is drawn (graph formats only). */
-export interface DiffWriterOptions {
+interface DiffWriterOptions {
   readonly groupBy?: GroupBy;
 }
 
 /** Writes a diff; graph writers (which lay out with WebAssembly) are asynchronous. */
-export type DiffWriter = (
+type DiffWriter = (
   diff: ConnectivityDiff,
   write: (chunk: string) => void,
   style: Style,
@@ -75,9 +75,44 @@ const text: DiffWriter = (diff, write, style) => {
   );
 };
 
+/** A changed endpoint or address range in a diff's JSON document. */
+interface DiffPeerJson {
+  readonly id: string;
+  readonly kind: string;
+  readonly namespace?: string;
+}
+
+/** A diff's JSON document (`palisade diff -o json`, and serve's `/api/diff`). */
+interface DiffDocument {
+  readonly endpoints: { readonly added: readonly DiffPeerJson[]; readonly removed: readonly DiffPeerJson[] };
+  readonly objects: readonly {
+    readonly object: string;
+    readonly change: ConnectivityDiff['objects'][number]['change'];
+    readonly fields?: readonly string[];
+    readonly file?: string;
+    readonly line?: number;
+    readonly column?: number;
+  }[];
+  readonly connections: readonly {
+    readonly from: string;
+    readonly fromKind: string;
+    readonly to: string;
+    readonly toKind: string;
+    readonly change: ConnectionChange['change'];
+    readonly before: string;
+    readonly after: string;
+    readonly beforePorts: Record<string, [number, number][]>;
+    readonly afterPorts: Record<string, [number, number][]>;
+    readonly partialBefore?: Record<string, [number, number][]>;
+    readonly partialAfter?: Record<string, [number, number][]>;
+    readonly causes: readonly string[];
+  }[];
+  readonly summary: { readonly added: number; readonly removed: number; readonly changed: number };
+}
+
 /** The JSON document of a diff, as docs/commands/diff.md documents it. */
-export function diffJson(diff: ConnectivityDiff): object {
-  const peer = (p: DiffPeer): object => ({
+export function diffJson(diff: ConnectivityDiff): DiffDocument {
+  const peer = (p: DiffPeer): DiffPeerJson => ({
     id: p.id,
     kind: peerKind(p),
     ...(p.type === 'endpoint' ? { namespace: p.namespace } : {}),
@@ -110,13 +145,8 @@ export function diffJson(diff: ConnectivityDiff): object {
 
 /** One object or connection per line: readable, and diffable itself. */
 const json: DiffWriter = (diff, write) => {
-  const doc = diffJson(diff) as {
-    endpoints: unknown;
-    objects: unknown[];
-    connections: unknown[];
-    summary: unknown;
-  };
-  const list = (items: unknown[]): string =>
+  const doc = diffJson(diff);
+  const list = (items: readonly unknown[]): string =>
     items.length ? `[\n${items.map((item) => JSON.stringify(item)).join(',\n')}\n]` : '[]';
   write(
     `{"endpoints":${JSON.stringify(doc.endpoints)},\n"objects":${list(doc.objects)},\n` +

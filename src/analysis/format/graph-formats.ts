@@ -45,7 +45,7 @@ function nodeLine(node: GraphNode, index: number): string {
  * lines to cross, and labels to place). Nodes and edges carry ids (`n3`, `e7`: their positions in
  * the graph) that the SVG keeps, so a page can tell which one was clicked.
  */
-export function graphDot(graph: ConnectivityGraph): string {
+function graphDot(graph: ConnectivityGraph): string {
   const lines = [
     'digraph palisade {',
     `  ${graph.title ? `label=${quote(graph.title)}; labelloc=t; ` : ''}fontname="Helvetica"; rankdir=TB; newrank=true; compound=true; nodesep=0.35; ranksep=0.5;`,
@@ -109,7 +109,7 @@ const escapeHtml = (text: string): string =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** One HTML file with everything inline: open it anywhere, offline. */
-export async function graphHtml(graph: ConnectivityGraph, legend: string): Promise<string> {
+async function graphHtml(graph: ConnectivityGraph, legend: string): Promise<string> {
   const svg = (await graphSvg(graph)).replace(/^<\?xml[^>]*>\s*/, '').replace(/<!DOCTYPE[^>]*>\s*/, '');
   return `<!doctype html>
 <html lang="en">

@@ -11,7 +11,7 @@ function place(where: FindingLocation): string {
   return where.line > 0 ? `${file}:${where.line}:${where.column}` : file;
 }
 
-export function formatFinding(finding: Finding, style: Style): string {
+function formatFinding(finding: Finding, style: Style): string {
   const severity =
     finding.severity === 'error'
       ? style.bad('error')

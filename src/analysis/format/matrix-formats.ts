@@ -14,7 +14,7 @@ import type { Style } from './style.ts';
 import { portListText } from './ports-text.ts';
 
 /** What a matrix's answer says besides its cells. */
-export interface MatrixExtras {
+interface MatrixExtras {
   /** The input holds policy the answer does not include (cli/common.ts `notEvaluated`). */
   readonly notEvaluated?: { readonly objects: readonly string[]; readonly note: string };
   /** Connections with the addresses outside the cluster (outside.ts), listed after the rows'. */

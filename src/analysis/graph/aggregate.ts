@@ -20,7 +20,7 @@ export interface GraphBudget {
 /** What a picture holds by default: readable, and laid out by Graphviz in a few seconds. */
 export const PICTURE_BUDGET: GraphBudget = { nodes: 150, edges: 600 };
 
-export interface Aggregated {
+interface Aggregated {
   readonly graph: PortGraph;
   /** What was folded (for the title and the caption); undefined when nothing was. */
   readonly note?: string;

@@ -58,7 +58,7 @@ export interface PortGraph {
 const RANGE_NAMESPACE = '';
 
 /** More ranges of outside addresses than this are not drawn (the title says so). */
-export const MAX_DRAWN_RANGES = 64;
+const MAX_DRAWN_RANGES = 64;
 
 export function classGraph(cluster: Cluster, options: ClassGraphOptions): PortGraph {
   const { endpoints, groupBy } = options;

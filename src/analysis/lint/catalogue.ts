@@ -6,7 +6,7 @@
  */
 import { DIAGNOSTIC_CATALOGUE, type DiagnosticCode, type Severity } from '../../model/diagnostics.ts';
 
-export interface CatalogueEntry {
+interface CatalogueEntry {
   readonly severity: Severity;
   readonly summary: string;
   readonly hint: string;

@@ -12,7 +12,7 @@ import type { Finding } from './types.ts';
 const DNS_APPS = new Set(['kube-dns', 'coredns']);
 
 /** Endpoints that look like the cluster's DNS servers. */
-export function dnsServers(endpoints: readonly Endpoint[]): Endpoint[] {
+function dnsServers(endpoints: readonly Endpoint[]): Endpoint[] {
   return endpoints.filter(
     (e) =>
       DNS_APPS.has(e.labels['k8s-app'] ?? '') ||

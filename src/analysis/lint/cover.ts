@@ -43,7 +43,7 @@ export interface CoverItem {
 
 export const EVERY_ADDRESS: readonly IpInterval[] = [familyInterval(4), familyInterval(6)];
 
-export interface CoverResult {
+interface CoverResult {
   readonly contained: boolean;
   /** Right-hand rules that cover some of the left side (all of it, when contained). */
   readonly covering: readonly RuleRef[];

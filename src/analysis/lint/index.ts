@@ -45,7 +45,7 @@ const NEED_ENDPOINTS: readonly LintCode[] = [
   'SERVICE_SELECTS_NOTHING',
 ];
 
-export interface LintOptions {
+interface LintOptions {
   /** Default `v1`. */
   readonly semantics?: Semantics;
   /** Report only these codes (lint or diagnostic codes); every code when absent or empty. */

@@ -43,7 +43,7 @@ export function objectLocator(rawObjects: readonly RawObject[]): ObjectLocator {
 export const NO_LOCATOR: ObjectLocator = { locate: () => undefined };
 
 /** `spec.ingress[0].from[1]` from a field path. */
-export function pathText(path: readonly (string | number)[]): string {
+function pathText(path: readonly (string | number)[]): string {
   let text = '';
   for (const part of path) text += typeof part === 'number' ? `[${part}]` : text === '' ? part : `.${part}`;
   return text;

@@ -12,7 +12,7 @@ import type { Observation, ObservedSide, SuggestedPolicy, Unit } from './types.t
 
 /** Where DNS is served: kube-dns's conventional namespace and label (CoreDNS keeps them). */
 export const DNS_NAMESPACE = 'kube-system';
-export const DNS_LABELS: Labels = { 'k8s-app': 'kube-dns' };
+const DNS_LABELS: Labels = { 'k8s-app': 'kube-dns' };
 export const DNS_PORTS: readonly { protocol: Protocol; port: number }[] = [
   { protocol: 'UDP', port: 53 },
   { protocol: 'TCP', port: 53 },
@@ -24,19 +24,19 @@ export function isDnsServer(endpoint: Endpoint): boolean {
   return endpoint.namespace === DNS_NAMESPACE && selectorMatches(DNS_SELECTOR, endpoint.labels);
 }
 
-export function isDnsPort(protocol: Protocol, port: number): boolean {
+function isDnsPort(protocol: Protocol, port: number): boolean {
   return port === 53 && (protocol === 'UDP' || protocol === 'TCP');
 }
 
 /** What one unit was seen doing, per direction: peer → `PROTOCOL/port` keys. */
-export interface UnitTraffic {
+interface UnitTraffic {
   readonly ingress: Map<string, Set<string>>;
   readonly egress: Map<string, Set<string>>;
   flows: number;
   connections: number;
 }
 
-export interface Traffic {
+interface Traffic {
   readonly perUnit: ReadonlyMap<Unit, UnitTraffic>;
   /** Unit-to-unit ports seen (source id → destination id → port keys): what verification expects. */
   readonly pairs: ReadonlyMap<number, ReadonlyMap<number, ReadonlySet<string>>>;
@@ -46,13 +46,13 @@ export interface Traffic {
   readonly written: ReadonlySet<Unit>;
 }
 
-export interface TrafficOptions {
+interface TrafficOptions {
   readonly inScope: (namespace: string) => boolean;
   readonly dns: boolean;
   readonly unitOf: ReadonlyMap<Endpoint, Unit>;
 }
 
-export const portKey = (protocol: Protocol, port: number): string => `${protocol}/${port}`;
+const portKey = (protocol: Protocol, port: number): string => `${protocol}/${port}`;
 
 /** Gathers the observations per unit and direction. */
 export function gatherTraffic(observations: readonly Observation[], options: TrafficOptions): Traffic {

@@ -39,7 +39,7 @@ const PREFERRED = [
   'role',
 ];
 
-export interface Units {
+interface Units {
   readonly units: readonly Unit[];
   /** The unit of each endpoint given (hostNetwork pods have none: policy does not apply to them). */
   readonly unitOf: ReadonlyMap<Endpoint, Unit>;

@@ -26,7 +26,7 @@ import { computeMatrix } from '../matrix.ts';
 import { DNS_NAMESPACE, DNS_PORTS, isDnsServer } from './policies.ts';
 import type { Mismatch, ObservedSide, Prohibition, SuggestedPolicy, Unit, Verification } from './types.ts';
 
-export interface VerifyInput {
+interface VerifyInput {
   readonly cluster: Cluster;
   readonly policies: readonly SuggestedPolicy[];
   readonly units: readonly Unit[];

@@ -273,7 +273,7 @@ export function labCommand(io: CliIo, done: (code: number) => void): Command {
 }
 
 /** The raw objects that loaded without errors (a broken policy is reported and left out). */
-export function validObjects(loaded: Awaited<ReturnType<typeof loadInput>>): object[] {
+function validObjects(loaded: Awaited<ReturnType<typeof loadInput>>): object[] {
   // Staged policies too: the lab's agents evaluate them against flows (never enforce them).
   const policies = new Set(
     [...loaded.cluster.policies, ...(loaded.cluster.staged?.policies ?? [])].map(

@@ -15,7 +15,7 @@ import type { CompilingStore } from '../../state/index.ts';
 import { Classifier, type ClassifierOptions } from '../../classifier/index.ts';
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
 
-export interface ClassifierChanges {
+interface ClassifierChanges {
   readonly pods: number;
   readonly groups: number;
 }

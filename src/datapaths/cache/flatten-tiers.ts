@@ -31,9 +31,9 @@ import {
 type Decided = Rule & { readonly action: 'permit' | 'deny' };
 
 /** A group reference's member addresses (a whole group or one named-port partition). */
-export type GroupAddresses = GroupExpansion['addresses'];
+type GroupAddresses = GroupExpansion['addresses'];
 
-export interface FlattenedTables {
+interface FlattenedTables {
   readonly tables: PodTables;
   /** Groups whose members the flattened tables were expanded from. */
   readonly groups: ReadonlySet<string>;

@@ -14,7 +14,7 @@ import type { Rule } from '../../model/rule.ts';
 import { buildGlobalTable, combinedTable, pairRules, type KnownPod, type Side } from './combine.ts';
 import { flattenTiers } from './flatten-tiers.ts';
 
-export interface CacheOptions {
+interface CacheOptions {
   /** The side local tables are combined to (ACL: ingress; VPPTCP: egress). */
   readonly side: Side;
   /** Group lookups; expansion flattens ordered cluster policy, which VPP tables cannot order. */

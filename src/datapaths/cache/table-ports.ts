@@ -74,7 +74,7 @@ function unionOfPermits(
 }
 
 /** a minus b, for port sets. */
-export function minus(a: PortSet, b: PortSet): PortSet {
+function minus(a: PortSet, b: PortSet): PortSet {
   const entries: { protocol: Protocol; from: number; to: number }[] = [];
   for (const protocol of PROTOCOLS) {
     for (const [from, to] of a.ranges[protocol]) {

@@ -67,7 +67,7 @@ const sameList = (a: readonly number[], b: readonly number[]): boolean =>
  * policy to allow a packet too). A new address takes its new record; one that goes keeps its old
  * record until the second phase.
  */
-export function restrictedRecord(
+function restrictedRecord(
   before: RecordModel | undefined,
   after: RecordModel | undefined,
 ): RecordModel | undefined {
@@ -275,7 +275,7 @@ export class SidedWriter {
 }
 
 /** A record model as the program's struct holds it. */
-export function recordValueOf(record: RecordModel): layout.RecordValue {
+function recordValueOf(record: RecordModel): layout.RecordValue {
   const previous = record.previous;
   return {
     flags:
@@ -305,7 +305,7 @@ function cidrAddress(family: 4 | 6, base: bigint): layout.AddressBytes {
 }
 
 /** Every (map, key, value) of a table; values need the table's bitmap numbering. */
-export function tableOperations(
+function tableOperations(
   { id, entries }: LiveTable,
   groupId: (hash: string) => number,
 ): { map: MapName; key: Buffer; value: Buffer }[] {

@@ -9,7 +9,7 @@
 import type { Renderer, RendererTxn, RenderedPod } from '../types.ts';
 import type { EbpfChanges, EbpfRenderer } from './renderer.ts';
 
-export interface EbpfFleetOptions {
+interface EbpfFleetOptions {
   /** Two phases across nodes (default true); one commit per node otherwise. */
   readonly twoPhase?: boolean;
   /** Called when every node has made its first phase live (tests look at the kernel then). */

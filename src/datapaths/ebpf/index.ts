@@ -2,8 +2,8 @@
  * The eBPF target's public entry: the renderer over a node's BPF maps, the maps as data, their
  * readback from the kernel, and the interpreter that reads them as the program does.
  */
-export { EbpfRenderer, type EbpfRendererOptions, type EbpfChanges, type EbpfTxn } from './renderer.ts';
-export { EbpfFleetRenderer, type EbpfFleetOptions } from './fleet.ts';
+export { EbpfRenderer, type EbpfChanges } from './renderer.ts';
+export { EbpfFleetRenderer } from './fleet.ts';
 export { ebpfTarget } from './target.ts';
 export { ebpfDocument } from './print.ts';
 export { NodeView, ebpfVerdicts } from './interpreter.ts';

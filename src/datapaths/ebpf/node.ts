@@ -43,7 +43,7 @@ import { EbpfRenderer } from './renderer.ts';
 import type { DatapathCounts, NodeContext, NodeDatapath } from '../types.ts';
 
 /** An eBPF node datapath, with what `render --apply` reports of it. */
-export interface EbpfNode extends NodeDatapath {
+interface EbpfNode extends NodeDatapath {
   readonly renderer: EbpfRenderer;
   /** Where its program and maps are pinned. */
   readonly pinned: string;
@@ -203,7 +203,7 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
  * its egress in from_pod, its ingress there too or in to_pod); the two sides of one packet read
  * in one batch become one event, allowed when both allowed, denied by the first side that denied.
  */
-export function mergeSides(events: readonly VerdictEvent[]): VerdictEvent[] {
+function mergeSides(events: readonly VerdictEvent[]): VerdictEvent[] {
   /** A packet's first event, by its position in `out`. */
   const byPacket = new Map<string, number>();
   const out: VerdictEvent[] = [];

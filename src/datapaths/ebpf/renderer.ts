@@ -21,7 +21,7 @@ import { SidedWriter, type CommitCounts, type MapSink } from './commit.ts';
 import { tableEntries, type TableEntries } from './table-entries.ts';
 import { readBack, type Readback } from './readback.ts';
 
-export interface EbpfRendererOptions {
+interface EbpfRendererOptions {
   readonly state: CompilingStore;
   /** The node whose pods this renderer enforces. */
   readonly node: string;
@@ -44,7 +44,7 @@ export interface EbpfRendererOptions {
 }
 
 /** A transaction that can also run the first phase of an update across nodes (`restrict`). */
-export interface EbpfTxn extends RendererTxn<EbpfChanges> {
+interface EbpfTxn extends RendererTxn<EbpfChanges> {
   /**
    * Makes live what the previous and the new policy both allow (new tables beside the old,
    * records restricted); `commit` then makes the new policy live and deletes the old tables.
@@ -65,7 +65,7 @@ export interface EbpfChanges {
 }
 
 /** A recorder's counts per map, for printing and statistics. */
-export interface Recorded {
+interface Recorded {
   readonly operations: number;
   readonly byMap: ReadonlyMap<string, number>;
 }

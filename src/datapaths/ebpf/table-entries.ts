@@ -27,21 +27,21 @@ import {
   wordsFor,
 } from './bitmaps.ts';
 
-export interface PortEntry {
+interface PortEntry {
   readonly protocol: number;
   readonly port: number;
   readonly bitmap: Uint32Array;
 }
 
 /** An aligned block of ports: the `prefix` leading bits of `port` (16: one port). */
-export interface RangeEntry {
+interface RangeEntry {
   readonly protocol: number;
   readonly port: number;
   readonly prefix: number;
   readonly bitmap: Uint32Array;
 }
 
-export interface CidrEntry {
+interface CidrEntry {
   readonly kind: number;
   readonly family: IpFamily;
   readonly base: bigint;
@@ -49,7 +49,7 @@ export interface CidrEntry {
   readonly bitmap: Uint32Array;
 }
 
-export interface GroupEntry {
+interface GroupEntry {
   /** Hex of the reference's hash, what the kernel's group_names map holds. */
   readonly hash: string;
   /** The group reference (absent for tables read back from the kernel). */

@@ -6,7 +6,7 @@
  * benchmarks can say how many writes a change cost.
  */
 
-export type NeutronErrorKind = 'exists' | 'not-found' | 'quota' | 'conflict' | 'unreachable' | 'refused';
+type NeutronErrorKind = 'exists' | 'not-found' | 'quota' | 'conflict' | 'unreachable' | 'refused';
 
 export class NeutronError extends Error {
   constructor(
@@ -20,7 +20,7 @@ export class NeutronError extends Error {
   }
 }
 
-export interface NeutronClientOptions {
+interface NeutronClientOptions {
   /** The API's root, e.g. `http://127.0.0.1:9696` (with or without a trailing `/`). */
   readonly url: string;
   /** The project (tenant) objects are created in; with noauth every POST must name it. */

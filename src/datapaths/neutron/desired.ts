@@ -16,8 +16,8 @@ import type { NeutronRendering, SecurityGroupRule } from './model.ts';
 
 export const OWNER_TAG = 'palisade';
 export const GROUP_TAG = 'palisade-sg=';
-export const POLICY_TAG = 'palisade-policy=';
-export const GENERATION_TAG = 'palisade-generation=';
+const POLICY_TAG = 'palisade-policy=';
+const GENERATION_TAG = 'palisade-generation=';
 /** The device owner of ports the controller created itself (the lab's; in production Kuryr or Nova creates them). */
 export const CREATED_OWNER = 'compute:palisade-lab';
 
@@ -44,7 +44,7 @@ export interface DesiredGroup {
   readonly rules: ReadonlyMap<string, RuleFields>;
 }
 
-export interface DesiredPort {
+interface DesiredPort {
   /** The port's device id: the pod's UID, or a hash of `ns/name` for a pod without one. */
   readonly key: string;
   readonly pod: string;

@@ -15,7 +15,7 @@ import {
   type RuleFields,
 } from './desired.ts';
 
-export interface HeldRule {
+interface HeldRule {
   readonly id: string;
   readonly fields: RuleFields;
 }
@@ -65,7 +65,7 @@ export interface ApiRule {
   readonly remote_group_id: string | null;
 }
 
-export interface ApiPort {
+interface ApiPort {
   readonly id: string;
   readonly device_id?: string;
   readonly device_owner?: string;
@@ -79,12 +79,12 @@ const PORT_FIELDS = ['id', 'device_id', 'device_owner', 'security_groups', 'fixe
 const GROUP_FIELDS = ['id', 'tags', 'description'].map((f) => `fields=${f}`).join('&');
 
 /** A tag's value after its prefix, on an object's tags. */
-export function tagValue(tags: readonly string[] | undefined, prefix: string): string | undefined {
+function tagValue(tags: readonly string[] | undefined, prefix: string): string | undefined {
   return tags?.find((t) => t.startsWith(prefix))?.slice(prefix.length);
 }
 
 /** The identity a group's description records (`[palisade-sg=<key>]`), for a group whose tags were never set. */
-export function describedKey(description: string | undefined): string | undefined {
+function describedKey(description: string | undefined): string | undefined {
   return /\[palisade-sg=([0-9a-f]+)\]/.exec(description ?? '')?.[1];
 }
 
@@ -151,7 +151,7 @@ export async function findPorts(client: NeutronClient, keys: readonly string[]):
   return found;
 }
 
-export function heldPort(port: ApiPort): HeldPort | undefined {
+function heldPort(port: ApiPort): HeldPort | undefined {
   if (!port.device_id) return undefined;
   return {
     id: port.id,
@@ -162,7 +162,7 @@ export function heldPort(port: ApiPort): HeldPort | undefined {
   };
 }
 
-export function heldRuleFields(rule: ApiRule, keyOfId: (id: string) => string): RuleFields {
+function heldRuleFields(rule: ApiRule, keyOfId: (id: string) => string): RuleFields {
   const [min, max] = canonicalRange(rule.port_range_min ?? null, rule.port_range_max ?? null);
   return {
     direction: rule.direction,

@@ -1,9 +1,9 @@
 /**
  * The Neutron renderer's public entry.
  */
-export { renderNeutron, peerGroupName } from './render.ts';
-export { NeutronModel, type NeutronPacket } from './interpreter.ts';
-export { neutronRequests, type NeutronRequest } from './requests.ts';
+export { renderNeutron } from './render.ts';
+export { NeutronModel } from './interpreter.ts';
+export { neutronRequests } from './requests.ts';
 export * from './model.ts';
 export { neutronTarget } from './target.ts';
 export { NeutronClient, NeutronError, type NeutronCallCounts } from './client.ts';

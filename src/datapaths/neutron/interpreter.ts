@@ -8,7 +8,7 @@ import { cidrContains, formatIp, parseCidr, type IpAddress } from '../../net/ip.
 import type { Protocol } from '../../model/types.ts';
 import type { NeutronRendering, PortBinding, SecurityGroupRule } from './model.ts';
 
-export interface NeutronPacket {
+interface NeutronPacket {
   readonly src: IpAddress;
   readonly dst: IpAddress;
   readonly protocol: Protocol;

@@ -26,7 +26,7 @@ import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** Where Debian installs Neutron's server; `PALISADE_NEUTRON_SERVER` overrides. */
-export function neutronServerBinary(
+function neutronServerBinary(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): string | undefined {
   const candidates = [env.PALISADE_NEUTRON_SERVER, '/usr/bin/neutron-server'];
@@ -51,7 +51,7 @@ export interface NeutronServer {
   stop(): Promise<void>;
 }
 
-export interface StartNeutronOptions {
+interface StartNeutronOptions {
   /** API port (default: a free one). */
   readonly port?: number;
   /** Default quotas per project (Neutron's own defaults are 10 groups and 100 rules). */

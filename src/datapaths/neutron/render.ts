@@ -26,7 +26,7 @@ import {
 
 const ETHERTYPES = ['IPv4', 'IPv6'] as const;
 const short = (text: string): string => hash('sha256', text).slice(0, 12);
-export const peerGroupName = (reference: string): string => `peer-${short(reference)}`;
+const peerGroupName = (reference: string): string => `peer-${short(reference)}`;
 const policyGroupName = (policy: NetworkPolicy): string => `np-${policy.namespace}-${policy.name}`;
 const namedPortGroupName = (policy: NetworkPolicy, port: PolicyPort, number: number): string =>
   `${policyGroupName(policy)}-${String(port.port)}-${port.protocol.toLowerCase()}-${number}`;

@@ -7,7 +7,7 @@
  */
 import type { NeutronRendering, SecurityGroup, SecurityGroupRule } from './model.ts';
 
-export interface NeutronRequest {
+interface NeutronRequest {
   readonly method: 'POST' | 'PUT' | 'DELETE';
   readonly path: string;
   readonly body?: unknown;

@@ -23,7 +23,7 @@ import { existingRuleId, NeutronError, type NeutronClient } from './client.ts';
 import { CREATED_OWNER, type DesiredGroup, type DesiredState, type RuleFields } from './desired.ts';
 import { findPorts, readHeld, type HeldGroup, type HeldPort, type HeldState } from './held.ts';
 
-export interface SyncOptions {
+interface SyncOptions {
   /** The network the lab's ports are created in (absent: ports are found, never created). */
   readonly network?: string;
   /** Most rules in one bulk create. */
@@ -31,7 +31,7 @@ export interface SyncOptions {
 }
 
 /** Some of a desired state could not be applied; `problems` says what, one line each. */
-export class NeutronSyncError extends Error {
+class NeutronSyncError extends Error {
   constructor(readonly problems: readonly string[]) {
     super(
       `Neutron refused ${problems.length} ${problems.length === 1 ? 'change' : 'changes'}: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? `; and ${problems.length - 3} more` : ''}`,

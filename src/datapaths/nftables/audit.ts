@@ -27,7 +27,7 @@ import { FINGERPRINT_SET, TABLE } from './names.ts';
 type Json = Record<string, unknown>;
 
 /** What the last commit left, as the renderer holds it. */
-export interface CommittedTable {
+interface CommittedTable {
   readonly fingerprint: Fingerprint;
   /** Sets, maps and chains other than the hook chains (chain lines: one per rule). */
   readonly objects: NftObjects;
@@ -35,7 +35,7 @@ export interface CommittedTable {
   readonly baseChains: ReadonlyMap<string, readonly string[]>;
 }
 
-export interface AuditOutcome {
+interface AuditOutcome {
   /** One line per difference (empty: the kernel holds what was committed). */
   readonly differences: readonly string[];
 }

@@ -59,7 +59,7 @@ const ALLOW = 'return';
 const addressKey = (ip: IpAddress): string => formatIp(ip);
 
 /** What the desired table reads of the renderer's options (see `NftablesOptions`). */
-export interface DesiredTableOptions {
+interface DesiredTableOptions {
   /** The store the compiled tables came from: group members are read from it. */
   readonly state: ReadonlyStore;
   /** The node's pod CIDRs: addresses in them without a rendered pod are dropped. */

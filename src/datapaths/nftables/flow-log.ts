@@ -16,7 +16,7 @@ import { FLOW_STAGES } from './base-chains.ts';
 /** The nflog group the node's flow log uses unless told otherwise. */
 export const DEFAULT_FLOW_LOG_GROUP = 5141;
 
-export interface FlowLogOptions {
+interface FlowLogOptions {
   readonly group?: number;
   readonly netns?: string;
   /** A packet whose stages stopped moving this long ago was dropped (ms, default 250). */
@@ -104,7 +104,7 @@ export function openFlowLog(options: FlowLogOptions = {}): FlowLogReader {
 }
 
 /** The connection a logged packet opens, or undefined for a packet with no ports to read. */
-export function parsePacket(
+function parsePacket(
   packet: NflogPacket,
   at: number,
 ): { key: string; event: Omit<VerdictEvent, 'verdict' | 'deniedBy'> } | undefined {

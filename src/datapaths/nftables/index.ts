@@ -1,7 +1,7 @@
 /**
  * The nftables renderer's public entry.
  */
-export { NftablesRenderer, type NftablesOptions, type NftablesChanges } from './renderer.ts';
+export { NftablesRenderer, type NftablesChanges } from './renderer.ts';
 export { NodeFleetRenderer } from './fleet.ts';
 export { renderTableChain } from './table-chain.ts';
-export { FINGERPRINT_SET, TABLE, TABLE_FAMILY, TABLE_NAME } from './names.ts';
+export { FINGERPRINT_SET, TABLE } from './names.ts';

@@ -10,7 +10,7 @@ import { formatIp, type Cidr, type IpFamily } from '../../net/ip.ts';
 const bits = (family: IpFamily): number => (family === 4 ? 32 : 128);
 
 /** The merged ranges of some prefixes (all of one family), in address order. */
-export function mergedRanges(cidrs: readonly Cidr[]): [bigint, bigint][] {
+function mergedRanges(cidrs: readonly Cidr[]): [bigint, bigint][] {
   const ranges = cidrs
     .map((c): [bigint, bigint] => [c.base, c.base + (1n << BigInt(bits(c.family) - c.prefix)) - 1n])
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));

@@ -6,8 +6,8 @@
 import { hash } from 'node:crypto';
 import type { IpFamily } from '../../net/ip.ts';
 
-export const TABLE_FAMILY = 'inet';
-export const TABLE_NAME = 'palisade';
+const TABLE_FAMILY = 'inet';
+const TABLE_NAME = 'palisade';
 /** `inet palisade`, as commands name it. */
 export const TABLE = `${TABLE_FAMILY} ${TABLE_NAME}`;
 

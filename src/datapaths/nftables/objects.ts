@@ -82,8 +82,6 @@ export const addElements = (set: string, elements: Iterable<string>): string[] =
   elementLines(`add element ${TABLE} ${set}`, elements);
 export const deleteElements = (set: string, elements: Iterable<string>): string[] =>
   elementLines(`delete element ${TABLE} ${set}`, elements);
-export const declareMap = (name: string, type: string): string =>
-  `add map ${TABLE} ${name} { type ${type} : verdict; }`;
 export const addEntries = (map: string, entries: Iterable<[string, string]>): string[] =>
   elementLines(
     `add element ${TABLE} ${map}`,

@@ -54,7 +54,7 @@ export function listingItems(text: string): Json[] {
   return parsed.nftables ?? [];
 }
 
-export function parseTable(text: string): KernelTable {
+function parseTable(text: string): KernelTable {
   const objects = new NftObjects();
   const ruleCounts = new Map<string, number>();
   let fingerprint: Fingerprint | undefined;

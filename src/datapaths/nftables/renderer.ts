@@ -44,7 +44,7 @@ import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.
 import { DesiredTable } from './desired-table.ts';
 import { auditTable } from './audit.ts';
 
-export interface NftablesOptions extends BaseChainOptions {
+interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
   readonly state: ReadonlyStore;
   readonly runner: NftRunner;

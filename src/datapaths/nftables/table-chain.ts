@@ -14,7 +14,7 @@ import type { NetRef, Rule, RuleTable } from '../../model/rule.ts';
 import { addressProtocol, FAMILIES, groupSet, netSet, netSetElement, netSetMatch } from './names.ts';
 import { intervalElements } from './intervals.ts';
 
-export interface RenderedChain {
+interface RenderedChain {
   readonly lines: readonly string[];
   /** The same table for packets of the reply direction (judged as their original direction). */
   readonly replyLines: readonly string[];

@@ -9,7 +9,7 @@ import { cidrContains, parseCidr, type IpAddress } from '../../net/ip.ts';
 import type { Protocol } from '../../model/types.ts';
 import { UPLINK_INTERFACES, type Acl, type AclRule } from './model.ts';
 
-export interface AclPacket {
+interface AclPacket {
   readonly src: IpAddress;
   readonly dst: IpAddress;
   readonly protocol: Protocol;

@@ -2,7 +2,7 @@
  * The ligato vpp-agent ACL model (northbound `acl.ACL`), as JSON: what the ACL renderer
  * produces and the interpreter reads.
  */
-export interface PortRange {
+interface PortRange {
   readonly lower_port: number;
   readonly upper_port: number;
 }

@@ -10,7 +10,7 @@
 import { cidrContains, parseCidr, type IpAddress } from '../../net/ip.ts';
 import { ACTION_ALLOW, SCOPE_GLOBAL, SCOPE_LOCAL, type SessionRule } from './model.ts';
 
-export interface SessionPacket {
+interface SessionPacket {
   readonly src: IpAddress;
   readonly dst: IpAddress;
   readonly protocol: 'TCP' | 'UDP';

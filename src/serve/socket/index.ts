@@ -9,7 +9,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type RequestHandler = (request: IncomingMessage, response: ServerResponse) => unknown;
+type RequestHandler = (request: IncomingMessage, response: ServerResponse) => unknown;
 
 /** A bound socket whose requests go to a handler set later. */
 export interface Listener {

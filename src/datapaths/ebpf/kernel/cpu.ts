@@ -9,7 +9,7 @@ import { EbpfError } from './types.ts';
 type CFunction = (...args: unknown[]) => number;
 
 /** The CPU this thread now stays on, and how to give it its earlier CPUs back. */
-export interface CpuPin {
+interface CpuPin {
   readonly cpu: number;
   restore(): void;
 }

@@ -4,13 +4,12 @@
  */
 export * as layout from './layout.ts';
 export type { AddressBytes, EntryValue, MapName, RecordValue, TableHeader } from './layout.ts';
-export { asmIncludeDir, compiledObject, sourceDir, requireBpftool } from './toolchain.ts';
+export { asmIncludeDir, compiledObject, requireBpftool } from './toolchain.ts';
 export {
   attach,
   attachedDevices,
   deviceFor,
   detach,
-  ensureBpffs,
   interfaceNames,
   isLoaded,
   linkOf,
@@ -20,14 +19,13 @@ export {
   pruneLinks,
   unload,
   verifierReason,
-  PIN_ROOT,
   PROGRAMS,
 } from './loader.ts';
 export { PinnedMaps, PinnedProgram } from './maps.ts';
 export { configFlags, setConfigFlag } from './config-flags.ts';
-export { pinToCurrentCpu, type CpuPin } from './cpu.ts';
+export { pinToCurrentCpu } from './cpu.ts';
 export { PreviewMaps } from './preview.ts';
-export { ShadowMaps, POLICY_MAPS } from './shadow-maps.ts';
+export { ShadowMaps } from './shadow-maps.ts';
 export { attachmentProblems, devicesFor, routedDevices } from './attachments.ts';
 export { frameOf, TC_ACT_OK, TC_ACT_SHOT, type TestPacket } from './frames.ts';
 export { EbpfError, type BpfMaps, type PinLocation } from './types.ts';

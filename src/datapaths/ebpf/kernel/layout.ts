@@ -8,7 +8,7 @@
 export const LAYOUT_VERSION = 1;
 
 export const FAMILY_V4 = 4;
-export const FAMILY_V6 = 6;
+const FAMILY_V6 = 6;
 
 /** Table slots of a record, in palisade.h's order. */
 export const T_INGRESS = 0;
@@ -27,7 +27,7 @@ export const REC_RESTRICT_GROUPS = 4;
 export const RESTRICT_CHUNK = 0x80000000;
 export const INLINE_GROUPS = 16;
 export const GROUP_CHUNK = 32;
-export const MAX_GROUP_CHUNKS = 64;
+const MAX_GROUP_CHUNKS = 64;
 /** The most groups of this node's tables one address may be in. */
 export const MAX_GROUPS = INLINE_GROUPS + MAX_GROUP_CHUNKS * GROUP_CHUNK;
 /** The most 64-bit words per summary bit the program visits (tables up to 4M slots). */
@@ -67,8 +67,8 @@ export const DIR_EGRESS = 0;
 export const DIR_INGRESS = 1;
 
 /** Prefix bits of the LPM keys in front of the port or address. */
-export const RANGE_KEY_BITS = 40;
-export const CIDR_KEY_BITS = 48;
+const RANGE_KEY_BITS = 40;
+const CIDR_KEY_BITS = 48;
 
 export type MapName =
   | 'gen'
@@ -205,20 +205,6 @@ export function peerKey(address: AddressBytes): Buffer {
   const b = Buffer.alloc(20);
   b.writeUInt32LE(address.family, 0);
   putAddress(b, 4, address);
-  return b;
-}
-
-/**
- * Where the host forwards to a local pod (struct peer), as the program learns it: the host-side
- * veth's ifindex, the frame's destination MAC (the pod's own interface) and source MAC (the
- * host-side veth), and the epoch it was learned in (used in no other).
- */
-export function peerValue(ifindex: number, podMac: Uint8Array, hostMac: Uint8Array, epoch: number): Buffer {
-  const b = Buffer.alloc(MAP_SHAPES.peers.value);
-  b.writeUInt32LE(ifindex, 0);
-  b.set(podMac.subarray(0, 6), 4);
-  b.set(hostMac.subarray(0, 6), 10);
-  b.writeUInt32LE(epoch, 16);
   return b;
 }
 

@@ -17,8 +17,8 @@ import { compiledObject, requireBpftool, tcxTool } from './toolchain.ts';
 import { MAP_NAMES } from './layout.ts';
 import { EbpfError, type PinLocation } from './types.ts';
 
-export const BPFFS = '/sys/fs/bpf';
-export const PIN_ROOT = `${BPFFS}/palisade`;
+const BPFFS = '/sys/fs/bpf';
+const PIN_ROOT = `${BPFFS}/palisade`;
 
 /** The program names (sections) in the object. */
 export const PROGRAMS = { fromPod: 'from_pod', toPod: 'to_pod' } as const;
@@ -62,7 +62,7 @@ export function verifierReason(stderr: string, count = 8): string {
 }
 
 /** Mounts the BPF filesystem at /sys/fs/bpf when it is not (a fresh machine may not have it). */
-export function ensureBpffs(): void {
+function ensureBpffs(): void {
   const mounts = readFileSync('/proc/mounts', 'utf8');
   if (mounts.split('\n').some((line) => line.split(' ')[1] === BPFFS && line.split(' ')[2] === 'bpf')) return;
   mkdirSync(BPFFS, { recursive: true });

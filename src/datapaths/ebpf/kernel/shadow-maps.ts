@@ -10,7 +10,7 @@ import type { MapName } from './layout.ts';
 import type { BpfMaps } from './types.ts';
 
 /** The maps the renderer writes and the program only reads. */
-export const POLICY_MAPS: readonly MapName[] = [
+const POLICY_MAPS: readonly MapName[] = [
   'gen',
   'config',
   'records',

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { EbpfError } from './types.ts';
 
 /** Where compiled objects are kept (root only; cleared at reboot). */
-export const OBJECT_CACHE = '/run/palisade/bpf-objects';
+const OBJECT_CACHE = '/run/palisade/bpf-objects';
 
 /** The program and every header it includes (bpf/*.h): all go into the compiled object's key. */
 function sourceFiles(source: string): string[] {
@@ -26,7 +26,7 @@ function sourceFiles(source: string): string[] {
 }
 
 /** The folder holding the program's C source, found upwards from this module (src/ or dist/). */
-export function sourceDir(): string {
+function sourceDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     if (existsSync(join(dir, 'bpf', 'palisade.bpf.c'))) return join(dir, 'bpf');
