@@ -15,17 +15,21 @@
 //   scripts/test-needs.mjs) are left out unless asked: `--with root,etcd` lets those in,
 //   `--only browser` keeps only those.
 //
-// Usage: npm run test:quick [-- --base REF] [--with NEEDS] [--only NEEDS] [--list] [FILE…]
+// At most 24 test files run, the nearest to the change by imports (a change to src/net/ reaches
+// nearly every test); `--all` runs every one it reaches.
+//
+// Usage: npm run test:quick [-- --base REF] [--with NEEDS] [--only NEEDS] [--all] [--list] [FILE…]
 //   FILE…    test these files (as well as what changed maps to)
 //   --list   say what would run, and run nothing
 // Knobs: PALISADE_TEST_CONCURRENCY (test files at once; default: cores), PALISADE_PROPERTY_RUNS.
 import process from 'node:process';
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { buildTests } from './build-tests.mjs';
 import { NEEDS, needsOfName, parseNeedOptions } from './test-needs.mjs';
+import { dependencies, moduleUses, reachedBy, sourceFiles } from './test-map.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const bin = (pkg, file) => join(root, 'node_modules', pkg, file);
@@ -35,6 +39,12 @@ const node = process.execPath;
 /** The unit tests beside the code and the tests of the project's own shape: run when nothing maps. */
 const FAST_SUBSET = ['test/architecture.test.ts', 'test/test-names.test.ts', 'test/doc-links.test.ts'];
 
+/**
+ * At most this many test files, the nearest to the change (a change to a module every layer uses
+ * reaches nearly all of them; `--all` runs every one it reaches).
+ */
+const MAX_FILES = 24;
+
 const started = Date.now();
 const options = readOptions(process.argv.slice(2));
 const changed = changedFiles(options.base);
@@ -42,6 +52,7 @@ const tests = testsFor(changed, options);
 process.stdout.write(
   `── ${changed.length} changed files since ${options.base}; ${tests.files.length} test files` +
     (tests.mapped ? '' : ' (nothing maps: the fast subset)') +
+    (tests.beyondLimit.length > 0 ? `; ${tests.beyondLimit.length} more reach it (--all runs them)` : '') +
     (tests.leftOut.length > 0
       ? `; left out, needing ${tests.leftOutNeeds.join(', ')}: ${tests.leftOut.length}`
       : '') +
@@ -49,6 +60,7 @@ process.stdout.write(
 );
 if (options.list) {
   for (const file of tests.files) process.stdout.write(`  ${file}\n`);
+  for (const file of tests.beyondLimit) process.stdout.write(`  (beyond the limit) ${file}\n`);
   for (const file of tests.leftOut) process.stdout.write(`  (left out) ${file}\n`);
   process.exit(0);
 }
@@ -63,12 +75,14 @@ process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;
 function readOptions(args) {
   let base;
   let list = false;
+  let all = false;
   const rest = [];
   const withNeeds = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--base') base = args[++i];
     else if (args[i]?.startsWith('--base=')) base = args[i].slice('--base='.length);
     else if (args[i] === '--list') list = true;
+    else if (args[i] === '--all') all = true;
     else if (args[i] === '--with') withNeeds.push(...(args[++i] ?? '').split(',').filter(Boolean));
     else if (args[i]?.startsWith('--with=')) withNeeds.push(...args[i].slice(7).split(',').filter(Boolean));
     else rest.push(args[i]);
@@ -89,6 +103,7 @@ function readOptions(args) {
   return {
     base: base ?? defaultBase(),
     list,
+    all,
     only: needs.only,
     without,
     files: needs.rest.map((file) => relative(root, resolve(file))),
@@ -122,50 +137,20 @@ function changedFiles(base) {
   return [...new Set([...differing, ...untracked])].filter((file) => existsSync(join(root, file))).sort();
 }
 
-function sourceFiles(dir) {
-  if (!existsSync(join(root, dir))) return [];
-  return readdirSync(join(root, dir)).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(join(root, path)).isDirectory()) return sourceFiles(path);
-    return /\.(ts|mjs|js)$/.test(name) ? [path] : [];
-  });
-}
-
-/** Module → the project modules it imports (static, re-exported, type-only and dynamic). */
-function importGraph(files) {
-  const graph = new Map();
-  for (const file of files) {
-    const text = readFileSync(join(root, file), 'utf8');
-    const targets = new Set();
-    for (const match of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)'(\.[^']+)'/gm))
-      targets.add(relative(root, resolve(dirname(join(root, file)), match[1])));
-    graph.set(file, targets);
-  }
-  return graph;
-}
-
 /** The test files to run for `changed`, and those left out for what they need. */
-function testsFor(changed, { only, without, files: named }) {
-  const modules = [
-    ...sourceFiles('src'),
-    ...sourceFiles('test'),
-    ...sourceFiles('scripts'),
-    ...sourceFiles('eslint-rules'),
-  ];
+function testsFor(changed, { only, without, files: named, all }) {
+  const modules = ['src', 'test', 'scripts', 'eslint-rules'].flatMap((dir) => sourceFiles(root, dir));
   const allTests = modules.filter((file) => file.endsWith('.test.ts')).sort();
-  const graph = importGraph(modules);
+  const graph = dependencies(moduleUses(root, modules));
   const changedSet = new Set(changed);
-  const reaches = new Map();
-  /** Whether a module imports a changed one, directly or not. */
-  const reachesChange = (file, path = new Set()) => {
-    if (reaches.has(file)) return reaches.get(file);
-    if (path.has(file)) return false;
-    path.add(file);
-    const result = changedSet.has(file) || [...(graph.get(file) ?? [])].some((t) => reachesChange(t, path));
-    path.delete(file);
-    reaches.set(file, result);
-    return result;
-  };
+  /** How near a test file is to a changed module it runs (imports away; Infinity: it runs none). */
+  const distance = new Map(
+    allTests.map((file) => {
+      const depths = [...reachedBy(root, file, graph)].filter(([module]) => changedSet.has(module));
+      return [file, Math.min(...depths.map(([, depth]) => depth))];
+    }),
+  );
+  const reachesChange = (file) => distance.get(file) < Infinity;
   // Files that are not modules (docs, examples, fixtures, goldens) reach the tests that name them.
   const others = changed.filter((file) => !/\.(ts|mjs|js)$/.test(file));
   const names = (file) => {
@@ -195,7 +180,17 @@ function testsFor(changed, { only, without, files: named }) {
   });
   const leftOut = candidates.filter((file) => !kept.includes(file));
   const leftOutNeeds = [...new Set(leftOut.flatMap(needed))].sort();
-  return { files: kept.sort(), leftOut: leftOut.sort(), leftOutNeeds, mapped };
+  // The nearest first (named files, then by imports away from a change); past the limit, the rest wait for npm test.
+  const rank = (file) => (named.includes(file) ? -1 : (distance.get(file) ?? Infinity));
+  const nearest = kept.sort().sort((a, b) => rank(a) - rank(b));
+  const limit = all ? Infinity : MAX_FILES;
+  return {
+    files: nearest.slice(0, limit).sort(),
+    beyondLimit: nearest.slice(limit).sort(),
+    leftOut: leftOut.sort(),
+    leftOutNeeds,
+    mapped,
+  };
 }
 
 /** Runs commands one after another; resolves with the first failing exit code (or 0). */
