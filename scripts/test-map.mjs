@@ -46,7 +46,7 @@ export function moduleUses(root, files) {
     const named = []; // [module, name] pairs
     const reExports = new Map(); // exported name → [module, its name there]
     const stars = [];
-    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?([\s\S]*?)\s*from\s+'(\.[^']+)'/gm)) {
+    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?([^;'"]*?)\s*from\s+'(\.[^']+)'/gm)) {
       const [, kind, typeOnly, clause, specifier] = m;
       if (typeOnly) continue;
       const module = target(file, specifier);
