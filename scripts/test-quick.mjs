@@ -23,11 +23,12 @@
 //   --list   say what would run, and run nothing
 // Knobs: PALISADE_TEST_CONCURRENCY (test files at once; default: cores), PALISADE_PROPERTY_RUNS.
 import process from 'node:process';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { buildTests } from './build-tests.mjs';
+import { runJob } from './jobs.mjs';
 import { NEEDS, needsOfName, parseNeedOptions } from './test-needs.mjs';
 import { dependencies, moduleUses, reachedBy, sourceFiles } from './test-map.mjs';
 
@@ -193,34 +194,8 @@ function testsFor(changed, { only, without, files: named, all }) {
   };
 }
 
-/** Runs commands one after another; resolves with the first failing exit code (or 0). */
-function job(name, commands, { stream = false, env } = {}) {
-  const jobStarted = Date.now();
-  let output = '';
-  const runNext = async (index) => {
-    if (index >= commands.length) return 0;
-    const [command, ...args] = commands[index];
-    const code = await new Promise((done) => {
-      const child = spawn(command, args, {
-        cwd: root,
-        env: env ?? process.env,
-        stdio: ['ignore', stream ? 'inherit' : 'pipe', stream ? 'inherit' : 'pipe'],
-      });
-      child.stdout?.on('data', (chunk) => (output += chunk));
-      child.stderr?.on('data', (chunk) => (output += chunk));
-      child.on('close', (status, signal) => done(status ?? (signal ? 1 : 0)));
-    });
-    return code === 0 ? runNext(index + 1) : code;
-  };
-  return runNext(0).then((code) => {
-    const seconds = ((Date.now() - jobStarted) / 1000).toFixed(0);
-    if (!stream || output)
-      process.stdout.write(
-        `\n── ${name} (${seconds} s): ${code === 0 ? 'ok' : `failed (${code})`}\n${output}`,
-      );
-    return { name, code, seconds };
-  });
-}
+/** A job run in the project's root (scripts/jobs.mjs). */
+const job = (name, commands, options) => runJob(root, name, commands, options);
 
 function typecheck(changed) {
   const tsc = (project, info) => [

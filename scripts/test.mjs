@@ -25,11 +25,11 @@
 // With no selection every test file runs (what .ci/run does). For the edit loop see
 // scripts/test-quick.mjs (`npm run test:quick`).
 import process from 'node:process';
-import { spawn } from 'node:child_process';
-import { availableParallelism, setPriority } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { buildTests } from './build-tests.mjs';
+import { runJob } from './jobs.mjs';
 import { NEEDS, needsOfName, parseNeedOptions, selectedByNeeds } from './test-needs.mjs';
 
 const root = resolve(import.meta.dirname, '..');
@@ -108,47 +108,8 @@ if (selection.only !== undefined || selection.without.length > 0) {
   );
 }
 
-/**
- * Runs commands one after another; resolves with the first failing exit code (or 0) and the time.
- * `niceness` lowers their CPU priority: the type check and the lint only need to finish, while
- * many tests time what they wait for (agents converging, a lease kept alive), and on two cores a
- * lint at equal priority (5 minutes of CPU) starved them into timeouts.
- */
-function job(name, commands, { stream = false, niceness = 0 } = {}) {
-  const started = Date.now();
-  let output = '';
-  const runNext = async (index) => {
-    if (index >= commands.length) return 0;
-    const [command, ...args] = commands[index];
-    const code = await new Promise((done) => {
-      const child = spawn(command, args, {
-        cwd: root,
-        stdio: ['ignore', stream ? 'inherit' : 'pipe', stream ? 'inherit' : 'pipe'],
-      });
-      if (niceness !== 0 && child.pid !== undefined) {
-        try {
-          setPriority(child.pid, niceness);
-        } catch {
-          // Not permitted (or already gone): it runs at the tests' priority.
-        }
-      }
-      child.stdout?.on('data', (chunk) => (output += chunk));
-      child.stderr?.on('data', (chunk) => (output += chunk));
-      child.on('close', (status, signal) => done(status ?? (signal ? 1 : 0)));
-    });
-    return code === 0 ? runNext(index + 1) : code;
-  };
-  return runNext(0).then((code) => {
-    const seconds = ((Date.now() - started) / 1000).toFixed(0);
-    if (!stream || output)
-      process.stdout.write(
-        `\n── ${name} (${seconds} s): ${code === 0 ? 'ok' : `failed (${code})`}\n${output}`,
-      );
-    return { name, code, seconds };
-  });
-}
-
 const node = process.execPath;
+const job = (name, commands, options) => runJob(root, name, commands, options);
 // The executable and the lab's pod agent, bundled once for every test that starts them as
 // processes (test/helpers/executable.ts): from the sources, tsx would compile them in each.
 // Inside node_modules, so the bundle finds the packages it leaves external (koffi) as dist/bin does.
