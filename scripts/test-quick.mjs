@@ -195,7 +195,9 @@ function testsFor(changed, { only, without, files: named, all }) {
 }
 
 /** A job run in the project's root (scripts/jobs.mjs). */
-const job = (name, commands, options) => runJob(root, name, commands, options);
+function job(name, commands, options) {
+  return runJob(root, name, commands, options);
+}
 
 function typecheck(changed) {
   const tsc = (project, info) => [
