@@ -3,7 +3,7 @@
 // many of them wait on the kernel, the lab's probes or child processes more than they compute.
 // Test output streams as it comes; the type check's and the lint's are printed when they end.
 // The type check and the lint run at a lower CPU priority (nice 10) than the tests.
-// The Neutron files and the agent fault suites run one after another (ONE_AT_A_TIME) beside the others.
+// The Neutron files (by name) and the agent fault suites run one after another beside the others.
 // Exits non-zero when any part fails, after all have ended.
 //
 // The test files run compiled (scripts/build-tests.mjs: one esbuild pass over all of them, ~1 s)
@@ -14,12 +14,23 @@
 // PALISADE_TEST_TSX=1 (run the test files through tsx, as `node --import tsx --test FILE` does),
 // PALISADE_TEST_TIMES=1 (at the end, the CPU seconds of each test file: scripts/test-times.mjs).
 // Extra arguments are test files to run instead of all (the type check and lint still run).
+//
+// Selecting by need: a test file's name says what it needs besides Node (scripts/test-needs.mjs;
+// test/test-names.test.ts holds the names true) — `x.root.test.ts` root (network namespaces,
+// nftables, BPF), `x.etcd.test.ts` a real etcd, `x.neutron.test.ts` a neutron-server,
+// `x.browser.test.ts` headless Chromium, and several at once (`x.etcd.root.test.ts`).
+//   npm test -- --without root,neutron   every file that needs neither
+//   npm test -- --only browser           only the files that need Chromium
+//   npm test -- --only etcd --without root
+// With no selection every test file runs (what .ci/run does). For the edit loop see
+// scripts/test-quick.mjs (`npm run test:quick`).
 import process from 'node:process';
-import { spawn } from 'node:child_process';
-import { availableParallelism, setPriority } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { buildTests } from './build-tests.mjs';
+import { runJob } from './jobs.mjs';
+import { NEEDS, needsOfName, parseNeedOptions, selectedByNeeds } from './test-needs.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const bin = (pkg, file) => join(root, 'node_modules', pkg, file);
@@ -39,23 +50,24 @@ function testFiles(dir) {
  * alphabetical order, the eBPF lab suite ran on alone for minutes after everything else ended.
  */
 const LONGEST_FIRST = [
-  'test/ebpf/lab-suite.test.ts',
-  'test/agent/faults-nftables.test.ts',
-  'test/agent/faults-ebpf.test.ts',
-  'test/ebpf/lab.test.ts',
-  'test/ebpf/program.test.ts',
+  'test/ebpf/lab-suite.root.test.ts',
+  'test/agent/faults-nftables.etcd.root.test.ts',
+  'test/agent/faults-ebpf.etcd.root.test.ts',
+  'test/ebpf/lab.root.test.ts',
+  'test/ebpf/program.root.test.ts',
   'test/ingest/hostile-input.test.ts',
   'test/compiler/renderer-cache.test.ts',
   'test/classifier/classifier.test.ts',
-  'test/lab/anp-conformance.test.ts',
+  'test/lab/anp-conformance.root.test.ts',
   'test/conformance/netpol-analyzer.test.ts',
-  'test/lab/faults.test.ts',
-  'test/lab/lab.test.ts',
+  'test/lab/faults.root.test.ts',
+  'test/lab/lab.root.test.ts',
 ];
 
 /**
  * Test files that run one after another, in one lane beside the other files (at
- * most `concurrency - 1` at once). The files that start a neutron-server (Python, seconds of CPU
+ * most `concurrency - 1` at once). The files that start a neutron-server (every `*.neutron.test.ts`
+ * joins the lane by its name; Python, seconds of CPU
  * to import before it answers): three starting at once on a fresh CI machine took more than 90 s
  * to answer. The agent fault suites, each starting etcd, agents, a reflector and a prober in
  * network namespaces and holding deadlines on their convergence: started together (with the type
@@ -65,64 +77,39 @@ const LONGEST_FIRST = [
  * their paths.)
  */
 const ONE_AT_A_TIME = [
-  'test/agent/neutron-agent.test.ts',
-  'test/agent/neutron-docs.test.ts',
-  'test/renderers/neutron-server.test.ts',
-  'test/agent/faults-ebpf.test.ts',
-  'test/agent/faults-nftables.test.ts',
+  'test/agent/faults-ebpf.etcd.root.test.ts',
+  'test/agent/faults-nftables.etcd.root.test.ts',
 ];
-const inLane = new Set(ONE_AT_A_TIME);
+const inLane = (file) => ONE_AT_A_TIME.includes(file) || needsOfName(file).includes('neutron');
 
 const concurrency = Number(process.env.PALISADE_TEST_CONCURRENCY ?? availableParallelism() + 1);
 const rank = (file) => (LONGEST_FIRST.includes(file) ? LONGEST_FIRST.indexOf(file) : LONGEST_FIRST.length);
-const files =
-  process.argv.length > 2
-    ? process.argv.slice(2).map((file) => relative(root, resolve(file)))
+let selection;
+try {
+  selection = parseNeedOptions(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`npm test: ${error.message}\n`);
+  process.exit(2);
+}
+const files = (
+  selection.rest.length > 0
+    ? selection.rest.map((file) => relative(root, resolve(file)))
     : [...testFiles(join(root, 'src')), ...testFiles(join(root, 'test'))]
         .sort()
-        .sort((a, b) => rank(a) - rank(b));
-
-/**
- * Runs commands one after another; resolves with the first failing exit code (or 0) and the time.
- * `niceness` lowers their CPU priority: the type check and the lint only need to finish, while
- * many tests time what they wait for (agents converging, a lease kept alive), and on two cores a
- * lint at equal priority (5 minutes of CPU) starved them into timeouts.
- */
-function job(name, commands, { stream = false, niceness = 0 } = {}) {
-  const started = Date.now();
-  let output = '';
-  const runNext = async (index) => {
-    if (index >= commands.length) return 0;
-    const [command, ...args] = commands[index];
-    const code = await new Promise((done) => {
-      const child = spawn(command, args, {
-        cwd: root,
-        stdio: ['ignore', stream ? 'inherit' : 'pipe', stream ? 'inherit' : 'pipe'],
-      });
-      if (niceness !== 0 && child.pid !== undefined) {
-        try {
-          setPriority(child.pid, niceness);
-        } catch {
-          // Not permitted (or already gone): it runs at the tests' priority.
-        }
-      }
-      child.stdout?.on('data', (chunk) => (output += chunk));
-      child.stderr?.on('data', (chunk) => (output += chunk));
-      child.on('close', (status, signal) => done(status ?? (signal ? 1 : 0)));
-    });
-    return code === 0 ? runNext(index + 1) : code;
-  };
-  return runNext(0).then((code) => {
-    const seconds = ((Date.now() - started) / 1000).toFixed(0);
-    if (!stream || output)
-      process.stdout.write(
-        `\n── ${name} (${seconds} s): ${code === 0 ? 'ok' : `failed (${code})`}\n${output}`,
-      );
-    return { name, code, seconds };
-  });
+        .sort((a, b) => rank(a) - rank(b))
+).filter((file) => selectedByNeeds(file, selection));
+if (selection.only !== undefined || selection.without.length > 0) {
+  const needs = (list) => list.map((need) => `${need} (${NEEDS[need]})`).join(', ');
+  process.stdout.write(
+    `── ${files.length} test files selected` +
+      (selection.only ? `: those needing ${needs(selection.only)}` : '') +
+      (selection.without.length > 0 ? `; none needing ${needs(selection.without)}` : '') +
+      '\n',
+  );
 }
 
 const node = process.execPath;
+const job = (name, commands, options) => runJob(root, name, commands, options);
 // The executable and the lab's pod agent, bundled once for every test that starts them as
 // processes (test/helpers/executable.ts): from the sources, tsx would compile them in each.
 // Inside node_modules, so the bundle finds the packages it leaves external (koffi) as dist/bin does.
@@ -186,8 +173,8 @@ process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;
  * streamed.
  */
 function testLanes() {
-  const rest = files.filter((file) => !inLane.has(file));
-  const serial = ONE_AT_A_TIME.filter((file) => files.includes(file));
+  const rest = files.filter((file) => !inLane(file));
+  const serial = files.filter(inLane).sort();
   const run = (name, list, parallel, stream) =>
     job(
       name,

@@ -1,7 +1,7 @@
 /**
  * A one-node eBPF lab with two pods, a and b (b listening on TCP 8080 and UDP 5353 and admitting
  * a), for the tests of direct delivery next to the host's own netfilter
- * (test/lab/host-conntrack.test.ts): the lab and whatever a test adds removed when the test ends,
+ * (test/lab/host-conntrack.root.test.ts): the lab and whatever a test adds removed when the test ends,
  * passed or failed; kube-proxy-like rules for the node's namespace; conversations from a pod;
  * policy updates that move the node's epoch; the program's learned peers and its direct-delivery
  * switch. Needs root, clang and bpftool.

@@ -1,8 +1,8 @@
 /**
  * Two expansions of policy are kept, and docs/ARCHITECTURE.md ("One compiled representation, and
  * the two places that expand policy themselves") says why: the configurator's per-pod tables
- * (which the VPP renderers, nftables and the eBPF datapath consume) and the classifier's rule
- * slots (peers and ports kept apart, one bit per rule) and Neutron's per-policy security groups.
+ * (which the VPP renderers and nftables consume) and the classifier's rule slots (peers and
+ * ports kept apart, one bit per rule; the eBPF datapath's maps) and Neutron's per-policy groups.
  * This test holds them to each other directly, packet by packet on random clusters, rather than
  * only each to the reference: a difference between two compiled forms is named as such.
  */

@@ -389,7 +389,7 @@ describe(
         'utf8',
       );
       const block =
-        /<!-- etcd-roles: checked by test\/live\/etcd-auth\.test\.ts -->\s*```sh\n([\s\S]*?)```/.exec(
+        /<!-- etcd-roles: checked by test\/live\/etcd-auth\.etcd\.test\.ts -->\s*```sh\n([\s\S]*?)```/.exec(
           page,
         )?.[1];
       assert.ok(block, 'docs/commands/agent.md has the etcd-roles block');

@@ -4,7 +4,7 @@
  * clusters (IPv4, IPv6, ordered cluster policy, tables wider than 64 slots) each side's verdict
  * is the maps' interpreter's and the two nodes' together are the reference evaluator's, whichever
  * parser reads the packet; the upstream AdminNetworkPolicy conformance suite passes. Updates
- * across nodes: program-phases.test.ts; connection tracking: program-connections.test.ts.
+ * across nodes: program-phases.root.test.ts; connection tracking: program-connections.root.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -71,7 +71,7 @@ describe("docs/install.md's etcd commands for a DaemonSet's shared agent identit
   it('are the shared plan less the per-node one', () => {
     const page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'install.md'), 'utf8');
     const block =
-      /<!-- etcd-roles-shared: checked by test\/deploy\/reflected\.test\.ts -->\s*```sh\n([\s\S]*?)```/.exec(
+      /<!-- etcd-roles-shared: checked by test\/deploy\/reflected\.etcd\.root\.test\.ts -->\s*```sh\n([\s\S]*?)```/.exec(
         page,
       )?.[1];
     assert.ok(block, 'docs/install.md has the etcd-roles-shared block');
