@@ -1,0 +1,186 @@
+/**
+ * The BPF program's flow counts (root, clang, bpftool), with packets run through node n1's hooks
+ * with BPF_PROG_TEST_RUN and read back as the agent reads them (openFlowEvents, mergeSides): each
+ * side judged for a new connection is counted by kind — not by source port — with its verdict,
+ * replies are not counted, a read drains what the programs counted before the previous one, and
+ * the two sides of a connection between two pods of the node read as one.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { PinnedProgram, TC_ACT_OK, TC_ACT_SHOT } from '../../src/datapaths/ebpf/kernel/index.ts';
+import { openFlowEvents } from '../../src/datapaths/ebpf/kernel/flow-events.ts';
+import { mergeSides } from '../../src/datapaths/ebpf/flow-sides.ts';
+import { EbpfRenderer } from '../../src/datapaths/ebpf/index.ts';
+import { PolicyPipeline } from '../../src/pipeline/index.ts';
+import { ClusterState } from '../../src/state/index.ts';
+import type { VerdictEvent } from '../../src/flows/types.ts';
+import { clusterOf, ipOf } from '../helpers/builders.ts';
+import { needsEbpf, scratchProgram } from '../helpers/ebpf.ts';
+import { base, db, dbFromWeb, tcp, web } from '../helpers/ebpf-pods.ts';
+import { freshPort } from './program-helpers.ts';
+
+const SKIP = needsEbpf('testing the BPF program');
+
+/** An event without its times, for comparing. */
+const shape = ({ at: _at, firstAt: _firstAt, ...rest }: VerdictEvent) => rest;
+const byText = (events: VerdictEvent[]) =>
+  events.map(shape).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+
+describe('the BPF program: flow counts', { skip: SKIP }, () => {
+  const n1 = scratchProgram('pf1');
+
+  it('counts each side of each new connection by kind and verdict, and reads them once', () => {
+    const state = new ClusterState();
+    const renderer = new EbpfRenderer({ state, node: 'n1', kernel: n1.maps(), flowEvents: true });
+    new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({
+      type: 'resync',
+      cluster: clusterOf([...base, dbFromWeb]),
+    });
+    const from = PinnedProgram.open(n1.location, 'from_pod');
+    const to = PinnedProgram.open(n1.location, 'to_pod');
+    const reader = openFlowEvents(n1.location);
+    try {
+      // What the programs counted before the reader's first read is read by its second.
+      reader.read();
+      const started = Date.now();
+      for (let i = 0; i < 5; i++) {
+        const sport = freshPort();
+        assert.equal(from.run(tcp(web, db, sport, 80)).retval, TC_ACT_OK);
+        assert.equal(to.run(tcp(web, db, sport, 80)).retval, TC_ACT_OK);
+        // A reply is tracked: not a new connection, not counted.
+        assert.equal(from.run(tcp(db, web, 80, sport)).retval, TC_ACT_OK);
+      }
+      for (let i = 0; i < 3; i++) {
+        // web's egress lets it out; db's ingress (judged there too, handed to to_pod) drops it.
+        const sport = freshPort();
+        assert.equal(from.run(tcp(web, db, sport, 5432)).retval, TC_ACT_OK);
+        assert.equal(to.run(tcp(web, db, sport, 5432)).retval, TC_ACT_SHOT, 'db isolated');
+      }
+      // From outside the node: only db's side is judged here.
+      const outside = ipOf('192.0.2.7');
+      for (let i = 0; i < 2; i++) assert.equal(to.run(tcp(outside, db, freshPort(), 80)).retval, TC_ACT_SHOT);
+      assert.deepEqual(reader.read(), [], 'counted since the last read: not drained yet');
+      const events = reader.read();
+      const common = { protocol: 'TCP', src: '10.0.0.1', dst: '10.0.0.2' } as const;
+      assert.deepEqual(
+        byText(events),
+        byText([
+          { ...common, at: 0, port: 80, verdict: 'allowed', kernel: 'ebpf egress', weight: 5 },
+          { ...common, at: 0, port: 80, verdict: 'allowed', kernel: 'ebpf ingress', weight: 5 },
+          { ...common, at: 0, port: 5432, verdict: 'allowed', kernel: 'ebpf egress', weight: 3 },
+          {
+            ...common,
+            at: 0,
+            port: 5432,
+            verdict: 'denied',
+            deniedBy: 'ingress',
+            kernel: 'ebpf ingress',
+            weight: 3,
+          },
+          {
+            ...common,
+            at: 0,
+            src: '192.0.2.7',
+            port: 80,
+            verdict: 'denied',
+            deniedBy: 'ingress',
+            kernel: 'ebpf ingress',
+            weight: 2,
+          },
+        ]),
+      );
+      for (const event of events) {
+        assert.ok(
+          event.at >= started - 50 && event.at <= Date.now() + 50,
+          `seen when made: ${event.at - started} ms`,
+        );
+        assert.ok((event.firstAt ?? event.at) <= event.at);
+      }
+      assert.deepEqual(
+        byText(mergeSides(events)),
+        byText([
+          { ...common, at: 0, port: 80, verdict: 'allowed', kernel: 'ebpf egress+ingress', weight: 5 },
+          {
+            ...common,
+            at: 0,
+            port: 5432,
+            verdict: 'denied',
+            deniedBy: 'ingress',
+            kernel: 'ebpf egress+ingress',
+            weight: 3,
+          },
+          {
+            ...common,
+            at: 0,
+            src: '192.0.2.7',
+            port: 80,
+            verdict: 'denied',
+            deniedBy: 'ingress',
+            kernel: 'ebpf ingress',
+            weight: 2,
+          },
+        ]),
+      );
+      assert.deepEqual(reader.read(), [], 'each count is read once');
+      assert.deepEqual(reader.read(), []);
+      assert.equal(reader.lost, 0);
+    } finally {
+      reader.close();
+      renderer.settle();
+      from.close();
+      to.close();
+    }
+  });
+});
+
+describe('mergeSides (the two sides of connections between two pods of the node)', () => {
+  const at = Date.parse('2026-01-01T00:00:00Z');
+  const side = (
+    kernel: string,
+    verdict: 'allowed' | 'denied',
+    weight: number,
+    extra: Partial<VerdictEvent> = {},
+  ): VerdictEvent => ({
+    at,
+    protocol: 'TCP',
+    src: '10.0.0.1',
+    dst: '10.0.0.2',
+    port: 80,
+    verdict,
+    ...(verdict === 'denied' ? { deniedBy: kernel === 'ebpf egress' ? 'egress' : 'ingress' } : {}),
+    kernel,
+    weight,
+    ...extra,
+  });
+
+  it('pairs by count, and reports what one side has left over as that side alone', () => {
+    // 7 allowed on egress; the ingress side read so far: 2 denied, 4 allowed (one not yet read).
+    const merged = mergeSides([
+      side('ebpf egress', 'allowed', 7, { firstAt: at - 1000 }),
+      side('ebpf egress', 'denied', 1),
+      side('ebpf ingress', 'denied', 2),
+      side('ebpf ingress', 'allowed', 4, { sampled: true }),
+    ]);
+    assert.deepEqual(
+      byText(merged),
+      byText([
+        side('ebpf egress', 'denied', 1),
+        side('ebpf egress+ingress', 'denied', 2, { deniedBy: 'ingress' }),
+        side('ebpf egress+ingress', 'allowed', 4, { sampled: true }),
+        side('ebpf egress', 'allowed', 1),
+      ]),
+    );
+    const both = merged.find((e) => e.kernel === 'ebpf egress+ingress' && e.verdict === 'allowed');
+    assert.equal(both?.firstAt, at - 1000, 'the time both sides span');
+  });
+
+  it('passes one side alone, and never counts a connection twice', () => {
+    const alone = [side('ebpf ingress', 'allowed', 3), side('ebpf egress', 'denied', 2, { dst: '10.0.0.9' })];
+    assert.deepEqual(byText(mergeSides(alone)), byText(alone));
+    const more = mergeSides([side('ebpf egress', 'allowed', 2), side('ebpf ingress', 'allowed', 5)]);
+    assert.deepEqual(
+      byText(more),
+      byText([side('ebpf egress+ingress', 'allowed', 2), side('ebpf ingress', 'allowed', 3)]),
+    );
+  });
+});
