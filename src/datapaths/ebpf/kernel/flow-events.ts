@@ -19,6 +19,12 @@ import { EbpfError, type PinLocation } from './types.ts';
 const PROTOCOLS: Readonly<Record<number, FlowProtocol>> = { 6: 'TCP', 17: 'UDP', 132: 'SCTP' };
 /** Entries per batch call: 288 KiB of buffers, allocated once. */
 const CHUNK = 4096;
+/**
+ * A map switched away from less than this long ago is left for the next read: a program that
+ * found it active just before the switch may still be adding to it (a program runs for
+ * microseconds; the agent reads every 100 ms).
+ */
+const SETTLE_NS = 10_000_000n;
 
 export interface FlowEventReader {
   read(now?: number): VerdictEvent[];
@@ -62,6 +68,7 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
   const batchOut = Buffer.alloc(8);
   const budgets = Buffer.alloc(16 * Math.max(1, cpus));
   let closed = false;
+  let switchedAt = 0n;
 
   /** Every entry of the idle map, removed from it, as events seen by `now`'s clock. */
   const drain = (fd: number, now: number): VerdictEvent[] => {
@@ -90,12 +97,14 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
   return {
     read(now = Date.now()) {
       if (closed) return [];
+      if (process.hrtime.bigint() - switchedAt < SETTLE_NS) return [];
       if (lib.lookup(activeFd, zero, active) !== 0) throw new EbpfError('reading flow_active failed');
       const idle = (active.readUInt32LE() & 1) ^ 1;
       const events = drain(counts[idle] as number, now);
       active.writeUInt32LE(idle);
       const code = lib.update(activeFd, zero, active, 0n);
       if (code !== 0) throw new EbpfError(`switching the flow counts failed (${errnoName(code)})`);
+      switchedAt = process.hrtime.bigint();
       return events;
     },
     get lost() {
