@@ -141,7 +141,9 @@ class Reader {
   async stop(): Promise<(ReaderStats & { cpuNs: number }) | undefined> {
     const child = this.child;
     if (!child) return undefined;
-    const stats = { ...(await this.stats()), cpuNs: this.cpuSinceReady() };
+    // Its CPU before the stats' full collection (forced for the heap figure, not the reading's).
+    const cpuNs = this.cpuSinceReady();
+    const stats = { ...(await this.stats()), cpuNs };
     this.child = undefined;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.disconnect();
