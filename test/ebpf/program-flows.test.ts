@@ -71,32 +71,26 @@ describe('the BPF program: flow counts', { skip: SKIP }, () => {
       for (let i = 0; i < 2; i++) assert.equal(to.run(tcp(outside, db, freshPort(), 80)).retval, TC_ACT_SHOT);
       assert.deepEqual(reader.read(), [], 'counted since the last read: not drained yet');
       const events = await readAll();
-      const common = { protocol: 'TCP', src: '10.0.0.1', dst: '10.0.0.2' } as const;
+      /** One kind's count as the reader gives it: `kernel` names the side, a drop its side. */
+      const kind = (port: number, kernel: string, denied: boolean, weight: number, src = '10.0.0.1') => ({
+        at: 0,
+        protocol: 'TCP' as const,
+        src,
+        dst: '10.0.0.2',
+        port,
+        verdict: denied ? ('denied' as const) : ('allowed' as const),
+        ...(denied ? { deniedBy: 'ingress' as const } : {}),
+        kernel,
+        weight,
+      });
       assert.deepEqual(
         byText(events),
         byText([
-          { ...common, at: 0, port: 80, verdict: 'allowed', kernel: 'ebpf egress', weight: 5 },
-          { ...common, at: 0, port: 80, verdict: 'allowed', kernel: 'ebpf ingress', weight: 5 },
-          { ...common, at: 0, port: 5432, verdict: 'allowed', kernel: 'ebpf egress', weight: 3 },
-          {
-            ...common,
-            at: 0,
-            port: 5432,
-            verdict: 'denied',
-            deniedBy: 'ingress',
-            kernel: 'ebpf ingress',
-            weight: 3,
-          },
-          {
-            ...common,
-            at: 0,
-            src: '192.0.2.7',
-            port: 80,
-            verdict: 'denied',
-            deniedBy: 'ingress',
-            kernel: 'ebpf ingress',
-            weight: 2,
-          },
+          kind(80, 'ebpf egress', false, 5),
+          kind(80, 'ebpf ingress', false, 5),
+          kind(5432, 'ebpf egress', false, 3),
+          kind(5432, 'ebpf ingress', true, 3),
+          kind(80, 'ebpf ingress', true, 2, '192.0.2.7'),
         ]),
       );
       for (const event of events) {
@@ -109,26 +103,9 @@ describe('the BPF program: flow counts', { skip: SKIP }, () => {
       assert.deepEqual(
         byText(mergeSides(events)),
         byText([
-          { ...common, at: 0, port: 80, verdict: 'allowed', kernel: 'ebpf egress+ingress', weight: 5 },
-          {
-            ...common,
-            at: 0,
-            port: 5432,
-            verdict: 'denied',
-            deniedBy: 'ingress',
-            kernel: 'ebpf egress+ingress',
-            weight: 3,
-          },
-          {
-            ...common,
-            at: 0,
-            src: '192.0.2.7',
-            port: 80,
-            verdict: 'denied',
-            deniedBy: 'ingress',
-            kernel: 'ebpf ingress',
-            weight: 2,
-          },
+          kind(80, 'ebpf egress+ingress', false, 5),
+          kind(5432, 'ebpf egress+ingress', true, 3),
+          kind(80, 'ebpf ingress', true, 2, '192.0.2.7'),
         ]),
       );
       assert.deepEqual(await readAll(), [], 'each count is read once');
