@@ -125,7 +125,7 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
  * One struct flow_key and its struct flow_count as an event standing for `count` connections
  * (`at` the last, `firstAt` the first), or undefined for an empty entry.
  */
-export function decodeCount(
+function decodeCount(
   key: Buffer,
   value: Buffer,
   wall: (ktime: bigint) => number,
