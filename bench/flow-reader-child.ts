@@ -1,6 +1,6 @@
 /**
  * A benchmark process that reads a node's flow reports as the agent does (`--flow-log`): every
- * 100 ms the datapath's reader (the nftables flow log's nflog group, or the eBPF ring buffer),
+ * 100 ms the datapath's reader (the nftables flow log's nflog group, or the eBPF programs' counts),
  * each connection named by the reference evaluator over the node's cluster (attributeEvents,
  * the realizer's own code) and added to a bounded flow table. Its CPU time is what flow reporting
  * costs the node beyond the kernel's part; the parent counts it into each connection's CPU.

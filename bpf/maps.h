@@ -93,11 +93,21 @@ struct {
  * least recently used (a pod gone long ago) makes room when the node has had more addresses. */
 LRU_MAP(peers, struct peer_key, struct peer, 1 << 12);
 
-/* New connections' verdicts for the agent (flow-events.h); 1 MiB: ~21,000 events between reads. */
+/*
+ * New connections' verdicts for the agent, counted (flow-events.h): two maps, the programs count
+ * into the one flow_active names while the agent drains the other (bpf_map_lookup_and_delete_batch),
+ * so a drain never races an update. Entries are made as used (NO_PREALLOC): 32,768 kinds of
+ * connection between two drains, ~4 MiB at most each.
+ */
+HASH_MAP(flow_counts0, struct flow_key, struct flow_count, 1 << 15);
+HASH_MAP(flow_counts1, struct flow_key, struct flow_count, 1 << 15);
+
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} flow_events SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} flow_active SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -95,7 +95,7 @@
 #define CFG_NO_VERDICT_CACHE 4 /* judge every first packet by the tables (benchmarks: the judging cost) */
 #define CFG_NO_HANDOFF 8       /* from_pod hands no verdict to to_pod (benchmarks: each hook on its own) */
 #define CFG_NO_DIRECT 16       /* nothing is delivered directly (struct peer): every packet takes the host's path */
-#define CFG_FLOW_EVENTS 32     /* new connections' verdicts go to the flow_events ring buffer (struct flow_event) */
+#define CFG_FLOW_EVENTS 32     /* new connections' verdicts are counted in flow_counts0/1 (struct flow_key) */
 
 /* Flow directions, from the local pod's point of view. */
 #define DIR_EGRESS 0  /* from the pod: tc ingress of its host-side veth */
@@ -198,23 +198,37 @@ struct config {
 };
 
 /*
- * One side of a new connection as judged (flow-events.h): its packet's addresses and ports, the
- * side (DIR_*), the verdict, and how many connections it stands for (sampling under load).
+ * New connections of one kind, as counted (flow-events.h): the first packet's addresses, its
+ * destination port and protocol, the side judged (DIR_*) and the verdict. The source port is left
+ * out, so a client's connections to one service are one entry however many it opens.
  */
-struct flow_event {
+struct flow_key {
 	__u8 src[16];
 	__u8 dst[16];
-	__u16 sport;
 	__u16 dport;
 	__u8 family;
 	__u8 proto;
 	__u8 dir;
 	__u8 allowed;
-	__u32 weight;
+	__u16 pad;
+};
+
+/*
+ * How many (sampled ones weighted: `sampled` set), and bpf_ktime_get_ns() of the first and the
+ * last.
+ */
+struct flow_count {
+	__u64 count;
+	__u64 first;
+	__u64 last;
+	__u32 sampled;
 	__u32 pad;
 };
 
-/* Per CPU: events sent in the current window, and those the ring buffer had no room for. */
+/*
+ * Per CPU: the current window's start and the new entries made in it, and the connections that
+ * could not be counted (the map full).
+ */
 struct flow_budget {
 	__u64 window;
 	__u32 sent;

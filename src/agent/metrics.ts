@@ -117,7 +117,7 @@ export class PromMetrics implements AgentMetrics {
     });
     this.flowsLost = new Gauge({
       name: 'palisade_flow_events_lost',
-      help: 'verdict events the kernel or the reader dropped under load since the start',
+      help: 'new-connection reports dropped under load since the start (eBPF: connections the flow counts had no room for; nftables: nflog overruns and stages left unmatched)',
       registers,
     });
   }

@@ -253,10 +253,14 @@ export interface NodeDatapath {
   watch?(suspect: (why: string) => void): void;
   /**
    * With `NodeContext.flowLog`: the new connections' verdicts the kernel reported since the last
-   * call (never waits). Absent where the datapath cannot report them.
+   * call (never waits; eBPF: counted by kind in the kernel, an event per kind with its count).
+   * Absent where the datapath cannot report them.
    */
   flows?(): readonly VerdictEvent[];
-  /** Verdict events the kernel or the reader had to drop (overload), since the start. */
+  /**
+   * Reports the kernel or the reader had to drop (overload), since the start: eBPF, connections;
+   * nftables, nflog overruns and stages left unmatched.
+   */
   flowsLost?(): number;
   /** Removes everything this datapath installed on the node; returns what was removed, in one line. */
   cleanup(): Promise<string>;

@@ -95,13 +95,14 @@ export function attributeEvents(context: AttributionContext, events: readonly Ve
   for (const event of events) {
     const key = judgementKey(event);
     const weight = event.weight ?? 1;
+    const sampled = event.sampled === true;
+    const first = event.firstAt ?? event.at;
     const group = groups.get(key);
-    if (!group)
-      groups.set(key, { event, count: weight, sampled: weight > 1, first: event.at, last: event.at });
+    if (!group) groups.set(key, { event, count: weight, sampled, first, last: event.at });
     else {
       group.count += weight;
-      if (weight > 1) group.sampled = true;
-      if (event.at < group.first) group.first = event.at;
+      if (sampled) group.sampled = true;
+      if (first < group.first) group.first = first;
       if (event.at > group.last) group.last = event.at;
     }
   }
@@ -123,12 +124,11 @@ function judgementKey(event: VerdictEvent): string {
 /** The record one event stands for (count: its weight), named by the context's evaluator. */
 export function attributeEvent(context: AttributionContext, event: VerdictEvent): FlowRecord {
   const key = judgementKey(event);
-  const at = isoTime(event.at);
   return record(context, judgement(context, event, key), event, {
     count: event.weight ?? 1,
-    sampled: event.weight !== undefined && event.weight > 1,
-    firstSeen: at,
-    lastSeen: at,
+    sampled: event.sampled === true,
+    firstSeen: isoTime(event.firstAt ?? event.at),
+    lastSeen: isoTime(event.at),
   });
 }
 
@@ -166,15 +166,23 @@ function record(
   };
 }
 
-/** ISO text of a time; the events of one read share theirs, so the last is kept. */
-let lastTime = NaN;
-let lastText = '';
+/**
+ * ISO text of a time (`Date#toISOString`'s, to the millisecond). The events of a read are within
+ * a second or so of each other — nftables' share the read's time, eBPF's counts carry the kernel's
+ * times of each kind's first and last connection — so the text up to the second is kept and only
+ * the milliseconds are written (a Date and its formatting per record were a tenth of a busy
+ * reader's time).
+ */
+let secondAt = NaN;
+let secondText = '';
 function isoTime(at: number): string {
-  if (at !== lastTime) {
-    lastTime = at;
-    lastText = new Date(at).toISOString();
+  const ms = Math.floor(at);
+  const second = ms - (((ms % 1000) + 1000) % 1000);
+  if (second !== secondAt) {
+    secondAt = second;
+    secondText = new Date(second).toISOString().slice(0, -4);
   }
-  return lastText;
+  return `${secondText}${String(ms - second).padStart(3, '0')}Z`;
 }
 
 /** The evaluator's judgement of one event's connection (attributeEvent memoizes it). */

@@ -68,18 +68,23 @@ export interface FlowRecord {
 }
 
 /**
- * One new connection as a datapath's kernel side reported it, before the agent names what
- * decided it: the packet's addresses and ports, the kernel's verdict, the sides this node judged
- * (its own pods' egress or ingress) and, for a drop, which of them dropped. Producers: the
- * nftables datapath's nflog reader, the eBPF datapath's ring buffer reader.
+ * New connections as a datapath's kernel side reported them, before the agent names what decided
+ * them: the packet's addresses and ports, the kernel's verdict, the sides this node judged (its
+ * own pods' egress or ingress) and, for a drop, which of them dropped. Producers: the nftables
+ * datapath's nflog reader (one event per connection), the eBPF datapath's reader of the flow
+ * counts (one event per kind of connection counted in the kernel: `weight` of them, without
+ * their source ports).
  */
 export interface VerdictEvent {
-  /** Milliseconds since the epoch when the agent read it. */
+  /** Milliseconds since the epoch: when the agent read it, or the kernel saw the last one. */
   readonly at: number;
+  /** When the kernel saw the first of the connections it stands for (default `at`). */
+  readonly firstAt?: number;
   readonly protocol: FlowProtocol;
   readonly src: string;
   readonly dst: string;
-  readonly srcPort: number;
+  /** The source port when the datapath reports connections one by one (nftables). */
+  readonly srcPort?: number;
   readonly port: number;
   readonly verdict: FlowVerdict;
   /** The side whose policy dropped the packet (denied only). */
@@ -89,8 +94,10 @@ export interface VerdictEvent {
    * table, `tier:slot`; nftables: the stage the packet stopped at), for diagnostics.
    */
   readonly kernel?: string;
-  /** How many connections this event stands for (sampling: the inverse of the rate; default 1). */
+  /** How many connections this event stands for (default 1). */
   readonly weight?: number;
+  /** Some of them were sampled (under load, one in N counted N times): `weight` is an estimate. */
+  readonly sampled?: boolean;
 }
 
 /** What selects flows: every given field must match (a pod matches `ns/name` or `ns/`). */

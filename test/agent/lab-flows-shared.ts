@@ -96,7 +96,7 @@ export function flowSuite(datapath: 'nftables' | 'ebpf', prefix: string): void {
     const lab = await flowing.up();
     const report = await probeLab(lab, PORTS, { timeoutMs: 800 });
     assert.deepEqual(report.disagreements, []);
-    // The agents poll their datapath every 100 ms; a denied probe is settled 250 ms after its last stage.
+    // The agents poll their datapath every 100 ms (eBPF's counts are read two polls after they are made).
     await sleep(1500);
     const records = await flows();
     const problems: string[] = [];

@@ -100,14 +100,23 @@ describe('attributeEvent', () => {
     );
   });
 
-  it('keeps an address no pod holds as an address, and scales sampled events', () => {
+  it('keeps an address no pod holds as an address, and counts what an event stands for', () => {
     const record = attributeEvent(
       attributionContext(cluster, undefined),
-      event(443, 'allowed', { dst: '192.0.2.9', weight: 8 }),
+      event(443, 'allowed', { dst: '192.0.2.9', weight: 8, sampled: true }),
     );
     assert.deepEqual(record.dst, { ip: '192.0.2.9' });
     assert.equal(record.count, 8);
     assert.equal(record.sampled, true);
+    // Counted in the kernel, not sampled: exact.
+    const counted = attributeEvent(
+      attributionContext(cluster, undefined),
+      event(443, 'allowed', { weight: 8, firstAt: Date.parse('2025-12-31T23:59:00Z') }),
+    );
+    assert.equal(counted.count, 8);
+    assert.equal(counted.sampled, undefined);
+    assert.equal(counted.firstSeen, '2025-12-31T23:59:00.000Z');
+    assert.equal(counted.lastSeen, '2026-01-01T00:00:00.000Z');
     assert.deepEqual(record.decidedBy, [
       { direction: 'egress', tier: 'NetworkPolicy', outcome: 'not-isolated' },
     ]);
@@ -126,7 +135,7 @@ describe('attributeEvents (a batch from a busy node)', () => {
         srcPort: 30000 + next(1000),
         ...(next(4) === 0 ? { dst: '192.0.2.9' } : {}),
         ...(denied ? { deniedBy: next(2) === 0 ? ('ingress' as const) : ('egress' as const) } : {}),
-        ...(next(5) === 0 ? { weight: 64 } : {}),
+        ...(next(5) === 0 ? { weight: 64, sampled: true } : {}),
       });
     });
     const one = new FlowTable();

@@ -38,7 +38,7 @@ import { keepRunning, startTiedProcess, type TiedProcess } from '../../dataplane
 import { formatIp } from '../../net/ip.ts';
 import { directDeliveryRefusal } from './host-conntrack.ts';
 import { openFlowEvents, type FlowEventReader } from './kernel/flow-events.ts';
-import type { VerdictEvent } from '../../flows/types.ts';
+import { mergeSides } from './flow-sides.ts';
 import { EbpfRenderer } from './renderer.ts';
 import type { DatapathCounts, NodeContext, NodeDatapath } from '../types.ts';
 
@@ -196,35 +196,4 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
       return Promise.resolve();
     },
   };
-}
-
-/**
- * The program reports each side it judges on its own (a connection between two pods of the node:
- * its egress in from_pod, its ingress there too or in to_pod); the two sides of one packet read
- * in one batch become one event, allowed when both allowed, denied by the first side that denied.
- */
-function mergeSides(events: readonly VerdictEvent[]): VerdictEvent[] {
-  /** A packet's first event, by its position in `out`. */
-  const byPacket = new Map<string, number>();
-  const out: VerdictEvent[] = [];
-  for (const event of events) {
-    const key = `${event.protocol} ${event.src} ${event.srcPort} ${event.dst} ${event.port}`;
-    const at = byPacket.get(key);
-    const other = at === undefined ? undefined : out[at];
-    if (at === undefined || !other) {
-      byPacket.set(key, out.length);
-      out.push(event);
-      continue;
-    }
-    byPacket.delete(key);
-    const egressFirst = other.kernel === 'ebpf egress' ? [other, event] : [event, other];
-    const denied = egressFirst.find((e) => e.verdict === 'denied');
-    out[at] = {
-      ...other,
-      verdict: denied ? 'denied' : 'allowed',
-      ...(denied ? { deniedBy: denied.deniedBy } : {}),
-      kernel: 'ebpf egress+ingress',
-    };
-  }
-  return out;
 }

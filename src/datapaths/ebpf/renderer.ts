@@ -35,7 +35,7 @@ interface EbpfRendererOptions {
    * (bpf/palisade.h, struct peer). Default true.
    */
   readonly directDelivery?: boolean;
-  /** New connections' verdicts go to the flow_events ring buffer (CFG_FLOW_EVENTS). Default false. */
+  /** New connections' verdicts are counted for the flow reader (CFG_FLOW_EVENTS). Default false. */
   readonly flowEvents?: boolean;
   /** The node's pinned maps; without them the renderer only records what it would write. */
   readonly kernel?: BpfMaps;

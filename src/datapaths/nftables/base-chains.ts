@@ -7,7 +7,9 @@
 import type { IpFamily } from '../../net/ip.ts';
 import {
   addressProtocol,
+  denyVerdict,
   dispatchMap,
+  FLOW_DENY_CHAIN,
   localDispatchMap,
   FAMILIES,
   localPodsSet,
@@ -34,21 +36,27 @@ export interface BaseChainOptions {
    */
   readonly families?: readonly IpFamily[];
   /**
-   * Report new connections' verdicts to this nflog group (flow-log.ts reads it): each hook logs
-   * a new connection's first packet before each side's policy (`E`, `I`) and after all of it
-   * (`A`), so the stage it reached says whether it passed or which side dropped it. Tracked
-   * packets take the fast path before any of it: established flows cost nothing. Default off.
+   * Report new connections' verdicts to this nflog group (flow-log.ts reads it), one message per
+   * new connection: `A` after all of its policy passed it, or at a drop — every policy drop goes
+   * to the `flow_deny` chain — `E` or `I` for the side whose policy dropped it (a connection-mark
+   * bit, FLOW_INGRESS_BIT, set before the ingress side's dispatch, says which). Tracked packets
+   * take the fast path before any of it: established flows cost nothing. Default off.
    */
   readonly flowLog?: { readonly group: number };
 }
 
-/** The stages a flow-log message names (its prefix). */
+/** What a flow-log message says (its prefix): allowed, or dropped by that side's policy. */
 export const FLOW_STAGES = { egress: 'E', ingress: 'I', allowed: 'A' } as const;
 
 /** The connection-mark bits that carry the policy generation (the low 16 bits are left alone). */
 const GENERATION_MASK = '0xffff0000';
+/**
+ * The top bit, which generations leave free (15 bits of them): set while a new connection's
+ * ingress side is judged, so a drop knows its side; the stamp clears it.
+ */
+const FLOW_INGRESS_BIT = '0x80000000';
 const generationMark = (generation: number): string =>
-  `0x${((generation % 0xffff) + 1).toString(16).padStart(4, '0')}0000`;
+  `0x${((generation % 0x7fff) + 1).toString(16).padStart(4, '0')}0000`;
 
 export function baseChains(
   options: BaseChainOptions,
@@ -56,17 +64,19 @@ export function baseChains(
   generation: number,
 ): Map<string, string[]> {
   const families = options.families ?? FAMILIES;
-  const dispatch = (field: 'saddr' | 'daddr', map: (f: IpFamily) => string): string[] =>
+  // A reply twin's drops are plain: a reply is never a new connection.
+  const dispatch = (field: 'saddr' | 'daddr', map: (f: IpFamily) => string, reply = false): string[] =>
     families.flatMap((f) => {
       const ip = addressProtocol(f);
-      const lines = [`${ip} ${field} vmap @${map(f)}`, `${ip} ${field} @${localPodsSet(f)} drop`];
-      if (hasPodCidrs(f)) lines.push(`${ip} ${field} @${podCidrSet(f)} drop`);
+      const deny = reply ? 'drop' : denyVerdict(options.flowLog);
+      const lines = [`${ip} ${field} vmap @${map(f)}`, `${ip} ${field} @${localPodsSet(f)} ${deny}`];
+      if (hasPodCidrs(f)) lines.push(`${ip} ${field} @${podCidrSet(f)} ${deny}`);
       return lines;
     });
   const recheck = options.recheckFlows ?? true;
   const mark = generationMark(generation);
-  const log = (stage: string): string[] =>
-    options.flowLog ? [`ct state new log prefix "${stage}" group ${options.flowLog.group} snaplen 80`] : [];
+  const log = (stage: string): string =>
+    `ct state new log prefix "${stage}" group ${options.flowLog?.group ?? 0} snaplen 80`;
   /** A hook chain: each police jump is one side (its pods' egress or ingress dispatch). */
   const hook = (
     name: string,
@@ -76,8 +86,11 @@ export function baseChains(
     `type filter hook ${name} priority filter; policy accept;`,
     'jump flow_fastpath',
     `ct direction reply goto ${replyCheck}`,
-    ...police.flatMap(([side, jump]) => [...log(FLOW_STAGES[side]), jump]),
-    ...log(FLOW_STAGES.allowed),
+    ...police.flatMap(([side, jump]) => [
+      ...(options.flowLog && side === 'ingress' ? [`ct mark set ct mark or ${FLOW_INGRESS_BIT}`] : []),
+      jump,
+    ]),
+    ...(options.flowLog ? [log(FLOW_STAGES.allowed)] : []),
     'jump flow_stamp',
   ];
   // Node-local dispatch: no fail-closed guards (a pod without cluster policy talks to its node freely).
@@ -87,15 +100,22 @@ export function baseChains(
     ['pod_egress', dispatch('saddr', (f) => dispatchMap('egress', f))],
     ['pod_ingress', dispatch('daddr', (f) => dispatchMap('ingress', f))],
     // A reply packet's destination is the flow's source pod, its source the destination pod.
-    ['reply_egress', dispatch('daddr', (f) => replyTwin(dispatchMap('egress', f)))],
-    ['reply_ingress', dispatch('saddr', (f) => replyTwin(dispatchMap('ingress', f)))],
+    ['reply_egress', dispatch('daddr', (f) => replyTwin(dispatchMap('egress', f)), true)],
+    ['reply_ingress', dispatch('saddr', (f) => replyTwin(dispatchMap('ingress', f)), true)],
     [
       'flow_fastpath',
       recheck
         ? ['ct state related accept', `ct state established ct mark and ${GENERATION_MASK} == ${mark} accept`]
         : ['ct state established,related accept'],
     ],
-    ['flow_stamp', recheck ? [`ct mark set ct mark and 0x0000ffff or ${mark}`] : []],
+    [
+      'flow_stamp',
+      recheck
+        ? [`ct mark set ct mark and 0x0000ffff or ${mark}`]
+        : options.flowLog
+          ? [`ct mark set ct mark and 0x7fffffff`]
+          : [],
+    ],
     ['reply_check', ['jump reply_egress', 'jump reply_ingress', 'jump flow_stamp']],
     [
       'forward',
@@ -136,7 +156,14 @@ export function baseChains(
     chains.set('output', hook('output', [['ingress', 'jump pod_ingress_local']], 'reply_check_local'));
     chains.set('input', hook('input', [['egress', 'jump pod_egress_local']], 'reply_check_local'));
   }
-  return chains;
+  if (!options.flowLog) return chains;
+  // First: the policy chains' drops go to it, and a chain must exist before a rule can name it.
+  const deny = [
+    `ct mark and ${FLOW_INGRESS_BIT} == ${FLOW_INGRESS_BIT} ${log(FLOW_STAGES.ingress)} drop`,
+    log(FLOW_STAGES.egress),
+    'drop',
+  ];
+  return new Map([[FLOW_DENY_CHAIN, deny], ...chains]);
 }
 
 /** The generation-dependent chains, rewritten in every incremental transaction. */

@@ -27,6 +27,7 @@ import {
   netSetType,
   podCidrSet,
   replyTwin,
+  denyVerdict,
   replyVerdict,
   sequenceChain,
   tableChain,
@@ -66,6 +67,8 @@ interface DesiredTableOptions {
   readonly podCidrs?: readonly Cidr[];
   /** Whether pods with cluster policy get node-local dispatch entries (default true). */
   readonly allowNodeLocal?: boolean;
+  /** With the flow log, policy drops go through its deny chain (base-chains.ts). */
+  readonly flowLog?: { readonly group: number };
 }
 
 /** The desired table and the bookkeeping that keeps it in step with the node's pods. */
@@ -201,6 +204,7 @@ export class DesiredTable {
       sequenceChain(sequence.key),
       `goto ${next}`,
       this.families,
+      denyVerdict(this.options.flowLog),
     );
     const continuation: TierChains = np
       ? sequence.context === 'local'
@@ -209,7 +213,14 @@ export class DesiredTable {
             chains: [[next, [`goto ${tableChain(np.id)}`], [`goto ${replyTwin(tableChain(np.id))}`]]],
             groups: [],
           }
-      : tierChains(sequence.tiers.baseline, sequence.tiers.baselineBreaks, next, ALLOW, this.families);
+      : tierChains(
+          sequence.tiers.baseline,
+          sequence.tiers.baselineBreaks,
+          next,
+          ALLOW,
+          this.families,
+          denyVerdict(this.options.flowLog),
+        );
     const groups = [...new Set([...admin.groups, ...continuation.groups])];
     for (const group of groups) this.acquireGroup(group);
     // Continuations first: a chain must exist before a rule can jump to it.
@@ -240,7 +251,7 @@ export class DesiredTable {
       use.count++;
       return;
     }
-    const chain = renderTableChain(table, this.families);
+    const chain = renderTableChain(table, this.families, denyVerdict(this.options.flowLog));
     for (const group of chain.groups) this.acquireGroup(group);
     for (const set of chain.sets) this.acquireNetSet(set);
     this.tableUse.set(table.id, {
@@ -401,6 +412,7 @@ function tierChains(
   first: string,
   exit: string,
   families: readonly IpFamily[],
+  deny: string,
 ): TierChains {
   const starts = [0, ...(breaks ?? []), rules.length];
   const chains: (readonly [string, readonly string[], readonly string[]])[] = [];
@@ -414,6 +426,7 @@ function tierChains(
       [onward],
       [replyVerdict(onward)],
       families,
+      deny,
     );
     for (const group of chain.groups) groups.add(group);
     chains.push([name, chain.lines, chain.replyLines]);

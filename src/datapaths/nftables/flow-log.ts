@@ -1,12 +1,8 @@
 /**
- * New connections' verdicts from the nftables datapath: the base chains log a new connection's
- * first packet to an nflog group before each side's policy and after all of it (`FLOW_STAGES`,
- * base-chains.ts), and this reader turns the stages into verdicts. A packet that reached `A`
- * passed; one whose last stage is `E` or `I` was dropped by that side's policy (egress or
- * ingress) — known once it has not moved on for `settleMs` (the kernel sends one packet's
- * stages within microseconds, in order, at most `flushMs` apart across batches), or at once when
- * the same connection's next attempt starts over. Pending packets are bounded; beyond the bound
- * the oldest are settled early (as drops) and counted.
+ * New connections' verdicts from the nftables datapath: the base chains log each new
+ * connection's first packet once to an nflog group (base-chains.ts) — `A` when all of its policy
+ * passed it, `E` or `I` at the drop, for the side whose policy dropped it (`FLOW_STAGES`) — and
+ * this reader turns each message into a verdict as it comes.
  */
 import { formatIp } from '../../net/ip.ts';
 import type { FlowProtocol, VerdictEvent } from '../../flows/types.ts';
@@ -19,24 +15,14 @@ export const DEFAULT_FLOW_LOG_GROUP = 5141;
 interface FlowLogOptions {
   readonly group?: number;
   readonly netns?: string;
-  /** A packet whose stages stopped moving this long ago was dropped (ms, default 250). */
-  readonly settleMs?: number;
-  /** Most packets awaiting their verdict (default 65,536). */
-  readonly maxPending?: number;
 }
 
 export interface FlowLogReader {
-  /** Verdicts settled since the last call. */
+  /** Verdicts logged since the last call. */
   read(now?: number): VerdictEvent[];
-  /** Packets the kernel could not queue for the reader, and pending ones settled early. */
+  /** Times the kernel could not queue messages for the reader (each one or more). */
   readonly lost: number;
   close(): void;
-}
-
-interface Pending {
-  readonly event: Omit<VerdictEvent, 'verdict' | 'deniedBy'>;
-  readonly stage: string;
-  readonly seen: number;
 }
 
 const PROTOCOLS: Readonly<Record<number, FlowProtocol>> = { 6: 'TCP', 17: 'UDP', 132: 'SCTP' };
@@ -46,54 +32,21 @@ export function openFlowLog(options: FlowLogOptions = {}): FlowLogReader {
     group: options.group ?? DEFAULT_FLOW_LOG_GROUP,
     ...(options.netns !== undefined ? { netns: options.netns } : {}),
   });
-  const settleMs = options.settleMs ?? 250;
-  const maxPending = options.maxPending ?? 65_536;
-  const pending = new Map<string, Pending>();
-  let overflow = 0;
-  const settle = (key: string, entry: Pending, out: VerdictEvent[]): void => {
-    pending.delete(key);
-    const side = entry.stage === FLOW_STAGES.egress ? 'egress' : 'ingress';
-    out.push({ ...entry.event, verdict: 'denied', deniedBy: side, kernel: `nftables stage ${entry.stage}` });
-  };
   return {
     get lost() {
-      return nflog.lost + overflow;
+      return nflog.lost;
     },
     read(now = Date.now()) {
       const out: VerdictEvent[] = [];
       for (const packet of nflog.read()) {
-        const parsed = parsePacket(packet, now);
-        if (!parsed) continue;
-        const { key, event } = parsed;
-        const entry = pending.get(key);
-        if (packet.prefix === FLOW_STAGES.allowed) {
-          if (entry) pending.delete(key);
-          out.push({ ...event, verdict: 'allowed', kernel: 'nftables stage A' });
-          continue;
+        const event = parsePacket(packet, now);
+        if (!event) continue;
+        if (packet.prefix === FLOW_STAGES.allowed)
+          out.push({ ...event, verdict: 'allowed', kernel: 'nftables allowed' });
+        else if (packet.prefix === FLOW_STAGES.egress || packet.prefix === FLOW_STAGES.ingress) {
+          const side = packet.prefix === FLOW_STAGES.egress ? 'egress' : 'ingress';
+          out.push({ ...event, verdict: 'denied', deniedBy: side, kernel: `nftables ${side} drop` });
         }
-        // A new attempt of the same connection (a retransmitted SYN): the last one was dropped.
-        const startsOver =
-          entry !== undefined &&
-          (packet.prefix === FLOW_STAGES.egress ||
-            (packet.prefix === FLOW_STAGES.ingress && entry.stage === FLOW_STAGES.ingress));
-        if (entry && startsOver) settle(key, entry, out);
-        const current = pending.get(key);
-        if (current) {
-          // Moved to the end: the map stays in order of the last stage seen.
-          pending.delete(key);
-          pending.set(key, { event: current.event, stage: packet.prefix, seen: now });
-        } else {
-          if (pending.size >= maxPending) {
-            const [oldestKey, oldest] = pending.entries().next().value as [string, Pending];
-            settle(oldestKey, oldest, out);
-            overflow++;
-          }
-          pending.set(key, { event, stage: packet.prefix, seen: now });
-        }
-      }
-      for (const [key, entry] of pending) {
-        if (now - entry.seen < settleMs) break; // insertion order is arrival order
-        settle(key, entry, out);
       }
       return out;
     },
@@ -107,7 +60,7 @@ export function openFlowLog(options: FlowLogOptions = {}): FlowLogReader {
 function parsePacket(
   packet: NflogPacket,
   at: number,
-): { key: string; event: Omit<VerdictEvent, 'verdict' | 'deniedBy'> } | undefined {
+): Omit<VerdictEvent, 'verdict' | 'deniedBy'> | undefined {
   const data = packet.payload;
   let protocolNumber: number;
   let l4: number;
@@ -131,10 +84,7 @@ function parsePacket(
   if (!protocol || data.length < l4 + 4) return undefined;
   const srcPort = data.readUInt16BE(l4);
   const port = data.readUInt16BE(l4 + 2);
-  return {
-    key: `${protocol} ${src} ${srcPort} ${dst} ${port}`,
-    event: { at, protocol, src, dst, srcPort, port },
-  };
+  return { at, protocol, src, dst, srcPort, port };
 }
 
 function readU128(data: Buffer, offset: number): bigint {

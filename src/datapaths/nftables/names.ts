@@ -30,6 +30,10 @@ export const intersectionChain = (first: string, second: string): string => `x_$
  * `in_4` → `rin_4`. Verdicts are mapped the same way (`goto t_…` → `goto rt_…`).
  */
 export const replyTwin = (name: string): string => `r${name}`;
+/** The chain every policy drop of a new connection goes to with the flow log on (base-chains.ts). */
+export const FLOW_DENY_CHAIN = 'flow_deny';
+/** How a policy chain drops: plainly, or through the flow log's deny chain. */
+export const denyVerdict = (flowLog: unknown): string => (flowLog ? `goto ${FLOW_DENY_CHAIN}` : 'drop');
 export const replyVerdict = (verdict: string): string =>
   verdict.startsWith('goto ') ? `goto ${replyTwin(verdict.slice('goto '.length))}` : verdict;
 

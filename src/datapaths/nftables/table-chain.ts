@@ -169,12 +169,17 @@ interface Run {
 }
 
 /** A rule table as a chain and its reply twin, for the address families the node carries. */
-export function renderTableChain(table: RuleTable, families: readonly IpFamily[] = FAMILIES): RenderedChain {
+export function renderTableChain(
+  table: RuleTable,
+  families: readonly IpFamily[] = FAMILIES,
+  deny = 'drop',
+): RenderedChain {
   const { runs, commutative } = runsOf(table.rules);
   const groups = groupsOf(runs);
   const sets = new Map<string, NetSet>();
   return {
-    lines: chainLines(runs, commutative, false, families, sets),
+    lines: chainLines(runs, commutative, false, families, sets, tableVerdicts(deny)),
+    // Reply packets are never new: their drops are plain.
     replyLines: chainLines(runs, commutative, true, families, sets),
     groups: [...groups],
     sets: [...sets.values()],
@@ -238,15 +243,17 @@ function chainLines(
   }
   if (tail) return [...lines, ...tail];
   // Whatever no rule permitted is denied, also for a table that does not say so itself.
-  if (lines[lines.length - 1] !== 'drop') lines.push('drop');
+  if (lines[lines.length - 1] !== verdicts.deny) lines.push(verdicts.deny);
   return lines;
 }
 
-const TABLE_VERDICTS: Readonly<Record<Rule['action'], string>> = {
+/** A NetworkPolicy table's verdicts, its drops as `deny` says (the flow log's chain, or plain). */
+const tableVerdicts = (deny: string): Readonly<Record<Rule['action'], string>> => ({
   permit: 'return',
-  deny: 'drop',
-  pass: 'drop',
-};
+  deny,
+  pass: deny,
+});
+const TABLE_VERDICTS = tableVerdicts('drop');
 
 /**
  * An ordered cluster-policy rule list (first match, mixed actions) as chain lines: permit returns
@@ -260,6 +267,7 @@ export function renderOrderedChain(
   tail: readonly string[],
   replyTail: readonly string[],
   families: readonly IpFamily[] = FAMILIES,
+  deny = 'drop',
 ): RenderedChain {
   const runs = adjacentRuns(rules);
   const groups = groupsOf(runs);
@@ -270,7 +278,7 @@ export function renderOrderedChain(
       false,
       families,
       undefined,
-      { permit: 'return', deny: 'drop', pass: verdicts.pass },
+      { permit: 'return', deny, pass: verdicts.pass },
       tail,
     ),
     replyLines: chainLines(

@@ -1,21 +1,30 @@
 /**
- * The reader of a node's flow_events ring buffer (bpf/flow-events.h): libbpf's ring_buffer over
- * the pinned map, consumed on the caller's schedule — `read()` takes what the programs wrote
- * since the last call and never waits (libbpf calls back into this thread during the consume).
- * Each event is one side of a new connection as the program judged it; `lost` sums the per-CPU
- * count of events the ring buffer had no room for.
+ * The reader of a node's flow counts (bpf/flow-events.h): the programs count new connections by
+ * kind (addresses, destination port, protocol, side, verdict) into the map `flow_active` names;
+ * `read()` drains the other one — idle since the previous read, so no program is still adding to
+ * it — with bpf_map_lookup_and_delete_batch (one call per 4,096 entries, through libbpf and
+ * koffi), then makes it the one counted into. So a read's work follows the kinds of connection
+ * the node saw, not how many, and a connection is read at most two reads after it was made.
+ * `lost` sums the per-CPU count of connections the map had no room for.
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { formatIp } from '../../../net/ip.ts';
 import type { FlowProtocol, VerdictEvent } from '../../../flows/types.ts';
+import { libbpf, ENOENT, errnoName } from './libbpf.ts';
 import { pinDir } from './loader.ts';
-import { DIR_EGRESS } from './layout.ts';
+import { DIR_EGRESS, FLOW_COUNT_SIZE, FLOW_KEY_SIZE } from './layout.ts';
 import { EbpfError, type PinLocation } from './types.ts';
 
-/** struct flow_event's size (bpf/palisade.h). */
-const EVENT_SIZE = 48;
 const PROTOCOLS: Readonly<Record<number, FlowProtocol>> = { 6: 'TCP', 17: 'UDP', 132: 'SCTP' };
+/** Entries per batch call: 288 KiB of buffers, allocated once. */
+const CHUNK = 4096;
+/**
+ * A map switched away from less than this long ago is left for the next read: a program that
+ * found it active just before the switch may still be adding to it (a program runs for
+ * microseconds; the agent reads every 100 ms).
+ */
+const SETTLE_NS = 10_000_000n;
 
 export interface FlowEventReader {
   read(now?: number): VerdictEvent[];
@@ -25,65 +34,81 @@ export interface FlowEventReader {
 
 interface Koffi {
   load(path: string): { func(signature: string): (...args: unknown[]) => unknown };
-  proto(signature: string): unknown;
-  pointer(type: unknown): unknown;
-  register(callback: (...args: unknown[]) => unknown, type: unknown): unknown;
-  unregister(callback: unknown): void;
-  view(pointer: unknown, length: number): ArrayBuffer;
 }
 
-/** Opens the ring buffer of the node pinned at `location`. Throws an EbpfError saying why not. */
+/** Opens the flow counts of the node pinned at `location`. Throws an EbpfError saying why not. */
 export function openFlowEvents(location: PinLocation): FlowEventReader {
+  const lib = libbpf();
   const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-  const lib = koffi.load('libbpf.so.1');
-  const libc = koffi.load('libc.so.6');
-  const objGet = lib.func('int bpf_obj_get(const char *path)') as (path: string) => number;
-  const close = libc.func('int close(int fd)') as (fd: number) => number;
-  const ringNew = lib.func('void *ring_buffer__new(int fd, void *cb, void *ctx, void *opts)');
-  const consume = lib.func('int ring_buffer__consume(void *rb)') as (rb: unknown) => number;
-  const free = lib.func('void ring_buffer__free(void *rb)');
-  const lookup = lib.func('int bpf_map_lookup_elem(int fd, const void *key, void *value)') as (
-    fd: number,
-    key: Buffer,
-    value: Buffer,
-  ) => number;
-  const cpus = (lib.func('int libbpf_num_possible_cpus(void)') as () => number)();
+  const native = koffi.load('libbpf.so.1');
+  const drainBatch = native.func(
+    'int bpf_map_lookup_and_delete_batch(int fd, void *in_batch, void *out_batch, void *keys, void *values, void *count, void *opts)',
+  ) as (...args: (number | Buffer | null)[]) => number;
+  const cpus = (native.func('int libbpf_num_possible_cpus(void)') as () => number)();
   const maps = join(pinDir(location), 'maps');
-  const fd = objGet(join(maps, 'flow_events'));
-  if (fd < 0)
-    throw new EbpfError(`opening the pinned ring buffer ${join(maps, 'flow_events')} failed (${fd})`);
-  const budgetFd = objGet(join(maps, 'flow_budget'));
-  const sample = koffi.proto('int palisade_flow_sample(void *ctx, void *data, size_t size)');
-  let batch: VerdictEvent[] = [];
-  let now = Date.now();
-  const callback = koffi.register((_ctx: unknown, data: unknown, size: unknown) => {
-    if (Number(size) >= EVENT_SIZE) {
-      const event = decodeEvent(Buffer.from(koffi.view(data, EVENT_SIZE)), now);
-      if (event) batch.push(event);
+  const fds: number[] = [];
+  const open = (name: string): number => {
+    const fd = lib.objGet(join(maps, name));
+    if (fd < 0) {
+      for (const opened of fds) lib.close(opened);
+      throw new EbpfError(`opening the pinned map ${join(maps, name)} failed (${errnoName(fd)})`);
     }
-    return 0;
-  }, koffi.pointer(sample));
-  const ring = ringNew(fd, callback, null, null);
-  if (!ring) {
-    koffi.unregister(callback);
-    close(fd);
-    if (budgetFd >= 0) close(budgetFd);
-    throw new EbpfError('libbpf could not open the flow_events ring buffer');
-  }
-  let closed = false;
+    fds.push(fd);
+    return fd;
+  };
+  const counts = [open('flow_counts0'), open('flow_counts1')] as const;
+  const activeFd = open('flow_active');
+  const budgetFd = open('flow_budget');
+  const zero = Buffer.alloc(4);
+  const active = Buffer.alloc(4);
+  const keys = Buffer.alloc(CHUNK * FLOW_KEY_SIZE);
+  const values = Buffer.alloc(CHUNK * FLOW_COUNT_SIZE);
+  const count = Buffer.alloc(4);
+  const batchIn = Buffer.alloc(8);
+  const batchOut = Buffer.alloc(8);
   const budgets = Buffer.alloc(16 * Math.max(1, cpus));
+  let closed = false;
+  let switchedAt = 0n;
+
+  /** Every entry of the idle map, removed from it, as events seen by `now`'s clock. */
+  const drain = (fd: number, now: number): VerdictEvent[] => {
+    const out: VerdictEvent[] = [];
+    // bpf_ktime_get_ns() and process.hrtime are both CLOCK_MONOTONIC.
+    const monotonic = process.hrtime.bigint();
+    const wall = (ktime: bigint): number => now - Number(monotonic - ktime) / 1e6;
+    for (let first = true; ; first = false) {
+      count.writeUInt32LE(CHUNK);
+      const code = drainBatch(fd, first ? null : batchIn, batchOut, keys, values, count, null);
+      const n = count.readUInt32LE();
+      for (let i = 0; i < n; i++) {
+        const event = decodeCount(
+          keys.subarray(i * FLOW_KEY_SIZE, (i + 1) * FLOW_KEY_SIZE),
+          values.subarray(i * FLOW_COUNT_SIZE, (i + 1) * FLOW_COUNT_SIZE),
+          wall,
+        );
+        if (event) out.push(event);
+      }
+      if (code === ENOENT) return out;
+      if (code < 0) throw new EbpfError(`draining the flow counts failed (${errnoName(code)})`);
+      batchOut.copy(batchIn);
+    }
+  };
+
   return {
-    read(at = Date.now()) {
+    read(now = Date.now()) {
       if (closed) return [];
-      now = at;
-      const code = consume(ring);
-      if (code < 0) throw new EbpfError(`reading the flow_events ring buffer failed (${code})`);
-      const out = batch;
-      batch = [];
-      return out;
+      if (process.hrtime.bigint() - switchedAt < SETTLE_NS) return [];
+      if (lib.lookup(activeFd, zero, active) !== 0) throw new EbpfError('reading flow_active failed');
+      const idle = (active.readUInt32LE() & 1) ^ 1;
+      const events = drain(counts[idle] as number, now);
+      active.writeUInt32LE(idle);
+      const code = lib.update(activeFd, zero, active, 0n);
+      if (code !== 0) throw new EbpfError(`switching the flow counts failed (${errnoName(code)})`);
+      switchedAt = process.hrtime.bigint();
+      return events;
     },
     get lost() {
-      if (closed || budgetFd < 0 || lookup(budgetFd, Buffer.alloc(4), budgets) !== 0) return 0;
+      if (closed || lib.lookup(budgetFd, zero, budgets) !== 0) return 0;
       let lost = 0;
       for (let cpu = 0; cpu < cpus; cpu++) lost += budgets.readUInt32LE(cpu * 16 + 12);
       return lost;
@@ -91,39 +116,44 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
     close() {
       if (closed) return;
       closed = true;
-      free(ring);
-      koffi.unregister(callback);
-      close(fd);
-      if (budgetFd >= 0) close(budgetFd);
+      for (const fd of fds) lib.close(fd);
     },
   };
 }
 
-/** One struct flow_event, or undefined for a protocol flows do not report (ICMP). */
-export function decodeEvent(data: Buffer, at: number): VerdictEvent | undefined {
-  const family = data.readUInt8(36) === 6 ? 6 : 4;
-  const protocol = PROTOCOLS[data.readUInt8(37)];
-  if (!protocol) return undefined;
+/**
+ * One struct flow_key and its struct flow_count as an event standing for `count` connections
+ * (`at` the last, `firstAt` the first), or undefined for an empty entry.
+ */
+function decodeCount(
+  key: Buffer,
+  value: Buffer,
+  wall: (ktime: bigint) => number,
+): VerdictEvent | undefined {
+  const family = key.readUInt8(34) === 6 ? 6 : 4;
+  const protocol = PROTOCOLS[key.readUInt8(35)];
+  const weight = Number(value.readBigUInt64LE(0));
+  if (!protocol || weight === 0) return undefined;
   const address = (offset: number): string =>
     family === 4
-      ? formatIp({ family: 4, value: BigInt(data.readUInt32BE(offset)) })
+      ? formatIp({ family: 4, value: BigInt(key.readUInt32BE(offset)) })
       : formatIp({
           family: 6,
-          value: (data.readBigUInt64BE(offset) << 64n) | data.readBigUInt64BE(offset + 8),
+          value: (key.readBigUInt64BE(offset) << 64n) | key.readBigUInt64BE(offset + 8),
         });
-  const direction = data.readUInt8(38) === DIR_EGRESS ? 'egress' : 'ingress';
-  const allowed = data.readUInt8(39) !== 0;
-  const weight = data.readUInt32LE(40);
+  const direction = key.readUInt8(36) === DIR_EGRESS ? 'egress' : 'ingress';
+  const allowed = key.readUInt8(37) !== 0;
   return {
-    at,
+    at: wall(value.readBigUInt64LE(16)),
+    firstAt: wall(value.readBigUInt64LE(8)),
     protocol,
     src: address(0),
     dst: address(16),
-    srcPort: data.readUInt16LE(32),
-    port: data.readUInt16LE(34),
+    port: key.readUInt16LE(32),
     verdict: allowed ? 'allowed' : 'denied',
     ...(allowed ? {} : { deniedBy: direction }),
     kernel: `ebpf ${direction}`,
-    ...(weight > 1 ? { weight } : {}),
+    weight,
+    ...(value.readUInt32LE(24) !== 0 ? { sampled: true } : {}),
   };
 }

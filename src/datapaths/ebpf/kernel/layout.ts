@@ -60,7 +60,7 @@ export const CFG_NO_VERDICT_CACHE = 4;
 export const CFG_NO_HANDOFF = 8;
 /** Nothing is delivered directly into a receiver's namespace (struct peer): every packet takes the host's path. */
 export const CFG_NO_DIRECT = 16;
-/** New connections' verdicts go to the flow_events ring buffer (`--flow-log`; flow-events.ts). */
+/** New connections' verdicts are counted in flow_counts0/1 (`--flow-log`; flow-events.ts). */
 export const CFG_FLOW_EVENTS = 32;
 
 export const DIR_EGRESS = 0;
@@ -90,8 +90,14 @@ export type MapName =
   | 'handoffs'
   | 'judging'
   | 'scratch'
-  | 'flow_events'
+  | 'flow_counts0'
+  | 'flow_counts1'
+  | 'flow_active'
   | 'flow_budget';
+
+/** struct flow_key and struct flow_count (bpf/palisade.h). */
+export const FLOW_KEY_SIZE = 40;
+export const FLOW_COUNT_SIZE = 32;
 
 /**
  * Key and value sizes in bytes, as bpf/palisade.h and bpf/maps.h define them. Every map the
@@ -122,8 +128,10 @@ export const MAP_SHAPES: Readonly<
   handoffs: { key: 4, value: 64, perCpu: true },
   judging: { key: 4, value: 88, perCpu: true },
   scratch: { key: 4, value: 1216, perCpu: true },
-  // A ring buffer has neither keys nor values (the loader still finds it pinned and of this shape).
-  flow_events: { key: 0, value: 0, perCpu: true },
+  // Drained by the flow reader (flow-events.ts) through its own descriptors.
+  flow_counts0: { key: FLOW_KEY_SIZE, value: FLOW_COUNT_SIZE },
+  flow_counts1: { key: FLOW_KEY_SIZE, value: FLOW_COUNT_SIZE },
+  flow_active: { key: 4, value: 4 },
   flow_budget: { key: 4, value: 16, perCpu: true },
 };
 
