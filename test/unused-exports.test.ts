@@ -20,7 +20,7 @@ const ALLOWED: Readonly<Record<string, string>> = {
   // tsc's declarations name it: registry.ts's BACKENDS has a type built from nftablesTarget's.
   'src/datapaths/nftables/target.ts NftablesOutput':
     'named by the declaration output of datapaths/registry.ts',
-  // Files the issue-39 branch (in-kernel flow counting) is changing: un-exported once it lands.
+  // Types of exported functions' parameters and results: a caller names them through the function.
   'src/flows/agent-reader.ts ReadAgentOptions':
     'a parameter or return type of an exported function: callers name it through the function',
   'src/flows/flow-file.ts FlowFile':
