@@ -53,7 +53,8 @@ try {
       ],
       {
         cwd: root,
-        stdio: ['ignore', 'inherit', 'inherit'],
+        // The benchmark's own lines go to stderr: with --dry-run, stdout is the new document alone.
+        stdio: ['ignore', 2, 'inherit'],
         env: { ...process.env, PALISADE_BENCH_FIGURES: file },
       },
     );

@@ -51,7 +51,7 @@ const options = readOptions(process.argv.slice(2));
 const changed = changedFiles(options.base);
 const tests = testsFor(changed, options);
 process.stdout.write(
-  `── ${changed.length} changed files since ${options.base}; ${tests.files.length} test files` +
+  `── ${changed.length} changed file${changed.length === 1 ? '' : 's'} since ${options.base}; ${tests.files.length} test files` +
     (tests.mapped ? '' : ' (nothing maps: the fast subset)') +
     (tests.beyondLimit.length > 0 ? `; ${tests.beyondLimit.length} more reach it (--all runs them)` : '') +
     (tests.leftOut.length > 0
