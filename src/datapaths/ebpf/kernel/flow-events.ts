@@ -125,11 +125,7 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
  * One struct flow_key and its struct flow_count as an event standing for `count` connections
  * (`at` the last, `firstAt` the first), or undefined for an empty entry.
  */
-function decodeCount(
-  key: Buffer,
-  value: Buffer,
-  wall: (ktime: bigint) => number,
-): VerdictEvent | undefined {
+function decodeCount(key: Buffer, value: Buffer, wall: (ktime: bigint) => number): VerdictEvent | undefined {
   const family = key.readUInt8(34) === 6 ? 6 : 4;
   const protocol = PROTOCOLS[key.readUInt8(35)];
   const weight = Number(value.readBigUInt64LE(0));
