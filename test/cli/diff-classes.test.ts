@@ -62,8 +62,8 @@ describe('diff per class', () => {
     assert.equal(auto.stderr, '');
   });
 
-  it('--by auto: per class past 1,000 lines, said on stderr', async (t) => {
-    const args = await inputs(t, 80);
+  it('--by auto: per class past 10,000 lines, said on stderr', async (t) => {
+    const args = await inputs(t, 210);
     const auto = await cli(['diff', ...args]);
     assert.equal(auto.code, 1);
     assert.match(
@@ -74,6 +74,6 @@ describe('diff per class', () => {
     const json = JSON.parse((await cli(['diff', ...args, '-o', 'json'])).stdout) as {
       connections: unknown[];
     };
-    assert.ok(json.connections.length > 1000);
+    assert.ok(json.connections.length > 10_000);
   });
 });
