@@ -7,7 +7,6 @@
  * the node saw, not how many, and a connection is read at most two reads after it was made.
  * `lost` sums the per-CPU count of connections the map had no room for.
  */
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { formatIp } from '../../../net/ip.ts';
 import type { FlowProtocol, VerdictEvent } from '../../../flows/types.ts';
@@ -32,19 +31,10 @@ export interface FlowEventReader {
   close(): void;
 }
 
-interface Koffi {
-  load(path: string): { func(signature: string): (...args: unknown[]) => unknown };
-}
-
 /** Opens the flow counts of the node pinned at `location`. Throws an EbpfError saying why not. */
 export function openFlowEvents(location: PinLocation): FlowEventReader {
   const lib = libbpf();
-  const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-  const native = koffi.load('libbpf.so.1');
-  const drainBatch = native.func(
-    'int bpf_map_lookup_and_delete_batch(int fd, void *in_batch, void *out_batch, void *keys, void *values, void *count, void *opts)',
-  ) as (...args: (number | Buffer | null)[]) => number;
-  const cpus = (native.func('int libbpf_num_possible_cpus(void)') as () => number)();
+  const cpus = lib.possibleCpus();
   const maps = join(pinDir(location), 'maps');
   const fds: number[] = [];
   const open = (name: string): number => {
@@ -78,7 +68,7 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
     const wall = (ktime: bigint): number => now - Number(monotonic - ktime) / 1e6;
     for (let first = true; ; first = false) {
       count.writeUInt32LE(CHUNK);
-      const code = drainBatch(fd, first ? null : batchIn, batchOut, keys, values, count, null);
+      const code = lib.drainBatch(fd, first ? null : batchIn, batchOut, keys, values, count);
       const n = count.readUInt32LE();
       for (let i = 0; i < n; i++) {
         const event = decodeCount(

@@ -19,6 +19,21 @@ export interface Libbpf {
   lookup(fd: number, key: Buffer, value: Buffer): number;
   /** The key after `key` (the first with null) into `next`; -ENOENT at the end. */
   nextKey(fd: number, key: Buffer | null, next: Buffer): number;
+  /**
+   * bpf_map_lookup_and_delete_batch: up to `count`'s value of entries into `keys` and `values`,
+   * removed from the map, `count` rewritten with how many; `inBatch` null for the first call,
+   * then the `outBatch` of the one before. -ENOENT once the map has no more.
+   */
+  drainBatch(
+    fd: number,
+    inBatch: Buffer | null,
+    outBatch: Buffer,
+    keys: Buffer,
+    values: Buffer,
+    count: Buffer,
+  ): number;
+  /** How many CPUs a per-CPU map has a value for (libbpf_num_possible_cpus). */
+  possibleCpus(): number;
   /** bpf_obj_get_info_by_fd for a program: its id. */
   programId(fd: number): number;
   /** bpf_obj_get_info_by_fd for a tcx link: the program it runs and the interface it is on (0: gone). */
@@ -80,6 +95,10 @@ export function libbpf(): Libbpf {
   const remove = lib.func('int bpf_map_delete_elem(int fd, const void *key)');
   const lookup = lib.func('int bpf_map_lookup_elem(int fd, const void *key, void *value)');
   const nextKey = lib.func('int bpf_map_get_next_key(int fd, const void *key, void *next)');
+  const drainBatch = lib.func(
+    'int bpf_map_lookup_and_delete_batch(int fd, void *in_batch, void *out_batch, void *keys, void *values, void *count, void *opts)',
+  );
+  const possibleCpus = lib.func('int libbpf_num_possible_cpus(void)');
   const info = lib.func('int bpf_obj_get_info_by_fd(int fd, void *info, void *len)');
   const close = libc.func('int close(int fd)');
   const opts = koffi.struct('bpf_test_run_opts', {
@@ -132,6 +151,9 @@ export function libbpf(): Libbpf {
     remove: (fd, key) => remove(fd, key) as number,
     lookup: (fd, key, value) => lookup(fd, key, value) as number,
     nextKey: (fd, key, next) => nextKey(fd, key, next) as number,
+    drainBatch: (fd, inBatch, outBatch, keys, values, count) =>
+      drainBatch(fd, inBatch, outBatch, keys, values, count, null) as number,
+    possibleCpus: () => possibleCpus() as number,
     programId: (fd) => objInfo(fd, 256, 'program').readUInt32LE(4),
     linkInfo(fd) {
       // struct bpf_link_info: type, id, prog_id, then a union aligned to 8 (tcx: ifindex, attach_type).
