@@ -91,6 +91,14 @@ export class SidedEvaluator {
     return portSetsMeet(out, into);
   }
 
+  /**
+   * The ports one side of `endpoint` may allow towards any endpoint not on the host network of its
+   * node (port-ceiling.ts); what `mayAllow` meets.
+   */
+  bound(endpoint: Endpoint, side: Side): PortSet {
+    return this.ceilings.of(endpoint, side);
+  }
+
   /** Allowed ports from `src` to `dst`: every common family's egress ∩ ingress (as `allowedPorts`). */
   ports(src: Address, dst: Address): PortSet {
     const families = this.families(src, dst);

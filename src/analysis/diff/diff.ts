@@ -33,6 +33,7 @@ import {
 } from '../../semantics/index.ts';
 import { addressRanges, type AddressRange } from '../address-ranges.ts';
 import { SidedEvaluator, type Side } from '../sided.ts';
+import { PairBounds } from './pair-bounds.ts';
 import { ReachFinder } from './touched.ts';
 import { groupEndpoints, type EndpointView } from '../workload-view.ts';
 import {
@@ -115,7 +116,22 @@ export function diffConnectivity(
     return n;
   };
   const units = unitsOf(before, after, options, fieldKeys);
+  // Whether a namespace changed, asked once per namespace (not per member and side).
+  const namespaceChanged = new Map<string, boolean>();
+  const namespaceCause = (namespace: string): string | undefined => {
+    let is = namespaceChanged.get(namespace);
+    if (is === undefined) namespaceChanged.set(namespace, (is = changed.has(`Namespace ${namespace}`)));
+    return is ? `Namespace ${namespace}` : undefined;
+  };
   for (const unit of units) {
+    // The unit's changed members and namespaces are causes on both its sides.
+    const memberCauses = new Set<string>();
+    for (const members of [unit.before, unit.after])
+      for (const e of members) {
+        if (changed.has(endpointObject(e))) memberCauses.add(endpointObject(e));
+        const namespace = namespaceCause(e.namespace);
+        if (namespace) memberCauses.add(namespace);
+      }
     for (const side of ['egress', 'ingress'] as const) {
       const was = new Set<string>();
       const is = new Set<string>();
@@ -125,10 +141,7 @@ export function diffConnectivity(
       for (const e of unit.before) was.add(sideContext(old, e, side, semantics, numberOf, note));
       for (const e of unit.after) is.add(sideContext(next, e, side, semantics, numberOf, note));
       unit.sideChanged[side] = nodesChanged || !sameSets(was, is);
-      for (const e of [...unit.before, ...unit.after]) {
-        if (changed.has(endpointObject(e))) unit.causes[side].add(endpointObject(e));
-        if (changed.has(`Namespace ${e.namespace}`)) unit.causes[side].add(`Namespace ${e.namespace}`);
-      }
+      for (const cause of memberCauses) unit.causes[side].add(cause);
     }
     unit.fieldsChanged ||=
       fieldsKey(unit.before, fieldKeys.before) !== fieldsKey(unit.after, fieldKeys.after);
@@ -199,19 +212,15 @@ export function diffConnectivity(
   const within = (s: Scope | undefined, end: End): boolean =>
     s !== undefined &&
     (s === 'all' || (end.unit ? s.units.has(end.unit) : s.ranges.has(end.range as AddressRange)));
-  // The ends a scope holds: every end, or only those it names (a scope of a few units is not a
-  // walk over the cluster — with a change in 1% of namespaces that walk was the square again).
+  // The ends a scope names (a scope of a few units is not a walk over the cluster — with a change
+  // in 1% of namespaces that walk was the square again); every end is `bounds`' to give.
   const endOfUnit = new Map<Unit, End>();
   const endOfRange = new Map<AddressRange, End>();
   for (const end of ends) {
     if (end.unit) endOfUnit.set(end.unit, end);
     if (end.range) endOfRange.set(end.range, end);
   }
-  function* endsIn(s: Scope): Iterable<End> {
-    if (s === 'all') {
-      yield* ends;
-      return;
-    }
+  function* named(s: Exclude<Scope, 'all'>): Iterable<End> {
     for (const u of s.units) {
       const end = endOfUnit.get(u);
       if (end) yield end;
@@ -221,16 +230,26 @@ export function diffConnectivity(
       if (end) yield end;
     }
   }
+  // Of those, the ones a pair with `end` may differ with at all (pair-bounds.ts).
+  const bounds = new PairBounds(ends, old, next);
+  const endsIn = (s: Scope, end: End, side: Side): Iterable<End> =>
+    bounds.candidates(
+      end,
+      side,
+      s === 'all'
+        ? undefined
+        : { size: s.units.size + s.ranges.size, has: (e) => within(s, e), ends: () => named(s) },
+    );
   const rows = new Map<End, Scope | undefined>(ends.map((end) => [end, scope(end.unit, 'egress')]));
   for (const from of ends) {
     const row = rows.get(from);
     if (!row) continue;
-    for (const to of endsIn(row)) compare(from, to);
+    for (const to of endsIn(row, from, 'egress')) compare(from, to);
   }
   for (const to of ends) {
     const column = scope(to.unit, 'ingress');
     if (!column) continue;
-    for (const from of endsIn(column)) if (!within(rows.get(from), to)) compare(from, to);
+    for (const from of endsIn(column, to, 'ingress')) if (!within(rows.get(from), to)) compare(from, to);
   }
   return {
     endpoints: {
