@@ -43,7 +43,8 @@ static __noinline void report_flow(const struct packet *p, __u32 dir, __u32 allo
 	};
 	__builtin_memcpy(k.src, p->src, 16);
 	__builtin_memcpy(k.dst, p->dst, 16);
-	void *counts = (*active & 1) ? (void *)&flow_counts1 : (void *)&flow_counts0;
+	__u32 which = *active & 1;
+	void *counts = which ? (void *)&flow_counts1 : (void *)&flow_counts0;
 	__u64 now = bpf_ktime_get_ns();
 	struct flow_count *c = bpf_map_lookup_elem(counts, &k);
 	if (c) {
@@ -63,6 +64,10 @@ static __noinline void report_flow(const struct packet *p, __u32 dir, __u32 allo
 	}
 	struct flow_count fresh = { .count = weight, .first = now, .last = now, .sampled = weight > 1 };
 	long err = bpf_map_update_elem(counts, &k, &fresh, BPF_NOEXIST);
+	if (!err) {
+		b->made[which]++;
+		return;
+	}
 	if (err == -FLOW_EEXIST) {
 		/* Another CPU made it between the lookup and the insert. */
 		c = bpf_map_lookup_elem(counts, &k);
@@ -71,8 +76,7 @@ static __noinline void report_flow(const struct packet *p, __u32 dir, __u32 allo
 			return;
 		}
 	}
-	if (err)
-		b->lost += weight;
+	b->lost += weight;
 }
 
 #endif /* PALISADE_FLOW_EVENTS_H */

@@ -226,13 +226,16 @@ struct flow_count {
 };
 
 /*
- * Per CPU: the current window's start and the new entries made in it, and the connections that
- * could not be counted (the map full).
+ * Per CPU: the current window's start and the new entries made in it, the connections that
+ * could not be counted (the map full), and the entries ever made in each of the two count maps
+ * (wrapping): the reader drains a map only when entries were made in it since its last drain —
+ * a drain walks every bucket of the map, full or empty.
  */
 struct flow_budget {
 	__u64 window;
 	__u32 sent;
 	__u32 lost;
+	__u32 made[2];
 };
 
 /*

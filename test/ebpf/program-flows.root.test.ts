@@ -15,7 +15,7 @@ import { PolicyPipeline } from '../../src/pipeline/index.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import type { VerdictEvent } from '../../src/flows/types.ts';
 import { clusterOf, ipOf } from '../helpers/builders.ts';
-import { needsEbpf, scratchProgram } from '../helpers/ebpf.ts';
+import { bpftoolDump, needsEbpf, scratchProgram } from '../helpers/ebpf.ts';
 import { base, db, dbFromWeb, tcp, web } from '../helpers/ebpf-pods.ts';
 import { freshPort } from './program-helpers.ts';
 
@@ -110,6 +110,13 @@ describe('the BPF program: flow counts', { skip: SKIP }, () => {
       );
       assert.deepEqual(await readAll(), [], 'each count is read once');
       assert.equal(reader.lost, 0);
+      // The reader drains a map only when entries were made in it since: the programs count
+      // each entry they make, per CPU and map (five kinds, each made once).
+      const budgets = bpftoolDump(n1.location, 'flow_budget')[0]?.formatted as {
+        values: { value: { made: number[] } }[];
+      };
+      const made = budgets.values.flatMap((v) => v.value.made).reduce((sum, n) => sum + n, 0);
+      assert.equal(made, 5, 'one entry made per kind');
     } finally {
       reader.close();
       renderer.settle();

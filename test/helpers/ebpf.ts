@@ -148,7 +148,10 @@ export function scratchProgram(prefix: string): { readonly location: PinLocation
   };
 }
 
-/** A map's entries as `bpftool map dump` prints them: raw bytes, and BTF's view of the fields. */
+/**
+ * A map's entries as `bpftool map dump` prints them: raw bytes, and BTF's view of the fields (a
+ * per-CPU map's as `{ values: [{ cpu, value }] }`).
+ */
 export function bpftoolDump(
   location: PinLocation,
   map: MapName,
@@ -158,9 +161,10 @@ export function bpftoolDump(
     maxBuffer: 1 << 30,
   });
   const bytes = (hex: readonly string[]) => Buffer.from(hex.map((h) => parseInt(h, 16)));
-  return (JSON.parse(text) as { key: string[]; value: string[]; formatted: unknown }[]).map((e) => ({
+  // A per-CPU map's entry has `values` (one per CPU) instead of `value`: its bytes are left empty.
+  return (JSON.parse(text) as { key: string[]; value?: string[]; formatted: unknown }[]).map((e) => ({
     key: bytes(e.key),
-    value: bytes(e.value),
+    value: bytes(e.value ?? []),
     formatted: e.formatted,
   }));
 }

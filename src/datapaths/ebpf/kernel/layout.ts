@@ -98,6 +98,10 @@ export type MapName =
 /** struct flow_key and struct flow_count (bpf/palisade.h). */
 export const FLOW_KEY_SIZE = 40;
 export const FLOW_COUNT_SIZE = 32;
+/** struct flow_budget (per CPU): the offsets of `lost` and of `made[2]`, and its size. */
+export const FLOW_BUDGET_LOST = 12;
+export const FLOW_BUDGET_MADE = 16;
+export const FLOW_BUDGET_SIZE = 24;
 
 /**
  * Key and value sizes in bytes, as bpf/palisade.h and bpf/maps.h define them. Every map the
@@ -132,7 +136,7 @@ export const MAP_SHAPES: Readonly<
   flow_counts0: { key: FLOW_KEY_SIZE, value: FLOW_COUNT_SIZE },
   flow_counts1: { key: FLOW_KEY_SIZE, value: FLOW_COUNT_SIZE },
   flow_active: { key: 4, value: 4 },
-  flow_budget: { key: 4, value: 16, perCpu: true },
+  flow_budget: { key: 4, value: FLOW_BUDGET_SIZE, perCpu: true },
 };
 
 export const MAP_NAMES = Object.keys(MAP_SHAPES) as readonly MapName[];
