@@ -40,7 +40,8 @@ export class DecodeOffload {
 
   private constructor(
     private readonly script: string,
-    private readonly minBytes: number,
+    /** Files from this size on are offered to the worker. */
+    readonly minBytes: number,
   ) {}
 
   /** An offload when a second core and the worker's module are there; undefined otherwise. */

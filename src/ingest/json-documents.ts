@@ -91,13 +91,7 @@ export function eachJsonDocument(
 ): boolean {
   const first = firstSignificant(text, 0, text.length);
   if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first))) return false;
-  const spans: number[] = [];
-  let start = 0;
-  for (const match of text.matchAll(SEPARATOR)) {
-    spans.push(start, match.index);
-    start = match.index + match[0].length;
-  }
-  spans.push(start, text.length);
+  const spans = separatedSpans(text);
   // More documents than a file may hold: the YAML path reads up to the limit and says so.
   if (spans.length / 2 > (limits.maxDocuments ?? Infinity)) return false;
   // Every document is checked before the first is visited: a file the YAML path must read is
@@ -135,6 +129,18 @@ export function eachJsonDocument(
     visit({ value: value as Record<string, unknown>, locator: new JsonLocator(text, from, position) });
   }
   return true;
+}
+
+/** [from, to) of every document between `---` (or `...`) lines, the separators left out. */
+export function separatedSpans(text: string): number[] {
+  const spans: number[] = [];
+  let start = 0;
+  for (const match of text.matchAll(SEPARATOR)) {
+    spans.push(start, match.index);
+    start = match.index + match[0].length;
+  }
+  spans.push(start, text.length);
+  return spans;
 }
 
 const AS_JSON = 0;
@@ -181,7 +187,7 @@ export function isSpace(c: number): boolean {
 }
 
 /** The first character that is not white space in [from, to), or -1. */
-function firstSignificant(text: string, from: number, to: number): number {
+export function firstSignificant(text: string, from: number, to: number): number {
   for (let i = from; i < to; i++) if (!isSpace(text.charCodeAt(i))) return i;
   return -1;
 }

@@ -16,6 +16,7 @@ import { readDocuments } from './parse-documents.ts';
 import { visitInputs } from './read-inputs.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import { DecodeOffload, type OffloadResult } from './decode-offload.ts';
+import { podRunPieces } from './pod-run.ts';
 import { semanticsDiagnostics } from './semantics-diagnostics.ts';
 import type { InputFile, LoadResult, RawObject } from './types.ts';
 
@@ -139,12 +140,16 @@ class Decoding {
   private held:
     | { readonly file: InputFile; readonly decodedAt: number; readonly rejectedAt: number; since: number }
     | undefined;
-  /** Files handed to the worker, with where their objects go among the others'. */
+  /**
+   * Files handed to the worker, and pieces of a file cut around its pods (pod-run.ts) decoded
+   * here (`result` undefined), with where their objects go among the others'.
+   */
   private readonly offloaded: {
     file: InputFile | undefined;
     readonly decodedAt: number;
     readonly rejectedAt: number;
-    readonly result: Promise<OffloadResult>;
+    readonly result?: Promise<OffloadResult>;
+    apart?: { readonly decoded: IdentifiedObject[]; readonly rejected: RejectedPolicy[] };
   }[] = [];
 
   constructor(
@@ -209,20 +214,34 @@ class Decoding {
    * them; a file the worker gave back is decoded here, as any other.
    */
   async settle(): Promise<void> {
-    // A file still held had nothing to overlap with: decoded here, in its place.
-    if (this.held) this.offloaded.push({ ...this.held, result: Promise.resolve(undefined) });
+    // A file still held had no other file to overlap with: its pods, if it holds many among other
+    // objects, are decoded by the worker while this thread decodes the rest; else decoded here.
+    const held = this.held;
     this.held = undefined;
+    if (held && !this.handOver(held, true)) this.offloaded.push({ ...held });
     if (this.offloaded.length === 0) {
       await this.offload?.close();
       return;
     }
     const decoded = this.decoded.splice(0);
     const rejected = this.rejected.splice(0);
+    // The pieces decoded here first, while the worker decodes its own; each is put in its place below.
+    for (const entry of this.offloaded)
+      if (!entry.result && entry.file) {
+        this.addFile(entry.file, false, true);
+        entry.apart = { decoded: this.decoded.splice(0), rejected: this.rejected.splice(0) };
+        entry.file = undefined;
+      }
     let d = 0;
     let r = 0;
     for (const entry of this.offloaded) {
       for (; d < entry.decodedAt; d++) this.decoded.push(decoded[d] as IdentifiedObject);
       for (; r < entry.rejectedAt; r++) this.rejected.push(rejected[r] as RejectedPolicy);
+      if (entry.apart) {
+        for (const object of entry.apart.decoded) this.decoded.push(object);
+        for (const policy of entry.apart.rejected) this.rejected.push(policy);
+        continue;
+      }
       const pods = await entry.result;
       if (pods) for (const pod of pods) this.decoded.push(pod);
       else if (entry.file) this.addFile(entry.file, false, true);
@@ -237,14 +256,32 @@ class Decoding {
   /** Hands the held file to the worker, keeping its place among the others. */
   private sendHeld(): void {
     const held = this.held;
-    if (!held || !this.offload) return;
+    if (!held) return;
     this.held = undefined;
-    this.offloaded.push({
-      file: held.file,
-      decodedAt: held.decodedAt,
-      rejectedAt: held.rejectedAt,
-      result: this.offload.decode(held.file, this.options),
-    });
+    this.handOver(held, false);
+  }
+
+  /**
+   * Hands a large file to the worker in its place among the others: whole, or — when it holds
+   * many pods among other objects — its run of pods, the pieces before and after it left to this
+   * thread (pod-run.ts). With `onlyCut`, a file that is not cut is not handed over (false).
+   */
+  private handOver(
+    held: { readonly file: InputFile; readonly decodedAt: number; readonly rejectedAt: number },
+    onlyCut: boolean,
+  ): boolean {
+    if (!this.offload) return false;
+    const at = { decodedAt: held.decodedAt, rejectedAt: held.rejectedAt };
+    const pieces = podRunPieces(held.file, this.offload.minBytes / 2);
+    if (!pieces) {
+      if (onlyCut) return false;
+      this.offloaded.push({ file: held.file, ...at, result: this.offload.decode(held.file, this.options) });
+      return true;
+    }
+    if (pieces.head) this.offloaded.push({ file: pieces.head, ...at });
+    this.offloaded.push({ file: pieces.pods, ...at, result: this.offload.decode(pieces.pods, this.options) });
+    if (pieces.tail) this.offloaded.push({ file: pieces.tail, ...at });
+    return true;
   }
 
   addObject(raw: RawObject, keep: boolean): void {

@@ -365,6 +365,7 @@ function judged(
   }
   // Named on purpose, yet nothing in it: most likely not the file meant (an empty file found in
   // a directory is a placeholder, and says nothing).
+  if (input.piece) return listed;
   if (!input.discovered && objects === 0 && listed.length === 0 && !holdsDocument(input.text)) {
     return [
       makeDiagnostic(

@@ -93,6 +93,11 @@ export interface InputFile {
    * (no document with a `kind`) is then skipped with an info, not reported as broken.
    */
   readonly discovered?: true;
+  /**
+   * A piece of a file cut to be decoded in two threads (pod-run.ts): what is judged of a file
+   * whole (empty, no Kubernetes object) was judged of the file, not of its pieces.
+   */
+  readonly piece?: true;
 }
 
 export interface LoadResult {
