@@ -43,6 +43,11 @@ export class PortCeilings {
     return bound;
   }
 
+  /** The same, not kept when not known yet: for a question asked once of every endpoint. */
+  once(subject: Endpoint, side: Side): PortSet {
+    return this.memo[side].get(subject) ?? this.compute(subject, side);
+  }
+
   private compute(subject: Endpoint, side: Side): PortSet {
     if (this.semantics !== 'v1' || subject.hostNetwork) return ALL_PORTS;
     const policies = selectingPolicies(this.index, subject, side, this.semantics);

@@ -96,7 +96,8 @@ export class SidedEvaluator {
    * node (port-ceiling.ts); what `mayAllow` meets.
    */
   bound(endpoint: Endpoint, side: Side): PortSet {
-    return this.ceilings.of(endpoint, side);
+    // Asked once of every endpoint (pair-bounds.ts): not kept, unlike mayAllow's.
+    return this.ceilings.once(endpoint, side);
   }
 
   /** Allowed ports from `src` to `dst`: every common family's egress ∩ ingress (as `allowedPorts`). */

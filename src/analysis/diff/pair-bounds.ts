@@ -46,7 +46,8 @@ interface Group<E> {
 }
 
 export class PairBounds<E extends BoundedEnd> {
-  private readonly bounds = new Map<E, Bounds>();
+  /** Each end's groups: by its egress unions, and by its ingress unions (their bounds are its own). */
+  private readonly groupsOf = new Map<E, Record<Side, Group<E>>>();
   /** Ends grouped by their ingress unions (what a row meets), and by their egress unions (a column). */
   private readonly groups: Record<Side, Group<E>[]> = { egress: [], ingress: [] };
 
@@ -62,9 +63,10 @@ export class PairBounds<E extends BoundedEnd> {
       if (key === undefined) keys.set(set, (key = formatPortSet(set)));
       return key;
     };
+    // An end's bounds live on in its groups only (one per distinct bound, not one per end).
     for (const end of ends) {
       const bounds = this.boundsOf(end);
-      this.bounds.set(end, bounds);
+      const found = {} as Record<Side, Group<E>>;
       for (const side of ['egress', 'ingress'] as const) {
         const [before, after] = bounds[side];
         const key = bounds.always ? 'always' : `${keyOf(before)}\u0000${keyOf(after)}`;
@@ -74,8 +76,15 @@ export class PairBounds<E extends BoundedEnd> {
           this.groups[side].push(group);
         }
         group.ends.push(end);
+        found[side] = group;
       }
+      this.groupsOf.set(end, found);
     }
+  }
+
+  /** The end's own bounds: its egress group's for egress, its ingress group's for ingress. */
+  private boundsAt(end: E, side: Side): Bounds {
+    return (this.groupsOf.get(end) as Record<Side, Group<E>>)[side].bounds;
   }
 
   /**
@@ -85,7 +94,7 @@ export class PairBounds<E extends BoundedEnd> {
    * among them (its bound as a union does not hold for a pod to itself).
    */
   *candidates(end: E, side: Side, among?: EndSet<E>): Iterable<E> {
-    const own = this.bounds.get(end) as Bounds;
+    const own = this.boundsAt(end, side);
     const other: Side = side === 'egress' ? 'ingress' : 'egress';
     const meets = (theirs: Bounds): boolean =>
       own.always ||
@@ -98,7 +107,7 @@ export class PairBounds<E extends BoundedEnd> {
     if (among && among.size < inGroups) {
       // A scope smaller than the groups it meets: its own ends, one test each.
       if (among.has(end)) yield end;
-      for (const e of among.ends()) if (e !== end && meets(this.bounds.get(e) as Bounds)) yield e;
+      for (const e of among.ends()) if (e !== end && meets(this.boundsAt(e, other))) yield e;
       return;
     }
     if (!among || among.has(end)) yield end;
@@ -109,7 +118,11 @@ export class PairBounds<E extends BoundedEnd> {
     const union = (evaluator: SidedEvaluator, members: readonly Address[], side: Side): PortSet => {
       let bound = EMPTY_PORTS;
       for (const member of members)
-        if (member.kind === 'endpoint') bound = unionPorts(bound, evaluator.bound(member.endpoint, side));
+        if (member.kind === 'endpoint') {
+          const own = evaluator.bound(member.endpoint, side);
+          // One member (most ends): its own bound, the object its alikes share.
+          bound = bound === EMPTY_PORTS ? own : unionPorts(bound, own);
+        }
       return bound;
     };
     const endpoints = [...end.before, ...end.after];
