@@ -141,12 +141,13 @@ export class NodeRealizer implements Realizer {
     const { datapath } = this.options;
     const events = datapath.flows?.() ?? [];
     const lost = datapath.flowsLost?.() ?? 0;
-    if (events.length === 0) return Promise.resolve({ records: [], lost });
+    const pending = datapath.flowsPending?.() ?? false;
+    if (events.length === 0) return Promise.resolve({ records: [], lost, pending });
     this.attribution ??= attributionContext(this.mirror.snapshot(), this.options.node, {
       allowNodeLocal: this.options.allowNodeLocal ?? true,
     });
     const context = this.attribution;
-    return Promise.resolve({ records: attributeEvents(context, events), lost });
+    return Promise.resolve({ records: attributeEvents(context, events), lost, pending });
   }
 
   cleanup(): Promise<string> {

@@ -24,6 +24,8 @@ export interface FlowBatch {
   readonly records: readonly FlowRecord[];
   /** Lost since the start (the reader's count). */
   readonly lost: number;
+  /** The datapath holds reports a later batch gives (`NodeDatapath.flowsPending`). */
+  readonly pending?: boolean;
 }
 
 /** What one realization did. */

@@ -258,6 +258,12 @@ export interface NodeDatapath {
    */
   flows?(): readonly VerdictEvent[];
   /**
+   * Whether the kernel reported connections that the next `flows()` calls give and the last did
+   * not (eBPF's counts are read a poll after they are made): the agent polls again soon, rather
+   * than later as it does when nothing happens. Absent: never.
+   */
+  flowsPending?(): boolean;
+  /**
    * Reports the kernel or the reader had to drop (overload), since the start: eBPF, connections;
    * nftables, nflog overruns and stages left unmatched.
    */

@@ -70,6 +70,7 @@ describe('the BPF program: flow counts', { skip: SKIP }, () => {
       const outside = ipOf('192.0.2.7');
       for (let i = 0; i < 2; i++) assert.equal(to.run(tcp(outside, db, freshPort(), 80)).retval, TC_ACT_SHOT);
       assert.deepEqual(reader.read(), [], 'counted since the last read: not drained yet');
+      assert.equal(reader.pending(), true, 'what a later read gives is pending');
       const events = await readAll();
       /** One kind's count as the reader gives it: `kernel` names the side, a drop its side. */
       const kind = (port: number, kernel: string, denied: boolean, weight: number, src = '10.0.0.1') => ({
@@ -109,6 +110,7 @@ describe('the BPF program: flow counts', { skip: SKIP }, () => {
         ]),
       );
       assert.deepEqual(await readAll(), [], 'each count is read once');
+      assert.equal(reader.pending(), false, 'nothing pending once read');
       assert.equal(reader.lost, 0);
       // The reader drains a map only when entries were made in it since: the programs count
       // each entry they make, per CPU and map (five kinds, each made once).

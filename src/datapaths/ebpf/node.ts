@@ -143,6 +143,7 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
       ? {
           flows: () => mergeSides(flowEvents?.read() ?? []),
           flowsLost: () => flowEvents?.lost ?? 0,
+          flowsPending: () => flowEvents?.pending() ?? false,
         }
       : {}),
     counts(): DatapathCounts {

@@ -37,6 +37,8 @@ const SETTLE_NS = 10_000_000n;
 
 export interface FlowEventReader {
   read(now?: number): VerdictEvent[];
+  /** Whether connections were counted since the last read that a later read gives (three lookups). */
+  pending(): boolean;
   readonly lost: number;
   close(): void;
 }
@@ -120,6 +122,12 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
       if (code !== 0) throw new EbpfError(`switching the flow counts failed (${errnoName(code)})`);
       switchedAt = process.hrtime.bigint();
       return events;
+    },
+    pending() {
+      if (closed || lib.lookup(activeFd, zero, active) !== 0) return false;
+      const counting = active.readUInt32LE() & 1;
+      // Either map: the idle one too, while a fresh switch leaves it for the next read.
+      return madeIn(counting) !== drainedAt[counting] || madeIn(counting ^ 1) !== drainedAt[counting ^ 1];
     },
     get lost() {
       if (closed || lib.lookup(budgetFd, zero, budgets) !== 0) return 0;
