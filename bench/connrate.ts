@@ -84,7 +84,8 @@ export function connectInTurn(
       { encoding: 'utf8' },
     );
     const server = cpuNs(serverPid) - before;
-    // A reader polls every 100 ms: what it does for this chunk's connections is done by then.
+    // A reader polls at most 400 ms apart while idle, then within 100 ms (agent/flow-feed.ts):
+    // what it does for this chunk's connections is done by then.
     if (alsoCounted.length > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, READER_LAG_MS);
     const other = others() - othersBefore;
     const [connected, seconds, clientCpu] = out.trim().split(' ').map(Number) as [number, number, number];
@@ -98,7 +99,7 @@ export function connectInTurn(
 export const CONNRATE_PORT = 5202;
 
 /** How long a chunk waits for the processes counted beside it to finish its work. */
-const READER_LAG_MS = 300;
+const READER_LAG_MS = 600;
 
 /** A command line run on the pinned CPU, when one is given (taskset execs it: the same pid). */
 export const onCpu = (
