@@ -7,7 +7,7 @@
  *    server in a one-node lab, CPU per connection as the least chunk's) on five configurations: no
  *    policy; nftables and eBPF at ~1 policy without flow reporting, and with it — the nftables
  *    table's flow-log rules or the eBPF programs' CFG_FLOW_EVENTS, each with a reader process
- *    doing what the agent does with the reports (bench/flow-reader-child.ts: read every 100 ms,
+ *    doing what the agent does with the reports (bench/flow-reader-child.ts: read on the agent's schedule,
  *    name each connection with the reference evaluator, aggregate), whose CPU counts into each
  *    connection's. Issue 39's figures: eBPF with reporting ≥ 95 % of no policy's connections per
  *    CPU-second; nftables with reporting ≤ 3 % below nftables without.
@@ -269,7 +269,7 @@ async function feed(rate: number, seconds: number, mix: 'steady' | 'scan'): Prom
       number,
       number,
     ];
-    // The reader polls every 100 ms: what was written is read by then.
+    // The reader polls every 100 ms while counts come (then backs off): what was written is read by then.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const after = await reader.stats();
     const cpu = (processCpuNs(pid ?? 0) - cpuBefore) / 1e9;
@@ -352,7 +352,7 @@ async function follow(trials: number, datapath: 'nftables' | 'ebpf'): Promise<vo
     }
     latencies.sort((a, b) => a - b);
     say(
-      `\nflows --follow: ${latencies.length} of ${trials} connections printed; connect → printed median ${median(latencies).toFixed(0)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(0)} ms (${datapath}, the agent's 100 ms poll)`,
+      `\nflows --follow: ${latencies.length} of ${trials} connections printed; connect → printed median ${median(latencies).toFixed(0)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(0)} ms (${datapath}, the agent's poll: 100 ms while reports come, up to 400 ms while none do)`,
     );
   } finally {
     watcher?.kill('SIGTERM');
