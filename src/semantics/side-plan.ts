@@ -27,6 +27,8 @@ type Direction = 'ingress' | 'egress';
 type Plans = Partial<Record<Semantics, Partial<Record<Direction, readonly SideStep[]>>>>;
 
 const plansByIndex = new WeakMap<ClusterIndex, WeakMap<Endpoint, Plans>>();
+/** Without cluster policy every side is NetworkPolicy's alone: nothing to look up per endpoint. */
+const NETWORK_POLICY_ONLY: readonly SideStep[] = [{ kind: 'networkPolicy' }];
 
 /** The endpoint's steps for a direction, in the walk's order (made once per index, endpoint, direction). */
 export function sidePlan(
@@ -35,6 +37,7 @@ export function sidePlan(
   direction: Direction,
   semantics: Semantics,
 ): readonly SideStep[] {
+  if (index.cluster.clusterPolicies.length === 0) return NETWORK_POLICY_ONLY;
   let byEndpoint = plansByIndex.get(index);
   if (!byEndpoint) plansByIndex.set(index, (byEndpoint = new WeakMap()));
   let plans = byEndpoint.get(endpoint);
