@@ -164,10 +164,30 @@ function ruleOutcome(
   return rule.action;
 }
 
+/** What `defaultTierOutcome` reads of the members for one direction, found once (semantics/side-plan.ts). */
+export interface DefaultTierSide {
+  readonly entries: readonly DefaultTierEntry[];
+  readonly isolated: boolean;
+  readonly deny: readonly { readonly rule: ClusterRule }[];
+  readonly allow: readonly { readonly rule: ClusterRule }[];
+}
+
+export function defaultTierSide(
+  members: DefaultTierMembers,
+  direction: 'ingress' | 'egress',
+): DefaultTierSide {
+  return {
+    entries: defaultTierEntries(members),
+    isolated: defaultTierIsolates(members, direction),
+    deny: ciliumRules(members, direction, 'deny'),
+    allow: ciliumRules(members, direction, 'allow'),
+  };
+}
+
 /** The tier's answer alone: allow, deny, or continue (passed, or not held). */
 export function defaultTierOutcome(
   index: ClusterIndex,
-  members: DefaultTierMembers,
+  side: DefaultTierSide,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   connection: Connection,
@@ -176,8 +196,8 @@ export function defaultTierOutcome(
 ): 'allow' | 'deny' | 'continue' {
   const semantics: Semantics = options.semantics ?? 'v1';
   const other = direction === 'egress' ? connection.dst : connection.src;
-  const isolated = defaultTierIsolates(members, direction);
-  for (const entry of defaultTierEntries(members)) {
+  const { isolated } = side;
+  for (const entry of side.entries) {
     if (entry.kind === 'calico') {
       for (const rule of entry.policy[direction]) {
         const outcome = ruleOutcome(index, rule, endpoint, direction, connection, family);
@@ -187,10 +207,10 @@ export function defaultTierOutcome(
       for (const policy of entry.policies)
         if (policyAllows(index, policy, connection, direction, other, family, semantics)) return 'allow';
     } else {
-      for (const { rule } of ciliumRules(members, direction, 'deny'))
+      for (const { rule } of side.deny)
         if (ruleOutcome(index, rule, endpoint, direction, connection, family)) return 'deny';
       if (isolated && (options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other)) return 'allow';
-      for (const { rule } of ciliumRules(members, direction, 'allow'))
+      for (const { rule } of side.allow)
         if (ruleOutcome(index, rule, endpoint, direction, connection, family)) return 'allow';
     }
   }

@@ -122,15 +122,7 @@ function sideAllowed(
       continue;
     }
     if (step.kind === 'default') {
-      const outcome = defaultTierOutcome(
-        index,
-        step.members,
-        endpoint,
-        direction,
-        connection,
-        family,
-        options,
-      );
+      const outcome = defaultTierOutcome(index, step.side, endpoint, direction, connection, family, options);
       if (outcome !== 'continue') return outcome === 'allow';
       continue;
     }

@@ -10,7 +10,7 @@
 import { DEFAULT_TIER, type TierSpec } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, Endpoint, Semantics } from '../model/types.ts';
 import { selectingClusterPolicies } from './cluster-match.ts';
-import { defaultTierMembers, type DefaultTierMembers } from './default-tier.ts';
+import { defaultTierMembers, defaultTierSide, type DefaultTierSide } from './default-tier.ts';
 import type { ClusterIndex } from './match.ts';
 import { tierPlan } from './tier-plan.ts';
 
@@ -18,15 +18,14 @@ import { tierPlan } from './tier-plan.ts';
 type SideStep =
   /** A tier other than NetworkPolicy's, with the policies selecting the endpoint (never none). */
   | { readonly kind: 'tier'; readonly tier: TierSpec; readonly policies: readonly ClusterPolicy[] }
-  /** NetworkPolicy's tier holding Calico's or Cilium's policies too. */
-  | { readonly kind: 'default'; readonly members: DefaultTierMembers }
+  /** NetworkPolicy's tier holding Calico's or Cilium's policies too: its entries for the side. */
+  | { readonly kind: 'default'; readonly side: DefaultTierSide }
   /** NetworkPolicy's tier alone: its gate decides (it depends on the other side: the own node). */
   | { readonly kind: 'networkPolicy' };
 
 type Direction = 'ingress' | 'egress';
-type Plans = Partial<Record<Semantics, Partial<Record<Direction, readonly SideStep[]>>>>;
-
-const plansByIndex = new WeakMap<ClusterIndex, WeakMap<Endpoint, Plans>>();
+/** An endpoint's plans by semantics and direction (kept in the index: `ClusterIndex.sidePlans`). */
+type SidePlans = Partial<Record<Semantics, Partial<Record<Direction, readonly SideStep[]>>>>;
 /** Without cluster policy every side is NetworkPolicy's alone: nothing to look up per endpoint. */
 const NETWORK_POLICY_ONLY: readonly SideStep[] = [{ kind: 'networkPolicy' }];
 
@@ -38,10 +37,8 @@ export function sidePlan(
   semantics: Semantics,
 ): readonly SideStep[] {
   if (index.cluster.clusterPolicies.length === 0) return NETWORK_POLICY_ONLY;
-  let byEndpoint = plansByIndex.get(index);
-  if (!byEndpoint) plansByIndex.set(index, (byEndpoint = new WeakMap()));
-  let plans = byEndpoint.get(endpoint);
-  if (!plans) byEndpoint.set(endpoint, (plans = {}));
+  let plans = index.sidePlans.get(endpoint) as SidePlans | undefined;
+  if (!plans) index.sidePlans.set(endpoint, (plans = {}));
   const bySemantics = (plans[semantics] ??= {});
   let steps = bySemantics[direction];
   if (!steps) bySemantics[direction] = steps = planSide(index, endpoint, direction, semantics);
@@ -64,7 +61,9 @@ function planSide(
     }
     const members =
       semantics === 'v1' ? defaultTierMembers(index, endpoint, direction, semantics) : undefined;
-    steps.push(members ? { kind: 'default', members } : { kind: 'networkPolicy' });
+    steps.push(
+      members ? { kind: 'default', side: defaultTierSide(members, direction) } : { kind: 'networkPolicy' },
+    );
   }
   return steps;
 }
