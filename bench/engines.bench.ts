@@ -6,7 +6,11 @@
  * - read: the manifests (one JSON document per object, as `palisade generate` writes them)
  *   parsed, validated and decoded into the model;
  * - compile: every pod's tables from the loaded cluster (the compiled path every datapath gets);
- * - matrix: the single-port matrix TCP/8080 of every pod pair (`--by pod`, engine auto).
+ * - matrix: the single-port matrix TCP/8080 of every pod pair by the reference evaluator
+ *   (`--by pod --engine reference`: every pair's verdict walked through the tiers);
+ * - matrix auto: the same question as `palisade matrix --port 8080` computes it at this size
+ *   (`--by auto`, which is by workload here, `--engine auto`: the compiled classes; the output
+ *   itself is not written).
  * The engines are measured in turn within each run (NetworkPolicy, Calico, Cilium, then the next
  * run in another order), so a busy moment of the shared machine weighs on all alike; medians,
  * with the one-minute load average. Each figure is given as wall time and as the process's CPU
@@ -26,6 +30,10 @@ function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? Number(args[i + 1]) : fallback;
 }
+
+const STEPS = ['read', 'compile', 'matrix auto', 'matrix'] as const;
+type Step = (typeof STEPS)[number];
+const PORT_8080 = [{ port: 8080, protocol: 'TCP' }] as const;
 
 const ENGINES: readonly PolicyEngineName[] = ['networkpolicy', 'calico', 'cilium'];
 const LABEL: Record<PolicyEngineName, string> = {
@@ -50,8 +58,8 @@ export function enginesBenchmark(args: string[]): void {
   process.stdout.write(
     `shape a ×${scale}: ${shape.pods.length} pods in ${shape.namespaces.length} namespaces, ${count} policies of each engine; load ${loadavg()[0]?.toFixed(1)}\n`,
   );
-  type Figures = Record<'read' | 'compile' | 'matrix', number[]>;
-  const none = (): Figures => ({ read: [], compile: [], matrix: [] });
+  type Figures = Record<Step, number[]>;
+  const none = (): Figures => ({ read: [], compile: [], matrix: [], 'matrix auto': [] });
   const times: Record<PolicyEngineName, Figures> = {
     networkpolicy: none(),
     calico: none(),
@@ -85,11 +93,24 @@ export function enginesBenchmark(args: string[]): void {
       times[engine].compile.push(performance.now() - started);
       cpu[engine].compile.push(cpuSince());
       progress(run, engine, 'compile', times[engine].compile, cpu[engine].compile);
+      globalThis.gc?.();
+      started = performance.now();
+      cpuStarted = process.cpuUsage();
+      // As the command line asks it (src/cli/commands/matrix.ts).
+      computeViewMatrix(loaded.cluster, {
+        by: 'workload',
+        queries: PORT_8080,
+        engine: 'auto',
+        byFamily: true,
+      });
+      times[engine]['matrix auto'].push(performance.now() - started);
+      cpu[engine]['matrix auto'].push(cpuSince());
+      progress(run, engine, 'matrix auto', times[engine]['matrix auto'], cpu[engine]['matrix auto']);
       if (run < matrixRuns) {
         globalThis.gc?.();
         started = performance.now();
         cpuStarted = process.cpuUsage();
-        computeViewMatrix(loaded.cluster, { by: 'pod', queries: [{ port: 8080, protocol: 'TCP' }] });
+        computeViewMatrix(loaded.cluster, { by: 'pod', queries: PORT_8080, engine: 'reference' });
         times[engine].matrix.push(performance.now() - started);
         cpu[engine].matrix.push(cpuSince());
         progress(run, engine, 'matrix', times[engine].matrix, cpu[engine].matrix);
@@ -98,7 +119,7 @@ export function enginesBenchmark(args: string[]): void {
     }
   }
   const s = (values: readonly number[]): string => `${(median(values) / 1000).toFixed(2)} s`;
-  for (const what of ['read', 'compile', 'matrix'] as const) {
+  for (const what of STEPS) {
     if (times.networkpolicy[what].length === 0) continue; // --matrix-runs 0
     const np = median(times.networkpolicy[what]);
     for (const engine of ENGINES) {

@@ -22,6 +22,7 @@ import {
   isRelativePeer,
   type CompilingStore,
   type PeerNet,
+  type PlanSelection,
   type TierSelection,
 } from '../state/index.ts';
 import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER, type TierSpec } from '../model/cluster-policy.ts';
@@ -121,14 +122,13 @@ export class TierTables {
    * when Calico's or Cilium's policies share its tier: see `inlinesNetworkPolicy`).
    */
   tiers(pod: Endpoint, direction: Direction, networkPolicy?: RuleTable): TieredTable | undefined {
-    const plan = this.state.tierPlan();
-    const onlyBuiltIn =
-      plan.length === 3 &&
-      plan.every((t) => t.name === ADMIN_TIER || t.name === DEFAULT_TIER || t.name === BASELINE_TIER);
-    if (!onlyBuiltIn || this.state.tierSelection(pod, DEFAULT_TIER, direction).policies.length > 0)
-      return this.generalTiers(pod, direction, networkPolicy);
-    const admin = this.state.tierSelection(pod, 'Admin', direction);
-    const baseline = this.state.tierSelection(pod, 'Baseline', direction);
+    // Every tier's selection at once, found once per namespace and label set.
+    const planned = this.state.planSelection(pod, direction);
+    const built = builtInPlaces(planned.plan);
+    if (!built || (planned.selections[built.default]?.policies.length ?? 0) > 0)
+      return this.generalTiers(pod, direction, networkPolicy, planned);
+    const admin = planned.selections[built.admin] as TierSelection;
+    const baseline = planned.selections[built.baseline] as TierSelection;
     if (admin.policies.length === 0 && baseline.policies.length === 0) return undefined;
     // Bounded like the NetworkPolicy memo: churn in cluster policy must not grow it forever.
     if (this.memoSize >= MAX_TIER_MEMO) this.clear();
@@ -163,12 +163,15 @@ export class TierTables {
   }
 
   /** Every tier of the plan (Calico's, Cilium's policies in NetworkPolicy's tier): tier-lists.ts. */
-  private generalTiers(pod: Endpoint, direction: Direction, networkPolicy: RuleTable | undefined) {
-    const plan = this.state.tierPlan();
-    const selections = plan.map((t) => this.state.tierSelection(pod, t.name, direction));
+  private generalTiers(
+    pod: Endpoint,
+    direction: Direction,
+    networkPolicy: RuleTable | undefined,
+    planned: PlanSelection,
+  ) {
+    const { plan, selections, key } = planned;
     if (selections.every((s) => s.policies.length === 0)) return undefined;
     if (this.memoSize >= MAX_TIER_MEMO) this.clear();
-    const key = plan.map((t, i) => `${t.name}:${selections[i]?.key ?? ''}`).join('\u0001');
     let memo = this.general[direction].get(key);
     if (!memo) {
       const policies = selections.flatMap((s) => s.policies);
@@ -343,6 +346,26 @@ export class TierTables {
     }
     return rules;
   }
+}
+
+/** Where the built-in tiers are in a plan of only those three; undefined for any other plan. */
+const builtInPlans = new WeakMap<readonly TierSpec[], BuiltInPlaces | null>();
+interface BuiltInPlaces {
+  readonly admin: number;
+  readonly default: number;
+  readonly baseline: number;
+}
+function builtInPlaces(plan: readonly TierSpec[]): BuiltInPlaces | undefined {
+  let places = builtInPlans.get(plan);
+  if (places === undefined) {
+    const at = (name: string) => plan.findIndex((t) => t.name === name);
+    places =
+      plan.length === 3 && at(ADMIN_TIER) >= 0 && at(DEFAULT_TIER) >= 0 && at(BASELINE_TIER) >= 0
+        ? { admin: at(ADMIN_TIER), default: at(DEFAULT_TIER), baseline: at(BASELINE_TIER) }
+        : null;
+    builtInPlans.set(plan, places);
+  }
+  return places ?? undefined;
 }
 
 /** What one policy's rules depend on, per direction (policies are immutable: read once each). */

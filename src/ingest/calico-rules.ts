@@ -212,7 +212,7 @@ function remotePeers(
   family: IpFamily | undefined,
   path: FieldPath,
   unsupported: string[],
-): ClusterPeer[] | undefined {
+): readonly ClusterPeer[] | undefined {
   const nets = readNets(ctx, raw.nets, [...path, 'nets'], false, family);
   const notNets = readNets(ctx, raw.notNets, [...path, 'notNets'], true, family);
   if (nets === undefined || notNets === undefined) return undefined;
@@ -243,6 +243,45 @@ function remotePeers(
     unsupported.push(`ipVersion with endpoint selectors`);
     return undefined;
   }
+  const pods = endpointPeers(ctx, raw, scope, path, endpointCriteria);
+  if (!pods) return undefined;
+  if (endpointCriteria) return pods;
+  // notSelector alone: every address but the selected endpoints' — outside the cluster, and
+  // nodes (Calico's endpoints here are pods; nodes are endpoints only with HostEndpoints).
+  return [...pods, { type: 'outside', cidrs: EVERYWHERE }, { type: 'nodes', selector: makeSelector({}, []) }];
+}
+
+/**
+ * Peers read without a problem, by what they are made of: a namespace's policies repeat their
+ * remote sides (one selector in every rule), and each was parsed, multiplied out and made into
+ * selectors again — half of reading a Calico policy. Shared: the model's peers are never changed.
+ */
+const knownPeers = new Map<string, readonly ClusterPeer[]>();
+const MAX_KNOWN_PEERS = 50_000;
+
+/** The endpoints the rule's selectors pick, as pods peers (see `endpointAlternatives`). */
+function endpointPeers(
+  ctx: DecodeContext,
+  raw: RawEntityRule,
+  scope: CalicoRuleScope,
+  path: FieldPath,
+  endpointCriteria: boolean,
+): readonly ClusterPeer[] | undefined {
+  // Service accounts are rare: those rules are read each time.
+  const key =
+    raw.serviceAccounts == null
+      ? JSON.stringify([
+          // The policy's namespace scopes the selectors unless a namespaceSelector is given.
+          raw.namespaceSelector == null || !endpointCriteria ? (scope.namespace ?? null) : null,
+          raw.selector ?? null,
+          raw.namespaceSelector ?? null,
+          raw.notSelector ?? null,
+          endpointCriteria,
+        ])
+      : undefined;
+  const known = key === undefined ? undefined : knownPeers.get(key);
+  if (known) return known;
+  const before = ctx.diagnostics.length;
   const alternatives = endpointAlternatives(ctx, raw, scope, path, endpointCriteria);
   if (!alternatives) return undefined;
   const pods: ClusterPeer[] = alternatives.map((conjunction) => {
@@ -253,10 +292,11 @@ function remotePeers(
       ...(podSelector.key !== '' ? { podSelector } : {}),
     };
   });
-  if (endpointCriteria) return pods;
-  // notSelector alone: every address but the selected endpoints' — outside the cluster, and
-  // nodes (Calico's endpoints here are pods; nodes are endpoints only with HostEndpoints).
-  return [...pods, { type: 'outside', cidrs: EVERYWHERE }, { type: 'nodes', selector: makeSelector({}, []) }];
+  if (key !== undefined && ctx.diagnostics.length === before) {
+    if (knownPeers.size >= MAX_KNOWN_PEERS) knownPeers.clear();
+    knownPeers.set(key, pods);
+  }
+  return pods;
 }
 
 /**

@@ -37,6 +37,7 @@ import {
 import type { DecodeContext } from './decode-context.ts';
 import { CALICO_SERVICE_ACCOUNT_LABEL } from '../model/identity-labels.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
+import { plainCalicoPolicy } from './engine-shapes.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
 import type { FieldPath } from './types.ts';
 
@@ -80,6 +81,9 @@ export function decodeCalico(
   if (kind === 'Tier') return decodeReportingAll(ctx, value, READINGS.Tier, (raw) => decodeTier(ctx, raw));
   if (kind === 'Profile')
     return decodeReportingAll(ctx, value, READINGS.Profile, (raw) => decodeProfile(ctx, apiVersion, raw));
+  // A well-formed policy is read as it is: the strict schema would give back an equal copy.
+  const plain = plainCalicoPolicy(value, kind);
+  if (plain) return decodePolicy(ctx, kind, apiVersion, plain);
   return decodeReportingAll(ctx, value, READINGS[kind], (raw) => decodePolicy(ctx, kind, apiVersion, raw));
 }
 
@@ -142,6 +146,21 @@ function decodePolicy(
     );
   }
   const types = decodeTypes(ctx, spec.types, spec.ingress, spec.egress);
+  // A namespace's policies repeat their selectors: subjects read well once are shared.
+  const subjectKey = JSON.stringify([
+    global ? null : (namespace ?? ''),
+    spec.selector ?? null,
+    global ? (spec.namespaceSelector ?? null) : null,
+    spec.serviceAccountSelector ?? null,
+  ]);
+  const known = knownSubjects.get(subjectKey);
+  if (known) {
+    const ingress = decodeRules(ctx, types.ingress ? (spec.ingress ?? []) : [], namespace, 'ingress');
+    const egress = decodeRules(ctx, types.egress ? (spec.egress ?? []) : [], namespace, 'egress');
+    if (ctx.failed || hostOnly) return undefined;
+    return calicoPolicy(ctx, kind, apiVersion, raw, namespace, known, { ingress, egress, types });
+  }
+  const before = ctx.diagnostics.length;
   const selector = readCalicoSelector(ctx, spec.selector, ['spec', 'selector'], 'endpoint');
   const namespaces = global
     ? readCalicoSelector(ctx, spec.namespaceSelector, ['spec', 'namespaceSelector'], 'namespace')
@@ -157,18 +176,47 @@ function decodePolicy(
     ['spec', 'serviceAccountSelector'],
     'serviceAccount',
   );
+  const selectorsRead = ctx.diagnostics.length === before;
   const ingress = decodeRules(ctx, types.ingress ? (spec.ingress ?? []) : [], namespace, 'ingress');
   const egress = decodeRules(ctx, types.egress ? (spec.egress ?? []) : [], namespace, 'egress');
   if (ctx.failed || !selector || !namespaces || !accounts || hostOnly) return undefined;
   const subjects = subjectsOf(ctx, [selector, namespaces, accounts]);
   if (!subjects) return undefined;
+  if (selectorsRead) {
+    if (knownSubjects.size >= MAX_KNOWN_SUBJECTS) knownSubjects.clear();
+    knownSubjects.set(subjectKey, subjects);
+  }
+  return calicoPolicy(ctx, kind, apiVersion, raw, namespace, subjects, { ingress, egress, types });
+}
+
+/** Subjects read without a problem, by the selectors they are made of (shared: never changed). */
+const knownSubjects = new Map<string, Subjects>();
+const MAX_KNOWN_SUBJECTS = 50_000;
+type Subjects = { readonly subject: ClusterSubject; readonly moreSubjects?: ClusterSubject[] };
+
+function calicoPolicy(
+  ctx: DecodeContext,
+  kind: 'NetworkPolicy' | 'GlobalNetworkPolicy',
+  apiVersion: string,
+  raw: RawCalicoPolicy,
+  namespace: string | undefined,
+  subjects: Subjects,
+  rules: {
+    readonly ingress: ClusterRule[];
+    readonly egress: ClusterRule[];
+    readonly types: { readonly ingress: boolean; readonly egress: boolean };
+  },
+): CalicoDecoded {
+  const global = kind === 'GlobalNetworkPolicy';
+  const { ingress, egress, types } = rules;
+  const spec = raw.spec ?? {};
   const modelKind: ClusterPolicyKind = global ? 'CalicoGlobalNetworkPolicy' : 'CalicoNetworkPolicy';
   return {
     kind: 'ClusterPolicy',
     policy: {
       kind: modelKind,
       apiVersion,
-      name,
+      name: raw.metadata.name,
       ...(namespace !== undefined ? { namespace } : {}),
       tier: modelTierName(spec.tier ?? 'default'),
       priority: spec.order ?? Infinity,

@@ -38,6 +38,7 @@ import { readCiliumSelector, type CiliumSelector } from './cilium-selectors.ts';
 import { EVERYWHERE } from './calico-rules.ts';
 import type { DecodeContext } from './decode-context.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
+import { plainCiliumPolicy } from './engine-shapes.ts';
 import { checkPortNumber, decodeCidr } from './decode-policy.ts';
 import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
 import type { RawLabelSelector } from './schemas.ts';
@@ -69,6 +70,9 @@ export function decodeCilium(
     ]);
     return undefined;
   }
+  // A well-formed policy is read as it is: the strict schema would give back an equal copy.
+  const plain = plainCiliumPolicy(ctx.raw.value, kind);
+  if (plain) return decodeParsed(ctx, kind, apiVersion, plain);
   return decodeReportingAll(ctx, ctx.raw.value, READINGS[kind], (raw) =>
     decodeParsed(ctx, kind, apiVersion, raw),
   );

@@ -35,7 +35,7 @@ export function plainNamespace(value: unknown): RawNamespace | undefined {
 }
 
 /** A plain object (as JSON and YAML give) with no `__proto__` key. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto: unknown = Object.getPrototypeOf(value);
   return (proto === Object.prototype || proto === null) && !Object.hasOwn(value, '__proto__');
@@ -44,12 +44,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 // Written out field by field rather than composed from closures: this runs for every policy of
 // a large input, and straight code is about twice as fast as the composed checks were.
 
-function isAbsent(value: unknown): boolean {
+export function isAbsent(value: unknown): boolean {
   return value === undefined || value === null;
 }
 
 /** zod's `z.number()`: a finite number (JSON's `1e400` is Infinity, which zod rejects). */
-function isNumber(value: unknown): boolean {
+export function isNumber(value: unknown): boolean {
   return typeof value === 'number' && Number.isFinite(value);
 }
 
@@ -61,7 +61,7 @@ function keyCount(value: Record<string, unknown>): number {
 }
 
 /** `.nullish()` of `z.array(z.string())`. */
-function isStringList(value: unknown): boolean {
+export function isStringList(value: unknown): boolean {
   if (isAbsent(value)) return true;
   if (!Array.isArray(value)) return false;
   for (let i = 0; i < value.length; i++) if (typeof value[i] !== 'string') return false;
@@ -84,7 +84,7 @@ function isRequirement(value: unknown): boolean {
 }
 
 /** `.nullish()` of the label selector. */
-function isLabelSelector(value: unknown): boolean {
+export function isLabelSelector(value: unknown): boolean {
   if (isAbsent(value)) return true;
   if (!isPlainObject(value)) return false;
   const { matchLabels, matchExpressions } = value;
@@ -177,7 +177,7 @@ function isOwnerReference(value: unknown): boolean {
 }
 
 /** The metadata schema is loose: keys beyond its own are kept, as zod keeps them. */
-function isMetadata(value: unknown): boolean {
+export function isMetadata(value: unknown): boolean {
   if (!isPlainObject(value)) return false;
   const { name, namespace, labels, annotations, ownerReferences } = value;
   if (typeof name !== 'string' || !(isAbsent(namespace) || typeof namespace === 'string')) return false;

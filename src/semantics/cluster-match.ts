@@ -32,13 +32,64 @@ export function selectingClusterPolicies(
   if (index.cluster.clusterPolicies.length === 0) return [];
   return memoizedSelection(index, endpoint, `${tier}|${direction}`, () => {
     const namespaceLabels = index.cluster.namespaces.get(endpoint.namespace)?.labels;
-    return index.cluster.clusterPolicies.filter(
-      (policy) =>
-        policy.tier === tier &&
-        policyApplies(policy, direction) &&
-        policySelects(policy, namespaceLabels, endpoint),
+    return tierCandidates(index, tier, endpoint.namespace).filter(
+      (policy) => policyApplies(policy, direction) && policySelects(policy, namespaceLabels, endpoint),
     );
   });
+}
+
+/** Per cluster, per tier: its policies without a namespace, and those of each namespace, with their place. */
+interface TierPolicies {
+  readonly global: readonly Placed[];
+  readonly byNamespace: ReadonlyMap<string, readonly Placed[]>;
+}
+type Placed = { readonly at: number; readonly policy: ClusterPolicy };
+const tierPolicies = new WeakMap<ClusterIndex['cluster'], Map<Tier, TierPolicies>>();
+
+function indexTiers(policies: readonly ClusterPolicy[]): Map<Tier, TierPolicies> {
+  const byTier = new Map<Tier, { global: Placed[]; byNamespace: Map<string, Placed[]> }>();
+  policies.forEach((policy, at) => {
+    let entry = byTier.get(policy.tier);
+    if (!entry) byTier.set(policy.tier, (entry = { global: [], byNamespace: new Map() }));
+    const placed = { at, policy };
+    if (policy.namespace === undefined) entry.global.push(placed);
+    else {
+      const list = entry.byNamespace.get(policy.namespace);
+      if (list) list.push(placed);
+      else entry.byNamespace.set(policy.namespace, [placed]);
+    }
+  });
+  return byTier;
+}
+
+/**
+ * The tier's policies that can select a pod of the namespace, in the cluster's order: those of
+ * no namespace and those of that namespace (a namespaced policy's subject never leaves its
+ * namespace) — each pod used to test every policy of the cluster, 10⁸ tests for 10,000 pods
+ * and as many Calico or Cilium policies.
+ */
+function tierCandidates(index: ClusterIndex, tier: Tier, namespace: string): ClusterPolicy[] {
+  let byTier = tierPolicies.get(index.cluster);
+  if (!byTier) tierPolicies.set(index.cluster, (byTier = indexTiers(index.cluster.clusterPolicies)));
+  const entry = byTier.get(tier);
+  if (!entry) return [];
+  const a = entry.global;
+  const b = entry.byNamespace.get(namespace) ?? [];
+  const merged: ClusterPolicy[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    const x = a[i];
+    const y = b[j];
+    if (y === undefined || (x !== undefined && x.at < y.at)) {
+      merged.push((x as Placed).policy);
+      i++;
+    } else {
+      merged.push(y.policy);
+      j++;
+    }
+  }
+  return merged;
 }
 
 /** Index of the first peer of the rule that matches the other side, or -1. */
@@ -127,10 +178,7 @@ function clusterPortMatches(
   protocol: Protocol,
   port: number,
 ): boolean {
-  if (entry.type === 'named')
-    return namedPortsOf(destination, entry.name, entry.protocol).some(
-      (p) => p.protocol === protocol && p.port === port,
-    );
+  if (entry.type === 'named') return namedPortIs(destination, entry, protocol, port);
   if (entry.protocol !== protocol) return false;
   if (entry.port === undefined) return true;
   return port >= entry.port && port <= (entry.endPort ?? entry.port);
@@ -153,6 +201,24 @@ export function clusterRulePorts(rule: ClusterRule, destination: Address): PortS
       return [{ protocol: entry.protocol, from, to }];
     }),
   );
+}
+
+/**
+ * Whether the named port means this port on this protocol at the destination: what
+ * `namedPortsOf` finds for the protocol (the first container port of that name on it), without
+ * building the list — the matrix asks this for every pair.
+ */
+function namedPortIs(
+  destination: Address,
+  entry: Extract<ClusterPort, { type: 'named' }>,
+  protocol: Protocol,
+  port: number,
+): boolean {
+  if (destination.kind !== 'endpoint' || destination.endpoint.hostNetwork) return false;
+  if (entry.protocol !== undefined && entry.protocol !== protocol) return false;
+  for (const p of destination.endpoint.ports)
+    if (p.name === entry.name && p.protocol === protocol) return p.port === port;
+  return false;
 }
 
 /**

@@ -74,10 +74,13 @@ const membersMemo = new WeakMap<
   WeakMap<readonly NetworkPolicy[], DefaultTierMembers>
 >();
 const entriesMemo = new WeakMap<DefaultTierMembers, DefaultTierEntry[]>();
+/** Per members, direction and action: the matrix asks for them per pair (no key is built). */
+type CiliumRules = { policy: ClusterPolicy; rule: ClusterRule }[];
 const ciliumMemo = new WeakMap<
   DefaultTierMembers,
-  Map<string, { policy: ClusterPolicy; rule: ClusterRule }[]>
+  Partial<Record<'ingress' | 'egress', Partial<Record<'allow' | 'deny', CiliumRules>>>>
 >();
+const isolatesMemo = new WeakMap<DefaultTierMembers, Partial<Record<'ingress' | 'egress', boolean>>>();
 
 /** One place in the tier's order: a Calico policy, the NetworkPolicies, or Cilium's rules (and the node). */
 type DefaultTierEntry =
@@ -122,11 +125,12 @@ function sortedEntries(members: DefaultTierMembers): DefaultTierEntry[] {
 
 /** Whether the tier holds the pod for the direction (its default action, deny, then applies). */
 export function defaultTierIsolates(members: DefaultTierMembers, direction: 'ingress' | 'egress'): boolean {
-  return (
+  let known = isolatesMemo.get(members);
+  if (!known) isolatesMemo.set(members, (known = {}));
+  return (known[direction] ??=
     members.networkPolicies.length > 0 ||
     members.calico.some((p) => policyIsolates(p, direction)) ||
-    members.cilium.some((p) => policyIsolates(p, direction))
-  );
+    members.cilium.some((p) => policyIsolates(p, direction)));
 }
 
 /** Cilium's rules of one action, with their policies. */
@@ -134,20 +138,13 @@ export function ciliumRules(
   members: DefaultTierMembers,
   direction: 'ingress' | 'egress',
   action: 'allow' | 'deny',
-): { policy: ClusterPolicy; rule: ClusterRule }[] {
-  let byKey = ciliumMemo.get(members);
-  if (!byKey)
-    ciliumMemo.set(members, (byKey = new Map<string, { policy: ClusterPolicy; rule: ClusterRule }[]>()));
-  const key = `${direction}|${action}`;
-  let rules = byKey.get(key);
-  if (!rules)
-    byKey.set(
-      key,
-      (rules = members.cilium.flatMap((policy) =>
-        policy[direction].filter((rule) => rule.action === action).map((rule) => ({ policy, rule })),
-      )),
-    );
-  return rules;
+): CiliumRules {
+  let byDirection = ciliumMemo.get(members);
+  if (!byDirection) ciliumMemo.set(members, (byDirection = {}));
+  const byAction = (byDirection[direction] ??= {});
+  return (byAction[action] ??= members.cilium.flatMap((policy) =>
+    policy[direction].filter((rule) => rule.action === action).map((rule) => ({ policy, rule })),
+  ));
 }
 
 /** What a rule does to this connection: undefined when it does not match. */
@@ -161,15 +158,36 @@ function ruleOutcome(
 ): ClusterRule['action'] | undefined {
   const other = direction === 'egress' ? connection.dst : connection.src;
   if (rule.failClosed) return rule.action === 'allow' ? undefined : 'deny';
-  if (matchingPeer(index, rule, endpoint, other, family) < 0) return undefined;
+  // Both must match: the port first, as NetworkPolicy's rules do — it is the cheaper question.
   if (matchingPort(rule, connection.dst, connection.protocol, connection.port) === -1) return undefined;
+  if (matchingPeer(index, rule, endpoint, other, family) < 0) return undefined;
   return rule.action;
+}
+
+/** What `defaultTierOutcome` reads of the members for one direction, found once (semantics/side-plan.ts). */
+export interface DefaultTierSide {
+  readonly entries: readonly DefaultTierEntry[];
+  readonly isolated: boolean;
+  readonly deny: readonly { readonly rule: ClusterRule }[];
+  readonly allow: readonly { readonly rule: ClusterRule }[];
+}
+
+export function defaultTierSide(
+  members: DefaultTierMembers,
+  direction: 'ingress' | 'egress',
+): DefaultTierSide {
+  return {
+    entries: defaultTierEntries(members),
+    isolated: defaultTierIsolates(members, direction),
+    deny: ciliumRules(members, direction, 'deny'),
+    allow: ciliumRules(members, direction, 'allow'),
+  };
 }
 
 /** The tier's answer alone: allow, deny, or continue (passed, or not held). */
 export function defaultTierOutcome(
   index: ClusterIndex,
-  members: DefaultTierMembers,
+  side: DefaultTierSide,
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   connection: Connection,
@@ -178,8 +196,8 @@ export function defaultTierOutcome(
 ): 'allow' | 'deny' | 'continue' {
   const semantics: Semantics = options.semantics ?? 'v1';
   const other = direction === 'egress' ? connection.dst : connection.src;
-  const isolated = defaultTierIsolates(members, direction);
-  for (const entry of defaultTierEntries(members)) {
+  const { isolated } = side;
+  for (const entry of side.entries) {
     if (entry.kind === 'calico') {
       for (const rule of entry.policy[direction]) {
         const outcome = ruleOutcome(index, rule, endpoint, direction, connection, family);
@@ -189,10 +207,10 @@ export function defaultTierOutcome(
       for (const policy of entry.policies)
         if (policyAllows(index, policy, connection, direction, other, family, semantics)) return 'allow';
     } else {
-      for (const { rule } of ciliumRules(members, direction, 'deny'))
+      for (const { rule } of side.deny)
         if (ruleOutcome(index, rule, endpoint, direction, connection, family)) return 'deny';
       if (isolated && (options.allowNodeLocal ?? true) && isOwnNode(index, endpoint, other)) return 'allow';
-      for (const { rule } of ciliumRules(members, direction, 'allow'))
+      for (const { rule } of side.allow)
         if (ruleOutcome(index, rule, endpoint, direction, connection, family)) return 'allow';
     }
   }

@@ -18,7 +18,8 @@ import {
   type NetworkPolicyGate,
   type OpenGate,
 } from './side-gate.ts';
-import { tierOutcome, walkTier } from './tiers.ts';
+import { tierPoliciesOutcome, walkTier } from './tiers.ts';
+import { sidePlan } from './side-plan.ts';
 import { tierPlan } from './tier-plan.ts';
 import { defaultTierMembers, defaultTierOutcome, walkDefaultTier } from './default-tier.ts';
 import type {
@@ -105,16 +106,23 @@ function sideAllowed(
   if (gate.open) return true;
   const { endpoint } = gate;
   const semantics: Semantics = options.semantics ?? 'v1';
-  for (const tier of tierPlan(index.cluster)) {
-    if (tier.name !== DEFAULT_TIER) {
-      const outcome = tierOutcome(index, tier, endpoint, direction, connection, family);
+  // The tiers that select the endpoint, found once per endpoint: the matrix asks of every pair.
+  for (const step of sidePlan(index, endpoint, direction, semantics)) {
+    if (step.kind === 'tier') {
+      const outcome = tierPoliciesOutcome(
+        index,
+        step.tier,
+        step.policies,
+        endpoint,
+        direction,
+        connection,
+        family,
+      );
       if (outcome === 'allow' || outcome === 'deny') return outcome === 'allow';
       continue;
     }
-    const members =
-      semantics === 'v1' ? defaultTierMembers(index, endpoint, direction, semantics) : undefined;
-    if (members) {
-      const outcome = defaultTierOutcome(index, members, endpoint, direction, connection, family, options);
+    if (step.kind === 'default') {
+      const outcome = defaultTierOutcome(index, step.side, endpoint, direction, connection, family, options);
       if (outcome !== 'continue') return outcome === 'allow';
       continue;
     }

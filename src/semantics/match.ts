@@ -37,6 +37,11 @@ export interface ClusterIndex {
   readonly numericPorts: WeakMap<readonly PolicyPort[], PortSet>;
   /** Every pod's and node's address (`family:value`), made when first asked (`isClusterAddress`). */
   clusterAddresses?: ReadonlySet<string>;
+  /**
+   * What each endpoint's sides visit before any rule, made when first asked: side-plan.ts's
+   * `SidePlans` (typed there: that module builds on this one).
+   */
+  readonly sidePlans: WeakMap<Endpoint, object>;
 }
 
 export function indexCluster(cluster: Cluster): ClusterIndex {
@@ -46,7 +51,13 @@ export function indexCluster(cluster: Cluster): ClusterIndex {
     list.push(policy);
     policiesByNamespace.set(policy.namespace, list);
   }
-  return { cluster, policiesByNamespace, selections: new WeakMap(), numericPorts: new WeakMap() };
+  return {
+    cluster,
+    policiesByNamespace,
+    selections: new WeakMap(),
+    numericPorts: new WeakMap(),
+    sidePlans: new WeakMap(),
+  };
 }
 
 /** `compute()` once per endpoint and key, from the index's memo. */

@@ -99,16 +99,19 @@ export function tierHolds(
   return tier.defaultAction === 'deny' && policies.some((p) => policyIsolates(p, direction));
 }
 
-/** The tier's outcome alone (what `walkTier` decides, without naming anything): for verdicts nobody reads. */
-export function tierOutcome(
+/**
+ * The tier's outcome alone (what `walkTier` decides, without naming anything), for the policies
+ * of the tier that select the endpoint (semantics/side-plan.ts): for verdicts nobody reads.
+ */
+export function tierPoliciesOutcome(
   index: ClusterIndex,
   tier: TierSpec,
+  policies: readonly ClusterPolicy[],
   endpoint: Endpoint,
   direction: 'ingress' | 'egress',
   connection: Connection,
   family: IpFamily | undefined,
 ): TierStep['outcome'] {
-  const policies = selectingClusterPolicies(index, endpoint, direction, tier.name);
   if (policies.length === 0) return 'no-match';
   const decided = decidingRule(index, policies, endpoint, direction, connection, family);
   if (!decided) return tierHolds(tier, policies, direction) ? 'deny' : 'no-match';
@@ -131,8 +134,9 @@ function decidingRule(
         if (rule.action === 'allow') continue;
         return { policy, rule };
       }
-      if (matchingPeer(index, rule, endpoint, other, family) < 0) continue;
+      // Both must match: the port first, the cheaper question.
       if (matchingPort(rule, connection.dst, connection.protocol, connection.port) === -1) continue;
+      if (matchingPeer(index, rule, endpoint, other, family) < 0) continue;
       return { policy, rule };
     }
   }

@@ -12,7 +12,7 @@ import { ClusterPolicyIndex } from './cluster-policy-index.ts';
 import { groupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
-import type { GroupSpec, TierSelection } from './types.ts';
+import type { GroupSpec, PlanSelection, TierSelection } from './types.ts';
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
@@ -50,6 +50,12 @@ export class ClusterPolicyStore {
    * when its labels change. A slot whose candidates have pod selectors keeps one per label set.
    */
   private readonly selections = new Map<string, NamespaceSelections>();
+  /**
+   * Per namespace, direction and pod label set, every tier's selection in the plan's order:
+   * compiling asked each tier's selection of every pod side, building a slot and a key each time.
+   * Dropped with `selections`.
+   */
+  private readonly plans = new Map<string, Record<'ingress' | 'egress', Map<string, PlanSelection>>>();
   /**
    * One selection object per slot and distinct list of policies (by key), so that callers can
    * memoize by the object: equal keys in 25,000 namespaces were 25,000 strings, each built into
@@ -124,6 +130,22 @@ export class ClusterPolicyStore {
     return selection;
   }
 
+  /** Every tier's selection for the pod side, in the plan's order (see `plans`). */
+  planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection {
+    let byNamespace = this.plans.get(pod.namespace);
+    if (!byNamespace)
+      this.plans.set(pod.namespace, (byNamespace = { ingress: new Map(), egress: new Map() }));
+    const labels = pod.hostNetwork ? '\u0000host' : labelSetKey(pod.labels);
+    let found = byNamespace[direction].get(labels);
+    if (!found) {
+      const plan = this.tierPlan();
+      const selections = plan.map((t) => this.tierSelection(pod, t.name, direction));
+      const key = plan.map((t, i) => `${t.name}:${selections[i]?.key ?? ''}`).join('\u0001');
+      byNamespace[direction].set(labels, (found = { plan, selections, key }));
+    }
+    return found;
+  }
+
   /** The tiers in the order a side visits them. */
   tierPlan(): readonly TierSpec[] {
     return this.policies.tierPlan();
@@ -176,6 +198,7 @@ export class ClusterPolicyStore {
     }
     this.held.set(key, held);
     this.selections.clear();
+    this.plans.clear();
     return { ...(before ? { before, selectedBefore } : {}) };
   }
 
@@ -187,6 +210,7 @@ export class ClusterPolicyStore {
     this.release(key);
     this.policies.delete(key);
     this.selections.clear();
+    this.plans.clear();
     return { before, selectedBefore };
   }
 
@@ -209,6 +233,7 @@ export class ClusterPolicyStore {
   /** A namespace's labels changed: its pods' selections are computed again. */
   namespaceChanged(name: string): void {
     this.selections.delete(name);
+    this.plans.delete(name);
   }
 
   private selectionOf(slot: string, policies: readonly ClusterPolicy[]): TierSelection {

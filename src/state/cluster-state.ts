@@ -32,6 +32,7 @@ import type {
   AddressGroup,
   CompilingStore,
   GroupSpec,
+  PlanSelection,
   Selection,
   StateDelta,
   TierSelection,
@@ -160,6 +161,9 @@ export class ClusterState implements CompilingStore {
     return this.cluster.tierSelection(pod, tier, direction);
   }
   /** The tiers in the order a side visits them (model/tier-order.ts). */
+  planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection {
+    return this.cluster.planSelection(pod, direction);
+  }
   tierPlan(): readonly TierSpec[] {
     return this.cluster.tierPlan();
   }

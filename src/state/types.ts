@@ -75,6 +75,14 @@ export interface TierSelection {
   readonly key: string;
 }
 
+/** Every tier's selection for a pod side, in the plan's order, with one key naming them all. */
+export interface PlanSelection {
+  readonly plan: readonly TierSpec[];
+  readonly selections: readonly TierSelection[];
+  /** `tier:selection key` per tier of the plan (one string per distinct side: memo keys use it as is). */
+  readonly key: string;
+}
+
 /** What one applied change did to the store, for the processor. */
 export interface StateDelta {
   readonly revision: number;
@@ -144,6 +152,8 @@ export interface ReadonlyStore {
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection;
   /** The tiers in the order a side visits them (model/tier-order.ts). */
   tierPlan(): readonly TierSpec[];
+  /** `tierSelection` of every tier of `tierPlan`, found once per namespace and pod label set. */
+  planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection;
   /** Pods a cluster policy's subject selects (never host-networked). */
   subjectsOf(policy: ClusterPolicy): string[];
 }
