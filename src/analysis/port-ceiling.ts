@@ -17,13 +17,13 @@ import {
   selectingClusterPolicies,
   selectingPolicies,
   tierPlan,
-  unionPorts,
   type ClusterIndex,
   type PortSet,
 } from '../semantics/index.ts';
 import { EndpointIndex } from './endpoint-index.ts';
 
 type Side = 'egress' | 'ingress';
+type PortEntry = { protocol: Protocol; from: number; to: number };
 
 export class PortCeilings {
   private readonly memo: Record<Side, Map<Endpoint, PortSet>> = { egress: new Map(), ingress: new Map() };
@@ -63,28 +63,30 @@ export class PortCeilings {
       for (const tier of tiers)
         if (selectingClusterPolicies(this.index, subject, side, tier).length > 0) return ALL_PORTS;
     }
-    let bound = EMPTY_PORTS;
+    // Every rule port's numbers gathered, then made one set: a set per port, united one by one,
+    // was most of what a bound allocated (asked of every endpoint by a diff).
+    const ranges: PortEntry[] = [];
     for (const policy of policies)
       for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {
         if (!this.mayMatchEndpoints(rule)) continue;
         if (!rule.ports || rule.ports.length === 0) return ALL_PORTS;
-        for (const port of rule.ports) bound = unionPorts(bound, this.portsOf(port, subject, side));
+        for (const port of rule.ports) this.addPorts(ranges, port, subject, side);
       }
-    return bound;
+    return ranges.length === 0 ? EMPTY_PORTS : portSetOf(ranges);
   }
 
   /** A rule port as numbers: a name resolves on the subject (ingress) or on any endpoint (egress). */
-  private portsOf(port: PolicyPort, subject: Endpoint, side: Side): PortSet {
-    if (port.port === undefined) return portSetOf([{ protocol: port.protocol, from: 1, to: 65535 }]);
-    if (typeof port.port === 'number')
-      return portSetOf([{ protocol: port.protocol, from: port.port, to: port.endPort ?? port.port }]);
-    if (side === 'ingress') {
-      const number = namedPortOf(subject, port.port, port.protocol);
-      return number === undefined
-        ? EMPTY_PORTS
-        : portSetOf([{ protocol: port.protocol, from: number, to: number }]);
-    }
-    return this.numbersOfName(port.port, port.protocol);
+  private addPorts(ranges: PortEntry[], port: PolicyPort, subject: Endpoint, side: Side): void {
+    const protocol = port.protocol;
+    if (port.port === undefined) ranges.push({ protocol, from: 1, to: 65535 });
+    else if (typeof port.port === 'number')
+      ranges.push({ protocol, from: port.port, to: port.endPort ?? port.port });
+    else if (side === 'ingress') {
+      const number = namedPortOf(subject, port.port, protocol);
+      if (number !== undefined) ranges.push({ protocol, from: number, to: number });
+    } else
+      for (const [from, to] of this.numbersOfName(port.port, protocol).ranges[protocol])
+        ranges.push({ protocol, from, to });
   }
 
   /** Every number a port name resolves to on some endpoint. */

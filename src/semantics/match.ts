@@ -74,6 +74,15 @@ export function memoizedSelection<T>(
   return found;
 }
 
+/**
+ * The memo key of each direction and semantics, written once: a key made afresh per question was
+ * hashed afresh per question (a diff asks every endpoint's sides several times).
+ */
+const SELECTION_KEYS: Readonly<Record<'ingress' | 'egress', Readonly<Record<Semantics, string>>>> = {
+  ingress: { v1: 'ingress|v1', 'v1beta1-proposal': 'ingress|v1beta1-proposal' },
+  egress: { v1: 'egress|v1', 'v1beta1-proposal': 'egress|v1beta1-proposal' },
+};
+
 /** Policies in the endpoint's namespace whose podSelector selects it, for one direction. */
 export function selectingPolicies(
   index: ClusterIndex,
@@ -82,7 +91,7 @@ export function selectingPolicies(
   semantics: Semantics,
 ): readonly NetworkPolicy[] {
   if (endpoint.hostNetwork) return [];
-  return memoizedSelection(index, endpoint, `${direction}|${semantics}`, () =>
+  return memoizedSelection(index, endpoint, SELECTION_KEYS[direction][semantics], () =>
     policiesSelecting(index, endpoint, direction, semantics),
   );
 }

@@ -157,22 +157,25 @@ export class EndpointFieldKeys {
   }
 }
 
+/** One object of an input for the comparison (built for every object: no spread copies). */
 interface Keyed {
   readonly object: string;
   readonly key: string;
-  readonly location?: SourceLocation;
-  readonly fields?: Record<string, string>;
+  readonly location: SourceLocation | undefined;
+  readonly fields: Record<string, string> | undefined;
 }
 
 function compare(before: readonly Keyed[], after: readonly Keyed[]): ObjectChange[] {
-  const old = new Map(before.map((k) => [k.object, k]));
+  const old = new Map<string, Keyed>();
+  for (const k of before) old.set(k.object, k);
   const changes: ObjectChange[] = [];
   for (const next of after) {
     const previous = old.get(next.object);
     old.delete(next.object);
+    if (previous && previous.key === next.key) continue;
     const where = next.location ? { location: next.location } : {};
     if (!previous) changes.push({ object: next.object, change: 'added', ...where });
-    else if (previous.key !== next.key) {
+    else {
       const fields =
         previous.fields && next.fields
           ? Object.keys(next.fields).filter((f) => previous.fields?.[f] !== next.fields?.[f])
@@ -192,39 +195,21 @@ function compare(before: readonly Keyed[], after: readonly Keyed[]): ObjectChang
 function keyed(cluster: Cluster, fieldKeys: EndpointFieldKeys, keyOf: (o: object) => string): Keyed[] {
   const result: Keyed[] = [];
   for (const p of cluster.policies)
-    result.push({
-      object: networkPolicyObject(p),
-      key: keyOf(p),
-      ...(p.location ? { location: p.location } : {}),
-    });
+    result.push({ object: networkPolicyObject(p), key: keyOf(p), location: p.location, fields: undefined });
   for (const p of cluster.clusterPolicies)
-    result.push({
-      object: clusterPolicyObject(p),
-      key: keyOf(p),
-      ...(p.location ? { location: p.location } : {}),
-    });
+    result.push({ object: clusterPolicyObject(p), key: keyOf(p), location: p.location, fields: undefined });
   for (const ns of cluster.namespaces.values()) {
     const fields = { labels: contentKey(ns.labels), DefaultDeny: ns.legacyIngressIsolation ?? '' };
-    result.push({
-      object: `Namespace ${ns.name}`,
-      key: contentKey(fields),
-      fields,
-      ...(ns.location ? { location: ns.location } : {}),
-    });
+    result.push({ object: `Namespace ${ns.name}`, key: contentKey(fields), fields, location: ns.location });
   }
   for (const e of cluster.endpoints) {
     // Namespace labels are reported on the Namespace; here only the endpoint's own fields.
     const { fields, key } = fieldKeys.ownOf(e);
-    result.push({
-      object: endpointObject(e),
-      key,
-      fields,
-      ...(e.location ? { location: e.location } : {}),
-    });
+    result.push({ object: endpointObject(e), key, fields, location: e.location });
   }
   for (const node of cluster.nodes.values()) {
     const fields = { labels: contentKey(node.labels), addresses: node.addresses.map(formatIp).join(',') };
-    result.push({ object: `Node ${node.name}`, key: contentKey(fields), fields });
+    result.push({ object: `Node ${node.name}`, key: contentKey(fields), fields, location: undefined });
   }
   return result;
 }
