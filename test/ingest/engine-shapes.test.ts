@@ -155,8 +155,10 @@ describe('Calico and Cilium policy shape checks', () => {
     const vouch = (value: unknown) => (check as (v: unknown, k: string) => unknown)(value, kind);
     it(`${kind}: vouches only for what zod accepts, and reads it as it is`, () => {
       const vouched = soundAgainstZod(arbitrary, vouch, schema);
-      // Not vacuous: a fair share of the random objects is vouched for.
-      assert.ok(vouched > RUNS / 20, `only ${vouched} of ${RUNS} vouched for`);
+      // Not vacuous: some of the random objects are vouched for — 7–16 % of them over 3,000 runs
+      // (a quarter are of another kind, and most random fields break the schema). A twentieth
+      // failed by chance (15 of 300 Cilium ones); a hundredth cannot, in practice.
+      assert.ok(vouched >= RUNS / 100, `only ${vouched} of ${RUNS} vouched for`);
     });
     it(`${kind}: one change deep inside a well-formed policy`, () => {
       soundAgainstZod(oneDeepChange(arbitrary, schema), vouch, schema);
