@@ -89,8 +89,7 @@ export function eachJsonDocument(
   visit: (document: JsonDocument) => void,
   yamlDocument?: YamlDocumentReader,
 ): boolean {
-  const first = firstSignificant(text, 0, text.length);
-  if (first < 0 || (text.charCodeAt(first) !== OPEN_BRACE && !text.startsWith('---', first))) return false;
+  if (!startsAsJsonDocuments(text)) return false;
   const spans = separatedSpans(text);
   // More documents than a file may hold: the YAML path reads up to the limit and says so.
   if (spans.length / 2 > (limits.maxDocuments ?? Infinity)) return false;
@@ -129,6 +128,12 @@ export function eachJsonDocument(
     visit({ value: value as Record<string, unknown>, locator: new JsonLocator(text, from, position) });
   }
   return true;
+}
+
+/** Whether the text starts as JSON documents do: an object, or a `---` line. */
+export function startsAsJsonDocuments(text: string): boolean {
+  const first = firstSignificant(text, 0, text.length);
+  return first >= 0 && (text.charCodeAt(first) === OPEN_BRACE || text.startsWith('---', first));
 }
 
 /** [from, to) of every document between `---` (or `...`) lines, the separators left out. */

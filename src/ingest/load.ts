@@ -256,7 +256,7 @@ class Decoding {
   /** Hands the held file to the worker, keeping its place among the others. */
   private sendHeld(): void {
     const held = this.held;
-    if (!held) return;
+    if (!held || !this.offload) return;
     this.held = undefined;
     this.handOver(held, false);
   }

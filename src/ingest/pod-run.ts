@@ -15,7 +15,7 @@
  * of a whole file (empty, no Kubernetes object) is not judged of them.
  */
 import { MAX_DOCUMENTS } from './parse-documents.ts';
-import { firstSignificant, separatedSpans } from './json-documents.ts';
+import { firstSignificant, OPEN_BRACE, separatedSpans, startsAsJsonDocuments } from './json-documents.ts';
 import type { InputFile } from './types.ts';
 
 /** The three pieces; head or tail is undefined when the run starts or ends the file. */
@@ -35,9 +35,7 @@ const KIND_WITHIN = 512;
  */
 export function podRunPieces(file: InputFile, minBytes: number): PodRunPieces | undefined {
   const text = file.text;
-  const first = firstSignificant(text, 0, text.length);
-  if (first < 0 || (text.charCodeAt(first) !== 0x7b && !text.startsWith('---', first))) return undefined;
-  if (text.includes('{{')) return undefined;
+  if (!startsAsJsonDocuments(text) || text.includes('{{')) return undefined;
   const spans = separatedSpans(text);
   if (spans.length > MAX_DOCUMENTS) return undefined; // half the most one file may hold
   let best = { from: 0, to: 0 };
@@ -69,7 +67,7 @@ export function podRunPieces(file: InputFile, minBytes: number): PodRunPieces | 
 
 /** Whether the document starting at `begin` says first that it is a Pod. */
 function isPodDocument(text: string, begin: number, to: number): boolean {
-  if (text.charCodeAt(begin) !== 0x7b) return false;
+  if (text.charCodeAt(begin) !== OPEN_BRACE) return false;
   const key = text.indexOf('"kind"', begin);
   if (key < 0 || key >= to || key > begin + KIND_WITHIN) return false;
   let at = key + 6;

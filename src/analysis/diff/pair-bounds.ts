@@ -125,8 +125,8 @@ export class PairBounds<E extends BoundedEnd> {
         }
       return bound;
     };
-    const endpoints = [...end.before, ...end.after];
-    const always = endpoints.some((a) => a.kind !== 'endpoint' || a.endpoint.hostNetwork);
+    const unbounded = (a: Address): boolean => a.kind !== 'endpoint' || a.endpoint.hostNetwork;
+    const always = end.before.some(unbounded) || end.after.some(unbounded);
     if (always) return { always, egress: [EMPTY_PORTS, EMPTY_PORTS], ingress: [EMPTY_PORTS, EMPTY_PORTS] };
     return {
       always,

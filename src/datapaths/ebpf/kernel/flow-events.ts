@@ -37,7 +37,7 @@ const SETTLE_NS = 10_000_000n;
 
 export interface FlowEventReader {
   read(now?: number): VerdictEvent[];
-  /** Whether connections were counted since the last read that a later read gives (three lookups). */
+  /** Whether connections were counted that a later read gives (one lookup). */
   pending(): boolean;
   readonly lost: number;
   close(): void;
@@ -72,14 +72,16 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
   let closed = false;
   let switchedAt = 0n;
   /** Per count map, the entries made in it (summed over CPUs, wrapping) when it was last drained. */
-  const drainedAt = [0, 0];
-  /** The entries ever made in a count map, summed over CPUs as 32-bit wrapping counters. */
-  const madeIn = (map: number): number => {
+  const drainedAt: [number, number] = [0, 0];
+  /** The entries ever made in each count map, summed over CPUs as 32-bit wrapping counters. */
+  const made = (): [number, number] => {
     if (lib.lookup(budgetFd, zero, budgets) !== 0) throw new EbpfError('reading flow_budget failed');
-    let made = 0;
+    const sums: [number, number] = [0, 0];
     for (let cpu = 0; cpu < cpus; cpu++)
-      made = (made + budgets.readUInt32LE(cpu * FLOW_BUDGET_SIZE + FLOW_BUDGET_MADE + 4 * map)) >>> 0;
-    return made;
+      for (const map of [0, 1] as const)
+        sums[map] =
+          (sums[map] + budgets.readUInt32LE(cpu * FLOW_BUDGET_SIZE + FLOW_BUDGET_MADE + 4 * map)) >>> 0;
+    return sums;
   };
 
   /** Every entry of the idle map, removed from it, as events seen by `now`'s clock. */
@@ -111,12 +113,12 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
       if (closed) return [];
       if (process.hrtime.bigint() - switchedAt < SETTLE_NS) return [];
       if (lib.lookup(activeFd, zero, active) !== 0) throw new EbpfError('reading flow_active failed');
-      const idle = (active.readUInt32LE() & 1) ^ 1;
+      const idle = ((active.readUInt32LE() & 1) ^ 1) as 0 | 1;
       // Nothing made in the idle map since its last drain: it is empty, and a drain would walk
       // its every bucket to find that out (most polls of a quiet node).
-      const made = madeIn(idle);
-      const events = made === drainedAt[idle] ? [] : drain(counts[idle] as number, now);
-      drainedAt[idle] = made;
+      const madeInIdle = made()[idle];
+      const events = madeInIdle === drainedAt[idle] ? [] : drain(counts[idle], now);
+      drainedAt[idle] = madeInIdle;
       active.writeUInt32LE(idle);
       const code = lib.update(activeFd, zero, active, 0n);
       if (code !== 0) throw new EbpfError(`switching the flow counts failed (${errnoName(code)})`);
@@ -124,10 +126,10 @@ export function openFlowEvents(location: PinLocation): FlowEventReader {
       return events;
     },
     pending() {
-      if (closed || lib.lookup(activeFd, zero, active) !== 0) return false;
-      const counting = active.readUInt32LE() & 1;
+      if (closed) return false;
       // Either map: the idle one too, while a fresh switch leaves it for the next read.
-      return madeIn(counting) !== drainedAt[counting] || madeIn(counting ^ 1) !== drainedAt[counting ^ 1];
+      const [made0, made1] = made();
+      return made0 !== drainedAt[0] || made1 !== drainedAt[1];
     },
     get lost() {
       if (closed || lib.lookup(budgetFd, zero, budgets) !== 0) return 0;
