@@ -8,7 +8,7 @@
  * a pod's own node) it is every port. Computed once per endpoint and side.
  */
 import { cidrInterval, subtractIntervals, normalizeIntervals } from '../net/intervals.ts';
-import type { Endpoint, PolicyPort, PolicyRule, Protocol, Semantics } from '../model/types.ts';
+import type { Endpoint, NetworkPolicy, PolicyRule, Protocol, Semantics } from '../model/types.ts';
 import {
   ALL_PORTS,
   EMPTY_PORTS,
@@ -24,12 +24,23 @@ import { EndpointIndex } from './endpoint-index.ts';
 
 type Side = 'egress' | 'ingress';
 type PortEntry = { protocol: Protocol; from: number; to: number };
+type PreparedSide =
+  | 'all'
+  | {
+      readonly entries: readonly PortEntry[];
+      readonly named: readonly { readonly name: string; readonly protocol: Protocol }[];
+      readonly numbered: PortSet;
+    };
 
 export class PortCeilings {
   private readonly memo: Record<Side, Map<Endpoint, PortSet>> = { egress: new Map(), ingress: new Map() };
   private endpoints?: EndpointIndex;
   private namedNumbers?: Map<string, PortSet>;
   private readonly ruleMayMatch = new Map<PolicyRule, boolean>();
+  private readonly prepared: Record<Side, Map<NetworkPolicy, PreparedSide>> = {
+    egress: new Map(),
+    ingress: new Map(),
+  };
 
   constructor(
     private readonly index: ClusterIndex,
@@ -63,30 +74,58 @@ export class PortCeilings {
       for (const tier of tiers)
         if (selectingClusterPolicies(this.index, subject, side, tier).length > 0) return ALL_PORTS;
     }
-    // Every rule port's numbers gathered, then made one set: a set per port, united one by one,
-    // was most of what a bound allocated (asked of every endpoint by a diff).
+    // Each policy's side prepared once (its numbered ports as one set, the names it leaves to
+    // the subject): a pod selected by one policy without named ports shares that policy's set,
+    // and the others gather numbers, not sets (a set per port, united one by one, was most of
+    // what a bound allocated; a diff asks it of every endpoint).
+    if (policies.length === 1) {
+      const only = this.sideOf(policies[0] as NetworkPolicy, side);
+      if (only === 'all') return ALL_PORTS;
+      if (only.named.length === 0) return only.numbered;
+    }
     const ranges: PortEntry[] = [];
-    for (const policy of policies)
-      for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {
-        if (!this.mayMatchEndpoints(rule)) continue;
-        if (!rule.ports || rule.ports.length === 0) return ALL_PORTS;
-        for (const port of rule.ports) this.addPorts(ranges, port, subject, side);
+    for (const policy of policies) {
+      const prepared = this.sideOf(policy, side);
+      if (prepared === 'all') return ALL_PORTS;
+      for (const entry of prepared.entries) ranges.push(entry);
+      for (const port of prepared.named) {
+        const number = namedPortOf(subject, port.name, port.protocol);
+        if (number !== undefined) ranges.push({ protocol: port.protocol, from: number, to: number });
       }
+    }
     return ranges.length === 0 ? EMPTY_PORTS : portSetOf(ranges);
   }
 
-  /** A rule port as numbers: a name resolves on the subject (ingress) or on any endpoint (egress). */
-  private addPorts(ranges: PortEntry[], port: PolicyPort, subject: Endpoint, side: Side): void {
-    const protocol = port.protocol;
-    if (port.port === undefined) ranges.push({ protocol, from: 1, to: 65535 });
-    else if (typeof port.port === 'number')
-      ranges.push({ protocol, from: port.port, to: port.endPort ?? port.port });
-    else if (side === 'ingress') {
-      const number = namedPortOf(subject, port.port, protocol);
-      if (number !== undefined) ranges.push({ protocol, from: number, to: number });
-    } else
-      for (const [from, to] of this.numbersOfName(port.port, protocol).ranges[protocol])
-        ranges.push({ protocol, from, to });
+  /**
+   * One side of a policy, for every subject: every port (a rule that may admit an endpoint names
+   * none), or its numbered ports (names resolved on any endpoint for egress) and the ingress
+   * names each subject resolves on itself.
+   */
+  private sideOf(policy: NetworkPolicy, side: Side): PreparedSide {
+    const memo = this.prepared[side];
+    let found = memo.get(policy);
+    if (!found) memo.set(policy, (found = this.prepare(policy, side)));
+    return found;
+  }
+
+  private prepare(policy: NetworkPolicy, side: Side): PreparedSide {
+    const entries: PortEntry[] = [];
+    const named: { name: string; protocol: Protocol }[] = [];
+    for (const rule of side === 'ingress' ? policy.ingress : policy.egress) {
+      if (!this.mayMatchEndpoints(rule)) continue;
+      if (!rule.ports || rule.ports.length === 0) return 'all';
+      for (const port of rule.ports) {
+        const protocol = port.protocol;
+        if (port.port === undefined) entries.push({ protocol, from: 1, to: 65535 });
+        else if (typeof port.port === 'number')
+          entries.push({ protocol, from: port.port, to: port.endPort ?? port.port });
+        else if (side === 'ingress') named.push({ name: port.port, protocol });
+        else
+          for (const [from, to] of this.numbersOfName(port.port, protocol).ranges[protocol])
+            entries.push({ protocol, from, to });
+      }
+    }
+    return { entries, named, numbered: entries.length === 0 ? EMPTY_PORTS : portSetOf(entries) };
   }
 
   /** Every number a port name resolves to on some endpoint. */

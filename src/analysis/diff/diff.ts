@@ -24,9 +24,6 @@ import {
   formatPortSet,
   intersectPorts,
   isNoPorts,
-  selectingClusterPolicies,
-  selectingPolicies,
-  tierPlan,
   unionPorts,
   type Address,
   type PortSet,
@@ -35,15 +32,9 @@ import { addressRanges, type AddressRange } from '../address-ranges.ts';
 import { SidedEvaluator, type Side } from '../sided.ts';
 import { PairBounds } from './pair-bounds.ts';
 import { ReachFinder } from './touched.ts';
-import { groupEndpoints, type EndpointView } from '../workload-view.ts';
-import {
-  clusterPolicyObject,
-  EndpointFieldKeys,
-  endpointObject,
-  networkPolicyObject,
-  objectChanges,
-  policyVersions,
-} from './objects.ts';
+import type { EndpointView } from '../workload-view.ts';
+import { EndpointFieldKeys, objectAndEndpointChanges, policyVersions } from './objects.ts';
+import { markChangedSides, unitsOf, type Unit } from './units.ts';
 import type { ConnectionChange, ConnectivityDiff, DiffPeer, ObjectChange } from './types.ts';
 
 interface DiffOptions {
@@ -55,19 +46,6 @@ interface DiffOptions {
   readonly namespaces?: readonly string[];
   /** Also compare endpoints with addresses outside the cluster (default true). */
   readonly addresses?: boolean;
-}
-
-/** A workload (or pod) as it is before and after; its members are empty on a side it does not exist. */
-interface Unit {
-  readonly key: string;
-  readonly peer: Extract<DiffPeer, { type: 'endpoint' }>;
-  /** Members sorted by their fields, so that equal fields pair up across the two inputs. */
-  readonly before: readonly Endpoint[];
-  readonly after: readonly Endpoint[];
-  fieldsChanged: boolean;
-  readonly sideChanged: Record<Side, boolean>;
-  /** Changed objects that reach the unit's pods, per side (policies, the pods themselves, their namespace). */
-  readonly causes: Record<Side, Set<string>>;
 }
 
 /** One end of a pair: a unit, or an address range (the same address before and after). */
@@ -100,8 +78,11 @@ export function diffConnectivity(
   // endpoint's fields once per input.
   const keyOf = policyVersions(before, after);
   const fieldKeys = { before: new EndpointFieldKeys(before), after: new EndpointFieldKeys(after) };
-  const objects = objectChanges(before, after, { ...fieldKeys, policy: keyOf });
-  const changed = new Map(objects.map((o) => [o.object, o]));
+  const { objects, endpoints: changedEndpoints } = objectAndEndpointChanges(before, after, {
+    ...fieldKeys,
+    policy: keyOf,
+  });
+  const changed = new Set(objects.map((o) => o.object));
   const old = new SidedEvaluator(before, semantics);
   const next = new SidedEvaluator(after, semantics);
   const nodesChanged = objects.some((o) => o.object.startsWith('Node '));
@@ -116,36 +97,18 @@ export function diffConnectivity(
     return n;
   };
   const units = unitsOf(before, after, options, fieldKeys);
-  // Whether a namespace changed, asked once per namespace (not per member and side).
-  const namespaceChanged = new Map<string, boolean>();
-  const namespaceCause = (namespace: string): string | undefined => {
-    let is = namespaceChanged.get(namespace);
-    if (is === undefined) namespaceChanged.set(namespace, (is = changed.has(`Namespace ${namespace}`)));
-    return is ? `Namespace ${namespace}` : undefined;
-  };
-  for (const unit of units) {
-    // The unit's changed members and namespaces are causes on both its sides.
-    const memberCauses = new Set<string>();
-    for (const members of [unit.before, unit.after])
-      for (const e of members) {
-        if (changed.has(endpointObject(e))) memberCauses.add(endpointObject(e));
-        const namespace = namespaceCause(e.namespace);
-        if (namespace) memberCauses.add(namespace);
-      }
-    for (const side of ['egress', 'ingress'] as const) {
-      const was = new Set<string>();
-      const is = new Set<string>();
-      const note = (name: string): void => {
-        if (changed.has(name)) unit.causes[side].add(name);
-      };
-      for (const e of unit.before) was.add(sideContext(old, e, side, semantics, numberOf, note));
-      for (const e of unit.after) is.add(sideContext(next, e, side, semantics, numberOf, note));
-      unit.sideChanged[side] = nodesChanged || !sameSets(was, is);
-      for (const cause of memberCauses) unit.causes[side].add(cause);
-    }
-    unit.fieldsChanged ||=
-      fieldsKey(unit.before, fieldKeys.before) !== fieldsKey(unit.after, fieldKeys.after);
-  }
+  markChangedSides(units, {
+    before,
+    after,
+    old,
+    next,
+    semantics,
+    fieldKeys,
+    changed,
+    changedEndpoints,
+    nodesChanged,
+    numberOf,
+  });
   const ranges = options.addresses === false ? [] : addressRanges([before, after]);
   const asAddresses = (members: readonly Endpoint[]): Address[] =>
     members.map((endpoint) => ({ kind: 'endpoint', endpoint }));
@@ -260,91 +223,6 @@ export function diffConnectivity(
     connections: sortConnections(mergeRanges(found)),
     stats: { comparedPairs, millis: performance.now() - started },
   };
-}
-
-function unitsOf(
-  before: Cluster,
-  after: Cluster,
-  options: DiffOptions,
-  fieldKeys: { readonly before: EndpointFieldKeys; readonly after: EndpointFieldKeys },
-): Unit[] {
-  const view = options.by ?? 'workload';
-  const namespaces = options.namespaces?.length ? new Set(options.namespaces) : undefined;
-  const inScope = (e: Endpoint): boolean => !namespaces || namespaces.has(e.namespace);
-  const units = new Map<string, { peer: Unit['peer']; before: Endpoint[]; after: Endpoint[] }>();
-  const add = (cluster: Cluster, which: 'before' | 'after'): void => {
-    for (const group of groupEndpoints(cluster.endpoints.filter(inScope), view)) {
-      const key = `${group.kind} ${group.id}`;
-      let unit = units.get(key);
-      if (!unit) {
-        const peer = {
-          type: 'endpoint' as const,
-          id: group.id,
-          label: group.label,
-          kind: group.kind,
-          namespace: group.namespace,
-        };
-        units.set(key, (unit = { peer, before: [], after: [] }));
-      }
-      unit[which] = [...group.members];
-    }
-  };
-  add(before, 'before');
-  add(after, 'after');
-  // Each member's key computed once per input (not once per comparison of the sort).
-  const byFields = (keys: EndpointFieldKeys) => {
-    return (a: Endpoint, b: Endpoint): number => {
-      const x = keys.keyOf(a);
-      const y = keys.keyOf(b);
-      return x < y ? -1 : x > y ? 1 : 0;
-    };
-  };
-  return [...units].map(([key, u]) => ({
-    key,
-    peer: u.peer,
-    before: u.before.length > 1 ? u.before.sort(byFields(fieldKeys.before)) : u.before,
-    after: u.after.length > 1 ? u.after.sort(byFields(fieldKeys.after)) : u.after,
-    fieldsChanged: u.before.length === 0 || u.after.length === 0,
-    sideChanged: { egress: false, ingress: false },
-    causes: { egress: new Set<string>(), ingress: new Set<string>() },
-  }));
-}
-
-/** The members' fields, as one comparable string (pod names left out: they change with every rollout). */
-function fieldsKey(members: readonly Endpoint[], keys: EndpointFieldKeys): string {
-  return members.map((e) => keys.keyOf(e)).join('\u0001');
-}
-
-function sameSets(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  if (a.size !== b.size) return false;
-  for (const x of a) if (!b.has(x)) return false;
-  return true;
-}
-
-/**
- * The policies deciding one side of an endpoint, by content (their numbers, in order), each
- * policy's name handed to `note`.
- */
-function sideContext(
-  evaluator: SidedEvaluator,
-  endpoint: Endpoint,
-  side: Side,
-  semantics: Semantics,
-  numberOf: (policy: object) => number,
-  note: (name: string) => void,
-): string {
-  let key = '';
-  for (const p of selectingPolicies(evaluator.index, endpoint, side, semantics)) {
-    key += `${numberOf(p)},`;
-    note(networkPolicyObject(p));
-  }
-  key += '|';
-  for (const tier of tierPlan(evaluator.index.cluster))
-    for (const p of selectingClusterPolicies(evaluator.index, endpoint, side, tier.name)) {
-      key += `${numberOf(p)},`;
-      note(clusterPolicyObject(p));
-    }
-  return key;
 }
 
 function allowedBetween(
