@@ -78,6 +78,19 @@ interface AddressEntry {
   readonly endpoint: Endpoint;
 }
 
+const shared = new WeakMap<Cluster, EndpointIndex>();
+
+/**
+ * The cluster's index, made once and shared: a cluster does not change once built, and a diff
+ * asks it for its port bounds and for what each change reaches (two indexes of 100,000 pods
+ * each, their addresses sorted twice, were a second of a diff).
+ */
+export function endpointIndexOf(cluster: Cluster): EndpointIndex {
+  let index = shared.get(cluster);
+  if (!index) shared.set(cluster, (index = new EndpointIndex(cluster)));
+  return index;
+}
+
 export class EndpointIndex {
   private readonly namespaceIndex: LabelSetIndex<Namespace>;
   private readonly endpointsByNamespace = new Map<string, Endpoint[]>();

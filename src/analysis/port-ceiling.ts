@@ -20,7 +20,7 @@ import {
   type ClusterIndex,
   type PortSet,
 } from '../semantics/index.ts';
-import { EndpointIndex } from './endpoint-index.ts';
+import { endpointIndexOf, type EndpointIndex } from './endpoint-index.ts';
 
 type Side = 'egress' | 'ingress';
 type PortEntry = { protocol: Protocol; from: number; to: number };
@@ -154,7 +154,7 @@ export class PortCeilings {
         peers.length === 0 ||
         peers.some((peer) => {
           if (peer.type !== 'ipBlock') return true;
-          this.endpoints ??= new EndpointIndex(this.index.cluster);
+          this.endpoints ??= endpointIndexOf(this.index.cluster);
           const index = this.endpoints;
           const ranges = subtractIntervals(
             [cidrInterval(peer.cidr)],

@@ -59,7 +59,16 @@ interface End {
 }
 
 /** The other ends a changed side must be compared with. */
-type Scope = 'all' | { readonly units: ReadonlySet<Unit>; readonly ranges: ReadonlySet<AddressRange> };
+type Scope =
+  | 'all'
+  | {
+      /** The unit whose side changed: its pair with itself changes with its members, which no peer names. */
+      readonly unit: Unit;
+      /** The units its change reaches, when few; else the endpoints, a unit reached when a member is. */
+      readonly units?: ReadonlySet<Unit>;
+      readonly endpoints: ReadonlySet<Endpoint>;
+      readonly ranges: ReadonlySet<AddressRange>;
+    };
 
 /** Ports every pod pair may use, and ports only some may. */
 interface Allowed {
@@ -153,7 +162,10 @@ export function diffConnectivity(
   // Which ends a unit's row (egress) and column (ingress) must be compared with.
   const finder = new ReachFinder(old, next, ranges, semantics, keyOf);
   const unitOf = new Map<Endpoint, Unit>();
-  for (const unit of units) for (const e of [...unit.before, ...unit.after]) unitOf.set(e, unit);
+  for (const unit of units) {
+    for (const e of unit.before) unitOf.set(e, unit);
+    for (const e of unit.after) unitOf.set(e, unit);
+  }
   const scope = (unit: Unit | undefined, side: Side): Scope | undefined => {
     if (!unit) return undefined;
     // Node changes move node addresses and own-node checks: not a matter of the policies' peers.
@@ -163,18 +175,20 @@ export function diffConnectivity(
       ? finder.wholeReach(unit.before, unit.after, side)
       : finder.reach(unit.before, unit.after, side);
     if (reach === 'all') return 'all';
-    // The unit with itself: a pod to itself is allowed whatever the policies, so that pair
-    // changes with the unit's members, which no rule's peers name.
-    const reached = new Set<Unit>([unit]);
-    for (const e of reach.endpoints) {
-      const other = unitOf.get(e);
-      if (other) reached.add(other);
-    }
-    return { units: reached, ranges: reach.ranges };
+    // Few reached endpoints: their units, counted. Many (an ipBlock holding the whole cluster):
+    // the endpoints stand for their units as they are, not copied into a set of units per change.
+    const reached = { unit, endpoints: reach.endpoints, ranges: reach.ranges };
+    return reach.endpoints.size * 4 > unitOf.size ? reached : { ...reached, units: reachedUnits(reached) };
   };
+  const reaches = (s: Exclude<Scope, 'all'>, unit: Unit): boolean =>
+    s.units
+      ? s.units.has(unit)
+      : unit === s.unit ||
+        unit.before.some((e) => s.endpoints.has(e)) ||
+        unit.after.some((e) => s.endpoints.has(e));
   const within = (s: Scope | undefined, end: End): boolean =>
     s !== undefined &&
-    (s === 'all' || (end.unit ? s.units.has(end.unit) : s.ranges.has(end.range as AddressRange)));
+    (s === 'all' || (end.unit ? reaches(s, end.unit) : s.ranges.has(end.range as AddressRange)));
   // The ends a scope names (a scope of a few units is not a walk over the cluster — with a change
   // in 1% of namespaces that walk was the square again); every end is `bounds`' to give.
   const endOfUnit = new Map<Unit, End>();
@@ -183,8 +197,16 @@ export function diffConnectivity(
     if (end.unit) endOfUnit.set(end.unit, end);
     if (end.range) endOfRange.set(end.range, end);
   }
+  const reachedUnits = (s: Exclude<Scope, 'all'>): Set<Unit> => {
+    const reached = new Set<Unit>([s.unit]);
+    for (const e of s.endpoints) {
+      const other = unitOf.get(e);
+      if (other) reached.add(other);
+    }
+    return reached;
+  };
   function* named(s: Exclude<Scope, 'all'>): Iterable<End> {
-    for (const u of s.units) {
+    for (const u of s.units ?? reachedUnits(s)) {
       const end = endOfUnit.get(u);
       if (end) yield end;
     }
@@ -201,7 +223,12 @@ export function diffConnectivity(
       side,
       s === 'all'
         ? undefined
-        : { size: s.units.size + s.ranges.size, has: (e) => within(s, e), ends: () => named(s) },
+        : {
+            // Without the units counted, at most one per reached endpoint (and the unit itself).
+            size: (s.units?.size ?? 1 + s.endpoints.size) + s.ranges.size,
+            has: (e) => within(s, e),
+            ends: () => named(s),
+          },
     );
   const rows = new Map<End, Scope | undefined>(ends.map((end) => [end, scope(end.unit, 'egress')]));
   for (const from of ends) {

@@ -23,7 +23,7 @@ import {
   tierPlan,
 } from '../../semantics/index.ts';
 import type { AddressRange } from '../address-ranges.ts';
-import { EndpointIndex } from '../endpoint-index.ts';
+import { endpointIndexOf, type EndpointIndex } from '../endpoint-index.ts';
 import type { SidedEvaluator, Side } from '../sided.ts';
 
 /** The ends a changed side can reach: every one, or these endpoints (by object) and these ranges. */
@@ -42,8 +42,8 @@ export class ReachFinder {
     private readonly semantics: Semantics,
     private readonly keyOf: (policy: object) => string,
   ) {
-    this.oldIndex = new EndpointIndex(old.cluster);
-    this.newIndex = new EndpointIndex(next.cluster);
+    this.oldIndex = endpointIndexOf(old.cluster);
+    this.newIndex = endpointIndexOf(next.cluster);
   }
 
   /**

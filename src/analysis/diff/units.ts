@@ -60,7 +60,8 @@ export function unitsOf(
         };
         units.set(key, (unit = { peer, before: [], after: [] }));
       }
-      unit[which] = [...group.members];
+      // groupEndpoints made the list for this call: sorted in place below, not copied.
+      unit[which] = group.members as Endpoint[];
     }
   };
   add(before, 'before');
