@@ -2,7 +2,8 @@
  * The object comparison of a diff walks each kind's two lists side by side when they are sorted
  * (as ingest sorts them) and keeps one in a map by name otherwise: both give exactly what a map
  * of every object by name gives — the same changes, in the same order (the new input's objects,
- * then removed ones) — on random pairs of clusters, as built and with their lists reversed.
+ * then removed ones) — on random pairs of clusters, as built and with their lists reversed; and
+ * so do policies keyed by their versions (`policyVersions`) instead of their content.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -15,6 +16,7 @@ import {
   networkPolicyObject,
   objectAndEndpointChanges,
 } from '../../src/analysis/diff/objects.ts';
+import { policyVersions } from '../../src/analysis/diff/policy-versions.ts';
 import type { ObjectChange } from '../../src/analysis/diff/types.ts';
 import type { Cluster, SourceLocation } from '../../src/model/types.ts';
 import { formatIp } from '../../src/net/ip.ts';
@@ -85,6 +87,15 @@ function byMap(before: Cluster, after: Cluster): ObjectChange[] {
   return changes;
 }
 
+/** The comparison as a diff makes it: each policy's key from `policyVersions`, not its content. */
+function withVersions(before: Cluster, after: Cluster): ObjectChange[] {
+  return objectAndEndpointChanges(before, after, {
+    before: new EndpointFieldKeys(before),
+    after: new EndpointFieldKeys(after),
+    policy: policyVersions(before, after),
+  }).objects;
+}
+
 /** The same cluster with its endpoint and policy lists in reverse: not sorted, so kept by name. */
 function reversed(cluster: Cluster): Cluster {
   return {
@@ -126,8 +137,10 @@ describe('the object comparison of a diff', () => {
           const expected = byMap(before, after);
           changes += expected.length;
           assert.deepEqual(objectAndEndpointChanges(before, after).objects, expected);
+          assert.deepEqual(withVersions(before, after), expected);
           const [b, a] = [reversed(before), reversed(after)];
           assert.deepEqual(objectAndEndpointChanges(b, a).objects, byMap(b, a));
+          assert.deepEqual(withVersions(b, a), byMap(b, a));
         },
       ),
       { numRuns: RUNS },

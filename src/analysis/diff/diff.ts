@@ -33,7 +33,8 @@ import { SidedEvaluator, type Side } from '../sided.ts';
 import { PairBounds } from './pair-bounds.ts';
 import { ReachFinder } from './touched.ts';
 import type { EndpointView } from '../workload-view.ts';
-import { EndpointFieldKeys, objectAndEndpointChanges, policyVersions } from './objects.ts';
+import { EndpointFieldKeys, objectAndEndpointChanges } from './objects.ts';
+import { policyVersions } from './policy-versions.ts';
 import { markChangedSides, unitsOf, type Unit } from './units.ts';
 import type { ConnectionChange, ConnectivityDiff, DiffPeer, ObjectChange } from './types.ts';
 

@@ -18,7 +18,7 @@ import { formatIp } from '../../net/ip.ts';
 import type { ObjectChange } from './types.ts';
 
 /** An object's identity in its cluster, not its content: the same policy read from the API and from a file differ only in these. */
-const IDENTITY_FIELDS = new Set(['uid', 'generation']);
+export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['uid', 'generation']);
 
 /**
  * Canonical JSON of a model object without its location, nor (on the object itself) its uid and
@@ -29,78 +29,6 @@ export function contentKey(value: unknown): string {
     if (key === 'location' || (this === value && IDENTITY_FIELDS.has(key))) return undefined;
     return typeof v === 'bigint' ? v.toString() : v;
   });
-}
-
-/**
- * Whether two model values are equal as `contentKey` sees them (locations left out, and the uid
- * and generation of the objects themselves), without building either key.
- */
-function sameContent(a: unknown, b: unknown, top = true): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameContent(a[i], b[i], false)) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  // The two key lists walked side by side, past the keys contentKey leaves out (locations, a
-  // top object's identity, and undefined values, absent to JSON) — no filtered copies: 150,000
-  // policies are compared this way.
-  const xs = Object.keys(x);
-  const ys = Object.keys(y);
-  let i = 0;
-  let j = 0;
-  for (;;) {
-    while (i < xs.length && leftOut(x, xs[i] as string, top)) i++;
-    while (j < ys.length && leftOut(y, ys[j] as string, top)) j++;
-    if (i === xs.length || j === ys.length) return i === xs.length && j === ys.length;
-    const k = xs[i] as string;
-    // contentKey keeps key order: objects built alike list their keys alike.
-    if (k !== ys[j] || !sameContent(x[k], y[k], false)) return false;
-    i++;
-    j++;
-  }
-}
-
-function leftOut(o: Record<string, unknown>, key: string, top: boolean): boolean {
-  return key === 'location' || o[key] === undefined || (top && IDENTITY_FIELDS.has(key));
-}
-
-/**
- * A key per policy (NetworkPolicy or cluster policy) of two inputs that is equal exactly when the
- * policies are the same object by identity and by content — what `contentKey` told apart, found by
- * comparing each new policy with its old version instead of serializing 150,000 policies (at
- * 100,000 pods their keys were a sixth of a diff, and their strings much of its garbage). A name
- * that occurs twice in one input falls back to the content key.
- */
-export function policyVersions(before: Cluster, after: Cluster): (policy: object) => string {
-  const keys = new Map<object, string>();
-  const named = (cluster: Cluster): Map<string, (NetworkPolicy | ClusterPolicy)[]> => {
-    const byName = new Map<string, (NetworkPolicy | ClusterPolicy)[]>();
-    const add = (name: string, p: NetworkPolicy | ClusterPolicy): void => {
-      const list = byName.get(name);
-      if (list) list.push(p);
-      else byName.set(name, [p]);
-    };
-    for (const p of cluster.policies) add(networkPolicyObject(p), p);
-    for (const p of cluster.clusterPolicies) add(clusterPolicyObject(p), p);
-    return byName;
-  };
-  const old = named(before);
-  for (const [name, list] of old)
-    for (const p of list) keys.set(p, list.length === 1 ? `${name}\u0000old` : contentKey(p));
-  for (const [name, list] of named(after)) {
-    const was = old.get(name);
-    for (const p of list) {
-      if (list.length > 1 || (was && was.length > 1)) keys.set(p, contentKey(p));
-      else if (was && sameContent(was[0], p)) keys.set(p, `${name}\u0000old`);
-      else keys.set(p, `${name}\u0000new`);
-    }
-  }
-  return (policy) => keys.get(policy) ?? contentKey(policy);
 }
 
 /** `Deployment shop/web`, `Pod shop/web-1`: the identity an endpoint keeps across inputs. */
@@ -264,12 +192,13 @@ function changesOfKind<T>(
   return result;
 }
 
-function sortedStrictly<T>(list: readonly T[], order: (a: T, b: T) => number): boolean {
+/** Whether `list` is in `order` with no two equal. */
+export function sortedStrictly<T>(list: readonly T[], order: (a: T, b: T) => number): boolean {
   for (let i = 1; i < list.length; i++) if (order(list[i - 1] as T, list[i] as T) >= 0) return false;
   return true;
 }
 
-const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+export const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Every object added, removed or modified, in the order: new input's objects (policies, cluster
