@@ -3,6 +3,6 @@
  */
 export { diffConnectivity } from './diff.ts';
 export { classDiff, type ClassDiff } from './classes.ts';
-export { objectChanges, endpointObject } from './objects.ts';
+export { endpointObject } from './objects.ts';
 export type * from './types.ts';
 export { runQuery, type QueryName, type QueryResult, type Witness } from './queries.ts';

@@ -292,12 +292,3 @@ export function objectAndEndpointChanges(
     endpoints: new Set(endpoints.touched),
   };
 }
-
-/** Every object added, removed or modified (`objectAndEndpointChanges`' objects). */
-export function objectChanges(
-  before: Cluster,
-  after: Cluster,
-  keys?: Parameters<typeof objectAndEndpointChanges>[2],
-): ObjectChange[] {
-  return objectAndEndpointChanges(before, after, keys).objects;
-}

@@ -30,7 +30,7 @@ export interface Unit {
   readonly causes: Record<Side, Set<string>>;
 }
 
-export interface UnitOptions {
+interface UnitOptions {
   readonly by?: EndpointView;
   /** Only endpoints in these namespaces (all when absent or empty). */
   readonly namespaces?: readonly string[];
@@ -86,7 +86,7 @@ export function unitsOf(
 }
 
 /** What `markChangedSides` reads of the diff in progress. */
-export interface SideInputs {
+interface SideInputs {
   readonly before: Cluster;
   readonly after: Cluster;
   readonly old: SidedEvaluator;
