@@ -160,6 +160,9 @@ export function diffConnectivity(
       causes: [...new Set([...(from.unit?.causes.egress ?? []), ...(to.unit?.causes.ingress ?? [])])].sort(),
     });
   };
+  const isolationChanged = (namespace: string): boolean =>
+    before.namespaces.get(namespace)?.legacyIngressIsolation !==
+    after.namespaces.get(namespace)?.legacyIngressIsolation;
   // Which ends a unit's row (egress) and column (ingress) must be compared with.
   const finder = new ReachFinder(old, next, ranges, semantics, keyOf);
   const unitOf = new Map<Endpoint, Unit>();
@@ -171,6 +174,10 @@ export function diffConnectivity(
     if (!unit) return undefined;
     // Node changes move node addresses and own-node checks: not a matter of the policies' peers.
     if (nodesChanged) return 'all';
+    // The proposal's namespace DefaultDeny isolates (or frees) every pod's ingress from every
+    // source, whatever the policies say: not a side's policies, so no peer of theirs names it.
+    if (side === 'ingress' && semantics === 'v1beta1-proposal' && isolationChanged(unit.peer.namespace))
+      return 'all';
     if (!unit.fieldsChanged && !unit.sideChanged[side]) return undefined;
     const reach = unit.fieldsChanged
       ? finder.wholeReach(unit.before, unit.after, side)

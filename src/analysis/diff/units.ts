@@ -109,7 +109,9 @@ export function markChangedSides(units: readonly Unit[], inputs: SideInputs): vo
   // after without asking each member: no cluster policy in either input (they select across
   // namespaces, by fields a diff does not key), neither the unit's namespace nor any
   // NetworkPolicy in it changed, and its members' fields did not. A busy pull request touches a
-  // few namespaces of thousands; asking every endpoint's policies was a sixth of a diff.
+  // few namespaces of thousands; asking every endpoint's policies was a sixth of a diff. (Node
+  // changes and the proposal's DefaultDeny make the diff compare everything they reach anyway —
+  // diff.ts's scope — and the Namespace's own change is kept as a condition for that reason.)
   const touched = touchedNamespaces(changed);
   const namespacedOnly =
     inputs.before.clusterPolicies.length === 0 && inputs.after.clusterPolicies.length === 0;
