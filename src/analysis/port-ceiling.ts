@@ -29,7 +29,8 @@ type PreparedSide =
   | {
       readonly entries: readonly PortEntry[];
       readonly named: readonly { readonly name: string; readonly protocol: Protocol }[];
-      readonly numbered: PortSet;
+      /** The side's bound for every subject, when it names no port its subject resolves. */
+      readonly everySubject?: PortSet;
     };
 
 export class PortCeilings {
@@ -81,7 +82,7 @@ export class PortCeilings {
     if (policies.length === 1) {
       const only = this.sideOf(policies[0] as NetworkPolicy, side);
       if (only === 'all') return ALL_PORTS;
-      if (only.named.length === 0) return only.numbered;
+      if (only.everySubject) return only.everySubject;
     }
     const ranges: PortEntry[] = [];
     for (const policy of policies) {
@@ -125,7 +126,8 @@ export class PortCeilings {
             entries.push({ protocol, from, to });
       }
     }
-    return { entries, named, numbered: entries.length === 0 ? EMPTY_PORTS : portSetOf(entries) };
+    if (named.length > 0) return { entries, named };
+    return { entries, named, everySubject: entries.length === 0 ? EMPTY_PORTS : portSetOf(entries) };
   }
 
   /** Every number a port name resolves to on some endpoint. */

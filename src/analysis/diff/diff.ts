@@ -88,7 +88,11 @@ export function diffConnectivity(
   // endpoint's fields once per input.
   const keyOf = policyVersions(before, after);
   const fieldKeys = { before: new EndpointFieldKeys(before), after: new EndpointFieldKeys(after) };
-  const { objects, endpoints: changedEndpoints } = objectAndEndpointChanges(before, after, {
+  const {
+    objects,
+    endpoints: changedEndpoints,
+    namespaces: changedNamespaces,
+  } = objectAndEndpointChanges(before, after, {
     ...fieldKeys,
     policy: keyOf,
   });
@@ -116,6 +120,7 @@ export function diffConnectivity(
     fieldKeys,
     changed,
     changedEndpoints,
+    changedNamespaces,
     nodesChanged,
     numberOf,
   });

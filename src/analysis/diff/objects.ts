@@ -198,12 +198,24 @@ export function sortedStrictly<T>(list: readonly T[], order: (a: T, b: T) => num
   return true;
 }
 
-export const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The order ingest gives NetworkPolicies: by namespace, then name. */
+export const byNamespaceAndName = (a: NetworkPolicy, b: NetworkPolicy): number =>
+  byText(a.namespace, b.namespace) || byText(a.name, b.name);
+
+interface ObjectAndEndpointChanges {
+  readonly objects: ObjectChange[];
+  /** The endpoints (of either input) that were added, removed or modified. */
+  readonly endpoints: ReadonlySet<Endpoint>;
+  /** Namespaces where the Namespace or a NetworkPolicy was added, removed or modified. */
+  readonly namespaces: ReadonlySet<string>;
+}
 
 /**
  * Every object added, removed or modified, in the order: new input's objects (policies, cluster
- * policies, namespaces, endpoints, nodes), then removed ones; and the endpoints of either input
- * among them. `keys` gives each input's endpoint fields and each policy's content key when the
+ * policies, namespaces, endpoints, nodes), then removed ones; the endpoints of either input
+ * among them, and the namespaces where a NetworkPolicy or the Namespace itself changed. `keys` gives each input's endpoint fields and each policy's content key when the
  * caller reads them again (a diff does); computed here otherwise.
  */
 export function objectAndEndpointChanges(
@@ -214,7 +226,7 @@ export function objectAndEndpointChanges(
     readonly after: EndpointFieldKeys;
     readonly policy: (policy: object) => string;
   },
-): { objects: ObjectChange[]; endpoints: Set<Endpoint> } {
+): ObjectAndEndpointChanges {
   const policyKey = keys?.policy ?? contentKey;
   const inputs = {
     before: keys?.before ?? new EndpointFieldKeys(before),
@@ -249,7 +261,7 @@ export function objectAndEndpointChanges(
         name: networkPolicyObject,
         key: policyKey,
         location: (p) => p.location,
-        order: (a, b) => byText(a.namespace, b.namespace) || byText(a.name, b.name),
+        order: byNamespaceAndName,
       },
       inputs,
     ),
@@ -287,8 +299,17 @@ export function objectAndEndpointChanges(
       inputs,
     ),
   ];
+  const [policies, , namespaces] = kinds as [
+    KindChanges<NetworkPolicy>,
+    KindChanges<ClusterPolicy>,
+    KindChanges<Namespace>,
+  ];
   return {
     objects: [...kinds.flatMap((k) => k.changes), ...kinds.flatMap((k) => k.removed)],
     endpoints: new Set(endpoints.touched),
+    namespaces: new Set([
+      ...policies.touched.map((p) => p.namespace),
+      ...namespaces.touched.map((ns) => ns.name),
+    ]),
   };
 }

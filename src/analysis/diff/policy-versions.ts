@@ -6,16 +6,13 @@
  */
 import type { Cluster, ClusterPolicy, NetworkPolicy } from '../../model/types.ts';
 import {
-  byText,
+  byNamespaceAndName,
   clusterPolicyObject,
   contentKey,
   IDENTITY_FIELDS,
   networkPolicyObject,
   sortedStrictly,
 } from './objects.ts';
-
-const byNamespaceAndName = (a: NetworkPolicy, b: NetworkPolicy): number =>
-  byText(a.namespace, b.namespace) || byText(a.name, b.name);
 
 export function policyVersions(before: Cluster, after: Cluster): (policy: object) => string {
   const keys = new Map<object, string>();

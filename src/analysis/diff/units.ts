@@ -97,6 +97,8 @@ interface SideInputs {
   readonly changed: ReadonlySet<string>;
   /** The endpoints (of either input) that were added, removed or modified. */
   readonly changedEndpoints: ReadonlySet<Endpoint>;
+  /** Namespaces where the Namespace or a NetworkPolicy was added, removed or modified. */
+  readonly changedNamespaces: ReadonlySet<string>;
   readonly nodesChanged: boolean;
   /** A number per policy content (equal contents, equal numbers). */
   readonly numberOf: (policy: object) => number;
@@ -112,7 +114,6 @@ export function markChangedSides(units: readonly Unit[], inputs: SideInputs): vo
   // few namespaces of thousands; asking every endpoint's policies was a sixth of a diff. (Node
   // changes and the proposal's DefaultDeny make the diff compare everything they reach anyway —
   // diff.ts's scope — and the Namespace's own change is kept as a condition for that reason.)
-  const touched = touchedNamespaces(changed);
   const namespacedOnly =
     inputs.before.clusterPolicies.length === 0 && inputs.after.clusterPolicies.length === 0;
   for (const unit of units) {
@@ -123,7 +124,8 @@ export function markChangedSides(units: readonly Unit[], inputs: SideInputs): vo
       for (const e of members) if (inputs.changedEndpoints.has(e)) memberCauses.add(endpointObject(e));
     const namespace = unit.peer.namespace;
     if (changed.has(`Namespace ${namespace}`)) memberCauses.add(`Namespace ${namespace}`);
-    const settled = namespacedOnly && !nodesChanged && !unit.fieldsChanged && !touched.has(namespace);
+    const settled =
+      namespacedOnly && !nodesChanged && !unit.fieldsChanged && !inputs.changedNamespaces.has(namespace);
     for (const side of ['egress', 'ingress'] as const) {
       if (!settled) {
         const was = new Set<string>();
@@ -138,19 +140,6 @@ export function markChangedSides(units: readonly Unit[], inputs: SideInputs): vo
       for (const cause of memberCauses) unit.causes[side].add(cause);
     }
   }
-}
-
-/** Namespaces whose Namespace object or some NetworkPolicy changed, from the changed objects' names. */
-function touchedNamespaces(changed: ReadonlySet<string>): Set<string> {
-  const touched = new Set<string>();
-  for (const name of changed) {
-    if (name.startsWith('Namespace ')) touched.add(name.slice('Namespace '.length));
-    else if (name.startsWith('NetworkPolicy ')) {
-      const qualified = name.slice('NetworkPolicy '.length);
-      touched.add(qualified.slice(0, qualified.indexOf('/')));
-    }
-  }
-  return touched;
 }
 
 /**
