@@ -12,6 +12,7 @@ import { EbpfRenderer } from '../src/datapaths/ebpf/index.ts';
 import { ClusterState } from '../src/state/index.ts';
 import {
   asmIncludeDir,
+  ensureBpffs,
   layout,
   pinDir,
   PinnedMaps,
@@ -71,6 +72,7 @@ export function loadEmptyProgram(location: PinLocation, scratch: string): void {
     ].join('\n'),
   );
   execFileSync('clang', ['-O2', '-target', 'bpf', '-I', asmIncludeDir(), '-c', source, '-o', object]);
+  ensureBpffs(); // before the first directory under the pin root (loader.ts says why)
   mkdirSync(pinDir(location), { recursive: true });
   execFileSync('bpftool', ['prog', 'loadall', object, join(pinDir(location), 'progs')]);
 }

@@ -10,6 +10,7 @@ export {
   attachedDevices,
   deviceFor,
   detach,
+  ensureBpffs,
   interfaceNames,
   isLoaded,
   linkOf,

@@ -61,8 +61,13 @@ export function verifierReason(stderr: string, count = 8): string {
   return log.slice(-count).join('\n');
 }
 
-/** Mounts the BPF filesystem at /sys/fs/bpf when it is not (a fresh machine may not have it). */
-function ensureBpffs(): void {
+/**
+ * Mounts the BPF filesystem at /sys/fs/bpf when it is not (a fresh machine may not have it).
+ * Call it before making any directory under the pin root: without the mount, /sys/fs/bpf is
+ * sysfs, where mkdir fails with ENOENT, and Node 20's recursive mkdirSync then retries forever at
+ * full CPU (a benchmark hung so on a freshly booted machine).
+ */
+export function ensureBpffs(): void {
   const mounts = readFileSync('/proc/mounts', 'utf8');
   if (mounts.split('\n').some((line) => line.split(' ')[1] === BPFFS && line.split(' ')[2] === 'bpf')) return;
   mkdirSync(BPFFS, { recursive: true });
