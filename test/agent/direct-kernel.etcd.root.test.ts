@@ -31,15 +31,23 @@ const POD_CIDR = '10.1.0.0/24';
 /**
  * The namespace's table as nft lists it, less what names the agent instance rather than the
  * policy: handles (the order of its transactions), the fingerprint set's element (its writer
- * id) and its conntrack mark values (numbers above 2^24: a per-instance stamp).
+ * id) and its conntrack mark values: the generation's stamp in the mark's high 16 bits
+ * (base-chains.ts), written by nft as the stamp or the stamp with the low 16 bits set. The
+ * generation counts the agent's commits, so it may be small: "above 2^24" missed a stamp of
+ * generation 26 (0x1b0000), and the test failed now and then.
  */
+function isGenerationStamp(value: number): boolean {
+  const low = value % 0x10000;
+  return value >= 0x10000 && Number.isInteger(value) && (low === 0 || low === 0xffff);
+}
+
 function table(netns: string): string {
   const runner = nftRunner({ netns });
   try {
     const listed = JSON.parse(runner.query('list table inet palisade') ?? '{}') as unknown;
     return JSON.stringify(listed, (key, value: unknown) => {
       if (key === 'handle') return undefined;
-      if (typeof value === 'number' && value >= 2 ** 24) return 'instance-mark';
+      if (typeof value === 'number' && isGenerationStamp(value)) return 'instance-mark';
       const set = (value as { set?: { name?: string; elem?: unknown } } | null)?.set;
       if (set?.name === 'fingerprint') return { set: { ...set, elem: 'instance' } };
       return value;
