@@ -61,9 +61,10 @@ export class ClusterPolicyStore {
    * memoize by the object: equal keys in 25,000 namespaces were 25,000 strings, each built into
    * a longer key and hashed per pod.
    */
-  private readonly interned = new Map<string, TierSelection>();
-  private readonly tokens = new WeakMap<ClusterPolicy, string>();
-  private nextToken = 0;
+  private readonly interned = new Map<string, Map<number, TierSelection | TierSelection[]>>();
+  private internedCount = 0;
+  private readonly serials = new WeakMap<ClusterPolicy, number>();
+  private nextSerial = 0;
 
   constructor(private readonly host: ClusterPolicyHost) {}
 
@@ -102,7 +103,7 @@ export class ClusterPolicyStore {
     if (pod.hostNetwork || this.policies.size === 0) return NO_TIER;
     let byNamespace = this.selections.get(pod.namespace);
     if (!byNamespace) this.selections.set(pod.namespace, (byNamespace = new Map<string, SlotSelections>()));
-    const slot = `${tier}|${direction}`;
+    const slot = slotName(tier, direction);
     let entry = byNamespace.get(slot);
     if (!entry) {
       const namespaceLabels = this.host.namespaceLabels(pod.namespace);
@@ -139,9 +140,11 @@ export class ClusterPolicyStore {
     let found = byNamespace[direction].get(labels);
     if (!found) {
       const plan = this.tierPlan();
-      const selections = plan.map((t) => this.tierSelection(pod, t.name, direction));
-      const key = plan.map((t, i) => `${t.name}:${selections[i]?.key ?? ''}`).join('\u0001');
-      byNamespace[direction].set(labels, (found = { plan, selections, key }));
+      found = new Plan(
+        plan,
+        plan.map((t) => this.tierSelection(pod, t.name, direction)),
+      );
+      byNamespace[direction].set(labels, found);
     }
     return found;
   }
@@ -238,28 +241,96 @@ export class ClusterPolicyStore {
 
   private selectionOf(slot: string, policies: readonly ClusterPolicy[]): TierSelection {
     if (policies.length === 0) return NO_TIER;
-    const key = policies.map((p) => this.token(p)).join('|');
-    const internedKey = `${slot}|${key}`;
-    let selection = this.interned.get(internedKey);
-    if (!selection) {
-      // Keys name exact policy objects, so an entry stays true; changed policies leave stale
-      // ones behind, dropped all at once past a bound (callers then memoize anew).
-      if (this.interned.size >= MAX_INTERNED) this.interned.clear();
-      this.interned.set(internedKey, (selection = { policies, key }));
+    // Found by a hash of the policies' serial numbers and confirmed object by object: a key
+    // string built and hashed for every pod side was most of finding its selections.
+    let hash = policies.length;
+    for (const policy of policies) hash = (Math.imul(hash, 0x01000193) ^ this.serial(policy)) | 0;
+    let bySlot = this.interned.get(slot);
+    const known = bySlot?.get(hash);
+    const same = (s: TierSelection): boolean =>
+      s.policies.length === policies.length && s.policies.every((p, i) => p === policies[i]);
+    if (known) {
+      const found = Array.isArray(known) ? known.find(same) : same(known) ? known : undefined;
+      if (found) return found;
     }
+    // Entries name exact policy objects, so they stay true; changed policies leave stale ones
+    // behind, dropped all at once past a bound (callers then memoize anew).
+    if (this.internedCount >= MAX_INTERNED) {
+      this.interned.clear();
+      this.internedCount = 0;
+      bySlot = undefined;
+    }
+    if (!bySlot) this.interned.set(slot, (bySlot = new Map<number, TierSelection | TierSelection[]>()));
+    const selection = new Selection(policies, this.tokenOf);
+    const there = bySlot.get(hash);
+    if (!there) bySlot.set(hash, selection);
+    else if (Array.isArray(there)) there.push(selection);
+    else bySlot.set(hash, [there, selection]);
+    this.internedCount++;
     return selection;
   }
 
-  /** `Kind/name#n`, n unique to this policy object (a changed policy is a new object). */
-  private token(policy: ClusterPolicy): string {
-    let token = this.tokens.get(policy);
-    if (token === undefined)
-      this.tokens.set(policy, (token = `${clusterPolicyKey(policy)}#${this.nextToken++}`));
-    return token;
+  /** A number unique to this policy object (a changed policy is a new object). */
+  private serial(policy: ClusterPolicy): number {
+    let serial = this.serials.get(policy);
+    if (serial === undefined) this.serials.set(policy, (serial = this.nextSerial++));
+    return serial;
   }
+
+  /** `Kind/name#n`, n the policy object's serial number. */
+  private readonly tokenOf = (policy: ClusterPolicy): string =>
+    `${clusterPolicyKey(policy)}#${this.serial(policy)}`;
 
   private release(key: string): void {
     for (const group of this.held.get(key) ?? []) this.host.groups.release(group, clusterPolicyOwner(key));
     this.held.delete(key);
+  }
+}
+
+/**
+ * A slot's name (`tier|direction`), one string per slot: made and hashed anew for each of a
+ * pod side's tiers, it cost as much as the lookup it keyed.
+ */
+const slotNames = new Map<Tier, { readonly ingress: string; readonly egress: string }>();
+function slotName(tier: Tier, direction: 'ingress' | 'egress'): string {
+  let names = slotNames.get(tier);
+  if (!names) slotNames.set(tier, (names = { ingress: `${tier}|ingress`, egress: `${tier}|egress` }));
+  return names[direction];
+}
+
+/**
+ * An interned selection. Its key — the policies' tokens, naming exactly these objects — is
+ * written when first read: the sides compiled as tables (configurator/tier-tables.ts
+ * `permitSide`) never read it.
+ */
+class Selection implements TierSelection {
+  #key: string | undefined;
+  readonly #tokenOf: (policy: ClusterPolicy) => string;
+
+  constructor(
+    readonly policies: readonly ClusterPolicy[],
+    tokenOf: (policy: ClusterPolicy) => string,
+  ) {
+    this.#tokenOf = tokenOf;
+  }
+
+  get key(): string {
+    return (this.#key ??= this.policies.map(this.#tokenOf).join('|'));
+  }
+}
+
+/** A side's selections in the plan's order; its key (`tier:selection key` per tier) written when first read. */
+class Plan implements PlanSelection {
+  #key: string | undefined;
+
+  constructor(
+    readonly plan: readonly TierSpec[],
+    readonly selections: readonly TierSelection[],
+  ) {}
+
+  get key(): string {
+    return (this.#key ??= this.plan
+      .map((t, i) => `${t.name}:${this.selections[i]?.key ?? ''}`)
+      .join('\u0001'));
   }
 }
