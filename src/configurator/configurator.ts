@@ -18,11 +18,23 @@ import {
   type Rule,
   type RuleTable,
 } from '../model/rule.ts';
-import type { Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
-import { policyTemplates, type CompilingStore, type RuleTemplate } from '../state/index.ts';
+import type {
+  ClusterPolicy,
+  ClusterRule,
+  Endpoint,
+  NetworkPolicy,
+  PolicyPort,
+  Protocol,
+} from '../model/types.ts';
+import {
+  policyTemplates,
+  type CompilingStore,
+  type RuleTemplate,
+  type TierSelection,
+} from '../state/index.ts';
 import { canonicalRules, tableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, portsKey, type PodTables } from './types.ts';
-import { TierTables } from './tier-tables.ts';
+import { TierTables, type PermitSide } from './tier-tables.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -38,6 +50,9 @@ interface ConfiguratorOptions {
 
 /** Memoized tables kept before the memo is dropped and rebuilt (bounds memory under churn). */
 const MAX_MEMO_ENTRIES = 250_000;
+
+/** The permit memo's key for a side without a NetworkPolicy table. */
+const NO_TABLE: RuleTable = { id: '', rules: [] };
 
 const DENY_REST: NumberedRule = {
   ...prepareRule({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET }),
@@ -76,6 +91,18 @@ export class Configurator {
   private preparedRules = new WeakMap<readonly RuleTemplate[], PreparedSlots>();
 
   private readonly tierTables: TierTables;
+  /**
+   * Permit sides' tables (`permitTable`), per direction: by the side's selection, NetworkPolicy
+   * table (NO_TABLE: none) and variant; null where the side's rules need the ordered lists.
+   */
+  private readonly permitMemo = {
+    ingress: new Map<TierSelection, PermitEntry>(),
+    egress: new Map<TierSelection, PermitEntry>(),
+  };
+  /** Each interned table's numbered rules, so that a permit side can merge its own into them. */
+  private tableRules = new WeakMap<RuleTable, readonly NumberedRule[]>();
+  /** Allowing rules' numbered permits per direction (`rulePermits`); null: not all are a table's. */
+  private rulePermitMemo = newRulePermitMemo();
 
   constructor(
     private readonly state: CompilingStore,
@@ -99,17 +126,155 @@ export class Configurator {
       selection.egressKey,
       String(this.state.partitionVersion),
     );
-    const ingressTiers = this.tierTables.tiers(pod, 'ingress', ingress);
-    const egressTiers = this.tierTables.tiers(pod, 'egress', egress);
     // Assigned one by one, not spread: spreads gave each pod's result its own hidden class.
-    // A NetworkPolicy table compiled into the tiers (Calico's or Cilium's policies in its tier)
-    // is not given again.
     const tables: { -readonly [K in keyof PodTables]: PodTables[K] } = {};
-    if (ingress && !ingressTiers?.inlinesNetworkPolicy) tables.ingress = ingress;
-    if (egress && !egressTiers?.inlinesNetworkPolicy) tables.egress = egress;
-    if (ingressTiers) tables.ingressTiers = ingressTiers;
-    if (egressTiers) tables.egressTiers = egressTiers;
+    this.side(pod, 'ingress', ingress, tables);
+    this.side(pod, 'egress', egress, tables);
     return tables;
+  }
+
+  /**
+   * One side's tables into `out`: the NetworkPolicy table with the permits of Calico's and
+   * Cilium's policies merged in where those are all the side's cluster policy holds
+   * (`TierTables.permitSide`), else the NetworkPolicy table and the ordered lists — the table not
+   * given again when the lists compile it in (Calico's or Cilium's policies in its tier).
+   */
+  private side(
+    pod: Endpoint,
+    direction: Direction,
+    table: RuleTable | undefined,
+    out: { -readonly [K in keyof PodTables]: PodTables[K] },
+  ): void {
+    const planned = this.state.planSelection(pod, direction);
+    const permits = this.tierTables.permitSide(planned, direction);
+    const merged = permits ? this.permitTable(pod, direction, table, permits) : null;
+    if (merged !== null) {
+      if (merged) out[direction] = merged;
+      return;
+    }
+    const tiers = this.tierTables.tiers(pod, direction, table, planned);
+    if (table && !tiers?.inlinesNetworkPolicy) out[direction] = table;
+    if (tiers) out[direction === 'ingress' ? 'ingressTiers' : 'egressTiers'] = tiers;
+  }
+
+  /**
+   * The NetworkPolicy table (if any) with a permit side's rules merged in: undefined when nothing
+   * isolates the side (every connection allowed), null when a rule expands to a net a table has no
+   * place for (the ordered lists then hold the side). Memoized by the side's selection, the
+   * NetworkPolicy table object and what the rules depend on of the pod.
+   */
+  private permitTable(
+    pod: Endpoint,
+    direction: Direction,
+    table: RuleTable | undefined,
+    side: PermitSide,
+  ): RuleTable | undefined | null {
+    if (!table && !side.isolates) return undefined;
+    const memo = this.permitMemo[direction];
+    const entry = memo.get(side.selection);
+    const tableKey = table ?? NO_TABLE;
+    const variant = this.tierTables.permitVariant(pod, direction, side);
+    const cached =
+      entry?.table === tableKey && entry.variant === variant
+        ? entry.merged
+        : entry?.more?.get(tableKey)?.get(variant);
+    if (cached !== undefined) return cached;
+    const known = table ? this.tableRules.get(table) : undefined;
+    let merged: RuleTable | null = null;
+    if (!table || known) {
+      const prepared: NumberedRule[] = known ? known.slice() : [DENY_REST];
+      if (this.addPermits(pod, direction, side, prepared))
+        merged = this.intern(canonicalRules(prepared) as NumberedRule[]);
+    }
+    if (!entry) memo.set(side.selection, { table: tableKey, variant, merged });
+    else {
+      const more = (entry.more ??= new Map<RuleTable, Map<string, RuleTable | null>>());
+      let byVariant = more.get(tableKey);
+      if (!byVariant) more.set(tableKey, (byVariant = new Map<string, RuleTable | null>()));
+      byVariant.set(variant, merged);
+    }
+    this.memoSize++;
+    return merged;
+  }
+
+  /** Appends the side's policies' rules as numbered permits; false at one a table cannot hold. */
+  private addPermits(pod: Endpoint, direction: Direction, side: PermitSide, out: NumberedRule[]): boolean {
+    for (const policy of side.selection.policies)
+      for (const rule of policy[direction]) {
+        const permits = this.rulePermits(pod, policy, rule, direction);
+        if (!permits) return false;
+        for (const permit of permits) out.push(permit);
+      }
+    return true;
+  }
+
+  /**
+   * One allowing rule's numbered permits for the pod (null when one is not a permit a table
+   * holds), memoized as TierTables memoizes its tuples: per rule object, and by variant where the
+   * rule depends on the pod (`ruleVariant`). Made from the expansion directly, as NetworkPolicy's
+   * templates are: a permit seen before costs a lookup, no rule object.
+   */
+  private rulePermits(
+    pod: Endpoint,
+    policy: ClusterPolicy,
+    rule: ClusterRule,
+    direction: Direction,
+  ): readonly NumberedRule[] | null {
+    const memo = this.rulePermitMemo[direction];
+    const variant = this.tierTables.ruleVariant(pod, rule, direction);
+    let byVariant: Map<string | number, readonly NumberedRule[] | null> | undefined;
+    if (variant === undefined) {
+      const known = memo.pure.get(rule);
+      if (known !== undefined) return known;
+    } else {
+      byVariant = memo.byVariant.get(rule);
+      const known = byVariant?.get(variant);
+      if (known !== undefined) return known;
+    }
+    let permits: NumberedRule[] | null = [];
+    // A rule whose peer cannot be read matches nothing when it allows.
+    if (!rule.failClosed) {
+      const made: NumberedRule[] = permits;
+      this.tierTables.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
+        const permit = this.numberedNet(direction, net, protocol, from, to);
+        if (permit) made.push(permit);
+        else permits = null;
+      });
+    }
+    if (variant === undefined) memo.pure.set(rule, permits);
+    else {
+      if (!byVariant)
+        memo.byVariant.set(rule, (byVariant = new Map<string | number, readonly NumberedRule[] | null>()));
+      byVariant.set(variant, permits);
+    }
+    return permits;
+  }
+
+  /**
+   * The numbered permit for a net (one side; anything on the other), protocol and port range
+   * (`from` -1: every port), or null for a net a table has no form for (an outside peer's).
+   */
+  private numberedNet(
+    direction: Direction,
+    net: NetRef,
+    protocol: Protocol | 'ANY',
+    from: number,
+    to: number,
+  ): NumberedRule | null {
+    if (net.kind !== 'group' && net.kind !== 'cidr' && net.kind !== 'any') return null;
+    const side = direction === 'ingress' && net.kind !== 'any' ? 0 : 1;
+    const shape = shapeOf(side, protocol, from, to);
+    const known = this.knownNumbered(net, shape);
+    if (known) return known;
+    const src = direction === 'ingress' ? net : ANY_NET;
+    const dst = direction === 'egress' ? net : ANY_NET;
+    return this.addNumbered(
+      net,
+      shape,
+      from < 0
+        ? { action: 'permit', protocol, src, dst }
+        : { action: 'permit', protocol, src, dst, dstPorts: [from, to] },
+    );
   }
 
   /** Forgets memoized tables (after a resync, to bound memory). */
@@ -121,6 +286,10 @@ export class Configurator {
     this.rulesByCidr = new Map();
     this.preparedRules = new WeakMap();
     this.tierTables.clear();
+    this.permitMemo.ingress.clear();
+    this.permitMemo.egress.clear();
+    this.tableRules = new WeakMap();
+    this.rulePermitMemo = newRulePermitMemo();
     this.memoSize = 0;
   }
 
@@ -180,6 +349,7 @@ export class Configurator {
       if (found) return found;
     }
     const table = tableOf(rules.map((r) => r.rule));
+    this.tableRules.set(table, rules);
     if (!known) this.interned.set(hash, table);
     else if (Array.isArray(known)) known.push(table);
     else this.interned.set(hash, [known, table]);
@@ -247,22 +417,37 @@ export class Configurator {
 
   /** The prepared, numbered form of a rule: the one already made for an equal rule, or a new one. */
   private numbered(rule: Rule): NumberedRule {
-    // Found by its net (a group name or CIDR text: strings whose hash is already cached) and a
-    // number for the rest — building and hashing the long sort key for every template was most
-    // of this function's cost; the key is made only for a rule not seen before. Most nets have
-    // one shape: it is kept inline, a Map made only for a second.
     const net = rule.src.kind === 'any' ? rule.dst : rule.src;
-    const byNet = net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr;
-    const netText = net.kind === 'group' ? net.group : net.kind === 'cidr' ? net.cidr.text : '';
     const shape = ruleShape(rule);
-    const rules = byNet.get(netText);
-    const known = rules?.shape === shape ? rules.rule : rules?.more?.get(shape);
-    if (known) return known;
+    return this.knownNumbered(net, shape) ?? this.addNumbered(net, shape, rule);
+  }
+
+  /**
+   * The numbered rule made before for a net and shape (see `ruleShape`). Found by its net (a group
+   * name or CIDR text: strings whose hash is already cached) and a number for the rest — building
+   * and hashing the long sort key for every template was most of this function's cost; the key is
+   * made only for a rule not seen before.
+   */
+  private knownNumbered(net: NetRef, shape: number): NumberedRule | undefined {
+    const rules = (net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr).get(netText(net));
+    return rules?.shape === shape ? rules.rule : rules?.more?.get(shape);
+  }
+
+  /** Numbers a rule not seen before (its net's first shape kept inline, a Map made only for a second). */
+  private addNumbered(net: NetRef, shape: number, rule: Rule): NumberedRule {
+    const byNet = net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr;
+    const text = netText(net);
+    const rules = byNet.get(text);
     const made: NumberedRule = { rule, key: ruleKey(rule), serial: this.serials++ };
-    if (!rules) byNet.set(netText, { shape, rule: made });
+    if (!rules) byNet.set(text, { shape, rule: made });
     else (rules.more ??= new Map<number, NumberedRule>()).set(shape, made);
     return made;
   }
+}
+
+/** A net's text for the numbered rules' maps: a group's name, a CIDR's text, '' for anything. */
+function netText(net: NetRef): string {
+  return net.kind === 'group' ? net.group : net.kind === 'cidr' ? net.cidr.text : '';
 }
 
 /**
@@ -271,10 +456,17 @@ export class Configurator {
  */
 function ruleShape(rule: Rule): number {
   const side = rule.src.kind === 'any' ? 1 : 0;
-  const protocol = PROTOCOL_RANK[rule.protocol];
-  const from = rule.dstPorts ? rule.dstPorts[0] : 65536;
-  const to = rule.dstPorts ? rule.dstPorts[1] : 65536;
-  return ((side * 4 + protocol) * 65537 + from) * 65537 + to;
+  return rule.dstPorts
+    ? shapeOf(side, rule.protocol, rule.dstPorts[0], rule.dstPorts[1])
+    : shapeOf(side, rule.protocol, -1, -1);
+}
+
+/** `ruleShape` from its parts: the net's side (0: source), the protocol, the range (`from` -1: every port). */
+function shapeOf(side: number, protocol: Protocol | 'ANY', from: number, to: number): number {
+  const rank = PROTOCOL_RANK[protocol];
+  return from < 0
+    ? ((side * 4 + rank) * 65537 + 65536) * 65537 + 65536
+    : ((side * 4 + rank) * 65537 + from) * 65537 + to;
 }
 
 /** A policy direction's prepared rules by template index (see Configurator.preparedRules). */
@@ -301,6 +493,29 @@ interface NamedPortRules {
 /** A prepared rule with its number among the distinct rules the configurator has seen. */
 interface NumberedRule extends PreparedRule {
   readonly serial: number;
+}
+
+/**
+ * A permit side's table for its selection's first NetworkPolicy table and variant, and Maps for
+ * any others (shape (a) gives each selection one: Maps per entry were most of what it allocated).
+ */
+interface PermitEntry {
+  readonly table: RuleTable;
+  readonly variant: string;
+  readonly merged: RuleTable | null;
+  more?: Map<RuleTable, Map<string, RuleTable | null>>;
+}
+
+/** Per direction: a pure rule's permits by rule, a dependent one's by rule and variant. */
+interface RulePermits {
+  readonly pure: WeakMap<ClusterRule, readonly NumberedRule[] | null>;
+  readonly byVariant: WeakMap<ClusterRule, Map<string | number, readonly NumberedRule[] | null>>;
+}
+function newRulePermitMemo(): Record<Direction, RulePermits> {
+  return {
+    ingress: { pure: new WeakMap(), byVariant: new WeakMap() },
+    egress: { pure: new WeakMap(), byVariant: new WeakMap() },
+  };
 }
 
 /** A selection key's table for its first variant, and a Map for any others. */

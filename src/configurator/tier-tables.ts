@@ -25,7 +25,13 @@ import {
   type PlanSelection,
   type TierSelection,
 } from '../state/index.ts';
-import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER, type TierSpec } from '../model/cluster-policy.ts';
+import {
+  ADMIN_TIER,
+  BASELINE_TIER,
+  DEFAULT_TIER,
+  policyIsolates,
+  type TierSpec,
+} from '../model/cluster-policy.ts';
 import type { RuleTable } from '../model/rule.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
 import { tierLists, withNodePermits } from './tier-lists.ts';
@@ -57,13 +63,53 @@ interface Built {
   readonly nodeAt?: number;
   byNode?: Map<string, TieredTable>;
 }
-/** What a rule's expansion depends on besides itself, and its expansions by that. */
-interface RuleMemo {
+/** What a rule's expansion depends on besides itself (read once per rule object). */
+interface RuleDependencies {
   readonly relative: boolean;
   readonly named: boolean;
   readonly nodes: boolean;
   readonly own: boolean;
-  readonly byVariant: Map<string, Rule[]>;
+  /** Named ports and nothing else. */
+  readonly onlyNamed: boolean;
+}
+const ruleDependenciesMemo = new WeakMap<ClusterRule, RuleDependencies>();
+function ruleDependencies(rule: ClusterRule): RuleDependencies {
+  let found = ruleDependenciesMemo.get(rule);
+  if (!found) {
+    const relative = rule.peers.some(isRelativePeer);
+    const named = rule.ports?.some((p) => p.type === 'named') ?? false;
+    const nodes = rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside');
+    const own = rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined);
+    found = { relative, named, nodes, own, onlyNamed: named && !relative && !nodes && !own };
+    ruleDependenciesMemo.set(rule, found);
+  }
+  return found;
+}
+
+/**
+ * A rule's nets when they depend on nothing but the rule (no relative peer, node or outside
+ * peer), per port entry ('' plain; `name/protocol` a named one): made once per rule object. A
+ * named-port rule is expanded again for each pod's ports, and resolving its peers was most of that.
+ */
+const pureNets = new WeakMap<ClusterRule, Map<string, PeerNet[]>>();
+function pureNetsOf(
+  rule: ClusterRule,
+  named: { name: string; protocol: Protocol } | undefined,
+  compute: (named?: { name: string; protocol: Protocol }) => PeerNet[],
+): PeerNet[] {
+  let byEntry = pureNets.get(rule);
+  if (!byEntry) pureNets.set(rule, (byEntry = new Map<string, PeerNet[]>()));
+  const key = named ? `${named.name}/${named.protocol}` : '';
+  let nets = byEntry.get(key);
+  if (!nets) byEntry.set(key, (nets = compute(named)));
+  return nets;
+}
+/** The plain entry's nets as rule nets, once per rule object (see `pureNets`). */
+const pureRefs = new WeakMap<ClusterRule, NetRef[]>();
+function pureNetRefs(rule: ClusterRule, compute: () => PeerNet[]): NetRef[] {
+  let refs = pureRefs.get(rule);
+  if (!refs) pureRefs.set(rule, (refs = pureNetsOf(rule, undefined, compute).map(netRef)));
+  return refs;
 }
 /** The tiers a side visits, as text (part of its lists' identity). */
 const planTexts = new WeakMap<readonly TierSpec[], string>();
@@ -97,7 +143,7 @@ export class TierTables {
     egress: new Map<string, GeneralMemo>(),
   };
   /** The general path's rules per policy rule and variant (`sharedRuleRules`). */
-  private rulesMemo = new WeakMap<ClusterRule, RuleMemo>();
+  private rulesMemo = new WeakMap<ClusterRule, Map<string | number, Rule[]>>();
   /** Lists memoized across all pairs (bounds the memo). */
   private memoSize = 0;
 
@@ -119,11 +165,15 @@ export class TierTables {
   /**
    * The pod's tiers for a direction, or undefined when no cluster policy selects it there.
    * `networkPolicy` is the pod's NetworkPolicy table for the direction (compiled into the lists
-   * when Calico's or Cilium's policies share its tier: see `inlinesNetworkPolicy`).
+   * when Calico's or Cilium's policies share its tier: see `inlinesNetworkPolicy`). `planned`,
+   * the side's selections when the caller has them (found once per namespace and label set).
    */
-  tiers(pod: Endpoint, direction: Direction, networkPolicy?: RuleTable): TieredTable | undefined {
-    // Every tier's selection at once, found once per namespace and label set.
-    const planned = this.state.planSelection(pod, direction);
+  tiers(
+    pod: Endpoint,
+    direction: Direction,
+    networkPolicy?: RuleTable,
+    planned: PlanSelection = this.state.planSelection(pod, direction),
+  ): TieredTable | undefined {
     const built = builtInPlaces(planned.plan);
     if (!built || (planned.selections[built.default]?.policies.length ?? 0) > 0)
       return this.generalTiers(pod, direction, networkPolicy, planned);
@@ -160,6 +210,43 @@ export class TierTables {
     pair.byVariant.set(variant, table);
     this.memoSize++;
     return table;
+  }
+
+  /**
+   * The side's policies when its ordered lists would hold nothing but permits: only NetworkPolicy's
+   * tier selects the pod, through Calico's or Cilium's policies there (the tiers before and after
+   * it select nothing), and every rule of theirs for the direction allows, with a peer a plain
+   * table can hold. A first match over permits closed by a deny answers exactly as their union
+   * does, so such a side compiles to a NetworkPolicy-style table (configurator.ts) — shared,
+   * interned, with the pod's own node left to the datapath as NetworkPolicy's is — instead of a
+   * list built per side. Most Calico and Cilium policy is written so: allows in the default tier.
+   */
+  permitSide(planned: PlanSelection, direction: Direction): PermitSide | undefined {
+    const at = defaultTierAt(planned.plan);
+    if (at < 0) return undefined;
+    const selection = planned.selections[at] as TierSelection;
+    if (selection.policies.length === 0) return undefined;
+    for (let i = 0; i < planned.selections.length; i++)
+      if (i !== at && (planned.selections[i] as TierSelection).policies.length > 0) return undefined;
+    const memo = permitSides[direction];
+    let side = memo.get(selection);
+    if (side === undefined) {
+      const plain = selection.policies.every((policy) => onlyPlainPermits(policy, direction));
+      side = plain
+        ? {
+            selection,
+            isolates: selection.policies.some((policy) => policyIsolates(policy, direction)),
+            dependencies: dependenciesOf(selection.policies, direction, true),
+          }
+        : null;
+      memo.set(selection, side);
+    }
+    return side ?? undefined;
+  }
+
+  /** What a permit side's rules depend on besides its policies, as text (empty: nothing). */
+  permitVariant(pod: Endpoint, direction: Direction, side: PermitSide): string {
+    return this.variant(pod, direction, side.dependencies);
   }
 
   /** Every tier of the plan (Calico's, Cilium's policies in NetworkPolicy's tier): tier-lists.ts. */
@@ -230,47 +317,36 @@ export class TierTables {
     }|${nodes || subjectNode ? this.state.nodesVersion : ''}|${subjectNode ? (pod.node ?? '') : ''}`;
   }
 
-  /**
-   * One rule's 6-tuples in their canonical order, shared by the pods that expand it alike: the
-   * same namespace (relative peers), named ports (the pod's own for ingress, the groups' numbers
-   * for egress), nodes (nodes and outside peers) and, for Cilium's host and remote-node, node.
-   * Pods selected by different policies share their rules this way where lists cannot be.
-   */
+  /** One rule's 6-tuples in their canonical order (see `sharedRuleTuples`), for the lists. */
   private sharedRuleRules(
     pod: Endpoint,
     policy: ClusterPolicy,
     rule: ClusterRule,
     direction: Direction,
   ): Rule[] {
-    let memo = this.rulesMemo.get(rule);
-    if (!memo) {
-      memo = {
-        relative: rule.peers.some(isRelativePeer),
-        named: rule.ports?.some((p) => p.type === 'named') ?? false,
-        nodes: rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside'),
-        own: rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined),
-        byVariant: new Map<string, Rule[]>(),
-      };
-      this.rulesMemo.set(rule, memo);
-    }
-    const { relative, named, nodes, own, byVariant } = memo;
-    const variant =
-      relative || named || nodes || own
-        ? `${direction}|${relative ? pod.namespace : ''}|${
-            named ? (direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion) : ''
-          }|${nodes ? this.state.nodesVersion : ''}|${own ? (pod.node ?? '') : ''}`
-        : direction;
+    return canonicalOrder(this.sharedRuleTuples(pod, policy, rule, direction));
+  }
+
+  /**
+   * One rule's 6-tuples, shared by the pods that expand it alike: the same namespace (relative
+   * peers), named ports (the pod's own for ingress, the groups' numbers for egress), nodes (nodes
+   * and outside peers) and, for Cilium's host and remote-node, node. Pods selected by different
+   * policies share their rules this way where lists cannot be.
+   */
+  private sharedRuleTuples(
+    pod: Endpoint,
+    policy: ClusterPolicy,
+    rule: ClusterRule,
+    direction: Direction,
+  ): Rule[] {
+    const variant = this.ruleVariant(pod, rule, direction);
+    if (variant === undefined)
+      return pureRuleRules(rule, direction, () => this.ruleRules(pod, policy, rule, direction));
+    let byVariant = this.rulesMemo.get(rule);
+    if (!byVariant) this.rulesMemo.set(rule, (byVariant = new Map<string | number, Rule[]>()));
     let rules = byVariant.get(variant);
     if (!rules) {
-      const raw = this.ruleRules(pod, policy, rule, direction);
-      // One 6-tuple is in order already; several are sorted canonically.
-      rules =
-        raw.length <= 1
-          ? raw
-          : raw
-              .map((r) => prepareRule(r))
-              .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-              .map((r) => r.rule);
+      rules = this.ruleRules(pod, policy, rule, direction);
       byVariant.set(variant, rules);
       this.memoSize++;
     }
@@ -298,34 +374,87 @@ export class TierTables {
         ? []
         : [{ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET, precedence }];
     }
-    const labels = this.state.namespaceLabels(pod.namespace) ?? {};
-    const relative = rule.peers.some(isRelativePeer);
+    const action = ACTION[rule.action];
+    const rules: Rule[] = [];
+    this.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
+      const src = direction === 'ingress' ? net : ANY_NET;
+      const dst = direction === 'egress' ? net : ANY_NET;
+      // Two literals, not a conditional spread (the runtime's slow copy, for every tuple).
+      rules.push(
+        from < 0
+          ? { action, protocol, src, dst, precedence }
+          : { action, protocol, src, dst, dstPorts: [from, to], precedence },
+      );
+    });
+    return rules;
+  }
+
+  /**
+   * What a rule's expansion for the pod is memoized by (see `sharedRuleTuples`): undefined when it
+   * depends on nothing but the rule. A rule that depends on its named ports alone (the usual kind)
+   * is keyed by the pod's ports (ingress: a string made once per pod) or the groups' numbers
+   * (egress), with nothing built.
+   */
+  ruleVariant(pod: Endpoint, rule: ClusterRule, direction: Direction): string | number | undefined {
+    const dependencies = ruleDependencies(rule);
+    const { relative, named, nodes, own } = dependencies;
+    if (!relative && !named && !nodes && !own) return undefined;
+    if (dependencies.onlyNamed) return direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion;
+    return `${direction}|${relative ? pod.namespace : ''}|${
+      named ? (direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion) : ''
+    }|${nodes ? this.state.nodesVersion : ''}|${own ? (pod.node ?? '') : ''}`;
+  }
+
+  /**
+   * Expands one readable rule (not `failClosed`) for the pod into `sink`, one net, protocol and
+   * port range at a time (`from` -1: every port): its peers' nets — those that depend on nothing
+   * but the rule made once per rule object (`pureNets`) — by each port entry, a named one resolved
+   * on the pod for ingress and per destination partition for egress.
+   */
+  expandRule(
+    pod: Endpoint,
+    policy: ClusterPolicy,
+    rule: ClusterRule,
+    direction: Direction,
+    sink: TupleSink,
+  ): void {
+    const { relative, nodes, own } = ruleDependencies(rule);
+    const pure = !relative && !nodes && !own;
+    // A rule with plain nets made before and numbered ports (the usual kind): nothing else needed.
+    const refs = pure ? pureRefs.get(rule) : undefined;
+    if (refs && rule.ports?.every((port) => port.type === 'number')) {
+      for (const port of rule.ports) {
+        const from = port.port ?? -1;
+        const to = port.port === undefined ? -1 : (port.endPort ?? port.port);
+        for (const net of refs) sink(net, port.protocol, from, to);
+      }
+      return;
+    }
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
-    const netsFor = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
+    const compute = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
+      const labels = this.state.namespaceLabels(pod.namespace) ?? {};
       const nets = clusterRuleNets(rule, labels, this.state.nodes(), named, pod.node);
       if (relative)
         for (const net of nets) if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
       return nets;
     };
-    const make = (net: NetRef, protocol: Protocol | 'ANY', ports?: readonly [number, number]): Rule => ({
-      action: ACTION[rule.action],
-      protocol,
-      src: direction === 'ingress' ? net : ANY_NET,
-      dst: direction === 'egress' ? net : ANY_NET,
-      ...(ports ? { dstPorts: ports } : {}),
-      precedence,
-    });
-    const plain = netsFor().map(netRef);
-    if (!rule.ports) return plain.map((net) => make(net, 'ANY'));
-    const rules: Rule[] = [];
+    const netsFor = pure
+      ? (named?: { name: string; protocol: Protocol }): PeerNet[] => pureNetsOf(rule, named, compute)
+      : compute;
+    const plain = refs ?? (pure ? pureNetRefs(rule, compute) : compute().map(netRef));
+    if (!rule.ports) {
+      for (const net of plain) sink(net, 'ANY', -1, -1);
+      return;
+    }
     for (const port of rule.ports) {
       if (port.type === 'number') {
-        const range = port.port === undefined ? undefined : ([port.port, port.endPort ?? port.port] as const);
-        for (const net of plain) rules.push(make(net, port.protocol, range));
+        const from = port.port ?? -1;
+        const to = port.port === undefined ? -1 : (port.endPort ?? port.port);
+        for (const net of plain) sink(net, port.protocol, from, to);
       } else if (direction === 'ingress') {
-        for (const own of namedPortTargets(pod.ports, port.name, port.protocol))
-          for (const net of plain) rules.push(make(net, own.protocol, [own.port, own.port]));
+        for (const target of namedPortTargets(pod.ports, port.name, port.protocol))
+          for (const net of plain) sink(net, target.protocol, target.port, target.port);
       } else {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
         for (const protocol of PROTOCOLS)
@@ -335,17 +464,51 @@ export class TierTables {
             if (net.kind !== 'group') continue;
             const group = groupKey(net.spec);
             for (const number of this.state.group(group)?.ports.keys() ?? [])
-              rules.push(
-                make({ kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` }, protocol, [
-                  number,
-                  number,
-                ]),
+              sink(
+                { kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` },
+                protocol,
+                number,
+                number,
               );
           }
       }
     }
-    return rules;
   }
+}
+
+/**
+ * A rule's 6-tuples in canonical order (they share its precedence and action, so their order is
+ * free: sorted, equal inputs give equal lists), once per tuples array.
+ */
+const canonicalOrders = new WeakMap<Rule[], Rule[]>();
+function canonicalOrder(tuples: Rule[]): Rule[] {
+  if (tuples.length <= 1) return tuples;
+  let sorted = canonicalOrders.get(tuples);
+  if (!sorted)
+    canonicalOrders.set(
+      tuples,
+      (sorted = tuples
+        .map((r) => prepareRule(r))
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        .map((r) => r.rule)),
+    );
+  return sorted;
+}
+
+/**
+ * The 6-tuples of rules that depend on nothing but themselves (no relative peer, named port, node
+ * or outside peer): made once per rule object and direction, as NetworkPolicy's templates are
+ * made once per policy object (state/policy-groups.ts) — a changed policy is a new object.
+ */
+const pureRules = {
+  ingress: new WeakMap<ClusterRule, Rule[]>(),
+  egress: new WeakMap<ClusterRule, Rule[]>(),
+};
+function pureRuleRules(rule: ClusterRule, direction: Direction, make: () => Rule[]): Rule[] {
+  const memo = pureRules[direction];
+  let rules = memo.get(rule);
+  if (!rules) memo.set(rule, (rules = make()));
+  return rules;
 }
 
 /** Where the built-in tiers are in a plan of only those three; undefined for any other plan. */
@@ -366,6 +529,45 @@ function builtInPlaces(plan: readonly TierSpec[]): BuiltInPlaces | undefined {
     builtInPlans.set(plan, places);
   }
   return places ?? undefined;
+}
+
+/** Takes a rule's expansion one net, protocol and port range at a time (`from` -1: every port). */
+type TupleSink = (net: NetRef, protocol: Protocol | 'ANY', from: number, to: number) => void;
+
+/** A side whose lists would be permits only (`TierTables.permitSide`). */
+export interface PermitSide {
+  /** NetworkPolicy's tier's selection: Calico's and Cilium's policies there, each only allowing. */
+  readonly selection: TierSelection;
+  /** Whether one of them holds the pod to the tier (a deny closes it): else only NetworkPolicy can. */
+  readonly isolates: boolean;
+  readonly dependencies: Dependencies;
+}
+
+/** Per selection (interned by the store, one per slot and list of policies): its permit side, or null. */
+const permitSides = {
+  ingress: new WeakMap<TierSelection, PermitSide | null>(),
+  egress: new WeakMap<TierSelection, PermitSide | null>(),
+};
+
+/** Where NetworkPolicy's tier is in a plan (-1: not in it). */
+const defaultTierPlaces = new WeakMap<readonly TierSpec[], number>();
+function defaultTierAt(plan: readonly TierSpec[]): number {
+  let at = defaultTierPlaces.get(plan);
+  if (at === undefined) defaultTierPlaces.set(plan, (at = plan.findIndex((t) => t.name === DEFAULT_TIER)));
+  return at;
+}
+
+/**
+ * Whether a policy's rules for a direction only allow, each to peers that expand to groups, CIDRs
+ * or anything: pods, nodes and networks (an outside peer is a CIDR less the pods and nodes, a
+ * net a plain table has no form for; a domain name is none).
+ */
+function onlyPlainPermits(policy: ClusterPolicy, direction: Direction): boolean {
+  return policy[direction].every(
+    (rule) =>
+      rule.action === 'allow' &&
+      rule.peers.every((peer) => peer.type === 'pods' || peer.type === 'nodes' || peer.type === 'networks'),
+  );
 }
 
 /** What one policy's rules depend on, per direction (policies are immutable: read once each). */

@@ -54,8 +54,17 @@ export interface PodTables {
  * policies, since named ports resolve on the destination pod.
  */
 export function portsKey(pod: Endpoint): string {
-  return pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',');
+  // Made once per ports array (endpoints are immutable; a changed pod is a new object): every
+  // side compiled asks, and a fresh string is hashed again by each memo it keys.
+  let key = portsKeys.get(pod.ports);
+  if (key === undefined)
+    portsKeys.set(
+      pod.ports,
+      (key = pod.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')),
+    );
+  return key;
 }
+const portsKeys = new WeakMap<readonly Endpoint['ports'][number][], string>();
 
 /** A group reference in a rule: an address group, or one named-port partition of it (`key#port`). Label values and selector keys never contain '#'. */
 export const PARTITION_SEPARATOR = '#';

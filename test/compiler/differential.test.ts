@@ -75,6 +75,40 @@ describe('compiled tables ≡ reference evaluator', () => {
     );
   });
 
+  it("on random clusters whose Calico and Cilium policies only allow, in NetworkPolicy's tier (compiled as tables, not ordered lists)", () => {
+    // Such a side's ordered list would be permits closed by a deny: the configurator merges them
+    // into the NetworkPolicy-style table instead (TierTables.permitSide). Counted, so that the
+    // property is known to reach that path and not only the ordered lists.
+    let tableSides = 0;
+    fc.assert(
+      fc.property(
+        clusterArb({ maxPods: 8, maxPolicies: 3, maxClusterPolicies: 0 }),
+        calicoArb(3, { allowOnly: true }),
+        ciliumArb(3, { allowOnly: true }),
+        (objects, calico, cilium) => {
+          const cluster = clusterOf([...objects, ...calico, ...cilium]);
+          const { state, view, tables } = compileAll(cluster);
+          assertAgrees(cluster, view);
+          for (const pod of state.allPods())
+            for (const direction of ['ingress', 'egress'] as const) {
+              const selected = state
+                .planSelection(pod, direction)
+                .selections.some((s) => s.policies.length > 0);
+              const side = tables.get(pod.id);
+              if (
+                selected &&
+                side?.[direction] &&
+                !side[direction === 'ingress' ? 'ingressTiers' : 'egressTiers']
+              )
+                tableSides++;
+            }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+    assert.ok(tableSides > 0, 'no side was compiled as a table');
+  });
+
   it('with v0.1.1 relative peers (sameLabels, notSameLabels), resolved per subject namespace', () => {
     const objects = relativePeerObjects();
     const cluster = clusterOf(objects);

@@ -50,48 +50,61 @@ const entityRuleArb = fc.oneof(
   ),
 );
 
-const calicoRuleArb = fc
-  .record({
-    action: fc.constantFrom('Allow', 'Allow', 'Deny', 'Pass', 'Log'),
-    protocol: fc.constantFrom(undefined, 'TCP', 'UDP', 'ICMP', 17),
-    remote: entityRuleArb,
-    ports: fc.constantFrom(undefined, [80], [53], ['8000:9000'], ['http'], [80, 'dns']),
-    notPorts: fc.constantFrom(undefined, undefined, [8080]),
-  })
-  .map(({ action, protocol, remote, ports, notPorts }) => {
-    // Numeric ports need a protocol that has ports; ICMP has none; named ones go anywhere.
-    const hasPorts = protocol === 'TCP' || protocol === 'UDP' || protocol === 17;
-    const onlyNamed = (ports ?? []).every((p) => typeof p === 'string' && !p.includes(':'));
-    const kept = hasPorts || (protocol === undefined && onlyNamed) ? ports : undefined;
-    const notKept = hasPorts ? notPorts : undefined;
-    return {
-      action,
-      ...(protocol !== undefined ? { protocol } : {}),
-      remote,
-      destinationPorts: { ...(kept ? { ports: kept } : {}), ...(notKept ? { notPorts: notKept } : {}) },
-    };
+/** What a generator may write: `allowOnly` keeps to allowing rules in the default tier (Calico) or no deny rules (Cilium). */
+export interface EngineArbOptions {
+  readonly allowOnly?: boolean;
+}
+
+const calicoRuleArb = (options: EngineArbOptions = {}) =>
+  fc
+    .record({
+      action: options.allowOnly
+        ? fc.constantFrom('Allow', 'Allow', 'Log')
+        : fc.constantFrom('Allow', 'Allow', 'Deny', 'Pass', 'Log'),
+      protocol: fc.constantFrom(undefined, 'TCP', 'UDP', 'ICMP', 17),
+      remote: entityRuleArb,
+      ports: fc.constantFrom(undefined, [80], [53], ['8000:9000'], ['http'], [80, 'dns']),
+      notPorts: fc.constantFrom(undefined, undefined, [8080]),
+    })
+    .map(({ action, protocol, remote, ports, notPorts }) => {
+      // Numeric ports need a protocol that has ports; ICMP has none; named ones go anywhere.
+      const hasPorts = protocol === 'TCP' || protocol === 'UDP' || protocol === 17;
+      const onlyNamed = (ports ?? []).every((p) => typeof p === 'string' && !p.includes(':'));
+      const kept = hasPorts || (protocol === undefined && onlyNamed) ? ports : undefined;
+      const notKept = hasPorts ? notPorts : undefined;
+      return {
+        action,
+        ...(protocol !== undefined ? { protocol } : {}),
+        remote,
+        destinationPorts: { ...(kept ? { ports: kept } : {}), ...(notKept ? { notPorts: notKept } : {}) },
+      };
+    });
+
+const calicoPolicyArb = (options: EngineArbOptions = {}) =>
+  fc.record({
+    global: fc.boolean(),
+    namespace: fc.constantFrom(...NAMESPACES),
+    tier: options.allowOnly
+      ? fc.constant('default')
+      : fc.constantFrom('default', 'default', 'sec', 'ops', 'kube-admin', 'kube-baseline'),
+    order: fc.constantFrom(undefined, 10, 500, 1000, 2000),
+    selector: fc.constantFrom(...CALICO_SELECTORS),
+    types: fc.constantFrom(undefined, ['Ingress'], ['Egress'], ['Ingress', 'Egress']),
+    ingress: fc.array(calicoRuleArb(options), { maxLength: 2 }),
+    egress: fc.array(calicoRuleArb(options), { maxLength: 2 }),
   });
 
-const calicoPolicyArb = fc.record({
-  global: fc.boolean(),
-  namespace: fc.constantFrom(...NAMESPACES),
-  tier: fc.constantFrom('default', 'default', 'sec', 'ops', 'kube-admin', 'kube-baseline'),
-  order: fc.constantFrom(undefined, 10, 500, 1000, 2000),
-  selector: fc.constantFrom(...CALICO_SELECTORS),
-  types: fc.constantFrom(undefined, ['Ingress'], ['Egress'], ['Ingress', 'Egress']),
-  ingress: fc.array(calicoRuleArb, { maxLength: 2 }),
-  egress: fc.array(calicoRuleArb, { maxLength: 2 }),
-});
-
 /** Calico's tiers and policies (NetworkPolicy and GlobalNetworkPolicy), and maybe a namespace's profile. */
-export function calicoArb(max: number): fc.Arbitrary<Raw[]> {
+export function calicoArb(max: number, options: EngineArbOptions = {}): fc.Arbitrary<Raw[]> {
   if (max === 0) return fc.constant([]);
   return fc
     .record({
       sec: fc.record({ order: fc.constantFrom(100, 500, 2_000_000), pass: fc.boolean() }),
       ops: fc.record({ order: fc.constantFrom(200, 1500, 5_000_000), pass: fc.boolean() }),
-      policies: fc.array(calicoPolicyArb, { maxLength: max }),
-      profile: fc.option(fc.array(calicoRuleArb, { maxLength: 2 }), { nil: undefined, freq: 4 }),
+      policies: fc.array(calicoPolicyArb(options), { maxLength: max }),
+      profile: options.allowOnly
+        ? fc.constant(undefined)
+        : fc.option(fc.array(calicoRuleArb(), { maxLength: 2 }), { nil: undefined, freq: 4 }),
     })
     .map(({ sec, ops, policies, profile }) => [
       tier('sec', sec.order, sec.pass),
@@ -119,7 +132,7 @@ function tier(name: string, order: number, pass: boolean): Raw {
   };
 }
 
-type CalicoPolicyShape = typeof calicoPolicyArb extends fc.Arbitrary<infer T> ? T : never;
+type CalicoPolicyShape = ReturnType<typeof calicoPolicyArb> extends fc.Arbitrary<infer T> ? T : never;
 type CalicoRuleShape = CalicoPolicyShape['ingress'][number];
 
 function calicoPolicy(p: CalicoPolicyShape, i: number): Raw {
@@ -194,21 +207,22 @@ const ciliumRuleArb = (prefix: 'from' | 'to') =>
     .record({ peer: ciliumPeerArb(prefix), toPorts: ciliumPortsArb })
     .map(({ peer, toPorts }) => ({ ...peer, ...(toPorts ? { toPorts } : {}) }));
 
-const ciliumPolicyArb = fc.record({
-  clusterwide: fc.boolean(),
-  namespace: fc.constantFrom(...NAMESPACES),
-  selector: ciliumSelectorArb,
-  ingress: fc.array(ciliumRuleArb('from'), { maxLength: 2 }),
-  ingressDeny: fc.array(ciliumRuleArb('from'), { maxLength: 1 }),
-  egress: fc.array(ciliumRuleArb('to'), { maxLength: 2 }),
-  egressDeny: fc.array(ciliumRuleArb('to'), { maxLength: 1 }),
-  defaultDeny: fc.constantFrom(undefined, undefined, { ingress: false }, { egress: false }),
-});
+const ciliumPolicyArb = (options: EngineArbOptions = {}) =>
+  fc.record({
+    clusterwide: fc.boolean(),
+    namespace: fc.constantFrom(...NAMESPACES),
+    selector: ciliumSelectorArb,
+    ingress: fc.array(ciliumRuleArb('from'), { maxLength: 2 }),
+    ingressDeny: fc.array(ciliumRuleArb('from'), { maxLength: options.allowOnly ? 0 : 1 }),
+    egress: fc.array(ciliumRuleArb('to'), { maxLength: 2 }),
+    egressDeny: fc.array(ciliumRuleArb('to'), { maxLength: options.allowOnly ? 0 : 1 }),
+    defaultDeny: fc.constantFrom(undefined, undefined, { ingress: false }, { egress: false }),
+  });
 
 /** CiliumNetworkPolicies and CiliumClusterwideNetworkPolicies. */
-export function ciliumArb(max: number): fc.Arbitrary<Raw[]> {
+export function ciliumArb(max: number, options: EngineArbOptions = {}): fc.Arbitrary<Raw[]> {
   if (max === 0) return fc.constant([]);
-  return fc.array(ciliumPolicyArb, { maxLength: max }).map((policies) =>
+  return fc.array(ciliumPolicyArb(options), { maxLength: max }).map((policies) =>
     policies.map((p, i) => ({
       apiVersion: 'cilium.io/v2',
       kind: p.clusterwide ? 'CiliumClusterwideNetworkPolicy' : 'CiliumNetworkPolicy',
