@@ -20,6 +20,15 @@ import type { Raw } from '../../helpers/builders.ts';
 import { askHealth, type HealthAsks } from '../side-processes.ts';
 import { check, CONVERGE_MS, currentRevision, STARTUP_MS, type FaultSuite } from './shared.ts';
 
+/**
+ * Removes a pin directory the agent may be repairing meanwhile: a pin it puts back between
+ * emptying the directory and removing it made rmdir fail (ENOTEMPTY) on a loaded machine, so the
+ * removal tries again, removing what is there then.
+ */
+function removeRepaired(path: string): Promise<void> {
+  return rm(path, { recursive: true, maxRetries: 10, retryDelay: 20 });
+}
+
 /** A value 200,000 levels deep: it overflowed the decoders' stack. */
 const DEEP = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
 
@@ -108,8 +117,8 @@ export function enforcementTrials(suite: FaultSuite): void {
           'an address record deleted from the records map',
           () => deleteFirstEntry(join(dir, 'maps', 'records')),
         ],
-        ["the maps' pins removed", () => rm(join(dir, 'maps'), { recursive: true })],
-        ["the programs' pins removed", () => rm(join(dir, 'progs'), { recursive: true })],
+        ["the maps' pins removed", () => removeRepaired(join(dir, 'maps'))],
+        ["the programs' pins removed", () => removeRepaired(join(dir, 'progs'))],
       ];
       let stop = w.prober();
       const violations: string[] = [];
