@@ -46,6 +46,8 @@ interface ConfiguratorOptions {
    * compiled into ordered lists it becomes permits for the node's addresses.
    */
   readonly allowNodeLocal?: boolean;
+  /** Memoized entries kept before the memo is dropped (MAX_MEMO_ENTRIES; lower in tests). */
+  readonly memoLimit?: number;
 }
 
 /** Memoized tables kept before the memo is dropped and rebuilt (bounds memory under churn). */
@@ -91,6 +93,7 @@ export class Configurator {
   private preparedRules = new WeakMap<readonly RuleTemplate[], PreparedSlots>();
 
   private readonly tierTables: TierTables;
+  private readonly memoLimit: number;
   /**
    * Permit sides' tables (`permitTable`), per direction: by the side's selection, NetworkPolicy
    * table (NO_TABLE: none) and variant; null where the side's rules need the ordered lists.
@@ -109,11 +112,17 @@ export class Configurator {
     options: ConfiguratorOptions = {},
   ) {
     this.tierTables = new TierTables(state, options.allowNodeLocal ?? true);
+    this.memoLimit = options.memoLimit ?? MAX_MEMO_ENTRIES;
   }
 
   /** The pod's tables; a pod without an address gets none (it is postponed). */
   compile(pod: Endpoint): PodTables {
     if (pod.ips.length === 0 || pod.hostNetwork) return {};
+    // Bounded between pods, never within one: a permit side merges into the table its
+    // NetworkPolicy side just got, whose rules must still be known (`tableRules`). Rules are
+    // kept by net too: policy churn brings new group names, so both are bounded.
+    if (this.memoSize >= this.memoLimit || this.rulesByGroup.size + this.rulesByCidr.size >= this.memoLimit)
+      this.clearMemo();
     const selection = this.state.selection(pod);
     const ingress =
       selection.ingress.length > 0
@@ -241,6 +250,7 @@ export class Configurator {
         else permits = null;
       });
     }
+    this.memoSize++;
     if (variant === undefined) memo.pure.set(rule, permits);
     else {
       if (!byVariant)
@@ -319,12 +329,6 @@ export class Configurator {
       for (let i = 0; i < templates.length; i++)
         this.addRules(pod, direction, templates[i] as RuleTemplate, slots, i, prepared);
     }
-    // Rules are kept by net too: policy churn brings new group names, so both are bounded.
-    if (
-      this.memoSize >= MAX_MEMO_ENTRIES ||
-      this.rulesByGroup.size + this.rulesByCidr.size >= MAX_MEMO_ENTRIES
-    )
-      this.clearMemo();
     // Different inputs can still give equal rules: one object per distinct table.
     const rules = canonicalRules(prepared) as NumberedRule[];
     const table = this.intern(rules);

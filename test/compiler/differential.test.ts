@@ -17,7 +17,7 @@ import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
-import { clusterOf } from '../helpers/builders.ts';
+import { clusterOf, namespace, pod, type Raw } from '../helpers/builders.ts';
 import { assertAgreesWithReference } from '../helpers/compiled.ts';
 import { relativePeerObjects } from '../helpers/relative-peers.ts';
 
@@ -107,6 +107,49 @@ describe('compiled tables ≡ reference evaluator', () => {
       { numRuns: RUNS },
     );
     assert.ok(tableSides > 0, 'no side was compiled as a table');
+  });
+
+  it("keeps its permit tables bounded while a node's versions churn (the memo is dropped at its limit)", () => {
+    // A Cilium policy with a remote-node peer: every node version is a new variant of the side's
+    // permit table. The bound was checked only where a NetworkPolicy table missed its memo, so
+    // with no NetworkPolicy this memo grew with every node change.
+    const node = (name: string, version: number): Raw => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name, labels: { version: String(version) } },
+      status: {
+        addresses: [{ type: 'InternalIP', address: name === 'n1' ? '192.168.100.1' : '192.168.100.2' }],
+      },
+    });
+    const cluster = clusterOf([
+      namespace('a'),
+      pod('a', 'p', { app: 'api' }, { ips: ['10.0.0.1'], node: 'n1' }),
+      node('n1', 0),
+      node('n2', 0),
+      {
+        apiVersion: 'cilium.io/v2',
+        kind: 'CiliumNetworkPolicy',
+        metadata: { name: 'out', namespace: 'a' },
+        spec: {
+          endpointSelector: {},
+          egress: [{ toEntities: ['remote-node'] }, { toEndpoints: [{ matchLabels: { app: 'db' } }] }],
+        },
+      },
+    ]);
+    const state = new ClusterState();
+    state.resync(cluster);
+    const limit = 50;
+    const configurator = new Configurator(state, { memoLimit: limit });
+    const p = state.pod('a/p');
+    assert.ok(p);
+    for (let version = 1; version <= 300; version++) {
+      const changed = clusterOf([node('n2', version)]).nodes.get('n2');
+      assert.ok(changed);
+      state.upsertNode(changed);
+      assert.ok(configurator.compile(p).egress, 'the side is a table');
+      const size = (configurator as unknown as { memoSize: number }).memoSize;
+      assert.ok(size <= limit + 4, `memo of ${size} entries past its limit of ${limit}`);
+    }
   });
 
   it('with v0.1.1 relative peers (sameLabels, notSameLabels), resolved per subject namespace', () => {
