@@ -11,6 +11,7 @@
  * named ports, host network and node stayed the same affects nothing.
  */
 import type { Endpoint } from '../model/types.ts';
+import { policyEngine } from '../model/cluster-policy.ts';
 import { clusterPolicyOwner, hasNodesPeers, type ReadonlyStore, type StateDelta } from '../state/index.ts';
 
 export function affectedPods(state: ReadonlyStore, delta: StateDelta): Set<string> {
@@ -45,7 +46,7 @@ export function affectedPods(state: ReadonlyStore, delta: StateDelta): Set<strin
 
 /**
  * Cluster policy: a policy's subjects before and after; for a node change, the subjects of
- * policies with nodes peers; for a namespace whose labels changed, its pods (subjects are chosen
+ * policies with nodes peers and, with Calico's or Cilium's policies, the node's pods; for a namespace whose labels changed, its pods (subjects are chosen
  * by namespace labels, and relative peers resolve against them).
  */
 function clusterPolicyAffected(state: ReadonlyStore, delta: StateDelta, affected: Set<string>): void {
@@ -55,9 +56,18 @@ function clusterPolicyAffected(state: ReadonlyStore, delta: StateDelta, affected
   }
   const policies = state.allClusterPolicies();
   if (policies.length === 0) return;
-  if (delta.nodes.length > 0)
+  if (delta.nodes.length > 0) {
     for (const policy of policies)
       if (hasNodesPeers(policy)) for (const id of state.subjectsOf(policy)) affected.add(id);
+    // Ordered lists that compile NetworkPolicy's tier in (Calico's or Cilium's policies there)
+    // permit the pod's own node by its addresses (configurator/tier-lists.ts withNodePermits):
+    // a changed node's pods are compiled again, or they kept the old addresses' permits.
+    if (policies.some((policy) => policyEngine(policy.kind) !== 'network-policy-api')) {
+      const changed = new Set(delta.nodes.map(({ before, after }) => (after ?? before)?.name));
+      for (const pod of state.allPods())
+        if (pod.node !== undefined && changed.has(pod.node)) affected.add(pod.id);
+    }
+  }
   for (const { before, after } of delta.namespaces) {
     const name = (after ?? before)?.name;
     if (name === undefined || (before && after && sameLabels(before.labels, after.labels))) continue;

@@ -12,7 +12,7 @@ import { PolicyPipeline, type PipelineChange } from '../../src/pipeline/index.ts
 import { ClusterState } from '../../src/state/index.ts';
 import { RendererCache, type CacheChanges } from '../../src/datapaths/cache/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
-import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
+import { clusterOf, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 import { changesBetween, mixObjects, upsertsOf } from '../helpers/events.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
@@ -96,6 +96,41 @@ describe('incremental ≡ full compile', () => {
       ),
       { numRuns: RUNS },
     );
+  });
+});
+
+describe("a node's own permits", () => {
+  it("a node's new address reaches the ordered lists of its pods (Calico's or Cilium's policies in NetworkPolicy's tier)", () => {
+    // The lists permit the pod's own node by address (tier-lists.ts withNodePermits): when the
+    // node's address changed, only the subjects of policies with nodes peers were compiled again,
+    // and this pod kept a permit for the address its node no longer has.
+    const node = (ip: string): Raw => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'n1' },
+      status: { addresses: [{ type: 'InternalIP', address: ip }] },
+    });
+    const objects = (ip: string): Raw[] => [
+      namespace('a'),
+      namespace('b'),
+      pod('a', 'api', { app: 'api' }, { ips: ['10.0.0.1'], node: 'n1' }),
+      node(ip),
+      {
+        apiVersion: 'cilium.io/v2',
+        kind: 'CiliumNetworkPolicy',
+        metadata: { name: 'no-b', namespace: 'a' },
+        spec: {
+          endpointSelector: { matchLabels: { app: 'api' } },
+          egressDeny: [{ toEndpoints: [{ matchLabels: { 'k8s:io.kubernetes.pod.namespace': 'b' } }] }],
+        },
+      },
+    ];
+    const { pipeline, cache } = makePipeline();
+    pipeline.apply({ type: 'resync', cluster: clusterOf(objects('192.168.100.1')) });
+    const moved = clusterOf(objects('192.168.100.3')).nodes.get('n1');
+    assert.ok(moved);
+    pipeline.apply({ type: 'upsert-node', node: moved });
+    assert.deepEqual(fingerprint(pipeline, cache), full(clusterOf(objects('192.168.100.3'))));
   });
 });
 
