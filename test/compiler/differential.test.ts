@@ -15,7 +15,7 @@ import {
 } from '../../src/configurator/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
 import { ClusterState } from '../../src/state/index.ts';
-import { clusterArb } from '../helpers/arbitraries.ts';
+import { clusterArb, NODES } from '../helpers/arbitraries.ts';
 import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
 import { clusterOf, namespace, pod, type Raw } from '../helpers/builders.ts';
 import { assertAgreesWithReference } from '../helpers/compiled.ts';
@@ -85,8 +85,10 @@ describe('compiled tables ≡ reference evaluator', () => {
         clusterArb({ maxPods: 8, maxPolicies: 3, maxClusterPolicies: 0 }),
         calicoArb(3, { allowOnly: true }),
         ciliumArb(3, { allowOnly: true }),
-        (objects, calico, cilium) => {
-          const cluster = clusterOf([...objects, ...calico, ...cilium]);
+        fc.boolean(),
+        (objects, calico, cilium, withNodes) => {
+          // With the nodes or without: own-node traffic and Cilium's host and remote-node peers.
+          const cluster = clusterOf([...objects, ...(withNodes ? NODES : []), ...calico, ...cilium]);
           const { state, view, tables } = compileAll(cluster);
           assertAgrees(cluster, view);
           for (const pod of state.allPods())

@@ -213,7 +213,7 @@ export function clusterArb(options: ClusterOptions = {}): fc.Arbitrary<Raw[]> {
 }
 
 /** Nodes with labels (for nodes peers), at the host IPs the pods above report. */
-const NODES: Raw[] = [
+export const NODES: Raw[] = [
   { name: 'n1', ip: '192.168.100.1', zone: 'a' },
   { name: 'n2', ip: '192.168.100.2', zone: 'b' },
 ].map(({ name, ip, zone }) => ({
