@@ -34,7 +34,8 @@ import {
 } from '../state/index.ts';
 import { canonicalRules, tableOf } from './table-id.ts';
 import { PARTITION_SEPARATOR, portsKey, type PodTables } from './types.ts';
-import { TierTables, type PermitSide } from './tier-tables.ts';
+import { TierTables } from './tier-tables.ts';
+import { permitSideOf, type PermitSide } from './permit-side.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -145,7 +146,7 @@ export class Configurator {
   /**
    * One side's tables into `out`: the NetworkPolicy table with the permits of Calico's and
    * Cilium's policies merged in where those are all the side's cluster policy holds
-   * (`TierTables.permitSide`), else the NetworkPolicy table and the ordered lists — the table not
+   * (`permitSideOf`), else the NetworkPolicy table and the ordered lists — the table not
    * given again when the lists compile it in (Calico's or Cilium's policies in its tier).
    */
   private side(
@@ -155,7 +156,7 @@ export class Configurator {
     out: { -readonly [K in keyof PodTables]: PodTables[K] },
   ): void {
     const planned = this.state.planSelection(pod, direction);
-    const permits = this.tierTables.permitSide(planned, direction);
+    const permits = permitSideOf(planned, direction);
     const merged = permits ? this.permitTable(pod, direction, table, permits) : null;
     if (merged !== null) {
       if (merged) out[direction] = merged;

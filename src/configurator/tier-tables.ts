@@ -13,42 +13,34 @@ import { namedPortTargets } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/types.ts';
 import { PROTOCOLS } from '../model/types.ts';
 import {
-  ALL_PODS,
   clusterRuleNets,
   groupKey,
-  hasNodesPeers,
-  hasRelativePeers,
-  hasSubjectNodePeers,
-  isRelativePeer,
   type CompilingStore,
   type PeerNet,
   type PlanSelection,
   type TierSelection,
 } from '../state/index.ts';
-import {
-  ADMIN_TIER,
-  BASELINE_TIER,
-  DEFAULT_TIER,
-  policyIsolates,
-  type TierSpec,
-} from '../model/cluster-policy.ts';
+import { ADMIN_TIER, BASELINE_TIER, DEFAULT_TIER, type TierSpec } from '../model/cluster-policy.ts';
 import type { RuleTable } from '../model/rule.ts';
 import { PARTITION_SEPARATOR, portsKey, type TieredTable } from './types.ts';
 import { tierLists, withNodePermits } from './tier-lists.ts';
+import {
+  canonicalOrder,
+  dependenciesOf,
+  knownPureNetRefs,
+  netRef,
+  pureNetRefs,
+  pureNetsOf,
+  pureRuleRules,
+  ruleDependencies,
+  type Dependencies,
+} from './expansion-memos.ts';
+import type { PermitSide } from './permit-side.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
 const MAX_TIER_MEMO = 250_000;
 const ACTION: Record<ClusterRule['action'], RuleAction> = { allow: 'permit', deny: 'deny', pass: 'pass' };
-
-/** What a selection's lists depend on besides the policies themselves (see `variant`). */
-interface Dependencies {
-  readonly relative: boolean;
-  readonly named: boolean;
-  readonly nodes: boolean;
-  /** Cilium's host and remote-node peers, and NetworkPolicy's tier compiled with the pod's node. */
-  readonly subjectNode?: boolean;
-}
 
 /**
  * The general path's memo: per list of selections (by key), per NetworkPolicy table, by variant,
@@ -62,54 +54,6 @@ interface Built {
   readonly table: TieredTable;
   readonly nodeAt?: number;
   byNode?: Map<string, TieredTable>;
-}
-/** What a rule's expansion depends on besides itself (read once per rule object). */
-interface RuleDependencies {
-  readonly relative: boolean;
-  readonly named: boolean;
-  readonly nodes: boolean;
-  readonly own: boolean;
-  /** Named ports and nothing else. */
-  readonly onlyNamed: boolean;
-}
-const ruleDependenciesMemo = new WeakMap<ClusterRule, RuleDependencies>();
-function ruleDependencies(rule: ClusterRule): RuleDependencies {
-  let found = ruleDependenciesMemo.get(rule);
-  if (!found) {
-    const relative = rule.peers.some(isRelativePeer);
-    const named = rule.ports?.some((p) => p.type === 'named') ?? false;
-    const nodes = rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside');
-    const own = rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined);
-    found = { relative, named, nodes, own, onlyNamed: named && !relative && !nodes && !own };
-    ruleDependenciesMemo.set(rule, found);
-  }
-  return found;
-}
-
-/**
- * A rule's nets when they depend on nothing but the rule (no relative peer, node or outside
- * peer), per port entry ('' plain; `name/protocol` a named one): made once per rule object. A
- * named-port rule is expanded again for each pod's ports, and resolving its peers was most of that.
- */
-const pureNets = new WeakMap<ClusterRule, Map<string, PeerNet[]>>();
-function pureNetsOf(
-  rule: ClusterRule,
-  named: { name: string; protocol: Protocol } | undefined,
-  compute: (named?: { name: string; protocol: Protocol }) => PeerNet[],
-): PeerNet[] {
-  let byEntry = pureNets.get(rule);
-  if (!byEntry) pureNets.set(rule, (byEntry = new Map<string, PeerNet[]>()));
-  const key = named ? `${named.name}/${named.protocol}` : '';
-  let nets = byEntry.get(key);
-  if (!nets) byEntry.set(key, (nets = compute(named)));
-  return nets;
-}
-/** The plain entry's nets as rule nets, once per rule object (see `pureNets`). */
-const pureRefs = new WeakMap<ClusterRule, NetRef[]>();
-function pureNetRefs(rule: ClusterRule, compute: () => PeerNet[]): NetRef[] {
-  let refs = pureRefs.get(rule);
-  if (!refs) pureRefs.set(rule, (refs = pureNetsOf(rule, undefined, compute).map(netRef)));
-  return refs;
 }
 /** The tiers a side visits, as text (part of its lists' identity). */
 const planTexts = new WeakMap<readonly TierSpec[], string>();
@@ -210,38 +154,6 @@ export class TierTables {
     pair.byVariant.set(variant, table);
     this.memoSize++;
     return table;
-  }
-
-  /**
-   * The side's policies when its ordered lists would hold nothing but permits: only NetworkPolicy's
-   * tier selects the pod, through Calico's or Cilium's policies there (the tiers before and after
-   * it select nothing), and every rule of theirs for the direction allows, with a peer a plain
-   * table can hold. A first match over permits closed by a deny answers exactly as their union
-   * does, so such a side compiles to a NetworkPolicy-style table (configurator.ts) — shared,
-   * interned, with the pod's own node left to the datapath as NetworkPolicy's is — instead of a
-   * list built per side. Most Calico and Cilium policy is written so: allows in the default tier.
-   */
-  permitSide(planned: PlanSelection, direction: Direction): PermitSide | undefined {
-    const at = defaultTierAt(planned.plan);
-    if (at < 0) return undefined;
-    const selection = planned.selections[at] as TierSelection;
-    if (selection.policies.length === 0) return undefined;
-    for (let i = 0; i < planned.selections.length; i++)
-      if (i !== at && (planned.selections[i] as TierSelection).policies.length > 0) return undefined;
-    const memo = permitSides[direction];
-    let side = memo.get(selection);
-    if (side === undefined) {
-      const plain = selection.policies.every((policy) => onlyPlainPermits(policy, direction));
-      side = plain
-        ? {
-            selection,
-            isolates: selection.policies.some((policy) => policyIsolates(policy, direction)),
-            dependencies: dependenciesOf(selection.policies, direction, true),
-          }
-        : null;
-      memo.set(selection, side);
-    }
-    return side ?? undefined;
   }
 
   /** What a permit side's rules depend on besides its policies, as text (empty: nothing). */
@@ -421,7 +333,7 @@ export class TierTables {
     const { relative, nodes, own } = ruleDependencies(rule);
     const pure = !relative && !nodes && !own;
     // A rule with plain nets made before and numbered ports (the usual kind): nothing else needed.
-    const refs = pure ? pureRefs.get(rule) : undefined;
+    const refs = pure ? knownPureNetRefs(rule) : undefined;
     if (refs && rule.ports?.every((port) => port.type === 'number')) {
       for (const port of rule.ports) {
         const from = port.port ?? -1;
@@ -476,41 +388,6 @@ export class TierTables {
   }
 }
 
-/**
- * A rule's 6-tuples in canonical order (they share its precedence and action, so their order is
- * free: sorted, equal inputs give equal lists), once per tuples array.
- */
-const canonicalOrders = new WeakMap<Rule[], Rule[]>();
-function canonicalOrder(tuples: Rule[]): Rule[] {
-  if (tuples.length <= 1) return tuples;
-  let sorted = canonicalOrders.get(tuples);
-  if (!sorted)
-    canonicalOrders.set(
-      tuples,
-      (sorted = tuples
-        .map((r) => prepareRule(r))
-        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-        .map((r) => r.rule)),
-    );
-  return sorted;
-}
-
-/**
- * The 6-tuples of rules that depend on nothing but themselves (no relative peer, named port, node
- * or outside peer): made once per rule object and direction, as NetworkPolicy's templates are
- * made once per policy object (state/policy-groups.ts) — a changed policy is a new object.
- */
-const pureRules = {
-  ingress: new WeakMap<ClusterRule, Rule[]>(),
-  egress: new WeakMap<ClusterRule, Rule[]>(),
-};
-function pureRuleRules(rule: ClusterRule, direction: Direction, make: () => Rule[]): Rule[] {
-  const memo = pureRules[direction];
-  let rules = memo.get(rule);
-  if (!rules) memo.set(rule, (rules = make()));
-  return rules;
-}
-
 /** Where the built-in tiers are in a plan of only those three; undefined for any other plan. */
 const builtInPlans = new WeakMap<readonly TierSpec[], BuiltInPlaces | null>();
 interface BuiltInPlaces {
@@ -533,92 +410,3 @@ function builtInPlaces(plan: readonly TierSpec[]): BuiltInPlaces | undefined {
 
 /** Takes a rule's expansion one net, protocol and port range at a time (`from` -1: every port). */
 type TupleSink = (net: NetRef, protocol: Protocol | 'ANY', from: number, to: number) => void;
-
-/** A side whose lists would be permits only (`TierTables.permitSide`). */
-export interface PermitSide {
-  /** NetworkPolicy's tier's selection: Calico's and Cilium's policies there, each only allowing. */
-  readonly selection: TierSelection;
-  /** Whether one of them holds the pod to the tier (a deny closes it): else only NetworkPolicy can. */
-  readonly isolates: boolean;
-  readonly dependencies: Dependencies;
-}
-
-/** Per selection (interned by the store, one per slot and list of policies): its permit side, or null. */
-const permitSides = {
-  ingress: new WeakMap<TierSelection, PermitSide | null>(),
-  egress: new WeakMap<TierSelection, PermitSide | null>(),
-};
-
-/** Where NetworkPolicy's tier is in a plan (-1: not in it). */
-const defaultTierPlaces = new WeakMap<readonly TierSpec[], number>();
-function defaultTierAt(plan: readonly TierSpec[]): number {
-  let at = defaultTierPlaces.get(plan);
-  if (at === undefined) defaultTierPlaces.set(plan, (at = plan.findIndex((t) => t.name === DEFAULT_TIER)));
-  return at;
-}
-
-/**
- * Whether a policy's rules for a direction only allow, each to peers that expand to groups, CIDRs
- * or anything: pods, nodes and networks (an outside peer is a CIDR less the pods and nodes, a
- * net a plain table has no form for; a domain name is none).
- */
-function onlyPlainPermits(policy: ClusterPolicy, direction: Direction): boolean {
-  return policy[direction].every(
-    (rule) =>
-      rule.action === 'allow' &&
-      rule.peers.every((peer) => peer.type === 'pods' || peer.type === 'nodes' || peer.type === 'networks'),
-  );
-}
-
-/** What one policy's rules depend on, per direction (policies are immutable: read once each). */
-interface PolicyDependencies {
-  readonly relative: boolean;
-  readonly nodes: boolean;
-  readonly subjectNode: boolean;
-  readonly named: Readonly<Record<Direction, boolean>>;
-}
-const policyDependencies = new WeakMap<ClusterPolicy, PolicyDependencies>();
-
-function dependenciesOfPolicy(policy: ClusterPolicy): PolicyDependencies {
-  let found = policyDependencies.get(policy);
-  if (!found) {
-    const named = (direction: Direction): boolean =>
-      policy[direction].some((r) => r.ports?.some((x) => x.type === 'named') ?? false);
-    found = {
-      relative: hasRelativePeers(policy),
-      nodes: hasNodesPeers(policy),
-      subjectNode: hasSubjectNodePeers(policy),
-      named: { ingress: named('ingress'), egress: named('egress') },
-    };
-    policyDependencies.set(policy, found);
-  }
-  return found;
-}
-
-/** What a list of policies depends on for a direction; `subjectNode` when asked (the general path). */
-function dependenciesOf(
-  policies: readonly ClusterPolicy[],
-  direction: Direction,
-  withSubjectNode = false,
-): Dependencies {
-  let relative = false;
-  let named = false;
-  let nodes = false;
-  let subjectNode = false;
-  for (const policy of policies) {
-    const d = dependenciesOfPolicy(policy);
-    relative ||= d.relative;
-    named ||= d.named[direction];
-    nodes ||= d.nodes;
-    subjectNode ||= d.subjectNode;
-  }
-  return withSubjectNode ? { relative, named, nodes, subjectNode } : { relative, named, nodes };
-}
-
-const ALL_PODS_KEY = groupKey(ALL_PODS);
-
-function netRef(net: PeerNet): NetRef {
-  if (net.kind === 'group') return { kind: 'group', group: groupKey(net.spec) };
-  if (net.kind === 'outside') return { kind: 'outside', cidr: net.cidr, pods: ALL_PODS_KEY };
-  return net.kind === 'cidr' ? { kind: 'cidr', cidr: net.cidr } : ANY_NET;
-}
