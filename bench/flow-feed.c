@@ -9,6 +9,8 @@
  *     PROG     pinned program (to_pod of the node whose pod is 10.0.0.1)
  *     MIX      steady: each client 10.1.x.y (CLIENTS of them) to port 1000, then all to 1001, …
  *              scan:   every connection to a port of its own (1000 + n mod 60,000)
+ *              sweep:  every connection from an address of its own outside the cluster
+ *                      (172.16.0.0/12, the n-th address) to port 1000
  *   prints "<connections> <seconds> <allowed>"
  *
  * It runs on the CPU it starts on (sched_setaffinity): the programs' budget is per CPU.
@@ -31,7 +33,7 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: flow-feed PROG RATE SECONDS steady|scan CLIENTS\n");
+		fprintf(stderr, "usage: flow-feed PROG RATE SECONDS steady|scan|sweep CLIENTS\n");
 		return 2;
 	}
 	int fd = bpf_obj_get(argv[1]);
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
 	}
 	double rate = atof(argv[2]), seconds = atof(argv[3]);
 	int scan = strcmp(argv[4], "scan") == 0;
+	int sweep = strcmp(argv[4], "sweep") == 0;
 	unsigned clients = (unsigned)atoi(argv[5]);
 	cpu_set_t set;
 	CPU_ZERO(&set);
@@ -78,8 +81,13 @@ int main(int argc, char **argv)
 			unsigned client = made % clients;
 			unsigned port = scan ? 1000 + made % 60000 : 1000 + (made / clients) % 2;
 			unsigned source = 1024 + (made / clients) % 64000;
-			frame[28] = client / 250;
-			frame[29] = client % 250 + 1;
+			if (sweep) {
+				frame[26] = 172, frame[27] = 16 + ((made >> 16) & 0xf);
+				frame[28] = (made >> 8) & 0xff, frame[29] = made & 0xff;
+			} else {
+				frame[28] = client / 250;
+				frame[29] = client % 250 + 1;
+			}
 			frame[34] = source >> 8, frame[35] = source & 0xff;
 			frame[36] = port >> 8, frame[37] = port & 0xff;
 			LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = sizeof(frame),

@@ -17,8 +17,9 @@
  *    weighted), read by the reader process: connections reported (weighted) against made, the
  *    entries read and the connections lost, the reader's CPU and memory. Two mixes: a
  *    node's steady traffic (2,000 distinct connections again and again) and a scan (every
- *    connection to a new port: nothing repeats). Issue 39's figure: 100,000 new connections a
- *    second reported with ≤ 50 MB of agent memory.
+ *    connection to a new port: nothing repeats) and a sweep (every connection from a new address
+ *    outside the cluster). Issue 39's figure: 100,000 new connections a second reported with
+ *    ≤ 50 MB of agent memory.
  * 3. follow — a lab with a control plane and `--flow-log` agents (nftables unless
  *    `--follow-datapath ebpf`: its counts are read two polls after they are made), `palisade flows
  *    --follow -o json` running: T connections (20) each to a new port, from the moment before the
@@ -71,7 +72,7 @@ export async function flowsBenchmark(args: string[]): Promise<void> {
       ],
     });
   if (!args.includes('--skip-feed'))
-    for (const mix of ['steady', 'scan'] as const)
+    for (const mix of ['steady', 'scan', 'sweep'] as const)
       await feed(option(args, 'rate', 100_000), option(args, 'seconds', 10), mix);
   const datapath = args[args.indexOf('--follow-datapath') + 1] === 'ebpf' ? 'ebpf' : 'nftables';
   if (!args.includes('--skip-follow')) await follow(option(args, 'trials', 20), datapath);
@@ -240,7 +241,7 @@ function flowConfigurations(context: TrafficContext): Configuration[] {
  * `rate` new connections a second for `seconds` through the program (a tick every 10 ms runs the
  * tick's share), the reader draining the counts meanwhile; then what was reported.
  */
-async function feed(rate: number, seconds: number, mix: 'steady' | 'scan'): Promise<void> {
+async function feed(rate: number, seconds: number, mix: 'steady' | 'scan' | 'sweep'): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'palisade-bench-feed-'));
   const location: PinLocation = { instance: `bench-feed-${process.pid}` };
   const reader = new Reader();

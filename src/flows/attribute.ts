@@ -12,9 +12,11 @@
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
-import { evaluate, indexCluster, type ClusterIndex } from '../semantics/index.ts';
+import { evaluate, indexCluster, isClusterAddress, type ClusterIndex } from '../semantics/index.ts';
 import type { Address, EvaluateOptions, SideVerdict } from '../semantics/types.ts';
 import { decidingRule } from './deciding-rule.ts';
+import { AddressClasses } from './address-classes.ts';
+import { PortClasses } from './port-classes.ts';
 import { stagedChange, withStagedApplied } from './staged.ts';
 import type { FlowEndpoint, FlowRecord, VerdictEvent } from './types.ts';
 
@@ -35,9 +37,14 @@ export interface AttributionContext {
    * What the evaluator said per connection (`judgementKey`) over this context's cluster: a busy
    * node repeats the same few thousand connections, and one evaluation costs 0.1–1 ms on a large
    * cluster — 40,000 events a second would take more than a core. Bounded (MEMO_LIMIT); a new
-   * context (the realized state changed) starts empty.
+   * context (the realized state changed) starts empty. Keyed by the port's class (`PortClasses`)
+   * and an outside address's (`AddressClasses`), so a scan names a handful of connections, not
+   * every one.
    */
   readonly memo: Map<string, Judgement>;
+  /** The ports and the outside addresses the cluster's policies (enforced and staged) cannot tell apart. */
+  readonly portClasses: PortClasses;
+  readonly addressClasses: AddressClasses;
 }
 
 /** Everything of a record that depends on the connection and the cluster, not on time or count. */
@@ -77,6 +84,8 @@ export function attributionContext(
     ...(node !== undefined ? { node } : {}),
     options,
     memo: new Map(),
+    portClasses: PortClasses.of([cluster]),
+    addressClasses: AddressClasses.of([cluster]),
   };
 }
 
@@ -132,15 +141,40 @@ export function attributeEvent(context: AttributionContext, event: VerdictEvent)
   });
 }
 
-/** The context's judgement of the event's connection, made the first time it is asked. */
+/**
+ * The context's judgement of the event's connection, made the first time it is asked for the
+ * port's class and the outside addresses' classes. A judgement that disagrees with the kernel
+ * quotes the port and addresses in its reasons, so it is kept for its own connection only (a
+ * class either disagrees for every connection of it or for none). An address named by its class
+ * is written into the record from the event, not from the judgement.
+ */
 function judgement(context: AttributionContext, event: VerdictEvent, key: string): Judgement {
-  let found = context.memo.get(key);
+  const src = classedAddress(context, event.src);
+  const dst = classedAddress(context, event.dst);
+  const classKey = `${src.key}|${dst.key}|${event.protocol}|#${context.portClasses.classOf(event.port)}|${event.verdict}|${event.deniedBy ?? ''}`;
+  let found = context.memo.get(classKey) ?? context.memo.get(key);
   if (!found) {
     found = judge(context, event);
     if (context.memo.size >= MEMO_LIMIT) context.memo.clear();
-    context.memo.set(key, found);
+    context.memo.set(found.mismatch === undefined ? classKey : key, found);
   }
-  return found;
+  if (src.outside === undefined && dst.outside === undefined) return found;
+  return {
+    ...found,
+    ...(src.outside !== undefined ? { src: { ip: src.outside } } : {}),
+    ...(dst.outside !== undefined ? { dst: { ip: dst.outside } } : {}),
+  };
+}
+
+/**
+ * How the memo knows an address: a pod's or node's (or one that does not parse) by its text, an
+ * address outside the cluster by its class — with its canonical text, which the record shows.
+ */
+function classedAddress(context: AttributionContext, text: string): { key: string; outside?: string } {
+  if (context.pods.has(text) || context.nodes.has(text)) return { key: text };
+  const parsed = parseIp(text);
+  if (!parsed.ok || isClusterAddress(context.index, parsed.value)) return { key: text };
+  return { key: context.addressClasses.classOf(parsed.value), outside: formatIp(parsed.value) };
 }
 
 function record(

@@ -149,9 +149,10 @@ describe('attributeEvents (a batch from a busy node)', () => {
     assert.deepEqual(sorted(together), sorted(one));
     assert.equal(records.length, one.stats().records);
     assert.ok(records.length < batch.length / 4, `${records.length} records for ${batch.length} events`);
-    // Judged once per connection: a second batch of the same connections judges nothing new.
+    // Judged at most once per connection (once per class of them: classes.test.ts): a second
+    // batch of the same connections judges nothing new.
     const judged = context.memo.size;
-    assert.equal(judged, records.length);
+    assert.ok(judged > 0 && judged <= records.length, `${judged} judgements`);
     attributeEvents(context, batch);
     assert.equal(context.memo.size, judged);
   });
