@@ -57,9 +57,4 @@ export class PortClasses {
     }
     return low;
   }
-
-  /** How many classes there are (for tests and benchmarks). */
-  get size(): number {
-    return this.boundaries.length + 1;
-  }
 }
