@@ -28,22 +28,22 @@ import {
   DEFAULT_TIER,
   type ClusterPeer,
   type ClusterPolicy,
-  type ClusterPort,
   type ClusterRule,
 } from '../model/cluster-policy.ts';
-import { makeSelector } from '../model/selector.ts';
-import { PROTOCOLS, type Protocol } from '../model/types.ts';
+import { makeSelector, type LabelSelector } from '../model/selector.ts';
+import { NAMESPACE_NAME_LABEL } from '../model/types.ts';
 import { ciliumSchemas, type RawCiliumPolicy, type RawCiliumRule } from './cilium-schemas.ts';
 import { readCiliumSelector, type CiliumSelector } from './cilium-selectors.ts';
 import { EVERYWHERE } from './calico-rules.ts';
 import type { DecodeContext } from './decode-context.ts';
 import { decodeMetadataName } from './decode-metadata.ts';
 import { plainCiliumPolicy } from './engine-shapes.ts';
-import { checkPortNumber, decodeCidr } from './decode-policy.ts';
+import { decodeCidr } from './decode-policy.ts';
+import { decodeToPorts } from './cilium-ports.ts';
 import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped.ts';
 import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
-import { dnsSubdomainProblem, portNameProblem } from './validate-names.ts';
+import { dnsSubdomainProblem } from './validate-names.ts';
 
 const CILIUM_API_VERSION = 'cilium.io/v2';
 
@@ -96,26 +96,31 @@ function decodeParsed(
   if (rules.length === 0)
     ctx.report('SCHEMA_REQUIRED', 'a Cilium policy needs spec or specs', ['spec'], true);
   const site = { clusterwide, namespace };
-  const policies = rules.flatMap(({ rule, path, suffix }) => {
-    const decoded = decodeRule(ctx, site, rule, path, `${name}${suffix}`);
-    return decoded ? [{ ...decoded, path }] : [];
-  });
+  const decoded: (DecodedRule & { path: FieldPath })[] = [];
+  for (const { rule, path, suffix } of rules) {
+    const one = decodeRule(ctx, site, rule, path, `${name}${suffix}`);
+    if (one) decoded.push({ ...one, path });
+  }
   if (ctx.failed) return undefined;
-  return policies.map((p) => ({
-    kind,
-    apiVersion,
-    name: p.name,
-    ...(namespace !== undefined ? { namespace } : {}),
-    tier: DEFAULT_TIER,
-    priority: 0,
-    subject: p.subject,
-    ingress: p.ingress,
-    egress: p.egress,
-    isolates: p.isolates,
-    ...(p.path[0] === 'specs' ? { specPath: p.path } : {}),
-    location: ctx.raw.locator.valueAt(ctx.raw.basePath),
-  }));
+  const location = ctx.raw.locator.valueAt(ctx.raw.basePath);
+  // Written field by field, in the order the model's readers (and its JSON) see: object spreads of
+  // optional parts were a tenth of reading a Cilium policy.
+  return decoded.map((p) => {
+    const policy: Writable<ClusterPolicy> = { kind, apiVersion, name: p.name } as Writable<ClusterPolicy>;
+    if (namespace !== undefined) policy.namespace = namespace;
+    policy.tier = DEFAULT_TIER;
+    policy.priority = 0;
+    policy.subject = p.subject;
+    policy.ingress = p.ingress;
+    policy.egress = p.egress;
+    policy.isolates = p.isolates;
+    if (p.path[0] === 'specs') policy.specPath = p.path;
+    policy.location = location;
+    return policy;
+  });
 }
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 interface Site {
   readonly clusterwide: boolean;
@@ -180,9 +185,7 @@ function decodeRule(
   }
   // A CiliumNetworkPolicy applies in its namespace only, whatever its selector says of namespaces.
   const subjectNamespace =
-    site.namespace !== undefined
-      ? makeSelector({ 'kubernetes.io/metadata.name': site.namespace }, [])
-      : selector.namespace;
+    site.namespace !== undefined ? namespaceSelector(site.namespace) : selector.namespace;
   if (site.namespace !== undefined && selector.scoped)
     ctx.report(
       'SELECTOR_KEY_IGNORED',
@@ -215,14 +218,31 @@ function decodeList(
   path: FieldPath,
 ): ClusterRule[] {
   const field = path[path.length - 1] as string;
-  return (raw ?? []).flatMap((rule, index) => {
+  const rules: ClusterRule[] = [];
+  (raw ?? []).forEach((rule, index) => {
     const decoded = decodePeerRule(ctx, site, rule, direction, action, [...path, index]);
-    if (!decoded) return [];
-    return [{ index, action, ...(field !== direction ? { field } : {}), ...decoded }];
+    if (!decoded) return;
+    const clusterRule: Writable<ClusterRule> = { index, action } as Writable<ClusterRule>;
+    if (field !== direction) clusterRule.field = field;
+    clusterRule.peers = decoded.peers;
+    if (decoded.ports !== undefined) clusterRule.ports = decoded.ports;
+    if (decoded.failClosed !== undefined) clusterRule.failClosed = decoded.failClosed;
+    rules.push(clusterRule);
   });
+  return rules;
 }
 
 const L3_FIELDS = ['Endpoints', 'CIDR', 'CIDRSet', 'Entities', 'Nodes', 'Groups'] as const;
+const FIELD_PREFIX = { ingress: 'from', egress: 'to' } as const;
+/** Per direction, written once: a rule's fields are looked up by these names for every rule read. */
+const L3_FIELDS_OF: Record<Direction, readonly string[]> = {
+  ingress: L3_FIELDS.map((f) => `from${f}`),
+  egress: [...L3_FIELDS.map((f) => `to${f}`), 'toServices', 'toFQDNs'],
+};
+const NOT_ANALYSED_FIELDS_OF: Record<Direction, readonly string[]> = {
+  ingress: ['fromRequires', 'fromGroups', 'toServices', 'toFQDNs'],
+  egress: ['toRequires', 'toGroups', 'toServices', 'toFQDNs'],
+};
 
 /** One rule's peers and ports (and whether it fails closed). */
 function decodePeerRule(
@@ -234,21 +254,17 @@ function decodePeerRule(
   path: FieldPath,
 ): Omit<ClusterRule, 'index' | 'action' | 'field'> | undefined {
   const before = ctx.diagnostics.length;
-  const prefix = direction === 'ingress' ? 'from' : 'to';
+  const prefix = FIELD_PREFIX[direction];
   const present = (field: string): boolean =>
     Array.isArray(raw[field]) && (raw[field] as unknown[]).length > 0;
-  const l3Fields = [
-    ...L3_FIELDS.map((f) => `${prefix}${f}`),
-    ...(direction === 'egress' ? ['toServices', 'toFQDNs'] : []),
-  ];
+  const l3Fields = L3_FIELDS_OF[direction];
   const l3 = l3Fields.filter(present);
   // "Explicitly check for empty non-nil slices, it should not result in any identity being selected."
   const emptyGiven = l3Fields.some((f) => Array.isArray(raw[f]) && (raw[f] as unknown[]).length === 0);
   const ports = decodeToPorts(ctx, raw, action, path);
   const icmps = present('icmps');
   const notAnalysed: string[] = [];
-  for (const field of [`${prefix}Requires`, `${prefix}Groups`, 'toServices', 'toFQDNs'])
-    if (present(field)) notAnalysed.push(field);
+  for (const field of NOT_ANALYSED_FIELDS_OF[direction]) if (present(field)) notAnalysed.push(field);
   if (raw.authentication)
     ctx.report(
       'RULE_NOT_ANALYSED',
@@ -306,6 +322,18 @@ function decodePeerRule(
   return { peers, ...(portList !== undefined ? { ports: portList } : {}) };
 }
 
+/** The selector of one namespace by name, made once per name (bounded; cleared when full). */
+const namespaceSelectors = new Map<string, LabelSelector>();
+function namespaceSelector(name: string): LabelSelector {
+  let selector = namespaceSelectors.get(name);
+  if (!selector) {
+    if (namespaceSelectors.size >= 10_000) namespaceSelectors.clear();
+    selector = makeSelector({ [NAMESPACE_NAME_LABEL]: name }, []);
+    namespaceSelectors.set(name, selector);
+  }
+  return selector;
+}
+
 function endpointPeers(
   ctx: DecodeContext,
   site: Site,
@@ -319,9 +347,7 @@ function endpointPeers(
     return selector.entities.flatMap((e) => entityPeers(ctx, e, path, notAnalysed));
   // Without a namespace of its own: the policy's namespace (clusterwide: every namespace).
   const namespaces =
-    selector.scoped || site.namespace === undefined
-      ? selector.namespace
-      : makeSelector({ 'kubernetes.io/metadata.name': site.namespace }, []);
+    selector.scoped || site.namespace === undefined ? selector.namespace : namespaceSelector(site.namespace);
   return [
     {
       type: 'pods',
@@ -413,88 +439,4 @@ function cidrPeers(
   });
   if (!cidr) return [];
   return [{ type: 'outside', cidrs: subtractCidrsCached(cidr, except) }];
-}
-
-/**
- * `toPorts`: the union of its entries' ports — `'none'` when the rule has none (every port) —
- * reporting the L7 parts. An entry without ports covers every port.
- */
-function decodeToPorts(
-  ctx: DecodeContext,
-  raw: Record<string, unknown>,
-  action: 'allow' | 'deny',
-  path: FieldPath,
-): ClusterPort[] | 'none' | undefined {
-  const list = raw.toPorts as readonly Record<string, unknown>[] | null | undefined;
-  if (!list || list.length === 0) return 'none';
-  const out: ClusterPort[] = [];
-  let every = false;
-  list.forEach((entry, i) => {
-    const at = [...path, 'toPorts', i];
-    const l7 = ['rules', 'terminatingTLS', 'originatingTLS', 'serverNames', 'listener'].filter(
-      (f) => entry[f] != null,
-    );
-    if (l7.length > 0 && action === 'allow')
-      ctx.report(
-        'RULE_NOT_ANALYSED',
-        `${l7.join(', ')} (L7) ${l7.length === 1 ? 'is' : 'are'} not analysed: the connection is allowed at L4; requests on it are then filtered by the proxy`,
-        [...at, l7[0] as string],
-      );
-    const ports = (entry.ports as readonly RawPortProtocol[] | null | undefined) ?? [];
-    if (ports.length === 0) every = true;
-    ports.forEach((port, j) => out.push(...portEntries(ctx, port, [...at, 'ports', j])));
-  });
-  return every ? 'none' : out;
-}
-
-/** A `ports` entry as the schema reads it. */
-interface RawPortProtocol {
-  readonly port?: string | number | null;
-  readonly endPort?: number | null;
-  readonly protocol?: string | null;
-}
-
-function portEntries(ctx: DecodeContext, raw: RawPortProtocol, path: FieldPath): ClusterPort[] {
-  const protocolText = raw.protocol == null || raw.protocol === '' ? 'ANY' : raw.protocol.toUpperCase();
-  if (!['TCP', 'UDP', 'SCTP', 'ANY'].includes(protocolText)) {
-    ctx.report('PROTOCOL_INVALID', `protocol "${raw.protocol ?? ''}" is not TCP, UDP, SCTP or ANY`, [
-      ...path,
-      'protocol',
-    ]);
-    return [];
-  }
-  const protocols: readonly Protocol[] = protocolText === 'ANY' ? PROTOCOLS : [protocolText as Protocol];
-  const port = raw.port;
-  const endPort = raw.endPort ?? undefined;
-  if (port === undefined || port === null || port === '' || port === '0' || port === 0)
-    return protocols.map((protocol) => ({ type: 'number', protocol }));
-  const text = String(port);
-  if (/^[0-9]+$/.test(text)) {
-    const number = Number(text);
-    checkPortNumber(ctx, number, [...path, 'port']);
-    if (endPort !== undefined) {
-      checkPortNumber(ctx, endPort, [...path, 'endPort']);
-      if (endPort < number)
-        ctx.report(
-          'END_PORT_BEFORE_PORT',
-          `endPort ${endPort} must be greater than or equal to port ${number}`,
-          [...path, 'endPort'],
-        );
-    }
-    return protocols.map((protocol) => ({
-      type: 'number',
-      protocol,
-      port: number,
-      ...(endPort !== undefined && endPort > number ? { endPort } : {}),
-    }));
-  }
-  const problem = portNameProblem(text);
-  if (problem) {
-    ctx.report('PORT_NAME_INVALID', `named port "${text}" is invalid: ${problem}`, [...path, 'port']);
-    return [];
-  }
-  // "EndPort is ignored if Port is a named port."
-  return protocolText === 'ANY'
-    ? [{ type: 'named', name: text }]
-    : [{ type: 'named', name: text, protocol: protocolText as Protocol }];
 }

@@ -6,7 +6,7 @@
  * but only when some policy of that engine reads them: an input without such selectors keeps its
  * pods exactly as written (and output never shows these labels: model/identity-labels.ts).
  */
-import { policySubjects, type ClusterPolicy } from '../model/cluster-policy.ts';
+import type { ClusterPolicy } from '../model/cluster-policy.ts';
 import {
   CALICO_SERVICE_ACCOUNT_LABEL,
   CALICO_SERVICE_ACCOUNT_PREFIX,
@@ -37,20 +37,34 @@ export function withIdentityLabels<E extends Pick<Endpoint, 'namespace' | 'label
   });
 }
 
-/** Which engines' service-account labels any selector reads. */
+/** Which engines' service-account labels any selector reads (stops when it has found both). */
 function readKeys(policies: readonly ClusterPolicy[]): { calico: boolean; cilium: boolean } {
-  const found = { calico: false, cilium: false };
-  const visit = (selector: LabelSelector | undefined): void => {
-    for (const r of selector?.requirements ?? []) {
-      if (r.key === CALICO_SERVICE_ACCOUNT_LABEL || r.key.startsWith(CALICO_SERVICE_ACCOUNT_PREFIX))
-        found.calico = true;
-      if (r.key === CILIUM_SERVICE_ACCOUNT_LABEL) found.cilium = true;
-    }
-  };
+  let found = 0;
   for (const policy of policies) {
-    for (const subject of policySubjects(policy)) visit(subject.podSelector);
-    for (const rule of [...policy.ingress, ...policy.egress])
-      for (const peer of rule.peers) if (peer.type === 'pods') visit(peer.podSelector);
+    found |= keysRead(policy.subject.podSelector);
+    for (const subject of policy.moreSubjects ?? []) found |= keysRead(subject.podSelector);
+    for (const rule of policy.ingress) found |= peersRead(rule.peers);
+    for (const rule of policy.egress) found |= peersRead(rule.peers);
+    if (found === (CALICO | CILIUM)) break;
   }
-  return found;
+  return { calico: (found & CALICO) !== 0, cilium: (found & CILIUM) !== 0 };
+}
+
+const CALICO = 1;
+const CILIUM = 2;
+
+function peersRead(peers: ClusterPolicy['ingress'][number]['peers']): number {
+  let read = 0;
+  for (const peer of peers) if (peer.type === 'pods') read |= keysRead(peer.podSelector);
+  return read;
+}
+
+function keysRead(selector: LabelSelector | undefined): number {
+  let read = 0;
+  for (const r of selector?.requirements ?? []) {
+    if (r.key === CALICO_SERVICE_ACCOUNT_LABEL || r.key.startsWith(CALICO_SERVICE_ACCOUNT_PREFIX))
+      read |= CALICO;
+    if (r.key === CILIUM_SERVICE_ACCOUNT_LABEL) read |= CILIUM;
+  }
+  return read;
 }
