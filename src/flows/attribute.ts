@@ -125,9 +125,13 @@ export function attributeEvents(context: AttributionContext, events: readonly Ve
   );
 }
 
-/** What makes two events one judgement: the connection, the kernel's verdict and the side that dropped it. */
+/**
+ * What makes two events one judgement: the connection, the kernel's verdict and the side that
+ * dropped it. The addresses are written with their lengths: a reader's are canonical addresses,
+ * but an event from elsewhere may hold any text, and `a|b` then `c` must not meet `a` then `b|c`.
+ */
 function judgementKey(event: VerdictEvent): string {
-  return `${event.src}|${event.dst}|${event.protocol}|${event.port}|${event.verdict}|${event.deniedBy ?? ''}`;
+  return `${event.src.length}:${event.src}|${event.dst.length}:${event.dst}|${event.protocol}|${event.port}|${event.verdict}|${event.deniedBy ?? ''}`;
 }
 
 /** The record one event stands for (count: its weight), named by the context's evaluator. */
@@ -151,6 +155,8 @@ export function attributeEvent(context: AttributionContext, event: VerdictEvent)
 function judgement(context: AttributionContext, event: VerdictEvent, key: string): Judgement {
   const src = classedAddress(context, event.src);
   const dst = classedAddress(context, event.dst);
+  // An address that does not parse is named by nothing (no evaluation): not worth a memo entry.
+  if (!src || !dst) return judge(context, event);
   const classKey = `${src.key}|${dst.key}|${event.protocol}|#${context.portClasses.classOf(event.port)}|${event.verdict}|${event.deniedBy ?? ''}`;
   let found = context.memo.get(classKey) ?? context.memo.get(key);
   if (!found) {
@@ -167,14 +173,20 @@ function judgement(context: AttributionContext, event: VerdictEvent, key: string
 }
 
 /**
- * How the memo knows an address: a pod's or node's (or one that does not parse) by its text, an
- * address outside the cluster by its class — with its canonical text, which the record shows.
+ * How the memo knows an address: a pod's or node's by its text (`=`), an address outside the
+ * cluster by its class (`#`: `AddressClasses`) — with its canonical text, which the record shows;
+ * undefined when it does not parse. The marks keep the kinds of key apart (and apart from
+ * `judgementKey`'s, which start with a length).
  */
-function classedAddress(context: AttributionContext, text: string): { key: string; outside?: string } {
-  if (context.pods.has(text) || context.nodes.has(text)) return { key: text };
+function classedAddress(
+  context: AttributionContext,
+  text: string,
+): { key: string; outside?: string } | undefined {
+  if (context.pods.has(text) || context.nodes.has(text)) return { key: `=${text}` };
   const parsed = parseIp(text);
-  if (!parsed.ok || isClusterAddress(context.index, parsed.value)) return { key: text };
-  return { key: context.addressClasses.classOf(parsed.value), outside: formatIp(parsed.value) };
+  if (!parsed.ok) return undefined;
+  if (isClusterAddress(context.index, parsed.value)) return { key: `=${text}` };
+  return { key: `#${context.addressClasses.classOf(parsed.value)}`, outside: formatIp(parsed.value) };
 }
 
 function record(

@@ -202,6 +202,31 @@ describe('attribution by class', () => {
     assert.deepEqual(verdicts, [true, false, true, false]);
   });
 
+  it('keeps addresses that do not parse apart from classes and from each other', () => {
+    // Text no reader writes, but an event from elsewhere may hold: it must not stand for a class
+    // (v4#N was one's key) nor, split at a '|', for another connection.
+    const context = attributionContext(cluster, 'n2');
+    const [garbage, real] = attributeEvents(context, [
+      { ...base, src: 'v4#1', port: 8080, verdict: 'allowed' },
+      { ...base, src: '203.0.113.5', port: 8080, verdict: 'allowed' },
+    ]);
+    assert.deepEqual(garbage?.decidedBy, []);
+    assert.deepEqual(real?.decidedBy, [
+      { direction: 'ingress', tier: 'NetworkPolicy', outcome: 'allow', policy: 'prod/db', rule: 1 },
+    ]);
+    const split = attributeEvents(attributionContext(cluster, undefined), [
+      { ...base, src: 'a|b', dst: 'c', port: 1, verdict: 'allowed' },
+      { ...base, src: 'a', dst: 'b|c', port: 1, verdict: 'allowed' },
+    ]);
+    assert.deepEqual(
+      split.map((r) => [r.src.ip, r.dst.ip]),
+      [
+        ['a|b', 'c'],
+        ['a', 'b|c'],
+      ],
+    );
+  });
+
   it('keeps a judgement that disagrees with the kernel for its own port, with its own reason', () => {
     const context = attributionContext(cluster, 'n2');
     const [first, second] = attributeEvents(context, [
