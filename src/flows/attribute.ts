@@ -12,7 +12,7 @@
  */
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
-import { evaluate, indexCluster, isClusterAddress, type ClusterIndex } from '../semantics/index.ts';
+import { evaluate, indexCluster, type ClusterIndex } from '../semantics/index.ts';
 import type { Address, EvaluateOptions, SideVerdict } from '../semantics/types.ts';
 import { decidingRule } from './deciding-rule.ts';
 import { AddressClasses } from './address-classes.ts';
@@ -185,8 +185,9 @@ function classedAddress(
   if (context.pods.has(text) || context.nodes.has(text)) return { key: `=${text}` };
   const parsed = parseIp(text);
   if (!parsed.ok) return undefined;
-  if (isClusterAddress(context.index, parsed.value)) return { key: `=${text}` };
-  return { key: `#${context.addressClasses.classOf(parsed.value)}`, outside: formatIp(parsed.value) };
+  const canonical = formatIp(parsed.value);
+  const addressClass = context.addressClasses.classOf(parsed.value, canonical);
+  return addressClass === undefined ? { key: `=${text}` } : { key: `#${addressClass}`, outside: canonical };
 }
 
 function record(

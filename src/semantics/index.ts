@@ -6,7 +6,6 @@ export { evaluate, connectionFamilies, isAllowed } from './evaluate.ts';
 export { allowedPorts, sidePorts } from './allowed-ports.ts';
 export {
   indexCluster,
-  isClusterAddress,
   isOwnNode,
   listMatchesAll,
   namedPortOf,
