@@ -10,6 +10,7 @@ import { rmSync } from 'node:fs';
 import type { AgentState } from './types.ts';
 import type { FlowTable } from '../flows/index.ts';
 import { serveFlows } from './flow-feed.ts';
+import { NodeFactError } from './node-facts.ts';
 
 interface HealthSource {
   readonly state: AgentState;
@@ -72,7 +73,17 @@ export async function serveHealth(source: HealthSource, host: string, port: numb
   // A socket file an earlier agent left behind (killed) would refuse the listen.
   if (socketPath) rmSync(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    // Where the agent cannot listen is a fact about the node, said in one line (no stack).
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const where = socketPath ?? `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'the address is in use (another agent on this node, or another service?)'
+          : error.code === 'EACCES'
+            ? 'permission denied'
+            : error.message;
+      reject(new NodeFactError(`cannot serve /healthz on --listen ${where}: ${why}`));
+    });
     if (socketPath) server.listen(socketPath, () => resolve());
     else server.listen(port, host, () => resolve());
   });

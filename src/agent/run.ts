@@ -22,7 +22,7 @@ import { ControllerElection } from './leadership.ts';
 import type { HeldLock } from '../dataplane/index.ts';
 import type { Realizer } from './types.ts';
 import { realizerWorkerScript, WorkerRealizer } from './worker-realizer.ts';
-import { serveHealth } from './http.ts';
+import { serveHealth, type HealthServer } from './http.ts';
 import { startFlowFeed } from './flow-feed.ts';
 import { FlowTable } from '../flows/index.ts';
 import { PromMetrics } from './metrics.ts';
@@ -188,22 +188,30 @@ export async function runAgent(command: AgentCommand, io: AgentIo): Promise<numb
           onBatch: (records, lost) => metrics.flowsSeen(records, flows.stats(), lost),
         })
       : undefined;
-    const health = command.listen
-      ? await serveHealth(
-          {
-            get state() {
-              return agent.state;
+    let health: HealthServer | undefined;
+    try {
+      health = command.listen
+        ? await serveHealth(
+            {
+              get state() {
+                return agent.state;
+              },
+              exposeMetrics: () => metrics.expose(),
+              ...(flows ? { flows } : {}),
+              get standingBy() {
+                return election?.standingBy;
+              },
             },
-            exposeMetrics: () => metrics.expose(),
-            ...(flows ? { flows } : {}),
-            get standingBy() {
-              return election?.standingBy;
-            },
-          },
-          command.listen.host,
-          command.listen.port,
-        )
-      : undefined;
+            command.listen.host,
+            command.listen.port,
+          )
+        : undefined;
+    } catch (error) {
+      // Nothing has started yet: the realizer's thread and the feed must not keep the process up.
+      await feed?.stop();
+      await realizer.close();
+      throw error;
+    }
     let stopping = false;
     let started = false;
     let leadershipLost = false;

@@ -7,7 +7,16 @@
  * metrics port, which serves /health and /metrics only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, lstatSync, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -198,11 +207,43 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A free loopback port (the kernel picks one; it is released before etcd binds it). */
+/**
+ * A free loopback port, released before its user binds it. Taken below the kernel's ephemeral
+ * range (`ip_local_port_range`), where the kernel never hands out a port to an outgoing
+ * connection: a port from that range could be some connection's local port by the time a
+ * restarted agent binds it again (seen in the fault suite: EADDRINUSE). Random, so that two
+ * callers rarely try the same one; the kernel's own pick when none below the range is free.
+ */
 export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let attempt = 0; attempt < 50 && low > FIXED_PORTS_FROM + 1; attempt++) {
+    const port = FIXED_PORTS_FROM + Math.floor(Math.random() * (low - FIXED_PORTS_FROM));
+    if (await bindable(port)) return port;
+  }
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** Below this, well-known and registered services live. */
+const FIXED_PORTS_FROM = 10_000;
+
+/** The first port of the kernel's ephemeral range (Linux's default 32768 when unreadable). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }

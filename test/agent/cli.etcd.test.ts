@@ -7,6 +7,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { freePort } from '../../src/etcd/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
@@ -100,6 +101,45 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     assert.ok(lines.some((l) => l.msg.startsWith('stopped')));
     const stopped = await cli(['status', '--etcd', etcd.server.endpoint, '--prefix', root]);
     assert.match(stopped.stdout, /\nn1 +stopped /);
+  });
+
+  it('says in one line when it cannot listen, and exits 2 at once', async () => {
+    // A port another process holds (seen in the fault suite: a restarted agent's port taken by
+    // some connection): one line, no stack, and the realizer's thread does not keep it running.
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as AddressInfo).port;
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          ...palisadeArgv(),
+          ...agentArgs({
+            etcd: etcd.server.endpoint,
+            datapath: 'classifier',
+            layout: uniqueLayout(),
+            extra: ['--listen', `127.0.0.1:${port}`],
+          }),
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      children.push(child);
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await Promise.race([
+        new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c))),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still running after 30 s'), 30_000)),
+      ]);
+      assert.equal(code, 2, stderr);
+      assert.match(
+        stderr,
+        new RegExp(
+          `^palisade: cannot serve /healthz on --listen 127\\.0\\.0\\.1:${port}: the address is in use \\(another agent on this node, or another service\\?\\)\n$`,
+        ),
+      );
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
   });
 
   it('says in one line when etcd does not answer, and exits 1', async () => {
