@@ -6,13 +6,15 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
 import { freePort } from '../../src/etcd/index.ts';
 import { cli } from '../helpers/cli.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { agentArgs, smallCluster, uniqueLayout, writeObjects } from './helpers.ts';
 import { palisadeArgv } from '../helpers/executable.ts';
+import type { KeyLayout } from '../../src/reflected/index.ts';
 
 describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
   const etcd = suiteEtcd();
@@ -22,33 +24,37 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
 
-  it('runs as a process: logs JSON, serves health and metrics, reports status, stops on SIGTERM', async () => {
-    const layout = uniqueLayout();
-    const root = layout.base.replace(/\/v1\/$/, '');
-    const revision = await writeObjects(etcd.store, layout, smallCluster());
+  /** `palisade agent` on the classifier datapath as a process, killed after the suite if still running. */
+  const spawnAgent = (
+    layout: KeyLayout,
+    extra: readonly string[],
+  ): ChildProcessByStdio<null, Readable, Readable> => {
     const child = spawn(
       process.execPath,
       [
         ...palisadeArgv(),
-        ...agentArgs({
-          etcd: etcd.server.endpoint,
-          datapath: 'classifier',
-          layout,
-          extra: [
-            // Port 0, read back from the log: a port chosen free beforehand can be taken by
-            // another test's server before the agent binds it (the test then spoke to that server).
-            '--listen',
-            '127.0.0.1:0',
-            '--lease-ttl',
-            '2',
-            '--status-interval',
-            '50',
-          ],
-        }),
+        ...agentArgs({ etcd: etcd.server.endpoint, datapath: 'classifier', layout, extra }),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     children.push(child);
+    return child;
+  };
+
+  it('runs as a process: logs JSON, serves health and metrics, reports status, stops on SIGTERM', async () => {
+    const layout = uniqueLayout();
+    const root = layout.base.replace(/\/v1\/$/, '');
+    const revision = await writeObjects(etcd.store, layout, smallCluster());
+    const child = spawnAgent(layout, [
+      // Port 0, read back from the log: a port chosen free beforehand can be taken by
+      // another test's server before the agent binds it (the test then spoke to that server).
+      '--listen',
+      '127.0.0.1:0',
+      '--lease-ttl',
+      '2',
+      '--status-interval',
+      '50',
+    ]);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -110,20 +116,7 @@ describe('palisade agent and palisade status', { skip: needsEtcd }, () => {
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
     const port = (holder.address() as AddressInfo).port;
     try {
-      const child = spawn(
-        process.execPath,
-        [
-          ...palisadeArgv(),
-          ...agentArgs({
-            etcd: etcd.server.endpoint,
-            datapath: 'classifier',
-            layout: uniqueLayout(),
-            extra: ['--listen', `127.0.0.1:${port}`],
-          }),
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      children.push(child);
+      const child = spawnAgent(uniqueLayout(), ['--listen', `127.0.0.1:${port}`]);
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const code = await Promise.race([

@@ -254,9 +254,11 @@ describe('the nftables agent repairs its table when others change it', { skip, c
       });
       assert.ok(inTrouble(shown.nodes[0]!), 'palisade status exits 1');
       assert.match(formatStatus(shown), /, 1 degraded\n/);
+      // `,stale` too when the record is older than the status interval says it should be: on a
+      // loaded machine (CI) reading the 200,000-level value delays the next status write.
       assert.match(
         formatStatus(shown),
-        /\nn1 +alive +degraded +nftables .* 1 key unreadable: pod\/shop\/deep: the value is nested deeper than 64 levels/,
+        /\nn1 +alive +degraded(,stale)? +nftables .* 1 key unreadable: pod\/shop\/deep: the value is nested deeper than 64 levels/,
       );
     } finally {
       await health.close();
