@@ -7,7 +7,8 @@
  */
 import type { Cluster } from '../model/types.ts';
 import type { IpAddress, IpFamily } from '../net/ip.ts';
-import { cidrInterval, familyInterval, type IpInterval } from '../net/intervals.ts';
+import { familyInterval, type IpInterval } from '../net/intervals.ts';
+import { addressCuts } from '../semantics/index.ts';
 
 export interface AddressRange {
   readonly interval: IpInterval;
@@ -15,13 +16,7 @@ export interface AddressRange {
 }
 
 export function addressRanges(clusters: readonly Cluster[]): AddressRange[] {
-  const cuts = new Map<IpFamily, Set<bigint>>();
-  const cut = (interval: IpInterval): void => {
-    let set = cuts.get(interval.family);
-    if (!set) cuts.set(interval.family, (set = new Set()));
-    set.add(interval.lo);
-    set.add(interval.hi + 1n);
-  };
+  const cuts = addressCuts(clusters);
   const used = new Map<IpFamily, bigint[]>();
   const use = (ip: IpAddress): void => {
     const list = used.get(ip.family);
@@ -29,15 +24,6 @@ export function addressRanges(clusters: readonly Cluster[]): AddressRange[] {
     else used.set(ip.family, [ip.value]);
   };
   for (const cluster of clusters) {
-    for (const policy of cluster.policies)
-      for (const rule of [...policy.ingress, ...policy.egress])
-        for (const peer of rule.peers ?? [])
-          if (peer.type === 'ipBlock') for (const c of [peer.cidr, ...peer.except]) cut(cidrInterval(c));
-    for (const policy of cluster.clusterPolicies)
-      for (const rule of [...policy.ingress, ...policy.egress])
-        for (const peer of rule.peers)
-          if (peer.type === 'networks' || peer.type === 'outside')
-            for (const c of peer.cidrs) cut(cidrInterval(c));
     for (const e of cluster.endpoints) for (const ip of e.ips) use(ip);
     for (const node of cluster.nodes.values()) for (const ip of node.addresses) use(ip);
   }

@@ -84,8 +84,8 @@ export function attributionContext(
     ...(node !== undefined ? { node } : {}),
     options,
     memo: new Map(),
-    portClasses: PortClasses.of([cluster]),
-    addressClasses: AddressClasses.of([cluster]),
+    portClasses: PortClasses.of(cluster),
+    addressClasses: AddressClasses.of(cluster),
   };
 }
 

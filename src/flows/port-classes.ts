@@ -20,8 +20,8 @@ export class PortClasses {
     this.boundaries = Int32Array.from(new Set(boundaries)).sort();
   }
 
-  /** The classes of every policy of these clusters (the enforced set and, when staged, the staged one). */
-  static of(clusters: readonly Cluster[]): PortClasses {
+  /** The classes of the cluster's policies, enforced and staged. */
+  static of(cluster: Cluster): PortClasses {
     const boundaries: number[] = [];
     const range = (first: number, last: number): void => {
       boundaries.push(first, last + 1);
@@ -32,29 +32,32 @@ export class PortClasses {
     const clusterPort = (port: ClusterPort): void => {
       if (port.type === 'number' && port.port !== undefined) range(port.port, port.endPort ?? port.port);
     };
-    for (const cluster of clusters) {
-      for (const policy of [...cluster.policies, ...(cluster.staged?.policies ?? [])])
-        for (const rule of [...policy.ingress, ...policy.egress])
-          for (const port of rule.ports ?? []) policyPort(port);
-      for (const policy of [...cluster.clusterPolicies, ...(cluster.staged?.clusterPolicies ?? [])])
-        for (const rule of [...policy.ingress, ...policy.egress])
-          for (const port of rule.ports ?? []) clusterPort(port);
-      // A named port means a container port's number, whichever pod it is asked of.
-      for (const endpoint of cluster.endpoints)
-        for (const port of endpoint.ports) if (port.name !== undefined) range(port.port, port.port);
-    }
+    for (const policy of [...cluster.policies, ...(cluster.staged?.policies ?? [])])
+      for (const rule of [...policy.ingress, ...policy.egress])
+        for (const port of rule.ports ?? []) policyPort(port);
+    for (const policy of [...cluster.clusterPolicies, ...(cluster.staged?.clusterPolicies ?? [])])
+      for (const rule of [...policy.ingress, ...policy.egress])
+        for (const port of rule.ports ?? []) clusterPort(port);
+    // A named port means a container port's number, whichever pod it is asked of.
+    for (const endpoint of cluster.endpoints)
+      for (const port of endpoint.ports) if (port.name !== undefined) range(port.port, port.port);
     return new PortClasses(boundaries);
   }
 
   /** The class of a port: how many boundaries are at or below it. */
   classOf(port: number): number {
-    let low = 0;
-    let high = this.boundaries.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if ((this.boundaries[middle] ?? 0) <= port) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+    return countAtOrBelow(this.boundaries, port);
   }
+}
+
+/** How many values of a sorted list are at or below `value` (a binary search). */
+export function countAtOrBelow<T extends number | bigint>(sorted: ArrayLike<T>, value: T): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((sorted[middle] as T) <= value) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }

@@ -42,3 +42,4 @@ export {
   type PortSet,
 } from '../model/port-set.ts';
 export type * from './types.ts';
+export { addressCuts } from './address-cuts.ts';
