@@ -27,7 +27,7 @@
  * a new key of another kind cannot be guessed and is left out. Either way the key is listed in
  * `unreadable()` until a readable value or a delete replaces it — the agent's degraded phase.
  */
-import { comparePolicies } from '../model/precedence.ts';
+import { sortByPrecedence } from '../model/precedence.ts';
 import { clusterPolicyKey } from '../model/cluster-policy.ts';
 import type { DecodedObject } from '../ingest/types.ts';
 import { formatIp, parseIp, type IpAddress } from '../net/ip.ts';
@@ -254,7 +254,7 @@ export class ClusterMirror {
       namespaces: new Map([...this.namespaces].sort(([a], [b]) => compare(a, b))),
       endpoints,
       policies,
-      clusterPolicies: [...this.clusterPolicies.values()].sort(comparePolicies),
+      clusterPolicies: sortByPrecedence([...this.clusterPolicies.values()]),
       nodes: new Map([...this.emittedNodes].sort(([a], [b]) => compare(a, b))),
       ...(staged
         ? {
@@ -262,7 +262,7 @@ export class ClusterMirror {
               policies: [...this.stagedPolicies.values()].sort(
                 (a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name),
               ),
-              clusterPolicies: [...this.stagedClusterPolicies.values()].sort(comparePolicies),
+              clusterPolicies: sortByPrecedence([...this.stagedClusterPolicies.values()]),
             },
           }
         : {}),

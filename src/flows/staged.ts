@@ -8,7 +8,7 @@
  * then apply together, as they would once both were enforced). Enforcing a staged policy is
  * removing its mark (`palisade.dev/staged`): the set then enforced is exactly the staged set.
  */
-import { comparePolicies } from '../model/precedence.ts';
+import { sortByPrecedence } from '../model/precedence.ts';
 import { policyKey, type Cluster } from '../model/types.ts';
 import type { SideVerdict, Verdict } from '../semantics/types.ts';
 import { decidingRule } from './deciding-rule.ts';
@@ -21,7 +21,7 @@ export function withStagedApplied(cluster: Cluster): Cluster | undefined {
   const policies = [...cluster.policies, ...staged.policies].sort((a, b) =>
     policyKey(a) < policyKey(b) ? -1 : policyKey(a) > policyKey(b) ? 1 : 0,
   );
-  const clusterPolicies = [...cluster.clusterPolicies, ...staged.clusterPolicies].sort(comparePolicies);
+  const clusterPolicies = sortByPrecedence([...cluster.clusterPolicies, ...staged.clusterPolicies]);
   const { staged: _staged, ...enforced } = cluster;
   return { ...enforced, policies, clusterPolicies };
 }

@@ -22,7 +22,7 @@ import {
 } from '../model/types.ts';
 import type { TierSpec } from '../model/cluster-policy.ts';
 import type { DecodedObject } from './types.ts';
-import { comparePolicies } from '../model/precedence.ts';
+import { sortByPrecedence } from '../model/precedence.ts';
 import { priorityTies } from './priority-ties.ts';
 import { attributeWorkloads, type OwnedEndpoint } from './workloads.ts';
 import { sharedPodAddresses } from './shared-pod-addresses.ts';
@@ -115,7 +115,7 @@ export function buildCluster(
     namespaces: new Map([...namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
     endpoints: assignIds(endpoints),
     policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
-    clusterPolicies: tiered.sort(comparePolicies),
+    clusterPolicies: sortByPrecedence(tiered),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
     ...rejectedOnly(rejected, policies),
     ...(services.length > 0
@@ -125,7 +125,7 @@ export function buildCluster(
       ? {
           staged: {
             policies: stagedPolicies.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
-            clusterPolicies: stagedClusterPolicies.sort(comparePolicies),
+            clusterPolicies: sortByPrecedence(stagedClusterPolicies),
           },
         }
       : {}),

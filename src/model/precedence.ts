@@ -118,6 +118,36 @@ export function comparePolicies(a: ClusterPolicy, b: ClusterPolicy): number {
   return textOrder(calicoTieText(a), calicoTieText(b)) || textOrder(clusterPolicyKey(a), clusterPolicyKey(b));
 }
 
+/**
+ * `policies` in `comparePolicies`' order, sorted in place: each policy's texts and keys made once
+ * rather than per comparison — a comparator that built `calicoTieText` twice per comparison was
+ * most of sorting 10,000 policies.
+ */
+export function sortByPrecedence<P extends ClusterPolicy>(policies: P[]): P[] {
+  const keyed = policies.map((policy) => {
+    const api = policyEngine(policy.kind) === 'network-policy-api';
+    return {
+      policy,
+      rank: NAMED_TIER_RANK[policy.tier] ?? 3,
+      api,
+      precedence: api ? policyPrecedenceKey(policy) : 0,
+      tie: api ? '' : calicoTieText(policy),
+      key: clusterPolicyKey(policy),
+    };
+  });
+  keyed.sort((a, b) => {
+    const pa = a.policy;
+    const pb = b.policy;
+    if (pa.tier !== pb.tier) return a.rank - b.rank || (pa.tier < pb.tier ? -1 : 1);
+    if (a.api && b.api) return a.precedence - b.precedence || textOrder(a.key, b.key);
+    if (pa.priority !== pb.priority) return pa.priority < pb.priority ? -1 : 1;
+    if (a.api !== b.api) return a.api ? -1 : 1;
+    return textOrder(a.tie, b.tie) || textOrder(a.key, b.key);
+  });
+  for (let i = 0; i < keyed.length; i++) policies[i] = (keyed[i] as (typeof keyed)[0]).policy;
+  return policies;
+}
+
 function textOrder(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -5,13 +5,14 @@
  * thousand policies sorts once, not a thousand times.
  */
 import { selectorMatches } from '../model/selector.ts';
-import { comparePolicies } from '../model/precedence.ts';
-import { policyApplies, policySubjects, type TierSpec } from '../model/cluster-policy.ts';
+import { sortByPrecedence } from '../model/precedence.ts';
+import { policyApplies, type TierSpec } from '../model/cluster-policy.ts';
 import { tierOrder } from '../model/tier-order.ts';
 import type { ClusterPolicy, LabelSelector, Labels, Tier } from '../model/types.ts';
 
 interface SelectorGroup {
   readonly selector: LabelSelector;
+  /** In precedence order; never changed once built (candidates hand it out as is). */
   readonly policies: ClusterPolicy[];
 }
 
@@ -26,6 +27,15 @@ interface SlotIndex {
 }
 
 const NO_GROUPS: readonly SelectorGroup[] = [];
+const DIRECTIONS = ['ingress', 'egress'] as const;
+
+/** A slot's name (`tier|direction`), made once per tier and direction rather than per lookup. */
+const slotNames = new Map<Tier, { readonly ingress: string; readonly egress: string }>();
+function slotOf(tier: Tier, direction: 'ingress' | 'egress'): string {
+  let names = slotNames.get(tier);
+  if (!names) slotNames.set(tier, (names = { ingress: `${tier}|ingress`, egress: `${tier}|egress` }));
+  return names[direction];
+}
 
 function indexSelectors(groups: Iterable<SelectorGroup>): SlotIndex {
   const index: SlotIndex = { byValue: new Map(), byKey: new Map(), rest: [] };
@@ -94,53 +104,65 @@ export class ClusterPolicyIndex {
     tier: Tier,
     direction: 'ingress' | 'egress',
     namespaceLabels: Labels | undefined,
-  ): ClusterPolicy[] {
+  ): readonly ClusterPolicy[] {
     if (!namespaceLabels) return [];
     const { slots, position } = this.build();
-    const slot = slots.get(`${tier}|${direction}`);
+    const slot = slots.get(slotOf(tier, direction));
     if (!slot) return [];
-    const found: ClusterPolicy[] = [];
-    const visit = (group: SelectorGroup): void => {
-      if (selectorMatches(group.selector, namespaceLabels))
-        for (const policy of group.policies) found.push(policy);
-    };
     // Only the selectors that can match: those requiring one of the namespace's labels (by
-    // value, or by key for Exists), and those requiring none.
+    // value, or by key for Exists), and those requiring none. Each group's policies are in
+    // precedence order already: one matching group (the usual case) is the answer as is.
+    let first: SelectorGroup | undefined;
+    let more: SelectorGroup[] | undefined;
+    const visit = (groups: readonly SelectorGroup[] | undefined): void => {
+      for (const group of groups ?? NO_GROUPS) {
+        if (!selectorMatches(group.selector, namespaceLabels)) continue;
+        if (!first) first = group;
+        else (more ??= []).push(group);
+      }
+    };
     for (const label in namespaceLabels) {
-      const byValue = slot.byValue.get(label);
-      const value = namespaceLabels[label] as string;
-      for (const group of byValue?.get(value) ?? NO_GROUPS) visit(group);
-      for (const group of slot.byKey.get(label) ?? NO_GROUPS) visit(group);
+      visit(slot.byValue.get(label)?.get(namespaceLabels[label] as string));
+      visit(slot.byKey.get(label));
     }
-    for (const group of slot.rest) visit(group);
+    visit(slot.rest);
+    if (!first) return [];
+    if (!more) return first.policies;
+    const found: ClusterPolicy[] = [...first.policies];
+    for (const group of more) for (const policy of group.policies) found.push(policy);
     // A policy whose subjects have several namespace selectors can be found under more than one.
-    const unique = found.length > 1 ? [...new Set(found)] : found;
+    const unique = [...new Set(found)];
     return unique.sort((a, b) => (position.get(a) as number) - (position.get(b) as number));
   }
 
   private build() {
     if (this.built) return this.built;
-    const ordered = [...this.byKey.values()].sort(comparePolicies);
-    const position = new Map(ordered.map((p, i) => [p, i] as const));
+    const ordered = sortByPrecedence([...this.byKey.values()]);
+    const position = new Map<ClusterPolicy, number>();
+    // Per slot, its policies grouped by namespace selector key: a resync builds this for every
+    // policy, so no per-policy Map or key string (the slot names are made once per tier).
     const bySlot = new Map<string, Map<string, SelectorGroup>>();
-    for (const policy of ordered) {
-      for (const direction of ['ingress', 'egress'] as const) {
+    const add = (slot: string, selector: LabelSelector, policy: ClusterPolicy): void => {
+      let groups = bySlot.get(slot);
+      if (!groups) bySlot.set(slot, (groups = new Map<string, SelectorGroup>()));
+      const group = groups.get(selector.key);
+      if (group) {
+        // A policy whose subjects repeat a namespace selector is listed under it once.
+        if (group.policies[group.policies.length - 1] !== policy) group.policies.push(policy);
+      } else groups.set(selector.key, { selector, policies: [policy] });
+    };
+    for (let i = 0; i < ordered.length; i++) {
+      const policy = ordered[i] as ClusterPolicy;
+      position.set(policy, i);
+      for (const direction of DIRECTIONS) {
         if (!policyApplies(policy, direction)) continue;
-        const slot = `${policy.tier}|${direction}`;
-        const groups = bySlot.get(slot) ?? new Map<string, SelectorGroup>();
-        // Under each of its subjects' namespace selectors (once per distinct one).
-        const selectors = new Map(
-          policySubjects(policy).map((s) => [s.namespaceSelector.key, s.namespaceSelector]),
-        );
-        for (const [key, selector] of selectors) {
-          const group = groups.get(key) ?? { selector, policies: [] };
-          group.policies.push(policy);
-          groups.set(key, group);
-        }
-        bySlot.set(slot, groups);
+        const slot = slotOf(policy.tier, direction);
+        add(slot, policy.subject.namespaceSelector, policy);
+        for (const subject of policy.moreSubjects ?? []) add(slot, subject.namespaceSelector, policy);
       }
     }
-    const slots = new Map([...bySlot].map(([slot, g]) => [slot, indexSelectors(g.values())] as const));
+    const slots = new Map<string, SlotIndex>();
+    for (const [slot, groups] of bySlot) slots.set(slot, indexSelectors(groups.values()));
     return (this.built = { ordered, position, slots, tiers: tierOrder(ordered) });
   }
 }
