@@ -9,6 +9,7 @@ import type { ClusterPolicy, ClusterRule, Protocol } from '../model/types.ts';
 import {
   ALL_PODS,
   groupKey,
+  sharedGroupKey,
   hasNodesPeers,
   hasRelativePeers,
   hasSubjectNodePeers,
@@ -35,48 +36,54 @@ interface RuleDependencies {
   readonly own: boolean;
   /** Named ports and nothing else. */
   readonly onlyNamed: boolean;
+  /** Its nets depend on nothing but the rule: no relative peer, node or outside peer. */
+  readonly pure: boolean;
 }
 const ruleDependenciesMemo = new WeakMap<ClusterRule, RuleDependencies>();
 export function ruleDependencies(rule: ClusterRule): RuleDependencies {
   let found = ruleDependenciesMemo.get(rule);
   if (!found) {
-    const relative = rule.peers.some(isRelativePeer);
+    let relative = false;
+    let nodes = false;
+    let own = false;
+    for (const peer of rule.peers) {
+      relative ||= isRelativePeer(peer);
+      nodes ||= peer.type === 'nodes' || peer.type === 'outside';
+      own ||= peer.type === 'nodes' && peer.only !== undefined;
+    }
     const named = rule.ports?.some((p) => p.type === 'named') ?? false;
-    const nodes = rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside');
-    const own = rule.peers.some((p) => p.type === 'nodes' && p.only !== undefined);
-    found = { relative, named, nodes, own, onlyNamed: named && !relative && !nodes && !own };
+    const pure = !relative && !nodes && !own;
+    found = { relative, named, nodes, own, onlyNamed: named && pure, pure };
     ruleDependenciesMemo.set(rule, found);
   }
   return found;
 }
 
 /**
- * A rule's nets when they depend on nothing but the rule (no relative peer, node or outside
- * peer), per port entry ('' plain; `name/protocol` a named one): made once per rule object. A
+ * A pure rule's nets for one named port entry (`name/protocol`), made once per rule object: a
  * named-port rule is expanded again for each pod's ports, and resolving its peers was most of that.
  */
-const pureNets = new WeakMap<ClusterRule, Map<string, PeerNet[]>>();
-export function pureNetsOf(
+const pureNamedNets = new WeakMap<ClusterRule, Map<string, PeerNet[]>>();
+export function pureNamedNetsOf(
   rule: ClusterRule,
-  named: { name: string; protocol: Protocol } | undefined,
-  compute: (named?: { name: string; protocol: Protocol }) => PeerNet[],
+  named: { name: string; protocol: Protocol },
+  compute: (named: { name: string; protocol: Protocol }) => PeerNet[],
 ): PeerNet[] {
-  let byEntry = pureNets.get(rule);
-  if (!byEntry) pureNets.set(rule, (byEntry = new Map<string, PeerNet[]>()));
-  const key = named ? `${named.name}/${named.protocol}` : '';
+  let byEntry = pureNamedNets.get(rule);
+  if (!byEntry) pureNamedNets.set(rule, (byEntry = new Map<string, PeerNet[]>()));
+  const key = `${named.name}/${named.protocol}`;
   let nets = byEntry.get(key);
   if (!nets) byEntry.set(key, (nets = compute(named)));
   return nets;
 }
-/** The plain entry's rule nets if they were made before (see `pureNetRefs`). */
-export function knownPureNetRefs(rule: ClusterRule): NetRef[] | undefined {
-  return pureRefs.get(rule);
-}
-/** The plain entry's nets as rule nets, once per rule object (see `pureNets`). */
+/**
+ * A pure rule's nets for its numbered ports (and an ingress named port's), as rule nets: made
+ * once per rule object.
+ */
 const pureRefs = new WeakMap<ClusterRule, NetRef[]>();
 export function pureNetRefs(rule: ClusterRule, compute: () => PeerNet[]): NetRef[] {
   let refs = pureRefs.get(rule);
-  if (!refs) pureRefs.set(rule, (refs = pureNetsOf(rule, undefined, compute).map(netRef)));
+  if (!refs) pureRefs.set(rule, (refs = compute().map(netRef)));
   return refs;
 }
 /**
@@ -162,7 +169,7 @@ export function dependenciesOf(
 const ALL_PODS_KEY = groupKey(ALL_PODS);
 
 export function netRef(net: PeerNet): NetRef {
-  if (net.kind === 'group') return { kind: 'group', group: groupKey(net.spec) };
+  if (net.kind === 'group') return { kind: 'group', group: sharedGroupKey(net.spec) };
   if (net.kind === 'outside') return { kind: 'outside', cidr: net.cidr, pods: ALL_PODS_KEY };
   return net.kind === 'cidr' ? { kind: 'cidr', cidr: net.cidr } : ANY_NET;
 }

@@ -14,7 +14,7 @@ import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/ty
 import { PROTOCOLS } from '../model/types.ts';
 import {
   clusterRuleNets,
-  groupKey,
+  sharedGroupKey,
   type CompilingStore,
   type PeerNet,
   type PlanSelection,
@@ -27,10 +27,9 @@ import { tierLists, withNodePermits } from './tier-lists.ts';
 import {
   canonicalOrder,
   dependenciesOf,
-  knownPureNetRefs,
   netRef,
   pureNetRefs,
-  pureNetsOf,
+  pureNamedNetsOf,
   pureRuleRules,
   ruleDependencies,
   type Dependencies,
@@ -330,18 +329,8 @@ export class TierTables {
     direction: Direction,
     sink: TupleSink,
   ): void {
-    const { relative, nodes, own } = ruleDependencies(rule);
-    const pure = !relative && !nodes && !own;
-    // A rule with plain nets made before and numbered ports (the usual kind): nothing else needed.
-    const refs = pure ? knownPureNetRefs(rule) : undefined;
-    if (refs && rule.ports?.every((port) => port.type === 'number')) {
-      for (const port of rule.ports) {
-        const from = port.port ?? -1;
-        const to = port.port === undefined ? -1 : (port.endPort ?? port.port);
-        for (const net of refs) sink(net, port.protocol, from, to);
-      }
-      return;
-    }
+    const dependencies = ruleDependencies(rule);
+    const { relative, pure } = dependencies;
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
     const compute = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
@@ -351,30 +340,29 @@ export class TierTables {
         for (const net of nets) if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
       return nets;
     };
-    const netsFor = pure
-      ? (named?: { name: string; protocol: Protocol }): PeerNet[] => pureNetsOf(rule, named, compute)
-      : compute;
-    const plain = refs ?? (pure ? pureNetRefs(rule, compute) : compute().map(netRef));
+    // The plain nets only when a port entry reads them (an egress named port reads its own).
+    let plainNets: NetRef[] | undefined;
+    const plain = (): NetRef[] => (plainNets ??= pure ? pureNetRefs(rule, compute) : compute().map(netRef));
     if (!rule.ports) {
-      for (const net of plain) sink(net, 'ANY', -1, -1);
+      for (const net of plain()) sink(net, 'ANY', -1, -1);
       return;
     }
     for (const port of rule.ports) {
       if (port.type === 'number') {
         const from = port.port ?? -1;
         const to = port.port === undefined ? -1 : (port.endPort ?? port.port);
-        for (const net of plain) sink(net, port.protocol, from, to);
+        for (const net of plain()) sink(net, port.protocol, from, to);
       } else if (direction === 'ingress') {
         for (const target of namedPortTargets(pod.ports, port.name, port.protocol))
-          for (const net of plain) sink(net, target.protocol, target.port, target.port);
+          for (const net of plain()) sink(net, target.protocol, target.port, target.port);
       } else {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
-        for (const protocol of PROTOCOLS)
-          for (const net of port.protocol === undefined || port.protocol === protocol
-            ? netsFor({ name: port.name, protocol })
-            : []) {
+        for (const protocol of PROTOCOLS) {
+          if (port.protocol !== undefined && port.protocol !== protocol) continue;
+          const named = { name: port.name, protocol };
+          for (const net of pure ? pureNamedNetsOf(rule, named, compute) : compute(named)) {
             if (net.kind !== 'group') continue;
-            const group = groupKey(net.spec);
+            const group = sharedGroupKey(net.spec);
             for (const number of this.state.group(group)?.ports.keys() ?? [])
               sink(
                 { kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` },
@@ -383,6 +371,7 @@ export class TierTables {
                 number,
               );
           }
+        }
       }
     }
   }

@@ -7,7 +7,7 @@
  * v0.1.1's relative peers (sameLabels, notSameLabels) become ordinary namespace selectors once
  * the subject's namespace is known.
  */
-import { hostCidr, type Cidr } from '../net/ip.ts';
+import { familyBits, hostCidr, type Cidr } from '../net/ip.ts';
 import { subtractCidrs } from '../net/subtract.ts';
 import { makeSelector, MATCH_ALL, type LabelSelector } from '../model/selector.ts';
 import type {
@@ -56,8 +56,29 @@ export function isRelativePeer(peer: ClusterPeer): boolean {
   return peer.type === 'pods' && !peer.namespaces.selector;
 }
 
-/** The group a pods/namespaces peer stands for (optionally one named port's members on one protocol). */
+/**
+ * The group a pods/namespaces peer stands for (optionally one named port's members on one
+ * protocol). A peer that is not relative stands for one group whatever the subject: its spec is
+ * made once per peer object and named port, so that the store's groups and the compiler's nets
+ * share one spec and one key string (`sharedGroupKey`) — each was made again for every rule the
+ * compiler expanded, and its key hashed anew.
+ */
 function clusterPeerGroupSpec(
+  peer: Extract<ClusterPeer, { type: 'pods' }>,
+  subjectLabels: Labels,
+  namedPort?: { readonly name: string; readonly protocol: Protocol },
+): GroupSpec {
+  if (isRelativePeer(peer)) return peerGroupSpec(peer, subjectLabels, namedPort);
+  let byPort = peerSpecs.get(peer);
+  if (!byPort) peerSpecs.set(peer, (byPort = new Map<string, GroupSpec>()));
+  const key = namedPort ? `${namedPort.name}/${namedPort.protocol}` : '';
+  let spec = byPort.get(key);
+  if (!spec) byPort.set(key, (spec = peerGroupSpec(peer, subjectLabels, namedPort)));
+  return spec;
+}
+const peerSpecs = new WeakMap<ClusterPeer, Map<string, GroupSpec>>();
+
+function peerGroupSpec(
   peer: Extract<ClusterPeer, { type: 'pods' }>,
   subjectLabels: Labels,
   namedPort?: { readonly name: string; readonly protocol: Protocol },
@@ -86,37 +107,36 @@ export function clusterRuleNets(
   subjectNode?: string,
 ): PeerNet[] {
   // Sorted (only when needed): the same nodes give the same rules whatever order they arrived in.
-  const nodeList = rule.peers.some((p) => p.type === 'nodes' || p.type === 'outside')
-    ? sortedNodes(nodes)
-    : [];
-  const viaAddresses = (cidrs: readonly Cidr[]): PeerNet[] =>
-    named
-      ? cidrs.length > 0
-        ? [{ kind: 'group', spec: { ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort: named } }]
-        : []
-      : cidrs.map((cidr) => ({ kind: 'cidr', cidr }));
-  return rule.peers.flatMap((peer): PeerNet[] => {
+  // One loop pushing into one array: this runs for every rule the compiler expands.
+  let nodeList: readonly NodeInfo[] | undefined;
+  const nets: PeerNet[] = [];
+  const viaAddresses = (cidrs: readonly Cidr[]): void => {
+    if (!named) for (const cidr of cidrs) nets.push({ kind: 'cidr', cidr });
+    else if (cidrs.length > 0)
+      nets.push({ kind: 'group', spec: { ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort: named } });
+  };
+  for (const peer of rule.peers) {
     if (peer.type === 'pods')
-      return [{ kind: 'group', spec: clusterPeerGroupSpec(peer, subjectLabels, named) }];
-    if (peer.type === 'networks') return viaAddresses(peer.cidrs);
-    if (peer.type === 'nodes') {
+      nets.push({ kind: 'group', spec: clusterPeerGroupSpec(peer, subjectLabels, named) });
+    else if (peer.type === 'networks') viaAddresses(peer.cidrs);
+    else if (peer.type === 'nodes') {
       const cidrs: Cidr[] = [];
-      for (const node of nodeList) {
+      for (const node of (nodeList ??= sortedNodes(nodes))) {
         if (peer.only === 'own' && node.name !== subjectNode) continue;
         if (peer.only === 'others' && node.name === subjectNode) continue;
         if (selectorMatches(peer.selector, node.labels))
           for (const ip of node.addresses) cidrs.push(hostCidr(ip));
       }
-      return viaAddresses(cidrs);
+      viaAddresses(cidrs);
+    } else if (peer.type === 'outside') {
+      if (named) continue; // no pod is outside: a named port resolves on none of it
+      const list = (nodeList ??= sortedNodes(nodes));
+      for (const cidr of peer.cidrs)
+        for (const piece of outsidePieces(list, cidr)) nets.push({ kind: 'outside', cidr: piece });
     }
-    if (peer.type === 'outside') {
-      if (named) return []; // no pod is outside: a named port resolves on none of it
-      return peer.cidrs.flatMap((cidr) =>
-        outsidePieces(nodeList, cidr).map((piece): PeerNet => ({ kind: 'outside', cidr: piece })),
-      );
-    }
-    return []; // domainNames: nothing a datapath without name resolution can match
-  });
+    // domainNames: nothing a datapath without name resolution can match
+  }
+  return nets;
 }
 
 /** Per list of nodes (the store's is one array per version): it sorted, and blocks less its addresses. */
@@ -138,15 +158,44 @@ function sortedNodes(nodes: Iterable<NodeInfo>): readonly NodeInfo[] {
   return nodesEntry(nodes).sorted;
 }
 
-/** A block less the nodes' addresses (outside the cluster), computed once per block and nodes. */
+/**
+ * A block less the nodes' addresses (outside the cluster), computed once per block and nodes.
+ * Only the addresses inside the block are subtracted, found by binary search in the sorted
+ * addresses: a block holding none of a thousand nodes was a thousand bigint steps.
+ */
 function outsidePieces(nodes: readonly NodeInfo[], cidr: Cidr): Cidr[] {
   const entry = nodesEntry(nodes);
   let pieces = entry.pieces.get(cidr.text);
   if (!pieces) {
-    entry.addresses ??= nodes.flatMap((node) => node.addresses.map(hostCidr));
-    entry.pieces.set(cidr.text, (pieces = subtractCidrs(cidr, entry.addresses)));
+    entry.addresses ??= nodes
+      .flatMap((node) => node.addresses.map(hostCidr))
+      .sort((a, b) => a.family - b.family || (a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
+    const inside = addressesIn(entry.addresses, cidr);
+    entry.pieces.set(cidr.text, (pieces = inside.length === 0 ? [cidr] : subtractCidrs(cidr, inside)));
   }
   return pieces;
+}
+
+/** The host addresses (sorted by family, then address) that lie in a block. */
+function addressesIn(sorted: readonly Cidr[], block: Cidr): readonly Cidr[] {
+  const last = block.base + (1n << BigInt(familyBits(block.family) - block.prefix)) - 1n;
+  const before = (a: Cidr): boolean =>
+    a.family < block.family || (a.family === block.family && a.base < block.base);
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (before(sorted[middle] as Cidr)) low = middle + 1;
+    else high = middle;
+  }
+  let end = low;
+  while (
+    end < sorted.length &&
+    (sorted[end] as Cidr).family === block.family &&
+    (sorted[end] as Cidr).base <= last
+  )
+    end++;
+  return sorted.slice(low, end);
 }
 
 /** Group specs a policy holds regardless of subject (its peers that are not relative). */
@@ -159,7 +208,7 @@ export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
         if (direction === 'egress' && peer.type === 'networks')
           for (const port of rule.ports ?? [])
             if (port.type === 'named')
-              for (const protocol of PROTOCOLS)
+              for (const protocol of namedProtocols(port))
                 specs.push({
                   ipBlock: { cidr: [...peer.cidrs], podsOnly: true },
                   namedPort: { name: port.name, protocol },
@@ -169,12 +218,21 @@ export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
         if (direction !== 'egress') continue;
         for (const port of rule.ports ?? [])
           if (port.type === 'named')
-            for (const protocol of PROTOCOLS)
+            for (const protocol of namedProtocols(port))
               specs.push(clusterPeerGroupSpec(peer, {}, { name: port.name, protocol }));
       }
     }
   }
   return specs;
+}
+
+/**
+ * The protocols an egress named port's partitions are needed on: its own, or every protocol when
+ * it names none (the compiler expands it on those alone). Groups for the others were built, their
+ * members found, and never read.
+ */
+function namedProtocols(port: { readonly protocol?: Protocol }): readonly Protocol[] {
+  return port.protocol !== undefined ? [port.protocol] : PROTOCOLS;
 }
 
 const nodesPeers = new WeakMap<ClusterPolicy, boolean>();

@@ -9,7 +9,7 @@ import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
 import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex } from './cluster-policy-index.ts';
-import { groupKey } from './group-key.ts';
+import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
 import type { GroupSpec, PlanSelection, TierSelection } from './types.ts';
@@ -176,9 +176,9 @@ export class ClusterPolicyStore {
   acquireGroup(policy: ClusterPolicy, spec: GroupSpec): string {
     const key = clusterPolicyKey(policy);
     const held = this.held.get(key) ?? new Set<string>();
-    const group = groupKey(spec);
+    const group = sharedGroupKey(spec);
     if (!held.has(group)) {
-      this.host.groups.acquire(spec, clusterPolicyOwner(key));
+      this.host.groups.acquire(spec, clusterPolicyOwner(key), group);
       held.add(group);
       this.held.set(key, held);
     }
@@ -194,9 +194,9 @@ export class ClusterPolicyStore {
     this.policies.set(key, policy);
     const held = new Set<string>();
     for (const spec of clusterPolicyGroupSpecs(policy)) {
-      const group = groupKey(spec);
+      const group = sharedGroupKey(spec);
       if (held.has(group)) continue;
-      this.host.groups.acquire(spec, clusterPolicyOwner(key));
+      this.host.groups.acquire(spec, clusterPolicyOwner(key), group);
       held.add(group);
     }
     this.held.set(key, held);

@@ -21,6 +21,18 @@ export function groupKey(spec: GroupSpec): string {
   return key;
 }
 
+/**
+ * `groupKey`, made once per spec object: the compiler looks its rules up by group key, and a key
+ * string made again is hashed again. For specs that are kept and asked again (cluster policy
+ * peers', `clusterRuleNets`); a spec made for one use is better keyed by `groupKey`.
+ */
+export function sharedGroupKey(spec: GroupSpec): string {
+  let key = sharedKeys.get(spec);
+  if (key === undefined) sharedKeys.set(spec, (key = groupKey(spec)));
+  return key;
+}
+const sharedKeys = new WeakMap<GroupSpec, string>();
+
 function joined(key: string, part: string): string {
   return key === '' ? part : `${key};${part}`;
 }

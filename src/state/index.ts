@@ -11,7 +11,7 @@ export {
   hasSubjectNodePeers,
   isRelativePeer,
 } from './cluster-policy-groups.ts';
-export { groupKey, groupAdmits } from './group-key.ts';
+export { groupKey, groupAdmits, sharedGroupKey } from './group-key.ts';
 export {
   ruleNets,
   policyGroupSpecs,
