@@ -6,16 +6,7 @@
  */
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
 import type { ClusterPolicy, ClusterRule, Protocol } from '../model/types.ts';
-import {
-  ALL_PODS,
-  groupKey,
-  sharedGroupKey,
-  hasNodesPeers,
-  hasRelativePeers,
-  hasSubjectNodePeers,
-  isRelativePeer,
-  type PeerNet,
-} from '../state/index.ts';
+import { ALL_PODS, groupKey, sharedGroupKey, isRelativePeer, type PeerNet } from '../state/index.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -121,30 +112,47 @@ export function pureRuleRules(rule: ClusterRule, direction: Direction, make: () 
   return rules;
 }
 
-/** What one policy's rules depend on, per direction (policies are immutable: read once each). */
-interface PolicyDependencies {
+/**
+ * What one policy's rules depend on, per direction, and whether they only allow, each to peers a
+ * plain table holds (`plain`: pods, nodes and networks — an outside peer is a CIDR less the pods
+ * and nodes, a net a plain table has no form for; a domain name is none). Read in one pass over
+ * its rules, once per policy object (policies are immutable).
+ */
+export interface PolicyFacts {
   readonly relative: boolean;
   readonly nodes: boolean;
   readonly subjectNode: boolean;
   readonly named: Readonly<Record<Direction, boolean>>;
+  readonly plain: Readonly<Record<Direction, boolean>>;
 }
-const policyDependencies = new WeakMap<ClusterPolicy, PolicyDependencies>();
+const policyFactsMemo = new WeakMap<ClusterPolicy, PolicyFacts>();
 
-function dependenciesOfPolicy(policy: ClusterPolicy): PolicyDependencies {
-  let found = policyDependencies.get(policy);
+export function policyFacts(policy: ClusterPolicy): PolicyFacts {
+  let found = policyFactsMemo.get(policy);
   if (!found) {
-    const named = (direction: Direction): boolean =>
-      policy[direction].some((r) => r.ports?.some((x) => x.type === 'named') ?? false);
-    found = {
-      relative: hasRelativePeers(policy),
-      nodes: hasNodesPeers(policy),
-      subjectNode: hasSubjectNodePeers(policy),
-      named: { ingress: named('ingress'), egress: named('egress') },
-    };
-    policyDependencies.set(policy, found);
+    let relative = false;
+    let nodes = false;
+    let subjectNode = false;
+    const named = { ingress: false, egress: false };
+    const plain = { ingress: true, egress: true };
+    for (const direction of DIRECTIONS)
+      for (const rule of policy[direction]) {
+        if (rule.action !== 'allow') plain[direction] = false;
+        if (rule.ports?.some((x) => x.type === 'named')) named[direction] = true;
+        for (const peer of rule.peers) {
+          relative ||= isRelativePeer(peer);
+          nodes ||= peer.type === 'nodes' || peer.type === 'outside';
+          subjectNode ||= peer.type === 'nodes' && peer.only !== undefined;
+          if (peer.type !== 'pods' && peer.type !== 'nodes' && peer.type !== 'networks')
+            plain[direction] = false;
+        }
+      }
+    found = { relative, nodes, subjectNode, named, plain };
+    policyFactsMemo.set(policy, found);
   }
   return found;
 }
+const DIRECTIONS = ['ingress', 'egress'] as const;
 
 /** What a list of policies depends on for a direction; `subjectNode` when asked (the general path). */
 export function dependenciesOf(
@@ -157,7 +165,7 @@ export function dependenciesOf(
   let nodes = false;
   let subjectNode = false;
   for (const policy of policies) {
-    const d = dependenciesOfPolicy(policy);
+    const d = policyFacts(policy);
     relative ||= d.relative;
     named ||= d.named[direction];
     nodes ||= d.nodes;

@@ -3,9 +3,8 @@
  * configurator compiles those to NetworkPolicy-style tables (configurator.ts `permitTable`).
  */
 import { DEFAULT_TIER, policyIsolates, type TierSpec } from '../model/cluster-policy.ts';
-import type { ClusterPolicy } from '../model/types.ts';
 import type { PlanSelection, TierSelection } from '../state/index.ts';
-import { dependenciesOf, type Dependencies } from './expansion-memos.ts';
+import { policyFacts, type Dependencies } from './expansion-memos.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -28,14 +27,27 @@ export function permitSideOf(planned: PlanSelection, direction: Direction): Perm
   const memo = permitSides[direction];
   let side = memo.get(selection);
   if (side === undefined) {
-    const plain = selection.policies.every((policy) => onlyPlainPermits(policy, direction));
-    side = plain
-      ? {
-          selection,
-          isolates: selection.policies.some((policy) => policyIsolates(policy, direction)),
-          dependencies: dependenciesOf(selection.policies, direction, true),
-        }
-      : null;
+    // One pass over the policies' facts (read once per policy object): each only allowing, to
+    // peers a table holds, and what their rules depend on.
+    let plain = true;
+    let isolates = false;
+    let relative = false;
+    let named = false;
+    let nodes = false;
+    let subjectNode = false;
+    for (const policy of selection.policies) {
+      const facts = policyFacts(policy);
+      if (!facts.plain[direction]) {
+        plain = false;
+        break;
+      }
+      isolates ||= policyIsolates(policy, direction);
+      relative ||= facts.relative;
+      named ||= facts.named[direction];
+      nodes ||= facts.nodes;
+      subjectNode ||= facts.subjectNode;
+    }
+    side = plain ? { selection, isolates, dependencies: { relative, named, nodes, subjectNode } } : null;
     memo.set(selection, side);
   }
   return side ?? undefined;
@@ -62,17 +74,4 @@ function defaultTierAt(plan: readonly TierSpec[]): number {
   let at = defaultTierPlaces.get(plan);
   if (at === undefined) defaultTierPlaces.set(plan, (at = plan.findIndex((t) => t.name === DEFAULT_TIER)));
   return at;
-}
-
-/**
- * Whether a policy's rules for a direction only allow, each to peers that expand to groups, CIDRs
- * or anything: pods, nodes and networks (an outside peer is a CIDR less the pods and nodes, a
- * net a plain table has no form for; a domain name is none).
- */
-function onlyPlainPermits(policy: ClusterPolicy, direction: Direction): boolean {
-  return policy[direction].every(
-    (rule) =>
-      rule.action === 'allow' &&
-      rule.peers.every((peer) => peer.type === 'pods' || peer.type === 'nodes' || peer.type === 'networks'),
-  );
 }

@@ -222,7 +222,11 @@ export class TierTables {
   /** What else the lists depend on: the namespace (relative peers), ports, groups' numbers, nodes. */
   private variant(pod: Endpoint, direction: Direction, dependencies: Dependencies): string {
     const { relative, named, nodes, subjectNode } = dependencies;
-    if (!relative && !named && !nodes && !subjectNode) return '';
+    if (!relative && !nodes && !subjectNode) {
+      // Nothing, or named ports alone (the usual kind): no key built from parts.
+      if (!named) return '';
+      return direction === 'ingress' ? portsKey(pod) : String(this.state.partitionVersion);
+    }
     return `${relative ? pod.namespace : ''}|${named && direction === 'ingress' ? portsKey(pod) : ''}|${
       named && direction === 'egress' ? this.state.partitionVersion : ''
     }|${nodes || subjectNode ? this.state.nodesVersion : ''}|${subjectNode ? (pod.node ?? '') : ''}`;

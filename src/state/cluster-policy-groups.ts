@@ -236,7 +236,6 @@ function namedProtocols(port: { readonly protocol?: Protocol }): readonly Protoc
 }
 
 const nodesPeers = new WeakMap<ClusterPolicy, boolean>();
-const relativePeers = new WeakMap<ClusterPolicy, boolean>();
 
 /** Whether a policy's nets depend on the nodes: nodes peers, and outside ones (node addresses are left out). */
 export function hasNodesPeers(policy: ClusterPolicy): boolean {
@@ -247,31 +246,6 @@ export function hasNodesPeers(policy: ClusterPolicy): boolean {
       (known = [...policy.ingress, ...policy.egress].some((r) =>
         r.peers.some((p) => p.type === 'nodes' || p.type === 'outside'),
       )),
-    );
-  return known;
-}
-
-const subjectNodePeers = new WeakMap<ClusterPolicy, boolean>();
-
-/** Whether a policy's nets depend on the subject's node (Cilium's host and remote-node). */
-export function hasSubjectNodePeers(policy: ClusterPolicy): boolean {
-  let known = subjectNodePeers.get(policy);
-  if (known === undefined)
-    subjectNodePeers.set(
-      policy,
-      (known = [...policy.ingress, ...policy.egress].some((r) =>
-        r.peers.some((p) => p.type === 'nodes' && p.only !== undefined),
-      )),
-    );
-  return known;
-}
-
-export function hasRelativePeers(policy: ClusterPolicy): boolean {
-  let known = relativePeers.get(policy);
-  if (known === undefined)
-    relativePeers.set(
-      policy,
-      (known = [...policy.ingress, ...policy.egress].some((r) => r.peers.some(isRelativePeer))),
     );
   return known;
 }

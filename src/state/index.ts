@@ -7,8 +7,6 @@ export {
   ALL_PODS,
   clusterRuleNets,
   hasNodesPeers,
-  hasRelativePeers,
-  hasSubjectNodePeers,
   isRelativePeer,
 } from './cluster-policy-groups.ts';
 export { groupKey, groupAdmits, sharedGroupKey } from './group-key.ts';
