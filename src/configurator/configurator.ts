@@ -7,33 +7,25 @@
  * Tables are memoized by what they depend on — the selecting policy objects (a key shared by
  * every pod with the same label set), the pod's named ports (ingress) and the groups' port
  * numbers (egress) — so pods with equal inputs share one computation and one table object.
+ *
+ * Calico's and Cilium's policies that only allow, in NetworkPolicy's tier, merge into the same
+ * tables (permit-side.ts); their blocks outside the cluster, which a table has no form for, go
+ * before the table as the side's Admin list of permits. Their other sides compile to ordered
+ * lists (tier-tables.ts, tier-lists.ts). Rules and tables are numbered in rule-numbering.ts.
  */
-import {
-  ANY_NET,
-  prepareRule,
-  PROTOCOL_RANK,
-  ruleKey,
-  type NetRef,
-  type PreparedRule,
-  type Rule,
-  type RuleTable,
-} from '../model/rule.ts';
-import type {
-  ClusterPolicy,
-  ClusterRule,
-  Endpoint,
-  NetworkPolicy,
-  PolicyPort,
-  Protocol,
-} from '../model/types.ts';
+import { hash } from 'node:crypto';
+import { rulePrecedenceKey } from '../model/precedence.ts';
+import { ANY_NET, ruleText, type NetRef, type Rule, type RuleTable } from '../model/rule.ts';
+import type { ClusterPolicy, ClusterRule, Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
 import {
   policyTemplates,
   type CompilingStore,
   type RuleTemplate,
   type TierSelection,
 } from '../state/index.ts';
-import { canonicalRules, tableOf } from './table-id.ts';
-import { PARTITION_SEPARATOR, portsKey, type PodTables } from './types.ts';
+import { canonicalRules } from './table-id.ts';
+import { DENY_REST, RuleNumbering, type NumberedRule } from './rule-numbering.ts';
+import { PARTITION_SEPARATOR, portsKey, type PodTables, type TieredTable } from './types.ts';
 import { TierTables } from './tier-tables.ts';
 import { permitSideOf, type PermitSide } from './permit-side.ts';
 
@@ -57,11 +49,6 @@ const MAX_MEMO_ENTRIES = 250_000;
 /** The permit memo's key for a side without a NetworkPolicy table. */
 const NO_TABLE: RuleTable = { id: '', rules: [] };
 
-const DENY_REST: NumberedRule = {
-  ...prepareRule({ action: 'deny', protocol: 'ANY', src: ANY_NET, dst: ANY_NET }),
-  serial: 0,
-};
-
 export class Configurator {
   /**
    * Per direction and selection key, the tables by variant. Almost every key has one variant,
@@ -73,26 +60,13 @@ export class Configurator {
   };
   private memoSize = 0;
   /**
-   * One table object per distinct table, by a hash of the serial numbers of its rules in
-   * canonical order (the table's id, a hash of its text, is only made when someone asks for it).
-   * A hash shared by different tables holds an array of them.
-   */
-  private readonly interned = new Map<number, RuleTable | RuleTable[]>();
-  /**
-   * One prepared rule per distinct rule, numbered: equal rules of different templates share it.
-   * The configurator's rules are permits with one side "any" and the other a group, a CIDR or
-   * "any" (keyed by ""): by that net, then by ruleShape.
-   */
-  private rulesByGroup = new Map<string, ShapeRules>();
-  private rulesByCidr = new Map<string, ShapeRules>();
-  /** Never reused, not even after the memo is cleared: cached rules keep their numbers. */
-  private serials = 1;
-  /**
    * Prepared rules of a policy direction's templates, by template index: its own port entry,
    * and (named ports) by resolved number. One entry per policy direction, not per template.
    */
   private preparedRules = new WeakMap<readonly RuleTemplate[], PreparedSlots>();
 
+  /** Every rule and table, numbered and interned (shared by both kinds of side). */
+  private readonly rules = new RuleNumbering();
   private readonly tierTables: TierTables;
   private readonly memoLimit: number;
   /**
@@ -103,10 +77,10 @@ export class Configurator {
     ingress: new Map<TierSelection, PermitEntry>(),
     egress: new Map<TierSelection, PermitEntry>(),
   };
-  /** Each interned table's numbered rules, so that a permit side can merge its own into them. */
-  private tableRules = new WeakMap<RuleTable, readonly NumberedRule[]>();
   /** Allowing rules' numbered permits per direction (`rulePermits`); null: not all are a table's. */
   private rulePermitMemo = newRulePermitMemo();
+  /** A rule's outside blocks' permits as an Admin list, by its numbered permits (`rulePermits`). */
+  private outsideLists = new WeakMap<readonly NumberedRule[], TieredTable>();
 
   constructor(
     private readonly state: CompilingStore,
@@ -122,8 +96,7 @@ export class Configurator {
     // Bounded between pods, never within one: a permit side merges into the table its
     // NetworkPolicy side just got, whose rules must still be known (`tableRules`). Rules are
     // kept by net too: policy churn brings new group names, so both are bounded.
-    if (this.memoSize >= this.memoLimit || this.rulesByGroup.size + this.rulesByCidr.size >= this.memoLimit)
-      this.clearMemo();
+    if (this.memoSize >= this.memoLimit || this.rules.size >= this.memoLimit) this.clearMemo();
     const selection = this.state.selection(pod);
     const ingress =
       selection.ingress.length > 0
@@ -159,7 +132,10 @@ export class Configurator {
     const permits = permitSideOf(planned, direction);
     const merged = permits ? this.permitTable(pod, direction, table, permits) : null;
     if (merged !== null) {
-      if (merged) out[direction] = merged;
+      if (merged && 'admin' in merged) {
+        out[direction] = merged.table;
+        out[direction === 'ingress' ? 'ingressTiers' : 'egressTiers'] = merged.admin;
+      } else if (merged) out[direction] = merged;
       return;
     }
     const tiers = this.tierTables.tiers(pod, direction, table, planned);
@@ -169,16 +145,17 @@ export class Configurator {
 
   /**
    * The NetworkPolicy table (if any) with a permit side's rules merged in: undefined when nothing
-   * isolates the side (every connection allowed), null when a rule expands to a net a table has no
-   * place for (the ordered lists then hold the side). Memoized by the side's selection, the
-   * NetworkPolicy table object and what the rules depend on of the pod.
+   * isolates the side (every connection allowed), null when a rule expands to a net a side has no
+   * place for (the ordered lists then hold it). Permits of blocks outside the cluster, which a
+   * table has no form for, come with it as the side's Admin list (`OutsideSplit`). Memoized by
+   * the side's selection, the NetworkPolicy table object and what the rules depend on of the pod.
    */
   private permitTable(
     pod: Endpoint,
     direction: Direction,
     table: RuleTable | undefined,
     side: PermitSide,
-  ): RuleTable | undefined | null {
+  ): PermitTables | undefined | null {
     if (!table && !side.isolates) return undefined;
     const memo = this.permitMemo[direction];
     const entry = memo.get(side.selection);
@@ -189,31 +166,45 @@ export class Configurator {
         ? entry.merged
         : entry?.more?.get(tableKey)?.get(variant);
     if (cached !== undefined) return cached;
-    const known = table ? this.tableRules.get(table) : undefined;
-    let merged: RuleTable | null = null;
+    const known = table ? this.rules.rulesOf(table) : undefined;
+    let merged: PermitTables | null = null;
     if (!table || known) {
       const prepared: NumberedRule[] = known ? known.slice() : [DENY_REST];
-      if (this.addPermits(pod, direction, side, prepared))
-        merged = this.intern(canonicalRules(prepared) as NumberedRule[]);
+      const outside: TieredTable[] | undefined = side.outside ? [] : undefined;
+      if (this.addPermits(pod, direction, side, prepared, outside)) {
+        const permits = this.rules.intern(canonicalRules(prepared) as NumberedRule[]);
+        merged = outside?.length ? { table: permits, admin: joinedLists(outside) } : permits;
+      }
     }
     if (!entry) memo.set(side.selection, { table: tableKey, variant, merged });
     else {
-      const more = (entry.more ??= new Map<RuleTable, Map<string, RuleTable | null>>());
+      const more = (entry.more ??= new Map<RuleTable, Map<string, PermitTables | null>>());
       let byVariant = more.get(tableKey);
-      if (!byVariant) more.set(tableKey, (byVariant = new Map<string, RuleTable | null>()));
+      if (!byVariant) more.set(tableKey, (byVariant = new Map<string, PermitTables | null>()));
       byVariant.set(variant, merged);
     }
     this.memoSize++;
     return merged;
   }
 
-  /** Appends the side's policies' rules as numbered permits; false at one a table cannot hold. */
-  private addPermits(pod: Endpoint, direction: Direction, side: PermitSide, out: NumberedRule[]): boolean {
+  /**
+   * Appends the side's policies' rules as numbered permits, and the Admin lists of their outside
+   * blocks to `outside` (given when the side has some); false at a net neither can hold.
+   */
+  private addPermits(
+    pod: Endpoint,
+    direction: Direction,
+    side: PermitSide,
+    out: NumberedRule[],
+    outside: TieredTable[] | undefined,
+  ): boolean {
     for (const policy of side.selection.policies)
       for (const rule of policy[direction]) {
         const permits = this.rulePermits(pod, policy, rule, direction);
         if (!permits) return false;
         for (const permit of permits) out.push(permit);
+        const list = outside && this.outsideLists.get(permits);
+        if (list) outside.push(list);
       }
     return true;
   }
@@ -245,11 +236,27 @@ export class Configurator {
     // A rule whose peer cannot be read matches nothing when it allows.
     if (!rule.failClosed) {
       const made: NumberedRule[] = permits;
+      let outside: Rule[] | undefined;
       this.tierTables.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
-        const permit = this.numberedNet(direction, net, protocol, from, to);
+        if (net.kind === 'outside') {
+          // As the ordered lists write it: the rule's precedence, its own net on its side.
+          const precedence = rulePrecedenceKey(policy, rule.index);
+          const src = direction === 'ingress' ? net : ANY_NET;
+          const dst = direction === 'egress' ? net : ANY_NET;
+          (outside ??= []).push(
+            from < 0
+              ? { action: 'permit', protocol, src, dst, precedence }
+              : { action: 'permit', protocol, src, dst, dstPorts: [from, to], precedence },
+          );
+          return;
+        }
+        const permit = this.rules.numberedNet(direction, net, protocol, from, to);
         if (permit) made.push(permit);
         else permits = null;
       });
+      // In expansion order (blocks by address, then ports): deterministic for the rule, and
+      // permits only, so no order changes a verdict.
+      if (outside && permits) this.outsideLists.set(permits, outsideList(outside));
     }
     this.memoSize++;
     if (variant === undefined) memo.pure.set(rule, permits);
@@ -261,46 +268,17 @@ export class Configurator {
     return permits;
   }
 
-  /**
-   * The numbered permit for a net (one side; anything on the other), protocol and port range
-   * (`from` -1: every port), or null for a net a table has no form for (an outside peer's).
-   */
-  private numberedNet(
-    direction: Direction,
-    net: NetRef,
-    protocol: Protocol | 'ANY',
-    from: number,
-    to: number,
-  ): NumberedRule | null {
-    if (net.kind !== 'group' && net.kind !== 'cidr' && net.kind !== 'any') return null;
-    const side = direction === 'ingress' && net.kind !== 'any' ? 0 : 1;
-    const shape = shapeOf(side, protocol, from, to);
-    const known = this.knownNumbered(net, shape);
-    if (known) return known;
-    const src = direction === 'ingress' ? net : ANY_NET;
-    const dst = direction === 'egress' ? net : ANY_NET;
-    return this.addNumbered(
-      net,
-      shape,
-      from < 0
-        ? { action: 'permit', protocol, src, dst }
-        : { action: 'permit', protocol, src, dst, dstPorts: [from, to] },
-    );
-  }
-
   /** Forgets memoized tables (after a resync, to bound memory). */
   clearMemo(): void {
     this.memo.ingress.clear();
     this.memo.egress.clear();
-    this.interned.clear();
-    this.rulesByGroup = new Map();
-    this.rulesByCidr = new Map();
+    this.rules.clear();
     this.preparedRules = new WeakMap();
     this.tierTables.clear();
     this.permitMemo.ingress.clear();
     this.permitMemo.egress.clear();
-    this.tableRules = new WeakMap();
     this.rulePermitMemo = newRulePermitMemo();
+    this.outsideLists = new WeakMap();
     this.memoSize = 0;
   }
 
@@ -332,32 +310,10 @@ export class Configurator {
     }
     // Different inputs can still give equal rules: one object per distinct table.
     const rules = canonicalRules(prepared) as NumberedRule[];
-    const table = this.intern(rules);
+    const table = this.rules.intern(rules);
     if (!entry) memo.set(policiesKey, { variant, table });
     else (entry.more ??= new Map<string, RuleTable>()).set(variant, table);
     this.memoSize++;
-    return table;
-  }
-
-  /**
-   * The one table object for these rules (canonical order): found by a hash of their serial
-   * numbers, confirmed rule by rule (numbered rules are one object per distinct rule).
-   */
-  private intern(rules: readonly NumberedRule[]): RuleTable {
-    let hash = rules.length;
-    for (const r of rules) hash = (Math.imul(hash, 0x01000193) ^ r.serial) | 0;
-    const known = this.interned.get(hash);
-    const same = (t: RuleTable): boolean =>
-      t.rules.length === rules.length && t.rules.every((rule, i) => rule === rules[i]?.rule);
-    if (known) {
-      const found = Array.isArray(known) ? known.find(same) : same(known) ? known : undefined;
-      if (found) return found;
-    }
-    const table = tableOf(rules.map((r) => r.rule));
-    this.tableRules.set(table, rules);
-    if (!known) this.interned.set(hash, table);
-    else if (Array.isArray(known)) known.push(table);
-    else this.interned.set(hash, [known, table]);
     return table;
   }
 
@@ -373,7 +329,7 @@ export class Configurator {
     const { net, port } = template;
     if (typeof port?.port !== 'string') {
       let rule = slots.plain[i];
-      if (!rule) slots.plain[i] = rule = this.numbered(permit(direction, net, port));
+      if (!rule) slots.plain[i] = rule = this.rules.numbered(permit(direction, net, port));
       out.push(rule);
       return;
     }
@@ -413,65 +369,12 @@ export class Configurator {
       direction === 'egress' && net.kind === 'group'
         ? { kind: 'group', group: `${net.group}${PARTITION_SEPARATOR}${port}` }
         : net;
-    const rule = this.numbered(permit(direction, ruleNet, template.port, [port, port]));
+    const rule = this.rules.numbered(permit(direction, ruleNet, template.port, [port, port]));
     if (!named)
       (slots.named ??= new Array<NamedPortRules | undefined>(slots.plain.length))[i] = { port, rule };
     else (named.more ??= new Map<number, NumberedRule>()).set(port, rule);
     return rule;
   }
-
-  /** The prepared, numbered form of a rule: the one already made for an equal rule, or a new one. */
-  private numbered(rule: Rule): NumberedRule {
-    const net = rule.src.kind === 'any' ? rule.dst : rule.src;
-    const shape = ruleShape(rule);
-    return this.knownNumbered(net, shape) ?? this.addNumbered(net, shape, rule);
-  }
-
-  /**
-   * The numbered rule made before for a net and shape (see `ruleShape`). Found by its net (a group
-   * name or CIDR text: strings whose hash is already cached) and a number for the rest — building
-   * and hashing the long sort key for every template was most of this function's cost; the key is
-   * made only for a rule not seen before.
-   */
-  private knownNumbered(net: NetRef, shape: number): NumberedRule | undefined {
-    const rules = (net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr).get(netText(net));
-    return rules?.shape === shape ? rules.rule : rules?.more?.get(shape);
-  }
-
-  /** Numbers a rule not seen before (its net's first shape kept inline, a Map made only for a second). */
-  private addNumbered(net: NetRef, shape: number, rule: Rule): NumberedRule {
-    const byNet = net.kind === 'group' ? this.rulesByGroup : this.rulesByCidr;
-    const text = netText(net);
-    const rules = byNet.get(text);
-    const made: NumberedRule = { rule, key: ruleKey(rule), serial: this.serials++ };
-    if (!rules) byNet.set(text, { shape, rule: made });
-    else (rules.more ??= new Map<number, NumberedRule>()).set(shape, made);
-    return made;
-  }
-}
-
-/** A net's text for the numbered rules' maps: a group's name, a CIDR's text, '' for anything. */
-function netText(net: NetRef): string {
-  return net.kind === 'group' ? net.group : net.kind === 'cidr' ? net.cidr.text : '';
-}
-
-/**
- * Everything of a permit rule but its net, as one number (exact below 2^53): which side the net
- * is on, the protocol and the port range.
- */
-function ruleShape(rule: Rule): number {
-  const side = rule.src.kind === 'any' ? 1 : 0;
-  return rule.dstPorts
-    ? shapeOf(side, rule.protocol, rule.dstPorts[0], rule.dstPorts[1])
-    : shapeOf(side, rule.protocol, -1, -1);
-}
-
-/** `ruleShape` from its parts: the net's side (0: source), the protocol, the range (`from` -1: every port). */
-function shapeOf(side: number, protocol: Protocol | 'ANY', from: number, to: number): number {
-  const rank = PROTOCOL_RANK[protocol];
-  return from < 0
-    ? ((side * 4 + rank) * 65537 + 65536) * 65537 + 65536
-    : ((side * 4 + rank) * 65537 + from) * 65537 + to;
 }
 
 /** A policy direction's prepared rules by template index (see Configurator.preparedRules). */
@@ -481,23 +384,11 @@ interface PreparedSlots {
   named?: (NamedPortRules | undefined)[];
 }
 
-/** The rules of one net: the first shape's inline, a Map for any others. */
-interface ShapeRules {
-  readonly shape: number;
-  readonly rule: NumberedRule;
-  more?: Map<number, NumberedRule>;
-}
-
 /** A named-port template's rule for its first resolved number, and a Map for any others. */
 interface NamedPortRules {
   readonly port: number;
   readonly rule: NumberedRule;
   more?: Map<number, NumberedRule>;
-}
-
-/** A prepared rule with its number among the distinct rules the configurator has seen. */
-interface NumberedRule extends PreparedRule {
-  readonly serial: number;
 }
 
 /**
@@ -507,8 +398,34 @@ interface NumberedRule extends PreparedRule {
 interface PermitEntry {
   readonly table: RuleTable;
   readonly variant: string;
-  readonly merged: RuleTable | null;
-  more?: Map<RuleTable, Map<string, RuleTable | null>>;
+  readonly merged: PermitTables | null;
+  more?: Map<RuleTable, Map<string, PermitTables | null>>;
+}
+
+/** A permit side's table, with its outside blocks' permits as an Admin list when it has some. */
+type PermitTables = RuleTable | OutsideSplit;
+interface OutsideSplit {
+  readonly table: RuleTable;
+  readonly admin: TieredTable;
+}
+
+/**
+ * The Admin list of one rule's outside blocks: permits only, no deny (no match goes on to the
+ * table). Named by its content, as every list is; made once per rule and variant.
+ */
+function outsideList(rules: readonly Rule[]): TieredTable {
+  const text = rules.map(ruleText).join('\n');
+  return { id: hash('sha256', `outside\u0002${text}`).slice(0, 16), admin: rules, baseline: [] };
+}
+
+/** A side's rules' outside lists as one (one rule's, the usual case: that list itself, shared). */
+function joinedLists(lists: readonly TieredTable[]): TieredTable {
+  if (lists.length === 1) return lists[0] as TieredTable;
+  return {
+    id: hash('sha256', `outside\u0002${lists.map((list) => list.id).join('|')}`).slice(0, 16),
+    admin: lists.flatMap((list) => list.admin),
+    baseline: [],
+  };
 }
 
 /** Per direction: a pure rule's permits by rule, a dependent one's by rule and variant. */

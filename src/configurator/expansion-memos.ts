@@ -114,16 +114,18 @@ export function pureRuleRules(rule: ClusterRule, direction: Direction, make: () 
 
 /**
  * What one policy's rules depend on, per direction, and whether they only allow, each to peers a
- * plain table holds (`plain`: pods, nodes and networks — an outside peer is a CIDR less the pods
- * and nodes, a net a plain table has no form for; a domain name is none). Read in one pass over
- * its rules, once per policy object (policies are immutable).
+ * permit side can hold (`permits`: pods, nodes, networks, and outside blocks — a CIDR less the
+ * pods and nodes, which the side keeps apart: see permit-side.ts; a domain name is none), and
+ * whether an outside block is among them (`outside`). Read in one pass over its rules, once per
+ * policy object (policies are immutable).
  */
-export interface PolicyFacts {
+interface PolicyFacts {
   readonly relative: boolean;
   readonly nodes: boolean;
   readonly subjectNode: boolean;
   readonly named: Readonly<Record<Direction, boolean>>;
-  readonly plain: Readonly<Record<Direction, boolean>>;
+  readonly permits: Readonly<Record<Direction, boolean>>;
+  readonly outside: Readonly<Record<Direction, boolean>>;
 }
 const policyFactsMemo = new WeakMap<ClusterPolicy, PolicyFacts>();
 
@@ -134,20 +136,22 @@ export function policyFacts(policy: ClusterPolicy): PolicyFacts {
     let nodes = false;
     let subjectNode = false;
     const named = { ingress: false, egress: false };
-    const plain = { ingress: true, egress: true };
+    const permits = { ingress: true, egress: true };
+    const outside = { ingress: false, egress: false };
     for (const direction of DIRECTIONS)
       for (const rule of policy[direction]) {
-        if (rule.action !== 'allow') plain[direction] = false;
+        if (rule.action !== 'allow') permits[direction] = false;
         if (rule.ports?.some((x) => x.type === 'named')) named[direction] = true;
         for (const peer of rule.peers) {
           relative ||= isRelativePeer(peer);
           nodes ||= peer.type === 'nodes' || peer.type === 'outside';
           subjectNode ||= peer.type === 'nodes' && peer.only !== undefined;
-          if (peer.type !== 'pods' && peer.type !== 'nodes' && peer.type !== 'networks')
-            plain[direction] = false;
+          if (peer.type === 'outside') outside[direction] = true;
+          else if (peer.type !== 'pods' && peer.type !== 'nodes' && peer.type !== 'networks')
+            permits[direction] = false;
         }
       }
-    found = { relative, nodes, subjectNode, named, plain };
+    found = { relative, nodes, subjectNode, named, permits, outside };
     policyFactsMemo.set(policy, found);
   }
   return found;

@@ -11,11 +11,14 @@ type Direction = 'ingress' | 'egress';
 /**
  * The side's policies when its ordered lists would hold nothing but permits: only NetworkPolicy's
  * tier selects the pod, through Calico's or Cilium's policies there (the tiers before and after
- * it select nothing), and every rule of theirs for the direction allows, with a peer a plain
- * table can hold. A first match over permits closed by a deny answers exactly as their union
- * does, so such a side compiles to a NetworkPolicy-style table (configurator.ts) — shared,
- * interned, with the pod's own node left to the datapath as NetworkPolicy's is — instead of a
- * list built per side. Most Calico and Cilium policy is written so: allows in the default tier.
+ * it select nothing), and every rule of theirs for the direction allows, to pods, nodes, networks
+ * or blocks outside the cluster. A first match over permits closed by a deny answers exactly as
+ * their union does, so such a side compiles to a NetworkPolicy-style table (configurator.ts) —
+ * shared, interned, with the pod's own node left to the datapath as NetworkPolicy's is — instead
+ * of a list built per side. Most Calico and Cilium policy is written so: allows in the default
+ * tier. An outside block has no form in a table: its permits make the side's Admin list, which
+ * every datapath visits before the table (a permit there allows, no match goes on to the table),
+ * so the side still answers as the union of its permits.
  */
 export function permitSideOf(planned: PlanSelection, direction: Direction): PermitSide | undefined {
   const at = defaultTierAt(planned.plan);
@@ -30,6 +33,7 @@ export function permitSideOf(planned: PlanSelection, direction: Direction): Perm
     // One pass over the policies' facts (read once per policy object): each only allowing, to
     // peers a table holds, and what their rules depend on.
     let plain = true;
+    let outside = false;
     let isolates = false;
     let relative = false;
     let named = false;
@@ -37,17 +41,20 @@ export function permitSideOf(planned: PlanSelection, direction: Direction): Perm
     let subjectNode = false;
     for (const policy of selection.policies) {
       const facts = policyFacts(policy);
-      if (!facts.plain[direction]) {
+      if (!facts.permits[direction]) {
         plain = false;
         break;
       }
+      outside ||= facts.outside[direction];
       isolates ||= policyIsolates(policy, direction);
       relative ||= facts.relative;
       named ||= facts.named[direction];
       nodes ||= facts.nodes;
       subjectNode ||= facts.subjectNode;
     }
-    side = plain ? { selection, isolates, dependencies: { relative, named, nodes, subjectNode } } : null;
+    side = plain
+      ? { selection, isolates, outside, dependencies: { relative, named, nodes, subjectNode } }
+      : null;
     memo.set(selection, side);
   }
   return side ?? undefined;
@@ -59,6 +66,12 @@ export interface PermitSide {
   readonly selection: TierSelection;
   /** Whether one of them holds the pod to the tier (a deny closes it): else only NetworkPolicy can. */
   readonly isolates: boolean;
+  /**
+   * Whether a rule allows an outside block (Cilium's CIDR rules and `world`: a CIDR less the pods
+   * and nodes), which a table has no form for: those permits go before the table, in the side's
+   * Admin list (configurator.ts `permitTable`).
+   */
+  readonly outside: boolean;
   readonly dependencies: Dependencies;
 }
 

@@ -14,6 +14,7 @@ import {
   type PodTables,
 } from '../../src/configurator/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
+import type { Rule } from '../../src/model/rule.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb, NODES } from '../helpers/arbitraries.ts';
 import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
@@ -77,9 +78,11 @@ describe('compiled tables ≡ reference evaluator', () => {
 
   it("on random clusters whose Calico and Cilium policies only allow, in NetworkPolicy's tier (compiled as tables, not ordered lists)", () => {
     // Such a side's ordered list would be permits closed by a deny: the configurator merges them
-    // into the NetworkPolicy-style table instead (TierTables.permitSide). Counted, so that the
-    // property is known to reach that path and not only the ordered lists.
+    // into the NetworkPolicy-style table instead (configurator.ts permitTable), a Cilium block
+    // outside the cluster into an Admin list of permits before it. Counted, so that the property
+    // is known to reach both and not only the ordered lists.
     let tableSides = 0;
+    let outsideSides = 0;
     fc.assert(
       fc.property(
         clusterArb({ maxPods: 8, maxPolicies: 3, maxClusterPolicies: 0 }),
@@ -97,18 +100,26 @@ describe('compiled tables ≡ reference evaluator', () => {
                 .planSelection(pod, direction)
                 .selections.some((s) => s.policies.length > 0);
               const side = tables.get(pod.id);
+              const tiers = side?.[direction === 'ingress' ? 'ingressTiers' : 'egressTiers'];
+              if (selected && side?.[direction] && !tiers) tableSides++;
+              const outside = (rule: Rule): boolean =>
+                rule.src.kind === 'outside' || rule.dst.kind === 'outside';
               if (
                 selected &&
                 side?.[direction] &&
-                !side[direction === 'ingress' ? 'ingressTiers' : 'egressTiers']
+                tiers &&
+                !tiers.inlinesNetworkPolicy &&
+                tiers.admin.length > 0 &&
+                tiers.admin.every((rule) => rule.action === 'permit' && outside(rule))
               )
-                tableSides++;
+                outsideSides++;
             }
         },
       ),
       { numRuns: RUNS },
     );
     assert.ok(tableSides > 0, 'no side was compiled as a table');
+    assert.ok(outsideSides > 0, 'no side was compiled as a table with its outside blocks before it');
   });
 
   it("keeps its permit tables bounded while a node's versions churn (the memo is dropped at its limit)", () => {

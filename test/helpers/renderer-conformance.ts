@@ -269,6 +269,30 @@ export const CASES: { name: string; engines?: true; objects: () => Raw[] }[] = [
       },
     ],
   },
+  {
+    // Allows only: each side a table, its blocks outside the cluster in an Admin list before it.
+    name: 'Cilium, allows only: CIDR rules (blocks outside the cluster) beside pod peers',
+    engines: true,
+    objects: () => [
+      namespace('a'),
+      web('a', 'web', '10.0.0.1', 'n1'),
+      web('a', 'db', '10.0.0.2', 'n2'),
+      {
+        apiVersion: 'cilium.io/v2',
+        kind: 'CiliumNetworkPolicy',
+        metadata: { name: 'db', namespace: 'a' },
+        spec: {
+          endpointSelector: { matchLabels: { app: 'db' } },
+          ingress: [
+            { fromEndpoints: [{ matchLabels: { app: 'web' } }], toPorts: [{ ports: [{ port: '80' }] }] },
+            // 10.0.0.0/8 holds the pods: they are not outside, so only 10.0.1.77 is let in.
+            { fromCIDRSet: [{ cidr: '10.0.0.0/8', except: ['10.0.2.0/24'] }] },
+          ],
+          egress: [{ toCIDR: ['0.0.0.0/0'], toPorts: [{ ports: [{ port: '53', protocol: 'UDP' }] }] }],
+        },
+      },
+    ],
+  },
 ];
 
 /** A target's interpreter ≡ the reference evaluator on every packet of the case's cluster. */
