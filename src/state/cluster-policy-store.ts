@@ -24,10 +24,19 @@ const MAX_INTERNED = 100_000;
 type NamespaceSelections = Map<string, SlotSelections>;
 
 interface SlotSelections {
+  /** Its name (`tier|direction`). */
+  readonly slot: string;
   /** The slot's policies whose subject namespace selector matches the namespace. */
   readonly candidates: TierSelection;
   /** By pod label set, when some candidate has a pod selector. */
   readonly byLabels: Map<string, TierSelection> | undefined;
+}
+
+/** A namespace's plans per direction and pod label set, and its slot entries in the plan's order. */
+interface NamespacePlans {
+  readonly ingress: Map<string, PlanSelection>;
+  readonly egress: Map<string, PlanSelection>;
+  readonly slots: { ingress?: readonly SlotSelections[]; egress?: readonly SlotSelections[] };
 }
 
 /** What the store reads from the rest of ClusterState. */
@@ -55,7 +64,7 @@ export class ClusterPolicyStore {
    * compiling asked each tier's selection of every pod side, building a slot and a key each time.
    * Dropped with `selections`.
    */
-  private readonly plans = new Map<string, Record<'ingress' | 'egress', Map<string, PlanSelection>>>();
+  private readonly plans = new Map<string, NamespacePlans>();
   /**
    * One selection object per slot and distinct list of policies (by key), so that callers can
    * memoize by the object: equal keys in 25,000 namespaces were 25,000 strings, each built into
@@ -101,15 +110,21 @@ export class ClusterPolicyStore {
    */
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
     if (pod.hostNetwork || this.policies.size === 0) return NO_TIER;
-    let byNamespace = this.selections.get(pod.namespace);
-    if (!byNamespace) this.selections.set(pod.namespace, (byNamespace = new Map<string, SlotSelections>()));
+    return this.selectionIn(this.slotEntry(pod.namespace, tier, direction), pod);
+  }
+
+  /** A namespace's slot: the slot's policies whose namespace selector matches it. */
+  private slotEntry(namespace: string, tier: Tier, direction: 'ingress' | 'egress'): SlotSelections {
     const slot = slotName(tier, direction);
+    let byNamespace = this.selections.get(namespace);
+    if (!byNamespace) this.selections.set(namespace, (byNamespace = new Map<string, SlotSelections>()));
     let entry = byNamespace.get(slot);
     if (!entry) {
-      const namespaceLabels = this.host.namespaceLabels(pod.namespace);
+      const namespaceLabels = this.host.namespaceLabels(namespace);
       const list = this.policies.candidates(tier, direction, namespaceLabels);
       const candidates = this.selectionOf(slot, list);
       entry = {
+        slot,
         candidates,
         byLabels: candidates.policies.some((p) => p.subject.podSelector || p.moreSubjects)
           ? new Map()
@@ -117,13 +132,18 @@ export class ClusterPolicyStore {
       };
       byNamespace.set(slot, entry);
     }
+    return entry;
+  }
+
+  /** The slot's policies selecting the pod (its namespace's slot entry): found once per label set. */
+  private selectionIn(entry: SlotSelections, pod: Endpoint): TierSelection {
     if (!entry.byLabels) return entry.candidates;
     const key = labelSetKey(pod.labels);
     let selection = entry.byLabels.get(key);
     if (!selection) {
       const namespaceLabels = this.host.namespaceLabels(pod.namespace);
       selection = this.selectionOf(
-        slot,
+        entry.slot,
         entry.candidates.policies.filter((p) => policySelects(p, namespaceLabels, pod)),
       );
       entry.byLabels.set(key, selection);
@@ -135,15 +155,23 @@ export class ClusterPolicyStore {
   planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection {
     let byNamespace = this.plans.get(pod.namespace);
     if (!byNamespace)
-      this.plans.set(pod.namespace, (byNamespace = { ingress: new Map(), egress: new Map() }));
+      this.plans.set(pod.namespace, (byNamespace = { ingress: new Map(), egress: new Map(), slots: {} }));
     const labels = pod.hostNetwork ? '\u0000host' : labelSetKey(pod.labels);
     let found = byNamespace[direction].get(labels);
     if (!found) {
       const plan = this.tierPlan();
-      found = new Plan(
-        plan,
-        plan.map((t) => this.tierSelection(pod, t.name, direction)),
-      );
+      const selections: TierSelection[] = [];
+      if (pod.hostNetwork || this.policies.size === 0)
+        for (let i = 0; i < plan.length; i++) selections.push(NO_TIER);
+      else {
+        // The namespace's slots in the plan's order, found once per namespace and direction:
+        // each side asked the namespace's and the slot's entries anew for every tier.
+        const slots = (byNamespace.slots[direction] ??= plan.map((t) =>
+          this.slotEntry(pod.namespace, t.name, direction),
+        ));
+        for (const entry of slots) selections.push(this.selectionIn(entry, pod));
+      }
+      found = new Plan(plan, selections);
       byNamespace[direction].set(labels, found);
     }
     return found;
