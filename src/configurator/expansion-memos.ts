@@ -4,6 +4,7 @@
  * is a new object). Shared by the ordered lists (tier-tables.ts, tier-lists.ts) and the permit
  * tables (configurator.ts).
  */
+import type { Cidr } from '../net/ip.ts';
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
 import type { ClusterPolicy, ClusterRule, Protocol } from '../model/types.ts';
 import { ALL_PODS, groupKey, sharedGroupKey, isRelativePeer, type PeerNet } from '../state/index.ts';
@@ -182,6 +183,21 @@ const ALL_PODS_KEY = groupKey(ALL_PODS);
 
 export function netRef(net: PeerNet): NetRef {
   if (net.kind === 'group') return { kind: 'group', group: sharedGroupKey(net.spec) };
-  if (net.kind === 'outside') return { kind: 'outside', cidr: net.cidr, pods: ALL_PODS_KEY };
-  return net.kind === 'cidr' ? { kind: 'cidr', cidr: net.cidr } : ANY_NET;
+  if (net.kind === 'any') return ANY_NET;
+  // One rule net per block object (blocks are shared: a policy's, and the pieces of an outside
+  // block, made once per block and nodes): readers that memoize by net object find it again
+  // (the compiled classes' sets), where a net made per expansion was a new key each time.
+  const memo = net.kind === 'outside' ? outsideRefs : cidrRefs;
+  let ref = memo.get(net.cidr);
+  if (!ref)
+    memo.set(
+      net.cidr,
+      (ref =
+        net.kind === 'outside'
+          ? { kind: 'outside', cidr: net.cidr, pods: ALL_PODS_KEY }
+          : { kind: 'cidr', cidr: net.cidr }),
+    );
+  return ref;
 }
+const cidrRefs = new WeakMap<Cidr, NetRef>();
+const outsideRefs = new WeakMap<Cidr, NetRef>();
