@@ -137,7 +137,8 @@ export class ClusterState implements CompilingStore {
    * every pod with the same label set until that set's selection changes.
    */
   selection(pod: Endpoint): Selection {
-    if (pod.hostNetwork) return EMPTY_SELECTION;
+    // Without NetworkPolicies (Calico's or Cilium's policies alone) no label set needs looking up.
+    if (pod.hostNetwork || this.policies.size === 0) return EMPTY_SELECTION;
     return this.selections.of(this.subjects.policiesFor(this.podLabelSets.entry(pod.namespace, pod.labels)));
   }
 
