@@ -196,7 +196,9 @@ export class TierTables {
             networkPolicy,
             allowNodeLocal: this.allowNodeLocal,
             // The plan too: a Tier's order or default action changes the lists, not the selections.
-            identity: `${planText(plan)}\u0002${key}\u0002${variant}${
+            // The direction too: a side's two lists can read alike in every other input (a rule
+            // names its peer as source on ingress, as destination on egress).
+            identity: `${direction}\u0002${planText(plan)}\u0002${key}\u0002${variant}${
               memo.dependencies.relative
                 ? JSON.stringify(this.state.namespaceLabels(pod.namespace) ?? {})
                 : ''

@@ -14,7 +14,7 @@ import {
   type PodTables,
 } from '../../src/configurator/index.ts';
 import type { Cluster } from '../../src/model/types.ts';
-import type { Rule } from '../../src/model/rule.ts';
+import { ruleText, type Rule } from '../../src/model/rule.ts';
 import { ClusterState } from '../../src/state/index.ts';
 import { clusterArb, NODES } from '../helpers/arbitraries.ts';
 import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
@@ -46,6 +46,37 @@ export function compileAll(cluster: Cluster): {
   return { state, view, tables };
 }
 
+/**
+ * Datapaths share what has one id (nftables names its chains by it): every tiered table and
+ * every table given one id must hold the same rules, whichever pod and direction it was made for.
+ */
+function assertIdsNameContent(tables: ReadonlyMap<string, PodTables>): void {
+  const seen = new Map<string, string>();
+  const check = (id: string, content: string, where: string): void => {
+    const known = seen.get(id);
+    if (known === undefined) seen.set(id, content);
+    else assert.equal(content, known, `${where}: id ${id} names two different lists`);
+  };
+  for (const [pod, side] of tables)
+    for (const direction of ['ingress', 'egress'] as const) {
+      const table = side[direction];
+      if (table) check(`table:${table.id}`, table.rules.map(ruleText).join('\n'), `${pod} ${direction}`);
+      const tiers = side[direction === 'ingress' ? 'ingressTiers' : 'egressTiers'];
+      if (tiers)
+        check(
+          `tiers:${tiers.id}`,
+          JSON.stringify([
+            tiers.admin.map(ruleText),
+            tiers.baseline.map(ruleText),
+            tiers.adminBreaks ?? [],
+            tiers.baselineBreaks ?? [],
+            tiers.inlinesNetworkPolicy ?? false,
+          ]),
+          `${pod} ${direction}`,
+        );
+    }
+}
+
 export function assertAgrees(cluster: Cluster, view: CompiledView): void {
   assertAgreesWithReference(cluster, (packet) => compiledAllows(view, packet));
 }
@@ -69,7 +100,9 @@ describe('compiled tables ≡ reference evaluator', () => {
         ciliumArb(3),
         (objects, calico, cilium) => {
           const cluster = clusterOf([...objects, ...calico, ...cilium]);
-          assertAgrees(cluster, compileAll(cluster).view);
+          const { view, tables } = compileAll(cluster);
+          assertAgrees(cluster, view);
+          assertIdsNameContent(tables);
         },
       ),
       { numRuns: RUNS },
@@ -94,6 +127,7 @@ describe('compiled tables ≡ reference evaluator', () => {
           const cluster = clusterOf([...objects, ...(withNodes ? NODES : []), ...calico, ...cilium]);
           const { state, view, tables } = compileAll(cluster);
           assertAgrees(cluster, view);
+          assertIdsNameContent(tables);
           for (const pod of state.allPods())
             for (const direction of ['ingress', 'egress'] as const) {
               const selected = state
@@ -179,6 +213,36 @@ describe('compiled tables ≡ reference evaluator', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it("names a pod's two sides apart when their lists differ (a pod without ports, a Calico tier both ways)", () => {
+    // Found by review: the ingress side's variant (its ports: none) read as the egress side's (no
+    // dependency), so both lists had one id and nftables enforced one side with the other's rules.
+    const cluster = clusterOf([
+      namespace('a'),
+      pod('a', 'p', { app: 'p' }, { ips: ['10.0.0.1'], node: 'n1' }),
+      { apiVersion: 'projectcalico.org/v3', kind: 'Tier', metadata: { name: 'sec' }, spec: { order: 100 } },
+      {
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'sec.c', namespace: 'a' },
+        spec: {
+          tier: 'sec',
+          selector: 'all()',
+          types: ['Ingress', 'Egress'],
+          ingress: [
+            { action: 'Allow', protocol: 'TCP', destination: { ports: ['http'] } },
+            { action: 'Deny', source: { nets: ['10.9.0.0/16'] } },
+          ],
+          egress: [{ action: 'Deny', destination: { nets: ['10.9.0.0/16'] } }],
+        },
+      },
+    ]);
+    const { tables } = compileAll(cluster);
+    const side = tables.get('a/p');
+    assert.ok(side?.ingressTiers && side.egressTiers, 'both sides have lists');
+    assert.notEqual(side.ingressTiers.id, side.egressTiers.id);
+    assertIdsNameContent(tables);
   });
 
   it('gives pods with equal policies the same table object', () => {
