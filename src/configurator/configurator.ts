@@ -237,10 +237,11 @@ export class Configurator {
     if (!rule.failClosed) {
       const made: NumberedRule[] = permits;
       let outside: Rule[] | undefined;
+      // As the ordered lists write an outside block: the rule's precedence, its net on its side.
+      let precedence: number | undefined;
       this.tierTables.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
         if (net.kind === 'outside') {
-          // As the ordered lists write it: the rule's precedence, its own net on its side.
-          const precedence = rulePrecedenceKey(policy, rule.index);
+          precedence ??= rulePrecedenceKey(policy, rule.index);
           const src = direction === 'ingress' ? net : ANY_NET;
           const dst = direction === 'egress' ? net : ANY_NET;
           (outside ??= []).push(
@@ -414,18 +415,37 @@ interface OutsideSplit {
  * table). Named by its content, as every list is; made once per rule and variant.
  */
 function outsideList(rules: readonly Rule[]): TieredTable {
-  const text = rules.map(ruleText).join('\n');
-  return { id: hash('sha256', `outside\u0002${text}`).slice(0, 16), admin: rules, baseline: [] };
+  return new OutsideList(rules, () => `outside\u0002${rules.map(ruleText).join('\n')}`);
 }
 
 /** A side's rules' outside lists as one (one rule's, the usual case: that list itself, shared). */
 function joinedLists(lists: readonly TieredTable[]): TieredTable {
   if (lists.length === 1) return lists[0] as TieredTable;
-  return {
-    id: hash('sha256', `outside\u0002${lists.map((list) => list.id).join('|')}`).slice(0, 16),
-    admin: lists.flatMap((list) => list.admin),
-    baseline: [],
-  };
+  return new OutsideList(
+    lists.flatMap((list) => list.admin),
+    () => `outside\u0002${lists.map((list) => list.id).join('|')}`,
+  );
+}
+
+/**
+ * An outside list whose id (a hash of its content's text) is made when first asked, as a
+ * table's is (table-id.ts): compiling does not read it, renderers do.
+ */
+class OutsideList implements TieredTable {
+  readonly baseline: readonly Rule[] = [];
+  #id: string | undefined;
+  readonly #text: () => string;
+
+  constructor(
+    readonly admin: readonly Rule[],
+    text: () => string,
+  ) {
+    this.#text = text;
+  }
+
+  get id(): string {
+    return (this.#id ??= hash('sha256', this.#text()).slice(0, 16));
+  }
 }
 
 /** Per direction: a pure rule's permits by rule, a dependent one's by rule and variant. */
