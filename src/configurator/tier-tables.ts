@@ -11,9 +11,9 @@ import { ANY_NET, prepareRule, ruleText, type NetRef, type Rule, type RuleAction
 import { rulePrecedenceKey } from '../model/precedence.ts';
 import { namedPortTargets } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/types.ts';
-import { PROTOCOLS } from '../model/types.ts';
 import {
   clusterRuleNets,
+  namedProtocols,
   sharedGroupKey,
   type CompilingStore,
   type PeerNet,
@@ -363,8 +363,7 @@ export class TierTables {
           for (const net of plain()) sink(net, target.protocol, target.port, target.port);
       } else {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
-        for (const protocol of PROTOCOLS) {
-          if (port.protocol !== undefined && port.protocol !== protocol) continue;
+        for (const protocol of namedProtocols(port)) {
           const named = { name: port.name, protocol };
           for (const net of pure ? pureNamedNetsOf(rule, named, compute) : compute(named)) {
             if (net.kind !== 'group') continue;

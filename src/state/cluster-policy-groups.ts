@@ -227,11 +227,10 @@ export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
 }
 
 /**
- * The protocols an egress named port's partitions are needed on: its own, or every protocol when
- * it names none (the compiler expands it on those alone). Groups for the others were built, their
- * members found, and never read.
+ * The protocols an egress named port expands on: its own, or every protocol when it names none.
+ * The store builds the port's partition groups on these, and the compiler reads those alone.
  */
-function namedProtocols(port: { readonly protocol?: Protocol }): readonly Protocol[] {
+export function namedProtocols(port: { readonly protocol?: Protocol }): readonly Protocol[] {
   return port.protocol !== undefined ? [port.protocol] : PROTOCOLS;
 }
 

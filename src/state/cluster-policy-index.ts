@@ -31,7 +31,7 @@ const DIRECTIONS = ['ingress', 'egress'] as const;
 
 /** A slot's name (`tier|direction`), made once per tier and direction rather than per lookup. */
 const slotNames = new Map<Tier, { readonly ingress: string; readonly egress: string }>();
-function slotOf(tier: Tier, direction: 'ingress' | 'egress'): string {
+export function slotOf(tier: Tier, direction: 'ingress' | 'egress'): string {
   let names = slotNames.get(tier);
   if (!names) slotNames.set(tier, (names = { ingress: `${tier}|ingress`, egress: `${tier}|egress` }));
   return names[direction];

@@ -8,7 +8,7 @@ import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '
 import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
 import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
-import { ClusterPolicyIndex } from './cluster-policy-index.ts';
+import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
 import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
@@ -115,7 +115,7 @@ export class ClusterPolicyStore {
 
   /** A namespace's slot: the slot's policies whose namespace selector matches it. */
   private slotEntry(namespace: string, tier: Tier, direction: 'ingress' | 'egress'): SlotSelections {
-    const slot = slotName(tier, direction);
+    const slot = slotOf(tier, direction);
     let byNamespace = this.selections.get(namespace);
     if (!byNamespace) this.selections.set(namespace, (byNamespace = new Map<string, SlotSelections>()));
     let entry = byNamespace.get(slot);
@@ -313,17 +313,6 @@ export class ClusterPolicyStore {
     for (const group of this.held.get(key) ?? []) this.host.groups.release(group, clusterPolicyOwner(key));
     this.held.delete(key);
   }
-}
-
-/**
- * A slot's name (`tier|direction`), one string per slot: made and hashed anew for each of a
- * pod side's tiers, it cost as much as the lookup it keyed.
- */
-const slotNames = new Map<Tier, { readonly ingress: string; readonly egress: string }>();
-function slotName(tier: Tier, direction: 'ingress' | 'egress'): string {
-  let names = slotNames.get(tier);
-  if (!names) slotNames.set(tier, (names = { ingress: `${tier}|ingress`, egress: `${tier}|egress` }));
-  return names[direction];
 }
 
 /**
