@@ -119,8 +119,9 @@ export class Configurator {
   /**
    * One side's tables into `out`: the NetworkPolicy table with the permits of Calico's and
    * Cilium's policies merged in where those are all the side's cluster policy holds
-   * (`permitSideOf`), else the NetworkPolicy table and the ordered lists — the table not
-   * given again when the lists compile it in (Calico's or Cilium's policies in its tier).
+   * (`permitSideOf`; their blocks outside the cluster as an Admin list before it), else the
+   * NetworkPolicy table and the ordered lists — the table not given again when the lists compile
+   * it in (Calico's or Cilium's policies in its tier).
    */
   private side(
     pod: Endpoint,
