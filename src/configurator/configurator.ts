@@ -27,7 +27,7 @@ import { canonicalRules } from './table-id.ts';
 import { DENY_REST, RuleNumbering, type NumberedRule } from './rule-numbering.ts';
 import { PARTITION_SEPARATOR, portsKey, type PodTables, type TieredTable } from './types.ts';
 import { TierTables } from './tier-tables.ts';
-import { permitSideOf, type PermitSide } from './permit-side.ts';
+import { permitSelection, permitSideFor, type PermitSide } from './permit-side.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -70,8 +70,9 @@ export class Configurator {
   private readonly tierTables: TierTables;
   private readonly memoLimit: number;
   /**
-   * Permit sides' tables (`permitTable`), per direction: by the side's selection, NetworkPolicy
-   * table (NO_TABLE: none) and variant; null where the side's rules need the ordered lists.
+   * Per direction and NetworkPolicy tier's selection (`permitSelection`): its permit side, and
+   * the side's tables (`permitTable`) by NetworkPolicy table (NO_TABLE: none) and variant — one
+   * lookup per pod side finds both (null where the side's rules need the ordered lists).
    */
   private readonly permitMemo = {
     ingress: new Map<TierSelection, PermitEntry>(),
@@ -119,7 +120,7 @@ export class Configurator {
   /**
    * One side's tables into `out`: the NetworkPolicy table with the permits of Calico's and
    * Cilium's policies merged in where those are all the side's cluster policy holds
-   * (`permitSideOf`; their blocks outside the cluster as an Admin list before it), else the
+   * (`permitSideFor`; their blocks outside the cluster as an Admin list before it), else the
    * NetworkPolicy table and the ordered lists — the table not given again when the lists compile
    * it in (Calico's or Cilium's policies in its tier).
    */
@@ -130,8 +131,17 @@ export class Configurator {
     out: { -readonly [K in keyof PodTables]: PodTables[K] },
   ): void {
     const planned = this.state.planSelection(pod, direction);
-    const permits = permitSideOf(planned, direction);
-    const merged = permits ? this.permitTable(pod, direction, table, permits) : null;
+    const selection = permitSelection(planned);
+    let entry: PermitEntry | undefined;
+    if (selection) {
+      const memo = this.permitMemo[direction];
+      entry = memo.get(selection);
+      if (!entry) {
+        memo.set(selection, (entry = { side: permitSideFor(selection, direction) }));
+        this.memoSize++;
+      }
+    }
+    const merged = entry?.side ? this.permitTable(pod, direction, table, entry.side, entry) : null;
     if (merged !== null) {
       if (merged && 'admin' in merged) {
         out[direction] = merged.table;
@@ -148,24 +158,23 @@ export class Configurator {
    * The NetworkPolicy table (if any) with a permit side's rules merged in: undefined when nothing
    * isolates the side (every connection allowed), null when a rule expands to a net a side has no
    * place for (the ordered lists then hold it). Permits of blocks outside the cluster, which a
-   * table has no form for, come with it as the side's Admin list (`OutsideSplit`). Memoized by
-   * the side's selection, the NetworkPolicy table object and what the rules depend on of the pod.
+   * table has no form for, come with it as the side's Admin list (`OutsideSplit`). Memoized in
+   * the side's entry by the NetworkPolicy table object and what the rules depend on of the pod.
    */
   private permitTable(
     pod: Endpoint,
     direction: Direction,
     table: RuleTable | undefined,
     side: PermitSide,
+    entry: PermitEntry,
   ): PermitTables | undefined | null {
     if (!table && !side.isolates) return undefined;
-    const memo = this.permitMemo[direction];
-    const entry = memo.get(side.selection);
     const tableKey = table ?? NO_TABLE;
     const variant = this.tierTables.permitVariant(pod, direction, side);
     const cached =
-      entry?.table === tableKey && entry.variant === variant
+      entry.table === tableKey && entry.variant === variant
         ? entry.merged
-        : entry?.more?.get(tableKey)?.get(variant);
+        : entry.more?.get(tableKey)?.get(variant);
     if (cached !== undefined) return cached;
     const known = table ? this.rules.rulesOf(table) : undefined;
     let merged: PermitTables | null = null;
@@ -177,8 +186,11 @@ export class Configurator {
         merged = outside?.length ? { table: permits, admin: joinedLists(outside) } : permits;
       }
     }
-    if (!entry) memo.set(side.selection, { table: tableKey, variant, merged });
-    else {
+    if (entry.table === undefined) {
+      entry.table = tableKey;
+      entry.variant = variant;
+      entry.merged = merged;
+    } else {
       const more = (entry.more ??= new Map<RuleTable, Map<string, PermitTables | null>>());
       let byVariant = more.get(tableKey);
       if (!byVariant) more.set(tableKey, (byVariant = new Map<string, PermitTables | null>()));
@@ -199,37 +211,42 @@ export class Configurator {
     out: NumberedRule[],
     outside: TieredTable[] | undefined,
   ): boolean {
-    for (const policy of side.selection.policies)
-      for (const rule of policy[direction]) {
-        const permits = this.rulePermits(pod, policy, rule, direction);
+    for (const policy of side.selection.policies) {
+      const rules = policy[direction];
+      for (let place = 0; place < rules.length; place++) {
+        const permits = this.rulePermits(pod, policy, rules[place] as ClusterRule, place, direction);
         if (!permits) return false;
         for (const permit of permits) out.push(permit);
         const list = outside && this.outsideLists.get(permits);
         if (list) outside.push(list);
       }
+    }
     return true;
   }
 
   /**
    * One allowing rule's numbered permits for the pod (null when one is not a permit a table
-   * holds), memoized as TierTables memoizes its tuples: per rule object, and by variant where the
-   * rule depends on the pod (`ruleVariant`). Made from the expansion directly, as NetworkPolicy's
+   * holds), memoized as TierTables memoizes its tuples: per rule (by the policy object and the
+   * rule's place in its list), and by variant where the rule depends on the pod (`ruleVariant`). Made from the expansion directly, as NetworkPolicy's
    * templates are: a permit seen before costs a lookup, no rule object.
    */
   private rulePermits(
     pod: Endpoint,
     policy: ClusterPolicy,
     rule: ClusterRule,
+    place: number,
     direction: Direction,
   ): readonly NumberedRule[] | null {
     const memo = this.rulePermitMemo[direction];
+    let slots = memo.get(policy);
+    if (!slots) memo.set(policy, (slots = { pure: [], byVariant: [] }));
     const variant = this.tierTables.ruleVariant(pod, rule, direction);
     let byVariant: Map<string | number, readonly NumberedRule[] | null> | undefined;
     if (variant === undefined) {
-      const known = memo.pure.get(rule);
+      const known = slots.pure[place];
       if (known !== undefined) return known;
     } else {
-      byVariant = memo.byVariant.get(rule);
+      byVariant = slots.byVariant[place];
       const known = byVariant?.get(variant);
       if (known !== undefined) return known;
     }
@@ -261,10 +278,10 @@ export class Configurator {
       if (outside && permits) this.outsideLists.set(permits, outsideList(outside));
     }
     this.memoSize++;
-    if (variant === undefined) memo.pure.set(rule, permits);
+    if (variant === undefined) slots.pure[place] = permits;
     else {
       if (!byVariant)
-        memo.byVariant.set(rule, (byVariant = new Map<string | number, readonly NumberedRule[] | null>()));
+        slots.byVariant[place] = byVariant = new Map<string | number, readonly NumberedRule[] | null>();
       byVariant.set(variant, permits);
     }
     return permits;
@@ -394,13 +411,15 @@ interface NamedPortRules {
 }
 
 /**
- * A permit side's table for its selection's first NetworkPolicy table and variant, and Maps for
- * any others (shape (a) gives each selection one: Maps per entry were most of what it allocated).
+ * A selection's permit side (null: its rules need the ordered lists), and its tables: the first
+ * NetworkPolicy table and variant's inline, Maps for any others (shape (a) gives each selection
+ * one: Maps per entry were most of what it allocated).
  */
 interface PermitEntry {
-  readonly table: RuleTable;
-  readonly variant: string;
-  readonly merged: PermitTables | null;
+  readonly side: PermitSide | null;
+  table?: RuleTable;
+  variant?: string;
+  merged?: PermitTables | null;
   more?: Map<RuleTable, Map<string, PermitTables | null>>;
 }
 
@@ -449,16 +468,17 @@ class OutsideList implements TieredTable {
   }
 }
 
-/** Per direction: a pure rule's permits by rule, a dependent one's by rule and variant. */
-interface RulePermits {
-  readonly pure: WeakMap<ClusterRule, readonly NumberedRule[] | null>;
-  readonly byVariant: WeakMap<ClusterRule, Map<string | number, readonly NumberedRule[] | null>>;
+/**
+ * Per direction and policy, its rules' permits by their place in its list: a pure rule's, and a
+ * dependent one's by variant. Keyed by the policy, not the rule: one insertion per policy (a
+ * table keyed by objects costs about a microsecond for each one it first takes).
+ */
+interface PolicyPermits {
+  readonly pure: (readonly NumberedRule[] | null | undefined)[];
+  readonly byVariant: (Map<string | number, readonly NumberedRule[] | null> | undefined)[];
 }
-function newRulePermitMemo(): Record<Direction, RulePermits> {
-  return {
-    ingress: { pure: new WeakMap(), byVariant: new WeakMap() },
-    egress: { pure: new WeakMap(), byVariant: new WeakMap() },
-  };
+function newRulePermitMemo(): Record<Direction, WeakMap<ClusterPolicy, PolicyPermits>> {
+  return { ingress: new WeakMap(), egress: new WeakMap() };
 }
 
 /** A selection key's table for its first variant, and a Map for any others. */
