@@ -16,6 +16,7 @@ import {
 } from '../model/rule.ts';
 import type { Protocol } from '../model/types.ts';
 import { tableOf } from './table-id.ts';
+import { serialListHash } from '../util/serial-hash.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -99,8 +100,7 @@ export class RuleNumbering {
    * numbers, confirmed rule by rule (numbered rules are one object per distinct rule).
    */
   intern(rules: readonly NumberedRule[]): RuleTable {
-    let hash = rules.length;
-    for (const r of rules) hash = (Math.imul(hash, 0x01000193) ^ r.serial) | 0;
+    const hash = serialListHash(rules, serialOfRule);
     const known = this.interned.get(hash);
     const same = (t: RuleTable): boolean =>
       t.rules.length === rules.length && t.rules.every((rule, i) => rule === rules[i]?.rule);
@@ -176,3 +176,5 @@ interface ShapeRules {
   readonly rule: NumberedRule;
   more?: Map<number, NumberedRule>;
 }
+
+const serialOfRule = (rule: NumberedRule): number => rule.serial;

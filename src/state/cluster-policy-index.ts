@@ -63,7 +63,8 @@ export class ClusterPolicyIndex {
   private built:
     | {
         readonly ordered: readonly ClusterPolicy[];
-        readonly position: ReadonlyMap<ClusterPolicy, number>;
+        /** Each policy's place in `ordered`: made when first needed (`positions`). */
+        position?: ReadonlyMap<ClusterPolicy, number>;
         readonly slots: ReadonlyMap<string, SlotIndex>;
         readonly tiers: readonly TierSpec[];
       }
@@ -106,7 +107,7 @@ export class ClusterPolicyIndex {
     namespaceLabels: Labels | undefined,
   ): readonly ClusterPolicy[] {
     if (!namespaceLabels) return [];
-    const { slots, position } = this.build();
+    const { slots } = this.build();
     const slot = slots.get(slotOf(tier, direction));
     if (!slot) return [];
     // Only the selectors that can match: those requiring one of the namespace's labels (by
@@ -132,13 +133,27 @@ export class ClusterPolicyIndex {
     for (const group of more) for (const policy of group.policies) found.push(policy);
     // A policy whose subjects have several namespace selectors can be found under more than one.
     const unique = [...new Set(found)];
+    const position = this.positions();
     return unique.sort((a, b) => (position.get(a) as number) - (position.get(b) as number));
+  }
+
+  /**
+   * Each policy's place in precedence order, for merging several selector groups' lists: made
+   * only when a namespace first needs that (a Map set per policy was half of building the index).
+   */
+  private positions(): ReadonlyMap<ClusterPolicy, number> {
+    const built = this.build();
+    if (!built.position) {
+      const position = new Map<ClusterPolicy, number>();
+      built.ordered.forEach((policy, i) => position.set(policy, i));
+      built.position = position;
+    }
+    return built.position;
   }
 
   private build() {
     if (this.built) return this.built;
     const ordered = sortByPrecedence([...this.byKey.values()]);
-    const position = new Map<ClusterPolicy, number>();
     // Per slot, its policies grouped by namespace selector key: a resync builds this for every
     // policy, so no per-policy Map or key string (the slot names are made once per tier).
     const bySlot = new Map<string, Map<string, SelectorGroup>>();
@@ -151,9 +166,7 @@ export class ClusterPolicyIndex {
         if (group.policies[group.policies.length - 1] !== policy) group.policies.push(policy);
       } else groups.set(selector.key, { selector, policies: [policy] });
     };
-    for (let i = 0; i < ordered.length; i++) {
-      const policy = ordered[i] as ClusterPolicy;
-      position.set(policy, i);
+    for (const policy of ordered) {
       for (const direction of DIRECTIONS) {
         if (!policyApplies(policy, direction)) continue;
         const slot = slotOf(policy.tier, direction);
@@ -163,6 +176,6 @@ export class ClusterPolicyIndex {
     }
     const slots = new Map<string, SlotIndex>();
     for (const [slot, groups] of bySlot) slots.set(slot, indexSelectors(groups.values()));
-    return (this.built = { ordered, position, slots, tiers: tierOrder(ordered) });
+    return (this.built = { ordered, slots, tiers: tierOrder(ordered) });
   }
 }

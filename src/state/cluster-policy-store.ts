@@ -13,6 +13,7 @@ import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
 import type { GroupSpec, PlanSelection, TierSelection } from './types.ts';
+import { serialListHash } from '../util/serial-hash.ts';
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
@@ -271,8 +272,7 @@ export class ClusterPolicyStore {
     if (policies.length === 0) return NO_TIER;
     // Found by a hash of the policies' serial numbers and confirmed object by object: a key
     // string built and hashed for every pod side was most of finding its selections.
-    let hash = policies.length;
-    for (const policy of policies) hash = (Math.imul(hash, 0x01000193) ^ this.serial(policy)) | 0;
+    const hash = serialListHash(policies, this.serialOf);
     let bySlot = this.interned.get(slot);
     const known = bySlot?.get(hash);
     const same = (s: TierSelection): boolean =>
@@ -299,15 +299,15 @@ export class ClusterPolicyStore {
   }
 
   /** A number unique to this policy object (a changed policy is a new object). */
-  private serial(policy: ClusterPolicy): number {
+  private readonly serialOf = (policy: ClusterPolicy): number => {
     let serial = this.serials.get(policy);
     if (serial === undefined) this.serials.set(policy, (serial = this.nextSerial++));
     return serial;
-  }
+  };
 
   /** `Kind/name#n`, n the policy object's serial number. */
   private readonly tokenOf = (policy: ClusterPolicy): string =>
-    `${clusterPolicyKey(policy)}#${this.serial(policy)}`;
+    `${clusterPolicyKey(policy)}#${this.serialOf(policy)}`;
 
   private release(key: string): void {
     for (const group of this.held.get(key) ?? []) this.host.groups.release(group, clusterPolicyOwner(key));
