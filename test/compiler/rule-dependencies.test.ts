@@ -1,0 +1,92 @@
+/**
+ * What a cluster policy's rules depend on (configurator/expansion-memos.ts): the facts the
+ * configurator picks a side's path and memo keys by. A wrong fact compiles a side into a table it does not fit, or
+ * shares one pod's expansion with a pod it differs from.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ClusterPeer, ClusterPolicy, ClusterPort, ClusterRule } from '../../src/model/cluster-policy.ts';
+import { makeCidr } from '../../src/net/ip.ts';
+import { makeSelector } from '../../src/model/selector.ts';
+import { policyFacts, ruleDependencies } from '../../src/configurator/expansion-memos.ts';
+
+const EVERYTHING = makeSelector({}, []);
+const block = makeCidr(4, 0x0a000000n, 8);
+const pods = (relative = false): ClusterPeer => ({
+  type: 'pods',
+  namespaces: relative ? { sameLabels: ['team'] } : { selector: EVERYTHING },
+});
+
+function rule(action: ClusterRule['action'], peers: ClusterPeer[], ports?: ClusterPort[]): ClusterRule {
+  return { index: 0, action, peers, ...(ports ? { ports } : {}) };
+}
+
+function policy(ingress: ClusterRule[], egress: ClusterRule[] = []): ClusterPolicy {
+  return {
+    kind: 'CiliumNetworkPolicy',
+    apiVersion: 'cilium.io/v2',
+    name: 'p',
+    namespace: 'shop',
+    tier: 'default',
+    priority: 0,
+    subject: { namespaceSelector: EVERYTHING },
+    ingress,
+    egress,
+  };
+}
+
+describe("a cluster rule's dependencies", () => {
+  it('say what its expansion depends on besides the rule', () => {
+    assert.deepEqual(ruleDependencies(rule('allow', [pods()])), {
+      relative: false,
+      named: false,
+      nodes: false,
+      own: false,
+      onlyNamed: false,
+      pure: true,
+    });
+    const named = ruleDependencies(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
+    assert.equal(named.onlyNamed, true);
+    const relative = ruleDependencies(rule('allow', [pods(true)], [{ type: 'named', name: 'http' }]));
+    assert.deepEqual([relative.relative, relative.pure, relative.onlyNamed], [true, false, false]);
+    const host = ruleDependencies(rule('allow', [{ type: 'nodes', selector: EVERYTHING, only: 'own' }]));
+    assert.deepEqual([host.nodes, host.own, host.pure], [true, true, false]);
+    const outside = ruleDependencies(rule('allow', [{ type: 'outside', cidrs: [block] }]));
+    assert.deepEqual([outside.nodes, outside.own, outside.pure], [true, false, false]);
+  });
+
+  it('are read once per rule object', () => {
+    const one = rule('allow', [pods()]);
+    assert.equal(ruleDependencies(one), ruleDependencies(one));
+    assert.notEqual(ruleDependencies(one), ruleDependencies(rule('allow', [pods()])));
+  });
+});
+
+describe("a cluster policy's facts", () => {
+  it('hold a direction to permits only while every rule there allows a peer a table holds', () => {
+    const allows = policyFacts(
+      policy([rule('allow', [pods()]), rule('allow', [{ type: 'outside', cidrs: [block] }])]),
+    );
+    assert.deepEqual(allows.permits, { ingress: true, egress: true });
+    assert.deepEqual(allows.outside, { ingress: true, egress: false });
+    assert.deepEqual([allows.nodes, allows.relative, allows.subjectNode], [true, false, false]);
+    const denies = policyFacts(policy([rule('allow', [pods()])], [rule('deny', [pods()])]));
+    assert.deepEqual(denies.permits, { ingress: true, egress: false });
+    const names = policyFacts(policy([], [rule('allow', [{ type: 'domainNames', names: ['example.com'] }])]));
+    assert.deepEqual(names.permits, { ingress: true, egress: false });
+  });
+
+  it('gather their rules’ dependencies per direction and across both', () => {
+    const facts = policyFacts(
+      policy(
+        [rule('allow', [pods()], [{ type: 'named', name: 'http' }])],
+        [
+          rule('allow', [pods(true)]),
+          rule('allow', [{ type: 'nodes', selector: EVERYTHING, only: 'others' }]),
+        ],
+      ),
+    );
+    assert.deepEqual(facts.named, { ingress: true, egress: false });
+    assert.deepEqual([facts.relative, facts.nodes, facts.subjectNode], [true, true, true]);
+  });
+});
