@@ -13,7 +13,11 @@
  *   itself is not written).
  * The engines are measured in turn within each run (NetworkPolicy, Calico, Cilium, then the next
  * run in another order), so a busy moment of the shared machine weighs on all alike; medians,
- * with the one-minute load average. Each figure is given as wall time and as the process's CPU
+ * with the one-minute load average. Each engine's objects of one run are kept until its next run
+ * has made its own: a long-lived process (the agent, serve) keeps its pipeline, and dropping it
+ * before the forced collection threw away the engine's optimized code with the objects' shapes
+ * (V8 deoptimizes code whose embedded shapes die), so every run compiled it again — 300 ms of
+ * compiler threads per run, more for the engine with more code, which no user pays. Each figure is given as wall time and as the process's CPU
  * time (user + system, GC threads included): on a machine shared at load 7 on 2 cores the wall
  * time of one step varied threefold between runs, its CPU time much less.
  */
@@ -72,6 +76,7 @@ export function enginesBenchmark(args: string[]): void {
     return (used.user + used.system) / 1000;
   };
   const loads: number[] = [];
+  const kept = new Map<PolicyEngineName, readonly unknown[]>();
   for (let run = 0; run < runs; run++) {
     // Each run starts with another engine: none is always measured first (or last).
     const order = ENGINES.map((_, i) => ENGINES[(i + run) % ENGINES.length] as PolicyEngineName);
@@ -97,7 +102,7 @@ export function enginesBenchmark(args: string[]): void {
       started = performance.now();
       cpuStarted = process.cpuUsage();
       // As the command line asks it (src/cli/commands/matrix.ts).
-      computeViewMatrix(loaded.cluster, {
+      const auto = computeViewMatrix(loaded.cluster, {
         by: 'workload',
         queries: PORT_8080,
         engine: 'auto',
@@ -106,16 +111,18 @@ export function enginesBenchmark(args: string[]): void {
       times[engine]['matrix auto'].push(performance.now() - started);
       cpu[engine]['matrix auto'].push(cpuSince());
       progress(run, engine, 'matrix auto', times[engine]['matrix auto'], cpu[engine]['matrix auto']);
+      let reference: unknown;
       if (run < matrixRuns) {
         globalThis.gc?.();
         started = performance.now();
         cpuStarted = process.cpuUsage();
-        computeViewMatrix(loaded.cluster, { by: 'pod', queries: PORT_8080, engine: 'reference' });
+        reference = computeViewMatrix(loaded.cluster, { by: 'pod', queries: PORT_8080, engine: 'reference' });
         times[engine].matrix.push(performance.now() - started);
         cpu[engine].matrix.push(cpuSince());
         progress(run, engine, 'matrix', times[engine].matrix, cpu[engine].matrix);
       }
       loads.push(loadavg()[0] ?? 0);
+      kept.set(engine, [loaded, pipeline, auto, reference]);
     }
   }
   const s = (values: readonly number[]): string => `${(median(values) / 1000).toFixed(2)} s`;
