@@ -17,7 +17,8 @@
  * has made its own: a long-lived process (the agent, serve) keeps its pipeline, and dropping it
  * before the forced collection threw away the engine's optimized code with the objects' shapes
  * (V8 deoptimizes code whose embedded shapes die), so every run compiled it again — 300 ms of
- * compiler threads per run, more for the engine with more code, which no user pays. Each figure is given as wall time and as the process's CPU
+ * compiler threads per run, more for the engine with more code, which a long-lived process never
+ * pays and a one-shot command pays once. Each figure is given as wall time and as the process's CPU
  * time (user + system, GC threads included): on a machine shared at load 7 on 2 cores the wall
  * time of one step varied threefold between runs, its CPU time much less.
  */

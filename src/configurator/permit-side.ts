@@ -57,7 +57,7 @@ export function permitSideFor(selection: TierSelection, direction: Direction): P
   return { selection, isolates, outside, dependencies: { relative, named, nodes, subjectNode } };
 }
 
-/** A side whose lists would be permits only (`permitSideOf`). */
+/** A side whose lists would be permits only (`permitSideFor`). */
 export interface PermitSide {
   /** NetworkPolicy's tier's selection: Calico's and Cilium's policies there, each only allowing. */
   readonly selection: TierSelection;
