@@ -137,8 +137,8 @@ export function pureRuleRules(rule: ClusterRule, direction: Direction, make: () 
  * What one policy's rules depend on, per direction, and whether they only allow, each to peers a
  * permit side can hold (`permits`: pods, nodes, networks, and outside blocks — a CIDR less the
  * pods and nodes, which the side keeps apart: see permit-side.ts; a domain name is none), and
- * whether an outside block is among them (`outside`). Read in one pass over its rules, once per
- * policy object (policies are immutable).
+ * whether an outside block is among them (`outside`). Read in one pass over its rules (what each
+ * depends on from its record), once per policy object (policies are immutable).
  */
 interface PolicyFacts {
   readonly relative: boolean;
@@ -161,12 +161,14 @@ export function policyFacts(policy: ClusterPolicy): PolicyFacts {
     const outside = { ingress: false, egress: false };
     for (const direction of DIRECTIONS)
       for (const rule of policy[direction]) {
+        // What the rule depends on is its record's (read once per rule); what it allows, here.
+        const d = ruleDependencies(rule);
+        relative ||= d.relative;
+        nodes ||= d.nodes;
+        subjectNode ||= d.own;
+        named[direction] ||= d.named;
         if (rule.action !== 'allow') permits[direction] = false;
-        if (rule.ports?.some((x) => x.type === 'named')) named[direction] = true;
         for (const peer of rule.peers) {
-          relative ||= isRelativePeer(peer);
-          nodes ||= peer.type === 'nodes' || peer.type === 'outside';
-          subjectNode ||= peer.type === 'nodes' && peer.only !== undefined;
           if (peer.type === 'outside') outside[direction] = true;
           else if (peer.type !== 'pods' && peer.type !== 'nodes' && peer.type !== 'networks')
             permits[direction] = false;
