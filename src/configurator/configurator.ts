@@ -11,11 +11,11 @@
  * Calico's and Cilium's policies that only allow, in NetworkPolicy's tier, merge into the same
  * tables (permit-side.ts); their blocks outside the cluster, which a table has no form for, go
  * before the table as the side's Admin list of permits. Their other sides compile to ordered
- * lists (tier-tables.ts, tier-lists.ts). Rules and tables are numbered in rule-numbering.ts.
+ * lists (tier-tables.ts, tier-lists.ts). Rules and tables are numbered in rule-numbering.ts, and
+ * outside blocks' Admin lists made in outside-lists.ts.
  */
-import { hash } from 'node:crypto';
 import { rulePrecedenceKey } from '../model/precedence.ts';
-import { ANY_NET, ruleText, type NetRef, type Rule, type RuleTable } from '../model/rule.ts';
+import { ANY_NET, type NetRef, type Rule, type RuleTable } from '../model/rule.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
 import {
   policyTemplates,
@@ -28,6 +28,7 @@ import { DENY_REST, RuleNumbering, type NumberedRule } from './rule-numbering.ts
 import { PARTITION_SEPARATOR, portsKey, type PodTables, type TieredTable } from './types.ts';
 import { TierTables } from './tier-tables.ts';
 import { permitSelection, permitSideFor, type PermitSide } from './permit-side.ts';
+import { joinedLists, outsideList } from './outside-lists.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -227,8 +228,9 @@ export class Configurator {
   /**
    * One allowing rule's numbered permits for the pod (null when one is not a permit a table
    * holds), memoized as TierTables memoizes its tuples: per rule (by the policy object and the
-   * rule's place in its list), and by variant where the rule depends on the pod (`ruleVariant`). Made from the expansion directly, as NetworkPolicy's
-   * templates are: a permit seen before costs a lookup, no rule object.
+   * rule's place in its list), and by variant where the rule depends on the pod (`ruleVariant`).
+   * Made from the expansion directly, as NetworkPolicy's templates are: a permit seen before
+   * costs a lookup, no rule object.
    */
   private rulePermits(
     pod: Endpoint,
@@ -428,44 +430,6 @@ type PermitTables = RuleTable | OutsideSplit;
 interface OutsideSplit {
   readonly table: RuleTable;
   readonly admin: TieredTable;
-}
-
-/**
- * The Admin list of one rule's outside blocks: permits only, no deny (no match goes on to the
- * table). Named by its content, as every list is; made once per rule and variant.
- */
-function outsideList(rules: readonly Rule[]): TieredTable {
-  return new OutsideList(rules, () => `outside\u0002${rules.map(ruleText).join('\n')}`);
-}
-
-/** A side's rules' outside lists as one (one rule's, the usual case: that list itself, shared). */
-function joinedLists(lists: readonly TieredTable[]): TieredTable {
-  if (lists.length === 1) return lists[0] as TieredTable;
-  return new OutsideList(
-    lists.flatMap((list) => list.admin),
-    () => `outside\u0002${lists.map((list) => list.id).join('|')}`,
-  );
-}
-
-/**
- * An outside list whose id (a hash of its content's text) is made when first asked, as a
- * table's is (table-id.ts): compiling does not read it, renderers do.
- */
-class OutsideList implements TieredTable {
-  readonly baseline: readonly Rule[] = [];
-  #id: string | undefined;
-  readonly #text: () => string;
-
-  constructor(
-    readonly admin: readonly Rule[],
-    text: () => string,
-  ) {
-    this.#text = text;
-  }
-
-  get id(): string {
-    return (this.#id ??= hash('sha256', this.#text()).slice(0, 16));
-  }
 }
 
 /**

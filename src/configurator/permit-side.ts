@@ -10,15 +10,15 @@ type Direction = 'ingress' | 'egress';
 
 /**
  * NetworkPolicy's tier's selection when only that tier selects the pod, through Calico's or
- * Cilium's policies there (the tiers before and after it select nothing): the side's lists hold
- * nothing but permits when, besides, every rule of theirs for the direction allows, to pods, nodes,
- * networks or blocks outside the cluster (`permitSideFor`). A first match over permits closed by a deny answers exactly as
- * their union does, so such a side compiles to a NetworkPolicy-style table (configurator.ts) —
- * shared, interned, with the pod's own node left to the datapath as NetworkPolicy's is — instead
- * of a list built per side. Most Calico and Cilium policy is written so: allows in the default
- * tier. An outside block has no form in a table: its permits make the side's Admin list, which
- * every datapath visits before the table (a permit there allows, no match goes on to the table),
- * so the side still answers as the union of its permits.
+ * Cilium's policies there (the tiers before and after it select nothing). The side's lists hold
+ * nothing but permits when, besides, every rule of theirs for the direction allows, to pods,
+ * nodes, networks or blocks outside the cluster (`permitSideFor`). A first match over permits
+ * closed by a deny answers exactly as their union does, so such a side compiles to a
+ * NetworkPolicy-style table (configurator.ts) — shared, interned, with the pod's own node left to
+ * the datapath as NetworkPolicy's is — instead of a list built per side. Most Calico and Cilium
+ * policy is written so: allows in the default tier. An outside block has no form in a table: its
+ * permits make the side's Admin list, which every datapath visits before the table (a permit there
+ * allows, no match goes on to the table), so the side still answers as the union of its permits.
  */
 export function permitSelection(planned: PlanSelection): TierSelection | undefined {
   const at = defaultTierAt(planned.plan);
