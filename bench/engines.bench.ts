@@ -20,7 +20,8 @@
  * compiler threads per run, more for the engine with more code, which a long-lived process never
  * pays and a one-shot command pays once. Each figure is given as wall time and as the process's CPU
  * time (user + system, GC threads included): on a machine shared at load 7 on 2 cores the wall
- * time of one step varied threefold between runs, its CPU time much less.
+ * time of one step varied threefold between runs, its CPU time much less. The CPU ratio is also
+ * given paired by run (each engine's over NetworkPolicy's of the same run, median and range).
  */
 import { loadavg } from 'node:os';
 import { computeViewMatrix } from '../src/analysis/index.ts';
@@ -148,7 +149,7 @@ export function enginesBenchmark(args: string[]): void {
           .map((v) => (v / 1000).toFixed(2))
           .join(
             ', ',
-          )})${engine === 'networkpolicy' ? '' : `, ×${(cpuValue / cpuNp).toFixed(2)} the NetworkPolicies'`}\n`,
+          )})${engine === 'networkpolicy' ? '' : `, ×${(cpuValue / cpuNp).toFixed(2)} the NetworkPolicies'${pairedRatios(cpu[engine][what], cpu.networkpolicy[what])}`}\n`,
       );
       process.stdout.write(
         `${what.padEnd(8)} ${LABEL[engine].padEnd(14)} ${s(times[engine][what])} (median of ${times[engine][what].length}: ${times[
@@ -164,6 +165,16 @@ export function enginesBenchmark(args: string[]): void {
   process.stdout.write(
     `load average during the runs: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}\n`,
   );
+}
+
+/**
+ * The engine's CPU over NetworkPolicy's within each run (the three are measured one after the
+ * other), as the median and range of those ratios: the load of this shared machine drifts between
+ * runs more than within one, and a ratio of two medians carries that drift.
+ */
+function pairedRatios(values: readonly number[], networkPolicy: readonly number[]): string {
+  const ratios = values.map((value, run) => value / (networkPolicy[run] as number));
+  return `; paired by run ×${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`;
 }
 
 /** Each figure as it is taken (a run on a loaded machine is long: partial runs still say something). */
