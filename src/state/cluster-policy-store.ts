@@ -18,6 +18,8 @@ import { serialListHash } from '../util/serial-hash.ts';
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
 const NO_TIER: TierSelection = { policies: [], key: '' };
+/** What `upsert` returns for a policy that replaced none. */
+const NOT_REPLACED: { before?: ClusterPolicy; selectedBefore?: string[] } = Object.freeze({});
 /** Distinct selections kept interned (a few hundred in a cluster; stale ones accumulate under churn). */
 const MAX_INTERNED = 100_000;
 
@@ -229,9 +231,8 @@ export class ClusterPolicyStore {
       held.add(group);
     }
     this.held.set(key, held);
-    this.selections.clear();
-    this.plans.clear();
-    return { ...(before ? { before, selectedBefore } : {}) };
+    this.forgetSelections();
+    return before ? { before, selectedBefore } : NOT_REPLACED;
   }
 
   /** Removes a policy; returns it and its subjects, or undefined when it was not there. */
@@ -241,9 +242,18 @@ export class ClusterPolicyStore {
     const selectedBefore = this.subjectsOf(before);
     this.release(key);
     this.policies.delete(key);
-    this.selections.clear();
-    this.plans.clear();
+    this.forgetSelections();
     return { before, selectedBefore };
+  }
+
+  /**
+   * Every namespace's selections, after a policy changed. Only when there are some: a resync
+   * upserts ten thousand policies before any selection is made, and clearing a Map allocates
+   * its table anew even when it is empty.
+   */
+  private forgetSelections(): void {
+    if (this.selections.size > 0) this.selections.clear();
+    if (this.plans.size > 0) this.plans.clear();
   }
 
   /** Adds or replaces a node; returns the one it replaced. */

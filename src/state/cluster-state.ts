@@ -258,7 +258,7 @@ export class ClusterState implements CompilingStore {
     // objects at shape a ×1).
     if (this.resyncing) return RESYNCING;
     return this.delta({
-      policies: [{ ...(before ? { before, selectedBefore } : {}), after: policy }],
+      policies: [before ? { before, selectedBefore, after: policy } : { after: policy }],
       groups,
     });
   }
@@ -275,7 +275,11 @@ export class ClusterState implements CompilingStore {
   }
 
   upsertClusterPolicy(policy: ClusterPolicy): StateDelta {
-    return this.delta({ clusterPolicies: [{ ...this.cluster.upsert(policy), after: policy }] });
+    const { before, selectedBefore } = this.cluster.upsert(policy);
+    if (this.resyncing) return RESYNCING;
+    return this.delta({
+      clusterPolicies: [before ? { before, selectedBefore, after: policy } : { after: policy }],
+    });
   }
 
   deleteClusterPolicy(key: string): StateDelta {

@@ -145,9 +145,14 @@ export class GroupIndex {
     this.unindexGroup(group);
   }
 
+  /** Scopes' members are computed again (a Map cleared allocates its table anew, even empty). */
+  private forgetScopes(): void {
+    if (this.scopes && this.scopes.size > 0) this.scopes.clear();
+  }
+
   /** A pod was added, changed or removed: updates memberships, returns the groups that changed. */
   podChanged(before: Endpoint | undefined, after: Endpoint | undefined): Set<string> {
-    this.scopes?.clear();
+    this.forgetScopes();
     if (before) this.countNamedPorts(before, -1);
     if (after) this.countNamedPorts(after, 1);
     const changed = new Set<string>();
@@ -176,7 +181,7 @@ export class GroupIndex {
    * namespace appearing or going, those that can match without any key.
    */
   namespaceChanged(namespace: string, labels: Labels | undefined, previous?: Labels): Set<string> {
-    this.scopes?.clear();
+    this.forgetScopes();
     const changed = new Set<string>();
     const current = this.selectorsOfNamespace.get(namespace) ?? new Set<NamespaceSelectorEntry>();
     const candidates = new Set<NamespaceSelectorEntry>();
