@@ -6,7 +6,14 @@
  * large clusters fast without changing any answer.
  */
 import { familyBits, type Cidr, type IpFamily } from '../net/ip.ts';
-import type { Cluster, Endpoint, IpBlockPeer, LabelSelector } from '../model/types.ts';
+import type {
+  Cluster,
+  ClusterRule,
+  Endpoint,
+  IpBlockPeer,
+  LabelSelector,
+  PolicyRule,
+} from '../model/types.ts';
 
 export interface EndpointClasses {
   /** Class number of each endpoint, in the order given. */
@@ -25,32 +32,45 @@ export function endpointClasses(
   if (!grouping) return { classOf: Int32Array.from(endpoints.keys()), representatives: endpoints };
   const labelKeys = new Set<string>();
   const ipBlocks = new Map<string, IpBlockPeer>();
+  // Blocks without excepts by their address text alone: 10,000 policies name a few hundred
+  // blocks, and a key string built for each rule's network was most of this pass.
+  const networks = new Map<string, IpBlockPeer>();
+  const addNetwork = (cidr: Cidr): void => {
+    if (!networks.has(cidr.text)) networks.set(cidr.text, { type: 'ipBlock', cidr, except: [] });
+  };
   const addSelector = (selector: LabelSelector | undefined): void => {
     for (const r of selector?.requirements ?? []) labelKeys.add(r.key);
   };
   for (const selector of moreSelectors) addSelector(selector);
-  for (const policy of cluster.policies) {
-    addSelector(policy.podSelector);
-    for (const rule of [...policy.ingress, ...policy.egress]) {
+  // Each list visited in place (a list spread from both directions was an array per policy).
+  const addRules = (rules: readonly PolicyRule[]): void => {
+    for (const rule of rules)
       for (const peer of rule.peers ?? []) {
         if (peer.type === 'selector') addSelector(peer.podSelector);
+        else if (peer.except.length === 0) addNetwork(peer.cidr);
         else ipBlocks.set(`${peer.cidr.text}-${peer.except.map((c) => c.text).join(',')}`, peer);
       }
-    }
+  };
+  for (const policy of cluster.policies) {
+    addSelector(policy.podSelector);
+    addRules(policy.ingress);
+    addRules(policy.egress);
   }
   // Cluster policies: subject and peer pod selectors, and networks as ipBlocks. Namespace
   // selectors need nothing: the namespace is part of the signature. Nodes peers match node
   // addresses, which only host-network endpoints have, and those are told apart by node below.
+  const addClusterRules = (rules: readonly ClusterRule[]): void => {
+    for (const rule of rules)
+      for (const peer of rule.peers) {
+        if (peer.type === 'pods') addSelector(peer.podSelector);
+        else if (peer.type === 'networks') for (const cidr of peer.cidrs) addNetwork(cidr);
+      }
+  };
   for (const policy of cluster.clusterPolicies) {
     addSelector(policy.subject.podSelector);
     for (const subject of policy.moreSubjects ?? []) addSelector(subject.podSelector);
-    for (const rule of [...policy.ingress, ...policy.egress]) {
-      for (const peer of rule.peers) {
-        if (peer.type === 'pods') addSelector(peer.podSelector);
-        if (peer.type !== 'networks') continue;
-        for (const cidr of peer.cidrs) ipBlocks.set(`${cidr.text}-`, { type: 'ipBlock', cidr, except: [] });
-      }
-    }
+    addClusterRules(policy.ingress);
+    addClusterRules(policy.egress);
   }
   const sortedKeys = [...labelKeys].sort();
   // The node only matters for node-local traffic and nodes peers, i.e. when host-network endpoints exist.
@@ -69,6 +89,8 @@ export function endpointClasses(
   });
   const addresses = new AddressIndex(endpoints);
   let next = classByKey.size;
+  // In any order: the classes are the common refinement, numbered by first member below.
+  for (const block of networks.values()) next = refine(classOf, addresses.admitted(block), next);
   for (const block of ipBlocks.values()) next = refine(classOf, addresses.admitted(block), next);
   // Classes numbered by first member, each represented by it.
   const renumbered = new Map<number, number>();
