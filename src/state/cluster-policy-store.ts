@@ -144,14 +144,28 @@ export class ClusterPolicyStore {
     const key = labelSetKey(pod.labels);
     let selection = entry.byLabels.get(key);
     if (!selection) {
-      const namespaceLabels = this.host.namespaceLabels(pod.namespace);
-      selection = this.selectionOf(
-        entry.slot,
-        entry.candidates.policies.filter((p) => policySelects(p, namespaceLabels, pod)),
-      );
+      selection = this.selectedFrom(entry, pod);
       entry.byLabels.set(key, selection);
     }
     return selection;
+  }
+
+  /**
+   * The slot's candidates that select the pod. When all of them do, their own selection: a list
+   * is made only where some candidate does not select the pod.
+   */
+  private selectedFrom(entry: SlotSelections, pod: Endpoint): TierSelection {
+    const candidates = entry.candidates.policies;
+    const namespaceLabels = this.host.namespaceLabels(pod.namespace);
+    let selected: ClusterPolicy[] | undefined;
+    for (let i = 0; i < candidates.length; i++) {
+      const policy = candidates[i] as ClusterPolicy;
+      const selects = policySelects(policy, namespaceLabels, pod);
+      if (selected) {
+        if (selects) selected.push(policy);
+      } else if (!selects) selected = candidates.slice(0, i);
+    }
+    return selected ? this.selectionOf(entry.slot, selected) : entry.candidates;
   }
 
   /** Every tier's selection for the pod side, in the plan's order (see `plans`). */
@@ -285,11 +299,10 @@ export class ClusterPolicyStore {
     const hash = serialListHash(policies, this.serialOf);
     let bySlot = this.interned.get(slot);
     const known = bySlot?.get(hash);
-    const same = (s: TierSelection): boolean =>
-      s.policies.length === policies.length && s.policies.every((p, i) => p === policies[i]);
     if (known) {
-      const found = Array.isArray(known) ? known.find(same) : same(known) ? known : undefined;
-      if (found) return found;
+      if (!Array.isArray(known)) {
+        if (sameList(known.policies, policies)) return known;
+      } else for (const selection of known) if (sameList(selection.policies, policies)) return selection;
     }
     // Entries name exact policy objects, so they stay true; changed policies leave stale ones
     // behind, dropped all at once past a bound (callers then memoize anew).
@@ -323,6 +336,13 @@ export class ClusterPolicyStore {
     for (const group of this.held.get(key) ?? []) this.host.groups.release(group, clusterPolicyOwner(key));
     this.held.delete(key);
   }
+}
+
+/** The same policy objects in the same order. */
+function sameList(a: readonly ClusterPolicy[], b: readonly ClusterPolicy[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
