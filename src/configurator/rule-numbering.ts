@@ -102,11 +102,10 @@ export class RuleNumbering {
   intern(rules: readonly NumberedRule[]): RuleTable {
     const hash = serialListHash(rules, serialOfRule);
     const known = this.interned.get(hash);
-    const same = (t: RuleTable): boolean =>
-      t.rules.length === rules.length && t.rules.every((rule, i) => rule === rules[i]?.rule);
     if (known) {
-      const found = Array.isArray(known) ? known.find(same) : same(known) ? known : undefined;
-      if (found) return found;
+      if (!Array.isArray(known)) {
+        if (holdsRules(known, rules)) return known;
+      } else for (const table of known) if (holdsRules(table, rules)) return table;
     }
     const table = tableOf(rules.map((r) => r.rule));
     this.tableRules.set(table, rules);
@@ -178,3 +177,10 @@ interface ShapeRules {
 }
 
 const serialOfRule = (rule: NumberedRule): number => rule.serial;
+
+/** Whether a table holds exactly these numbered rules, in this order (no closure per lookup). */
+function holdsRules(table: RuleTable, rules: readonly NumberedRule[]): boolean {
+  if (table.rules.length !== rules.length) return false;
+  for (let i = 0; i < rules.length; i++) if (table.rules[i] !== (rules[i] as NumberedRule).rule) return false;
+  return true;
+}
