@@ -28,6 +28,7 @@ import { DENY_REST, RuleNumbering, type NumberedRule } from './rule-numbering.ts
 import { PARTITION_SEPARATOR, portsKey, type PodTables, type TieredTable } from './types.ts';
 import { TierTables } from './tier-tables.ts';
 import { permitSelection, permitSideFor, type PermitSide } from './permit-side.ts';
+import { FirstAndMore } from '../util/first-and-more.ts';
 import { joinedLists, outsideList } from './outside-lists.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -243,18 +244,13 @@ export class Configurator {
     let slots = memo.get(policy);
     if (!slots) memo.set(policy, (slots = { pure: [], byVariant: [] }));
     const variant = this.tierTables.ruleVariant(pod, rule, direction);
-    let byVariant: VariantPermits | undefined;
+    let byVariant: FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined;
     if (variant === undefined) {
       const known = slots.pure[place];
       if (known !== undefined) return known;
     } else {
       byVariant = slots.byVariant[place];
-      const known =
-        byVariant === undefined
-          ? undefined
-          : byVariant.variant === variant
-            ? byVariant.permits
-            : byVariant.more?.get(variant);
+      const known = byVariant?.get(variant);
       if (known !== undefined) return known;
     }
     let permits: NumberedRule[] | null = [];
@@ -286,9 +282,8 @@ export class Configurator {
     }
     this.memoSize++;
     if (variant === undefined) slots.pure[place] = permits;
-    else if (!byVariant) slots.byVariant[place] = { variant, permits };
-    else
-      (byVariant.more ??= new Map<string | number, readonly NumberedRule[] | null>()).set(variant, permits);
+    else if (!byVariant) slots.byVariant[place] = new FirstAndMore(variant, permits);
+    else byVariant.set(variant, permits);
     return permits;
   }
 
@@ -442,17 +437,8 @@ interface OutsideSplit {
  */
 interface PolicyPermits {
   readonly pure: (readonly NumberedRule[] | null | undefined)[];
-  readonly byVariant: (VariantPermits | undefined)[];
-}
-/**
- * A rule's permits for its first variant, and a Map for any others: most rules see one (a CIDR
- * rule's nodes, a named port's one set of pod ports), and a Map per rule was 2.6 MB of Cilium's
- * compile.
- */
-interface VariantPermits {
-  readonly variant: string | number;
-  readonly permits: readonly NumberedRule[] | null;
-  more?: Map<string | number, readonly NumberedRule[] | null>;
+  /** Most rules see one variant (a CIDR rule's nodes, a named port's pod ports): kept inline. */
+  readonly byVariant: (FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined)[];
 }
 function newRulePermitMemo(): Record<Direction, WeakMap<ClusterPolicy, PolicyPermits>> {
   return { ingress: new WeakMap(), egress: new WeakMap() };

@@ -23,6 +23,7 @@ import { PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
+import { FirstAndMore } from '../util/first-and-more.ts';
 
 /** Matches no label set: a key that both exists and does not. */
 const NOTHING = (key: string): LabelSelector =>
@@ -71,30 +72,16 @@ function clusterPeerGroupSpec(
   if (isRelativePeer(peer)) return peerGroupSpec(peer, subjectLabels, namedPort);
   const key = namedPort ? `${namedPort.name}/${namedPort.protocol}` : '';
   const specs = peerSpecs.get(peer);
-  if (!specs) {
-    const spec = peerGroupSpec(peer, subjectLabels, namedPort);
-    peerSpecs.set(peer, { key, spec });
-    return spec;
+  let spec = specs?.get(key);
+  if (!spec) {
+    spec = peerGroupSpec(peer, subjectLabels, namedPort);
+    if (specs) specs.set(key, spec);
+    else peerSpecs.set(peer, new FirstAndMore(key, spec));
   }
-  if (specs.key === key) return specs.spec;
-  let spec = specs.more?.get(key);
-  if (!spec)
-    (specs.more ??= new Map<string, GroupSpec>()).set(
-      key,
-      (spec = peerGroupSpec(peer, subjectLabels, namedPort)),
-    );
   return spec;
 }
-/**
- * A peer's specs: the first one asked for (most peers are asked for one, their plain group), and
- * a Map for the others (named ports) — a Map per peer was 2.7 MB of Cilium's compile.
- */
-interface PeerSpecs {
-  readonly key: string;
-  readonly spec: GroupSpec;
-  more?: Map<string, GroupSpec>;
-}
-const peerSpecs = new WeakMap<ClusterPeer, PeerSpecs>();
+/** A peer's specs by named port ('': its plain group), the first one asked for kept inline. */
+const peerSpecs = new WeakMap<ClusterPeer, FirstAndMore<string, GroupSpec>>();
 
 function peerGroupSpec(
   peer: Extract<ClusterPeer, { type: 'pods' }>,
