@@ -18,8 +18,10 @@ import { serialListHash } from '../util/serial-hash.ts';
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
 const NO_TIER: TierSelection = { policies: [], key: '' };
-/** What `upsert` returns for a policy that replaced none. */
-const NOT_REPLACED: { before?: ClusterPolicy; selectedBefore?: string[] } = Object.freeze({});
+/** What `upsert` returns: the version a policy replaced, and the pods that version selected. */
+type Replaced = Readonly<{ before?: ClusterPolicy; selectedBefore?: readonly string[] }>;
+/** For a policy that replaced none (shared: callers only read it). */
+const NOT_REPLACED: Replaced = Object.freeze({});
 /** Distinct selections kept interned (a few hundred in a cluster; stale ones accumulate under churn). */
 const MAX_INTERNED = 100_000;
 
@@ -231,7 +233,7 @@ export class ClusterPolicyStore {
   }
 
   /** Adds or replaces a policy; returns the version it replaced and that version's subjects. */
-  upsert(policy: ClusterPolicy): { before?: ClusterPolicy; selectedBefore?: string[] } {
+  upsert(policy: ClusterPolicy): Replaced {
     const key = clusterPolicyKey(policy);
     const before = this.policies.get(key);
     const selectedBefore = before ? this.subjectsOf(before) : undefined;

@@ -276,6 +276,7 @@ export class ClusterState implements CompilingStore {
 
   upsertClusterPolicy(policy: ClusterPolicy): StateDelta {
     const { before, selectedBefore } = this.cluster.upsert(policy);
+    // Inside a resync nobody reads the delta (as for NetworkPolicies): none is built.
     if (this.resyncing) return RESYNCING;
     return this.delta({
       clusterPolicies: [before ? { before, selectedBefore, after: policy } : { after: policy }],
