@@ -21,7 +21,8 @@
  * pays and a one-shot command pays once. Each figure is given as wall time and as the process's CPU
  * time (user + system, GC threads included): on a machine shared at load 7 on 2 cores the wall
  * time of one step varied threefold between runs, its CPU time much less. The CPU ratio is also
- * given paired by run (each engine's over NetworkPolicy's of the same run, median and range).
+ * given paired by run (each engine's over NetworkPolicy's of the same run, median and range; the
+ * first run, whose first engine carries the warm-up, left out).
  */
 import { loadavg } from 'node:os';
 import { computeViewMatrix } from '../src/analysis/index.ts';
@@ -170,10 +171,14 @@ export function enginesBenchmark(args: string[]): void {
 /**
  * The engine's CPU over NetworkPolicy's within each run (the three are measured one after the
  * other), as the median and range of those ratios: the load of this shared machine drifts between
- * runs more than within one, and a ratio of two medians carries that drift.
+ * runs more than within one, and a ratio of two medians carries that drift. The first run is left
+ * out when there are others: NetworkPolicy is measured first in it and carries the process's
+ * warm-up alone.
  */
 function pairedRatios(values: readonly number[], networkPolicy: readonly number[]): string {
-  const ratios = values.map((value, run) => value / (networkPolicy[run] as number));
+  const ratios = values
+    .map((value, run) => value / (networkPolicy[run] as number))
+    .slice(values.length > 1 ? 1 : 0);
   return `; paired by run ×${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`;
 }
 
