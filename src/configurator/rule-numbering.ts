@@ -16,7 +16,7 @@ import {
 } from '../model/rule.ts';
 import type { Protocol } from '../model/types.ts';
 import { tableOf } from './table-id.ts';
-import { serialListHash } from '../util/serial-hash.ts';
+import { HashBuckets, serialListHash } from '../util/serial-hash.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -37,7 +37,7 @@ export class RuleNumbering {
    * canonical order (the table's id, a hash of its text, is only made when someone asks for it).
    * A hash shared by different tables holds an array of them.
    */
-  private readonly interned = new Map<number, RuleTable | RuleTable[]>();
+  private readonly interned = new HashBuckets<RuleTable, readonly NumberedRule[]>(holdsRules);
   /**
    * One prepared rule per distinct rule, numbered: equal rules of different templates share it.
    * The configurator's rules are permits with one side "any" and the other a group, a CIDR or
@@ -101,17 +101,11 @@ export class RuleNumbering {
    */
   intern(rules: readonly NumberedRule[]): RuleTable {
     const hash = serialListHash(rules, serialOfRule);
-    const known = this.interned.get(hash);
-    if (known) {
-      if (!Array.isArray(known)) {
-        if (holdsRules(known, rules)) return known;
-      } else for (const table of known) if (holdsRules(table, rules)) return table;
-    }
+    const known = this.interned.find(hash, rules);
+    if (known) return known;
     const table = tableOf(rules.map((r) => r.rule));
     this.tableRules.set(table, rules);
-    if (!known) this.interned.set(hash, table);
-    else if (Array.isArray(known)) known.push(table);
-    else this.interned.set(hash, [known, table]);
+    this.interned.add(hash, table);
     return table;
   }
 
@@ -178,7 +172,7 @@ interface ShapeRules {
 
 const serialOfRule = (rule: NumberedRule): number => rule.serial;
 
-/** Whether a table holds exactly these numbered rules, in this order (no closure per lookup). */
+/** Whether a table holds exactly these numbered rules, in this order. */
 function holdsRules(table: RuleTable, rules: readonly NumberedRule[]): boolean {
   if (table.rules.length !== rules.length) return false;
   for (let i = 0; i < rules.length; i++) if (table.rules[i] !== (rules[i] as NumberedRule).rule) return false;

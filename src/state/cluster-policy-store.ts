@@ -13,7 +13,7 @@ import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
 import type { GroupSpec, PlanSelection, TierSelection } from './types.ts';
-import { serialListHash } from '../util/serial-hash.ts';
+import { HashBuckets, serialListHash } from '../util/serial-hash.ts';
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
@@ -75,7 +75,7 @@ export class ClusterPolicyStore {
    * memoize by the object: equal keys in 25,000 namespaces were 25,000 strings, each built into
    * a longer key and hashed per pod.
    */
-  private readonly interned = new Map<string, Map<number, TierSelection | TierSelection[]>>();
+  private readonly interned = new Map<string, HashBuckets<TierSelection, readonly ClusterPolicy[]>>();
   private internedCount = 0;
   private readonly serials = new WeakMap<ClusterPolicy, number>();
   private nextSerial = 0;
@@ -300,12 +300,8 @@ export class ClusterPolicyStore {
     // string built and hashed for every pod side was most of finding its selections.
     const hash = serialListHash(policies, this.serialOf);
     let bySlot = this.interned.get(slot);
-    const known = bySlot?.get(hash);
-    if (known) {
-      if (!Array.isArray(known)) {
-        if (sameList(known.policies, policies)) return known;
-      } else for (const selection of known) if (sameList(selection.policies, policies)) return selection;
-    }
+    const known = bySlot?.find(hash, policies);
+    if (known) return known;
     // Entries name exact policy objects, so they stay true; changed policies leave stale ones
     // behind, dropped all at once past a bound (callers then memoize anew).
     if (this.internedCount >= MAX_INTERNED) {
@@ -313,12 +309,9 @@ export class ClusterPolicyStore {
       this.internedCount = 0;
       bySlot = undefined;
     }
-    if (!bySlot) this.interned.set(slot, (bySlot = new Map<number, TierSelection | TierSelection[]>()));
+    if (!bySlot) this.interned.set(slot, (bySlot = new HashBuckets(holdsPolicies)));
     const selection = new Selection(policies, this.tokenOf);
-    const there = bySlot.get(hash);
-    if (!there) bySlot.set(hash, selection);
-    else if (Array.isArray(there)) there.push(selection);
-    else bySlot.set(hash, [there, selection]);
+    bySlot.add(hash, selection);
     this.internedCount++;
     return selection;
   }
@@ -340,10 +333,11 @@ export class ClusterPolicyStore {
   }
 }
 
-/** The same policy objects in the same order. */
-function sameList(a: readonly ClusterPolicy[], b: readonly ClusterPolicy[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+/** Whether a selection holds exactly these policy objects, in this order. */
+function holdsPolicies(selection: TierSelection, policies: readonly ClusterPolicy[]): boolean {
+  const held = selection.policies;
+  if (held.length !== policies.length) return false;
+  for (let i = 0; i < held.length; i++) if (held[i] !== policies[i]) return false;
   return true;
 }
 

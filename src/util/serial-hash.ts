@@ -9,3 +9,32 @@ export function serialListHash<T>(items: readonly T[], serialOf: (item: T) => nu
   // for every lookup.
   return hash & 0x3fffffff;
 }
+
+/**
+ * Interned items by the hash of their list (`serialListHash`): one item per hash, an array where
+ * hashes collide. `find` confirms a candidate with `same`, given once (no closure per lookup).
+ */
+export class HashBuckets<T extends object, L> {
+  readonly #buckets = new Map<number, T | T[]>();
+
+  constructor(private readonly same: (item: T, list: L) => boolean) {}
+
+  find(hash: number, list: L): T | undefined {
+    const known = this.#buckets.get(hash);
+    if (known === undefined) return undefined;
+    if (!Array.isArray(known)) return this.same(known, list) ? known : undefined;
+    for (const item of known) if (this.same(item, list)) return item;
+    return undefined;
+  }
+
+  add(hash: number, item: T): void {
+    const there = this.#buckets.get(hash);
+    if (there === undefined) this.#buckets.set(hash, item);
+    else if (Array.isArray(there)) there.push(item);
+    else this.#buckets.set(hash, [there, item]);
+  }
+
+  clear(): void {
+    this.#buckets.clear();
+  }
+}
