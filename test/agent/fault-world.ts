@@ -157,6 +157,26 @@ export class AgentProcess {
     }
   }
 
+  /**
+   * A counter or gauge from the agent's `/metrics` (summed over its label sets), or undefined
+   * when the agent does not answer: an HTTP read, cheap beside reading a datapath.
+   */
+  async metric(name: string): Promise<number | undefined> {
+    try {
+      const response = await fetch(`http://127.0.0.1:${this.listenPort}/metrics`, {
+        signal: AbortSignal.timeout(1000),
+      });
+      let sum = 0;
+      for (const line of (await response.text()).split('\n')) {
+        const sample = /^(\w+)(?:\{[^}]*\})? (\S+)$/.exec(line);
+        if (sample?.[1] === name) sum += Number(sample[2]);
+      }
+      return sum;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The nft processes this agent runs now (exec runner: `ip netns exec … nft -f -`). */
   nftChildren(): number[] {
     const pids: number[] = [];
@@ -490,6 +510,12 @@ export class FaultWorld {
       .join(', ');
   }
 
+  /** For `until`: true when every datapath equals a fresh render, else what differs (read once). */
+  equalsFresh(): true | string {
+    const difference = this.tablesDiffer();
+    return difference === '' || difference;
+  }
+
   /**
    * Waits until every agent says ready at ≥ revision and every table equals a fresh render;
    * returns how long that took, ms.
@@ -505,8 +531,7 @@ export class FaultWorld {
           if (ready?.status !== 200 || at < revision)
             return `${node}: ${ready ? `${ready.status} ${ready.body.trim()}` : 'no answer'}`;
         }
-        const differ = this.tablesDiffer();
-        return differ === '' ? true : differ;
+        return this.equalsFresh();
       },
       timeoutMs,
     ).catch((error: Error) => {
