@@ -236,7 +236,10 @@ export function enforcementTrials(suite: FaultSuite): void {
     await until(
       'the tables are kept while etcd is gone: each node holds one of the written states',
       () => {
-        const lost = nodes.filter((node) => !written.some((objects) => w.distance(node, objects) === 0));
+        // Newest first: a node usually holds the last state, and each comparison reads its datapath.
+        const lost = nodes.filter(
+          (node) => !written.toReversed().some((objects) => w.distance(node, objects) === 0),
+        );
         return lost.length === 0 || `${lost.join(', ')} hold none: ${w.tablesDiffer()}`;
       },
       15_000,
