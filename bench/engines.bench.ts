@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- engines [--scale 0.1] [--policies 10000] [--runs 5] [--matrix-runs 3]` (0: no matrix):
+ * `npm run bench -- engines [--scale 0.1] [--policies 10000] [--runs 5] [--matrix-runs 3]` (0: no matrix)
+ * `[--processes [--rounds 3]]`:
  * the same number of policies written as Kubernetes NetworkPolicies, as Calico NetworkPolicies and
  * as CiliumNetworkPolicies (src/generate/engine-policies.ts: shape a's three kinds of policy in
  * each engine's language) over shape a's namespaces and pods, and what reading them costs:
@@ -22,7 +23,8 @@
  * time (user + system, GC threads included): on a machine shared at load 7 on 2 cores the wall
  * time of one step varied threefold between runs, its CPU time much less. The CPU ratio is also
  * given paired by run (each engine's over NetworkPolicy's of the same run, median and range; the
- * first run, whose first engine carries the warm-up, left out).
+ * first run, whose first engine carries the warm-up, left out). `--processes [--rounds 3]`
+ * measures each engine in a process of its own instead (engines-processes.ts).
  */
 import { loadavg } from 'node:os';
 import { computeViewMatrix } from '../src/analysis/index.ts';
@@ -32,6 +34,7 @@ import type { Cluster } from '../src/model/types.ts';
 import { PolicyPipeline } from '../src/pipeline/index.ts';
 import { median } from './stats.ts';
 import { reportFigure } from './report.ts';
+import { CHILD_FIGURES, enginesInProcesses } from './engines-processes.ts';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -50,6 +53,16 @@ const LABEL: Record<PolicyEngineName, string> = {
 };
 
 export function enginesBenchmark(args: string[]): void {
+  if (args.includes('--processes')) {
+    enginesInProcesses(args);
+    return;
+  }
+  const only = args.includes('--engine')
+    ? (args[args.indexOf('--engine') + 1] as PolicyEngineName)
+    : undefined;
+  if (only !== undefined && !ENGINES.includes(only))
+    throw new Error(`--engine: one of ${ENGINES.join(', ')}`);
+  const engines = only ? [only] : ENGINES;
   const scale = option(args, 'scale', 0.1);
   const count = option(args, 'policies', 10_000);
   const runs = option(args, 'runs', 5);
@@ -57,7 +70,7 @@ export function enginesBenchmark(args: string[]): void {
   const shape = generateShape('a', { scale, seed: 1 });
   const base = [...shape.namespaces, ...shape.pods].map((o) => JSON.stringify(o));
   const texts = new Map(
-    ENGINES.map((engine) => {
+    engines.map((engine) => {
       const policies = generateEnginePolicies(engine, count, shape.namespaces.length, 1);
       return [engine, '---\n' + [...base, ...policies.map((o) => JSON.stringify(o))].join('\n---\n') + '\n'];
     }),
@@ -82,7 +95,7 @@ export function enginesBenchmark(args: string[]): void {
   const kept = new Map<PolicyEngineName, readonly unknown[]>();
   for (let run = 0; run < runs; run++) {
     // Each run starts with another engine: none is always measured first (or last).
-    const order = ENGINES.map((_, i) => ENGINES[(i + run) % ENGINES.length] as PolicyEngineName);
+    const order = engines.map((_, i) => engines[(i + run) % engines.length] as PolicyEngineName);
     for (const engine of order) {
       const text = texts.get(engine) as string;
       globalThis.gc?.();
@@ -127,6 +140,11 @@ export function enginesBenchmark(args: string[]): void {
       loads.push(loadavg()[0] ?? 0);
       kept.set(engine, [loaded, pipeline, auto, reference]);
     }
+  }
+  if (only) {
+    // A child of `--processes`: its figures for the parent, which reports them.
+    process.stdout.write(`${CHILD_FIGURES}${JSON.stringify({ cpu: cpu[only], load: median(loads) })}\n`);
+    return;
   }
   const s = (values: readonly number[]): string => `${(median(values) / 1000).toFixed(2)} s`;
   for (const what of STEPS) {
