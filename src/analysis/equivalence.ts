@@ -59,11 +59,18 @@ export function endpointClasses(
   // Cluster policies: subject and peer pod selectors, and networks as ipBlocks. Namespace
   // selectors need nothing: the namespace is part of the signature. Nodes peers match node
   // addresses, which only host-network endpoints have, and those are told apart by node below.
+  // Outside blocks (Cilium's CIDRs) match no pod, and a host-network endpoint by its address: the
+  // graphs stand for a range outside the cluster by one.
+  const outsideBlocks = new Map<string, IpBlockPeer>();
   const addClusterRules = (rules: readonly ClusterRule[]): void => {
     for (const rule of rules)
       for (const peer of rule.peers) {
         if (peer.type === 'pods') addSelector(peer.podSelector);
         else if (peer.type === 'networks') for (const cidr of peer.cidrs) addNetwork(cidr);
+        else if (peer.type === 'outside')
+          for (const cidr of peer.cidrs)
+            if (!outsideBlocks.has(cidr.text))
+              outsideBlocks.set(cidr.text, { type: 'ipBlock', cidr, except: [] });
       }
   };
   for (const policy of cluster.clusterPolicies) {
@@ -92,6 +99,10 @@ export function endpointClasses(
   // In any order: the classes are the common refinement, numbered by first member below.
   for (const block of networks.values()) next = refine(classOf, addresses.admitted(block), next);
   for (const block of ipBlocks.values()) next = refine(classOf, addresses.admitted(block), next);
+  if (outsideBlocks.size > 0 && endpoints.some((e) => e.hostNetwork)) {
+    const hostAddresses = new AddressIndex(endpoints.map((e) => (e.hostNetwork ? e : NO_ADDRESSES)));
+    for (const block of outsideBlocks.values()) next = refine(classOf, hostAddresses.admitted(block), next);
+  }
   // Classes numbered by first member, each represented by it.
   const renumbered = new Map<number, number>();
   const representatives: Endpoint[] = [];
@@ -123,6 +134,9 @@ function refine(classOf: Int32Array, values: ReadonlyMap<number, number>, next: 
   return next;
 }
 
+/** Stands for an endpoint whose addresses a refinement leaves out. */
+const NO_ADDRESSES: Pick<Endpoint, 'ips'> = { ips: [] };
+
 /** Endpoint addresses sorted per family, to find those an ipBlock admits by binary search. */
 class AddressIndex {
   /** Per family: (address, endpoint, slot of the address among the endpoint's addresses). */
@@ -131,7 +145,7 @@ class AddressIndex {
     6: [],
   };
 
-  constructor(endpoints: readonly Endpoint[]) {
+  constructor(endpoints: readonly Pick<Endpoint, 'ips'>[]) {
     endpoints.forEach((endpoint, i) =>
       endpoint.ips.forEach((ip, slot) => this.sorted[ip.family].push({ value: ip.value, endpoint: i, slot })),
     );

@@ -58,9 +58,11 @@ export function outsideClasses(
   const rows = Array.from({ length: n }, (_, r) => rowMembers(matrix, r));
   const members = rows.flat();
   const { classOf, representatives } = endpointClasses(cluster, members);
-  // Only the families the rows' pods have: a range of another family can reach none of them.
+  // Only the families the rows' pods have: a range of another family can reach none of them. A
+  // pod without an address (manifests from a repository) may have any.
   const families = new Set(members.flatMap((e) => e.ips.map((ip) => ip.family)));
-  const ranges = addressRanges([cluster]).filter((r) => families.has(r.interval.family));
+  const anyFamily = members.some((e) => e.ips.length === 0);
+  const ranges = addressRanges([cluster]).filter((r) => anyFamily || families.has(r.interval.family));
   if (2 * representatives.length * ranges.length > budget) return undefined;
   const rowClasses: number[][] = [];
   let m = 0;

@@ -137,8 +137,10 @@ export function clusterPeerMatches(
       return false;
     }
     case 'outside': {
-      // Only what lies outside the cluster: no pod's address (of either kind), no node's.
-      if (other.kind === 'endpoint') return false;
+      // Only what lies outside the cluster: no pod's address (of either kind), no node's. A
+      // host-network endpoint is told by its address: one of the cluster's is a node's, and the
+      // graphs stand for a range of outside addresses by one with an address of the range.
+      if (other.kind === 'endpoint' && !other.endpoint.hostNetwork) return false;
       const ip = addressIp(other, family);
       return (
         ip !== undefined && !isClusterAddress(index, ip) && peer.cidrs.some((cidr) => cidrContains(cidr, ip))

@@ -14,6 +14,8 @@ import {
   estimateClassOutput,
   estimateMatrixOutput,
   formatSize,
+  OUTSIDE_BUDGET,
+  outsideClasses,
   MATRIX_FORMATS,
   PLAIN,
 } from '../analysis/index.ts';
@@ -187,7 +189,12 @@ export function createApp(
     if (estimate.bytes > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes, 'ask by=class');
     const writer = MATRIX_FORMATS.json;
     if (!writer) throw new Error('no JSON writer');
-    return c.body([...writer(matrix, PLAIN)].join(''), 200, { 'content-type': 'application/json' });
+    // With the connections to and from the ranges outside the cluster, as `matrix -o json`
+    // writes them (left out past the same few seconds' work).
+    const outside = outsideClasses(matrix, s.input.cluster, s.semantics, OUTSIDE_BUDGET);
+    return c.body([...writer(matrix, PLAIN, outside?.length ? { outside } : {})].join(''), 200, {
+      'content-type': 'application/json',
+    });
   });
   api('/api/why', (s, c) => {
     const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'pod'));

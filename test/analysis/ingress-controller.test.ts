@@ -258,14 +258,15 @@ describe('ingress controller in matrix and check', () => {
       },
     ]);
     const without = await cli(['matrix', '-f', 'examples/shop', '-o', 'json']);
-    assert.deepEqual(Object.keys(JSON.parse(without.stdout) as object), ['results']);
+    assert.deepEqual(Object.keys(JSON.parse(without.stdout) as object), ['results', 'addresses']);
     const csv = await cli(['matrix', '-f', 'examples/ingress', '-o', 'csv']);
     assert.match(csv.stdout, /^\{ingress-controller\},web\/storefront\[Deployment\],"TCP 8080"$/m);
     assert.match(csv.stdout, /^\{ingress-controller\},web\/api\[Deployment\],"none"$/m);
     const md = await cli(['matrix', '-f', 'examples/ingress', '--port', '8000', '-o', 'md']);
-    assert.match(md.stdout, /^\| \{ingress-controller\} \| ✗ \| ✗ \|$/m);
+    // Its last column is the addresses outside the cluster: no question from a source row.
+    assert.match(md.stdout, /^\| \{ingress-controller\} \| ✗ \| ✗ \| – \|$/m);
     const text = await cli(['matrix', '-f', 'examples/ingress', '--port', '8080']);
-    assert.match(text.stdout, /^\{ingress-controller\} +X {2}\. {2}3$/m);
+    assert.match(text.stdout, /^\{ingress-controller\} +X {2}\. {2}- {2}4$/m);
   });
 
   it('check --from ingress-controller judges the destination’s ingress and says what Ingress objects forward', async () => {

@@ -109,4 +109,59 @@ describe('connections with addresses outside the cluster', () => {
     const none = await cli(['matrix', '-f', file, '--port', '443', '--addresses', 'none', '-o', 'json']);
     assert.equal((JSON.parse(none.stdout) as { addresses?: unknown }).addresses, undefined);
   });
+
+  it('include pods without an address (manifests from a repository): they may have any family', () => {
+    const cluster = clusterOf([
+      namespace('a'),
+      pod('a', 'web', { app: 'web' }),
+      policy('a', 'egress', {
+        podSelector: {},
+        policyTypes: ['Egress'],
+        egress: [{ to: [{ ipBlock: { cidr: '203.0.113.0/25' } }], ports: [{ port: 443 }] }],
+      }),
+    ]);
+    const matrix = computeViewMatrix(cluster, { by: 'workload', queries: [] });
+    const out = (outsideClasses(matrix, cluster) ?? []).map((c) => `${c.label}: ${formatPortSet(c.out[0]!)}`);
+    assert.deepEqual(out.sort(), ['0.0.0.0/0 except 203.0.113.0/25: none', '203.0.113.0/25: TCP 443']);
+  });
+
+  it("are drawn for Cilium's CIDRs: the graph's ranges are outside the cluster, where only they match", async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-outside-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'cilium.yaml');
+    const objects = [
+      namespace('web'),
+      pod('web', 'api', { app: 'api' }, { ips: ['10.1.0.5'] }),
+      {
+        apiVersion: 'cilium.io/v2',
+        kind: 'CiliumNetworkPolicy',
+        metadata: { name: 'api-egress', namespace: 'web' },
+        spec: {
+          endpointSelector: { matchLabels: { app: 'api' } },
+          egress: [
+            {
+              toCIDRSet: [{ cidr: '203.0.113.0/24', except: ['203.0.113.128/25'] }],
+              toPorts: [{ ports: [{ port: '443', protocol: 'TCP' }] }],
+            },
+            { toCIDR: ['198.51.100.7/32'] },
+          ],
+        },
+      },
+    ];
+    writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+    for (const engine of ['reference', 'compiled']) {
+      const dot = (await cli(['matrix', '-f', file, '-o', 'dot', '--engine', engine])).stdout;
+      const node = (label: string): string =>
+        new RegExp(`"(addr:\\d+)" \\[id="n\\d+", label="${label}"`).exec(dot)?.[1] ?? '';
+      const cidr = node('203\\.0\\.113\\.0/25');
+      const host = node('198\\.51\\.100\\.7/32');
+      assert.ok(cidr && host, `${engine}: both blocks are nodes\n${dot}`);
+      assert.match(
+        dot,
+        new RegExp(`"ep:web/api\\[Pod\\]" -> "${cidr}" \\[id="e\\d+", label="TCP 443"\\]`),
+        engine,
+      );
+      assert.match(dot, new RegExp(`"ep:web/api\\[Pod\\]" -> "${host}" \\[id="e\\d+", label="all"`), engine);
+    }
+  });
 });

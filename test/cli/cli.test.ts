@@ -213,16 +213,18 @@ describe('palisade matrix', () => {
     const text = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop']);
     assert.match(
       text.stdout,
-      /^TCP\/8000 +1 +2 +3\nshop\/api\[Deployment\] +X +X +X +1\nshop\/db\[StatefulSet\] +X +X +X +2\nshop\/frontend\[Deployment\] +\. +X +X +3\n/,
+      /^TCP\/8000 +1 +2 +3 +4\nshop\/api\[Deployment\] +X +X +X +X +1\nshop\/db\[StatefulSet\] +X +X +X +X +2\nshop\/frontend\[Deployment\] +\. +X +X +X +3\n0\.0\.0\.0\/0 +X +X +X +- +4\n/,
     );
     const csv = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop', '-o', 'csv']);
     assert.match(
       csv.stdout,
       /^from,to,port,protocol,allowed\nshop\/api\[Deployment\],shop\/api\[Deployment\],8000,TCP,false\n/,
     );
-    assert.equal(csv.stdout.trim().split('\n').length, 10);
+    // A header, the 9 pairs, and each of the 3 rows to and from the addresses outside the cluster.
+    assert.equal(csv.stdout.trim().split('\n').length, 1 + 9 + 6);
     const md = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '-n', 'shop', '-o', 'md']);
-    assert.match(md.stdout, /\| shop\/frontend\[Deployment\] \| ✓ \| ✗ \| ✗ \|/);
+    assert.match(md.stdout, /\| shop\/frontend\[Deployment\] \| ✓ \| ✗ \| ✗ \| ✗ \|/);
+    assert.match(md.stdout, /\| 0\.0\.0\.0\/0 \| ✗ \| ✗ \| ✗ \| – \|/);
   });
   it('lists allowed ports per pair when no port is given', async () => {
     const r = await cli(['matrix', '-f', EXAMPLE]);

@@ -47,19 +47,20 @@ describe('matrix output', () => {
 
   it('keeps the -o json contract byte for byte (per port and port sets)', async () => {
     const perPort = await cli(['matrix', '-f', EXAMPLE, '--port', '8000', '--port', '53/UDP', '-o', 'json']);
-    const parsed = JSON.parse(perPort.stdout) as { results: Record<string, unknown>[] };
+    const parsed = JSON.parse(perPort.stdout) as {
+      results: Record<string, unknown>[];
+      addresses: Record<string, unknown>[];
+    };
     assert.equal(parsed.results.length, 6 * 6 * 2);
-    const expected = `{"results":[\n${parsed.results.map((r) => JSON.stringify(r)).join(',\n')}\n]}\n`;
+    // The pairs, then the connections with the ranges outside the cluster, in the same form.
+    const lines = (list: Record<string, unknown>[]): string => list.map((r) => JSON.stringify(r)).join(',\n');
+    const expected = `{"results":[\n${lines(parsed.results)}\n],"addresses":[\n${lines(parsed.addresses)}\n]}\n`;
     assert.equal(perPort.stdout, expected);
-    assert.deepEqual(Object.keys(parsed.results[0] ?? {}), [
-      'from',
-      'to',
-      'port',
-      'protocol',
-      'allowed',
-      'fromKind',
-      'toKind',
-    ]);
+    const fields = ['from', 'to', 'port', 'protocol', 'allowed', 'fromKind', 'toKind'];
+    assert.deepEqual(Object.keys(parsed.results[0] ?? {}), fields);
+    assert.deepEqual(Object.keys(parsed.addresses[0] ?? {}), fields);
+    // Both ranges the shop's policies tell apart, each way, for each of its six workloads.
+    assert.equal(parsed.addresses.length, 2 * 2 * 6 * 2);
     const sets = await cli(['matrix', '-f', EXAMPLE, '-o', 'json']);
     const setsParsed = JSON.parse(sets.stdout) as { results: Record<string, unknown>[] };
     assert.equal(setsParsed.results.length, 36);
@@ -94,11 +95,12 @@ describe('matrix output', () => {
     assert.deepEqual(
       rows.slice(0, 4).map((l) => l.replace(/\s+/g, ' ').trim()),
       [
-        'kube-system[Namespace] . . X X 1',
-        'monitoring[Namespace] . . X X 2',
-        'payments[Namespace] X X X X 3',
+        // Columns 5 and 6: the two ranges outside the cluster the shop's policies tell apart.
+        'kube-system[Namespace] . . X X . . 1',
+        'monitoring[Namespace] . . X X . . 2',
+        'payments[Namespace] X X X X X X 3',
         // shop → shop on 8000: the frontend may reach the api, no other pod pair: partial.
-        'shop[Namespace] X X X ~ 4',
+        'shop[Namespace] X X X ~ X X 4',
       ],
     );
     const csv = await cli([...args, '-o', 'csv']);
