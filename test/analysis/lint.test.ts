@@ -223,6 +223,28 @@ describe('lint: rule shapes', () => {
     assert.equal(codes([...base, block('0.0.0.0/0', [{ port: 443 }])], 'IPBLOCK_TOO_BROAD').length, 0);
     assert.equal(codes([...base, block('172.16.0.0/12')], 'IPBLOCK_TOO_BROAD').length, 0);
   });
+
+  it("Calico's nets: never for holding pods (Calico matches them by definition), nor for a rule naming no address", () => {
+    const calico = (egress: Raw[]): Raw => ({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'c', namespace: 'shop' },
+      spec: { selector: 'all()', types: ['Egress'], egress },
+    });
+    const blocks = ['IPBLOCK_MATCHES_PODS', 'IPBLOCK_TOO_BROAD'];
+    const onlyPorts = calico([{ action: 'Allow', protocol: 'TCP', destination: { ports: [9090] } }]);
+    assert.deepEqual(lint([...base, onlyPorts], blocks), []);
+    const everything = calico([{ action: 'Allow' }]);
+    assert.deepEqual(lint([...base, everything], blocks), []);
+    const podNets = calico([{ action: 'Allow', protocol: 'TCP', destination: { nets: ['10.0.0.0/8'] } }]);
+    assert.deepEqual(lint([...base, podNets], blocks), []);
+    // A block it names on every port is still too broad.
+    const broad = calico([{ action: 'Allow', destination: { nets: ['10.0.0.0/7'] } }]);
+    assert.deepEqual(
+      lint([...base, broad], blocks).map((f) => f.code),
+      ['IPBLOCK_TOO_BROAD'],
+    );
+  });
 });
 
 describe('lint: ports', () => {
