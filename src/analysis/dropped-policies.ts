@@ -50,7 +50,7 @@ export function droppedPoliciesFor(
 function dropped(policy: RejectedPolicy, direction: 'ingress' | 'egress', endpoint: Endpoint): DroppedPolicy {
   const where = policy.location;
   return {
-    policy: `${policy.namespace}/${policy.name}`,
+    policy: `${policy.engine ? `${policy.engine}/` : ''}${policy.namespace}/${policy.name}`,
     direction,
     endpoint: endpoint.id,
     certain: policy.podSelector !== undefined,

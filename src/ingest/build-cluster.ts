@@ -117,7 +117,7 @@ export function buildCluster(
     policies: [...policies].sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)),
     clusterPolicies: sortByPrecedence(tiered),
     nodes: mergeNodes(declaredNodes, nodeAddresses),
-    ...rejectedOnly(rejected, policies),
+    ...rejectedOnly(rejected, policies, tiered),
     ...(services.length > 0
       ? { services: services.sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name)) }
       : {}),
@@ -164,11 +164,15 @@ function implicitNamespace(
 function rejectedOnly(
   rejected: readonly RejectedPolicy[],
   policies: readonly NetworkPolicy[],
+  clusterPolicies: readonly ClusterPolicy[],
 ): { rejectedPolicies?: RejectedPolicy[] } {
   if (rejected.length === 0) return {};
   const valid = new Set(policies.map((p) => `${p.namespace}/${p.name}`));
+  for (const p of clusterPolicies)
+    if (p.kind === 'CalicoNetworkPolicy' || p.kind === 'CiliumNetworkPolicy')
+      valid.add(`${p.kind === 'CalicoNetworkPolicy' ? 'calico' : 'cilium'}/${p.namespace ?? ''}/${p.name}`);
   const kept = rejected
-    .filter((r) => !valid.has(`${r.namespace}/${r.name}`))
+    .filter((r) => !valid.has(`${r.engine ? `${r.engine}/` : ''}${r.namespace}/${r.name}`))
     .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name));
   return kept.length ? { rejectedPolicies: kept } : {};
 }

@@ -24,6 +24,7 @@
  */
 import type { z } from 'zod';
 import { subtractCidrsCached } from '../net/subtract.ts';
+import { cidrCovers } from '../net/ip.ts';
 import {
   DEFAULT_TIER,
   type ClusterPeer,
@@ -435,6 +436,16 @@ function cidrPeers(
   const cidr = decodeCidr(ctx, raw.cidr, inSet ? [...path, 'cidr'] : path);
   const except = (raw.except ?? []).flatMap((text, i) => {
     const parsed = decodeCidr(ctx, text, [...path, 'except', i]);
+    // Cilium refuses the policy ("allow CIDR prefix … does not contain exclude CIDR prefix …"):
+    // an except must lie inside its cidr (the cidr itself is allowed, unlike an ipBlock's).
+    if (parsed && cidr && !cidrCovers(cidr, parsed)) {
+      ctx.report(
+        'EXCEPT_NOT_IN_CIDR',
+        `except "${text}" is not inside cidr "${cidr.text}": Cilium refuses the policy`,
+        [...path, 'except', i],
+      );
+      return [];
+    }
     return parsed ? [parsed] : [];
   });
   if (!cidr) return [];

@@ -114,13 +114,19 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   if (decoded === 'unknown-kind') {
     const where = raw.locator.valueAt(raw.basePath);
     const engine = otherEnginePolicy(apiVersion, kind);
+    // Named with its API group (`NetworkPolicy.crd.antrea.io`), as diff names Calico's: Antrea's
+    // NetworkPolicy must not read as a Kubernetes one in the answers' note.
+    const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
     if (engine)
       return {
         diagnostics: [
           makeDiagnostic(
             'POLICY_KIND_NOT_EVALUATED',
             `${apiVersion} ${kind} is ${engine}; Palisade does not evaluate it, so answers do not include it`,
-            { ...where, object: objectName },
+            {
+              ...where,
+              object: group ? `${kind}.${group}${objectName.slice(objectName.indexOf(' '))}` : objectName,
+            },
           ),
         ],
       };
@@ -132,7 +138,10 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   }
   // Two literals rather than a spread, which builds each result the slow way.
   if (decoded && !unknownMetadata) return { object: decoded, identity, diagnostics: ctx.diagnostics };
-  const rejected = kind === 'NetworkPolicy' && ctx.failed ? rejectedPolicy(ctx) : undefined;
+  const rejected =
+    (kind === 'NetworkPolicy' || kind === 'CiliumNetworkPolicy') && ctx.failed
+      ? rejectedPolicy(ctx)
+      : undefined;
   return rejected
     ? { identity, diagnostics: ctx.diagnostics, rejected }
     : { identity, diagnostics: ctx.diagnostics };

@@ -8,13 +8,16 @@ import type { RejectedPolicy } from '../model/types.ts';
 import { DecodeContext } from './decode-context.ts';
 import { decodeSelector } from './decode-labels.ts';
 import { labelSelectorSchema } from './schemas.ts';
+import { conjunctionSelectors, readCalicoSelector } from './calico-selectors.ts';
+import { readCiliumSelector } from './cilium-selectors.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The rejected policy as far as the raw object says, read leniently (its problems were already
- * reported); undefined when it has no usable name.
+ * reported); undefined when it has no usable name. A Kubernetes, Calico or Cilium
+ * NetworkPolicy, each read with its own selector and directions.
  */
 export function rejectedPolicy(ctx: DecodeContext): RejectedPolicy | undefined {
   const value = ctx.raw.value;
@@ -24,19 +27,75 @@ export function rejectedPolicy(ctx: DecodeContext): RejectedPolicy | undefined {
   const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : ctx.defaultNamespace;
   const spec = isRecord(value.spec) ? value.spec : {};
   const error = ctx.diagnostics.find((d) => d.severity === 'error');
-  const types = Array.isArray(spec.policyTypes) ? spec.policyTypes : undefined;
-  const hasEgressRules = Array.isArray(spec.egress) && spec.egress.length > 0;
+  const engine =
+    value.kind === 'CiliumNetworkPolicy'
+      ? 'cilium'
+      : typeof value.apiVersion === 'string' && value.apiVersion.includes('projectcalico.org/')
+        ? 'calico'
+        : undefined;
+  const selected =
+    engine === 'cilium'
+      ? ciliumSelected(ctx, spec)
+      : engine === 'calico'
+        ? calicoSelected(ctx, spec)
+        : kubeSelected(ctx, spec);
   return {
     namespace,
     name: metadata.name,
-    podSelector: lenientSelector(ctx, spec.podSelector),
-    affectsIngress: types ? types.includes('Ingress') : true,
-    affectsEgress: types ? types.includes('Egress') : hasEgressRules,
+    ...(engine ? { engine } : {}),
+    ...selected,
     problem: error ? `${error.path ? `${error.path}: ` : ''}${error.message}` : 'invalid',
     // Where the problem is (the diagnostic's place), else where the object starts.
     location: error
       ? { file: error.file, line: error.line, column: error.column }
       : ctx.raw.locator.valueAt(ctx.raw.basePath),
+  };
+}
+
+type Selected = Pick<RejectedPolicy, 'podSelector' | 'affectsIngress' | 'affectsEgress'>;
+
+/** A list that is there and holds something. */
+const listed = (value: unknown): boolean => Array.isArray(value) && value.length > 0;
+
+/** Kubernetes: `podSelector`, and `policyTypes` or their default (Ingress, Egress with egress rules). */
+function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
+  const types = Array.isArray(spec.policyTypes) ? spec.policyTypes : undefined;
+  return {
+    podSelector: lenientSelector(ctx, spec.podSelector),
+    affectsIngress: types ? types.includes('Ingress') : true,
+    affectsEgress: types ? types.includes('Egress') : listed(spec.egress),
+  };
+}
+
+/**
+ * Calico: `selector` (absent: `all()`; one with `||` or namespace terms might select more than a
+ * pod selector says, so it counts as unknown) and `types`, defaulted as Kubernetes' policyTypes.
+ */
+function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
+  const types = Array.isArray(spec.types) ? spec.types : undefined;
+  const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
+  const text = typeof spec.selector === 'string' ? spec.selector : undefined;
+  const alternatives = readCalicoSelector(scratch, text, ['spec', 'selector'], 'endpoint');
+  const only = alternatives?.length === 1 ? alternatives[0] : undefined;
+  return {
+    podSelector: only && only.namespace.length === 0 ? conjunctionSelectors(only).podSelector : undefined,
+    affectsIngress: types ? types.includes('Ingress') : true,
+    affectsEgress: types ? types.includes('Egress') : listed(spec.egress),
+  };
+}
+
+/** Cilium: `endpointSelector`'s pod labels, and the directions it has rules for (deny rules too). */
+function ciliumSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
+  const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
+  const parsed = labelSelectorSchema.nullish().safeParse(spec.endpointSelector);
+  const selector = parsed.success
+    ? readCiliumSelector(scratch, parsed.data, ['spec', 'endpointSelector'], { clusterwide: false })
+    : undefined;
+  const podOnly = selector && !scratch.failed && selector.entities.length === 0 && !selector.scoped;
+  return {
+    podSelector: podOnly ? selector.pod : undefined,
+    affectsIngress: listed(spec.ingress) || listed(spec.ingressDeny),
+    affectsEgress: listed(spec.egress) || listed(spec.egressDeny),
   };
 }
 

@@ -170,6 +170,8 @@ export interface NetworkPolicy {
 export interface RejectedPolicy {
   readonly namespace: string;
   readonly name: string;
+  /** A Calico or Cilium NetworkPolicy (named `calico/ns/name`, `cilium/ns/name`); absent: Kubernetes'. */
+  readonly engine?: 'calico' | 'cilium';
   /** Undefined when the pod selector itself was invalid (it might select anything). */
   readonly podSelector: LabelSelector | undefined;
   /** The directions it would have isolated (as policyTypes say, or defaulted). */

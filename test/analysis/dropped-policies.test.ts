@@ -188,4 +188,69 @@ describe('policies dropped as invalid', () => {
       ['app/web-egress'],
     );
   });
+
+  it("Calico's and Cilium's are named as the answer names them, by their own selector and directions", async () => {
+    const engines = file(
+      'engines.yaml',
+      `apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata: {name: db-egress, namespace: app}
+spec:
+  endpointSelector: {matchLabels: {app: db}}
+  egress:
+    - toCIDRSet: [{cidr: 192.0.2.0/24, except: [192.0.3.0/25]}]
+---
+apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: web-egress, namespace: app}
+spec:
+  selector: app == 'web'
+  types: [Egress]
+  egress: [{action: Allow, destination: {nets: [10.0.0.300/24]}}]
+---
+apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: other-egress, namespace: app}
+spec:
+  selector: app == 'other'
+  egress: [{action: Allow, destination: {nets: [10.0.0.300/24]}}]
+`,
+    );
+    // An except outside its cidr: Cilium refuses the whole policy.
+    const db = await cli([
+      'check',
+      '-f',
+      PODS,
+      engines,
+      '--from',
+      'app/db',
+      '--to',
+      '192.0.2.5',
+      '--port',
+      '443',
+    ]);
+    assert.match(
+      db.stderr,
+      /error EXCEPT_NOT_IN_CIDR: except "192\.0\.3\.0\/25" is not inside cidr "192\.0\.2\.0\/24"/,
+    );
+    assert.match(
+      db.stdout,
+      /warning: cilium\/app\/db-egress \(.*engines\.yaml:7:\d+\) was dropped as invalid .* would have selected app\/db for egress/,
+    );
+    // Calico's selector is read: web-egress selects app/web, other-egress does not.
+    const web = await cli([
+      'check',
+      '-f',
+      PODS,
+      engines,
+      '--from',
+      'app/web',
+      '--to',
+      '192.0.2.5',
+      '--port',
+      '443',
+    ]);
+    assert.match(web.stdout, /warning: calico\/app\/web-egress .* would have selected app\/web for egress/);
+    assert.doesNotMatch(web.stdout, /other-egress/);
+  });
 });

@@ -91,17 +91,18 @@ describe("another engine's policy", () => {
     assert.match(answer.stderr, new RegExp(`^${file}:1:1: warning POLICY_KIND_NOT_EVALUATED: .*Antrea`, 'm'));
     assert.match(
       answer.stdout,
-      /note: the input holds policy this answer does not include \(NetworkPolicy shop\/lockdown\)/,
+      // With its API group: Antrea's NetworkPolicy must not read as a Kubernetes one.
+      /note: the input holds policy this answer does not include \(NetworkPolicy\.crd\.antrea\.io shop\/lockdown\)/,
     );
     const json = await check(input, 'shop/frontend', 'shop/api', '--port', 'http', '-o', 'json');
     assert.deepEqual((JSON.parse(json.stdout) as { notEvaluated: string[] }).notEvaluated, [
-      'NetworkPolicy shop/lockdown',
+      'NetworkPolicy.crd.antrea.io shop/lockdown',
     ]);
     for (const command of [['matrix', '--port', '80'], ['explain']]) {
       const r = await cli([...command, ...input]);
       assert.match(
         r.stdout + r.stderr,
-        /does not include \(NetworkPolicy shop\/lockdown\)|not evaluate/,
+        /does not include \(NetworkPolicy\.crd\.antrea\.io shop\/lockdown\)|not evaluate/,
         command[0],
       );
     }
