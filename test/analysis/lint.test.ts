@@ -455,13 +455,40 @@ describe('lint: ordered policy', () => {
     assert.equal(found[0]?.path, 'spec.ingress[0]');
     assert.match(
       found[0]?.message ?? '',
-      /anp\/deny-all ingress\[0\] "deny" decide everything it matches first/,
+      /anp\/deny-all ingress\[0\] "deny" decides everything it matches first/,
     );
     // In the other order, neither hides the other (the deny still decides for kube-system's pod);
     // without that pod, the allow would match every pod the deny does.
     const first = anp('allow-shop', 5, { ingress: (allowShop.spec as Raw).ingress });
     assert.deepEqual(codes([...base, coredns, denyAll, first], 'RULE_SHADOWED'), []);
     assert.equal(codes([...base, denyAll, first], 'RULE_SHADOWED').length, 1);
+  });
+
+  it("RULE_SHADOWED: a Calico rule behind a lower order's, located at the rule, one rule's verb singular", () => {
+    const calico = (name: string, order: number, action: string): Raw => ({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'NetworkPolicy',
+      metadata: { name, namespace: 'shop' },
+      spec: {
+        order,
+        selector: 'all()',
+        types: ['Egress'],
+        egress: [{ action, protocol: 'TCP', destination: { ports: [6379] } }],
+      },
+    });
+    const found = codes(
+      [...base, calico('deny-cache', 50, 'Deny'), calico('allow-cache', 200, 'Allow')],
+      'RULE_SHADOWED',
+    );
+    assert.equal(found.length, 1);
+    assert.match(
+      found[0]?.message ?? '',
+      /calico\/shop\/deny-cache egress\[0\] decides everything it matches first/,
+    );
+    // At the rule, not where its object starts: findings name Calico's objects by their group.
+    assert.equal(found[0]?.object, 'NetworkPolicy.projectcalico.org shop/allow-cache');
+    assert.equal(found[0]?.path, 'spec.egress[0]');
+    assert.ok((found[0]?.column ?? 0) > 1, `column ${found[0]?.column}`);
   });
 
   it('RULE_SHADOWED: a Baseline rule for pods NetworkPolicy isolates', () => {

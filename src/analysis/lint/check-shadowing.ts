@@ -225,8 +225,8 @@ function shadowFinding(context: LintContext, state: RuleState, direction: Direct
       ? `deny wins: ${listSome(refs.map((r) => r.label))} ${refs.length === 1 ? 'denies' : 'deny'} everything it matches`
       : `${listSome(refs.map((r) => r.label))} ${
           actions.size === 1 && actions.has(state.rule.action)
-            ? `already ${state.rule.action} everything it matches`
-            : 'decide everything it matches first'
+            ? `already ${refs.length === 1 ? thirdPerson(state.rule.action) : state.rule.action} everything it matches`
+            : `${refs.length === 1 ? 'decides' : 'decide'} everything it matches first`
         }`
     : '';
   const isolation = state.decidedByNetworkPolicy
@@ -241,4 +241,10 @@ function shadowFinding(context: LintContext, state: RuleState, direction: Direct
       message: `decides first: ${r.label} (${action})`,
     })),
   );
+}
+
+/** `allow` → `allows`, `deny` → `denies`, `pass` → `passes`: one rule's verb. */
+function thirdPerson(action: string): string {
+  if (action.endsWith('y')) return `${action.slice(0, -1)}ies`;
+  return action.endsWith('s') ? `${action}es` : `${action}s`;
 }

@@ -18,11 +18,19 @@ const CLUSTER_SCOPED = new Set([
 /** `Kind ns/name` (namespace defaulting to `default`) or `Kind name` for cluster-scoped kinds. */
 export function rawIdentity(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object') return undefined;
-  const { kind, metadata } = value as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } };
+  const { apiVersion, kind, metadata } = value as {
+    apiVersion?: unknown;
+    kind?: unknown;
+    metadata?: { name?: unknown; namespace?: unknown };
+  };
   if (typeof kind !== 'string' || typeof metadata?.name !== 'string') return undefined;
-  if (CLUSTER_SCOPED.has(kind)) return `${kind} ${metadata.name}`;
+  // Calico's objects by their group, as findings and explanations name them
+  // (`NetworkPolicy.projectcalico.org web/x`): Calico's NetworkPolicy is not Kubernetes'.
+  const calico = typeof apiVersion === 'string' && /(^|\.)projectcalico\.org\//.test(apiVersion);
+  const named = calico ? `${kind}.projectcalico.org` : kind;
+  if (CLUSTER_SCOPED.has(kind)) return `${named} ${metadata.name}`;
   const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
-  return `${kind} ${namespace}/${metadata.name}`;
+  return `${named} ${namespace}/${metadata.name}`;
 }
 
 export function objectLocator(rawObjects: readonly RawObject[]): ObjectLocator {
