@@ -246,6 +246,19 @@ function withTiers(
       summary: `isolated by ${by} in the default tier: what no rule there allows is denied`,
     };
   }
+  if (engines && explanation.isolated) {
+    // NetworkPolicy isolates, and so do Calico's or Cilium's policies of its tier: name them all.
+    const own = `isolated by ${explanation.policies.join(', ')}`;
+    return {
+      ...explanation,
+      policies: [...explanation.policies, ...engines.isolating],
+      tiers,
+      ...ends,
+      summary: explanation.summary.startsWith(own)
+        ? `isolated by ${[...explanation.policies, ...engines.isolating].join(', ')}${explanation.summary.slice(own.length)}`
+        : explanation.summary,
+    };
+  }
   if (tiers.length === 0 || explanation.isolated || endpoint.hostNetwork)
     return { ...explanation, tiers, ...ends };
   return {

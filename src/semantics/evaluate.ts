@@ -289,8 +289,23 @@ function openSide(
     matches: [],
     misses: [],
     walk,
-    reason: gateReason(gate, subject, direction),
+    reason: passedOn(walk, gate, direction) ?? gateReason(gate, subject, direction),
   };
+}
+
+/**
+ * Why a side that earlier tiers' policies selected and passed on is open: those tiers' Pass,
+ * and no policy of the default tier selecting it — "no policy selects it" would be untrue.
+ */
+function passedOn(
+  walk: readonly TierStep[],
+  gate: OpenGate,
+  direction: 'egress' | 'ingress',
+): string | undefined {
+  const passed = walk.filter((step) => step.outcome === 'pass').map((step) => `tier ${step.tier}`);
+  if (passed.length === 0 || gate.status !== 'not-isolated' || !gate.endpoint) return undefined;
+  const tiers = passed.length === 1 ? passed[0] : `${passed.slice(0, -1).join(', ')} and ${passed.at(-1)}`;
+  return `${tiers} ${passed.length === 1 ? 'passes' : 'pass'} it on, and no policy of the default tier selects ${gate.endpoint.id} for ${direction}, so it is not isolated`;
 }
 
 /** A side decided by a rule of a tier other than NetworkPolicy's (or by the end of a Calico tier). */

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { explainEndpoints } from '../../src/analysis/explain.ts';
 import { expectConnection, namespaceYaml, podYaml, yamlCluster } from '../helpers/engine-docs.ts';
 
 const DOCS = 'https://docs.tigera.io/calico/latest';
@@ -799,5 +800,62 @@ spec:
       expectConnection(cluster, 'ns/client', 'ns/server', port, 'allowed', sentence);
     for (const port of [8081, 1233, 5679])
       expectConnection(cluster, 'ns/client', 'ns/server', port, 'denied', sentence);
+  });
+});
+
+describe('what the answers say decided, with tiers before the default one', () => {
+  const { cluster } = yamlCluster(
+    namespaceYaml('web'),
+    namespaceYaml('ops', { team: 'ops' }),
+    podYaml('web', 'api', { app: 'api' }, '10.0.0.1'),
+    podYaml('web', 'frontend', { app: 'frontend' }, '10.0.0.2'),
+    podYaml('ops', 'monitor', { app: 'monitor' }, '10.0.0.3'),
+    podYaml('ops', 'batch', { app: 'batch' }, '10.0.0.4'),
+    `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: api-ingress, namespace: web}
+spec:
+  podSelector: {matchLabels: {app: api}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]`,
+    `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: default-deny}
+spec:
+  order: 2000
+  namespaceSelector: kubernetes.io/metadata.name == 'web'
+  types: [Ingress, Egress]`,
+    `apiVersion: projectcalico.org/v3
+kind: Tier
+metadata: {name: security}
+spec: {order: 100}`,
+    `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: security.pass-all}
+spec:
+  tier: security
+  order: 10
+  selector: all()
+  types: [Ingress]
+  ingress: [{action: Pass}]`,
+  );
+  it('a side passed on by a tier and selected by no default-tier policy says so, not "no policy selects it"', () => {
+    const sentence =
+      'If the Pass action is used, the packet skips to the next tier. (reference/resources/globalnetworkpolicy)';
+    const verdict = expectConnection(cluster, 'ops/batch', 'ops/monitor', 80, 'allowed', sentence);
+    assert.equal(
+      verdict.ingress.reason,
+      'tier security passes it on, and no policy of the default tier selects ops/monitor for ingress, so it is not isolated',
+    );
+  });
+  it('explain names every policy of the default tier that isolates, Calico’s beside NetworkPolicy’s', () => {
+    const [api] = explainEndpoints(
+      cluster,
+      cluster.endpoints.filter((e) => e.id === 'web/api'),
+    );
+    assert.deepEqual(api?.ingress.policies, ['web/api-ingress', 'gnp/default-deny']);
+    assert.match(
+      api?.ingress.summary ?? '',
+      /^isolated by web\/api-ingress, gnp\/default-deny; 1 rule allows traffic$/,
+    );
   });
 });
