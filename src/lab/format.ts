@@ -80,7 +80,7 @@ export function formatApplyReport(report: ApplyReport): string {
   const ops = [...report.operations].map(([node, n]) => `${node}: ${n}`).join(', ');
   const lines = [
     ...report.notes.map((n) => `note: ${n}`),
-    `${report.changes} changes applied; ${OPERATIONS[report.datapath]} per node: ${ops || 'none'}`,
+    `${report.changes} change${report.changes === 1 ? '' : 's'} applied; ${OPERATIONS[report.datapath]} per node: ${ops || 'none'}`,
   ];
   return lines.join('\n') + '\n';
 }

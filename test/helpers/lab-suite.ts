@@ -343,7 +343,7 @@ export function labSuite(datapath: DatapathKind, skip: string | false): void {
       const applied = await cli(['lab', 'apply', ...common, '-f', fixture('apply-mixed.yaml')]);
       assert.equal(applied.code, 1, 'the broken policy is an input error');
       assert.match(applied.stderr, /apply-mixed\.yaml:13:\d+/);
-      assert.match(applied.stdout, new RegExp(`^1 changes applied; ${OPERATIONS[datapath]} per node: `, 'm'));
+      assert.match(applied.stdout, new RegExp(`^1 change applied; ${OPERATIONS[datapath]} per node: `, 'm'));
       const probed = await cli(['lab', 'probe', ...common, '--port', '80', '--timeout', '400']);
       assert.match(probed.stdout, / 0 disagreements with the reference evaluator\n$/);
       assert.equal(probed.code, 0);

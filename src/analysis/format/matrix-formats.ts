@@ -136,7 +136,9 @@ function* textTable(
     yield style.dim(
       pairs === 0
         ? '\nno pods in the matrix: nothing to connect\n'
-        : `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
+        : connected === pairs
+          ? `\n${pairs === 1 ? 'the one ordered pair (a self pair) can' : `all ${pairs} ordered pairs (self pairs included) can`} connect\n`
+          : `\n${connected} of ${pairs} ordered pairs (self pairs included) can connect; the others are denied on every port\n`,
     );
     if (pairs > 0 && outside.length > 0)
       yield style.dim(
@@ -157,7 +159,11 @@ function* textTable(
   const onlyOver = { 4: style.warn('  4'), 6: style.warn('  6') };
   let anyPartial = false;
   const anyOnlyOver = new Set<IpFamily>();
-  const header = labels.map((_, i) => String(i + 1).padStart(3)).join('');
+  // Columns are destinations: the endpoints and the ranges (the ingress controller is a source only).
+  const header = labels
+    .slice(0, ids.length + outside.length)
+    .map((_, i) => String(i + 1).padStart(3))
+    .join('');
   for (let q = 0; q < matrix.queries.length; q++) {
     if (q > 0) yield '\n';
     yield `${queryLabel(matrix, q).padEnd(width)}  ${header}\n`;
