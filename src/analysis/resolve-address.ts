@@ -106,7 +106,7 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
     };
   }
   const found = findEndpoints(cluster.endpoints, text);
-  if (typeof found === 'string') return { ok: false, message: found };
+  if (typeof found === 'string') return { ok: false, message: withServiceHint(cluster, text, found) };
   const first = found.endpoints[0] as Endpoint;
   return found.workload
     ? {
@@ -115,6 +115,21 @@ export function resolveAddress(cluster: Cluster, text: string): Resolution {
         workload: { label: found.workload, members: found.endpoints },
       }
     : { ok: true, address: { kind: 'endpoint', endpoint: first } };
+}
+
+/**
+ * A Service of that name (`ns/name`, or a bare name in any namespace) named the way the answers
+ * take it, when no pod or workload has the name: `--to shop/api-svc` meant the Service.
+ */
+function withServiceHint(cluster: Cluster, text: string, message: string): string {
+  const slash = text.indexOf('/');
+  const services = (cluster.services ?? []).filter((service) =>
+    slash < 0
+      ? service.name === text
+      : service.namespace === text.slice(0, slash) && service.name === text.slice(slash + 1),
+  );
+  if (services.length === 0 || !message.startsWith('no pod or workload')) return message;
+  return `${message}; did you mean the Service ${services.slice(0, 5).map(serviceLabel).join(', ')}?`;
 }
 
 /** Finds one endpoint by id, or returns a message saying why none (or several) match. */

@@ -131,6 +131,19 @@ describe('Services', () => {
       /no Service shop\/nope in the input \(did you mean shop\/api\[Service\]\?\)/,
     );
   });
+  it('is suggested when a name no pod or workload has is a Service', async (t) => {
+    const dir = await tempDir(t, 'palisade-services-');
+    const file = join(dir, 'service.yaml');
+    await writeFile(
+      file,
+      'apiVersion: v1\nkind: Service\nmetadata: {name: api-svc, namespace: shop}\nspec: {selector: {app: api}, ports: [{port: 80, targetPort: http}]}\n',
+    );
+    for (const to of ['shop/api-svc', 'api-svc']) {
+      const r = await check([...SHOP, '-f', file], 'shop/frontend', to, '--port', '80');
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /did you mean the Service shop\/api-svc\[Service\]\?/, to);
+    }
+  });
   it('makes a matrix row of a Service', async () => {
     const r = await cli([
       'matrix',
