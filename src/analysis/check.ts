@@ -151,6 +151,8 @@ export interface PortsCheckResult {
   readonly ports: PortSet;
   /** Allowed for some pod pairs only (beyond `ports`), when the sides name workloads. */
   readonly partialPorts?: PortSet;
+  /** A pod to itself: every port, whatever policy says (its packets never leave it). */
+  readonly self?: true;
   /** `--to` named a Service: each of its ports, and whether every backend allows it on its target port. */
   readonly servicePorts?: readonly {
     readonly port: number;
@@ -209,5 +211,6 @@ export function checkPorts(
     ports: every,
     ...(isNoPorts(partial) ? {} : { partialPorts: partial }),
     ...(servicePorts ? { servicePorts } : {}),
+    ...(sources.every((src) => destinations.every((dst) => isSelf(src, dst))) ? { self: true as const } : {}),
   };
 }

@@ -195,4 +195,16 @@ describe('a pod to itself', () => {
       /ALLOWED \(a pod to itself\)\n {2}a connection from a pod to its own address never leaves/,
     );
   });
+  it('without --port: every port, and said why', async () => {
+    const r = await check(SHOP, 'shop/db', 'shop/db');
+    assert.equal(r.stdout, 'shop/db → shop/db: all (a pod to itself)\n');
+    const json = JSON.parse((await check(SHOP, 'shop/db', 'shop/db', '-o', 'json')).stdout) as {
+      self?: boolean;
+    };
+    assert.equal(json.self, true);
+    const other = JSON.parse((await check(SHOP, 'shop/db', 'shop/api', '-o', 'json')).stdout) as {
+      self?: boolean;
+    };
+    assert.equal(other.self, undefined);
+  });
 });

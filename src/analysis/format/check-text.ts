@@ -113,7 +113,9 @@ export function formatPortsCheckText(result: PortsCheckResult, style: Style): st
   const partial = result.partialPorts
     ? `; ${formatPortSet(result.partialPorts)} for some pod pairs only`
     : '';
-  const lines = [`${result.from} → ${result.to}: ${ports}${partial}`];
+  const lines = [
+    `${result.from} → ${result.to}: ${ports}${partial}${result.self ? ' (a pod to itself)' : ''}`,
+  ];
   for (const p of result.servicePorts ?? [])
     lines.push(
       `  port ${p.name ? `${p.name} ` : ''}${p.port}/${p.protocol} → targetPort ${String(p.targetPort)}: ${
@@ -132,5 +134,6 @@ export function portsCheckJson(result: PortsCheckResult): unknown {
     ports: portSetJson(result.ports),
     ...(result.partialPorts ? { partialPorts: portSetJson(result.partialPorts) } : {}),
     ...(result.servicePorts ? { servicePorts: result.servicePorts } : {}),
+    ...(result.self ? { self: true } : {}),
   };
 }
