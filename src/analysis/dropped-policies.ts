@@ -9,7 +9,7 @@ import type { Cluster, Endpoint, RejectedPolicy } from '../model/types.ts';
 
 /** A dropped policy that concerns one endpoint in one direction. */
 export interface DroppedPolicy {
-  /** `ns/name`. */
+  /** `ns/name`, or `calico/ns/name` and `cilium/ns/name` for Calico's and Cilium's. */
   readonly policy: string;
   readonly direction: 'ingress' | 'egress';
   /** The endpoint it would have selected (`ns/name`). */

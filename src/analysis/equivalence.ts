@@ -62,12 +62,13 @@ export function endpointClasses(
   // Outside blocks (Cilium's CIDRs) match no pod, and a host-network endpoint by its address: the
   // graphs stand for a range outside the cluster by one.
   const outsideBlocks = new Map<string, IpBlockPeer>();
+  const anyHostNetwork = endpoints.some((e) => e.hostNetwork);
   const addClusterRules = (rules: readonly ClusterRule[]): void => {
     for (const rule of rules)
       for (const peer of rule.peers) {
         if (peer.type === 'pods') addSelector(peer.podSelector);
         else if (peer.type === 'networks') for (const cidr of peer.cidrs) addNetwork(cidr);
-        else if (peer.type === 'outside')
+        else if (peer.type === 'outside' && anyHostNetwork)
           for (const cidr of peer.cidrs)
             if (!outsideBlocks.has(cidr.text))
               outsideBlocks.set(cidr.text, { type: 'ipBlock', cidr, except: [] });
@@ -99,7 +100,7 @@ export function endpointClasses(
   // In any order: the classes are the common refinement, numbered by first member below.
   for (const block of networks.values()) next = refine(classOf, addresses.admitted(block), next);
   for (const block of ipBlocks.values()) next = refine(classOf, addresses.admitted(block), next);
-  if (outsideBlocks.size > 0 && endpoints.some((e) => e.hostNetwork)) {
+  if (outsideBlocks.size > 0) {
     const hostAddresses = new AddressIndex(endpoints.map((e) => (e.hostNetwork ? e : NO_ADDRESSES)));
     for (const block of outsideBlocks.values()) next = refine(classOf, hostAddresses.admitted(block), next);
   }

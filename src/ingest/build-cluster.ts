@@ -170,7 +170,10 @@ function rejectedOnly(
   const valid = new Set(policies.map((p) => `${p.namespace}/${p.name}`));
   for (const p of clusterPolicies)
     if (p.kind === 'CalicoNetworkPolicy' || p.kind === 'CiliumNetworkPolicy')
-      valid.add(`${p.kind === 'CalicoNetworkPolicy' ? 'calico' : 'cilium'}/${p.namespace ?? ''}/${p.name}`);
+      // A Cilium policy of `specs` is one policy per entry (`name[0]`, …): the object's name.
+      valid.add(
+        `${p.kind === 'CalicoNetworkPolicy' ? 'calico' : 'cilium'}/${p.namespace ?? ''}/${p.name.replace(/\[\d+\]$/, '')}`,
+      );
   const kept = rejected
     .filter((r) => !valid.has(`${r.engine ? `${r.engine}/` : ''}${r.namespace}/${r.name}`))
     .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name));

@@ -10,6 +10,7 @@ import { decodePod, decodeWorkload } from './decode-endpoint.ts';
 import { decodeNamespace } from './decode-namespace.ts';
 import { decodeNetworkPolicy } from './decode-policy.ts';
 import { rejectedPolicy } from './rejected-policy.ts';
+import { CLUSTER_SCOPED, objectIdentity } from './object-identity.ts';
 import { decodeClusterPolicy } from './decode-cluster-policy.ts';
 import { decodeNode } from './decode-node.ts';
 import { CALICO_API_VERSIONS, decodeCalico } from './decode-calico.ts';
@@ -31,34 +32,6 @@ const WORKLOAD_API_VERSIONS: Record<WorkloadKind, readonly string[]> = {
   Job: ['batch/v1'],
   CronJob: ['batch/v1', 'batch/v1beta1', 'batch/v2alpha1'],
 };
-
-/** Kinds without a namespace: their identity is `Kind name`. */
-const CLUSTER_SCOPED = new Set([
-  'Namespace',
-  'Node',
-  'AdminNetworkPolicy',
-  'BaselineAdminNetworkPolicy',
-  'ClusterNetworkPolicy',
-  'GlobalNetworkPolicy',
-  'Tier',
-  'Profile',
-  'CiliumClusterwideNetworkPolicy',
-  'GlobalNetworkSet',
-  'HostEndpoint',
-  // Kinds Palisade skips, named in KIND_SKIPPED without a namespace they never have (an install's
-  // RBAC and CRDs sit beside its manifests).
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'CustomResourceDefinition',
-  'PriorityClass',
-  'StorageClass',
-  'PersistentVolume',
-  'IngressClass',
-  'RuntimeClass',
-  'ValidatingWebhookConfiguration',
-  'MutatingWebhookConfiguration',
-  'APIService',
-]);
 
 const isCalico = (apiVersion: string): boolean =>
   (CALICO_API_VERSIONS as readonly string[]).includes(apiVersion);
@@ -114,19 +87,15 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   if (decoded === 'unknown-kind') {
     const where = raw.locator.valueAt(raw.basePath);
     const engine = otherEnginePolicy(apiVersion, kind);
-    // Named with its API group (`NetworkPolicy.crd.antrea.io`), as diff names Calico's: Antrea's
-    // NetworkPolicy must not read as a Kubernetes one in the answers' note.
-    const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+    // Named as objectIdentity names it (`NetworkPolicy.crd.antrea.io`, as diff names Calico's):
+    // Antrea's NetworkPolicy must not read as a Kubernetes one in the answers' note.
     if (engine)
       return {
         diagnostics: [
           makeDiagnostic(
             'POLICY_KIND_NOT_EVALUATED',
             `${apiVersion} ${kind} is ${engine}; Palisade does not evaluate it, so answers do not include it`,
-            {
-              ...where,
-              object: group ? `${kind}.${group}${objectName.slice(objectName.indexOf(' '))}` : objectName,
-            },
+            { ...where, object: objectIdentity(value) ?? objectName },
           ),
         ],
       };

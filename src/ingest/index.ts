@@ -18,3 +18,4 @@ export { templateStandsAlone, topWorkload, workloadKey, type OwnerLookup } from 
 export { controllerOf } from './decode-endpoint.ts';
 export { portNameProblem } from './validate-names.ts';
 export { misplacedTab, tabMessage, type DocumentText } from './yaml-syntax-errors.ts';
+export { objectIdentity } from './object-identity.ts';

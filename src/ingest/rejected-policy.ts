@@ -69,7 +69,7 @@ function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): Select
 
 /**
  * Calico: `selector` (absent: `all()`; one with `||` or namespace terms might select more than a
- * pod selector says, so it counts as unknown) and `types`, defaulted as Kubernetes' policyTypes.
+ * pod selector says, so it counts as unknown) and `types`, or their default.
  */
 function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
   const types = Array.isArray(spec.types) ? spec.types : undefined;
@@ -79,23 +79,45 @@ function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Sele
   const only = alternatives?.length === 1 ? alternatives[0] : undefined;
   return {
     podSelector: only && only.namespace.length === 0 ? conjunctionSelectors(only).podSelector : undefined,
-    affectsIngress: types ? types.includes('Ingress') : true,
+    // Calico's default: Ingress when it has ingress rules or no egress ones, Egress with egress rules.
+    affectsIngress: types ? types.includes('Ingress') : listed(spec.ingress) || !listed(spec.egress),
     affectsEgress: types ? types.includes('Egress') : listed(spec.egress),
   };
 }
 
-/** Cilium: `endpointSelector`'s pod labels, and the directions it has rules for (deny rules too). */
+/**
+ * Cilium: each of `spec` and `specs` — its `endpointSelector`'s pod labels (one selector for them
+ * all, else unknown), and the directions it has rules for or a default deny in.
+ */
 function ciliumSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
-  const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
-  const parsed = labelSelectorSchema.nullish().safeParse(spec.endpointSelector);
-  const selector = parsed.success
-    ? readCiliumSelector(scratch, parsed.data, ['spec', 'endpointSelector'], { clusterwide: false })
-    : undefined;
-  const podOnly = selector && !scratch.failed && selector.entities.length === 0 && !selector.scoped;
+  const value = ctx.raw.value as Record<string, unknown>;
+  const specs = [
+    ...(isRecord(value.spec) ? [{ rule: spec, path: ['spec'] }] : []),
+    ...(Array.isArray(value.specs) ? value.specs : []).flatMap((rule, i) =>
+      isRecord(rule) ? [{ rule, path: ['specs', i] }] : [],
+    ),
+  ];
+  const selectors = specs.map(({ rule, path }) => {
+    const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
+    const parsed = labelSelectorSchema.nullish().safeParse(rule.endpointSelector);
+    const selector = parsed.success
+      ? readCiliumSelector(scratch, parsed.data, [...path, 'endpointSelector'], { clusterwide: false })
+      : undefined;
+    const podOnly = selector && !scratch.failed && selector.entities.length === 0 && !selector.scoped;
+    return podOnly ? selector.pod : undefined;
+  });
+  const [first] = selectors;
+  const one = first !== undefined && selectors.every((s) => s?.key === first.key);
+  const defaultDeny = (rule: Record<string, unknown>, direction: string): boolean =>
+    isRecord(rule.enableDefaultDeny) && rule.enableDefaultDeny[direction] === true;
   return {
-    podSelector: podOnly ? selector.pod : undefined,
-    affectsIngress: listed(spec.ingress) || listed(spec.ingressDeny),
-    affectsEgress: listed(spec.egress) || listed(spec.egressDeny),
+    podSelector: one ? first : undefined,
+    affectsIngress: specs.some(
+      ({ rule }) => listed(rule.ingress) || listed(rule.ingressDeny) || defaultDeny(rule, 'ingress'),
+    ),
+    affectsEgress: specs.some(
+      ({ rule }) => listed(rule.egress) || listed(rule.egressDeny) || defaultDeny(rule, 'egress'),
+    ),
   };
 }
 

@@ -159,17 +159,19 @@ export class AgentProcess {
 
   /**
    * A counter or gauge from the agent's `/metrics` (summed over its label sets), or undefined
-   * when the agent does not answer: an HTTP read, cheap beside reading a datapath.
+   * when the agent does not answer or does not have it: an HTTP read, cheap beside reading a
+   * datapath.
    */
   async metric(name: string): Promise<number | undefined> {
     try {
       const response = await fetch(`http://127.0.0.1:${this.listenPort}/metrics`, {
         signal: AbortSignal.timeout(1000),
       });
-      let sum = 0;
+      if (!response.ok) return undefined;
+      let sum: number | undefined;
       for (const line of (await response.text()).split('\n')) {
         const sample = /^(\w+)(?:\{[^}]*\})? (\S+)$/.exec(line);
-        if (sample?.[1] === name) sum += Number(sample[2]);
+        if (sample?.[1] === name) sum = (sum ?? 0) + Number(sample[2]);
       }
       return sum;
     } catch {

@@ -205,7 +205,6 @@ kind: NetworkPolicy
 metadata: {name: web-egress, namespace: app}
 spec:
   selector: app == 'web'
-  types: [Egress]
   egress: [{action: Allow, destination: {nets: [10.0.0.300/24]}}]
 ---
 apiVersion: projectcalico.org/v3
@@ -252,5 +251,60 @@ spec:
     ]);
     assert.match(web.stdout, /warning: calico\/app\/web-egress .* would have selected app\/web for egress/);
     assert.doesNotMatch(web.stdout, /other-egress/);
+    // Without types, egress rules alone make it an egress policy (Calico's default), not ingress.
+    const into = await cli([
+      'check',
+      '-f',
+      PODS,
+      engines,
+      '--from',
+      'app/db',
+      '--to',
+      'app/web',
+      '--port',
+      '80',
+    ]);
+    assert.doesNotMatch(into.stdout, /web-egress/);
+  });
+
+  it("a Cilium policy of several specs is read in each, and named by the object's name", async () => {
+    const specs = file(
+      'specs.yaml',
+      `apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata: {name: db-specs, namespace: app}
+specs:
+  - endpointSelector: {matchLabels: {app: db}}
+    egress: [{toCIDRSet: [{cidr: 192.0.2.0/24, except: [192.0.3.0/25]}]}]
+  - endpointSelector: {matchLabels: {app: db}}
+    ingress: [{fromEndpoints: [{matchLabels: {app: web}}]}]
+`,
+    );
+    const out = await cli([
+      'check',
+      '-f',
+      PODS,
+      specs,
+      '--from',
+      'app/db',
+      '--to',
+      'app/web',
+      '--port',
+      '80',
+    ]);
+    assert.match(out.stdout, /warning: cilium\/app\/db-specs .* would have selected app\/db for egress/);
+    const into = await cli([
+      'check',
+      '-f',
+      PODS,
+      specs,
+      '--from',
+      'app/web',
+      '--to',
+      'app/db',
+      '--port',
+      '80',
+    ]);
+    assert.match(into.stdout, /warning: cilium\/app\/db-specs .* would have selected app\/db for ingress/);
   });
 });

@@ -489,6 +489,17 @@ describe('lint: ordered policy', () => {
     assert.equal(found[0]?.object, 'NetworkPolicy.projectcalico.org shop/allow-cache');
     assert.equal(found[0]?.path, 'spec.egress[0]');
     assert.ok((found[0]?.column ?? 0) > 1, `column ${found[0]?.column}`);
+    // A GlobalNetworkPolicy, cluster-scoped, is found by its name alone.
+    const global = (policy: Raw): Raw => {
+      const { namespace: _, ...metadata } = policy.metadata as Record<string, unknown>;
+      return { ...policy, kind: 'GlobalNetworkPolicy', metadata };
+    };
+    const [shadowed] = codes(
+      [...base, global(calico('deny-cache', 50, 'Deny')), global(calico('allow-cache', 200, 'Allow'))],
+      'RULE_SHADOWED',
+    );
+    assert.equal(shadowed?.object, 'GlobalNetworkPolicy.projectcalico.org allow-cache');
+    assert.ok((shadowed?.column ?? 0) > 1, `column ${shadowed?.column}`);
   });
 
   it('RULE_SHADOWED: a Baseline rule for pods NetworkPolicy isolates', () => {

@@ -4,33 +4,16 @@
  * definition of an object wins, as it does when the cluster is built.
  */
 import type { RawObject } from '../../ingest/types.ts';
+import { objectIdentity } from '../../ingest/index.ts';
 import type { SourceLocation } from '../../model/types.ts';
 import type { FindingLocation, ObjectLocator } from './types.ts';
 
-const CLUSTER_SCOPED = new Set([
-  'Namespace',
-  'Node',
-  'AdminNetworkPolicy',
-  'BaselineAdminNetworkPolicy',
-  'ClusterNetworkPolicy',
-]);
-
-/** `Kind ns/name` (namespace defaulting to `default`) or `Kind name` for cluster-scoped kinds. */
+/**
+ * `Kind ns/name` (namespace defaulting to `default`) or `Kind name` for cluster-scoped kinds;
+ * Calico's and other engines' kinds with their group (ingest's objectIdentity).
+ */
 export function rawIdentity(value: unknown): string | undefined {
-  if (value === null || typeof value !== 'object') return undefined;
-  const { apiVersion, kind, metadata } = value as {
-    apiVersion?: unknown;
-    kind?: unknown;
-    metadata?: { name?: unknown; namespace?: unknown };
-  };
-  if (typeof kind !== 'string' || typeof metadata?.name !== 'string') return undefined;
-  // Calico's objects by their group, as findings and explanations name them
-  // (`NetworkPolicy.projectcalico.org web/x`): Calico's NetworkPolicy is not Kubernetes'.
-  const calico = typeof apiVersion === 'string' && /(^|\.)projectcalico\.org\//.test(apiVersion);
-  const named = calico ? `${kind}.projectcalico.org` : kind;
-  if (CLUSTER_SCOPED.has(kind)) return `${named} ${metadata.name}`;
-  const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
-  return `${named} ${namespace}/${metadata.name}`;
+  return objectIdentity(value);
 }
 
 export function objectLocator(rawObjects: readonly RawObject[]): ObjectLocator {
