@@ -113,7 +113,7 @@ export {
   type GraphNode,
   type GraphEdge,
 } from './graph/graph.ts';
-export { lintCluster, objectLocator, rawIdentity, type LintReport, type Finding } from './lint/index.ts';
+export { lintCluster, objectLocator, type LintReport, type Finding } from './lint/index.ts';
 export { diffConnectivity, type ConnectivityDiff } from './diff/index.ts';
 export {
   findService,

@@ -5,7 +5,7 @@
  */
 import { stringify } from 'yaml';
 import type { RawObject } from '../ingest/types.ts';
-import { rawIdentity } from '../analysis/index.ts';
+import { objectIdentity } from '../ingest/index.ts';
 import type { ObjectSource } from './api-types.ts';
 
 /** The last definition of the object in the input (as the cluster is built), or undefined. */
@@ -14,7 +14,7 @@ export function objectSource(rawObjects: readonly RawObject[], object: string): 
   // Findings and explanations name Calico's and other engines' objects with their group; the
   // diagnostics of reading them, by kind alone (`NetworkPolicy ns/x`): either finds it.
   for (const raw of rawObjects) {
-    const identity = rawIdentity(raw.value);
+    const identity = objectIdentity(raw.value);
     if (identity === object || (identity && plainIdentity(identity) === object)) found = raw;
   }
   if (!found) return undefined;

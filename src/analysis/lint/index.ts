@@ -18,7 +18,7 @@ import { NO_LOCATOR } from './locate.ts';
 import type { Finding, LintGrouping, LintReport, ObjectLocator } from './types.ts';
 
 export { LINT_CATALOGUE, LINT_CODES, catalogueEntry, isKnownCode } from './catalogue.ts';
-export { objectLocator, NO_LOCATOR, rawIdentity } from './locate.ts';
+export { objectLocator, NO_LOCATOR } from './locate.ts';
 export type * from './types.ts';
 
 const CHECKS: readonly LintCheck[] = [

@@ -8,18 +8,10 @@ import { objectIdentity } from '../../ingest/index.ts';
 import type { SourceLocation } from '../../model/types.ts';
 import type { FindingLocation, ObjectLocator } from './types.ts';
 
-/**
- * `Kind ns/name` (namespace defaulting to `default`) or `Kind name` for cluster-scoped kinds;
- * Calico's and other engines' kinds with their group (ingest's objectIdentity).
- */
-export function rawIdentity(value: unknown): string | undefined {
-  return objectIdentity(value);
-}
-
 export function objectLocator(rawObjects: readonly RawObject[]): ObjectLocator {
   const byIdentity = new Map<string, RawObject>();
   for (const raw of rawObjects) {
-    const identity = rawIdentity(raw.value);
+    const identity = objectIdentity(raw.value);
     if (identity) byIdentity.set(identity, raw);
   }
   return {
