@@ -1,13 +1,14 @@
 /**
- * What a rule's or a policy's expansion depends on besides itself, and the expansions that
- * depend on nothing else, memoized per object (policies and rules are immutable: a changed policy
- * is a new object). Shared by the ordered lists (tier-tables.ts, tier-lists.ts) and the permit
- * tables (configurator.ts).
+ * What a list of policies depends on besides itself (from each policy's facts, read at ingest:
+ * model/cluster-policy-facts.ts), and the expansions that depend on nothing else, memoized per
+ * object (policies and rules are immutable: a changed policy is a new object). Shared by the
+ * ordered lists (tier-tables.ts, tier-lists.ts) and the permit tables (configurator.ts).
  */
 import type { Cidr } from '../net/ip.ts';
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
 import type { ClusterPolicy, ClusterRule, Protocol } from '../model/types.ts';
-import { ALL_PODS, groupKey, sharedGroupKey, isRelativePeer, type PeerNet } from '../state/index.ts';
+import { policyFacts } from '../model/cluster-policy-facts.ts';
+import { ALL_PODS, groupKey, sharedGroupKey, type PeerNet } from '../state/index.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -20,24 +21,12 @@ export interface Dependencies {
   readonly subjectNode?: boolean;
 }
 
-/** What a rule's expansion depends on besides itself (read once per rule object). */
-interface RuleDependencies {
-  readonly relative: boolean;
-  readonly named: boolean;
-  readonly nodes: boolean;
-  readonly own: boolean;
-  /** Named ports and nothing else. */
-  readonly onlyNamed: boolean;
-  /** Its nets depend on nothing but the rule: no relative peer, node or outside peer. */
-  readonly pure: boolean;
-}
 /**
- * Everything memoized of one rule object, in one record: a table keyed by rules costs an
+ * Everything memoized of one rule's expansion, in one record: a table keyed by rules costs an
  * insertion per rule first seen (about a microsecond each, in a heap of 20,000 rules), and a rule
- * used to be the key of four — its dependencies, nets, named ports' nets and 6-tuples.
+ * used to be the key of three — its nets, named ports' nets and 6-tuples.
  */
 interface RuleMemo {
-  readonly dependencies: RuleDependencies;
   /** Its nets for numbered ports (and an ingress named port's), when pure (`pureNetRefs`). */
   refs: NetRef[] | undefined;
   /** Its nets per named port entry, when pure (`pureNamedNetsOf`). */
@@ -51,7 +40,6 @@ function ruleMemo(rule: ClusterRule): RuleMemo {
   let memo = ruleMemos.get(rule);
   if (!memo) {
     memo = {
-      dependencies: dependenciesOfRule(rule),
       refs: undefined,
       named: undefined,
       ingress: undefined,
@@ -60,24 +48,6 @@ function ruleMemo(rule: ClusterRule): RuleMemo {
     ruleMemos.set(rule, memo);
   }
   return memo;
-}
-
-/** What a rule's expansion depends on besides itself (read once per rule object). */
-export function ruleDependencies(rule: ClusterRule): RuleDependencies {
-  return ruleMemo(rule).dependencies;
-}
-function dependenciesOfRule(rule: ClusterRule): RuleDependencies {
-  let relative = false;
-  let nodes = false;
-  let own = false;
-  for (const peer of rule.peers) {
-    relative ||= isRelativePeer(peer);
-    nodes ||= peer.type === 'nodes' || peer.type === 'outside';
-    own ||= peer.type === 'nodes' && peer.only !== undefined;
-  }
-  const named = rule.ports?.some((p) => p.type === 'named') ?? false;
-  const pure = !relative && !nodes && !own;
-  return { relative, named, nodes, own, onlyNamed: named && pure, pure };
 }
 
 /**
@@ -132,54 +102,6 @@ export function pureRuleRules(rule: ClusterRule, direction: Direction, make: () 
   const memo = ruleMemo(rule);
   return (memo[direction] ??= make());
 }
-
-/**
- * What one policy's rules depend on, per direction, and whether they only allow, each to peers a
- * permit side can hold (`permits`: pods, nodes, networks, and outside blocks — a CIDR less the
- * pods and nodes, which the side keeps apart: see permit-side.ts; a domain name is none), and
- * whether an outside block is among them (`outside`). Read in one pass over its rules (what each
- * depends on from its record), once per policy object (policies are immutable).
- */
-interface PolicyFacts {
-  readonly relative: boolean;
-  readonly nodes: boolean;
-  readonly subjectNode: boolean;
-  readonly named: Readonly<Record<Direction, boolean>>;
-  readonly permits: Readonly<Record<Direction, boolean>>;
-  readonly outside: Readonly<Record<Direction, boolean>>;
-}
-const policyFactsMemo = new WeakMap<ClusterPolicy, PolicyFacts>();
-
-export function policyFacts(policy: ClusterPolicy): PolicyFacts {
-  let found = policyFactsMemo.get(policy);
-  if (!found) {
-    let relative = false;
-    let nodes = false;
-    let subjectNode = false;
-    const named = { ingress: false, egress: false };
-    const permits = { ingress: true, egress: true };
-    const outside = { ingress: false, egress: false };
-    for (const direction of DIRECTIONS)
-      for (const rule of policy[direction]) {
-        // What the rule depends on is its record's (read once per rule); what it allows, here.
-        const d = ruleDependencies(rule);
-        relative ||= d.relative;
-        nodes ||= d.nodes;
-        subjectNode ||= d.own;
-        named[direction] ||= d.named;
-        if (rule.action !== 'allow') permits[direction] = false;
-        for (const peer of rule.peers) {
-          if (peer.type === 'outside') outside[direction] = true;
-          else if (peer.type !== 'pods' && peer.type !== 'nodes' && peer.type !== 'networks')
-            permits[direction] = false;
-        }
-      }
-    found = { relative, nodes, subjectNode, named, permits, outside };
-    policyFactsMemo.set(policy, found);
-  }
-  return found;
-}
-const DIRECTIONS = ['ingress', 'egress'] as const;
 
 /** What a list of policies depends on for a direction; `subjectNode` when asked (the general path). */
 export function dependenciesOf(

@@ -4,7 +4,8 @@
  */
 import { DEFAULT_TIER, policyIsolates, type TierSpec } from '../model/cluster-policy.ts';
 import type { PlanSelection, TierSelection } from '../state/index.ts';
-import { policyFacts, type Dependencies } from './expansion-memos.ts';
+import { policyFacts } from '../model/cluster-policy-facts.ts';
+import type { Dependencies } from './expansion-memos.ts';
 
 type Direction = 'ingress' | 'egress';
 

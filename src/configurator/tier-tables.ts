@@ -31,10 +31,10 @@ import {
   pureNetRefs,
   pureNamedNetsOf,
   pureRuleRules,
-  ruleDependencies,
   type Dependencies,
 } from './expansion-memos.ts';
 import type { PermitSide } from './permit-side.ts';
+import { ruleFacts } from '../model/cluster-policy-facts.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -313,7 +313,7 @@ export class TierTables {
    * (egress), with nothing built.
    */
   ruleVariant(pod: Endpoint, rule: ClusterRule, direction: Direction): string | number | undefined {
-    const dependencies = ruleDependencies(rule);
+    const dependencies = ruleFacts(rule);
     const { relative, named, nodes, own } = dependencies;
     if (!relative && !named && !nodes && !own) return undefined;
     if (dependencies.onlyNamed) return direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion;
@@ -335,7 +335,7 @@ export class TierTables {
     direction: Direction,
     sink: TupleSink,
   ): void {
-    const dependencies = ruleDependencies(rule);
+    const dependencies = ruleFacts(rule);
     const { relative, pure } = dependencies;
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.

@@ -33,6 +33,7 @@ import { CALICO_SERVICE_ACCOUNT_LABEL } from '../model/identity-labels.ts';
 import { decodeCidr } from './decode-policy.ts';
 import { readPortList, subtractRanges } from './calico-ports.ts';
 import type { FieldPath } from './types.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 /** Where a rule sits: its policy's namespace (NetworkPolicy) or none (global), and its direction. */
 interface CalicoRuleScope {
@@ -233,7 +234,12 @@ function remotePeers(
       ];
     // Addresses only (or nothing: every address of the rule's family).
     const within = nets ?? familyBlocks(family);
-    return [{ type: 'networks', cidrs: within.flatMap((cidr) => subtractCidrsCached(cidr, notNets ?? [])) }];
+    return [
+      {
+        type: 'networks',
+        cidrs: exactArray(within.flatMap((cidr) => subtractCidrsCached(cidr, notNets ?? []))),
+      },
+    ];
   }
   if (byAddress) {
     unsupported.push(`${path[path.length - 1]}: endpoints by selector and addresses by nets together`);
@@ -407,7 +413,7 @@ function readNets(
     ctx.report('RULE_INVALID', 'a rule may not mix IPv4 and IPv6 blocks', path);
     failed = true;
   }
-  return failed ? undefined : out;
+  return failed ? undefined : exactArray(out);
 }
 
 /**
@@ -450,5 +456,5 @@ function rulePorts(
           : { type: 'number', protocol: p, port: from, ...(to > from ? { endPort: to } : {}) },
       );
   }
-  return out;
+  return exactArray(out);
 }

@@ -14,6 +14,7 @@ import type { DecodeContext } from './decode-context.ts';
 import type { FieldPath } from './types.ts';
 
 import { CALICO_SERVICE_ACCOUNT_LABEL, CALICO_SERVICE_ACCOUNT_PREFIX } from '../model/identity-labels.ts';
+import { exactArray } from '../util/exact-array.ts';
 const CALICO_NAMESPACE_LABEL = 'projectcalico.org/namespace';
 const CALICO_NAMESPACE_PREFIX = 'pcns.';
 const CALICO_ORCHESTRATOR_LABEL = 'projectcalico.org/orchestrator';
@@ -103,7 +104,7 @@ function placeAtoms(atoms: readonly SelectorAtom[], scope: SelectorScope): Endpo
         return undefined;
     } else pod.push(atom);
   }
-  return { namespace, pod };
+  return { namespace: exactArray(namespace), pod: exactArray(pod) };
 }
 
 /** Every alternative of `a` with every alternative of `b` (a conjunction of two selectors). */

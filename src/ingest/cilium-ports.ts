@@ -8,6 +8,7 @@ import type { DecodeContext } from './decode-context.ts';
 import { checkPortNumber } from './decode-policy.ts';
 import type { FieldPath } from './types.ts';
 import { portNameProblem } from './validate-names.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 /**
  * `toPorts`: the union of its entries' ports — `'none'` when the rule has none (every port) —
@@ -38,7 +39,7 @@ export function decodeToPorts(
     if (ports.length === 0) every = true;
     ports.forEach((port, j) => out.push(...portEntries(ctx, port, [...at, 'ports', j])));
   });
-  return every ? 'none' : out;
+  return every ? 'none' : exactArray(out);
 }
 
 /** A `ports` entry as the schema reads it. */

@@ -40,6 +40,7 @@ import { decodeMetadataName } from './decode-metadata.ts';
 import { plainCalicoPolicy } from './engine-shapes.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
 import type { FieldPath } from './types.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 export const CALICO_API_VERSIONS = ['projectcalico.org/v3', 'crd.projectcalico.org/v1'] as const;
 
@@ -321,7 +322,7 @@ function decodeRules(
     // A Log rule logs and evaluation goes on: it decides nothing.
     if (decoded && decoded !== 'log') rules.push(decoded);
   });
-  return rules;
+  return exactArray(rules);
 }
 
 /** The policy's subjects: the conjunction of its selectors' alternatives. */

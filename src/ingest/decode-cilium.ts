@@ -45,6 +45,7 @@ import { decodeReportingAll, fieldNamesOf, type Reading } from './prune-mistyped
 import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 const CILIUM_API_VERSION = 'cilium.io/v2';
 
@@ -201,8 +202,9 @@ function decodeRule(
       namespaceSelector: subjectNamespace,
       ...(selector.pod.key !== '' ? { podSelector: selector.pod } : {}),
     },
-    ingress: [...lists.ingressDeny, ...lists.ingress],
-    egress: [...lists.egressDeny, ...lists.egress],
+    // Deny lists first (deny wins); `concat` makes lists of the exact size (util/exact-array.ts).
+    ingress: lists.ingressDeny.concat(lists.ingress),
+    egress: lists.egressDeny.concat(lists.egress),
     isolates: {
       ingress: defaultDeny.ingress ?? (has(raw.ingress) || has(raw.ingressDeny)),
       egress: defaultDeny.egress ?? (has(raw.egress) || has(raw.egressDeny)),
@@ -320,7 +322,7 @@ function decodePeerRule(
     peers.push({ type: 'networks', cidrs: EVERYWHERE });
   }
   const portList = ports === 'none' ? (icmps ? [] : undefined) : ports;
-  return { peers, ...(portList !== undefined ? { ports: portList } : {}) };
+  return { peers: exactArray(peers), ...(portList !== undefined ? { ports: portList } : {}) };
 }
 
 /** The selector of one namespace by name, made once per name (bounded; cleared when full). */

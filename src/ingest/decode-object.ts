@@ -15,6 +15,7 @@ import { decodeClusterPolicy } from './decode-cluster-policy.ts';
 import { decodeNode } from './decode-node.ts';
 import { CALICO_API_VERSIONS, decodeCalico } from './decode-calico.ts';
 import { decodeCilium } from './decode-cilium.ts';
+import { policyFacts } from '../model/cluster-policy-facts.ts';
 import { decodeServiceAccount } from './decode-service-account.ts';
 import { decodeService } from './decode-service.ts';
 import { decodeIngress, decodeRoute, INGRESS_API_VERSIONS, ROUTE_API_VERSIONS } from './decode-ingress.ts';
@@ -133,7 +134,7 @@ function decodeKnownKind(
       return namespace ? { kind: 'Namespace', namespace } : undefined;
     }
     case 'NetworkPolicy': {
-      if (isCalico(apiVersion)) return decodeCalico(ctx, kind, apiVersion);
+      if (isCalico(apiVersion)) return withFacts(decodeCalico(ctx, kind, apiVersion));
       const policy = decodeNetworkPolicy(ctx);
       return policy ? { kind: 'NetworkPolicy', policy } : undefined;
     }
@@ -141,11 +142,11 @@ function decodeKnownKind(
     case 'Tier':
     case 'Profile':
       if (!isCalico(apiVersion)) break;
-      return decodeCalico(ctx, kind, apiVersion);
+      return withFacts(decodeCalico(ctx, kind, apiVersion));
     case 'CiliumNetworkPolicy':
     case 'CiliumClusterwideNetworkPolicy': {
       const policies = decodeCilium(ctx, kind, apiVersion);
-      return policies ? { kind: 'ClusterPolicies', policies } : undefined;
+      return policies ? withFacts({ kind: 'ClusterPolicies', policies }) : undefined;
     }
     case 'ServiceAccount': {
       if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
@@ -169,7 +170,7 @@ function decodeKnownKind(
     case 'BaselineAdminNetworkPolicy':
     case 'ClusterNetworkPolicy': {
       const policy = decodeClusterPolicy(ctx, kind, apiVersion);
-      return policy ? { kind: 'ClusterPolicy', policy } : undefined;
+      return policy ? withFacts({ kind: 'ClusterPolicy', policy }) : undefined;
     }
     case 'Node': {
       if (apiVersion !== 'v1') return unknownVersion(ctx, kind, apiVersion, ['v1']);
@@ -205,4 +206,15 @@ function unknownVersion(
     'apiVersion',
   ]);
   return undefined;
+}
+
+/**
+ * A decoded cluster policy with its facts read (model/cluster-policy-facts.ts): now, while its
+ * objects are in the cache, rather than first thing in the compile, where reading them cost three
+ * times the work.
+ */
+function withFacts<T extends DecodedObject | undefined>(decoded: T): T {
+  if (decoded?.kind === 'ClusterPolicy') policyFacts(decoded.policy);
+  else if (decoded?.kind === 'ClusterPolicies') for (const policy of decoded.policies) policyFacts(policy);
+  return decoded;
 }

@@ -17,7 +17,8 @@ export function subtractCidrsCached(from: Cidr, remove: readonly Cidr[]): readon
   let result = results.get(key);
   if (!result) {
     if (results.size >= MAX_CACHED) results.clear();
-    results.set(key, (result = subtractCidrs(from, remove)));
+    // A copy of the exact size: kept here and by every policy that has it (util/exact-array.ts).
+    results.set(key, (result = subtractCidrs(from, remove).slice()));
   }
   return result;
 }

@@ -21,6 +21,7 @@ import type {
 } from '../model/types.ts';
 import { PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
+import { isRelativePeer } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
@@ -51,10 +52,6 @@ function namespaceSelectorFor(match: NamespaceMatch, subjectLabels: Labels): Lab
         : []),
     ]),
   );
-}
-
-export function isRelativePeer(peer: ClusterPeer): boolean {
-  return peer.type === 'pods' && !peer.namespaces.selector;
 }
 
 /**

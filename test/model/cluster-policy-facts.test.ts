@@ -1,5 +1,5 @@
 /**
- * What a cluster policy's rules depend on (configurator/expansion-memos.ts): the facts the
+ * What a cluster policy's rules depend on (model/cluster-policy-facts.ts): the facts the
  * configurator picks a side's path and memo keys by. A wrong fact compiles a side into a table it does not fit, or
  * shares one pod's expansion with a pod it differs from.
  */
@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import type { ClusterPeer, ClusterPolicy, ClusterPort, ClusterRule } from '../../src/model/cluster-policy.ts';
 import { makeCidr } from '../../src/net/ip.ts';
 import { makeSelector } from '../../src/model/selector.ts';
-import { policyFacts, ruleDependencies } from '../../src/configurator/expansion-memos.ts';
+import { policyFacts, ruleFacts } from '../../src/model/cluster-policy-facts.ts';
 
 const EVERYTHING = makeSelector({}, []);
 const block = makeCidr(4, 0x0a000000n, 8);
@@ -37,7 +37,7 @@ function policy(ingress: ClusterRule[], egress: ClusterRule[] = []): ClusterPoli
 
 describe("a cluster rule's dependencies", () => {
   it('say what its expansion depends on besides the rule', () => {
-    assert.deepEqual(ruleDependencies(rule('allow', [pods()])), {
+    assert.deepEqual(ruleFacts(rule('allow', [pods()])), {
       relative: false,
       named: false,
       nodes: false,
@@ -45,20 +45,20 @@ describe("a cluster rule's dependencies", () => {
       onlyNamed: false,
       pure: true,
     });
-    const named = ruleDependencies(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
+    const named = ruleFacts(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
     assert.equal(named.onlyNamed, true);
-    const relative = ruleDependencies(rule('allow', [pods(true)], [{ type: 'named', name: 'http' }]));
+    const relative = ruleFacts(rule('allow', [pods(true)], [{ type: 'named', name: 'http' }]));
     assert.deepEqual([relative.relative, relative.pure, relative.onlyNamed], [true, false, false]);
-    const host = ruleDependencies(rule('allow', [{ type: 'nodes', selector: EVERYTHING, only: 'own' }]));
+    const host = ruleFacts(rule('allow', [{ type: 'nodes', selector: EVERYTHING, only: 'own' }]));
     assert.deepEqual([host.nodes, host.own, host.pure], [true, true, false]);
-    const outside = ruleDependencies(rule('allow', [{ type: 'outside', cidrs: [block] }]));
+    const outside = ruleFacts(rule('allow', [{ type: 'outside', cidrs: [block] }]));
     assert.deepEqual([outside.nodes, outside.own, outside.pure], [true, false, false]);
   });
 
   it('are read once per rule object', () => {
     const one = rule('allow', [pods()]);
-    assert.equal(ruleDependencies(one), ruleDependencies(one));
-    assert.notEqual(ruleDependencies(one), ruleDependencies(rule('allow', [pods()])));
+    assert.equal(ruleFacts(one), ruleFacts(one));
+    assert.notEqual(ruleFacts(one), ruleFacts(rule('allow', [pods()])));
   });
 });
 
