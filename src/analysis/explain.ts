@@ -247,16 +247,31 @@ function withTiers(
     };
   }
   if (engines && explanation.isolated) {
-    // NetworkPolicy isolates, and so do Calico's or Cilium's policies of its tier: name them all.
+    // NetworkPolicy isolates, and so do Calico's or Cilium's policies of its tier: name them all,
+    // and say that their rules decide too — NetworkPolicy's "nothing is allowed" alone is untrue
+    // when a Calico rule of the tier allows.
     const own = `isolated by ${explanation.policies.join(', ')}`;
+    const rest = explanation.summary.startsWith(own) ? explanation.summary.slice(own.length) : undefined;
+    const tierRules = tiers.filter((t) => t.tier === DEFAULT_TIER).length;
+    const decide =
+      tierRules === 1
+        ? '1 rule of the default tier below decides what it matches'
+        : `${tierRules} rules of the default tier below decide what they match`;
+    const merged =
+      tierRules === 0 || rest === undefined
+        ? rest
+        : explanation.rules.length === 0
+          ? `; no NetworkPolicy rule allows anything, and ${decide}`
+          : `${rest}, and ${decide}`;
     return {
       ...explanation,
       policies: [...explanation.policies, ...engines.isolating],
       tiers,
       ...ends,
-      summary: explanation.summary.startsWith(own)
-        ? `isolated by ${[...explanation.policies, ...engines.isolating].join(', ')}${explanation.summary.slice(own.length)}`
-        : explanation.summary,
+      summary:
+        merged !== undefined
+          ? `isolated by ${[...explanation.policies, ...engines.isolating].join(', ')}${merged}`
+          : explanation.summary,
     };
   }
   if (tiers.length === 0 || explanation.isolated || endpoint.hostNetwork)

@@ -859,3 +859,34 @@ spec:
     );
   });
 });
+
+describe('explain with a NetworkPolicy that allows nothing beside a Calico policy of its tier that allows', () => {
+  const { cluster } = yamlCluster(
+    namespaceYaml('shop'),
+    podYaml('shop', 'db', { app: 'db' }, '10.0.0.1'),
+    podYaml('shop', 'web', { app: 'web' }, '10.0.0.2'),
+    `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-all, namespace: shop}
+spec: {podSelector: {}, policyTypes: [Ingress]}`,
+    `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: allow-web, namespace: shop}
+spec:
+  selector: app == 'db'
+  ingress: [{action: Allow, protocol: TCP, source: {selector: app == 'web'}, destination: {ports: [5432]}}]`,
+  );
+  it('does not say "nothing is allowed" while the Calico rule allows', () => {
+    const sentence =
+      'If a NetworkPolicy or GlobalNetworkPolicy in the Tier Allows or Denys the packet, then evaluation is done (reference/resources/tier): the NetworkPolicy, in the default tier, has no rule that matches';
+    expectConnection(cluster, 'shop/web', 'shop/db', 5432, 'allowed', sentence);
+    const [db] = explainEndpoints(
+      cluster,
+      cluster.endpoints.filter((e) => e.id === 'shop/db'),
+    );
+    assert.equal(
+      db?.ingress.summary,
+      'isolated by shop/deny-all, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below decides what it matches',
+    );
+  });
+});
