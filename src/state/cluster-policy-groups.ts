@@ -7,7 +7,7 @@
  * v0.1.1's relative peers (sameLabels, notSameLabels) become ordinary namespace selectors once
  * the subject's namespace is known.
  */
-import { familyBits, hostCidr, type Cidr } from '../net/ip.ts';
+import { familyBits, hostCidr, type Cidr, type IpAddress } from '../net/ip.ts';
 import { subtractCidrs } from '../net/subtract.ts';
 import { makeSelector, MATCH_ALL, type LabelSelector } from '../model/selector.ts';
 import type {
@@ -143,10 +143,18 @@ export function clusterRuleNets(
   return nets;
 }
 
-/** Per list of nodes (the store's is one array per version): it sorted, and blocks less its addresses. */
+/**
+ * Per list of nodes (the store's is one array per version): it sorted, and blocks less its
+ * addresses — and less the host-network pods' the store gave with the list.
+ */
 const byNodes = new WeakMap<
   Iterable<NodeInfo>,
-  { readonly sorted: readonly NodeInfo[]; addresses?: Cidr[]; readonly pieces: Map<string, Cidr[]> }
+  {
+    readonly sorted: readonly NodeInfo[];
+    hostNetwork?: readonly IpAddress[];
+    addresses?: Cidr[];
+    readonly pieces: Map<string, Cidr[]>;
+  }
 >();
 
 function nodesEntry(nodes: Iterable<NodeInfo>) {
@@ -156,6 +164,18 @@ function nodesEntry(nodes: Iterable<NodeInfo>) {
     byNodes.set(nodes, (entry = { sorted, pieces: new Map() }));
   }
   return entry;
+}
+
+/**
+ * Host-network pods' addresses to leave out of outside blocks with this list of nodes' (given by
+ * the store as it makes the list, before any block is cut by it): a host-network pod's address is
+ * a node's, whether or not the input has that Node, and a node is never outside the cluster.
+ */
+export function withHostNetworkAddresses(nodes: readonly NodeInfo[], addresses: readonly IpAddress[]): void {
+  const entry = nodesEntry(nodes);
+  entry.hostNetwork = addresses;
+  // Blocks are cut by the sorted copy (`clusterRuleNets`), whose entry is its own.
+  nodesEntry(entry.sorted).hostNetwork = addresses;
 }
 
 function sortedNodes(nodes: Iterable<NodeInfo>): readonly NodeInfo[] {
@@ -171,8 +191,8 @@ function outsidePieces(nodes: readonly NodeInfo[], cidr: Cidr): Cidr[] {
   const entry = nodesEntry(nodes);
   let pieces = entry.pieces.get(cidr.text);
   if (!pieces) {
-    entry.addresses ??= nodes
-      .flatMap((node) => node.addresses.map(hostCidr))
+    entry.addresses ??= [...nodes.flatMap((node) => node.addresses), ...(entry.hostNetwork ?? [])]
+      .map(hostCidr)
       .sort((a, b) => a.family - b.family || (a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
     const inside = addressesIn(entry.addresses, cidr);
     entry.pieces.set(cidr.text, (pieces = inside.length === 0 ? [cidr] : subtractCidrs(cidr, inside)));

@@ -7,7 +7,8 @@
 import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
-import { clusterPolicyGroupSpecs } from './cluster-policy-groups.ts';
+import type { IpAddress } from '../net/ip.ts';
+import { clusterPolicyGroupSpecs, withHostNetworkAddresses } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
 import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
@@ -58,6 +59,12 @@ export class ClusterPolicyStore {
   private readonly held = new Map<string, Set<string>>();
   private readonly nodeMap = new Map<string, NodeInfo>();
   private nodeRevision = 0;
+  /**
+   * Host-network pods' addresses, by pod: a node's, even where the input has no Node with them,
+   * so never outside the cluster (the reference evaluator's `isClusterAddress`). Kept with the
+   * nodes, in their version: an outside block is cut by both (cluster-policy-groups.ts).
+   */
+  private readonly hostNetworkAddresses = new Map<string, readonly IpAddress[]>();
   private sortedNodes: { readonly version: number; readonly nodes: readonly NodeInfo[] } | undefined;
   /**
    * Tier selections per namespace and slot (tier and direction); the namespace's entry is dropped
@@ -97,11 +104,14 @@ export class ClusterPolicyStore {
   }
   /** Nodes by name (the same nodes always in the same order). */
   nodes(): readonly NodeInfo[] {
-    if (this.sortedNodes?.version !== this.nodeRevision)
-      this.sortedNodes = {
-        version: this.nodeRevision,
-        nodes: [...this.nodeMap.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-      };
+    if (this.sortedNodes?.version !== this.nodeRevision) {
+      const nodes = [...this.nodeMap.values()].sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      );
+      if (this.hostNetworkAddresses.size > 0)
+        withHostNetworkAddresses(nodes, [...this.hostNetworkAddresses.values()].flat());
+      this.sortedNodes = { version: this.nodeRevision, nodes };
+    }
     return this.sortedNodes.nodes;
   }
   get nodesVersion(): number {
@@ -288,6 +298,23 @@ export class ClusterPolicyStore {
     return before;
   }
 
+  /**
+   * A pod was added, changed or removed: true when the host-network addresses changed (a new
+   * version of the nodes, whose outside blocks are cut anew).
+   */
+  podChanged(before: Endpoint | undefined, after: Endpoint | undefined): boolean {
+    const id = (after ?? before)?.id;
+    if (id === undefined) return false;
+    const known = this.hostNetworkAddresses.get(id);
+    const now = after?.hostNetwork && after.ips.length > 0 ? after.ips : undefined;
+    if (known === now || (known && now && sameAddresses(known, now))) return false;
+    if (now) this.hostNetworkAddresses.set(id, now);
+    else if (known) this.hostNetworkAddresses.delete(id);
+    else return false;
+    this.nodeRevision++;
+    return true;
+  }
+
   /** A namespace's labels changed: its pods' selections are computed again. */
   namespaceChanged(name: string): void {
     this.selections.delete(name);
@@ -376,4 +403,8 @@ class Plan implements PlanSelection {
       .map((t, i) => `${t.name}:${this.selections[i]?.key ?? ''}`)
       .join('\u0001'));
   }
+}
+
+function sameAddresses(a: readonly IpAddress[], b: readonly IpAddress[]): boolean {
+  return a.length === b.length && a.every((ip, i) => ip.family === b[i]?.family && ip.value === b[i]?.value);
 }

@@ -219,6 +219,7 @@ export class ClusterState implements CompilingStore {
     const { entry, created } = this.podLabelSets.add(pod.namespace, pod.labels, pod.id);
     if (created) this.subjects.labelSetCreated(entry);
     for (const g of this.groups.podChanged(before, pod)) groups.add(g);
+    this.cluster.podChanged(before, pod);
     if (before && before.namespace !== pod.namespace)
       for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
     if (this.resyncing) return RESYNCING;
@@ -231,6 +232,7 @@ export class ClusterState implements CompilingStore {
     this.unlinkPod(before);
     this.pods.delete(id);
     const groups = this.groups.podChanged(before, undefined);
+    this.cluster.podChanged(before, undefined);
     for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
     return this.delta({ pods: [{ before }], groups });
   }

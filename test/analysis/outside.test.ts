@@ -164,4 +164,38 @@ describe('connections with addresses outside the cluster', () => {
       assert.match(dot, new RegExp(`"ep:web/api\\[Pod\\]" -> "${host}" \\[id="e\\d+", label="all"`), engine);
     }
   });
+
+  it("leave out a host-network pod's address on both engines, where the input has no Node with it", async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-outside-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'host-network.yaml');
+    const objects = [
+      namespace('shop'),
+      pod('shop', 'db', { app: 'db' }, { ips: ['10.0.0.2'] }),
+      pod('shop', 'agent', { app: 'agent' }, { ips: ['192.168.1.77'], hostNetwork: true }),
+      {
+        apiVersion: 'cilium.io/v2',
+        kind: 'CiliumNetworkPolicy',
+        metadata: { name: 'lan', namespace: 'shop' },
+        spec: {
+          endpointSelector: { matchLabels: { app: 'db' } },
+          ingress: [{ fromCIDR: ['192.168.0.0/16'] }],
+          egress: [{ toCIDR: ['192.168.0.0/16'] }],
+        },
+      },
+    ];
+    writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+    const verdicts = async (engine: string): Promise<unknown> =>
+      JSON.parse(
+        (await cli(['matrix', '-f', file, '--port', '80', '--by', 'pod', '-o', 'json', '--engine', engine]))
+          .stdout,
+      );
+    const reference = await verdicts('reference');
+    assert.deepEqual(await verdicts('compiled'), reference);
+    // A host-network pod's address is a node's, and Cilium's CIDR rules never match a node.
+    const { results } = reference as { results: { from: string; to: string; allowed: boolean }[] };
+    const pair = (from: string, to: string) => results.find((r) => r.from === from && r.to === to);
+    assert.equal(pair('shop/agent', 'shop/db')?.allowed, false);
+    assert.equal(pair('shop/db', 'shop/agent')?.allowed, false);
+  });
 });

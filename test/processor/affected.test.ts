@@ -127,6 +127,33 @@ describe('the processor (affectedPods) on its own', () => {
     assert.deepEqual(sorted(affectedPods(store, store.upsertNode(moved))), ['ops/probe']);
   });
 
+  it("a host-network pod's addresses are a node's: their change affects the subjects of outside peers", () => {
+    const cidrPolicy: Raw = {
+      apiVersion: 'cilium.io/v2',
+      kind: 'CiliumNetworkPolicy',
+      metadata: { name: 'db-from-lan', namespace: 'shop' },
+      spec: { endpointSelector: { matchLabels: { app: 'db' } }, ingress: [{ fromCIDR: ['192.168.0.0/16'] }] },
+    };
+    const { store } = setup([cidrPolicy]);
+    const tables = (): string | undefined => {
+      const db = [...store.allPods()].find((p) => p.id === 'shop/db') as Endpoint;
+      const t = new Configurator(store).compile(db);
+      return [t.ingress?.id, t.ingressTiers?.id].join(' ');
+    };
+    const before = tables();
+    const agent = (ip: string): Endpoint =>
+      clusterOf([namespace('ops'), pod('ops', 'agent', {}, { ips: [ip], hostNetwork: true })])
+        .endpoints[0] as Endpoint;
+    assert.deepEqual(sorted(affectedPods(store, store.upsertPod(agent('192.168.1.77')))), [
+      'ops/agent',
+      'shop/db',
+    ]);
+    assert.notEqual(tables(), before, "the agent's address is cut out of the block");
+    assert.deepEqual(sorted(affectedPods(store, store.upsertPod(agent('192.168.1.77')))), []);
+    assert.deepEqual(sorted(affectedPods(store, store.deletePod('ops/agent'))), ['ops/agent', 'shop/db']);
+    assert.equal(tables(), before);
+  });
+
   it('a resync affects every pod, and the pods it removed', () => {
     const { cluster, store } = setup();
     const delta = store.resync({
