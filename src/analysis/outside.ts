@@ -3,7 +3,8 @@
  * them (the graph formats and diff show the same ranges): the ranges policies can tell apart
  * (address-ranges.ts), those that every row treats alike merged into one, and per row what it
  * may send there and receive from there — what every pod of the row may, as the row's cells
- * say. Port-set matrices get the ports; per-port matrices the answer per query.
+ * say, and what some pod of it may (a row of a namespace's pods, where they differ). Port-set
+ * matrices get the ports; per-port matrices the answer per query.
  */
 import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
 import {
@@ -15,11 +16,13 @@ import {
 } from '../net/intervals.ts';
 import {
   ALL_PORTS,
+  EMPTY_PORTS,
   formatPortSet,
   intersectPorts,
   isNoPorts,
   portSetHas,
   resolveNamedPort,
+  unionPorts,
   type PortSet,
 } from '../semantics/index.ts';
 import { addressRanges } from './address-ranges.ts';
@@ -36,6 +39,10 @@ export interface OutsideClass {
   readonly out: readonly PortSet[];
   /** Per row: the ports these addresses may open to the row's pods. */
   readonly into: readonly PortSet[];
+  /** Per row: the ports some pod of the row may open to these addresses (`out` and more). */
+  readonly outSome: readonly PortSet[];
+  /** Per row: the ports these addresses may open to some pod of the row (`into` and more). */
+  readonly intoSome: readonly PortSet[];
 }
 
 /** Side evaluations `outsideClasses` makes at most unless told to (`budget`): a few seconds' work. */
@@ -71,24 +78,31 @@ export function outsideClasses(
     for (let i = 0; i < row.length; i++, m++) own.add(classOf[m] as number);
     rowClasses.push([...own]);
   }
-  const classes = new Map<string, { intervals: IpInterval[]; out: PortSet[]; into: PortSet[] }>();
+  type Found = Omit<OutsideClass, 'label' | 'intervals'> & { intervals: IpInterval[] };
+  const classes = new Map<string, Found>();
   for (const range of ranges) {
     const ip = { kind: 'ip' as const, ip: range.representative };
     const egress = representatives.map((e) => sided.ports({ kind: 'endpoint', endpoint: e }, ip));
     const ingress = representatives.map((e) => sided.ports(ip, { kind: 'endpoint', endpoint: e }));
-    // What every pod of the row may do, as the row's cells say.
+    // What every pod of the row may do, as the row's cells say; and what some pod of it may.
     const every = (perClass: readonly PortSet[], own: readonly number[]): PortSet =>
       own.reduce((ports, c) => intersectPorts(ports, perClass[c] as PortSet), ALL_PORTS);
+    const some = (perClass: readonly PortSet[], own: readonly number[]): PortSet =>
+      own.length === 1
+        ? (perClass[own[0] as number] as PortSet)
+        : own.reduce((ports, c) => unionPorts(ports, perClass[c] as PortSet), EMPTY_PORTS);
     const out = rowClasses.map((own) => every(egress, own));
     const into = rowClasses.map((own) => every(ingress, own));
-    const key = [...out, ...into].map(formatPortSet).join('|');
+    const outSome = rowClasses.map((own) => some(egress, own));
+    const intoSome = rowClasses.map((own) => some(ingress, own));
+    const key = [...out, ...into, ...outSome, ...intoSome].map(formatPortSet).join('|');
     const known = classes.get(key);
     if (known) known.intervals.push(range.interval);
-    else classes.set(key, { intervals: [range.interval], out, into });
+    else classes.set(key, { intervals: [range.interval], out, into, outSome, intoSome });
   }
-  return [...classes.values()].map(({ intervals, out, into }) => {
+  return [...classes.values()].map(({ intervals, ...ports }) => {
     const merged = normalizeIntervals(intervals);
-    return { label: rangesLabel(merged), intervals: merged, out, into };
+    return { label: rangesLabel(merged), intervals: merged, ...ports };
   });
 }
 

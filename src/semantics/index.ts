@@ -37,6 +37,7 @@ export {
   isNoPorts,
   portSetHas,
   portSetOf,
+  subtractPorts,
   unionPorts,
   type PortRange,
   type PortSet,

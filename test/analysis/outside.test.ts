@@ -16,6 +16,8 @@ import {
   indexCluster,
   intersectPorts,
   ALL_PORTS,
+  EMPTY_PORTS,
+  unionPorts,
 } from '../../src/semantics/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { calicoArb, ciliumArb } from '../helpers/engine-arbitraries.ts';
@@ -28,15 +30,16 @@ import { tmpdir } from 'node:os';
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
 describe('connections with addresses outside the cluster', () => {
-  it('are what the reference allows between every pod of a row and every range of a class', () => {
+  it('are what the reference allows between every pod (and some pod) of a row and every range of a class', () => {
     fc.assert(
       fc.property(
         clusterArb({ maxPods: 6, maxPolicies: 3, maxClusterPolicies: 1 }),
         calicoArb(2),
         ciliumArb(2),
-        (objects, calico, cilium) => {
+        fc.constantFrom('workload' as const, 'namespace' as const),
+        (objects, calico, cilium, by) => {
           const cluster = clusterOf([...objects, ...calico, ...cilium]);
-          const matrix = computeViewMatrix(cluster, { by: 'workload', queries: [] });
+          const matrix = computeViewMatrix(cluster, { by, queries: [] });
           const classes = outsideClasses(matrix, cluster) ?? [];
           const index = indexCluster(cluster);
           const ranges = addressRanges([cluster]);
@@ -56,12 +59,28 @@ describe('connections with addresses outside the cluster', () => {
                 const members = (row as unknown as { members: typeof cluster.endpoints }).members;
                 let out = ALL_PORTS;
                 let into = ALL_PORTS;
+                let outSome = EMPTY_PORTS;
+                let intoSome = EMPTY_PORTS;
                 for (const e of members) {
-                  out = intersectPorts(out, allowedPorts(index, { kind: 'endpoint', endpoint: e }, ip));
-                  into = intersectPorts(into, allowedPorts(index, ip, { kind: 'endpoint', endpoint: e }));
+                  const sent = allowedPorts(index, { kind: 'endpoint', endpoint: e }, ip);
+                  const received = allowedPorts(index, ip, { kind: 'endpoint', endpoint: e });
+                  out = intersectPorts(out, sent);
+                  into = intersectPorts(into, received);
+                  outSome = unionPorts(outSome, sent);
+                  intoSome = unionPorts(intoSome, received);
                 }
                 assert.equal(formatPortSet(c.out[r]!), formatPortSet(out), `${row.label} → ${c.label}`);
                 assert.equal(formatPortSet(c.into[r]!), formatPortSet(into), `${c.label} → ${row.label}`);
+                assert.equal(
+                  formatPortSet(c.outSome[r]!),
+                  formatPortSet(outSome),
+                  `some ${row.label} → ${c.label}`,
+                );
+                assert.equal(
+                  formatPortSet(c.intoSome[r]!),
+                  formatPortSet(intoSome),
+                  `${c.label} → some ${row.label}`,
+                );
               });
             }
         },

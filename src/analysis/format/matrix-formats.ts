@@ -5,7 +5,13 @@
  * pieces reach the output (the CLI batches them and waits while the pipe is full).
  */
 import { PROTOCOLS } from '../../model/types.ts';
-import { containsPorts, formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
+import {
+  containsPorts,
+  formatPortSet,
+  isNoPorts,
+  subtractPorts,
+  type PortSet,
+} from '../../semantics/index.ts';
 import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
 import { outsideAllows, type OutsideClass } from '../outside.ts';
@@ -50,6 +56,14 @@ function* outsideLines(
       yield [ids[r] as string, c.label, c.out[r] as PortSet, r, c, true];
       yield [c.label, ids[r] as string, c.into[r] as PortSet, r, c, false];
     }
+}
+
+/** The ports of an address line that some pods of its row have and others not (none: undefined). */
+function somePodsOnly(c: OutsideClass, r: number, outward: boolean, every: PortSet): PortSet | undefined {
+  const some = (outward ? c.outSome[r] : c.intoSome[r]) as PortSet;
+  if (some === every) return undefined;
+  const more = subtractPorts(some, every);
+  return isNoPorts(more) ? undefined : more;
 }
 
 export type MatrixWriter = (matrix: Matrix, style: Style, extras?: MatrixExtras) => Iterable<string>;
@@ -121,10 +135,12 @@ function* textTable(
       yield `${from} → ${to}: ${every}${some}\n`;
     }
     let reaching = 0;
-    for (const [from, to, ports] of outsideLines(matrix, outside)) {
-      if (isNoPorts(ports)) continue;
+    for (const [from, to, ports, r, c, outward] of outsideLines(matrix, outside)) {
+      const partial = somePodsOnly(c, r, outward, ports);
+      if (isNoPorts(ports) && !partial) continue;
       reaching++;
-      yield `${from} → ${to}: ${portListText(ports)}\n`;
+      const every = isNoPorts(ports) ? 'none for every pod' : portListText(ports);
+      yield `${from} → ${to}: ${every}${partial ? `; ${portListText(partial)} for some pods only` : ''}\n`;
     }
     let forwarded = 0;
     for (const [from, to, ports] of controllerLines(matrix, controller)) {
@@ -181,15 +197,28 @@ function* textTable(
           anyPartial = true;
         }
       }
+      // An address cell is `~` where some pods of the row have the connection and others not.
+      const addressCell = (every: PortSet, some: PortSet, row: number | undefined): string => {
+        if (outsideAllows(matrix, every, q, row)) return allowed;
+        if (some === every || !outsideAllows(matrix, some, q, row)) return denied;
+        anyPartial = true;
+        return partial;
+      };
       for (const c of outside)
-        cells += outsideAllows(matrix, c.out[from] as PortSet, q, undefined) ? allowed : denied;
+        cells += addressCell(c.out[from] as PortSet, c.outSome[from] as PortSet, undefined);
       yield `${(ids[from] as string).padEnd(width)}  ${cells}  ${style.dim(String(from + 1))}\n`;
     }
     for (let i = 0; i < outside.length; i++) {
       const c = outside[i] as OutsideClass;
       let cells = '';
-      for (let to = 0; to < ids.length; to++)
-        cells += outsideAllows(matrix, c.into[to] as PortSet, q, to) ? allowed : denied;
+      for (let to = 0; to < ids.length; to++) {
+        const every = c.into[to] as PortSet;
+        if (outsideAllows(matrix, every, q, to)) cells += allowed;
+        else if (c.intoSome[to] !== every && outsideAllows(matrix, c.intoSome[to] as PortSet, q, to)) {
+          cells += partial;
+          anyPartial = true;
+        } else cells += denied;
+      }
       cells += none.repeat(outside.length);
       yield `${addressLabel(c).padEnd(width)}  ${cells}  ${style.dim(String(ids.length + i + 1))}\n`;
     }
