@@ -40,7 +40,9 @@ export function droppedPoliciesFor(
       (e) =>
         !e.hostNetwork &&
         e.namespace === policy.namespace &&
-        (policy.podSelector === undefined || selectorMatches(policy.podSelector, e.labels)),
+        (policy.podSelector !== undefined
+          ? selectorMatches(policy.podSelector, e.labels)
+          : (policy.anyOf?.some((selector) => selectorMatches(selector, e.labels)) ?? true)),
     );
     if (endpoint) found.push(dropped(policy, direction, endpoint));
   }
@@ -53,7 +55,7 @@ function dropped(policy: RejectedPolicy, direction: 'ingress' | 'egress', endpoi
     policy: `${policy.engine ? `${policy.engine}/` : ''}${policy.namespace}/${policy.name}`,
     direction,
     endpoint: endpoint.id,
-    certain: policy.podSelector !== undefined,
+    certain: policy.podSelector !== undefined || policy.anyOf !== undefined,
     problem: policy.problem,
     ...(where ? { location: `${where.file}:${where.line}:${where.column}` } : {}),
   };

@@ -7,7 +7,7 @@
  * and `memberExplanation` gives back any member's explanation exactly — at scale the cost and
  * the output follow the classes, not the endpoints.
  */
-import type { Cluster, Endpoint, Semantics } from '../model/types.ts';
+import type { Cluster, Endpoint, LabelSelector, Semantics } from '../model/types.ts';
 import { classRows, type ClassRow } from './class-view.ts';
 import { endpointClasses } from './equivalence.ts';
 import {
@@ -36,7 +36,9 @@ export function explainClassesOf(
   cluster: Cluster,
   endpoints: readonly Endpoint[],
 ): ReturnType<typeof endpointClasses> {
-  const dropped = (cluster.rejectedPolicies ?? []).map((p) => p.podSelector);
+  const dropped = (cluster.rejectedPolicies ?? []).flatMap((p): (LabelSelector | undefined)[] =>
+    p.anyOf ? [...p.anyOf] : [p.podSelector],
+  );
   return endpointClasses(cluster, endpoints, true, dropped);
 }
 

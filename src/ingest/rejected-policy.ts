@@ -52,7 +52,7 @@ export function rejectedPolicy(ctx: DecodeContext): RejectedPolicy | undefined {
   };
 }
 
-type Selected = Pick<RejectedPolicy, 'podSelector' | 'affectsIngress' | 'affectsEgress'>;
+type Selected = Pick<RejectedPolicy, 'podSelector' | 'anyOf' | 'affectsIngress' | 'affectsEgress'>;
 
 /** A list that is there and holds something. */
 const listed = (value: unknown): boolean => Array.isArray(value) && value.length > 0;
@@ -68,17 +68,20 @@ function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): Select
 }
 
 /**
- * Calico: `selector` (absent: `all()`; one with `||` or namespace terms might select more than a
- * pod selector says, so it counts as unknown) and `types`, or their default.
+ * Calico: `selector` (absent: `all()`; alternatives with `||` as `anyOf`; one with namespace terms
+ * might select more than a pod selector says, so it counts as unknown) and `types`, or their
+ * default.
  */
 function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
   const types = Array.isArray(spec.types) ? spec.types : undefined;
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
   const text = typeof spec.selector === 'string' ? spec.selector : undefined;
   const alternatives = readCalicoSelector(scratch, text, ['spec', 'selector'], 'endpoint');
-  const only = alternatives?.length === 1 ? alternatives[0] : undefined;
+  const podsOnly = alternatives?.every((a) => a.namespace.length === 0) ?? false;
+  const selectors = podsOnly ? (alternatives ?? []).map((a) => conjunctionSelectors(a).podSelector) : [];
   return {
-    podSelector: only && only.namespace.length === 0 ? conjunctionSelectors(only).podSelector : undefined,
+    podSelector: selectors.length === 1 ? selectors[0] : undefined,
+    ...(selectors.length > 1 ? { anyOf: selectors } : {}),
     // Calico's default: Ingress when it has ingress rules or no egress ones, Egress with egress rules.
     affectsIngress: types ? types.includes('Ingress') : listed(spec.ingress) || !listed(spec.egress),
     affectsEgress: types ? types.includes('Egress') : listed(spec.egress),

@@ -174,6 +174,11 @@ export interface RejectedPolicy {
   readonly engine?: 'calico' | 'cilium';
   /** Undefined when the pod selector itself was invalid (it might select anything). */
   readonly podSelector: LabelSelector | undefined;
+  /**
+   * A Calico selector of alternatives (`||`) on pod labels only: the pods any of these selects
+   * (`podSelector` is then undefined).
+   */
+  readonly anyOf?: readonly LabelSelector[];
   /** The directions it would have isolated (as policyTypes say, or defaulted). */
   readonly affectsIngress: boolean;
   readonly affectsEgress: boolean;

@@ -213,6 +213,13 @@ metadata: {name: other-egress, namespace: app}
 spec:
   selector: app == 'other'
   egress: [{action: Allow, destination: {nets: [10.0.0.300/24]}}]
+---
+apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: either-egress, namespace: app}
+spec:
+  selector: app == 'web' || app == 'other'
+  egress: [{action: Allow, destination: {nets: [10.0.0.300/24]}}]
 `,
     );
     // An except outside its cidr: Cilium refuses the whole policy.
@@ -251,6 +258,12 @@ spec:
     ]);
     assert.match(web.stdout, /warning: calico\/app\/web-egress .* would have selected app\/web for egress/);
     assert.doesNotMatch(web.stdout, /other-egress/);
+    // Alternatives (`||`) on pod labels are read too: either-egress selects app/web, not app/db.
+    assert.match(
+      web.stdout,
+      /warning: calico\/app\/either-egress .* would have selected app\/web for egress/,
+    );
+    assert.doesNotMatch(db.stdout, /either-egress/);
     // Without types, egress rules alone make it an egress policy (Calico's default), not ingress.
     const into = await cli([
       'check',
