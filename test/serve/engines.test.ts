@@ -3,13 +3,14 @@
  * API answers with the tier, as `check` does, and the matrix has the connection the tier denies.
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { serveCopy, type Served } from './helpers.ts';
+import { policyObject } from '../../web/src/policy-object.ts';
 
-describe('palisade serve: Calico policy', () => {
+describe('palisade serve: Calico and Cilium policy', () => {
   let served: Served;
   let input = '';
   const get = async <T>(path: string): Promise<T> => {
@@ -21,6 +22,26 @@ describe('palisade serve: Calico policy', () => {
     input = mkdtempSync(join(tmpdir(), `palisade-serve-engines-${process.pid}-`));
     cpSync('examples/shop', input, { recursive: true });
     cpSync('examples/engines/calico.yaml', join(input, 'calico.yaml'));
+    cpSync('examples/engines/cilium.yaml', join(input, 'cilium.yaml'));
+    writeFileSync(
+      join(input, 'more-engines.yaml'),
+      `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: api-in, namespace: shop}
+spec:
+  selector: app == 'api'
+  ingress: [{action: Allow}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata: {name: db-in, namespace: shop}
+specs:
+  - endpointSelector: {matchLabels: {app: db}}
+    ingress: [{fromEndpoints: [{matchLabels: {app: api}}]}]
+  - endpointSelector: {matchLabels: {app: api}}
+    ingress: [{}]
+`,
+    );
     served = await serveCopy(input);
   });
   after(async () => {
@@ -46,5 +67,23 @@ describe('palisade serve: Calico policy', () => {
       matrix.results.find((r) => r.from === from && r.to === to)?.allowed;
     assert.equal(cell('monitoring/prometheus', 'payments/gateway'), false);
     assert.equal(cell('monitoring/prometheus', 'shop/api'), true);
+  });
+  it("the page's links from a policy's short name find its object (web/src/policy-object.ts)", async () => {
+    for (const [label, file] of [
+      ['gnp/security.payments-lockdown', 'calico.yaml'],
+      ['ccnp/no-metadata', 'cilium.yaml'],
+      ['calico/shop/api-in', 'more-engines.yaml'],
+      ['cilium/shop/db-in[1]', 'more-engines.yaml'],
+    ] as const) {
+      const found = await get<{ object: string; file: string }>(
+        `/api/object?name=${encodeURIComponent(policyObject(label))}`,
+      );
+      assert.match(found.file, new RegExp(`${file.replace('.', '\\.')}$`), label);
+    }
+    assert.equal(
+      policyObject('cilium/x'),
+      'NetworkPolicy cilium/x',
+      'a NetworkPolicy in a namespace "cilium"',
+    );
   });
 });

@@ -5,18 +5,7 @@
  */
 import { api, type CheckAnswer, type RuleNote, type ServedFlow, type SideAnswer } from './api.ts';
 import { clear, el } from './dom.ts';
-
-/** A policy as explanations name it (`ns/name`, `anp/name`…) → the object name the API takes. */
-export function policyObject(name: string): string {
-  const [prefix, rest] = name.split('/', 2) as [string, string | undefined];
-  const kinds: Record<string, string> = {
-    anp: 'AdminNetworkPolicy',
-    banp: 'BaselineAdminNetworkPolicy',
-    cnp: 'ClusterNetworkPolicy',
-  };
-  if (rest !== undefined && kinds[prefix] && !name.includes(' ')) return `${kinds[prefix]} ${rest}`;
-  return `NetworkPolicy ${name}`;
-}
+import { policyObject } from './policy-object.ts';
 
 export class ExplainPanel {
   readonly root = el('aside', { class: 'details', 'aria-label': 'details', hidden: true });

@@ -1,0 +1,34 @@
+/**
+ * A policy as explanations name it → the object name `/api/object` takes: `ns/name` is
+ * Kubernetes' NetworkPolicy; the short names of the other kinds (model/cluster-policy.ts
+ * `clusterPolicyLabel`) are `anp/x`, `banp/x`, `cnp/x`, `gnp/x`, `profile/x` and `ccnp/x` for
+ * cluster-scoped kinds, `calico/ns/x` and `cilium/ns/x` for namespaced ones (so a NetworkPolicy
+ * in a namespace called `cilium` stays one) — a Cilium policy of several specs with `[i]` after
+ * its name.
+ */
+const CLUSTER_SCOPED: Readonly<Record<string, string>> = {
+  anp: 'AdminNetworkPolicy',
+  banp: 'BaselineAdminNetworkPolicy',
+  cnp: 'ClusterNetworkPolicy',
+  gnp: 'GlobalNetworkPolicy.projectcalico.org',
+  profile: 'Profile.projectcalico.org',
+  ccnp: 'CiliumClusterwideNetworkPolicy',
+};
+const NAMESPACED: Readonly<Record<string, string>> = {
+  calico: 'NetworkPolicy.projectcalico.org',
+  cilium: 'CiliumNetworkPolicy',
+};
+
+export function policyObject(name: string): string {
+  const parts = name.split('/');
+  const [prefix = '', ...rest] = parts;
+  const kind = name.includes(' ')
+    ? undefined
+    : rest.length === 1
+      ? CLUSTER_SCOPED[prefix]
+      : rest.length === 2
+        ? NAMESPACED[prefix]
+        : undefined;
+  if (kind === undefined) return `NetworkPolicy ${name}`;
+  return `${kind} ${rest.join('/').replace(/\[\d+\]$/, '')}`;
+}
