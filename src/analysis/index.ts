@@ -26,6 +26,7 @@ export { CLASS_FORMATS, CLASS_JSON_FORMAT, type ClassWriter } from './format/cla
 export { focusRows, restrictMatrix, connects } from './focus.ts';
 export {
   estimateClassOutput,
+  estimateMatrixExtrasJson,
   estimateMatrixOutput,
   formatSize,
   parseSize,
@@ -146,3 +147,4 @@ export {
   type Suggestion,
   type SuggestOptions,
 } from './suggest/index.ts';
+export { notEvaluated } from './not-evaluated.ts';

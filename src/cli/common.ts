@@ -139,22 +139,6 @@ export function refuseEnginePolicies(cluster: Cluster, what: string, why: string
   );
 }
 
-/**
- * What the input holds that the answer does not include (another engine's policy, Calico's or
- * Cilium's rules Palisade cannot analyse), for the answer itself to say: undefined when nothing.
- * Never silent: the warnings name each on stderr, and the answer says it is incomplete.
- */
-export function notEvaluated(cluster: Cluster): { objects: string[]; note: string } | undefined {
-  const objects = [...new Set((cluster.unevaluated ?? []).map((u) => u.object))];
-  if (objects.length === 0) return undefined;
-  const shown = objects.slice(0, 4).join(', ');
-  const more = objects.length > 4 ? ` and ${objects.length - 4} more` : '';
-  return {
-    objects,
-    note: `the input holds policy this answer does not include (${shown}${more}): see the warnings`,
-  };
-}
-
 /** `--ingress-controller`'s place (matrix, check); the default place when not given. */
 export function ingressControllerOption(value: unknown): IngressControllerPlace {
   if (typeof value !== 'string') return {};

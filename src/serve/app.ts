@@ -12,8 +12,11 @@ import {
   computeViewMatrix,
   diffJson,
   estimateClassOutput,
+  estimateMatrixExtrasJson,
   estimateMatrixOutput,
   formatSize,
+  ingressControllerPeer,
+  notEvaluated,
   OUTSIDE_BUDGET,
   outsideClasses,
   MATRIX_FORMATS,
@@ -61,7 +64,7 @@ const API_ENDPOINTS: Readonly<Record<string, string>> = {
   '/api/heatmap?level=namespace|workload|pod&port=P&from=&to=':
     'allowed pod pairs aggregated by namespace, by workload of two namespaces, or pod by pod of two workloads',
   '/api/matrix?port=P&by=workload|pod|class':
-    'what `palisade matrix -o json` prints (no port: allowed port sets); 413 past 10 MB (ask by=class)',
+    'what `palisade matrix -o json` prints (no port: allowed port sets), with addresses, ingressController and notEvaluated; 413 past 10 MB (ask by=class)',
   '/api/check?from=&to=&port=&protocol=': 'what `palisade check -o json` prints, with its text as `text`',
   '/api/why?level=namespace|workload|pod&from=&to=&port=P':
     'why for one pod pair of a heatmap cell (an allowed one if any) on the port shown, or on one the pair may use: `/api/check`, with `cell`',
@@ -142,6 +145,8 @@ export function createApp(
   });
 
   app.get('/api', (c) => c.json({ endpoints: API_ENDPOINTS }));
+  /** `/api/matrix`'s answers per input version (`Snapshot`) and question: dropped with the version. */
+  const matrixAnswers = new WeakMap<Snapshot, Map<string, string>>();
   // Each route answers what `ApiAnswers` says its path answers (the page reads it by that type).
   const api = <P extends ApiPath>(
     path: P,
@@ -184,17 +189,34 @@ export function createApp(
       if (!writer) throw new Error('no JSON writer');
       return c.body([...writer(report, PLAIN)].join(''), 200, { 'content-type': 'application/json' });
     }
+    // Answered once per input version and question: the page asks again as people click.
+    const key = `${by}|${query ? `${query.port}/${query.protocol}` : ''}`;
+    const answers = matrixAnswers.get(s) ?? new Map<string, string>();
+    matrixAnswers.set(s, answers);
+    const known = answers.get(key);
+    if (known !== undefined) return c.body(known, 200, { 'content-type': 'application/json' });
     const matrix = computeViewMatrix(s.input.cluster, { ...options, by });
     const estimate = estimateMatrixOutput(matrix, 'json', MAX_ANSWER_BYTES);
     if (estimate.bytes > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes, 'ask by=class');
     const writer = MATRIX_FORMATS.json;
     if (!writer) throw new Error('no JSON writer');
-    // With the connections to and from the ranges outside the cluster, as `matrix -o json`
-    // writes them (left out past the same few seconds' work).
+    // As `matrix -o json` writes it: the connections to and from the ranges outside the cluster
+    // (left out past the same few seconds' work, and then said in `addressesLeftOut`), the
+    // ingress controller's, and the objects the answer does not include.
     const outside = outsideClasses(matrix, s.input.cluster, s.semantics, OUTSIDE_BUDGET);
-    return c.body([...writer(matrix, PLAIN, outside?.length ? { outside } : {})].join(''), 200, {
-      'content-type': 'application/json',
-    });
+    const ingressController = ingressControllerPeer(matrix, s.input.cluster, {}, s.semantics);
+    const missing = notEvaluated(s.input.cluster);
+    const extras = {
+      ...(outside?.length ? { outside } : {}),
+      ...(ingressController ? { ingressController } : {}),
+      ...(missing ? { notEvaluated: missing } : {}),
+    };
+    const more = estimateMatrixExtrasJson(matrix, extras).bytes;
+    if (estimate.bytes + more > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes + more, 'ask by=class');
+    let body = [...writer(matrix, PLAIN, extras)].join('');
+    if (outside === undefined) body = `${body.slice(0, body.lastIndexOf('}'))},"addressesLeftOut":true}\n`;
+    answers.set(key, body);
+    return c.body(body, 200, { 'content-type': 'application/json' });
   });
   api('/api/why', (s, c) => {
     const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'pod'));

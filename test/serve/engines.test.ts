@@ -23,6 +23,11 @@ describe('palisade serve: Calico and Cilium policy', () => {
     cpSync('examples/shop', input, { recursive: true });
     cpSync('examples/engines/calico.yaml', join(input, 'calico.yaml'));
     cpSync('examples/engines/cilium.yaml', join(input, 'cilium.yaml'));
+    cpSync('examples/ingress/app.yaml', join(input, 'ingress.yaml'));
+    writeFileSync(
+      join(input, 'antrea.yaml'),
+      'apiVersion: crd.antrea.io/v1beta1\nkind: NetworkPolicy\nmetadata: {name: lockdown, namespace: shop}\nspec: {appliedTo: [{podSelector: {}}]}\n',
+    );
     writeFileSync(
       join(input, 'more-engines.yaml'),
       `apiVersion: projectcalico.org/v3
@@ -85,5 +90,29 @@ specs:
       'NetworkPolicy cilium/x',
       'a NetworkPolicy in a namespace "cilium"',
     );
+  });
+  it('the matrix says what matrix -o json says beside its pairs, and the same again', async () => {
+    type Answer = {
+      results: unknown[];
+      addresses?: { from: string; to: string }[];
+      ingressController?: { from: string; to: string; allowed: boolean }[];
+      notEvaluated?: string[];
+    };
+    const path = '/api/matrix?port=8080&by=workload';
+    const first = await fetch(new URL(path, served.server.url));
+    const body = await first.text();
+    const answer = JSON.parse(body) as Answer;
+    assert.deepEqual(answer.notEvaluated, ['NetworkPolicy.crd.antrea.io shop/lockdown']);
+    assert.ok(
+      answer.addresses?.some((a) => a.to === 'shop/frontend'),
+      'the address ranges',
+    );
+    assert.ok(
+      answer.ingressController?.some((a) => a.to === 'web/storefront' && a.allowed),
+      'the ingress controller reaches the storefront',
+    );
+    // The same question on the same input: the same answer (kept per input version).
+    const again = await fetch(new URL(path, served.server.url));
+    assert.equal(await again.text(), body);
   });
 });

@@ -115,3 +115,25 @@ export function parseSize(text: string): number | undefined {
   const base = match[3] ? 1024 : 1000;
   return Math.round(Number(match[1]) * base ** power);
 }
+
+/**
+ * The JSON lines of a matrix's address ranges and ingress controller (`addresses`,
+ * `ingressController`): one per row, range class, direction and port — as many again as the
+ * rows' own lines when every row reaches a few ranges.
+ */
+export function estimateMatrixExtrasJson(
+  matrix: Matrix,
+  extras: { readonly outside?: readonly { readonly label: string }[]; readonly ingressController?: unknown },
+): OutputEstimate {
+  const q = Math.max(1, matrix.queries.length);
+  const ids = sum(matrix.rows.map((r) => r.id.length + r.kind.length + 4));
+  const n = matrix.rows.length;
+  const ranges = extras.outside ?? [];
+  // Per line: the row's id and kind, the range's label (or the controller's), and ~110 bytes of keys.
+  const bytes =
+    q *
+    (2 * (ranges.length * ids + n * sum(ranges.map((r) => r.label.length + 110))) +
+      (extras.ingressController ? ids + n * 130 : 0));
+  const lines = q * n * (2 * ranges.length + (extras.ingressController ? 1 : 0));
+  return { bytes, lines, atLeast: false };
+}

@@ -19,6 +19,7 @@ import {
   serviceTarget,
   styleFor,
   withService,
+  notEvaluated,
 } from '../../analysis/index.ts';
 import type { Verdict } from '../../semantics/index.ts';
 import type { Endpoint } from '../../model/types.ts';
@@ -26,7 +27,6 @@ import {
   checkChoice,
   ingressControllerOption,
   loadInput,
-  notEvaluated,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,

@@ -16,6 +16,7 @@ import {
   formatSize,
   styleFor,
   type ClassExplanations,
+  notEvaluated,
 } from '../../analysis/index.ts';
 import {
   checkChoice,
@@ -23,7 +24,6 @@ import {
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
-  notEvaluated,
 } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, UsageError, type CliIo } from '../io.ts';
 import { phases } from '../progress.ts';

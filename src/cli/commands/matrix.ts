@@ -35,12 +35,12 @@ import {
   type OutputEstimate,
   type PortQuery,
   type RowGrouping,
+  notEvaluated,
 } from '../../analysis/index.ts';
 import {
   checkChoice,
   ingressControllerOption,
   loadInput,
-  notEvaluated,
   reportDiagnostics,
   resolveInputOptions,
   withInputOptions,
