@@ -39,9 +39,12 @@ export interface OutsideClass {
   readonly out: readonly PortSet[];
   /** Per row: the ports these addresses may open to the row's pods. */
   readonly into: readonly PortSet[];
-  /** Per row: the ports some pod of the row may open to these addresses (`out` and more). */
+  /**
+   * Per row: the ports some pod of the row may open to these addresses (`out` and more), when
+   * asked for (`somePods`); else `out` itself.
+   */
   readonly outSome: readonly PortSet[];
-  /** Per row: the ports these addresses may open to some pod of the row (`into` and more). */
+  /** Per row: the ports these addresses may open to some pod of the row (`into` and more), likewise. */
   readonly intoSome: readonly PortSet[];
 }
 
@@ -51,12 +54,16 @@ export const OUTSIDE_BUDGET = 2_000_000;
 /**
  * The address classes and each row's connections with them; `undefined` when that would take
  * more than `budget` side evaluations (two per equivalence class of the rows' pods and range).
+ * `somePods`: also what only some pods of a row may (the text formats' `~`) — ranges are then
+ * told apart by it too, so the formats that say only what every pod may (JSON, CSV, Markdown)
+ * leave it out and keep their lines.
  */
 export function outsideClasses(
   matrix: Matrix,
   cluster: Cluster,
   semantics: Semantics = 'v1',
   budget = Number.POSITIVE_INFINITY,
+  somePods = false,
 ): OutsideClass[] | undefined {
   const n = matrix.rows.length;
   if (n === 0) return [];
@@ -93,9 +100,11 @@ export function outsideClasses(
         : own.reduce((ports, c) => unionPorts(ports, perClass[c] as PortSet), EMPTY_PORTS);
     const out = rowClasses.map((own) => every(egress, own));
     const into = rowClasses.map((own) => every(ingress, own));
-    const outSome = rowClasses.map((own) => some(egress, own));
-    const intoSome = rowClasses.map((own) => some(ingress, own));
-    const key = [...out, ...into, ...outSome, ...intoSome].map(formatPortSet).join('|');
+    const outSome = somePods ? rowClasses.map((own) => some(egress, own)) : out;
+    const intoSome = somePods ? rowClasses.map((own) => some(ingress, own)) : into;
+    const key = (somePods ? [...out, ...into, ...outSome, ...intoSome] : [...out, ...into])
+      .map(formatPortSet)
+      .join('|');
     const known = classes.get(key);
     if (known) known.intervals.push(range.interval);
     else classes.set(key, { intervals: [range.interval], out, into, outSome, intoSome });

@@ -39,6 +39,8 @@ const LEVELS: readonly HeatmapLevel[] = ['namespace', 'workload', 'pod'];
 
 /** No answer of the API is larger: past it, 413 with the size and what to ask instead. */
 const MAX_ANSWER_BYTES = 10_000_000;
+const MAX_MATRIX_ANSWERS = 16;
+const MAX_KEPT_ANSWER_BYTES = 2_000_000;
 
 function tooLarge(c: Context, bytes: number, instead: string): Response {
   return c.json(
@@ -145,7 +147,10 @@ export function createApp(
   });
 
   app.get('/api', (c) => c.json({ endpoints: API_ENDPOINTS }));
-  /** `/api/matrix`'s answers per input version (`Snapshot`) and question: dropped with the version. */
+  /**
+   * `/api/matrix`'s answers per input version (`Snapshot`) and question, dropped with the version
+   * (the page asks again as people click): MAX_MATRIX_ANSWERS at most, of MAX_KEPT_ANSWER_BYTES.
+   */
   const matrixAnswers = new WeakMap<Snapshot, Map<string, string>>();
   // Each route answers what `ApiAnswers` says its path answers (the page reads it by that type).
   const api = <P extends ApiPath>(
@@ -194,7 +199,8 @@ export function createApp(
     const answers = matrixAnswers.get(s) ?? new Map<string, string>();
     matrixAnswers.set(s, answers);
     const known = answers.get(key);
-    if (known !== undefined) return c.body(known, 200, { 'content-type': 'application/json' });
+    if (known !== undefined)
+      return c.body(known, 200, { 'content-type': 'application/json', 'cache-status': 'palisade; hit' });
     const matrix = computeViewMatrix(s.input.cluster, { ...options, by });
     const estimate = estimateMatrixOutput(matrix, 'json', MAX_ANSWER_BYTES);
     if (estimate.bytes > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes, 'ask by=class');
@@ -208,15 +214,17 @@ export function createApp(
     const missing = notEvaluated(s.input.cluster);
     const extras = {
       ...(outside?.length ? { outside } : {}),
+      ...(outside === undefined ? { addressesLeftOut: true } : {}),
       ...(ingressController ? { ingressController } : {}),
       ...(missing ? { notEvaluated: missing } : {}),
     };
     const more = estimateMatrixExtrasJson(matrix, extras).bytes;
     if (estimate.bytes + more > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes + more, 'ask by=class');
-    let body = [...writer(matrix, PLAIN, extras)].join('');
-    if (outside === undefined) body = `${body.slice(0, body.lastIndexOf('}'))},"addressesLeftOut":true}\n`;
-    answers.set(key, body);
-    return c.body(body, 200, { 'content-type': 'application/json' });
+    const body = [...writer(matrix, PLAIN, extras)].join('');
+    // Bounded: a client walking through every port keeps a few answers per version at most.
+    if (answers.size >= MAX_MATRIX_ANSWERS) answers.clear();
+    if (body.length <= MAX_KEPT_ANSWER_BYTES) answers.set(key, body);
+    return c.body(body, 200, { 'content-type': 'application/json', 'cache-status': 'palisade; fwd=miss' });
   });
   api('/api/why', (s, c) => {
     const level = LEVELS.find((l) => l === (c.req.query('level') ?? 'pod'));

@@ -9,6 +9,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { computeViewMatrix } from '../../src/analysis/workload-matrix.ts';
 import { outsideClasses } from '../../src/analysis/outside.ts';
+import { MATRIX_FORMATS } from '../../src/analysis/format/matrix-formats.ts';
+import { PLAIN } from '../../src/analysis/format/style.ts';
 import { addressRanges } from '../../src/analysis/address-ranges.ts';
 import {
   allowedPorts,
@@ -40,7 +42,12 @@ describe('connections with addresses outside the cluster', () => {
         (objects, calico, cilium, by) => {
           const cluster = clusterOf([...objects, ...calico, ...cilium]);
           const matrix = computeViewMatrix(cluster, { by, queries: [] });
-          const classes = outsideClasses(matrix, cluster) ?? [];
+          const classes = outsideClasses(matrix, cluster, 'v1', Infinity, true) ?? [];
+          // Without what some pods may (JSON, CSV, Markdown), ranges are told apart only by
+          // what every pod may: no two classes say the same, so no line is said twice.
+          const everyPod = outsideClasses(matrix, cluster) ?? [];
+          const said = everyPod.map((c) => [...c.out, ...c.into].map(formatPortSet).join('|'));
+          assert.equal(new Set(said).size, said.length, 'two address classes that say the same');
           const index = indexCluster(cluster);
           const ranges = addressRanges([cluster]);
           for (const c of classes)
@@ -216,5 +223,18 @@ describe('connections with addresses outside the cluster', () => {
     const pair = (from: string, to: string) => results.find((r) => r.from === from && r.to === to);
     assert.equal(pair('shop/agent', 'shop/db')?.allowed, false);
     assert.equal(pair('shop/db', 'shop/agent')?.allowed, false);
+  });
+
+  it('are said to be left out in JSON when they were (past the few seconds they may take)', () => {
+    const cluster = clusterOf([namespace('shop'), pod('shop', 'api', { app: 'api' }, { ips: ['10.0.0.1'] })]);
+    const matrix = computeViewMatrix(cluster, { by: 'workload', queries: [{ port: 80, protocol: 'TCP' }] });
+    const json = (extras: Parameters<NonNullable<typeof MATRIX_FORMATS.json>>[2]) =>
+      JSON.parse([...(MATRIX_FORMATS.json?.(matrix, PLAIN, extras) ?? [])].join('')) as Record<
+        string,
+        unknown
+      >;
+    assert.deepEqual(Object.keys(json({})), ['results']);
+    assert.deepEqual(Object.keys(json({ addressesLeftOut: true })), ['results', 'addressesLeftOut']);
+    assert.equal(json({ addressesLeftOut: true }).addressesLeftOut, true);
   });
 });

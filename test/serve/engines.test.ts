@@ -111,8 +111,10 @@ specs:
       answer.ingressController?.some((a) => a.to === 'web/storefront' && a.allowed),
       'the ingress controller reaches the storefront',
     );
-    // The same question on the same input: the same answer (kept per input version).
+    assert.equal(first.headers.get('cache-status'), 'palisade; fwd=miss');
+    // The same question on the same input: the answer kept for this input version.
     const again = await fetch(new URL(path, served.server.url));
+    assert.equal(again.headers.get('cache-status'), 'palisade; hit');
     assert.equal(await again.text(), body);
   });
 });

@@ -25,6 +25,8 @@ interface MatrixExtras {
   readonly notEvaluated?: { readonly objects: readonly string[]; readonly note: string };
   /** Connections with the addresses outside the cluster (outside.ts), listed after the rows'. */
   readonly outside?: readonly OutsideClass[];
+  /** They were left out at this size (JSON says so: `"addressesLeftOut": true`). */
+  readonly addressesLeftOut?: boolean;
   /** The ingress controller (ingress-controller.ts): per row, the ports it may open there; listed last. */
   readonly ingressController?: IngressControllerPeer;
 }
@@ -135,10 +137,12 @@ function* textTable(
       yield `${from} → ${to}: ${every}${some}\n`;
     }
     let reaching = 0;
+    let reachingSome = 0;
     for (const [from, to, ports, r, c, outward] of outsideLines(matrix, outside)) {
       const partial = somePodsOnly(c, r, outward, ports);
       if (isNoPorts(ports) && !partial) continue;
       reaching++;
+      if (isNoPorts(ports)) reachingSome++;
       const every = isNoPorts(ports) ? 'none for every pod' : portListText(ports);
       yield `${from} → ${to}: ${every}${partial ? `; ${portListText(partial)} for some pods only` : ''}\n`;
     }
@@ -158,7 +162,7 @@ function* textTable(
     );
     if (pairs > 0 && outside.length > 0)
       yield style.dim(
-        `${reaching} of ${2 * ids.length * outside.length} connections with address ranges outside the cluster are allowed on some port\n`,
+        `${reaching} of ${2 * ids.length * outside.length} connections with address ranges outside the cluster are allowed on some port${reachingSome > 0 ? ` (${reachingSome} for some pods only)` : ''}\n`,
       );
     if (pairs > 0 && controller)
       yield style.dim(
@@ -174,6 +178,8 @@ function* textTable(
   const none = style.dim('  -');
   const onlyOver = { 4: style.warn('  4'), 6: style.warn('  6') };
   let anyPartial = false;
+  /** A `~` between a row and an address range: some pods of the row, not pairs. */
+  let anyPartialPods = false;
   const anyOnlyOver = new Set<IpFamily>();
   // Columns are destinations: the endpoints and the ranges (the ingress controller is a source only).
   const header = labels
@@ -201,7 +207,7 @@ function* textTable(
       const addressCell = (every: PortSet, some: PortSet, row: number | undefined): string => {
         if (outsideAllows(matrix, every, q, row)) return allowed;
         if (some === every || !outsideAllows(matrix, some, q, row)) return denied;
-        anyPartial = true;
+        anyPartialPods = true;
         return partial;
       };
       for (const c of outside)
@@ -216,7 +222,7 @@ function* textTable(
         if (outsideAllows(matrix, every, q, to)) cells += allowed;
         else if (c.intoSome[to] !== every && outsideAllows(matrix, c.intoSome[to] as PortSet, q, to)) {
           cells += partial;
-          anyPartial = true;
+          anyPartialPods = true;
         } else cells += denied;
       }
       cells += none.repeat(outside.length);
@@ -231,7 +237,14 @@ function* textTable(
       yield `${controller.label.padEnd(width)}  ${cells}  ${style.dim(String(ids.length + outside.length + 1))}\n`;
     }
   }
-  const partialLegend = anyPartial ? '  ~ some pod pairs only' : '';
+  const partialLegend =
+    anyPartial && anyPartialPods
+      ? '  ~ some pod pairs (with an address range: some pods) only'
+      : anyPartial
+        ? '  ~ some pod pairs only'
+        : anyPartialPods
+          ? '  ~ some pods only'
+          : '';
   const familyLegend = [...anyOnlyOver]
     .sort()
     .map((f) => `  ${f} allowed over IPv${f} only (denied over IPv${f === 4 ? 6 : 4})`)
@@ -331,6 +344,8 @@ function* json(matrix: Matrix, _style: Style, extras: MatrixExtras = {}): Iterab
     }
     yield '\n]';
   }
+  // Only past the few seconds' work the ranges may take: every other answer keeps its shape.
+  if (extras.addressesLeftOut) yield ',"addressesLeftOut":true';
   // Only for inputs with Ingress or Route objects: every other answer keeps its shape.
   const controller = extras.ingressController;
   if (controller) {

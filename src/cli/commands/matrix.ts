@@ -36,6 +36,7 @@ import {
   type PortQuery,
   type RowGrouping,
   notEvaluated,
+  estimateMatrixExtrasJson,
 } from '../../analysis/index.ts';
 import {
   checkChoice,
@@ -221,20 +222,36 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
               loaded.cluster,
               input.semantics,
               addresses === 'all' ? Number.POSITIVE_INFINITY : OUTSIDE_BUDGET,
+              // What only some pods of a row may: text says it (`~`); the others say every pod's.
+              format === 'text',
             );
       if (outside === undefined)
         io.stderr.write(
           `palisade: note: connections with address ranges outside the cluster are left out at this size (${matrix.rows.length} rows); --addresses all includes them\n`,
         );
       const ingressController = ingressControllerPeer(matrix, loaded.cluster, place, input.semantics);
+      const extras = {
+        ...(missing ? { notEvaluated: missing } : {}),
+        ...(outside && outside.length > 0 ? { outside } : {}),
+        ...(outside === undefined ? { addressesLeftOut: true } : {}),
+        ...(ingressController ? { ingressController } : {}),
+      };
+      // JSON's lines for the ranges and the controller can be as many as the rows' own.
+      const more = format === 'json' ? estimateMatrixExtrasJson(matrix, extras) : undefined;
+      if (more)
+        refuseLargeOutput(
+          {
+            bytes: estimate.bytes + more.bytes,
+            lines: estimate.lines + more.lines,
+            atLeast: estimate.atLeast,
+          },
+          maxOutput,
+          lessMatrix(matrix.stats.classes, format, false),
+        );
       await writeWithProgress(
         io,
-        writer(matrix, styleFor(io.stdoutIsTty, io.env), {
-          ...(missing ? { notEvaluated: missing } : {}),
-          ...(outside && outside.length > 0 ? { outside } : {}),
-          ...(ingressController ? { ingressController } : {}),
-        }),
-        estimate.bytes,
+        writer(matrix, styleFor(io.stdoutIsTty, io.env), extras),
+        estimate.bytes + (more?.bytes ?? 0),
         progress,
       );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
