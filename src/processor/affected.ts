@@ -56,7 +56,7 @@ function clusterPolicyAffected(state: ReadonlyStore, delta: StateDelta, affected
   }
   const policies = state.allClusterPolicies();
   if (policies.length === 0) return;
-  if (delta.nodes.length > 0 || delta.pods.some(hostNetworkAddressesChanged)) {
+  if (delta.nodes.length > 0 || delta.hostAddresses) {
     // A host-network pod's addresses are a node's: outside blocks are cut by them too.
     for (const policy of policies)
       if (hasNodesPeers(policy)) for (const id of state.subjectsOf(policy)) affected.add(id);
@@ -74,14 +74,6 @@ function clusterPolicyAffected(state: ReadonlyStore, delta: StateDelta, affected
     if (name === undefined || (before && after && sameLabels(before.labels, after.labels))) continue;
     for (const id of state.podsInNamespace(name)) affected.add(id);
   }
-}
-
-/** Whether a pod change adds, moves or removes a host-network pod's addresses. */
-function hostNetworkAddressesChanged({ before, after }: { before?: Endpoint; after?: Endpoint }): boolean {
-  const was = before?.hostNetwork === true && before.ips.length > 0;
-  const is = after?.hostNetwork === true && after.ips.length > 0;
-  if (!was && !is) return false;
-  return !(was && is && before && after && sameShape(before, after));
 }
 
 /** Whether two versions of a pod are the same for policy purposes. */

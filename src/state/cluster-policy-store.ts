@@ -65,6 +65,10 @@ export class ClusterPolicyStore {
    * nodes, in their version: an outside block is cut by both (cluster-policy-groups.ts).
    */
   private readonly hostNetworkAddresses = new Map<string, readonly IpAddress[]>();
+  /** How many host-network pods have each address (`family:value`): a shared one cuts once. */
+  private readonly hostAddressPods = new Map<string, number>();
+  /** The nodes' addresses (`family:value`), made again when the nodes change. */
+  private nodeAddresses: { readonly version: number; readonly keys: ReadonlySet<string> } | undefined;
   private sortedNodes: { readonly version: number; readonly nodes: readonly NodeInfo[] } | undefined;
   /**
    * Tier selections per namespace and slot (tier and direction); the namespace's entry is dropped
@@ -311,8 +315,37 @@ export class ClusterPolicyStore {
     if (now) this.hostNetworkAddresses.set(id, now);
     else if (known) this.hostNetworkAddresses.delete(id);
     else return false;
-    this.nodeRevision++;
-    return true;
+    // The cut moves only for an address no node has and no other host-network pod had (or has
+    // still): the usual host-network pod has its node's address, and changes nothing.
+    const nodes = this.nodeAddressKeys();
+    let moved = false;
+    for (const ip of known ?? []) {
+      const key = `${ip.family}:${ip.value}`;
+      const count = (this.hostAddressPods.get(key) ?? 1) - 1;
+      if (count > 0) this.hostAddressPods.set(key, count);
+      else {
+        this.hostAddressPods.delete(key);
+        moved ||= !nodes.has(key);
+      }
+    }
+    for (const ip of now ?? []) {
+      const key = `${ip.family}:${ip.value}`;
+      const count = (this.hostAddressPods.get(key) ?? 0) + 1;
+      this.hostAddressPods.set(key, count);
+      if (count === 1) moved ||= !nodes.has(key);
+    }
+    if (moved) this.nodeRevision++;
+    return moved;
+  }
+
+  private nodeAddressKeys(): ReadonlySet<string> {
+    if (this.nodeAddresses?.version !== this.nodeRevision) {
+      const keys = new Set<string>();
+      for (const node of this.nodeMap.values())
+        for (const ip of node.addresses) keys.add(`${ip.family}:${ip.value}`);
+      this.nodeAddresses = { version: this.nodeRevision, keys };
+    }
+    return this.nodeAddresses.keys;
   }
 
   /** A namespace's labels changed: its pods' selections are computed again. */

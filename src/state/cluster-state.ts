@@ -153,7 +153,10 @@ export class ClusterState implements CompilingStore {
   nodes(): readonly NodeInfo[] {
     return this.cluster.nodes();
   }
-  /** Changes whenever a node is added, changed or removed (nodes peers depend on them). */
+  /**
+   * Changes whenever a node is added, changed or removed (nodes peers depend on them), and when a
+   * host-network pod's address no node has comes or goes (outside blocks are cut by both).
+   */
   get nodesVersion(): number {
     return this.cluster.nodesVersion;
   }
@@ -219,11 +222,11 @@ export class ClusterState implements CompilingStore {
     const { entry, created } = this.podLabelSets.add(pod.namespace, pod.labels, pod.id);
     if (created) this.subjects.labelSetCreated(entry);
     for (const g of this.groups.podChanged(before, pod)) groups.add(g);
-    this.cluster.podChanged(before, pod);
+    const hostAddresses = this.cluster.podChanged(before, pod);
     if (before && before.namespace !== pod.namespace)
       for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
     if (this.resyncing) return RESYNCING;
-    return this.delta({ pods: [touched(before, pod)], groups });
+    return this.delta({ pods: [touched(before, pod)], groups }, hostAddresses);
   }
 
   deletePod(id: string): StateDelta {
@@ -232,9 +235,9 @@ export class ClusterState implements CompilingStore {
     this.unlinkPod(before);
     this.pods.delete(id);
     const groups = this.groups.podChanged(before, undefined);
-    this.cluster.podChanged(before, undefined);
+    const hostAddresses = this.cluster.podChanged(before, undefined);
     for (const g of this.releaseNamespace(before.namespace)) groups.add(g);
-    return this.delta({ pods: [{ before }], groups });
+    return this.delta({ pods: [{ before }], groups }, hostAddresses);
   }
 
   upsertPolicy(policy: NetworkPolicy): StateDelta {
@@ -411,11 +414,14 @@ export class ClusterState implements CompilingStore {
 
   // ---- internals ---------------------------------------------------------------------------------
 
-  private delta(parts: Partial<Omit<StateDelta, 'revision' | 'resync' | 'partitions'>>): StateDelta {
+  private delta(
+    parts: Partial<Omit<StateDelta, 'revision' | 'resync' | 'partitions' | 'hostAddresses'>>,
+    hostAddresses = false,
+  ): StateDelta {
     // Inside a resync the per-object deltas are thrown away: do not drain the change sets (the
     // resync drains them once at the end) nor build anything.
     if (this.resyncing) return RESYNCING;
-    return {
+    const delta: StateDelta = {
       revision: ++this.revisionCounter,
       pods: parts.pods ?? [],
       policies: parts.policies ?? [],
@@ -427,6 +433,8 @@ export class ClusterState implements CompilingStore {
       members: this.groups.drainMemberChanges(),
       resync: false,
     };
+    // Only when so: every other delta keeps its shape.
+    return hostAddresses ? { ...delta, hostAddresses } : delta;
   }
 
   private unlinkPod(pod: Endpoint): void {

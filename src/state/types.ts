@@ -98,6 +98,11 @@ export interface StateDelta {
   /** Pods that joined, left or changed in some group. */
   readonly members: ReadonlySet<string>;
   readonly resync: boolean;
+  /**
+   * A host-network pod's address came or went that no Node and no other such pod has: outside
+   * blocks are cut anew (`nodesVersion` moved with it).
+   */
+  readonly hostAddresses?: boolean;
 }
 
 /** A pod's selecting policies, per direction, with stable keys for memoization. */
@@ -146,7 +151,10 @@ export interface ReadonlyStore {
   allClusterPolicies(): readonly ClusterPolicy[];
   /** Nodes by name (the same nodes always in the same order). */
   nodes(): readonly NodeInfo[];
-  /** Changes whenever a node is added, changed or removed (nodes peers depend on them). */
+  /**
+   * Changes whenever a node is added, changed or removed (nodes peers depend on them), and when a
+   * host-network pod's address no node has comes or goes (outside blocks are cut by both).
+   */
   readonly nodesVersion: number;
   /** The cluster policies of a tier selecting the pod for a direction, in precedence order. */
   tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection;

@@ -152,6 +152,15 @@ describe('the processor (affectedPods) on its own', () => {
     assert.deepEqual(sorted(affectedPods(store, store.upsertPod(agent('192.168.1.77')))), []);
     assert.deepEqual(sorted(affectedPods(store, store.deletePod('ops/agent'))), ['ops/agent', 'shop/db']);
     assert.equal(tables(), before);
+    // The usual host-network pod has its node's address: it moves no cut, and affects only itself.
+    store.upsertNode(clusterOf([node('n1', '192.168.1.10', {})]).nodes.get('n1') as NodeInfo);
+    const version = store.nodesVersion;
+    const onNode = agent('192.168.1.10');
+    assert.deepEqual(sorted(affectedPods(store, store.upsertPod(onNode))), ['ops/agent']);
+    assert.deepEqual(sorted(affectedPods(store, store.upsertPod({ ...onNode, labels: { app: 'x' } }))), [
+      'ops/agent',
+    ]);
+    assert.equal(store.nodesVersion, version, 'no new version of the nodes');
   });
 
   it('a resync affects every pod, and the pods it removed', () => {
