@@ -250,17 +250,21 @@ function withTiers(
     // NetworkPolicy isolates, and so do Calico's or Cilium's policies of its tier: name them all,
     // and say that their rules decide too — NetworkPolicy's "nothing is allowed" alone is untrue
     // when a Calico rule of the tier allows.
-    const own = `isolated by ${explanation.policies.join(', ')}`;
+    const by = explanation.policies.length
+      ? explanation.policies.join(', ')
+      : "the namespace's DefaultDeny annotation";
+    const own = `isolated by ${by}`;
     const rest = explanation.summary.startsWith(own) ? explanation.summary.slice(own.length) : undefined;
     const tierRules = tiers.filter((t) => t.tier === DEFAULT_TIER).length;
     const decide =
       tierRules === 1
         ? '1 rule of the default tier below decides what it matches'
         : `${tierRules} rules of the default tier below decide what they match`;
+    const allowing = explanation.rules.filter((r) => r.allowsNothing === undefined).length;
     const merged =
       tierRules === 0 || rest === undefined
         ? rest
-        : explanation.rules.length === 0
+        : allowing === 0
           ? `; no NetworkPolicy rule allows anything, and ${decide}`
           : `${rest}, and ${decide}`;
     return {
@@ -270,7 +274,7 @@ function withTiers(
       ...ends,
       summary:
         merged !== undefined
-          ? `isolated by ${[...explanation.policies, ...engines.isolating].join(', ')}${merged}`
+          ? `isolated by ${[by, ...engines.isolating].join(', ')}${merged}`
           : explanation.summary,
     };
   }

@@ -889,4 +889,29 @@ spec:
       'isolated by shop/deny-all, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below decides what it matches',
     );
   });
+  it('nor when the NetworkPolicy’s only rule names a port the pod does not declare', () => {
+    const { cluster: named } = yamlCluster(
+      namespaceYaml('shop'),
+      podYaml('shop', 'db', { app: 'db' }, '10.0.0.1'),
+      podYaml('shop', 'web', { app: 'web' }, '10.0.0.2'),
+      `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: named, namespace: shop}
+spec: {podSelector: {}, policyTypes: [Ingress], ingress: [{ports: [{port: http}]}]}`,
+      `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: allow-web, namespace: shop}
+spec:
+  selector: app == 'db'
+  ingress: [{action: Allow, protocol: TCP, source: {selector: app == 'web'}, destination: {ports: [5432]}}]`,
+    );
+    const [db] = explainEndpoints(
+      named,
+      named.endpoints.filter((e) => e.id === 'shop/db'),
+    );
+    assert.equal(
+      db?.ingress.summary,
+      'isolated by shop/named, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below decides what it matches',
+    );
+  });
 });
