@@ -15,6 +15,7 @@ import {
   type ClusterPolicy,
   type TierSpec,
 } from '../model/cluster-policy.ts';
+import { policyFacts } from '../model/cluster-policy-facts.ts';
 
 /**
  * The policies with their tier's order and default action stamped on (Calico policies in a tier
@@ -29,7 +30,12 @@ export function withTiers(
   const reported = new Set<string>();
   return policies.map((policy) => {
     const tier = defined.get(policy.tier);
-    if (tier && !BUILT_IN_TIERS.some((t) => t.name === policy.tier)) return { ...policy, tierSpec: tier };
+    if (tier && !BUILT_IN_TIERS.some((t) => t.name === policy.tier)) {
+      const stamped = { ...policy, tierSpec: tier };
+      // A new object: its facts read now too, as the decoder read the original's.
+      policyFacts(stamped);
+      return stamped;
+    }
     if (known.has(policy.tier) || policyEngine(policy.kind) !== 'calico' || reported.has(policy.tier))
       return policy;
     reported.add(policy.tier);
