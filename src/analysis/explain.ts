@@ -258,8 +258,8 @@ function withTiers(
     const tierRules = tiers.filter((t) => t.tier === DEFAULT_TIER).length;
     const decide =
       tierRules === 1
-        ? '1 rule of the default tier below decides what it matches'
-        : `${tierRules} rules of the default tier below decide what they match`;
+        ? '1 rule of the default tier below applies in its order'
+        : `${tierRules} rules of the default tier below apply in their order`;
     const allowing = explanation.rules.filter((r) => r.allowsNothing === undefined).length;
     const merged =
       tierRules === 0 || rest === undefined

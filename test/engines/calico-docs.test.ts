@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { explainEndpoints } from '../../src/analysis/explain.ts';
+import { directionLines } from '../../src/analysis/format/explain-text.ts';
+import { PLAIN } from '../../src/analysis/format/style.ts';
 import { expectConnection, namespaceYaml, podYaml, yamlCluster } from '../helpers/engine-docs.ts';
 
 const DOCS = 'https://docs.tigera.io/calico/latest';
@@ -886,7 +888,39 @@ spec:
     );
     assert.equal(
       db?.ingress.summary,
-      'isolated by shop/deny-all, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below decides what it matches',
+      'isolated by shop/deny-all, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below applies in its order',
+    );
+  });
+  it('lists a Calico policy without an order after NetworkPolicy, where Calico evaluates it', () => {
+    const { cluster: unordered } = yamlCluster(
+      namespaceYaml('app'),
+      podYaml('app', 'srv', { app: 'srv' }, '10.1.0.1'),
+      podYaml('app', 'cli', { app: 'cli' }, '10.1.0.2'),
+      `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: srv-np, namespace: app}
+spec:
+  podSelector: {matchLabels: {app: srv}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: cli}}}], ports: [{port: 80}]}]`,
+      `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: deny-cli, namespace: app}
+spec:
+  selector: app == 'srv'
+  ingress: [{action: Deny, protocol: TCP, source: {selector: app == 'cli'}, destination: {ports: [80]}}]`,
+    );
+    const sentence =
+      '"We insert all the NetworkPolicy Policies at order 1000.0 after conversion." (libcalico-go, k8s/conversion/conversion.go) — Policies in each Tier are then processed in order (reference/resources/tier); a policy without an order comes last, as docs/CALICO-CILIUM.md says';
+    expectConnection(unordered, 'app/cli', 'app/srv', 80, 'allowed', sentence);
+    const [srv] = explainEndpoints(
+      unordered,
+      unordered.endpoints.filter((e) => e.id === 'app/srv'),
+    );
+    const text = directionLines('ingress', srv!.ingress, PLAIN).join('\n');
+    assert.ok(
+      text.indexOf('NetworkPolicy:') < text.indexOf('default tier, after NetworkPolicy:') &&
+        !text.includes('before NetworkPolicy'),
+      text,
     );
   });
   it('nor when the NetworkPolicy’s only rule names a port the pod does not declare', () => {
@@ -911,7 +945,7 @@ spec:
     );
     assert.equal(
       db?.ingress.summary,
-      'isolated by shop/named, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below decides what it matches',
+      'isolated by shop/named, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below applies in its order',
     );
   });
 });

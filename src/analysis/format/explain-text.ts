@@ -61,9 +61,12 @@ export function directionLines(name: string, d: DirectionExplanation, style: Sty
   };
   tierBlocks(before, 'before');
   // Calico's default-tier policies of an order below 1000 and Cilium's rules come before
-  // NetworkPolicy's (order 1000), Calico's of a higher order after.
-  const early = inDefault.filter((t) => t.order === undefined || t.order <= NETWORK_POLICY_ORDER);
-  const late = inDefault.filter((t) => t.order !== undefined && t.order > NETWORK_POLICY_ORDER);
+  // NetworkPolicy's (order 1000); Calico's of a higher order after, and those without an order
+  // last (Calico's rule; explanations name Calico's policies `calico/…` and `gnp/…`).
+  const isLate = (t: TierRule): boolean =>
+    t.order !== undefined ? t.order > NETWORK_POLICY_ORDER : /^(calico|gnp)\//.test(t.policy);
+  const early = inDefault.filter((t) => !isLate(t));
+  const late = inDefault.filter(isLate);
   if (early.length > 0)
     lines.push(
       `    ${d.rules.length > 0 || late.length > 0 ? 'default tier, before NetworkPolicy (order 1000)' : 'default tier'}:`,
