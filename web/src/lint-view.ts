@@ -5,6 +5,7 @@
 import { api, type LintAnswer } from './api.ts';
 import { append, clear, count, el } from './dom.ts';
 import type { ExplainPanel } from './explain.ts';
+import { policyObject } from './policy-object.ts';
 
 export class LintView {
   readonly root = el('section', { class: 'lint', 'aria-label': 'lint findings' });
@@ -48,25 +49,30 @@ export class LintView {
         el(
           'tbody',
           {},
-          ...shown
-            .slice(0, 2000)
-            .map((f) =>
+          ...shown.slice(0, 2000).map((f) =>
+            el(
+              'tr',
+              { class: f.severity },
+              el('td', {}, f.severity),
+              el('td', { class: 'code' }, f.code),
+              // `Kind ns/name` as is; a short name (`ccnp/x` in POLICY_ENGINES_MIXED) as explanations map it.
               el(
-                'tr',
-                { class: f.severity },
-                el('td', {}, f.severity),
-                el('td', { class: 'code' }, f.code),
-                el('td', {}, f.object ? this.details.link(f.object, f.object) : ''),
-                el(
-                  'td',
-                  { class: 'location' },
-                  f.line ? `${f.file}:${f.line}:${f.column}` : f.file,
-                  f.path ? ` ${f.path}` : '',
-                ),
-                el('td', {}, f.message),
-                el('td', { class: 'hint' }, f.hint),
+                'td',
+                {},
+                f.object
+                  ? this.details.link(f.object, f.object.includes(' ') ? f.object : policyObject(f.object))
+                  : '',
               ),
+              el(
+                'td',
+                { class: 'location' },
+                f.line ? `${f.file}:${f.line}:${f.column}` : f.file,
+                f.path ? ` ${f.path}` : '',
+              ),
+              el('td', {}, f.message),
+              el('td', { class: 'hint' }, f.hint),
             ),
+          ),
         ),
       ),
       shown.length > 2000
