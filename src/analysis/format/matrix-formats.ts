@@ -189,6 +189,13 @@ function* textTable(
   for (let q = 0; q < matrix.queries.length; q++) {
     if (q > 0) yield '\n';
     yield `${queryLabel(matrix, q).padEnd(width)}  ${header}\n`;
+    // An address cell is `~` where some pods of the row have the connection and others not.
+    const addressCell = (every: PortSet, some: PortSet, row: number | undefined): string => {
+      if (outsideAllows(matrix, every, q, row)) return allowed;
+      if (some === every || !outsideAllows(matrix, some, q, row)) return denied;
+      anyPartialPods = true;
+      return partial;
+    };
     for (let from = 0; from < ids.length; from++) {
       let cells = '';
       for (let to = 0; to < ids.length; to++) {
@@ -203,13 +210,6 @@ function* textTable(
           anyPartial = true;
         }
       }
-      // An address cell is `~` where some pods of the row have the connection and others not.
-      const addressCell = (every: PortSet, some: PortSet, row: number | undefined): string => {
-        if (outsideAllows(matrix, every, q, row)) return allowed;
-        if (some === every || !outsideAllows(matrix, some, q, row)) return denied;
-        anyPartialPods = true;
-        return partial;
-      };
       for (const c of outside)
         cells += addressCell(c.out[from] as PortSet, c.outSome[from] as PortSet, undefined);
       yield `${(ids[from] as string).padEnd(width)}  ${cells}  ${style.dim(String(from + 1))}\n`;
@@ -217,14 +217,8 @@ function* textTable(
     for (let i = 0; i < outside.length; i++) {
       const c = outside[i] as OutsideClass;
       let cells = '';
-      for (let to = 0; to < ids.length; to++) {
-        const every = c.into[to] as PortSet;
-        if (outsideAllows(matrix, every, q, to)) cells += allowed;
-        else if (c.intoSome[to] !== every && outsideAllows(matrix, c.intoSome[to] as PortSet, q, to)) {
-          cells += partial;
-          anyPartialPods = true;
-        } else cells += denied;
-      }
+      for (let to = 0; to < ids.length; to++)
+        cells += addressCell(c.into[to] as PortSet, c.intoSome[to] as PortSet, to);
       cells += none.repeat(outside.length);
       yield `${addressLabel(c).padEnd(width)}  ${cells}  ${style.dim(String(ids.length + i + 1))}\n`;
     }
