@@ -6,7 +6,8 @@ import { spawn } from 'node:child_process';
 import { setPriority } from 'node:os';
 
 /**
- * Runs commands one after another; resolves with the first failing exit code (or 0) and the time.
+ * Runs commands one after another; resolves with the first failing exit code (or 0), the time and
+ * the output kept (empty when streamed).
  * `niceness` lowers their CPU priority: the type check and the lint only need to finish, while
  * many tests time what they wait for (agents converging, a lease kept alive), and on two cores a
  * lint at equal priority (5 minutes of CPU) starved them into timeouts.
@@ -41,6 +42,6 @@ export function runJob(cwd, name, commands, { stream = false, niceness = 0 } = {
       process.stdout.write(
         `\n── ${name} (${seconds} s): ${code === 0 ? 'ok' : `failed (${code})`}\n${output}`,
       );
-    return { name, code, seconds };
+    return { name, code, seconds, output };
   });
 }

@@ -160,6 +160,7 @@ const results = await Promise.all([
   ),
   ...testLanes(),
 ]);
+process.stdout.write(failuresAgain(results));
 process.stdout.write(
   `\n${results.map((r) => `${r.name}: ${r.code === 0 ? 'ok' : 'FAILED'} (${r.seconds} s)`).join('; ')}\n`,
 );
@@ -196,6 +197,22 @@ function testLanes() {
     run('tests', rest, Math.max(1, concurrency - 1), true),
     run('tests (one at a time)', serial, 1, false),
   ];
+}
+
+/**
+ * The failures of a kept (not streamed) job, printed again at the very end: the one-at-a-time
+ * lane prints its output when it ends, and the streamed lane can go on for minutes after it, so
+ * a CI log's tail showed which test failed and not why. Node's spec reporter ends a failing run
+ * with a "failing tests:" section holding each failure's message and stack.
+ */
+function failuresAgain(results) {
+  return results
+    .filter((r) => r.code !== 0 && r.output)
+    .map((r) => {
+      const at = r.output.lastIndexOf('\u2716 failing tests:');
+      return `\n── ${r.name}: failed\n${at === -1 ? r.output.slice(-4000) : r.output.slice(at)}`;
+    })
+    .join('');
 }
 
 /** The test files by CPU seconds, most first (PALISADE_TEST_TIMES=1), and their sum. */

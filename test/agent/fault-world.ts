@@ -49,6 +49,14 @@ export async function until(
   throw new Error(`${what}: not within ${timeoutMs} ms${typeof last === 'string' ? ` (${last})` : ''}`);
 }
 
+/**
+ * How long an agent's /readyz or /metrics answer is waited for. An agent realizing a change on a
+ * loaded two-core machine holds its event loop for a second or more: with 1 s, a rehearsal under
+ * load found no answer from /metrics where one read was all a trial made. Callers poll until
+ * their own deadline.
+ */
+const ANSWER_MS = 5000;
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An etcd that can be stopped and started again on the same port and data. */
@@ -145,11 +153,14 @@ export class AgentProcess {
     await Promise.race([exited, sleep(5000)]);
   }
 
-  /** `/readyz`: status code and body, or undefined when the agent does not answer. */
+  /**
+   * `/readyz`: status code and body, or undefined when the agent does not answer within
+   * `ANSWER_MS`.
+   */
   async readyz(): Promise<{ status: number; body: string } | undefined> {
     try {
       const response = await fetch(`http://127.0.0.1:${this.listenPort}/readyz`, {
-        signal: AbortSignal.timeout(1000),
+        signal: AbortSignal.timeout(ANSWER_MS),
       });
       return { status: response.status, body: await response.text() };
     } catch {
@@ -165,7 +176,7 @@ export class AgentProcess {
   async metric(name: string): Promise<number | undefined> {
     try {
       const response = await fetch(`http://127.0.0.1:${this.listenPort}/metrics`, {
-        signal: AbortSignal.timeout(1000),
+        signal: AbortSignal.timeout(ANSWER_MS),
       });
       if (!response.ok) return undefined;
       let sum: number | undefined;
