@@ -4,17 +4,22 @@
  * who wrote such a policy expects it to apply, and the diagnostic alone is easy to miss among
  * others, or to read as concerning another endpoint.
  */
+import { subjectSelects } from '../model/cluster-policy.ts';
+import { rejectedPolicyLabel } from '../model/rejected-policy-label.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Cluster, Endpoint, RejectedPolicy } from '../model/types.ts';
 
 /** A dropped policy that concerns one endpoint in one direction. */
 export interface DroppedPolicy {
-  /** `ns/name`, or `calico/ns/name` and `cilium/ns/name` for Calico's and Cilium's. */
+  /**
+   * `ns/name`, or `calico/ns/name` and `cilium/ns/name` for Calico's and Cilium's; cluster-scoped
+   * ones as explanations name them (`gnp/name`, `ccnp/name`, `anp/name`, …).
+   */
   readonly policy: string;
   readonly direction: 'ingress' | 'egress';
   /** The endpoint it would have selected (`ns/name`). */
   readonly endpoint: string;
-  /** False when its pod selector was invalid too: it might have selected the endpoint. */
+  /** False when its pod selector (or subject) was invalid too: it might have selected the endpoint. */
   readonly certain: boolean;
   /** Why it was dropped, e.g. `spec.ingress[0].from[0].ipBlock.cidr: …`. */
   readonly problem: string;
@@ -36,26 +41,32 @@ export function droppedPoliciesFor(
   const found: DroppedPolicy[] = [];
   for (const policy of rejected) {
     if (!(direction === 'ingress' ? policy.affectsIngress : policy.affectsEgress)) continue;
-    const endpoint = endpoints.find(
-      (e) =>
-        !e.hostNetwork &&
-        e.namespace === policy.namespace &&
-        (policy.podSelector !== undefined
-          ? selectorMatches(policy.podSelector, e.labels)
-          : (policy.anyOf?.some((selector) => selectorMatches(selector, e.labels)) ?? true)),
-    );
+    const endpoint = endpoints.find((e) => !e.hostNetwork && wouldSelect(cluster, policy, e));
     if (endpoint) found.push(dropped(policy, direction, endpoint));
   }
   return found;
 }
 
+/** Whether the policy would have selected the pod, as far as its selectors could be read. */
+function wouldSelect(cluster: Cluster, policy: RejectedPolicy, e: Endpoint): boolean {
+  if (policy.clusterKind) {
+    const namespaceLabels = cluster.namespaces.get(e.namespace)?.labels;
+    return policy.subjects?.some((subject) => subjectSelects(subject, namespaceLabels, e)) ?? true;
+  }
+  if (e.namespace !== policy.namespace) return false;
+  if (policy.podSelector !== undefined) return selectorMatches(policy.podSelector, e.labels);
+  return policy.anyOf?.some((selector) => selectorMatches(selector, e.labels)) ?? true;
+}
+
 function dropped(policy: RejectedPolicy, direction: 'ingress' | 'egress', endpoint: Endpoint): DroppedPolicy {
   const where = policy.location;
   return {
-    policy: `${policy.engine ? `${policy.engine}/` : ''}${policy.namespace}/${policy.name}`,
+    policy: rejectedPolicyLabel(policy),
     direction,
     endpoint: endpoint.id,
-    certain: policy.podSelector !== undefined || policy.anyOf !== undefined,
+    certain: policy.clusterKind
+      ? policy.subjects !== undefined
+      : policy.podSelector !== undefined || policy.anyOf !== undefined,
     problem: policy.problem,
     ...(where ? { location: `${where.file}:${where.line}:${where.column}` } : {}),
   };
@@ -64,6 +75,6 @@ function dropped(policy: RejectedPolicy, direction: 'ingress' | 'egress', endpoi
 /** One sentence: `shop/broken (broken.yaml:4:3) was dropped as invalid (…) and would have selected shop/api for ingress; the answer is without it`. */
 export function droppedPolicyText(d: DroppedPolicy): string {
   const where = d.location ? ` (${d.location})` : '';
-  const would = d.certain ? 'would have selected' : 'might have selected (its pod selector is invalid too)';
+  const would = d.certain ? 'would have selected' : 'might have selected (its selector is invalid too)';
   return `${d.policy}${where} was dropped as invalid — ${d.problem} — and ${would} ${d.endpoint} for ${d.direction}; the answer is without it`;
 }

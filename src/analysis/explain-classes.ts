@@ -36,8 +36,13 @@ export function explainClassesOf(
   cluster: Cluster,
   endpoints: readonly Endpoint[],
 ): ReturnType<typeof endpointClasses> {
+  // Namespaces need nothing: the namespace is part of a class's signature.
   const dropped = (cluster.rejectedPolicies ?? []).flatMap((p): (LabelSelector | undefined)[] =>
-    p.anyOf ? [...p.anyOf] : [p.podSelector],
+    p.clusterKind
+      ? (p.subjects ?? []).map((s) => s.podSelector)
+      : p.anyOf
+        ? [...p.anyOf]
+        : [p.podSelector],
   );
   return endpointClasses(cluster, endpoints, true, dropped);
 }

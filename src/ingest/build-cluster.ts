@@ -20,7 +20,8 @@ import {
   type Service,
   type SourceLocation,
 } from '../model/types.ts';
-import type { TierSpec } from '../model/cluster-policy.ts';
+import { clusterPolicyLabel, type TierSpec } from '../model/cluster-policy.ts';
+import { rejectedPolicyLabel } from '../model/rejected-policy-label.ts';
 import type { DecodedObject } from './types.ts';
 import { sortByPrecedence } from '../model/precedence.ts';
 import { priorityTies } from './priority-ties.ts';
@@ -169,13 +170,10 @@ function rejectedOnly(
   if (rejected.length === 0) return {};
   const valid = new Set(policies.map((p) => `${p.namespace}/${p.name}`));
   for (const p of clusterPolicies)
-    if (p.kind === 'CalicoNetworkPolicy' || p.kind === 'CiliumNetworkPolicy')
-      // A Cilium policy of `specs` is one policy per entry (`name[0]`, …): the object's name.
-      valid.add(
-        `${p.kind === 'CalicoNetworkPolicy' ? 'calico' : 'cilium'}/${p.namespace ?? ''}/${p.name.replace(/\[\d+\]$/, '')}`,
-      );
+    // A Cilium policy of `specs` is one policy per entry (`name[0]`, …): the object's name.
+    valid.add(clusterPolicyLabel({ ...p, name: p.name.replace(/\[\d+\]$/, '') }));
   const kept = rejected
-    .filter((r) => !valid.has(`${r.engine ? `${r.engine}/` : ''}${r.namespace}/${r.name}`))
+    .filter((r) => !valid.has(rejectedPolicyLabel(r)))
     .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name));
   return kept.length ? { rejectedPolicies: kept } : {};
 }

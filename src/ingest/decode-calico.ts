@@ -181,7 +181,7 @@ function decodePolicy(
   const ingress = decodeRules(ctx, types.ingress ? (spec.ingress ?? []) : [], namespace, 'ingress');
   const egress = decodeRules(ctx, types.egress ? (spec.egress ?? []) : [], namespace, 'egress');
   if (ctx.failed || !selector || !namespaces || !accounts || hostOnly) return undefined;
-  const subjects = subjectsOf(ctx, [selector, namespaces, accounts]);
+  const subjects = calicoSubjects(ctx, [selector, namespaces, accounts]);
   if (!subjects) return undefined;
   if (selectorsRead) {
     if (knownSubjects.size >= MAX_KNOWN_SUBJECTS) knownSubjects.clear();
@@ -325,8 +325,8 @@ function decodeRules(
   return exactArray(rules);
 }
 
-/** The policy's subjects: the conjunction of its selectors' alternatives. */
-function subjectsOf(
+/** The policy's subjects: the conjunction of its selectors' alternatives (rejected-policy.ts reads them too). */
+export function calicoSubjects(
   ctx: DecodeContext,
   parts: readonly (readonly EndpointConjunction[])[],
 ): { subject: ClusterSubject; moreSubjects?: ClusterSubject[] } | undefined {

@@ -108,14 +108,22 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   }
   // Two literals rather than a spread, which builds each result the slow way.
   if (decoded && !unknownMetadata) return { object: decoded, identity, diagnostics: ctx.diagnostics };
-  const rejected =
-    (kind === 'NetworkPolicy' || kind === 'CiliumNetworkPolicy') && ctx.failed
-      ? rejectedPolicy(ctx)
-      : undefined;
+  const rejected = POLICY_KINDS.has(kind) && ctx.failed ? rejectedPolicy(ctx) : undefined;
   return rejected
     ? { identity, diagnostics: ctx.diagnostics, rejected }
     : { identity, diagnostics: ctx.diagnostics };
 }
+
+/** The kinds whose invalid objects are kept as rejected policies (rejected-policy.ts). */
+const POLICY_KINDS = new Set([
+  'NetworkPolicy',
+  'CiliumNetworkPolicy',
+  'GlobalNetworkPolicy',
+  'CiliumClusterwideNetworkPolicy',
+  'AdminNetworkPolicy',
+  'BaselineAdminNetworkPolicy',
+  'ClusterNetworkPolicy',
+]);
 
 function decodeKnownKind(
   ctx: DecodeContext,

@@ -1,15 +1,20 @@
 /**
- * What can still be read of a NetworkPolicy dropped as invalid: its name, the pods it selects and
+ * What can still be read of a network policy dropped as invalid: its name, the pods it selects and
  * the directions it would isolate. `check` and `explain` say so when such a policy would have
  * selected the endpoint they answer for (issue 19 §1.5): the verdict ignores it — the API server
- * would have refused it — but a user who wrote it expects it to apply.
+ * would have refused it — but a user who wrote it expects it to apply. Namespaced policies
+ * (Kubernetes', Calico's, Cilium's) by their pod selector; cluster-scoped ones (Calico's
+ * GlobalNetworkPolicy, Cilium's clusterwide policy, AdminNetworkPolicy and its kin) by their
+ * subjects, namespaces and pods.
  */
-import type { RejectedPolicy } from '../model/types.ts';
+import type { ClusterPolicyKind, ClusterSubject, RejectedPolicy } from '../model/types.ts';
 import { DecodeContext } from './decode-context.ts';
 import { decodeSelector } from './decode-labels.ts';
 import { labelSelectorSchema } from './schemas.ts';
 import { conjunctionSelectors, readCalicoSelector } from './calico-selectors.ts';
 import { readCiliumSelector } from './cilium-selectors.ts';
+import { calicoSubjects } from './decode-calico.ts';
+import type { FieldPath } from './types.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -24,25 +29,30 @@ export function rejectedPolicy(ctx: DecodeContext): RejectedPolicy | undefined {
   if (!isRecord(value)) return undefined;
   const metadata = isRecord(value.metadata) ? value.metadata : {};
   if (typeof metadata.name !== 'string' || metadata.name === '') return undefined;
-  const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : ctx.defaultNamespace;
   const spec = isRecord(value.spec) ? value.spec : {};
   const error = ctx.diagnostics.find((d) => d.severity === 'error');
+  const clusterKind = typeof value.kind === 'string' ? CLUSTER_KINDS[value.kind] : undefined;
   const engine =
     value.kind === 'CiliumNetworkPolicy'
       ? 'cilium'
       : typeof value.apiVersion === 'string' && value.apiVersion.includes('projectcalico.org/')
         ? 'calico'
         : undefined;
-  const selected =
-    engine === 'cilium'
-      ? ciliumSelected(ctx, spec)
+  const selected = clusterKind
+    ? clusterSelected(ctx, clusterKind, spec)
+    : engine === 'cilium'
+      ? ciliumSelected(ctx)
       : engine === 'calico'
         ? calicoSelected(ctx, spec)
         : kubeSelected(ctx, spec);
   return {
-    namespace,
+    namespace: clusterKind
+      ? ''
+      : typeof metadata.namespace === 'string'
+        ? metadata.namespace
+        : ctx.defaultNamespace,
     name: metadata.name,
-    ...(engine ? { engine } : {}),
+    ...(engine && !clusterKind ? { engine } : {}),
     ...selected,
     problem: error ? `${error.path ? `${error.path}: ` : ''}${error.message}` : 'invalid',
     // Where the problem is (the diagnostic's place), else where the object starts.
@@ -52,7 +62,125 @@ export function rejectedPolicy(ctx: DecodeContext): RejectedPolicy | undefined {
   };
 }
 
-type Selected = Pick<RejectedPolicy, 'podSelector' | 'anyOf' | 'affectsIngress' | 'affectsEgress'>;
+type Selected = Pick<
+  RejectedPolicy,
+  'podSelector' | 'anyOf' | 'clusterKind' | 'subjects' | 'affectsIngress' | 'affectsEgress'
+>;
+
+/** The cluster-scoped kinds, by the manifest's kind (the decoder checked each one's group). */
+const CLUSTER_KINDS: Partial<Record<string, ClusterPolicyKind>> = {
+  GlobalNetworkPolicy: 'CalicoGlobalNetworkPolicy',
+  CiliumClusterwideNetworkPolicy: 'CiliumClusterwideNetworkPolicy',
+  AdminNetworkPolicy: 'AdminNetworkPolicy',
+  BaselineAdminNetworkPolicy: 'BaselineAdminNetworkPolicy',
+  ClusterNetworkPolicy: 'ClusterNetworkPolicy',
+};
+
+/**
+ * A cluster-scoped policy: its subjects (undefined when they cannot be read) and directions, each
+ * kind as its own decoder reads them.
+ */
+function clusterSelected(
+  ctx: DecodeContext,
+  clusterKind: ClusterPolicyKind,
+  spec: Record<string, unknown>,
+): Selected {
+  if (clusterKind === 'CalicoGlobalNetworkPolicy') {
+    const { affectsIngress, affectsEgress } = calicoSelected(ctx, spec);
+    return {
+      podSelector: undefined,
+      clusterKind,
+      ...someSubjects(calicoGlobalSubjects(ctx, spec)),
+      affectsIngress,
+      affectsEgress,
+    };
+  }
+  if (clusterKind === 'CiliumClusterwideNetworkPolicy') {
+    const { affectsIngress, affectsEgress } = ciliumSelected(ctx);
+    return {
+      podSelector: undefined,
+      clusterKind,
+      ...someSubjects(ciliumClusterSubjects(ctx)),
+      affectsIngress,
+      affectsEgress,
+    };
+  }
+  // AdminNetworkPolicy and its kin: a rule list is a direction.
+  return {
+    podSelector: undefined,
+    clusterKind,
+    ...someSubjects(adminSubjects(ctx, spec.subject)),
+    affectsIngress: listed(spec.ingress),
+    affectsEgress: listed(spec.egress),
+  };
+}
+
+const someSubjects = (subjects: readonly ClusterSubject[] | undefined): Pick<Selected, 'subjects'> =>
+  subjects ? { subjects } : {};
+
+/** A GlobalNetworkPolicy's `selector`, `namespaceSelector` and `serviceAccountSelector` together. */
+function calicoGlobalSubjects(
+  ctx: DecodeContext,
+  spec: Record<string, unknown>,
+): ClusterSubject[] | undefined {
+  const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
+  const text = (field: string): string | undefined =>
+    typeof spec[field] === 'string' ? spec[field] : undefined;
+  const selector = readCalicoSelector(scratch, text('selector'), ['spec', 'selector'], 'endpoint');
+  const namespaces = readCalicoSelector(
+    scratch,
+    text('namespaceSelector'),
+    ['spec', 'namespaceSelector'],
+    'namespace',
+  );
+  const accounts = readCalicoSelector(
+    scratch,
+    text('serviceAccountSelector'),
+    ['spec', 'serviceAccountSelector'],
+    'serviceAccount',
+  );
+  if (!selector || !namespaces || !accounts) return undefined;
+  const subjects = calicoSubjects(scratch, [selector, namespaces, accounts]);
+  return subjects && [subjects.subject, ...(subjects.moreSubjects ?? [])];
+}
+
+/** Each of a clusterwide policy's `spec` and `specs`: its `endpointSelector`'s namespaces and pods. */
+function ciliumClusterSubjects(ctx: DecodeContext): ClusterSubject[] | undefined {
+  const subjects: ClusterSubject[] = [];
+  for (const { rule, path } of ciliumSpecs(ctx)) {
+    const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
+    const parsed = labelSelectorSchema.nullish().safeParse(rule.endpointSelector);
+    const selector = parsed.success
+      ? readCiliumSelector(scratch, parsed.data, [...path, 'endpointSelector'], { clusterwide: true })
+      : undefined;
+    if (!selector || scratch.failed) return undefined;
+    // One naming reserved entities (the host) selects no pod.
+    if (selector.entities.length === 0)
+      subjects.push({
+        namespaceSelector: selector.namespace,
+        ...(selector.pod.key !== '' ? { podSelector: selector.pod } : {}),
+      });
+  }
+  return subjects;
+}
+
+/** An AdminNetworkPolicy's `subject`: exactly one of `namespaces` and `pods`. */
+function adminSubjects(ctx: DecodeContext, raw: unknown): ClusterSubject[] | undefined {
+  if (!isRecord(raw) || (raw.namespaces == null) === (raw.pods == null)) return undefined;
+  const at: FieldPath = ['spec', 'subject'];
+  if (raw.namespaces != null) {
+    const namespaceSelector = lenientSelector(ctx, raw.namespaces, [...at, 'namespaces']);
+    return namespaceSelector && [{ namespaceSelector }];
+  }
+  const pods = isRecord(raw.pods) ? raw.pods : {};
+  const namespaceSelector = lenientSelector(ctx, pods.namespaceSelector, [
+    ...at,
+    'pods',
+    'namespaceSelector',
+  ]);
+  const podSelector = lenientSelector(ctx, pods.podSelector, [...at, 'pods', 'podSelector']);
+  return namespaceSelector && podSelector ? [{ namespaceSelector, podSelector }] : undefined;
+}
 
 /** A list that is there and holds something. */
 const listed = (value: unknown): boolean => Array.isArray(value) && value.length > 0;
@@ -92,14 +220,8 @@ function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Sele
  * Cilium: each of `spec` and `specs` — its `endpointSelector`'s pod labels (one selector for them
  * all, else unknown), and the directions it has rules for or a default deny in.
  */
-function ciliumSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
-  const value = ctx.raw.value as Record<string, unknown>;
-  const specs = [
-    ...(isRecord(value.spec) ? [{ rule: spec, path: ['spec'] }] : []),
-    ...(Array.isArray(value.specs) ? value.specs : []).flatMap((rule, i) =>
-      isRecord(rule) ? [{ rule, path: ['specs', i] }] : [],
-    ),
-  ];
+function ciliumSelected(ctx: DecodeContext): Selected {
+  const specs = ciliumSpecs(ctx);
   const selectors = specs.map(({ rule, path }) => {
     const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
     const parsed = labelSelectorSchema.nullish().safeParse(rule.endpointSelector);
@@ -124,12 +246,27 @@ function ciliumSelected(ctx: DecodeContext, spec: Record<string, unknown>): Sele
   };
 }
 
-/** The pod selector when it is valid on its own (absent means all pods); otherwise undefined. */
-function lenientSelector(ctx: DecodeContext, raw: unknown): RejectedPolicy['podSelector'] {
+/** A Cilium policy's rules: its `spec` and each of its `specs`, with where each is. */
+function ciliumSpecs(ctx: DecodeContext): { rule: Record<string, unknown>; path: FieldPath }[] {
+  const value = ctx.raw.value as Record<string, unknown>;
+  return [
+    ...(isRecord(value.spec) ? [{ rule: value.spec, path: ['spec'] }] : []),
+    ...(Array.isArray(value.specs) ? value.specs : []).flatMap((rule: unknown, i) =>
+      isRecord(rule) ? [{ rule, path: ['specs', i] }] : [],
+    ),
+  ];
+}
+
+/** A label selector when it is valid on its own (absent means all); otherwise undefined. */
+function lenientSelector(
+  ctx: DecodeContext,
+  raw: unknown,
+  path: FieldPath = ['spec', 'podSelector'],
+): RejectedPolicy['podSelector'] {
   const parsed = labelSelectorSchema.nullish().safeParse(raw);
   if (!parsed.success) return undefined;
   // A scratch context: the selector's problems, if any, were reported with the policy's.
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
-  const selector = decodeSelector(scratch, parsed.data, ['spec', 'podSelector']);
+  const selector = decodeSelector(scratch, parsed.data, path);
   return scratch.failed ? undefined : selector;
 }

@@ -9,7 +9,7 @@ import type { LabelSelector } from './selector.ts';
 export type { LabelSelector, LabelRequirement, SelectorOperator } from './selector.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export type * from './cluster-policy.ts';
-import type { ClusterPolicy } from './cluster-policy.ts';
+import type { ClusterPolicy, ClusterPolicyKind, ClusterSubject } from './cluster-policy.ts';
 
 /** The seed proposal's namespace annotation for ingress isolation (`{"ingress":{"isolation":"DefaultDeny"}}`). */
 export const LEGACY_ISOLATION_ANNOTATION = 'net.beta.kubernetes.io/network-policy';
@@ -168,10 +168,21 @@ export interface NetworkPolicy {
  * ignores it, as the API server would have refused it.
  */
 export interface RejectedPolicy {
+  /** Its namespace; '' for a cluster-scoped policy (`clusterKind`). */
   readonly namespace: string;
   readonly name: string;
   /** A Calico or Cilium NetworkPolicy (named `calico/ns/name`, `cilium/ns/name`); absent: Kubernetes'. */
   readonly engine?: 'calico' | 'cilium';
+  /**
+   * A cluster-scoped policy's kind (named as explanations name it: `gnp/x`, `ccnp/x`, `anp/x`, …),
+   * whose `subjects` say which pods it selects; absent for a namespaced one.
+   */
+  readonly clusterKind?: ClusterPolicyKind;
+  /**
+   * A cluster-scoped policy's subjects (namespaces, and pods in them), as far as they could be
+   * read; undefined when they were invalid too (it might select any pod).
+   */
+  readonly subjects?: readonly ClusterSubject[];
   /** Undefined when the pod selector itself was invalid (it might select anything). */
   readonly podSelector: LabelSelector | undefined;
   /**

@@ -103,7 +103,7 @@ describe('policies dropped as invalid', () => {
     assert.match(warnings.join('\n'), /app\/db-ingress .* would have selected app\/db for ingress/);
     assert.match(
       warnings.join('\n'),
-      /app\/bad-selector .* might have selected \(its pod selector is invalid too\) app\/db for ingress/,
+      /app\/bad-selector .* might have selected \(its selector is invalid too\) app\/db for ingress/,
     );
     // The warnings come right after the verdict line, before the sides' explanation.
     assert.ok(lines[1]?.startsWith('  warning: '));
@@ -319,5 +319,123 @@ specs:
       '80',
     ]);
     assert.match(into.stdout, /warning: cilium\/app\/db-specs .* would have selected app\/db for ingress/);
+  });
+
+  it('cluster-scoped ones (GlobalNetworkPolicy, clusterwide Cilium, AdminNetworkPolicy) are named by their subjects', async () => {
+    const labelled = file(
+      'labelled.yaml',
+      `apiVersion: v1
+kind: Namespace
+metadata: {name: app, labels: {team: a}}
+`,
+    );
+    const clusterScoped = file(
+      'cluster-scoped.yaml',
+      `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: deny-db}
+spec:
+  selector: app == 'db'
+  namespaceSelector: team == 'a'
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata: {name: web-out}
+spec:
+  endpointSelector: {matchLabels: {app: web}}
+  egress: [{toCIDRSet: [{cidr: 192.0.2.0/24, except: [192.0.3.0/25]}]}]
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: guard}
+spec:
+  priority: 5000
+  subject: {namespaces: {matchLabels: {team: b}}}
+  ingress: [{action: Deny, from: [{namespaces: {}}]}]
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: bad-subject}
+spec:
+  priority: 5
+  subject: {namespaces: {}, pods: {}}
+  ingress: [{action: Deny, from: [{namespaces: {}}]}]
+`,
+    );
+    const r = await cli([
+      'check',
+      '-f',
+      PODS,
+      labelled,
+      clusterScoped,
+      '--from',
+      'app/web',
+      '--to',
+      'app/db',
+      '--port',
+      '80',
+    ]);
+    assert.match(r.stderr, /cluster-scoped\.yaml:7:\d+: error CIDR_INVALID/);
+    // The namespace selector is read: team a's db, for ingress.
+    assert.match(
+      r.stdout,
+      /warning: gnp\/deny-db \(.*cluster-scoped\.yaml:7:\d+\) was dropped as invalid .* would have selected app\/db for ingress/,
+    );
+    assert.match(r.stdout, /warning: ccnp\/web-out .* would have selected app\/web for egress/);
+    // Its subject unreadable, an AdminNetworkPolicy might select any pod.
+    assert.match(
+      r.stdout,
+      /warning: anp\/bad-subject .* might have selected \(its selector is invalid too\) app\/db for ingress/,
+    );
+    // Namespaces labelled team=b: none here.
+    assert.doesNotMatch(r.stdout, /anp\/guard/);
+    // explain says it beside the direction it concerns, and -o json names it as check does.
+    const explained = await cli([
+      'explain',
+      '-f',
+      PODS,
+      labelled,
+      clusterScoped,
+      '--pod',
+      'app/db',
+      '-o',
+      'json',
+    ]);
+    const [db] = (
+      JSON.parse(explained.stdout) as {
+        endpoints: { ingress: { dropped?: { policy: string; certain: boolean }[] } }[];
+      }
+    ).endpoints;
+    assert.deepEqual(
+      db?.ingress.dropped?.map((d) => [d.policy, d.certain]),
+      [
+        ['anp/bad-subject', false],
+        ['gnp/deny-db', true],
+      ],
+    );
+  });
+
+  it('a valid cluster-scoped policy of the same name later in the input replaces the dropped one', async () => {
+    const twice = file(
+      'twice.yaml',
+      `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: deny-db}
+spec:
+  selector: app == 'db'
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: deny-db}
+spec:
+  selector: app == 'db'
+  ingress: [{action: Deny, source: {nets: [10.0.0.0/24]}}]
+`,
+    );
+    const r = await cli(['check', '-f', PODS, twice, '--from', 'app/web', '--to', 'app/db', '--port', '80']);
+    assert.match(r.stdout, /DENIED/);
+    assert.doesNotMatch(r.stdout, /dropped as invalid/);
   });
 });
