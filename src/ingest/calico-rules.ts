@@ -15,7 +15,7 @@
  * local side's own criteria, source ports, Service matches — is reported (RULE_NOT_ANALYSED)
  * and the rule fails closed: an Allow matches nothing, a Deny or Pass denies everything.
  */
-import { makeCidr, type Cidr, type IpFamily } from '../net/ip.ts';
+import { makeCidr, parseIp, type Cidr, type IpFamily } from '../net/ip.ts';
 import { subtractCidrsCached } from '../net/subtract.ts';
 import type { ClusterPeer, ClusterPort, ClusterRule, ClusterRuleAction } from '../model/cluster-policy.ts';
 import type { Protocol } from '../model/types.ts';
@@ -390,6 +390,13 @@ function readNets(
   const out: Cidr[] = [];
   let failed = false;
   raw.forEach((text, i) => {
+    // A bare address is its host block; one that is no address is said as written, not with the
+    // /32 added.
+    if (!text.includes('/') && !parseIp(text).ok) {
+      ctx.report('CIDR_INVALID', `"${text}" is not a valid IP address or CIDR`, [...path, i]);
+      failed = true;
+      return;
+    }
     const cidr = decodeCidr(ctx, text.includes('/') ? text : `${text}/${text.includes(':') ? 128 : 32}`, [
       ...path,
       i,

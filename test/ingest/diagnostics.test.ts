@@ -501,4 +501,26 @@ describe('diagnostics for bad input', () => {
       ['YAML_ALIAS_LIMIT'],
     );
   });
+
+  it('quotes a Calico net that is no address as written (a bare address is read as its /32 or /128)', () => {
+    const text = `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: nets, namespace: ns}
+spec:
+  selector: all()
+  ingress: [{action: Allow, source: {nets: [nonsense, 10.0.0.5]}}]
+`;
+    const { diagnostics, cluster } = loadFromTexts([{ name: 'nets.yaml', text }]);
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity !== 'info').map((d) => [d.code, d.message, d.line, d.column]),
+      [['CIDR_INVALID', '"nonsense" is not a valid IP address or CIDR', 6, 45]],
+    );
+    assert.equal(cluster.clusterPolicies.length, 0);
+    const valid = loadFromTexts([{ name: 'nets.yaml', text: text.replace('nonsense, ', '') }]);
+    const [rule] = valid.cluster.clusterPolicies[0]?.ingress ?? [];
+    assert.deepEqual(
+      rule?.peers.flatMap((p) => ('cidrs' in p ? p.cidrs.map((c) => c.text) : [])),
+      ['10.0.0.5/32'],
+    );
+  });
 });
