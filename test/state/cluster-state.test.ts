@@ -85,6 +85,42 @@ describe('the store (state/) on its own', () => {
     assert.equal(second.ingress[0], changed);
   });
 
+  it('without cluster policy, gives every pod side one empty tier plan, and a selected one once there is some', () => {
+    const cluster = clusterOf(shop());
+    const store = storeOf(cluster);
+    const api = endpoint(cluster, 'shop/api');
+    const empty = store.planSelection(api, 'ingress');
+    // One object for every pod side, whatever its namespace, labels or direction: a plan kept
+    // per namespace and label set held 57 MB at shape (a) ×1.
+    assert.equal(store.planSelection(endpoint(cluster, 'other/client'), 'egress'), empty);
+    assert.ok(empty.selections.every((s) => s.policies.length === 0));
+    const admin = clusterOf([
+      {
+        apiVersion: 'policy.networking.k8s.io/v1alpha1',
+        kind: 'AdminNetworkPolicy',
+        metadata: { name: 'shop-in' },
+        spec: {
+          priority: 1,
+          subject: { namespaces: { matchLabels: { team: 'shop' } } },
+          ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }],
+        },
+      },
+    ]).clusterPolicies[0];
+    assert.ok(admin);
+    store.upsertClusterPolicy(admin);
+    const selected = store.planSelection(api, 'ingress');
+    assert.notEqual(selected, empty);
+    assert.deepEqual(
+      selected.selections.flatMap((s) => s.policies.map((p) => p.name)),
+      ['shop-in'],
+    );
+    assert.ok(
+      store
+        .planSelection(endpoint(cluster, 'other/client'), 'ingress')
+        .selections.every((s) => s.policies.length === 0),
+    );
+  });
+
   it('reports in a pod change the groups it joined and left, and itself as a moved member', () => {
     const cluster = clusterOf(shop());
     const store = storeOf(cluster);
