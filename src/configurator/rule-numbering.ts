@@ -47,8 +47,13 @@ export class RuleNumbering {
   private rulesByCidr = new Map<string, ShapeRules>();
   /** Never reused, not even after the memo is cleared: cached rules keep their numbers. */
   private serials = 1;
-  /** Each interned table's numbered rules, so that a permit side can merge its own into them. */
-  private tableRules = new WeakMap<RuleTable, readonly NumberedRule[]>();
+  /** The tables interned since the last `clear`. */
+  private tables = new WeakSet<RuleTable>();
+  /**
+   * The numbered rules of the tables a permit side merged its own into, made when first asked:
+   * kept for every table, they were 30 MB of arrays at shape (a) ×1, which has no permit side.
+   */
+  private tableRules = new WeakMap<RuleTable, readonly NumberedRule[] | null>();
 
   /** Distinct rules numbered (bounds the memory the configurator keeps). */
   get size(): number {
@@ -57,7 +62,31 @@ export class RuleNumbering {
 
   /** An interned table's numbered rules (undefined: not a table of this numbering, or forgotten). */
   rulesOf(table: RuleTable): readonly NumberedRule[] | undefined {
-    return this.tableRules.get(table);
+    if (!this.tables.has(table)) return undefined;
+    let rules = this.tableRules.get(table);
+    if (rules === undefined) {
+      rules = this.renumbered(table);
+      this.tableRules.set(table, rules);
+    }
+    return rules ?? undefined;
+  }
+
+  /**
+   * A table's rules as the numbered rules they were made from: each is the one numbered rule of
+   * its net and shape, the deny at the end excepted (a permit of anything has its shape). Null
+   * if one is not (it cannot be, while the table is this numbering's).
+   */
+  private renumbered(table: RuleTable): readonly NumberedRule[] | null {
+    const rules: NumberedRule[] = [];
+    for (const rule of table.rules) {
+      const numbered =
+        rule === DENY_REST.rule
+          ? DENY_REST
+          : this.knownNumbered(rule.src.kind === 'any' ? rule.dst : rule.src, ruleShape(rule));
+      if (numbered?.rule !== rule) return null;
+      rules.push(numbered);
+    }
+    return rules;
   }
 
   /** Forgets every rule and table (their serial numbers are not reused). */
@@ -65,6 +94,7 @@ export class RuleNumbering {
     this.interned.clear();
     this.rulesByGroup = new Map();
     this.rulesByCidr = new Map();
+    this.tables = new WeakSet();
     this.tableRules = new WeakMap();
   }
 
@@ -104,7 +134,7 @@ export class RuleNumbering {
     const known = this.interned.find(hash, rules);
     if (known) return known;
     const table = tableOf(rules.map((r) => r.rule));
-    this.tableRules.set(table, rules);
+    this.tables.add(table);
     this.interned.add(hash, table);
     return table;
   }
