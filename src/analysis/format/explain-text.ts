@@ -67,9 +67,11 @@ export function directionLines(name: string, d: DirectionExplanation, style: Sty
     t.order !== undefined ? t.order > NETWORK_POLICY_ORDER : /^(calico|gnp)\//.test(t.policy);
   const early = inDefault.filter((t) => !isLate(t));
   const late = inDefault.filter(isLate);
+  // NetworkPolicy's order is Calico's notion: with Cilium's rules alone it says nothing.
+  const ordered = early.some((t) => t.order !== undefined);
   if (early.length > 0)
     lines.push(
-      `    ${d.rules.length > 0 || late.length > 0 ? 'default tier, before NetworkPolicy (order 1000)' : 'default tier'}:`,
+      `    ${d.rules.length > 0 || late.length > 0 ? `default tier, before NetworkPolicy${ordered ? ' (order 1000)' : ''}` : 'default tier'}:`,
     );
   for (const t of early) lines.push(tierLine(name, t, style));
   // Under a tier heading, NetworkPolicy's rules need their own, or they read as the tier's.
