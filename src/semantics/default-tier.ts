@@ -368,7 +368,9 @@ export function walkDefaultTier(
     allowed: false,
     status: 'no-rule-matched',
     reason: `${endpoint.id} is isolated for ${direction} by ${holding.join(', ')}, and no rule allows ${on}`,
-    step: { tier: DEFAULT_TIER, outcome: 'deny', endOfTier: true, policies: names },
+    // The end of the tier is what the isolating policies hold to: a Cilium policy whose default
+    // deny is off selects the pod but holds it to nothing.
+    step: { tier: DEFAULT_TIER, outcome: 'deny', endOfTier: true, policies: holding },
     policies: names,
     matches: [],
     misses,

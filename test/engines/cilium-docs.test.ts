@@ -711,6 +711,32 @@ spec:
     expectConnection(cluster, 'default/frontend', 'default/other', 80, 'allowed', sentence);
     expectConnection(cluster, 'default/frontend', '192.0.2.1', 80, 'allowed', sentence);
   });
+  it('a policy whose default deny is off is not named as holding the endpoint to the end of the tier', () => {
+    const { cluster } = yamlCluster(
+      ...BASE,
+      `apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata: {name: strict}
+spec:
+  endpointSelector: {matchLabels: {role: backend}}
+  ingress: [{fromEndpoints: [{matchLabels: {role: nobody}}]}]`,
+      `apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata: {name: lenient}
+spec:
+  endpointSelector: {matchLabels: {role: backend}}
+  enableDefaultDeny: {ingress: false}
+  ingress: [{fromEndpoints: [{matchLabels: {role: other}}]}]`,
+    );
+    const sentence =
+      "that endpoint's default deny will be enabled if any policy requests it (enableDefaultDeny)";
+    expectConnection(cluster, 'default/other', 'default/backend', 80, 'allowed', sentence);
+    const denied = expectConnection(cluster, 'default/frontend', 'default/backend', 80, 'denied', sentence);
+    assert.deepEqual(
+      denied.ingress.walk?.map((step) => [step.endOfTier, step.policies]),
+      [[true, ['cilium/default/strict']]],
+    );
+  });
   it('"If any rule selects an Endpoint and the rule has an ingress section, the endpoint goes into default deny at ingress."', () => {
     const { cluster } = yamlCluster(
       ...BASE,
