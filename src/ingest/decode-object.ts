@@ -58,7 +58,11 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
   const metadata = (value.metadata ?? {}) as Record<string, unknown>;
   const name = typeof metadata.name === 'string' ? metadata.name : '?';
   const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
-  const objectName = `${typeof kind === 'string' ? kind : 'object'} ${typeof kind === 'string' && CLUSTER_SCOPED.has(kind) ? '' : `${namespace ?? defaultNamespace}/`}${name}`;
+  // Calico's NetworkPolicy is another object than Kubernetes' of the same name: its diagnostics
+  // say so, as lint, diff and the page's links name it.
+  const calico = typeof apiVersion === 'string' && isCalico(apiVersion);
+  const kindName = typeof kind === 'string' ? (calico ? `${kind}.projectcalico.org` : kind) : 'object';
+  const objectName = `${kindName} ${typeof kind === 'string' && CLUSTER_SCOPED.has(kind) ? '' : `${namespace ?? defaultNamespace}/`}${name}`;
   const ctx = new DecodeContext(raw, objectName, defaultNamespace);
   if (typeof kind !== 'string' || typeof apiVersion !== 'string') {
     for (const field of ['apiVersion', 'kind'] as const) {
@@ -73,9 +77,7 @@ export function decodeObject(raw: RawObject, options: DecodeOptions = {}): Decod
     }
     return { diagnostics: ctx.diagnostics };
   }
-  // Calico's NetworkPolicy is another object than Kubernetes' of the same name.
-  const identityKind = isCalico(apiVersion) ? `${kind}.projectcalico.org` : kind;
-  const identity = `${identityKind} ${objectName.slice(objectName.indexOf(' ') + 1)}`;
+  const identity = objectName;
   // Another engine's kind of a name Palisade reads (Antrea's NetworkPolicy) is that engine's.
   const known = otherEnginePolicy(apiVersion, kind, true)
     ? 'unknown-kind'

@@ -515,6 +515,11 @@ spec:
       diagnostics.filter((d) => d.severity !== 'info').map((d) => [d.code, d.message, d.line, d.column]),
       [['CIDR_INVALID', '"nonsense" is not a valid IP address or CIDR', 6, 45]],
     );
+    // Named as Calico's, not as a Kubernetes NetworkPolicy of the same name.
+    assert.deepEqual(
+      diagnostics.map((d) => d.object),
+      ['NetworkPolicy.projectcalico.org ns/nets'],
+    );
     assert.equal(cluster.clusterPolicies.length, 0);
     const valid = loadFromTexts([{ name: 'nets.yaml', text: text.replace('nonsense, ', '') }]);
     const [rule] = valid.cluster.clusterPolicies[0]?.ingress ?? [];
