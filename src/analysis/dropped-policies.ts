@@ -1,11 +1,10 @@
 /**
- * NetworkPolicies dropped as invalid that would have selected an endpoint (issue 19 §1.5):
+ * Network policies (namespaced or cluster-scoped) dropped as invalid that would have selected an endpoint (issue 19 §1.5):
  * `check` and `explain` name them next to their answer, which is given without them — a user
  * who wrote such a policy expects it to apply, and the diagnostic alone is easy to miss among
  * others, or to read as concerning another endpoint.
  */
-import { subjectSelects } from '../model/cluster-policy.ts';
-import { rejectedPolicyLabel } from '../model/rejected-policy-label.ts';
+import { clusterPolicyLabel, subjectSelects } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Cluster, Endpoint, RejectedPolicy } from '../model/types.ts';
 
@@ -56,6 +55,12 @@ function wouldSelect(cluster: Cluster, policy: RejectedPolicy, e: Endpoint): boo
   if (e.namespace !== policy.namespace) return false;
   if (policy.podSelector !== undefined) return selectorMatches(policy.podSelector, e.labels);
   return policy.anyOf?.some((selector) => selectorMatches(selector, e.labels)) ?? true;
+}
+
+/** How answers name a dropped policy, as explanations name the valid one: `ns/name`, `calico/ns/name`, `gnp/name`, … */
+function rejectedPolicyLabel(policy: RejectedPolicy): string {
+  if (policy.clusterKind) return clusterPolicyLabel({ kind: policy.clusterKind, name: policy.name });
+  return `${policy.engine ? `${policy.engine}/` : ''}${policy.namespace}/${policy.name}`;
 }
 
 function dropped(policy: RejectedPolicy, direction: 'ingress' | 'egress', endpoint: Endpoint): DroppedPolicy {

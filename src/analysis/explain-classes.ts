@@ -31,7 +31,7 @@ export interface ClassExplanations {
   readonly endpoints: number;
 }
 
-/** The classes of `endpoints`, as explain splits them (NetworkPolicies dropped as invalid included). */
+/** The classes of `endpoints`, as explain splits them (policies dropped as invalid included). */
 export function explainClassesOf(
   cluster: Cluster,
   endpoints: readonly Endpoint[],

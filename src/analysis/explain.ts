@@ -75,7 +75,7 @@ export interface DirectionExplanation {
   /** Tiers that deny what none of their rules matched, for this endpoint (absent when none). */
   readonly tierEnds?: readonly string[];
   readonly summary: string;
-  /** NetworkPolicies dropped as invalid that would have selected the endpoint this way (absent when none). */
+  /** Network policies dropped as invalid that would have selected the endpoint this way (absent when none). */
   readonly dropped?: readonly DroppedPolicy[];
 }
 

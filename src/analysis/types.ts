@@ -105,7 +105,7 @@ export interface CheckResult {
     /** One pod pair per pair of equivalence classes. */
     readonly judged: readonly PodPairVerdict[];
   };
-  /** NetworkPolicies dropped as invalid that would have selected the source (egress) or destination (ingress). */
+  /** Network policies dropped as invalid that would have selected the source (egress) or destination (ingress). */
   readonly droppedPolicies?: readonly DroppedPolicy[];
   /** `--to` named a Service: its port asked for, where it leads, and the backends answered for. */
   readonly service?: ServiceTarget;

@@ -20,8 +20,7 @@ import {
   type Service,
   type SourceLocation,
 } from '../model/types.ts';
-import { clusterPolicyLabel, type TierSpec } from '../model/cluster-policy.ts';
-import { rejectedPolicyLabel } from '../model/rejected-policy-label.ts';
+import type { TierSpec } from '../model/cluster-policy.ts';
 import type { DecodedObject } from './types.ts';
 import { sortByPrecedence } from '../model/precedence.ts';
 import { priorityTies } from './priority-ties.ts';
@@ -36,7 +35,7 @@ export interface IdentifiedObject {
   readonly object: DecodedObject;
 }
 
-/** `rejected`: NetworkPolicies dropped as invalid, kept unless a valid definition of the same one is in the input. */
+/** `rejected`: network policies dropped as invalid, kept unless a valid definition of the same one is in the input. */
 export function buildCluster(
   objects: readonly IdentifiedObject[],
   rejected: readonly RejectedPolicy[] = [],
@@ -168,12 +167,19 @@ function rejectedOnly(
   clusterPolicies: readonly ClusterPolicy[],
 ): { rejectedPolicies?: RejectedPolicy[] } {
   if (rejected.length === 0) return {};
-  const valid = new Set(policies.map((p) => `${p.namespace}/${p.name}`));
-  for (const p of clusterPolicies)
+  // By kind, namespace and name: short labels (`gnp/x`) would take a NetworkPolicy `x` in a
+  // namespace called `gnp` for the GlobalNetworkPolicy.
+  const key = (kind: string, namespace: string, name: string): string =>
+    `${kind}\u0000${namespace}\u0000${name}`;
+  const valid = new Set(policies.map((p) => key('', p.namespace, p.name)));
+  for (const p of clusterPolicies) {
+    const kind =
+      p.kind === 'CalicoNetworkPolicy' ? 'calico' : p.kind === 'CiliumNetworkPolicy' ? 'cilium' : p.kind;
     // A Cilium policy of `specs` is one policy per entry (`name[0]`, …): the object's name.
-    valid.add(clusterPolicyLabel({ ...p, name: p.name.replace(/\[\d+\]$/, '') }));
+    valid.add(key(kind, p.namespace ?? '', p.name.replace(/\[\d+\]$/, '')));
+  }
   const kept = rejected
-    .filter((r) => !valid.has(rejectedPolicyLabel(r)))
+    .filter((r) => !valid.has(key(r.clusterKind ?? r.engine ?? '', r.namespace, r.name)))
     .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name));
   return kept.length ? { rejectedPolicies: kept } : {};
 }

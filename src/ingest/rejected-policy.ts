@@ -11,7 +11,7 @@ import type { ClusterPolicyKind, ClusterSubject, RejectedPolicy } from '../model
 import { DecodeContext } from './decode-context.ts';
 import { decodeSelector } from './decode-labels.ts';
 import { labelSelectorSchema } from './schemas.ts';
-import { conjunctionSelectors, readCalicoSelector } from './calico-selectors.ts';
+import { bothConjunctions, conjunctionSelectors, readCalicoSelector } from './calico-selectors.ts';
 import { readCiliumSelector } from './cilium-selectors.ts';
 import { calicoSubjects } from './decode-calico.ts';
 import type { FieldPath } from './types.ts';
@@ -123,6 +123,11 @@ function calicoGlobalSubjects(
   ctx: DecodeContext,
   spec: Record<string, unknown>,
 ): ClusterSubject[] | undefined {
+  // Host endpoints only (the decoder leaves such a policy out): it selects no pod.
+  if (spec.doNotTrack === true || spec.preDNAT === true) return [];
+  const fields = ['selector', 'namespaceSelector', 'serviceAccountSelector'];
+  // A selector that is there but no string cannot be read as `all()`.
+  if (fields.some((field) => spec[field] != null && typeof spec[field] !== 'string')) return undefined;
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
   const text = (field: string): string | undefined =>
     typeof spec[field] === 'string' ? spec[field] : undefined;
@@ -148,8 +153,11 @@ function calicoGlobalSubjects(
 function ciliumClusterSubjects(ctx: DecodeContext): ClusterSubject[] | undefined {
   const subjects: ClusterSubject[] = [];
   for (const { rule, path } of ciliumSpecs(ctx)) {
+    // A host policy (`nodeSelector`) selects nodes, no pod; one with neither selector is unknown.
+    if (rule.nodeSelector != null) continue;
+    if (rule.endpointSelector == null) return undefined;
     const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
-    const parsed = labelSelectorSchema.nullish().safeParse(rule.endpointSelector);
+    const parsed = labelSelectorSchema.safeParse(rule.endpointSelector);
     const selector = parsed.success
       ? readCiliumSelector(scratch, parsed.data, [...path, 'endpointSelector'], { clusterwide: true })
       : undefined;
@@ -196,15 +204,28 @@ function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): Select
 }
 
 /**
- * Calico: `selector` (absent: `all()`; alternatives with `||` as `anyOf`; one with namespace terms
- * might select more than a pod selector says, so it counts as unknown) and `types`, or their
- * default.
+ * Calico: `selector` and `serviceAccountSelector` (absent: `all()`; alternatives with `||` as
+ * `anyOf`; one with namespace terms might select more than a pod selector says, so it counts as
+ * unknown) and `types`, or their default.
  */
 function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
   const types = Array.isArray(spec.types) ? spec.types : undefined;
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
-  const text = typeof spec.selector === 'string' ? spec.selector : undefined;
-  const alternatives = readCalicoSelector(scratch, text, ['spec', 'selector'], 'endpoint');
+  const text = (field: string): string | undefined =>
+    typeof spec[field] === 'string' ? spec[field] : undefined;
+  const pods = readCalicoSelector(scratch, text('selector'), ['spec', 'selector'], 'endpoint');
+  // Service accounts are pod labels here (`placeAtoms`): both selectors together, as the decoder
+  // reads them.
+  const accounts = readCalicoSelector(
+    scratch,
+    text('serviceAccountSelector'),
+    ['spec', 'serviceAccountSelector'],
+    'serviceAccount',
+  );
+  const wellTyped = ['selector', 'serviceAccountSelector'].every(
+    (field) => spec[field] == null || typeof spec[field] === 'string',
+  );
+  const alternatives = wellTyped && pods && accounts ? bothConjunctions(pods, accounts) : undefined;
   const podsOnly = alternatives?.every((a) => a.namespace.length === 0) ?? false;
   const selectors = podsOnly ? (alternatives ?? []).map((a) => conjunctionSelectors(a).podSelector) : [];
   return {

@@ -163,7 +163,7 @@ export interface NetworkPolicy {
 }
 
 /**
- * A NetworkPolicy dropped as invalid, kept as far as it could be read: `check` and `explain`
+ * A network policy (namespaced or cluster-scoped) dropped as invalid, kept as far as it could be read: `check` and `explain`
  * say when it would have selected the endpoint they answer for (issue 19 §1.5) — the verdict
  * ignores it, as the API server would have refused it.
  */
@@ -258,7 +258,7 @@ export interface Cluster {
   /** AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy, in precedence order. */
   readonly clusterPolicies: readonly ClusterPolicy[];
   readonly nodes: ReadonlyMap<string, NodeInfo>;
-  /** NetworkPolicies dropped as invalid (from files; absent when none or not tracked). */
+  /** Network policies dropped as invalid, of any kind (from files; absent when none or not tracked). */
   readonly rejectedPolicies?: readonly RejectedPolicy[];
   /** Objects holding network policy Palisade does not evaluate (absent when none): never silent. */
   readonly unevaluated?: readonly UnevaluatedPolicy[];

@@ -99,7 +99,10 @@ export interface TierStep {
   readonly order?: number;
   /** The tier's default action decided: it applies to the pod, and no rule of it matched. */
   readonly endOfTier?: boolean;
-  /** Policies of this tier that select the endpoint for this direction. */
+  /**
+   * Policies of this tier that select the endpoint for this direction; at the end of the tier
+   * (`endOfTier`), those that hold it there (isolate it).
+   */
   readonly policies: readonly string[];
 }
 

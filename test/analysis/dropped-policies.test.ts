@@ -416,6 +416,74 @@ spec:
     );
   });
 
+  it('reads their subjects as the decoder does: host policies select no pod, a selector of the wrong type any', async () => {
+    const subjects = file(
+      'subjects.yaml',
+      `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: host-guard}
+spec:
+  preDNAT: true
+  applyOnForward: true
+  selector: all()
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata: {name: nodes-out}
+spec:
+  nodeSelector: {}
+  egress: [{toCIDRSet: [{cidr: 192.0.2.0/24, except: [192.0.3.0/25]}]}]
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: typed-wrong}
+spec:
+  selector: 42
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+---
+apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: api-account, namespace: app}
+spec:
+  serviceAccountSelector: name == 'api'
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+`,
+    );
+    const into = await cli([
+      'check',
+      '-f',
+      PODS,
+      subjects,
+      '--from',
+      'app/web',
+      '--to',
+      'app/db',
+      '--port',
+      '80',
+    ]);
+    assert.doesNotMatch(into.stdout, /warning: gnp\/host-guard/);
+    assert.match(
+      into.stdout,
+      /warning: gnp\/typed-wrong .* might have selected \(its selector is invalid too\) app\/db/,
+    );
+    // Its service account selector is read: no pod here runs as "api".
+    assert.doesNotMatch(into.stdout, /warning: calico\/app\/api-account/);
+    const out = await cli([
+      'check',
+      '-f',
+      PODS,
+      subjects,
+      '--from',
+      'app/web',
+      '--to',
+      '192.0.2.4',
+      '--port',
+      '80',
+    ]);
+    assert.doesNotMatch(out.stdout, /warning: ccnp\/nodes-out/);
+  });
+
   it('a valid cluster-scoped policy of the same name later in the input replaces the dropped one', async () => {
     const twice = file(
       'twice.yaml',
@@ -437,5 +505,30 @@ spec:
     const r = await cli(['check', '-f', PODS, twice, '--from', 'app/web', '--to', 'app/db', '--port', '80']);
     assert.match(r.stdout, /DENIED/);
     assert.doesNotMatch(r.stdout, /dropped as invalid/);
+    // A NetworkPolicy of that name in a namespace called "gnp" is another policy.
+    const namesake = file(
+      'namesake.yaml',
+      policy('deny-db', 'gnp', '  podSelector: {}') +
+        `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: deny-db}
+spec:
+  selector: app == 'db'
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+`,
+    );
+    const kept = await cli([
+      'check',
+      '-f',
+      PODS,
+      namesake,
+      '--from',
+      'app/web',
+      '--to',
+      'app/db',
+      '--port',
+      '80',
+    ]);
+    assert.match(kept.stdout, /warning: gnp\/deny-db .* would have selected app\/db for ingress/);
   });
 });
