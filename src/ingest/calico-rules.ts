@@ -392,8 +392,16 @@ function readNets(
   raw.forEach((text, i) => {
     // A bare address is its host block; one that is no address is said as written, not with the
     // /32 added.
-    if (!text.includes('/') && !parseIp(text).ok) {
-      ctx.report('CIDR_INVALID', `"${text}" is not a valid IP address or CIDR`, [...path, i]);
+    const address = text.includes('/') ? undefined : parseIp(text);
+    if (address && !address.ok) {
+      // Said as parseIp says it (leading zeros, an IPv4-mapped address), else as not an address.
+      for (const problem of address.problems)
+        if (problem.fatal)
+          ctx.report(
+            'CIDR_INVALID',
+            problem.kind === 'invalid' ? `"${text}" is not a valid IP address or CIDR` : problem.message,
+            [...path, i],
+          );
       failed = true;
       return;
     }

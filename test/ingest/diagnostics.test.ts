@@ -521,6 +521,9 @@ spec:
       ['NetworkPolicy.projectcalico.org ns/nets'],
     );
     assert.equal(cluster.clusterPolicies.length, 0);
+    // A bare address with a known mistake is told as a CIDR's would be.
+    const octal = loadFromTexts([{ name: 'nets.yaml', text: text.replace('nonsense', '010.0.0.1') }]);
+    assert.match(octal.diagnostics[0]?.message ?? '', /"010\.0\.0\.1" has leading zeros/);
     const valid = loadFromTexts([{ name: 'nets.yaml', text: text.replace('nonsense, ', '') }]);
     const [rule] = valid.cluster.clusterPolicies[0]?.ingress ?? [];
     assert.deepEqual(
