@@ -10,13 +10,17 @@ import type { ObjectSource } from './api-types.ts';
 
 /** The last definition of the object in the input (as the cluster is built), or undefined. */
 export function objectSource(rawObjects: readonly RawObject[], object: string): ObjectSource | undefined {
-  let found: RawObject | undefined;
-  // Findings and explanations name Calico's and other engines' objects with their group; the
-  // diagnostics of reading them, by kind alone (`NetworkPolicy ns/x`): either finds it.
+  let exact: RawObject | undefined;
+  let plain: RawObject | undefined;
+  // Answers, findings and diagnostics name Calico's and other engines' objects with their group
+  // (`NetworkPolicy.projectcalico.org ns/x`); a name by kind alone finds such an object too, but
+  // only when no object has exactly that name — a Kubernetes NetworkPolicy ns/x comes first.
   for (const raw of rawObjects) {
     const identity = objectIdentity(raw.value);
-    if (identity === object || (identity && plainIdentity(identity) === object)) found = raw;
+    if (identity === object) exact = raw;
+    else if (identity && plainIdentity(identity) === object) plain = raw;
   }
+  const found = exact ?? plain;
   if (!found) return undefined;
   const at = found.locator.valueAt(found.basePath);
   return { object, file: found.file, line: at.line, column: at.column, yaml: stringify(found.value) };

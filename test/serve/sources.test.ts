@@ -1,7 +1,7 @@
 /**
  * serve's object sources: an object is found by the name findings, explanations and diagnostics
- * give it — Calico's and other engines' kinds with their group, or by kind alone as the
- * diagnostics of reading them say.
+ * give it — Calico's and other engines' kinds with their group — or by kind alone when no object
+ * has exactly that name.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -33,5 +33,16 @@ describe('object sources', () => {
     assert.equal(line('NetworkPolicy.projectcalico.org shop/db'), 6);
     assert.equal(line('NetworkPolicy.crd.antrea.io shop/lockdown'), 11);
     assert.equal(line('NetworkPolicy shop/nothing'), undefined);
+  });
+  it('prefers the object of exactly that name: a Kubernetes NetworkPolicy before a Calico one', () => {
+    const kube = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: db, namespace: shop}
+spec: {podSelector: {}}
+---
+`;
+    const both = loadFromTexts([{ name: 'in.yaml', text: kube + TEXT }]).rawObjects;
+    assert.equal(objectSource(both, 'NetworkPolicy shop/db')?.line, 1);
+    assert.equal(objectSource(both, 'NetworkPolicy.projectcalico.org shop/db')?.line, 11);
   });
 });
