@@ -48,7 +48,7 @@ export function droppedPoliciesFor(
 
 /** Whether the policy would have selected the pod, as far as its selectors could be read. */
 function wouldSelect(cluster: Cluster, policy: RejectedPolicy, e: Endpoint): boolean {
-  if (policy.clusterKind) {
+  if (policy.scope === 'cluster') {
     const namespaceLabels = cluster.namespaces.get(e.namespace)?.labels;
     return policy.subjects?.some((subject) => subjectSelects(subject, namespaceLabels, e)) ?? true;
   }
@@ -59,7 +59,7 @@ function wouldSelect(cluster: Cluster, policy: RejectedPolicy, e: Endpoint): boo
 
 /** How answers name a dropped policy, as explanations name the valid one: `ns/name`, `calico/ns/name`, `gnp/name`, … */
 function rejectedPolicyLabel(policy: RejectedPolicy): string {
-  if (policy.clusterKind) return clusterPolicyLabel({ kind: policy.clusterKind, name: policy.name });
+  if (policy.scope === 'cluster') return clusterPolicyLabel({ kind: policy.clusterKind, name: policy.name });
   return `${policy.engine ? `${policy.engine}/` : ''}${policy.namespace}/${policy.name}`;
 }
 
@@ -69,9 +69,10 @@ function dropped(policy: RejectedPolicy, direction: 'ingress' | 'egress', endpoi
     policy: rejectedPolicyLabel(policy),
     direction,
     endpoint: endpoint.id,
-    certain: policy.clusterKind
-      ? policy.subjects !== undefined
-      : policy.podSelector !== undefined || policy.anyOf !== undefined,
+    certain:
+      policy.scope === 'cluster'
+        ? policy.subjects !== undefined
+        : policy.podSelector !== undefined || policy.anyOf !== undefined,
     problem: policy.problem,
     ...(where ? { location: `${where.file}:${where.line}:${where.column}` } : {}),
   };

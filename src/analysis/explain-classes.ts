@@ -38,7 +38,11 @@ export function explainClassesOf(
 ): ReturnType<typeof endpointClasses> {
   // Namespaces need nothing: the namespace is part of a class's signature.
   const dropped = (cluster.rejectedPolicies ?? []).flatMap((p): (LabelSelector | undefined)[] =>
-    p.clusterKind ? (p.subjects ?? []).map((s) => s.podSelector) : p.anyOf ? [...p.anyOf] : [p.podSelector],
+    p.scope === 'cluster'
+      ? (p.subjects ?? []).map((s) => s.podSelector)
+      : p.anyOf
+        ? [...p.anyOf]
+        : [p.podSelector],
   );
   return endpointClasses(cluster, endpoints, true, dropped);
 }

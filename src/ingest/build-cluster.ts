@@ -161,6 +161,9 @@ function implicitNamespace(
   );
 }
 
+/** A rejected policy's namespace; cluster-scoped ones ('') sort first. */
+const namespaceOf = (r: RejectedPolicy): string => (r.scope === 'namespace' ? r.namespace : '');
+
 function rejectedOnly(
   rejected: readonly RejectedPolicy[],
   policies: readonly NetworkPolicy[],
@@ -179,8 +182,12 @@ function rejectedOnly(
     valid.add(key(kind, p.namespace ?? '', p.name.replace(/\[\d+\]$/, '')));
   }
   const kept = rejected
-    .filter((r) => !valid.has(key(r.clusterKind ?? r.engine ?? '', r.namespace, r.name)))
-    .sort((a, b) => compareKeys(a.namespace, a.name, b.namespace, b.name));
+    .filter((r) =>
+      r.scope === 'cluster'
+        ? !valid.has(key(r.clusterKind, '', r.name))
+        : !valid.has(key(r.engine ?? '', r.namespace, r.name)),
+    )
+    .sort((a, b) => compareKeys(namespaceOf(a), a.name, namespaceOf(b), b.name));
   return kept.length ? { rejectedPolicies: kept } : {};
 }
 

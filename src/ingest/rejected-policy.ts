@@ -7,7 +7,14 @@
  * GlobalNetworkPolicy, Cilium's clusterwide policy, AdminNetworkPolicy and its kin) by their
  * subjects, namespaces and pods.
  */
-import type { ClusterPolicyKind, ClusterSubject, RejectedPolicy } from '../model/types.ts';
+import type { LabelSelector } from '../model/selector.ts';
+import type {
+  ClusterPolicyKind,
+  ClusterSubject,
+  RejectedClusterPolicy,
+  RejectedNamespacedPolicy,
+  RejectedPolicy,
+} from '../model/types.ts';
 import { DecodeContext } from './decode-context.ts';
 import { decodeSelector } from './decode-labels.ts';
 import { labelSelectorSchema } from './schemas.ts';
@@ -31,40 +38,46 @@ export function rejectedPolicy(ctx: DecodeContext): RejectedPolicy | undefined {
   if (typeof metadata.name !== 'string' || metadata.name === '') return undefined;
   const spec = isRecord(value.spec) ? value.spec : {};
   const error = ctx.diagnostics.find((d) => d.severity === 'error');
-  const clusterKind = typeof value.kind === 'string' ? CLUSTER_KINDS[value.kind] : undefined;
-  const engine =
-    value.kind === 'CiliumNetworkPolicy'
-      ? 'cilium'
-      : typeof value.apiVersion === 'string' && value.apiVersion.includes('projectcalico.org/')
-        ? 'calico'
-        : undefined;
-  const selected = clusterKind
-    ? clusterSelected(ctx, clusterKind, spec)
-    : engine === 'cilium'
-      ? ciliumSelected(ctx)
-      : engine === 'calico'
-        ? calicoSelected(ctx, spec)
-        : kubeSelected(ctx, spec);
-  return {
-    namespace: clusterKind
-      ? ''
-      : typeof metadata.namespace === 'string'
-        ? metadata.namespace
-        : ctx.defaultNamespace,
+  const common = {
     name: metadata.name,
-    ...(engine && !clusterKind ? { engine } : {}),
-    ...selected,
     problem: error ? `${error.path ? `${error.path}: ` : ''}${error.message}` : 'invalid',
     // Where the problem is (the diagnostic's place), else where the object starts.
     location: error
       ? { file: error.file, line: error.line, column: error.column }
       : ctx.raw.locator.valueAt(ctx.raw.basePath),
   };
+  const clusterKind = typeof value.kind === 'string' ? CLUSTER_KINDS[value.kind] : undefined;
+  if (clusterKind) return { scope: 'cluster', ...common, ...clusterSelected(ctx, clusterKind, spec) };
+  const engine =
+    value.kind === 'CiliumNetworkPolicy'
+      ? 'cilium'
+      : typeof value.apiVersion === 'string' && value.apiVersion.includes('projectcalico.org/')
+        ? 'calico'
+        : undefined;
+  const selected =
+    engine === 'cilium'
+      ? ciliumSelected(ctx)
+      : engine === 'calico'
+        ? calicoSelected(ctx, spec)
+        : kubeSelected(ctx, spec);
+  return {
+    scope: 'namespace',
+    namespace: typeof metadata.namespace === 'string' ? metadata.namespace : ctx.defaultNamespace,
+    ...common,
+    ...(engine ? { engine } : {}),
+    ...selected,
+  };
 }
 
-type Selected = Pick<
-  RejectedPolicy,
-  'podSelector' | 'anyOf' | 'clusterKind' | 'subjects' | 'affectsIngress' | 'affectsEgress'
+/** What a namespaced policy selects, and its directions. */
+type PodsSelected = Pick<
+  RejectedNamespacedPolicy,
+  'podSelector' | 'anyOf' | 'affectsIngress' | 'affectsEgress'
+>;
+/** What a cluster-scoped policy selects, and its directions. */
+type SubjectsSelected = Pick<
+  RejectedClusterPolicy,
+  'clusterKind' | 'subjects' | 'affectsIngress' | 'affectsEgress'
 >;
 
 /** The cluster-scoped kinds, by the manifest's kind (the decoder checked each one's group). */
@@ -84,39 +97,23 @@ function clusterSelected(
   ctx: DecodeContext,
   clusterKind: ClusterPolicyKind,
   spec: Record<string, unknown>,
-): Selected {
+): SubjectsSelected {
   if (clusterKind === 'CalicoGlobalNetworkPolicy') {
     const { affectsIngress, affectsEgress } = calicoSelected(ctx, spec);
-    return {
-      podSelector: undefined,
-      clusterKind,
-      ...someSubjects(calicoGlobalSubjects(ctx, spec)),
-      affectsIngress,
-      affectsEgress,
-    };
+    return { clusterKind, subjects: calicoGlobalSubjects(ctx, spec), affectsIngress, affectsEgress };
   }
   if (clusterKind === 'CiliumClusterwideNetworkPolicy') {
     const { affectsIngress, affectsEgress } = ciliumSelected(ctx);
-    return {
-      podSelector: undefined,
-      clusterKind,
-      ...someSubjects(ciliumClusterSubjects(ctx)),
-      affectsIngress,
-      affectsEgress,
-    };
+    return { clusterKind, subjects: ciliumClusterSubjects(ctx), affectsIngress, affectsEgress };
   }
   // AdminNetworkPolicy and its kin: a rule list is a direction.
   return {
-    podSelector: undefined,
     clusterKind,
-    ...someSubjects(adminSubjects(ctx, spec.subject)),
+    subjects: adminSubjects(ctx, spec.subject),
     affectsIngress: listed(spec.ingress),
     affectsEgress: listed(spec.egress),
   };
 }
-
-const someSubjects = (subjects: readonly ClusterSubject[] | undefined): Pick<Selected, 'subjects'> =>
-  subjects ? { subjects } : {};
 
 /** A GlobalNetworkPolicy's `selector`, `namespaceSelector` and `serviceAccountSelector` together. */
 function calicoGlobalSubjects(
@@ -194,7 +191,7 @@ function adminSubjects(ctx: DecodeContext, raw: unknown): ClusterSubject[] | und
 const listed = (value: unknown): boolean => Array.isArray(value) && value.length > 0;
 
 /** Kubernetes: `podSelector`, and `policyTypes` or their default (Ingress, Egress with egress rules). */
-function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
+function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): PodsSelected {
   const types = Array.isArray(spec.policyTypes) ? spec.policyTypes : undefined;
   return {
     podSelector: lenientSelector(ctx, spec.podSelector),
@@ -208,7 +205,7 @@ function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): Select
  * `anyOf`; one with namespace terms might select more than a pod selector says, so it counts as
  * unknown) and `types`, or their default.
  */
-function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Selected {
+function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): PodsSelected {
   const types = Array.isArray(spec.types) ? spec.types : undefined;
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
   const text = (field: string): string | undefined =>
@@ -241,7 +238,7 @@ function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): Sele
  * Cilium: each of `spec` and `specs` — its `endpointSelector`'s pod labels (one selector for them
  * all, else unknown), and the directions it has rules for or a default deny in.
  */
-function ciliumSelected(ctx: DecodeContext): Selected {
+function ciliumSelected(ctx: DecodeContext): PodsSelected {
   const specs = ciliumSpecs(ctx);
   const selectors = specs.map(({ rule, path }) => {
     const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
@@ -283,7 +280,7 @@ function lenientSelector(
   ctx: DecodeContext,
   raw: unknown,
   path: FieldPath = ['spec', 'podSelector'],
-): RejectedPolicy['podSelector'] {
+): LabelSelector | undefined {
   const parsed = labelSelectorSchema.nullish().safeParse(raw);
   if (!parsed.success) return undefined;
   // A scratch context: the selector's problems, if any, were reported with the policy's.

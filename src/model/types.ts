@@ -163,26 +163,30 @@ export interface NetworkPolicy {
 }
 
 /**
- * A network policy (namespaced or cluster-scoped) dropped as invalid, kept as far as it could be read: `check` and `explain`
+ * A network policy dropped as invalid, kept as far as it could be read: `check` and `explain`
  * say when it would have selected the endpoint they answer for (issue 19 §1.5) — the verdict
- * ignores it, as the API server would have refused it.
+ * ignores it, as the API server would have refused it. Namespaced (Kubernetes', Calico's or
+ * Cilium's NetworkPolicy) or cluster-scoped (Calico's GlobalNetworkPolicy, Cilium's clusterwide
+ * policy, AdminNetworkPolicy and its kin).
  */
-export interface RejectedPolicy {
-  /** Its namespace; '' for a cluster-scoped policy (`clusterKind`). */
-  readonly namespace: string;
+export type RejectedPolicy = RejectedNamespacedPolicy | RejectedClusterPolicy;
+
+interface RejectedCommon {
   readonly name: string;
+  /** The directions it would have isolated (as policyTypes say, or defaulted). */
+  readonly affectsIngress: boolean;
+  readonly affectsEgress: boolean;
+  /** The first error that dropped it, e.g. `spec.ingress[0].from[0].ipBlock.cidr: …`. */
+  readonly problem: string;
+  readonly location?: SourceLocation;
+}
+
+/** A NetworkPolicy of one namespace: the pods of its namespace its pod selector selects. */
+export interface RejectedNamespacedPolicy extends RejectedCommon {
+  readonly scope: 'namespace';
+  readonly namespace: string;
   /** A Calico or Cilium NetworkPolicy (named `calico/ns/name`, `cilium/ns/name`); absent: Kubernetes'. */
   readonly engine?: 'calico' | 'cilium';
-  /**
-   * A cluster-scoped policy's kind (named as explanations name it: `gnp/x`, `ccnp/x`, `anp/x`, …),
-   * whose `subjects` say which pods it selects; absent for a namespaced one.
-   */
-  readonly clusterKind?: ClusterPolicyKind;
-  /**
-   * A cluster-scoped policy's subjects (namespaces, and pods in them), as far as they could be
-   * read; undefined when they were invalid too (it might select any pod).
-   */
-  readonly subjects?: readonly ClusterSubject[];
   /** Undefined when the pod selector itself was invalid (it might select anything). */
   readonly podSelector: LabelSelector | undefined;
   /**
@@ -190,12 +194,17 @@ export interface RejectedPolicy {
    * (`podSelector` is then undefined).
    */
   readonly anyOf?: readonly LabelSelector[];
-  /** The directions it would have isolated (as policyTypes say, or defaulted). */
-  readonly affectsIngress: boolean;
-  readonly affectsEgress: boolean;
-  /** The first error that dropped it, e.g. `spec.ingress[0].from[0].ipBlock.cidr: …`. */
-  readonly problem: string;
-  readonly location?: SourceLocation;
+}
+
+/** A cluster-scoped policy: named as explanations name its kind (`gnp/x`, `ccnp/x`, `anp/x`, …). */
+export interface RejectedClusterPolicy extends RejectedCommon {
+  readonly scope: 'cluster';
+  readonly clusterKind: ClusterPolicyKind;
+  /**
+   * Its subjects (namespaces, and pods in them), as far as they could be read; undefined when
+   * they were invalid too (it might select any pod).
+   */
+  readonly subjects: readonly ClusterSubject[] | undefined;
 }
 
 /** One port of a Service: what clients connect to (`port`) and where the backend listens (`targetPort`). */
