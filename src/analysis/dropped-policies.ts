@@ -1,8 +1,8 @@
 /**
- * Network policies (namespaced or cluster-scoped) dropped as invalid that would have selected an endpoint (issue 19 §1.5):
- * `check` and `explain` name them next to their answer, which is given without them — a user
- * who wrote such a policy expects it to apply, and the diagnostic alone is easy to miss among
- * others, or to read as concerning another endpoint.
+ * Network policies (namespaced or cluster-scoped) dropped as invalid that would have selected an
+ * endpoint (issue 19 §1.5): `check` and `explain` name them next to their answer, which is given
+ * without them — a user who wrote such a policy expects it to apply, and the diagnostic alone is
+ * easy to miss among others, or to read as concerning another endpoint.
  */
 import { clusterPolicyLabel, subjectSelects } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
@@ -57,7 +57,10 @@ function wouldSelect(cluster: Cluster, policy: RejectedPolicy, e: Endpoint): boo
   return policy.anyOf?.some((selector) => selectorMatches(selector, e.labels)) ?? true;
 }
 
-/** How answers name a dropped policy, as explanations name the valid one: `ns/name`, `calico/ns/name`, `gnp/name`, … */
+/**
+ * How answers name a dropped policy, as explanations name the valid one: `ns/name`,
+ * `calico/ns/name`, `gnp/name`, …
+ */
 function rejectedPolicyLabel(policy: RejectedPolicy): string {
   if (policy.scope === 'cluster') return clusterPolicyLabel({ kind: policy.clusterKind, name: policy.name });
   return `${policy.engine ? `${policy.engine}/` : ''}${policy.namespace}/${policy.name}`;

@@ -325,7 +325,10 @@ function decodeRules(
   return exactArray(rules);
 }
 
-/** The policy's subjects: the conjunction of its selectors' alternatives (rejected-policy.ts reads them too). */
+/**
+ * The policy's subjects: the conjunction of its selectors' alternatives (rejected-policy.ts reads
+ * a dropped GlobalNetworkPolicy's with it too).
+ */
 export function calicoSubjects(
   ctx: DecodeContext,
   parts: readonly (readonly EndpointConjunction[])[],

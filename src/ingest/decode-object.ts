@@ -42,7 +42,7 @@ export interface DecodeOutcome {
   /** `Kind ns/name`, for duplicate detection. Absent when the object could not be identified. */
   readonly identity?: string;
   readonly diagnostics: readonly Diagnostic[];
-  /** A network policy (namespaced or cluster-scoped) dropped as invalid, as far as it can be read (for check and explain). */
+  /** A network policy dropped as invalid, as far as it can be read (for check and explain). */
   readonly rejected?: RejectedPolicy;
 }
 
