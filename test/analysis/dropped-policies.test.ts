@@ -46,6 +46,19 @@ status: {phase: Running, podIP: 10.0.0.2}
 const policy = (name: string, namespace: string, spec: string): string =>
   `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: ${name}, namespace: ${namespace}}\nspec:\n${spec}\n---\n`;
 
+/** A GlobalNetworkPolicy dropped as invalid (a net that is no CIDR) that selects app=db. */
+const INVALID_DENY_DB = `apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: deny-db}
+spec:
+  selector: app == 'db'
+  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
+`;
+
+/** `check` of one connection over PODS and the given files. */
+const checkWith = (files: readonly string[], from: string, to: string, port = '80') =>
+  cli(['check', '-f', PODS, ...files, '--from', from, '--to', to, '--port', port]);
+
 const DROPPED = file(
   'dropped.yaml',
   policy(
@@ -363,19 +376,7 @@ spec:
   ingress: [{action: Deny, from: [{namespaces: {}}]}]
 `,
     );
-    const r = await cli([
-      'check',
-      '-f',
-      PODS,
-      labelled,
-      clusterScoped,
-      '--from',
-      'app/web',
-      '--to',
-      'app/db',
-      '--port',
-      '80',
-    ]);
+    const r = await checkWith([labelled, clusterScoped], 'app/web', 'app/db');
     assert.match(r.stderr, /cluster-scoped\.yaml:7:\d+: error CIDR_INVALID/);
     // The namespace selector is read: team a's db, for ingress.
     assert.match(
@@ -450,18 +451,7 @@ spec:
   ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
 `,
     );
-    const into = await cli([
-      'check',
-      '-f',
-      PODS,
-      subjects,
-      '--from',
-      'app/web',
-      '--to',
-      'app/db',
-      '--port',
-      '80',
-    ]);
+    const into = await checkWith([subjects], 'app/web', 'app/db');
     assert.doesNotMatch(into.stdout, /warning: gnp\/host-guard/);
     assert.match(
       into.stdout,
@@ -469,31 +459,14 @@ spec:
     );
     // Its service account selector is read: no pod here runs as "api".
     assert.doesNotMatch(into.stdout, /warning: calico\/app\/api-account/);
-    const out = await cli([
-      'check',
-      '-f',
-      PODS,
-      subjects,
-      '--from',
-      'app/web',
-      '--to',
-      '192.0.2.4',
-      '--port',
-      '80',
-    ]);
+    const out = await checkWith([subjects], 'app/web', '192.0.2.4');
     assert.doesNotMatch(out.stdout, /warning: ccnp\/nodes-out/);
   });
 
   it('a valid cluster-scoped policy of the same name later in the input replaces the dropped one', async () => {
     const twice = file(
       'twice.yaml',
-      `apiVersion: projectcalico.org/v3
-kind: GlobalNetworkPolicy
-metadata: {name: deny-db}
-spec:
-  selector: app == 'db'
-  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
----
+      `${INVALID_DENY_DB}---
 apiVersion: projectcalico.org/v3
 kind: GlobalNetworkPolicy
 metadata: {name: deny-db}
@@ -502,33 +475,12 @@ spec:
   ingress: [{action: Deny, source: {nets: [10.0.0.0/24]}}]
 `,
     );
-    const r = await cli(['check', '-f', PODS, twice, '--from', 'app/web', '--to', 'app/db', '--port', '80']);
+    const r = await checkWith([twice], 'app/web', 'app/db');
     assert.match(r.stdout, /DENIED/);
     assert.doesNotMatch(r.stdout, /dropped as invalid/);
     // A NetworkPolicy of that name in a namespace called "gnp" is another policy.
-    const namesake = file(
-      'namesake.yaml',
-      policy('deny-db', 'gnp', '  podSelector: {}') +
-        `apiVersion: projectcalico.org/v3
-kind: GlobalNetworkPolicy
-metadata: {name: deny-db}
-spec:
-  selector: app == 'db'
-  ingress: [{action: Deny, source: {nets: [10.0.0.300/24]}}]
-`,
-    );
-    const kept = await cli([
-      'check',
-      '-f',
-      PODS,
-      namesake,
-      '--from',
-      'app/web',
-      '--to',
-      'app/db',
-      '--port',
-      '80',
-    ]);
+    const namesake = file('namesake.yaml', policy('deny-db', 'gnp', '  podSelector: {}') + INVALID_DENY_DB);
+    const kept = await checkWith([namesake], 'app/web', 'app/db');
     assert.match(kept.stdout, /warning: gnp\/deny-db .* would have selected app\/db for ingress/);
   });
 });
