@@ -3,7 +3,7 @@
  * (not host-networked) pod holding it, and whether it is a pod's own node. Packets between a pod
  * and its own node never meet the VPP stacks' policy; interpreters need both answers per packet.
  */
-import type { IpAddress } from '../net/ip.ts';
+import { ipKey, type IpAddress } from '../net/ip.ts';
 import type { Cluster, Endpoint } from '../model/types.ts';
 
 interface ClusterAddresses {
@@ -13,18 +13,16 @@ interface ClusterAddresses {
   readonly ownNode: (pod: Endpoint, ip: IpAddress) => boolean;
 }
 
-const keyOf = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
-
 export function clusterAddresses(cluster: Cluster): ClusterAddresses {
   const pods = new Map<string, Endpoint>();
   // The first pod with an address owns it, as a linear search over the endpoints would find.
   for (const endpoint of cluster.endpoints)
     if (!endpoint.hostNetwork)
-      for (const ip of endpoint.ips) if (!pods.has(keyOf(ip))) pods.set(keyOf(ip), endpoint);
+      for (const ip of endpoint.ips) if (!pods.has(ipKey(ip))) pods.set(ipKey(ip), endpoint);
   const nodes = new Map<string, ReadonlySet<string>>();
-  for (const node of cluster.nodes.values()) nodes.set(node.name, new Set(node.addresses.map(keyOf)));
+  for (const node of cluster.nodes.values()) nodes.set(node.name, new Set(node.addresses.map(ipKey)));
   return {
-    podAt: (ip) => pods.get(keyOf(ip)),
-    ownNode: (pod, ip) => pod.node !== undefined && (nodes.get(pod.node)?.has(keyOf(ip)) ?? false),
+    podAt: (ip) => pods.get(ipKey(ip)),
+    ownNode: (pod, ip) => pod.node !== undefined && (nodes.get(pod.node)?.has(ipKey(ip)) ?? false),
   };
 }

@@ -222,6 +222,9 @@ export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
   );
 }
 
+/** A Map or Set key for an address: its family and value (cheaper than its text). */
+export const ipKey = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
+
 /** RFC 5952 text for IPv6, dotted quad for IPv4. */
 export function formatIp(ip: IpAddress): string {
   if (ip.family === 4) {

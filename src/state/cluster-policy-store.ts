@@ -7,7 +7,7 @@
 import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
-import type { IpAddress } from '../net/ip.ts';
+import { ipKey, type IpAddress } from '../net/ip.ts';
 import { clusterPolicyGroupSpecs, withHostNetworkAddresses } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
 import { sharedGroupKey } from './group-key.ts';
@@ -333,7 +333,7 @@ export class ClusterPolicyStore {
     const nodes = this.nodeAddressKeys();
     let moved = false;
     for (const ip of known ?? []) {
-      const key = `${ip.family}:${ip.value}`;
+      const key = ipKey(ip);
       const count = (this.hostAddressPods.get(key) ?? 1) - 1;
       if (count > 0) this.hostAddressPods.set(key, count);
       else {
@@ -342,7 +342,7 @@ export class ClusterPolicyStore {
       }
     }
     for (const ip of now ?? []) {
-      const key = `${ip.family}:${ip.value}`;
+      const key = ipKey(ip);
       const count = (this.hostAddressPods.get(key) ?? 0) + 1;
       this.hostAddressPods.set(key, count);
       if (count === 1) moved ||= !nodes.has(key);
@@ -354,8 +354,7 @@ export class ClusterPolicyStore {
   private nodeAddressKeys(): ReadonlySet<string> {
     if (this.nodeAddresses?.version !== this.nodeRevision) {
       const keys = new Set<string>();
-      for (const node of this.nodeMap.values())
-        for (const ip of node.addresses) keys.add(`${ip.family}:${ip.value}`);
+      for (const node of this.nodeMap.values()) for (const ip of node.addresses) keys.add(ipKey(ip));
       this.nodeAddresses = { version: this.nodeRevision, keys };
     }
     return this.nodeAddresses.keys;

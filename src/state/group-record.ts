@@ -2,10 +2,8 @@
  * One address group's record: its members, the named-port numbers they resolve to, the
  * policies that hold it, and the address index behind `contains`.
  */
-import type { IpAddress } from '../net/ip.ts';
+import { ipKey, type IpAddress } from '../net/ip.ts';
 import type { AddressGroup, GroupMember, GroupSpec } from './types.ts';
-
-const addressKey = (ip: IpAddress): string => `${ip.family}:${ip.value}`;
 
 /** Groups without a named port never count port numbers: they share this empty map. */
 const NO_PORTS: Map<number, number> = new Map();
@@ -32,7 +30,7 @@ export class GroupRecord implements AddressGroup {
   contains(ip: IpAddress, port?: number): boolean {
     const index = (this.index ??= this.buildIndex());
     const where = port === undefined ? index.addresses : index.portAddresses.get(port);
-    return (where?.get(addressKey(ip)) ?? 0) > 0;
+    return (where?.get(ipKey(ip)) ?? 0) > 0;
   }
 
   /** Adds (+1) or removes (-1) a member's addresses from the address index, if it is built. */
@@ -61,7 +59,7 @@ function countMember(index: AddressIndex, member: GroupMember, delta: number): v
   }
   for (const map of maps) {
     for (const ip of member.ips) {
-      const key = addressKey(ip);
+      const key = ipKey(ip);
       const next = (map.get(key) ?? 0) + delta;
       if (next > 0) map.set(key, next);
       else map.delete(key);
