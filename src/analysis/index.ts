@@ -60,7 +60,7 @@ export {
   type PortQueryOptions,
   type PortQueryParse,
 } from './port-query.ts';
-export { MATRIX_FORMATS, textTableWidth, type MatrixWriter } from './format/matrix-formats.ts';
+export { MATRIX_FORMATS, matrixExtras, textTableWidth, type MatrixWriter } from './format/matrix-formats.ts';
 export {
   compileJson,
   formatCompileText,

@@ -20,6 +20,7 @@ import {
   OUTSIDE_BUDGET,
   outsideClasses,
   MATRIX_FORMATS,
+  matrixExtras,
   PLAIN,
 } from '../analysis/index.ts';
 import { PROTOCOLS, type Protocol } from '../model/types.ts';
@@ -211,13 +212,7 @@ export function createApp(
     // ingress controller's, and the objects the answer does not include.
     const outside = outsideClasses(matrix, s.input.cluster, s.semantics, OUTSIDE_BUDGET);
     const ingressController = ingressControllerPeer(matrix, s.input.cluster, {}, s.semantics);
-    const missing = notEvaluated(s.input.cluster);
-    const extras = {
-      ...(outside?.length ? { outside } : {}),
-      ...(outside === undefined ? { addressesLeftOut: true } : {}),
-      ...(ingressController ? { ingressController } : {}),
-      ...(missing ? { notEvaluated: missing } : {}),
-    };
+    const extras = matrixExtras({ notEvaluated: notEvaluated(s.input.cluster), outside, ingressController });
     const more = estimateMatrixExtrasJson(matrix, extras).bytes;
     if (estimate.bytes + more > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes + more, 'ask by=class');
     const body = [...writer(matrix, PLAIN, extras)].join('');

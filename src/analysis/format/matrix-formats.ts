@@ -31,6 +31,25 @@ interface MatrixExtras {
   readonly ingressController?: IngressControllerPeer;
 }
 
+/**
+ * A matrix answer's extras, each only when there is something to say (small answers keep their
+ * shape); `outside` undefined: the ranges were left out at this size. `matrix` and serve's
+ * `/api/matrix` answer alike through it.
+ */
+export function matrixExtras(parts: {
+  readonly notEvaluated: MatrixExtras['notEvaluated'];
+  readonly outside: readonly OutsideClass[] | undefined;
+  readonly ingressController: IngressControllerPeer | undefined;
+}): MatrixExtras {
+  const { notEvaluated, outside, ingressController } = parts;
+  return {
+    ...(notEvaluated ? { notEvaluated } : {}),
+    ...(outside && outside.length > 0 ? { outside } : {}),
+    ...(outside === undefined ? { addressesLeftOut: true } : {}),
+    ...(ingressController ? { ingressController } : {}),
+  };
+}
+
 /** Every connection from the ingress controller to a row: [from, to, ports, row]. */
 function* controllerLines(
   matrix: Matrix,

@@ -37,6 +37,7 @@ import {
   type RowGrouping,
   notEvaluated,
   estimateMatrixExtrasJson,
+  matrixExtras,
 } from '../../analysis/index.ts';
 import {
   checkChoice,
@@ -230,12 +231,7 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
           `palisade: note: connections with address ranges outside the cluster are left out at this size (${matrix.rows.length} rows); --addresses all includes them\n`,
         );
       const ingressController = ingressControllerPeer(matrix, loaded.cluster, place, input.semantics);
-      const extras = {
-        ...(missing ? { notEvaluated: missing } : {}),
-        ...(outside && outside.length > 0 ? { outside } : {}),
-        ...(outside === undefined ? { addressesLeftOut: true } : {}),
-        ...(ingressController ? { ingressController } : {}),
-      };
+      const extras = matrixExtras({ notEvaluated: missing, outside, ingressController });
       // JSON's lines for the ranges and the controller can be as many as the rows' own.
       const more = format === 'json' ? estimateMatrixExtrasJson(matrix, extras) : undefined;
       if (more)
