@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { explainEndpoints } from '../../src/analysis/explain.ts';
 import { directionLines } from '../../src/analysis/format/explain-text.ts';
 import { PLAIN } from '../../src/analysis/format/style.ts';
-import { expectConnection, namespaceYaml, podYaml, yamlCluster } from '../helpers/engine-docs.ts';
+import { expectConnection, explainOne, namespaceYaml, podYaml, yamlCluster } from '../helpers/engine-docs.ts';
 
 const DOCS = 'https://docs.tigera.io/calico/latest';
 
@@ -850,13 +849,10 @@ spec:
     );
   });
   it('explain names every policy of the default tier that isolates, Calico’s beside NetworkPolicy’s', () => {
-    const [api] = explainEndpoints(
-      cluster,
-      cluster.endpoints.filter((e) => e.id === 'web/api'),
-    );
-    assert.deepEqual(api?.ingress.policies, ['web/api-ingress', 'gnp/default-deny']);
+    const api = explainOne(cluster, 'web/api');
+    assert.deepEqual(api.ingress.policies, ['web/api-ingress', 'gnp/default-deny']);
     assert.match(
-      api?.ingress.summary ?? '',
+      api.ingress.summary,
       /^isolated by web\/api-ingress, gnp\/default-deny; 1 rule allows traffic$/,
     );
   });
@@ -882,12 +878,9 @@ spec:
     const sentence =
       'If a NetworkPolicy or GlobalNetworkPolicy in the Tier Allows or Denys the packet, then evaluation is done (reference/resources/tier): the NetworkPolicy, in the default tier, has no rule that matches';
     expectConnection(cluster, 'shop/web', 'shop/db', 5432, 'allowed', sentence);
-    const [db] = explainEndpoints(
-      cluster,
-      cluster.endpoints.filter((e) => e.id === 'shop/db'),
-    );
+    const db = explainOne(cluster, 'shop/db');
     assert.equal(
-      db?.ingress.summary,
+      db.ingress.summary,
       'isolated by shop/deny-all, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below applies in its order',
     );
   });
@@ -912,11 +905,8 @@ spec:
     const sentence =
       '"We insert all the NetworkPolicy Policies at order 1000.0 after conversion." (libcalico-go, k8s/conversion/conversion.go) — Policies in each Tier are then processed in order (reference/resources/tier); a policy without an order comes last, as docs/CALICO-CILIUM.md says';
     expectConnection(unordered, 'app/cli', 'app/srv', 80, 'allowed', sentence);
-    const [srv] = explainEndpoints(
-      unordered,
-      unordered.endpoints.filter((e) => e.id === 'app/srv'),
-    );
-    const text = directionLines('ingress', srv!.ingress, PLAIN).join('\n');
+    const srv = explainOne(unordered, 'app/srv');
+    const text = directionLines('ingress', srv.ingress, PLAIN).join('\n');
     assert.ok(
       text.indexOf('NetworkPolicy:') < text.indexOf('default tier, after NetworkPolicy:') &&
         !text.includes('before NetworkPolicy'),
@@ -939,12 +929,9 @@ spec:
   selector: app == 'db'
   ingress: [{action: Allow, protocol: TCP, source: {selector: app == 'web'}, destination: {ports: [5432]}}]`,
     );
-    const [db] = explainEndpoints(
-      named,
-      named.endpoints.filter((e) => e.id === 'shop/db'),
-    );
+    const db = explainOne(named, 'shop/db');
     assert.equal(
-      db?.ingress.summary,
+      db.ingress.summary,
       'isolated by shop/named, calico/shop/allow-web; no NetworkPolicy rule allows anything, and 1 rule of the default tier below applies in its order',
     );
   });

@@ -4,10 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { explainEndpoints } from '../../src/analysis/explain.ts';
 import { directionLines } from '../../src/analysis/format/explain-text.ts';
 import { PLAIN } from '../../src/analysis/format/style.ts';
-import { expectConnection, namespaceYaml, podYaml, yamlCluster } from '../helpers/engine-docs.ts';
+import { expectConnection, explainOne, namespaceYaml, podYaml, yamlCluster } from '../helpers/engine-docs.ts';
 
 const DOCS = 'https://docs.cilium.io/en/stable/security/policy';
 
@@ -795,11 +794,8 @@ spec:
       'If there is an intersection between two or more rules, then traffic matching the union of those rules will be allowed. (intro, "Rule Basics")',
     );
     // explain lists the deny before NetworkPolicy's rules, without Calico's order (Cilium has none).
-    const [backend] = explainEndpoints(
-      cluster,
-      cluster.endpoints.filter((e) => e.id === 'default/backend'),
-    );
-    const text = directionLines('ingress', backend!.ingress, PLAIN).join('\n');
+    const backend = explainOne(cluster, 'default/backend');
+    const text = directionLines('ingress', backend.ingress, PLAIN).join('\n');
     assert.ok(text.includes('    default tier, before NetworkPolicy:\n'), text);
     assert.ok(!text.includes('order 1000'), text);
     assert.ok(text.indexOf('ingressDeny[0]') < text.indexOf('\n    NetworkPolicy:\n'), text);

@@ -9,6 +9,7 @@ import { loadFromTexts } from '../../src/ingest/load.ts';
 import type { Cluster, Diagnostic, Protocol } from '../../src/model/types.ts';
 import { allowedPorts, evaluate, indexCluster, isAllowed, portSetHas } from '../../src/semantics/index.ts';
 import type { Connection, Verdict } from '../../src/semantics/types.ts';
+import { explainEndpoints, type EndpointExplanation } from '../../src/analysis/explain.ts';
 import { addr } from './builders.ts';
 
 /** Documents joined by `---`; throws on any error diagnostic (a doc example must load). */
@@ -80,4 +81,14 @@ export function namespaceYaml(name: string, labels: Record<string, string> = {})
   return `apiVersion: v1
 kind: Namespace
 metadata: {name: ${name}, labels: {${labelText}}}`;
+}
+
+/** `explain`'s answer for one endpoint of the cluster (by id). */
+export function explainOne(cluster: Cluster, id: string): EndpointExplanation {
+  const [explained] = explainEndpoints(
+    cluster,
+    cluster.endpoints.filter((e) => e.id === id),
+  );
+  assert.ok(explained, `${id} is an endpoint of the cluster`);
+  return explained;
 }
