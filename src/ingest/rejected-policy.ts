@@ -74,6 +74,8 @@ type PodsSelected = Pick<
   RejectedNamespacedPolicy,
   'podSelector' | 'anyOf' | 'affectsIngress' | 'affectsEgress'
 >;
+/** The directions a policy would have isolated. */
+type Directions = Pick<RejectedPolicy, 'affectsIngress' | 'affectsEgress'>;
 /** What a cluster-scoped policy selects, and its directions. */
 type SubjectsSelected = Pick<
   RejectedClusterPolicy,
@@ -99,12 +101,10 @@ function clusterSelected(
   spec: Record<string, unknown>,
 ): SubjectsSelected {
   if (clusterKind === 'CalicoGlobalNetworkPolicy') {
-    const { affectsIngress, affectsEgress } = calicoSelected(ctx, spec);
-    return { clusterKind, subjects: calicoGlobalSubjects(ctx, spec), affectsIngress, affectsEgress };
+    return { clusterKind, subjects: calicoGlobalSubjects(ctx, spec), ...calicoDirections(spec) };
   }
   if (clusterKind === 'CiliumClusterwideNetworkPolicy') {
-    const { affectsIngress, affectsEgress } = ciliumSelected(ctx);
-    return { clusterKind, subjects: ciliumClusterSubjects(ctx), affectsIngress, affectsEgress };
+    return { clusterKind, subjects: ciliumClusterSubjects(ctx), ...ciliumDirections(ctx) };
   }
   // AdminNetworkPolicy and its kin: a rule list is a direction.
   return {
@@ -122,25 +122,10 @@ function calicoGlobalSubjects(
 ): ClusterSubject[] | undefined {
   // Host endpoints only (the decoder leaves such a policy out): it selects no pod.
   if (spec.doNotTrack === true || spec.preDNAT === true) return [];
-  const fields = ['selector', 'namespaceSelector', 'serviceAccountSelector'];
-  // A selector that is there but no string cannot be read as `all()`.
-  if (fields.some((field) => spec[field] != null && typeof spec[field] !== 'string')) return undefined;
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
-  const text = (field: string): string | undefined =>
-    typeof spec[field] === 'string' ? spec[field] : undefined;
-  const selector = readCalicoSelector(scratch, text('selector'), ['spec', 'selector'], 'endpoint');
-  const namespaces = readCalicoSelector(
-    scratch,
-    text('namespaceSelector'),
-    ['spec', 'namespaceSelector'],
-    'namespace',
-  );
-  const accounts = readCalicoSelector(
-    scratch,
-    text('serviceAccountSelector'),
-    ['spec', 'serviceAccountSelector'],
-    'serviceAccount',
-  );
+  const selector = readSelectorField(scratch, spec, 'selector', 'endpoint');
+  const namespaces = readSelectorField(scratch, spec, 'namespaceSelector', 'namespace');
+  const accounts = readSelectorField(scratch, spec, 'serviceAccountSelector', 'serviceAccount');
   if (!selector || !namespaces || !accounts) return undefined;
   const subjects = calicoSubjects(scratch, [selector, namespaces, accounts]);
   return subjects && [subjects.subject, ...(subjects.moreSubjects ?? [])];
@@ -206,29 +191,40 @@ function kubeSelected(ctx: DecodeContext, spec: Record<string, unknown>): PodsSe
  * unknown) and `types`, or their default.
  */
 function calicoSelected(ctx: DecodeContext, spec: Record<string, unknown>): PodsSelected {
-  const types = Array.isArray(spec.types) ? spec.types : undefined;
   const scratch = new DecodeContext(ctx.raw, ctx.objectName, ctx.defaultNamespace);
-  const text = (field: string): string | undefined =>
-    typeof spec[field] === 'string' ? spec[field] : undefined;
-  const pods = readCalicoSelector(scratch, text('selector'), ['spec', 'selector'], 'endpoint');
+  const pods = readSelectorField(scratch, spec, 'selector', 'endpoint');
   // Service accounts are pod labels here (`placeAtoms`): both selectors together, as the decoder
   // reads them.
-  const accounts = readCalicoSelector(
-    scratch,
-    text('serviceAccountSelector'),
-    ['spec', 'serviceAccountSelector'],
-    'serviceAccount',
-  );
-  const wellTyped = ['selector', 'serviceAccountSelector'].every(
-    (field) => spec[field] == null || typeof spec[field] === 'string',
-  );
-  const alternatives = wellTyped && pods && accounts ? bothConjunctions(pods, accounts) : undefined;
+  const accounts = readSelectorField(scratch, spec, 'serviceAccountSelector', 'serviceAccount');
+  const alternatives = pods && accounts ? bothConjunctions(pods, accounts) : undefined;
   const podsOnly = alternatives?.every((a) => a.namespace.length === 0) ?? false;
   const selectors = podsOnly ? (alternatives ?? []).map((a) => conjunctionSelectors(a).podSelector) : [];
   return {
     podSelector: selectors.length === 1 ? selectors[0] : undefined,
     ...(selectors.length > 1 ? { anyOf: selectors } : {}),
-    // Calico's default: Ingress when it has ingress rules or no egress ones, Egress with egress rules.
+    ...calicoDirections(spec),
+  };
+}
+
+/**
+ * A Calico selector field's alternatives: `all()` when absent; undefined when it does not parse
+ * or is no string (it cannot be read as `all()`).
+ */
+function readSelectorField(
+  scratch: DecodeContext,
+  spec: Record<string, unknown>,
+  field: 'selector' | 'namespaceSelector' | 'serviceAccountSelector',
+  scope: Parameters<typeof readCalicoSelector>[3],
+): ReturnType<typeof readCalicoSelector> {
+  const value = spec[field];
+  if (value != null && typeof value !== 'string') return undefined;
+  return readCalicoSelector(scratch, value, ['spec', field], scope);
+}
+
+/** Calico's `types`, or their default: Ingress with ingress rules or no egress ones, Egress with egress rules. */
+function calicoDirections(spec: Record<string, unknown>): Directions {
+  const types = Array.isArray(spec.types) ? spec.types : undefined;
+  return {
     affectsIngress: types ? types.includes('Ingress') : listed(spec.ingress) || !listed(spec.egress),
     affectsEgress: types ? types.includes('Egress') : listed(spec.egress),
   };
@@ -251,10 +247,15 @@ function ciliumSelected(ctx: DecodeContext): PodsSelected {
   });
   const [first] = selectors;
   const one = first !== undefined && selectors.every((s) => s?.key === first.key);
+  return { podSelector: one ? first : undefined, ...ciliumDirections(ctx) };
+}
+
+/** Cilium: the directions any of its rules has rules for, or a default deny in. */
+function ciliumDirections(ctx: DecodeContext): Directions {
+  const specs = ciliumSpecs(ctx);
   const defaultDeny = (rule: Record<string, unknown>, direction: string): boolean =>
     isRecord(rule.enableDefaultDeny) && rule.enableDefaultDeny[direction] === true;
   return {
-    podSelector: one ? first : undefined,
     affectsIngress: specs.some(
       ({ rule }) => listed(rule.ingress) || listed(rule.ingressDeny) || defaultDeny(rule, 'ingress'),
     ),
