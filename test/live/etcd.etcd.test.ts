@@ -132,7 +132,9 @@ describe('etcd access layer', { skip: needsEtcd }, () => {
       store.close();
       store = await connectEtcd({ endpoints: [server.endpoint] });
       await store.txn([], [{ type: 'put', key: '/r/b', value: '2' }]);
-      await until(() => seen.length === 2, 20_000);
+      // The watch comes back on its own backoff (up to 5 s between tries) once the new etcd
+      // answers: on a loaded CI machine that took more than 20 s once.
+      await until(() => seen.length === 2, 60_000);
       assert.deepEqual(seen, ['put /r/a', 'put /r/b']);
       await watch.cancel();
       store.close();
