@@ -19,7 +19,7 @@ import {
 } from '../../src/dataplane/index.ts';
 import { clusterArb } from '../helpers/arbitraries.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
-import { clusterOf } from '../helpers/builders.ts';
+import { clusterOf, namespace, pod, policy } from '../helpers/builders.ts';
 
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 
@@ -115,6 +115,53 @@ describe(
         ),
         { numRuns: Math.max(5, Math.ceil(RUNS / 10)), seed: 4 },
       );
+    });
+
+    it('replaces the whole table with every element of a set and map larger than one script line', async () => {
+      // 1,200 web pods elsewhere: the db pod's allowed-source set outgrows one line of elements.
+      // A whole-table script once held only the last line's elements (each `elements =` in a
+      // block replaces the one before), and the agent "repaired" that table every second.
+      await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: NETNS });
+      const webs = Array.from({ length: 1200 }, (_, i) =>
+        pod('shop', `web-${i}`, { app: 'web' }, { node: 'n2', ips: [`10.250.${i >> 8}.${i & 255}`] }),
+      );
+      const locals = Array.from({ length: 600 }, (_, i) =>
+        pod('shop', `db-${i}`, { app: 'db' }, { node: 'n1', ips: [`10.244.${i >> 7}.${(i & 127) + 1}`] }),
+      );
+      const cluster = clusterOf([
+        namespace('shop'),
+        ...webs,
+        ...locals,
+        policy('shop', 'db-from-web', {
+          podSelector: { matchLabels: { app: 'db' } },
+          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }] }],
+        }),
+      ]);
+      const state = new ClusterState();
+      const runner = nftRunner({ netns: NETNS });
+      try {
+        const renderer = new NftablesRenderer({ state, runner });
+        new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({ type: 'resync', cluster });
+        renderer.replaceAll();
+        const listed = await run('nft', ['-j', 'list', 'table', 'inet', 'palisade'], { netns: NETNS });
+        const kernel = JSON.parse(listed.stdout) as {
+          nftables: Record<string, { name?: string; elem?: unknown[] }>[];
+        };
+        const sizes = (kind: 'set' | 'map') =>
+          kernel.nftables.flatMap((o) => (o[kind] ? [o[kind].elem?.length ?? 0] : []));
+        assert.ok(
+          sizes('set').includes(1200),
+          `a set holds all 1,200 web pods (sizes: ${sizes('set').join(', ')})`,
+        );
+        assert.ok(
+          sizes('map').includes(600),
+          `a dispatch map holds all 600 local pods (sizes: ${sizes('map').join(', ')})`,
+        );
+        assert.equal(renderer.attach(), 0, "read back, the table is exactly the renderer's model");
+        assert.deepEqual(renderer.audit(true), [], 'and the audit finds nothing to repair');
+      } finally {
+        runner.close();
+      }
     });
   },
 );

@@ -61,13 +61,16 @@ function setBody(declaration: SetDeclaration): string {
 /** nft strings cannot contain a double quote; comments are for people, so it is replaced. */
 const quote = (text: string): string => `"${text.replace(/"/g, "'").slice(0, 120)}"`;
 
-/** Elements in lines of bounded length: one huge line is slow for nft's parser. */
+/** Most elements on one line: one huge line is slow for nft's parser. */
+const ELEMENTS_PER_LINE = 500;
+
+/** Elements in lines of bounded length (`prefix { a, b, … }` each). */
 function elementLines(prefix: string, elements: Iterable<string>): string[] {
   const lines: string[] = [];
   let batch: string[] = [];
   for (const element of elements) {
     batch.push(element);
-    if (batch.length === 500) {
+    if (batch.length === ELEMENTS_PER_LINE) {
       lines.push(`${prefix} { ${batch.join(', ')} }`);
       batch = [];
     }
@@ -101,13 +104,26 @@ export function addChain(name: string, lines: readonly string[], flush = false):
 export const deleteChain = (name: string): string => `delete chain ${TABLE} ${name}`;
 export const deleteSet = (name: string): string => `delete set ${TABLE} ${name}`;
 
-/** The whole table as one block, for a first apply or a resync (`nft list`-like, readable). */
+/**
+ * The whole table as one block, for a first apply or a resync (`nft list`-like, readable). A set
+ * or map whose elements fit one line holds them in the block (`elements = { … }`); a larger one is
+ * filled by `add element` lines after it, in the same transaction — inside a block, each
+ * `elements =` line replaces the one before it rather than adding to it, so a set written as
+ * several such lines held only its last line's elements.
+ */
 export function tableBlock(
   objects: NftObjects,
   baseChains: ReadonlyMap<string, readonly string[]>,
   fingerprint: string,
 ): string {
   const out: string[] = [`table ${TABLE} {`];
+  const after: string[] = [];
+  /** `elements = { … }` inside the block when they fit one line, else `add element` lines after it. */
+  const fill = (name: string, elements: readonly string[]): void => {
+    if (elements.length === 0) return;
+    if (elements.length <= ELEMENTS_PER_LINE) out.push(`\t\telements = { ${elements.join(', ')} }`);
+    else for (const line of elementLines(`add element ${TABLE} ${name}`, elements)) after.push(line);
+  };
   out.push(
     `\tset ${FINGERPRINT_SET} {`,
     `\t\ttype ${FINGERPRINT_TYPE};`,
@@ -116,18 +132,15 @@ export function tableBlock(
   );
   for (const [name, set] of [...objects.sets].sort(byName)) {
     out.push(`\tset ${name} {`, `\t\t${setBody(set.declaration).replace(/; /g, ';\n\t\t')}`);
-    if (set.elements.size > 0) out.push(...elementLines('\t\telements =', [...set.elements].sort()));
+    fill(name, [...set.elements].sort());
     out.push('\t}');
   }
   for (const [name, map] of [...objects.maps].sort(byName)) {
     out.push(`\tmap ${name} {`, `\t\ttype ${map.type} : verdict;`);
-    if (map.entries.size > 0)
-      out.push(
-        ...elementLines(
-          '\t\telements =',
-          [...map.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k} : ${v}`),
-        ),
-      );
+    fill(
+      name,
+      [...map.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k} : ${v}`),
+    );
     out.push('\t}');
   }
   for (const [name, lines] of [...[...objects.chains].sort(byName), ...baseChains]) {
@@ -137,6 +150,7 @@ export function tableBlock(
     out.push('\t}');
   }
   out.push('}');
+  for (const line of after) out.push(line);
   return out.join('\n') + '\n';
 }
 
