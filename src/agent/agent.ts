@@ -376,10 +376,21 @@ export class NodeAgent {
     this.metrics?.unreadable(result.unreadableCount);
   }
 
-  /** Verifies the datapath against what was realized and repairs a difference. */
+  /**
+   * Verifies the datapath against what was realized and repairs a difference. A repair that
+   * failed leaves the agent failing (not ready) and is verified again at the next retry; one that
+   * holds again makes it ready again.
+   */
   private async reconcile(): Promise<void> {
     this.verifyDue = false;
-    const differences = await this.options.realizer.reconcile();
+    let differences: readonly string[];
+    try {
+      differences = await this.options.realizer.reconcile();
+    } catch (error) {
+      this.verifyDue = true;
+      throw error;
+    }
+    if (this.phase === 'failing') this.recovered();
     if (differences.length === 0) return;
     this.driftRepairs++;
     this.lastDrift = { what: differences.join('; '), at: new Date().toISOString() };
@@ -388,6 +399,16 @@ export class NodeAgent {
       { differences, repairs: this.driftRepairs },
       `the datapath differed from what was realized (${differences[0]}${differences.length > 1 ? `, and ${differences.length - 1} more` : ''}): repaired`,
     );
+    this.status.schedule();
+  }
+
+  /** The datapath holds what was last realized again, after a failed repair. */
+  private recovered(): void {
+    this.failures = 0;
+    this.lastError = undefined;
+    this.phase = this.unreadableCount > 0 ? 'degraded' : 'ready';
+    this.log.info({}, `the datapath holds what was realized again: ${this.phase}`);
+    this.metrics?.state(this.ready, this.contact.stale);
     this.status.schedule();
   }
 

@@ -5,8 +5,23 @@
  * auditing the whole table (audit.ts), repaired by replacing it in one transaction; `nft monitor`
  * reports every transaction that touches it, and one that does not carry this renderer's
  * fingerprint is another writer's.
+ *
+ * A repair reads the table back at once: a replace that did not take is an error, never
+ * "repaired". That read also learns the chains' rules as the replace wrote them. Otherwise a
+ * replace large enough to overflow `nft monitor` (which is then restarted: events may have been
+ * missed) left every chain unlearned while another writer might have been at work, the next
+ * audit replaced the table again, and the monitor overflowed again — a repair every second.
+ * Another writer's transaction that the monitor reports after the repair's own (the stream is in
+ * commit order) may have come before that read, so what it learned is forgotten then; one
+ * reported before it was replaced by the repair.
  */
-import { monitorTable, nftRunner, keepRunning, type TiedProcess } from '../../dataplane/index.ts';
+import {
+  DataplaneError,
+  monitorTable,
+  nftRunner,
+  keepRunning,
+  type TiedProcess,
+} from '../../dataplane/index.ts';
 import type { DatapathCounts, NodeContext, NodeDatapath } from '../types.ts';
 import { FINGERPRINT_SET, TABLE } from './names.ts';
 import { NftablesRenderer } from './renderer.ts';
@@ -33,6 +48,10 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
   const pods = context.podCidrs?.length ?? 0;
   /** Another writer may have touched the table since the last audit found it right. */
   let foreign = false;
+  /** The chains' rules were learned right after a repair, and no audit has found the table right since. */
+  let learnedByRepair = false;
+  /** The fingerprint of the repair's replace, until the monitor reports it (or may have lost it). */
+  let repairUnreported: string | undefined;
   let monitor: TiedProcess | undefined;
   let flowLog: FlowLogReader | undefined;
   return {
@@ -63,12 +82,21 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
     },
     verify() {
       const differences = renderer.audit(!foreign);
-      if (differences.length === 0) foreign = false;
+      if (differences.length === 0) foreign = learnedByRepair = false;
       return Promise.resolve(differences);
     },
     repair() {
       renderer.replaceAll();
       foreign = false;
+      repairUnreported = renderer.lastFingerprint();
+      const left = renderer.audit(true);
+      learnedByRepair = true;
+      if (left.length > 0)
+        return Promise.reject(
+          new DataplaneError(
+            `replaced the ${TABLE} table${where}, but read back it still differs from what was committed (${left.join('; ')})`,
+          ),
+        );
       return Promise.resolve();
     },
     watch(suspect) {
@@ -79,8 +107,13 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
             fingerprintSet: FINGERPRINT_SET,
             ...(context.netns !== undefined ? { netns: context.netns } : {}),
             onTransaction: (txn) => {
-              if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) return;
+              if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) {
+                if (repairUnreported !== undefined && txn.fingerprints.includes(repairUnreported))
+                  repairUnreported = undefined;
+                return;
+              }
               foreign = true;
+              if (learnedByRepair && repairUnreported === undefined) renderer.forgetLearned();
               suspect(`another writer changed the table (generation ${txn.generation}: ${txn.example})`);
             },
             onStopped: stopped,
@@ -88,6 +121,7 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
         (why) => {
           // Events may have been missed: verify as if another writer had been.
           foreign = true;
+          repairUnreported = undefined;
           suspect(`${why}; restarting it`);
         },
       );

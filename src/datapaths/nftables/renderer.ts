@@ -157,9 +157,23 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
    */
   replaceAll(): void {
     this.applied = undefined;
-    this.lastAudited = undefined;
-    this.learned.clear();
+    this.forgetLearned();
     this.applyPlan(this.plan('all'));
+  }
+
+  /**
+   * Forgets what audits learned of the chains' rules (and the listing last found right): the next
+   * audit learns them afresh, or — while another writer may have touched the table — counts each
+   * as differing.
+   */
+  forgetLearned(): void {
+    this.learned.clear();
+    this.lastAudited = undefined;
+  }
+
+  /** The fingerprint (`generation . nonce`) of this renderer's last commit. */
+  lastFingerprint(): string {
+    return fingerprintText(this.fingerprint);
   }
 
   /** Whether `fingerprint` (`generation . nonce`) is one of this renderer's latest commits. */
