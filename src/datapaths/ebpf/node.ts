@@ -13,7 +13,8 @@
  * Verified (the agent's timer, or a route change): the pins are there, every such interface runs
  * the node's programs on both hooks (attachments.ts), and the policy maps hold exactly what the
  * renderer wrote (shadow-maps.ts). Repaired: pins put back from this process's descriptors,
- * programs attached again, entries written back.
+ * programs attached again, entries written back — and verified again at once: a repair that did
+ * not take is an error (the agent fails, not ready), never "repaired".
  */
 import {
   attach,
@@ -34,7 +35,7 @@ import {
   ShadowMaps,
   type PinLocation,
 } from './kernel/index.ts';
-import { keepRunning, startTiedProcess, type TiedProcess } from '../../dataplane/index.ts';
+import { DataplaneError, keepRunning, startTiedProcess, type TiedProcess } from '../../dataplane/index.ts';
 import { formatIp } from '../../net/ip.ts';
 import { directDeliveryRefusal } from './host-conntrack.ts';
 import { openFlowEvents, type FlowEventReader } from './kernel/flow-events.ts';
@@ -115,6 +116,13 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
     for (const device of [...attached]) if (!present.has(device)) attached.delete(device);
     pruneLinks(location, netns);
   };
+  /** What the node holds that differs from what was written: pins, attachments, map entries. */
+  const differences = (): string[] => [
+    ...(isLoaded(location)
+      ? attachmentProblems(location, netns, expected())
+      : [`pins under ${pinDir(location)} are missing`]),
+    ...shadow.differences(),
+  ];
   let monitor: TiedProcess | undefined;
   let flowEvents: FlowEventReader | undefined;
   return {
@@ -152,11 +160,7 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
     },
     verify() {
       forgetGone();
-      const differences: string[] = [];
-      if (!isLoaded(location)) differences.push(`pins under ${pinDir(location)} are missing`);
-      else differences.push(...attachmentProblems(location, netns, expected()));
-      differences.push(...shadow.differences());
-      return Promise.resolve(differences);
+      return Promise.resolve(differences());
     },
     repair() {
       pinnedMaps.repin();
@@ -166,6 +170,11 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
       const present = new Set(interfaceNames(netns) ?? []);
       for (const device of expected()) if (present.has(device)) attachTo(device);
       shadow.restore();
+      const left = differences();
+      if (left.length > 0)
+        return Promise.reject(
+          new DataplaneError(`repaired the eBPF datapath${where}, but it still differs (${left.join('; ')})`),
+        );
       return Promise.resolve();
     },
     watch(suspect) {
