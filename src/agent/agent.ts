@@ -378,18 +378,21 @@ export class NodeAgent {
 
   /**
    * Verifies the datapath against what was realized and repairs a difference. A repair that
-   * failed leaves the agent failing (not ready) and is verified again at the next retry; one that
-   * holds again makes it ready again.
+   * failed leaves the agent failing (not ready) and is verified again at the next retry; only a
+   * verification that ran and found the datapath right (or repaired it) makes it ready again. A
+   * realizer that must start again from a whole listing is given one first.
    */
   private async reconcile(): Promise<void> {
     this.verifyDue = false;
-    let differences: readonly string[];
+    let differences: readonly string[] | undefined;
     try {
       differences = await this.options.realizer.reconcile();
     } catch (error) {
       this.verifyDue = true;
+      if ((error as { relist?: unknown }).relist === true) this.needsRelist = true;
       throw error;
     }
+    if (differences === undefined) return;
     if (this.phase === 'failing') this.recovered();
     if (differences.length === 0) return;
     this.driftRepairs++;

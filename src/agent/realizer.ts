@@ -125,8 +125,8 @@ export class NodeRealizer implements Realizer {
     };
   }
 
-  async reconcile(): Promise<readonly string[]> {
-    if (this.first || this.unrealized || this.broken) return [];
+  async reconcile(): Promise<readonly string[] | undefined> {
+    if (this.first || this.unrealized || this.broken) return undefined;
     const differences = await this.options.datapath.verify();
     if (differences.length > 0) await this.options.datapath.repair();
     return differences;

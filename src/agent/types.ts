@@ -63,9 +63,10 @@ export interface Realizer {
   realize(changes: readonly KeyChange[], relist: boolean): Promise<RealizeResult>;
   /**
    * Verifies the datapath against what was last realized and repairs any difference in one
-   * transaction; returns what differed (empty: nothing). Throws when it could not.
+   * transaction; returns what differed (empty: nothing), or undefined when nothing was verified
+   * (no realization yet, one failed, or a worker to start again). Throws when it could not.
    */
-  reconcile(): Promise<readonly string[]>;
+  reconcile(): Promise<readonly string[] | undefined>;
   /** Told when the datapath's notifications say others may have changed it. */
   onSuspect(listener: (why: string) => void): void;
   /**

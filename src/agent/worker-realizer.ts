@@ -67,9 +67,9 @@ export class WorkerRealizer implements Realizer {
     return this.call<RealizeResult>({ op: 'realize', id: this.id(), relist });
   }
 
-  reconcile(): Promise<readonly string[]> {
-    if (this.restart) return Promise.resolve([]);
-    return this.call<readonly string[]>({ op: 'reconcile', id: this.id() });
+  reconcile(): Promise<readonly string[] | undefined> {
+    if (this.restart) return Promise.resolve(undefined);
+    return this.call<readonly string[] | undefined>({ op: 'reconcile', id: this.id() });
   }
 
   onSuspect(listener: (why: string) => void): void {

@@ -286,8 +286,10 @@ function defineBlock(table: FakeTable, body: string, command: string): void {
       continue;
     }
     const text = inner.join(' ');
+    // As nft does: each `elements =` line in a block replaces the one before it.
     const elements = inner
       .filter((l) => l.startsWith('elements = '))
+      .slice(-1)
       .flatMap((l) => elementsOf(l.slice('elements = '.length)));
     if (head[1] === 'set') {
       const set = declaration(text.replace(/;?\s*$/, ';'));

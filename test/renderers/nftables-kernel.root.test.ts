@@ -157,8 +157,9 @@ describe(
           sizes('map').includes(600),
           `a dispatch map holds all 600 local pods (sizes: ${sizes('map').join(', ')})`,
         );
+        // The audit first: it compares the kernel with what the replace committed.
+        assert.deepEqual(renderer.audit(true), [], 'the audit finds nothing to repair');
         assert.equal(renderer.attach(), 0, "read back, the table is exactly the renderer's model");
-        assert.deepEqual(renderer.audit(true), [], 'and the audit finds nothing to repair');
       } finally {
         runner.close();
       }

@@ -170,6 +170,7 @@ export function openEbpfNode(context: NodeContext): EbpfNode {
       const present = new Set(interfaceNames(netns) ?? []);
       for (const device of expected()) if (present.has(device)) attachTo(device);
       shadow.restore();
+      forgetGone();
       const left = differences();
       if (left.length > 0)
         return Promise.reject(
