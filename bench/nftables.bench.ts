@@ -81,10 +81,11 @@ async function measure(
       kind: real.kind,
       query: (command) => real.query(command),
       close: () => real.close(),
-      apply(script) {
+      apply(script, applying) {
         const t = performance.now();
-        real.apply(script);
+        const echoed = real.apply(script, applying);
         applyTimes.push(performance.now() - t);
+        return echoed;
       },
     };
     const state = new ClusterState();

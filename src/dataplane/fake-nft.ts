@@ -64,8 +64,8 @@ export class FakeNft implements NftRunner {
     this.faults.push(...faults);
   }
 
-  apply(script: string): void {
-    if (script.trim() === '') return;
+  apply(script: string): string {
+    if (script.trim() === '') return '';
     if (this.unreachable) throw new DataplaneError('nft did not answer (fake)', true);
     const fault = this.faults.shift();
     if (fault === 'reject') throw new DataplaneError('nft rejected the transaction (fake fault)');
@@ -82,6 +82,7 @@ export class FakeNft implements NftRunner {
     this.tables = next;
     this.applied.push(script);
     if (fault === 'lost') throw new DataplaneError('nft was killed after it committed (fake fault)', true);
+    return ''; // no echo: the fake prints no rules in nft's normal form
   }
 
   query(command: string): string | undefined {

@@ -34,6 +34,8 @@ export const EWOULDBLOCK = 11;
 export const CLONE_NEWNET = 0x40000000;
 /** `NFT_CTX_OUTPUT_JSON`. */
 export const NFT_OUTPUT_JSON = 1 << 4;
+/** `nft --echo`: print what a transaction added (with JSON: as JSON). */
+export const NFT_OUTPUT_ECHO = 1 << 5;
 
 interface Koffi {
   load(path: string): { func(signature: string): (...args: unknown[]) => unknown };

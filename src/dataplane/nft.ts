@@ -9,9 +9,18 @@
  * `nftRunner` picks the library when it loads, else the executable (`PALISADE_NFT=exec` forces
  * the executable). Runners never claim what the kernel holds after a failure: callers read back.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_TIMEOUT_MS, DataplaneError, runSync } from './exec.ts';
-import { CLONE_NEWNET, NFT_OUTPUT_JSON, nativeError, nativeLibc, nativeLibnftables } from './native.ts';
+import {
+  CLONE_NEWNET,
+  NFT_OUTPUT_ECHO,
+  NFT_OUTPUT_JSON,
+  nativeError,
+  nativeLibc,
+  nativeLibnftables,
+} from './native.ts';
 
 export interface NftRunner {
   /** Which way it reaches nftables (`library`, `exec`, `recording`, `fake`). */
@@ -19,8 +28,10 @@ export interface NftRunner {
   /**
    * Applies one script as one transaction. Throws a DataplaneError when nft refused it or did
    * not answer; `uncertain` on the error says the transaction may have been committed anyway.
+   * With `echo`, returns nft's JSON of every object the transaction added, as the kernel took it
+   * (`nft --echo -j`; '' from runners that reach no kernel); otherwise ''.
    */
-  apply(script: string): void;
+  apply(script: string, options?: { readonly echo?: boolean }): string;
   /**
    * Runs a read-only `list …` command (without `nft`, e.g. `list table inet palisade`) and
    * returns nft's JSON; undefined when the object does not exist.
@@ -45,6 +56,21 @@ function rejection(stderr: string, netns: string | undefined, uncertain = false)
   return new DataplaneError(`nft rejected the transaction${where(netns)}:\n${stderr.trim()}`, uncertain);
 }
 
+/**
+ * Runs `nft --echo` on a script written to a file of its own: with `--echo`, nft 1.0.6 fails to
+ * read `-f -` from a child's stdin ("Could not open file /dev/stdin: No such device or address").
+ */
+function echoed<T>(script: string, run: (file: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'palisade-nft-'));
+  try {
+    const file = join(dir, 'transaction.nft');
+    writeFileSync(file, script);
+    return run(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** `nft -f -` per transaction, each under a deadline that kills its process group. */
 export function execNftRunner(options: NftRunnerOptions = {}): NftRunner {
   const exec = {
@@ -53,10 +79,12 @@ export function execNftRunner(options: NftRunnerOptions = {}): NftRunner {
   };
   return {
     kind: 'exec',
-    apply(script: string): void {
-      if (script.trim() === '') return;
-      const result = runSync('nft', ['-f', '-'], { ...exec, input: script });
-      if (result.code === 0) return;
+    apply(script: string, applying: { readonly echo?: boolean } = {}): string {
+      if (script.trim() === '') return '';
+      const result = applying.echo
+        ? echoed(script, (file) => runSync('nft', ['--echo', '-j', '-f', file], exec))
+        : runSync('nft', ['-f', '-'], { ...exec, input: script });
+      if (result.code === 0) return applying.echo ? result.stdout : '';
       if (result.code === 127) throw new DataplaneError('nft is not installed (Debian package nftables)');
       if (result.timedOut)
         throw new DataplaneError(
@@ -142,13 +170,20 @@ export function libnftablesRunner(options: NftRunnerOptions = {}): NftRunner | u
   };
   return {
     kind: 'library',
-    apply(script: string): void {
-      if (script.trim() === '') return;
+    apply(script: string, applying: { readonly echo?: boolean } = {}): string {
+      if (script.trim() === '') return '';
       check();
-      const code = lib.runCommand(txn, script);
+      if (applying.echo) lib.setOutputFlags(txn, NFT_OUTPUT_ECHO | NFT_OUTPUT_JSON);
+      let code: number;
+      try {
+        code = lib.runCommand(txn, script);
+      } finally {
+        if (applying.echo) lib.setOutputFlags(txn, 0);
+      }
       const error = lib.error(txn);
-      lib.output(txn);
+      const output = lib.output(txn);
       if (code !== 0) throw rejection(error, options.netns);
+      return applying.echo ? output : '';
     },
     query(command: string): string | undefined {
       check();
@@ -191,8 +226,9 @@ export function recordingRunner(): NftRunner & { readonly scripts: string[] } {
   return {
     kind: 'recording',
     scripts,
-    apply(script: string): void {
+    apply(script: string): string {
       scripts.push(script);
+      return '';
     },
     query: () => undefined,
     close: () => undefined,

@@ -241,7 +241,7 @@ describe('the nftables agent repairs its table when others change it', { skip, c
     // its flag file exists.
     const shim = await nftShim(
       (real, dir) =>
-        `if [ "$1" = -f ] && [ -e ${dir}/refuse ]; then cat >/dev/null; echo "Error: refused by the test" >&2; exit 1; fi\nexec ${real} "$@"`,
+        `case " $* " in *" -f "*) if [ -e ${dir}/refuse ]; then cat >/dev/null; echo "Error: refused by the test" >&2; exit 1; fi;; esac\nexec ${real} "$@"`,
       { PALISADE_NFT: 'exec' },
     );
     try {

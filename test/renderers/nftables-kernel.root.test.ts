@@ -117,6 +117,53 @@ describe(
       );
     });
 
+    for (const [kind, make] of [
+      ['libnftables', () => libnftablesRunner({ netns: NETNS })],
+      ['the nft executable', () => execNftRunner({ netns: NETNS })],
+    ] as const)
+      it(`a replace through ${kind} learns its chains from its own echo: an edit right after it is an edit`, async () => {
+        await run('nft', ['delete', 'table', 'inet', 'palisade'], { netns: NETNS });
+        const runner = make();
+        assert.ok(runner, 'libnftables loads');
+        try {
+          const state = new ClusterState();
+          const renderer = new NftablesRenderer({ state, runner });
+          new PolicyPipeline({ state, node: 'n1', renderers: [renderer] }).apply({
+            type: 'resync',
+            cluster: clusterOf([
+              namespace('shop'),
+              pod('shop', 'db', { app: 'db' }, { node: 'n1', ips: ['10.244.0.2'] }),
+              pod('shop', 'web', { app: 'web' }, { node: 'n2', ips: ['10.250.0.1'] }),
+              policy('shop', 'db', {
+                podSelector: { matchLabels: { app: 'db' } },
+                ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }] }],
+              }),
+            ]),
+          });
+          assert.equal(renderer.replaceAll(), true, 'the echo held the chains');
+          // Another writer, before any audit: a rule of a table chain replaced by accept.
+          const listed = JSON.parse(
+            (await run('nft', ['-j', 'list', 'table', 'inet', 'palisade'], { netns: NETNS })).stdout,
+          ) as {
+            nftables: { rule?: { chain: string; handle: number } }[];
+          };
+          const rule = listed.nftables.find((i) => i.rule?.chain.startsWith('t_'))?.rule;
+          assert.ok(rule, 'a table chain has a rule');
+          const edited = await run(
+            'nft',
+            ['replace', 'rule', 'inet', 'palisade', rule.chain, 'handle', String(rule.handle), 'accept'],
+            { netns: NETNS },
+          );
+          assert.equal(edited.code, 0, edited.stderr);
+          // Learning allowed: what the echo taught wins over what the kernel holds now.
+          assert.deepEqual(renderer.audit(true), [`chain ${rule.chain}'s rules were edited`]);
+          renderer.replaceAll();
+          assert.deepEqual(renderer.audit(true), [], 'replaced again, it holds what was committed');
+        } finally {
+          runner?.close();
+        }
+      });
+
     it('replaces the whole table with every element of a set and map larger than one script line', async () => {
       // 1,200 web pods elsewhere: the db pod's allowed-source set outgrows one line of elements.
       // A whole-table script once held only the last line's elements (each `elements =` in a

@@ -17,7 +17,9 @@
  *   are named after their content, so a name's rules never change legitimately; the hook chains'
  *   rules change with the generation and are learned per generation. A chain not yet learned
  *   while another writer has touched the table (`learn: false`) counts as differing: the table
- *   is replaced, and learned afresh from what the replace wrote.
+ *   is replaced, and learned afresh from what the replace wrote — from the replace's own echo
+ *   (`learnFromEcho`): the rules as the kernel took them in that transaction, so an edit made
+ *   right after it counts as an edit, whatever the monitor saw.
  */
 import { hash } from 'node:crypto';
 import type { NftObjects } from './objects.ts';
@@ -91,7 +93,7 @@ export function auditTable(
       rules.set(String(chain.name), []);
     } else if (item.rule) {
       const rule = item.rule as Json;
-      rules.get(String(rule.chain))?.push(JSON.stringify([rule.expr, rule.comment ?? null]));
+      rules.get(String(rule.chain))?.push(ruleText(rule));
     }
   }
   const { objects } = committed;
@@ -150,7 +152,7 @@ export function auditTable(
       out.push(`chain ${name} has ${held.length} rules, not ${want.rules}`);
       continue;
     }
-    const digest = hash('sha1', held.join('\n'));
+    const digest = rulesDigest(held);
     const known = learned.get(want.key);
     if (known === undefined) {
       if (learn) learned.set(want.key, digest);
@@ -163,6 +165,35 @@ export function auditTable(
   if (out.length > MAX_LINES)
     return { differences: [...out.slice(0, MAX_LINES), `and ${out.length - MAX_LINES} more`] };
   return { differences: out };
+}
+
+/** A rule as nft prints it, for a chain's digest: its expressions and comment. */
+const ruleText = (rule: Json): string => JSON.stringify([rule.expr, rule.comment ?? null]);
+const rulesDigest = (rules: readonly string[]): string => hash('sha1', rules.join('\n'));
+
+/**
+ * Learns every chain's rules from a transaction's echo (`nft --echo -j`: each object it added,
+ * as the kernel took it — the same JSON a listing prints). `keyOf` names a chain's entry in
+ * `learned` (hook chains: `name@generation`). Returns whether the echo held any chain (runners
+ * that reach no kernel echo nothing).
+ */
+export function learnFromEcho(
+  echo: string,
+  keyOf: (chain: string) => string,
+  learned: Map<string, string>,
+): boolean {
+  if (echo.trim() === '') return false;
+  const rules = new Map<string, string[]>();
+  const ours = (object: Json): boolean => `${String(object.family)} ${String(object.table)}` === TABLE;
+  for (const item of listingItems(echo)) {
+    const added = item.add as Json | undefined;
+    const chain = added?.chain as Json | undefined;
+    const rule = added?.rule as Json | undefined;
+    if (chain && ours(chain)) rules.set(String(chain.name), []);
+    else if (rule && ours(rule)) rules.get(String(rule.chain))?.push(ruleText(rule));
+  }
+  for (const [chain, texts] of rules) learned.set(keyOf(chain), rulesDigest(texts));
+  return rules.size > 0;
 }
 
 /** `what: N missing (e.g. x), M not Palisade's (e.g. y)`, or nothing when equal. */

@@ -6,17 +6,11 @@
  * reports every transaction that touches it, and one that does not carry this renderer's
  * fingerprint is another writer's.
  *
- * A repair reads the table back at once: a replace that did not take is an error, never
- * "repaired". That read also learns the chains' rules as the replace wrote them. Otherwise a
- * replace large enough to overflow `nft monitor` (which is then restarted: events may have been
- * missed) left every chain unlearned while another writer might have been at work, the next
- * audit replaced the table again, and the monitor overflowed again — a repair every second.
- * Another writer's transaction that the monitor reports after the repair's own (the stream is in
- * commit order) may have come before that read, so what it learned is forgotten then; one
- * reported before it was replaced by the repair. Not covered: an edit of a chain's rules in the
- * milliseconds between the replace and that read whose event the monitor also loses (it
- * overflowed on the replace) is learned as written. Learning from the replace's own echo
- * (`nft --echo`) would close that window.
+ * A repair learns the chains' rules from its replace's own echo and reads the table back at
+ * once: a replace that did not take, or a chain edited since, is an error, never "repaired".
+ * Before, chains were learned only by a later audit: a replace large enough to overflow
+ * `nft monitor` (restarted, so another writer may have been at work) left them unlearned, the
+ * next audit replaced the table again, and the monitor overflowed again — a repair every second.
  */
 import {
   DataplaneError,
@@ -51,10 +45,6 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
   const pods = context.podCidrs?.length ?? 0;
   /** Another writer may have touched the table since the last audit found it right. */
   let foreign = false;
-  /** The chains' rules were learned right after a repair, and no audit has found the table right since. */
-  let learnedByRepair = false;
-  /** The fingerprint of the repair's replace, until the monitor reports it (or may have lost it). */
-  let repairUnreported: string | undefined;
   let monitor: TiedProcess | undefined;
   let flowLog: FlowLogReader | undefined;
   return {
@@ -94,15 +84,15 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
             : `${pending} operations of the last commit did not take`,
         ]);
       const differences = renderer.audit(!foreign);
-      if (differences.length === 0) foreign = learnedByRepair = false;
+      if (differences.length === 0) foreign = false;
       return Promise.resolve(differences);
     },
     repair() {
       renderer.replaceAll();
       foreign = false;
-      repairUnreported = renderer.lastFingerprint();
+      // Chains learned from the echo are compared; any the echo lacked (its answer lost) are
+      // learned from this read.
       const left = renderer.audit(true);
-      learnedByRepair = true;
       if (left.length > 0)
         return Promise.reject(
           new DataplaneError(
@@ -119,13 +109,8 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
             fingerprintSet: FINGERPRINT_SET,
             ...(context.netns !== undefined ? { netns: context.netns } : {}),
             onTransaction: (txn) => {
-              if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) {
-                if (repairUnreported !== undefined && txn.fingerprints.includes(repairUnreported))
-                  repairUnreported = undefined;
-                return;
-              }
+              if (txn.fingerprints.some((f) => renderer.committedFingerprint(f))) return;
               foreign = true;
-              if (learnedByRepair && repairUnreported === undefined) renderer.forgetLearned();
               suspect(`another writer changed the table (generation ${txn.generation}: ${txn.example})`);
             },
             onStopped: stopped,
@@ -133,7 +118,6 @@ export function openNftablesNode(context: NodeContext): NodeDatapath {
         (why) => {
           // Events may have been missed: verify as if another writer had been.
           foreign = true;
-          repairUnreported = undefined;
           suspect(`${why}; restarting it`);
         },
       );

@@ -42,7 +42,7 @@ import { applyOperations, operationsScript } from './operations.ts';
 import { baseChains, generationScript, type BaseChainOptions } from './base-chains.ts';
 import { cloneObjects, isIntersection, planOperations, type Plan } from './plan.ts';
 import { DesiredTable } from './desired-table.ts';
-import { auditTable } from './audit.ts';
+import { auditTable, learnFromEcho } from './audit.ts';
 
 interface NftablesOptions extends BaseChainOptions {
   /** The store the compiled tables came from: group members are read from it. */
@@ -153,27 +153,19 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
 
   /**
    * Replaces the kernel's table with the committed one, whole, in one transaction (the repair of
-   * whatever another writer did to it). Throws DataplaneError when nft refused.
+   * whatever another writer did to it), and learns the chains' rules from that transaction's
+   * echo (audit.ts). Returns whether it learned them (false: the runner reaches no kernel).
+   * Throws DataplaneError when nft refused.
    */
-  replaceAll(): void {
+  replaceAll(): boolean {
     this.applied = undefined;
-    this.forgetLearned();
-    this.applyPlan(this.plan('all'));
-  }
-
-  /**
-   * Forgets what audits learned of the chains' rules (and the listing last found right): the next
-   * audit learns them afresh, or — while another writer may have touched the table — counts each
-   * as differing.
-   */
-  forgetLearned(): void {
     this.learned.clear();
     this.lastAudited = undefined;
-  }
-
-  /** The fingerprint (`generation . nonce`) of this renderer's last commit. */
-  lastFingerprint(): string {
-    return fingerprintText(this.fingerprint);
+    const planned = this.plan('all');
+    const echo = this.applyPlan(planned, true, true);
+    const generation = this.fingerprint.generation;
+    const base = this.baseChains(generation);
+    return learnFromEcho(echo, (chain) => (base.has(chain) ? `${chain}@${generation}` : chain), this.learned);
   }
 
   /** Whether `fingerprint` (`generation . nonce`) is one of this renderer's latest commits. */
@@ -277,13 +269,15 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     };
   }
 
-  private applyPlan(planned: Plan, complete = true): void {
+  /** Commits a plan; with `echo`, returns nft's echo of the transaction (see NftRunner.apply). */
+  private applyPlan(planned: Plan, complete = true, echo = false): string {
     this.appliedVersion++;
+    let echoed = '';
     if (planned.script !== '' && planned.fingerprint) {
       // Noted before sending: the kernel's notification of the commit may come before nft returns.
       this.committed.push(fingerprintText(planned.fingerprint));
       if (this.committed.length > 64) this.committed.shift();
-      this.send(planned.script, planned.fingerprint);
+      echoed = this.send(planned.script, planned.fingerprint, echo);
       this.fingerprint = planned.fingerprint;
     }
     for (const op of planned.operations) if (op.type === 'add-chain') this.flushFirst.delete(op.name);
@@ -295,6 +289,7 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
     else
       for (const op of planned.operations)
         if (op.type === 'add-chain' && isIntersection(op.name)) this.dirty.chains.add(op.name);
+    return echoed;
   }
 
   /**
@@ -303,10 +298,9 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
    * the kernel) counts as done; otherwise the renderer adopts what the kernel holds, so the next
    * commit starts from it, and the error says what was found.
    */
-  private send(script: string, next: Fingerprint): void {
+  private send(script: string, next: Fingerprint, echo = false): string {
     try {
-      this.options.runner.apply(script);
-      return;
+      return this.options.runner.apply(script, { echo });
     } catch (error) {
       if (!(error instanceof DataplaneError)) throw error;
       const before = this.applied ? this.fingerprint : undefined;
@@ -321,7 +315,8 @@ export class NftablesRenderer implements Renderer<NftablesChanges> {
           true,
         );
       }
-      if (kernel?.fingerprint && sameFingerprint(kernel.fingerprint, next)) return; // committed; the answer was lost
+      // Committed; the answer (and any echo) was lost.
+      if (kernel?.fingerprint && sameFingerprint(kernel.fingerprint, next)) return '';
       const unchanged =
         before !== undefined &&
         kernel?.fingerprint !== undefined &&

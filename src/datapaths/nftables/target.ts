@@ -33,9 +33,10 @@ export const nftablesTarget: TargetImplementation<NftablesOutput> = {
       state: store,
       runner: {
         kind: kernel ? kernel.kind : 'recording',
-        apply(script) {
-          kernel?.apply(script);
+        apply(script, applying) {
+          const echoed = kernel?.apply(script, applying) ?? '';
           sent.push(script);
+          return echoed;
         },
         // Printing: nothing is in a kernel. Applying: what the namespace holds (read back after a failure).
         query: (command) => (kernel ? kernel.query(command) : undefined),
