@@ -183,19 +183,29 @@ async function removeStaleSocket(path: string): Promise<void> {
   unlinkSync(path);
 }
 
+/**
+ * How long a starting etcd may take to answer healthy: a fresh one answers within a second, but
+ * a clean-clone CI run at a load above 10 saw one take more than the 15 s allowed before.
+ */
+const HEALTHY_WITHIN_MS = 60_000;
+/** One health request's limit: an etcd that accepted the connection but hangs is asked again. */
+const HEALTH_REQUEST_MS = 5_000;
+
 async function waitHealthy(endpoint: string, child: ChildProcess, stderr: () => string): Promise<void> {
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + HEALTHY_WITHIN_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`etcd exited (${child.exitCode}): ${stderr().trim()}`);
     try {
-      const response = await fetch(`${endpoint}/health`);
+      const response = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(HEALTH_REQUEST_MS) });
       if (response.ok && ((await response.json()) as { health?: unknown }).health === 'true') return;
     } catch {
       // not listening yet
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`etcd did not become healthy at ${endpoint}: ${stderr().trim()}`);
+  throw new Error(
+    `etcd did not become healthy at ${endpoint} within ${HEALTHY_WITHIN_MS / 1000} s${stderr().trim() ? `: ${stderr().trim()}` : ''}`,
+  );
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
