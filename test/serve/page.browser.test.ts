@@ -79,6 +79,11 @@ describe('palisade serve: the page in headless Chromium', { skip: CHROMIUM_MISSI
   });
 
   it('drills down to workloads and pods; a denied pod pair shows the reason', async () => {
+    // The port's heatmap is drawn anew: wait for that drawing, not for the one before it (a
+    // click on the old one was lost in a loaded CI run).
+    await page
+      .locator('body')
+      .evaluate((body: { removeAttribute(name: string): void }) => body.removeAttribute('data-shown'));
     await page.selectOption('select[name=port]', 'postgres/TCP');
     await shown(1);
     const { x, y } = await cellPoint('shop', 'shop');
