@@ -11,7 +11,7 @@
  */
 import { makeCidr, type Cidr } from '../net/ip.ts';
 import type { Endpoint, NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
-import { groupKey, ruleNets, selectorGroupSpec, type ReadonlyStore } from '../state/index.ts';
+import { groupKey, portNumbers, ruleNets, selectorGroupSpec, type ReadonlyStore } from '../state/index.ts';
 import { DirectionTable } from './direction-table.ts';
 import { PARTITION_SEPARATOR } from '../configurator/types.ts';
 import type { StateGroupResolver } from './state-group-resolver.ts';
@@ -81,7 +81,7 @@ function slotsOf(
       if (net.kind !== 'group') continue;
       const key = groupKey(net.spec);
       referenced.push(key);
-      for (const number of state.group(key)?.ports.keys() ?? []) {
+      for (const number of portNumbers(state.group(key))) {
         const list = byNumber.get(number) ?? [];
         list.push(`${key}${PARTITION_SEPARATOR}${number}`);
         byNumber.set(number, list);

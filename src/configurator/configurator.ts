@@ -19,6 +19,7 @@ import { ANY_NET, type NetRef, type Rule, type RuleTable } from '../model/rule.t
 import type { ClusterPolicy, ClusterRule, Endpoint, NetworkPolicy, PolicyPort } from '../model/types.ts';
 import {
   policyTemplates,
+  portNumbers,
   type CompilingStore,
   type RuleTemplate,
   type TierSelection,
@@ -363,7 +364,7 @@ export class Configurator {
     }
     // Egress named port: one rule per partition of the destination group.
     if (net.kind !== 'group') return;
-    for (const n of this.state.group(net.group)?.ports.keys() ?? [])
+    for (const n of portNumbers(this.state.group(net.group)))
       out.push(this.prepared(template, slots, i, n, direction, net));
   }
 

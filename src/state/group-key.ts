@@ -5,7 +5,7 @@
 import { cidrContains } from '../net/ip.ts';
 import { selectorMatches } from '../model/selector.ts';
 import type { Endpoint, Labels } from '../model/types.ts';
-import type { GroupSpec } from './types.ts';
+import type { AddressGroup, GroupSpec } from './types.ts';
 
 export function groupKey(spec: GroupSpec): string {
   // Concatenated directly (no parts array): this runs for every peer of every policy.
@@ -73,4 +73,13 @@ export function groupAdmits(spec: GroupSpec, pod: Endpoint, namespaceLabels: Lab
 export function namedPortOf(pod: Endpoint, named: NonNullable<GroupSpec['namedPort']>): number | undefined {
   for (const p of pod.ports) if (p.name === named.name && p.protocol === named.protocol) return p.port;
   return undefined;
+}
+
+/**
+ * The numbers a named-port group's members resolve its name to, ascending. Every renderer lists
+ * them in this order, so the tables an agent kept current through a history of events equal the
+ * ones a fresh render of the same cluster makes (a member's arrival order would otherwise decide).
+ */
+export function portNumbers(group: AddressGroup | undefined): number[] {
+  return group ? [...group.ports.keys()].sort((a, b) => a - b) : [];
 }

@@ -4,7 +4,7 @@
 export { ClusterState } from './cluster-state.ts';
 export { clusterPolicyOwner } from './cluster-policy-store.ts';
 export { ALL_PODS, clusterRuleNets, hasNodesPeers, namedProtocols } from './cluster-policy-groups.ts';
-export { groupKey, groupAdmits, sharedGroupKey } from './group-key.ts';
+export { groupKey, groupAdmits, portNumbers, sharedGroupKey } from './group-key.ts';
 export {
   ruleNets,
   policyGroupSpecs,

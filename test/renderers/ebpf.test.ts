@@ -114,6 +114,37 @@ describe('eBPF maps, read as the program reads them', () => {
       { numRuns: Math.max(10, Math.ceil(RUNS / 8)) },
     );
   });
+
+  it('an egress named port resolved to several numbers lists them by number, whatever order the pods came in', () => {
+    // Found by the property above (seed 1899701662): slots followed the members' arrival, so a
+    // node kept current held a table a fresh render (an agent's restart) wrote again.
+    const named = (name: string, port: number, ip: string): Raw =>
+      pod('a', name, {}, { ips: [ip], node: 'n1', ports: [{ name: 'http', containerPort: port }] });
+    const client = pod('a', 'client', { app: 'client' }, { ips: ['10.0.0.9'], node: 'n1' });
+    const egress = policy('a', 'out', {
+      podSelector: { matchLabels: { app: 'client' } },
+      egress: [{ ports: [{ port: 'http' }] }],
+    });
+    const first = [namespace('a'), client, egress, named('late', 8080, '10.0.0.2')];
+    const second = [
+      namespace('a'),
+      named('early', 80, '10.0.0.1'),
+      client,
+      egress,
+      named('late', 8080, '10.0.0.2'),
+    ];
+    const kept = nodePipeline('n1');
+    kept.pipeline.apply({ type: 'resync', cluster: clusterOf(first) });
+    kept.pipeline.applyBatch(changesBetween(clusterOf(first), clusterOf(second)));
+    const fresh = nodePipeline('n1');
+    fresh.pipeline.apply({ type: 'resync', cluster: clusterOf(second) });
+    assert.deepEqual(normalized(kept.renderer.content()), normalized(fresh.renderer.content()));
+    const table = kept.renderer.content().tables.find((t) => t.entries.labels.length === 2);
+    assert.deepEqual(table?.entries.labels, [
+      'a/out egress[0] port http=80',
+      'a/out egress[0] port http=8080',
+    ]);
+  });
 });
 
 describe('eBPF safe update', () => {

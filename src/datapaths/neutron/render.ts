@@ -14,7 +14,7 @@ import { formatIp, hostCidr } from '../../net/ip.ts';
 import type { Endpoint, NetworkPolicy, PolicyPort } from '../../model/types.ts';
 import { policyKey } from '../../model/types.ts';
 import { PARTITION_SEPARATOR, referenceMembers } from '../../configurator/index.ts';
-import { policyTemplates, type ReadonlyStore, type RuleTemplate } from '../../state/index.ts';
+import { policyTemplates, portNumbers, type ReadonlyStore, type RuleTemplate } from '../../state/index.ts';
 import {
   ALLOW_ALL_EGRESS,
   ALLOW_ALL_INGRESS,
@@ -126,7 +126,7 @@ class SecurityGroupsBuilder {
     const key = template.net.group;
     const group = this.state.group(key);
     const rules: SecurityGroupRule[] = [];
-    for (const number of [...(group?.ports.keys() ?? [])].sort((a, b) => a - b)) {
+    for (const number of portNumbers(group)) {
       const members = [...(group?.members.values() ?? [])].filter((m) => m.port === number);
       const addresses = members.flatMap((m) =>
         m.ips
