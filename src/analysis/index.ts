@@ -26,7 +26,7 @@ export { CLASS_FORMATS, CLASS_JSON_FORMAT, type ClassWriter } from './format/cla
 export { focusRows, restrictMatrix, connects } from './focus.ts';
 export {
   estimateClassOutput,
-  estimateMatrixExtrasJson,
+  estimateMatrixExtras,
   estimateMatrixOutput,
   formatSize,
   parseSize,

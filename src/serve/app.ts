@@ -12,7 +12,7 @@ import {
   computeViewMatrix,
   diffJson,
   estimateClassOutput,
-  estimateMatrixExtrasJson,
+  estimateMatrixExtras,
   estimateMatrixOutput,
   formatSize,
   ingressControllerPeer,
@@ -213,7 +213,7 @@ export function createApp(
     const outside = outsideClasses(matrix, s.input.cluster, s.semantics, OUTSIDE_BUDGET);
     const ingressController = ingressControllerPeer(matrix, s.input.cluster, {}, s.semantics);
     const extras = matrixExtras({ notEvaluated: notEvaluated(s.input.cluster), outside, ingressController });
-    const more = estimateMatrixExtrasJson(matrix, extras).bytes;
+    const more = estimateMatrixExtras(matrix, extras, 'json').bytes;
     if (estimate.bytes + more > MAX_ANSWER_BYTES) return tooLarge(c, estimate.bytes + more, 'ask by=class');
     const body = [...writer(matrix, PLAIN, extras)].join('');
     // Bounded: a client walking through every port keeps a few answers per version at most.

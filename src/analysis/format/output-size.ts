@@ -116,24 +116,62 @@ export function parseSize(text: string): number | undefined {
   return Math.round(Number(match[1]) * base ** power);
 }
 
+/** What a matrix answer writes after its rows: address ranges outside the cluster, the ingress controller. */
+interface MatrixExtrasSize {
+  readonly outside?: readonly { readonly label: string }[];
+  readonly ingressController?: { readonly label: string };
+}
+
 /**
- * The JSON lines of a matrix's address ranges and ingress controller (`addresses`,
- * `ingressController`): one per row, range class, direction and port — as many again as the
- * rows' own lines when every row reaches a few ranges.
+ * The size of a matrix's address ranges and ingress controller in a format (`estimateMatrixOutput`
+ * counts the rows alone). Listings (JSON, CSV, text and Markdown without `--port`) have a line
+ * per row, range, direction and port, as many again as the rows' own when every row reaches a few
+ * ranges; tables (text and Markdown with `--port`) a column and a row per range. Text lists only
+ * the connections allowed: counted as if all were.
  */
-export function estimateMatrixExtrasJson(
+export function estimateMatrixExtras(
   matrix: Matrix,
-  extras: { readonly outside?: readonly { readonly label: string }[]; readonly ingressController?: unknown },
+  extras: MatrixExtrasSize,
+  format: string,
 ): OutputEstimate {
   const q = Math.max(1, matrix.queries.length);
-  const ids = sum(matrix.rows.map((r) => r.id.length + r.kind.length + 4));
   const n = matrix.rows.length;
   const ranges = extras.outside ?? [];
-  // Per line: the row's id and kind, the range's label (or the controller's), and ~110 bytes of keys.
-  const bytes =
-    q *
-    (2 * (ranges.length * ids + n * sum(ranges.map((r) => r.label.length + 110))) +
-      (extras.ingressController ? ids + n * 130 : 0));
-  const lines = q * n * (2 * ranges.length + (extras.ingressController ? 1 : 0));
-  return { bytes, lines, atLeast: false };
+  const controller = extras.ingressController;
+  const peers = ranges.length + (controller ? 1 : 0);
+  const rowLabels = sum(
+    matrix.rows.map((r) => (format === 'json' ? r.id.length + r.kind.length + 4 : r.label.length)),
+  );
+  const rangeLabels = sum(ranges.map((r) => r.label.length));
+  const controllerLabel = controller?.label.length ?? 0;
+  /** Bytes of every line between a row and a peer: both labels and `perLine` more. */
+  const listing = (perLine: number, twoWays: number): number =>
+    twoWays * (ranges.length * rowLabels + n * rangeLabels + n * ranges.length * perLine) +
+    (controller ? rowLabels + n * (controllerLabel + perLine) : 0);
+  const lines = q * n * (2 * ranges.length + (controller ? 1 : 0));
+  const exact = (bytes: number, count: number): OutputEstimate => ({ bytes, lines: count, atLeast: false });
+  const perPort = matrix.queries.length > 0;
+  switch (format) {
+    case 'json':
+      // Per line: the row's id and kind, the range's label (or the controller's), ~110 bytes of keys.
+      return exact(q * listing(110, 2), lines);
+    case 'csv':
+      return exact(q * listing(perPort ? 24 : 16, 2), lines);
+    case 'md':
+      if (!perPort) return exact(listing(20, 2), lines);
+      // A column per range (a ✓ cell is 6 bytes) on every row, and a row per peer.
+      return exact(
+        q * (rangeLabels + 8 * ranges.length + n * 6 * ranges.length + peers * 6 * (n + ranges.length)) +
+          q * (rangeLabels + controllerLabel + 4 * peers),
+        q * peers,
+      );
+    case 'text': {
+      if (!perPort) return exact(listing(12, 2), lines);
+      // A 3-byte column per peer on every line of each port's table, and a row per peer.
+      const width = Math.max(4, ...matrix.rows.map((r) => r.label.length)) + 6 + 3 * (n + peers);
+      return exact(q * ((n + 2) * 3 * peers + peers * width) + rangeLabels, q * peers);
+    }
+    default:
+      return exact(0, 0);
+  }
 }

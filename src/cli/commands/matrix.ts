@@ -36,7 +36,7 @@ import {
   type PortQuery,
   type RowGrouping,
   notEvaluated,
-  estimateMatrixExtrasJson,
+  estimateMatrixExtras,
   matrixExtras,
 } from '../../analysis/index.ts';
 import {
@@ -232,9 +232,9 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         );
       const ingressController = ingressControllerPeer(matrix, loaded.cluster, place, input.semantics);
       const extras = matrixExtras({ notEvaluated: missing, outside, ingressController });
-      // JSON's lines for the ranges and the controller can be as many as the rows' own.
-      const more = format === 'json' ? estimateMatrixExtrasJson(matrix, extras) : undefined;
-      if (more)
+      // The lines for the ranges and the controller can be as many as the rows' own.
+      const more = estimateMatrixExtras(matrix, extras, format);
+      if (more.bytes > 0)
         refuseLargeOutput(
           {
             bytes: estimate.bytes + more.bytes,
@@ -242,12 +242,12 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
             atLeast: estimate.atLeast,
           },
           maxOutput,
-          lessMatrix(matrix.stats.classes, format, false),
+          [...lessMatrix(matrix.stats.classes, format, false), '--addresses none (no address ranges)'],
         );
       await writeWithProgress(
         io,
         writer(matrix, styleFor(io.stdoutIsTty, io.env), extras),
-        estimate.bytes + (more?.bytes ?? 0),
+        estimate.bytes + more.bytes,
         progress,
       );
       done(inputErrors ? EXIT_FINDINGS : EXIT_OK);
