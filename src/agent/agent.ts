@@ -17,9 +17,9 @@
  * - Unreadable values: the realizer keeps each such key's last good version (or a fail-closed
  *   stand-in) and lists it; the agent is `degraded` while any is listed, and says so in its
  *   log, status, metrics and /readyz.
- * - Drift: the datapath is verified against what was realized on a timer (`verifyIntervalMs`)
- *   and whenever its notifications suspect another writer; a difference is logged, counted and
- *   repaired in one transaction.
+ * - Drift (drift.ts): the datapath is verified against what was realized on a timer
+ *   (`verifyIntervalMs`) and whenever its notifications suspect another writer; a difference is
+ *   logged, counted and repaired in one transaction.
  * - Status: a key bound to the agent's lease (status.ts), rewritten at most every
  *   `statusIntervalMs` while things change; a lost lease is granted again.
  * - Stop: the running realization finishes, the lease is revoked (the status key goes), the
@@ -34,6 +34,7 @@ import type { KeyChange, UnreadableKey } from './mirror.ts';
 import { StatusKeys } from './status.ts';
 import { ContactTracker } from './contact.ts';
 import { StatusLease } from './status-lease.ts';
+import { DriftRepair } from './drift.ts';
 import type {
   AgentLog,
   AgentMetrics,
@@ -57,6 +58,8 @@ export class NodeAgent {
   private readonly status: StatusLease;
   /** In contact with etcd (and the upstream, in direct mode), or stale. */
   private readonly contact: ContactTracker;
+  /** When the datapath is verified, and what a verification repairs and recovers. */
+  private readonly drift: DriftRepair;
 
   private phase: AgentState['phase'] = 'starting';
   private realizedRevision = 0;
@@ -66,8 +69,6 @@ export class NodeAgent {
   private resyncs = 0;
   private unreadable: readonly UnreadableKey[] = [];
   private unreadableCount = 0;
-  private driftRepairs = 0;
-  private lastDrift: { what: string; at: string } | undefined;
 
   /**
    * Key changes received and not yet realized, and the revision they bring the agent to. They
@@ -80,8 +81,6 @@ export class NodeAgent {
   /** A realization failed: the datapath must be brought to the pipeline's state again. */
   private unrealized = false;
   private needsRelist = false;
-  /** The datapath is to be verified against what was realized (timer, or a suspected writer). */
-  private verifyDue = false;
   private watch: EtcdWatch | undefined;
   private pumping: Promise<void> | undefined;
   /** The first listing is pending (start): nothing may be realized before it. */
@@ -90,7 +89,6 @@ export class NodeAgent {
   private failures = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
   private staleTimer: NodeJS.Timeout | undefined;
-  private verifyTimer: NodeJS.Timeout | undefined;
   private readonly stoppedWaiters: (() => void)[] = [];
 
   constructor(private readonly options: AgentOptions) {
@@ -107,11 +105,22 @@ export class NodeAgent {
       record: () => this.record(),
       onContact: () => this.touched(),
     });
-    options.realizer.onSuspect((why) => {
-      if (this.stopped) return;
-      this.log.debug({ why }, 'the datapath may have been changed by another writer: verifying');
-      this.verifyDue = true;
-      this.kick();
+    this.drift = new DriftRepair({
+      realizer: options.realizer,
+      verifyIntervalMs: options.verifyIntervalMs ?? 5000,
+      log: this.log,
+      metrics: this.metrics,
+      status: this.status,
+      state: () => this.state,
+      kick: () => this.kick(),
+      relistNeeded: () => {
+        this.needsRelist = true;
+      },
+      recover: (phase) => {
+        this.failures = 0;
+        this.lastError = undefined;
+        this.phase = phase;
+      },
     });
   }
 
@@ -129,8 +138,7 @@ export class NodeAgent {
       resyncs: this.resyncs,
       unreadable: this.unreadable,
       unreadableCount: this.unreadableCount,
-      driftRepairs: this.driftRepairs,
-      ...(this.lastDrift ? { lastDrift: this.lastDrift } : {}),
+      ...this.drift.state,
     };
   }
 
@@ -162,12 +170,7 @@ export class NodeAgent {
     await this.startWatch(listed.revision + 1);
     this.listing = false;
     this.staleTimer = setInterval(() => this.checkStale(), Math.min(1000, this.staleAfterMs / 2));
-    const interval = this.options.verifyIntervalMs ?? 5000;
-    if (interval > 0)
-      this.verifyTimer = setInterval(() => {
-        this.verifyDue = true;
-        this.kick();
-      }, interval);
+    this.drift.start();
     this.kick();
   }
 
@@ -205,7 +208,7 @@ export class NodeAgent {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     if (this.staleTimer) clearInterval(this.staleTimer);
-    if (this.verifyTimer) clearInterval(this.verifyTimer);
+    this.drift.stop();
     await this.watch?.cancel().catch(() => undefined);
     await this.pumping;
     try {
@@ -295,7 +298,7 @@ export class NodeAgent {
       while (!this.stopped) {
         if (this.needsRelist) await this.relist();
         else if (this.pending.length > 0 || this.unrealized || this.first) await this.realizeBatch(false);
-        else if (this.verifyDue) await this.reconcile();
+        else if (this.drift.due) await this.drift.reconcile();
         else if (this.pendingRevision > this.realizedRevision) this.realized(this.pendingRevision);
         else break;
       }
@@ -374,45 +377,6 @@ export class NodeAgent {
     this.unreadable = result.unreadable;
     this.unreadableCount = result.unreadableCount;
     this.metrics?.unreadable(result.unreadableCount);
-  }
-
-  /**
-   * Verifies the datapath against what was realized and repairs a difference. A repair that
-   * failed leaves the agent failing (not ready) and is verified again at the next retry; only a
-   * verification that ran and found the datapath right (or repaired it) makes it ready again. A
-   * realizer that must start again from a whole listing is given one first.
-   */
-  private async reconcile(): Promise<void> {
-    this.verifyDue = false;
-    let differences: readonly string[] | undefined;
-    try {
-      differences = await this.options.realizer.reconcile();
-    } catch (error) {
-      this.verifyDue = true;
-      if ((error as { relist?: unknown }).relist === true) this.needsRelist = true;
-      throw error;
-    }
-    if (differences === undefined) return;
-    if (this.phase === 'failing') this.recovered();
-    if (differences.length === 0) return;
-    this.driftRepairs++;
-    this.lastDrift = { what: differences.join('; '), at: new Date().toISOString() };
-    this.metrics?.driftRepaired();
-    this.log.warn(
-      { differences, repairs: this.driftRepairs },
-      `the datapath differed from what was realized (${differences[0]}${differences.length > 1 ? `, and ${differences.length - 1} more` : ''}): repaired`,
-    );
-    this.status.schedule();
-  }
-
-  /** The datapath holds what was last realized again, after a failed repair. */
-  private recovered(): void {
-    this.failures = 0;
-    this.lastError = undefined;
-    this.phase = this.unreadableCount > 0 ? 'degraded' : 'ready';
-    this.log.info({}, `the datapath holds what was realized again: ${this.phase}`);
-    this.metrics?.state(this.ready, this.contact.stale);
-    this.status.schedule();
   }
 
   private realized(revision: number): void {
