@@ -9,15 +9,14 @@
  * that overflows `nft monitor` is made once, not again every time the monitor restarts.
  */
 import { after, afterEach, describe, it } from 'node:test';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { run } from '../../src/dataplane/index.ts';
 import { parseCidr } from '../../src/net/ip.ts';
 import type { KeyLayout } from '../../src/reflected/index.ts';
 import { needsEtcd, suiteEtcd } from '../live/etcd-fixture.ts';
 import { needsRoot, scratchNetns } from '../helpers/kernel.ts';
+import { nftShim } from '../helpers/nft-shim.ts';
 import type { Raw } from '../helpers/builders.ts';
 import { formatStatus, inTrouble, readStatus, serveHealth } from '../../src/agent/index.ts';
 import {
@@ -49,31 +48,6 @@ async function firstRuleHandle(netns: string, chain: string): Promise<number> {
   const rule = listed.nftables.find((i) => i.rule)?.rule;
   assert.ok(rule, `chain ${chain} has a rule`);
   return rule.handle;
-}
-
-/**
- * An `nft` shim first on PATH for this process and the agents it starts (with `env` set too):
- * `body(real, dir)` is its shell script after `#!/bin/sh`. `remove()` puts PATH and `env` back.
- */
-async function nftShim(
-  body: (real: string, dir: string) => string,
-  env: Record<string, string> = {},
-): Promise<{ dir: string; remove(): void }> {
-  const dir = mkdtempSync(join(tmpdir(), `palisade-drift-nft-${process.pid}-`));
-  const real = (await run('sh', ['-c', 'command -v nft'])).stdout.trim();
-  writeFileSync(join(dir, 'nft'), `#!/bin/sh\n${body(real, dir)}\n`);
-  chmodSync(join(dir, 'nft'), 0o755);
-  const saved = Object.fromEntries(['PATH', ...Object.keys(env)].map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env, { PATH: `${dir}:${process.env.PATH}` });
-  return {
-    dir,
-    remove() {
-      for (const [k, v] of Object.entries(saved))
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 /** A rule-table chain (`t_…`) of the table. */
@@ -236,89 +210,84 @@ describe('the nftables agent repairs its table when others change it', { skip, c
     await exact(one);
   });
 
-  it('a replace that nft refuses: failing and not ready, saying why, until a repair holds', async () => {
+  it('a replace that nft refuses: failing and not ready, saying why, until a repair holds', async (t) => {
     // The agent runs nft as a process here, through a shim that refuses every transaction while
     // its flag file exists.
-    const shim = await nftShim(
-      (real, dir) =>
-        `case " $* " in *" -f "*) if [ -e ${dir}/refuse ]; then cat >/dev/null; echo "Error: refused by the test" >&2; exit 1; fi;; esac\nexec ${real} "$@"`,
-      { PALISADE_NFT: 'exec' },
-    );
-    try {
-      const layout = uniqueLayout();
-      const revision = await writeObjects(etcd.store, layout, objects);
-      const one = await start(layout, { verifyIntervalMs: 200 });
-      await one.agent.whenRealized(revision);
-      writeFileSync(join(shim.dir, 'refuse'), '');
-      await nft(netns, 'delete', 'table', 'inet', 'palisade');
-      await until(() => Promise.resolve(one.agent.state.phase === 'failing' ? true : undefined));
-      assert.match(one.agent.state.lastError?.message ?? '', /refused by the test/);
-      // Retried and refused again: never ready while the node has no table.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      assert.equal(one.agent.ready, false, `not ready without its table (${one.agent.state.phase})`);
-      rmSync(join(shim.dir, 'refuse'));
-      await until(() => Promise.resolve(one.agent.ready ? true : undefined));
-      assert.equal(one.agent.state.lastError, undefined);
-      await exact(one);
-    } finally {
-      shim.remove();
-    }
+    const shim = await nftShim(t, {
+      script:
+        'case " $* " in *" -f "*) if [ -e "$FLAG" ]; then cat >/dev/null; echo "Error: refused by the test" >&2; exit 1; fi;; esac\nexec "$REAL" "$@"',
+      mode: 'instead',
+      inProcess: { env: { PALISADE_NFT: 'exec' } },
+    });
+    const layout = uniqueLayout();
+    const revision = await writeObjects(etcd.store, layout, objects);
+    const one = await start(layout, { verifyIntervalMs: 200 });
+    await one.agent.whenRealized(revision);
+    writeFileSync(shim.flag, '');
+    await nft(netns, 'delete', 'table', 'inet', 'palisade');
+    await until(() => Promise.resolve(one.agent.state.phase === 'failing' ? true : undefined));
+    assert.match(one.agent.state.lastError?.message ?? '', /refused by the test/);
+    // Retried and refused again: never ready while the node has no table.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(one.agent.ready, false, `not ready without its table (${one.agent.state.phase})`);
+    rmSync(shim.flag);
+    await until(() => Promise.resolve(one.agent.ready ? true : undefined));
+    assert.equal(one.agent.state.lastError, undefined);
+    await exact(one);
   });
 
-  it('a repair large enough to overflow nft monitor is made once, not again each time it restarts', async () => {
+  it('a repair large enough to overflow nft monitor is made once, not again each time it restarts', async (t) => {
     // 1,200 web pods elsewhere: every whole-table replace prints over 2,400 lines. The monitor
     // here loses what a transaction prints after its 300th line and says so, as a real one does
     // when its buffer overflows; it is restarted: events may have been missed, so another writer
     // may have been at work. (setpriv: the pipeline ends with the shell the agent stops.)
-    const shim = await nftShim((real) =>
-      [
+    await nftShim(t, {
+      script: [
         'if [ "$1" = monitor ]; then',
-        `  setpriv --pdeathsig TERM ${real} monitor | setpriv --pdeathsig TERM awk '`,
+        `  setpriv --pdeathsig TERM "$REAL" monitor | setpriv --pdeathsig TERM awk '`,
         '    /^# new generation/ { if (n <= 300) print; fflush(); n = 0; next }',
         '    { n++; if (n <= 300) { print; fflush() } else if (n == 301) { print "# ERROR: We lost some netlink events!" > "/dev/stderr"; fflush("/dev/stderr") } }',
         "  '",
         '  exit 1',
         'fi',
-        `exec ${real} "$@"`,
+        'exec "$REAL" "$@"',
       ].join('\n'),
+      mode: 'instead',
+      inProcess: {},
+    });
+    const layout = uniqueLayout();
+    const far = Array.from({ length: 1200 }, (_, i) =>
+      pod('shop', `far-${i}`, `10.250.${i >> 8}.${i & 255}`, 'n2', { app: 'web' }),
     );
-    try {
-      const layout = uniqueLayout();
-      const far = Array.from({ length: 1200 }, (_, i) =>
-        pod('shop', `far-${i}`, `10.250.${i >> 8}.${i & 255}`, 'n2', { app: 'web' }),
-      );
-      let revision = await writeObjects(etcd.store, layout, objects);
-      // etcd takes at most 128 operations in one transaction.
-      for (let i = 0; i < far.length; i += 100)
-        revision = await writeObjects(etcd.store, layout, far.slice(i, i + 100));
-      const one = await start(layout, { verifyIntervalMs: 200 });
-      await one.agent.whenRealized(revision);
-      /** Waits until no repair for 3 s (a repair every restart never gets there); the count then. */
-      const settled = async (): Promise<number> => {
-        const deadline = performance.now() + 30_000;
-        let repairs = one.agent.state.driftRepairs;
-        let since = performance.now();
-        while (performance.now() - since < 3000) {
-          if (performance.now() > deadline)
-            assert.fail(`repairs never stopped: ${repairs}, the last: ${one.agent.state.lastDrift?.what}`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          if (one.agent.state.driftRepairs !== repairs) {
-            repairs = one.agent.state.driftRepairs;
-            since = performance.now();
-          }
+    let revision = await writeObjects(etcd.store, layout, objects);
+    // etcd takes at most 128 operations in one transaction.
+    for (let i = 0; i < far.length; i += 100)
+      revision = await writeObjects(etcd.store, layout, far.slice(i, i + 100));
+    const one = await start(layout, { verifyIntervalMs: 200 });
+    await one.agent.whenRealized(revision);
+    /** Waits until no repair for 3 s (a repair every restart never gets there); the count then. */
+    const settled = async (): Promise<number> => {
+      const deadline = performance.now() + 30_000;
+      let repairs = one.agent.state.driftRepairs;
+      let since = performance.now();
+      while (performance.now() - since < 3000) {
+        if (performance.now() > deadline)
+          assert.fail(`repairs never stopped: ${repairs}, the last: ${one.agent.state.lastDrift?.what}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        if (one.agent.state.driftRepairs !== repairs) {
+          repairs = one.agent.state.driftRepairs;
+          since = performance.now();
         }
-        assert.equal(distanceFromFresh(netns, [...objects, ...far], 'n1', POD_CIDRS), 0);
-        return repairs;
-      };
-      // Its first snapshot overflowed the monitor: at most one repair (chains not audited yet).
-      assert.ok((await settled()) <= 1);
-      const before = one.agent.state.driftRepairs;
-      await nft(netns, 'delete', 'element', 'inet', 'palisade', 'pods_4', '{ 10.1.0.3 }');
-      assert.equal((await settled()) - before, 1, 'the edit repaired once');
-      assert.equal(one.agent.state.phase, 'ready');
-    } finally {
-      shim.remove();
-    }
+      }
+      assert.equal(distanceFromFresh(netns, [...objects, ...far], 'n1', POD_CIDRS), 0);
+      return repairs;
+    };
+    // Its first snapshot overflowed the monitor: at most one repair (chains not audited yet).
+    assert.ok((await settled()) <= 1);
+    const before = one.agent.state.driftRepairs;
+    await nft(netns, 'delete', 'element', 'inet', 'palisade', 'pods_4', '{ 10.1.0.3 }');
+    assert.equal((await settled()) - before, 1, 'the edit repaired once');
+    assert.equal(one.agent.state.phase, 'ready');
   });
 
   it('a batch with an unreadable value: the rest is enforced, the node degraded, then ready again', async () => {

@@ -16,6 +16,7 @@ import { readStatus } from '../../../src/agent/index.ts';
 import { run } from '../../../src/dataplane/index.ts';
 import { extraPod, ingress, sleep, until } from '../fault-world.ts';
 import { palisadeArgv } from '../../helpers/executable.ts';
+import { nftShim } from '../../helpers/nft-shim.ts';
 import { FakeApiServer } from '../../fake-apiserver/server.ts';
 import { loadStore, tempDir } from '../../fake-apiserver/fixtures.ts';
 import { apiReflector } from '../../live/reflector-helpers.ts';
@@ -24,7 +25,6 @@ import {
   CONVERGE_MS,
   currentRevision,
   leader,
-  nftWrapper,
   readLog,
   STARTUP_MS,
   type FaultSuite,
@@ -53,8 +53,11 @@ export function controlPlaneTrials(suite: FaultSuite): void {
   if (suite.datapath === 'nftables')
     it('2. agent SIGKILLed inside a large nft transaction, restarted: exactly the right ruleset', async (t) => {
       // nft waits 1 s before it reads its transaction, so the kill lands while one is under way.
-      const { bin } = await nftWrapper(temps, 'if [ "$1" = "-f" ]; then sleep 1; fi');
-      const w = await world(t, 'kill', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+      const { dir } = await nftShim(temps, {
+        script: 'if [ "$1" = "-f" ]; then sleep 1; fi',
+        mode: 'before',
+      });
+      const w = await world(t, 'kill', { env: { PALISADE_NFT: 'exec', PATH: `${dir}:${process.env.PATH}` } });
       await w.converged(await currentRevision(w), STARTUP_MS);
       const stop = w.prober();
       const agent = w.agents.get('node-1')!;
@@ -300,11 +303,11 @@ export function controlPlaneTrials(suite: FaultSuite): void {
   // nft itself (the exec runner's process, a wrapper on PATH): the nftables datapath's own faults.
   if (suite.datapath === 'nftables')
     it('5. nft failing (a wrapper on PATH): status shows the error, old ruleset kept, recovery', async (t) => {
-      const { bin, flag } = await nftWrapper(
-        temps,
-        'if [ -e "$FLAG" ]; then echo "nft: injected failure (fault test)" >&2; exit 1; fi',
-      );
-      const w = await world(t, 'nft', { env: { PALISADE_NFT: 'exec', PATH: `${bin}:${process.env.PATH}` } });
+      const { dir, flag } = await nftShim(temps, {
+        script: 'if [ -e "$FLAG" ]; then echo "nft: injected failure (fault test)" >&2; exit 1; fi',
+        mode: 'before',
+      });
+      const w = await world(t, 'nft', { env: { PALISADE_NFT: 'exec', PATH: `${dir}:${process.env.PATH}` } });
       await w.converged(await currentRevision(w), STARTUP_MS);
       const before = [...w.objects.values()];
       const stop = w.prober();

@@ -2,12 +2,9 @@
  * What the fault trials share: the suite they run in (its worlds, temp dirs and the times to
  * converge it reports), and small helpers over a FaultWorld.
  */
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { run } from '../../../src/dataplane/index.ts';
 import type { FaultWorld } from '../fault-world.ts';
 import { type WorldOptions } from '../fault-world.ts';
 
@@ -50,17 +47,6 @@ export function readLog(path: string): string {
   } catch {
     return '(no log)';
   }
-}
-
-/** An `nft` on PATH running `body` (sh; $FLAG names a file in its directory) before the real one. */
-export async function nftWrapper(temps: string[], body: string): Promise<{ bin: string; flag: string }> {
-  const bin = mkdtempSync(join(tmpdir(), `palisade-fault-nft-${process.pid}-`));
-  temps.push(bin);
-  const flag = join(bin, 'failing');
-  const real = (await run('sh', ['-c', 'command -v nft'])).stdout.trim();
-  writeFileSync(join(bin, 'nft'), `#!/bin/sh\nFLAG=${flag}\n${body}\nexec ${real} "$@"\n`);
-  chmodSync(join(bin, 'nft'), 0o755);
-  return { bin, flag };
 }
 
 /** The revision of the store's last policy change (objects, or the reflector's records). */
