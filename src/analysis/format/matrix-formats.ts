@@ -5,19 +5,14 @@
  * pieces reach the output (the CLI batches them and waits while the pipe is full).
  */
 import { PROTOCOLS } from '../../model/types.ts';
-import {
-  containsPorts,
-  formatPortSet,
-  isNoPorts,
-  subtractPorts,
-  type PortSet,
-} from '../../semantics/index.ts';
+import { containsPorts, formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
 import type { IpFamily } from '../../net/ip.ts';
 import type { Matrix, MatrixRow } from '../types.ts';
 import { outsideAllows, type OutsideClass } from '../outside.ts';
 import type { IngressControllerPeer } from '../ingress-controller.ts';
 import type { Style } from './style.ts';
 import { portListText } from './ports-text.ts';
+import { addressLabel, controllerLines, outsideLines, somePodsOnly } from './matrix-address-rows.ts';
 
 /** What a matrix's answer says besides its cells. */
 interface MatrixExtras {
@@ -48,43 +43,6 @@ export function matrixExtras(parts: {
     ...(outside === undefined ? { addressesLeftOut: true } : {}),
     ...(ingressController ? { ingressController } : {}),
   };
-}
-
-/** Every connection from the ingress controller to a row: [from, to, ports, row]. */
-function* controllerLines(
-  matrix: Matrix,
-  peer: IngressControllerPeer | undefined,
-): Iterable<[string, string, PortSet, number]> {
-  if (!peer) return;
-  for (let r = 0; r < matrix.rows.length; r++)
-    yield [peer.label, (matrix.rows[r] as MatrixRow).label, peer.into[r] as PortSet, r];
-}
-
-/** Address rows in tables: their own label when short, else its start (a legend gives all). */
-const MAX_ADDRESS_LABEL = 40;
-function addressLabel(c: OutsideClass): string {
-  return c.label.length <= MAX_ADDRESS_LABEL ? c.label : `${c.label.slice(0, MAX_ADDRESS_LABEL - 1)}…`;
-}
-
-/** Every connection between a row and an address class: [from, to, ports, row, class, outward]. */
-function* outsideLines(
-  matrix: Matrix,
-  outside: readonly OutsideClass[],
-): Iterable<[string, string, PortSet, number, OutsideClass, boolean]> {
-  const ids = matrix.rows.map((r) => r.label);
-  for (const c of outside)
-    for (let r = 0; r < ids.length; r++) {
-      yield [ids[r] as string, c.label, c.out[r] as PortSet, r, c, true];
-      yield [c.label, ids[r] as string, c.into[r] as PortSet, r, c, false];
-    }
-}
-
-/** The ports of an address line that some pods of its row have and others not (none: undefined). */
-function somePodsOnly(c: OutsideClass, r: number, outward: boolean, every: PortSet): PortSet | undefined {
-  const some = (outward ? c.outSome[r] : c.intoSome[r]) as PortSet;
-  if (some === every) return undefined;
-  const more = subtractPorts(some, every);
-  return isNoPorts(more) ? undefined : more;
 }
 
 export type MatrixWriter = (matrix: Matrix, style: Style, extras?: MatrixExtras) => Iterable<string>;
