@@ -14,6 +14,7 @@ import type { ClusterPolicy, ClusterRule, Endpoint, Protocol } from '../model/ty
 import {
   clusterRuleNets,
   namedProtocols,
+  portNumbers,
   sharedGroupKey,
   type CompilingStore,
   type PeerNet,
@@ -368,7 +369,7 @@ export class TierTables {
           for (const net of pure ? pureNamedNetsOf(rule, named, compute) : compute(named)) {
             if (net.kind !== 'group') continue;
             const group = sharedGroupKey(net.spec);
-            for (const number of this.state.group(group)?.ports.keys() ?? [])
+            for (const number of portNumbers(this.state.group(group)))
               sink(
                 { kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` },
                 protocol,
