@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { serveCopy, type Served } from './helpers.ts';
-import { policyObject } from '../../web/src/policy-object.ts';
+import { policyObjects } from '../../web/src/policy-object.ts';
 
 describe('palisade serve: Calico and Cilium policy', () => {
   let served: Served;
@@ -45,6 +45,15 @@ specs:
     ingress: [{fromEndpoints: [{matchLabels: {app: api}}]}]
   - endpointSelector: {matchLabels: {app: api}}
     ingress: [{}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: gnp}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: only-np, namespace: gnp}
+spec: {podSelector: {}}
 `,
     );
     served = await serveCopy(input);
@@ -81,15 +90,27 @@ specs:
       ['cilium/shop/db-in[1]', 'more-engines.yaml'],
     ] as const) {
       const found = await get<{ object: string; file: string }>(
-        `/api/object?name=${encodeURIComponent(policyObject(label))}`,
+        `/api/object?name=${encodeURIComponent(policyObjects(label)[0] ?? '')}`,
       );
       assert.match(found.file, new RegExp(`${file.replace('.', '\\.')}$`), label);
     }
-    assert.equal(
-      policyObject('cilium/x'),
-      'NetworkPolicy cilium/x',
+    assert.deepEqual(
+      policyObjects('cilium/x'),
+      ['NetworkPolicy cilium/x'],
       'a NetworkPolicy in a namespace "cilium"',
     );
+    // A NetworkPolicy in a namespace called gnp is named as a GlobalNetworkPolicy would be: the
+    // page asks for the GlobalNetworkPolicy first, then for the NetworkPolicy.
+    const [first, second] = policyObjects('gnp/only-np');
+    assert.equal(first, 'GlobalNetworkPolicy.projectcalico.org only-np');
+    assert.equal(
+      (await fetch(new URL(`/api/object?name=${encodeURIComponent(first ?? '')}`, served.server.url))).status,
+      404,
+    );
+    const found = await get<{ object: string; file: string }>(
+      `/api/object?name=${encodeURIComponent(second ?? '')}`,
+    );
+    assert.match(found.file, /more-engines\.yaml$/);
   });
   it('the matrix says what matrix -o json says beside its pairs, and the same again', async () => {
     type Answer = {

@@ -72,7 +72,7 @@ export class DiffView {
                 el('td', {}, name(c.to, c.toKind)),
                 el('td', {}, c.before || 'nothing'),
                 el('td', {}, c.after || 'nothing'),
-                el('td', {}, ...c.causes.flatMap((o, i) => [i ? ', ' : '', this.details.link(o, o)])),
+                el('td', {}, ...c.causes.flatMap((o, i) => [i ? ', ' : '', this.details.link(o, [o])])),
               ),
             ),
         ),

@@ -5,7 +5,7 @@
  */
 import { api, type CheckAnswer, type RuleNote, type ServedFlow, type SideAnswer } from './api.ts';
 import { clear, el } from './dom.ts';
-import { policyObject } from './policy-object.ts';
+import { policyObjects } from './policy-object.ts';
 
 export class ExplainPanel {
   readonly root = el('aside', { class: 'details', 'aria-label': 'details', hidden: true });
@@ -183,25 +183,33 @@ export class ExplainPanel {
     );
   }
 
-  /** A policy's name as a button that shows where it is written. */
-  link(policy: string, object = policyObject(policy)): HTMLElement {
+  /**
+   * A policy's name as a button that shows where it is written: the first of the objects it can
+   * be (`policyObjects`) that the input has.
+   */
+  link(policy: string, objects = policyObjects(policy)): HTMLElement {
     return el(
       'button',
-      { type: 'button', class: 'link object', onclick: () => void this.source(object) },
+      { type: 'button', class: 'link object', onclick: () => void this.source(objects) },
       policy,
     );
   }
 
-  async source(object: string): Promise<void> {
-    try {
-      const found = await api('/api/object', { name: object });
-      this.open(
-        el('h2', {}, found.object),
-        el('p', { class: 'location' }, `${found.file}:${found.line}:${found.column}`),
-        el('pre', { class: 'yaml' }, found.yaml),
-      );
-    } catch (error) {
-      this.open(el('h2', {}, object), el('p', { class: 'error' }, (error as Error).message));
+  async source(objects: readonly string[]): Promise<void> {
+    let failure: Error | undefined;
+    for (const object of objects) {
+      try {
+        const found = await api('/api/object', { name: object });
+        this.open(
+          el('h2', {}, found.object),
+          el('p', { class: 'location' }, `${found.file}:${found.line}:${found.column}`),
+          el('pre', { class: 'yaml' }, found.yaml),
+        );
+        return;
+      } catch (error) {
+        failure ??= error as Error;
+      }
     }
+    this.open(el('h2', {}, objects[0] ?? ''), el('p', { class: 'error' }, failure?.message ?? 'no object'));
   }
 }

@@ -5,7 +5,7 @@
 import { api, type LintAnswer } from './api.ts';
 import { append, clear, count, el } from './dom.ts';
 import type { ExplainPanel } from './explain.ts';
-import { policyObject } from './policy-object.ts';
+import { policyObjects } from './policy-object.ts';
 
 export class LintView {
   readonly root = el('section', { class: 'lint', 'aria-label': 'lint findings' });
@@ -60,7 +60,7 @@ export class LintView {
                 'td',
                 {},
                 f.object
-                  ? this.details.link(f.object, f.object.includes(' ') ? f.object : policyObject(f.object))
+                  ? this.details.link(f.object, f.object.includes(' ') ? [f.object] : policyObjects(f.object))
                   : '',
               ),
               el(

@@ -19,7 +19,12 @@ const NAMESPACED: Readonly<Record<string, string>> = {
   cilium: 'CiliumNetworkPolicy',
 };
 
-export function policyObject(name: string): string {
+/**
+ * Every object a policy's name can be, the likelier first: `gnp/x` is a GlobalNetworkPolicy `x`,
+ * or a NetworkPolicy `x` in a namespace called `gnp` (explanations name both alike), which the
+ * page asks for when the input has no such GlobalNetworkPolicy.
+ */
+export function policyObjects(name: string): string[] {
   const parts = name.split('/');
   const [prefix = '', ...rest] = parts;
   const kind = name.includes(' ')
@@ -29,6 +34,7 @@ export function policyObject(name: string): string {
       : rest.length === 2
         ? NAMESPACED[prefix]
         : undefined;
-  if (kind === undefined) return `NetworkPolicy ${name}`;
-  return `${kind} ${rest.join('/').replace(/\[\d+\]$/, '')}`;
+  if (kind === undefined) return [`NetworkPolicy ${name}`];
+  const mapped = `${kind} ${rest.join('/').replace(/\[\d+\]$/, '')}`;
+  return rest.length === 1 ? [mapped, `NetworkPolicy ${name}`] : [mapped];
 }
