@@ -28,6 +28,8 @@ export function estimateMatrixOutput(matrix: Matrix, format: string, limit: numb
   const ids = matrix.rows.map((r) => r.id.length + 2);
   const kinds = matrix.rows.map((r) => r.kind.length + 2);
   const sumLabels = sum(labels);
+  // Reduced, not spread: Math.max(...labels) overflows the stack past ~120,000 rows.
+  const widest = labels.reduce((w, l) => Math.max(w, l), 4);
   const perPort = matrix.queries.length > 0;
   const exact = (bytes: number, lines: number): OutputEstimate => ({ bytes, lines, atLeast: false });
   switch (format) {
@@ -39,11 +41,11 @@ export function estimateMatrixOutput(matrix: Matrix, format: string, limit: numb
       return exact(n * q * (2 * sumLabels + n * (perPort ? 20 : 12)), n * n * q + 1);
     case 'md':
       return perPort
-        ? exact(q * (n * (Math.max(...labels, 4) + 5 * n + 4) + sumLabels + 5 * n), q * (n + 2))
+        ? exact(q * (n * (widest + 5 * n + 4) + sumLabels + 5 * n), q * (n + 2))
         : exact(n * (2 * sumLabels) + n * n * 12, n * n + 2);
     case 'text': {
       if (perPort) {
-        const width = Math.max(4, ...labels) + 2 + 3 * n + 4 + String(n).length;
+        const width = widest + 2 + 3 * n + 4 + String(n).length;
         return exact(q * (n + 2) * width, q * (n + 2));
       }
       return walkListing(matrix, limit);
@@ -144,9 +146,9 @@ export function estimateMatrixExtras(
   );
   const rangeLabels = sum(ranges.map((r) => r.label.length));
   const controllerLabel = controller?.label.length ?? 0;
-  /** Bytes of every line between a row and a peer: both labels and `perLine` more. */
-  const listing = (perLine: number, twoWays: number): number =>
-    twoWays * (ranges.length * rowLabels + n * rangeLabels + n * ranges.length * perLine) +
+  /** Bytes of every line between a row and a peer (each range both ways): both labels and `perLine` more. */
+  const listing = (perLine: number): number =>
+    2 * (ranges.length * rowLabels + n * rangeLabels + n * ranges.length * perLine) +
     (controller ? rowLabels + n * (controllerLabel + perLine) : 0);
   const lines = q * n * (2 * ranges.length + (controller ? 1 : 0));
   const exact = (bytes: number, count: number): OutputEstimate => ({ bytes, lines: count, atLeast: false });
@@ -154,11 +156,11 @@ export function estimateMatrixExtras(
   switch (format) {
     case 'json':
       // Per line: the row's id and kind, the range's label (or the controller's), ~110 bytes of keys.
-      return exact(q * listing(110, 2), lines);
+      return exact(q * listing(110), lines);
     case 'csv':
-      return exact(q * listing(perPort ? 24 : 16, 2), lines);
+      return exact(q * listing(perPort ? 24 : 16), lines);
     case 'md':
-      if (!perPort) return exact(listing(20, 2), lines);
+      if (!perPort) return exact(listing(20), lines);
       // A column per range (a ✓ cell is 6 bytes) on every row, and a row per peer.
       return exact(
         q * (rangeLabels + 8 * ranges.length + n * 6 * ranges.length + peers * 6 * (n + ranges.length)) +
@@ -166,9 +168,9 @@ export function estimateMatrixExtras(
         q * peers,
       );
     case 'text': {
-      if (!perPort) return exact(listing(12, 2), lines);
+      if (!perPort) return exact(listing(12), lines);
       // A 3-byte column per peer on every line of each port's table, and a row per peer.
-      const width = Math.max(4, ...matrix.rows.map((r) => r.label.length)) + 6 + 3 * (n + peers);
+      const width = matrix.rows.reduce((w, r) => Math.max(w, r.label.length), 4) + 6 + 3 * (n + peers);
       return exact(q * ((n + 2) * 3 * peers + peers * width) + rangeLabels, q * peers);
     }
     default:
