@@ -36,7 +36,7 @@ export function resolveMaxOutput(raw: unknown, force: unknown): number {
 export function refuseLargeOutput(estimate: OutputEstimate, limit: number, less: readonly string[]): void {
   if (estimate.bytes <= limit) return;
   const size = `${estimate.atLeast ? 'more than' : 'about'} ${formatSize(estimate.bytes)}`;
-  const lines = `${estimate.atLeast ? 'at least ' : ''}${estimate.lines.toLocaleString('en-US')} lines`;
+  const lines = `${estimate.atLeast ? 'at least ' : ''}${estimate.lines.toLocaleString('en-US')} line${estimate.lines === 1 ? '' : 's'}`;
   throw new UsageError(
     `the output would be ${size} (${lines}), more than --max-output ${formatSize(limit)}; nothing was written. ` +
       `Ask for less — ${less.join(', ')} — or add --force to write it anyway`,

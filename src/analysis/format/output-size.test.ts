@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Matrix } from '../types.ts';
+import type { OutsideClass } from '../outside.ts';
 import { estimateMatrixExtras, estimateMatrixOutput } from './output-size.ts';
 
 const ROWS = 200_000;
@@ -25,7 +26,10 @@ it('a table of 200,000 rows for one port is estimated (text and Markdown), with 
     // Each of the rows is a line at least as wide as its cells: 3 (text) or 5 (Markdown) bytes each.
     assert.ok(estimate.bytes > ROWS * ROWS * 3, `${format}: ${estimate.bytes}`);
     assert.equal(estimate.lines, ROWS + 2);
-    const extras = estimateMatrixExtras(matrix, { outside: [{ label: '0.0.0.0/0' }] }, format);
+    const outside = [
+      { label: '0.0.0.0/0', out: [], into: [], outSome: [], intoSome: [] },
+    ] as unknown as OutsideClass[];
+    const extras = estimateMatrixExtras(matrix, { outside }, format);
     assert.ok(extras.bytes > ROWS * 3, `${format} ranges: ${extras.bytes}`);
   }
 });

@@ -5,11 +5,14 @@
  * are counted exactly from the rows' name lengths; listings of the pairs that may connect are
  * counted by walking them — only as far as the limit, past which the estimate is "at least".
  */
-import { formatPortSet } from '../../semantics/index.ts';
+import { formatPortSet, isNoPorts, type PortSet } from '../../semantics/index.ts';
 import type { ClassReport } from '../class-view.ts';
 import type { Matrix } from '../types.ts';
 import { connects } from '../focus.ts';
 import { portListText } from './ports-text.ts';
+import type { OutsideClass } from '../outside.ts';
+import type { IngressControllerPeer } from '../ingress-controller.ts';
+import { controllerLines, outsideLines, somePodsOnly } from './matrix-address-rows.ts';
 
 export interface OutputEstimate {
   readonly bytes: number;
@@ -120,23 +123,24 @@ export function parseSize(text: string): number | undefined {
 
 /** What a matrix answer writes after its rows: address ranges outside the cluster, the ingress controller. */
 interface MatrixExtrasSize {
-  readonly outside?: readonly { readonly label: string }[];
-  readonly ingressController?: { readonly label: string };
+  readonly outside?: readonly OutsideClass[];
+  readonly ingressController?: IngressControllerPeer;
 }
 
 /**
  * The size of a matrix's address ranges and ingress controller in a format (`estimateMatrixOutput`
- * counts the rows alone). Listings (JSON, CSV, text and Markdown without `--port`) have a line
- * per row, range, direction and port, as many again as the rows' own when every row reaches a few
- * ranges; tables (text and Markdown with `--port`) a column and a row per range. Text lists only
- * the connections allowed: counted as if all were.
+ * counts the rows alone). Listings (every format without `--port`) are walked line by line with
+ * their port lists, up to `limit` (past it the estimate is "at least"): a range's line can list
+ * hundreds of ports. Tables and per-port lines (with `--port`) have cells of one size: counted.
  */
 export function estimateMatrixExtras(
   matrix: Matrix,
   extras: MatrixExtrasSize,
   format: string,
+  limit = Number.POSITIVE_INFINITY,
 ): OutputEstimate {
-  const q = Math.max(1, matrix.queries.length);
+  if (matrix.queries.length === 0) return walkExtras(matrix, extras, format, limit);
+  const q = matrix.queries.length;
   const n = matrix.rows.length;
   const ranges = extras.outside ?? [];
   const controller = extras.ingressController;
@@ -152,15 +156,13 @@ export function estimateMatrixExtras(
     (controller ? rowLabels + n * (controllerLabel + perLine) : 0);
   const lines = q * n * (2 * ranges.length + (controller ? 1 : 0));
   const exact = (bytes: number, count: number): OutputEstimate => ({ bytes, lines: count, atLeast: false });
-  const perPort = matrix.queries.length > 0;
   switch (format) {
     case 'json':
       // Per line: the row's id and kind, the range's label (or the controller's), ~110 bytes of keys.
       return exact(q * listing(110), lines);
     case 'csv':
-      return exact(q * listing(perPort ? 24 : 16), lines);
+      return exact(q * listing(24), lines);
     case 'md':
-      if (!perPort) return exact(listing(20), lines);
       // A column per range (a ✓ cell is 6 bytes) on every row, and a row per peer.
       return exact(
         q * (rangeLabels + 8 * ranges.length + n * 6 * ranges.length + peers * 6 * (n + ranges.length)) +
@@ -168,7 +170,6 @@ export function estimateMatrixExtras(
         q * peers,
       );
     case 'text': {
-      if (!perPort) return exact(listing(12), lines);
       // A 3-byte column per peer on every line of each port's table, and a row per peer.
       const width = matrix.rows.reduce((w, r) => Math.max(w, r.label.length), 4) + 6 + 3 * (n + peers);
       return exact(q * ((n + 2) * 3 * peers + peers * width) + rangeLabels, q * peers);
@@ -176,4 +177,31 @@ export function estimateMatrixExtras(
     default:
       return exact(0, 0);
   }
+}
+
+/**
+ * The listings' lines with address ranges and the ingress controller, as the writers make them
+ * (matrix-formats.ts): both labels, the port list in the format's words, and the format's
+ * punctuation; text lists only the connections allowed to some pod. JSON's port lists
+ * (`{"TCP":[[80,80]]}`) are about twice the text's.
+ */
+function walkExtras(matrix: Matrix, extras: MatrixExtrasSize, format: string, limit: number): OutputEstimate {
+  let bytes = 0;
+  let lines = 0;
+  const line = (from: string, to: string, ports: PortSet, partial: PortSet | undefined): boolean => {
+    if (format === 'text' && isNoPorts(ports) && !partial) return false;
+    lines++;
+    if (format === 'json')
+      bytes += from.length + to.length + Math.ceil(2.5 * formatPortSet(ports).length) + 115;
+    else if (format === 'csv') bytes += from.length + to.length + formatPortSet(ports).length + 5;
+    else bytes += from.length + to.length + portListText(ports).length + (format === 'md' ? 12 : 5);
+    if (partial) bytes += portListText(partial).length + 25;
+    return bytes > limit;
+  };
+  for (const [from, to, ports, r, c, outward] of outsideLines(matrix, extras.outside ?? []))
+    if (line(from, to, ports, format === 'text' ? somePodsOnly(c, r, outward, ports) : undefined))
+      return { bytes, lines, atLeast: true };
+  for (const [from, to, ports] of controllerLines(matrix, extras.ingressController))
+    if (line(from, to, ports, undefined)) return { bytes, lines, atLeast: true };
+  return { bytes, lines, atLeast: false };
 }

@@ -139,7 +139,9 @@ export function explainCommand(io: CliIo, done: (code: number) => void): Command
         size.bytes > maxOutput ? explainClassesOf(loaded.cluster, endpoints).representatives.length : 0;
       refuseLargeOutput(size, maxOutput, [
         ...(classes > 0 && classes < endpoints.length
-          ? [`--by class (${classes.toLocaleString('en-US')} classes of endpoints no policy tells apart)`]
+          ? [
+              `--by class (${classes.toLocaleString('en-US')} class${classes === 1 ? '' : 'es'} of endpoints no policy tells apart)`,
+            ]
           : []),
         ...LESS,
       ]);

@@ -213,7 +213,12 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
         progress?.phase('computing the matrix per class');
         return writeClasses();
       }
-      refuseLargeOutput(estimate, maxOutput, lessMatrix(matrix.stats.classes, format, false));
+      // The rows alone pass the limit: the address ranges' lines, not computed yet, would add more.
+      refuseLargeOutput(
+        addresses === 'none' ? estimate : { ...estimate, atLeast: true },
+        maxOutput,
+        lessMatrix(matrix.stats.classes, format, false),
+      );
       const missing = notEvaluated(loaded.cluster);
       const outside =
         addresses === 'none'
@@ -233,13 +238,13 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const ingressController = ingressControllerPeer(matrix, loaded.cluster, place, input.semantics);
       const extras = matrixExtras({ notEvaluated: missing, outside, ingressController });
       // The lines for the ranges and the controller can be as many as the rows' own.
-      const more = estimateMatrixExtras(matrix, extras, format);
+      const more = estimateMatrixExtras(matrix, extras, format, maxOutput - estimate.bytes);
       if (more.bytes > 0)
         refuseLargeOutput(
           {
             bytes: estimate.bytes + more.bytes,
             lines: estimate.lines + more.lines,
-            atLeast: estimate.atLeast,
+            atLeast: estimate.atLeast || more.atLeast,
           },
           maxOutput,
           [...lessMatrix(matrix.stats.classes, format, false), '--addresses none (no address ranges)'],
@@ -344,7 +349,9 @@ function lessMatrix(classes: number, format: string, byClass: boolean): string[]
   return [
     ...(byClass
       ? []
-      : [`--by class (${classes.toLocaleString('en-US')} classes of endpoints no policy tells apart)`]),
+      : [
+          `--by class (${classes.toLocaleString('en-US')} class${classes === 1 ? '' : 'es'} of endpoints no policy tells apart)`,
+        ]),
     '--port PORT',
     '--focus NS/NAME (one workload and its peers)',
     '-n NAMESPACE',
