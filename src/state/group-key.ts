@@ -80,6 +80,9 @@ export function namedPortOf(pod: Endpoint, named: NonNullable<GroupSpec['namedPo
  * them in this order, so the tables an agent kept current through a history of events equal the
  * ones a fresh render of the same cluster makes (a member's arrival order would otherwise decide).
  */
-export function portNumbers(group: AddressGroup | undefined): number[] {
-  return group ? [...group.ports.keys()].sort((a, b) => a - b) : [];
+export function portNumbers(group: AddressGroup | undefined): Iterable<number> {
+  if (!group) return [];
+  // One number (the usual case) needs no order: its keys as they are, nothing made per call.
+  if (group.ports.size < 2) return group.ports.keys();
+  return [...group.ports.keys()].sort((a, b) => a - b);
 }

@@ -239,16 +239,15 @@ export function matrixCommand(io: CliIo, done: (code: number) => void): Command 
       const extras = matrixExtras({ notEvaluated: missing, outside, ingressController });
       // The lines for the ranges and the controller can be as many as the rows' own.
       const more = estimateMatrixExtras(matrix, extras, format, maxOutput - estimate.bytes);
-      if (more.bytes > 0)
-        refuseLargeOutput(
-          {
-            bytes: estimate.bytes + more.bytes,
-            lines: estimate.lines + more.lines,
-            atLeast: estimate.atLeast || more.atLeast,
-          },
-          maxOutput,
-          [...lessMatrix(matrix.stats.classes, format, false), '--addresses none (no address ranges)'],
-        );
+      refuseLargeOutput(
+        {
+          bytes: estimate.bytes + more.bytes,
+          lines: estimate.lines + more.lines,
+          atLeast: estimate.atLeast || more.atLeast,
+        },
+        maxOutput,
+        [...lessMatrix(matrix.stats.classes, format, false), '--addresses none (no address ranges)'],
+      );
       await writeWithProgress(
         io,
         writer(matrix, styleFor(io.stdoutIsTty, io.env), extras),
