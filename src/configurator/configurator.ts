@@ -21,6 +21,7 @@ import {
   policyTemplates,
   portNumbers,
   type CompilingStore,
+  type PlanSelection,
   type RuleTemplate,
   type TierSelection,
 } from '../state/index.ts';
@@ -115,8 +116,9 @@ export class Configurator {
     );
     // Assigned one by one, not spread: spreads gave each pod's result its own hidden class.
     const tables: { -readonly [K in keyof PodTables]: PodTables[K] } = {};
-    this.side(pod, 'ingress', ingress, tables);
-    this.side(pod, 'egress', egress, tables);
+    const plans = this.state.podPlans(pod);
+    this.side(pod, 'ingress', ingress, plans.ingress, tables);
+    this.side(pod, 'egress', egress, plans.egress, tables);
     return tables;
   }
 
@@ -131,9 +133,9 @@ export class Configurator {
     pod: Endpoint,
     direction: Direction,
     table: RuleTable | undefined,
+    planned: PlanSelection,
     out: { -readonly [K in keyof PodTables]: PodTables[K] },
   ): void {
-    const planned = this.state.planSelection(pod, direction);
     const selection = permitSelection(planned);
     let entry: PermitEntry | undefined;
     if (selection) {
@@ -261,22 +263,29 @@ export class Configurator {
       let outside: Rule[] | undefined;
       // As the ordered lists write an outside block: the rule's precedence, its net on its side.
       let precedence: number | undefined;
-      this.tierTables.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
-        if (net.kind === 'outside') {
-          precedence ??= rulePrecedenceKey(policy, rule.index);
-          const src = direction === 'ingress' ? net : ANY_NET;
-          const dst = direction === 'egress' ? net : ANY_NET;
-          (outside ??= []).push(
-            from < 0
-              ? { action: 'permit', protocol, src, dst, precedence }
-              : { action: 'permit', protocol, src, dst, dstPorts: [from, to], precedence },
-          );
-          return;
-        }
-        const permit = this.rules.numberedNet(direction, net, protocol, from, to);
-        if (permit) made.push(permit);
-        else permits = null;
-      });
+      this.tierTables.expandRule(
+        pod,
+        policy,
+        rule,
+        direction,
+        (net, protocol, from, to) => {
+          if (net.kind === 'outside') {
+            precedence ??= rulePrecedenceKey(policy, rule.index);
+            const src = direction === 'ingress' ? net : ANY_NET;
+            const dst = direction === 'egress' ? net : ANY_NET;
+            (outside ??= []).push(
+              from < 0
+                ? { action: 'permit', protocol, src, dst, precedence }
+                : { action: 'permit', protocol, src, dst, dstPorts: [from, to], precedence },
+            );
+            return;
+          }
+          const permit = this.rules.numberedNet(direction, net, protocol, from, to);
+          if (permit) made.push(permit);
+          else permits = null;
+        },
+        variant === undefined,
+      );
       // In expansion order (blocks by address, then ports): deterministic for the rule, and
       // permits only, so no order changes a verdict.
       if (outside && permits) this.outsideLists.set(permits, outsideList(outside));

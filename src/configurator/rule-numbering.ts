@@ -16,7 +16,7 @@ import {
 } from '../model/rule.ts';
 import type { Protocol } from '../model/types.ts';
 import { tableOf } from './table-id.ts';
-import { HashBuckets, serialListHash } from '../util/serial-hash.ts';
+import { HashBuckets, serialListHash, type SerialNumbering } from '../util/serial-hash.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -130,7 +130,7 @@ export class RuleNumbering {
    * numbers, confirmed rule by rule (numbered rules are one object per distinct rule).
    */
   intern(rules: readonly NumberedRule[]): RuleTable {
-    const hash = serialListHash(rules, serialOfRule);
+    const hash = serialListHash(rules, RULE_SERIALS);
     const known = this.interned.find(hash, rules);
     if (known) return known;
     const table = tableOf(rules.map((r) => r.rule));
@@ -200,7 +200,8 @@ interface ShapeRules {
   more?: Map<number, NumberedRule>;
 }
 
-const serialOfRule = (rule: NumberedRule): number => rule.serial;
+/** A numbered rule's serial number is its own. */
+const RULE_SERIALS: SerialNumbering<NumberedRule> = { serialOf: (rule) => rule.serial };
 
 /** Whether a table holds exactly these numbered rules, in this order. */
 function holdsRules(table: RuleTable, rules: readonly NumberedRule[]): boolean {

@@ -19,7 +19,7 @@ import type {
   NodeInfo,
   Protocol,
 } from '../model/types.ts';
-import { PROTOCOLS } from '../model/types.ts';
+import { NAMESPACE_NAME_LABEL, PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
 import { isRelativePeer } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
@@ -86,12 +86,28 @@ function peerGroupSpec(
   namedPort?: { readonly name: string; readonly protocol: Protocol },
 ): GroupSpec {
   // Fields set one by one, not spread: a conditional spread is the runtime's slow copy.
-  const spec: { -readonly [K in keyof GroupSpec]: GroupSpec[K] } = {
-    namespaceSelector: namespaceSelectorFor(peer.namespaces, subjectLabels),
-  };
+  const selector = namespaceSelectorFor(peer.namespaces, subjectLabels);
+  const named = namespaceNamed(selector);
+  const spec: { -readonly [K in keyof GroupSpec]: GroupSpec[K] } =
+    named === undefined ? { namespaceSelector: selector } : { namespace: named };
   if (peer.podSelector && peer.podSelector.key !== '') spec.podSelector = peer.podSelector;
   if (namedPort) spec.namedPort = namedPort;
   return spec;
+}
+
+/**
+ * The one namespace a selector names by its name label, if that is all it asks: Calico's
+ * `projectcalico.org/namespace == 'x'` and Cilium's `k8s:io.kubernetes.pod.namespace` (how
+ * their peers in the policy's own namespace are written) read so. Every namespace carries its
+ * name as that label, so the group is the namespace's, as NetworkPolicy's own-namespace peers
+ * are: found by name, where a selector is tested against the namespaces its label reaches.
+ */
+function namespaceNamed(selector: LabelSelector): string | undefined {
+  if (selector.requirements.length !== 1) return undefined;
+  const only = selector.requirements[0] as LabelSelector['requirements'][number];
+  return only.key === NAMESPACE_NAME_LABEL && only.operator === 'In' && only.values.length === 1
+    ? only.values[0]
+    : undefined;
 }
 
 /** The group of every pod (outside peers are the addresses no member of it has). */

@@ -6,15 +6,16 @@
  */
 import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '../model/cluster-policy.ts';
 import { selectorMatches } from '../model/selector.ts';
-import type { ClusterPolicy, Endpoint, Labels, NodeInfo, Tier } from '../model/types.ts';
+import type { ClusterPolicy, Endpoint, Labels, NodeInfo } from '../model/types.ts';
 import { ipKey, type IpAddress } from '../net/ip.ts';
 import { clusterPolicyGroupSpecs, withHostNetworkAddresses } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
 import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
-import type { GroupSpec, PlanSelection, TierSelection } from './types.ts';
-import { HashBuckets, serialListHash } from '../util/serial-hash.ts';
+import type { StateReader } from './state-reader.ts';
+import type { GroupSpec, PlanSelection, PodPlans, TierSelection } from './types.ts';
+import { HashBuckets, serialListHash, type SerialNumbering } from '../util/serial-hash.ts';
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
@@ -23,35 +24,32 @@ const NO_TIER: TierSelection = { policies: [], key: '' };
 type Replaced = Readonly<{ before?: ClusterPolicy; selectedBefore?: readonly string[] }>;
 /** For a policy that replaced none (shared: callers only read it). */
 const NOT_REPLACED: Replaced = Object.freeze({});
+/** Candidates a slot's subsets are found by as a bit mask (a small integer). */
+const MAX_MASKED = 30;
 /** Distinct selections kept interned (a few hundred in a cluster; stale ones accumulate under churn). */
 const MAX_INTERNED = 100_000;
-
-/** A namespace's selections by slot (`tier|direction`). */
-type NamespaceSelections = Map<string, SlotSelections>;
 
 interface SlotSelections {
   /** Its name (`tier|direction`). */
   readonly slot: string;
   /** The slot's policies whose subject namespace selector matches the namespace. */
   readonly candidates: TierSelection;
-  /** By pod label set, when some candidate has a pod selector. */
-  readonly byLabels: Map<string, TierSelection> | undefined;
+  /** Whether some candidate has a pod selector (else every pod of the namespace has them all). */
+  readonly selective: boolean;
+  /** Subsets of the candidates selecting some pod, by which select (`selectedFrom`). */
+  subsets?: Map<number, TierSelection>;
 }
 
-/** A namespace's plans per direction and pod label set, and its slot entries in the plan's order. */
+/** A namespace's slot entries per direction in the plan's order, and its pods' plans by label set. */
 interface NamespacePlans {
-  readonly ingress: Map<string, PlanSelection>;
-  readonly egress: Map<string, PlanSelection>;
-  readonly slots: { ingress?: readonly SlotSelections[]; egress?: readonly SlotSelections[] };
+  readonly plan: readonly TierSpec[];
+  readonly ingress: readonly SlotSelections[];
+  readonly egress: readonly SlotSelections[];
+  readonly byLabels: Map<string, PodPlans>;
 }
 
 /** What the store reads from the rest of ClusterState. */
-interface ClusterPolicyHost {
-  readonly groups: GroupIndex;
-  namespaceLabels(namespace: string): Labels | undefined;
-  pod(id: string): Endpoint | undefined;
-  podsByNamespace(): Iterable<[string, ReadonlySet<string>]>;
-}
+type ClusterPolicyHost = Pick<StateReader, 'namespaceLabels' | 'pod' | 'podsByNamespace'>;
 
 export class ClusterPolicyStore {
   private readonly policies = new ClusterPolicyIndex();
@@ -71,18 +69,12 @@ export class ClusterPolicyStore {
   private nodeAddresses: { readonly version: number; readonly keys: ReadonlySet<string> } | undefined;
   private sortedNodes: { readonly version: number; readonly nodes: readonly NodeInfo[] } | undefined;
   /**
-   * Tier selections per namespace and slot (tier and direction); the namespace's entry is dropped
-   * when its labels change. A slot whose candidates have pod selectors keeps one per label set.
-   */
-  private readonly selections = new Map<string, NamespaceSelections>();
-  /**
-   * Per namespace, direction and pod label set, every tier's selection in the plan's order:
-   * compiling asked each tier's selection of every pod side, building a slot and a key each time.
-   * Dropped with `selections`.
+   * Per namespace, its slot entries and its pods' plans by label set (`podPlans`): dropped for a
+   * namespace when its labels change, and for all when a policy changes.
    */
   private readonly plans = new Map<string, NamespacePlans>();
-  /** The empty plan of the current tier plan (`emptyPlan`). */
-  private empty: Plan | undefined;
+  /** The empty plans of the current tier plan (`emptyPlans`). */
+  private empty: PodPlans | undefined;
   /**
    * One selection object per slot and distinct list of policies (by key), so that callers can
    * memoize by the object: equal keys in 25,000 namespaces were 25,000 strings, each built into
@@ -90,10 +82,13 @@ export class ClusterPolicyStore {
    */
   private readonly interned = new Map<string, HashBuckets<TierSelection, readonly ClusterPolicy[]>>();
   private internedCount = 0;
-  private readonly serials = new WeakMap<ClusterPolicy, number>();
-  private nextSerial = 0;
+  private readonly serials = new PolicySerials();
 
-  constructor(private readonly host: ClusterPolicyHost) {}
+  constructor(
+    private readonly host: ClusterPolicyHost,
+    /** Where the policies' peers' groups are held. */
+    private readonly groups: GroupIndex,
+  ) {}
 
   get(key: string): ClusterPolicy | undefined {
     return this.policies.get(key);
@@ -124,102 +119,130 @@ export class ClusterPolicyStore {
     return this.nodeRevision;
   }
 
-  /**
-   * The policies of a tier selecting the pod for a direction, in precedence order, with a key
-   * naming exactly those objects. Namespace selectors are evaluated once per namespace; pod
-   * selectors per label set.
-   */
-  tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
-    if (pod.hostNetwork || this.policies.size === 0) return NO_TIER;
-    return this.selectionIn(this.slotEntry(pod.namespace, tier, direction), pod);
-  }
-
-  /** A namespace's slot: the slot's policies whose namespace selector matches it. */
-  private slotEntry(namespace: string, tier: Tier, direction: 'ingress' | 'egress'): SlotSelections {
-    const slot = slotOf(tier, direction);
-    let byNamespace = this.selections.get(namespace);
-    if (!byNamespace) this.selections.set(namespace, (byNamespace = new Map<string, SlotSelections>()));
-    let entry = byNamespace.get(slot);
-    if (!entry) {
-      const namespaceLabels = this.host.namespaceLabels(namespace);
-      const list = this.policies.candidates(tier, direction, namespaceLabels);
-      const candidates = this.selectionOf(slot, list);
-      entry = {
-        slot,
-        candidates,
-        byLabels: candidates.policies.some((p) => p.subject.podSelector || p.moreSubjects)
-          ? new Map()
-          : undefined,
-      };
-      byNamespace.set(slot, entry);
-    }
-    return entry;
-  }
-
-  /** The slot's policies selecting the pod (its namespace's slot entry): found once per label set. */
-  private selectionIn(entry: SlotSelections, pod: Endpoint): TierSelection {
-    if (!entry.byLabels) return entry.candidates;
-    const key = labelSetKey(pod.labels);
-    let selection = entry.byLabels.get(key);
-    if (!selection) {
-      selection = this.selectedFrom(entry, pod);
-      entry.byLabels.set(key, selection);
-    }
-    return selection;
-  }
-
-  /**
-   * The slot's candidates that select the pod. When all of them do, their own selection: a list
-   * is made only where some candidate does not select the pod.
-   */
-  private selectedFrom(entry: SlotSelections, pod: Endpoint): TierSelection {
-    const candidates = entry.candidates.policies;
-    const namespaceLabels = this.host.namespaceLabels(pod.namespace);
-    let selected: ClusterPolicy[] | undefined;
-    for (let i = 0; i < candidates.length; i++) {
-      const policy = candidates[i] as ClusterPolicy;
-      const selects = policySelects(policy, namespaceLabels, pod);
-      if (selected) {
-        if (selects) selected.push(policy);
-      } else if (!selects) selected = candidates.slice(0, i);
-    }
-    return selected ? this.selectionOf(entry.slot, selected) : entry.candidates;
-  }
-
-  /** Every tier's selection for the pod side, in the plan's order (see `plans`). */
+  /** Every tier's selection for the pod side, in the plan's order (see `podPlans`). */
   planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection {
+    return this.podPlans(pod)[direction];
+  }
+
+  /**
+   * Both of the pod's sides' plans: every tier's policies selecting the pod for the direction,
+   * in precedence order, in the plan's order of tiers. Found once per namespace and pod label set,
+   * both sides at once (as NetworkPolicy's selection is): a lookup per side was most of what
+   * Calico's and Cilium's compile paid over NetworkPolicy's. Namespace selectors are evaluated
+   * once per namespace (its slot entries); pod selectors once per label set and policy.
+   */
+  podPlans(pod: Endpoint): PodPlans {
     // Without cluster policy (or for a host-network pod) every side's plan is the same empty one,
     // remembered nowhere else: a plan per namespace and label set held 57 MB at shape (a) ×1, and
     // pushed its compile into a full garbage collection (0.9 s).
-    if (pod.hostNetwork || this.policies.size === 0) return this.emptyPlan();
-    let byNamespace = this.plans.get(pod.namespace);
-    if (!byNamespace)
-      this.plans.set(pod.namespace, (byNamespace = { ingress: new Map(), egress: new Map(), slots: {} }));
+    if (pod.hostNetwork || this.policies.size === 0) return this.emptyPlans();
+    const byNamespace = this.plans.get(pod.namespace) ?? this.namespacePlans(pod.namespace);
     const labels = labelSetKey(pod.labels);
-    let found = byNamespace[direction].get(labels);
+    let found = byNamespace.byLabels.get(labels);
     if (!found) {
-      const plan = this.tierPlan();
-      const selections: TierSelection[] = [];
-      // The namespace's slots in the plan's order, found once per namespace and direction:
-      // each side asked the namespace's and the slot's entries anew for every tier.
-      const slots = (byNamespace.slots[direction] ??= plan.map((t) =>
-        this.slotEntry(pod.namespace, t.name, direction),
-      ));
-      for (const entry of slots) selections.push(this.selectionIn(entry, pod));
-      found = new Plan(plan, selections);
-      byNamespace[direction].set(labels, found);
+      const namespaceLabels = this.host.namespaceLabels(pod.namespace);
+      found = {
+        ingress: this.planOf(byNamespace.plan, byNamespace.ingress, namespaceLabels, pod),
+        egress: this.planOf(byNamespace.plan, byNamespace.egress, namespaceLabels, pod),
+      };
+      byNamespace.byLabels.set(labels, found);
     }
     return found;
   }
 
-  /** The plan of a side no cluster policy selects: every tier's selection empty. */
-  private emptyPlan(): Plan {
+  /** A namespace's slot entries, per direction in the plan's order: found once per namespace. */
+  private namespacePlans(namespace: string): NamespacePlans {
     const plan = this.tierPlan();
-    if (this.empty?.plan !== plan)
-      this.empty = new Plan(
+    const namespaceLabels = this.host.namespaceLabels(namespace);
+    const slots = (direction: 'ingress' | 'egress'): SlotSelections[] =>
+      plan.map((tier) => {
+        const slot = slotOf(tier.name, direction);
+        const candidates = this.selectionOf(
+          slot,
+          this.policies.candidates(tier.name, direction, namespaceLabels),
+        );
+        const selective = candidates.policies.some((p) => p.subject.podSelector || p.moreSubjects);
+        return { slot, candidates, selective };
+      });
+    const plans: NamespacePlans = {
+      plan,
+      ingress: slots('ingress'),
+      egress: slots('egress'),
+      byLabels: new Map(),
+    };
+    this.plans.set(namespace, plans);
+    return plans;
+  }
+
+  /** One side's plan: each slot's candidates that select the pod. */
+  private planOf(
+    plan: readonly TierSpec[],
+    slots: readonly SlotSelections[],
+    namespaceLabels: Labels | undefined,
+    pod: Endpoint,
+  ): Plan {
+    const selections: TierSelection[] = [];
+    for (const entry of slots)
+      selections.push(entry.selective ? this.selectedFrom(entry, namespaceLabels, pod) : entry.candidates);
+    return new Plan(plan, selections);
+  }
+
+  /**
+   * The slot's candidates that select the pod. When all of them do, their own selection; else the
+   * namespace's selection of that subset, found by which candidates select (one bit each): the
+   * pods of a namespace fall into a few subsets, and interning each pod's list was a third of
+   * finding its plans.
+   */
+  private selectedFrom(
+    entry: SlotSelections,
+    namespaceLabels: Labels | undefined,
+    pod: Endpoint,
+  ): TierSelection {
+    const candidates = entry.candidates.policies;
+    if (candidates.length > MAX_MASKED) return this.selectedByList(entry, namespaceLabels, pod);
+    let mask = 0;
+    for (let i = 0; i < candidates.length; i++)
+      if (policySelects(candidates[i] as ClusterPolicy, namespaceLabels, pod)) mask |= 1 << i;
+    if (mask === (1 << candidates.length) - 1) return entry.candidates;
+    const subsets = (entry.subsets ??= new Map<number, TierSelection>());
+    let selection = subsets.get(mask);
+    if (!selection) {
+      const selected: ClusterPolicy[] = [];
+      for (let i = 0; i < candidates.length; i++)
+        if (mask & (1 << i)) selected.push(candidates[i] as ClusterPolicy);
+      subsets.set(mask, (selection = this.selectionOf(entry.slot, selected)));
+    }
+    return selection;
+  }
+
+  /** `selectedFrom` for more candidates than a mask holds: the list made and interned. */
+  private selectedByList(
+    entry: SlotSelections,
+    namespaceLabels: Labels | undefined,
+    pod: Endpoint,
+  ): TierSelection {
+    const candidates = entry.candidates.policies;
+    let selected: ClusterPolicy[] | undefined;
+    for (let i = 0; i < candidates.length; i++) {
+      const policy = candidates[i] as ClusterPolicy;
+      const selecting = policySelects(policy, namespaceLabels, pod);
+      if (selected) {
+        if (selecting) selected.push(policy);
+      } else if (!selecting) selected = candidates.slice(0, i);
+    }
+    return selected ? this.selectionOf(entry.slot, selected) : entry.candidates;
+  }
+
+  /** The plans of a pod no cluster policy selects: every tier's selection empty. */
+  private emptyPlans(): PodPlans {
+    const plan = this.tierPlan();
+    if (this.empty?.ingress.plan !== plan) {
+      const none = new Plan(
         plan,
         plan.map(() => NO_TIER),
       );
+      this.empty = { ingress: none, egress: none };
+    }
     return this.empty;
   }
 
@@ -252,7 +275,7 @@ export class ClusterPolicyStore {
     const held = this.held.get(key) ?? new Set<string>();
     const group = sharedGroupKey(spec);
     if (!held.has(group)) {
-      this.host.groups.acquire(spec, clusterPolicyOwner(key), group);
+      this.groups.acquire(spec, clusterPolicyOwner(key), group);
       held.add(group);
       this.held.set(key, held);
     }
@@ -270,7 +293,7 @@ export class ClusterPolicyStore {
     for (const spec of clusterPolicyGroupSpecs(policy)) {
       const group = sharedGroupKey(spec);
       if (held.has(group)) continue;
-      this.host.groups.acquire(spec, clusterPolicyOwner(key), group);
+      this.groups.acquire(spec, clusterPolicyOwner(key), group);
       held.add(group);
     }
     this.held.set(key, held);
@@ -295,7 +318,6 @@ export class ClusterPolicyStore {
    * its table anew even when it is empty.
    */
   private forgetSelections(): void {
-    if (this.selections.size > 0) this.selections.clear();
     if (this.plans.size > 0) this.plans.clear();
   }
 
@@ -362,7 +384,6 @@ export class ClusterPolicyStore {
 
   /** A namespace's labels changed: its pods' selections are computed again. */
   namespaceChanged(name: string): void {
-    this.selections.delete(name);
     this.plans.delete(name);
   }
 
@@ -370,7 +391,7 @@ export class ClusterPolicyStore {
     if (policies.length === 0) return NO_TIER;
     // Found by a hash of the policies' serial numbers and confirmed object by object: a key
     // string built and hashed for every pod side was most of finding its selections.
-    const hash = serialListHash(policies, this.serialOf);
+    const hash = serialListHash(policies, this.serials);
     let bySlot = this.interned.get(slot);
     const known = bySlot?.find(hash, policies);
     if (known) return known;
@@ -382,26 +403,37 @@ export class ClusterPolicyStore {
       bySlot = undefined;
     }
     if (!bySlot) this.interned.set(slot, (bySlot = new HashBuckets(holdsPolicies)));
-    const selection = new Selection(policies, this.tokenOf);
+    const selection = new Selection(policies, this.serials);
     bySlot.add(hash, selection);
     this.internedCount++;
     return selection;
   }
 
-  /** A number unique to this policy object (a changed policy is a new object). */
-  private readonly serialOf = (policy: ClusterPolicy): number => {
+  private release(key: string): void {
+    for (const group of this.held.get(key) ?? []) this.groups.release(group, clusterPolicyOwner(key));
+    this.held.delete(key);
+  }
+}
+
+/**
+ * A number for each policy object the store has interned a selection of, unique in the store (a
+ * changed policy is a new object): the same history numbers the same policies alike, so selection
+ * keys, and the ids of the lists made from them, are the same for the same input. A class, not a
+ * closure per store (see SerialNumbering).
+ */
+class PolicySerials implements SerialNumbering<ClusterPolicy> {
+  private readonly serials = new WeakMap<ClusterPolicy, number>();
+  private next = 0;
+
+  serialOf(policy: ClusterPolicy): number {
     let serial = this.serials.get(policy);
-    if (serial === undefined) this.serials.set(policy, (serial = this.nextSerial++));
+    if (serial === undefined) this.serials.set(policy, (serial = this.next++));
     return serial;
-  };
+  }
 
   /** `Kind/name#n`, n the policy object's serial number. */
-  private readonly tokenOf = (policy: ClusterPolicy): string =>
-    `${clusterPolicyKey(policy)}#${this.serialOf(policy)}`;
-
-  private release(key: string): void {
-    for (const group of this.held.get(key) ?? []) this.host.groups.release(group, clusterPolicyOwner(key));
-    this.held.delete(key);
+  tokenOf(policy: ClusterPolicy): string {
+    return `${clusterPolicyKey(policy)}#${this.serialOf(policy)}`;
   }
 }
 
@@ -420,17 +452,17 @@ function holdsPolicies(selection: TierSelection, policies: readonly ClusterPolic
  */
 class Selection implements TierSelection {
   #key: string | undefined;
-  readonly #tokenOf: (policy: ClusterPolicy) => string;
+  readonly #serials: PolicySerials;
 
   constructor(
     readonly policies: readonly ClusterPolicy[],
-    tokenOf: (policy: ClusterPolicy) => string,
+    serials: PolicySerials,
   ) {
-    this.#tokenOf = tokenOf;
+    this.#serials = serials;
   }
 
   get key(): string {
-    return (this.#key ??= this.policies.map(this.#tokenOf).join('|'));
+    return (this.#key ??= this.policies.map((policy) => this.#serials.tokenOf(policy)).join('|'));
   }
 }
 

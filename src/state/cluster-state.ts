@@ -17,7 +17,6 @@ import {
   type Namespace,
   type NetworkPolicy,
   type NodeInfo,
-  type Tier,
   type TierSpec,
 } from '../model/types.ts';
 import { clusterPolicyKey } from '../model/cluster-policy.ts';
@@ -27,15 +26,16 @@ import { LabelSetIndex } from './label-sets.ts';
 import { policyGroupSpecs } from './policy-groups.ts';
 import { lazyKeys, removeGone, upsertChanged } from './snapshot-diff.ts';
 import { SubjectIndex } from './subjects.ts';
+import { StateReader } from './state-reader.ts';
 import { EMPTY_SELECTION, PolicySelections } from './policy-selections.ts';
 import type {
   AddressGroup,
   CompilingStore,
   GroupSpec,
   PlanSelection,
+  PodPlans,
   Selection,
   StateDelta,
-  TierSelection,
   Touched,
   TouchedClusterPolicy,
   TouchedPolicy,
@@ -74,19 +74,15 @@ export class ClusterState implements CompilingStore {
   private readonly cluster: ClusterPolicyStore;
 
   constructor() {
-    this.groups = new GroupIndex({
-      pod: (id) => this.pods.get(id),
-      namespaceLabels: (ns) => this.effectiveNamespaces.get(ns),
-      allPods: () => this.pods.values(),
-      podLabelSets: this.podLabelSets,
-      namespaceLabelSets: this.namespaceLabelSets,
-    });
-    this.cluster = new ClusterPolicyStore({
-      groups: this.groups,
-      namespaceLabels: (ns) => this.effectiveNamespaces.get(ns),
-      pod: (id) => this.pods.get(id),
-      podsByNamespace: () => this.podsByNamespace.entries(),
-    });
+    const reader = new StateReader(
+      this.pods,
+      this.effectiveNamespaces,
+      this.podsByNamespace,
+      this.podLabelSets,
+      this.namespaceLabelSets,
+    );
+    this.groups = new GroupIndex(reader);
+    this.cluster = new ClusterPolicyStore(reader, this.groups);
   }
 
   get revision(): number {
@@ -160,9 +156,9 @@ export class ClusterState implements CompilingStore {
   get nodesVersion(): number {
     return this.cluster.nodesVersion;
   }
-  /** The cluster policies of a tier selecting the pod for a direction (see ClusterPolicyStore). */
-  tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection {
-    return this.cluster.tierSelection(pod, tier, direction);
+  /** Both sides' plans (see ClusterPolicyStore). */
+  podPlans(pod: Endpoint): PodPlans {
+    return this.cluster.podPlans(pod);
   }
   /** The tiers in the order a side visits them (model/tier-order.ts). */
   planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection {

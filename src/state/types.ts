@@ -13,7 +13,6 @@ import type {
   NetworkPolicy,
   NodeInfo,
   Protocol,
-  Tier,
   TierSpec,
 } from '../model/types.ts';
 
@@ -81,6 +80,12 @@ export interface PlanSelection {
   readonly selections: readonly TierSelection[];
   /** `tier:selection key` per tier of the plan (one string per distinct side: memo keys use it as is). */
   readonly key: string;
+}
+
+/** A pod's two sides' plans (the same objects for every pod of its namespace and label set). */
+export interface PodPlans {
+  readonly ingress: PlanSelection;
+  readonly egress: PlanSelection;
 }
 
 /** What one applied change did to the store, for the processor. */
@@ -156,11 +161,14 @@ export interface ReadonlyStore {
    * host-network pod's address no node has comes or goes (outside blocks are cut by both).
    */
   readonly nodesVersion: number;
-  /** The cluster policies of a tier selecting the pod for a direction, in precedence order. */
-  tierSelection(pod: Endpoint, tier: Tier, direction: 'ingress' | 'egress'): TierSelection;
   /** The tiers in the order a side visits them (model/tier-order.ts). */
   tierPlan(): readonly TierSpec[];
-  /** `tierSelection` of every tier of `tierPlan`, found once per namespace and pod label set. */
+  /**
+   * Each tier of `tierPlan`'s cluster policies selecting the pod, in precedence order, for both
+   * directions: found once per namespace and pod label set.
+   */
+  podPlans(pod: Endpoint): PodPlans;
+  /** One direction of `podPlans`. */
   planSelection(pod: Endpoint, direction: 'ingress' | 'egress'): PlanSelection;
   /** Pods a cluster policy's subject selects (never host-networked). */
   subjectsOf(policy: ClusterPolicy): string[];
