@@ -23,7 +23,6 @@ import {
   type CompilingStore,
   type PlanSelection,
   type RuleTemplate,
-  type TierSelection,
 } from '../state/index.ts';
 import { canonicalRules } from './table-id.ts';
 import { DENY_REST, RuleNumbering, type NumberedRule } from './rule-numbering.ts';
@@ -74,13 +73,14 @@ export class Configurator {
   private readonly tierTables: TierTables;
   private readonly memoLimit: number;
   /**
-   * Per direction and NetworkPolicy tier's selection (`permitSelection`): its permit side, and
-   * the side's tables (`permitTable`) by NetworkPolicy table (NO_TABLE: none) and variant — one
-   * lookup per pod side finds both (null where the side's rules need the ordered lists).
+   * Per direction and NetworkPolicy tier's selection (`permitSelection`, by its serial number):
+   * its permit side, and the side's tables (`permitTable`) by NetworkPolicy table (NO_TABLE:
+   * none) and variant — one lookup per pod side finds both (null where the side's rules need the
+   * ordered lists).
    */
   private readonly permitMemo = {
-    ingress: new Map<TierSelection, PermitEntry>(),
-    egress: new Map<TierSelection, PermitEntry>(),
+    ingress: new Map<number, PermitEntry>(),
+    egress: new Map<number, PermitEntry>(),
   };
   /** Allowing rules' numbered permits per direction (`rulePermits`); null: not all are a table's. */
   private rulePermitMemo = newRulePermitMemo();
@@ -140,9 +140,9 @@ export class Configurator {
     let entry: PermitEntry | undefined;
     if (selection) {
       const memo = this.permitMemo[direction];
-      entry = memo.get(selection);
+      entry = memo.get(selection.serial);
       if (!entry) {
-        memo.set(selection, (entry = { side: permitSideFor(selection, direction) }));
+        memo.set(selection.serial, (entry = { side: permitSideFor(selection, direction) }));
         this.memoSize++;
       }
     }
@@ -216,10 +216,16 @@ export class Configurator {
     out: NumberedRule[],
     outside: TieredTable[] | undefined,
   ): boolean {
-    for (const policy of side.selection.policies) {
+    const { policies, policySerials } = side.selection;
+    const memo = this.rulePermitMemo[direction];
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i] as ClusterPolicy;
+      const serial = policySerials[i] as number;
+      let slots = memo.get(serial);
+      if (!slots) memo.set(serial, (slots = { pure: [], byVariant: [] }));
       const rules = policy[direction];
       for (let place = 0; place < rules.length; place++) {
-        const permits = this.rulePermits(pod, policy, rules[place] as ClusterRule, place, direction);
+        const permits = this.rulePermits(pod, policy, slots, rules[place] as ClusterRule, place, direction);
         if (!permits) return false;
         for (const permit of permits) out.push(permit);
         const list = outside && this.outsideLists.get(permits);
@@ -231,7 +237,7 @@ export class Configurator {
 
   /**
    * One allowing rule's numbered permits for the pod (null when one is not a permit a table
-   * holds), memoized as TierTables memoizes its tuples: per rule (by the policy object and the
+   * holds), memoized as TierTables memoizes its tuples: per rule (in its policy's `slots`, by the
    * rule's place in its list), and by variant where the rule depends on the pod (`ruleVariant`).
    * Made from the expansion directly, as NetworkPolicy's templates are: a permit seen before
    * costs a lookup, no rule object.
@@ -239,13 +245,11 @@ export class Configurator {
   private rulePermits(
     pod: Endpoint,
     policy: ClusterPolicy,
+    slots: PolicyPermits,
     rule: ClusterRule,
     place: number,
     direction: Direction,
   ): readonly NumberedRule[] | null {
-    const memo = this.rulePermitMemo[direction];
-    let slots = memo.get(policy);
-    if (!slots) memo.set(policy, (slots = { pure: [], byVariant: [] }));
     const variant = this.tierTables.ruleVariant(pod, rule, direction);
     let byVariant: FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined;
     if (variant === undefined) {
@@ -263,29 +267,22 @@ export class Configurator {
       let outside: Rule[] | undefined;
       // As the ordered lists write an outside block: the rule's precedence, its net on its side.
       let precedence: number | undefined;
-      this.tierTables.expandRule(
-        pod,
-        policy,
-        rule,
-        direction,
-        (net, protocol, from, to) => {
-          if (net.kind === 'outside') {
-            precedence ??= rulePrecedenceKey(policy, rule.index);
-            const src = direction === 'ingress' ? net : ANY_NET;
-            const dst = direction === 'egress' ? net : ANY_NET;
-            (outside ??= []).push(
-              from < 0
-                ? { action: 'permit', protocol, src, dst, precedence }
-                : { action: 'permit', protocol, src, dst, dstPorts: [from, to], precedence },
-            );
-            return;
-          }
-          const permit = this.rules.numberedNet(direction, net, protocol, from, to);
-          if (permit) made.push(permit);
-          else permits = null;
-        },
-        variant === undefined,
-      );
+      this.tierTables.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
+        if (net.kind === 'outside') {
+          precedence ??= rulePrecedenceKey(policy, rule.index);
+          const src = direction === 'ingress' ? net : ANY_NET;
+          const dst = direction === 'egress' ? net : ANY_NET;
+          (outside ??= []).push(
+            from < 0
+              ? { action: 'permit', protocol, src, dst, precedence }
+              : { action: 'permit', protocol, src, dst, dstPorts: [from, to], precedence },
+          );
+          return;
+        }
+        const permit = this.rules.numberedNet(direction, net, protocol, from, to);
+        if (permit) made.push(permit);
+        else permits = null;
+      });
       // In expansion order (blocks by address, then ports): deterministic for the rule, and
       // permits only, so no order changes a verdict.
       if (outside && permits) this.outsideLists.set(permits, outsideList(outside));
@@ -442,16 +439,18 @@ interface OutsideSplit {
 
 /**
  * Per direction and policy, its rules' permits by their place in its list: a pure rule's, and a
- * dependent one's by variant. Keyed by the policy, not the rule: one insertion per policy (a
- * table keyed by objects costs about a microsecond for each one it first takes).
+ * dependent one's by variant. Keyed by the policy's number in the store (`policySerials`), not
+ * the rule or the policy object: a table keyed by objects costs about a microsecond for each one
+ * it first takes, one keyed by small integers a tenth of that.
  */
 interface PolicyPermits {
   readonly pure: (readonly NumberedRule[] | null | undefined)[];
   /** Most rules see one variant (a CIDR rule's nodes, a named port's pod ports): kept inline. */
   readonly byVariant: (FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined)[];
 }
-function newRulePermitMemo(): Record<Direction, WeakMap<ClusterPolicy, PolicyPermits>> {
-  return { ingress: new WeakMap(), egress: new WeakMap() };
+
+function newRulePermitMemo(): Record<Direction, Map<number, PolicyPermits>> {
+  return { ingress: new Map(), egress: new Map() };
 }
 
 /** A selection key's table for its first variant, and a Map for any others. */

@@ -326,10 +326,10 @@ export class TierTables {
   /**
    * Expands one readable rule (not `failClosed`) for the pod into `sink`, one net, protocol and
    * port range at a time (`from` -1: every port): its peers' nets — those that depend on nothing
-   * but the rule made once per rule object (`pureNets`) — by each port entry, a named one resolved
-   * on the pod for ingress and per destination partition for egress. `once`: the caller keeps
-   * this expansion and never asks it again, so a pure rule's nets are not kept either (most
-   * rules' one expansion paid for an entry in a table keyed by rules).
+   * but the rule made once per rule object (`pureNetRefs`, kept with the rule: a configurator of
+   * its own, as the matrix's compiled classes make, finds them made, as NetworkPolicy's templates
+   * are) — by each port entry, a named one resolved on the pod for ingress and per destination
+   * partition for egress.
    */
   expandRule(
     pod: Endpoint,
@@ -337,7 +337,6 @@ export class TierTables {
     rule: ClusterRule,
     direction: Direction,
     sink: TupleSink,
-    once = false,
   ): void {
     const dependencies = ruleFacts(rule);
     const { relative, pure } = dependencies;
@@ -352,8 +351,7 @@ export class TierTables {
     };
     // The plain nets only when a port entry reads them (an egress named port reads its own).
     let plainNets: NetRef[] | undefined;
-    const plain = (): NetRef[] =>
-      (plainNets ??= pure && !once ? pureNetRefs(rule, compute) : compute().map(netRef));
+    const plain = (): NetRef[] => (plainNets ??= pure ? pureNetRefs(rule, compute) : compute().map(netRef));
     if (!rule.ports) {
       for (const net of plain()) sink(net, 'ANY', -1, -1);
       return;

@@ -19,7 +19,7 @@ import { HashBuckets, serialListHash, type SerialNumbering } from '../util/seria
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
-const NO_TIER: TierSelection = { policies: [], key: '' };
+const NO_TIER: TierSelection = { policies: [], key: '', serial: -1, policySerials: [] };
 /** What `upsert` returns: the version a policy replaced, and the pods that version selected. */
 type Replaced = Readonly<{ before?: ClusterPolicy; selectedBefore?: readonly string[] }>;
 /** For a policy that replaced none (shared: callers only read it). */
@@ -81,6 +81,8 @@ export class ClusterPolicyStore {
    * a longer key and hashed per pod.
    */
   private readonly interned = new Map<string, HashBuckets<TierSelection, readonly ClusterPolicy[]>>();
+  /** Selections interned so far: the next one's serial number (never reused). */
+  private selectionCount = 0;
   private internedCount = 0;
   private readonly serials = new PolicySerials();
 
@@ -403,7 +405,7 @@ export class ClusterPolicyStore {
       bySlot = undefined;
     }
     if (!bySlot) this.interned.set(slot, (bySlot = new HashBuckets(holdsPolicies)));
-    const selection = new Selection(policies, this.serials);
+    const selection = new Selection(policies, this.serials, this.selectionCount++);
     bySlot.add(hash, selection);
     this.internedCount++;
     return selection;
@@ -453,12 +455,15 @@ function holdsPolicies(selection: TierSelection, policies: readonly ClusterPolic
 class Selection implements TierSelection {
   #key: string | undefined;
   readonly #serials: PolicySerials;
+  readonly policySerials: readonly number[];
 
   constructor(
     readonly policies: readonly ClusterPolicy[],
     serials: PolicySerials,
+    readonly serial: number,
   ) {
     this.#serials = serials;
+    this.policySerials = policies.map((policy) => serials.serialOf(policy));
   }
 
   get key(): string {
