@@ -222,7 +222,12 @@ export class Configurator {
       const policy = policies[i] as ClusterPolicy;
       const serial = policySerials[i] as number;
       let slots = memo.get(serial);
-      if (!slots) memo.set(serial, (slots = { pure: [], byVariant: [] }));
+      if (!slots) {
+        // Counted, as every entry is: keyed by numbers, the memo no longer lets go of policies
+        // that are gone, so only the bound clears it.
+        memo.set(serial, (slots = { pure: [], byVariant: [] }));
+        this.memoSize++;
+      }
       const rules = policy[direction];
       for (let place = 0; place < rules.length; place++) {
         const permits = this.rulePermits(pod, policy, slots, rules[place] as ClusterRule, place, direction);

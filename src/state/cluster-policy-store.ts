@@ -449,13 +449,13 @@ function holdsPolicies(selection: TierSelection, policies: readonly ClusterPolic
 
 /**
  * An interned selection. Its key — the policies' tokens, naming exactly these objects — is
- * written when first read: the sides compiled as tables (configurator/tier-tables.ts
- * `permitSide`) never read it.
+ * written when first read: the sides compiled as tables (configurator/permit-side.ts) never read
+ * it; its policies' serial numbers too, which only those sides read.
  */
 class Selection implements TierSelection {
   #key: string | undefined;
+  #policySerials: readonly number[] | undefined;
   readonly #serials: PolicySerials;
-  readonly policySerials: readonly number[];
 
   constructor(
     readonly policies: readonly ClusterPolicy[],
@@ -463,11 +463,14 @@ class Selection implements TierSelection {
     readonly serial: number,
   ) {
     this.#serials = serials;
-    this.policySerials = policies.map((policy) => serials.serialOf(policy));
   }
 
   get key(): string {
     return (this.#key ??= this.policies.map((policy) => this.#serials.tokenOf(policy)).join('|'));
+  }
+
+  get policySerials(): readonly number[] {
+    return (this.#policySerials ??= this.policies.map((policy) => this.#serials.serialOf(policy)));
   }
 }
 
