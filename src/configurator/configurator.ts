@@ -30,6 +30,7 @@ import { PARTITION_SEPARATOR, portsKey, type PodTables, type TieredTable } from 
 import { TierTables } from './tier-tables.ts';
 import { permitSelection, permitSideFor, type PermitSide } from './permit-side.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
+import { ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 import { joinedLists, outsideList } from './outside-lists.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -225,7 +226,7 @@ export class Configurator {
       if (!slots) {
         // Counted, as every entry is: keyed by numbers, the memo no longer lets go of policies
         // that are gone, so only the bound clears it.
-        memo.set(serial, (slots = { pure: [], byVariant: [] }));
+        memo.set(serial, (slots = { pure: [], facts: [], byVariant: [] }));
         this.memoSize++;
       }
       const rules = policy[direction];
@@ -255,12 +256,14 @@ export class Configurator {
     place: number,
     direction: Direction,
   ): readonly NumberedRule[] | null {
-    const variant = this.tierTables.ruleVariant(pod, rule, direction);
+    // A pure rule's permits are only ever kept in `pure`: found there, its facts are not read.
+    const pure = slots.pure[place];
+    if (pure !== undefined) return pure;
+    let facts = slots.facts[place];
+    if (facts === undefined) slots.facts[place] = facts = ruleFacts(rule);
+    const variant = this.tierTables.ruleVariant(pod, facts, direction);
     let byVariant: FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined;
-    if (variant === undefined) {
-      const known = slots.pure[place];
-      if (known !== undefined) return known;
-    } else {
+    if (variant !== undefined) {
       byVariant = slots.byVariant[place];
       const known = byVariant?.get(variant);
       if (known !== undefined) return known;
@@ -272,7 +275,7 @@ export class Configurator {
       let outside: Rule[] | undefined;
       // As the ordered lists write an outside block: the rule's precedence, its net on its side.
       let precedence: number | undefined;
-      this.tierTables.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
+      this.tierTables.expandRule(pod, policy, rule, facts, direction, (net, protocol, from, to) => {
         if (net.kind === 'outside') {
           precedence ??= rulePrecedenceKey(policy, rule.index);
           const src = direction === 'ingress' ? net : ANY_NET;
@@ -450,6 +453,8 @@ interface OutsideSplit {
  */
 interface PolicyPermits {
   readonly pure: (readonly NumberedRule[] | null | undefined)[];
+  /** Each rule's facts, read once per configurator (a table keyed by rules costs more). */
+  readonly facts: (RuleFacts | undefined)[];
   /** Most rules see one variant (a CIDR rule's nodes, a named port's pod ports): kept inline. */
   readonly byVariant: (FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined)[];
 }

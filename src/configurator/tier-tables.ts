@@ -35,7 +35,7 @@ import {
   type Dependencies,
 } from './expansion-memos.ts';
 import type { PermitSide } from './permit-side.ts';
-import { ruleFacts } from '../model/cluster-policy-facts.ts';
+import { ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -257,14 +257,15 @@ export class TierTables {
     rule: ClusterRule,
     direction: Direction,
   ): Rule[] {
-    const variant = this.ruleVariant(pod, rule, direction);
+    const facts = ruleFacts(rule);
+    const variant = this.ruleVariant(pod, facts, direction);
     if (variant === undefined)
-      return pureRuleRules(rule, direction, () => this.ruleRules(pod, policy, rule, direction));
+      return pureRuleRules(rule, direction, () => this.ruleRules(pod, policy, rule, facts, direction));
     let byVariant = this.rulesMemo.get(rule);
     if (!byVariant) this.rulesMemo.set(rule, (byVariant = new Map<string | number, Rule[]>()));
     let rules = byVariant.get(variant);
     if (!rules) {
-      rules = this.ruleRules(pod, policy, rule, direction);
+      rules = this.ruleRules(pod, policy, rule, facts, direction);
       byVariant.set(variant, rules);
       this.memoSize++;
     }
@@ -278,13 +279,19 @@ export class TierTables {
    */
   private policyRules(pod: Endpoint, policy: ClusterPolicy, direction: Direction) {
     return policy[direction].flatMap((rule) =>
-      this.ruleRules(pod, policy, rule, direction)
+      this.ruleRules(pod, policy, rule, ruleFacts(rule), direction)
         .map((r) => prepareRule(r))
         .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
     );
   }
 
-  private ruleRules(pod: Endpoint, policy: ClusterPolicy, rule: ClusterRule, direction: Direction): Rule[] {
+  private ruleRules(
+    pod: Endpoint,
+    policy: ClusterPolicy,
+    rule: ClusterRule,
+    facts: RuleFacts,
+    direction: Direction,
+  ): Rule[] {
     const precedence = rulePrecedenceKey(policy, rule.index);
     if (rule.failClosed) {
       // A peer that cannot be read: Allow matches nothing; Deny and Pass deny everything.
@@ -294,7 +301,7 @@ export class TierTables {
     }
     const action = ACTION[rule.action];
     const rules: Rule[] = [];
-    this.expandRule(pod, policy, rule, direction, (net, protocol, from, to) => {
+    this.expandRule(pod, policy, rule, facts, direction, (net, protocol, from, to) => {
       const src = direction === 'ingress' ? net : ANY_NET;
       const dst = direction === 'egress' ? net : ANY_NET;
       // Two literals, not a conditional spread (the runtime's slow copy, for every tuple).
@@ -313,11 +320,10 @@ export class TierTables {
    * is keyed by the pod's ports (ingress: a string made once per pod) or the groups' numbers
    * (egress), with nothing built.
    */
-  ruleVariant(pod: Endpoint, rule: ClusterRule, direction: Direction): string | number | undefined {
-    const dependencies = ruleFacts(rule);
-    const { relative, named, nodes, own } = dependencies;
+  ruleVariant(pod: Endpoint, facts: RuleFacts, direction: Direction): string | number | undefined {
+    const { relative, named, nodes, own } = facts;
     if (!relative && !named && !nodes && !own) return undefined;
-    if (dependencies.onlyNamed) return direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion;
+    if (facts.onlyNamed) return direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion;
     return `${direction}|${relative ? pod.namespace : ''}|${
       named ? (direction === 'ingress' ? portsKey(pod) : this.state.partitionVersion) : ''
     }|${nodes ? this.state.nodesVersion : ''}|${own ? (pod.node ?? '') : ''}`;
@@ -335,11 +341,11 @@ export class TierTables {
     pod: Endpoint,
     policy: ClusterPolicy,
     rule: ClusterRule,
+    facts: RuleFacts,
     direction: Direction,
     sink: TupleSink,
   ): void {
-    const dependencies = ruleFacts(rule);
-    const { relative, pure } = dependencies;
+    const { relative, pure } = facts;
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
     const compute = (named?: { name: string; protocol: Protocol }): PeerNet[] => {

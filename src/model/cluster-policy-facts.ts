@@ -16,7 +16,7 @@ export function isRelativePeer(peer: ClusterPeer): boolean {
 }
 
 /** What a rule's expansion depends on besides itself. */
-interface RuleFacts {
+export interface RuleFacts {
   readonly relative: boolean;
   readonly named: boolean;
   /** A node or outside peer (outside blocks are cut by the nodes' addresses). */

@@ -25,6 +25,7 @@ import { isRelativePeer } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
+import { sharedGroupKey } from './group-key.ts';
 
 /** Matches no label set: a key that both exists and does not. */
 const NOTHING = (key: string): LabelSelector =>
@@ -238,8 +239,33 @@ function addressesIn(sorted: readonly Cidr[], block: Cidr): readonly Cidr[] {
   return sorted.slice(low, end);
 }
 
+/** A group a policy holds: its spec, and its key made once. */
+export interface ClusterGroupUse {
+  readonly key: string;
+  readonly spec: GroupSpec;
+}
+
+/**
+ * The groups a policy holds regardless of subject, each once: made once per policy object
+ * (policies are immutable), as NetworkPolicy's templates carry their groups — a second store
+ * over the same policies (the matrix's compiled classes) finds them made.
+ */
+export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly ClusterGroupUse[] {
+  let uses = groupUses.get(policy);
+  if (!uses) {
+    const byKey = new Map<string, ClusterGroupUse>();
+    for (const spec of clusterPolicyGroupSpecs(policy)) {
+      const key = sharedGroupKey(spec);
+      if (!byKey.has(key)) byKey.set(key, { key, spec });
+    }
+    groupUses.set(policy, (uses = [...byKey.values()]));
+  }
+  return uses;
+}
+const groupUses = new WeakMap<ClusterPolicy, readonly ClusterGroupUse[]>();
+
 /** Group specs a policy holds regardless of subject (its peers that are not relative). */
-export function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
+function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
   const specs: GroupSpec[] = [];
   for (const direction of ['ingress', 'egress'] as const) {
     for (const rule of policy[direction]) {

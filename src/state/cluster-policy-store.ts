@@ -8,7 +8,7 @@ import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '
 import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo } from '../model/types.ts';
 import { ipKey, type IpAddress } from '../net/ip.ts';
-import { clusterPolicyGroupSpecs, withHostNetworkAddresses } from './cluster-policy-groups.ts';
+import { clusterPolicyGroupUses, withHostNetworkAddresses } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
 import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
@@ -292,11 +292,10 @@ export class ClusterPolicyStore {
     if (before) this.release(key);
     this.policies.set(key, policy);
     const held = new Set<string>();
-    for (const spec of clusterPolicyGroupSpecs(policy)) {
-      const group = sharedGroupKey(spec);
-      if (held.has(group)) continue;
-      this.groups.acquire(spec, clusterPolicyOwner(key), group);
-      held.add(group);
+    const owner = clusterPolicyOwner(key);
+    for (const use of clusterPolicyGroupUses(policy)) {
+      this.groups.acquire(use.spec, owner, use.key);
+      held.add(use.key);
     }
     this.held.set(key, held);
     this.forgetSelections();
