@@ -6,7 +6,7 @@
  */
 import type { Cidr } from '../net/ip.ts';
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
-import type { ClusterPolicy, ClusterRule, Protocol } from '../model/types.ts';
+import type { ClusterPolicy, ClusterRule, NodeInfo, Protocol } from '../model/types.ts';
 import { policyFacts } from '../model/cluster-policy-facts.ts';
 import { ALL_PODS, groupKey, sharedGroupKey, type PeerNet } from '../state/index.ts';
 
@@ -29,6 +29,8 @@ export interface Dependencies {
 interface RuleMemo {
   /** Its nets for numbered ports (and an ingress named port's), when pure (`pureNetRefs`). */
   refs: NetRef[] | undefined;
+  /** Its nets for the list of nodes they were made with, when they depend on the nodes alone. */
+  byNodes: { readonly nodes: readonly NodeInfo[]; readonly refs: NetRef[] } | undefined;
   /** Its nets per named port entry, when pure (`pureNamedNetsOf`). */
   named: Map<string, PeerNet[]> | undefined;
   /** Its 6-tuples per direction, when it depends on nothing else (`pureRuleRules`). */
@@ -41,6 +43,7 @@ function ruleMemo(rule: ClusterRule): RuleMemo {
   if (!memo) {
     memo = {
       refs: undefined,
+      byNodes: undefined,
       named: undefined,
       ingress: undefined,
       egress: undefined,
@@ -74,6 +77,22 @@ export function pureNetRefs(rule: ClusterRule, compute: () => PeerNet[]): NetRef
   const memo = ruleMemo(rule);
   return (memo.refs ??= compute().map(netRef));
 }
+/**
+ * The nets of a rule that depends on the nodes and nothing else of the pod (outside blocks, nodes
+ * peers that are not the pod's own node), for the numbered ports: made once per rule object and
+ * list of nodes — stores of the same cluster share the list (`canonicalNodes`), so the matrix's
+ * compiled classes find the blocks the compile cut.
+ */
+export function nodesNetRefs(
+  rule: ClusterRule,
+  nodes: readonly NodeInfo[],
+  compute: () => PeerNet[],
+): NetRef[] {
+  const memo = ruleMemo(rule);
+  if (memo.byNodes?.nodes !== nodes) memo.byNodes = { nodes, refs: compute().map(netRef) };
+  return memo.byNodes.refs;
+}
+
 /**
  * A rule's 6-tuples in canonical order (they share its precedence and action, so their order is
  * free: sorted, equal inputs give equal lists), once per tuples array.

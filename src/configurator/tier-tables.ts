@@ -29,6 +29,7 @@ import {
   canonicalOrder,
   dependenciesOf,
   netRef,
+  nodesNetRefs,
   pureNetRefs,
   pureNamedNetsOf,
   pureRuleRules,
@@ -334,7 +335,8 @@ export class TierTables {
    * port range at a time (`from` -1: every port): its peers' nets — those that depend on nothing
    * but the rule made once per rule object (`pureNetRefs`, kept with the rule: a configurator of
    * its own, as the matrix's compiled classes make, finds them made, as NetworkPolicy's templates
-   * are) — by each port entry, a named one resolved on the pod for ingress and per destination
+   * are), those that depend on the nodes alone once per rule and list of nodes (`nodesNetRefs`)
+   * — by each port entry, a named one resolved on the pod for ingress and per destination
    * partition for egress.
    */
   expandRule(
@@ -345,7 +347,7 @@ export class TierTables {
     direction: Direction,
     sink: TupleSink,
   ): void {
-    const { relative, pure } = facts;
+    const { relative, pure, own } = facts;
     // The rule's nets for one port entry (a named one: per protocol, pod peers only). Relative
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
     const compute = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
@@ -357,7 +359,12 @@ export class TierTables {
     };
     // The plain nets only when a port entry reads them (an egress named port reads its own).
     let plainNets: NetRef[] | undefined;
-    const plain = (): NetRef[] => (plainNets ??= pure ? pureNetRefs(rule, compute) : compute().map(netRef));
+    const plain = (): NetRef[] =>
+      (plainNets ??= pure
+        ? pureNetRefs(rule, compute)
+        : relative || own
+          ? compute().map(netRef)
+          : nodesNetRefs(rule, this.state.nodes(), compute));
     if (!rule.ports) {
       for (const net of plain()) sink(net, 'ANY', -1, -1);
       return;

@@ -7,7 +7,8 @@
  * v0.1.1's relative peers (sameLabels, notSameLabels) become ordinary namespace selectors once
  * the subject's namespace is known.
  */
-import { familyBits, hostCidr, type Cidr, type IpAddress } from '../net/ip.ts';
+import { familyBits, hostCidr, ipKey, type Cidr, type IpAddress } from '../net/ip.ts';
+import { labelSetKey } from './label-sets.ts';
 import { subtractCidrs } from '../net/subtract.ts';
 import { makeSelector, MATCH_ALL, type LabelSelector } from '../model/selector.ts';
 import type {
@@ -188,12 +189,40 @@ function nodesEntry(nodes: Iterable<NodeInfo>) {
  * the store as it makes the list, before any block is cut by it): a host-network pod's address is
  * a node's, whether or not the input has that Node, and a node is never outside the cluster.
  */
-export function withHostNetworkAddresses(nodes: readonly NodeInfo[], addresses: readonly IpAddress[]): void {
+function withHostNetworkAddresses(nodes: readonly NodeInfo[], addresses: readonly IpAddress[]): void {
   const entry = nodesEntry(nodes);
   entry.hostNetwork = addresses;
   // Blocks are cut by the sorted copy (`clusterRuleNets`), whose entry is its own.
   nodesEntry(entry.sorted).hostNetwork = addresses;
 }
+
+/**
+ * One list per content of the nodes (names, addresses, labels) and host-network addresses: two
+ * stores of the same cluster — the matrix's compiled classes beside the compile — get the same
+ * array, so the blocks cut by it (`outsidePieces`) and the rules expanded with it are found made
+ * rather than cut again in every store. A few lists are kept (the nodes of a running cluster
+ * change rarely, each change a new list).
+ */
+export function canonicalNodes(
+  nodes: readonly NodeInfo[],
+  hostNetwork: readonly IpAddress[],
+): readonly NodeInfo[] {
+  let key = '';
+  for (const node of nodes) {
+    key += `${node.name}\u0001${node.declared ? 1 : 0}`;
+    for (const ip of node.addresses) key += `\u0001${ipKey(ip)}`;
+    key += `\u0002${labelSetKey(node.labels)}\u0003`;
+  }
+  for (const ip of hostNetwork) key += `\u0004${ipKey(ip)}`;
+  const known = canonicalLists.get(key);
+  if (known) return known;
+  if (hostNetwork.length > 0) withHostNetworkAddresses(nodes, hostNetwork);
+  if (canonicalLists.size >= MAX_NODE_LISTS) canonicalLists.clear();
+  canonicalLists.set(key, nodes);
+  return nodes;
+}
+const canonicalLists = new Map<string, readonly NodeInfo[]>();
+const MAX_NODE_LISTS = 8;
 
 function sortedNodes(nodes: Iterable<NodeInfo>): readonly NodeInfo[] {
   return nodesEntry(nodes).sorted;
@@ -240,7 +269,7 @@ function addressesIn(sorted: readonly Cidr[], block: Cidr): readonly Cidr[] {
 }
 
 /** A group a policy holds: its spec, and its key made once. */
-export interface ClusterGroupUse {
+interface ClusterGroupUse {
   readonly key: string;
   readonly spec: GroupSpec;
 }

@@ -8,7 +8,7 @@ import { clusterPolicyKey, policySelects, policySubjects, type TierSpec } from '
 import { selectorMatches } from '../model/selector.ts';
 import type { ClusterPolicy, Endpoint, Labels, NodeInfo } from '../model/types.ts';
 import { ipKey, type IpAddress } from '../net/ip.ts';
-import { clusterPolicyGroupUses, withHostNetworkAddresses } from './cluster-policy-groups.ts';
+import { canonicalNodes, clusterPolicyGroupUses } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
 import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
@@ -111,9 +111,10 @@ export class ClusterPolicyStore {
       const nodes = [...this.nodeMap.values()].sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
       );
-      if (this.hostNetworkAddresses.size > 0)
-        withHostNetworkAddresses(nodes, [...this.hostNetworkAddresses.values()].flat());
-      this.sortedNodes = { version: this.nodeRevision, nodes };
+      this.sortedNodes = {
+        version: this.nodeRevision,
+        nodes: canonicalNodes(nodes, [...this.hostNetworkAddresses.values()].flat()),
+      };
     }
     return this.sortedNodes.nodes;
   }

@@ -10,7 +10,7 @@ import type { ClusterRule } from '../../src/model/cluster-policy.ts';
 import type { NodeInfo } from '../../src/model/types.ts';
 import { hostCidr, makeCidr, type Cidr } from '../../src/net/ip.ts';
 import { subtractCidrs } from '../../src/net/subtract.ts';
-import { clusterRuleNets } from '../../src/state/index.ts';
+import { ClusterState, clusterRuleNets } from '../../src/state/index.ts';
 
 function outsideTexts(blocks: readonly Cidr[], nodes: readonly NodeInfo[]): string[] {
   const rule: ClusterRule = { index: 0, action: 'allow', peers: [{ type: 'outside', cidrs: blocks }] };
@@ -54,5 +54,53 @@ describe("an outside peer's nets", () => {
     assert.deepEqual(outsideTexts([makeCidr(4, 0xc0a80000n, 16)], nodes), ['192.168.0.0/16']);
     const cut = outsideTexts([makeCidr(4, 0x0a000000n, 30)], nodes);
     assert.deepEqual(cut, ['10.0.0.0/32', '10.0.0.2/31']);
+  });
+
+  it('are cut by one list of nodes for every store with the same nodes, and anew when a node changes', () => {
+    const node = (name: string, value: bigint, labels = {}): NodeInfo => ({
+      name,
+      labels,
+      declared: true,
+      addresses: [{ family: 4, value }],
+    });
+    const storeWith = (nodes: readonly NodeInfo[]): ClusterState => {
+      const store = new ClusterState();
+      for (const n of nodes) store.upsertNode(n);
+      return store;
+    };
+    const a = node('a', 0x0a000001n);
+    const b = node('b', 0x0a000005n, { zone: 'z1' });
+    const first = storeWith([a, b]);
+    // Another store (the matrix's classes beside the compile), its nodes given in another order.
+    const second = storeWith([{ ...b, labels: { zone: 'z1' } }, { ...a }]);
+    assert.equal(second.nodes(), first.nodes());
+    const block = [makeCidr(4, 0x0a000000n, 29)];
+    assert.deepEqual(outsideTexts(block, second.nodes()), [
+      '10.0.0.0/32',
+      '10.0.0.2/31',
+      '10.0.0.4/32',
+      '10.0.0.6/31',
+    ]);
+    // A node's labels or address changed: another list, and the blocks cut by the new addresses.
+    const relabelled = storeWith([a, { ...b, labels: { zone: 'z2' } }]);
+    assert.notEqual(relabelled.nodes(), first.nodes());
+    const moved = storeWith([a, node('b', 0x0a000003n, { zone: 'z1' })]);
+    assert.notEqual(moved.nodes(), first.nodes());
+    assert.deepEqual(outsideTexts(block, moved.nodes()), ['10.0.0.0/32', '10.0.0.2/32', '10.0.0.4/30']);
+    // The first store changes its own nodes: its list follows, the second store's stays.
+    first.upsertNode(node('c', 0x0a000007n));
+    assert.notEqual(first.nodes(), second.nodes());
+    assert.deepEqual(outsideTexts(block, first.nodes()), [
+      '10.0.0.0/32',
+      '10.0.0.2/31',
+      '10.0.0.4/32',
+      '10.0.0.6/32',
+    ]);
+    assert.deepEqual(outsideTexts(block, second.nodes()), [
+      '10.0.0.0/32',
+      '10.0.0.2/31',
+      '10.0.0.4/32',
+      '10.0.0.6/31',
+    ]);
   });
 });
