@@ -7,7 +7,7 @@
 import type { Cidr } from '../net/ip.ts';
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
 import type { ClusterPolicy, ClusterRule, NodeInfo, Protocol } from '../model/types.ts';
-import { policyFacts } from '../model/cluster-policy-facts.ts';
+import { policyFacts, ruleFacts } from '../model/cluster-policy-facts.ts';
 import { ALL_PODS, groupKey, sharedGroupKey, type PeerNet } from '../state/index.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -37,20 +37,16 @@ interface RuleMemo {
   ingress: Rule[] | undefined;
   egress: Rule[] | undefined;
 }
-const ruleMemos = new WeakMap<ClusterRule, RuleMemo>();
+/** The rule's memo, kept in its facts (read at ingest: no table entry made per rule here). */
 function ruleMemo(rule: ClusterRule): RuleMemo {
-  let memo = ruleMemos.get(rule);
-  if (!memo) {
-    memo = {
-      refs: undefined,
-      byNodes: undefined,
-      named: undefined,
-      ingress: undefined,
-      egress: undefined,
-    };
-    ruleMemos.set(rule, memo);
-  }
-  return memo;
+  const facts = ruleFacts(rule);
+  return (facts.expansion ??= {
+    refs: undefined,
+    byNodes: undefined,
+    named: undefined,
+    ingress: undefined,
+    egress: undefined,
+  } satisfies RuleMemo) as RuleMemo;
 }
 
 /**

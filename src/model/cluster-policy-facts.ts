@@ -27,6 +27,12 @@ export interface RuleFacts {
   readonly onlyNamed: boolean;
   /** Its nets depend on nothing but the rule: no relative peer, node or outside peer. */
   readonly pure: boolean;
+  /**
+   * What the compile keeps of the rule's expansion (configurator/expansion-memos.ts), held here
+   * because the facts are made at ingest: a table keyed by rules took an entry for each rule the
+   * compile first saw — a microsecond and more each, and work for every garbage collection.
+   */
+  expansion: object | undefined;
 }
 
 const ruleFactsMemo = new WeakMap<ClusterRule, RuleFacts>();
@@ -48,7 +54,7 @@ function readRule(rule: ClusterRule): RuleFacts {
   }
   const named = rule.ports?.some((p) => p.type === 'named') ?? false;
   const pure = !relative && !nodes && !own;
-  return { relative, named, nodes, own, onlyNamed: named && pure, pure };
+  return { relative, named, nodes, own, onlyNamed: named && pure, pure, expansion: undefined };
 }
 
 /**
@@ -64,6 +70,8 @@ interface PolicyFacts {
   readonly named: Readonly<Record<Direction, boolean>>;
   readonly permits: Readonly<Record<Direction, boolean>>;
   readonly outside: Readonly<Record<Direction, boolean>>;
+  /** The groups the store holds for the policy (state/cluster-policy-groups.ts): as `expansion`. */
+  groups: readonly object[] | undefined;
 }
 
 const policyFactsMemo = new WeakMap<ClusterPolicy, PolicyFacts>();
@@ -96,5 +104,5 @@ function readPolicy(policy: ClusterPolicy): PolicyFacts {
           permits[direction] = false;
       }
     }
-  return { relative, nodes, subjectNode, named, permits, outside };
+  return { relative, nodes, subjectNode, named, permits, outside, groups: undefined };
 }

@@ -22,7 +22,7 @@ import type {
 } from '../model/types.ts';
 import { NAMESPACE_NAME_LABEL, PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { isRelativePeer } from '../model/cluster-policy-facts.ts';
+import { isRelativePeer, policyFacts } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
@@ -280,18 +280,20 @@ interface ClusterGroupUse {
  * over the same policies (the matrix's compiled classes) finds them made.
  */
 export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly ClusterGroupUse[] {
-  let uses = groupUses.get(policy);
+  // Kept in the policy's facts (read at ingest), not a table keyed by policies: an entry made per
+  // policy cost the compile more than making the list.
+  const facts = policyFacts(policy);
+  let uses = facts.groups as readonly ClusterGroupUse[] | undefined;
   if (!uses) {
     const byKey = new Map<string, ClusterGroupUse>();
     for (const spec of clusterPolicyGroupSpecs(policy)) {
       const key = sharedGroupKey(spec);
       if (!byKey.has(key)) byKey.set(key, { key, spec });
     }
-    groupUses.set(policy, (uses = [...byKey.values()]));
+    facts.groups = uses = [...byKey.values()];
   }
   return uses;
 }
-const groupUses = new WeakMap<ClusterPolicy, readonly ClusterGroupUse[]>();
 
 /** Group specs a policy holds regardless of subject (its peers that are not relative). */
 function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {

@@ -44,6 +44,8 @@ describe("a cluster rule's dependencies", () => {
       own: false,
       onlyNamed: false,
       pure: true,
+      // Nothing of the compile kept yet (its memo is held with the facts).
+      expansion: undefined,
     });
     const named = ruleFacts(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
     assert.equal(named.onlyNamed, true);
