@@ -85,8 +85,6 @@ export class Configurator {
   };
   /** Allowing rules' numbered permits per direction (`rulePermits`); null: not all are a table's. */
   private rulePermitMemo = newRulePermitMemo();
-  /** A rule's outside blocks' permits as an Admin list, by its numbered permits (`rulePermits`). */
-  private outsideLists = new WeakMap<readonly NumberedRule[], TieredTable>();
 
   constructor(
     private readonly state: CompilingStore,
@@ -233,9 +231,8 @@ export class Configurator {
       for (let place = 0; place < rules.length; place++) {
         const permits = this.rulePermits(pod, policy, slots, rules[place] as ClusterRule, place, direction);
         if (!permits) return false;
-        for (const permit of permits) out.push(permit);
-        const list = outside && this.outsideLists.get(permits);
-        if (list) outside.push(list);
+        for (const permit of permits.rules) out.push(permit);
+        if (outside && permits.outside) outside.push(permits.outside);
       }
     }
     return true;
@@ -255,23 +252,23 @@ export class Configurator {
     rule: ClusterRule,
     place: number,
     direction: Direction,
-  ): readonly NumberedRule[] | null {
+  ): RulePermits | null {
     // A pure rule's permits are only ever kept in `pure`: found there, its facts are not read.
     const pure = slots.pure[place];
     if (pure !== undefined) return pure;
     let facts = slots.facts[place];
     if (facts === undefined) slots.facts[place] = facts = ruleFacts(rule);
     const variant = this.tierTables.ruleVariant(pod, facts, direction);
-    let byVariant: FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined;
+    let byVariant: FirstAndMore<string | number, RulePermits | null> | undefined;
     if (variant !== undefined) {
       byVariant = slots.byVariant[place];
       const known = byVariant?.get(variant);
       if (known !== undefined) return known;
     }
-    let permits: NumberedRule[] | null = [];
+    const made: NumberedRule[] = [];
+    let permits: RulePermits | null = { rules: made, outside: undefined };
     // A rule whose peer cannot be read matches nothing when it allows.
     if (!rule.failClosed) {
-      const made: NumberedRule[] = permits;
       let outside: Rule[] | undefined;
       // As the ordered lists write an outside block: the rule's precedence, its net on its side.
       let precedence: number | undefined;
@@ -293,7 +290,7 @@ export class Configurator {
       });
       // In expansion order (blocks by address, then ports): deterministic for the rule, and
       // permits only, so no order changes a verdict.
-      if (outside && permits) this.outsideLists.set(permits, outsideList(outside));
+      if (outside && permits) permits = { rules: made, outside: outsideList(outside) };
     }
     this.memoSize++;
     if (variant === undefined) slots.pure[place] = permits;
@@ -312,7 +309,6 @@ export class Configurator {
     this.permitMemo.ingress.clear();
     this.permitMemo.egress.clear();
     this.rulePermitMemo = newRulePermitMemo();
-    this.outsideLists = new WeakMap();
     this.memoSize = 0;
   }
 
@@ -452,11 +448,20 @@ interface OutsideSplit {
  * it first takes, one keyed by small integers a tenth of that.
  */
 interface PolicyPermits {
-  readonly pure: (readonly NumberedRule[] | null | undefined)[];
+  readonly pure: (RulePermits | null | undefined)[];
   /** Each rule's facts, read once per configurator (a table keyed by rules costs more). */
   readonly facts: (RuleFacts | undefined)[];
   /** Most rules see one variant (a CIDR rule's nodes, a named port's pod ports): kept inline. */
-  readonly byVariant: (FirstAndMore<string | number, readonly NumberedRule[] | null> | undefined)[];
+  readonly byVariant: (FirstAndMore<string | number, RulePermits | null> | undefined)[];
+}
+
+/**
+ * A rule's numbered permits, and its outside blocks' permits as an Admin list (which a table has
+ * no form for), kept together: a table keyed by the permits took an entry per rule.
+ */
+interface RulePermits {
+  readonly rules: readonly NumberedRule[];
+  readonly outside: TieredTable | undefined;
 }
 
 function newRulePermitMemo(): Record<Direction, Map<number, PolicyPermits>> {

@@ -141,7 +141,7 @@ export function dependenciesOf(
 const ALL_PODS_KEY = groupKey(ALL_PODS);
 
 export function netRef(net: PeerNet): NetRef {
-  if (net.kind === 'group') return { kind: 'group', group: sharedGroupKey(net.spec) };
+  if (net.kind === 'group') return { kind: 'group', group: net.key ?? sharedGroupKey(net.spec) };
   if (net.kind === 'any') return ANY_NET;
   // One rule net per block object (blocks are shared: a policy's, and the pieces of an outside
   // block, made once per block and nodes): readers that memoize by net object find it again

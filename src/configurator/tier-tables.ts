@@ -383,7 +383,7 @@ export class TierTables {
           const named = { name: port.name, protocol };
           for (const net of pure ? pureNamedNetsOf(rule, named, compute) : compute(named)) {
             if (net.kind !== 'group') continue;
-            const group = sharedGroupKey(net.spec);
+            const group = net.key ?? sharedGroupKey(net.spec);
             for (const number of portNumbers(this.state.group(group)))
               sink(
                 { kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` },

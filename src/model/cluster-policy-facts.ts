@@ -33,6 +33,8 @@ export interface RuleFacts {
    * compile first saw — a microsecond and more each, and work for every garbage collection.
    */
   expansion: object | undefined;
+  /** The groups its pods peers stand for, by peer (state/cluster-policy-groups.ts): as `expansion`. */
+  peerGroups: (object | undefined)[] | undefined;
 }
 
 const ruleFactsMemo = new WeakMap<ClusterRule, RuleFacts>();
@@ -54,7 +56,16 @@ function readRule(rule: ClusterRule): RuleFacts {
   }
   const named = rule.ports?.some((p) => p.type === 'named') ?? false;
   const pure = !relative && !nodes && !own;
-  return { relative, named, nodes, own, onlyNamed: named && pure, pure, expansion: undefined };
+  return {
+    relative,
+    named,
+    nodes,
+    own,
+    onlyNamed: named && pure,
+    pure,
+    expansion: undefined,
+    peerGroups: undefined,
+  };
 }
 
 /**

@@ -22,11 +22,11 @@ import type {
 } from '../model/types.ts';
 import { NAMESPACE_NAME_LABEL, PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { isRelativePeer, policyFacts } from '../model/cluster-policy-facts.ts';
+import { isRelativePeer, policyFacts, ruleFacts } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
-import { sharedGroupKey } from './group-key.ts';
+import { groupKey } from './group-key.ts';
 
 /** Matches no label set: a key that both exists and does not. */
 const NOTHING = (key: string): LabelSelector =>
@@ -56,31 +56,45 @@ function namespaceSelectorFor(match: NamespaceMatch, subjectLabels: Labels): Lab
   );
 }
 
+/** A group a peer or policy stands for: its spec, and its key made once. */
+interface GroupUse {
+  readonly key: string;
+  readonly spec: GroupSpec;
+}
+
 /**
- * The group a pods/namespaces peer stands for (optionally one named port's members on one
- * protocol). A peer that is not relative stands for one group whatever the subject: its spec is
- * made once per peer object and named port, so that the store's groups and the compiler's nets
- * share one spec and one key string (`sharedGroupKey`) — each was made again for every rule the
- * compiler expanded, and its key hashed anew.
+ * The group the rule's pods/namespaces peer at `place` stands for (optionally one named port's
+ * members on one protocol). A peer that is not relative stands for one group whatever the
+ * subject: its spec and key are made once per rule, peer and named port, so that the store's
+ * groups and the compiler's nets share one spec and one key string — each was made again for
+ * every rule the compiler expanded, and its key hashed anew. Kept in the rule's facts (read at
+ * ingest), by the peer's place: a table keyed by peers took an entry for each peer first seen.
  */
-function clusterPeerGroupSpec(
+function clusterPeerGroupUse(
+  rule: ClusterRule,
+  place: number,
   peer: Extract<ClusterPeer, { type: 'pods' }>,
   subjectLabels: Labels,
   namedPort?: { readonly name: string; readonly protocol: Protocol },
-): GroupSpec {
-  if (isRelativePeer(peer)) return peerGroupSpec(peer, subjectLabels, namedPort);
-  const key = namedPort ? `${namedPort.name}/${namedPort.protocol}` : '';
-  const specs = peerSpecs.get(peer);
-  let spec = specs?.get(key);
-  if (!spec) {
-    spec = peerGroupSpec(peer, subjectLabels, namedPort);
-    if (specs) specs.set(key, spec);
-    else peerSpecs.set(peer, new FirstAndMore(key, spec));
+): GroupUse {
+  if (isRelativePeer(peer)) {
+    const spec = peerGroupSpec(peer, subjectLabels, namedPort);
+    return { key: groupKey(spec), spec };
   }
-  return spec;
+  const facts = ruleFacts(rule);
+  // By peer, its uses by named port ('': its plain group), the first one asked for kept inline.
+  const byPeer = (facts.peerGroups ??= []) as (FirstAndMore<string, GroupUse> | undefined)[];
+  const entry = namedPort ? `${namedPort.name}/${namedPort.protocol}` : '';
+  const uses = byPeer[place];
+  let use = uses?.get(entry);
+  if (!use) {
+    const spec = peerGroupSpec(peer, subjectLabels, namedPort);
+    use = { key: groupKey(spec), spec };
+    if (uses) uses.set(entry, use);
+    else byPeer[place] = new FirstAndMore(entry, use);
+  }
+  return use;
 }
-/** A peer's specs by named port ('': its plain group), the first one asked for kept inline. */
-const peerSpecs = new WeakMap<ClusterPeer, FirstAndMore<string, GroupSpec>>();
 
 function peerGroupSpec(
   peer: Extract<ClusterPeer, { type: 'pods' }>,
@@ -114,6 +128,7 @@ function namespaceNamed(selector: LabelSelector): string | undefined {
 
 /** The group of every pod (outside peers are the addresses no member of it has). */
 export const ALL_PODS: GroupSpec = { namespaceSelector: MATCH_ALL };
+const ALL_PODS_USE: GroupUse = { key: groupKey(ALL_PODS), spec: ALL_PODS };
 
 /**
  * The nets of a rule for one port entry: `named` set for an egress named port (then only the
@@ -134,13 +149,18 @@ export function clusterRuleNets(
   const nets: PeerNet[] = [];
   const viaAddresses = (cidrs: readonly Cidr[]): void => {
     if (!named) for (const cidr of cidrs) nets.push({ kind: 'cidr', cidr });
-    else if (cidrs.length > 0)
-      nets.push({ kind: 'group', spec: { ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort: named } });
+    else if (cidrs.length > 0) {
+      const spec: GroupSpec = { ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort: named };
+      nets.push({ kind: 'group', spec, key: groupKey(spec) });
+    }
   };
-  for (const peer of rule.peers) {
-    if (peer.type === 'pods')
-      nets.push({ kind: 'group', spec: clusterPeerGroupSpec(peer, subjectLabels, named) });
-    else if (peer.type === 'networks') viaAddresses(peer.cidrs);
+  const peers = rule.peers;
+  for (let place = 0; place < peers.length; place++) {
+    const peer = peers[place] as ClusterPeer;
+    if (peer.type === 'pods') {
+      const use = clusterPeerGroupUse(rule, place, peer, subjectLabels, named);
+      nets.push({ kind: 'group', spec: use.spec, key: use.key });
+    } else if (peer.type === 'networks') viaAddresses(peer.cidrs);
     else if (peer.type === 'nodes') {
       const cidrs: Cidr[] = [];
       for (const node of (nodeList ??= sortedNodes(nodes))) {
@@ -268,59 +288,50 @@ function addressesIn(sorted: readonly Cidr[], block: Cidr): readonly Cidr[] {
   return sorted.slice(low, end);
 }
 
-/** A group a policy holds: its spec, and its key made once. */
-interface ClusterGroupUse {
-  readonly key: string;
-  readonly spec: GroupSpec;
-}
-
 /**
  * The groups a policy holds regardless of subject, each once: made once per policy object
  * (policies are immutable), as NetworkPolicy's templates carry their groups — a second store
  * over the same policies (the matrix's compiled classes) finds them made.
  */
-export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly ClusterGroupUse[] {
+export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse[] {
   // Kept in the policy's facts (read at ingest), not a table keyed by policies: an entry made per
   // policy cost the compile more than making the list.
   const facts = policyFacts(policy);
-  let uses = facts.groups as readonly ClusterGroupUse[] | undefined;
+  let uses = facts.groups as readonly GroupUse[] | undefined;
   if (!uses) {
-    const byKey = new Map<string, ClusterGroupUse>();
-    for (const spec of clusterPolicyGroupSpecs(policy)) {
-      const key = sharedGroupKey(spec);
-      if (!byKey.has(key)) byKey.set(key, { key, spec });
+    const byKey = new Map<string, GroupUse>();
+    const add = (use: GroupUse): void => {
+      if (!byKey.has(use.key)) byKey.set(use.key, use);
+    };
+    for (const direction of ['ingress', 'egress'] as const) {
+      for (const rule of policy[direction]) {
+        const peers = rule.peers;
+        for (let place = 0; place < peers.length; place++) {
+          const peer = peers[place] as ClusterPeer;
+          if (peer.type === 'outside') add(ALL_PODS_USE);
+          if (direction === 'egress' && peer.type === 'networks')
+            for (const port of rule.ports ?? [])
+              if (port.type === 'named')
+                for (const protocol of namedProtocols(port)) {
+                  const spec: GroupSpec = {
+                    ipBlock: { cidr: [...peer.cidrs], podsOnly: true },
+                    namedPort: { name: port.name, protocol },
+                  };
+                  add({ key: groupKey(spec), spec });
+                }
+          if (peer.type !== 'pods' || isRelativePeer(peer)) continue;
+          add(clusterPeerGroupUse(rule, place, peer, {}));
+          if (direction !== 'egress') continue;
+          for (const port of rule.ports ?? [])
+            if (port.type === 'named')
+              for (const protocol of namedProtocols(port))
+                add(clusterPeerGroupUse(rule, place, peer, {}, { name: port.name, protocol }));
+        }
+      }
     }
     facts.groups = uses = [...byKey.values()];
   }
   return uses;
-}
-
-/** Group specs a policy holds regardless of subject (its peers that are not relative). */
-function clusterPolicyGroupSpecs(policy: ClusterPolicy): GroupSpec[] {
-  const specs: GroupSpec[] = [];
-  for (const direction of ['ingress', 'egress'] as const) {
-    for (const rule of policy[direction]) {
-      for (const peer of rule.peers) {
-        if (peer.type === 'outside') specs.push(ALL_PODS);
-        if (direction === 'egress' && peer.type === 'networks')
-          for (const port of rule.ports ?? [])
-            if (port.type === 'named')
-              for (const protocol of namedProtocols(port))
-                specs.push({
-                  ipBlock: { cidr: [...peer.cidrs], podsOnly: true },
-                  namedPort: { name: port.name, protocol },
-                });
-        if (peer.type !== 'pods' || isRelativePeer(peer)) continue;
-        specs.push(clusterPeerGroupSpec(peer, {}));
-        if (direction !== 'egress') continue;
-        for (const port of rule.ports ?? [])
-          if (port.type === 'named')
-            for (const protocol of namedProtocols(port))
-              specs.push(clusterPeerGroupSpec(peer, {}, { name: port.name, protocol }));
-      }
-    }
-  }
-  return specs;
 }
 
 /**

@@ -16,7 +16,8 @@ import type { GroupSpec } from './types.ts';
 export type PeerNet =
   | { readonly kind: 'any' }
   | { readonly kind: 'cidr'; readonly cidr: Cidr }
-  | { readonly kind: 'group'; readonly spec: GroupSpec }
+  /** `key`, where the net's maker has it: the spec's group key, made once with the spec. */
+  | { readonly kind: 'group'; readonly spec: GroupSpec; readonly key?: string }
   /** Addresses of the block that no pod has (node addresses already left out). */
   | { readonly kind: 'outside'; readonly cidr: Cidr };
 

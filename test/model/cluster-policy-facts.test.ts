@@ -44,8 +44,9 @@ describe("a cluster rule's dependencies", () => {
       own: false,
       onlyNamed: false,
       pure: true,
-      // Nothing of the compile kept yet (its memo is held with the facts).
+      // Nothing of the compile or the store kept yet (their memos are held with the facts).
       expansion: undefined,
+      peerGroups: undefined,
     });
     const named = ruleFacts(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
     assert.equal(named.onlyNamed, true);
