@@ -6,8 +6,8 @@
  */
 import type { Cidr } from '../net/ip.ts';
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
-import type { ClusterPolicy, ClusterRule, NodeInfo, Protocol } from '../model/types.ts';
-import { policyFacts, ruleFacts } from '../model/cluster-policy-facts.ts';
+import type { ClusterPolicy, NodeInfo, Protocol } from '../model/types.ts';
+import { policyFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 import { ALL_PODS, groupKey, sharedGroupKey, type PeerNet } from '../state/index.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -37,9 +37,11 @@ interface RuleMemo {
   ingress: Rule[] | undefined;
   egress: Rule[] | undefined;
 }
-/** The rule's memo, kept in its facts (read at ingest: no table entry made per rule here). */
-function ruleMemo(rule: ClusterRule): RuleMemo {
-  const facts = ruleFacts(rule);
+/**
+ * The rule's memo, kept in its facts (read at ingest: no table entry made per rule here). Callers
+ * pass the facts they already hold: each function below takes them for the rule.
+ */
+function ruleMemo(facts: RuleFacts): RuleMemo {
   return (facts.expansion ??= {
     refs: undefined,
     byNodes: undefined,
@@ -54,11 +56,11 @@ function ruleMemo(rule: ClusterRule): RuleMemo {
  * named-port rule is expanded again for each pod's ports, and resolving its peers was most of that.
  */
 export function pureNamedNetsOf(
-  rule: ClusterRule,
+  facts: RuleFacts,
   named: { name: string; protocol: Protocol },
   compute: (named: { name: string; protocol: Protocol }) => PeerNet[],
 ): PeerNet[] {
-  const memo = ruleMemo(rule);
+  const memo = ruleMemo(facts);
   const byEntry = (memo.named ??= new Map<string, PeerNet[]>());
   const key = `${named.name}/${named.protocol}`;
   let nets = byEntry.get(key);
@@ -69,8 +71,8 @@ export function pureNamedNetsOf(
  * A pure rule's nets for its numbered ports (and an ingress named port's), as rule nets: made
  * once per rule object.
  */
-export function pureNetRefs(rule: ClusterRule, compute: () => PeerNet[]): NetRef[] {
-  const memo = ruleMemo(rule);
+export function pureNetRefs(facts: RuleFacts, compute: () => PeerNet[]): NetRef[] {
+  const memo = ruleMemo(facts);
   return (memo.refs ??= compute().map(netRef));
 }
 /**
@@ -80,11 +82,11 @@ export function pureNetRefs(rule: ClusterRule, compute: () => PeerNet[]): NetRef
  * compiled classes find the blocks the compile cut.
  */
 export function nodesNetRefs(
-  rule: ClusterRule,
+  facts: RuleFacts,
   nodes: readonly NodeInfo[],
   compute: () => PeerNet[],
 ): NetRef[] {
-  const memo = ruleMemo(rule);
+  const memo = ruleMemo(facts);
   if (memo.byNodes?.nodes !== nodes) memo.byNodes = { nodes, refs: compute().map(netRef) };
   return memo.byNodes.refs;
 }
@@ -113,8 +115,8 @@ export function canonicalOrder(tuples: Rule[]): Rule[] {
  * or outside peer): made once per rule object and direction, as NetworkPolicy's templates are
  * made once per policy object (state/policy-groups.ts) — a changed policy is a new object.
  */
-export function pureRuleRules(rule: ClusterRule, direction: Direction, make: () => Rule[]): Rule[] {
-  const memo = ruleMemo(rule);
+export function pureRuleRules(facts: RuleFacts, direction: Direction, make: () => Rule[]): Rule[] {
+  const memo = ruleMemo(facts);
   return (memo[direction] ??= make());
 }
 

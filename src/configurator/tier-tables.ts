@@ -261,7 +261,7 @@ export class TierTables {
     const facts = ruleFacts(rule);
     const variant = this.ruleVariant(pod, facts, direction);
     if (variant === undefined)
-      return pureRuleRules(rule, direction, () => this.ruleRules(pod, policy, rule, facts, direction));
+      return pureRuleRules(facts, direction, () => this.ruleRules(pod, policy, rule, facts, direction));
     let byVariant = this.rulesMemo.get(rule);
     if (!byVariant) this.rulesMemo.set(rule, (byVariant = new Map<string | number, Rule[]>()));
     let rules = byVariant.get(variant);
@@ -354,17 +354,19 @@ export class TierTables {
       const labels = this.state.namespaceLabels(pod.namespace) ?? {};
       const nets = clusterRuleNets(rule, labels, this.state.nodes(), named, pod.node);
       if (relative)
-        for (const net of nets) if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec);
+        for (const net of nets)
+          if (net.kind === 'group')
+            this.state.acquireClusterGroup(policy, net.spec, net.key ?? sharedGroupKey(net.spec));
       return nets;
     };
     // The plain nets only when a port entry reads them (an egress named port reads its own).
     let plainNets: NetRef[] | undefined;
     const plain = (): NetRef[] =>
       (plainNets ??= pure
-        ? pureNetRefs(rule, compute)
+        ? pureNetRefs(facts, compute)
         : relative || own
           ? compute().map(netRef)
-          : nodesNetRefs(rule, this.state.nodes(), compute));
+          : nodesNetRefs(facts, this.state.nodes(), compute));
     if (!rule.ports) {
       for (const net of plain()) sink(net, 'ANY', -1, -1);
       return;
@@ -381,7 +383,7 @@ export class TierTables {
         // Egress named port: per protocol, the destinations' numbers (group partitions).
         for (const protocol of namedProtocols(port)) {
           const named = { name: port.name, protocol };
-          for (const net of pure ? pureNamedNetsOf(rule, named, compute) : compute(named)) {
+          for (const net of pure ? pureNamedNetsOf(facts, named, compute) : compute(named)) {
             if (net.kind !== 'group') continue;
             const group = net.key ?? sharedGroupKey(net.spec);
             for (const number of portNumbers(this.state.group(group)))

@@ -22,7 +22,7 @@ import type {
 } from '../model/types.ts';
 import { NAMESPACE_NAME_LABEL, PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { isRelativePeer, policyFacts, ruleFacts } from '../model/cluster-policy-facts.ts';
+import { isRelativePeer, policyFacts, ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
@@ -71,25 +71,20 @@ interface GroupUse {
  * ingest), by the peer's place: a table keyed by peers took an entry for each peer first seen.
  */
 function clusterPeerGroupUse(
-  rule: ClusterRule,
+  facts: RuleFacts,
   place: number,
   peer: Extract<ClusterPeer, { type: 'pods' }>,
   subjectLabels: Labels,
   namedPort?: { readonly name: string; readonly protocol: Protocol },
 ): GroupUse {
-  if (isRelativePeer(peer)) {
-    const spec = peerGroupSpec(peer, subjectLabels, namedPort);
-    return { key: groupKey(spec), spec };
-  }
-  const facts = ruleFacts(rule);
+  if (isRelativePeer(peer)) return groupUse(peerGroupSpec(peer, subjectLabels, namedPort));
   // By peer, its uses by named port ('': its plain group), the first one asked for kept inline.
   const byPeer = (facts.peerGroups ??= []) as (FirstAndMore<string, GroupUse> | undefined)[];
   const entry = namedPort ? `${namedPort.name}/${namedPort.protocol}` : '';
   const uses = byPeer[place];
   let use = uses?.get(entry);
   if (!use) {
-    const spec = peerGroupSpec(peer, subjectLabels, namedPort);
-    use = { key: groupKey(spec), spec };
+    use = groupUse(peerGroupSpec(peer, subjectLabels, namedPort));
     if (uses) uses.set(entry, use);
     else byPeer[place] = new FirstAndMore(entry, use);
   }
@@ -128,7 +123,16 @@ function namespaceNamed(selector: LabelSelector): string | undefined {
 
 /** The group of every pod (outside peers are the addresses no member of it has). */
 export const ALL_PODS: GroupSpec = { namespaceSelector: MATCH_ALL };
-const ALL_PODS_USE: GroupUse = { key: groupKey(ALL_PODS), spec: ALL_PODS };
+const ALL_PODS_USE = groupUse(ALL_PODS);
+
+function groupUse(spec: GroupSpec): GroupUse {
+  return { key: groupKey(spec), spec };
+}
+
+/** The pods among some addresses that expose a named port (an egress named port's destinations). */
+function addressGroupUse(cidrs: readonly Cidr[], namedPort: GroupSpec['namedPort']): GroupUse {
+  return groupUse({ ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort });
+}
 
 /**
  * The nets of a rule for one port entry: `named` set for an egress named port (then only the
@@ -150,15 +154,16 @@ export function clusterRuleNets(
   const viaAddresses = (cidrs: readonly Cidr[]): void => {
     if (!named) for (const cidr of cidrs) nets.push({ kind: 'cidr', cidr });
     else if (cidrs.length > 0) {
-      const spec: GroupSpec = { ipBlock: { cidr: [...cidrs], podsOnly: true }, namedPort: named };
-      nets.push({ kind: 'group', spec, key: groupKey(spec) });
+      const use = addressGroupUse(cidrs, named);
+      nets.push({ kind: 'group', spec: use.spec, key: use.key });
     }
   };
   const peers = rule.peers;
+  const facts = ruleFacts(rule);
   for (let place = 0; place < peers.length; place++) {
     const peer = peers[place] as ClusterPeer;
     if (peer.type === 'pods') {
-      const use = clusterPeerGroupUse(rule, place, peer, subjectLabels, named);
+      const use = clusterPeerGroupUse(facts, place, peer, subjectLabels, named);
       nets.push({ kind: 'group', spec: use.spec, key: use.key });
     } else if (peer.type === 'networks') viaAddresses(peer.cidrs);
     else if (peer.type === 'nodes') {
@@ -306,26 +311,22 @@ export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse
     for (const direction of ['ingress', 'egress'] as const) {
       for (const rule of policy[direction]) {
         const peers = rule.peers;
+        const facts = ruleFacts(rule);
         for (let place = 0; place < peers.length; place++) {
           const peer = peers[place] as ClusterPeer;
           if (peer.type === 'outside') add(ALL_PODS_USE);
           if (direction === 'egress' && peer.type === 'networks')
             for (const port of rule.ports ?? [])
               if (port.type === 'named')
-                for (const protocol of namedProtocols(port)) {
-                  const spec: GroupSpec = {
-                    ipBlock: { cidr: [...peer.cidrs], podsOnly: true },
-                    namedPort: { name: port.name, protocol },
-                  };
-                  add({ key: groupKey(spec), spec });
-                }
+                for (const protocol of namedProtocols(port))
+                  add(addressGroupUse(peer.cidrs, { name: port.name, protocol }));
           if (peer.type !== 'pods' || isRelativePeer(peer)) continue;
-          add(clusterPeerGroupUse(rule, place, peer, {}));
+          add(clusterPeerGroupUse(facts, place, peer, {}));
           if (direction !== 'egress') continue;
           for (const port of rule.ports ?? [])
             if (port.type === 'named')
               for (const protocol of namedProtocols(port))
-                add(clusterPeerGroupUse(rule, place, peer, {}, { name: port.name, protocol }));
+                add(clusterPeerGroupUse(facts, place, peer, {}, { name: port.name, protocol }));
         }
       }
     }

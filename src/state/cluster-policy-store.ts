@@ -10,7 +10,6 @@ import type { ClusterPolicy, Endpoint, Labels, NodeInfo } from '../model/types.t
 import { ipKey, type IpAddress } from '../net/ip.ts';
 import { canonicalNodes, clusterPolicyGroupUses } from './cluster-policy-groups.ts';
 import { ClusterPolicyIndex, slotOf } from './cluster-policy-index.ts';
-import { sharedGroupKey } from './group-key.ts';
 import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
 import type { StateReader } from './state-reader.ts';
@@ -272,11 +271,13 @@ export class ClusterPolicyStore {
     return ids;
   }
 
-  /** A group a relative peer needs for a subject namespace: held until the policy changes. */
-  acquireGroup(policy: ClusterPolicy, spec: GroupSpec): string {
+  /**
+   * A group a relative peer needs for a subject namespace (`group`: its key, made with the spec):
+   * held until the policy changes.
+   */
+  acquireGroup(policy: ClusterPolicy, spec: GroupSpec, group: string): string {
     const key = clusterPolicyKey(policy);
     const held = this.held.get(key) ?? new Set<string>();
-    const group = sharedGroupKey(spec);
     if (!held.has(group)) {
       this.groups.acquire(spec, clusterPolicyOwner(key), group);
       held.add(group);

@@ -172,8 +172,8 @@ export class ClusterState implements CompilingStore {
     return this.cluster.subjectsOf(policy);
   }
   /** A group a cluster policy's relative peer needs for a subject namespace: held until the policy changes. */
-  acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec): string {
-    return this.cluster.acquireGroup(policy, spec);
+  acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec, key: string): string {
+    return this.cluster.acquireGroup(policy, spec, key);
   }
   podsInNamespace(namespace: string): ReadonlySet<string> {
     return this.podsByNamespace.get(namespace) ?? new Set();

@@ -187,5 +187,6 @@ export interface ReadonlyStore {
  * them; the store holds them until the policy changes.
  */
 export interface CompilingStore extends ReadonlyStore {
-  acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec): string;
+  /** `key`: the spec's group key, as the net made with the spec carries it. */
+  acquireClusterGroup(policy: ClusterPolicy, spec: GroupSpec, key: string): string;
 }
