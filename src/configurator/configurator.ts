@@ -30,7 +30,8 @@ import { PARTITION_SEPARATOR, portsKey, type PodTables, type TieredTable } from 
 import { TierTables } from './tier-tables.ts';
 import { permitSelection, permitSideFor, type PermitSide } from './permit-side.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
-import { ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
+import { exactArray } from '../util/exact-array.ts';
+import { policyFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 import { joinedLists, outsideList } from './outside-lists.ts';
 
 type Direction = 'ingress' | 'egress';
@@ -224,7 +225,16 @@ export class Configurator {
       if (!slots) {
         // Counted, as every entry is: keyed by numbers, the memo no longer lets go of policies
         // that are gone, so only the bound clears it.
-        memo.set(serial, (slots = { pure: [], facts: [], byVariant: [] }));
+        // Its slots at the rules' count: kept, and a list grown by index reserves room for 17.
+        const count = policy[direction].length;
+        memo.set(
+          serial,
+          (slots = {
+            pure: new Array<RulePermits | null | undefined>(count),
+            facts: policyFacts(policy).rules[direction],
+            byVariant: new Array<FirstAndMore<string | number, RulePermits | null> | undefined>(count),
+          }),
+        );
         this.memoSize++;
       }
       const rules = policy[direction];
@@ -256,8 +266,7 @@ export class Configurator {
     // A pure rule's permits are only ever kept in `pure`: found there, its facts are not read.
     const pure = slots.pure[place];
     if (pure !== undefined) return pure;
-    let facts = slots.facts[place];
-    if (facts === undefined) slots.facts[place] = facts = ruleFacts(rule);
+    const facts = slots.facts[place] as RuleFacts;
     const variant = this.tierTables.ruleVariant(pod, facts, direction);
     let byVariant: FirstAndMore<string | number, RulePermits | null> | undefined;
     if (variant !== undefined) {
@@ -290,7 +299,8 @@ export class Configurator {
       });
       // In expansion order (blocks by address, then ports): deterministic for the rule, and
       // permits only, so no order changes a verdict.
-      if (outside && permits) permits = { rules: made, outside: outsideList(outside) };
+      // Kept per rule and variant: at its exact size (util/exact-array.ts).
+      if (permits) permits = { rules: exactArray(made), outside: outside && outsideList(outside) };
     }
     this.memoSize++;
     if (variant === undefined) slots.pure[place] = permits;
@@ -449,8 +459,8 @@ interface OutsideSplit {
  */
 interface PolicyPermits {
   readonly pure: (RulePermits | null | undefined)[];
-  /** Each rule's facts, read once per configurator (a table keyed by rules costs more). */
-  readonly facts: (RuleFacts | undefined)[];
+  /** Its rules' facts (the policy's, read at ingest), by place. */
+  readonly facts: readonly RuleFacts[];
   /** Most rules see one variant (a CIDR rule's nodes, a named port's pod ports): kept inline. */
   readonly byVariant: (FirstAndMore<string | number, RulePermits | null> | undefined)[];
 }

@@ -352,7 +352,7 @@ export class TierTables {
     // peers' groups depend on the subject's namespace: the store holds them once they are used.
     const compute = (named?: { name: string; protocol: Protocol }): PeerNet[] => {
       const labels = this.state.namespaceLabels(pod.namespace) ?? {};
-      const nets = clusterRuleNets(rule, labels, this.state.nodes(), named, pod.node);
+      const nets = clusterRuleNets(rule, facts, labels, this.state.nodes(), named, pod.node);
       if (relative)
         for (const net of nets)
           if (net.kind === 'group')

@@ -74,7 +74,7 @@ function readRule(rule: ClusterRule): RuleFacts {
  * pods and nodes; a domain name is none), and whether an outside block is among them
  * (`outside`).
  */
-interface PolicyFacts {
+export interface PolicyFacts {
   readonly relative: boolean;
   readonly nodes: boolean;
   readonly subjectNode: boolean;
@@ -83,6 +83,11 @@ interface PolicyFacts {
   readonly outside: Readonly<Record<Direction, boolean>>;
   /** The groups the store holds for the policy (state/cluster-policy-groups.ts): as `expansion`. */
   groups: readonly object[] | undefined;
+  /**
+   * Its rules' facts by their place in the direction's list (the objects `ruleFacts` gives): a
+   * compile holding the policy reads them here, one lookup per policy rather than one per rule.
+   */
+  readonly rules: Readonly<Record<Direction, readonly RuleFacts[]>>;
 }
 
 const policyFactsMemo = new WeakMap<ClusterPolicy, PolicyFacts>();
@@ -101,6 +106,8 @@ function readPolicy(policy: ClusterPolicy): PolicyFacts {
   const named = { ingress: false, egress: false };
   const permits = { ingress: true, egress: true };
   const outside = { ingress: false, egress: false };
+  // Each list at its exact size (`map`; a pushed one reserves room for 17: util/exact-array.ts).
+  const rules = { ingress: policy.ingress.map(ruleFacts), egress: policy.egress.map(ruleFacts) };
   for (const direction of DIRECTIONS)
     for (const rule of policy[direction]) {
       const d = ruleFacts(rule);
@@ -115,5 +122,5 @@ function readPolicy(policy: ClusterPolicy): PolicyFacts {
           permits[direction] = false;
       }
     }
-  return { relative, nodes, subjectNode, named, permits, outside, groups: undefined };
+  return { relative, nodes, subjectNode, named, permits, outside, groups: undefined, rules };
 }

@@ -22,7 +22,7 @@ import type {
 } from '../model/types.ts';
 import { NAMESPACE_NAME_LABEL, PROTOCOLS } from '../model/types.ts';
 import { selectorMatches } from '../model/selector.ts';
-import { isRelativePeer, policyFacts, ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
+import { isRelativePeer, policyFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 import type { PeerNet } from './policy-groups.ts';
 import type { GroupSpec } from './types.ts';
 import { FirstAndMore } from '../util/first-and-more.ts';
@@ -72,6 +72,7 @@ interface GroupUse {
  */
 function clusterPeerGroupUse(
   facts: RuleFacts,
+  peers: readonly ClusterPeer[],
   place: number,
   peer: Extract<ClusterPeer, { type: 'pods' }>,
   subjectLabels: Labels,
@@ -79,7 +80,10 @@ function clusterPeerGroupUse(
 ): GroupUse {
   if (isRelativePeer(peer)) return groupUse(peerGroupSpec(peer, subjectLabels, namedPort));
   // By peer, its uses by named port ('': its plain group), the first one asked for kept inline.
-  const byPeer = (facts.peerGroups ??= []) as (FirstAndMore<string, GroupUse> | undefined)[];
+  // One slot per peer (kept: a list grown by index reserves room for 17, util/exact-array.ts).
+  const byPeer = (facts.peerGroups ??= new Array<undefined>(peers.length)) as (
+    FirstAndMore<string, GroupUse> | undefined
+  )[];
   const entry = namedPort ? `${namedPort.name}/${namedPort.protocol}` : '';
   const uses = byPeer[place];
   let use = uses?.get(entry);
@@ -142,6 +146,7 @@ function addressGroupUse(cidrs: readonly Cidr[], namedPort: GroupSpec['namedPort
  */
 export function clusterRuleNets(
   rule: ClusterRule,
+  facts: RuleFacts,
   subjectLabels: Labels,
   nodes: Iterable<NodeInfo>,
   named?: { readonly name: string; readonly protocol: Protocol },
@@ -159,11 +164,10 @@ export function clusterRuleNets(
     }
   };
   const peers = rule.peers;
-  const facts = ruleFacts(rule);
   for (let place = 0; place < peers.length; place++) {
     const peer = peers[place] as ClusterPeer;
     if (peer.type === 'pods') {
-      const use = clusterPeerGroupUse(facts, place, peer, subjectLabels, named);
+      const use = clusterPeerGroupUse(facts, peers, place, peer, subjectLabels, named);
       nets.push({ kind: 'group', spec: use.spec, key: use.key });
     } else if (peer.type === 'networks') viaAddresses(peer.cidrs);
     else if (peer.type === 'nodes') {
@@ -304,14 +308,17 @@ export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse
   const facts = policyFacts(policy);
   let uses = facts.groups as readonly GroupUse[] | undefined;
   if (!uses) {
+    const policyRules = facts.rules;
     const byKey = new Map<string, GroupUse>();
     const add = (use: GroupUse): void => {
       if (!byKey.has(use.key)) byKey.set(use.key, use);
     };
     for (const direction of ['ingress', 'egress'] as const) {
-      for (const rule of policy[direction]) {
+      const rules = policy[direction];
+      for (let at = 0; at < rules.length; at++) {
+        const rule = rules[at] as ClusterRule;
         const peers = rule.peers;
-        const facts = ruleFacts(rule);
+        const facts = policyRules[direction][at] as RuleFacts;
         for (let place = 0; place < peers.length; place++) {
           const peer = peers[place] as ClusterPeer;
           if (peer.type === 'outside') add(ALL_PODS_USE);
@@ -321,12 +328,12 @@ export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse
                 for (const protocol of namedProtocols(port))
                   add(addressGroupUse(peer.cidrs, { name: port.name, protocol }));
           if (peer.type !== 'pods' || isRelativePeer(peer)) continue;
-          add(clusterPeerGroupUse(facts, place, peer, {}));
+          add(clusterPeerGroupUse(facts, peers, place, peer, {}));
           if (direction !== 'egress') continue;
           for (const port of rule.ports ?? [])
             if (port.type === 'named')
               for (const protocol of namedProtocols(port))
-                add(clusterPeerGroupUse(facts, place, peer, {}, { name: port.name, protocol }));
+                add(clusterPeerGroupUse(facts, peers, place, peer, {}, { name: port.name, protocol }));
         }
       }
     }

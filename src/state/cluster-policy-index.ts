@@ -8,6 +8,7 @@ import { selectorMatches } from '../model/selector.ts';
 import { sortByPrecedence } from '../model/precedence.ts';
 import { policyApplies, type TierSpec } from '../model/cluster-policy.ts';
 import { tierOrder } from '../model/tier-order.ts';
+import { exactArray } from '../util/exact-array.ts';
 import type { ClusterPolicy, LabelSelector, Labels, Tier } from '../model/types.ts';
 
 interface SelectorGroup {
@@ -39,7 +40,9 @@ export function slotOf(tier: Tier, direction: 'ingress' | 'egress'): string {
 
 function indexSelectors(groups: Iterable<SelectorGroup>): SlotIndex {
   const index: SlotIndex = { byValue: new Map(), byKey: new Map(), rest: [] };
-  for (const group of groups) {
+  for (const built of groups) {
+    // Kept until the policies change: each list at its exact size (util/exact-array.ts).
+    const group: SelectorGroup = { selector: built.selector, policies: exactArray(built.policies) };
     const requirements = group.selector.requirements;
     const pair = requirements.find((r) => r.operator === 'In' && r.values.length === 1);
     const exists = requirements.find((r) => r.operator === 'Exists');

@@ -15,6 +15,7 @@ import { labelSetKey } from './label-sets.ts';
 import type { StateReader } from './state-reader.ts';
 import type { GroupSpec, PlanSelection, PodPlans, TierSelection } from './types.ts';
 import { HashBuckets, serialListHash, type SerialNumbering } from '../util/serial-hash.ts';
+import { exactArray } from '../util/exact-array.ts';
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
@@ -183,9 +184,12 @@ export class ClusterPolicyStore {
     namespaceLabels: Labels | undefined,
     pod: Endpoint,
   ): Plan {
-    const selections: TierSelection[] = [];
-    for (const entry of slots)
-      selections.push(entry.selective ? this.selectedFrom(entry, namespaceLabels, pod) : entry.candidates);
+    // One plan per pod label set, kept: an array of the exact size (util/exact-array.ts).
+    const selections = new Array<TierSelection>(slots.length);
+    for (let i = 0; i < slots.length; i++) {
+      const entry = slots[i] as SlotSelections;
+      selections[i] = entry.selective ? this.selectedFrom(entry, namespaceLabels, pod) : entry.candidates;
+    }
     return new Plan(plan, selections);
   }
 
@@ -406,7 +410,12 @@ export class ClusterPolicyStore {
       bySlot = undefined;
     }
     if (!bySlot) this.interned.set(slot, (bySlot = new HashBuckets(holdsPolicies)));
-    const selection = new Selection(policies, this.serials, this.selectionCount++);
+    // Kept for the store's life: a list grown by push reserves room for 17 (util/exact-array.ts).
+    const selection = new Selection(
+      exactArray(policies as ClusterPolicy[]),
+      this.serials,
+      this.selectionCount++,
+    );
     bySlot.add(hash, selection);
     this.internedCount++;
     return selection;
