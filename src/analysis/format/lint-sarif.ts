@@ -2,8 +2,9 @@
  * Lint findings as SARIF 2.1.0, the format code hosts read to annotate pull requests: one run,
  * the catalogue entries used as rules (with their fix as help), each finding a result at its
  * file, line and column, with the object and field as a logical location and the related places
- * as related locations. A finding's fingerprint hashes its code, object and field, so a host can
- * tell a finding that moved from a new one.
+ * as related locations. A finding's fingerprint hashes its code, object (or file), field and
+ * message — not its line — so a host can tell a finding that moved from a new one; two findings of
+ * one code on one field (a rule shadowed by two others) differ by their message.
  */
 import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
