@@ -74,7 +74,7 @@ function readRule(rule: ClusterRule): RuleFacts {
  * pods and nodes; a domain name is none), and whether an outside block is among them
  * (`outside`).
  */
-export interface PolicyFacts {
+interface PolicyFacts {
   readonly relative: boolean;
   readonly nodes: boolean;
   readonly subjectNode: boolean;
