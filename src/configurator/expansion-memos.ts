@@ -8,7 +8,7 @@ import type { Cidr } from '../net/ip.ts';
 import { ANY_NET, prepareRule, type NetRef, type Rule } from '../model/rule.ts';
 import type { ClusterPolicy, NodeInfo, Protocol } from '../model/types.ts';
 import { policyFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
-import { ALL_PODS, groupKey, sharedGroupKey, type PeerNet } from '../state/index.ts';
+import { ALL_PODS, groupKey, peerNetGroup, type PeerNet } from '../state/index.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -143,7 +143,7 @@ export function dependenciesOf(
 const ALL_PODS_KEY = groupKey(ALL_PODS);
 
 export function netRef(net: PeerNet): NetRef {
-  if (net.kind === 'group') return { kind: 'group', group: net.key ?? sharedGroupKey(net.spec) };
+  if (net.kind === 'group') return { kind: 'group', group: peerNetGroup(net) };
   if (net.kind === 'any') return ANY_NET;
   // One rule net per block object (blocks are shared: a policy's, and the pieces of an outside
   // block, made once per block and nodes): readers that memoize by net object find it again

@@ -15,7 +15,7 @@ import {
   clusterRuleNets,
   namedProtocols,
   portNumbers,
-  sharedGroupKey,
+  peerNetGroup,
   type CompilingStore,
   type PeerNet,
   type PlanSelection,
@@ -355,8 +355,7 @@ export class TierTables {
       const nets = clusterRuleNets(rule, facts, labels, this.state.nodes(), named, pod.node);
       if (relative)
         for (const net of nets)
-          if (net.kind === 'group')
-            this.state.acquireClusterGroup(policy, net.spec, net.key ?? sharedGroupKey(net.spec));
+          if (net.kind === 'group') this.state.acquireClusterGroup(policy, net.spec, peerNetGroup(net));
       return nets;
     };
     // The plain nets only when a port entry reads them (an egress named port reads its own).
@@ -385,7 +384,7 @@ export class TierTables {
           const named = { name: port.name, protocol };
           for (const net of pure ? pureNamedNetsOf(facts, named, compute) : compute(named)) {
             if (net.kind !== 'group') continue;
-            const group = net.key ?? sharedGroupKey(net.spec);
+            const group = peerNetGroup(net);
             for (const number of portNumbers(this.state.group(group)))
               sink(
                 { kind: 'group', group: `${group}${PARTITION_SEPARATOR}${number}` },

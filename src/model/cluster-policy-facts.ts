@@ -109,8 +109,9 @@ function readPolicy(policy: ClusterPolicy): PolicyFacts {
   // Each list at its exact size (`map`; a pushed one reserves room for 17: util/exact-array.ts).
   const rules = { ingress: policy.ingress.map(ruleFacts), egress: policy.egress.map(ruleFacts) };
   for (const direction of DIRECTIONS)
-    for (const rule of policy[direction]) {
-      const d = ruleFacts(rule);
+    for (let at = 0; at < policy[direction].length; at++) {
+      const rule = policy[direction][at] as ClusterRule;
+      const d = rules[direction][at] as RuleFacts;
       relative ||= d.relative;
       nodes ||= d.nodes;
       subjectNode ||= d.own;

@@ -308,7 +308,7 @@ export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse
   const facts = policyFacts(policy);
   let uses = facts.groups as readonly GroupUse[] | undefined;
   if (!uses) {
-    const policyRules = facts.rules;
+    const rulesFacts = facts.rules;
     const byKey = new Map<string, GroupUse>();
     const add = (use: GroupUse): void => {
       if (!byKey.has(use.key)) byKey.set(use.key, use);
@@ -318,7 +318,7 @@ export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse
       for (let at = 0; at < rules.length; at++) {
         const rule = rules[at] as ClusterRule;
         const peers = rule.peers;
-        const facts = policyRules[direction][at] as RuleFacts;
+        const ruleFacts = rulesFacts[direction][at] as RuleFacts;
         for (let place = 0; place < peers.length; place++) {
           const peer = peers[place] as ClusterPeer;
           if (peer.type === 'outside') add(ALL_PODS_USE);
@@ -328,12 +328,12 @@ export function clusterPolicyGroupUses(policy: ClusterPolicy): readonly GroupUse
                 for (const protocol of namedProtocols(port))
                   add(addressGroupUse(peer.cidrs, { name: port.name, protocol }));
           if (peer.type !== 'pods' || isRelativePeer(peer)) continue;
-          add(clusterPeerGroupUse(facts, peers, place, peer, {}));
+          add(clusterPeerGroupUse(ruleFacts, peers, place, peer, {}));
           if (direction !== 'egress') continue;
           for (const port of rule.ports ?? [])
             if (port.type === 'named')
               for (const protocol of namedProtocols(port))
-                add(clusterPeerGroupUse(facts, peers, place, peer, {}, { name: port.name, protocol }));
+                add(clusterPeerGroupUse(ruleFacts, peers, place, peer, {}, { name: port.name, protocol }));
         }
       }
     }

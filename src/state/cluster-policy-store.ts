@@ -411,11 +411,7 @@ export class ClusterPolicyStore {
     }
     if (!bySlot) this.interned.set(slot, (bySlot = new HashBuckets(holdsPolicies)));
     // Kept for the store's life: a list grown by push reserves room for 17 (util/exact-array.ts).
-    const selection = new Selection(
-      exactArray(policies as ClusterPolicy[]),
-      this.serials,
-      this.selectionCount++,
-    );
+    const selection = new Selection(exactArray(policies), this.serials, this.selectionCount++);
     bySlot.add(hash, selection);
     this.internedCount++;
     return selection;

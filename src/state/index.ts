@@ -7,6 +7,7 @@ export { ALL_PODS, clusterRuleNets, hasNodesPeers, namedProtocols } from './clus
 export { groupKey, groupAdmits, portNumbers, sharedGroupKey } from './group-key.ts';
 export {
   ruleNets,
+  peerNetGroup,
   policyGroupSpecs,
   policyTemplates,
   selectorGroupSpec,

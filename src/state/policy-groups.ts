@@ -9,7 +9,7 @@ import { parseCidr, type Cidr } from '../net/ip.ts';
 import { subtractCidrsCached } from '../net/subtract.ts';
 import { ANY_NET, type NetRef } from '../model/rule.ts';
 import type { NetworkPolicy, Peer, PolicyPort, PolicyRule } from '../model/types.ts';
-import { groupKey } from './group-key.ts';
+import { groupKey, sharedGroupKey } from './group-key.ts';
 import { exactArray } from '../util/exact-array.ts';
 import type { GroupSpec } from './types.ts';
 
@@ -20,6 +20,11 @@ export type PeerNet =
   | { readonly kind: 'group'; readonly spec: GroupSpec; readonly key?: string }
   /** Addresses of the block that no pod has (node addresses already left out). */
   | { readonly kind: 'outside'; readonly cidr: Cidr };
+
+/** A group net's group key: the one its maker carried, else made from the spec. */
+export function peerNetGroup(net: Extract<PeerNet, { kind: 'group' }>): string {
+  return net.key ?? sharedGroupKey(net.spec);
+}
 
 const ANYWHERE: readonly Cidr[] = ['0.0.0.0/0', '::/0'].map((text) => {
   const parsed = parseCidr(text);

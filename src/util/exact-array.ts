@@ -5,6 +5,6 @@
  * hundreds of thousands of such lists in a large cluster that was a tenth of the heap. `slice`
  * copies into a backing store of the exact length.
  */
-export function exactArray<T>(items: T[]): T[] {
+export function exactArray<T>(items: readonly T[]): T[] {
   return items.slice();
 }
