@@ -33,6 +33,16 @@ import { FirstAndMore } from '../util/first-and-more.ts';
 import { exactArray } from '../util/exact-array.ts';
 import { policyFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 import { joinedLists, outsideList } from './outside-lists.ts';
+import {
+  newRulePermitMemo,
+  type MemoEntry,
+  type NamedPortRules,
+  type PermitEntry,
+  type PermitTables,
+  type PolicyPermits,
+  type PreparedSlots,
+  type RulePermits,
+} from './memo-records.ts';
 
 type Direction = 'ingress' | 'egress';
 
@@ -415,74 +425,6 @@ export class Configurator {
     else (named.more ??= new Map<number, NumberedRule>()).set(port, rule);
     return rule;
   }
-}
-
-/** A policy direction's prepared rules by template index (see Configurator.preparedRules). */
-interface PreparedSlots {
-  readonly plain: (NumberedRule | undefined)[];
-  /** Made for the first named port resolved. */
-  named?: (NamedPortRules | undefined)[];
-}
-
-/** A named-port template's rule for its first resolved number, and a Map for any others. */
-interface NamedPortRules {
-  readonly port: number;
-  readonly rule: NumberedRule;
-  more?: Map<number, NumberedRule>;
-}
-
-/**
- * A selection's permit side (null: its rules need the ordered lists), and its tables: the first
- * NetworkPolicy table and variant's inline, Maps for any others (shape (a) gives each selection
- * one: Maps per entry were most of what it allocated).
- */
-interface PermitEntry {
-  readonly side: PermitSide | null;
-  table?: RuleTable;
-  variant?: string;
-  merged?: PermitTables | null;
-  more?: Map<RuleTable, Map<string, PermitTables | null>>;
-}
-
-/** A permit side's table, with its outside blocks' permits as an Admin list when it has some. */
-type PermitTables = RuleTable | OutsideSplit;
-interface OutsideSplit {
-  readonly table: RuleTable;
-  readonly admin: TieredTable;
-}
-
-/**
- * Per direction and policy, its rules' permits by their place in its list: a pure rule's, and a
- * dependent one's by variant. Keyed by the policy's number in the store (`policySerials`), not
- * the rule or the policy object: a table keyed by objects costs about a microsecond for each one
- * it first takes, one keyed by small integers a tenth of that.
- */
-interface PolicyPermits {
-  readonly pure: (RulePermits | null | undefined)[];
-  /** Its rules' facts (the policy's, read at ingest), by place. */
-  readonly facts: readonly RuleFacts[];
-  /** Most rules see one variant (a CIDR rule's nodes, a named port's pod ports): kept inline. */
-  readonly byVariant: (FirstAndMore<string | number, RulePermits | null> | undefined)[];
-}
-
-/**
- * A rule's numbered permits, and its outside blocks' permits as an Admin list (which a table has
- * no form for), kept together: a table keyed by the permits took an entry per rule.
- */
-interface RulePermits {
-  readonly rules: readonly NumberedRule[];
-  readonly outside: TieredTable | undefined;
-}
-
-function newRulePermitMemo(): Record<Direction, Map<number, PolicyPermits>> {
-  return { ingress: new Map(), egress: new Map() };
-}
-
-/** A selection key's table for its first variant, and a Map for any others. */
-interface MemoEntry {
-  readonly variant: string;
-  readonly table: RuleTable;
-  more?: Map<string, RuleTable>;
 }
 
 function permit(

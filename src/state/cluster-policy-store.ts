@@ -14,8 +14,9 @@ import type { GroupIndex } from './groups.ts';
 import { labelSetKey } from './label-sets.ts';
 import type { StateReader } from './state-reader.ts';
 import type { GroupSpec, PlanSelection, PodPlans, TierSelection } from './types.ts';
-import { HashBuckets, serialListHash, type SerialNumbering } from '../util/serial-hash.ts';
+import { HashBuckets, serialListHash } from '../util/serial-hash.ts';
 import { exactArray } from '../util/exact-array.ts';
+import { holdsPolicies, Plan, PolicySerials, Selection } from './cluster-policy-selections.ts';
 
 /** Owner key of a cluster policy's groups (NetworkPolicy owners are `ns/name`, never with a colon). */
 export const clusterPolicyOwner = (key: string): string => `cnp:${key}`;
@@ -420,79 +421,6 @@ export class ClusterPolicyStore {
   private release(key: string): void {
     for (const group of this.held.get(key) ?? []) this.groups.release(group, clusterPolicyOwner(key));
     this.held.delete(key);
-  }
-}
-
-/**
- * A number for each policy object the store has interned a selection of, unique in the store (a
- * changed policy is a new object): the same history numbers the same policies alike, so selection
- * keys, and the ids of the lists made from them, are the same for the same input. A class, not a
- * closure per store (see SerialNumbering).
- */
-class PolicySerials implements SerialNumbering<ClusterPolicy> {
-  private readonly serials = new WeakMap<ClusterPolicy, number>();
-  private next = 0;
-
-  serialOf(policy: ClusterPolicy): number {
-    let serial = this.serials.get(policy);
-    if (serial === undefined) this.serials.set(policy, (serial = this.next++));
-    return serial;
-  }
-
-  /** `Kind/name#n`, n the policy object's serial number. */
-  tokenOf(policy: ClusterPolicy): string {
-    return `${clusterPolicyKey(policy)}#${this.serialOf(policy)}`;
-  }
-}
-
-/** Whether a selection holds exactly these policy objects, in this order. */
-function holdsPolicies(selection: TierSelection, policies: readonly ClusterPolicy[]): boolean {
-  const held = selection.policies;
-  if (held.length !== policies.length) return false;
-  for (let i = 0; i < held.length; i++) if (held[i] !== policies[i]) return false;
-  return true;
-}
-
-/**
- * An interned selection. Its key — the policies' tokens, naming exactly these objects — is
- * written when first read: the sides compiled as tables (configurator/permit-side.ts) never read
- * it; its policies' serial numbers too, which only those sides read.
- */
-class Selection implements TierSelection {
-  #key: string | undefined;
-  #policySerials: readonly number[] | undefined;
-  readonly #serials: PolicySerials;
-
-  constructor(
-    readonly policies: readonly ClusterPolicy[],
-    serials: PolicySerials,
-    readonly serial: number,
-  ) {
-    this.#serials = serials;
-  }
-
-  get key(): string {
-    return (this.#key ??= this.policies.map((policy) => this.#serials.tokenOf(policy)).join('|'));
-  }
-
-  get policySerials(): readonly number[] {
-    return (this.#policySerials ??= this.policies.map((policy) => this.#serials.serialOf(policy)));
-  }
-}
-
-/** A side's selections in the plan's order; its key (`tier:selection key` per tier) written when first read. */
-class Plan implements PlanSelection {
-  #key: string | undefined;
-
-  constructor(
-    readonly plan: readonly TierSpec[],
-    readonly selections: readonly TierSelection[],
-  ) {}
-
-  get key(): string {
-    return (this.#key ??= this.plan
-      .map((t, i) => `${t.name}:${this.selections[i]?.key ?? ''}`)
-      .join('\u0001'));
   }
 }
 
