@@ -36,7 +36,7 @@ import {
   type Dependencies,
 } from './expansion-memos.ts';
 import type { PermitSide } from './permit-side.ts';
-import { ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
+import { policyFacts, ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -258,7 +258,7 @@ export class TierTables {
     rule: ClusterRule,
     direction: Direction,
   ): Rule[] {
-    const facts = ruleFacts(rule);
+    const facts = ruleFacts(policy, direction, rule);
     const variant = this.ruleVariant(pod, facts, direction);
     if (variant === undefined)
       return pureRuleRules(facts, direction, () => this.ruleRules(pod, policy, rule, facts, direction));
@@ -279,8 +279,9 @@ export class TierTables {
    * groups and nodes arrived in.
    */
   private policyRules(pod: Endpoint, policy: ClusterPolicy, direction: Direction) {
-    return policy[direction].flatMap((rule) =>
-      this.ruleRules(pod, policy, rule, ruleFacts(rule), direction)
+    const facts = policyFacts(policy).rules[direction];
+    return policy[direction].flatMap((rule, at) =>
+      this.ruleRules(pod, policy, rule, facts[at] as RuleFacts, direction)
         .map((r) => prepareRule(r))
         .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
     );

@@ -6,6 +6,7 @@
  * Calico's and Cilium's compile paid over NetworkPolicy's. The compile then only looks them up.
  */
 import type { ClusterPeer, ClusterPolicy, ClusterRule } from './cluster-policy.ts';
+import { identityLabelsRead } from './identity-labels.ts';
 
 type Direction = 'ingress' | 'egress';
 const DIRECTIONS = ['ingress', 'egress'] as const;
@@ -37,15 +38,21 @@ export interface RuleFacts {
   peerGroups: (object | undefined)[] | undefined;
 }
 
-const ruleFactsMemo = new WeakMap<ClusterRule, RuleFacts>();
-
-export function ruleFacts(rule: ClusterRule): RuleFacts {
-  let facts = ruleFactsMemo.get(rule);
-  if (!facts) ruleFactsMemo.set(rule, (facts = readRule(rule)));
-  return facts;
+/**
+ * The facts of one of a policy's rules: the policy's facts hold them by the rule's place in its
+ * direction's list (a rule's `index`, save Cilium's deny rules, counted in their own list). Not a
+ * table keyed by rule: an entry per rule cost ingest a microsecond each, 23,000 at the engines
+ * benchmark, and every garbage collection after it the work of a weak entry.
+ */
+export function ruleFacts(policy: ClusterPolicy, direction: Direction, rule: ClusterRule): RuleFacts {
+  const rules = policy[direction];
+  const at = rules[rule.index] === rule ? rule.index : rules.indexOf(rule);
+  // A rule not of the policy (never given): its facts read afresh, memoized nowhere.
+  return policyFacts(policy).rules[direction][at] ?? readRuleFacts(rule);
 }
 
-function readRule(rule: ClusterRule): RuleFacts {
+/** A rule's facts read from the rule alone (`policyFacts` keeps them). */
+export function readRuleFacts(rule: ClusterRule): RuleFacts {
   let relative = false;
   let nodes = false;
   let own = false;
@@ -81,11 +88,13 @@ interface PolicyFacts {
   readonly named: Readonly<Record<Direction, boolean>>;
   readonly permits: Readonly<Record<Direction, boolean>>;
   readonly outside: Readonly<Record<Direction, boolean>>;
+  /** Which engines' service-account labels its selectors read (model/identity-labels.ts bits). */
+  readonly identityLabels: number;
   /** The groups the store holds for the policy (state/cluster-policy-groups.ts): as `expansion`. */
   groups: readonly object[] | undefined;
   /**
-   * Its rules' facts by their place in the direction's list (the objects `ruleFacts` gives): a
-   * compile holding the policy reads them here, one lookup per policy rather than one per rule.
+   * Its rules' facts by their place in the direction's list (the only ones made: `ruleFacts`
+   * finds a rule's here), so a compile holding the policy makes one lookup per policy.
    */
   readonly rules: Readonly<Record<Direction, readonly RuleFacts[]>>;
 }
@@ -106,8 +115,10 @@ function readPolicy(policy: ClusterPolicy): PolicyFacts {
   const named = { ingress: false, egress: false };
   const permits = { ingress: true, egress: true };
   const outside = { ingress: false, egress: false };
+  let identityLabels = identityLabelsRead(policy.subject.podSelector);
+  for (const subject of policy.moreSubjects ?? []) identityLabels |= identityLabelsRead(subject.podSelector);
   // Each list at its exact size (`map`; a pushed one reserves room for 17: util/exact-array.ts).
-  const rules = { ingress: policy.ingress.map(ruleFacts), egress: policy.egress.map(ruleFacts) };
+  const rules = { ingress: policy.ingress.map(readRuleFacts), egress: policy.egress.map(readRuleFacts) };
   for (const direction of DIRECTIONS)
     for (let at = 0; at < policy[direction].length; at++) {
       const rule = policy[direction][at] as ClusterRule;
@@ -118,10 +129,11 @@ function readPolicy(policy: ClusterPolicy): PolicyFacts {
       named[direction] ||= d.named;
       if (rule.action !== 'allow') permits[direction] = false;
       for (const peer of rule.peers) {
+        if (peer.type === 'pods') identityLabels |= identityLabelsRead(peer.podSelector);
         if (peer.type === 'outside') outside[direction] = true;
         else if (peer.type !== 'pods' && peer.type !== 'nodes' && peer.type !== 'networks')
           permits[direction] = false;
       }
     }
-  return { relative, nodes, subjectNode, named, permits, outside, groups: undefined, rules };
+  return { relative, nodes, subjectNode, named, permits, outside, identityLabels, groups: undefined, rules };
 }

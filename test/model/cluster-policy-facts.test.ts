@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import type { ClusterPeer, ClusterPolicy, ClusterPort, ClusterRule } from '../../src/model/cluster-policy.ts';
 import { makeCidr } from '../../src/net/ip.ts';
 import { makeSelector } from '../../src/model/selector.ts';
-import { policyFacts, ruleFacts } from '../../src/model/cluster-policy-facts.ts';
+import { policyFacts, readRuleFacts, ruleFacts } from '../../src/model/cluster-policy-facts.ts';
 
 const EVERYTHING = makeSelector({}, []);
 const block = makeCidr(4, 0x0a000000n, 8);
@@ -37,7 +37,7 @@ function policy(ingress: ClusterRule[], egress: ClusterRule[] = []): ClusterPoli
 
 describe("a cluster rule's dependencies", () => {
   it('say what its expansion depends on besides the rule', () => {
-    assert.deepEqual(ruleFacts(rule('allow', [pods()])), {
+    assert.deepEqual(readRuleFacts(rule('allow', [pods()])), {
       relative: false,
       named: false,
       nodes: false,
@@ -48,20 +48,27 @@ describe("a cluster rule's dependencies", () => {
       expansion: undefined,
       peerGroups: undefined,
     });
-    const named = ruleFacts(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
+    const named = readRuleFacts(rule('allow', [pods()], [{ type: 'named', name: 'http' }]));
     assert.equal(named.onlyNamed, true);
-    const relative = ruleFacts(rule('allow', [pods(true)], [{ type: 'named', name: 'http' }]));
+    const relative = readRuleFacts(rule('allow', [pods(true)], [{ type: 'named', name: 'http' }]));
     assert.deepEqual([relative.relative, relative.pure, relative.onlyNamed], [true, false, false]);
-    const host = ruleFacts(rule('allow', [{ type: 'nodes', selector: EVERYTHING, only: 'own' }]));
+    const host = readRuleFacts(rule('allow', [{ type: 'nodes', selector: EVERYTHING, only: 'own' }]));
     assert.deepEqual([host.nodes, host.own, host.pure], [true, true, false]);
-    const outside = ruleFacts(rule('allow', [{ type: 'outside', cidrs: [block] }]));
+    const outside = readRuleFacts(rule('allow', [{ type: 'outside', cidrs: [block] }]));
     assert.deepEqual([outside.nodes, outside.own, outside.pure], [true, false, false]);
   });
 
-  it('are read once per rule object', () => {
+  it('are read once per rule object and policy, and found by the rule’s place', () => {
     const one = rule('allow', [pods()]);
-    assert.equal(ruleFacts(one), ruleFacts(one));
-    assert.notEqual(ruleFacts(one), ruleFacts(rule('allow', [pods()])));
+    const two = { ...rule('deny', [{ type: 'outside', cidrs: [block] }]), index: 1 };
+    const held = policy([one, two]);
+    assert.equal(ruleFacts(held, 'ingress', one), ruleFacts(held, 'ingress', one));
+    // Kept with the policy's facts, by place (a Cilium deny rule's index counts in its own list).
+    assert.equal(ruleFacts(held, 'ingress', two), policyFacts(held).rules.ingress[1]);
+    const denyFirst = policy([{ ...two, index: 0 }, one]);
+    assert.equal(ruleFacts(denyFirst, 'ingress', one), policyFacts(denyFirst).rules.ingress[1]);
+    assert.equal(ruleFacts(denyFirst, 'ingress', one).pure, true);
+    assert.notEqual(ruleFacts(held, 'ingress', one), ruleFacts(policy([one]), 'ingress', one));
   });
 });
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { seededRandom } from '../../src/generate/random.ts';
 import type { ClusterRule } from '../../src/model/cluster-policy.ts';
-import { ruleFacts } from '../../src/model/cluster-policy-facts.ts';
+import { readRuleFacts } from '../../src/model/cluster-policy-facts.ts';
 import type { NodeInfo } from '../../src/model/types.ts';
 import { hostCidr, makeCidr, type Cidr } from '../../src/net/ip.ts';
 import { subtractCidrs } from '../../src/net/subtract.ts';
@@ -15,7 +15,7 @@ import { ClusterState, clusterRuleNets } from '../../src/state/index.ts';
 
 function outsideTexts(blocks: readonly Cidr[], nodes: readonly NodeInfo[]): string[] {
   const rule: ClusterRule = { index: 0, action: 'allow', peers: [{ type: 'outside', cidrs: blocks }] };
-  return clusterRuleNets(rule, ruleFacts(rule), {}, nodes).map((net) =>
+  return clusterRuleNets(rule, readRuleFacts(rule), {}, nodes).map((net) =>
     net.kind === 'outside' ? net.cidr.text : net.kind,
   );
 }
