@@ -50,7 +50,7 @@ export function readPortList(
     if (problem) ctx.report('PORT_NAME_INVALID', `named port "${entry}" is invalid: ${problem}`, at);
     else out.named.push(entry);
   });
-  return ctx.diagnostics.slice(before).some((d) => d.severity === 'error') ? undefined : out;
+  return ctx.errorSince(before) ? undefined : out;
 }
 
 /** `from` minus `remove`, as sorted disjoint ranges. */

@@ -142,7 +142,7 @@ function readSelector(
     const values = expression.values ?? [];
     place(expression.key, operator, values, [...at, 'key'], false);
   });
-  if (ctx.diagnostics.slice(before).some((d) => d.severity === 'error')) return undefined;
+  if (ctx.errorSince(before)) return undefined;
   return {
     selector: { namespace: makeSelector({}, namespace), pod: makeSelector({}, pod), scoped, entities },
     warned: ctx.diagnostics.length > before,

@@ -228,7 +228,7 @@ function decodeRule(
   });
   const ports = decodeRulePorts(ctx, kind, raw, at);
   checkCrossField(ctx, action, peers, ports, at, peersField);
-  const failed = ctx.diagnostics.slice(before).some((d) => d.severity === 'error');
+  const failed = ctx.errorSince(before);
   if (failed || !action) return undefined;
   return {
     index,

@@ -86,7 +86,7 @@ function numbered(
       ctx.report('CLUSTER_PORT_INVALID', `range start ${port} must be less than end ${end}`, [...at, 'end']);
     }
   }
-  if (!protocol || ctx.diagnostics.slice(before).some((d) => d.severity === 'error')) return undefined;
+  if (!protocol || ctx.errorSince(before)) return undefined;
   return { type: 'number', protocol, port, ...(end !== undefined ? { endPort: end } : {}) };
 }
 

@@ -87,6 +87,13 @@ export class DecodeContext {
     this.diagnostics.push(diagnostic);
   }
 
+  /** Whether an error was reported since there were `count` diagnostics (no list made per call). */
+  errorSince(count: number): boolean {
+    for (let i = count; i < this.diagnostics.length; i++)
+      if (this.diagnostics[i]?.severity === 'error') return true;
+    return false;
+  }
+
   /** Forgets the diagnostics reported since `index` that `drop` picks (see prune-mistyped.ts). */
   dropSince(index: number, drop: (diagnostic: Diagnostic) => boolean): void {
     const kept = this.diagnostics.slice(index).filter((d) => !drop(d));

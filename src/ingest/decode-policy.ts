@@ -191,7 +191,7 @@ function decodePort(ctx: DecodeContext, raw: RawPolicyPort, path: FieldPath): Po
       }
     }
   }
-  if (ctx.diagnostics.slice(before).some((d) => d.severity === 'error') || !protocol) return undefined;
+  if (ctx.errorSince(before) || !protocol) return undefined;
   return {
     protocol,
     ...(port !== undefined ? { port } : {}),
