@@ -65,8 +65,9 @@ export function decodeCalicoRule(
       ...path,
       'action',
     ]);
-  const protocol = decodeProtocolField(ctx, raw.protocol, [...path, 'protocol']);
-  const notProtocol = decodeProtocolField(ctx, raw.notProtocol, [...path, 'notProtocol']);
+  // Paths are made only where a problem is reported: every rule made eight, problem or none.
+  const protocol = decodeProtocolField(ctx, raw.protocol, path, 'protocol');
+  const notProtocol = decodeProtocolField(ctx, raw.notProtocol, path, 'notProtocol');
   const [remoteField, localField] =
     scope.direction === 'ingress'
       ? (['source', 'destination'] as const)
@@ -76,25 +77,16 @@ export function decodeCalicoRule(
   const destination = raw.destination ?? {};
   checkIcmp(ctx, raw, protocol, path);
   checkPortsNeedProtocol(ctx, raw, protocol, path);
-  const family = decodeIpVersion(ctx, raw.ipVersion, [...path, 'ipVersion']);
+  const family = decodeIpVersion(ctx, raw.ipVersion, path);
   const unsupported: string[] = [];
-  const localCriteria = [
-    'nets',
-    'notNets',
-    'selector',
-    'notSelector',
-    'namespaceSelector',
-    'serviceAccounts',
-    'services',
-  ];
-  for (const field of localCriteria)
-    if (local[field as keyof RawEntityRule] !== null && local[field as keyof RawEntityRule] !== undefined)
+  for (const field of LOCAL_CRITERIA)
+    if (local[field] !== null && local[field] !== undefined)
       unsupported.push(`${localField}.${field} (criteria on the policy's own endpoint)`);
   const sourcePorts = raw.source ?? {};
   if ((sourcePorts.ports?.length ?? 0) > 0 || (sourcePorts.notPorts?.length ?? 0) > 0)
     unsupported.push('source.ports (source ports)');
-  const peers = remotePeers(ctx, remote, scope, family, [...path, remoteField], unsupported);
-  const ports = rulePorts(ctx, protocol, notProtocol, destination, [...path, 'destination'], unsupported);
+  const peers = remotePeers(ctx, remote, scope, family, path, remoteField, unsupported);
+  const ports = rulePorts(ctx, protocol, notProtocol, destination, path, unsupported);
   if (raw.http) {
     ctx.report(
       'RULE_NOT_ANALYSED',
@@ -102,8 +94,7 @@ export function decodeCalicoRule(
       [...path, 'http'],
     );
   }
-  if (ctx.diagnostics.slice(before).some((d) => d.severity === 'error') || action === undefined)
-    return undefined;
+  if (action === undefined || ctx.errorSince(before)) return undefined;
   if (action === 'log') return 'log';
   if (unsupported.length > 0 || peers === undefined || ports === undefined) {
     ctx.report(
@@ -113,8 +104,20 @@ export function decodeCalicoRule(
     );
     return { index, action, peers: [], failClosed: true };
   }
-  return { index, action, peers, ...(ports !== 'all' ? { ports } : {}) };
+  // Two literals, not a conditional spread (the runtime's slow copy, for every rule).
+  return ports !== 'all' ? { index, action, peers, ports } : { index, action, peers };
 }
+
+/** The remote side's fields that would be criteria on the policy's own endpoint in the local one. */
+const LOCAL_CRITERIA = [
+  'nets',
+  'notNets',
+  'selector',
+  'notSelector',
+  'namespaceSelector',
+  'serviceAccounts',
+  'services',
+] as const satisfies readonly (keyof RawEntityRule)[];
 
 type ProtocolField = { readonly ours?: Protocol; readonly hasPorts: boolean; readonly icmp: boolean };
 
@@ -124,12 +127,16 @@ const PROTOCOL_NUMBERS: Readonly<Record<number, Protocol>> = { 6: 'TCP', 17: 'UD
 function decodeProtocolField(
   ctx: DecodeContext,
   raw: string | number | null | undefined,
-  path: FieldPath,
+  rule: FieldPath,
+  field: 'protocol' | 'notProtocol',
 ): ProtocolField | undefined {
   if (raw === null || raw === undefined) return undefined;
   if (typeof raw === 'number') {
     if (!Number.isInteger(raw) || raw < 1 || raw > 255) {
-      ctx.report('PROTOCOL_INVALID', `protocol ${raw} is not a name or a number from 1 to 255`, path);
+      ctx.report('PROTOCOL_INVALID', `protocol ${raw} is not a name or a number from 1 to 255`, [
+        ...rule,
+        field,
+      ]);
       return undefined;
     }
     const ours = PROTOCOL_NUMBERS[raw];
@@ -144,11 +151,10 @@ function decodeProtocolField(
     return { ours: upper, hasPorts: true, icmp: false };
   if (upper === 'UDPLITE') return { hasPorts: true, icmp: false };
   if (upper === 'ICMP' || upper === 'ICMPV6') return { hasPorts: false, icmp: true };
-  ctx.report(
-    'PROTOCOL_INVALID',
-    `protocol "${raw}" is not TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or 1-255`,
-    path,
-  );
+  ctx.report('PROTOCOL_INVALID', `protocol "${raw}" is not TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or 1-255`, [
+    ...rule,
+    field,
+  ]);
   return undefined;
 }
 
@@ -197,11 +203,11 @@ function checkPortsNeedProtocol(
 function decodeIpVersion(
   ctx: DecodeContext,
   raw: number | null | undefined,
-  path: FieldPath,
+  rule: FieldPath,
 ): IpFamily | undefined {
   if (raw === null || raw === undefined) return undefined;
   if (raw === 4 || raw === 6) return raw;
-  ctx.report('RULE_INVALID', `ipVersion ${raw} is not 4 or 6`, path);
+  ctx.report('RULE_INVALID', `ipVersion ${raw} is not 4 or 6`, [...rule, 'ipVersion']);
   return undefined;
 }
 
@@ -211,14 +217,15 @@ function remotePeers(
   raw: RawEntityRule,
   scope: CalicoRuleScope,
   family: IpFamily | undefined,
-  path: FieldPath,
+  rule: FieldPath,
+  side: 'source' | 'destination',
   unsupported: string[],
 ): readonly ClusterPeer[] | undefined {
-  const nets = readNets(ctx, raw.nets, [...path, 'nets'], false, family);
-  const notNets = readNets(ctx, raw.notNets, [...path, 'notNets'], true, family);
+  const nets = readNets(ctx, raw.nets, rule, side, 'nets', family);
+  const notNets = readNets(ctx, raw.notNets, rule, side, 'notNets', family);
   if (nets === undefined || notNets === undefined) return undefined;
   if (raw.services) {
-    unsupported.push(`${path[path.length - 1]}.services (a Service's endpoints)`);
+    unsupported.push(`${side}.services (a Service's endpoints)`);
     return undefined;
   }
   const endpointCriteria =
@@ -242,14 +249,14 @@ function remotePeers(
     ];
   }
   if (byAddress) {
-    unsupported.push(`${path[path.length - 1]}: endpoints by selector and addresses by nets together`);
+    unsupported.push(`${side}: endpoints by selector and addresses by nets together`);
     return undefined;
   }
   if (family !== undefined) {
     unsupported.push(`ipVersion with endpoint selectors`);
     return undefined;
   }
-  const pods = endpointPeers(ctx, raw, scope, path, endpointCriteria);
+  const pods = endpointPeers(ctx, raw, scope, rule, side, endpointCriteria);
   if (!pods) return undefined;
   if (endpointCriteria) return pods;
   // notSelector alone: every address but the selected endpoints' — outside the cluster, and
@@ -270,7 +277,8 @@ function endpointPeers(
   ctx: DecodeContext,
   raw: RawEntityRule,
   scope: CalicoRuleScope,
-  path: FieldPath,
+  rule: FieldPath,
+  side: 'source' | 'destination',
   endpointCriteria: boolean,
 ): readonly ClusterPeer[] | undefined {
   // Service accounts are rare: those rules are read each time.
@@ -288,7 +296,7 @@ function endpointPeers(
   const known = key === undefined ? undefined : knownPeers.get(key);
   if (known) return known;
   const before = ctx.diagnostics.length;
-  const alternatives = endpointAlternatives(ctx, raw, scope, path, endpointCriteria);
+  const alternatives = endpointAlternatives(ctx, raw, scope, [...rule, side], endpointCriteria);
   if (!alternatives) return undefined;
   const pods: ClusterPeer[] = alternatives.map((conjunction) => {
     const { namespaceSelector, podSelector } = conjunctionSelectors(conjunction);
@@ -382,11 +390,14 @@ function familyBlocks(family: IpFamily | undefined): readonly Cidr[] {
 function readNets(
   ctx: DecodeContext,
   raw: readonly string[] | null | undefined,
-  path: FieldPath,
-  negated: boolean,
+  rule: FieldPath,
+  side: 'source' | 'destination',
+  field: 'nets' | 'notNets',
   family: IpFamily | undefined,
 ): Cidr[] | null | undefined {
   if (raw === null || raw === undefined) return null;
+  const path = [...rule, side, field];
+  const negated = field === 'notNets';
   const out: Cidr[] = [];
   let failed = false;
   raw.forEach((text, i) => {
@@ -440,12 +451,13 @@ function rulePorts(
   protocol: ProtocolField | undefined,
   notProtocol: ProtocolField | undefined,
   destination: RawEntityRule,
-  path: FieldPath,
+  rule: FieldPath,
   unsupported: string[],
 ): readonly ClusterPort[] | 'all' | undefined {
   const ports = destination.ports ?? [];
   const notPorts = destination.notPorts ?? [];
   if (!protocol && !notProtocol && ports.length === 0 && notPorts.length === 0) return 'all';
+  const path = [...rule, 'destination'];
   const protocols = PROTOCOLS.filter(
     (p) => (protocol === undefined || protocol.ours === p) && notProtocol?.ours !== p,
   );

@@ -212,22 +212,54 @@ function calicoPolicy(
   const { ingress, egress, types } = rules;
   const spec = raw.spec ?? {};
   const modelKind: ClusterPolicyKind = global ? 'CalicoGlobalNetworkPolicy' : 'CalicoNetworkPolicy';
-  return {
-    kind: 'ClusterPolicy',
-    policy: {
-      kind: modelKind,
-      apiVersion,
-      name: raw.metadata.name,
-      ...(namespace !== undefined ? { namespace } : {}),
-      tier: modelTierName(spec.tier ?? 'default'),
-      priority: spec.order ?? Infinity,
-      ...subjects,
-      ingress,
-      egress,
-      isolates: types,
-      location: ctx.raw.locator.valueAt(ctx.raw.basePath),
-    },
-  };
+  const name = raw.metadata.name;
+  const tier = modelTierName(spec.tier ?? 'default');
+  const priority = spec.order ?? Infinity;
+  const { subject } = subjects;
+  const location = ctx.raw.locator.valueAt(ctx.raw.basePath);
+  // Literals, not conditional spreads (the runtime's slow copy, for every policy); a selector
+  // with `||` (more subjects) is rare enough to be spread.
+  const policy: ClusterPolicy = subjects.moreSubjects
+    ? {
+        kind: modelKind,
+        apiVersion,
+        name,
+        ...(namespace !== undefined ? { namespace } : {}),
+        tier,
+        priority,
+        ...subjects,
+        ingress,
+        egress,
+        isolates: types,
+        location,
+      }
+    : namespace !== undefined
+      ? {
+          kind: modelKind,
+          apiVersion,
+          name,
+          namespace,
+          tier,
+          priority,
+          subject,
+          ingress,
+          egress,
+          isolates: types,
+          location,
+        }
+      : {
+          kind: modelKind,
+          apiVersion,
+          name,
+          tier,
+          priority,
+          subject,
+          ingress,
+          egress,
+          isolates: types,
+          location,
+        };
+  return { kind: 'ClusterPolicy', policy };
 }
 
 /**
