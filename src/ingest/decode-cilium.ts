@@ -298,7 +298,7 @@ function decodePeerRule(
         peers.push(...cidrPeers(ctx, entry as CidrRule, [...at, i], notAnalysed, true)),
       );
   }
-  if (ctx.diagnostics.slice(before).some((d) => d.severity === 'error')) return undefined;
+  if (ctx.errorSince(before)) return undefined;
   if (notAnalysed.length > 0) {
     const unresolved = l3.every((f) => notAnalysed.some((n) => f === n || n.startsWith(`${f}`)));
     if (action === 'deny' || notAnalysed.some((n) => n.endsWith('Requires'))) {
@@ -322,7 +322,9 @@ function decodePeerRule(
     peers.push({ type: 'networks', cidrs: EVERYWHERE });
   }
   const portList = ports === 'none' ? (icmps ? [] : undefined) : ports;
-  return { peers: exactArray(peers), ...(portList !== undefined ? { ports: portList } : {}) };
+  return portList !== undefined
+    ? { peers: exactArray(peers), ports: portList }
+    : { peers: exactArray(peers) };
 }
 
 /** The selector of one namespace by name, made once per name (bounded; cleared when full). */
@@ -351,13 +353,10 @@ function endpointPeers(
   // Without a namespace of its own: the policy's namespace (clusterwide: every namespace).
   const namespaces =
     selector.scoped || site.namespace === undefined ? selector.namespace : namespaceSelector(site.namespace);
-  return [
-    {
-      type: 'pods',
-      namespaces: { selector: namespaces },
-      ...(selector.pod.key !== '' ? { podSelector: selector.pod } : {}),
-    },
-  ];
+  // Two literals, not a conditional spread (the runtime's slow copy, for every peer).
+  return selector.pod.key !== ''
+    ? [{ type: 'pods', namespaces: { selector: namespaces }, podSelector: selector.pod }]
+    : [{ type: 'pods', namespaces: { selector: namespaces } }];
 }
 
 /** What each entity is in Palisade's model (docs/CALICO-CILIUM.md has the table). */
