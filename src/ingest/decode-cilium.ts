@@ -46,6 +46,7 @@ import type { RawLabelSelector } from './schemas.ts';
 import type { FieldPath } from './types.ts';
 import { dnsSubdomainProblem } from './validate-names.ts';
 import { exactArray } from '../util/exact-array.ts';
+import type { Writable } from '../util/writable.ts';
 
 const CILIUM_API_VERSION = 'cilium.io/v2';
 
@@ -121,8 +122,6 @@ function decodeParsed(
     return policy;
   });
 }
-
-type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 interface Site {
   readonly clusterwide: boolean;

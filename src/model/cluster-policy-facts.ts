@@ -41,8 +41,8 @@ export interface RuleFacts {
 /**
  * The facts of one of a policy's rules: the policy's facts hold them by the rule's place in its
  * direction's list (a rule's `index`, save Cilium's deny rules, counted in their own list). Not a
- * table keyed by rule: an entry per rule cost ingest a microsecond each, 23,000 at the engines
- * benchmark, and every garbage collection after it the work of a weak entry.
+ * table keyed by rule: an entry per rule cost ingest half a microsecond and more each (23,000 at
+ * the engines benchmark), and left every later garbage collection that many weak entries.
  */
 export function ruleFacts(policy: ClusterPolicy, direction: Direction, rule: ClusterRule): RuleFacts {
   const rules = policy[direction];
