@@ -30,8 +30,14 @@ type Direction = 'ingress' | 'egress';
 
 /** Expands one policy's rules for a pod (tier-tables.ts): the same 6-tuples both paths use. */
 type PolicyRules = (pod: Endpoint, policy: ClusterPolicy, direction: Direction) => readonly Rule[];
-/** Expands one rule of a policy. */
-type RuleRules = (pod: Endpoint, policy: ClusterPolicy, rule: ClusterRule, direction: Direction) => Rule[];
+/** Expands one rule of a policy; `at` is its place in `policy[direction]` (its facts are kept by it). */
+type RuleRules = (
+  pod: Endpoint,
+  policy: ClusterPolicy,
+  rule: ClusterRule,
+  at: number,
+  direction: Direction,
+) => Rule[];
 
 /** Keys of the rules the compiler adds (they name no policy rule): under any policy's, since hashes are 24 bits. */
 const SYNTHETIC = 2 ** 52;
@@ -179,12 +185,14 @@ function defaultTierRules(
   // (the selection holds them in that order).
   const segment = (): void => {
     for (const policy of cilium)
-      for (const rule of policy[direction])
-        if (rule.action === 'deny') pushAll(out, ruleRules(pod, policy, rule, direction));
+      policy[direction].forEach((rule, at) => {
+        if (rule.action === 'deny') pushAll(out, ruleRules(pod, policy, rule, at, direction));
+      });
     if (isolated && inputs.allowNodeLocal) nodeAt = out.length;
     for (const policy of cilium)
-      for (const rule of policy[direction])
-        if (rule.action === 'allow') pushAll(out, ruleRules(pod, policy, rule, direction));
+      policy[direction].forEach((rule, at) => {
+        if (rule.action === 'allow') pushAll(out, ruleRules(pod, policy, rule, at, direction));
+      });
   };
   const networkPolicies = (): void => {
     if (np) pushAll(out, networkPolicyPermits(np));

@@ -36,7 +36,7 @@ import {
   type Dependencies,
 } from './expansion-memos.ts';
 import type { PermitSide } from './permit-side.ts';
-import { policyFacts, ruleFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
+import { policyFacts, type RuleFacts } from '../model/cluster-policy-facts.ts';
 
 type Direction = 'ingress' | 'egress';
 /** Memoized lists kept before the memo is dropped: above one per pod side at 100,000 pods. */
@@ -206,8 +206,8 @@ export class TierTables {
                 : ''
             }`,
           },
-          (p, policy, d) => policy[d].flatMap((rule) => this.sharedRuleRules(p, policy, rule, d)),
-          (p, policy, rule, d) => this.sharedRuleRules(p, policy, rule, d),
+          (p, policy, d) => policy[d].flatMap((rule, at) => this.sharedRuleRules(p, policy, rule, at, d)),
+          (p, policy, rule, at, d) => this.sharedRuleRules(p, policy, rule, at, d),
         ) ?? NOTHING;
       byVariant.set(variant, built);
       this.memoSize++;
@@ -241,9 +241,10 @@ export class TierTables {
     pod: Endpoint,
     policy: ClusterPolicy,
     rule: ClusterRule,
+    at: number,
     direction: Direction,
   ): Rule[] {
-    return canonicalOrder(this.sharedRuleTuples(pod, policy, rule, direction));
+    return canonicalOrder(this.sharedRuleTuples(pod, policy, rule, at, direction));
   }
 
   /**
@@ -256,9 +257,10 @@ export class TierTables {
     pod: Endpoint,
     policy: ClusterPolicy,
     rule: ClusterRule,
+    at: number,
     direction: Direction,
   ): Rule[] {
-    const facts = ruleFacts(policy, direction, rule);
+    const facts = policyFacts(policy).rules[direction][at] as RuleFacts;
     const variant = this.ruleVariant(pod, facts, direction);
     if (variant === undefined)
       return pureRuleRules(facts, direction, () => this.ruleRules(pod, policy, rule, facts, direction));

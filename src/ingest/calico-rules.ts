@@ -65,7 +65,8 @@ export function decodeCalicoRule(
       ...path,
       'action',
     ]);
-  // Paths are made only where a problem is reported: every rule made eight, problem or none.
+  // Field paths are made where a field is given or a problem reported: every rule made eight,
+  // whatever it held.
   const protocol = decodeProtocolField(ctx, raw.protocol, path, 'protocol');
   const notProtocol = decodeProtocolField(ctx, raw.notProtocol, path, 'notProtocol');
   const [remoteField, localField] =
@@ -108,7 +109,10 @@ export function decodeCalicoRule(
   return ports !== 'all' ? { index, action, peers, ports } : { index, action, peers };
 }
 
-/** The remote side's fields that would be criteria on the policy's own endpoint in the local one. */
+/**
+ * A rule side's fields that, on the local side (the policy's own endpoint), would be criteria on
+ * that endpoint: not analysed.
+ */
 const LOCAL_CRITERIA = [
   'nets',
   'notNets',

@@ -15,7 +15,7 @@ import {
   type ClusterPolicy,
   type TierSpec,
 } from '../model/cluster-policy.ts';
-import { policyFacts } from '../model/cluster-policy-facts.ts';
+import { shareFacts } from '../model/cluster-policy-facts.ts';
 
 /**
  * The policies with their tier's order and default action stamped on (Calico policies in a tier
@@ -32,8 +32,8 @@ export function withTiers(
     const tier = defined.get(policy.tier);
     if (tier && !BUILT_IN_TIERS.some((t) => t.name === policy.tier)) {
       const stamped = { ...policy, tierSpec: tier };
-      // A new object: its facts read now too, as the decoder read the original's.
-      policyFacts(stamped);
+      // A new object with the original's rules: the facts the decoder read for those.
+      shareFacts(policy, stamped);
       return stamped;
     }
     if (known.has(policy.tier) || policyEngine(policy.kind) !== 'calico' || reported.has(policy.tier))

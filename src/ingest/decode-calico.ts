@@ -213,8 +213,8 @@ function calicoPolicy(
   const { ingress, egress, types } = rules;
   const spec = raw.spec ?? {};
   const modelKind: ClusterPolicyKind = global ? 'CalicoGlobalNetworkPolicy' : 'CalicoNetworkPolicy';
-  // Field by field in the model's order, not with conditional spreads (the runtime's slow copy,
-  // for every policy).
+  // Field by field in the order readers and JSON output have always seen, not with conditional
+  // spreads (the runtime's slow copy, for every policy).
   const policy = { kind: modelKind, apiVersion, name: raw.metadata.name } as Writable<ClusterPolicy>;
   if (namespace !== undefined) policy.namespace = namespace;
   policy.tier = modelTierName(spec.tier ?? 'default');

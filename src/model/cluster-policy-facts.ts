@@ -38,19 +38,6 @@ export interface RuleFacts {
   peerGroups: (object | undefined)[] | undefined;
 }
 
-/**
- * The facts of one of a policy's rules: the policy's facts hold them by the rule's place in its
- * direction's list (a rule's `index`, save Cilium's deny rules, counted in their own list). Not a
- * table keyed by rule: an entry per rule cost ingest half a microsecond and more each (23,000 at
- * the engines benchmark), and left every later garbage collection that many weak entries.
- */
-export function ruleFacts(policy: ClusterPolicy, direction: Direction, rule: ClusterRule): RuleFacts {
-  const rules = policy[direction];
-  const at = rules[rule.index] === rule ? rule.index : rules.indexOf(rule);
-  // A rule not of the policy (never given): its facts read afresh, memoized nowhere.
-  return policyFacts(policy).rules[direction][at] ?? readRuleFacts(rule);
-}
-
 /** A rule's facts read from the rule alone (`policyFacts` keeps them). */
 export function readRuleFacts(rule: ClusterRule): RuleFacts {
   let relative = false;
@@ -93,8 +80,10 @@ interface PolicyFacts {
   /** The groups the store holds for the policy (state/cluster-policy-groups.ts): as `expansion`. */
   groups: readonly object[] | undefined;
   /**
-   * Its rules' facts by their place in the direction's list (the only ones made: `ruleFacts`
-   * finds a rule's here), so a compile holding the policy makes one lookup per policy.
+   * Its rules' facts by their place in the direction's list, the only ones made: not a table
+   * keyed by rule, whose entry per rule cost ingest half a microsecond and more each (23,000 at
+   * the engines benchmark) and left every later garbage collection that many weak entries. A
+   * compile holding the policy makes one lookup per policy.
    */
   readonly rules: Readonly<Record<Direction, readonly RuleFacts[]>>;
 }
@@ -106,6 +95,14 @@ export function policyFacts(policy: ClusterPolicy): PolicyFacts {
   let facts = policyFactsMemo.get(policy);
   if (!facts) policyFactsMemo.set(policy, (facts = readPolicy(policy)));
   return facts;
+}
+
+/**
+ * Gives `copy` the facts read for `policy`: a copy with the same rules and subjects (Calico's
+ * policies stamped with their Tier's spec) has the same facts, and its memos are the original's.
+ */
+export function shareFacts(policy: ClusterPolicy, copy: ClusterPolicy): void {
+  policyFactsMemo.set(copy, policyFacts(policy));
 }
 
 function readPolicy(policy: ClusterPolicy): PolicyFacts {

@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ClusterPeer, ClusterPolicy, ClusterPort, ClusterRule } from '../../src/model/cluster-policy.ts';
+import type { LabelSelector } from '../../src/model/types.ts';
 import { makeCidr } from '../../src/net/ip.ts';
 import { makeSelector } from '../../src/model/selector.ts';
-import { policyFacts, readRuleFacts, ruleFacts } from '../../src/model/cluster-policy-facts.ts';
+import { READS_CALICO_ACCOUNT, READS_CILIUM_ACCOUNT } from '../../src/model/identity-labels.ts';
+import { policyFacts, readRuleFacts, shareFacts } from '../../src/model/cluster-policy-facts.ts';
 
 const EVERYTHING = makeSelector({}, []);
 const block = makeCidr(4, 0x0a000000n, 8);
@@ -58,17 +60,32 @@ describe("a cluster rule's dependencies", () => {
     assert.deepEqual([outside.nodes, outside.own, outside.pure], [true, false, false]);
   });
 
-  it('are read once per rule object and policy, and found by the rule’s place', () => {
-    const one = rule('allow', [pods()]);
-    const two = { ...rule('deny', [{ type: 'outside', cidrs: [block] }]), index: 1 };
-    const held = policy([one, two]);
-    assert.equal(ruleFacts(held, 'ingress', one), ruleFacts(held, 'ingress', one));
-    // Kept with the policy's facts, by place (a Cilium deny rule's index counts in its own list).
-    assert.equal(ruleFacts(held, 'ingress', two), policyFacts(held).rules.ingress[1]);
-    const denyFirst = policy([{ ...two, index: 0 }, one]);
-    assert.equal(ruleFacts(denyFirst, 'ingress', one), policyFacts(denyFirst).rules.ingress[1]);
-    assert.equal(ruleFacts(denyFirst, 'ingress', one).pure, true);
-    assert.notEqual(ruleFacts(held, 'ingress', one), ruleFacts(policy([one]), 'ingress', one));
+  it('are read once per policy object, by the rule’s place in its list', () => {
+    const allow = rule('allow', [pods()]);
+    const deny = rule('deny', [{ type: 'outside', cidrs: [block] }]);
+    // Cilium's deny rules come first: the allow rule after them sits past its own index.
+    const held = policy([deny, allow]);
+    const facts = policyFacts(held);
+    assert.equal(policyFacts(held), facts);
+    assert.deepEqual(
+      facts.rules.ingress.map((f) => [f.pure, f.nodes]),
+      [
+        [false, true],
+        [true, false],
+      ],
+    );
+    // Another policy with the same rule objects reads its own (its memos are its own).
+    assert.notEqual(policyFacts(policy([allow])).rules.ingress[0], facts.rules.ingress[1]);
+  });
+
+  it('are shared with a copy given them (a Calico policy stamped with its Tier)', () => {
+    const original = policy([rule('allow', [pods()])]);
+    const stamped = {
+      ...original,
+      tierSpec: { name: 'security', order: 100, defaultAction: 'deny' as const },
+    };
+    shareFacts(original, stamped);
+    assert.equal(policyFacts(stamped), policyFacts(original));
   });
 });
 
@@ -98,5 +115,30 @@ describe("a cluster policy's facts", () => {
     );
     assert.deepEqual(facts.named, { ingress: true, egress: false });
     assert.deepEqual([facts.relative, facts.nodes, facts.subjectNode], [true, true, true]);
+  });
+
+  it('say which engines’ service-account labels their selectors read, subjects and peers alike', () => {
+    const reads = (selector: LabelSelector): ClusterPeer => ({
+      type: 'pods',
+      namespaces: { selector: EVERYTHING },
+      podSelector: selector,
+    });
+    const cilium = makeSelector({ 'io.cilium.k8s.policy.serviceaccount': 'api' }, []);
+    const calico = makeSelector({ 'pcsa.team': 'shop' }, []);
+    assert.equal(policyFacts(policy([rule('allow', [pods()])])).identityLabels, 0);
+    // A deny rule's peer (Cilium's deny lists are in the direction's list).
+    const deny = policyFacts(policy([], [rule('deny', [reads(cilium)]), rule('allow', [pods()])]));
+    assert.equal(deny.identityLabels, READS_CILIUM_ACCOUNT);
+    // A further subject (a Calico selector with `||`).
+    const more = policyFacts({
+      ...policy([]),
+      moreSubjects: [{ namespaceSelector: EVERYTHING, podSelector: calico }],
+    });
+    assert.equal(more.identityLabels, READS_CALICO_ACCOUNT);
+    const both = policyFacts({
+      ...policy([rule('allow', [reads(cilium)])]),
+      subject: { namespaceSelector: EVERYTHING, podSelector: calico },
+    });
+    assert.equal(both.identityLabels, READS_CALICO_ACCOUNT | READS_CILIUM_ACCOUNT);
   });
 });
