@@ -26,10 +26,7 @@ export function decodeToPorts(
   let every = false;
   list.forEach((entry, i) => {
     const at = [...path, 'toPorts', i];
-    // The L7 parts are rare: their list is made only where one is given.
-    const l7 = L7_FIELDS.some((f) => entry[f] != null)
-      ? L7_FIELDS.filter((f) => entry[f] != null)
-      : NO_FIELDS;
+    const l7 = L7_FIELDS.filter((f) => entry[f] != null);
     if (l7.length > 0 && action === 'allow')
       ctx.report(
         'RULE_NOT_ANALYSED',
@@ -43,8 +40,8 @@ export function decodeToPorts(
   return every ? 'none' : exactArray(out);
 }
 
+/** A toPorts entry's application-layer parts (reported as not analysed). */
 const L7_FIELDS = ['rules', 'terminatingTLS', 'originatingTLS', 'serverNames', 'listener'] as const;
-const NO_FIELDS: readonly string[] = [];
 
 /** A `ports` entry as the schema reads it. */
 interface RawPortProtocol {

@@ -339,8 +339,8 @@ export function controlPlaneTrials(suite: FaultSuite): void {
     await w.relay!.disconnect();
     const cut = Date.now();
     const revision = await w.write([w.relabel('web-1', { app: 'batch' }), extraPod(1, { app: 'web' })]);
-    // The last answer that was not stale is said at the deadline: no answer (a held event loop)
-    // and an agent that missed the cut read differently.
+    // At the deadline, the agent last seen not stale and what it answered: no answer (a held
+    // event loop) reads apart from an answer without `stale`.
     await until(
       'every agent reports itself stale',
       async () => {
