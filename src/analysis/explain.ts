@@ -191,7 +191,7 @@ function withTiers(
   const { index, semantics } = context;
   const tiers: TierRuleExplanation[] = [];
   const tierEnds: string[] = [];
-  let engines: { isolating: string[] } | undefined;
+  let engines: { isolating: string[]; calico: boolean } | undefined;
   if (!endpoint.hostNetwork) {
     let afterDefault = false;
     const push = (tier: string, policy: ClusterPolicy, rule: ClusterRule): void => {
@@ -225,7 +225,8 @@ function withTiers(
                 push(tier.name, policy, rule);
         }
         const isolating = [...members.calico, ...members.cilium].filter((p) => policyIsolates(p, direction));
-        if (isolating.length > 0) engines = { isolating: isolating.map(clusterPolicyLabel) };
+        if (isolating.length > 0)
+          engines = { isolating: isolating.map(clusterPolicyLabel), calico: members.calico.length > 0 };
         continue;
       }
       const policies = selectingClusterPolicies(index, endpoint, direction, tier.name);
@@ -243,7 +244,10 @@ function withTiers(
       policies: engines.isolating,
       tiers,
       ...ends,
-      summary: `isolated by ${by} in the default tier: what no rule there allows is denied`,
+      // Cilium has no tiers: its policies alone hold the pod by Cilium's default deny.
+      summary: engines.calico
+        ? `isolated by ${by} in the default tier: what no rule there allows is denied`
+        : `isolated by ${by} (Cilium's default deny): what no rule allows is denied`,
     };
   }
   if (engines && explanation.isolated) {

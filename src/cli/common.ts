@@ -131,12 +131,19 @@ export function refuseClusterPolicies(cluster: Cluster, what: string, why: strin
 
 /** A target that cannot express Calico's or Cilium's policies refuses input with any. */
 export function refuseEnginePolicies(cluster: Cluster, what: string, why: string): void {
+  const engines = enginePolicies(cluster);
+  if (!engines) return;
+  throw new UnsupportedInputError(
+    `${what} ${why} (${engines}); nothing was rendered. The reference evaluator, nftables and the VPP targets handle them`,
+  );
+}
+
+/** `the input has N, e.g. Kind ns/name` for Calico's and Cilium's policies; undefined without any. */
+export function enginePolicies(cluster: Cluster): string | undefined {
   const engines = cluster.clusterPolicies.filter((p) => policyEngine(p.kind) !== 'network-policy-api');
   const first = engines[0];
-  if (!first) return;
-  throw new UnsupportedInputError(
-    `${what} ${why} (the input has ${engines.length}, e.g. ${manifestKind(first.kind)} ${first.namespace !== undefined ? `${first.namespace}/` : ''}${first.name}); nothing was rendered. The reference evaluator, nftables and the VPP targets handle them`,
-  );
+  if (!first) return undefined;
+  return `the input has ${engines.length}, e.g. ${manifestKind(first.kind)} ${first.namespace !== undefined ? `${first.namespace}/` : ''}${first.name}`;
 }
 
 /** `--ingress-controller`'s place (matrix, check); the default place when not given. */

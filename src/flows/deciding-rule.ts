@@ -2,7 +2,7 @@
  * The rule that decided one side of a connection, in a flow record's words: the step of the
  * reference evaluator's walk `check` prints. Shared by attribution and the staged evaluation.
  */
-import type { SideVerdict, TierStep } from '../semantics/types.ts';
+import { AFTER_EVERY_TIER, type SideVerdict, type TierStep } from '../semantics/types.ts';
 import type { DecidingRule } from './types.ts';
 
 /**
@@ -13,7 +13,9 @@ export function decidingRule(side: SideVerdict): DecidingRule | undefined {
   const decided: TierStep | undefined =
     side.walk.find((s) => s.outcome === 'allow' || s.outcome === 'deny') ?? undefined;
   const step =
-    decided && decided.tier !== 'Default' ? decided : side.walk.find((s) => s.outcome === 'not-isolated');
+    decided && decided.tier !== AFTER_EVERY_TIER
+      ? decided
+      : side.walk.find((s) => s.outcome === 'not-isolated');
   if (!step || step.outcome === 'pass') return undefined;
   // Isolated and no rule allowed it: no one policy decided; the ones that isolate are named.
   const isolated = step.tier === 'NetworkPolicy' && step.outcome === 'deny' && step.policy === undefined;

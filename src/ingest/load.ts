@@ -337,6 +337,7 @@ function notEvaluated(diagnostics: readonly Diagnostic[]): UnevaluatedPolicy[] {
       object: d.object ?? d.file,
       reason: d.message,
       location: { file: d.file, line: d.line, column: d.column },
+      ...(d.code === 'RULE_NOT_ANALYSED' ? { part: true as const } : {}),
     }));
 }
 

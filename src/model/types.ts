@@ -300,6 +300,8 @@ export interface UnevaluatedPolicy {
   /** What is not evaluated and what is assumed instead (the diagnostic's message). */
   readonly reason: string;
   readonly location?: SourceLocation;
+  /** Only part of a rule is left out (an L7 match, `toFQDNs`, …): the rest of the policy is evaluated. */
+  readonly part?: true;
 }
 
 export function policyKey(policy: Pick<NetworkPolicy, 'namespace' | 'name'>): string {

@@ -251,6 +251,7 @@ export function walkDefaultTier(
   ];
   const misses: RuleMiss[] = [];
   const on = `${describeAddress(other)} on ${connection.protocol}/${connection.port}`;
+  const tier = { tier: DEFAULT_TIER, ...shownAs(members) };
   const ruleDecides = (
     policy: ClusterPolicy,
     rule: ClusterRule,
@@ -261,7 +262,7 @@ export function walkDefaultTier(
     const calico = policyEngine(policy.kind) === 'calico';
     const order = calico && Number.isFinite(policy.priority) ? { order: policy.priority } : {};
     const step: TierStep = {
-      tier: DEFAULT_TIER,
+      ...tier,
       outcome: action,
       policy: name,
       rule: rule.index,
@@ -298,7 +299,7 @@ export function walkDefaultTier(
         misses.push({
           policy: clusterPolicyLabel(policy),
           rule: -1,
-          reason: `${clusterPolicyLabel(policy)} has no ${direction} rules; it only isolates`,
+          reason: `no ${direction} rules; it only isolates`,
         });
       }
       for (const rule of policy[direction]) {
@@ -322,10 +323,11 @@ export function walkDefaultTier(
           status: 'allowed-by-rule',
           reason: `allowed by ${first.policy} ${direction}[${first.rule}]`,
           step: {
-            tier: DEFAULT_TIER,
+            ...tier,
             outcome: 'allow',
             policy: first.policy,
             rule: first.rule,
+            ruleLabel: `${direction}[${first.rule}]`,
             policies: names,
           },
           policies: names,
@@ -344,7 +346,7 @@ export function walkDefaultTier(
           allowed: true,
           status: 'node-local',
           reason: `traffic between ${endpoint.id} and its own node is always allowed`,
-          step: { tier: DEFAULT_TIER, outcome: 'allow', policies: names },
+          step: { ...tier, outcome: 'allow', policies: names },
           policies: names,
           matches: [],
           misses: [],
@@ -356,8 +358,7 @@ export function walkDefaultTier(
       }
     }
   }
-  if (!isolated)
-    return { decided: false, step: { tier: DEFAULT_TIER, outcome: 'not-isolated', policies: names } };
+  if (!isolated) return { decided: false, step: { ...tier, outcome: 'not-isolated', policies: names } };
   const holding = [
     ...members.calico.filter((p) => policyIsolates(p, direction)).map(clusterPolicyLabel),
     ...members.cilium.filter((p) => policyIsolates(p, direction)).map(clusterPolicyLabel),
@@ -370,9 +371,18 @@ export function walkDefaultTier(
     reason: `${endpoint.id} is isolated for ${direction} by ${holding.join(', ')}, and no rule allows ${on}`,
     // The end of the tier is what the isolating policies hold to: a Cilium policy whose default
     // deny is off selects the pod but holds it to nothing.
-    step: { tier: DEFAULT_TIER, outcome: 'deny', endOfTier: true, policies: holding },
+    step: { ...tier, outcome: 'deny', endOfTier: true, policies: holding },
     policies: names,
     matches: [],
     misses,
   };
+}
+
+/**
+ * How a walk names NetworkPolicy's place to people when no Calico policy is in it: Cilium has no
+ * tiers, so "the default tier" would be Calico's word for a Cilium answer — and Cilium enforces
+ * the NetworkPolicies there as its own.
+ */
+function shownAs(members: DefaultTierMembers): { shownAs?: string } {
+  return members.calico.length > 0 ? {} : { shownAs: 'Cilium' };
 }

@@ -18,10 +18,11 @@ import {
   type NetworkPolicyGate,
   type OpenGate,
 } from './side-gate.ts';
-import { tierPoliciesOutcome, walkTier } from './tiers.ts';
+import { hasCalicoPolicies, tierPoliciesOutcome, walkTier } from './tiers.ts';
 import { sidePlan } from './side-plan.ts';
 import { tierPlan } from './tier-plan.ts';
 import { defaultTierMembers, defaultTierOutcome, walkDefaultTier } from './default-tier.ts';
+import { AFTER_EVERY_TIER } from './types.ts';
 import type {
   Address,
   Connection,
@@ -217,13 +218,13 @@ function evaluateSide(
     if (!np.open)
       return networkPolicyDecided(index, np, connection, direction, other, family, semantics, walk);
     if (np.final) {
-      walk.push({ tier: 'NetworkPolicy', outcome: 'allow', policies: [] });
+      walk.push({ tier: 'NetworkPolicy', ...networkPolicyPlace(index), outcome: 'allow', policies: [] });
       return openSide(direction, np, subject, walk);
     }
-    walk.push({ tier: 'NetworkPolicy', outcome: 'not-isolated', policies: [] });
+    walk.push({ tier: 'NetworkPolicy', ...networkPolicyPlace(index), outcome: 'not-isolated', policies: [] });
     openGate = np;
   }
-  walk.push({ tier: 'Default', outcome: 'allow', policies: [] });
+  walk.push({ tier: AFTER_EVERY_TIER, shownAs: 'no tier decided', outcome: 'allow', policies: [] });
   return openSide(direction, openGate, subject, walk);
 }
 
@@ -248,8 +249,9 @@ function networkPolicyDecided(
   const first = matches[0];
   walk.push({
     tier: 'NetworkPolicy',
+    ...networkPolicyPlace(index),
     outcome: allowed ? 'allow' : 'deny',
-    ...(first ? { policy: first.policy, rule: first.rule } : {}),
+    ...(first ? { policy: first.policy, rule: first.rule, ruleLabel: `${direction}[${first.rule}]` } : {}),
     policies: names,
   });
   const isolatedBy =
@@ -272,6 +274,11 @@ function networkPolicyDecided(
   };
 }
 
+/** With Calico's policies in the input, NetworkPolicy's place is shown as Calico's default tier. */
+function networkPolicyPlace(index: ClusterIndex): { shownAs?: string } {
+  return hasCalicoPolicies(index) ? { shownAs: DEFAULT_TIER } : {};
+}
+
 /** A side no rule decided: open by status (outside, host network, not isolated…), allowed. */
 function openSide(
   direction: 'egress' | 'ingress',
@@ -285,12 +292,18 @@ function openSide(
     status: gate.status,
     allowed: true,
     isolated: false,
-    policies: [],
+    policies: walkedPolicies(walk),
     matches: [],
     misses: [],
     walk,
     reason: passedOn(walk, gate, direction) ?? gateReason(gate, subject, direction),
   };
+}
+
+/** The policies a walk met that selected the side (tiers that passed it on, or did not hold it). */
+function walkedPolicies(walk: readonly TierStep[]): readonly string[] {
+  if (walk.every((step) => step.policies.length === 0)) return [];
+  return [...new Set(walk.flatMap((step) => step.policies))];
 }
 
 /**
@@ -305,7 +318,14 @@ function passedOn(
   const passed = walk.filter((step) => step.outcome === 'pass').map((step) => `tier ${step.tier}`);
   if (passed.length === 0 || gate.status !== 'not-isolated' || !gate.endpoint) return undefined;
   const tiers = passed.length === 1 ? passed[0] : `${passed.slice(0, -1).join(', ')} and ${passed.at(-1)}`;
-  return `${tiers} ${passed.length === 1 ? 'passes' : 'pass'} it on, and no policy of the default tier selects ${gate.endpoint.id} for ${direction}, so it is not isolated`;
+  const passes = `${tiers} ${passed.length === 1 ? 'passes' : 'pass'} it on`;
+  // The default tier's own policies selected the side: it passed it on too, past every tier, or
+  // none of them holds it there — "no policy selects it" would be untrue.
+  const inDefault = walk.find((step) => step.tier === DEFAULT_TIER && step.policies.length > 0);
+  if (inDefault?.outcome === 'pass') return `${passes}, and no tier after it decides, so it is allowed`;
+  if (inDefault)
+    return `${passes}, and no policy of the default tier that selects ${gate.endpoint.id} (${inDefault.policies.join(', ')}) isolates it for ${direction}`;
+  return `${passes}, and no policy of the default tier selects ${gate.endpoint.id} for ${direction}, so it is not isolated`;
 }
 
 /** A side decided by a rule of a tier other than NetworkPolicy's (or by the end of a Calico tier). */
@@ -325,12 +345,12 @@ function tierDecided(
     : `${word}-by-tier`;
   const on = `for ${describeAddress(other)} on ${connection.protocol}/${connection.port}`;
   const ruleName = `${step.ruleLabel ?? `${direction}[${step.rule}]`}${step.ruleName ? ` "${step.ruleName}"` : ''}`;
-  const order = step.order !== undefined ? ` (order ${step.order})` : '';
+  const order = step.order !== undefined ? `, order ${step.order}` : '';
   const reason = step.endOfTier
     ? `denied by the end of tier ${step.tier}: ${step.policies.join(', ')} select${step.policies.length === 1 ? 's' : ''} ${endpoint} for ${direction} and no rule of the tier matched ${describeAddress(other)} on ${connection.protocol}/${connection.port}`
     : builtIn
       ? `${word} by ${step.tier} tier rule ${step.policy} ${ruleName} ${on}`
-      : `${word} by tier ${step.tier} rule ${step.policy} ${ruleName}${order} ${on}`;
+      : `${word} by ${step.policy} ${ruleName} (tier ${step.tier}${order}) ${on}`;
   return {
     direction,
     endpoint,

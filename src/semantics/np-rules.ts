@@ -26,7 +26,7 @@ export function checkPolicy(
   const name = policyKey(policy);
   const rules = direction === 'ingress' ? policy.ingress : policy.egress;
   if (rules.length === 0) {
-    misses.push({ policy: name, rule: -1, reason: `${name} has no ${direction} rules; it only isolates` });
+    misses.push({ policy: name, rule: -1, reason: `no ${direction} rules; it only isolates` });
     return;
   }
   for (const rule of rules) {

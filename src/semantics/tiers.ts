@@ -10,6 +10,7 @@ import type { IpFamily } from '../net/ip.ts';
 import {
   ADMIN_TIER,
   BASELINE_TIER,
+  PROFILES_TIER,
   clusterPolicyLabel,
   clusterRuleLabel,
   policyEngine,
@@ -19,7 +20,7 @@ import {
 import type { ClusterPolicy, ClusterRule, Endpoint } from '../model/types.ts';
 import { matchingPeer, matchingPort, selectingClusterPolicies } from './cluster-match.ts';
 import type { ClusterIndex } from './match.ts';
-import type { Address, Connection, TierStep } from './types.ts';
+import { AFTER_EVERY_TIER, type Address, type Connection, type TierStep } from './types.ts';
 import { noteExplanation } from './explanation-meter.ts';
 
 /**
@@ -61,7 +62,10 @@ export function walkTier(
     ...(rule.field || policyEngine(policy.kind) !== 'network-policy-api'
       ? { ruleLabel: clusterRuleLabel(rule, direction) }
       : {}),
-    ...(policyEngine(policy.kind) === 'calico' && Number.isFinite(policy.priority)
+    // Profiles have no order: Calico applies an endpoint's profiles after every tier.
+    ...(policyEngine(policy.kind) === 'calico' &&
+    tier.name !== PROFILES_TIER &&
+    Number.isFinite(policy.priority)
       ? { order: policy.priority }
       : {}),
     policies: names,
@@ -77,6 +81,19 @@ const present = new WeakMap<object, ReadonlySet<string>>();
 function tiersPresent(index: ClusterIndex): ReadonlySet<string> {
   let found = present.get(index.cluster);
   if (!found) present.set(index.cluster, (found = new Set(index.cluster.clusterPolicies.map((p) => p.tier))));
+  return found;
+}
+
+const calico = new WeakMap<ClusterIndex['cluster'], boolean>();
+
+/** Whether the input holds Calico's policies: NetworkPolicy's place is then Calico's default tier. */
+export function hasCalicoPolicies(index: ClusterIndex): boolean {
+  let found = calico.get(index.cluster);
+  if (found === undefined)
+    calico.set(
+      index.cluster,
+      (found = index.cluster.clusterPolicies.some((p) => policyEngine(p.kind) === 'calico')),
+    );
   return found;
 }
 
@@ -165,8 +182,10 @@ export function describeStep(step: TierStep): string {
     step.policy !== undefined
       ? ` (${step.policy}${order}${rule})`
       : step.outcome === 'deny' && step.policies.length > 0
-        ? ` (${step.endOfTier ? 'end of tier: ' : ''}${step.policies.join(', ')})`
+        ? ` (${step.endOfTier ? (step.shownAs ? 'default deny: ' : 'end of tier: ') : ''}${step.policies.join(', ')})`
         : '';
+  // Past the last tier nothing decided: the walk ends allowed, and no tier is to be named.
+  if (step.tier === AFTER_EVERY_TIER) return `${words[step.outcome]} (${step.shownAs ?? 'no tier decided'})`;
   const none = step.outcome === 'no-match' && step.policies.length === 0 ? 'no policy' : words[step.outcome];
-  return `[${step.tier}] ${none}${by}`;
+  return `[${step.shownAs ?? step.tier}] ${none}${by}`;
 }

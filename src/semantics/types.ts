@@ -81,6 +81,9 @@ export type SideStatus =
  */
 export type TierName = string;
 
+/** The last step of a walk no tier decided (allowed): a name in the walk's data, never shown as a tier. */
+export const AFTER_EVERY_TIER: TierName = 'Default';
+
 /**
  * One tier's part in a side's verdict: which policy and rule decided, passed, or that nothing
  * matched there. The walk of a side lists the tiers visited until one decided.
@@ -99,6 +102,12 @@ export interface TierStep {
   readonly order?: number;
   /** The tier's default action decided: it applies to the pod, and no rule of it matched. */
   readonly endOfTier?: boolean;
+  /**
+   * How people are shown the tier where its name would mislead: NetworkPolicy's place holding
+   * Cilium's policies and no Calico's is no tier of Calico's (`Cilium`), and its end is Cilium's
+   * default deny; with Calico's policies in the input, it is Calico's `default` tier.
+   */
+  readonly shownAs?: string;
   /**
    * Policies of this tier that select the endpoint for this direction; at the end of the tier
    * (`endOfTier`), those that hold it there (isolate it).

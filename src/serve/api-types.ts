@@ -102,6 +102,8 @@ export interface SideAnswer {
   /** The tiers visited, in order, and what each decided. */
   readonly walk: readonly {
     readonly tier: string;
+    /** The tier as people are shown it, where its name would mislead (src/semantics/types.ts). */
+    readonly shownAs?: string;
     readonly outcome: string;
     readonly policies: readonly string[];
   }[];

@@ -35,7 +35,7 @@ describe('check with Calico policy', () => {
     assert.match(r.stdout, /DENIED\n/);
     assert.match(
       r.stdout,
-      /denied by tier security rule gnp\/security\.payments-lockdown ingress\[0\] \(order 10\)/,
+      /denied by gnp\/security\.payments-lockdown ingress\[0\] \(tier security, order 10\)/,
     );
   });
   it("passes what the tier's Pass rule matches on to the NetworkPolicies, also for workloads without addresses", async () => {
@@ -44,7 +44,7 @@ describe('check with Calico policy', () => {
     assert.equal(r.code, 0, r.stdout);
     assert.match(
       r.stdout,
-      /\[security\] pass \(gnp\/security\.payments-lockdown, order 10, ingress\[1\]\) → \[NetworkPolicy\] allowed \(payments\/gateway, rule 0\)/,
+      /\[security\] pass \(gnp\/security\.payments-lockdown, order 10, ingress\[1\]\) → \[default\] allowed \(payments\/gateway, ingress\[0\]\)/,
     );
   });
 });
@@ -109,6 +109,24 @@ describe("another engine's policy", () => {
     // Without it, no note and no notEvaluated.
     const plain = await check(SHOP, 'shop/frontend', 'shop/api', '--port', 'http', '-o', 'json');
     assert.equal((JSON.parse(plain.stdout) as { notEvaluated?: string[] }).notEvaluated, undefined);
+  });
+});
+
+describe('a rule Palisade reads only in part', () => {
+  it('is said to be evaluated in part, not left out', async (t) => {
+    const dir = await tempDir(t, 'palisade-engines-');
+    const file = join(dir, 'l7.yaml');
+    await writeFile(
+      file,
+      'apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: {name: l7, namespace: shop}\nspec:\n  endpointSelector: {matchLabels: {app: api}}\n  ingress:\n  - fromEndpoints: [{matchLabels: {app: frontend}}]\n    toPorts: [{ports: [{port: "8080", protocol: TCP}], rules: {http: [{method: GET}]}}]\n',
+    );
+    const answer = await check([...SHOP, '-f', file], 'shop/frontend', 'shop/api', '--port', 'http');
+    assert.match(answer.stderr, /warning RULE_NOT_ANALYSED/);
+    assert.match(
+      answer.stdout,
+      /note: the input holds rules this answer evaluates only in part \(of CiliumNetworkPolicy shop\/l7\): see the warnings/,
+    );
+    assert.doesNotMatch(answer.stdout, /does not include/);
   });
 });
 

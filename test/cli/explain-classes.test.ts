@@ -23,7 +23,7 @@ describe('explain per class', () => {
     assert.deepEqual(headers, [
       'default/pod-* app=a (5 pods) (c1: default/pod-0, default/pod-2, default/pod-4, default/pod-6, default/pod-8; all app=a)',
       'default/pod-* app=b (5 pods) (c2: default/pod-1, default/pod-3, default/pod-5, default/pod-7, default/pod-9; all app=b)',
-      '10 endpoints in 2 classes no policy tells apart, each explained once (--by endpoint for every endpoint)',
+      '10 endpoints in 2 classes of endpoints no policy tells apart, each class explained once (--by endpoint for every endpoint)',
     ]);
     assert.match(text.stdout, /ingress: isolated by default\/a-from-b; 1 rule allows traffic/);
     const json = await cli(['explain', '-f', path, '--by', 'class', '-o', 'json']);

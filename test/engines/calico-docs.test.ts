@@ -387,7 +387,7 @@ spec:
     const verdict = expectConnection(cluster, 'app/prod', 'app/stage-a', 80, 'denied', denies);
     assert.match(
       verdict.ingress.reason,
-      /denied by tier devops rule gnp\/devops\.stage-env ingress\[0\] \(order 255\)/,
+      /denied by gnp\/devops\.stage-env ingress\[0\] \(tier devops, order 255\)/,
     );
     expectConnection(
       cluster,

@@ -796,7 +796,7 @@ spec:
     // explain lists the deny before NetworkPolicy's rules, without Calico's order (Cilium has none).
     const backend = explainOne(cluster, 'default/backend');
     const text = directionLines('ingress', backend.ingress, PLAIN).join('\n');
-    assert.ok(text.includes('    default tier, before NetworkPolicy:\n'), text);
+    assert.ok(text.includes('    Cilium, before NetworkPolicy:\n'), text);
     assert.ok(!text.includes('order 1000'), text);
     assert.ok(text.indexOf('ingressDeny[0]') < text.indexOf('\n    NetworkPolicy:\n'), text);
   });

@@ -63,6 +63,15 @@ spec: {podSelector: {}}
     rmSync(input, { recursive: true, force: true });
   });
 
+  it("the summary names each ordered kind by what it is, namespaced Calico's and Cilium's apart", async () => {
+    const summary = await get<{ policyKinds: string[] }>('/api/summary');
+    assert.deepEqual(summary.policyKinds, [
+      '1 Calico NetworkPolicy',
+      '1 Calico GlobalNetworkPolicy',
+      '1 CiliumNetworkPolicy',
+      '1 CiliumClusterwideNetworkPolicy',
+    ]);
+  });
   it('check names the tier that denied', async () => {
     const answer = await get<{ verdict: { allowed: boolean }; text: string }>(
       '/api/check?from=monitoring/prometheus&to=payments/gateway&port=9090',
@@ -70,7 +79,7 @@ spec: {podSelector: {}}
     assert.equal(answer.verdict.allowed, false);
     assert.match(
       answer.text,
-      /denied by tier security rule gnp\/security\.payments-lockdown ingress\[0\] \(order 10\)/,
+      /denied by gnp\/security\.payments-lockdown ingress\[0\] \(tier security, order 10\)/,
     );
   });
   it('the matrix has the connection the tier denies, and the one it passes on', async () => {

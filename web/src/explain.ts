@@ -170,7 +170,7 @@ export class ExplainPanel {
               el(
                 'li',
                 {},
-                `${step.tier}: ${step.outcome}`,
+                `${step.shownAs ?? step.tier}: ${step.outcome}`,
                 ...step.policies.flatMap((p) => [' ', this.link(p)]),
               ),
             ),

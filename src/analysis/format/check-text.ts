@@ -109,7 +109,9 @@ function sideLines(side: SideVerdict, style: Style): string[] {
 
 /** `check` without `--port`: the ports allowed, and for a Service each of its ports. */
 export function formatPortsCheckText(result: PortsCheckResult, style: Style): string {
-  const ports = isNoPorts(result.ports) ? style.bad('no port') : style.ok(formatPortSet(result.ports));
+  const ports = isNoPorts(result.ports)
+    ? style.bad('no port allowed')
+    : style.ok(formatPortSet(result.ports));
   const partial = result.partialPorts
     ? `; ${formatPortSet(result.partialPorts)} for some pod pairs only`
     : '';

@@ -21,7 +21,7 @@ export function formatExplainClassesText(explained: ClassExplanations, style: St
   const blocks = explained.classes.map((c) => formatClass(c, style));
   const classes = explained.classes.length;
   const footer = style.dim(
-    `${count(explained.endpoints)} endpoints in ${count(classes)} ${classes === 1 ? 'class' : 'classes'} no policy tells apart, each explained once (--by endpoint for every endpoint)`,
+    `${count(explained.endpoints)} endpoints in ${count(classes)} ${classes === 1 ? 'class' : 'classes'} of endpoints no policy tells apart, each class explained once (--by endpoint for every endpoint)`,
   );
   return [...blocks, footer + '\n'].join('\n');
 }

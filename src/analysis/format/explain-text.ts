@@ -69,9 +69,11 @@ export function directionLines(name: string, d: DirectionExplanation, style: Sty
   const late = inDefault.filter(isLate);
   // NetworkPolicy's order is Calico's notion: with Cilium's rules alone it says nothing.
   const ordered = early.some((t) => t.order !== undefined);
+  // Cilium's rules alone are in no tier of Calico's: named as Cilium's, deny rules first.
+  const place = ordered || late.length > 0 ? 'default tier' : 'Cilium';
   if (early.length > 0)
     lines.push(
-      `    ${d.rules.length > 0 || late.length > 0 ? `default tier, before NetworkPolicy${ordered ? ' (order 1000)' : ''}` : 'default tier'}:`,
+      `    ${d.rules.length > 0 || late.length > 0 ? `${place}, before NetworkPolicy${ordered ? ' (order 1000)' : ''}` : place}:`,
     );
   for (const t of early) lines.push(tierLine(name, t, style));
   // Under a tier heading, NetworkPolicy's rules need their own, or they read as the tier's.
@@ -96,7 +98,8 @@ function heading(tier: string, place: 'before' | 'after', isolated: boolean): st
     return `Baseline tier, ${isolated ? 'not reached: NetworkPolicy decides' : 'since no NetworkPolicy isolates it'}`;
   if (tier === PROFILES_TIER)
     return `profiles, ${isolated ? 'not reached: the default tier decides' : 'last'}`;
-  return `tier ${tier}, ${place} NetworkPolicy's`;
+  // Calico's tiers come before or after its default tier, where NetworkPolicy sits with or without any.
+  return `tier ${tier}, ${place} the default tier`;
 }
 
 function tierLine(name: string, t: TierRule, style: Style): string {

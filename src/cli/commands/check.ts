@@ -25,6 +25,7 @@ import type { Verdict } from '../../semantics/index.ts';
 import type { Endpoint } from '../../model/types.ts';
 import {
   checkChoice,
+  enginePolicies,
   ingressControllerOption,
   loadInput,
   reportDiagnostics,
@@ -58,7 +59,7 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
     .option('-o, --output <format>', 'text or json', 'text')
     .option(
       '--engine <engine>',
-      'reference, or compiled (the verdict from the classifier, the explanation from the reference)',
+      "reference, or compiled (the verdict from the classifier, the explanation from the reference; not for Calico's or Cilium's policies)",
       'reference',
     )
     .action(async (raw: Record<string, unknown>, command: Command) => {
@@ -79,6 +80,13 @@ export function checkCommand(io: CliIo, done: (code: number) => void): Command {
       if (engine === 'compiled' && input.semantics !== 'v1')
         throw new UsageError('--engine compiled implements v1 semantics');
       const { loaded, inputErrors, from, to } = await loadEnds(io, raw, input);
+      // Asked of the classifier, Calico's and Cilium's policies would fail at the first pod they
+      // select, named as if it were the question: say what cannot be asked instead.
+      const engines = engine === 'compiled' ? enginePolicies(loaded.cluster) : undefined;
+      if (engines)
+        throw new UsageError(
+          `--engine compiled: the compiled classifier cannot express Calico's or Cilium's policies (${engines}); without --engine the reference evaluator answers`,
+        );
       if (from.family !== undefined && to.family !== undefined && from.family !== to.family)
         throw new UsageError(
           `--from is an IPv${from.family} address and --to an IPv${to.family} one: a connection has one address family`,
