@@ -148,3 +148,4 @@ export {
   type SuggestOptions,
 } from './suggest/index.ts';
 export { notEvaluated } from './not-evaluated.ts';
+export { policyKindCounts, policyKindWords } from './policy-kind-counts.ts';

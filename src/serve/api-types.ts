@@ -49,6 +49,8 @@ export interface InputSummary {
   readonly workloads: number;
   readonly policies: number;
   readonly clusterPolicies: number;
+  /** The ordered policies by kind, in words (`2 Calico NetworkPolicies`, `1 cluster policy`). */
+  readonly policyKinds: readonly string[];
   /** `80/TCP`, `dns/UDP`…: ports the policies' rules name, most used first. */
   readonly ports: readonly string[];
   /**

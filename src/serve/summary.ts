@@ -2,7 +2,7 @@
  * What the page shows first and needs to build its controls: counts, and the ports the
  * policies name (the port selector offers those, most used first).
  */
-import { summarizeDiagnostics } from '../analysis/index.ts';
+import { policyKindCounts, policyKindWords, summarizeDiagnostics } from '../analysis/index.ts';
 import type { Cluster } from '../model/types.ts';
 import type { InputSummary, SummaryAnswer } from './api-types.ts';
 import { parsePort, type Snapshot } from './snapshot.ts';
@@ -24,6 +24,7 @@ export function inputSummary(snapshot: Snapshot): InputSummary {
     workloads: workloads.size,
     policies: cluster.policies.length,
     clusterPolicies: cluster.clusterPolicies.length,
+    policyKinds: policyKindWords(policyKindCounts(cluster)),
     ports,
     defaultPort: cluster.endpoints.length > ANY_PORT_PODS ? (ports[0] ?? 'any') : 'any',
     against: snapshot.against !== undefined,

@@ -93,7 +93,8 @@ class App {
     this.counts.textContent =
       `${count(summary.namespaces)} namespaces · ${count(summary.workloads)} workloads · ${count(summary.pods)} pods · ` +
       `${count(summary.policies)} policies` +
-      (summary.clusterPolicies ? ` · ${count(summary.clusterPolicies)} cluster policies` : '') +
+      // Each ordered kind by its name: Calico's and Cilium's namespaced policies are no cluster policies.
+      summary.policyKinds.map((words) => ` · ${words}`).join('') +
       ` · ${summary.diagnosticCounts}`;
     // The first time, the address may choose the port: /?port=8080/TCP.
     // The server's choice otherwise (large inputs start on one port), whose heatmap it computed ahead.

@@ -2,11 +2,11 @@
  * `palisade validate`: every diagnostic for the input; exit 1 when any is an error.
  */
 import { Command } from 'commander';
-import { countOf } from '../../util/count-of.ts';
 import { formatDiagnostics, styleFor, summarizeDiagnostics } from '../../analysis/index.ts';
 import { hasErrors } from '../../model/diagnostics.ts';
 import { checkChoice, loadInput, resolveInputOptions, withInputOptions, writeJson } from '../common.ts';
 import { EXIT_FINDINGS, EXIT_OK, type CliIo } from '../io.ts';
+import { countObjects, objectsSummary } from './validate-summary.ts';
 
 export function validateCommand(io: CliIo, done: (code: number) => void): Command {
   return withInputOptions(new Command('validate'))
@@ -17,32 +17,13 @@ export function validateCommand(io: CliIo, done: (code: number) => void): Comman
       const output = checkChoice('--output', raw.output, ['text', 'json'] as const);
       const loaded = await loadInput(input, io, { rawObjects: false });
       const { diagnostics, cluster } = loaded;
-      const counts = {
-        namespaces: cluster.namespaces.size,
-        endpoints: cluster.endpoints.length,
-        policies: cluster.policies.length,
-        clusterPolicies: cluster.clusterPolicies.length,
-        nodes: cluster.nodes.size,
-        ...(cluster.services ? { services: cluster.services.length } : {}),
-        // Not enforced, not in the counts above (absent when none: the shape stays for old inputs).
-        ...(cluster.staged
-          ? { staged: cluster.staged.policies.length + cluster.staged.clusterPolicies.length }
-          : {}),
-      };
+      const counts = countObjects(cluster);
       if (output === 'json') {
         writeJson(io, { diagnostics, objects: counts });
       } else {
         const style = styleFor(io.stdoutIsTty, io.env);
         for (const line of formatDiagnostics(diagnostics, style)) io.stdout.write(line + '\n');
-        io.stdout.write(
-          `${summarizeDiagnostics(diagnostics)}; ${countOf(counts.namespaces, 'namespace')}, ${countOf(counts.endpoints, 'endpoint')}, ${countOf(counts.policies, 'policy', 'policies')}` +
-            (counts.clusterPolicies
-              ? `, ${countOf(counts.clusterPolicies, 'cluster policy', 'cluster policies')}`
-              : '') +
-            (counts.services ? `, ${countOf(counts.services, 'service')}` : '') +
-            (counts.staged ? `, ${countOf(counts.staged, 'staged policy', 'staged policies')}` : '') +
-            '\n',
-        );
+        io.stdout.write(`${summarizeDiagnostics(diagnostics)}; ${objectsSummary(counts)}\n`);
       }
       done(hasErrors(diagnostics) ? EXIT_FINDINGS : EXIT_OK);
     });
