@@ -16,11 +16,18 @@ const APOSTROPHE = 0x27;
 const HASH = 0x23;
 
 /**
- * The offset of the innermost `{` (for `closer` "}") or `[` (for "]") still open at `at`,
- * reading from `from` (a document's start); undefined when none is. Quoted strings and comments
- * are skipped; brackets inside plain scalars are rare enough in manifests to count.
+ * The offset of the innermost `{` (for `closer` "}") or `[` (for "]") still open at `at`, or with
+ * `outward` n, the n-th one enclosing that; reading from `from` (a document's start); undefined
+ * when there is none. Quoted strings and comments are skipped; brackets inside plain scalars are
+ * rare enough in manifests to count.
  */
-function unclosedOpener(text: string, from: number, at: number, closer: '}' | ']'): number | undefined {
+function unclosedOpener(
+  text: string,
+  from: number,
+  at: number,
+  closer: '}' | ']',
+  outward: number,
+): number | undefined {
   const wanted = OPENERS[closer] as number;
   const open: number[] = [];
   for (let i = from; i < at; i++) {
@@ -32,14 +39,35 @@ function unclosedOpener(text: string, from: number, at: number, closer: '}' | ']
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) open.push(i);
     else if (open.length > 0 && c === CLOSERS[text.charCodeAt(open[open.length - 1] as number)]) open.pop();
   }
+  let skip = outward;
   for (let k = open.length - 1; k >= 0; k--)
-    if (text.charCodeAt(open[k] as number) === wanted) return open[k];
+    if (text.charCodeAt(open[k] as number) === wanted && skip-- === 0) return open[k];
   return undefined;
+}
+
+/** The closer a parser message says is missing: "}" for a flow map, "]" for a flow sequence. */
+export function missingCloser(message: string): '}' | ']' | undefined {
+  return /end with an? ([}\]])/.exec(message)?.[1] as '}' | ']' | undefined;
+}
+
+/** Which of the unclosed collections a parser error is about, and how to name it. */
+export interface UnclosedNoteOptions {
+  /**
+   * 0 for the innermost collection of the error's kind left open; n for the n-th enclosing it.
+   * The parser says the same thing at the same place once per nested collection left open
+   * (`{a: {b: c`), innermost first: the n-th of those errors is about the n-th collection.
+   */
+  readonly outward: number;
+  /**
+   * Name the opener even on the error's own line (default: only on an earlier one, where the
+   * user would not look): when several errors are at one place, it is what tells them apart.
+   */
+  readonly alwaysName?: boolean;
 }
 
 /**
  * Where the flow collection the parser says is unclosed began, when on an earlier line than the
- * error: ` (the { at line 7, column 16 is not closed)`.
+ * error (or `alwaysName`): ` (the { at line 7, column 16 is not closed)`.
  */
 export function unclosedNote(
   text: string,
@@ -48,13 +76,14 @@ export function unclosedNote(
   at: number,
   line: number,
   position: (offset: number) => SourceLocation,
+  options: UnclosedNoteOptions,
 ): string {
-  const closer = /end with an? ([}\]])/.exec(message)?.[1] as '}' | ']' | undefined;
+  const closer = missingCloser(message);
   if (!closer) return '';
-  const opener = unclosedOpener(text, from, at, closer);
+  const opener = unclosedOpener(text, from, at, closer, options.outward);
   if (opener === undefined) return '';
   const where = position(opener);
-  if (where.line === line) return '';
+  if (where.line === line && !options.alwaysName) return '';
   return ` (the ${text[opener]} at line ${where.line}, column ${where.column} is not closed)`;
 }
 

@@ -8,7 +8,7 @@ import { visit, type Document, type YAMLError } from 'yaml';
 import { makeDiagnostic, type Diagnostic } from '../model/diagnostics.ts';
 import type { SourceLocation } from '../model/types.ts';
 import { isSpace } from './json-documents.ts';
-import { unclosedNote, unclosedQuote } from './unclosed-flow.ts';
+import { missingCloser, unclosedNote, unclosedQuote, type UnclosedNoteOptions } from './unclosed-flow.ts';
 
 /** A document's place in its file, as the syntax errors need it. */
 export interface DocumentText {
@@ -52,6 +52,8 @@ export function syntaxErrors(
 
   const diagnostics: Diagnostic[] = [];
   let readUntil = where.end;
+  const nested = nestedUnclosed(errors, offsetOf);
+  const seen = new Set<string>();
   for (const error of errors) {
     const at = offsetOf(error);
     if (/^Missing closing ["']quote/.test(error.message)) {
@@ -66,11 +68,42 @@ export function syntaxErrors(
     }
     const where = position(at);
     const said = explainParserError(error.message.split('\n')[0] ?? error.message);
-    const message = said + unclosedNote(text, said, start, at, where.line, position);
-    diagnostics.push(makeDiagnostic('YAML_SYNTAX', message, where));
+    const message = said + unclosedNote(text, said, start, at, where.line, position, nested(error));
+    // Said twice at one place (an opener not found): the same problem, once.
+    const key = `${at}\n${message}`;
+    if (!seen.has(key)) diagnostics.push(makeDiagnostic('YAML_SYNTAX', message, where));
+    seen.add(key);
     readUntil = Math.min(readUntil, at);
   }
   return { diagnostics, readUntil };
+}
+
+/**
+ * For each parser error about a flow collection left open, which one it is about. The parser
+ * says the very same thing at the same offset once per nested collection left open
+ * (`{a: {b: c`), innermost first; told apart by their openers, each is its own problem.
+ */
+function nestedUnclosed(
+  errors: readonly YAMLError[],
+  offsetOf: (error: YAMLError) => number,
+): (error: YAMLError) => UnclosedNoteOptions {
+  const placeOf = (error: YAMLError): string | undefined => {
+    const closer = missingCloser(error.message);
+    return closer === undefined ? undefined : `${offsetOf(error)}${closer}`;
+  };
+  const total = new Map<string, number>();
+  for (const error of errors) {
+    const place = placeOf(error);
+    if (place !== undefined) total.set(place, (total.get(place) ?? 0) + 1);
+  }
+  const told = new Map<string, number>();
+  return (error) => {
+    const place = placeOf(error);
+    if (place === undefined) return { outward: 0 };
+    const outward = told.get(place) ?? 0;
+    told.set(place, outward + 1);
+    return { outward, alwaysName: (total.get(place) ?? 0) > 1 };
+  };
 }
 
 /**
