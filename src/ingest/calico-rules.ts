@@ -168,8 +168,10 @@ function checkIcmp(
   protocol: ProtocolField | undefined,
   path: FieldPath,
 ): void {
+  // Not said when the protocol given is invalid (PROTOCOL_INVALID says so), as for ports below.
+  const invalid = raw.protocol !== null && raw.protocol !== undefined && protocol === undefined;
   for (const field of ['icmp', 'notICMP'] as const) {
-    if (!raw[field] || protocol?.icmp) continue;
+    if (!raw[field] || protocol?.icmp || invalid) continue;
     ctx.report('RULE_INVALID', `${field} needs protocol ICMP or ICMPv6`, [...path, field]);
   }
 }
@@ -180,15 +182,15 @@ function checkPortsNeedProtocol(
   protocol: ProtocolField | undefined,
   path: FieldPath,
 ): void {
+  // A protocol given but invalid is reported as such (PROTOCOL_INVALID); saying here that the
+  // ports lack a protocol would send the reader looking for one that is there.
+  const given = raw.protocol !== null && raw.protocol !== undefined;
   for (const side of ['source', 'destination'] as const) {
     for (const field of ['ports', 'notPorts'] as const) {
       const list = raw[side]?.[field];
       if (!list || list.length === 0) continue;
       const fieldPath = [...path, side, field];
-      if (
-        protocol === undefined &&
-        !list.every((p) => typeof p === 'string' && !p.includes(':') && !/^[0-9]+$/.test(p))
-      )
+      if (!given && !list.every((p) => typeof p === 'string' && !p.includes(':') && !/^[0-9]+$/.test(p)))
         ctx.report(
           'RULE_INVALID',
           `numeric ${field} need a protocol that has ports (TCP, UDP, SCTP or UDPLite)`,

@@ -52,14 +52,19 @@ interface RawPortProtocol {
 
 function portEntries(ctx: DecodeContext, raw: RawPortProtocol, path: FieldPath): ClusterPort[] {
   const protocolText = raw.protocol == null || raw.protocol === '' ? 'ANY' : raw.protocol.toUpperCase();
-  if (!['TCP', 'UDP', 'SCTP', 'ANY'].includes(protocolText)) {
+  const known = ['TCP', 'UDP', 'SCTP', 'ANY'].includes(protocolText);
+  if (!known)
     ctx.report('PROTOCOL_INVALID', `protocol "${raw.protocol ?? ''}" is not TCP, UDP, SCTP or ANY`, [
       ...path,
       'protocol',
     ]);
-    return [];
-  }
-  const protocols: readonly Protocol[] = protocolText === 'ANY' ? PROTOCOLS : [protocolText as Protocol];
+  // An unknown protocol gives no entries, but the port is checked all the same: the entry's
+  // problems are said at once, not one per run.
+  const protocols: readonly Protocol[] = !known
+    ? []
+    : protocolText === 'ANY'
+      ? PROTOCOLS
+      : [protocolText as Protocol];
   const port = raw.port;
   const endPort = raw.endPort ?? undefined;
   if (port === undefined || port === null || port === '' || port === '0' || port === 0)
@@ -87,6 +92,7 @@ function portEntries(ctx: DecodeContext, raw: RawPortProtocol, path: FieldPath):
     ctx.report('PORT_NAME_INVALID', `named port "${text}" is invalid: ${problem}`, [...path, 'port']);
     return [];
   }
+  if (!known) return [];
   // "EndPort is ignored if Port is a named port."
   return protocolText === 'ANY'
     ? [{ type: 'named', name: text }]
