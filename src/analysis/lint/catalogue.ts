@@ -58,8 +58,8 @@ export const LINT_CATALOGUE = {
   RULE_SHADOWED: {
     severity: 'warning',
     summary:
-      'a cluster policy rule never decides: rules of higher precedence (or NetworkPolicy isolation, for the Baseline tier) decide everything it matches first — also a Calico rule behind policies of a lower order, and a Cilium allow that a deny rule always wins over',
-    hint: 'delete the rule, or give its policy a lower priority number / move it before the rules that shadow it',
+      'a rule never decides: rules of higher precedence (or NetworkPolicy isolation, for the Baseline tier) decide everything it matches first — also a Calico rule behind lower orders, and a NetworkPolicy or Cilium allow behind a Cilium deny or a lower Calico order',
+    hint: "delete the rule, or change what decides first as its engine orders rules (each finding's fix says how)",
   },
   SERVICE_SELECTS_NOTHING: {
     severity: 'warning',
@@ -99,6 +99,12 @@ export const LINT_CATALOGUE = {
     summary: 'an ipBlock wider than /8 (IPv4) or /32 (IPv6) on every port',
     hint: 'narrow the block to the networks meant, or restrict the rule to the ports needed',
   },
+  DENY_POLICY_ISOLATES: {
+    severity: 'warning',
+    summary:
+      'a Cilium policy whose only rules for a direction deny puts what it selects in default deny there (enableDefaultDeny is not false): endpoints nothing else isolates are denied all no rule allows, not only what it denies',
+    hint: 'add an allow rule for what should still pass (e.g. fromEntities: [all]), or set enableDefaultDeny to false there',
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type LintCode = keyof typeof LINT_CATALOGUE;
@@ -112,6 +118,13 @@ const DIAGNOSTIC_HINTS: Partial<Record<DiagnosticCode, string>> = {
   PEER_FAIL_CLOSED: 'use a peer field this version of the API defines',
   OBJECT_DUPLICATE: 'keep one definition of the object',
   LEGACY_ANNOTATION_IGNORED: "run 'palisade convert --to v1' and apply the policy it writes",
+  // The object is not wrong: Palisade cannot say what it does.
+  POLICY_KIND_NOT_EVALUATED:
+    "nothing to correct: answers leave this policy out, so check what it allows with its own engine's tools, or remove it from the input if that engine is not deployed",
+  POLICY_NOT_ANALYSED:
+    "nothing to correct if the policy is meant: answers leave it out, so check what it does with its engine's own tools",
+  RULE_NOT_ANALYSED:
+    "nothing to correct if the rule is meant: answers assume for that part what the message says, so check it with its engine's own tools",
 };
 
 /** The catalogue entry of a lint or diagnostic code. */

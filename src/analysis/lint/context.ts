@@ -139,14 +139,16 @@ export class LintContext {
     return fieldLocation(this.locator, object, path, fallback);
   }
 
+  /** `hint`: a fix for this finding, where the catalogue's (the default) is too general to fit it. */
   finding(
     code: LintCode,
     message: string,
     where: FindingLocation,
     related: readonly RelatedLocation[] = [],
+    hint?: string,
   ): Finding {
     const entry = catalogueEntry(code);
-    return { code, severity: entry.severity, message, hint: entry.hint, ...where, related };
+    return { code, severity: entry.severity, message, hint: hint ?? entry.hint, ...where, related };
   }
 }
 

@@ -44,7 +44,7 @@ import { EVERY_ADDRESS, type CoverItem, type RuleRef } from './cover.ts';
 const OUTSIDE: Address = { kind: 'ip', ip: { family: 4, value: 0n } };
 const endpointAddress = (endpoint: Endpoint): Address => ({ kind: 'endpoint', endpoint });
 
-function networkPolicyRuleRef(policy: NetworkPolicy, direction: Direction, rule: PolicyRule): RuleRef {
+export function networkPolicyRuleRef(policy: NetworkPolicy, direction: Direction, rule: PolicyRule): RuleRef {
   return {
     label: `${policyKey(policy)} ${direction}[${rule.index}]`,
     object: policyObject(policy),

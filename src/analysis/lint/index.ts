@@ -6,6 +6,7 @@
 import type { Diagnostic } from '../../model/diagnostics.ts';
 import type { Cluster, Semantics } from '../../model/types.ts';
 import { catalogueEntry, type LintCode } from './catalogue.ts';
+import { denyOnlyIsolation } from './check-deny-only.ts';
 import { egressWithoutDns } from './check-dns.ts';
 import { redundancy } from './check-redundancy.ts';
 import { shadowing } from './check-shadowing.ts';
@@ -32,6 +33,7 @@ const CHECKS: readonly LintCheck[] = [
   egressWithoutDns,
   redundancy,
   shadowing,
+  denyOnlyIsolation,
   serviceChecks,
 ];
 
@@ -42,6 +44,7 @@ const NEED_ENDPOINTS: readonly LintCode[] = [
   'POLICY_REDUNDANT',
   'RULE_REDUNDANT',
   'RULE_SHADOWED',
+  'DENY_POLICY_ISOLATES',
   'SERVICE_SELECTS_NOTHING',
 ];
 
