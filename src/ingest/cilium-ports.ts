@@ -30,7 +30,7 @@ export function decodeToPorts(
     if (l7.length > 0 && action === 'allow')
       ctx.report(
         'RULE_NOT_ANALYSED',
-        `${l7.join(', ')} (L7) ${l7.length === 1 ? 'is' : 'are'} not analysed: the connection is allowed at L4; requests on it are then filtered by the proxy`,
+        `the L7 part of this entry (${l7.join(', ')}) is not analysed: the connection is allowed at L4; requests on it are then filtered by the proxy`,
         [...at, l7[0] as string],
       );
     const ports = (entry.ports as readonly RawPortProtocol[] | null | undefined) ?? [];
