@@ -21,6 +21,18 @@ import { load } from '../helpers/builders.ts';
 const RUNS = Number(process.env.PALISADE_PROPERTY_RUNS ?? 150);
 const CODES = ['POLICY_REDUNDANT', 'RULE_REDUNDANT', 'RULE_SHADOWED'];
 
+/** Every pair's allowed ports are the same with what the findings name removed. */
+function assertUnchangedWithout(cluster: Cluster, findings: readonly Finding[]): void {
+  const before = connectivity(cluster);
+  const after = connectivity(without(cluster, findings));
+  for (const [pair, ports] of before)
+    assert.equal(
+      after.get(pair),
+      ports,
+      `${pair} after removing ${findings.map((f) => `${f.object} ${f.path ?? ''}`).join('; ')}`,
+    );
+}
+
 /** The cluster with everything the findings name taken out, as a user would edit the manifests. */
 function without(cluster: Cluster, findings: readonly Finding[]): Cluster {
   const dropPolicies = new Set(findings.filter((f) => f.code === 'POLICY_REDUNDANT').map((f) => f.object));
@@ -84,14 +96,7 @@ it("removing every shadowed rule of Calico's tiers and Cilium's policies changes
         const loaded = load([...objects, ...calico, ...cilium]);
         const findings = lintCluster(loaded.cluster, { only: CODES }).findings;
         found += findings.filter((f) => /projectcalico|Cilium/.test(f.object ?? '')).length;
-        const before = connectivity(loaded.cluster);
-        const after = connectivity(without(loaded.cluster, findings));
-        for (const [pair, ports] of before)
-          assert.equal(
-            after.get(pair),
-            ports,
-            `${pair} after removing ${findings.map((f) => `${f.object} ${f.path ?? ''}`).join('; ')}`,
-          );
+        assertUnchangedWithout(loaded.cluster, findings);
       },
     ),
     { numRuns: RUNS },
@@ -161,14 +166,7 @@ it("removing NetworkPolicy rules shadowed by Calico's lower orders or Cilium's d
             f.code === 'RULE_SHADOWED' &&
             [f, ...f.related].some((place) => place.object?.startsWith('NetworkPolicy ')),
         ).length;
-        const before = connectivity(loaded.cluster);
-        const after = connectivity(without(loaded.cluster, findings));
-        for (const [pair, ports] of before)
-          assert.equal(
-            after.get(pair),
-            ports,
-            `${pair} after removing ${findings.map((f) => `${f.object} ${f.path ?? ''}`).join('; ')}`,
-          );
+        assertUnchangedWithout(loaded.cluster, findings);
       },
     ),
     { numRuns: RUNS },
@@ -184,14 +182,7 @@ it('removing every redundant or shadowed policy and rule changes no connection',
       const loaded = load(objects);
       const findings = lintCluster(loaded.cluster, { only: CODES }).findings;
       found += findings.length;
-      const before = connectivity(loaded.cluster);
-      const after = connectivity(without(loaded.cluster, findings));
-      for (const [pair, ports] of before)
-        assert.equal(
-          after.get(pair),
-          ports,
-          `${pair} after removing ${findings.map((f) => `${f.object} ${f.path ?? ''}`).join('; ')}`,
-        );
+      assertUnchangedWithout(loaded.cluster, findings);
     }),
     { numRuns: RUNS },
   );
