@@ -10,13 +10,14 @@ import { describe, it } from 'node:test';
 import { lintCluster, objectLocator, type Finding } from '../../src/analysis/lint/index.ts';
 import { load, namespace, pod, policy, type Raw } from '../helpers/builders.ts';
 
-function lint(objects: readonly Raw[], code: string): Finding[] {
+function lint(objects: readonly Raw[], code: string, semantics: 'v1' | 'v1beta1-proposal' = 'v1'): Finding[] {
   const loaded = load(objects);
   return [
     ...lintCluster(loaded.cluster, {
       locator: objectLocator(loaded.rawObjects),
       diagnostics: loaded.diagnostics,
       only: [code],
+      semantics,
     }).findings,
   ];
 }
@@ -181,6 +182,21 @@ describe('lint: NetworkPolicy among Calico and Cilium (RULE_SHADOWED)', () => {
     assert.deepEqual(lint([...base, ciliumDeny, toDb], 'RULE_SHADOWED'), []);
     const explicit = policy('mix', 'to-db', { ...(toDb.spec as Raw), policyTypes: ['Egress'] });
     assert.equal(lint([...base, ciliumDeny, explicit], 'RULE_SHADOWED').length, 1);
+  });
+});
+
+describe("lint under the v1beta1 proposal's semantics", () => {
+  it("reports nothing of Calico's and Cilium's default-tier policies, which the evaluator leaves out there", () => {
+    const objects = [...base, calico('web-early', 500, [denyClient80]), allowFromClient('allow-client')];
+    assert.equal(lint(objects, 'RULE_SHADOWED').length, 1);
+    assert.deepEqual(lint(objects, 'RULE_SHADOWED', 'v1beta1-proposal'), []);
+    const denyOnly = cilium(
+      'block-world',
+      { endpointSelector: {}, ingressDeny: [{ fromEntities: ['world'] }] },
+      'CiliumClusterwideNetworkPolicy',
+    );
+    assert.equal(lint([...base, denyOnly], 'DENY_POLICY_ISOLATES').length, 1);
+    assert.deepEqual(lint([...base, denyOnly], 'DENY_POLICY_ISOLATES', 'v1beta1-proposal'), []);
   });
 });
 

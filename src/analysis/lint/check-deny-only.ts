@@ -31,6 +31,8 @@ export const denyOnlyIsolation: LintCheck = {
   codes: ['DENY_POLICY_ISOLATES'],
   run(context) {
     const findings: Finding[] = [];
+    // Under the proposal's semantics the evaluator leaves Cilium's policies out (semantics/evaluate.ts).
+    if (context.semantics !== 'v1') return findings;
     for (const policy of context.cluster.clusterPolicies)
       for (const direction of DIRECTIONS) {
         if (!isDenyOnly(policy, direction) || !policyIsolates(policy, direction)) continue;

@@ -105,6 +105,9 @@ function tierContexts(
     (p) => p.tier === tier.name && p[direction].length > 0,
   );
   if (policies.length === 0) return [];
+  // The evaluator reads Calico's and Cilium's policies of the default tier under v1 semantics
+  // only (semantics/evaluate.ts): under the proposal's they decide nothing, so shadow nothing.
+  if (tier.name === DEFAULT_TIER && context.semantics !== 'v1') return [];
   const relative = policies.some((p) =>
     p[direction].some((r) => r.peers.some((peer) => peer.type === 'pods' && !peer.namespaces.selector)),
   );

@@ -17,7 +17,7 @@ interface ValidateCounts {
   readonly policies: number;
   /** Every policy of the other kinds: the network-policy-api's, Calico's and Cilium's. */
   readonly clusterPolicies: number;
-  /** `clusterPolicies` by kind, in the order the line lists them; absent when there are none. */
+  /** The objects of `clusterPolicies` by kind, in the order the line lists them (a Cilium policy of several `specs` is one: they may sum to less); absent when there are none. */
   readonly clusterPolicyKinds?: Readonly<Partial<Record<ClusterPolicyKind, number>>>;
   readonly nodes: number;
   /** Absent when none. */
