@@ -15,6 +15,7 @@ import {
   clusterRuleLabel,
   policyEngine,
   policyIsolates,
+  type PolicyEngine,
   type TierSpec,
 } from '../model/cluster-policy.ts';
 import type { ClusterPolicy, ClusterRule, Endpoint } from '../model/types.ts';
@@ -72,9 +73,6 @@ export function walkTier(
   };
 }
 
-const engines = new WeakMap<ClusterIndex['cluster'], boolean>();
-
-/** Whether the input holds Calico's or Cilium's policies. */
 const present = new WeakMap<object, ReadonlySet<string>>();
 
 /** The tiers the input has a policy in. */
@@ -84,27 +82,28 @@ function tiersPresent(index: ClusterIndex): ReadonlySet<string> {
   return found;
 }
 
-const calico = new WeakMap<ClusterIndex['cluster'], boolean>();
+const engines = new WeakMap<object, ReadonlySet<PolicyEngine>>();
 
-/** Whether the input holds Calico's policies: NetworkPolicy's place is then Calico's default tier. */
-export function hasCalicoPolicies(index: ClusterIndex): boolean {
-  let found = calico.get(index.cluster);
-  if (found === undefined)
-    calico.set(
+/** The engines whose policies the input holds (read once per cluster). */
+function enginesPresent(index: ClusterIndex): ReadonlySet<PolicyEngine> {
+  let found = engines.get(index.cluster);
+  if (!found)
+    engines.set(
       index.cluster,
-      (found = index.cluster.clusterPolicies.some((p) => policyEngine(p.kind) === 'calico')),
+      (found = new Set(index.cluster.clusterPolicies.map((p) => policyEngine(p.kind)))),
     );
   return found;
 }
 
+/** Whether the input holds Calico's policies: NetworkPolicy's place is then Calico's default tier. */
+export function hasCalicoPolicies(index: ClusterIndex): boolean {
+  return enginesPresent(index).has('calico');
+}
+
+/** Whether the input holds Calico's or Cilium's policies. */
 function hasEnginePolicies(index: ClusterIndex): boolean {
-  let found = engines.get(index.cluster);
-  if (found === undefined)
-    engines.set(
-      index.cluster,
-      (found = index.cluster.clusterPolicies.some((p) => policyEngine(p.kind) !== 'network-policy-api')),
-    );
-  return found;
+  const found = enginesPresent(index);
+  return found.has('calico') || found.has('cilium');
 }
 
 /** Whether the tier's default action denies what none of its rules decided, for these policies. */
